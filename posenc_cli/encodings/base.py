@@ -1,0 +1,370 @@
+"""The one mechanism every encoding kind is built on.
+
+An encoding is a frozen, validated dataclass of parameters. Its tensors are described by
+:meth:`Encoding.tensor_specs` (name -> shape and dtype) and any row range ``[start, stop)`` (along axis 0)
+of any tensor is computed by :meth:`Encoding.fill`. Writers stream with it, threads split work with it,
+and ``check`` regenerates huge tables block by block with it.
+
+Writing a new kind means subclassing :class:`Encoding`, declaring parameters as dataclass fields made
+with :func:`param`, and implementing ``tensor_specs`` and ``_rows`` (or ``fill`` where speed matters).
+Parameters are parsed from ``key=value`` strings using each field's type hint, so the CLI, the spec
+grammar ``KIND:key=value,...`` and file metadata share one parser.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import ParameterError
+
+#: Output dtypes for floating tensors, by name.
+FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
+
+
+def resolve_dtype(name: str) -> np.dtype:
+    """The NumPy dtype for a dtype name (``bfloat16`` comes from ml_dtypes)."""
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    if name in ("float64", "float32", "float16", "int64", "int32", "bool"):
+        return np.dtype(name)
+    raise ParameterError(f"unknown dtype {name!r}; choose from: {', '.join(FLOAT_DTYPES)}")
+
+
+def dtype_name(dtype: np.dtype) -> str:
+    """The name posenc uses for a dtype (``bfloat16`` rather than ml_dtypes' repr)."""
+    return "bfloat16" if dtype.name == "bfloat16" else np.dtype(dtype).name
+
+
+def param(
+    default: Any = dataclasses.MISSING,
+    help: str = "",
+    *,
+    choices: tuple[str, ...] | None = None,
+    low: float | None = None,
+    low_open: bool = False,
+    high: float | None = None,
+) -> Any:
+    """A parameter field: its default, its meaning, and the range or choices that validate it.
+
+    ``low``/``high`` bound numeric values (``low_open`` makes the lower bound strict).
+    """
+    meta = {"help": help, "choices": choices, "low": low, "low_open": low_open, "high": high}
+    if default is dataclasses.MISSING:
+        return field(metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Shape and dtype of one named tensor; rows run along axis 0."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """What ``posenc kinds`` shows of one parameter."""
+
+    name: str
+    type: str
+    default: Any
+    help: str
+    choices: tuple[str, ...] | None
+
+
+def _type_label(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _type_label(inner[0]) + "?"
+    if origin is tuple:
+        return f"list[{_type_label(typing.get_args(tp)[0])}]"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _parse_scalar(tp: type, name: str, text: str) -> Any:
+    t = text.strip()
+    if tp is bool:
+        low = t.lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ParameterError(f"parameter {name}={text!r} is not a boolean; use true or false")
+    if tp is int:
+        try:
+            return int(t)
+        except ValueError:
+            try:
+                f = float(t)
+            except ValueError:
+                f = math.nan
+            if math.isfinite(f) and f == int(f):
+                return int(f)
+            raise ParameterError(f"parameter {name}={text!r} is not an integer; use e.g. {name}=8") from None
+    if tp is float:
+        try:
+            value = float(t)
+        except ValueError:
+            raise ParameterError(f"parameter {name}={text!r} is not a number; use e.g. {name}=1.5") from None
+        if not math.isfinite(value):
+            raise ParameterError(f"parameter {name}={text!r} must be a finite number")
+        return value
+    return t
+
+
+def parse_value(tp: Any, name: str, value: Any) -> Any:
+    """Convert ``value`` (a string from the command line or metadata, or a Python value) to type ``tp``."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(tp) if a is not type(None)][0]
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null")):
+            return None
+        return parse_value(inner, name, value)
+    if origin is tuple:
+        (item,) = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    value = json.loads(text)
+                except json.JSONDecodeError:
+                    raise ParameterError(f"parameter {name}={value!r} is not a JSON list; use e.g. {name}=[1.0,1.5]") from None
+            else:
+                value = [v for v in text.replace(";", ",").split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise ParameterError(f"parameter {name}={value!r} is not a list; use e.g. {name}=1.0;1.5")
+        return tuple(parse_value(item, name, v) for v in value)
+    if isinstance(value, str):
+        return _parse_scalar(tp, name, value)
+    if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ParameterError(f"parameter {name}={value!r} must be a finite number")
+        return float(value)
+    if tp is int and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
+    if tp is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if tp is bool and isinstance(value, bool):
+        return value
+    if tp is str and isinstance(value, str):
+        return value
+    return _parse_scalar(tp, name, str(value))
+
+
+def format_value(value: Any) -> str:
+    """The string form of a parameter value, as written to metadata (``parse_value`` reads it back)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, tuple):
+        return json.dumps([v for v in value])
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """Base class of every encoding kind.
+
+    Subclasses are frozen dataclasses whose fields are the kind's parameters. ``length`` is the number of
+    positions (rows); ``dim`` the model/feature dimension where the kind has one; ``dtype`` the output dtype
+    of its floating tensors.
+    """
+
+    KIND: ClassVar[str] = ""
+    SUMMARY: ClassVar[str] = ""
+    #: The public implementations each convention reproduces, one line each.
+    REFERENCES: ClassVar[tuple[str, ...]] = ()
+    #: Named bundles of parameter values (``preset=NAME``); explicit parameters override them.
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
+    #: Documentation of each preset: what public implementation it reproduces.
+    PRESET_DOCS: ClassVar[dict[str, str]] = {}
+    #: The tensor a single-table consumer (check, compare, preview) uses by default.
+    PRIMARY: ClassVar[str] = "pe"
+    #: Whether ``dim`` is required (False: the kind ignores it or derives it).
+    NEEDS_DIM: ClassVar[bool] = True
+
+    length: int = param(help="number of positions (rows)", low=1)
+    dim: int | None = param(None, "feature dimension (columns)", low=1)
+    dtype: str = param("float32", "output dtype of floating tensors", choices=FLOAT_DTYPES)
+
+    # ----- construction -------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            self._check_field(f, getattr(self, f.name))
+        if self.NEEDS_DIM and self.dim is None:
+            raise ParameterError(f"{self.KIND} needs a dimension; pass --dim D (e.g. --dim 128)")
+        self.validate()
+
+    def _check_field(self, f: dataclasses.Field, value: Any) -> None:
+        meta = f.metadata
+        if value is None:
+            return
+        choices = meta.get("choices")
+        if choices and value not in choices:
+            raise ParameterError(f"unknown {f.name} {value!r} for {self.KIND}; choose from: {', '.join(choices)}")
+        values = value if isinstance(value, tuple) else (value,)
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                continue
+            low, high = meta.get("low"), meta.get("high")
+            if low is not None and (v <= low if meta.get("low_open") else v < low):
+                op = ">" if meta.get("low_open") else ">="
+                raise ParameterError(f"parameter {f.name}={format_value(v)} is out of range; {self.KIND} needs {f.name} {op} {format_value(low)}")
+            if high is not None and v > high:
+                raise ParameterError(f"parameter {f.name}={format_value(v)} is out of range; {self.KIND} needs {f.name} <= {format_value(high)}")
+
+    def validate(self) -> None:
+        """Cross-parameter validation; raise :class:`ParameterError`."""
+
+    @classmethod
+    def param_fields(cls) -> list[dataclasses.Field]:
+        return [f for f in dataclasses.fields(cls) if f.init]
+
+    @classmethod
+    def param_infos(cls) -> list[ParamInfo]:
+        hints = typing.get_type_hints(cls)
+        out = []
+        for f in cls.param_fields():
+            default = None if f.default is dataclasses.MISSING else f.default
+            out.append(ParamInfo(f.name, _type_label(hints[f.name]), default, f.metadata.get("help", ""), f.metadata.get("choices")))
+        if cls.PRESETS:
+            out.append(ParamInfo("preset", "str", None, "one word that sets several parameters at once", tuple(cls.PRESETS)))
+        return out
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> Encoding:
+        """Build from ``name -> value`` (strings are parsed); ``preset`` expands first, explicit values win."""
+        params = dict(params)
+        names = {f.name for f in cls.param_fields()}
+        preset = params.pop("preset", None)
+        merged: dict[str, Any] = {}
+        if preset is not None:
+            if preset not in cls.PRESETS:
+                raise ParameterError(f"unknown preset {preset!r} for {cls.KIND}; choose from: {', '.join(cls.PRESETS)}")
+            merged.update(cls.PRESETS[preset])
+        merged.update(params)
+        unknown = sorted(set(merged) - names)
+        if unknown:
+            valid = sorted(names | ({"preset"} if cls.PRESETS else set()))
+            raise ParameterError(f"unknown parameter {unknown[0]!r} for {cls.KIND}; choose from: {', '.join(valid)}")
+        hints = typing.get_type_hints(cls)
+        kwargs = {k: parse_value(hints[k], k, v) for k, v in merged.items()}
+        if "length" not in kwargs:
+            raise ParameterError(f"{cls.KIND} needs a length; pass --len N (e.g. --len 512)")
+        try:
+            return cls(**kwargs)
+        except TypeError as exc:  # a missing required parameter
+            raise ParameterError(f"{cls.KIND}: {exc}") from None
+
+    def params(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in self.param_fields()}
+
+    def metadata(self) -> dict[str, str]:
+        """String metadata that says exactly how to regenerate this table."""
+        from .. import __version__
+
+        meta = {"kind": self.KIND, "posenc_version": __version__}
+        meta.update({k: format_value(v) for k, v in self.params().items()})
+        meta.update(self.extra_metadata())
+        return meta
+
+    def extra_metadata(self) -> dict[str, str]:
+        """Derived values worth recording (e.g. RoPE's attention_scaling)."""
+        return {}
+
+    # ----- tensors ------------------------------------------------------------------------------
+    @property
+    def out_dtype(self) -> np.dtype:
+        return resolve_dtype(self.dtype)
+
+    def tensor_specs(self) -> dict[str, TensorSpec]:
+        """Every tensor this encoding produces, primary first."""
+        raise NotImplementedError
+
+    def _rows(self, name: str, start: int, stop: int) -> np.ndarray:
+        """Rows ``[start, stop)`` of tensor ``name``, in any dtype (cast by :meth:`fill`)."""
+        raise NotImplementedError
+
+    def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
+        """Write rows ``[start, stop)`` of tensor ``name`` into ``out`` (shape ``(stop-start, *shape[1:])``)."""
+        out[...] = self._rows(name, start, stop)
+
+    def rows(self, name: str, start: int, stop: int) -> np.ndarray:
+        """Rows ``[start, stop)`` of tensor ``name`` as a new array of the tensor's dtype."""
+        spec = self.tensor_specs()[name]
+        out = np.empty((stop - start, *spec.shape[1:]), dtype=spec.dtype)
+        if stop > start:
+            self.fill(name, start, stop, out)
+        return out
+
+    def array(self, name: str | None = None) -> np.ndarray:
+        """The whole tensor ``name`` (default: the primary one), computed in row blocks on all cores."""
+        from .parallel import fill_parallel
+
+        spec = self.tensor_specs()[name or self.PRIMARY]
+        out = np.empty(spec.shape, dtype=spec.dtype)
+        fill_parallel(self, spec.name, out)
+        return out
+
+    def nbytes(self) -> int:
+        return sum(s.nbytes for s in self.tensor_specs().values())
+
+    def lazy(self, name: str | None = None) -> EncodingTensor:
+        """A lazy view of tensor ``name`` that writers and checks read block by block."""
+        return EncodingTensor(self, name or self.PRIMARY)
+
+    def lazy_tensors(self) -> dict[str, EncodingTensor]:
+        return {name: EncodingTensor(self, name) for name in self.tensor_specs()}
+
+
+@dataclass(frozen=True)
+class EncodingTensor:
+    """One tensor of an encoding, computed on demand: the :class:`LazyTensor` protocol.
+
+    The protocol (shared with ``formats.ArrayTensor`` for arrays read from files) is: ``name``, ``shape``,
+    ``dtype`` and ``rows(start, stop) -> np.ndarray`` returning rows ``[start, stop)`` along axis 0.
+    """
+
+    encoding: Encoding
+    name: str
+
+    @property
+    def spec(self) -> TensorSpec:
+        return self.encoding.tensor_specs()[self.name]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.spec.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.spec.dtype
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        return self.encoding.rows(self.name, start, stop)
+
+    def fill(self, start: int, stop: int, out: np.ndarray) -> None:
+        """Rows ``[start, stop)`` into ``out``, using every core (the fast path for writers)."""
+        from .parallel import fill_parallel
+
+        fill_parallel(self.encoding, self.name, out, start=start)

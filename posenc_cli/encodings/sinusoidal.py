@@ -1,0 +1,159 @@
+r"""The sinusoidal encoding of "Attention Is All You Need" (Vaswani et al., 2017) in every published convention.
+
+.. math::
+
+    PE(t, k)_{\sin} = \sin(t\,\omega_k), \qquad PE(t, k)_{\cos} = \cos(t\,\omega_k)
+
+with positions :math:`t = \mathrm{offset}, \dots, \mathrm{offset} + \mathrm{len} - 1` and frequencies
+
+* ``freq=paper``: :math:`\omega_k = \mathrm{base}^{-2k/d}` (the paper, PyTorch tutorial, TF tutorial, Marian);
+* ``freq=t2t``: :math:`\omega_k = \mathrm{min\_timescale}\cdot\exp\!\big(-k \ln(\mathrm{max\_timescale}/
+  \mathrm{min\_timescale}) / \max(\lfloor d/2\rfloor - 1, 1)\big)` (tensor2tensor ``get_timing_signal_1d``,
+  fairseq ``SinusoidalPositionalEmbedding``, MusicGen).
+
+Layouts place the sin and cos columns:
+
+* ``interleaved``: sin at even columns, cos at odd ones (paper, PyTorch tutorial, XLM, positional-encodings);
+* ``split``: ``[sin | cos]`` (TF tutorial, tensor2tensor, fairseq, Marian, MAE);
+* ``split-cos-first``: ``[cos | sin]`` (MusicGen, diffusion timestep embeddings with flip_sin_to_cos).
+
+Odd ``dim`` (``odd_dim=auto``) follows the convention reproduced: ``interleaved`` has ceil(d/2) sin columns and
+floor(d/2) cos columns; ``split`` with ``freq=paper`` is Marian's ceil(d/2) sin then floor(d/2) cos (first block
+gets the extra column); ``freq=t2t`` uses floor(d/2) frequencies and a trailing zero column (tensor2tensor,
+fairseq, HF MusicGen). ``odd_dim=ceil`` / ``zero-pad`` force one rule.
+
+``padding_idx`` zeroes the row of that position value (fairseq / M2M100: rows are indexed by position).
+Angles are computed with exact range reduction (:mod:`._trig`), so every output dtype is correctly rounded
+to within an ulp at any position below 2**31, unlike the float32 formulas most libraries use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from functools import cached_property
+
+import numpy as np
+
+from ..errors import ParameterError
+from . import _trig
+from .base import Encoding, TensorSpec, param
+
+LAYOUTS = ("interleaved", "split", "split-cos-first")
+FREQS = ("paper", "t2t")
+ODD_DIM = ("auto", "ceil", "zero-pad")
+#: Positions must stay below this for exact range reduction.
+MAX_POSITION = 2**31 - 1
+
+
+def frequencies(dim: int, n: int, freq: str, base: float, min_timescale: float, max_timescale: float) -> list[Decimal]:
+    """The ``n`` angular frequencies of a ``dim``-wide table, to ~60 significant digits."""
+    with localcontext() as ctx:
+        ctx.prec = 60
+        if freq == "paper":
+            log_base = Decimal(base).ln()
+            return [(-(Decimal(2 * k) / Decimal(dim)) * log_base).exp() for k in range(n)]
+        increment = (Decimal(max_timescale) / Decimal(min_timescale)).ln() / Decimal(max(n - 1, 1))
+        return [Decimal(min_timescale) * (-(Decimal(k) * increment)).exp() for k in range(n)]
+
+
+@dataclass(frozen=True)
+class Sinusoidal(Encoding):
+    """Fixed sinusoidal absolute positions; one tensor ``pe`` of shape (len, dim)."""
+
+    KIND = "sinusoidal"
+    SUMMARY = "sin/cos absolute positions (Vaswani et al. 2017) in every published convention"
+    REFERENCES = (
+        "paper: Vaswani et al. 2017, section 3.5 (PE(pos,2i)=sin(pos/10000^(2i/d)), PE(pos,2i+1)=cos(...))",
+        "pytorch-tutorial: PyTorch 'Language Modeling with nn.Transformer' PositionalEncoding (interleaved, paper freq)",
+        "tf-tutorial: TensorFlow 'Neural machine translation with a Transformer' positional_encoding ([sin | cos])",
+        "tensor2tensor: tensor2tensor/layers/common_attention.py get_timing_signal_1d",
+        "fairseq: fairseq/modules/sinusoidal_positional_embedding.py SinusoidalPositionalEmbedding.get_embedding",
+        "marian: Marian NMT / HF MarianSinusoidalPositionalEmbedding (ceil(d/2) sin columns, then cos)",
+        "musicgen: audiocraft create_sin_embedding / HF MusicgenSinusoidalPositionalEmbedding ([cos | sin], t2t freq)",
+    )
+    PRESETS = {
+        "paper": {"layout": "interleaved", "freq": "paper"},
+        "pytorch-tutorial": {"layout": "interleaved", "freq": "paper"},
+        "tf-tutorial": {"layout": "split", "freq": "paper"},
+        "tensor2tensor": {"layout": "split", "freq": "t2t"},
+        "fairseq": {"layout": "split", "freq": "t2t"},
+        "marian": {"layout": "split", "freq": "paper"},
+        "musicgen": {"layout": "split-cos-first", "freq": "t2t"},
+    }
+    PRESET_DOCS = {
+        "paper": "interleaved sin/cos, w_k = base^(-2k/d): the paper's formula",
+        "pytorch-tutorial": "same table as paper: pe[:, 0::2] = sin, pe[:, 1::2] = cos, div_term = exp(-2k ln(base)/d)",
+        "tf-tutorial": "[sin | cos], w_k = base^(-2k/d): the TF tutorial (seed material) table",
+        "tensor2tensor": "[sin | cos], t2t freq, trailing zero column for odd dim: get_timing_signal_1d",
+        "fairseq": "[sin | cos], t2t freq, zero pad for odd dim, optional padding_idx row of zeros",
+        "marian": "[sin | cos], paper freq, ceil(d/2) sin columns then floor(d/2) cos columns",
+        "musicgen": "[cos | sin], t2t freq (max_period = base): audiocraft / HF MusicGen",
+    }
+    PRIMARY = "pe"
+
+    base: float = param(10000.0, "frequency base (max wavelength / 2 pi)", low=0.0, low_open=True)
+    offset: int = param(0, "position of the first row", low=-MAX_POSITION, high=MAX_POSITION)
+    layout: str = param("interleaved", "column order of the sin and cos halves", choices=LAYOUTS)
+    freq: str = param("paper", "frequency formula: paper base^(-2k/d) or t2t geometric timescales", choices=FREQS)
+    min_timescale: float = param(1.0, "t2t: shortest timescale (highest frequency = 1/min_timescale)", low=0.0, low_open=True)
+    max_timescale: float | None = param(None, "t2t: longest timescale (default: base)", low=0.0, low_open=True)
+    padding_idx: int | None = param(None, "position value whose row is all zeros (fairseq/M2M100)")
+    odd_dim: str = param("auto", "odd dim: auto follows the convention, ceil or zero-pad force one", choices=ODD_DIM)
+
+    def validate(self) -> None:
+        if self.offset + self.length - 1 > MAX_POSITION:
+            raise ParameterError(
+                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower --len or offset"
+            )
+        if self.freq == "t2t" and self.max_timescale is not None and self.max_timescale < self.min_timescale:
+            raise ParameterError(
+                f"max_timescale={self.max_timescale} is below min_timescale={self.min_timescale}; raise max_timescale"
+            )
+
+    # ----- column plan ------------------------------------------------------------------------
+    @cached_property
+    def _plan(self) -> tuple[int, int, int, bool]:
+        """(number of frequencies, sin columns, cos columns, trailing zero column)."""
+        d = self.dim
+        rule = self.odd_dim
+        if rule == "auto":
+            rule = "zero-pad" if (self.freq == "t2t" and self.layout != "interleaved") else "ceil"
+        if d % 2 == 0:
+            return d // 2, d // 2, d // 2, False
+        if rule == "zero-pad":
+            return d // 2, d // 2, d // 2, True
+        return (d + 1) // 2, (d + 1) // 2, d // 2, False
+
+    @cached_property
+    def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
+        n = self._plan[0]
+        max_ts = self.base if self.max_timescale is None else self.max_timescale
+        return _trig.double_double(frequencies(self.dim, n, self.freq, self.base, self.min_timescale, max_ts))
+
+    def inv_freq(self) -> np.ndarray:
+        """The angular frequencies w_k in float64."""
+        return self._freqs[0].copy()
+
+    def tensor_specs(self) -> dict[str, TensorSpec]:
+        return {"pe": TensorSpec("pe", (self.length, self.dim), self.out_dtype)}
+
+    def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
+        n, n_sin, n_cos, pad = self._plan
+        t = np.arange(self.offset + start, self.offset + stop, dtype=np.float64)
+        w_hi, w_lo = self._freqs
+        s, c = _trig.sincos(t, w_hi, w_lo)
+        if self.layout == "interleaved":
+            out[:, 0::2] = s[:, :n_sin]
+            out[:, 1::2] = c[:, :n_cos]
+        else:
+            first, second = (s, c) if self.layout == "split" else (c, s)
+            n_second = self.dim - n - pad
+            out[:, :n] = first
+            out[:, n : n + n_second] = second[:, :n_second]
+        if pad:
+            out[:, -1] = 0
+        if self.padding_idx is not None:
+            row = self.padding_idx - self.offset
+            if start <= row < stop:
+                out[row - start] = 0
