@@ -1,0 +1,87 @@
+"""The data every property check receives and returns (no math here; see checks.py and checks_*.py).
+
+A check is a function ``(ctx: CheckContext) -> CheckResult``. Checks must run in time roughly linear in the
+table size with bounded memory: read big tensors block by block (``ctx.blocks``), and where the exact answer
+is quadratic use a sound randomized or sampled method and say so in ``method``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: Rows per block when streaming a table through a check (bounded memory on memory-mapped files).
+BLOCK_ROWS = 8192
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One measured property.
+
+    ``passed`` is True/False for a property with a verdict and None for a report (e.g. ``decay``).
+    ``value`` is the measured number shown to users; ``tolerance`` what it was compared against.
+    """
+
+    name: str
+    passed: bool | None
+    value: float | str | None
+    tolerance: float | str | None = None
+    detail: str = ""
+    method: str = "exact"
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        def clean(v: Any) -> Any:
+            if isinstance(v, (np.floating, float)):
+                v = float(v)
+                return v if np.isfinite(v) else str(v)
+            if isinstance(v, np.integer):
+                return int(v)
+            if isinstance(v, dict):
+                return {k: clean(x) for k, x in v.items()}
+            if isinstance(v, (list, tuple)):
+                return [clean(x) for x in v]
+            return v
+
+        return {
+            "name": self.name,
+            "status": "INFO" if self.passed is None else ("PASS" if self.passed else "FAIL"),
+            "value": clean(self.value),
+            "tolerance": clean(self.tolerance),
+            "detail": self.detail,
+            "method": self.method,
+            "data": clean(self.data),
+        }
+
+
+@dataclass
+class CheckContext:
+    """What a check sees of one source.
+
+    ``table`` is the primary tensor (a NumPy array, possibly memory-mapped: read it in blocks),
+    ``tensors`` every tensor of the source by name, ``metadata`` the file's string metadata (``kind``
+    and every parameter when posenc wrote it), ``kind`` the expected kind (metadata or ``--expect``),
+    ``encoding`` the regenerated Encoding object when the metadata allows it (else None),
+    ``rtol`` the relative tolerance for float comparisons of this table's dtype, ``seed`` for probes.
+    """
+
+    table: np.ndarray
+    tensors: Mapping[str, np.ndarray]
+    metadata: Mapping[str, str]
+    kind: str | None
+    encoding: Any = None
+    rtol: float = 1e-5
+    seed: int = 0
+    probes: int = 8
+
+    def blocks(self, array: np.ndarray | None = None, rows: int = BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
+        """``(start, float64 block)`` pairs covering ``array`` (default: ``table``) along axis 0."""
+        a = self.table if array is None else array
+        for start in range(0, a.shape[0], rows):
+            yield start, np.asarray(a[start : start + rows], dtype=np.float64)
+
+    def rng(self) -> np.random.Generator:
+        return np.random.default_rng(self.seed)
