@@ -270,11 +270,20 @@ class Encoding:
         hints = typing.get_type_hints(cls)
         kwargs = {k: parse_value(hints[k], k, v) for k, v in merged.items()}
         if "length" not in kwargs:
+            derived = cls.derive_length(kwargs)
+            if derived is not None:
+                kwargs["length"] = derived
+        if "length" not in kwargs:
             raise ParameterError(f"{cls.KIND} needs a length; pass --len N (e.g. --len 512)")
         try:
             return cls(**kwargs)
         except TypeError as exc:  # a missing required parameter
             raise ParameterError(f"{cls.KIND}: {exc}") from None
+
+    @classmethod
+    def derive_length(cls, kwargs: dict[str, Any]) -> int | None:
+        """The number of rows implied by other parameters (e.g. a 2-D grid), or None when ``--len`` is needed."""
+        return None
 
     def params(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in self.param_fields()}
