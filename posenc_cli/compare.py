@@ -1,0 +1,135 @@
+"""Metrics between two tables, computed in row blocks (bounded memory on memory-mapped files).
+
+For tables ``A`` (the first source) and ``B`` (the reference) of the same shape:
+
+* max abs difference ``max |A - B|`` and where it is (row, column),
+* max relative difference ``max |A - B| / |B|`` over elements with ``B != 0``,
+* max ulp difference ``max |A - B| / ulp(B)`` with ulp taken in the coarser of the two dtypes,
+* mean abs difference, min cosine similarity between corresponding rows (and which row),
+* the verdict: every element satisfies ``|A - B| <= atol + rtol * |B|`` (NaN equals NaN only in place).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+BLOCK_ROWS = 8192
+
+
+def finfo(dtype: np.dtype):
+    if np.dtype(dtype).kind != "f":
+        return None
+    try:
+        return np.finfo(dtype)
+    except ValueError:  # ml_dtypes types
+        import ml_dtypes
+
+        return ml_dtypes.finfo(dtype)
+
+
+def coarser_eps(a: np.dtype, b: np.dtype) -> tuple[float, float]:
+    """(eps, smallest normal) of the less precise floating dtype (float64's when both are integer)."""
+    infos = [fi for fi in (finfo(a), finfo(b)) if fi is not None] or [np.finfo(np.float64)]
+    fi = max(infos, key=lambda f: float(f.eps))
+    return float(fi.eps), float(fi.smallest_normal)
+
+
+def ulp(x: np.ndarray, eps: float, tiny: float) -> np.ndarray:
+    """The spacing of floats with epsilon ``eps`` at ``|x|`` (subnormal spacing below ``tiny``)."""
+    ax = np.maximum(np.abs(x), tiny)
+    return np.exp2(np.floor(np.log2(ax))) * eps
+
+
+@dataclass
+class CompareResult:
+    shape_a: tuple[int, ...]
+    shape_b: tuple[int, ...]
+    same: bool
+    atol: float
+    rtol: float
+    reason: str = ""
+    max_abs: float = 0.0
+    max_abs_at: tuple[int, ...] | None = None
+    value_a: float | None = None
+    value_b: float | None = None
+    max_rel: float = 0.0
+    max_ulp: float = 0.0
+    mean_abs: float = 0.0
+    min_cosine: float | None = None
+    min_cosine_row: int | None = None
+    mismatched: int = 0
+    total: int = 0
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        def clean(v: Any) -> Any:
+            if isinstance(v, float) and not np.isfinite(v):
+                return str(v)
+            if isinstance(v, tuple):
+                return list(v)
+            return v
+
+        return {k: clean(v) for k, v in self.__dict__.items()}
+
+
+def default_atol(a: np.dtype, b: np.dtype) -> float:
+    """Two ulps of 1.0 in the coarser dtype: what two correct implementations may differ by."""
+    return 2.0 * coarser_eps(a, b)[0]
+
+
+def compare(a: np.ndarray, b: np.ndarray, atol: float | None = None, rtol: float = 0.0) -> CompareResult:
+    """Compare ``a`` with the reference ``b`` block by block."""
+    atol = default_atol(a.dtype, b.dtype) if atol is None else atol
+    res = CompareResult(tuple(a.shape), tuple(b.shape), False, atol, rtol)
+    if a.shape != b.shape:
+        res.reason = f"shapes differ: {tuple(a.shape)} vs {tuple(b.shape)}"
+        return res
+    eps, tiny = coarser_eps(a.dtype, b.dtype)
+    res.total = int(a.size)
+    if a.size == 0:
+        res.same = True
+        return res
+    a2 = a.reshape(a.shape[0], -1) if a.ndim != 1 else a.reshape(-1, 1)
+    b2 = b.reshape(b.shape[0], -1) if b.ndim != 1 else b.reshape(-1, 1)
+    abs_sum = 0.0
+    min_cos = np.inf
+    for start in range(0, a2.shape[0], BLOCK_ROWS):
+        x = np.asarray(a2[start : start + BLOCK_ROWS], dtype=np.float64)
+        y = np.asarray(b2[start : start + BLOCK_ROWS], dtype=np.float64)
+        both_nan = np.isnan(x) & np.isnan(y)
+        with np.errstate(invalid="ignore", over="ignore"):
+            diff = np.abs(x - y)
+            diff[both_nan] = 0.0
+            diff[(x == y)] = 0.0  # equal infinities
+            nan_diff = np.isnan(diff)
+            diff[nan_diff] = np.inf
+        res.mismatched += int(np.count_nonzero(~(diff <= atol + rtol * np.abs(y))))
+        abs_sum += float(np.sum(diff[np.isfinite(diff)]))
+        flat = int(np.argmax(diff))
+        if diff.flat[flat] > res.max_abs or res.max_abs_at is None:
+            r, c = divmod(flat, diff.shape[1])
+            res.max_abs = float(diff.flat[flat])
+            res.max_abs_at = (start + r, c) if a.ndim >= 2 else (start + r,)
+            res.value_a, res.value_b = float(x.flat[flat]), float(y.flat[flat])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nz = y != 0
+            if np.any(nz):
+                res.max_rel = max(res.max_rel, float(np.max(diff[nz] / np.abs(y[nz]))))
+            res.max_ulp = max(res.max_ulp, float(np.max(diff / ulp(y, eps, tiny))))
+            if a.ndim >= 2:
+                num = np.einsum("ij,ij->i", x, y)
+                den = np.sqrt(np.einsum("ij,ij->i", x, x) * np.einsum("ij,ij->i", y, y))
+                cos = np.where(den > 0, num / np.where(den > 0, den, 1), np.where(np.all(x == y, axis=1), 1.0, 0.0))
+                i = int(np.nanargmin(cos)) if not np.all(np.isnan(cos)) else 0
+                if cos[i] < min_cos:
+                    min_cos = float(cos[i])
+                    res.min_cosine_row = start + i
+    res.mean_abs = abs_sum / res.total
+    res.min_cosine = None if a.ndim < 2 else min_cos
+    res.same = res.mismatched == 0
+    if not res.same:
+        res.reason = f"{res.mismatched} of {res.total} elements differ by more than atol + rtol*|b|"
+    return res

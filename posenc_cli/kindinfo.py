@@ -1,0 +1,42 @@
+"""What ``posenc kinds`` says about a kind: tensors, parameters with defaults and meaning, presets, references."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .encodings.base import Encoding, format_value
+from .errors import PosencError
+
+#: Small parameter sets used only to list a kind's tensor names.
+_EXAMPLE = {"length": 4, "dim": 8}
+_EXAMPLE_BY_KIND = {"sinusoidal-2d": {"grid": "2x2", "dim": 8}, "sinusoidal-3d": {"grid": "2x2x2", "dim": 12}}
+
+
+def tensor_names(cls: type[Encoding]) -> list[str]:
+    try:
+        enc = cls.from_params(_EXAMPLE_BY_KIND.get(cls.KIND, _EXAMPLE))
+    except PosencError:
+        return [cls.PRIMARY]
+    return list(enc.tensor_specs())
+
+
+def kind_info(cls: type[Encoding]) -> dict[str, Any]:
+    params = []
+    for p in cls.param_infos():
+        params.append({
+            "name": "len" if p.name == "length" else p.name,
+            "type": p.type,
+            "default": None if p.default is None else format_value(p.default),
+            "help": p.help,
+            "choices": list(p.choices) if p.choices else None,
+        })
+    return {
+        "kind": cls.KIND,
+        "summary": cls.SUMMARY,
+        "tensors": tensor_names(cls),
+        "primary": cls.PRIMARY,
+        "parameters": params,
+        "presets": {name: {"sets": {k: format_value(v) for k, v in sets.items()}, "doc": cls.PRESET_DOCS.get(name, "")}
+                    for name, sets in cls.PRESETS.items()},
+        "references": list(cls.REFERENCES),
+    }

@@ -1,0 +1,198 @@
+"""Sources: one grammar for every command that takes a table.
+
+A source is
+
+* a file path (``.npy``, ``.npz``, ``.safetensors``),
+* ``-`` for standard input (``.npy`` bytes; works on a non-seekable pipe), or
+* a spec ``KIND[:key=value,...]`` generated on the fly, e.g. ``sinusoidal:preset=fairseq,padding_idx=1``.
+  Spec values override the command's ``-p key=value`` options, which override ``--len``/``--dim``.
+  Values may contain commas (lists): a comma only separates pairs when ``key=`` follows it.
+
+A file written by posenc carries ``kind`` and every parameter in its metadata, so the encoding it came
+from can be rebuilt (``Source.encoding``) and ``check`` can say whether the file matches its spec.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .encodings import KINDS, get_kind, make_encoding
+from .errors import InputError, ParameterError
+
+FILE_SUFFIXES = (".npy", ".npz", ".safetensors")
+_PAIR_SPLIT = re.compile(r",(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
+#: Metadata keys that are not parameters.
+_NON_PARAM_KEYS = {"kind", "posenc_version"}
+#: Command-line aliases of parameter names.
+_ALIASES = {"len": "length"}
+
+
+def parse_pairs(text: str, what: str = "parameter") -> dict[str, str]:
+    """``key=value,key=value`` -> dict (commas inside values are kept unless ``key=`` follows them)."""
+    out: dict[str, str] = {}
+    if not text.strip():
+        return out
+    for pair in _PAIR_SPLIT.split(text):
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ParameterError(f"{what} {pair.strip()!r} is not key=value; write e.g. base=10000")
+        out[_ALIASES.get(key, key)] = value.strip()
+    return out
+
+
+def parse_param_options(options: list[str] | None) -> dict[str, str]:
+    """The ``-p key=value`` options of a command (each may hold several comma-separated pairs)."""
+    out: dict[str, str] = {}
+    for opt in options or []:
+        out.update(parse_pairs(opt))
+    return out
+
+
+def is_spec(text: str) -> bool:
+    if text == "-" or os.path.exists(text) or text.lower().endswith(FILE_SUFFIXES):
+        return False
+    return text.split(":", 1)[0] in KINDS
+
+
+def parse_spec(text: str) -> tuple[str, dict[str, str]]:
+    kind, _, rest = text.partition(":")
+    get_kind(kind)  # validates the kind name
+    return kind, parse_pairs(rest)
+
+
+@dataclass
+class Source:
+    """A table from a file, stdin or a spec: its tensors (arrays, maybe memory-mapped) and metadata."""
+
+    label: str
+    tensors: dict[str, Any]
+    metadata: dict[str, str]
+    encoding: Any = None  # the Encoding this table was (or claims to be) generated from
+    encoding_note: str = ""  # why ``encoding`` is None although metadata names a kind
+    lazy: dict[str, Any] = field(default_factory=dict)  # LazyTensor views for streaming writers
+
+    @property
+    def kind(self) -> str | None:
+        return self.metadata.get("kind")
+
+    def tensor_name(self, requested: str | None) -> str:
+        """The tensor a single-table command uses: ``--tensor``, else the only one, else the kind's primary."""
+        names = list(self.tensors) or list(self.lazy)
+        if requested is not None:
+            if requested not in names:
+                raise InputError(f"{self.label} has no tensor {requested!r}; choose from: {', '.join(names)}")
+            return requested
+        if len(names) == 1:
+            return names[0]
+        if self.kind in KINDS:
+            primary = get_kind(self.kind).PRIMARY
+            if primary in names:
+                return primary
+        if "pe" in names:
+            return "pe"
+        raise InputError(f"{self.label} holds several tensors; pick one with --tensor NAME from: {', '.join(names)}")
+
+    def array(self, name: str):
+        """The whole tensor ``name`` as an array (computed for specs, memory-mapped for files)."""
+        if name not in self.tensors:
+            self.tensors[name] = self.encoding.array(name)
+        return self.tensors[name]
+
+
+def encoding_from_metadata(metadata: dict[str, str]) -> tuple[Any, str]:
+    """Rebuild the encoding that a posenc-written file says it holds; (None, reason) when impossible."""
+    kind = metadata.get("kind")
+    if kind is None:
+        return None, "no kind in metadata"
+    if kind not in KINDS:
+        return None, f"unknown kind {kind!r} in metadata"
+    cls = get_kind(kind)
+    names = {f.name for f in cls.param_fields()}
+    params = {k: v for k, v in metadata.items() if k in names}
+    try:
+        return cls.from_params(params), ""
+    except ParameterError as exc:
+        return None, f"metadata does not describe a valid {kind}: {exc}"
+
+
+def spec_params(
+    spec_pairs: dict[str, str],
+    length: int | None,
+    dim: int | None,
+    params: dict[str, str],
+    dtype: str | None,
+) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    if length is not None:
+        merged["length"] = length
+    if dim is not None:
+        merged["dim"] = dim
+    if dtype is not None:
+        merged["dtype"] = dtype
+    merged.update(params)
+    merged.update(spec_pairs)
+    return merged
+
+
+def open_source(
+    text: str,
+    *,
+    length: int | None = None,
+    dim: int | None = None,
+    params: dict[str, str] | None = None,
+    dtype: str | None = None,
+    max_bytes: int | None = None,
+    like: Source | None = None,
+) -> Source:
+    """Open a file, stdin or spec. ``like`` (another source) supplies a spec's default length and dim."""
+    from . import formats
+
+    limit = formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    if is_spec(text):
+        kind, pairs = parse_spec(text)
+        if like is not None and (length is None or dim is None):
+            ref = like.tensors.get(like.tensor_name(None)) if like.tensors else None
+            if ref is not None and getattr(ref, "ndim", 0) >= 1:
+                length = ref.shape[0] if length is None else length
+                if ref.ndim >= 2 and dim is None:
+                    dim = ref.shape[1]
+        enc = make_encoding(kind, spec_params(pairs, length, dim, params or {}, dtype))
+        check_size(enc.nbytes(), limit, text)
+        return Source(text, {}, enc.metadata(), encoding=enc, lazy=enc.lazy_tensors())
+    if params:
+        raise ParameterError(f"-p applies to specs, but {text} is a file; drop -p or use a spec like sinusoidal:...")
+    table = formats.read_table(text, max_bytes=limit)
+    enc, note = encoding_from_metadata(table.metadata)
+    label = "stdin" if text == "-" else text
+    return Source(label, dict(table.tensors), dict(table.metadata), encoding=enc, encoding_note=note,
+                  lazy={k: formats.ArrayTensor(k, v) for k, v in table.tensors.items()})
+
+
+class CastTensor:
+    """A LazyTensor that casts another one's rows to ``dtype`` (export --dtype of a file)."""
+
+    def __init__(self, inner: Any, dtype: str) -> None:
+        from .encodings.base import resolve_dtype
+
+        self.inner, self.name, self.shape = inner, inner.name, tuple(inner.shape)
+        self.dtype = resolve_dtype(dtype) if inner.dtype.kind == "f" else inner.dtype
+
+    def rows(self, start: int, stop: int):
+        return self.inner.rows(start, stop).astype(self.dtype)
+
+    def fill(self, start: int, stop: int, out) -> None:
+        out[...] = self.inner.rows(start, stop)
+
+
+def check_size(nbytes: int, limit: int, label: str) -> None:
+    from .formats import human_bytes
+
+    if nbytes > limit:
+        raise ParameterError(
+            f"{label} would need {human_bytes(nbytes)}, above the {human_bytes(limit)} limit; "
+            f"lower --len/--dim or pass --max-bytes {nbytes} to raise it"
+        )
