@@ -63,8 +63,9 @@ the scaling arithmetic in float32), multiplies it by float32 positions and takes
 so its tables are off by about ``|t w| * 2**-24`` (1e-3 at t = 8192). posenc evaluates each scaling formula to
 ~60 digits (:mod:`decimal`), keeps :math:`\omega_k` as a double-double and takes exactly range-reduced cos/sin
 (:mod:`._trig`), so every table is correctly rounded to within about an ulp of the output dtype.
-``inv_freq_dtype=float32`` instead follows HF's float32 arithmetic for ``inv_freq`` step by step (to within
-about one float32 ulp of torch, whose ``pow`` may round differently) and then uses those float32 frequencies
+``inv_freq_dtype=float32`` instead follows HF's float32 arithmetic for ``inv_freq`` step by step (float32
+exponent ``2k/d``, float32 ``pow`` rounded correctly, float32 reciprocal and scaling; torch's own ``pow`` may
+differ by about one float32 ulp) and then uses those float32 frequencies
 exactly: the angles are still exact, so this reproduces HF's frequencies but not its float32 angle error.
 
 xPos (Sun et al. 2022, "A Length-Extrapolatable Transformer"), kind ``xpos``: the per-position scale that
@@ -398,11 +399,15 @@ class Rope(Encoding):
         f32 = np.float32
         o, s, r = self._opt, self.scaling, self.rot_dim
 
+        def powf(base: float, expo: np.ndarray) -> np.ndarray:
+            # float32 base ** float32 exponent, correctly rounded (NumPy's own float32 pow is off by up to ~1 ulp)
+            return np.power(np.float64(f32(base)), expo.astype(np.float64)).astype(f32)
+
         def default(base: float, d: int, n: int | None = None) -> np.ndarray:
             # 1.0 / (base ** (torch.arange(0, 2n, 2, dtype=torch.int64).float() / d))
             n = d // 2 if n is None else n
             expo = np.arange(0, 2 * n, 2, dtype=np.int64).astype(f32) / f32(d)
-            return f32(1.0) / np.power(f32(base), expo)
+            return f32(1.0) / powf(base, expo)
 
         if s in ("none", "linear"):
             inv = default(self.base, r)
@@ -421,7 +426,7 @@ class Rope(Encoding):
             return inv / f32(o["factor"])
         if s == "yarn":
             factor = o["factor"]
-            pos = np.power(f32(self.base), np.arange(0, r, 2).astype(f32) / f32(r))
+            pos = powf(self.base, np.arange(0, r, 2).astype(f32) / f32(r))
             extra = f32(1.0) / pos
             inter = f32(1.0) / (f32(factor) * pos)
             low, high = _yarn_correction_range(
@@ -445,7 +450,7 @@ class Rope(Encoding):
         # longrope
         ext = np.array(self._ext_factors(), dtype=f32)
         shape = np.arange(0, r, 2, dtype=np.int64).astype(f32) / f32(r)
-        return f32(1.0) / (ext * np.power(f32(self.base), shape))
+        return f32(1.0) / (ext * powf(self.base, shape))
 
     def inv_freq(self) -> np.ndarray:
         """The angular frequencies in float64 (rounded to float32 first when inv_freq_dtype=float32)."""
