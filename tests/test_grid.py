@@ -92,7 +92,9 @@ def pe_3d(x, y, z, org_channels):
 
 
 # ----- MAE ---------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("hw,dim,cls_token", [((14, 14), 768, False), ((14, 14), 64, True), ((6, 10), 32, False), ((9, 4), 16, True)])
+@pytest.mark.parametrize(
+    "hw,dim,cls_token", [((14, 14), 768, False), ((14, 14), 64, True), ((6, 10), 32, False), ((9, 4), 16, True)]
+)
 def test_mae_matches_transcription(hw, dim, cls_token):
     got = grid2d(f"{hw[0]}x{hw[1]}", dim, cls_token=cls_token)
     np.testing.assert_allclose(got, mae_2d(dim, hw, cls_token), rtol=0, atol=1e-12)
@@ -150,16 +152,22 @@ def test_length_derived_or_checked():
     assert make_encoding("sinusoidal-2d", {"grid": "8x12", "dim": 16, "length": 96}).length == 96
     assert make_encoding("sinusoidal-2d", {"grid": "8x12", "dim": 16, "cls_token": True}).length == 97
     assert make_encoding("sinusoidal-3d", {"grid": "2x3x4", "dim": 6}).length == 24
-    with pytest.raises(ParameterError, match=r"--len 96 does not match grid 8x12 = 96 cells \+ 1 \[CLS\] row = 97 rows"):
+    with pytest.raises(
+        ParameterError, match=r"--len 96 does not match grid 8x12 = 96 cells \+ 1 \[CLS\] row = 97 rows"
+    ):
         make_encoding("sinusoidal-2d", {"grid": "8x12", "dim": 16, "length": 96, "cls_token": True})
-    with pytest.raises(ParameterError, match=r"--len 100 does not match grid 8x12 = 96 cells = 96 rows; omit --len or pass --len 96"):
+    with pytest.raises(
+        ParameterError, match=r"--len 100 does not match grid 8x12 = 96 cells = 96 rows; omit --len or pass --len 96"
+    ):
         make_encoding("sinusoidal-2d", {"grid": "8x12", "dim": 16, "length": 100})
 
 
 def test_square_grid_from_length():
     enc = make_encoding("sinusoidal-2d", {"length": 197, "dim": 16, "cls_token": True})
     assert enc.shape == (14, 14)
-    np.testing.assert_array_equal(enc.array(), make_encoding("sinusoidal-2d", {"grid": "14x14", "dim": 16, "cls_token": True}).array())
+    np.testing.assert_array_equal(
+        enc.array(), make_encoding("sinusoidal-2d", {"grid": "14x14", "dim": 16, "cls_token": True}).array()
+    )
     with pytest.raises(ParameterError, match=r"sinusoidal-2d needs grid=HxW"):
         make_encoding("sinusoidal-2d", {"length": 10, "dim": 16})
     with pytest.raises(ParameterError, match=r"sinusoidal-3d needs grid=TxHxW"):
@@ -176,13 +184,29 @@ def test_cls_row_is_zero():
 @pytest.mark.parametrize(
     "kind,params,message",
     [
-        ("sinusoidal-2d", {"grid": "14x14", "dim": 66}, r"channels=exact needs dim divisible by 4 .* got dim=66; pass --dim 68 or channels=ceil"),
-        ("sinusoidal-2d", {"grid": "14", "dim": 64}, r"grid='14' is not a 2-D grid HxW of positive sizes; use e.g. grid=14x14"),
+        (
+            "sinusoidal-2d",
+            {"grid": "14x14", "dim": 66},
+            r"channels=exact needs dim divisible by 4 .* got dim=66; pass --dim 68 or channels=ceil",
+        ),
+        (
+            "sinusoidal-2d",
+            {"grid": "14", "dim": 64},
+            r"grid='14' is not a 2-D grid HxW of positive sizes; use e.g. grid=14x14",
+        ),
         ("sinusoidal-2d", {"grid": "0x4", "dim": 64}, r"grid='0x4' is not a 2-D grid"),
         ("sinusoidal-3d", {"grid": "14x14", "dim": 64}, r"grid='14x14' is not a 3-D grid TxHxW .* grid=8x14x14"),
-        ("sinusoidal-3d", {"grid": "2x2x2", "dim": 8, "channels": "exact"}, r"needs dim divisible by 6 .* pass --dim 12"),
+        (
+            "sinusoidal-3d",
+            {"grid": "2x2x2", "dim": 8, "channels": "exact"},
+            r"needs dim divisible by 6 .* pass --dim 12",
+        ),
         ("sinusoidal-2d", {"grid": "4x4"}, r"needs a dimension"),
-        ("sinusoidal-2d", {"grid": "4x4", "dim": 8, "layout": "zigzag"}, r"unknown layout 'zigzag' for sinusoidal-2d; choose from: split, interleaved, sin-block"),
+        (
+            "sinusoidal-2d",
+            {"grid": "4x4", "dim": 8, "layout": "zigzag"},
+            r"unknown layout 'zigzag' for sinusoidal-2d; choose from: split, interleaved, sin-block",
+        ),
     ],
 )
 def test_refusals(kind, params, message):

@@ -100,7 +100,9 @@ def test_block_independence(length, init, data):
 def test_presets_and_refusals():
     assert learned(2, 2, preset="vit").truncation == 100.0
     assert learned(2, 2, preset="bert-tf").init == "truncated-normal"
-    with pytest.raises(ParameterError, match=r"unknown init 'uniform' for learned; choose from: normal, truncated-normal"):
+    with pytest.raises(
+        ParameterError, match=r"unknown init 'uniform' for learned; choose from: normal, truncated-normal"
+    ):
         learned(2, 2, init="uniform")
     with pytest.raises(ParameterError, match=r"std=0.0 is out of range"):
         learned(2, 2, std=0)

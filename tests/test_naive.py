@@ -42,7 +42,9 @@ def test_binary_wide_and_offset():
 
 
 def test_binary_refuses_positions_beyond_dim_bits():
-    with pytest.raises(ParameterError, match=r"dim=4 holds positions below 16, but the last position is 16; pass --dim 5"):
+    with pytest.raises(
+        ParameterError, match=r"dim=4 holds positions below 16, but the last position is 16; pass --dim 5"
+    ):
         make_encoding("binary", {"length": 17, "dim": 4})
 
 

@@ -29,7 +29,10 @@ def published_get_slopes(n: int) -> list[float]:
     if math.log2(n).is_integer():
         return get_slopes_power_of_2(n)
     closest_power_of_2 = 2 ** math.floor(math.log2(n))
-    return get_slopes_power_of_2(closest_power_of_2) + published_get_slopes(2 * closest_power_of_2)[0::2][: n - closest_power_of_2]
+    return (
+        get_slopes_power_of_2(closest_power_of_2)
+        + published_get_slopes(2 * closest_power_of_2)[0::2][: n - closest_power_of_2]
+    )
 
 
 def mpt_gen_slopes(n_heads: int, alibi_bias_max: float = 8) -> np.ndarray:
@@ -55,7 +58,9 @@ def test_alibi_slopes_match_published_rule(heads):
     np.testing.assert_allclose(ours, mpt_gen_slopes(heads), rtol=1e-15, atol=0)
     # ours are the correctly rounded powers of two 2^(-8(h+1)/c), 2^(-8(2k+1)/(2c))
     c = 2 ** math.floor(math.log2(heads))
-    exponents = [Fraction(-8 * (h + 1), c) for h in range(c)] + [Fraction(-8 * (2 * k + 1), 2 * c) for k in range(heads - c)]
+    exponents = [Fraction(-8 * (h + 1), c) for h in range(c)] + [
+        Fraction(-8 * (2 * k + 1), 2 * c) for k in range(heads - c)
+    ]
     with localcontext() as ctx:
         ctx.prec = 50
         exact = [float(Decimal(2) ** (Decimal(e.numerator) / Decimal(e.denominator))) for e in exponents]
@@ -165,7 +170,15 @@ def hf_t5_bucket(relative_position: int, bidirectional=True, num_buckets=32, max
     return relative_buckets + large
 
 
-T5_CONFIGS = [(32, 128, True), (32, 128, False), (64, 256, True), (16, 50, False), (10, 20, True), (128, 1000, True), (8, 9, False)]
+T5_CONFIGS = [
+    (32, 128, True),
+    (32, 128, False),
+    (64, 256, True),
+    (16, 50, False),
+    (10, 20, True),
+    (128, 1000, True),
+    (8, 9, False),
+]
 
 
 @pytest.mark.parametrize("num_buckets,max_distance,bidirectional", T5_CONFIGS)

@@ -65,7 +65,7 @@ CHANNELS = ("exact", "ceil")
 MAX_SIDE = 2**31 - 1
 
 
-def parse_grid(text: str, ndim: int, kind: str) -> tuple[int, ...]:
+def parse_grid(text: str, ndim: int) -> tuple[int, ...]:
     """``"14x14"`` -> ``(14, 14)``; a :class:`ParameterError` naming the expected form otherwise."""
     example = "x".join(["8", "14", "14"][-ndim:])
     parts = re.split(r"\s*[xX×*,]\s*", text.strip())
@@ -97,9 +97,15 @@ class _GridSinusoidal(Encoding):
     grid: str | None = param(None, "grid shape HxW (2-D) or TxHxW (3-D); rows are its cells in row-major order")
     cls_token: bool = param(False, "prepend an all-zero [CLS] row (MAE's cls_token=True)")
     base: float = param(10000.0, "frequency base (timm's temperature): w_k = base^(-k/F)", low=0.0, low_open=True)
-    axis_order: str = param("reversed", "column order of the axes: reversed (MAE: w first) or grid order", choices=AXIS_ORDERS)
-    layout: str = param("split", "per-axis [sin|cos], interleaved sin/cos, or sin-block [all sin | all cos]", choices=LAYOUTS)
-    channels: str = param("exact", "exact: dim divisible by 2*axes; ceil: round up and drop extra columns", choices=CHANNELS)
+    axis_order: str = param(
+        "reversed", "column order of the axes: reversed (MAE: w first) or grid order", choices=AXIS_ORDERS
+    )
+    layout: str = param(
+        "split", "per-axis [sin|cos], interleaved sin/cos, or sin-block [all sin | all cos]", choices=LAYOUTS
+    )
+    channels: str = param(
+        "exact", "exact: dim divisible by 2*axes; ceil: round up and drop extra columns", choices=CHANNELS
+    )
 
     # ----- grid and length --------------------------------------------------------------------------
     @classmethod
@@ -107,7 +113,7 @@ class _GridSinusoidal(Encoding):
         grid = kwargs.get("grid")
         if grid is None:
             return None
-        shape = parse_grid(grid, cls.NDIM, cls.KIND)
+        shape = parse_grid(grid, cls.NDIM)
         cls_token = kwargs.get("cls_token", cls.__dataclass_fields__["cls_token"].default)
         return math.prod(shape) + int(bool(cls_token))
 
@@ -115,7 +121,7 @@ class _GridSinusoidal(Encoding):
     def shape(self) -> tuple[int, ...]:
         """The grid shape; a 2-D grid defaults to the square whose cells fill ``--len``."""
         if self.grid is not None:
-            return parse_grid(self.grid, self.NDIM, self.KIND)
+            return parse_grid(self.grid, self.NDIM)
         cells = self.length - int(self.cls_token)
         side = math.isqrt(max(cells, 0))
         if self.NDIM == 2 and cells > 0 and side * side == cells:
@@ -168,11 +174,20 @@ class _GridSinusoidal(Encoding):
         plan = []
         for slot, axis in enumerate(axes):
             if self.layout == "split":
-                plan += [(axis, 0, slice(2 * f * slot, 2 * f * slot + f)), (axis, 1, slice(2 * f * slot + f, 2 * f * (slot + 1)))]
+                plan += [
+                    (axis, 0, slice(2 * f * slot, 2 * f * slot + f)),
+                    (axis, 1, slice(2 * f * slot + f, 2 * f * (slot + 1))),
+                ]
             elif self.layout == "interleaved":
-                plan += [(axis, 0, slice(2 * f * slot, 2 * f * (slot + 1), 2)), (axis, 1, slice(2 * f * slot + 1, 2 * f * (slot + 1), 2))]
+                plan += [
+                    (axis, 0, slice(2 * f * slot, 2 * f * (slot + 1), 2)),
+                    (axis, 1, slice(2 * f * slot + 1, 2 * f * (slot + 1), 2)),
+                ]
             else:  # sin-block
-                plan += [(axis, 0, slice(f * slot, f * (slot + 1))), (axis, 1, slice(f * (self.NDIM + slot), f * (self.NDIM + slot + 1)))]
+                plan += [
+                    (axis, 0, slice(f * slot, f * (slot + 1))),
+                    (axis, 1, slice(f * (self.NDIM + slot), f * (self.NDIM + slot + 1))),
+                ]
         return plan
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
@@ -232,5 +247,7 @@ class Sinusoidal3D(_GridSinusoidal):
     NDIM = 3
 
     axis_order: str = param("grid", "column order of the axes: grid order (t, h, w) or reversed", choices=AXIS_ORDERS)
-    layout: str = param("interleaved", "per-axis [sin|cos], interleaved sin/cos, or sin-block [all sin | all cos]", choices=LAYOUTS)
+    layout: str = param(
+        "interleaved", "per-axis [sin|cos], interleaved sin/cos, or sin-block [all sin | all cos]", choices=LAYOUTS
+    )
     channels: str = param("ceil", "exact: dim divisible by 6; ceil: round up and drop extra columns", choices=CHANNELS)

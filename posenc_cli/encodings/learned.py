@@ -75,9 +75,13 @@ class Learned(Encoding):
         "vit": "timm ViT trunc_normal_(pos_embed, std=.02): absolute bounds +-2 = +-100 std",
     }
 
-    init: str = param("normal", "distribution: normal or truncated-normal (redraw beyond truncation*std)", choices=INITS)
+    init: str = param(
+        "normal", "distribution: normal or truncated-normal (redraw beyond truncation*std)", choices=INITS
+    )
     std: float = param(0.02, "standard deviation (BERT/GPT-2 initializer_range)", low=0.0, low_open=True)
-    truncation: float = param(2.0, "truncated-normal: bound in units of std (TF/BERT and trunc_normal_tf_: 2)", low=0.0, low_open=True)
+    truncation: float = param(
+        2.0, "truncated-normal: bound in units of std (TF/BERT and trunc_normal_tf_: 2)", low=0.0, low_open=True
+    )
     seed: int = param(0, "random seed (SeedSequence entropy for the Philox key)", low=0)
 
     def validate(self) -> None:

@@ -71,9 +71,7 @@ class Index(_Naive):
 
     KIND = "index"
     SUMMARY = "naive baseline: the position index itself in every column (unbounded)"
-    REFERENCES = (
-        "seed: the 'use the index as the encoding' strawman of positional-encoding tutorials (pe[t, :] = t)",
-    )
+    REFERENCES = ("seed: the 'use the index as the encoding' strawman of positional-encoding tutorials (pe[t, :] = t)",)
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         out[...] = self._positions(start, stop).astype(np.float64)[:, None]
@@ -103,9 +101,7 @@ class Binary(_Naive):
 
     KIND = "binary"
     SUMMARY = "naive baseline: the bits of the position, most significant first (discrete)"
-    REFERENCES = (
-        "seed: the binary-counter table (positions 0..15 in 4 bits, most significant bit first)",
-    )
+    REFERENCES = ("seed: the binary-counter table (positions 0..15 in 4 bits, most significant bit first)",)
 
     def validate(self) -> None:
         super().validate()

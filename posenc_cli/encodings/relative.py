@@ -120,7 +120,9 @@ class Alibi(Encoding):
     PRIMARY = "bias"
 
     causal: bool = param(False, "true: -slope*(i-j) below the diagonal and -inf above; false: -slope*|i-j|")
-    max_bias: float = param(8.0, "b in slope_h = 2^(-b(h+1)/n): 8 in the paper (MPT's alibi_bias_max)", low=0.0, low_open=True)
+    max_bias: float = param(
+        8.0, "b in slope_h = 2^(-b(h+1)/n): 8 in the paper (MPT's alibi_bias_max)", low=0.0, low_open=True
+    )
 
     @cached_property
     def _slopes(self) -> np.ndarray:
