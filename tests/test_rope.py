@@ -33,7 +33,7 @@ def ref_default(base: float, d: int) -> np.ndarray:
 
 
 def ref_dynamic(base, d, factor, seq_len, max_pos):
-    seq_len = seq_len if seq_len > max_pos else max_pos
+    seq_len = max(seq_len, max_pos)
     base = base * ((factor * seq_len / max_pos) - (factor - 1)) ** (d / (d - 2))
     return ref_default(base, d)
 
@@ -195,10 +195,42 @@ def test_blocks_equal_whole_table():
         ({"dim": 8, "scaling": "linear"}, "needs factor"),
         ({"dim": 8, "scaling": "dynamic", "factor": 2.0}, "needs original_max_position_embeddings"),
         ({"dim": 2, "scaling": "ntk", "factor": 2.0}, "rot_dim > 2"),
-        ({"dim": 8, "scaling": "yarn", "factor": 2.0, "original_max_position_embeddings": 8, "beta_fast": 1.0, "beta_slow": 2.0}, "beta_fast > beta_slow"),
-        ({"dim": 8, "scaling": "llama3", "low_freq_factor": 4.0, "high_freq_factor": 1.0}, "high_freq_factor > low_freq_factor"),
-        ({"dim": 8, "scaling": "longrope", "short_factor": "1;1;1", "long_factor": "1;1;1;1", "original_max_position_embeddings": 4, "factor": 2.0}, "short_factor has 3 entries; longrope needs rot_dim/2 = 4"),
-        ({"dim": 8, "scaling": "longrope", "short_factor": "1;1;1;1", "long_factor": "1;1;1;1", "original_max_position_embeddings": 4}, "needs factor"),
+        (
+            {
+                "dim": 8,
+                "scaling": "yarn",
+                "factor": 2.0,
+                "original_max_position_embeddings": 8,
+                "beta_fast": 1.0,
+                "beta_slow": 2.0,
+            },
+            "beta_fast > beta_slow",
+        ),
+        (
+            {"dim": 8, "scaling": "llama3", "low_freq_factor": 4.0, "high_freq_factor": 1.0},
+            "high_freq_factor > low_freq_factor",
+        ),
+        (
+            {
+                "dim": 8,
+                "scaling": "longrope",
+                "short_factor": "1;1;1",
+                "long_factor": "1;1;1;1",
+                "original_max_position_embeddings": 4,
+                "factor": 2.0,
+            },
+            "short_factor has 3 entries; longrope needs rot_dim/2 = 4",
+        ),
+        (
+            {
+                "dim": 8,
+                "scaling": "longrope",
+                "short_factor": "1;1;1;1",
+                "long_factor": "1;1;1;1",
+                "original_max_position_embeddings": 4,
+            },
+            "needs factor",
+        ),
         ({"dim": 8, "base": 0.0}, "base=0.0 is out of range"),
         ({"dim": 8, "offset": 2**31 - 2}, "exceeds"),
         ({"dim": 8, "cache": "gguf"}, "choose from: full, onnx"),
@@ -225,7 +257,9 @@ def test_ntk_matches_theta_rescale_factor():
 
 @pytest.mark.parametrize("seq_len", [100, 2048, 2049, 5000, 32768])
 def test_dynamic(seq_len):
-    enc = rope(dim=128, base=10000.0, scaling="dynamic", factor=2.0, original_max_position_embeddings=2048, seq_len=seq_len)
+    enc = rope(
+        dim=128, base=10000.0, scaling="dynamic", factor=2.0, original_max_position_embeddings=2048, seq_len=seq_len
+    )
     assert_freqs(enc, ref_dynamic(10000.0, 128, 2.0, seq_len, 2048), rtol=1e-13)
     if seq_len <= 2048:
         np.testing.assert_array_equal(enc.inv_freq(), rope(dim=128).inv_freq())
@@ -242,9 +276,22 @@ def test_dynamic_seq_len_defaults_to_last_position_plus_one():
     "kw",
     [
         {"factor": 4.0, "original_max_position_embeddings": 32768},  # Qwen2.5 yarn
-        {"factor": 40.0, "original_max_position_embeddings": 4096, "mscale": 1.0, "mscale_all_dim": 1.0, "beta_fast": 32.0, "beta_slow": 1.0},  # DeepSeek-V3
+        {
+            "factor": 40.0,
+            "original_max_position_embeddings": 4096,
+            "mscale": 1.0,
+            "mscale_all_dim": 1.0,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+        },  # DeepSeek-V3
         {"factor": 16.0, "original_max_position_embeddings": 2048, "mscale": 0.707, "mscale_all_dim": 1.0},
-        {"factor": 32.0, "original_max_position_embeddings": 4096, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False},  # gpt-oss
+        {
+            "factor": 32.0,
+            "original_max_position_embeddings": 4096,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+            "truncate": False,
+        },  # gpt-oss
         {"factor": 8.0, "original_max_position_embeddings": 8192, "attention_factor": 1.5},
     ],
 )
@@ -274,7 +321,15 @@ def test_yarn_attention_factor_is_0_1_ln_factor_plus_1():
 
 def test_llama3_golden_behaviour():
     d, base, L = 128, 500000.0, 8192
-    enc = rope(dim=d, base=base, scaling="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=L)
+    enc = rope(
+        dim=d,
+        base=base,
+        scaling="llama3",
+        factor=8.0,
+        low_freq_factor=1.0,
+        high_freq_factor=4.0,
+        original_max_position_embeddings=L,
+    )
     plain = ref_default(base, d)
     got = enc.inv_freq()
     assert_freqs(enc, ref_llama3(base, d), rtol=1e-13)
@@ -297,7 +352,15 @@ def test_longrope(seq_len):
     short = tuple(1.0 + 0.05 * k for k in range(d // 2))
     long = tuple(1.0 + 2.5 * k for k in range(d // 2))
     kw = {} if seq_len is None else {"seq_len": seq_len}
-    enc = rope(dim=d, scaling="longrope", short_factor=short, long_factor=long, factor=32.0, original_max_position_embeddings=4096, **kw)
+    enc = rope(
+        dim=d,
+        scaling="longrope",
+        short_factor=short,
+        long_factor=long,
+        factor=32.0,
+        original_max_position_embeddings=4096,
+        **kw,
+    )
     expected, attention = ref_longrope(10000.0, d, short, long, 32.0, 4096, enc.effective_seq_len)
     assert_freqs(enc, expected, rtol=1e-14)
     assert enc.attention_scaling == pytest.approx(math.sqrt(1 + math.log(32.0) / math.log(4096)), rel=1e-15)
@@ -360,7 +423,7 @@ def test_inv_freq_dtype_float32_follows_hf_float32_arithmetic():
 @given(
     half_dim=st.integers(1, 32),
     base=st.floats(2.0, 1e6),
-    offset=st.integers(-10**6, 10**6),
+    offset=st.integers(-(10**6), 10**6),
     factor=st.floats(1.0, 64.0),
     layout=st.sampled_from(["half", "interleaved"]),
 )
@@ -376,8 +439,8 @@ def test_pythagoras_with_attention_scaling(half_dim, base, offset, factor, layou
 @given(
     half_dim=st.integers(1, 24),
     base=st.floats(2.0, 1e6),
-    m=st.integers(-10**5, 10**5),
-    n=st.integers(-10**5, 10**5),
+    m=st.integers(-(10**5), 10**5),
+    n=st.integers(-(10**5), 10**5),
     layout=st.sampled_from(["half", "interleaved"]),
 )
 def test_rotation_is_relative(half_dim, base, m, n, layout):
@@ -436,7 +499,8 @@ def test_hf_yarn_qwen_and_deepseek():
     expected, attention = ref_yarn(1e6, 128, 4.0, 32768)
     assert_freqs(enc, expected, rtol=1e-13)
     assert enc.attention_scaling == pytest.approx(attention, rel=1e-15) == pytest.approx(0.1 * math.log(4) + 1)
-    deepseek = {"hidden_size": 7168, "num_attention_heads": 128, "head_dim": 64, "max_position_embeddings": 163840,
+    # DeepSeek-V3 (MLA): the rotated width is qk_rope_head_dim, not hidden_size // num_attention_heads
+    deepseek = {"hidden_size": 7168, "num_attention_heads": 128, "qk_rope_head_dim": 64, "max_position_embeddings": 163840,
                 "rope_theta": 10000,
                 "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
                                  "original_max_position_embeddings": 4096, "type": "yarn"}}  # fmt: skip
@@ -503,11 +567,28 @@ def test_hf_per_layer_rope_parameters():
     [
         ({"num_attention_heads": 8, "max_position_embeddings": 64}, "missing hidden_size"),
         ({"hidden_size": 64, "num_attention_heads": 8, "rope_scaling": {"type": "linear"}}, "rope_scaling.factor"),
-        ({"hidden_size": 64, "num_attention_heads": 8, "rope_scaling": {"rope_type": "su"}}, "unknown rope_scaling.rope_type 'su'"),
+        (
+            {"hidden_size": 64, "num_attention_heads": 8, "rope_scaling": {"rope_type": "su"}},
+            "unknown rope_scaling.rope_type 'su'",
+        ),
         ({"hidden_size": 64, "num_attention_heads": 8, "rope_theta": "big"}, "rope_theta='big' is not a number"),
-        ({"hidden_size": 64, "num_attention_heads": 8, "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 4,
-          "long_factor": [1.0] * 4, "original_max_position_embeddings": 8}}, "needs max_position_embeddings"),  # fmt: skip
-        ({"hidden_size": 64, "num_attention_heads": 8, "rope_scaling": {"type": "llama3", "factor": 8.0}}, "rope_scaling.low_freq_factor"),
+        (
+            {
+                "hidden_size": 64,
+                "num_attention_heads": 8,
+                "rope_scaling": {
+                    "type": "longrope",
+                    "short_factor": [1.0] * 4,
+                    "long_factor": [1.0] * 4,
+                    "original_max_position_embeddings": 8,
+                },
+            },
+            "needs max_position_embeddings",
+        ),
+        (
+            {"hidden_size": 64, "num_attention_heads": 8, "rope_scaling": {"type": "llama3", "factor": 8.0}},
+            "rope_scaling.low_freq_factor",
+        ),
     ],
 )
 def test_hf_config_errors_name_the_key(cfg, needle):
@@ -574,3 +655,87 @@ def test_optional_torch_reimplementation():
     enc = rope(dim=d, length=32)
     np.testing.assert_allclose(enc.array("cos"), emb.cos().numpy(), atol=1e-13)
     np.testing.assert_allclose(enc.inv_freq(), inv.numpy(), rtol=1e-14)
+
+
+def _torch():
+    try:
+        import torch
+    except (ImportError, OSError) as exc:  # not installed, or a broken/partial install
+        pytest.skip(f"torch not usable: {exc}")
+    return torch
+
+
+def torch_hf_inv_freq(torch, scaling, base, d, **kw):
+    """HF modeling_rope_utils' float32 arithmetic, written in torch as HF writes it."""
+
+    def default(base):
+        return 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.int64).to(dtype=torch.float) / d))
+
+    if scaling == "none":
+        return default(base)
+    if scaling == "linear":
+        inv = default(base)
+        inv /= kw["factor"]
+        return inv
+    if scaling == "dynamic":
+        f, L, S = kw["factor"], kw["original_max_position_embeddings"], kw["seq_len"]
+        S = max(S, L)
+        return default(base * ((f * S / L) - (f - 1)) ** (d / (d - 2)))
+    if scaling == "yarn":
+        f, L = kw["factor"], kw["original_max_position_embeddings"]
+
+        def corr(n):
+            return (d * math.log(L / (n * 2 * math.pi))) / (2 * math.log(base))
+
+        low, high = max(math.floor(corr(32)), 0), min(math.ceil(corr(1)), d - 1)
+        pos_freqs = base ** (torch.arange(0, d, 2).to(dtype=torch.float) / d)
+        extra, inter = 1.0 / pos_freqs, 1.0 / (f * pos_freqs)
+        ramp = torch.clamp((torch.arange(d // 2, dtype=torch.float32) - low) / (high - low), 0, 1)
+        ef = 1 - ramp
+        return inter * (1 - ef) + extra * ef
+    if scaling == "llama3":
+        inv = default(base)
+        f, lff, hff, L = 8.0, 1.0, 4.0, 8192
+        wavelen = 2 * math.pi / inv
+        inv_l = torch.where(wavelen > L / lff, inv / f, inv)
+        smooth = (L / wavelen - lff) / (hff - lff)
+        smoothed = (1 - smooth) * inv_l / f + smooth * inv_l
+        medium = ~(wavelen < L / hff) * ~(wavelen > L / lff)
+        return torch.where(medium, smoothed, inv_l)
+    if scaling == "longrope":
+        ext = torch.tensor(kw["short_factor"], dtype=torch.float32)
+        shape = torch.arange(0, d, 2, dtype=torch.int64).float() / d
+        return 1.0 / (ext * base**shape)
+    raise AssertionError(scaling)
+
+
+@pytest.mark.parametrize(
+    "scaling,kw",
+    [
+        ("none", {}),
+        ("linear", {"factor": 4.0}),
+        ("dynamic", {"factor": 2.0, "original_max_position_embeddings": 4096, "seq_len": 10000}),
+        ("yarn", {"factor": 4.0, "original_max_position_embeddings": 32768}),
+        ("llama3", {}),
+        (
+            "longrope",
+            {
+                "short_factor": tuple(1.0 + 0.07 * k for k in range(64)),
+                "long_factor": (2.0,) * 64,
+                "original_max_position_embeddings": 4096,
+                "factor": 32.0,
+            },
+        ),
+    ],
+)
+def test_optional_torch_float32_inv_freq_matches_hf_arithmetic(scaling, kw):
+    torch = _torch()
+    base, d = 500000.0, 128
+    expected = torch_hf_inv_freq(torch, scaling, base, d, **kw).numpy()
+    enc = rope(dim=d, base=base, scaling=scaling, inv_freq_dtype="float32", **kw)
+    got = enc.array("inv_freq")
+    assert got.dtype == np.float32
+    ulps = np.abs(got.astype(np.float64) - expected.astype(np.float64)) / np.spacing(expected).astype(np.float64)
+    # torch's float32 pow is not always correctly rounded (ours is): one ulp there can become two after 1/x
+    assert ulps.max() <= 2.0, ulps.max()
+    assert np.mean(ulps == 0) > 0.9

@@ -64,8 +64,8 @@ so its tables are off by about ``|t w| * 2**-24`` (1e-3 at t = 8192). posenc eva
 ~60 digits (:mod:`decimal`), keeps :math:`\omega_k` as a double-double and takes exactly range-reduced cos/sin
 (:mod:`._trig`), so every table is correctly rounded to within about an ulp of the output dtype.
 ``inv_freq_dtype=float32`` instead follows HF's float32 arithmetic for ``inv_freq`` step by step (float32
-exponent ``2k/d``, float32 ``pow`` rounded correctly, float32 reciprocal and scaling; torch's own ``pow`` may
-differ by about one float32 ulp) and then uses those float32 frequencies
+exponent ``2k/d``, float32 ``pow`` rounded correctly, float32 reciprocal and scaling; torch's own float32
+``pow`` is not always correctly rounded, so values can differ from torch's by up to 2 float32 ulps) and then uses those float32 frequencies
 exactly: the angles are still exact, so this reproduces HF's frequencies but not its float32 angle error.
 
 xPos (Sun et al. 2022, "A Length-Extrapolatable Transformer"), kind ``xpos``: the per-position scale that
@@ -122,7 +122,12 @@ _USED_BY: dict[str, tuple[str, ...]] = {
 #: Defaults that depend on the scaling rule (HF's defaults, or the Llama 3.1 release values).
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "yarn": {"beta_fast": 32.0, "beta_slow": 1.0, "truncate": True},
-    "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+    "llama3": {
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    },
     "proportional": {"factor": 1.0},
 }
 
@@ -148,7 +153,9 @@ def _dd(values: list[Decimal]) -> tuple[np.ndarray, np.ndarray]:
     return hi, lo
 
 
-def _yarn_correction_range(beta_fast: float, beta_slow: float, d: int, base: float, omp: int, truncate: bool) -> tuple[float, float]:
+def _yarn_correction_range(
+    beta_fast: float, beta_slow: float, d: int, base: float, omp: int, truncate: bool
+) -> tuple[float, float]:
     """HF's ``find_correction_range`` (float64 Python math, exactly as HF evaluates it)."""
 
     def correction_dim(rotations: float) -> float:
@@ -208,26 +215,53 @@ class Rope(Encoding):
     PRIMARY = "cos"
 
     base: float = param(10000.0, "frequency base theta (HF rope_theta)", low=0.0, low_open=True)
-    layout: str = param("half", "column order: half = cat(f, f) (NeoX/Llama), interleaved = pairs (GPT-J/RoFormer)", choices=LAYOUTS)
+    layout: str = param(
+        "half", "column order: half = cat(f, f) (NeoX/Llama), interleaved = pairs (GPT-J/RoFormer)", choices=LAYOUTS
+    )
     rotary_dim: int | None = param(None, "rotated features (default: dim); the table is rotary_dim wide", low=1)
-    partial_rotary_factor: float | None = param(None, "rotate int(dim * factor) features (HF semantics)", low=0.0, low_open=True, high=1.0)
+    partial_rotary_factor: float | None = param(
+        None, "rotate int(dim * factor) features (HF semantics)", low=0.0, low_open=True, high=1.0
+    )
     offset: int = param(0, "position of the first row", low=-MAX_POSITION, high=MAX_POSITION)
     scaling: str = param("none", "context-extension rule (HF rope_type)", choices=SCALINGS)
-    factor: float | None = param(None, "scaling factor (linear/ntk/dynamic/yarn/longrope; llama3 default 8, proportional 1)", low=0.0, low_open=True)
-    original_max_position_embeddings: int | None = param(None, "pre-training context length (dynamic/yarn/longrope; llama3 default 8192)", low=1)
+    factor: float | None = param(
+        None,
+        "scaling factor (linear/ntk/dynamic/yarn/longrope; llama3 default 8, proportional 1)",
+        low=0.0,
+        low_open=True,
+    )
+    original_max_position_embeddings: int | None = param(
+        None, "pre-training context length (dynamic/yarn/longrope; llama3 default 8192)", low=1
+    )
     seq_len: int | None = param(None, "dynamic/longrope: current sequence length (default offset + len)", low=1)
     attention_factor: float | None = param(None, "yarn/longrope: cos/sin multiplier (default: HF's formula)", low=0.0)
-    beta_fast: float | None = param(None, "yarn: rotations that bound extrapolation (default 32)", low=0.0, low_open=True)
-    beta_slow: float | None = param(None, "yarn: rotations that bound interpolation (default 1)", low=0.0, low_open=True)
+    beta_fast: float | None = param(
+        None, "yarn: rotations that bound extrapolation (default 32)", low=0.0, low_open=True
+    )
+    beta_slow: float | None = param(
+        None, "yarn: rotations that bound interpolation (default 1)", low=0.0, low_open=True
+    )
     mscale: float | None = param(None, "yarn: attention-factor numerator multiplier (DeepSeek)")
     mscale_all_dim: float | None = param(None, "yarn: attention-factor denominator multiplier (DeepSeek)")
     truncate: bool | None = param(None, "yarn: floor/ceil the correction range (default true; gpt-oss uses false)")
-    low_freq_factor: float | None = param(None, "llama3: low-frequency wavelength divisor (default 1)", low=0.0, low_open=True)
-    high_freq_factor: float | None = param(None, "llama3: high-frequency wavelength divisor (default 4)", low=0.0, low_open=True)
-    short_factor: tuple[float, ...] | None = param(None, "longrope: rot_dim/2 divisors used when seq_len <= original", low=0.0, low_open=True)
-    long_factor: tuple[float, ...] | None = param(None, "longrope: rot_dim/2 divisors used when seq_len > original", low=0.0, low_open=True)
-    cache: str = param("full", "tensors: full (cos, sin, inv_freq) or onnx (cos_cache, sin_cache: len x rot_dim/2)", choices=CACHES)
-    inv_freq_dtype: str = param("float64", "float32 follows HF's float32 inv_freq arithmetic; angles stay exact", choices=INV_FREQ_DTYPES)
+    low_freq_factor: float | None = param(
+        None, "llama3: low-frequency wavelength divisor (default 1)", low=0.0, low_open=True
+    )
+    high_freq_factor: float | None = param(
+        None, "llama3: high-frequency wavelength divisor (default 4)", low=0.0, low_open=True
+    )
+    short_factor: tuple[float, ...] | None = param(
+        None, "longrope: rot_dim/2 divisors used when seq_len <= original", low=0.0, low_open=True
+    )
+    long_factor: tuple[float, ...] | None = param(
+        None, "longrope: rot_dim/2 divisors used when seq_len > original", low=0.0, low_open=True
+    )
+    cache: str = param(
+        "full", "tensors: full (cos, sin, inv_freq) or onnx (cos_cache, sin_cache: len x rot_dim/2)", choices=CACHES
+    )
+    inv_freq_dtype: str = param(
+        "float64", "float32 follows HF's float32 inv_freq arithmetic; angles stay exact", choices=INV_FREQ_DTYPES
+    )
 
     # ----- validation ---------------------------------------------------------------------------
     def __post_init__(self) -> None:
@@ -238,7 +272,9 @@ class Rope(Encoding):
 
     def validate(self) -> None:
         if self.offset + self.length - 1 > MAX_POSITION:
-            raise ParameterError(f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower --len or offset")
+            raise ParameterError(
+                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower --len or offset"
+            )
         for name, users in _USED_BY.items():
             if getattr(self, name) is not None and self.scaling not in users:
                 raise ParameterError(
@@ -259,13 +295,19 @@ class Rope(Encoding):
             if r < 2:
                 raise ParameterError(f"rot_dim={r} (dim={self.dim}); rotary tables need at least 2 rotated features")
             if r % 2:
-                hint = "an even rotary_dim" if self.rotary_dim is not None or self.partial_rotary_factor is not None else "an even dim"
+                hint = (
+                    "an even rotary_dim"
+                    if self.rotary_dim is not None or self.partial_rotary_factor is not None
+                    else "an even dim"
+                )
                 raise ParameterError(f"rot_dim={r} is odd; features rotate in pairs, use {hint}")
         if self.scaling in ("ntk", "dynamic") and r <= 2:
             raise ParameterError(f"scaling={self.scaling} needs rot_dim > 2 (its exponent is d/(d-2)); got rot_dim={r}")
         opt = self._opt
         if self.scaling == "yarn" and opt["beta_fast"] <= opt["beta_slow"]:
-            raise ParameterError(f"yarn needs beta_fast > beta_slow; got beta_fast={opt['beta_fast']}, beta_slow={opt['beta_slow']}")
+            raise ParameterError(
+                f"yarn needs beta_fast > beta_slow; got beta_fast={opt['beta_fast']}, beta_slow={opt['beta_slow']}"
+            )
         if self.scaling == "llama3" and opt["high_freq_factor"] <= opt["low_freq_factor"]:
             raise ParameterError(
                 f"llama3 needs high_freq_factor > low_freq_factor; got {opt['high_freq_factor']} <= {opt['low_freq_factor']}"
@@ -274,7 +316,9 @@ class Rope(Encoding):
             for name in ("short_factor", "long_factor"):
                 n = len(getattr(self, name))
                 if n != r // 2:
-                    raise ParameterError(f"{name} has {n} entries; longrope needs rot_dim/2 = {r // 2} (one per frequency)")
+                    raise ParameterError(
+                        f"{name} has {n} entries; longrope needs rot_dim/2 = {r // 2} (one per frequency)"
+                    )
             if self.factor is None and self.attention_factor is None:
                 raise ParameterError(
                     "longrope needs factor (max_position_embeddings / original_max_position_embeddings) or attention_factor"
@@ -469,7 +513,11 @@ class Rope(Encoding):
                 "sin_cache": TensorSpec("sin_cache", (n, w // 2), self.out_dtype),
                 "inv_freq": freq,
             }
-        return {"cos": TensorSpec("cos", (n, w), self.out_dtype), "sin": TensorSpec("sin", (n, w), self.out_dtype), "inv_freq": freq}
+        return {
+            "cos": TensorSpec("cos", (n, w), self.out_dtype),
+            "sin": TensorSpec("sin", (n, w), self.out_dtype),
+            "inv_freq": freq,
+        }
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         w_hi, w_lo = self._freqs
@@ -517,7 +565,9 @@ class XPos(Encoding):
     PRIMARY = "scale"
 
     scale_base: float = param(512.0, "xpos_scale_base: positions per unit of the exponent", low=0.0, low_open=True)
-    layout: str = param("interleaved", "column order: interleaved pairs (current) or half = cat(s, s) (older)", choices=LAYOUTS)
+    layout: str = param(
+        "interleaved", "column order: interleaved pairs (current) or half = cat(s, s) (older)", choices=LAYOUTS
+    )
     offset: int = param(0, "position of the first row", low=-MAX_POSITION, high=MAX_POSITION)
     center: int | None = param(None, "position with scale 1 (default len // 2, rotary-embedding-torch's len(t) // 2)")
     interpolate_factor: float = param(1.0, "positions are divided by this first (rotary-embedding-torch)", low=1.0)
@@ -526,7 +576,9 @@ class XPos(Encoding):
         if self.dim % 2:
             raise ParameterError(f"dim={self.dim} is odd; xpos scales come in pairs, use an even dim")
         if self.offset + self.length - 1 > MAX_POSITION:
-            raise ParameterError(f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower --len or offset")
+            raise ParameterError(
+                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower --len or offset"
+            )
 
     @cached_property
     def zeta(self) -> np.ndarray:
@@ -567,12 +619,15 @@ def _number(src: dict[str, Any], key: str, where: str, kind: type = float) -> An
     return float(value)
 
 
-def params_from_hf_config(config: dict[str, Any], length: int | None = None, *, layer_type: str | None = None) -> dict[str, Any]:
+def params_from_hf_config(
+    config: dict[str, Any], length: int | None = None, *, layer_type: str | None = None
+) -> dict[str, Any]:
     """The ``rope`` parameters that reproduce the tables of a HF transformers model from its config.json dict.
 
     Reads ``rope_parameters`` (transformers >= 5) or ``rope_scaling`` (older), ``rope_type`` or ``type``,
-    ``rope_theta``, ``head_dim`` (else ``hidden_size // num_attention_heads``), ``partial_rotary_factor``
-    (GPT-NeoX ``rotary_pct``/``rotary_emb_base`` too; GPT-J/CodeGen ``rotary_dim`` with interleaved pairs),
+    ``rope_theta``, ``head_dim`` (DeepSeek: ``qk_rope_head_dim``; else ``hidden_size // num_attention_heads``),
+    ``partial_rotary_factor`` (GPT-NeoX ``rotary_pct``/``rotary_emb_base`` too; GPT-J/CodeGen ``rotary_dim`` with
+    interleaved pairs),
     ``max_position_embeddings`` and ``original_max_position_embeddings`` with the precedence of HF's
     ``standardize_rope_params``. ``length`` defaults to ``max_position_embeddings``. Per-layer
     ``rope_parameters`` (Gemma 3/4: ``{"full_attention": {...}, "sliding_attention": {...}}``) need
@@ -599,8 +654,11 @@ def params_from_hf_config(config: dict[str, Any], length: int | None = None, *, 
         raise ParameterError(f"unknown {where}rope_type {hf_type!r}; choose from: {', '.join(_HF_TYPES)}")
     scaling = _HF_TYPES[hf_type]
 
-    # head dim: HF uses config.head_dim when set, else hidden_size // num_attention_heads
-    if config.get("head_dim") is not None:
+    # head dim: DeepSeek-V2/V3 (MLA) configs set head_dim = qk_rope_head_dim, the rotated width; otherwise HF
+    # uses config.head_dim when set, else hidden_size // num_attention_heads
+    if config.get("qk_rope_head_dim") is not None:
+        head_dim = _number(config, "qk_rope_head_dim", "", int)
+    elif config.get("head_dim") is not None:
         head_dim = _number(config, "head_dim", "", int)
     else:
         for key in ("hidden_size", "num_attention_heads"):
@@ -686,13 +744,14 @@ def params_from_hf_config(config: dict[str, Any], length: int | None = None, *, 
             value = rope.get(key)
             if value is None:
                 raise ParameterError(f"rope_type 'longrope' needs {where}{key}; the config has none")
-            if not isinstance(value, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+            if not isinstance(value, list) or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in value
+            ):
                 raise ParameterError(f"config key {where}{key} must be a list of numbers")
             params[key] = tuple(float(x) for x in value)
         params["factor"] = _number(rope, "factor", where) if rope.get("factor") is not None else max_position() / omp
         if rope.get("attention_factor") is not None:
             params["attention_factor"] = _number(rope, "attention_factor", where)
-    elif scaling == "proportional":
-        if rope.get("factor") is not None:
-            params["factor"] = _number(rope, "factor", where)
+    elif scaling == "proportional" and rope.get("factor") is not None:
+        params["factor"] = _number(rope, "factor", where)
     return params
