@@ -66,7 +66,18 @@ def sincos(
 
     ``t`` holds integer-valued float64 positions with ``|t| < 2**31``; ``w_hi + w_lo`` the frequencies.
     """
-    t = np.asarray(t, dtype=np.float64)[:, None]
+    return _sincos(np.asarray(t, dtype=np.float64)[:, None], w_hi, w_lo, want_sin, want_cos)
+
+
+def sincos_pairs(t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Like :func:`sincos` but elementwise: ``sin(t[i] w[i])`` and ``cos(t[i] w[i])`` (arrays broadcast)."""
+    s, c = _sincos(np.asarray(t, dtype=np.float64), np.asarray(w_hi), np.asarray(w_lo), True, True)
+    return s, c
+
+
+def _sincos(
+    t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray, want_sin: bool, want_cos: bool
+) -> tuple[np.ndarray | None, np.ndarray | None]:
     tmax = float(np.max(np.abs(t))) if t.size else 0.0
     t_bits = max(1, math.ceil(math.log2(tmax + 1)))
     if t_bits > 31:

@@ -8,8 +8,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-#: Target bytes per block: big enough to amortise Python overhead, small enough to stay in cache-ish sizes.
-BLOCK_BYTES = 1 << 20
+#: Largest block: big enough to amortise per-block Python work (e.g. angle-addition seeds), small
+#: enough that a progress bar moves and a busy core does not hold the last block for long.
+BLOCK_BYTES = 4 << 20
+#: Smallest block worth a thread; tensors up to this size are filled in the calling thread.
+MIN_BLOCK_BYTES = 1 << 20
+#: Blocks per worker at least (when the tensor is big enough): balances cores shared with other work.
+BLOCKS_PER_WORKER = 4
 
 
 def block_rows(row_bytes: int, target: int = BLOCK_BYTES) -> int:
@@ -25,6 +30,16 @@ def workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
+def plan_blocks(n_rows: int, row_bytes: int, n_workers: int) -> list[tuple[int, int]]:
+    """Row blocks for ``n_workers`` threads: ~``BLOCK_BYTES`` each, at least ``BLOCKS_PER_WORKER`` each."""
+    total = n_rows * row_bytes
+    if total <= MIN_BLOCK_BYTES or n_workers == 1:
+        target = max(BLOCK_BYTES, MIN_BLOCK_BYTES)
+    else:
+        target = min(BLOCK_BYTES, max(MIN_BLOCK_BYTES // 4, total // (BLOCKS_PER_WORKER * n_workers)))
+    return row_blocks(n_rows, block_rows(row_bytes, target))
+
+
 def fill_parallel(
     encoding,
     name: str,
@@ -34,20 +49,22 @@ def fill_parallel(
 ) -> None:
     """Fill ``out`` with rows ``[start, start + len(out))`` of tensor ``name``, block by block, on all cores.
 
-    ``progress`` (if given) is called with the number of rows finished, from the calling thread.
+    ``progress`` (if given) is called with the number of rows finished, from the calling thread, once per
+    block in row order (a few dozen calls for a big table): cheap enough to drive a progress bar directly.
     """
     n = out.shape[0]
     if n == 0:
         return
-    row_bytes = out.itemsize * (out.size // n if n else 0)
-    blocks = row_blocks(n, block_rows(row_bytes))
-    if len(blocks) == 1 or workers() == 1:
+    row_bytes = out.itemsize * (out.size // n)
+    n_workers = workers()
+    blocks = plan_blocks(n, row_bytes, n_workers)
+    if len(blocks) == 1 or n_workers == 1:
         for a, b in blocks:
             encoding.fill(name, start + a, start + b, out[a:b])
             if progress:
                 progress(b - a)
         return
-    with ThreadPoolExecutor(max_workers=workers()) as pool:
+    with ThreadPoolExecutor(max_workers=n_workers) as pool:
         futures = [(pool.submit(encoding.fill, name, start + a, start + b, out[a:b]), b - a) for a, b in blocks]
         try:
             for fut, rows in futures:

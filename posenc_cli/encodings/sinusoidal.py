@@ -36,7 +36,7 @@ from functools import cached_property
 import numpy as np
 
 from ..errors import ParameterError
-from . import _trig
+from . import _angleadd, _trig
 from .base import Encoding, TensorSpec, param
 
 LAYOUTS = ("interleaved", "split", "split-cos-first")
@@ -44,6 +44,8 @@ FREQS = ("paper", "t2t")
 ODD_DIM = ("auto", "ceil", "zero-pad")
 #: Positions must stay below this for exact range reduction.
 MAX_POSITION = 2**31 - 1
+#: Elements per exact-path chunk: keeps _trig.sincos's temporaries in cache.
+_EXACT_BLOCK = 1 << 14
 
 
 def frequencies(dim: int, n: int, freq: str, base: float, min_timescale: float, max_timescale: float) -> list[Decimal]:
@@ -139,19 +141,43 @@ class Sinusoidal(Encoding):
     def tensor_specs(self) -> dict[str, TensorSpec]:
         return {"pe": TensorSpec("pe", (self.length, self.dim), self.out_dtype)}
 
+    @cached_property
+    def _adder(self) -> _angleadd.AngleAdder:
+        return _angleadd.AngleAdder(*self._freqs)
+
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         n, n_sin, n_cos, pad = self._plan
-        t = np.arange(self.offset + start, self.offset + stop, dtype=np.float64)
-        w_hi, w_lo = self._freqs
-        s, c = _trig.sincos(t, w_hi, w_lo)
-        if self.layout == "interleaved":
-            out[:, 0::2] = s[:, :n_sin]
-            out[:, 1::2] = c[:, :n_cos]
+        n_second = self.dim - n - pad
+        t_start = self.offset + start
+        rows = stop - start
+        fast = out.dtype.itemsize < 8 and self.length >= 2 * _angleadd.step_rows(n)
+
+        def place(a: int, b: int, s: np.ndarray, c: np.ndarray) -> None:
+            o = out[a:b]
+            if self.layout == "interleaved":
+                o[:, 0 : 2 * n_sin : 2] = s[:, :n_sin]
+                o[:, 1 : 2 * n_cos : 2] = c[:, :n_cos]
+            else:
+                first, second = (s, c) if self.layout == "split" else (c, s)
+                o[:, :n] = first
+                o[:, n : n + n_second] = second[:, :n_second]
+
+        if not fast:
+            # Exact range reduction per element: float64 outputs (where angle addition's few float64
+            # roundings would cost more than an ulp near the zeros) and tables too short to amortise
+            # angle addition's table.
+            w_hi, w_lo = self._freqs
+            step = max(1, _EXACT_BLOCK // max(1, n))
+            for a in range(0, rows, step):
+                b = min(a + step, rows)
+                s, c = _trig.sincos(np.arange(t_start + a, t_start + b, dtype=np.float64), w_hi, w_lo)
+                place(a, b, s, c)
+        elif self.layout == "interleaved" and self.dim % 2 == 0 and out.dtype == np.float32 and out.flags.c_contiguous:
+            # (sin, cos) column pairs are exactly a complex64 (real, imag): multiply straight into ``out``.
+            self._adder.fill(t_start, out.view(np.complex64), _angleadd.tiny_threshold(out.dtype))
         else:
-            first, second = (s, c) if self.layout == "split" else (c, s)
-            n_second = self.dim - n - pad
-            out[:, :n] = first
-            out[:, n : n + n_second] = second[:, :n_second]
+            tiny = _angleadd.tiny_threshold(out.dtype)
+            self._adder.fill_steps(t_start, rows, tiny, lambda a, b, u: place(a, b, u.real, u.imag))
         if pad:
             out[:, -1] = 0
         if self.padding_idx is not None:
