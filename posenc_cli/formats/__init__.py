@@ -535,8 +535,8 @@ def write_table(
 ) -> None:
     """Write ``tensors`` and ``metadata`` to ``dest`` (a path, or ``"-"`` for stdout) in format ``fmt``.
 
-    ``progress`` is called after each block with the number of tensor-data bytes just written (the total is
-    the sum of ``prod(shape) * itemsize`` over the tensors, whatever the format).
+    ``progress`` is called after each block with the number of rows (along axis 0) just written; the total
+    is the sum of ``shape[0]`` over the tensors, whatever the format.
     Raises :class:`ParameterError` for a table the format cannot hold (checked before anything is created)
     and :class:`OutputError` when the destination cannot be written.
     """

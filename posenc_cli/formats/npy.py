@@ -202,7 +202,7 @@ def write_npy_tensor(sink, tensor: LazyTensor, progress: Callable[[int], None] |
     for block in iter_blocks(tensor, dtype):
         sink.write(as_bytes(block))
         if progress:
-            progress(block.nbytes)
+            progress(len(block))
 
 
 def write_npy(sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str], progress) -> None:  # noqa: ANN001

@@ -239,4 +239,4 @@ def write_safetensors(
         for block in iter_blocks(tensor, little_endian(tensor.dtype)):
             sink.write(as_bytes(block))
             if progress:
-                progress(block.nbytes)
+                progress(len(block))

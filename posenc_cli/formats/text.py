@@ -113,7 +113,8 @@ def read_csv(fh: BinaryIO, label: str, *, max_bytes: int) -> tuple[dict[str, np.
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "input contained no data": reported below
-            values = np.loadtxt(text.splitlines(), delimiter=",", comments="#", dtype=np.float64, ndmin=2)
+            parse_as = np.int64 if dtype.kind in "iub" else np.float64  # int64 text must not round via float
+            values = np.loadtxt(text.splitlines(), delimiter=",", comments="#", dtype=parse_as, ndmin=2)
     except ValueError as exc:
         reason = str(exc).splitlines()[0] if str(exc) else "not numbers"
         raise InputError(f"{label}: not a CSV table of numbers: {reason}") from None
@@ -145,7 +146,7 @@ def write_csv(sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, st
         rows = _as_python(block)
         sink.write(("".join(_row_text(r) + "\n" for r in rows)).encode("ascii"))
         if progress:
-            progress(block.nbytes)
+            progress(len(block))
 
 
 # ----- JSON ---------------------------------------------------------------------------------------------
@@ -183,6 +184,6 @@ def write_json(sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, s
             put(("" if first else ",") + "\n  " + ",\n  ".join(json.dumps(r) for r in rows))
             first = False
             if progress:
-                progress(block.nbytes)
+                progress(len(block))
         put("\n ]}")
     put("\n}}\n")
