@@ -41,7 +41,7 @@ def exact_freqs(dim: int, n: int, freq: str, base: float) -> list:
     """The exact real frequencies, from the published formulas (not from the engine)."""
     if freq == "paper":
         return [mp.power(mp.mpf(base), mp.mpf(-2 * k) / dim) for k in range(n)]
-    inc = mp.log(mp.mpf(base)) / max(n - 1, 1)  # min_timescale = 1, max_timescale = base
+    inc = mp.log(mp.mpf(base)) / max(dim // 2 - 1, 1)  # min_timescale = 1, max_timescale = base
     return [mp.exp(-k * inc) for k in range(n)]
 
 
