@@ -88,10 +88,10 @@ class Source:
             return requested
         if len(names) == 1:
             return names[0]
-        if self.kind in KINDS:
-            primary = get_kind(self.kind).PRIMARY
-            if primary in names:
-                return primary
+        primary = self.encoding.PRIMARY if self.encoding is not None else (
+            get_kind(self.kind).PRIMARY if self.kind in KINDS else None)
+        if primary in names:
+            return primary
         if "pe" in names:
             return "pe"
         raise InputError(f"{self.label} holds several tensors; pick one with --tensor NAME from: {', '.join(names)}")
