@@ -1,0 +1,185 @@
+r"""Property checks of relative schemes stored as len x len matrices: ALiBi ``bias`` (heads x len x len),
+T5 ``buckets`` and Shaw ``index`` (len x len), with query ``i`` along rows and key ``j`` along columns.
+
+Each check streams row blocks of one head and is exact in time linear in the matrix size: Toeplitz is
+``M[1:, 1:] == M[:-1, :-1]``; monotonicity compares neighbouring columns of every row.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .checkbase import CheckContext, CheckResult
+from .checks_common import fmt, is_float, rows_per_block, skipped, tensor, verdict
+
+#: kind -> the tensor holding its matrix.
+MATRIX_TENSOR = {"alibi": "bias", "t5": "buckets", "relative": "index"}
+
+
+def matrix(ctx: CheckContext) -> tuple[str, np.ndarray] | None:
+    """(tensor name, heads x len x len view) of a relative-scheme source, or None."""
+    name = MATRIX_TENSOR.get(ctx.kind or "")
+    m = tensor(ctx, name) if name else None
+    if m is None:
+        return None
+    if m.ndim == 2:
+        m = m[None]
+    if m.ndim != 3 or m.shape[1] != m.shape[2]:
+        return None
+    return name, m
+
+
+def has_matrix(ctx: CheckContext) -> bool:
+    return matrix(ctx) is not None
+
+
+def _tol(ctx: CheckContext, m: np.ndarray) -> float:
+    if not is_float(m):
+        return 0.0
+    big = 0.0
+    for _, _, blk in _row_blocks(m):
+        fin = blk[np.isfinite(blk)]
+        big = max(big, float(np.abs(fin).max()) if fin.size else 0.0)
+    return ctx.rtol * max(big, 1.0)
+
+
+def _row_blocks(m: np.ndarray, extra: int = 0):
+    """(head, first row, rows [a, b + extra) as float64 or int64) over every head."""
+    n = m.shape[1]
+    step = rows_per_block(n)
+    dt = np.float64 if is_float(m) else np.int64
+    for h in range(m.shape[0]):
+        for a in range(0, n, step):
+            b = min(a + step, n)
+            yield h, a, np.asarray(m[h, a : min(b + extra, n)], dtype=dt)
+
+
+def _nan_free(m: np.ndarray) -> bool:
+    return not is_float(m) or not any(np.isnan(blk).any() for _, _, blk in _row_blocks(m))
+
+
+def check_toeplitz(ctx: CheckContext) -> CheckResult:
+    name, m = matrix(ctx)
+    if not _nan_free(m):
+        return skipped("toeplitz", "matrix has NaN values")
+    tol = _tol(ctx, m)
+    worst, where, count = 0.0, None, 0
+    for h, a, blk in _row_blocks(m, extra=1):
+        x, y = blk[1:, 1:], blk[:-1, :-1]  # M[i+1, j+1] vs M[i, j]
+        same = x == y  # also true for equal infinities (ALiBi's causal mask)
+        with np.errstate(invalid="ignore"):
+            dev = np.where(same, 0.0, np.abs(x.astype(np.float64) - y))
+        bad = dev > tol
+        if bad.any():
+            count += int(bad.sum())
+            i = int(dev.argmax())
+            if dev.flat[i] > worst or where is None:
+                worst, where = float(dev.flat[i]), (h, a + i // dev.shape[1], i % dev.shape[1])
+    heads = m.shape[0]
+    per = " per head" if name == "bias" else ""
+    if count == 0:
+        detail = f"{name} depends only on j - i{per}"
+    else:
+        h, i, j = where
+        head = f"head {h}, " if name == "bias" else ""
+        detail = f"{count} entries break M[i+1, j+1] = M[i, j]; worst at {head}i={i}, j={j} (off by {fmt(worst)})"
+    return verdict("toeplitz", count == 0, worst, tol, detail, "exact (M[1:, 1:] vs M[:-1, :-1] in row blocks)",
+                   violations=count, heads=heads)
+
+
+def check_monotone(ctx: CheckContext) -> CheckResult:
+    """alibi: bias non-increasing in |i - j|; t5: bucket non-decreasing in |i - j| on each side of the
+    diagonal (r = 0 belongs to the key-before-query side, as in T5); relative (Shaw): index non-decreasing
+    in j - i (clip(j - i, -k, k) + k falls as keys move further *before* the query, so it is monotone in the
+    signed distance, not in |i - j|)."""
+    name, m = matrix(ctx)
+    if not _nan_free(m):
+        return skipped("monotone", "matrix has NaN values")
+    tol = _tol(ctx, m)
+    n = m.shape[1]
+    cols = np.arange(n - 1)[None, :]  # pair (j, j + 1)
+    count, where = 0, None
+    for h, a, blk in _row_blocks(m):
+        left, right = blk[:, :-1], blk[:, 1:]
+        rows = np.arange(a, a + blk.shape[0])[:, None]
+        upper = cols >= rows  # both keys at or after the query
+        lower = cols + 1 <= rows  # both keys at or before the query
+        if ctx.kind == "alibi":
+            bad = (upper & ~(right <= left + tol)) | (lower & ~(right + tol >= left))
+        elif ctx.kind == "t5":
+            bad = ((upper & (cols >= rows + 1)) & ~(right >= left)) | (lower & ~(left >= right))
+        else:
+            bad = ~(right >= left)
+        if bad.any():
+            count += int(bad.sum())
+            if where is None:
+                i = int(np.flatnonzero(bad)[0])
+                where = (h, a + i // bad.shape[1], i % bad.shape[1])
+    rule = {"alibi": "non-increasing in |i - j|", "t5": "non-decreasing in |i - j| on each side"}.get(
+        ctx.kind, "non-decreasing in j - i")
+    if count == 0:
+        detail = f"{name} is {rule}"
+    else:
+        h, i, j = where
+        detail = f"{name} is not {rule}: {count} neighbouring pairs break it, first at row {i}, columns {j}, {j + 1}" + (
+            f" (head {h})" if name == "bias" else "")
+    return verdict("monotone", count == 0, count, 0, detail, "exact (every neighbouring pair of every row)", rule=rule)
+
+
+def _t5_side_buckets(distances: np.ndarray, n_side: int, max_distance: int) -> np.ndarray:
+    """T5's bucket within one side for distances >= 0 (float64 logs; see relative.py for float32 exactness)."""
+    max_exact = n_side // 2
+    d = np.maximum(distances, 1).astype(np.float64)
+    large = max_exact + np.floor(np.log(d / max_exact) / math.log(max_distance / max_exact) * (n_side - max_exact))
+    return np.where(distances < max_exact, distances, np.minimum(large, n_side - 1)).astype(np.int64)
+
+
+def _meta_int(ctx: CheckContext, key: str, default: int) -> tuple[int, bool]:
+    try:
+        return int(ctx.metadata[key]), True
+    except (KeyError, ValueError):
+        return default, False
+
+
+def check_t5_saturation(ctx: CheckContext) -> CheckResult:
+    _, m = matrix(ctx)
+    nb, got_nb = _meta_int(ctx, "num_buckets", 32)
+    md, got_md = _meta_int(ctx, "max_distance", 128)
+    bidi = ctx.metadata.get("bidirectional", "true").strip().lower() in ("1", "true", "yes", "on")
+    n = m.shape[1]
+    n_side = nb // 2 if bidi else nb
+    dist = np.arange(n)
+    before = _t5_side_buckets(dist, n_side, md)  # key at or before the query: bucket f(i - j)
+    expected = set(before.tolist())
+    if bidi:
+        expected |= set((n_side + _t5_side_buckets(dist[1:], n_side, md)).tolist())
+    used: set[int] = set()
+    for _, _, blk in _row_blocks(m):
+        used |= set(np.unique(blk).tolist())
+    # Saturation: every distance >= max_distance sits in its side's last bucket (first column and first row).
+    col = np.asarray(m[0, :, 0], dtype=np.int64)  # query i, key 0: distance i before
+    row = np.asarray(m[0, 0, :], dtype=np.int64)  # query 0, key j: distance j after
+    far = dist >= md
+    sat_ok = bool(np.all(col[far] == n_side - 1))
+    if bidi:
+        sat_ok &= bool(np.all(row[far] == 2 * n_side - 1))
+    else:
+        sat_ok &= bool(np.all(row[1:] == 0))
+    ok = sat_ok and used == expected
+    assumed = [k for k, got in (("num_buckets", got_nb), ("max_distance", got_md)) if not got]
+    note = f" (assumed T5 defaults for {', '.join(assumed)})" if assumed else ""
+    if ok:
+        sat = f"saturates from distance {md}" if n > md else f"len {n} <= max_distance {md}: saturation not reached"
+        detail = f"{len(used)} buckets used as expected for num_buckets={nb}, bidirectional={str(bidi).lower()}; {sat}{note}"
+    elif not sat_ok:
+        detail = f"distances >= max_distance={md} are not all in the last bucket{note}"
+    else:
+        detail = f"uses {len(used)} buckets, expected {len(expected)} for num_buckets={nb}, len={n}{note}; extra: {sorted(used - expected)[:8]}, missing: {sorted(expected - used)[:8]}"
+    return verdict("t5-saturation", ok, len(used), len(expected), detail,
+                   "exact (bucket set of the whole matrix; first row and column past max_distance)",
+                   num_buckets=nb, max_distance=md, bidirectional=bidi)
+
+
+__all__ = ["check_monotone", "check_t5_saturation", "check_toeplitz", "has_matrix", "matrix"]

@@ -1,0 +1,206 @@
+r"""Property checks of rotary tables (RoPE, Su et al. 2021): ``cos`` and ``sin`` (len x rot_dim).
+
+Layouts (metadata ``layout``): ``half`` repeats the rot_dim/2 angles as ``cat(f, f)`` and rotates pairs
+:math:`(i, i + r/2)` (GPT-NeoX, Llama); ``interleaved`` repeats each angle twice and rotates pairs
+:math:`(2k, 2k+1)` (RoFormer, GPT-J). ONNX caches ``cos_cache``/``sin_cache`` (len x rot_dim/2) hold each
+angle once and rotate the two halves of a vector. HF multiplies both tables by ``attention_scaling``
+:math:`a`, so the rotation is :math:`a R_t` and :math:`\cos^2 + \sin^2 = a^2`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .checkbase import CheckContext, CheckResult
+from .checks_common import blocks, f64, fmt, skipped, tensor, verdict
+
+LAYOUTS = ("half", "interleaved")
+#: (m, n) position pairs the ``relative`` check samples, each compared with (m + s, n + s).
+RELATIVE_PAIRS = 256
+
+
+def tables(ctx: CheckContext) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """(cos, sin, layout) of a rotary source; layout ``cache`` for ONNX caches, ``None`` when unknown."""
+    for c, s, layout in (("cos", "sin", ctx.metadata.get("layout")), ("cos_cache", "sin_cache", "cache")):
+        cos, sin = tensor(ctx, c), tensor(ctx, s)
+        if cos is not None and sin is not None:
+            if cos.ndim == 2 and cos.shape == sin.shape:
+                return cos, sin, layout if layout in (*LAYOUTS, "cache") else None
+    return None
+
+
+def has_tables(ctx: CheckContext) -> bool:
+    return tables(ctx) is not None
+
+
+def scaling(ctx: CheckContext) -> float:
+    try:
+        return float(ctx.metadata.get("attention_scaling", 1.0))
+    except ValueError:
+        return 1.0
+
+
+def rotate(q: np.ndarray, cos: np.ndarray, sin: np.ndarray, layout: str) -> np.ndarray:
+    """Rotate vectors ``q`` (rows x width) by table rows, as the layout's reference code does."""
+    if layout == "cache":  # HF-style rotate_half with each angle stored once
+        h = cos.shape[1]
+        q1, q2 = q[..., :h], q[..., h:]
+        return np.concatenate([q1 * cos - q2 * sin, q2 * cos + q1 * sin], axis=-1)
+    if layout == "half":
+        h = q.shape[-1] // 2
+        rot = np.concatenate([-q[..., h:], q[..., :h]], axis=-1)
+    else:
+        rot = np.empty_like(q)
+        rot[..., 0::2] = -q[..., 1::2]
+        rot[..., 1::2] = q[..., 0::2]
+    return q * cos + rot * sin
+
+
+def _width(cos: np.ndarray, layout: str | None) -> int:
+    return 2 * cos.shape[1] if layout == "cache" else cos.shape[1]
+
+
+def _finite(*arrays: np.ndarray) -> bool:
+    return all(np.isfinite(f64(a[:])).all() for a in arrays)
+
+
+def check_pythagorean(ctx: CheckContext) -> CheckResult:
+    cos, sin, _ = tables(ctx)
+    a = scaling(ctx)
+    worst, where = 0.0, (0, 0)
+    for (start, c), (_, s) in zip(blocks(ctx, cos), blocks(ctx, sin)):
+        err = np.abs(c * c + s * s - a * a)
+        if not np.isfinite(err).all():
+            return skipped("pythagorean")
+        i = int(err.argmax())
+        if err.flat[i] > worst:
+            worst, where = float(err.flat[i]), (start + i // err.shape[1], i % err.shape[1])
+    tol = 2 * ctx.rtol * a * a
+    detail = (f"cos^2 + sin^2 = {fmt(a * a)} (attention_scaling {fmt(a)}) at every entry" if worst <= tol
+              else f"cos^2 + sin^2 misses {fmt(a * a)} by {fmt(worst)} at row {where[0]}, column {where[1]}")
+    return verdict("pythagorean", worst <= tol, worst, tol, detail, attention_scaling=a)
+
+
+def _norm_error(ctx: CheckContext, cos: np.ndarray, sin: np.ndarray, layout: str, q: np.ndarray, a: float) -> tuple[float, int]:
+    qn = np.linalg.norm(q, axis=1) * a
+    worst, row = 0.0, 0
+    for (start, c), (_, s) in zip(blocks(ctx, cos), blocks(ctx, sin)):
+        out = rotate(q[:, None, :], c[None], s[None], layout)  # probes x rows x width
+        err = np.abs(np.linalg.norm(out, axis=2) - qn[:, None]) / qn[:, None]
+        if not np.isfinite(err).all():
+            return np.inf, start
+        i = int(err.max(axis=0).argmax())
+        if err[:, i].max() > worst:
+            worst, row = float(err[:, i].max()), start + i
+    return worst, row
+
+
+def check_norm_preserving(ctx: CheckContext) -> CheckResult:
+    cos, sin, layout = tables(ctx)
+    a = scaling(ctx)
+    q = ctx.rng().standard_normal((min(ctx.probes, 8), _width(cos, layout or "half")))
+    tried = [layout] if layout else list(LAYOUTS)
+    errs = {lay: _norm_error(ctx, cos, sin, lay, q, a) for lay in tried}
+    best = min(errs, key=lambda k: errs[k][0])
+    worst, row = errs[best]
+    tol = 2 * ctx.rtol
+    if not np.isfinite(worst):
+        return skipped("norm-preserving")
+    which = f"layout {best}" + ("" if layout else " (detected: no layout in metadata)")
+    detail = (f"rotating {len(q)} random vectors by every row keeps |q| * {fmt(a)} ({which})" if worst <= tol
+              else f"row {row} changes a vector's norm by a relative {fmt(worst)} ({which})")
+    return verdict("norm-preserving", worst <= tol, worst, tol, detail, f"exact on every row, {len(q)} random vectors",
+                   layout=best, relative_error={k: v[0] for k, v in errs.items()})
+
+
+def check_relative(ctx: CheckContext) -> CheckResult:
+    cos, sin, layout = tables(ctx)
+    n = cos.shape[0]
+    if n < 2:
+        return verdict("relative", True, 0.0, 0.0, "one row: nothing to compare")
+    a = scaling(ctx)
+    rng = ctx.rng()
+    m = rng.integers(0, n, RELATIVE_PAIRS)
+    k = rng.integers(0, n, RELATIVE_PAIRS)
+    lo = -np.minimum(m, k)
+    hi = n - 1 - np.maximum(m, k)
+    s = lo + (rng.random(RELATIVE_PAIRS) * (hi - lo + 1)).astype(np.int64)
+    rows = np.unique(np.concatenate([m, k, m + s, k + s]))
+    c, si = f64(cos[rows]), f64(sin[rows])
+    at = {int(r): i for i, r in enumerate(rows)}
+    w = _width(cos, layout or "half")
+    q = rng.standard_normal((ctx.probes, w))
+    kv = rng.standard_normal((ctx.probes, w))
+    lays = [layout] if layout else list(LAYOUTS)
+    worst = {}
+    for lay in lays:
+        def score(pm: np.ndarray, pn: np.ndarray) -> np.ndarray:
+            im = [at[int(x)] for x in pm]
+            jn = [at[int(x)] for x in pn]
+            rq = rotate(q[:, None, :], c[im][None], si[im][None], lay)
+            rk = rotate(kv[:, None, :], c[jn][None], si[jn][None], lay)
+            return np.einsum("pij,pij->pi", rq, rk)
+
+        diff = np.abs(score(m, k) - score(m + s, k + s))
+        norm = (np.linalg.norm(q, axis=1) * np.linalg.norm(kv, axis=1))[:, None] * a * a
+        worst[lay] = float(np.max(diff / norm))
+    best = min(worst, key=worst.get)
+    value = worst[best]
+    tol = 4 * ctx.rtol
+    if not np.isfinite(value):
+        return skipped("relative")
+    detail = (f"<R_m q, R_n k> depends only on m - n over {RELATIVE_PAIRS} sampled (m, n) pairs (layout {best})" if value <= tol
+              else f"<R_m q, R_n k> changes by a relative {fmt(value)} when m and n shift together (layout {best})")
+    return verdict("relative", value <= tol, value, tol, detail,
+                   f"sampled: {RELATIVE_PAIRS} (m, n) pairs with random shifts, {ctx.probes} random (q, k)", layout=best)
+
+
+def angles(ctx: CheckContext) -> np.ndarray:
+    """The rot_dim/2 angular frequencies: ``inv_freq`` when present, else from rows 0 and 1 of the tables."""
+    inv = tensor(ctx, "inv_freq")
+    if inv is not None:
+        return f64(inv[:])
+    cos, sin, layout = tables(ctx)
+    c, s = f64(cos[:2]), f64(sin[:2])
+    cols = slice(None) if layout == "cache" else (slice(0, None, 2) if layout == "interleaved" else slice(0, c.shape[1] // 2))
+    c, s = c[:, cols], s[:, cols]
+    return np.abs(np.arctan2(s[1] * c[0] - c[1] * s[0], c[1] * c[0] + s[1] * s[0]))
+
+
+def decay_bound(theta: np.ndarray, distances: np.ndarray) -> np.ndarray:
+    r"""RoFormer (section 3.4.3) bound :math:`\frac{1}{d/2}\sum_{j=1}^{d/2} |S_j|`, :math:`S_j = \sum_{k<j} e^{i r \theta_k}`."""
+    out = np.empty(distances.size)
+    step = max(1, (1 << 20) // max(1, theta.size))
+    for a in range(0, distances.size, step):
+        r = distances[a : a + step, None].astype(np.float64)
+        s = np.cumsum(np.exp(1j * r * theta[None, :]), axis=1)
+        out[a : a + step] = np.abs(s).mean(axis=1)
+    return out
+
+
+def check_long_term_decay(ctx: CheckContext) -> CheckResult:
+    cos, _, _ = tables(ctx)
+    n = cos.shape[0]
+    theta = angles(ctx)
+    if not np.isfinite(theta).all():
+        return skipped("long-term-decay")
+    if n < 3:
+        return CheckResult("long-term-decay", None, None, None, "fewer than 3 rows", "exact")
+    r = np.arange(1, n)
+    bound = decay_bound(theta, r)
+    points = {int(x): float(bound[x - 1]) for x in (1, 10, 100, 1000, 10000, 100000) if x < n}
+    # "decreasing on average": the mean over each decade of distances is below the previous decade's.
+    edges = [1]
+    while edges[-1] * 10 < n:
+        edges.append(edges[-1] * 10)
+    edges.append(n)
+    means = [float(bound[a - 1 : b - 1].mean()) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+    ok = all(y <= x for x, y in zip(means, means[1:]))
+    summary = ", ".join(f"{k}: {v:.3f}" for k, v in points.items())
+    detail = (f"bound at distance {summary}; decade means {' > '.join(f'{m:.3f}' for m in means)}"
+              if ok else f"bound at distance {summary}; decade means do not fall: {', '.join(f'{m:.3f}' for m in means)}")
+    return verdict("long-term-decay", ok, points[min(points)] if points else None, None, detail,
+                   "exact over every distance 1..len-1", points=points, decade_means=means)
+
+
+__all__ = ["check_long_term_decay", "check_norm_preserving", "check_pythagorean", "check_relative", "has_tables", "rotate"]
