@@ -147,12 +147,12 @@ def _file_reader(fh: BinaryIO, label: str) -> Callable[[int, str], bytes]:
     return lambda n, what: read_exact(fh, n, label, what)
 
 
-def _check_size(label: str, shape: tuple[int, ...], dtype: np.dtype, available: int) -> int:
+def _check_size(label: str, shape: tuple[int, ...], dtype: np.dtype, available: int, where: str = "file") -> int:
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes > available:
         raise InputError(
             f"{label}: truncated: shape {shape} of {dtype_label(dtype)} needs {nbytes} data bytes "
-            f"but the file holds {available}"
+            f"but the {where} holds {max(available, 0)}"
         )
     if nbytes < available:
         raise InputError(f"{label}: {available - nbytes} unexpected bytes after the array data")
@@ -183,7 +183,7 @@ def read_npy_stream(
     dtype, shape, fortran, offset = parse_header(lambda n, w: read_exact(stream, n, label, w), label)
     nbytes = math.prod(shape) * dtype.itemsize
     if available is not None:
-        _check_size(label, shape, dtype, available - offset)
+        _check_size(label, shape, dtype, available - offset, "member")
     check_limit(label, nbytes, max_bytes, what)
     data = read_exact_into(stream, nbytes, label, f"shape {shape} of {dtype_label(dtype)}")
     return data.view(dtype).reshape(shape, order="F" if fortran else "C")

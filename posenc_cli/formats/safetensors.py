@@ -118,12 +118,12 @@ def parse_header(raw: bytes, label: str) -> tuple[list[Entry], dict[str, str], i
     position = 0
     for name, dtype, shape, begin, end in entries:
         if begin != position or end < begin:
-            if begin > position:
-                problem = f"leaves a gap after byte {position}"
-            elif begin < position:
-                problem = f"overlaps the previous tensor, which ends at byte {position}"
-            else:
+            if end < begin:
                 problem = "ends before it begins"
+            elif begin > position:
+                problem = f"leaves a gap after byte {position}"
+            else:
+                problem = f"overlaps the previous tensor, which ends at byte {position}"
             raise InputError(f"{label}: tensor {name!r} has invalid data_offsets [{begin}, {end}]: it {problem}")
         nbytes = math.prod(shape) * dtype.itemsize
         if end - begin != nbytes:

@@ -72,7 +72,8 @@ def _numbers(values: object, dtype: np.dtype, shape: tuple[int, ...] | None, whe
     except (ValueError, TypeError, OverflowError, RecursionError):
         raise InputError(f"{where}: data is not a regular array of numbers (ragged rows?)") from None
     if array.dtype.kind not in "fiub":
-        raise InputError(f"{where}: data holds non-numbers ({array.dtype.kind!r} values)")
+        what = "strings" if array.dtype.kind in "US" else "nulls, objects or mixed values"
+        raise InputError(f"{where}: data holds {what}, not numbers")
     if shape is not None and array.shape != shape:
         if array.size == 0 and math.prod(shape) == 0:
             array = np.zeros(shape, dtype=array.dtype)
@@ -116,7 +117,7 @@ def read_csv(fh: BinaryIO, label: str, *, max_bytes: int) -> tuple[dict[str, np.
             parse_as = np.int64 if dtype.kind in "iub" else np.float64  # int64 text must not round via float
             values = np.loadtxt(text.splitlines(), delimiter=",", comments="#", dtype=parse_as, ndmin=2)
     except ValueError as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else "not numbers"
+        reason = (str(exc).splitlines() or ["not numbers"])[0].split("; use `usecols`")[0]  # numpy's hint is not ours
         raise InputError(f"{label}: not a CSV table of numbers: {reason}") from None
     if values.size == 0 and (shape is None or math.prod(shape) != 0):
         raise InputError(f"{label}: the CSV holds no values")
