@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def posenc_cmd() -> list[str]:
+    """The real command: the installed console script when it is this checkout's, else ``python -m posenc_cli``."""
+    return [sys.executable, "-m", "posenc_cli"]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("_POSENC", "_TYPER", "COMP_"))}
+    env.update({"COLUMNS": "120", "NO_COLOR": "1", "PYTHONPATH": str(ROOT)})
+    env.update(extra)
+    return env
+
+
+def run(args: list[str], *, input: bytes | None = None, cwd: Path | None = None, env: dict | None = None,
+        timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(posenc_cmd() + args, input=input, capture_output=True, cwd=cwd, env=env or clean_env(),
+                          timeout=timeout)
+
+
+def run_tty(args: list[str], *, cwd: Path | None = None, timeout: float = 60) -> tuple[int, str]:
+    """Run with stdout on a pseudo-terminal (stderr too); return (exit code, what the terminal showed)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(posenc_cmd() + args, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, cwd=cwd,
+                            env=clean_env())
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    rc = proc.wait(timeout=timeout)
+    os.close(master)
+    return rc, b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+@pytest.fixture
+def posenc():
+    return run

@@ -1,0 +1,125 @@
+"""Real processes, pipes and signals: broken pipes, Ctrl-C mid-export, full disks, umask, stdin streams."""
+
+from __future__ import annotations
+
+import os
+import resource
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from .conftest import ROOT, clean_env, posenc_cmd, run
+
+POSENC = " ".join(shlex.quote(a) for a in posenc_cmd())
+
+
+def sh(script: str, cwd=None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", script], capture_output=True, cwd=cwd, env=clean_env(), timeout=timeout)
+
+
+def test_broken_pipe_is_quiet():
+    proc = sh(f"{POSENC} generate --len 100000 --dim 512 2>err.txt | head -c 10 | wc -c; cat err.txt; rm -f err.txt",
+              cwd=ROOT / "tests")
+    out = proc.stdout.decode().split("\n", 1)
+    assert out[0].strip() == "10"
+    assert out[1].strip() == "", f"stderr was not empty: {out[1]!r}"
+
+
+def test_pipe_into_check_reads_a_non_seekable_stdin():
+    proc = sh(f"{POSENC} generate --len 2000 --dim 64 -p preset=tensor2tensor | {POSENC} check - --expect sinusoidal --json")
+    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+    assert b'"ok": true' in proc.stdout
+
+
+def test_truncated_stream_is_a_clean_error():
+    data = run(["generate", "--len", "300", "--dim", "64"]).stdout
+    proc = run(["check", "-"], input=data[: len(data) // 2])
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and err.startswith("Error: ") and "Traceback" not in err
+    assert "stdin" in err or "<stdin>" in err or "-" in err
+
+
+def test_stdout_carries_only_data():
+    proc = run(["generate", "--len", "16", "--dim", "8"])
+    assert proc.stdout.startswith(b"\x93NUMPY") and proc.stderr == b""
+
+
+def _temp_files(directory, keep):
+    return sorted(p.name for p in directory.iterdir() if p.name not in keep)
+
+
+def test_ctrl_c_mid_export_keeps_the_old_file_and_no_temporary(tmp_path):
+    target = tmp_path / "big.npy"
+    target.write_bytes(b"old contents")
+    # ~1.6 GB of output: long enough to be interrupted in the middle
+    proc = subprocess.Popen(posenc_cmd() + ["export", "sinusoidal", "--len", "400000", "--dim", "1024", "-o", str(target), "--force"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env())
+    deadline = time.time() + 60
+    while time.time() < deadline and not _temp_files(tmp_path, {"big.npy"}):
+        time.sleep(0.02)
+    assert _temp_files(tmp_path, {"big.npy"}), "the export never started writing its temporary file"
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()
+    assert b"Traceback" not in err
+    assert target.read_bytes() == b"old contents"
+    assert _temp_files(tmp_path, {"big.npy"}) == []
+
+
+def _ignore_xfsz_and_limit(limit: int):
+    def setup():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return setup
+
+
+def test_full_disk_is_a_clean_error_with_no_partial_file(tmp_path):
+    """A file-size limit makes writes fail with EFBIG exactly like a full disk fails with ENOSPC."""
+    target = tmp_path / "pe.safetensors"
+    proc = subprocess.run(posenc_cmd() + ["generate", "--len", "20000", "--dim", "256", "-o", str(target)],
+                          capture_output=True, env=clean_env(), preexec_fn=_ignore_xfsz_and_limit(1 << 20), timeout=120)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert err.startswith("Error: ") and "pe.safetensors" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_full_tmpfs_is_a_clean_error(tmp_path):
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True).returncode != 0:
+        pytest.skip("mount -t tmpfs is not permitted here")
+    try:
+        (mnt / "pe.npy").write_bytes(b"old")
+        proc = run(["generate", "--len", "20000", "--dim", "256", "-o", str(mnt / "pe.npy"), "--force"])
+        err = proc.stderr.decode()
+        assert proc.returncode == 2 and "No space left on device" in err and "Traceback" not in err
+        assert sorted(p.name for p in mnt.iterdir()) == ["pe.npy"]
+        assert (mnt / "pe.npy").read_bytes() == b"old"
+    finally:
+        subprocess.run(["umount", str(mnt)])
+
+
+@pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_output_permissions_follow_the_umask(tmp_path, umask, mode):
+    target = tmp_path / "pe.safetensors"
+    proc = subprocess.run(posenc_cmd() + ["generate", "-n", "8", "-d", "4", "-o", str(target)], capture_output=True,
+                          env=clean_env(), preexec_fn=lambda: os.umask(umask), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert target.stat().st_mode & 0o777 == mode
+
+
+def test_generate_npy_file_equals_piped_bytes(tmp_path):
+    target = tmp_path / "pe.npy"
+    assert run(["generate", "-n", "1000", "-d", "96", "-o", str(target)]).returncode == 0
+    piped = run(["generate", "-n", "1000", "-d", "96"]).stdout
+    assert target.read_bytes() == piped
+    assert np.load(target).shape == (1000, 96)
