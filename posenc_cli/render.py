@@ -77,7 +77,10 @@ def preview(
         info.add_row("value range", f"[{fmt(value_range[0])}, {fmt(value_range[1])}]{range_note}")
     con.print(info)
     for name, arr in small.items():
-        con.print(f"[bold]{name}[/bold] = " + np.array2string(np.asarray(arr, dtype=np.float64), precision=precision + 2, suppress_small=False, max_line_width=con.width))
+        values = np.asarray(arr, dtype=np.float64)
+        text = np.array2string(values, precision=precision + 1, threshold=12, edgeitems=4, max_line_width=10_000)
+        con.print(f"[bold]{name}[/bold] ({values.size}) = ", end="")
+        con.print(text, markup=False, soft_wrap=True)
     rows_shown, cols_shown = corner.shape[0], (corner.shape[1] if corner.ndim > 1 else 1)
     more_rows, more_cols = shape[0] > rows_shown, len(shape) > 1 and shape[-1] > cols_shown
     con.print(f"[bold]{primary}[/bold] rows 0..{rows_shown - 1}" + (f" of {shape[0]}" if more_rows else "")
