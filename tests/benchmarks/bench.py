@@ -1,0 +1,335 @@
+"""Benchmark posenc against the issue's targets, side by side in one run.
+
+Run from the repository root: ``.venv/bin/python tests/benchmarks/bench.py [--quick] [--reps N]``.
+Contenders of a row are timed in interleaved repetitions (A B C, A B C, ...) and compared by medians, so
+load from other processes hits them alike. Whole-process rows run the venv's ``posenc`` console script;
+peak memory is the child's own ``ru_maxrss`` (from ``os.wait4``). Big files go to a temporary directory
+that is removed at the end. ``--quick`` uses smaller sizes for a smoke run (ratios are then indicative).
+Not collected by pytest (no ``test_`` prefix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from posenc_cli.encodings import make_encoding  # noqa: E402
+
+ROWS: list[tuple[str, str, str, str]] = []  # what, measured, target, verdict
+
+
+def report(what: str, measured: str, target: str, ok: bool | None) -> None:
+    verdict = "n/a" if ok is None else ("OK" if ok else "MISS")
+    ROWS.append((what, measured, target, verdict))
+    print(f"  -> {what}: {measured} (target {target}) {verdict}", flush=True)
+
+
+# ----- contenders ---------------------------------------------------------------------------------
+def tf_tutorial(length: int, depth: int) -> np.ndarray:
+    """The seed's code, verbatim from the TensorFlow tutorial, plus the float32 cast."""
+    depth = depth / 2
+    positions = np.arange(length)[:, np.newaxis]  # (seq, 1)
+    depths = np.arange(depth)[np.newaxis, :] / depth  # (1, depth)
+    angle_rates = 1 / (10000**depths)  # (1, depth)
+    angle_rads = positions * angle_rates  # (pos, depth)
+    pos_encoding = np.concatenate([np.sin(angle_rads), np.cos(angle_rads)], axis=-1)
+    return pos_encoding.astype(np.float32)
+
+
+def torch_tutorial(torch, length: int, d: int):
+    """The PyTorch tutorial's PositionalEncoding table."""
+    position = torch.arange(length).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d, 2) * (-math.log(10000.0) / d))
+    pe = torch.zeros(length, d)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term)
+    return pe
+
+
+def posenc_array(length: int, dim: int) -> np.ndarray:
+    return make_encoding("sinusoidal", {"length": length, "dim": dim}).array()
+
+
+# ----- timing helpers ------------------------------------------------------------------------------
+def interleaved(contenders: dict[str, Callable[[], object]], reps: int) -> dict[str, float]:
+    """Median wall time of each contender over ``reps`` interleaved rounds (one warm-up round first)."""
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    for rep in range(reps + 1):
+        for name, fn in contenders.items():
+            t0 = time.perf_counter()
+            result = fn()
+            dt = time.perf_counter() - t0
+            del result
+            if rep:
+                times[name].append(dt)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print("  " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in med.items()), flush=True)
+    return med
+
+
+#: Runs one command and reports its wall time and its own peak RSS. Why a separate small process: on Linux
+#: a child's ru_maxrss starts from the high-water RSS of the process it was forked from (kept across exec),
+#: so children of this benchmark (hundreds of MiB after the in-memory row) would all report that.
+_RUNNER = """
+import json, os, subprocess, sys, time
+t0 = time.perf_counter()
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+err = p.stderr.read()
+_, status, usage = os.wait4(p.pid, 0)
+dt = time.perf_counter() - t0
+print(json.dumps({"wall": dt, "maxrss": usage.ru_maxrss * 1024, "rc": os.waitstatus_to_exitcode(status)}))
+sys.stderr.write(err.decode(errors="replace")[-2000:])
+"""
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
+    """Run ``cmd`` (stdout discarded); (wall seconds, the child's own peak RSS in bytes). Raises on failure."""
+    import json
+
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run([sys.executable, "-c", _RUNNER, *cmd], capture_output=True, env=full_env, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"runner failed: {proc.stderr[-2000:]}")
+    res = json.loads(proc.stdout)
+    if res["rc"] not in (0, 1):  # check exits 1 when a property fails: still a measurement
+        raise RuntimeError(f"{' '.join(cmd)} exited {res['rc']}: {proc.stderr}")
+    return res["wall"], res["maxrss"]
+
+
+def interleaved_runs(contenders: dict[str, Callable[[], tuple[float, int]]], reps: int) -> dict[str, tuple[float, int]]:
+    """Median wall time and max peak RSS of whole processes over interleaved rounds (plus a warm-up)."""
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    rss: dict[str, int] = {k: 0 for k in contenders}
+    for rep in range(reps + 1):
+        for name, fn in contenders.items():
+            dt, peak = fn()
+            if rep:
+                times[name].append(dt)
+                rss[name] = max(rss[name], peak)
+    med = {k: (statistics.median(v), rss[k]) for k, v in times.items()}
+    print("  " + ", ".join(f"{k} {t * 1e3:.0f} ms / {r / 2**20:.0f} MiB" for k, (t, r) in med.items()), flush=True)
+    return med
+
+
+def posenc_cmd() -> list[str]:
+    script = Path(sys.executable).parent / "posenc"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "posenc_cli"]
+
+
+# ----- rows ----------------------------------------------------------------------------------------
+def bench_in_memory(length: int, dim: int, reps: int) -> None:
+    what = f"{length} x {dim} float32 sinusoidal, in memory"
+    print(f"[{what}]", flush=True)
+    contenders: dict[str, Callable[[], object]] = {
+        "posenc": lambda: posenc_array(length, dim),
+        "tf-seed": lambda: tf_tutorial(length, dim),
+        "np.ones": lambda: np.ones((length, dim), dtype=np.float32),
+    }
+    try:
+        import torch
+
+        torch.set_num_threads(2)
+        contenders["torch-2thr"] = lambda: torch_tutorial(torch, length, dim)
+    except ImportError:
+        torch = None
+    med = interleaved(contenders, reps)
+    ours = med["posenc"]
+    report(what, f"{med['tf-seed'] / ours:.1f}x faster than the seed TF code", ">= 15x", med["tf-seed"] / ours >= 15)
+    report(what, f"{ours / med['np.ones']:.2f}x the time of np.ones", "<= 6x", ours / med["np.ones"] <= 6)
+    if torch is None:
+        report(what, "skipped: torch not installed", "faster than the 2-thread PyTorch formula", None)
+    else:
+        r = med["torch-2thr"] / ours
+        report(what, f"{r:.2f}x faster than the 2-thread PyTorch formula", "> 1x", r > 1)
+
+
+def bench_generate_big(tmp: Path, length: int, dim: int, reps: int) -> None:
+    what = f"posenc generate --len {length} --dim {dim} -o big.npy, whole process"
+    print(f"[{what}]", flush=True)
+    ours, base = tmp / "big.npy", tmp / "base.npy"
+    save = f"import numpy as np; a = np.ones(({length}, {dim}), dtype=np.float32); np.save({str(base)!r}, a)"
+    med = interleaved_runs(
+        {
+            "posenc": lambda: run([*posenc_cmd(), "generate", "--len", str(length), "--dim", str(dim), "-o", str(ours), "--force", "-q"]),
+            "np.save": lambda: run([sys.executable, "-c", save]),
+        },
+        reps,
+    )
+    r = med["posenc"][0] / med["np.save"][0]
+    report(what, f"{r:.2f}x a numpy np.save script", "<= 2x", r <= 2)
+    ours.unlink(missing_ok=True)
+    base.unlink(missing_ok=True)
+
+
+def bench_startup(reps: int) -> None:
+    print("[startup: posenc --help / completion / small generate]", flush=True)
+    with tempfile.TemporaryDirectory(prefix="posenc-bench-") as d:
+        small = Path(d) / "pe.npy"
+        med = interleaved_runs(
+            {
+                "import numpy": lambda: run([sys.executable, "-c", "import numpy"]),
+                "--help": lambda: run([*posenc_cmd(), "--help"]),
+                "completion": lambda: run(
+                    posenc_cmd(),
+                    env={"_POSENC_COMPLETE": "complete_bash", "COMP_WORDS": "posenc gen", "COMP_CWORD": "1",
+                         "_TYPER_COMPLETE_ARGS": "posenc gen"},
+                ),
+                "generate 512x128": lambda: run(
+                    [*posenc_cmd(), "generate", "--len", "512", "--dim", "128", "-o", str(small), "--force", "-q"]
+                ),
+            },
+            reps,
+        )
+    base = med["import numpy"][0]
+    for name, label in (("--help", "posenc --help"), ("completion", "posenc shell completion")):
+        r = med[name][0] / base
+        report(f"{label}, whole process", f"{r:.2f}x python -c 'import numpy'", "<= 0.8x", r <= 0.8)
+    r = med["generate 512x128"][0] / base
+    report("posenc generate --len 512 --dim 128 -o pe.npy, whole process", f"{r:.2f}x python -c 'import numpy'", "<= 1.5x", r <= 1.5)
+
+
+def bench_check(tmp: Path, length: int, dim: int, reps: int) -> None:
+    what = f"posenc check of a {length} x {dim} float32 file"
+    print(f"[{what}]", flush=True)
+    path = tmp / "check.npy"
+    run([*posenc_cmd(), "generate", "--len", str(length), "--dim", str(dim), "-o", str(path), "--force", "-q"])
+    size = path.stat().st_size
+    script = (
+        "import numpy as np; a = np.load(%r); "
+        "d = np.sqrt(np.einsum('ij,ij->i', np.diff(a, axis=0), np.diff(a, axis=0))); print(d.min(), d.max())"
+    ) % str(path)
+    med = interleaved_runs(
+        {
+            "posenc check": lambda: run([*posenc_cmd(), "check", str(path), "-q"]),
+            "numpy script": lambda: run([sys.executable, "-c", script]),
+        },
+        reps,
+    )
+    r = med["posenc check"][0] / med["numpy script"][0]
+    report(what, f"{r:.2f}x a load + row-distance script", "<= 8x", r <= 8)
+    peak = med["posenc check"][1]
+    report(what, f"peak RSS {peak / 2**20:.0f} MiB = {peak / size:.2f}x the file ({size / 2**20:.0f} MiB)", "<= 2x file size", peak <= 2 * size)
+    path.unlink(missing_ok=True)
+
+
+def bench_export(tmp: Path, length: int, dim: int) -> None:
+    gib = length * dim * 4 / 2**30
+    for suffix in ("npy", "safetensors"):
+        what = f"export of a {length} x {dim} float32 table ({gib:.3g} GiB) to .{suffix}"
+        print(f"[{what}]", flush=True)
+        path = tmp / f"export.{suffix}"
+        dt, peak = run([*posenc_cmd(), "export", "sinusoidal", "--len", str(length), "--dim", str(dim), "-o", str(path), "--force", "-q"])
+        size = path.stat().st_size
+        path.unlink(missing_ok=True)
+        print(f"  {dt:.1f} s, {size / 2**30:.2f} GiB written, peak RSS {peak / 2**20:.0f} MiB", flush=True)
+        report(what, f"peak RSS {peak / 2**20:.0f} MiB", "<= 512 MiB", peak <= 512 * 2**20)
+
+
+def bench_accuracy(quick: bool) -> None:
+    print("[accuracy: sampled 200-bit mpmath comparison at positions up to 2**24]", flush=True)
+    import mpmath as mp
+
+    from tests.test_accuracy import column_map, exact_freqs, near_zeros, ulp_error
+
+    mp.mp.prec = 200
+    rng = np.random.default_rng(0)
+    dim, length = 1024, 2048
+    cols = column_map(dim, "interleaved", "paper")
+    ws = exact_freqs(dim, dim // 2, "paper", 10000.0)
+    starts = [0, 1_000_000 - length // 2, 2**24 - length] + [int(s) for s in rng.integers(0, 2**24 - length, 2 if quick else 6)]
+    per_window = 300 if quick else 1500
+    adversarial = near_zeros(ws, 6, 1000, 2**24)
+    for dtype in ("float32", "float64"):
+        worst, n = 0.0, 0
+        jobs = [(s, rng.integers(0, length, per_window), rng.integers(0, dim, per_window)) for s in starts]
+        jobs += [(t - 700, np.array([700]), np.array([2 * k + (w == "cos")])) for t, k, w in adversarial]
+        for start, rows, cs in jobs:
+            table = make_encoding("sinusoidal", {"length": length, "dim": dim, "offset": start, "dtype": dtype}).array()
+            for r, c in zip(rows, cs):
+                k, which = cols[c]
+                t = start + int(r)
+                exact = mp.sin(t * ws[k]) if which == "sin" else mp.cos(t * ws[k])
+                worst = max(worst, ulp_error(table[r, c], exact, np.dtype(dtype)))
+                n += 1
+        report(f"{dtype} accuracy at positions up to 2^24", f"max {worst:.3f} ulp over {n} samples", "<= 2 ulp", worst <= 2)
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        import torch
+
+        torch_v = torch.__version__
+    except ImportError:
+        torch_v = "absent"
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (
+        f"{model}, {cores} cores, Python {platform.python_version()}, numpy {np.__version__}, torch {torch_v}; "
+        f"load average {load}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repetitions (smoke run)")
+    ap.add_argument("--reps", type=int, default=None, help="repetitions per contender (median of N)")
+    ap.add_argument("--only", default="", help="comma-separated subset: memory,generate,startup,check,export,accuracy")
+    args = ap.parse_args()
+    quick = args.quick
+    reps = args.reps or (3 if quick else 5)
+    only = set(filter(None, args.only.split(",")))
+    want = lambda name: not only or name in only  # noqa: E731
+
+    print(f"machine: {machine()}")
+    print(f"mode: {'quick' if quick else 'full'}, median of {reps} interleaved repetitions (plus one warm-up)\n", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="posenc-bench-", dir="/tmp"))
+    try:
+        if want("memory"):
+            bench_in_memory(32768 if quick else 131072, 1024, reps)
+        if want("generate"):
+            bench_generate_big(tmp, 32768 if quick else 131072, 1024, reps)
+        if want("startup"):
+            bench_startup(reps if quick else max(reps, 7))
+        if want("check"):
+            bench_check(tmp, 16384 if quick else 65536, 1024, reps)
+        if want("export"):
+            bench_export(tmp, 262144 if quick else 1048576, 1024)
+        if want("accuracy"):
+            bench_accuracy(quick)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    w = [max(len(r[i]) for r in ROWS + [("what", "measured", "target", "")]) for i in range(4)]
+    print()
+    print(f"{'what':<{w[0]}} | {'measured':<{w[1]}} | {'target':<{w[2]}} | result")
+    print(f"{'-' * w[0]}-+-{'-' * w[1]}-+-{'-' * w[2]}-+-------")
+    for what, measured, target, verdict in ROWS:
+        print(f"{what:<{w[0]}} | {measured:<{w[1]}} | {target:<{w[2]}} | {verdict}")
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
