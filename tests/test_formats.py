@@ -277,7 +277,7 @@ def test_safetensors_own_writer_gets_strided_views_wrong_which_is_why_we_write_o
     view = a[:, ::2]
     try:
         data = safetensors.numpy.save({"pe": view})
-    except Exception:  # a version that refuses strided views is fine too
+    except Exception:  # noqa: BLE001 - a version that refuses strided views is fine too
         return
     theirs = safetensors.numpy.load(data)["pe"]
     if np.array_equal(theirs, view):
@@ -424,7 +424,7 @@ def test_enospc_on_a_real_tiny_filesystem(tmp_path):
     """A 64 KiB tmpfs; skipped where mounting is not permitted (not root, no CAP_SYS_ADMIN)."""
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=False, capture_output=True).returncode:
         pytest.skip("cannot mount a tmpfs here")
     try:
         (mnt / "t.safetensors").write_bytes(b"old")
@@ -520,7 +520,7 @@ READ_STDIN = textwrap.dedent(
 def pipe_into_reader(data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> subprocess.CompletedProcess:
     """Feed ``data`` through a real (non-seekable) pipe to read_table("-") in a child process."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-c", READ_STDIN, str(max_bytes)], input=data, capture_output=True,
+    return subprocess.run([sys.executable, "-c", READ_STDIN, str(max_bytes)], input=data, check=False, capture_output=True,
                           env=env, timeout=60)
 
 
@@ -560,6 +560,29 @@ def test_stdin_npz_and_in_process_stream(monkeypatch, tmp_path):
     monkeypatch.setattr(sys, "stdin", FakeStdout(io.BytesIO((tmp_path / "t.npz").read_bytes())))
     table = read_table("-")
     assert table.source == "<stdin>" and table.metadata == {"k": "v"} and same_bits(table.tensors["pe"], pe)
+
+
+def test_named_pipe_is_read_as_a_stream(tmp_path):
+    """``posenc check <(posenc generate ...)`` hands us /dev/fd/N: a FIFO without a suffix."""
+    import threading
+
+    pe = sample("float32", (500, 40))
+    buf = io.BytesIO()
+    np.save(buf, pe)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "wb") as fh:
+            fh.write(buf.getvalue())
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        table = read_table(str(fifo))
+    finally:
+        writer.join(timeout=10)
+    assert table.source == str(fifo) and same_bits(table.tensors["pe"], pe)
 
 
 # ----- validate_table_array ------------------------------------------------------------------------------
@@ -613,7 +636,7 @@ def test_streaming_export_keeps_memory_bounded(tmp_path, fmt):
     """A 256 MiB table is written with a few tens of MiB of extra peak RSS, never the whole table."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = tmp_path / f"big.{fmt}"
-    proc = subprocess.run([sys.executable, "-c", PEAK_RSS, str(out), fmt], capture_output=True, env=env, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", PEAK_RSS, str(out), fmt], check=False, capture_output=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     extra_mib = int(proc.stdout)
     assert out.stat().st_size > 256 * 1024**2

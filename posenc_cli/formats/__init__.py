@@ -18,8 +18,9 @@ Readers (:func:`read_table`)
     * raise :class:`~posenc_cli.errors.InputError` with one line naming the file for every problem: never a
       traceback, never an allocation larger than the file (or stream) can hold, never a pickle;
     * memory-map ``.npy`` and ``.safetensors`` files, so a 4 GiB table can be checked block by block;
-    * read stdin (``"-"``) as ``.npy`` bytes (also ``.safetensors`` and ``.npz``, sniffed from the first
-      bytes) from a non-seekable pipe, reading exactly the declared number of bytes;
+    * read stdin (``"-"``), and named pipes such as ``<(posenc generate ...)``, as ``.npy`` bytes (also
+      ``.safetensors`` and ``.npz``, sniffed from the first bytes) from a non-seekable pipe, reading exactly
+      the declared number of bytes;
     * refuse to hold more than ``max_bytes`` (default :data:`DEFAULT_MAX_BYTES`, 8 GiB) in memory: this
       limit applies to stdin, ``.npz`` members, ``.csv`` and ``.json``; memory-mapped files need no limit.
 
@@ -249,6 +250,15 @@ def read_table(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ReadTable:
 
     if stat.S_ISDIR(st.st_mode):
         raise InputError(f"{label}: is a directory, not a table file")
+    if stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode):  # <(posenc generate ...), /dev/stdin
+        try:
+            with open(source, "rb") as fh:
+                table = read_stream(fh, label, max_bytes=max_bytes)
+        except PermissionError:
+            raise InputError(f"{label}: permission denied") from None
+        except OSError as exc:
+            raise InputError(f"{label}: cannot read: {exc.strerror or exc}") from None
+        return table
     fmt = _suffix(source)
     if fmt not in FORMATS:
         raise InputError(
@@ -349,7 +359,7 @@ class _Prefixed:
             return out
         return self.stream.read(n)
 
-    def readinto(self, buf) -> int:  # noqa: ANN001
+    def readinto(self, buf) -> int:
         if self.prefix:
             data = self.read(len(buf))
             buf[: len(data)] = data
@@ -415,7 +425,7 @@ class _FdSink:
     def __init__(self, fd: int) -> None:
         self.fd = fd
 
-    def write(self, data) -> int:  # noqa: ANN001 - any buffer
+    def write(self, data) -> int:
         view = memoryview(data).cast("B")
         n = len(view)
         done = 0
@@ -442,7 +452,7 @@ class _StreamSink:
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
 
-    def write(self, data) -> int:  # noqa: ANN001 - any buffer
+    def write(self, data) -> int:
         view = memoryview(data).cast("B")
         self.stream.write(view)
         return len(view)
@@ -458,9 +468,7 @@ def _check_tensors(tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str
         raise ParameterError("nothing to write: the table has no tensors")
     for key, value in metadata.items():
         if not isinstance(key, str) or not isinstance(value, str):
-            raise ParameterError(
-                f"metadata {key!r}: {value!r} is not a string; table metadata holds strings only"
-            )
+            raise ParameterError(f"metadata {key!r}: {value!r} is not a string; table metadata holds strings only")
     for name, tensor in tensors.items():
         if not isinstance(name, str) or not name:
             raise ParameterError(f"tensor name {name!r} is not a non-empty string")
@@ -501,7 +509,7 @@ def _umask() -> int:
     return mask
 
 
-def _write_to(sink, tensors, metadata, fmt, progress) -> None:  # noqa: ANN001
+def _write_to(sink, tensors, metadata, fmt, progress) -> None:
     if fmt == "npy":
         from .npy import write_npy
 
@@ -554,7 +562,7 @@ def write_table(
     _write_atomic(dest, tensors, metadata, fmt, force, progress)
 
 
-def _write_atomic(dest, tensors, metadata, fmt, force, progress) -> None:  # noqa: ANN001
+def _write_atomic(dest, tensors, metadata, fmt, force, progress) -> None:
     directory = os.path.dirname(dest) or "."
     if not os.path.isdir(directory):
         raise OutputError(f"cannot write {dest}: directory {directory} does not exist")
@@ -569,7 +577,8 @@ def _write_atomic(dest, tensors, metadata, fmt, force, progress) -> None:  # noq
     try:
         try:
             _write_to(_FdSink(fd), tensors, metadata, fmt, progress)
-            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; regular output follows the umask
+            if hasattr(os, "fchmod"):  # mkstemp makes 0600; regular output follows the umask
+                os.fchmod(fd, 0o666 & ~_umask())
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -58,7 +58,20 @@ MAX_HEADER_SIZE = 10000
 HEADER_SIZE_INFO = {(1, 0): ("<H", "latin1"), (2, 0): ("<I", "latin1"), (3, 0): ("<I", "utf8")}
 
 #: numpy type names of the dtypes accepted on reading.
-_READABLE = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"}
+_READABLE = {
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "bool",
+}
 
 
 # ----- header -------------------------------------------------------------------------------------------
@@ -195,7 +208,7 @@ NPY_TENSOR = "pe"
 
 
 # ----- writing ------------------------------------------------------------------------------------------
-def write_npy_tensor(sink, tensor: LazyTensor, progress: Callable[[int], None] | None) -> None:  # noqa: ANN001
+def write_npy_tensor(sink, tensor: LazyTensor, progress: Callable[[int], None] | None) -> None:
     """Header then C-order little-endian data, block by block."""
     dtype = little_endian(tensor.dtype)
     sink.write(npy_header(dtype, tuple(int(n) for n in tensor.shape)))
@@ -205,7 +218,7 @@ def write_npy_tensor(sink, tensor: LazyTensor, progress: Callable[[int], None] |
             progress(len(block))
 
 
-def write_npy(sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str], progress) -> None:  # noqa: ANN001
+def write_npy(sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str], progress) -> None:
     """Write the one tensor of ``tensors``; ``.npy`` has no room for metadata, which is dropped."""
     (tensor,) = tensors.values()
     write_npy_tensor(sink, tensor, progress)

@@ -131,7 +131,7 @@ def _read_metadata(member: BinaryIO, size: int, label: str) -> dict[str, str]:
 
 
 def write_npz(
-    sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str], progress: Callable[[int], None] | None  # noqa: ANN001
+    sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str], progress: Callable[[int], None] | None
 ) -> None:
     from .npy import write_npy_tensor
 
@@ -140,7 +140,9 @@ def write_npz(
             with zf.open(_info(f"{name}.npy"), mode="w", force_zip64=True) as member:
                 write_npy_tensor(member, tensor, progress)
         if metadata:
-            zf.writestr(_info(METADATA_MEMBER), json.dumps(dict(metadata), ensure_ascii=False, indent=1).encode("utf-8"))
+            zf.writestr(
+                _info(METADATA_MEMBER), json.dumps(dict(metadata), ensure_ascii=False, indent=1).encode("utf-8")
+            )
 
 
 def _info(name: str) -> zipfile.ZipInfo:

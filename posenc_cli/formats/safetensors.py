@@ -148,11 +148,7 @@ def _entry(name: str, info: object, label: str) -> Entry:
         )
     if not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
         raise InputError(f"{label}: tensor {name!r} has an invalid shape {shape!r}")
-    if (
-        not isinstance(offsets, list)
-        or len(offsets) != 2
-        or not all(type(n) is int and n >= 0 for n in offsets)
-    ):
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(type(n) is int and n >= 0 for n in offsets):
         raise InputError(f"{label}: tensor {name!r} has invalid data_offsets {offsets!r}")
     return name, st_dtype(code), tuple(shape), offsets[0], offsets[1]
 
@@ -224,7 +220,11 @@ def header_bytes(tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str])
     for name, tensor in tensors.items():
         shape = [int(n) for n in tensor.shape]
         nbytes = math.prod(shape) * np.dtype(tensor.dtype).itemsize
-        header[name] = {"dtype": NAME_TO_ST[dtype_label(tensor.dtype)], "shape": shape, "data_offsets": [offset, offset + nbytes]}
+        header[name] = {
+            "dtype": NAME_TO_ST[dtype_label(tensor.dtype)],
+            "shape": shape,
+            "data_offsets": [offset, offset + nbytes],
+        }
         offset += nbytes
     raw = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     raw += b" " * (-len(raw) % 8)
@@ -232,7 +232,7 @@ def header_bytes(tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str])
 
 
 def write_safetensors(
-    sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str], progress: Callable[[int], None] | None  # noqa: ANN001
+    sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str], progress: Callable[[int], None] | None
 ) -> None:
     sink.write(header_bytes(tensors, metadata))
     for tensor in tensors.values():

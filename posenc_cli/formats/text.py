@@ -129,7 +129,7 @@ def read_csv(fh: BinaryIO, label: str, *, max_bytes: int) -> tuple[dict[str, np.
     return {name: array}, _metadata(header.get("metadata"), label)
 
 
-def _row_text(row: list) -> str:  # noqa: ANN001
+def _row_text(row: list) -> str:
     return ",".join(repr(v) for v in row) if isinstance(row, list) else repr(row)
 
 
@@ -139,9 +139,16 @@ def _as_python(block: np.ndarray) -> list:
     return block.tolist()
 
 
-def write_csv(sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str], progress: Callable[[int], None] | None) -> None:  # noqa: ANN001
+def write_csv(
+    sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str], progress: Callable[[int], None] | None
+) -> None:
     ((name, tensor),) = tensors.items()
-    head = {"name": name, "dtype": dtype_label(tensor.dtype), "shape": [int(n) for n in tensor.shape], "metadata": dict(metadata)}
+    head = {
+        "name": name,
+        "dtype": dtype_label(tensor.dtype),
+        "shape": [int(n) for n in tensor.shape],
+        "metadata": dict(metadata),
+    }
     sink.write((CSV_MAGIC + json.dumps(head, ensure_ascii=False) + "\n").encode("utf-8"))
     for block in iter_blocks(tensor):
         rows = _as_python(block)
@@ -158,19 +165,21 @@ def read_json(fh: BinaryIO, label: str, *, max_bytes: int) -> tuple[dict[str, np
     except (ValueError, RecursionError):
         raise InputError(f"{label}: not valid JSON") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("tensors"), dict):
-        raise InputError(f"{label}: not a posenc JSON table (an object with a \"tensors\" object)")
+        raise InputError(f'{label}: not a posenc JSON table (an object with a "tensors" object)')
     tensors = {}
     for name, entry in doc["tensors"].items():
         where = f"{label}: tensor {name!r}"
         if not isinstance(entry, dict) or "data" not in entry:
-            raise InputError(f"{where} is not an object with \"dtype\", \"shape\" and \"data\"")
+            raise InputError(f'{where} is not an object with "dtype", "shape" and "data"')
         dtype = _dtype(entry.get("dtype", "float64"), where)
         shape = _shape(entry["shape"], where) if "shape" in entry else None
         tensors[name] = _numbers(entry["data"], dtype, shape, where)
     return tensors, _metadata(doc.get("metadata"), label)
 
 
-def write_json(sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str], progress: Callable[[int], None] | None) -> None:  # noqa: ANN001
+def write_json(
+    sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str], progress: Callable[[int], None] | None
+) -> None:
     def put(text: str) -> None:
         sink.write(text.encode("utf-8"))
 
