@@ -456,7 +456,7 @@ def export(
     from .sources import CastTensor
 
     params = _params(param, grid, hf_config, length)
-    if onnx_rope:
+    if onnx_rope and not src_is_file(source):  # a file is regenerated with cache=onnx below
         params["cache"] = "onnx"
     if hf_config is not None and source == "sinusoidal":
         source = "rope"
