@@ -312,15 +312,19 @@ def _closest_pair_sampled(ctx: CheckContext, n_sort: int = 4, window: int = 8, s
     sk = np.empty((n, sketch_dim))
     for a, b in blocks(ctx):
         sk[a : a + len(b)] = b @ g
-    cand_i, cand_j = [], []
+    # Keep the ``keep`` best candidate pairs by sketch distance, one (projection, window) chunk at a time.
+    ci = cj = np.empty(0, np.int64)
+    sd = np.empty(0)
     for c in range(n_sort):
         order = np.argsort(sk[:, c], kind="stable")
         for w in range(1, window + 1):
-            cand_i.append(order[:-w])
-            cand_j.append(order[w:])
-    ci, cj = np.concatenate(cand_i), np.concatenate(cand_j)
-    sd = np.linalg.norm(sk[ci] - sk[cj], axis=1)
-    top = np.argsort(sd)[:keep]
+            i, j = order[:-w], order[w:]
+            dist = np.linalg.norm(sk[i] - sk[j], axis=1)
+            ci, cj, sd = np.r_[ci, i], np.r_[cj, j], np.r_[sd, dist]
+            if sd.size > keep:
+                best = np.argpartition(sd, keep)[:keep]
+                ci, cj, sd = ci[best], cj[best], sd[best]
+    top = np.argsort(sd)
     exact = np.array([np.linalg.norm(f64(t[ci[m]]) - f64(t[cj[m]])) for m in top])
     m = top[int(exact.argmin())]
     i, j = int(ci[m]), int(cj[m])
@@ -336,12 +340,61 @@ def _shift_ks(n: int) -> list[int]:
     return [ks[i] for i in pick]
 
 
+@dataclass
+class ShiftFit:
+    r"""The truncated least-squares solution :math:`M = X^+ Y` of :math:`XM \approx Y`, kept factored.
+
+    Only products with vectors are ever needed (Freivalds probes, the rotation test), so :math:`M` (d x d)
+    is never formed: :math:`Mz = V S^{-1} U^\top (Yz)` and :math:`M^\top u = Y^\top U S^{-1} V^\top u`.
+    """
+
+    y: np.ndarray
+    left: np.ndarray  # U (or X V for the Gram path): n_fit x r
+    inv_s: np.ndarray  # 1/s (or 1/w): r
+    v: np.ndarray  # d x r
+    rank: int
+
+    def apply(self, z: np.ndarray) -> np.ndarray:
+        return self.v @ ((self.left.T @ (self.y @ z)) * self.inv_s[:, None])
+
+    def apply_t(self, u: np.ndarray) -> np.ndarray:
+        return self.y.T @ (self.left @ ((self.v.T @ u) * self.inv_s[:, None]))
+
+
+def fit_shift(x: np.ndarray, y: np.ndarray, rcond: float) -> ShiftFit:
+    """Least squares truncated below ``rcond`` times the largest singular value of ``x``.
+
+    Coarse data (rcond >= 1e-8: float32 and below) solve through the d x d Gram matrix, whose float64
+    eigenvalues are accurate far below that cut (M = V W^-1 V^T X^T Y); float64 data need the SVD of ``x``.
+    """
+    if rcond >= 1e-8:
+        w, v = np.linalg.eigh(x.T @ x)
+        keep = w > (rcond**2) * w[-1]
+        v = v[:, keep]
+        return ShiftFit(y, x @ v, 1 / w[keep], v, int(keep.sum()))
+    u, s, vt = np.linalg.svd(x, full_matrices=False)
+    r = int(np.sum(s > rcond * s[0])) if s.size else 0
+    return ShiftFit(y, u[:, :r], 1 / s[:r], vt[:r].T, r)
+
+
+def _shift_ks(n: int) -> list[int]:
+    """Offsets for shift-linear: 1 and up to two more from :func:`offsets`, each at most len/4."""
+    ks = [k for k in offsets(n) if k <= max(1, n // 4)]
+    if len(ks) <= 3:
+        return ks
+    pick = np.unique(np.round(np.linspace(0, len(ks) - 1, 3)).astype(int))
+    return [ks[i] for i in pick]
+
+
 def check_shift_linear(ctx: CheckContext) -> CheckResult:
     r"""A single matrix :math:`M_k` maps every :math:`P[t]` to :math:`P[t+k]` (rows: :math:`P[t+k] = P[t] M_k`).
 
-    :math:`M_k` is fitted by truncated-SVD least squares on ``min(len - kmax, 4 dim)`` random rows (shared by
-    every k, so one SVD serves all), then verified on every row by a Freivalds probe: for Gaussian
-    :math:`x`, :math:`P[k:]x - P[:-k](M_k x)`, whose RMS over probes estimates each row's residual norm.
+    :math:`M_k` is fitted by truncated least squares on ``min(len - k, 4 dim)`` random rows of
+    ``[0, len - k)`` (fitting on a shorter range and extrapolating fails: the near-polynomial low-frequency
+    directions the fit truncates grow like Chebyshev polynomials outside it), then verified on every row by
+    a Freivalds probe: for Gaussian :math:`x`, :math:`P[k:]x - P[:-k](M_k x)`, whose RMS over probes
+    estimates each row's residual norm. "Rotation" is tested with the same probes: :math:`M^\top M z = z`
+    when M has full rank, else :math:`|P[t]M| = |P[t]|` on every row, bounded through the verified residual.
     """
     sc = scan(ctx)
     if not sc.finite:
@@ -352,36 +405,33 @@ def check_shift_linear(ctx: CheckContext) -> CheckResult:
         return verdict("shift-linear", True, 0.0, 0.0, "one row: nothing to compare")
     t = ctx.table
     rng = ctx.rng()
-    kmax = max(ks)
-    n_fit = min(n - kmax, 4 * d)
-    fit = np.sort(rng.choice(n - kmax, size=n_fit, replace=False))
-    x = f64(t[fit])
-    u, s, vt = np.linalg.svd(x, full_matrices=False)
-    # Directions below the data's own precision are noise: truncating there keeps M well determined.
-    cut = s[0] * max(np.finfo(np.float64).eps * max(x.shape), 1e-2 * ctx.rtol) if s.size else 0.0
-    r = int(np.sum(s > cut))
-    ms = {}
-    for k in ks:
-        y = f64(t[fit + k])
-        ms[k] = vt[:r].T @ ((u[:, :r].T @ y) / s[:r, None])
     p = ctx.probes
     xp = rng.standard_normal((d, p))
-    z = np.hstack([xp] + [ms[k] @ xp for k in ks])
+    # Directions below the data's own precision are noise: truncating there keeps M well determined.
+    rcond = max(np.finfo(np.float64).eps * 4 * d, 1e-2 * ctx.rtol)
+    scale = max(sc.rms_norm, np.finfo(np.float64).tiny)
+    mx, ranks, rot = [], {}, {}
+    for k in ks:
+        fit = np.sort(rng.choice(n - k, size=min(n - k, 4 * d), replace=False))
+        x = f64(t[fit])
+        m = fit_shift(x, f64(t[fit + k]), rcond)
+        ranks[k] = m.rank
+        mx.append(m.apply(xp))
+        if m.rank == d:
+            rot[k] = ("orthogonal", float(np.abs(m.apply_t(mx[-1]) - xp).max() / np.abs(xp).max()))
+    z = np.hstack([xp, *mx])
     w = np.empty((n, z.shape[1]))
     for a, b in blocks(ctx):
         w[a : a + len(b)] = b @ z
-    scale = max(sc.rms_norm, np.finfo(np.float64).tiny)
-    resid, rot, worst_row = {}, {}, {}
+    resid, worst_row = {}, {}
     for i, k in enumerate(ks):
         rk = w[k:, :p] - w[:-k, (i + 1) * p : (i + 2) * p]
         est = np.sqrt(np.mean(rk**2, axis=1)) / scale
         resid[k] = float(est.max())
         worst_row[k] = int(est.argmax())
-        if r == d:
-            rot[k] = ("orthogonal", float(np.abs(ms[k].T @ ms[k] - np.eye(d)).max()))
-        else:  # rank-deficient: does M_k preserve the norms of the rows it was fitted on?
-            xm = np.linalg.norm(x @ ms[k], axis=1)
-            rot[k] = ("norm-preserving on the data", float(np.abs(xm - sc.norms[fit]).max() / scale))
+        if k not in rot:  # rank-deficient: |P[t] M| = |P[t+k] - r_t| is within |r_t| of |P[t+k]|
+            step = float(np.abs(sc.norms[k:] - sc.norms[:-k]).max()) / scale
+            rot[k] = ("norm-preserving on the data", step + resid[k])
     tol = 2 * ctx.rtol
     worst_k = max(resid, key=resid.get)
     ok = resid[worst_k] <= tol
@@ -396,8 +446,9 @@ def check_shift_linear(ctx: CheckContext) -> CheckResult:
                   f"{fmt(resid[worst_k])} of the RMS row norm; {rot_text}")
     return CheckResult(
         "shift-linear", ok, resid[worst_k], tol, detail,
-        f"least squares on {n_fit} rows (rank {r}/{d}), Freivalds on all rows, {p} probes",
-        {"offsets": ks, "relative_residual": resid, "rank": r, "rotation": is_rot,
+        f"least squares on min(len-k, 4*dim) = {min(n - ks[0], 4 * d)} rows (rank {min(ranks.values())}/{d}), "
+        f"Freivalds on all rows, {p} probes",
+        {"offsets": ks, "relative_residual": resid, "rank": ranks, "rotation": is_rot,
          "rotation_deviation": {k: v for k, (_, v) in rot.items()}, "rotation_test": rot_kind, "rotation_tolerance": rot_tol},
     )
 
@@ -408,30 +459,31 @@ def check_precision(ctx: CheckContext) -> CheckResult:
     sc = scan(ctx)
     if not sc.finite:
         return skipped("precision", report=True)
-    t = ctx.table
     n = sc.rows
+    targets = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
+    err = dict.fromkeys(targets, 0.0)
+    overflow = dict.fromkeys(targets, 0)
+    hashes: dict[str, list[np.ndarray]] = {name: [] for name in targets}
+    for _, b in blocks(ctx):  # one pass feeds both casts
+        for name, dt in targets.items():
+            with np.errstate(over="ignore"):
+                c = b.astype(dt)
+            diff = np.abs(c.astype(np.float64) - b)
+            fin = np.isfinite(diff)
+            if not fin.all():
+                overflow[name] += int((~fin).sum())
+                diff = np.where(fin, diff, 0.0)
+            if diff.size:
+                err[name] = max(err[name], float(diff.max()))
+            hashes[name].append(row_hashes(iter([c]), sc.cols))
     parts, data = [], {}
-    for name, dt in (("float16", np.dtype(np.float16)), ("bfloat16", np.dtype(ml_dtypes.bfloat16))):
-        err = 0.0
-        overflow = 0
-
-        def gen():
-            nonlocal err, overflow
-            for _, b in blocks(ctx):
-                with np.errstate(over="ignore"):
-                    c = b.astype(dt)
-                back = c.astype(np.float64)
-                fin = np.isfinite(back)
-                overflow += int((~fin).sum())
-                if fin.any():
-                    err = max(err, float(np.abs(np.where(fin, back - b, 0.0)).max()))
-                yield c
-
-        distinct, _ = duplicate_groups(row_hashes(gen(), sc.cols))
+    for name, dt in targets.items():
+        distinct, _ = duplicate_groups(np.concatenate(hashes[name]))
+        err_n, over_n = err[name], overflow[name]
         base = raw_positions_distinct(n, dt)
-        data[name] = {"distinct_rows": distinct, "max_abs_error": err, "overflow": overflow, "raw_positions_distinct": base}
-        over = f", {overflow} values overflow to inf" if overflow else ""
-        parts.append(f"{name}: {distinct} of {n} rows distinct, max abs error {fmt(err)}{over} "
+        data[name] = {"distinct_rows": distinct, "max_abs_error": err_n, "overflow": over_n, "raw_positions_distinct": base}
+        over = f", {over_n} values overflow to inf" if over_n else ""
+        parts.append(f"{name}: {distinct} of {n} rows distinct, max abs error {fmt(err_n)}{over} "
                      f"(raw positions 0..{n - 1}: {base} distinct)")
     return CheckResult("precision", None, data["bfloat16"]["distinct_rows"], None, "; ".join(parts),
                        "exact (cast block by block, rows compared by 64-bit hashes)", data)
