@@ -465,7 +465,8 @@ def export(
     if onnx_rope and src.encoding is None:
         raise ParameterError("--onnx-rope needs a rope spec or a posenc-written rope file")
     if onnx_rope and src.tensors:  # a rope file: regenerate with the ONNX cache layout
-        src = _source(_spec_of(src), None, None, {"cache": "onnx"}, dtype, max_bytes)
+        src = _source(_spec_of(src) + (f",dtype={dtype}" if dtype else ""),  # --dtype wins over the file's
+                      None, None, {"cache": "onnx"}, dtype, max_bytes)
         lazy = dict(src.lazy)
     if tensor:
         missing = [t for t in tensor if t not in lazy]
