@@ -43,7 +43,7 @@ def scaling(ctx: CheckContext) -> float:
 def rotate(q: np.ndarray, cos: np.ndarray, sin: np.ndarray, layout: str) -> np.ndarray:
     """Rotate vectors ``q`` (rows x width) by table rows, as the layout's reference code does."""
     if layout == "cache":  # HF-style rotate_half with each angle stored once
-        h = cos.shape[1]
+        h = cos.shape[-1]
         q1, q2 = q[..., :h], q[..., h:]
         return np.concatenate([q1 * cos - q2 * sin, q2 * cos + q1 * sin], axis=-1)
     if layout == "half":
@@ -58,10 +58,6 @@ def rotate(q: np.ndarray, cos: np.ndarray, sin: np.ndarray, layout: str) -> np.n
 
 def _width(cos: np.ndarray, layout: str | None) -> int:
     return 2 * cos.shape[1] if layout == "cache" else cos.shape[1]
-
-
-def _finite(*arrays: np.ndarray) -> bool:
-    return all(np.isfinite(f64(a[:])).all() for a in arrays)
 
 
 def check_pythagorean(ctx: CheckContext) -> CheckResult:
