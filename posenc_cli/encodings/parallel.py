@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -64,6 +63,8 @@ def fill_parallel(
             if progress:
                 progress(b - a)
         return
+    from concurrent.futures import ThreadPoolExecutor  # on first use: small tables never pay for it
+
     with ThreadPoolExecutor(max_workers=n_workers) as pool:
         futures = [(pool.submit(encoding.fill, name, start + a, start + b, out[a:b]), b - a) for a, b in blocks]
         try:
