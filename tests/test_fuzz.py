@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from posenc_cli.errors import InputError
 from posenc_cli.formats import ArrayTensor, read_stream, read_table, validate_table_array, write_table
 
-EXAMPLES = int(os.environ.get("POSENC_FUZZ_EXAMPLES", 500))
+EXAMPLES = int(os.environ.get("POSENC_FUZZ_EXAMPLES", "500"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MAX_BYTES = 16 << 20  # what a fuzzed stream or archive may hold in memory
 
