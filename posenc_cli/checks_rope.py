@@ -191,7 +191,11 @@ def check_long_term_decay(ctx: CheckContext) -> CheckResult:
         edges.append(edges[-1] * 10)
     edges.append(n)
     means = [float(bound[a - 1 : b - 1].mean()) for a, b in zip(edges[:-1], edges[1:]) if b > a]
-    ok = all(y <= x for x, y in zip(means, means[1:]))
+    # Non-increasing decade to decade, and falling overall (a flat curve, e.g. one frequency, does not decay).
+    ok = len(means) >= 2 and all(y <= x for x, y in zip(means, means[1:])) and means[-1] < 0.99 * means[0]
+    if len(means) < 2:
+        return CheckResult("long-term-decay", None, points.get(1), None, "fewer than 11 rows: one decade, no trend",
+                           "exact over every distance 1..len-1", {"points": points, "decade_means": means})
     summary = ", ".join(f"{k}: {v:.3f}" for k, v in points.items())
     detail = (f"bound at distance {summary}; decade means {' > '.join(f'{m:.3f}' for m in means)}"
               if ok else f"bound at distance {summary}; decade means do not fall: {', '.join(f'{m:.3f}' for m in means)}")
