@@ -44,6 +44,10 @@ with localcontext() as _ctx:
     _INV_TWO_PI = float(1 / _TWO_PI)
 
 
+#: Elements per chunk in :func:`sincos` (its temporaries then fit in L2).
+_CHUNK = 1 << 13
+
+
 def double_double(values: list[Decimal]) -> tuple[np.ndarray, np.ndarray]:
     """Split high-precision decimals into float64 ``hi`` and ``lo`` parts (``hi + lo`` ~ value to ~106 bits)."""
     hi = np.array([float(v) for v in values], dtype=np.float64)
@@ -66,7 +70,21 @@ def sincos(
 
     ``t`` holds integer-valued float64 positions with ``|t| < 2**31``; ``w_hi + w_lo`` the frequencies.
     """
-    return _sincos(np.asarray(t, dtype=np.float64)[:, None], w_hi, w_lo, want_sin, want_cos)
+    t = np.asarray(t, dtype=np.float64)
+    w_hi, w_lo = np.asarray(w_hi, dtype=np.float64), np.asarray(w_lo, dtype=np.float64)
+    step = max(1, _CHUNK // max(1, w_hi.size))
+    if len(t) <= step:
+        return _sincos(t[:, None], w_hi, w_lo, want_sin, want_cos)
+    # Row chunks keep the ~15 temporaries in cache: 2-3x faster than one pass over a big array.
+    s = np.empty((len(t), w_hi.size)) if want_sin else None
+    c = np.empty((len(t), w_hi.size)) if want_cos else None
+    for a in range(0, len(t), step):
+        s_, c_ = _sincos(t[a : a + step, None], w_hi, w_lo, want_sin, want_cos)
+        if want_sin:
+            s[a : a + step] = s_
+        if want_cos:
+            c[a : a + step] = c_
+    return s, c
 
 
 def sincos_pairs(t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
