@@ -18,7 +18,7 @@ import pytest
 
 mp = pytest.importorskip("mpmath")
 
-from posenc_cli.encodings import _angleadd, make_encoding  # noqa: E402
+from posenc_cli.encodings import _angleadd, make_encoding
 
 TOP = 2**24
 WINDOW = 2048
@@ -120,7 +120,10 @@ def test_within_two_ulp_of_mpmath(dim, base, layout, freq, dtype):
 
     targets: dict[int, set[tuple[int, int]]] = {}  # window start -> {(row, col)}
     for start in windows(rng):
-        targets[start] = {(int(r), int(c)) for r, c in zip(rng.integers(0, WINDOW, SAMPLES_PER_WINDOW), rng.integers(0, dim, SAMPLES_PER_WINDOW))}
+        targets[start] = {
+            (int(r), int(c))
+            for r, c in zip(rng.integers(0, WINDOW, SAMPLES_PER_WINDOW), rng.integers(0, dim, SAMPLES_PER_WINDOW))
+        }
         targets[start] |= {(0, c) for c in range(0, dim, max(1, dim // 16))}
     col_of = {kw: c for c, kw in enumerate(cols) if kw}
     adversarial = near_zeros(ws, 6, 1000, TOP)
@@ -165,8 +168,17 @@ def test_naive_formulas_are_off_at_large_positions():
     # TF tutorial: float64 angle, np.sin, kept in float64.
     rates = 1 / (10000 ** (np.arange(dim // 2) / (dim // 2)))
     tf_like = np.sin(t[:, None].astype(np.float64) * rates[None, ks])
-    ours32 = np.stack([make_encoding("sinusoidal", {"length": 1, "dim": dim, "offset": int(p)}).array()[0, 2 * ks] for p in t])
-    ours64 = np.stack([make_encoding("sinusoidal", {"length": 1, "dim": dim, "offset": int(p), "dtype": "float64"}).array()[0, 2 * ks] for p in t])
+    ours32 = np.stack(
+        [make_encoding("sinusoidal", {"length": 1, "dim": dim, "offset": int(p)}).array()[0, 2 * ks] for p in t]
+    )
+    ours64 = np.stack(
+        [
+            make_encoding("sinusoidal", {"length": 1, "dim": dim, "offset": int(p), "dtype": "float64"}).array()[
+                0, 2 * ks
+            ]
+            for p in t
+        ]
+    )
     err = {"torch32": 0.0, "tf64": 0.0, "ours32": 0.0, "ours64": 0.0}
     for i, p in enumerate(t):
         for j, k in enumerate(ks):

@@ -16,8 +16,9 @@ import pytest
 
 HEAVY = ("numpy", "rich", "safetensors", "ml_dtypes")
 
-PROBE = """
+PROBE = f"""
 import json, sys
+HEAVY = {HEAVY!r}
 sys.argv = ["posenc", *json.loads(sys.argv[1])]
 code = 0
 try:
@@ -25,10 +26,10 @@ try:
     main()
 except SystemExit as exc:
     code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in %r)
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)
 sys.stdout.flush()
-sys.stderr.write("\\n@@heavy@@" + json.dumps({"code": code, "heavy": heavy}) + "\\n")
-""" % (HEAVY,)
+sys.stderr.write("\\n@@heavy@@" + json.dumps({{"code": code, "heavy": heavy}}) + "\\n")
+"""
 
 
 def probe(args: list[str], env: dict[str, str] | None = None) -> tuple[int, list[str], str]:
@@ -36,7 +37,12 @@ def probe(args: list[str], env: dict[str, str] | None = None) -> tuple[int, list
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("_POSENC", "_TYPER", "COMP_"))}
     full_env.update(env or {})
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(args)], capture_output=True, text=True, env=full_env, timeout=60
+        [sys.executable, "-c", PROBE, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+        check=False,
     )
     marker = proc.stderr.rfind("@@heavy@@")
     assert marker >= 0, f"probe crashed: {proc.stderr[-2000:]}"

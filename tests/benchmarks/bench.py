@@ -28,7 +28,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from posenc_cli.encodings import make_encoding  # noqa: E402
+from posenc_cli.encodings import make_encoding
 
 ROWS: list[tuple[str, str, str, str]] = []  # what, measured, target, verdict
 
@@ -102,7 +102,9 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
     import json
 
     full_env = {**os.environ, **(env or {})}
-    proc = subprocess.run([sys.executable, "-c", _RUNNER, *cmd], capture_output=True, env=full_env, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUNNER, *cmd], capture_output=True, env=full_env, text=True, check=False
+    )
     if proc.returncode:
         raise RuntimeError(f"runner failed: {proc.stderr[-2000:]}")
     res = json.loads(proc.stdout)
@@ -165,7 +167,9 @@ def bench_generate_big(tmp: Path, length: int, dim: int, reps: int) -> None:
     save = f"import numpy as np; a = np.ones(({length}, {dim}), dtype=np.float32); np.save({str(base)!r}, a)"
     med = interleaved_runs(
         {
-            "posenc": lambda: run([*posenc_cmd(), "generate", "--len", str(length), "--dim", str(dim), "-o", str(ours), "--force", "-q"]),
+            "posenc": lambda: run(
+                [*posenc_cmd(), "generate", "--len", str(length), "--dim", str(dim), "-o", str(ours), "--force", "-q"]
+            ),
             "np.save": lambda: run([sys.executable, "-c", save]),
         },
         reps,
@@ -186,8 +190,12 @@ def bench_startup(reps: int) -> None:
                 "--help": lambda: run([*posenc_cmd(), "--help"]),
                 "completion": lambda: run(
                     posenc_cmd(),
-                    env={"_POSENC_COMPLETE": "complete_bash", "COMP_WORDS": "posenc gen", "COMP_CWORD": "1",
-                         "_TYPER_COMPLETE_ARGS": "posenc gen"},
+                    env={
+                        "_POSENC_COMPLETE": "complete_bash",
+                        "COMP_WORDS": "posenc gen",
+                        "COMP_CWORD": "1",
+                        "_TYPER_COMPLETE_ARGS": "posenc gen",
+                    },
                 ),
                 "generate 512x128": lambda: run(
                     [*posenc_cmd(), "generate", "--len", "512", "--dim", "128", "-o", str(small), "--force", "-q"]
@@ -200,7 +208,12 @@ def bench_startup(reps: int) -> None:
         r = med[name][0] / base
         report(f"{label}, whole process", f"{r:.2f}x python -c 'import numpy'", "<= 0.8x", r <= 0.8)
     r = med["generate 512x128"][0] / base
-    report("posenc generate --len 512 --dim 128 -o pe.npy, whole process", f"{r:.2f}x python -c 'import numpy'", "<= 1.5x", r <= 1.5)
+    report(
+        "posenc generate --len 512 --dim 128 -o pe.npy, whole process",
+        f"{r:.2f}x python -c 'import numpy'",
+        "<= 1.5x",
+        r <= 1.5,
+    )
 
 
 def bench_check(tmp: Path, length: int, dim: int, reps: int) -> None:
@@ -210,9 +223,9 @@ def bench_check(tmp: Path, length: int, dim: int, reps: int) -> None:
     run([*posenc_cmd(), "generate", "--len", str(length), "--dim", str(dim), "-o", str(path), "--force", "-q"])
     size = path.stat().st_size
     script = (
-        "import numpy as np; a = np.load(%r); "
+        f"import numpy as np; a = np.load({str(path)!r}); "
         "d = np.sqrt(np.einsum('ij,ij->i', np.diff(a, axis=0), np.diff(a, axis=0))); print(d.min(), d.max())"
-    ) % str(path)
+    )
     med = interleaved_runs(
         {
             "posenc check": lambda: run([*posenc_cmd(), "check", str(path), "-q"]),
@@ -223,7 +236,12 @@ def bench_check(tmp: Path, length: int, dim: int, reps: int) -> None:
     r = med["posenc check"][0] / med["numpy script"][0]
     report(what, f"{r:.2f}x a load + row-distance script", "<= 8x", r <= 8)
     peak = med["posenc check"][1]
-    report(what, f"peak RSS {peak / 2**20:.0f} MiB = {peak / size:.2f}x the file ({size / 2**20:.0f} MiB)", "<= 2x file size", peak <= 2 * size)
+    report(
+        what,
+        f"peak RSS {peak / 2**20:.0f} MiB = {peak / size:.2f}x the file ({size / 2**20:.0f} MiB)",
+        "<= 2x file size",
+        peak <= 2 * size,
+    )
     path.unlink(missing_ok=True)
 
 
@@ -233,7 +251,21 @@ def bench_export(tmp: Path, length: int, dim: int) -> None:
         what = f"export of a {length} x {dim} float32 table ({gib:.3g} GiB) to .{suffix}"
         print(f"[{what}]", flush=True)
         path = tmp / f"export.{suffix}"
-        dt, peak = run([*posenc_cmd(), "export", "sinusoidal", "--len", str(length), "--dim", str(dim), "-o", str(path), "--force", "-q"])
+        dt, peak = run(
+            [
+                *posenc_cmd(),
+                "export",
+                "sinusoidal",
+                "--len",
+                str(length),
+                "--dim",
+                str(dim),
+                "-o",
+                str(path),
+                "--force",
+                "-q",
+            ]
+        )
         size = path.stat().st_size
         path.unlink(missing_ok=True)
         print(f"  {dt:.1f} s, {size / 2**30:.2f} GiB written, peak RSS {peak / 2**20:.0f} MiB", flush=True)
@@ -251,7 +283,9 @@ def bench_accuracy(quick: bool) -> None:
     dim, length = 1024, 2048
     cols = column_map(dim, "interleaved", "paper")
     ws = exact_freqs(dim, dim // 2, "paper", 10000.0)
-    starts = [0, 1_000_000 - length // 2, 2**24 - length] + [int(s) for s in rng.integers(0, 2**24 - length, 2 if quick else 6)]
+    starts = [0, 1_000_000 - length // 2, 2**24 - length] + [
+        int(s) for s in rng.integers(0, 2**24 - length, 2 if quick else 6)
+    ]
     per_window = 300 if quick else 1500
     adversarial = near_zeros(ws, 6, 1000, 2**24)
     for dtype in ("float32", "float64"):
@@ -266,7 +300,13 @@ def bench_accuracy(quick: bool) -> None:
                 exact = mp.sin(t * ws[k]) if which == "sin" else mp.cos(t * ws[k])
                 worst = max(worst, ulp_error(table[r, c], exact, np.dtype(dtype)))
                 n += 1
-        report(f"{dtype} accuracy at positions up to 2^24", f"max {worst:.3f} ulp over {n} samples", "<= 2 ulp", worst <= 2)
+        report(
+            f"{dtype} accuracy at positions up to 2^24", f"max {worst:.3f} ulp over {n} samples", "<= 2 ulp", worst <= 2
+        )
+
+
+def _want(only: set[str], name: str) -> bool:
+    return not only or name in only
 
 
 def machine() -> str:
@@ -301,23 +341,25 @@ def main() -> None:
     quick = args.quick
     reps = args.reps or (3 if quick else 5)
     only = set(filter(None, args.only.split(",")))
-    want = lambda name: not only or name in only  # noqa: E731
 
     print(f"machine: {machine()}")
-    print(f"mode: {'quick' if quick else 'full'}, median of {reps} interleaved repetitions (plus one warm-up)\n", flush=True)
+    print(
+        f"mode: {'quick' if quick else 'full'}, median of {reps} interleaved repetitions (plus one warm-up)\n",
+        flush=True,
+    )
     tmp = Path(tempfile.mkdtemp(prefix="posenc-bench-", dir="/tmp"))
     try:
-        if want("memory"):
+        if _want(only, "memory"):
             bench_in_memory(32768 if quick else 131072, 1024, reps)
-        if want("generate"):
+        if _want(only, "generate"):
             bench_generate_big(tmp, 32768 if quick else 131072, 1024, reps)
-        if want("startup"):
+        if _want(only, "startup"):
             bench_startup(reps if quick else max(reps, 7))
-        if want("check"):
+        if _want(only, "check"):
             bench_check(tmp, 16384 if quick else 65536, 1024, reps)
-        if want("export"):
+        if _want(only, "export"):
             bench_export(tmp, 262144 if quick else 1048576, 1024)
-        if want("accuracy"):
+        if _want(only, "accuracy"):
             bench_accuracy(quick)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
