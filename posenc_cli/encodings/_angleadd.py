@@ -10,14 +10,17 @@ range-reduced :func:`._trig.sincos`, and the table ``conj(z(j))`` for ``j`` in `
 by every step) is built once. One complex multiply per (sin, cos) pair, in float64, then a cast on
 assignment: 6 flops per two outputs instead of a range reduction per element, about 1 ns per element.
 
-Accuracy. Seeds and table are within ~1 float64 ulp; the complex multiply adds two roundings per component.
-The absolute error is therefore below ``E = 6 * 2**-53`` (< 2**-49.4) at *any* position: the seed is exact
-however large ``t0`` is, so nothing grows with the position. For an output dtype with ``m`` mantissa bits
-and a result ``|v| >= 2**(m - 47)``, ``E`` is under half an output ulp, so after the final rounding the
-result is within 1 ulp of the exact value. Smaller results (near the zeros of sin and cos, where the
-absolute error would be many output ulps; float32: ``|v| < 2**-24``, about 5 elements in 10**8) are
-detected after each step and their columns recomputed with the exact path. Float64 outputs should not use
-this kernel: ``E`` is several float64 ulps near the zeros, so :mod:`.sinusoidal` keeps the exact path.
+Accuracy (``eps = 2**-53``). Seeds and table entries are within 1 float64 ulp (<= eps for values below 1),
+so each is off by a complex error of modulus <= sqrt(2) eps; the multiply ``re = a c - b d`` adds at most
+``eps (|a c| + |b d|) + eps |re| <= 2 eps`` per component (Cauchy-Schwarz: ``|a c| + |b d| <= 1``). The
+absolute error is therefore ``E <= (2 sqrt(2) + 2) eps < 5 eps`` at *any* position: the seed is exact however
+large ``t0`` is, so nothing grows with the position. A result with ``|v| >= 2**(m - 48)`` (``m`` mantissa bits
+of the output dtype) has an output ulp >= ``2**-48 = 32 eps``, so ``E`` is under half an ulp (even with seeds
+2 ulp off: ``E < 8 eps``) and the final rounding lands within 1 ulp of the exact value. Results below
+``tiny = 2**(m - 47)`` (float32: ``2**-24``; near the zeros of sin and cos, about 4 elements in 10**8, where
+``E`` could be several output ulps) are detected after each step and recomputed exactly, element by element.
+Float64 outputs must not use this kernel (``E`` is several float64 ulps), so :mod:`.sinusoidal` keeps the
+exact path for them.
 """
 
 from __future__ import annotations
@@ -57,8 +60,8 @@ def tiny_threshold(dtype: np.dtype) -> float | None:
 class AngleAdder:
     """Angle addition for fixed frequencies ``w_hi + w_lo`` (double-double); thread-safe once built.
 
-    Steps are aligned to absolute positions (multiples of ``rows``), and a result is recomputed exactly
-    exactly when it is tiny, so every value depends only on its position and column: any split of a table
+    Steps are aligned to absolute positions (multiples of ``rows``), and a result is recomputed with the
+    exact path whenever it is tiny, so every value depends only on its position and column: any split of a table
     into blocks (threads, streaming writers, ``check``) gives the same bits.
     """
 
