@@ -9,6 +9,7 @@ products ``rtol * s**2``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +28,7 @@ from .checks_common import (
     skipped,
     verdict,
 )
+from .checks_rope import scaling
 
 #: Exact Gram-matrix search for the closest pair up to this many rows; beyond it a sampled search.
 EXACT_UNIQUE_ROWS = 4096
@@ -65,7 +67,7 @@ class Profile:
 
 
 def profile(ctx: CheckContext) -> Profile:
-    """Exact distances and dot products of P[t] and P[t+k} for every t and each k in :func:`offsets`."""
+    """Exact distances and dot products of P[t] and P[t+k] for every t and each k in :func:`offsets`."""
 
     def make() -> Profile:
         t = ctx.table
@@ -112,7 +114,7 @@ def check_bounded(ctx: CheckContext) -> CheckResult:
     sc = scan(ctx)
     if not sc.finite:
         return skipped("bounded")
-    bound = float(ctx.metadata.get("attention_scaling", 1.0)) if ctx.kind in ("rope",) else 1.0
+    bound = scaling(ctx) if ctx.kind == "rope" else 1.0  # HF multiplies cos and sin by attention_scaling
     tol = bound * (1 + ctx.rtol)
     return verdict("bounded", sc.max_abs <= tol, sc.max_abs, tol, f"max |x| = {fmt(sc.max_abs)}; bound {fmt(bound)}",
                    max_abs=sc.max_abs, bound=bound)
@@ -342,39 +344,57 @@ def _shift_ks(n: int) -> list[int]:
 
 @dataclass
 class ShiftFit:
-    r"""The truncated least-squares solution :math:`M = X^+ Y` of :math:`XM \approx Y`, kept factored.
+    r"""A least-squares solution :math:`M = R Y` of :math:`XM \approx Y`, kept factored.
 
-    Only products with vectors are ever needed (Freivalds probes, the rotation test), so :math:`M` (d x d)
-    is never formed: :math:`Mz = V S^{-1} U^\top (Yz)` and :math:`M^\top u = Y^\top U S^{-1} V^\top u`.
+    Only products with vectors are needed (Freivalds probes, the rotation test), so :math:`M` (d x d) is
+    never formed: :math:`Mz = R(Yz)` and :math:`M^\top u = Y^\top(R^\top u)`, with ``r``/``r_t`` applying
+    the regularised pseudo-inverse :math:`R \approx X^+` and its transpose.
     """
 
     y: np.ndarray
-    left: np.ndarray  # U (or X V for the Gram path): n_fit x r
-    inv_s: np.ndarray  # 1/s (or 1/w): r
-    v: np.ndarray  # d x r
-    rank: int
+    r: Callable[[np.ndarray], np.ndarray]
+    r_t: Callable[[np.ndarray], np.ndarray]
+    method: str
 
     def apply(self, z: np.ndarray) -> np.ndarray:
-        return self.v @ ((self.left.T @ (self.y @ z)) * self.inv_s[:, None])
+        return self.r(self.y @ z)
 
     def apply_t(self, u: np.ndarray) -> np.ndarray:
-        return self.y.T @ (self.left @ ((self.v.T @ u) * self.inv_s[:, None]))
+        return self.y.T @ self.r_t(u)
+
+
+def _largest_eigenvalue(g: np.ndarray, steps: int = 30) -> float:
+    """Power iteration on a symmetric positive semi-definite matrix (a few matvecs instead of an eigh)."""
+    v = np.random.default_rng(0).standard_normal(g.shape[0])
+    lam = 0.0
+    for _ in range(steps):
+        w = g @ v
+        lam = float(np.linalg.norm(w))
+        if lam == 0:
+            return 0.0
+        v = w / lam
+    return lam
 
 
 def fit_shift(x: np.ndarray, y: np.ndarray, rcond: float) -> ShiftFit:
-    """Least squares truncated below ``rcond`` times the largest singular value of ``x``.
+    r"""Least squares ignoring directions of ``x`` below ``rcond`` times its largest singular value.
 
-    Coarse data (rcond >= 1e-8: float32 and below) solve through the d x d Gram matrix, whose float64
-    eigenvalues are accurate far below that cut (M = V W^-1 V^T X^T Y); float64 data need the SVD of ``x``.
+    Coarse data (rcond >= 1e-8: float32 and below) use ridge regression through the d x d Gram matrix,
+    :math:`R = (X^\top X + \lambda I)^{-1} X^\top` with :math:`\lambda = (\mathrm{rcond}\,\sigma_1)^2`:
+    it damps exactly the directions a truncated SVD would drop and costs one Gram product and one solve.
+    float64 data need a cut far below the Gram matrix's own precision, hence the truncated SVD of ``x``.
     """
     if rcond >= 1e-8:
-        w, v = np.linalg.eigh(x.T @ x)
-        keep = w > (rcond**2) * w[-1]
-        v = v[:, keep]
-        return ShiftFit(y, x @ v, 1 / w[keep], v, int(keep.sum()))
+        g = x.T @ x
+        lam = rcond**2 * max(_largest_eigenvalue(g), np.finfo(np.float64).tiny)
+        a = g + lam * np.eye(g.shape[0])
+        return ShiftFit(y, lambda w: np.linalg.solve(a, x.T @ w), lambda u: x @ np.linalg.solve(a, u),
+                        "ridge on the Gram matrix")
     u, s, vt = np.linalg.svd(x, full_matrices=False)
-    r = int(np.sum(s > rcond * s[0])) if s.size else 0
-    return ShiftFit(y, u[:, :r], 1 / s[:r], vt[:r].T, r)
+    k = int(np.sum(s > rcond * s[0])) if s.size else 0
+    u, s, v = u[:, :k], s[:k], vt[:k].T
+    return ShiftFit(y, lambda w: v @ ((u.T @ w) / s[:, None]), lambda z: u @ ((v.T @ z) / s[:, None]),
+                    f"truncated SVD (rank {k}/{x.shape[1]})")
 
 
 def _shift_ks(n: int) -> list[int]:
@@ -389,12 +409,13 @@ def _shift_ks(n: int) -> list[int]:
 def check_shift_linear(ctx: CheckContext) -> CheckResult:
     r"""A single matrix :math:`M_k` maps every :math:`P[t]` to :math:`P[t+k]` (rows: :math:`P[t+k] = P[t] M_k`).
 
-    :math:`M_k` is fitted by truncated least squares on ``min(len - k, 4 dim)`` random rows of
-    ``[0, len - k)`` (fitting on a shorter range and extrapolating fails: the near-polynomial low-frequency
-    directions the fit truncates grow like Chebyshev polynomials outside it), then verified on every row by
-    a Freivalds probe: for Gaussian :math:`x`, :math:`P[k:]x - P[:-k](M_k x)`, whose RMS over probes
-    estimates each row's residual norm. "Rotation" is tested with the same probes: :math:`M^\top M z = z`
-    when M has full rank, else :math:`|P[t]M| = |P[t]|` on every row, bounded through the verified residual.
+    :math:`M_k` is fitted by least squares on ``min(len - k, 4 dim)`` random rows of ``[0, len - k)``
+    (fitting on a shorter range and extrapolating fails: the near-polynomial low-frequency directions the
+    fit cannot resolve grow like Chebyshev polynomials outside it), then verified on every row by a
+    Freivalds probe: for Gaussian :math:`x`, :math:`P[k:]x - P[:-k](M_k x)`, whose RMS over probes
+    estimates each row's residual norm. :math:`M_k` counts as a rotation when it is orthogonal
+    (:math:`M^\top M z = z` for the probes) or, where the rows do not span every direction, when it
+    preserves the norms of the data: :math:`||P[t]M| - |P[t]|| \le ||P[t+k]| - |P[t]|| + |r_t|`.
     """
     sc = scan(ctx)
     if not sc.finite:
@@ -407,38 +428,38 @@ def check_shift_linear(ctx: CheckContext) -> CheckResult:
     rng = ctx.rng()
     p = ctx.probes
     xp = rng.standard_normal((d, p))
-    # Directions below the data's own precision are noise: truncating there keeps M well determined.
+    # Directions below the data's own precision are noise: ignoring them keeps M well determined.
     rcond = max(np.finfo(np.float64).eps * 4 * d, 1e-2 * ctx.rtol)
     scale = max(sc.rms_norm, np.finfo(np.float64).tiny)
-    mx, ranks, rot = [], {}, {}
+    mx, ortho = [], {}
     for k in ks:
         fit = np.sort(rng.choice(n - k, size=min(n - k, 4 * d), replace=False))
-        x = f64(t[fit])
-        m = fit_shift(x, f64(t[fit + k]), rcond)
-        ranks[k] = m.rank
+        m = fit_shift(f64(t[fit]), f64(t[fit + k]), rcond)
         mx.append(m.apply(xp))
-        if m.rank == d:
-            rot[k] = ("orthogonal", float(np.abs(m.apply_t(mx[-1]) - xp).max() / np.abs(xp).max()))
+        ortho[k] = float(np.abs(m.apply_t(mx[-1]) - xp).max() / np.abs(xp).max())
     z = np.hstack([xp, *mx])
     w = np.empty((n, z.shape[1]))
     for a, b in blocks(ctx):
         w[a : a + len(b)] = b @ z
-    resid, worst_row = {}, {}
+    resid, worst_row, on_data = {}, {}, {}
     for i, k in enumerate(ks):
         rk = w[k:, :p] - w[:-k, (i + 1) * p : (i + 2) * p]
         est = np.sqrt(np.mean(rk**2, axis=1)) / scale
         resid[k] = float(est.max())
         worst_row[k] = int(est.argmax())
-        if k not in rot:  # rank-deficient: |P[t] M| = |P[t+k] - r_t| is within |r_t| of |P[t+k]|
-            step = float(np.abs(sc.norms[k:] - sc.norms[:-k]).max()) / scale
-            rot[k] = ("norm-preserving on the data", step + resid[k])
+        on_data[k] = float(np.abs(sc.norms[k:] - sc.norms[:-k]).max()) / scale + resid[k]
     tol = 2 * ctx.rtol
     worst_k = max(resid, key=resid.get)
     ok = resid[worst_k] <= tol
     rot_tol = max(1e3 * ctx.rtol, 1e-6)
-    is_rot = all(v <= rot_tol for _, v in rot.values())
-    rot_kind = next(iter(rot.values()))[0]
-    rot_text = f"M_k is {'a rotation' if is_rot else 'not a rotation'} ({rot_kind}, worst deviation {fmt(max(v for _, v in rot.values()))})"
+    orthogonal = all(v <= rot_tol for v in ortho.values())
+    norm_preserving = all(v <= rot_tol for v in on_data.values())
+    if orthogonal:
+        rot_text = f"M_k is orthogonal (|M^T M z - z| <= {fmt(max(ortho.values()))})"
+    elif norm_preserving:
+        rot_text = f"M_k is a rotation on the data (norms preserved to {fmt(max(on_data.values()))})"
+    else:
+        rot_text = f"M_k is not a rotation (norms change by up to {fmt(max(on_data.values()))} of the RMS row norm)"
     if ok:
         detail = f"P[t+k] = P[t] M_k for every t, k in {{{','.join(map(str, ks))}}}; {rot_text}"
     else:
@@ -446,10 +467,10 @@ def check_shift_linear(ctx: CheckContext) -> CheckResult:
                   f"{fmt(resid[worst_k])} of the RMS row norm; {rot_text}")
     return CheckResult(
         "shift-linear", ok, resid[worst_k], tol, detail,
-        f"least squares on min(len-k, 4*dim) = {min(n - ks[0], 4 * d)} rows (rank {min(ranks.values())}/{d}), "
+        f"least squares ({m.method}) on min(len-k, 4*dim) = {min(n - ks[0], 4 * d)} rows, "
         f"Freivalds on all rows, {p} probes",
-        {"offsets": ks, "relative_residual": resid, "rank": ranks, "rotation": is_rot,
-         "rotation_deviation": {k: v for k, (_, v) in rot.items()}, "rotation_test": rot_kind, "rotation_tolerance": rot_tol},
+        {"offsets": ks, "relative_residual": resid, "rotation": orthogonal or norm_preserving, "orthogonal": orthogonal,
+         "orthogonality_deviation": ortho, "norm_deviation_on_data": on_data, "rotation_tolerance": rot_tol},
     )
 
 
