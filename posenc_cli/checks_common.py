@@ -124,9 +124,10 @@ def scan(ctx: CheckContext) -> Scan:
 
 # ----- row hashes ----------------------------------------------------------------------------------
 def _uint_view(block: np.ndarray) -> np.ndarray:
-    """The bit patterns of a block as unsigned integers (-0.0 folded into +0.0 first)."""
-    block = np.ascontiguousarray(block + np.zeros((), block.dtype))  # -0.0 + 0.0 = +0.0
-    return block.view(f"u{block.dtype.itemsize}")
+    """The bit patterns of a block as unsigned integers, with -0.0 folded into +0.0 (equal values)."""
+    u = np.ascontiguousarray(block).view(f"u{block.dtype.itemsize}")
+    sign_only = u.dtype.type(1 << (8 * u.dtype.itemsize - 1))
+    return np.where(u == sign_only, u.dtype.type(0), u)
 
 
 def row_hashes(blocks_iter: Iterator[np.ndarray], cols: int, seed: int = 0x5EED) -> np.ndarray:

@@ -423,6 +423,33 @@ def test_random_sinusoidal_tables_have_every_default_property(length, half, base
     assert not failed
 
 
+@pytest.mark.parametrize("dtype, rtol", [("float16", 2e-3), ("bfloat16", 1.6e-2)])
+def test_low_precision_sinusoidal_tables_pass_at_their_tolerance(dtype, rtol):
+    enc = make_encoding("sinusoidal", {"length": 1000, "dim": 64, "dtype": dtype})
+    res = checks.run_checks(ctx_for(enc.array(), "sinusoidal", rtol=rtol, encoding=enc))
+    required = checks.required_for("sinusoidal", None, [r.name for r in res])
+    assert not [(r.name, r.value, r.tolerance) for r in res if r.name in required and not r.passed]
+
+
+def test_memory_mapped_table(tmp_path):
+    path = tmp_path / "pe.npy"
+    np.save(path, sinusoidal(5000, 16).astype(np.float32))
+    table = np.load(path, mmap_mode="r")
+    res = {r.name: r for r in checks.run_checks(ctx_for(table, "sinusoidal", rtol=1e-5))}
+    assert all(res[n].passed for n in checks.required_for("sinusoidal", None, list(res)))
+
+
+def test_row_hashes_treat_signed_zeros_as_equal():
+    import ml_dtypes
+
+    from posenc_cli.checks_common import duplicate_groups, row_hashes
+
+    rows = np.array([[0.0, 1.0], [-0.0, 1.0], [1.0, -0.0]])
+    for dt in (np.float64, np.float32, np.float16, ml_dtypes.bfloat16):
+        distinct, pairs = duplicate_groups(row_hashes(iter([rows.astype(dt)]), 2))
+        assert distinct == 2 and sorted(pairs[0]) == [0, 1]
+
+
 # ----- integration with the engine's kinds -----------------------------------------------------------
 @pytest.mark.parametrize("kind, params", [
     ("rope", {"length": 300, "dim": 64}),
