@@ -434,3 +434,25 @@ def test_precision_reports_the_raw_position_baseline(tmp_path):
     assert precision["data"]["float16"]["raw_positions_distinct"] == f16
     assert precision["data"]["bfloat16"]["distinct_rows"] == 4096  # the encoding keeps every position apart
     assert "769 distinct" in precision["detail"]
+
+
+# ----- bfloat16 tables (export --dtype bfloat16 is in the help's example) --------------------------------------
+BF16_REASON = ("compare.finfo returns None for ml_dtypes bfloat16 (dtype kind 'V', not 'f'), so check's rtol falls "
+               "back to 1e-9 and compare's default atol to float32's 2 ulp")
+
+
+@pytest.mark.xfail(reason=BF16_REASON + "; with that fixed, cli._rtol_for's 64 eps = 0.5 for bfloat16 makes unique's "
+                   "distance tolerance half the row norm, so unique fails instead", strict=True)
+def test_bfloat16_sinusoidal_generate_then_check(tmp_path):
+    out = tmp_path / "pe.safetensors"
+    ok(run(["export", "sinusoidal", "--len", "64", "--dim", "16", "--dtype", "bfloat16", "-o", str(out), "-q"]))
+    report = check_json([str(out)])
+    assert report["ok"] is True and report["failed"] == []
+
+
+@pytest.mark.xfail(reason=BF16_REASON, strict=True)
+def test_bfloat16_export_compares_same_as_its_spec(tmp_path):
+    out = tmp_path / "pe.safetensors"
+    ok(run(["export", "sinusoidal", "--len", "64", "--dim", "16", "--dtype", "bfloat16", "-o", str(out), "-q"]))
+    result = json.loads(ok(run(["compare", str(out), "sinusoidal", "--json"])))
+    assert result["same"] is True and result["atol"] == 2.0**-6  # 2 ulp of 1.0 in bfloat16
