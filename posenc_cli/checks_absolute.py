@@ -128,7 +128,7 @@ def check_constant_norm(ctx: CheckContext) -> CheckResult:
     lo, hi = float(sc.norms.min()), float(sc.norms.max())
     spread = hi - lo
     i, j = int(sc.norms.argmin()), int(sc.norms.argmax())
-    detail = f"every row has norm {fmt(hi)}" if spread <= tol else f"norms range {fmt(lo)} (row {i}) .. {fmt(hi)} (row {j})"
+    detail = f"every row has norm {hi:.4f}" if spread <= tol else f"norms range {fmt(lo)} (row {i}) .. {fmt(hi)} (row {j})"
     return verdict("constant-norm", spread <= tol, spread, tol, detail, norm=float(sc.norms.mean()), min=lo, max=hi)
 
 
@@ -142,7 +142,7 @@ def check_equidistant(ctx: CheckContext) -> CheckResult:
     tol, _ = _tols(ctx)
     spread = float(d.max() - d.min())
     if spread <= tol:
-        detail = f"every consecutive pair is {fmt(float(d.mean()))} apart"
+        detail = f"every consecutive pair is {float(d.mean()):.4f} apart"
     else:
         detail = f"consecutive distances range {fmt(float(d.min()))} (t={int(d.argmin())}) .. {fmt(float(d.max()))} (t={int(d.argmax())})"
     return verdict("equidistant", spread <= tol, spread, tol, detail, distance=float(d.mean()), min=float(d.min()), max=float(d.max()))
@@ -193,8 +193,8 @@ def check_offset_invariant(ctx: CheckContext) -> CheckResult:
     value = max(max(worst_d.values()) / tol_d, max(worst_g.values()) / tol_g, probe / tol_p) if tol_p else 0.0
     ks_text = ",".join(map(str, pr.ks))
     if ok:
-        detail = (f"distance and dot product depend only on k (k=1: distance {fmt(float(pr.dist[1].mean()))}, "
-                  f"dot {fmt(pr.dot_mean[1])}); Gram Toeplitz residual {fmt(probe)}")
+        detail = (f"distance and dot product depend only on k (k=1: distance {float(pr.dist[1].mean()):.4f}, "
+                  f"dot product {pr.dot_mean[1]:.4f}); Gram Toeplitz residual {fmt(probe)}")
     elif bad:
         k = bad[0]
         detail = (f"at k={k} distances vary by {fmt(worst_d[k])} and dot products by {fmt(worst_g[k])} over t; "
