@@ -101,7 +101,10 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
     """Run ``cmd`` (stdout discarded); (wall seconds, the child's own peak RSS in bytes). Raises on failure."""
     import json
 
-    full_env = {**os.environ, **(env or {})}
+    # Children may cache bytecode like any installed package (numpy's is compiled at install; an editable
+    # posenc would otherwise recompile every module at every start under PYTHONDONTWRITEBYTECODE=1).
+    full_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    full_env.update(env or {})
     proc = subprocess.run(
         [sys.executable, "-c", _RUNNER, *cmd], capture_output=True, env=full_env, text=True, check=False
     )
