@@ -17,6 +17,16 @@ import numpy as np
 BLOCK_ROWS = 8192
 
 
+#: Relative tolerance of float comparisons by table dtype: a few ulps of the stored values, so that a
+#: correctly rounded table passes and a genuinely different one fails.
+RTOL = {"float64": 1e-9, "float32": 1e-5, "float16": 4e-3, "bfloat16": 3.2e-2}
+
+
+def rtol_for(dtype: np.dtype) -> float:
+    """The default ``CheckContext.rtol`` for a table of ``dtype`` (integers compare exactly: 1e-9)."""
+    return RTOL.get(np.dtype(dtype).name, 1e-9)
+
+
 @dataclass(frozen=True)
 class CheckResult:
     """One measured property.

@@ -272,7 +272,7 @@ def check(
     Example: posenc check pe.safetensors;  posenc check sinusoidal:preset=tf-tutorial --len 5 --dim 6
     """
     from . import checks
-    from .checkbase import CheckContext
+    from .checkbase import CheckContext, rtol_for
     from .encodings import get_kind
 
     if not sources:
@@ -293,11 +293,12 @@ def check(
         kind = expect or src.kind
         ctx = CheckContext(
             table=table,
-            tensors=_AllTensors(src),
+            # a foreign file (no posenc metadata) is judged by the chosen tensor alone
+            tensors=_AllTensors(src) if src.encoding is not None else {name: table},
             metadata=src.metadata,
             kind=kind,
             encoding=src.encoding if (src.encoding is not None and (expect is None or expect == src.kind)) else None,
-            rtol=_rtol_for(table.dtype),
+            rtol=rtol_for(table.dtype),
             seed=seed,
             probes=probes,
         )
@@ -362,15 +363,6 @@ class _AllTensors(dict):
 
     def get(self, key, default=None):
         return self[key] if key in self._names else default
-
-
-def _rtol_for(dtype) -> float:
-    import numpy as np
-
-    from .compare import finfo
-
-    fi = finfo(np.dtype(dtype))
-    return 1e-9 if fi is None else max(1e-9, float(fi.eps) * 64)
 
 
 def _validate_table(table, name: str, label: str) -> None:

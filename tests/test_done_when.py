@@ -399,11 +399,6 @@ def test_bert_unknown_tensor_lists_the_names(bert):
     assert "'bert.embeddings.position_ids'" in line and BERT_POS in line
 
 
-@pytest.mark.xfail(
-    reason="check_finite scans every tensor of the source (ctx.tensors), not the one --tensor picked: a NaN in "
-           "an unrelated weight fails the position table, and a big checkpoint is read whole",
-    strict=True,
-)
 def test_finite_judges_the_chosen_tensor_of_a_foreign_checkpoint(tmp_path):
     from safetensors.numpy import save_file
 
@@ -437,12 +432,6 @@ def test_precision_reports_the_raw_position_baseline(tmp_path):
 
 
 # ----- bfloat16 tables (export --dtype bfloat16 is in the help's example) --------------------------------------
-BF16_REASON = ("compare.finfo returns None for ml_dtypes bfloat16 (dtype kind 'V', not 'f'), so check's rtol falls "
-               "back to 1e-9 and compare's default atol to float32's 2 ulp")
-
-
-@pytest.mark.xfail(reason=BF16_REASON + "; with that fixed, cli._rtol_for's 64 eps = 0.5 for bfloat16 makes unique's "
-                   "distance tolerance half the row norm, so unique fails instead", strict=True)
 def test_bfloat16_sinusoidal_generate_then_check(tmp_path):
     out = tmp_path / "pe.safetensors"
     ok(run(["export", "sinusoidal", "--len", "64", "--dim", "16", "--dtype", "bfloat16", "-o", str(out), "-q"]))
@@ -450,7 +439,6 @@ def test_bfloat16_sinusoidal_generate_then_check(tmp_path):
     assert report["ok"] is True and report["failed"] == []
 
 
-@pytest.mark.xfail(reason=BF16_REASON, strict=True)
 def test_bfloat16_export_compares_same_as_its_spec(tmp_path):
     out = tmp_path / "pe.safetensors"
     ok(run(["export", "sinusoidal", "--len", "64", "--dim", "16", "--dtype", "bfloat16", "-o", str(out), "-q"]))
