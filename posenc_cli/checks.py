@@ -25,10 +25,11 @@ from .checks_absolute import (
     check_symmetric,
     check_unique,
 )
-from .checks_common import blocks, fmt, is_float, tensor, verdict
+from .checks_common import blocks, fmt, tensor, verdict
 from .checks_relative import check_monotone, check_t5_saturation, check_toeplitz, has_matrix
 from .checks_rope import check_long_term_decay, check_norm_preserving, check_pythagorean, check_relative, has_tables
 from .errors import ParameterError
+from .formats import is_float
 
 #: Kinds whose primary tensor has one row per position (the absolute-table checks apply).
 ABSOLUTE_KINDS = ("sinusoidal", "sinusoidal-2d", "sinusoidal-3d", "learned", "index", "normalized", "binary")
@@ -52,7 +53,7 @@ class CheckDef:
 
 def _float_table(ctx: CheckContext) -> bool:
     t = ctx.table
-    return t.ndim == 2 and t.shape[0] >= 1 and is_float(t)
+    return t.ndim == 2 and t.shape[0] >= 1 and is_float(t.dtype)
 
 
 def _position_table(ctx: CheckContext) -> bool:
@@ -61,7 +62,7 @@ def _position_table(ctx: CheckContext) -> bool:
 
 
 def _has_float_tensor(ctx: CheckContext) -> bool:
-    return is_float(ctx.table) or any(is_float(tensor(ctx, name)) for name in ctx.tensors)
+    return is_float(ctx.table.dtype) or any(is_float(tensor(ctx, name).dtype) for name in ctx.tensors)
 
 
 # ----- checks that look at every tensor --------------------------------------------------------------
@@ -73,7 +74,7 @@ def check_finite(ctx: CheckContext) -> CheckResult:
     counts, masked = {}, 0
     causal_mask = ctx.kind == "alibi" and ctx.metadata.get("causal", "false").lower() in ("1", "true", "yes", "on")
     for name, a in arrays.items():
-        if not is_float(a):
+        if not is_float(a.dtype):
             continue
         nan = inf = 0
         for start, b in blocks(ctx, a):

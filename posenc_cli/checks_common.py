@@ -22,12 +22,6 @@ NONFINITE = "table has non-finite values"
 T = TypeVar("T")
 
 
-def is_float(a: Any) -> bool:
-    """Whether an array holds floating values (bfloat16 from ml_dtypes has kind 'V', not 'f')."""
-    dt = np.dtype(a.dtype)
-    return dt.kind == "f" or dt.name == "bfloat16"
-
-
 def rows_per_block(row_elems: int, budget: int = BLOCK_ELEMS) -> int:
     return max(1, budget // max(1, row_elems))
 

@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from .checkbase import CheckContext, CheckResult
-from .checks_common import fmt, is_float, rows_per_block, skipped, tensor, verdict
+from .checks_common import fmt, rows_per_block, skipped, tensor, verdict
+from .formats import is_float
 
 #: kind -> the tensor holding its matrix.
 MATRIX_TENSOR = {"alibi": "bias", "t5": "buckets", "relative": "index"}
@@ -36,7 +37,7 @@ def has_matrix(ctx: CheckContext) -> bool:
 
 
 def _tol(ctx: CheckContext, m: np.ndarray) -> float:
-    if not is_float(m):
+    if not is_float(m.dtype):
         return 0.0
     big = 0.0
     for _, _, blk in _row_blocks(m):
@@ -49,7 +50,7 @@ def _row_blocks(m: np.ndarray, extra: int = 0):
     """(head, first row, rows [a, b + extra) as float64 or int64) over every head."""
     n = m.shape[1]
     step = rows_per_block(n)
-    dt = np.float64 if is_float(m) else np.int64
+    dt = np.float64 if is_float(m.dtype) else np.int64
     for h in range(m.shape[0]):
         for a in range(0, n, step):
             b = min(a + step, n)
@@ -57,7 +58,7 @@ def _row_blocks(m: np.ndarray, extra: int = 0):
 
 
 def _nan_free(m: np.ndarray) -> bool:
-    return not is_float(m) or not any(np.isnan(blk).any() for _, _, blk in _row_blocks(m))
+    return not is_float(m.dtype) or not any(np.isnan(blk).any() for _, _, blk in _row_blocks(m))
 
 
 def check_toeplitz(ctx: CheckContext) -> CheckResult:
