@@ -25,7 +25,7 @@ from .checks_absolute import (
     check_symmetric,
     check_unique,
 )
-from .checks_common import blocks, fmt, tensor, verdict
+from .checks_common import blocks, fmt, scan, tensor, verdict
 from .checks_relative import check_monotone, check_t5_saturation, check_toeplitz, has_matrix
 from .checks_rope import check_long_term_decay, check_norm_preserving, check_pythagorean, check_relative, has_tables
 from .errors import ParameterError
@@ -76,15 +76,20 @@ def check_finite(ctx: CheckContext) -> CheckResult:
     for name, a in arrays.items():
         if not is_float(a.dtype):
             continue
+        if a is ctx.table and a.ndim == 2:  # the scan every absolute check shares has counted it already
+            sc = scan(ctx)
+            counts[name] = {"nan": sc.nan, "inf": sc.inf}
+            continue
         nan = inf = 0
-        for start, b in blocks(ctx, a):
+        above = None  # strictly above the diagonal: where a causal ALiBi bias holds its -inf mask
+        if causal_mask and name == "bias" and a.ndim == 3:
+            above = np.triu(np.ones(a.shape[1:], dtype=bool), k=1)
+        for _, b in blocks(ctx, a):
             bad = ~np.isfinite(b)
             if not bad.any():
                 continue
-            if causal_mask and name == "bias" and b.ndim == 3:
-                n = b.shape[1]
-                upper = np.triu(np.ones((n, n), dtype=bool), k=1)
-                mask = (b == -np.inf) & upper[None]
+            if above is not None:
+                mask = (b == -np.inf) & above[None]
                 masked += int(mask.sum())
                 bad &= ~mask
             nan += int(np.isnan(b).sum())
