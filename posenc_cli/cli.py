@@ -552,6 +552,8 @@ def kinds(
 # ----- entry point ---------------------------------------------------------------------------------
 def main() -> None:
     """Console-script entry point: run the app, translate engine errors once, handle Ctrl-C and EPIPE."""
+    if "_POSENC_COMPLETE" in os.environ:
+        _plain_completion_help()
     try:
         app(prog_name="posenc")
     except PosencError as exc:
@@ -562,6 +564,16 @@ def main() -> None:
         sys.exit(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         _quiet_broken_pipe()
+
+
+def _plain_completion_help() -> None:
+    """Typer's zsh/fish completion imports rich to strip markup from help texts; ours has none (plain mode)."""
+    try:
+        from typer import _completion_classes
+    except ImportError:  # pragma: no cover - a typer without this private module
+        return
+    if hasattr(_completion_classes, "_sanitize_help_text"):
+        _completion_classes._sanitize_help_text = lambda text: text
 
 
 def _quiet_broken_pipe() -> None:
