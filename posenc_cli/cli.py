@@ -302,7 +302,7 @@ def check(
             seed=seed,
             probes=probes,
         )
-        results = checks.run_checks(ctx)
+        results = _run_checks_with_progress(checks, ctx, src.label, quiet)
         available = [r.name for r in results]
         required = checks.required_for(kind, required_names, available)
         failed = [r.name for r in results if r.name in required and r.passed is False]
@@ -328,6 +328,20 @@ def check(
             if not quiet:
                 check_summary(ok, failed)
     raise typer.Exit(ExitCode.OK if all_ok else ExitCode.FAILED)
+
+
+def _run_checks_with_progress(checks, ctx, label: str, quiet: bool) -> list:
+    """Every applicable check; a progress bar on a terminal when the table is big enough to take a while."""
+    from .render import progress_bar
+
+    names = checks.applicable(ctx)
+    big = ctx.table.size * ctx.table.itemsize > 32 * 1024**2
+    results = []
+    with progress_bar(f"checking {label}", len(names), _progress_enabled(quiet) and big) as advance:
+        for name in names:
+            results.extend(checks.run_checks(ctx, [name]))
+            advance(1)
+    return results
 
 
 class _AllTensors(dict):

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -94,7 +95,7 @@ def preview(
 # ----- check ---------------------------------------------------------------------------------------
 def check_table(label: str, kind: str | None, results: list, required: list[str]) -> None:
     con = stdout_console()
-    t = Table(title=f"{label}" + (f"  (kind: {kind})" if kind else "  (kind unknown: pass --expect KIND)"),
+    t = Table(title=escape(label) + (f"  (kind: {kind})" if kind else "  (kind unknown: pass --expect KIND)"),
               title_justify="left")
     for col in ("property", "status", "value", "tolerance", "method", "detail"):
         t.add_column(col, overflow="fold")
@@ -103,7 +104,8 @@ def check_table(label: str, kind: str | None, results: list, required: list[str]
         status = d["status"] if (r.name in required or d["status"] != "FAIL") else "fail"
         style = STATUS_STYLE.get(status, "yellow")
         name = r.name + ("" if r.name in required else " (not required)")
-        t.add_row(name, f"[{style}]{status}[/{style}]", fmt(r.value), fmt(r.tolerance), r.method, r.detail)
+        t.add_row(escape(name), f"[{style}]{status}[/{style}]", escape(fmt(r.value)), escape(fmt(r.tolerance)),
+                  escape(r.method), escape(r.detail))
     con.print(t)
 
 
@@ -118,7 +120,7 @@ def check_summary(ok: bool, failed: list[str]) -> None:
 # ----- compare -------------------------------------------------------------------------------------
 def compare_table(res, label_a: str, label_b: str) -> None:
     con = stdout_console()
-    t = Table(title=f"{label_a}  vs  {label_b}", title_justify="left")
+    t = Table(title=escape(f"{label_a}  vs  {label_b}"), title_justify="left")
     t.add_column("metric")
     t.add_column("value", overflow="fold")
     t.add_row("shapes", f"{res.shape_a} vs {res.shape_b}")
@@ -133,7 +135,7 @@ def compare_table(res, label_a: str, label_b: str) -> None:
         t.add_row("elements beyond tolerance", f"{res.mismatched} of {res.total}")
     t.add_row("tolerance", f"atol={fmt(res.atol)} rtol={fmt(res.rtol)}")
     verdict = "[green]SAME[/green]" if res.same else "[bold red]DIFFERENT[/bold red]"
-    t.add_row("verdict", verdict + (f": {res.reason}" if res.reason else ""))
+    t.add_row("verdict", verdict + (f": {escape(res.reason)}" if res.reason else ""))
     con.print(t)
 
 
@@ -143,20 +145,20 @@ def kinds_list(rows: list[dict[str, Any]]) -> None:
     for col in ("kind", "summary", "tensors"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        t.add_row(r["kind"], r["summary"], ", ".join(r["tensors"]))
+        t.add_row(r["kind"], escape(r["summary"]), ", ".join(r["tensors"]))
     stdout_console().print(t)
 
 
 def kind_detail(info: dict[str, Any]) -> None:
     con = stdout_console()
-    con.print(f"[bold]{info['kind']}[/bold]: {info['summary']}")
+    con.print(f"[bold]{info['kind']}[/bold]: {escape(info['summary'])}")
     con.print(f"tensors: {', '.join(info['tensors'])} (primary: {info['primary']})")
     t = Table(title="parameters", title_justify="left")
     for col in ("name", "type", "default", "meaning"):
         t.add_column(col, overflow="fold")
     for p in info["parameters"]:
         meaning = p["help"] + (f" (choices: {', '.join(p['choices'])})" if p["choices"] else "")
-        t.add_row(p["name"], p["type"], "-" if p["default"] is None else str(p["default"]), meaning)
+        t.add_row(p["name"], escape(p["type"]), "-" if p["default"] is None else escape(str(p["default"])), escape(meaning))
     con.print(t)
     if info["presets"]:
         pt = Table(title="presets", title_justify="left")
@@ -164,7 +166,7 @@ def kind_detail(info: dict[str, Any]) -> None:
         pt.add_column("sets")
         pt.add_column("reproduces", overflow="fold")
         for name, p in info["presets"].items():
-            pt.add_row(name, ", ".join(f"{k}={v}" for k, v in p["sets"].items()), p["doc"])
+            pt.add_row(name, escape(", ".join(f"{k}={v}" for k, v in p["sets"].items())), escape(p["doc"]))
         con.print(pt)
     if info["references"]:
         con.print("[bold]reproduces[/bold]")
