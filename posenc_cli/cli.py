@@ -134,14 +134,18 @@ def _progress_enabled(quiet: bool) -> bool:
 def _write(dest: str, tensors: dict, metadata: dict, fmt: str | None, force: bool, quiet: bool) -> None:
     """Write through the formats package, with a progress bar for big outputs."""
     from . import formats
-    from .render import progress_bar
 
     fmt_name = formats.format_for(dest, fmt) if dest != "-" else (fmt or "npy")
     if dest == "-" and sys.stdout.isatty() and fmt_name in ("npy", "npz", "safetensors") and not force:
         raise OutputError("refusing to write binary data to a terminal; redirect stdout, use -o FILE, or pass --force")
     total = sum(int(t.shape[0]) if len(t.shape) else 1 for t in tensors.values())
     nbytes = sum(int(t.dtype.itemsize) * _prod(t.shape) for t in tensors.values())
-    with progress_bar(f"writing {dest}", total, _progress_enabled(quiet) and nbytes > 64 * 1024**2) as advance:
+    if not (_progress_enabled(quiet) and nbytes > 64 * 1024**2):  # rich is only imported for a bar
+        formats.write_table(dest, tensors, metadata, fmt_name, force=force)
+        return
+    from .render import progress_bar
+
+    with progress_bar(f"writing {dest}", total, True) as advance:
         formats.write_table(dest, tensors, metadata, fmt_name, force=force, progress=advance)
 
 
@@ -332,12 +336,13 @@ def check(
 
 def _run_checks_with_progress(checks, ctx, label: str, quiet: bool) -> list:
     """Every applicable check; a progress bar on a terminal when the table is big enough to take a while."""
+    names = checks.applicable(ctx)
+    if not (_progress_enabled(quiet) and ctx.table.size * ctx.table.itemsize > 32 * 1024**2):
+        return checks.run_checks(ctx, names)
     from .render import progress_bar
 
-    names = checks.applicable(ctx)
-    big = ctx.table.size * ctx.table.itemsize > 32 * 1024**2
     results = []
-    with progress_bar(f"checking {label}", len(names), _progress_enabled(quiet) and big) as advance:
+    with progress_bar(f"checking {label}", len(names), True) as advance:
         for name in names:
             results.extend(checks.run_checks(ctx, [name]))
             advance(1)
