@@ -188,20 +188,41 @@ def block_rows(shape: tuple[int, ...], itemsize: int) -> int:
 
 def iter_blocks(tensor: LazyTensor, dtype: np.dtype | None = None) -> Iterator[np.ndarray]:
     """Yield ``tensor`` as consecutive C-contiguous row blocks of ``dtype`` (default: its own dtype, made
-    little-endian), filled with ``tensor.fill`` into one reused buffer. Each block is only valid until the
-    next one is requested."""
+    little-endian), filled with ``tensor.fill``. Each block is only valid until the next one is requested.
+
+    Two buffers alternate: while the caller writes one block, a background thread computes the next, so a
+    streamed export costs max(compute, write) rather than their sum, with memory bounded by two blocks.
+    """
     shape = tuple(int(n) for n in tensor.shape)
     dtype = little_endian(tensor.dtype if dtype is None else dtype)
     n_rows = shape[0]
     if n_rows == 0 or math.prod(shape) == 0:
         return
     step = block_rows(shape, dtype.itemsize)
-    buf = np.empty((min(step, n_rows), *shape[1:]), dtype=dtype)
-    for start in range(0, n_rows, step):
-        stop = min(start + step, n_rows)
-        out = buf[: stop - start]
+    ranges = [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
+    bufs = [np.empty((min(step, n_rows), *shape[1:]), dtype=dtype) for _ in range(min(2, len(ranges)))]
+
+    def compute(i: int) -> np.ndarray:
+        start, stop = ranges[i]
+        out = bufs[i % len(bufs)][: stop - start]
         tensor.fill(start, stop, out)
-        yield out
+        return out
+
+    if len(ranges) == 1:
+        yield compute(0)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="posenc-block")
+    try:
+        pending = pool.submit(compute, 0)
+        for i in range(len(ranges)):
+            block = pending.result()
+            if i + 1 < len(ranges):  # the other buffer is free: the caller is done with block i - 1
+                pending = pool.submit(compute, i + 1)
+            yield block
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def as_bytes(block: np.ndarray) -> memoryview:
