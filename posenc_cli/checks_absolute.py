@@ -103,6 +103,13 @@ def profile(ctx: CheckContext) -> Profile:
     return memo(ctx, "profile", make)
 
 
+def _ratio(measured: float, tol: float) -> float:
+    """measured / tolerance, where a zero tolerance (an all-zero table) gives 0 for 0 and inf otherwise."""
+    if tol > 0:
+        return measured / tol
+    return 0.0 if measured <= 0 else float("inf")
+
+
 def _tols(ctx: CheckContext) -> tuple[float, float]:
     """(tolerance for distances and norms, tolerance for dot products) of this table."""
     s = max(scan(ctx).max_norm, np.finfo(np.float64).tiny)
@@ -190,7 +197,7 @@ def check_offset_invariant(ctx: CheckContext) -> CheckResult:
     probe = gram_toeplitz_probe(ctx) if sc.rows > 2 else 0.0
     tol_p = ctx.rtol
     ok = not bad and probe <= tol_p
-    value = max(max(worst_d.values()) / tol_d, max(worst_g.values()) / tol_g, probe / tol_p) if tol_p else 0.0
+    value = max(_ratio(max(worst_d.values()), tol_d), _ratio(max(worst_g.values()), tol_g), _ratio(probe, tol_p))
     ks_text = ",".join(map(str, pr.ks))
     if ok:
         detail = (f"distance and dot product depend only on k (k=1: distance {float(pr.dist[1].mean()):.4f}, "

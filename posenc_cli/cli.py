@@ -15,7 +15,7 @@ import typer
 
 from . import __version__
 from .encodings import KINDS
-from .errors import ExitCode, OutputError, ParameterError, PosencError
+from .errors import ExitCode, InputError, OutputError, ParameterError, PosencError
 
 app = typer.Typer(
     name="posenc",
@@ -85,6 +85,20 @@ HfConfigOpt = Annotated[
     Optional[str],
     typer.Option("--hf-config", help="A model's config.json: build exactly the RoPE tables it uses (kind rope).", show_default=False),
 ]
+
+
+def _pipe_safe(command):
+    """Run a command; when the reader of stdout goes away, exit quietly like a Unix filter (typer would exit 1)."""
+    import functools
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except BrokenPipeError:
+            _quiet_broken_pipe()
+
+    return wrapper
 
 
 def _msg(text: str, quiet: bool) -> None:
@@ -158,6 +172,7 @@ def _prod(shape) -> int:
 
 # ----- generate ------------------------------------------------------------------------------------
 @app.command()
+@_pipe_safe
 def generate(
     kind: Annotated[str, typer.Option("--kind", "-k", help="Encoding kind (see `posenc kinds`).", autocompletion=_complete_kind)] = "sinusoidal",
     length: LenOpt = None,
@@ -254,6 +269,7 @@ def _preview(enc, precision: int) -> None:
 
 # ----- check ---------------------------------------------------------------------------------------
 @app.command()
+@_pipe_safe
 def check(
     sources: Annotated[Optional[list[str]], typer.Argument(help="Files, - for stdin, or specs KIND[:key=value,...].", show_default=False)] = None,
     length: LenOpt = None,
@@ -293,8 +309,8 @@ def check(
         src = _source(text, length, dim, params, dtype, max_bytes)
         name = src.tensor_name(tensor)
         table = src.array(name)
-        _validate_table(table, name, src.label)
         kind = expect or src.kind
+        _validate_checkable(table, name, src.label, kind)
         ctx = CheckContext(
             table=table,
             # a foreign file (no posenc metadata) is judged by the chosen tensor alone
@@ -307,6 +323,11 @@ def check(
             probes=probes,
         )
         results = _run_checks_with_progress(checks, ctx, src.label, quiet)
+        if not results:
+            raise InputError(
+                f"{src.label}: no property can be measured on tensor {name!r} ({table.dtype} {tuple(table.shape)}); "
+                "pass --expect KIND or pick a table with --tensor"
+            )
         available = [r.name for r in results]
         required = checks.required_for(kind, required_names, available)
         failed = [r.name for r in results if r.name in required and r.passed is False]
@@ -330,7 +351,7 @@ def check(
         for src, kind, results, required, failed, ok, name in reports:
             check_table(f"{src.label} [{name}]", kind, results, required)
             if not quiet:
-                check_summary(ok, failed)
+                check_summary(src.label, ok, failed)
     raise typer.Exit(ExitCode.OK if all_ok else ExitCode.FAILED)
 
 
@@ -384,6 +405,20 @@ class _AllTensors(dict):
         return self[key] if key in self._names else default
 
 
+def _validate_checkable(table, name: str, label: str, kind: str | None) -> None:
+    """A table ``check`` can judge: one row per position (2-D, or heads x len x len), floats unless the kind is integer."""
+    from .encodings import get_kind
+    from .formats import validate_table_array
+
+    integer_kind = kind in KINDS and get_kind(kind).INTEGER_TABLE
+    validate_table_array(table, name, label, need_float=kind in KINDS and not integer_kind)
+    if table.ndim == 1:
+        raise InputError(
+            f"{label}: tensor {name!r} is 1-D (shape {tuple(table.shape)}); an encoding table has one row per "
+            "position: pick a 2-D tensor with --tensor or compare 1-D tensors with posenc compare"
+        )
+
+
 def _validate_table(table, name: str, label: str) -> None:
     from .formats import validate_table_array
 
@@ -392,6 +427,7 @@ def _validate_table(table, name: str, label: str) -> None:
 
 # ----- compare -------------------------------------------------------------------------------------
 @app.command()
+@_pipe_safe
 def compare(
     a: Annotated[str, typer.Argument(help="First table: file, - or spec.")],
     b: Annotated[str, typer.Argument(help="Reference table: file, - or spec (len/dim default to the first's shape).")],
@@ -442,6 +478,7 @@ def compare(
 
 # ----- export --------------------------------------------------------------------------------------
 @app.command()
+@_pipe_safe
 def export(
     source: Annotated[str, typer.Argument(help="File, - or spec KIND[:key=value,...].")],
     output: Annotated[str, typer.Option("--output", "-o", help="Output file (.safetensors, .npy, .npz, .csv, .json) or -.")],
@@ -538,6 +575,7 @@ def _renamed(lazy: dict, names: list[str] | None) -> dict:
 
 # ----- kinds ---------------------------------------------------------------------------------------
 @app.command()
+@_pipe_safe
 def kinds(
     kind: Annotated[Optional[str], typer.Argument(help="Show one kind in detail.", autocompletion=_complete_kind, show_default=False)] = None,
     json_out: JsonOpt = False,
@@ -570,19 +608,39 @@ def kinds(
 
 # ----- entry point ---------------------------------------------------------------------------------
 def main() -> None:
-    """Console-script entry point: run the app, translate engine errors once, handle Ctrl-C and EPIPE."""
+    """Console-script entry point: run the app and turn every way out into one line and an exit code.
+
+    Typer runs in non-standalone mode so that usage errors reach us: they become one ``Error:`` line (the
+    bad value and where to look) instead of click's three-line usage block.
+    """
     if "_POSENC_COMPLETE" in os.environ:
         _plain_completion_help()
     try:
-        app(prog_name="posenc")
+        code = app(prog_name="posenc", standalone_mode=False)
     except PosencError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):
         sys.stderr.write("Interrupted\n")
         sys.exit(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         _quiet_broken_pipe()
+    except _click_exception() as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `posenc`: show the help
+            exc.show()
+            sys.exit(exc.exit_code)
+        command = exc.ctx.command_path if getattr(exc, "ctx", None) is not None else "posenc"
+        sys.stderr.write(f"Error: {exc.format_message()} (see {command} --help)\n")
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else ExitCode.OK)
+
+
+def _click_exception() -> type[Exception]:
+    try:  # typer >= 0.26 vendors click
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover - older typer on real click
+        from click.exceptions import ClickException
+    return ClickException
 
 
 def _plain_completion_help() -> None:

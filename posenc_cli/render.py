@@ -109,12 +109,12 @@ def check_table(label: str, kind: str | None, results: list, required: list[str]
     con.print(t)
 
 
-def check_summary(ok: bool, failed: list[str]) -> None:
+def check_summary(label: str, ok: bool, failed: list[str]) -> None:
     con = stderr_console()
     if ok:
-        con.print("[green]every required property holds[/green]")
+        con.print(f"{escape(label)}: [green]every required property holds[/green]")
     else:
-        con.print(f"[red]required properties failed: {', '.join(failed)}[/red]")
+        con.print(f"{escape(label)}: [red]required properties failed: {', '.join(failed)}[/red]")
 
 
 # ----- compare -------------------------------------------------------------------------------------

@@ -212,6 +212,8 @@ def test_export_from_a_file_with_a_cast(tmp_path):
         (["check", "sinusoidal:dim=4"], "--len"),
         (["compare", "-", "-"], "only one source can be -"),
         (["kinds", "nope"], "unknown encoding 'nope'"),
+        (["generate", "--len", "abc", "--dim", "4"], "Invalid value for '--len' / '-n': 'abc' is not a valid int"),
+        (["generate", "--lenn", "3"], "No such option: --lenn"),
     ],
 )
 def test_bad_input_is_one_line_exit_two(args, needle):
@@ -235,3 +237,26 @@ def test_kinds_lists_every_kind_and_rope_parameters():
     names = {p["name"] for p in info["parameters"]}
     assert {f.name for f in get_kind("rope").param_fields()} - {"length"} <= names
     assert all("default" in p for p in info["parameters"])
+
+
+@pytest.mark.parametrize(
+    "array,args,needle",
+    [
+        (np.arange(20).reshape(4, 5), ["--expect", "sinusoidal"], "has int64 values; this command needs floating values"),
+        (np.arange(20).reshape(4, 5), [], "no property can be measured on tensor 'pe' (int64 (4, 5))"),
+        (np.arange(5.0), [], "is 1-D (shape (5,))"),
+    ],
+)
+def test_check_refuses_tables_it_cannot_judge(tmp_path, array, args, needle):
+    path = tmp_path / "table.npy"
+    np.save(path, array)
+    line = one_error_line(run(["check", str(path), *args]))
+    assert needle in line and str(path) in line
+
+
+def test_check_all_zero_table_prints_no_warnings(tmp_path):
+    path = tmp_path / "zeros.npy"
+    np.save(path, np.zeros((64, 8), np.float32))
+    proc = run(["check", str(path), "--expect", "sinusoidal"])
+    assert proc.returncode == 1
+    assert "Warning" not in proc.stderr.decode() and "required properties failed" in proc.stderr.decode()

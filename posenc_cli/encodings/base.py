@@ -202,6 +202,8 @@ class Encoding:
     PRIMARY: ClassVar[str] = "pe"
     #: Whether ``dim`` is required (False: the kind ignores it or derives it).
     NEEDS_DIM: ClassVar[bool] = True
+    #: Whether the primary tensor holds integers (T5 buckets, Shaw indices) rather than floats.
+    INTEGER_TABLE: ClassVar[bool] = False
 
     length: int = param(help="number of positions (rows)", low=1)
     dim: int | None = param(None, "feature dimension (columns)", low=1)

@@ -216,6 +216,7 @@ class T5(Encoding):
     )
     PRIMARY = "buckets"
     NEEDS_DIM = False
+    INTEGER_TABLE = True
 
     num_buckets: int = param(32, "number of buckets (halved per direction when bidirectional)", low=2)
     max_distance: int = param(128, "distance from which every position shares the last bucket", low=1)
@@ -270,6 +271,7 @@ class ShawRelative(Encoding):
     }
     PRIMARY = "index"
     NEEDS_DIM = False
+    INTEGER_TABLE = True
 
     max_relative_position: int = param(16, "clipping distance k: 2k+1 relative embeddings", low=0)
 
