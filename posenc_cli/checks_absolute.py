@@ -340,15 +340,6 @@ def _closest_pair_sampled(ctx: CheckContext, n_sort: int = 4, window: int = 8, s
     return min(i, j), max(i, j)
 
 
-def _shift_ks(n: int) -> list[int]:
-    """Offsets for shift-linear: 1 and up to three more from :func:`offsets`, each at most len/4."""
-    ks = [k for k in offsets(n) if k <= max(1, n // 4)]
-    if len(ks) <= 4:
-        return ks
-    pick = np.unique(np.round(np.linspace(0, len(ks) - 1, 4)).astype(int))
-    return [ks[i] for i in pick]
-
-
 @dataclass
 class ShiftFit:
     r"""A least-squares solution :math:`M = R Y` of :math:`XM \approx Y`, kept factored.

@@ -39,7 +39,8 @@ def _split_decimal(value: Decimal, pieces: int, bits: int) -> tuple[float, ...]:
 
 with localcontext() as _ctx:
     _ctx.prec = 80
-    _TWO_PI = Decimal(_TWO_PI_DIGITS)
+    #: 2 pi to 100 digits, for frequency formulas that need it exactly (e.g. RoPE llama3 wavelengths).
+    TWO_PI = _TWO_PI = Decimal(_TWO_PI_DIGITS)
     _C1, _C2, _C3, _C4 = _split_decimal(_TWO_PI, 4, 22)
     _INV_TWO_PI = float(1 / _TWO_PI)
 

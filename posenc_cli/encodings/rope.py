@@ -140,17 +140,19 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "longrope": ("short_factor", "long_factor", "original_max_position_embeddings"),
 }
 
-_PI_DIGITS = "3.14159265358979323846264338327950288419716939937510582097494459230781640628620899862803482534211706798"
 _PREC = 60
 
 
-def _dd(values: list[Decimal]) -> tuple[np.ndarray, np.ndarray]:
-    """Decimals as float64 double-doubles ``hi + lo`` (~106 bits)."""
-    hi = np.array([float(v) for v in values], dtype=np.float64)
-    with localcontext() as ctx:
-        ctx.prec = _PREC + 20
-        lo = np.array([float(v - Decimal(float(h))) for v, h in zip(values, hi)], dtype=np.float64)
-    return hi, lo
+def _place_pairs(v: np.ndarray, out: np.ndarray, layout: str) -> None:
+    """Write one value per rotation pair into both columns of the pair: ``half`` = cat(v, v), ``interleaved``
+    = columns (2k, 2k+1)."""
+    if layout == "half":
+        h = v.shape[1]
+        out[:, :h] = v
+        out[:, h:] = v
+    else:
+        out[:, 0::2] = v
+        out[:, 1::2] = v
 
 
 def _yarn_correction_range(
@@ -379,7 +381,7 @@ class Rope(Encoding):
         if self.inv_freq_dtype == "float32":
             hi = self._hf_float32_inv_freq().astype(np.float64)
             return hi, np.zeros_like(hi)  # the float32 values are the frequencies, exactly
-        return _dd(self._exact_inv_freq())
+        return _trig.double_double(self._exact_inv_freq())
 
     def _exact_inv_freq(self) -> list[Decimal]:
         """Each scaling formula evaluated to ~60 digits from the float64 parameters."""
@@ -422,7 +424,7 @@ class Rope(Encoding):
                 L = D(o["original_max_position_embeddings"])
                 lff, hff = D(o["low_freq_factor"]), D(o["high_freq_factor"])
                 low_wl, high_wl = L / lff, L / hff
-                two_pi = 2 * D(_PI_DIGITS)
+                two_pi = _trig.TWO_PI
                 out = []
                 for x in w:
                     wl = two_pi / x
@@ -534,13 +536,8 @@ class Rope(Encoding):
             v *= self.attention_scaling
         if name.endswith("_cache"):
             out[...] = v
-        elif self.layout == "half":
-            h = v.shape[1]
-            out[:, :h] = v
-            out[:, h:] = v
         else:
-            out[:, 0::2] = v
-            out[:, 1::2] = v
+            _place_pairs(v, out, self.layout)
 
 
 _EXAMPLES = {
@@ -594,13 +591,7 @@ class XPos(Encoding):
         t = np.arange(self.offset + start, self.offset + stop, dtype=np.float64) / self.interpolate_factor
         power = (t - center) / self.scale_base
         v = np.power(self.zeta[None, :], power[:, None])
-        if self.layout == "half":
-            h = v.shape[1]
-            out[:, :h] = v
-            out[:, h:] = v
-        else:
-            out[:, 0::2] = v
-            out[:, 1::2] = v
+        _place_pairs(v, out, self.layout)
 
 
 # ----- HF config.json -> parameters ------------------------------------------------------------
