@@ -4,7 +4,9 @@ For tables ``A`` (the first source) and ``B`` (the reference) of the same shape:
 
 * max abs difference ``max |A - B|`` and where it is (row, column),
 * max relative difference ``max |A - B| / |B|`` over elements with ``B != 0``,
-* max ulp difference ``max |A - B| / ulp(B)`` with ulp taken in the coarser of the two dtypes,
+* max ulp difference: how many representable values of the coarser of the two dtypes lie between A and B
+  after rounding both to it (0 = the same value there; a float32 table compared with a float64 reference
+  shows 0 where it is correctly rounded and 1 where it is one ulp off),
 * mean abs difference, min cosine similarity between corresponding rows (and which row),
 * the verdict: every element satisfies ``|A - B| <= atol + rtol * |B|`` (NaN equals NaN only in place).
 """
@@ -31,17 +33,21 @@ def finfo(dtype: np.dtype):
     return None
 
 
-def coarser_eps(a: np.dtype, b: np.dtype) -> tuple[float, float]:
-    """(eps, smallest normal) of the less precise floating dtype (float64's when both are integer)."""
-    infos = [fi for fi in (finfo(a), finfo(b)) if fi is not None] or [np.finfo(np.float64)]
-    fi = max(infos, key=lambda f: float(f.eps))
-    return float(fi.eps), float(fi.smallest_normal)
+def coarser_dtype(a: np.dtype, b: np.dtype) -> np.dtype:
+    """The less precise of two dtypes, for ulp counting (float64 when neither is floating)."""
+    floats = [np.dtype(d) for d in (a, b) if finfo(d) is not None] or [np.dtype(np.float64)]
+    return max(floats, key=lambda d: float(finfo(d).eps))
 
 
-def ulp(x: np.ndarray, eps: float, tiny: float) -> np.ndarray:
-    """The spacing of floats with epsilon ``eps`` at ``|x|`` (subnormal spacing below ``tiny``)."""
-    ax = np.maximum(np.abs(x), tiny)
-    return np.exp2(np.floor(np.log2(ax))) * eps
+_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def ordinal(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Each value rounded to ``dtype``, as its position on the ordered line of that dtype's floats (float64)."""
+    bits = np.asarray(x).astype(dtype).view(_UINT[dtype.itemsize])
+    sign = np.array(1 << (8 * dtype.itemsize - 1), dtype=bits.dtype)
+    magnitude = (bits & ~sign).astype(np.float64)
+    return np.where((bits & sign) != 0, -magnitude, magnitude)
 
 
 @dataclass
@@ -78,7 +84,7 @@ class CompareResult:
 
 def default_atol(a: np.dtype, b: np.dtype) -> float:
     """Two ulps of 1.0 in the coarser dtype: what two correct implementations may differ by."""
-    return 2.0 * coarser_eps(a, b)[0]
+    return 2.0 * float(finfo(coarser_dtype(a, b)).eps)
 
 
 def compare(a: np.ndarray, b: np.ndarray, atol: float | None = None, rtol: float = 0.0) -> CompareResult:
@@ -88,7 +94,7 @@ def compare(a: np.ndarray, b: np.ndarray, atol: float | None = None, rtol: float
     if a.shape != b.shape:
         res.reason = f"shapes differ: {tuple(a.shape)} vs {tuple(b.shape)}"
         return res
-    eps, tiny = coarser_eps(a.dtype, b.dtype)
+    ulp_dtype = coarser_dtype(a.dtype, b.dtype)
     res.total = int(a.size)
     if a.size == 0:
         res.same = True
@@ -119,7 +125,9 @@ def compare(a: np.ndarray, b: np.ndarray, atol: float | None = None, rtol: float
             nz = y != 0
             if np.any(nz):
                 res.max_rel = max(res.max_rel, float(np.max(diff[nz] / np.abs(y[nz]))))
-            res.max_ulp = max(res.max_ulp, float(np.max(diff / ulp(y, eps, tiny))))
+            steps = np.abs(ordinal(x, ulp_dtype) - ordinal(y, ulp_dtype))
+            steps[both_nan] = 0.0
+            res.max_ulp = max(res.max_ulp, float(np.nanmax(np.where(np.isnan(steps), np.inf, steps))))
             if a.ndim >= 2:
                 num = np.einsum("ij,ij->i", x, y)
                 den = np.sqrt(np.einsum("ij,ij->i", x, x) * np.einsum("ij,ij->i", y, y))

@@ -260,3 +260,16 @@ def test_check_all_zero_table_prints_no_warnings(tmp_path):
     proc = run(["check", str(path), "--expect", "sinusoidal"])
     assert proc.returncode == 1
     assert "Warning" not in proc.stderr.decode() and "required properties failed" in proc.stderr.decode()
+
+
+def test_compare_counts_ulps_in_the_coarser_dtype(tmp_path):
+    """A float32 table against the float64 reference is correctly rounded: 0 ulps everywhere."""
+    path = tmp_path / "pe.npy"
+    assert run(["generate", "-n", "2000", "-d", "64", "-p", "offset=1000000", "-o", str(path)]).returncode == 0
+    data = json.loads(run(["compare", str(path), "sinusoidal:dtype=float64,offset=1000000", "--json"]).stdout)
+    assert data["same"] is True and data["max_ulp"] == 0.0
+    one_ulp_off = np.load(path)
+    one_ulp_off[5, 7] = np.nextafter(one_ulp_off[5, 7], np.float32(2))
+    np.save(path, one_ulp_off)
+    data = json.loads(run(["compare", str(path), "sinusoidal:dtype=float64,offset=1000000", "--json"]).stdout)
+    assert data["max_ulp"] == 1.0
