@@ -314,7 +314,8 @@ def check(
         ctx = CheckContext(
             table=table,
             # a foreign file (no posenc metadata) is judged by the chosen tensor alone
-            tensors=_AllTensors(src) if src.encoding is not None else {name: table},
+            tensors={n: src.array(n) for n in (list(src.tensors) or list(src.lazy))} if src.encoding is not None
+            else {name: table},
             metadata=src.metadata,
             kind=kind,
             encoding=src.encoding if (src.encoding is not None and (expect is None or expect == src.kind)) else None,
@@ -368,41 +369,6 @@ def _run_checks_with_progress(checks, ctx, label: str, quiet: bool) -> list:
             results.extend(checks.run_checks(ctx, [name]))
             advance(1)
     return results
-
-
-class _AllTensors(dict):
-    """Tensors of a source, computed on first access for specs."""
-
-    def __init__(self, src) -> None:
-        super().__init__()
-        self._src = src
-        self._names = list(src.tensors) or list(src.lazy)
-
-    def __getitem__(self, key):
-        if key not in self._names:
-            raise KeyError(key)
-        return self._src.array(key)
-
-    def __contains__(self, key) -> bool:
-        return key in self._names
-
-    def __iter__(self):
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-    def keys(self):
-        return list(self._names)
-
-    def items(self):
-        return [(k, self[k]) for k in self._names]
-
-    def values(self):
-        return [self[k] for k in self._names]
-
-    def get(self, key, default=None):
-        return self[key] if key in self._names else default
 
 
 def _validate_checkable(table, name: str, label: str, kind: str | None) -> None:
