@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .encodings.base import Encoding, format_value
+from .encodings.base import Encoding, display_name, format_value
 from .errors import PosencError
 
 #: Small parameter sets used only to list a kind's tensor names.
@@ -24,7 +24,7 @@ def kind_info(cls: type[Encoding]) -> dict[str, Any]:
     params = []
     for p in cls.param_infos():
         params.append({
-            "name": "len" if p.name == "length" else p.name,
+            "name": display_name(p.name),
             "type": p.type,
             "default": None if p.default is None else format_value(p.default),
             "help": p.help,

@@ -200,20 +200,10 @@ def test_export_from_a_file_with_a_cast(tmp_path):
 @pytest.mark.parametrize(
     "args,needle",
     [
-        (["generate", "--kind", "rotary2", "-n", "8", "-d", "4"], "unknown encoding 'rotary2'; choose from:"),
-        (["generate", "-n", "8", "-d", "4", "-p", "layout=diagonal"], "choose from: interleaved, split, split-cos-first"),
-        (["generate", "-n", "8", "-d", "4", "-p", "base=-1"], "base=-1.0 is out of range"),
-        (["generate", "-n", "8", "-d", "4", "-p", "base=nan"], "finite"),
-        (["generate", "-n", "8", "-d", "4", "-p", "nonsense"], "is not key=value"),
-        (["generate", "-n", "0", "-d", "4"], "length=0 is out of range"),
-        (["generate", "-n", "8"], "--dim"),
-        (["generate", "-n", "100000000", "-d", "100000"], "--max-bytes"),
-        (["check", "missing.npy"], "missing.npy"),
+        (["check", "missing.npy"], "missing.npy: no such file"),
         (["check", "sinusoidal:dim=4"], "--len"),
         (["compare", "-", "-"], "only one source can be -"),
         (["kinds", "nope"], "unknown encoding 'nope'"),
-        (["generate", "--len", "abc", "--dim", "4"], "Invalid value for '--len' / '-n': 'abc' is not a valid int"),
-        (["generate", "--lenn", "3"], "No such option: --lenn"),
     ],
 )
 def test_bad_input_is_one_line_exit_two(args, needle):

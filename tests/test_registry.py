@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 import typing
 import zlib
 
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 from posenc_cli.encodings import KINDS, get_kind, make_encoding
-from posenc_cli.encodings.base import Encoding, TensorSpec, format_value, parse_value
+from posenc_cli.encodings.base import Encoding, TensorSpec, display_name, format_value, parse_value
 from posenc_cli.errors import ParameterError
 from posenc_cli.sources import encoding_from_metadata
 
@@ -199,7 +200,8 @@ def test_unknown_parameter_lists_the_valid_ones(kind):
     assert "'bogus_param'" in message and kind in message and "choose from" in message
     listed = message.split("choose from:", 1)[1]
     for p in cls.param_infos():
-        assert p.name in listed, f"{p.name} missing from: {message}"
+        shown = display_name(p.name)  # `length` is typed as len / --len
+        assert re.search(rf"\b{re.escape(shown)}\b", listed), f"{shown} missing from: {message}"
 
 
 @pytest.mark.parametrize(("kind", "preset"), presets())

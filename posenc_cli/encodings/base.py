@@ -64,6 +64,11 @@ def param(
     return field(default=default, metadata=meta)
 
 
+def display_name(name: str) -> str:
+    """A parameter as users type it: ``length`` is ``--len`` / ``len=`` on the command line."""
+    return "len" if name == "length" else name
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     """Shape and dtype of one named tensor; rows run along axis 0."""
@@ -219,11 +224,12 @@ class Encoding:
 
     def _check_field(self, f: dataclasses.Field, value: Any) -> None:
         meta = f.metadata
+        name = display_name(f.name)
         if value is None:
             return
         choices = meta.get("choices")
         if choices and value not in choices:
-            raise ParameterError(f"unknown {f.name} {value!r} for {self.KIND}; choose from: {', '.join(choices)}")
+            raise ParameterError(f"unknown {name} {value!r} for {self.KIND}; choose from: {', '.join(choices)}")
         values = value if isinstance(value, tuple) else (value,)
         for v in values:
             if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -231,9 +237,9 @@ class Encoding:
             low, high = meta.get("low"), meta.get("high")
             if low is not None and (v <= low if meta.get("low_open") else v < low):
                 op = ">" if meta.get("low_open") else ">="
-                raise ParameterError(f"parameter {f.name}={format_value(v)} is out of range; {self.KIND} needs {f.name} {op} {format_value(low)}")
+                raise ParameterError(f"parameter {name}={format_value(v)} is out of range; {self.KIND} needs {name} {op} {format_value(low)}")
             if high is not None and v > high:
-                raise ParameterError(f"parameter {f.name}={format_value(v)} is out of range; {self.KIND} needs {f.name} <= {format_value(high)}")
+                raise ParameterError(f"parameter {name}={format_value(v)} is out of range; {self.KIND} needs {name} <= {format_value(high)}")
 
     def validate(self) -> None:
         """Cross-parameter validation; raise :class:`ParameterError`."""
@@ -267,7 +273,7 @@ class Encoding:
         merged.update(params)
         unknown = sorted(set(merged) - names)
         if unknown:
-            valid = sorted(names | ({"preset"} if cls.PRESETS else set()))
+            valid = sorted(display_name(n) for n in names | ({"preset"} if cls.PRESETS else set()))
             raise ParameterError(f"unknown parameter {unknown[0]!r} for {cls.KIND}; choose from: {', '.join(valid)}")
         hints = typing.get_type_hints(cls)
         kwargs = {k: parse_value(hints[k], k, v) for k, v in merged.items()}
