@@ -29,11 +29,11 @@ def run(args: list[str], *, input: bytes | None = None, cwd: Path | None = None,
                           timeout=timeout)
 
 
-def run_tty(args: list[str], *, cwd: Path | None = None, timeout: float = 60) -> tuple[int, str]:
+def run_tty(args: list[str], *, cwd: Path | None = None, timeout: float = 60, env: dict | None = None) -> tuple[int, str]:
     """Run with stdout on a pseudo-terminal (stderr too); return (exit code, what the terminal showed)."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(posenc_cmd() + args, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, cwd=cwd,
-                            env=clean_env())
+                            env=env or clean_env())
     os.close(slave)
     chunks = []
     while True:

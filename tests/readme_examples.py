@@ -5,37 +5,21 @@ Run: python tests/readme_examples.py   (not a test; the output is checked by eye
 
 from __future__ import annotations
 
-import os
-import pty
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import ROOT, clean_env, run_tty  # noqa: E402  (the same terminal runner the tests use)
+
 README = ROOT / "README.md"
 MARK = re.compile(r"(<!-- run: (?P<args>.+?) -->\n```text\n)(?P<body>.*?)(```)", re.S)
 
 
 def on_a_terminal(args: list[str]) -> str:
     """Run posenc with stdout on a pseudo-terminal (as a user sees it), 100 columns, no colour."""
-    master, slave = pty.openpty()
-    env = dict(os.environ, COLUMNS="100", NO_COLOR="1", PYTHONPATH=str(ROOT), TERM="dumb")
-    proc = subprocess.Popen([sys.executable, "-m", "posenc_cli", *args], stdout=slave, stderr=slave, env=env, cwd=ROOT)
-    os.close(slave)
-    out = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out.append(chunk)
-    code = proc.wait()
-    os.close(master)
-    text = b"".join(out).decode().replace("\r\n", "\n")
+    code, text = run_tty(args, cwd=ROOT, env=clean_env(COLUMNS="100", TERM="dumb"))
     text = "\n".join(line.rstrip() for line in text.splitlines())
     return f"$ posenc {' '.join(shlex.quote(a) for a in args)}\n{text}\n" + (f"(exit {code})\n" if code else "")
 
