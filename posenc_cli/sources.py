@@ -75,13 +75,23 @@ class Source:
     encoding_note: str = ""  # why ``encoding`` is None although metadata names a kind
     lazy: dict[str, Any] = field(default_factory=dict)  # LazyTensor views for streaming writers
 
+    @classmethod
+    def from_encoding(cls, encoding: Any, label: str) -> Source:
+        """A table generated on the fly: tensors are computed when first asked for."""
+        return cls(label, {}, encoding.metadata(), encoding=encoding, lazy=encoding.lazy_tensors())
+
+    @property
+    def names(self) -> list[str]:
+        """Every tensor of the source (read from the file, or that the encoding can compute)."""
+        return list(self.tensors) or list(self.lazy)
+
     @property
     def kind(self) -> str | None:
         return self.metadata.get("kind")
 
     def tensor_name(self, requested: str | None) -> str:
         """The tensor a single-table command uses: ``--tensor``, else the only one, else the kind's primary."""
-        names = list(self.tensors) or list(self.lazy)
+        names = self.names
         if requested is not None:
             if requested not in names:
                 raise InputError(f"{self.label} has no tensor {requested!r}; choose from: {', '.join(names)}")
@@ -162,7 +172,7 @@ def open_source(
                     dim = ref.shape[1]
         enc = make_encoding(kind, spec_params(pairs, length, dim, params or {}, dtype))
         check_size(enc.nbytes(), limit, text)
-        return Source(text, {}, enc.metadata(), encoding=enc, lazy=enc.lazy_tensors())
+        return Source.from_encoding(enc, text)
     if params:
         raise ParameterError(f"-p applies to specs, but {text} is a file; drop -p or use a spec like sinusoidal:...")
     table = formats.read_table(text, max_bytes=limit)

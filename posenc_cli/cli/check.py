@@ -76,7 +76,7 @@ def check(
         ctx = CheckContext(
             table=table,
             # a foreign file (no posenc metadata) is judged by the chosen tensor alone
-            tensors={n: src.array(n) for n in (list(src.tensors) or list(src.lazy))} if src.encoding is not None
+            tensors={n: src.array(n) for n in src.names} if src.encoding is not None
             else {name: table},
             metadata=src.metadata,
             kind=kind,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Optional
 
 import typer
@@ -54,21 +55,22 @@ def export(
     Example: posenc export sinusoidal --len 2048 --dim 512 --dtype bfloat16 -o pe.safetensors
     """
     from .. import formats
-    from ..sources import CastTensor
+    from ..sources import CastTensor, Source, is_spec
 
+    is_file = not is_spec(source)
     params = _params(param, grid, hf_config, length)
-    if onnx_rope and not src_is_file(source):  # a file is regenerated with cache=onnx below
+    if onnx_rope and not is_file:  # a file is regenerated with cache=onnx below
         params["cache"] = "onnx"
     if hf_config is not None and source == "sinusoidal":
         source = "rope"
-    src = _source(source, length, dim, params, None if src_is_file(source) else dtype, max_bytes)
+    src = _source(source, length, dim, params, None if is_file else dtype, max_bytes)
+    if onnx_rope and is_file:  # a posenc rope file: regenerate its encoding with the ONNX cache layout
+        enc = src.encoding
+        if enc is None or "cache" not in {f.name for f in enc.param_fields()}:
+            raise ParameterError("--onnx-rope needs a rope spec or a posenc-written rope file")
+        enc = dataclasses.replace(enc, cache="onnx", **({"dtype": dtype} if dtype else {}))  # --dtype wins
+        src = Source.from_encoding(enc, src.label)
     lazy = dict(src.lazy)
-    if onnx_rope and src.encoding is None:
-        raise ParameterError("--onnx-rope needs a rope spec or a posenc-written rope file")
-    if onnx_rope and src.tensors:  # a rope file: regenerate with the ONNX cache layout
-        src = _source(_spec_of(src) + (f",dtype={dtype}" if dtype else ""),  # --dtype wins over the file's
-                      None, None, {"cache": "onnx"}, dtype, max_bytes)
-        lazy = dict(src.lazy)
     if tensor:
         missing = [t for t in tensor if t not in lazy]
         if missing:
@@ -90,19 +92,6 @@ def export(
     _write(output, lazy, meta, format, force, quiet)
     if output != "-":
         _msg(f"wrote {output} ({', '.join(f'{n} {tuple(t.shape)}' for n, t in lazy.items())})", quiet)
-
-
-def src_is_file(text: str) -> bool:
-    from ..sources import is_spec
-
-    return not is_spec(text)
-
-
-def _spec_of(src) -> str:
-    meta = {k: v for k, v in src.metadata.items() if k not in ("posenc_version",)}
-    kind = meta.pop("kind")
-    names = {f.name for f in src.encoding.param_fields()}
-    return kind + ":" + ",".join(f"{k}={v}" for k, v in meta.items() if k in names and k != "cache")
 
 
 def _renamed(lazy: dict, names: list[str] | None) -> dict:
