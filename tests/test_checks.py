@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from posenc_cli import checks
-from posenc_cli.checkbase import CheckContext
-from posenc_cli.checks_absolute import gram_toeplitz_probe, offsets
+from posenc_cli.checks.base import CheckContext
+from posenc_cli.checks.absolute import gram_toeplitz_probe, offsets
 from posenc_cli.encodings import KINDS, make_encoding
 from posenc_cli.errors import ParameterError
 
@@ -442,7 +442,7 @@ def test_memory_mapped_table(tmp_path):
 def test_row_hashes_treat_signed_zeros_as_equal():
     import ml_dtypes
 
-    from posenc_cli.checks_common import duplicate_groups, row_hashes
+    from posenc_cli.checks.common import duplicate_groups, row_hashes
 
     rows = np.array([[0.0, 1.0], [-0.0, 1.0], [1.0, -0.0]])
     for dt in (np.float64, np.float32, np.float16, ml_dtypes.bfloat16):

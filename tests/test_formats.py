@@ -64,7 +64,7 @@ def no_temp_files(directory: Path) -> bool:
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Stream in blocks of 256 bytes, so that tiny tables take many blocks."""
-    monkeypatch.setattr(formats, "BLOCK_BYTES", 256)
+    monkeypatch.setattr(formats.protocol, "BLOCK_BYTES", 256)
 
 
 # ----- helpers of the interface -------------------------------------------------------------------------
@@ -448,7 +448,7 @@ def test_unwritable_directory_is_an_output_error(tmp_path, monkeypatch):
     def denied(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(formats.tempfile, "mkstemp", denied)
+    monkeypatch.setattr(formats.atomic.tempfile, "mkstemp", denied)
     with pytest.raises(OutputError) as exc:
         write_table(str(tmp_path / "t.npy"), lazy(pe=np.ones(2)), {}, "npy")
     assert str(exc.value) == f"cannot write {tmp_path / 't.npy'}: Permission denied"

@@ -230,7 +230,7 @@ def test_permission_denied(tmp_path, monkeypatch):
         def denied(*args, **kwargs):
             raise PermissionError(13, "Permission denied")
 
-        monkeypatch.setattr(formats, "open", denied, raising=False)
+        monkeypatch.setattr(formats.reading, "open", denied, raising=False)
     else:
         path.chmod(0)
     with pytest.raises(InputError) as exc:

@@ -265,7 +265,7 @@ def test_every_check_is_meant_for_real_kinds():
 def test_each_kinds_example_passes_its_own_default_expectations(kind):
     """What ``posenc check KIND`` does, in process: every required property of a fresh table holds."""
     checks = _checks()
-    from posenc_cli.checkbase import CheckContext
+    from posenc_cli.checks.base import CheckContext
 
     enc = example(kind, **({"length": 64} if "length" in EXAMPLE[kind] else {}))
     table = enc.array()

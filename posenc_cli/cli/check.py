@@ -54,7 +54,7 @@ def check(
     Example: posenc check pe.safetensors;  posenc check sinusoidal:preset=tf-tutorial --len 5 --dim 6
     """
     from .. import checks
-    from ..checkbase import CheckContext, rtol_for
+    from ..checks.base import CheckContext, rtol_for
     from ..encodings import get_kind
 
     if not sources:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError
-from . import check_limit
+from .protocol import check_limit
 
 if TYPE_CHECKING:
     from typing import BinaryIO

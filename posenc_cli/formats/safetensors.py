@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError
-from . import as_bytes, bfloat16, check_limit, dtype_label, iter_blocks, little_endian, read_exact, read_exact_into
+from .dtypes import bfloat16, dtype_label, little_endian
+from .protocol import as_bytes, check_limit, iter_blocks, read_exact, read_exact_into
 
 if TYPE_CHECKING:
     from typing import BinaryIO

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError
-from . import READABLE_DTYPES, bfloat16, check_limit, dtype_label, iter_blocks
+from .dtypes import READABLE_DTYPES, bfloat16, dtype_label
+from .protocol import check_limit, iter_blocks
 
 if TYPE_CHECKING:
     from typing import BinaryIO

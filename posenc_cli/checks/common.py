@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .checkbase import CheckContext, CheckResult
+from .base import CheckContext, CheckResult
 
 #: float64 elements per working block (16 MiB): bounds memory for wide tables, where BLOCK_ROWS would not.
 BLOCK_ELEMS = 1 << 21

@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from .checkbase import CheckContext, CheckResult
-from .checks_common import fmt, rows_per_block, skipped, tensor, verdict
-from .formats import is_float
+from ..formats import is_float
+from .base import CheckContext, CheckResult
+from .common import fmt, rows_per_block, skipped, tensor, verdict
 
 #: kind -> the tensor holding its matrix.
 MATRIX_TENSOR = {"alibi": "bias", "t5": "buckets", "relative": "index"}

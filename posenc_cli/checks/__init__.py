@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checkbase import CheckContext, CheckResult
-from .checks_absolute import (
+from ..errors import ParameterError
+from ..formats import is_float
+from .absolute import (
     check_bounded,
     check_constant_norm,
     check_decay,
@@ -25,11 +26,10 @@ from .checks_absolute import (
     check_symmetric,
     check_unique,
 )
-from .checks_common import blocks, fmt, scan, tensor, verdict
-from .checks_relative import check_monotone, check_t5_saturation, check_toeplitz, has_matrix
-from .checks_rope import check_long_term_decay, check_norm_preserving, check_pythagorean, check_relative, has_tables
-from .errors import ParameterError
-from .formats import is_float
+from .base import CheckContext, CheckResult
+from .common import blocks, fmt, scan, tensor, verdict
+from .matrix import check_monotone, check_t5_saturation, check_toeplitz, has_matrix
+from .rotary import check_long_term_decay, check_norm_preserving, check_pythagorean, check_relative, has_tables
 
 #: Kinds whose primary tensor has one row per position (the absolute-table checks apply).
 ABSOLUTE_KINDS = ("sinusoidal", "sinusoidal-2d", "sinusoidal-3d", "learned", "index", "normalized", "binary")

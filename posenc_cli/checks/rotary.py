@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checkbase import CheckContext, CheckResult
-from .checks_common import blocks, f64, fmt, skipped, tensor, verdict
+from .base import CheckContext, CheckResult
+from .common import blocks, f64, fmt, skipped, tensor, verdict
 
 LAYOUTS = ("half", "interleaved")
 #: (m, n) position pairs the ``relative`` check samples, each compared with (m + s, n + s).

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checkbase import CheckContext, CheckResult
-from .checks_common import (
+from .base import CheckContext, CheckResult
+from .common import (
     blocks,
     duplicate_groups,
     f64,
@@ -28,7 +28,7 @@ from .checks_common import (
     skipped,
     verdict,
 )
-from .checks_rope import scaling
+from .rotary import scaling
 
 #: Exact Gram-matrix search for the closest pair up to this many rows; beyond it a sampled search.
 EXACT_UNIQUE_ROWS = 4096

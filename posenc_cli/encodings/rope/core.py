@@ -1,0 +1,351 @@
+r"""Rotary position embeddings (RoPE, Su et al. 2021, "RoFormer") with every HF scaling rule, and xPos scales.
+
+RoPE rotates each pair of query/key features by an angle proportional to the position. With ``rot_dim = r``
+rotated features (``r <= dim``, the head dim) there are ``r/2`` angular frequencies
+
+.. math::
+
+    \omega_k = \mathrm{base}^{-2k/r}, \qquad k = 0, \dots, r/2 - 1
+
+and the tables are, for positions :math:`t = \mathrm{offset}, \dots, \mathrm{offset} + \mathrm{len} - 1`,
+
+.. math::
+
+    \cos_{t,j} = s\,\cos(t\,\omega_{k(j)}), \qquad \sin_{t,j} = s\,\sin(t\,\omega_{k(j)})
+
+where :math:`s` is ``attention_scaling`` (1 except for ``yarn`` and ``longrope``; HF multiplies cos and sin by it)
+and :math:`k(j)` places the frequencies in the columns:
+
+* ``layout=half``: :math:`k(j) = j \bmod r/2`, i.e. ``cos = cat(f, f)`` (GPT-NeoX, Llama and every HF
+  ``rotate_half`` model);
+* ``layout=interleaved``: :math:`k(j) = \lfloor j/2 \rfloor`, the pairs ``(2k, 2k+1)`` (RoFormer, GPT-J,
+  rotary-embedding-torch).
+
+Partial rotary: ``rotary_dim`` sets ``r`` directly (GPT-J), ``partial_rotary_factor`` sets
+``r = int(dim * factor)`` as HF transformers does (GPT-NeoX ``rotary_pct``, Phi-2).
+
+Scaling rules (``scaling=``), with :math:`d = r`, :math:`b = \mathrm{base}`, :math:`L` =
+``original_max_position_embeddings`` and :math:`f` = ``factor``:
+
+* ``none``: :math:`\omega_k = b^{-2k/d}`.
+* ``linear`` (position interpolation): :math:`\omega_k = b^{-2k/d} / f`.
+* ``ntk`` (static NTK-aware, rotary-embedding-torch ``theta_rescale_factor``): base
+  :math:`b' = b\,f^{d/(d-2)}`.
+* ``dynamic`` (dynamic NTK at sequence length :math:`S` = ``seq_len``, default ``offset + len``, i.e. HF's
+  ``max(position_ids) + 1``): :math:`b' = b\,\big(f\,S'/L - (f - 1)\big)^{d/(d-2)}` with :math:`S' = \max(S, L)`,
+  so the table equals ``none`` while :math:`S \le L`. HF uses the model's ``max_position_embeddings`` as
+  :math:`L` here.
+* ``yarn`` (Peng et al. 2023): with the correction range
+  :math:`c(n) = d\,\ln\!\big(L / (2\pi n)\big) / (2 \ln b)`, :math:`lo = \max(\lfloor c(\beta_{fast})\rfloor, 0)`,
+  :math:`hi = \min(\lceil c(\beta_{slow})\rceil, d - 1)` (no floor/ceil when ``truncate=false``), the ramp
+  :math:`\rho_k = \mathrm{clip}\big((k - lo)/(hi - lo), 0, 1\big)` and
+  :math:`\omega_k = b^{-2k/d}\big(\rho_k / f + 1 - \rho_k\big)`; attention scaling
+  :math:`s = 0.1 \ln f + 1` (or :math:`m(f, \mathrm{mscale}) / m(f, \mathrm{mscale\_all\_dim})` with
+  :math:`m(f, a) = 0.1\,a \ln f + 1`, 1 for :math:`f \le 1`), unless ``attention_factor`` is given.
+* ``llama3`` (Llama 3.1): with wavelengths :math:`\lambda_k = 2\pi/\omega_k`, components with
+  :math:`\lambda_k < L/\mathrm{high\_freq\_factor}` are kept, those with :math:`\lambda_k > L/\mathrm{low\_freq\_factor}`
+  are divided by :math:`f`, and in between
+  :math:`\omega'_k = (1 - \sigma_k)\,\omega_k / f + \sigma_k\,\omega_k` with
+  :math:`\sigma_k = (L/\lambda_k - \mathrm{low\_freq\_factor}) / (\mathrm{high\_freq\_factor} - \mathrm{low\_freq\_factor})`.
+* ``longrope`` (Phi-3): :math:`\omega_k = b^{-2k/d} / e_k` with :math:`e` = ``long_factor`` when
+  :math:`S > L` else ``short_factor``; :math:`s = \sqrt{1 + \ln f / \ln L}` for :math:`f > 1`.
+* ``proportional`` (Gemma 4 p-RoPE): the table spans the whole head dim; the first ``r/2`` frequencies are
+  :math:`b^{-2k/\mathrm{dim}} / f` (exponent over the *head* dim) and the remaining ``dim/2 - r/2`` are 0
+  (cos 1, sin 0).
+
+Tensors (``cache=full``): ``cos`` and ``sin`` of shape (len, r) and ``inv_freq`` (r/2). ``cache=onnx`` gives
+``cos_cache`` and ``sin_cache`` of shape (len, r/2), the inputs of the ONNX ``RotaryEmbedding`` operator
+(opset 23; its ``interleaved`` attribute chooses the layout; row ``i`` holds position ``offset + i``), scaled
+by ``attention_scaling`` like the full tables, plus ``inv_freq``.
+
+Precision. HF transformers computes ``inv_freq`` in float32 (``base ** (arange(0, d, 2).float() / d)``, then
+the scaling arithmetic in float32), multiplies it by float32 positions and takes cos/sin of float32 angles,
+so its tables are off by about ``|t w| * 2**-24`` (1e-3 at t = 8192). posenc evaluates each scaling formula to
+~60 digits (:mod:`decimal`), keeps :math:`\omega_k` as a double-double and takes exactly range-reduced cos/sin
+(:mod:`._trig`), so every table is correctly rounded to within about an ulp of the output dtype.
+``inv_freq_dtype=float32`` instead follows HF's float32 arithmetic for ``inv_freq`` step by step (float32
+exponent ``2k/d``, float32 ``pow`` rounded correctly, float32 reciprocal and scaling; torch's own float32
+``pow`` is not always correctly rounded, so values can differ from torch's by up to 2 float32 ulps) and then uses those float32 frequencies
+exactly: the angles are still exact, so this reproduces HF's frequencies but not its float32 angle error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from ...errors import ParameterError
+from .. import _trig
+from ..base import Encoding, TensorSpec, format_value, param
+from .scaling import SCALINGS, attention_scaling, optional_parameters
+
+LAYOUTS = ("half", "interleaved")
+CACHES = ("full", "onnx")
+INV_FREQ_DTYPES = ("float64", "float32")
+#: Positions must stay below this for exact range reduction.
+MAX_POSITION = 2**31 - 1
+#: Optional parameter -> the scaling rules that read it (a parameter given for another rule is refused).
+USED_BY = optional_parameters()
+
+
+def place_pairs(v: np.ndarray, out: np.ndarray, layout: str) -> None:
+    """Write one value per rotation pair into both columns of the pair: ``half`` = cat(v, v), ``interleaved``
+    = columns (2k, 2k+1)."""
+    if layout == "half":
+        h = v.shape[1]
+        out[:, :h] = v
+        out[:, h:] = v
+    else:
+        out[:, 0::2] = v
+        out[:, 1::2] = v
+
+
+@dataclass(frozen=True)
+class Rope(Encoding):
+    """Rotary position embedding tables: ``cos``, ``sin`` and ``inv_freq`` (or ONNX half-width caches)."""
+
+    KIND = "rope"
+    SUMMARY = "rotary cos/sin tables (RoFormer) with HF scaling: linear, ntk, dynamic, yarn, llama3, longrope"
+    REFERENCES = (
+        "paper: Su et al. 2021, RoFormer (arXiv:2104.09864), eq. 34: pairs (2k, 2k+1) rotated by t * base^(-2k/d)",
+        "layout=half: EleutherAI/gpt-neox megatron/model/positional_embeddings.py RotaryEmbedding (cat(freqs, freqs), rotate_half)",
+        "layout=half: huggingface/transformers LlamaRotaryEmbedding (emb = cat(freqs, freqs); cos * attention_scaling)",
+        "layout=interleaved: GPT-J / RoFormer rotate_every_two; lucidrains/rotary-embedding-torch repeat '(n r)', r=2",
+        "scaling=linear|dynamic|yarn|llama3|longrope|proportional: huggingface/transformers src/transformers/modeling_rope_utils.py ROPE_INIT_FUNCTIONS",
+        "scaling=ntk: lucidrains/rotary-embedding-torch RotaryEmbedding theta_rescale_factor (theta *= f ** (d / (d - 2)))",
+        "partial_rotary_factor: HF rot_dim = int(head_dim * partial_rotary_factor) (GPT-NeoX rotary_pct, Phi-2)",
+        "cache=onnx: ONNX RotaryEmbedding (opset 23) cos_cache / sin_cache of shape [max_position_id + 1, rot_dim / 2]",
+    )
+    PRESETS = {
+        "roformer": {"layout": "interleaved"},
+        "gpt-j": {"layout": "interleaved"},
+        "gpt-neox": {"layout": "half", "partial_rotary_factor": 0.25},
+        "llama": {"layout": "half"},
+        "llama3.1": {
+            "layout": "half",
+            "base": 500000.0,
+            "scaling": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192,
+        },
+    }
+    PRESET_DOCS = {
+        "roformer": "interleaved pairs (2k, 2k+1), base 10000: the RoFormer paper and its reference code",
+        "gpt-j": "interleaved pairs (rotate_every_two); pass rotary_dim=64 for GPT-J-6B's head of 256",
+        "gpt-neox": "rotate_half layout on the first 25% of the head (Pythia / GPT-NeoX rotary_pct=0.25)",
+        "llama": "rotate_half layout over the whole head, base 10000 (Llama 1/2, most HF decoders)",
+        "llama3.1": "Llama 3.1 rope_scaling: base 500000, llama3 rule, factor 8, low/high 1/4, original 8192",
+    }
+    PRIMARY = "cos"
+
+    base: float = param(10000.0, "frequency base theta (HF rope_theta)", low=0.0, low_open=True)
+    layout: str = param(
+        "half", "column order: half = cat(f, f) (NeoX/Llama), interleaved = pairs (GPT-J/RoFormer)", choices=LAYOUTS
+    )
+    rotary_dim: int | None = param(None, "rotated features (default: dim); the table is rotary_dim wide", low=1)
+    partial_rotary_factor: float | None = param(
+        None, "rotate int(dim * factor) features (HF semantics)", low=0.0, low_open=True, high=1.0
+    )
+    offset: int = param(0, "position of the first row", low=-MAX_POSITION, high=MAX_POSITION)
+    scaling: str = param("none", "context-extension rule (HF rope_type)", choices=tuple(SCALINGS))
+    factor: float | None = param(
+        None,
+        "scaling factor (linear/ntk/dynamic/yarn/longrope; llama3 default 8, proportional 1)",
+        low=0.0,
+        low_open=True,
+    )
+    original_max_position_embeddings: int | None = param(
+        None, "pre-training context length (dynamic/yarn/longrope; llama3 default 8192)", low=1
+    )
+    seq_len: int | None = param(None, "dynamic/longrope: current sequence length (default offset + len)", low=1)
+    attention_factor: float | None = param(None, "yarn/longrope: cos/sin multiplier (default: HF's formula)", low=0.0)
+    beta_fast: float | None = param(
+        None, "yarn: rotations that bound extrapolation (default 32)", low=0.0, low_open=True
+    )
+    beta_slow: float | None = param(
+        None, "yarn: rotations that bound interpolation (default 1)", low=0.0, low_open=True
+    )
+    mscale: float | None = param(None, "yarn: attention-factor numerator multiplier (DeepSeek)")
+    mscale_all_dim: float | None = param(None, "yarn: attention-factor denominator multiplier (DeepSeek)")
+    truncate: bool | None = param(None, "yarn: floor/ceil the correction range (default true; gpt-oss uses false)")
+    low_freq_factor: float | None = param(
+        None, "llama3: low-frequency wavelength divisor (default 1)", low=0.0, low_open=True
+    )
+    high_freq_factor: float | None = param(
+        None, "llama3: high-frequency wavelength divisor (default 4)", low=0.0, low_open=True
+    )
+    short_factor: tuple[float, ...] | None = param(
+        None, "longrope: rot_dim/2 divisors used when seq_len <= original", low=0.0, low_open=True
+    )
+    long_factor: tuple[float, ...] | None = param(
+        None, "longrope: rot_dim/2 divisors used when seq_len > original", low=0.0, low_open=True
+    )
+    cache: str = param(
+        "full", "tensors: full (cos, sin, inv_freq) or onnx (cos_cache, sin_cache: len x rot_dim/2)", choices=CACHES
+    )
+    inv_freq_dtype: str = param(
+        "float64", "float32 follows HF's float32 inv_freq arithmetic; angles stay exact", choices=INV_FREQ_DTYPES
+    )
+
+    # ----- validation ---------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.cache == "onnx":
+            # The primary tensor follows the cache layout (an instance attribute shadows the ClassVar).
+            object.__setattr__(self, "PRIMARY", "cos_cache")
+
+    def validate(self) -> None:
+        if self.offset + self.length - 1 > MAX_POSITION:
+            raise ParameterError(
+                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower --len or offset"
+            )
+        for name, users in USED_BY.items():
+            if getattr(self, name) is not None and self.scaling not in users:
+                raise ParameterError(
+                    f"parameter {name} is not used by scaling={self.scaling}; drop it or choose scaling from: {', '.join(users)}"
+                )
+        for name in SCALINGS[self.scaling].required:
+            if getattr(self, name) is None:
+                raise ParameterError(f"scaling={self.scaling} needs {name}; pass e.g. {name}={_EXAMPLES[name]}")
+        if self.rotary_dim is not None and self.partial_rotary_factor is not None:
+            raise ParameterError("pass rotary_dim or partial_rotary_factor, not both")
+        if self.rotary_dim is not None and self.rotary_dim > self.dim:
+            raise ParameterError(f"rotary_dim={self.rotary_dim} exceeds dim={self.dim}; use rotary_dim <= dim")
+        r = self.rot_dim
+        if self.scaling == "proportional":
+            if self.dim % 2:
+                raise ParameterError(f"dim={self.dim} is odd; proportional RoPE needs an even head dim")
+        else:
+            if r < 2:
+                raise ParameterError(f"rot_dim={r} (dim={self.dim}); rotary tables need at least 2 rotated features")
+            if r % 2:
+                hint = (
+                    "an even rotary_dim"
+                    if self.rotary_dim is not None or self.partial_rotary_factor is not None
+                    else "an even dim"
+                )
+                raise ParameterError(f"rot_dim={r} is odd; features rotate in pairs, use {hint}")
+        if self.scaling in ("ntk", "dynamic") and r <= 2:
+            raise ParameterError(f"scaling={self.scaling} needs rot_dim > 2 (its exponent is d/(d-2)); got rot_dim={r}")
+        opt = self.opt
+        if self.scaling == "yarn" and opt["beta_fast"] <= opt["beta_slow"]:
+            raise ParameterError(
+                f"yarn needs beta_fast > beta_slow; got beta_fast={opt['beta_fast']}, beta_slow={opt['beta_slow']}"
+            )
+        if self.scaling == "llama3" and opt["high_freq_factor"] <= opt["low_freq_factor"]:
+            raise ParameterError(
+                f"llama3 needs high_freq_factor > low_freq_factor; got {opt['high_freq_factor']} <= {opt['low_freq_factor']}"
+            )
+        if self.scaling == "longrope":
+            for name in ("short_factor", "long_factor"):
+                n = len(getattr(self, name))
+                if n != r // 2:
+                    raise ParameterError(
+                        f"{name} has {n} entries; longrope needs rot_dim/2 = {r // 2} (one per frequency)"
+                    )
+            if self.factor is None and self.attention_factor is None:
+                raise ParameterError(
+                    "longrope needs factor (max_position_embeddings / original_max_position_embeddings) or attention_factor"
+                )
+
+    # ----- derived values -----------------------------------------------------------------------
+    @property
+    def rot_dim(self) -> int:
+        """Rotated features ``r``: rotary_dim, or int(dim * partial_rotary_factor) as HF computes it."""
+        if self.rotary_dim is not None:
+            return self.rotary_dim
+        if self.partial_rotary_factor is not None:
+            return int(self.dim * self.partial_rotary_factor)
+        return self.dim
+
+    @property
+    def width(self) -> int:
+        """Columns of the cos/sin tables: rot_dim, or the whole head for proportional RoPE."""
+        return self.dim if self.scaling == "proportional" else self.rot_dim
+
+    @cached_property
+    def opt(self) -> dict[str, Any]:
+        """Optional parameters with the scaling rule's defaults filled in."""
+        out = {name: getattr(self, name) for name in USED_BY}
+        for name, value in SCALINGS[self.scaling].defaults.items():
+            if out[name] is None:
+                out[name] = value
+        return out
+
+    @property
+    def effective_seq_len(self) -> int:
+        """dynamic/longrope: the sequence length the rule sees (HF: max(position_ids) + 1)."""
+        return self.seq_len if self.seq_len is not None else max(1, self.offset + self.length)
+
+    @cached_property
+    def attention_scaling(self) -> float:
+        """The multiplier HF applies to cos and sin (``attention_factor`` of the rope init function)."""
+        return attention_scaling(self)
+
+    def ext_factors(self) -> tuple[float, ...]:
+        """longrope: the per-frequency divisors in force (long_factor past the original context)."""
+        long = self.effective_seq_len > self.opt["original_max_position_embeddings"]
+        return self.long_factor if long else self.short_factor
+
+    @cached_property
+    def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The width/2 angular frequencies as a double-double (hi, lo)."""
+        rule = SCALINGS[self.scaling]
+        if self.inv_freq_dtype == "float32":
+            hi = rule.float32(self).astype(np.float64)
+            return hi, np.zeros_like(hi)  # the float32 values are the frequencies, exactly
+        return _trig.double_double(rule.exact(self))
+
+    def inv_freq(self) -> np.ndarray:
+        """The angular frequencies in float64 (rounded to float32 first when inv_freq_dtype=float32)."""
+        return self._freqs[0].copy()
+
+    def extra_metadata(self) -> dict[str, str]:
+        return {"attention_scaling": format_value(float(self.attention_scaling)), "rot_dim": str(self.rot_dim)}
+
+    # ----- tensors ------------------------------------------------------------------------------
+    def tensor_specs(self) -> dict[str, TensorSpec]:
+        n, w = self.length, self.width
+        freq = TensorSpec("inv_freq", (w // 2,), np.dtype(self.inv_freq_dtype))
+        if self.cache == "onnx":
+            return {
+                "cos_cache": TensorSpec("cos_cache", (n, w // 2), self.out_dtype),
+                "sin_cache": TensorSpec("sin_cache", (n, w // 2), self.out_dtype),
+                "inv_freq": freq,
+            }
+        return {
+            "cos": TensorSpec("cos", (n, w), self.out_dtype),
+            "sin": TensorSpec("sin", (n, w), self.out_dtype),
+            "inv_freq": freq,
+        }
+
+    def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
+        w_hi, w_lo = self._freqs
+        if name == "inv_freq":
+            out[...] = w_hi[start:stop]
+            return
+        if name not in self.tensor_specs():
+            raise ParameterError(f"rope has no tensor {name!r}; choose from: {', '.join(self.tensor_specs())}")
+        t = np.arange(self.offset + start, self.offset + stop, dtype=np.float64)
+        want_sin = name.startswith("sin")
+        s, c = _trig.sincos(t, w_hi, w_lo, want_sin=want_sin, want_cos=not want_sin)
+        v = s if want_sin else c
+        if self.attention_scaling != 1.0:
+            v *= self.attention_scaling
+        if name.endswith("_cache"):
+            out[...] = v
+        else:
+            place_pairs(v, out, self.layout)
+
+_EXAMPLES = {
+    "factor": "4.0",
+    "original_max_position_embeddings": "4096",
+    "short_factor": "1.0;1.0",
+    "long_factor": "1.0;4.0",
+}
+
