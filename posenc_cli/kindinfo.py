@@ -7,14 +7,11 @@ from typing import Any
 from .encodings.base import Encoding, display_name, format_value
 from .errors import PosencError
 
-#: Small parameter sets used only to list a kind's tensor names.
-_EXAMPLE = {"length": 4, "dim": 8}
-_EXAMPLE_BY_KIND = {"sinusoidal-2d": {"grid": "2x2", "dim": 8}, "sinusoidal-3d": {"grid": "2x2x2", "dim": 12}}
 
 
 def tensor_names(cls: type[Encoding]) -> list[str]:
     try:
-        enc = cls.from_params(_EXAMPLE_BY_KIND.get(cls.KIND, _EXAMPLE))
+        enc = cls.from_params(cls.EXAMPLE)
     except PosencError:
         return [cls.PRIMARY]
     return list(enc.tensor_specs())

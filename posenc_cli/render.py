@@ -177,12 +177,19 @@ def kind_detail(info: dict[str, Any]) -> None:
 # ----- progress ------------------------------------------------------------------------------------
 @contextmanager
 def progress_bar(description: str, total: int, enabled: bool) -> Iterator[Any]:
-    """A Rich progress bar on stderr (a no-op callback when disabled); yields ``advance(n)``."""
+    """A Rich progress bar on stderr (a no-op callback when disabled); yields ``advance(n, total=None)`` (a
+    ``total`` given there replaces the one given here, for work whose size is known only once it starts)."""
     if not enabled:
-        yield lambda n: None
+        yield lambda n, total=None: None
         return
     bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
                    TimeRemainingColumn(), console=stderr_console(), transient=True)
     with bar:
         task = bar.add_task(description, total=total)
-        yield lambda n: bar.advance(task, n)
+
+        def advance(n: int, total: int | None = None) -> None:
+            if total is not None:
+                bar.update(task, total=total)
+            bar.advance(task, n)
+
+        yield advance

@@ -19,15 +19,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .encodings import KINDS, get_kind, make_encoding
+from .encodings import KINDS, get_kind, make_encoding, resolve_kind
+from .encodings.base import ALIASES
 from .errors import InputError, ParameterError
 
 FILE_SUFFIXES = (".npy", ".npz", ".safetensors")
 _PAIR_SPLIT = re.compile(r",(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
 #: Metadata keys that are not parameters.
 _NON_PARAM_KEYS = {"kind", "posenc_version"}
-#: Command-line aliases of parameter names.
-_ALIASES = {"len": "length"}
 
 
 def parse_pairs(text: str, what: str = "parameter") -> dict[str, str]:
@@ -40,7 +39,7 @@ def parse_pairs(text: str, what: str = "parameter") -> dict[str, str]:
         key = key.strip()
         if not sep or not key:
             raise ParameterError(f"{what} {pair.strip()!r} is not key=value; write e.g. base=10000")
-        out[_ALIASES.get(key, key)] = value.strip()
+        out[ALIASES.get(key, key)] = value.strip()
     return out
 
 
@@ -53,15 +52,25 @@ def parse_param_options(options: list[str] | None) -> dict[str, str]:
 
 
 def is_spec(text: str) -> bool:
+    """Whether ``text`` names a kind (any case) rather than a file or stdin; an existing path wins."""
     if text == "-" or os.path.exists(text) or text.lower().endswith(FILE_SUFFIXES):
         return False
-    return text.split(":", 1)[0] in KINDS
+    head = text.split(":", 1)[0].strip().lower()
+    return any(head == k.lower() for k in KINDS)
+
+
+def looks_like_a_kind(text: str) -> bool:
+    """A missing path without a table suffix whose name is close to a kind's: a mistyped spec."""
+    if text == "-" or os.path.exists(text) or "/" in text or "." in os.path.basename(text.split(":", 1)[0]):
+        return False
+    import difflib
+
+    return bool(difflib.get_close_matches(text.split(":", 1)[0].strip().lower(), list(KINDS), n=1, cutoff=0.6))
 
 
 def parse_spec(text: str) -> tuple[str, dict[str, str]]:
     kind, _, rest = text.partition(":")
-    get_kind(kind)  # validates the kind name
-    return kind, parse_pairs(rest)
+    return resolve_kind(kind.strip()), parse_pairs(rest)
 
 
 @dataclass
@@ -173,8 +182,10 @@ def open_source(
         enc = make_encoding(kind, spec_params(pairs, length, dim, params or {}, dtype))
         check_size(enc.nbytes(), limit, text)
         return Source.from_encoding(enc, text)
+    if looks_like_a_kind(text):
+        resolve_kind(text.split(":", 1)[0])  # raises: unknown encoding ...; did you mean ...
     if params:
-        raise ParameterError(f"-p applies to specs, but {text} is a file; drop -p or use a spec like sinusoidal:...")
+        raise ParameterError(f"-p applies to specs, but {text} is a file; drop -p or use a spec like KIND:key=value")
     table = formats.read_table(text, max_bytes=limit)
     enc, note = encoding_from_metadata(table.metadata)
     label = "stdin" if text == "-" else text

@@ -17,7 +17,7 @@ def posenc_cmd() -> list[str]:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("_POSENC", "_TYPER", "COMP_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("_POSENC")}
     env.update({"COLUMNS": "120", "NO_COLOR": "1", "PYTHONPATH": str(ROOT)})
     env.update(extra)
     return env

@@ -12,21 +12,28 @@ CASES = [
     (["generate", "--kind", "rotary2", "-n", "8", "-d", "4"],
      "unknown encoding 'rotary2'; choose from: alibi, binary, index, learned, normalized, relative, rope, sinusoidal"),
     (["generate", "-n", "8", "-d", "4", "-p", "rotary=1"],
-     "unknown parameter 'rotary' for sinusoidal; choose from: base, dim, dtype, freq, layout, len, max_timescale"),
+     "unknown parameter 'rotary' for sinusoidal; choose from: base, dim, dtype, freq, layout, length, max_timescale"),
     (["generate", "-n", "8", "-d", "4", "-p", "layout=diagonal"],
      "unknown layout 'diagonal' for sinusoidal; choose from: interleaved, split, split-cos-first"),
     (["generate", "-n", "8", "-d", "4", "-p", "preset=gpt9"], "unknown preset 'gpt9' for sinusoidal; choose from: paper"),
     (["generate", "-n", "8", "-d", "4", "--dtype", "int8"], "unknown dtype 'int8' for sinusoidal; choose from: float64"),
     (["check", "sinusoidal", "-n", "4", "-d", "4", "--expect", "nosuch"], "unknown encoding 'nosuch'; choose from:"),
+    (["check", "sinusoidal", "-n", "4", "-d", "4", "--expect", "sinusiodal"],
+     "unknown encoding 'sinusiodal'; did you mean 'sinusoidal'"),
+    (["generate", "--kind", "ropee", "-n", "4", "-d", "4"], "unknown encoding 'ropee'; did you mean 'rope'"),
+    (["check", "sinusiodal", "-n", "4", "-d", "4"], "unknown encoding 'sinusiodal'; did you mean 'sinusoidal'"),
+    (["generate", "--kind", "sinusoidal", "--hf-config", "cfg.json", "-n", "4"],
+     "kind 'sinusoidal' cannot read; drop --kind or use one of: rope"),
+    (["generate", "--layer-type", "sliding_attention", "-n", "4", "-d", "4"], "--layer-type applies to --hf-config"),
     (["check", "sinusoidal", "-n", "4", "-d", "4", "--require", "finite,sparkly"], "unknown check 'sparkly'; choose from: finite"),
     # negative or zero len/dim
-    (["generate", "-n", "-5", "-d", "4"], "parameter len=-5 is out of range; sinusoidal needs len >= 1"),
-    (["generate", "-n", "0", "-d", "4"], "parameter len=0 is out of range; sinusoidal needs len >= 1"),
+    (["generate", "-n", "-5", "-d", "4"], "parameter length=-5 is out of range; sinusoidal needs length >= 1"),
+    (["generate", "-n", "0", "-d", "4"], "parameter length=0 is out of range; sinusoidal needs length >= 1"),
     (["generate", "-n", "4", "-d", "0"], "parameter dim=0 is out of range; sinusoidal needs dim >= 1"),
     (["generate", "-n", "4", "-d", "-4"], "parameter dim=-4 is out of range"),
     (["generate", "--kind", "alibi", "-n", "8", "-d", "0"], "parameter dim=0 is out of range; alibi needs dim >= 1"),
-    (["generate", "-n", "8"], "sinusoidal needs a dimension; pass --dim D"),
-    (["generate", "-d", "8"], "sinusoidal needs a length; pass --len N"),
+    (["generate", "-n", "8"], "sinusoidal needs dim (e.g. dim=128, or --dim 128 on the command line)"),
+    (["generate", "-d", "8"], "sinusoidal needs length (e.g. length=512, or --len 512 on the command line)"),
     # odd dims where a convention needs even ones
     (["generate", "--kind", "rope", "-n", "4", "-d", "7"], "rot_dim=7 is odd"),
     (["generate", "--kind", "sinusoidal-2d", "--grid", "4x4", "--dim", "6", "-p", "preset=mae"], "got dim=6; pass --dim 8"),
@@ -34,7 +41,7 @@ CASES = [
     # non-numeric values
     (["generate", "-n", "4", "-d", "4", "-p", "base=ten"], "parameter base='ten' is not a number; use e.g. base=1.5"),
     (["generate", "--kind", "t5", "-n", "8", "-p", "num_buckets=abc"], "parameter num_buckets='abc' is not an integer"),
-    (["generate", "--len", "abc", "--dim", "4"], "Invalid value for '--len' / '-n': 'abc' is not a valid int"),
+    (["generate", "--len", "abc", "--dim", "4"], "invalid value for -n/--len: 'abc' is not a valid int (see posenc generate --help)"),
     (["generate", "-n", "4", "-d", "4", "-p", "nonsense"], "parameter 'nonsense' is not key=value; write e.g. base=10000"),
     (["generate", "--kind", "sinusoidal-2d", "--grid", "4xq", "--dim", "8"], "grid='4xq' is not a 2-D grid"),
     # base <= 0, NaN / Inf
@@ -56,6 +63,7 @@ CASES = [
 
 @pytest.mark.parametrize("args,needle", CASES, ids=[" ".join(a) for a, _ in CASES])
 def test_bad_parameter_is_one_line_exit_two(tmp_path, args, needle):
+    (tmp_path / "cfg.json").write_text('{"hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 16}')
     proc = run(args + (["-o", str(tmp_path / "out.npy")] if args[0] == "generate" else []), cwd=tmp_path)
     err = proc.stderr.decode()
     assert proc.returncode == 2, (proc.returncode, err)
@@ -64,3 +72,11 @@ def test_bad_parameter_is_one_line_exit_two(tmp_path, args, needle):
     assert len(lines) == 1 and lines[0].startswith("Error: "), err
     assert needle in lines[0], lines[0]
     assert not (tmp_path / "out.npy").exists()
+
+
+def test_kind_names_match_case_insensitively(tmp_path):
+    proc = run(["generate", "--kind", "RoPE", "-n", "4", "-d", "8", "-o", str(tmp_path / "r.safetensors")])
+    assert proc.returncode == 0, proc.stderr
+    proc = run(["check", "SINUSOIDAL:preset=tf-tutorial", "-n", "5", "-d", "6", "--json"])
+    assert proc.returncode == 0, proc.stderr
+    assert b'"kind": "sinusoidal"' in proc.stdout

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from posenc_cli import checks
 from posenc_cli.checks.base import CheckContext
 from posenc_cli.checks.absolute import gram_toeplitz_probe, offsets
-from posenc_cli.encodings import KINDS, make_encoding
+from posenc_cli.encodings import KINDS, get_kind, make_encoding
 from posenc_cli.errors import ParameterError
 
 RTOL = {"float64": 1e-9, "float32": 1e-5}
@@ -368,14 +368,11 @@ def test_shaw_relative_checks():
 def test_registry_integrity():
     for name, c in checks.CHECKS.items():
         assert name == name.lower() and " " not in name and c.doc
-        assert c.applies_to is None or set(c.applies_to) <= set(KINDS), name
-    assert set(checks.DEFAULT_EXPECT) == set(KINDS) | {None}
-    for kind, names in checks.DEFAULT_EXPECT.items():
-        assert set(names) <= set(checks.CHECKS), kind
-        for name in names:  # an expected property must apply to its kind
-            applies = checks.CHECKS[name].applies_to
-            assert applies is None or kind is None or kind in applies, (kind, name)
-    assert checks.DEFAULT_EXPECT[None] == ("finite",)
+    for kind in KINDS:
+        declared = get_kind(kind).PROPERTIES
+        assert set(declared) <= set(checks.CHECKS), kind
+        assert any(declared.values()), f"{kind} requires nothing"
+    assert checks.UNKNOWN_KIND_REQUIRES == ("finite",)
 
 
 def test_required_for():

@@ -292,7 +292,7 @@ def test_kinds_rope_shows_every_parameter_with_its_default():
     text = ok(run(["kinds", "rope"], env=WIDE))
     rows = table_rows(text)
     for p in get_kind("rope").param_infos():
-        name = "len" if p.name == "length" else p.name
+        name = p.name  # one vocabulary: length everywhere
         assert name in rows, f"{name} missing from `posenc kinds rope`"
         default = "-" if p.default is None else format_value(p.default)
         assert rows[name][1] == default, (name, rows[name])
@@ -305,7 +305,7 @@ def test_kinds_json_documents_every_parameter_of_every_kind():
     for kind in KINDS:
         params = {p["name"]: p for p in infos[kind]["parameters"]}
         for p in get_kind(kind).param_infos():
-            name = "len" if p.name == "length" else p.name
+            name = p.name  # one vocabulary: length everywhere
             assert name in params and params[name]["help"], (kind, name)
             assert params[name]["default"] == (None if p.default is None else format_value(p.default))
 

@@ -448,7 +448,7 @@ def test_unwritable_directory_is_an_output_error(tmp_path, monkeypatch):
     def denied(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(formats.atomic.tempfile, "mkstemp", denied)
+    monkeypatch.setattr(formats.atomic, "_make_temp", denied)
     with pytest.raises(OutputError) as exc:
         write_table(str(tmp_path / "t.npy"), lazy(pe=np.ones(2)), {}, "npy")
     assert str(exc.value) == f"cannot write {tmp_path / 't.npy'}: Permission denied"

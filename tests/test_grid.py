@@ -201,7 +201,7 @@ def test_cls_row_is_zero():
             {"grid": "2x2x2", "dim": 8, "channels": "exact"},
             r"needs dim divisible by 6 .* pass --dim 12",
         ),
-        ("sinusoidal-2d", {"grid": "4x4"}, r"needs a dimension"),
+        ("sinusoidal-2d", {"grid": "4x4"}, r"needs dim \(e.g. dim=128"),
         (
             "sinusoidal-2d",
             {"grid": "4x4", "dim": 8, "layout": "zigzag"},

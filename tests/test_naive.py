@@ -66,7 +66,7 @@ def test_normalized_values():
 
 @pytest.mark.parametrize("kind", ["index", "normalized", "binary"])
 def test_needs_dim_and_rejects_negative_offset(kind):
-    with pytest.raises(ParameterError, match="needs a dimension"):
+    with pytest.raises(ParameterError, match=r"needs dim \(e.g. dim=128"):
         make_encoding(kind, {"length": 4})
     with pytest.raises(ParameterError, match=r"offset=-1 is out of range"):
         make_encoding(kind, {"length": 4, "dim": 4, "offset": -1})

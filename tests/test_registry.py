@@ -233,32 +233,30 @@ def _checks():
     return pytest.importorskip("posenc_cli.checks")
 
 
-def test_default_expect_names_real_checks_and_real_kinds():
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_every_kind_declares_properties_that_exist(kind):
     checks = _checks()
-    for kind, names in checks.DEFAULT_EXPECT.items():
-        assert kind is None or kind in KINDS, f"DEFAULT_EXPECT names unknown kind {kind!r}"
-        assert names, f"DEFAULT_EXPECT[{kind!r}] requires nothing"
-        for name in names:
-            assert name in checks.CHECKS, f"DEFAULT_EXPECT[{kind!r}] names unknown check {name!r}"
-    assert checks.DEFAULT_EXPECT[None] == ("finite",)
+    declared = get_kind(kind).PROPERTIES
+    assert any(declared.values()), f"{kind} requires nothing"
+    for name in declared:
+        assert name in checks.CHECKS, f"{kind} declares unknown property {name!r}"
 
 
 @pytest.mark.parametrize("kind", ALL_KINDS)
-def test_every_kind_has_default_expectations_that_apply_to_it(kind):
-    checks = _checks()
-    assert kind in checks.DEFAULT_EXPECT, f"add {kind} to DEFAULT_EXPECT"
-    for name in checks.DEFAULT_EXPECT[kind]:
-        applies = checks.CHECKS[name].applies_to
-        assert applies is None or kind in applies, f"{kind} requires {name}, which never runs on {kind}"
+def test_every_declared_role_and_view_is_known(kind):
+    cls = get_kind(kind)
+    assert set(cls.ROLES.values()) <= {"table", "cos", "sin", "cos-cache", "sin-cache", "inv-freq", "scale",
+                                       "matrix", "slopes"}, kind
+    enc = cls.from_params(cls.EXAMPLE)
+    assert set(enc.tensor_specs()) <= set(cls.ROLES), f"{kind} has tensors without a role"
+    assert cls.PRIMARY in cls.ROLES
 
 
-def test_every_check_is_meant_for_real_kinds():
+def test_every_check_is_a_hyphenated_noun_with_a_doc():
     checks = _checks()
     for name, c in checks.CHECKS.items():
         assert name == name.lower() and " " not in name, "checks are hyphenated nouns"
         assert c.doc.strip(), f"check {name} has no doc"
-        for kind in c.applies_to or ():
-            assert kind in KINDS, f"check {name} applies to unknown kind {kind!r}"
 
 
 @pytest.mark.parametrize("kind", ALL_KINDS)

@@ -115,7 +115,7 @@ def test_alibi_head_blocks_and_toeplitz(heads, length, causal, data):
 
 
 def test_alibi_needs_heads():
-    with pytest.raises(ParameterError, match="needs a dimension"):
+    with pytest.raises(ParameterError, match=r"needs dim \(e.g. dim=128"):
         make_encoding("alibi", {"length": 8})
     with pytest.raises(ParameterError, match=r"max_bias=0.0 is out of range"):
         make_encoding("alibi", {"length": 8, "dim": 8, "max_bias": 0})

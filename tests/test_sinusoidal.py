@@ -281,7 +281,7 @@ def test_bfloat16_is_rounded_from_the_exact_value():
         ({"preset": "gpt"}, "unknown preset 'gpt' for sinusoidal; choose from: paper"),
         ({"rotary": "1"}, "unknown parameter 'rotary' for sinusoidal; choose from:"),
         ({"dtype": "int8"}, "unknown dtype 'int8' for sinusoidal; choose from: float64, float32, float16, bfloat16"),
-        ({"length": 0}, "len=0 is out of range; sinusoidal needs len >= 1"),
+        ({"length": 0}, "length=0 is out of range; sinusoidal needs length >= 1"),
         ({"dim": -3}, "dim=-3 is out of range"),
         ({"offset": 2**31}, "out of range"),
         ({"freq": "t2t", "min_timescale": 10, "max_timescale": 2}, "max_timescale=2.0 is below min_timescale=10.0"),

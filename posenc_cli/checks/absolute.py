@@ -28,7 +28,6 @@ from .common import (
     skipped,
     verdict,
 )
-from .rotary import scaling
 
 #: Exact Gram-matrix search for the closest pair up to this many rows; beyond it a sampled search.
 EXACT_UNIQUE_ROWS = 4096
@@ -121,7 +120,7 @@ def check_bounded(ctx: CheckContext) -> CheckResult:
     sc = scan(ctx)
     if not sc.finite:
         return skipped("bounded")
-    bound = scaling(ctx) if ctx.kind == "rope" else 1.0  # HF multiplies cos and sin by attention_scaling
+    bound = ctx.kind_cls.value_bound(dict(ctx.metadata)) if ctx.kind_cls is not None else 1.0
     tol = bound * (1 + ctx.rtol)
     return verdict("bounded", sc.max_abs <= tol, sc.max_abs, tol, f"max |x| = {fmt(sc.max_abs)}; bound {fmt(bound)}",
                    max_abs=sc.max_abs, bound=bound)

@@ -1,4 +1,4 @@
-"""The data every property check receives and returns (no math here; see checks.py and checks_*.py).
+"""The data every property check receives and returns (no math here; see the other modules of this package).
 
 A check is a function ``(ctx: CheckContext) -> CheckResult``. Checks must run in time roughly linear in the
 table size with bounded memory: read big tensors block by block (``ctx.blocks``), and where the exact answer
@@ -86,6 +86,23 @@ class CheckContext:
     rtol: float = 1e-5
     seed: int = 0
     probes: int = 8
+    #: The kind's class (its declarations: ROLES, PROPERTIES, MONOTONE, hooks); None for an unknown kind.
+    kind_cls: Any = None
+
+    def __post_init__(self) -> None:
+        if self.kind_cls is None and self.kind is not None:
+            from ..encodings import KINDS, get_kind
+
+            if self.kind in KINDS:
+                self.kind_cls = get_kind(self.kind)
+
+    def role(self, name: str) -> str | None:
+        """What tensor ``name`` is (``Encoding.ROLES``), or None when the kind is unknown or does not say."""
+        return None if self.kind_cls is None else self.kind_cls.ROLES.get(name)
+
+    def with_role(self, role: str) -> list[str]:
+        """The source's tensors of ``role``, in the source's order."""
+        return [name for name in self.tensors if self.role(name) == role]
 
     def blocks(self, array: np.ndarray | None = None, rows: int = BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
         """``(start, float64 block)`` pairs covering ``array`` (default: ``table``) along axis 0."""

@@ -8,6 +8,7 @@ Each check streams row blocks of one head and is exact in time linear in the mat
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -15,13 +16,18 @@ from ..formats import is_float
 from .base import CheckContext, CheckResult
 from .common import fmt, rows_per_block, skipped, tensor, verdict
 
-#: kind -> the tensor holding its matrix.
-MATRIX_TENSOR = {"alibi": "bias", "t5": "buckets", "relative": "index"}
+#: The rules of ``monotone`` (a kind's ``MONOTONE`` names one): how entries may move with the distance.
+MONOTONE_RULES = {
+    "non-increasing-in-distance": "non-increasing in |i - j|",
+    "non-decreasing-in-distance-each-side": "non-decreasing in |i - j| on each side",
+    "non-decreasing-in-signed-distance": "non-decreasing in j - i",
+}
 
 
 def matrix(ctx: CheckContext) -> tuple[str, np.ndarray] | None:
-    """(tensor name, heads x len x len view) of a relative-scheme source, or None."""
-    name = MATRIX_TENSOR.get(ctx.kind or "")
+    """(tensor name, heads x len x len view) of the source's ``matrix`` tensor, or None."""
+    names = ctx.with_role("matrix")
+    name = names[0] if names else None
     m = tensor(ctx, name) if name else None
     if m is None:
         return None
@@ -30,6 +36,11 @@ def matrix(ctx: CheckContext) -> tuple[str, np.ndarray] | None:
     if m.ndim != 3 or m.shape[1] != m.shape[2]:
         return None
     return name, m
+
+
+def _per_head(ctx: CheckContext, name: str) -> bool:
+    """Whether the matrix tensor holds one matrix per head (heads x len x len)."""
+    return tensor(ctx, name).ndim == 3
 
 
 def has_matrix(ctx: CheckContext) -> bool:
@@ -79,22 +90,24 @@ def check_toeplitz(ctx: CheckContext) -> CheckResult:
             if dev.flat[i] > worst or where is None:
                 worst, where = float(dev.flat[i]), (h, a + i // dev.shape[1], i % dev.shape[1])
     heads = m.shape[0]
-    per = " per head" if name == "bias" else ""
+    per = " per head" if _per_head(ctx, name) else ""
     if count == 0:
         detail = f"{name} depends only on j - i{per}"
     else:
         h, i, j = where
-        head = f"head {h}, " if name == "bias" else ""
+        head = f"head {h}, " if _per_head(ctx, name) else ""
         detail = f"{count} entries break M[i+1, j+1] = M[i, j]; worst at {head}i={i}, j={j} (off by {fmt(worst)})"
     return verdict("toeplitz", count == 0, worst, tol, detail, "exact (M[1:, 1:] vs M[:-1, :-1] in row blocks)",
                    violations=count, heads=heads)
 
 
 def check_monotone(ctx: CheckContext) -> CheckResult:
-    """alibi: bias non-increasing in |i - j|; t5: bucket non-decreasing in |i - j| on each side of the
-    diagonal (r = 0 belongs to the key-before-query side, as in T5); relative (Shaw): index non-decreasing
-    in j - i (clip(j - i, -k, k) + k falls as keys move further *before* the query, so it is monotone in the
-    signed distance, not in |i - j|)."""
+    """The kind's ``MONOTONE`` rule over every neighbouring pair of every row: ``non-increasing-in-distance``
+    (ALiBi biases fall with |i - j|), ``non-decreasing-in-distance-each-side`` (T5 buckets grow with |i - j| on
+    each side of the diagonal; r = 0 belongs to the key-before-query side), ``non-decreasing-in-signed-distance``
+    (Shaw's clip(j - i, -k, k) + k falls as keys move further *before* the query, so it is monotone in the
+    signed distance, not in |i - j|; also the rule for a matrix of unknown kind)."""
+    rule = (ctx.kind_cls.MONOTONE if ctx.kind_cls is not None else None) or "non-decreasing-in-signed-distance"
     name, m = matrix(ctx)
     if not _nan_free(m):
         return skipped("monotone", "matrix has NaN values")
@@ -107,9 +120,9 @@ def check_monotone(ctx: CheckContext) -> CheckResult:
         rows = np.arange(a, a + blk.shape[0])[:, None]
         upper = cols >= rows  # both keys at or after the query
         lower = cols + 1 <= rows  # both keys at or before the query
-        if ctx.kind == "alibi":
+        if rule == "non-increasing-in-distance":
             bad = (upper & ~(right <= left + tol)) | (lower & ~(right + tol >= left))
-        elif ctx.kind == "t5":
+        elif rule == "non-decreasing-in-distance-each-side":
             bad = ((upper & (cols >= rows + 1)) & ~(right >= left)) | (lower & ~(left >= right))
         else:
             bad = ~(right >= left)
@@ -118,15 +131,14 @@ def check_monotone(ctx: CheckContext) -> CheckResult:
             if where is None:
                 i = int(np.flatnonzero(bad)[0])
                 where = (h, a + i // bad.shape[1], i % bad.shape[1])
-    rule = {"alibi": "non-increasing in |i - j|", "t5": "non-decreasing in |i - j| on each side"}.get(
-        ctx.kind, "non-decreasing in j - i")
+    text = MONOTONE_RULES[rule]
     if count == 0:
-        detail = f"{name} is {rule}"
+        detail = f"{name} is {text}"
     else:
         h, i, j = where
-        detail = f"{name} is not {rule}: {count} neighbouring pairs break it, first at row {i}, columns {j}, {j + 1}" + (
-            f" (head {h})" if name == "bias" else "")
-    return verdict("monotone", count == 0, count, 0, detail, "exact (every neighbouring pair of every row)", rule=rule)
+        detail = f"{name} is not {text}: {count} neighbouring pairs break it, first at row {i}, columns {j}, {j + 1}" + (
+            f" (head {h})" if _per_head(ctx, name) else "")
+    return verdict("monotone", count == 0, count, 0, detail, "exact (every neighbouring pair of every row)", rule=text)
 
 
 def _t5_side_buckets(distances: np.ndarray, n_side: int, max_distance: int) -> np.ndarray:
@@ -137,18 +149,19 @@ def _t5_side_buckets(distances: np.ndarray, n_side: int, max_distance: int) -> n
     return np.where(distances < max_exact, distances, np.minimum(large, n_side - 1)).astype(np.int64)
 
 
-def _meta_int(ctx: CheckContext, key: str, default: int) -> tuple[int, bool]:
-    try:
-        return int(ctx.metadata[key]), True
-    except (KeyError, ValueError):
-        return default, False
+def _declared(ctx: CheckContext, key: str) -> tuple[Any, bool]:
+    """(parameter ``key`` as the metadata states it, else the kind's default; whether the metadata stated it)."""
+    stated = key in ctx.metadata
+    if ctx.kind_cls is None:
+        raise ValueError(f"{key}: a bucket matrix of unknown kind")  # has_matrix needs a declared kind
+    return ctx.kind_cls.metadata_param(dict(ctx.metadata), key), stated
 
 
 def check_t5_saturation(ctx: CheckContext) -> CheckResult:
     _, m = matrix(ctx)
-    nb, got_nb = _meta_int(ctx, "num_buckets", 32)
-    md, got_md = _meta_int(ctx, "max_distance", 128)
-    bidi = ctx.metadata.get("bidirectional", "true").strip().lower() in ("1", "true", "yes", "on")
+    nb, got_nb = _declared(ctx, "num_buckets")
+    md, got_md = _declared(ctx, "max_distance")
+    bidi, _ = _declared(ctx, "bidirectional")
     n = m.shape[1]
     n_side = nb // 2 if bidi else nb
     dist = np.arange(n)
@@ -170,7 +183,7 @@ def check_t5_saturation(ctx: CheckContext) -> CheckResult:
         sat_ok &= bool(np.all(row[1:] == 0))
     ok = sat_ok and used == expected
     assumed = [k for k, got in (("num_buckets", got_nb), ("max_distance", got_md)) if not got]
-    note = f" (assumed T5 defaults for {', '.join(assumed)})" if assumed else ""
+    note = f" (assumed the kind's defaults for {', '.join(assumed)})" if assumed else ""
     if ok:
         sat = f"saturates from distance {md}" if n > md else f"len {n} <= max_distance {md}: saturation not reached"
         detail = f"{len(used)} buckets used as expected for num_buckets={nb}, bidirectional={str(bidi).lower()}; {sat}{note}"

@@ -19,13 +19,24 @@ LAYOUTS = ("half", "interleaved")
 RELATIVE_PAIRS = 256
 
 
-def tables(ctx: CheckContext) -> tuple[np.ndarray, np.ndarray, str] | None:
-    """(cos, sin, layout) of a rotary source; layout ``cache`` for ONNX caches, ``None`` when unknown."""
-    for c, s, layout in (("cos", "sin", ctx.metadata.get("layout")), ("cos_cache", "sin_cache", "cache")):
-        cos, sin = tensor(ctx, c), tensor(ctx, s)
-        if cos is not None and sin is not None:
-            if cos.ndim == 2 and cos.shape == sin.shape:
-                return cos, sin, layout if layout in (*LAYOUTS, "cache") else None
+def tables(ctx: CheckContext) -> tuple[np.ndarray, np.ndarray, str | None] | None:
+    """(cos, sin, layout) of a rotary source; layout ``cache`` for ONNX caches, ``None`` when unknown.
+
+    The pair is found by role (``cos``/``sin`` or ``cos-cache``/``sin-cache``); a source of unknown kind offers
+    its tensors named ``cos`` and ``sin``.
+    """
+    pairs = [("cos", "sin", ctx.metadata.get("layout")), ("cos-cache", "sin-cache", "cache")]
+    for c_role, s_role, layout in pairs:
+        if ctx.kind_cls is None:
+            names = (c_role, s_role) if c_role == "cos" else None
+        else:
+            found = ctx.with_role(c_role), ctx.with_role(s_role)
+            names = (found[0][0], found[1][0]) if found[0] and found[1] else None
+        if names is None:
+            continue
+        cos, sin = tensor(ctx, names[0]), tensor(ctx, names[1])
+        if cos is not None and sin is not None and cos.ndim == 2 and cos.shape == sin.shape:
+            return cos, sin, layout if layout in (*LAYOUTS, "cache") else None
     return None
 
 

@@ -1,7 +1,7 @@
-"""The posenc command line: parse, make one engine call, render or write (one module per command).
+"""The posenc command line: parse, make one library call, render or write (one module per command).
 
-Every engine error (:class:`PosencError`) is printed once, as ``Error: ...`` on stderr, by :func:`main`; an
-unexpected exception is a bug and keeps its traceback.
+Every engine error (:class:`PosencError`) is printed once, as ``Error: ...`` on stderr, by :func:`main`; a
+usage error is one line too; an unexpected exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -9,60 +9,57 @@ from __future__ import annotations
 import os
 import sys
 
-import typer
-
+from .. import __version__
 from ..errors import ExitCode, PosencError
-from ._common import _quiet_broken_pipe, app
+from . import check, compare, export, generate, kinds
+from ._common import quiet_broken_pipe
+from ._parser import PROG, UsageError, build_parser, handle_completion, install_completion
 
-# isort: off
-# registration order is the order `posenc --help` lists the commands in
-from . import generate, check, compare, export, kinds  # noqa: E402, F401
-# isort: on
+__all__ = ["COMMANDS", "main"]
 
-__all__ = ["app", "main"]
+#: The commands, in the order ``posenc --help`` lists them.
+COMMANDS = (generate, check, compare, export, kinds)
 
 
-def main() -> None:
-    """Console-script entry point: run the app and turn every way out into one line and an exit code.
-
-    Typer runs in non-standalone mode so that usage errors reach us: they become one ``Error:`` line (the
-    bad value and where to look) instead of click's three-line usage block.
-    """
-    if "_POSENC_COMPLETE" in os.environ:
-        _plain_completion_help()
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: run one command and turn every way out into one line and an exit code."""
+    request = os.environ.get("_POSENC_COMPLETE")
+    if request:
+        sys.exit(handle_completion(build_parser(COMMANDS, __version__), request))
+    args = sys.argv[1:] if argv is None else argv
+    names = {m.NAME for m in COMMANDS}
+    parser = build_parser(COMMANDS, __version__, only=args[0] if args and args[0] in names else None)
     try:
-        code = app(prog_name="posenc", standalone_mode=False)
+        sys.exit(_run(parser, args))
     except PosencError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         sys.exit(exc.exit_code)
-    except (KeyboardInterrupt, typer.Abort):
+    except UsageError as exc:
+        sys.stderr.write(f"Error: {exc} (see {exc.command} --help)\n")
+        sys.exit(ExitCode.ERROR)
+    except KeyboardInterrupt:
         sys.stderr.write("Interrupted\n")
         sys.exit(ExitCode.INTERRUPTED)
     except BrokenPipeError:
-        _quiet_broken_pipe()
-    except _click_exception() as exc:
-        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `posenc`: show the help
-            exc.show()
-            sys.exit(exc.exit_code)
-        command = exc.ctx.command_path if getattr(exc, "ctx", None) is not None else "posenc"
-        sys.stderr.write(f"Error: {exc.format_message()} (see {command} --help)\n")
-        sys.exit(exc.exit_code)
-    sys.exit(code if isinstance(code, int) else ExitCode.OK)
+        quiet_broken_pipe()
 
 
-def _click_exception() -> type[Exception]:
-    try:  # typer >= 0.26 vendors click
-        from typer._click.exceptions import ClickException
-    except ImportError:  # pragma: no cover - older typer on real click
-        from click.exceptions import ClickException
-    return ClickException
+def _run(parser, argv: list[str]) -> int:
+    if not argv:  # bare `posenc`: the help, as a usage error
+        parser.print_help(sys.stderr)
+        return ExitCode.ERROR
+    ns = parser.parse_args(argv)
+    if ns.show_completion:
+        from ._parser import completion_script
 
-
-def _plain_completion_help() -> None:
-    """Typer's zsh/fish completion imports rich to strip markup from help texts; ours has none (plain mode)."""
-    try:
-        from typer import _completion_classes
-    except ImportError:  # pragma: no cover - a typer without this private module
-        return
-    if hasattr(_completion_classes, "_sanitize_help_text"):
-        _completion_classes._sanitize_help_text = lambda text: text
+        sys.stdout.write(completion_script(ns.show_completion))
+        return ExitCode.OK
+    if ns.install_completion:
+        path = install_completion(ns.install_completion)
+        sys.stderr.write(f"installed completion in {path}; start a new shell to use it\n")
+        return ExitCode.OK
+    if ns.command is None:
+        raise UsageError("missing command; choose from: " + ", ".join(m.NAME for m in COMMANDS), PROG)
+    code = ns.run(ns)
+    sys.stdout.flush()
+    return int(code)

@@ -2,96 +2,95 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-from typing import Annotated, Optional
 
-import typer
-
-from ..errors import ParameterError
+from ..errors import ExitCode, ParameterError
 from ._common import (
-    DEFAULT_MAX_BYTES,
-    DimOpt,
-    DtypeOpt,
-    ForceOpt,
-    FormatOpt,
-    GridOpt,
-    HfConfigOpt,
-    LenOpt,
-    MaxBytesOpt,
-    ParamOpt,
-    QuietOpt,
-    _msg,
-    _params,
-    _pipe_safe,
-    _prod,
-    _source,
-    _write,
-    app,
+    add_force,
+    add_format,
+    add_hf_config,
+    add_max_bytes,
+    add_quiet,
+    add_table_options,
+    config_params,
+    msg,
+    open_src,
+    prod,
+    refuse_layer_type_without_config,
+    spec_params,
+    write,
 )
 
+NAME = "export"
+SUMMARY = "Write a table for other frameworks, atomically, C-contiguous, with metadata."
+DESCRIPTION = """\
+Write a table for other frameworks, atomically, C-contiguous, with posenc metadata.
 
-# ----- export --------------------------------------------------------------------------------------
-@app.command()
-@_pipe_safe
-def export(
-    source: Annotated[str, typer.Argument(help="File, - or spec KIND[:key=value,...].")],
-    output: Annotated[str, typer.Option("--output", "-o", help="Output file (.safetensors, .npy, .npz, .csv, .json) or -.")],
-    length: LenOpt = None,
-    dim: DimOpt = None,
-    param: ParamOpt = None,
-    dtype: DtypeOpt = None,
-    tensor: Annotated[Optional[list[str]], typer.Option("--tensor", "-t", help="Export only these tensors (repeatable).", show_default=False)] = None,
-    name: Annotated[Optional[list[str]], typer.Option("--name", help="Rename: NEW (single tensor) or OLD=NEW (repeatable).", show_default=False)] = None,
-    format: FormatOpt = None,
-    force: ForceOpt = False,
-    grid: GridOpt = None,
-    hf_config: HfConfigOpt = None,
-    onnx_rope: Annotated[bool, typer.Option("--onnx-rope", help="RoPE: write cos_cache/sin_cache [len, rot_dim/2] for the ONNX RotaryEmbedding operator.")] = False,
-    max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
-    quiet: QuietOpt = False,
-) -> None:
-    """Write a table for other frameworks, atomically, C-contiguous, with posenc metadata.
+Example:
+  posenc export sinusoidal --len 2048 --dim 512 --dtype bfloat16 -o pe.safetensors"""
 
-    Example: posenc export sinusoidal --len 2048 --dim 512 --dtype bfloat16 -o pe.safetensors
-    """
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", metavar="SOURCE", help="File, - or spec KIND[:key=value,...].")
+    p.add_argument("-o", "--output", metavar="PATH", required=True,
+                   help="Output file (.safetensors, .npy, .npz, .csv, .json) or -.")
+    add_table_options(p)
+    p.add_argument("-t", "--tensor", action="append", metavar="NAME", help="Export only these tensors (repeatable).")
+    p.add_argument("--name", action="append", metavar="NEW|OLD=NEW",
+                   help="Rename: NEW (single tensor) or OLD=NEW (repeatable).")
+    add_format(p)
+    add_force(p)
+    add_hf_config(p)
+    p.add_argument("--onnx-rope", action="store_true",
+                   help="RoPE: write cos_cache/sin_cache [len, rot_dim/2] for the ONNX RotaryEmbedding operator.")
+    add_max_bytes(p)
+    add_quiet(p)
+
+
+def run(args: argparse.Namespace) -> int:
     from .. import formats
-    from ..sources import CastTensor, Source, is_spec
+    from ..sources import CastTensor, Source, check_size, is_spec
 
+    refuse_layer_type_without_config(args)
+    source = args.source
     is_file = not is_spec(source)
-    params = _params(param, grid, hf_config, length)
-    if onnx_rope and not is_file:  # a file is regenerated with cache=onnx below
+    params = spec_params(args)
+    if args.hf_config is not None:
+        if is_file:
+            raise ParameterError(f"--hf-config builds tables from a model config; {source} is a file: drop one of them")
+        kind, cfg = config_params(args, source.split(":", 1)[0])
+        params = {**cfg, **params}
+        source = kind + source[len(source.split(":", 1)[0]) :]
+    if args.onnx_rope and not is_file:  # a file is regenerated with cache=onnx below
         params["cache"] = "onnx"
-    if hf_config is not None and source == "sinusoidal":
-        source = "rope"
-    src = _source(source, length, dim, params, None if is_file else dtype, max_bytes)
-    if onnx_rope and is_file:  # a posenc rope file: regenerate its encoding with the ONNX cache layout
+    src = open_src(source, args, params, dtype=None if is_file else args.dtype)
+    if args.onnx_rope and is_file:  # a posenc rope file: regenerate its encoding with the ONNX cache layout
         enc = src.encoding
         if enc is None or "cache" not in {f.name for f in enc.param_fields()}:
             raise ParameterError("--onnx-rope needs a rope spec or a posenc-written rope file")
-        enc = dataclasses.replace(enc, cache="onnx", **({"dtype": dtype} if dtype else {}))  # --dtype wins
+        enc = dataclasses.replace(enc, cache="onnx", **({"dtype": args.dtype} if args.dtype else {}))  # --dtype wins
         src = Source.from_encoding(enc, src.label)
     lazy = dict(src.lazy)
-    if tensor:
-        missing = [t for t in tensor if t not in lazy]
+    if args.tensor:
+        missing = [t for t in args.tensor if t not in lazy]
         if missing:
             raise ParameterError(f"{src.label} has no tensor {missing[0]!r}; choose from: {', '.join(lazy)}")
-        lazy = {t: lazy[t] for t in tensor}
-    fmt_name = formats.format_for(output, format) if output != "-" else (format or "npy")
-    if fmt_name in ("npy", "csv") and len(lazy) > 1:
+        lazy = {t: lazy[t] for t in args.tensor}
+    fmt_name = formats.format_for(args.output, args.format)
+    if fmt_name in formats.SINGLE_TENSOR_FORMATS and len(lazy) > 1:
         lazy = {src.tensor_name(None): lazy[src.tensor_name(None)]}
-    lazy = _renamed(lazy, name)
-    if dtype is not None and src.tensors:
-        lazy = {k: CastTensor(v, dtype) for k, v in lazy.items()}
+    lazy = _renamed(lazy, args.name)
+    if args.dtype is not None and src.tensors:
+        lazy = {k: CastTensor(v, args.dtype) for k, v in lazy.items()}
     meta = dict(src.metadata)
-    if dtype is not None:
-        meta["dtype"] = dtype
-    check_bytes = sum(_prod(t.shape) * t.dtype.itemsize for t in lazy.values())
-    from ..sources import check_size
-
-    check_size(check_bytes, max_bytes, src.label)
-    _write(output, lazy, meta, format, force, quiet)
-    if output != "-":
-        _msg(f"wrote {output} ({', '.join(f'{n} {tuple(t.shape)}' for n, t in lazy.items())})", quiet)
+    if args.dtype is not None:
+        meta["dtype"] = args.dtype
+    check_size(sum(prod(t.shape) * t.dtype.itemsize for t in lazy.values()), args.max_bytes, src.label)
+    write(args.output, lazy, meta, args.format, args.force, args.quiet)
+    if args.output != "-":
+        msg(f"wrote {args.output} ({', '.join(f'{n} {tuple(t.shape)}' for n, t in lazy.items())})", args.quiet)
+    return ExitCode.OK
 
 
 def _renamed(lazy: dict, names: list[str] | None) -> dict:

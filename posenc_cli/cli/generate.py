@@ -2,90 +2,92 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
-from typing import Annotated, Optional
 
-import typer
-
-from ..errors import ParameterError
+from ..encodings import DEFAULT_KIND
+from ..errors import ExitCode, ParameterError
 from ._common import (
-    DEFAULT_MAX_BYTES,
-    DimOpt,
-    DtypeOpt,
-    ForceOpt,
-    FormatOpt,
-    GridOpt,
-    HfConfigOpt,
-    LenOpt,
-    MaxBytesOpt,
-    ParamOpt,
-    QuietOpt,
-    TensorOpt,
-    _complete_kind,
-    _msg,
-    _params,
-    _pipe_safe,
-    _write,
-    app,
+    add_force,
+    add_format,
+    add_hf_config,
+    add_max_bytes,
+    add_quiet,
+    add_table_options,
+    config_params,
+    kind_option,
+    msg,
+    refuse_layer_type_without_config,
+    spec_params,
+    write,
 )
 
+NAME = "generate"
+SUMMARY = "Generate a table (preview on a terminal, .npy when piped, a file with -o)."
+DESCRIPTION = f"""\
+Generate a table. On a terminal: a preview; piped: .npy bytes; with -o: a file (format from the suffix).
 
-# ----- generate ------------------------------------------------------------------------------------
-@app.command()
-@_pipe_safe
-def generate(
-    kind: Annotated[str, typer.Option("--kind", "-k", help="Encoding kind (see `posenc kinds`).", autocompletion=_complete_kind)] = "sinusoidal",
-    length: LenOpt = None,
-    dim: DimOpt = None,
-    param: ParamOpt = None,
-    dtype: DtypeOpt = None,
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Output file, or - for stdout.", show_default=False)] = None,
-    format: FormatOpt = None,
-    tensor: TensorOpt = None,
-    force: ForceOpt = False,
-    grid: GridOpt = None,
-    hf_config: HfConfigOpt = None,
-    precision: Annotated[int, typer.Option("--precision", help="Decimals in the terminal preview.")] = 3,
-    max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
-    quiet: QuietOpt = False,
-) -> None:
-    """Generate a table. On a terminal: a preview; piped: .npy bytes; with -o: a file (format from the suffix).
+Examples:
+  posenc generate --len 512 --dim 128
+  posenc generate -n 5 -d 6 -p preset=tf-tutorial
+  posenc generate -n 512 -d 128 -o pe.safetensors
+  posenc generate -n 512 -d 128 | posenc check -
+  posenc generate --hf-config config.json -o rope.safetensors
 
-    Examples: posenc generate --len 512 --dim 128;  posenc generate -n 5 -d 6 -p preset=tf-tutorial;
-    posenc generate -n 512 -d 128 -o pe.safetensors;  posenc generate -n 512 -d 128 | posenc check -
-    """
+The kind defaults to {DEFAULT_KIND}; with --hf-config, to the kind the model's config describes."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    kind_option(p, ("-k", "--kind"), f"Encoding kind (see `posenc kinds`; default {DEFAULT_KIND}).")
+    add_table_options(p)
+    p.add_argument("-o", "--output", metavar="PATH", help="Output file, or - for stdout.")
+    add_format(p)
+    p.add_argument("-t", "--tensor", metavar="NAME", help="Tensor to write to a single-tensor format (.npy, .csv).")
+    add_force(p)
+    add_hf_config(p)
+    p.add_argument("--precision", type=int, default=3, metavar="N", help="Decimals in the terminal preview.")
+    add_max_bytes(p)
+    add_quiet(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import formats
     from ..encodings import make_encoding
     from ..sources import check_size
 
-    if hf_config is not None and kind == "sinusoidal":
-        kind = "rope"
-    params = _params(param, grid, hf_config, length)
+    refuse_layer_type_without_config(args)
+    params = spec_params(args)
+    if args.hf_config is not None:
+        kind, cfg = config_params(args, args.kind)
+        params = {**cfg, **params}
+    else:
+        kind = args.kind or DEFAULT_KIND
     merged: dict[str, object] = dict(params)
-    if length is not None:
-        merged["length"] = length
-    if dim is not None and "dim" not in params:
-        merged["dim"] = dim
-    if dtype is not None:
-        merged["dtype"] = dtype
+    if args.length is not None:
+        merged["length"] = args.length
+    if args.dim is not None and "dim" not in params:
+        merged["dim"] = args.dim
+    if args.dtype is not None:
+        merged["dtype"] = args.dtype
     enc = make_encoding(kind, merged)
-    check_size(enc.nbytes(), max_bytes, f"{kind} table")
-    if output is None and sys.stdout.isatty():
-        _preview(enc, precision)
-        return
-    dest = "-" if output is None else output
+    check_size(enc.nbytes(), args.max_bytes, f"{enc.KIND} table")
+    if args.output is None and sys.stdout.isatty():
+        _preview(enc, args.precision)
+        return ExitCode.OK
+    dest = "-" if args.output is None else args.output
     tensors = enc.lazy_tensors()
-    from .. import formats
-
-    fmt_name = formats.format_for(dest, format) if dest != "-" else (format or "npy")
-    if fmt_name in ("npy", "csv") or tensor is not None:
-        name = tensor or enc.PRIMARY
+    fmt_name = formats.format_for(dest, args.format)
+    if fmt_name in formats.SINGLE_TENSOR_FORMATS or args.tensor is not None:
+        name = args.tensor or enc.PRIMARY
         if name not in tensors:
-            raise ParameterError(f"{kind} has no tensor {name!r}; choose from: {', '.join(tensors)}")
-        if fmt_name in ("npy", "csv"):
+            raise ParameterError(f"{enc.KIND} has no tensor {name!r}; choose from: {', '.join(tensors)}")
+        if fmt_name in formats.SINGLE_TENSOR_FORMATS:
             tensors = {name: tensors[name]}
-    _write(dest, tensors, enc.metadata(), format, force, quiet)
+    write(dest, tensors, enc.metadata(), args.format, args.force, args.quiet)
     if dest != "-":
-        _msg(f"wrote {dest} ({', '.join(f'{n} {tuple(t.shape)}' for n, t in tensors.items())}, {enc.dtype})", quiet)
+        msg(f"wrote {dest} ({', '.join(f'{n} {tuple(t.shape)}' for n, t in tensors.items())}, {enc.dtype})",
+            args.quiet)
+    return ExitCode.OK
 
 
 def _preview(enc, precision: int) -> None:

@@ -2,47 +2,42 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+import argparse
 
-import typer
+from ..errors import ExitCode
+from ._common import add_json, complete_kind
+from ._parser import with_completer
 
-from ..encodings import KINDS
-from ._common import (
-    JsonOpt,
-    _complete_kind,
-    _pipe_safe,
-    app,
-)
+NAME = "kinds"
+SUMMARY = "List the encoding kinds, or show one kind's tensors, parameters and presets."
+DESCRIPTION = "List the encoding kinds, or show one kind's tensors, parameters, presets and references."
 
 
-# ----- kinds ---------------------------------------------------------------------------------------
-@app.command()
-@_pipe_safe
-def kinds(
-    kind: Annotated[Optional[str], typer.Argument(help="Show one kind in detail.", autocompletion=_complete_kind, show_default=False)] = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """List the encoding kinds, or show one kind's tensors, parameters, presets and references."""
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    with_completer(p.add_argument("kind", nargs="?", metavar="KIND", help="Show one kind in detail."), complete_kind)
+    add_json(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..api import kinds as all_kinds
     from ..encodings import get_kind
     from ..kindinfo import kind_info
+    from ..render import print_json
 
-    if kind is None:
-        rows = [kind_info(get_kind(k)) for k in KINDS]
-        if json_out:
-            from ..render import print_json
-
+    if args.kind is None:
+        rows = all_kinds()
+        if args.json_out:
             print_json(rows)
         else:
             from ..render import kinds_list
 
             kinds_list(rows)
-        return
-    info = kind_info(get_kind(kind))
-    if json_out:
-        from ..render import print_json
-
+        return ExitCode.OK
+    info = kind_info(get_kind(args.kind))
+    if args.json_out:
         print_json(info)
     else:
         from ..render import kind_detail
 
         kind_detail(info)
+    return ExitCode.OK

@@ -1,7 +1,9 @@
 """The literal registry of encoding kinds.
 
 Each entry maps a kind's name to the module and class that implement it; modules load on first use so
-that ``posenc --help`` and shell completion never import NumPy. Adding a kind = one module + one line.
+that ``posenc --help`` and shell completion never import NumPy. Adding a kind = one module + one line: the
+class declares everything else about itself (parameters, tensors and their roles, presets, properties,
+model-config reading, plot views), and every command reads those declarations.
 """
 
 from __future__ import annotations
@@ -28,21 +30,67 @@ KINDS: dict[str, tuple[str, str]] = {
     "relative": ("relative", "ShawRelative"),
 }
 
+#: The kind ``posenc generate`` builds when none is named: the first entry.
+DEFAULT_KIND = next(iter(KINDS))
+
 
 def kind_names() -> list[str]:
     return list(KINDS)
 
 
-def get_kind(name: str) -> type[Encoding]:
-    """The class of kind ``name``; a :class:`ParameterError` naming the valid kinds otherwise."""
+def resolve_kind(name: str) -> str:
+    """The registered name ``name`` means: itself, or a case-insensitive match; else a :class:`ParameterError`
+    naming the closest kinds ("did you mean") and every valid one."""
     from ..errors import ParameterError
 
-    if name not in KINDS:
-        raise ParameterError(f"unknown encoding {name!r}; choose from: {', '.join(sorted(KINDS))}")
-    module, cls = KINDS[name]
-    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+    if name in KINDS:
+        return name
+    folded = [k for k in KINDS if k.lower() == name.strip().lower()]
+    if len(folded) == 1:
+        return folded[0]
+    import difflib
+
+    close = difflib.get_close_matches(name.strip().lower(), list(KINDS), n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    raise ParameterError(f"unknown encoding {name!r}; {hint}choose from: {', '.join(sorted(KINDS))}")
+
+
+def get_kind(name: str) -> type[Encoding]:
+    """The class of kind ``name`` (see :func:`resolve_kind` for the names it accepts)."""
+    module, cls = KINDS[resolve_kind(name)]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)  # type: ignore[no-any-return]
+
+
+def kind_classes() -> dict[str, type[Encoding]]:
+    """Every registered kind's class, in registry order (imports every kind module)."""
+    return {name: get_kind(name) for name in KINDS}
 
 
 def make_encoding(kind: str, params: dict[str, Any]) -> Encoding:
     """Build a validated encoding of ``kind`` from ``name -> value`` parameters (strings are parsed)."""
     return get_kind(kind).from_params(params)
+
+
+def model_config_kinds() -> list[str]:
+    """The kinds that can be built from a model's config.json (they declare ``from_model_config``)."""
+    return [name for name, cls in kind_classes().items() if cls.reads_model_config()]
+
+
+def from_model_config(config: dict[str, Any], *, kind: str | None = None, **options: Any) -> tuple[str, dict[str, Any], list[str]]:
+    """``(kind, parameters, warnings)`` that reproduce a model's tables from its config.json dict.
+
+    ``kind`` (a user's explicit ``--kind``) must be one that reads model configs; by default the first kind that
+    does decides (it may answer with another kind, e.g. a multimodal RoPE).
+    """
+    from ..errors import ParameterError
+
+    readers = model_config_kinds()
+    if kind is not None:
+        kind = resolve_kind(kind)
+        if kind not in readers:
+            raise ParameterError(
+                f"--hf-config builds the tables a model's config describes, which kind {kind!r} cannot read; "
+                f"drop --kind or use one of: {', '.join(readers)}"
+            )
+        return get_kind(kind).from_model_config(config, **options)
+    return get_kind(readers[0]).from_model_config(config, **options)

@@ -14,7 +14,6 @@ grammar ``KIND:key=value,...`` and file metadata share one parser.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import types
 import typing
@@ -64,9 +63,13 @@ def param(
     return field(default=default, metadata=meta)
 
 
+#: Other names users may type for a parameter (``-p len=512``, ``generate("sinusoidal", len=512)``).
+ALIASES = {"len": "length"}
+
+
 def display_name(name: str) -> str:
-    """A parameter as users type it: ``length`` is ``--len`` / ``len=`` on the command line."""
-    return "len" if name == "length" else name
+    """A parameter as users type it: the same name in Python, ``-p key=value``, specs and ``--json``."""
+    return name
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,8 @@ def parse_value(tp: Any, name: str, value: Any) -> Any:
         if isinstance(value, str):
             text = value.strip()
             if text.startswith("["):
+                import json
+
                 try:
                     value = json.loads(text)
                 except json.JSONDecodeError:
@@ -182,6 +187,8 @@ def format_value(value: Any) -> str:
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, tuple):
+        import json
+
         return json.dumps([v for v in value])
     return str(value)
 
@@ -209,17 +216,65 @@ class Encoding:
     NEEDS_DIM: ClassVar[bool] = True
     #: Whether the primary tensor holds integers (T5 buckets, Shaw indices) rather than floats.
     INTEGER_TABLE: ClassVar[bool] = False
+    #: What each tensor this kind can produce *is*, by name, so that checks, plots and diagnosis pick their
+    #: data by role and never by kind: ``table`` (one row per position), ``cos`` / ``sin`` (a rotary pair,
+    #: rows = positions), ``cos-cache`` / ``sin-cache`` (ONNX half-width caches), ``inv-freq`` (1-D angular
+    #: frequencies), ``scale`` (per-position multipliers), ``matrix`` (query x key, or heads x query x key).
+    ROLES: ClassVar[dict[str, str]] = {"pe": "table"}
+    #: The properties this kind is judged by (names in ``posenc_cli.checks.CHECKS``), each with whether it
+    #: is required by default. A property not listed is not measured on this kind.
+    PROPERTIES: ClassVar[dict[str, bool]] = {"finite": True, "matches-spec": True}
+    #: ``check``'s ``monotone`` property: how a ``matrix`` moves with distance (see checks/matrix.py).
+    MONOTONE: ClassVar[str | None] = None
+    #: The plot views (``posenc plot --view``) that show this kind.
+    VIEWS: ClassVar[tuple[str, ...]] = ()
+    #: Small parameters that build an example (``posenc kinds`` lists its tensors, tests build it).
+    EXAMPLE: ClassVar[dict[str, Any]] = {"length": 4, "dim": 8}
 
     length: int = param(help="number of positions (rows)", low=1)
     dim: int | None = param(None, "feature dimension (columns)", low=1)
     dtype: str = param("float32", "output dtype of floating tensors", choices=FLOAT_DTYPES)
+
+    # ----- hooks that later work reads (defaults: the kind has none) ---------------------------
+    @classmethod
+    def value_bound(cls, metadata: dict[str, str]) -> float:
+        """The largest magnitude a value of this kind's tables may have (``check``'s ``bounded``)."""
+        return 1.0
+
+    @classmethod
+    def causal_mask(cls, metadata: dict[str, str]) -> bool:
+        """Whether -inf above a ``matrix``'s diagonal is a causal mask rather than a fault (``finite``)."""
+        return False
+
+    @classmethod
+    def reads_model_config(cls) -> bool:
+        """Whether :meth:`from_model_config` can build this kind from a model's config.json."""
+        return cls.from_model_config.__func__ is not Encoding.from_model_config.__func__  # type: ignore[attr-defined]
+
+    @classmethod
+    def from_model_config(cls, config: dict[str, Any], **options: Any) -> tuple[str, dict[str, Any], list[str]]:
+        """``(kind, parameters, warnings)`` that reproduce a model's tables from its config.json dict."""
+        raise ParameterError(f"{cls.KIND} cannot be built from a model config")
+
+    @classmethod
+    def metadata_param(cls, metadata: dict[str, str], name: str) -> Any:
+        """Parameter ``name`` as a file's metadata states it, else this kind's default for it."""
+        hints = typing.get_type_hints(cls)
+        text = metadata.get(name)
+        if text is not None:
+            try:
+                return parse_value(hints[name], name, text)
+            except ParameterError:
+                pass
+        f = next(f for f in cls.param_fields() if f.name == name)
+        return None if f.default is dataclasses.MISSING else f.default
 
     # ----- construction -------------------------------------------------------------------------
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             self._check_field(f, getattr(self, f.name))
         if self.NEEDS_DIM and self.dim is None:
-            raise ParameterError(f"{self.KIND} needs a dimension; pass --dim D (e.g. --dim 128)")
+            raise ParameterError(f"{self.KIND} needs dim (e.g. dim=128, or --dim 128 on the command line)")
         self.validate()
 
     def _check_field(self, f: dataclasses.Field, value: Any) -> None:
@@ -262,7 +317,7 @@ class Encoding:
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> Encoding:
         """Build from ``name -> value`` (strings are parsed); ``preset`` expands first, explicit values win."""
-        params = dict(params)
+        params = {ALIASES.get(k, k): v for k, v in params.items()}
         names = {f.name for f in cls.param_fields()}
         preset = params.pop("preset", None)
         merged: dict[str, Any] = {}
@@ -282,7 +337,7 @@ class Encoding:
             if derived is not None:
                 kwargs["length"] = derived
         if "length" not in kwargs:
-            raise ParameterError(f"{cls.KIND} needs a length; pass --len N (e.g. --len 512)")
+            raise ParameterError(f"{cls.KIND} needs length (e.g. length=512, or --len 512 on the command line)")
         try:
             return cls(**kwargs)
         except TypeError as exc:  # a missing required parameter

@@ -92,6 +92,13 @@ def grid_frequencies(n: int, base: float) -> tuple[np.ndarray, np.ndarray]:
 class _GridSinusoidal(Encoding):
     """Shared machinery of the 2-D and 3-D grid encodings."""
 
+    PROPERTIES = {
+        "finite": True, "matches-spec": True, "bounded": True, "unique": True, "constant-norm": True,
+        "equidistant": False, "offset-invariant": False, "shift-linear": False, "symmetric": False,
+        "decay": False, "precision": False,
+    }  # fmt: skip
+    VIEWS = ("heatmap", "dot", "compare")
+
     NDIM: ClassVar[int] = 2
 
     grid: str | None = param(None, "grid shape HxW (2-D) or TxHxW (3-D); rows are its cells in row-major order")
@@ -210,6 +217,7 @@ class Sinusoidal2D(_GridSinusoidal):
     """2-D sin/cos patch-grid encoding ``pe`` ((cls +) H*W x dim), MAE layout by default."""
 
     KIND = "sinusoidal-2d"
+    EXAMPLE = {"grid": "2x2", "dim": 8}
     SUMMARY = "2-D sin/cos image-patch grid encoding (MAE, timm, positional-encodings conventions)"
     REFERENCES = (
         "mae: facebookresearch/mae util/pos_embed.py get_2d_sincos_pos_embed ([sin w|cos w|sin h|cos h], see mae#18)",
@@ -234,6 +242,7 @@ class Sinusoidal3D(_GridSinusoidal):
     """3-D sin/cos video-grid encoding ``pe`` ((cls +) T*H*W x dim), positional-encodings layout by default."""
 
     KIND = "sinusoidal-3d"
+    EXAMPLE = {"grid": "2x2x2", "dim": 12}
     SUMMARY = "3-D sin/cos video grid encoding (positional-encodings PositionalEncoding3D convention)"
     REFERENCES = (
         "positional-encodings: tatp22/multidim-positional-encoding positional_encodings/torch_encodings.py PositionalEncoding3D",

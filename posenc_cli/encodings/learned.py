@@ -55,6 +55,20 @@ class Learned(Encoding):
     """A freshly initialised learned position-embedding table ``pe`` (len x dim)."""
 
     KIND = "learned"
+    PROPERTIES = {
+        "finite": True,
+        "matches-spec": True,
+        "bounded": False,
+        "unique": True,
+        "constant-norm": False,
+        "equidistant": False,
+        "offset-invariant": False,
+        "shift-linear": False,
+        "symmetric": False,
+        "decay": False,
+        "precision": False,
+    }
+    VIEWS = ("heatmap", "dot", "compare")
     SUMMARY = "learned absolute embeddings at initialisation: N(0, std^2) or truncated, reproducible by row"
     REFERENCES = (
         "normal: huggingface/transformers models/bert/modeling_bert.py _init_weights (normal_, std=initializer_range=0.02)",

@@ -56,7 +56,7 @@ class _Naive(Encoding):
     def validate(self) -> None:
         last = self.offset + self.length - 1
         if last > MAX_POSITION:
-            raise ParameterError(f"last position {last} exceeds {MAX_POSITION}; lower --len or offset")
+            raise ParameterError(f"last position {last} exceeds {MAX_POSITION}; lower length or offset")
 
     def tensor_specs(self) -> dict[str, TensorSpec]:
         return {"pe": TensorSpec("pe", (self.length, self.dim), self.out_dtype)}
@@ -70,6 +70,20 @@ class Index(_Naive):
     """The raw position in every column: ``pe[t, :] = t``."""
 
     KIND = "index"
+    PROPERTIES = {
+        "finite": True,
+        "matches-spec": True,
+        "bounded": False,
+        "unique": True,
+        "constant-norm": False,
+        "equidistant": True,
+        "offset-invariant": False,
+        "shift-linear": False,
+        "symmetric": True,
+        "decay": False,
+        "precision": False,
+    }
+    VIEWS = ("heatmap", "dot", "compare")
     SUMMARY = "naive baseline: the position index itself in every column (unbounded)"
     REFERENCES = ("seed: the 'use the index as the encoding' strawman of positional-encoding tutorials (pe[t, :] = t)",)
 
@@ -82,6 +96,20 @@ class Normalized(_Naive):
     """The position divided by the last position: ``pe[t, :] = t / (offset + len - 1)``."""
 
     KIND = "normalized"
+    PROPERTIES = {
+        "finite": True,
+        "matches-spec": True,
+        "bounded": True,
+        "unique": True,
+        "constant-norm": False,
+        "equidistant": True,
+        "offset-invariant": False,
+        "shift-linear": False,
+        "symmetric": True,
+        "decay": False,
+        "precision": False,
+    }
+    VIEWS = ("heatmap", "dot", "compare")
     SUMMARY = "naive baseline: position / last position in every column (length-dependent)"
     REFERENCES = (
         "seed: the 'normalise the index to [0, 1]' strawman: pe[t, :] = t / (len - 1), 0 for a one-row table",
@@ -100,6 +128,20 @@ class Binary(_Naive):
     """The bits of the position over ``dim`` columns, most significant first."""
 
     KIND = "binary"
+    PROPERTIES = {
+        "finite": True,
+        "matches-spec": True,
+        "bounded": True,
+        "unique": True,
+        "constant-norm": False,
+        "equidistant": False,
+        "offset-invariant": False,
+        "shift-linear": False,
+        "symmetric": False,
+        "decay": False,
+        "precision": False,
+    }
+    VIEWS = ("heatmap", "dot", "compare")
     SUMMARY = "naive baseline: the bits of the position, most significant first (discrete)"
     REFERENCES = ("seed: the binary-counter table (positions 0..15 in 4 bits, most significant bit first)",)
 

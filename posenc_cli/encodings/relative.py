@@ -118,6 +118,10 @@ class Alibi(Encoding):
         "bias: paper Figure 3, -m*(i-j) for j <= i; causal=false is MPT's full=True -m*|i-j|",
     )
     PRIMARY = "bias"
+    ROLES = {"bias": "matrix", "slopes": "slopes"}
+    PROPERTIES = {"finite": True, "matches-spec": True, "toeplitz": True, "monotone": True}
+    MONOTONE = "non-increasing-in-distance"
+    VIEWS = ("bias",)
 
     causal: bool = param(False, "true: -slope*(i-j) below the diagonal and -inf above; false: -slope*|i-j|")
     max_bias: float = param(
@@ -127,6 +131,10 @@ class Alibi(Encoding):
     @cached_property
     def _slopes(self) -> np.ndarray:
         return alibi_slopes(self.dim, self.max_bias)
+
+    @classmethod
+    def causal_mask(cls, metadata: dict[str, str]) -> bool:
+        return bool(cls.metadata_param(metadata, "causal"))
 
     def tensor_specs(self) -> dict[str, TensorSpec]:
         dt = self.out_dtype
@@ -215,6 +223,11 @@ class T5(Encoding):
         "tensorflow/mesh mesh_tensorflow/transformer/transformer_layers.py _relative_position_bucket (original)",
     )
     PRIMARY = "buckets"
+    ROLES = {"buckets": "matrix"}
+    PROPERTIES = {"finite": True, "matches-spec": True, "toeplitz": True, "monotone": True, "t5-saturation": True}
+    MONOTONE = "non-decreasing-in-distance-each-side"
+    VIEWS = ("bias",)
+    EXAMPLE = {"length": 4}
     NEEDS_DIM = False
     INTEGER_TABLE = True
 
@@ -270,6 +283,11 @@ class ShawRelative(Encoding):
         "tensor2tensor": "k = 20: tensor2tensor/models/transformer.py transformer_relative hparams",
     }
     PRIMARY = "index"
+    ROLES = {"index": "matrix"}
+    PROPERTIES = {"finite": True, "matches-spec": True, "toeplitz": True, "monotone": True}
+    MONOTONE = "non-decreasing-in-signed-distance"
+    VIEWS = ("bias",)
+    EXAMPLE = {"length": 4}
     NEEDS_DIM = False
     INTEGER_TABLE = True
 

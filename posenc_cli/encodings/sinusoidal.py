@@ -94,6 +94,12 @@ class Sinusoidal(Encoding):
         "musicgen": "[cos | sin], t2t freq (max_period = base): audiocraft / HF MusicGen",
     }
     PRIMARY = "pe"
+    PROPERTIES = {
+        "finite": True, "matches-spec": True, "bounded": True, "unique": True, "constant-norm": True,
+        "equidistant": True, "offset-invariant": True, "shift-linear": True, "symmetric": True,
+        "decay": False, "precision": False,
+    }  # fmt: skip
+    VIEWS = ("heatmap", "dot", "circle", "spectrum", "compare")
 
     base: float = param(10000.0, "frequency base (max wavelength / 2 pi)", low=0.0, low_open=True)
     offset: int = param(0, "position of the first row", low=-MAX_POSITION, high=MAX_POSITION)
@@ -107,7 +113,7 @@ class Sinusoidal(Encoding):
     def validate(self) -> None:
         if self.offset + self.length - 1 > MAX_POSITION:
             raise ParameterError(
-                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower --len or offset"
+                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower length or offset"
             )
         if self.freq == "t2t" and self.max_timescale is not None and self.max_timescale < self.min_timescale:
             raise ParameterError(

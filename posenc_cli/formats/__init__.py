@@ -34,6 +34,7 @@ from .protocol import (
     BLOCK_BYTES,
     DEFAULT_MAX_BYTES,
     FORMATS,
+    SINGLE_TENSOR_FORMATS,
     ArrayTensor,
     LazyTensor,
     ReadTable,

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from typing import BinaryIO
 
 FORMATS = ("npy", "npz", "safetensors", "csv", "json")
+#: Formats that hold exactly one tensor (and no metadata).
+SINGLE_TENSOR_FORMATS = ("npy", "csv")
 
 #: The most bytes a reader holds in memory (stdin, .npz members, .csv, .json): 8 GiB.
 #: Raise it with ``--max-bytes``; memory-mapped ``.npy``/``.safetensors`` files are not limited.

@@ -142,6 +142,12 @@ class Rope(Encoding):
         "llama3.1": "Llama 3.1 rope_scaling: base 500000, llama3 rule, factor 8, low/high 1/4, original 8192",
     }
     PRIMARY = "cos"
+    ROLES = {"cos": "cos", "sin": "sin", "cos_cache": "cos-cache", "sin_cache": "sin-cache", "inv_freq": "inv-freq"}
+    PROPERTIES = {
+        "finite": True, "matches-spec": True, "bounded": True, "unique": False, "precision": False,
+        "pythagorean": True, "norm-preserving": True, "relative": True, "long-term-decay": False,
+    }  # fmt: skip
+    VIEWS = ("heatmap", "dot", "circle", "spectrum", "compare")
 
     base: float = param(10000.0, "frequency base theta (HF rope_theta)", low=0.0, low_open=True)
     layout: str = param(
@@ -193,6 +199,23 @@ class Rope(Encoding):
     )
 
     # ----- validation ---------------------------------------------------------------------------
+    @classmethod
+    def from_model_config(
+        cls, config: dict[str, Any], *, length: int | None = None, layer_type: str | None = None, **options: Any
+    ) -> tuple[str, dict[str, Any], list[str]]:
+        """The rope parameters of a HF transformers model from its config.json (see :mod:`.hf_config`)."""
+        from .hf_config import params_from_hf_config
+
+        return cls.KIND, params_from_hf_config(config, length, layer_type=layer_type), []
+
+    @classmethod
+    def value_bound(cls, metadata: dict[str, str]) -> float:
+        # HF multiplies cos and sin by attention_scaling, which posenc files record
+        try:
+            return float(metadata.get("attention_scaling", 1.0))
+        except ValueError:
+            return 1.0
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.cache == "onnx":
@@ -202,7 +225,7 @@ class Rope(Encoding):
     def validate(self) -> None:
         if self.offset + self.length - 1 > MAX_POSITION:
             raise ParameterError(
-                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower --len or offset"
+                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower length or offset"
             )
         for name, users in USED_BY.items():
             if getattr(self, name) is not None and self.scaling not in users:

@@ -35,6 +35,9 @@ class XPos(Encoding):
         "layout=half: lucidrains/rotary-embedding-torch rotary_embedding_torch/rotary_embedding_torch.py get_scale, older releases (cat((scale, scale)))",
     )
     PRIMARY = "scale"
+    ROLES = {"scale": "scale"}
+    PROPERTIES = {"finite": True, "matches-spec": True, "bounded": False, "unique": True, "precision": False}
+    VIEWS = ("heatmap", "compare")
 
     scale_base: float = param(512.0, "xpos_scale_base: positions per unit of the exponent", low=0.0, low_open=True)
     layout: str = param(
@@ -49,7 +52,7 @@ class XPos(Encoding):
             raise ParameterError(f"dim={self.dim} is odd; xpos scales come in pairs, use an even dim")
         if self.offset + self.length - 1 > MAX_POSITION:
             raise ParameterError(
-                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower --len or offset"
+                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower length or offset"
             )
 
     @cached_property

@@ -1,0 +1,327 @@
+"""The public Python API: build, read, write, check and compare encoding tables.
+
+Everything here is re-exported lazily by :mod:`posenc_cli` (``import posenc_cli as pe; pe.generate(...)``).
+Parameter names are the same everywhere: in Python, in ``-p key=value``, in specs ``KIND:key=value`` and in
+``--json`` (``length``, ``dim``, ``base``, ...; ``len`` is accepted as another name for ``length``). Errors are
+:class:`~posenc_cli.errors.PosencError` subclasses with one line that names the bad value and the fix.
+
+>>> import posenc_cli as pe
+>>> enc = pe.generate("sinusoidal", length=5, dim=6, preset="tf-tutorial")
+>>> enc.array().shape
+(5, 6)
+>>> report = pe.check(enc)
+>>> report.ok, report.kind
+(True, 'sinusoidal')
+>>> pe.compare(enc, "sinusoidal:preset=paper").same
+False
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import InputError, ParameterError
+
+if TYPE_CHECKING:
+    from .checks.base import CheckResult
+    from .compare import CompareResult
+    from .encodings.base import Encoding
+    from .sources import Source
+
+#: What the API accepts as a table: a file path, ``"-"`` (stdin), a spec string, an Encoding, a Source, an array,
+#: or a dict of arrays.
+TableLike = Any
+
+
+# ----- building ---------------------------------------------------------------------------------------
+def generate(kind: str, **params: Any) -> Encoding:
+    """The encoding of ``kind`` (or a spec ``KIND:key=value,...``) with ``params``.
+
+    Parameters
+    ----------
+    kind : str
+        A registered kind (``posenc kinds``), any case, or a spec string whose pairs are merged under ``params``.
+    **params
+        The kind's parameters (``length``, ``dim``, ``dtype``, ``preset``, ...); strings are parsed as on the
+        command line.
+
+    Returns
+    -------
+    Encoding
+        A frozen, validated encoding: ``.array(name)`` computes a tensor, ``.rows(name, start, stop)`` any rows,
+        ``.tensor_specs()`` says names, shapes and dtypes, ``.metadata()`` how to regenerate it.
+    """
+    from .encodings import make_encoding
+    from .sources import parse_spec
+
+    name, pairs = parse_spec(kind)
+    return make_encoding(name, {**pairs, **params})
+
+
+def from_config(
+    config: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    kind: str | None = None,
+    layer_type: str | None = None,
+    **params: Any,
+) -> Encoding:
+    """The tables a model uses, from its config.json (a path, a model directory, ``"-"`` or a dict).
+
+    ``params`` override what the config says (e.g. ``length=4096``, ``dtype="float64"``); ``layer_type`` picks
+    one attention type of a per-layer config (e.g. ``"sliding_attention"``).
+    """
+    from .encodings import from_model_config, make_encoding
+
+    data = load_config(config)
+    length = params.pop("length", params.pop("len", None))
+    name, cfg_params, _warnings = from_model_config(data, kind=kind, length=length, layer_type=layer_type)
+    return make_encoding(name, {**cfg_params, **params})
+
+
+def load_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """A config.json as a dict: a path, a directory holding config.json, ``"-"`` (stdin) or a dict."""
+    import json
+
+    if isinstance(config, Mapping):
+        return dict(config)
+    path = os.fspath(config)
+    try:
+        if path == "-":
+            import sys
+
+            data = json.load(sys.stdin)
+        else:
+            if os.path.isdir(path):
+                path = os.path.join(path, "config.json")
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+    except FileNotFoundError:
+        raise ParameterError(f"--hf-config {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ParameterError(f"--hf-config {path}: not a readable JSON config ({exc})") from None
+    if not isinstance(data, dict):
+        raise ParameterError(f"--hf-config {path}: expected a JSON object")
+    return data
+
+
+# ----- reading and writing ----------------------------------------------------------------------------
+def open_table(table: TableLike, *, max_bytes: int | None = None, **params: Any) -> Source:
+    """Any :data:`TableLike` as a :class:`~posenc_cli.sources.Source` (tensors + metadata + encoding)."""
+    from .encodings.base import Encoding
+    from .sources import Source, open_source
+
+    if isinstance(table, Source):
+        return table
+    if isinstance(table, Encoding):
+        return Source.from_encoding(table, table.KIND)
+    if isinstance(table, (str, os.PathLike)):
+        return open_source(os.fspath(table), params=params or None, max_bytes=max_bytes)
+    import numpy as np
+
+    if isinstance(table, np.ndarray):
+        return Source("array", {"pe": table}, {})
+    if isinstance(table, Mapping):
+        arrays = {str(k): np.asarray(v) for k, v in table.items()}
+        return Source("arrays", arrays, {})
+    raise ParameterError(f"cannot read a table from {type(table).__name__}; pass a path, a spec, an Encoding or arrays")
+
+
+def read(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> Source:
+    """Read a table file (``.npy``, ``.npz``, ``.safetensors``, ``.csv``, ``.json``) or ``"-"`` (stdin)."""
+    from .sources import is_spec
+
+    text = os.fspath(path)
+    if is_spec(text):
+        raise InputError(f"{text}: no such file (to build a table from a spec, use generate)")
+    return open_table(text, max_bytes=max_bytes)
+
+
+def write(
+    path: str | os.PathLike[str],
+    table: TableLike,
+    *,
+    format: str | None = None,
+    tensors: list[str] | None = None,
+    force: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> None:
+    """Write every tensor of ``table`` (or ``tensors``) to ``path`` atomically, with posenc metadata.
+
+    Single-tensor formats (``.npy``, ``.csv``) take the kind's primary tensor unless ``tensors`` names one.
+    """
+    from . import formats
+
+    src = open_table(table)
+    dest = os.fspath(path)
+    fmt = formats.format_for(dest, format)
+    lazy = dict(src.lazy)
+    if tensors:
+        missing = [t for t in tensors if t not in lazy]
+        if missing:
+            raise ParameterError(f"{src.label} has no tensor {missing[0]!r}; choose from: {', '.join(lazy)}")
+        lazy = {t: lazy[t] for t in tensors}
+    if fmt in formats.SINGLE_TENSOR_FORMATS and len(lazy) > 1:
+        if tensors:
+            raise ParameterError(f".{fmt} holds one tensor; name one with tensors=[...] or write .safetensors/.npz")
+        name = src.tensor_name(None)
+        lazy = {name: lazy[name]}
+    formats.write_table(dest, lazy, src.metadata, fmt, force=force, progress=progress)
+
+
+# ----- checking ---------------------------------------------------------------------------------------
+@dataclass
+class CheckReport:
+    """What ``check`` measured on one source: every property, which were required, and the verdict."""
+
+    source: str
+    tensor: str
+    kind: str | None
+    ok: bool
+    required: list[str]
+    failed: list[str]
+    results: list[CheckResult] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "tensor": self.tensor, "kind": self.kind, "ok": self.ok,
+                "required": self.required, "failed": self.failed, "results": [r.to_json() for r in self.results]}
+
+
+def check(
+    table: TableLike,
+    *,
+    expect: str | None = None,
+    require: list[str] | None = None,
+    tensor: str | None = None,
+    probes: int = 8,
+    seed: int = 0,
+    on_check: Callable[[str, int], None] | None = None,
+) -> CheckReport:
+    """Measure every property of ``table`` that its kind declares and say whether the required ones hold.
+
+    Parameters
+    ----------
+    expect : str, optional
+        Judge the table as this kind (default: the kind in its metadata; unknown: only ``finite`` is required).
+    require : list of str, optional
+        The properties that must hold, instead of the kind's defaults.
+    tensor : str, optional
+        The tensor to judge (default: the only one, else the kind's primary).
+    on_check : callable, optional
+        Called with each property's name and how many there are, before it is measured (progress bars).
+    """
+    from . import checks
+    from .checks.base import CheckContext, rtol_for
+    from .encodings import get_kind, resolve_kind
+    from .formats import validate_table_array
+
+    src = open_table(table)
+    if expect is not None:
+        expect = resolve_kind(expect)
+    name = src.tensor_name(tensor)
+    array = src.array(name)
+    kind = expect or src.kind
+    kind_cls = get_kind(kind) if kind is not None and _known_kind(kind) else None
+    validate_table_array(array, name, src.label, need_float=kind_cls is not None and not kind_cls.INTEGER_TABLE)
+    if array.ndim == 1:
+        raise InputError(
+            f"{src.label}: tensor {name!r} is 1-D (shape {tuple(array.shape)}); an encoding table has one row per "
+            "position: pick a 2-D tensor with --tensor or compare 1-D tensors with posenc compare"
+        )
+    own = src.encoding is not None and (expect is None or expect == src.kind)
+    ctx = CheckContext(
+        table=array,
+        # a foreign file (no posenc metadata) is judged by the chosen tensor alone
+        tensors={n: src.array(n) for n in src.names} if src.encoding is not None else {name: array},
+        metadata=src.metadata,
+        kind=kind,
+        encoding=src.encoding if own else None,
+        rtol=rtol_for(array.dtype),
+        seed=seed,
+        probes=probes,
+        kind_cls=kind_cls,
+    )
+    names = checks.applicable(ctx)
+    results: list[CheckResult] = []
+    for prop in names:
+        if on_check is not None:
+            on_check(prop, len(names))
+        results.extend(checks.run_checks(ctx, [prop]))
+    if not results:
+        raise InputError(
+            f"{src.label}: no property can be measured on tensor {name!r} ({array.dtype} {tuple(array.shape)}); "
+            "pass --expect KIND or pick a table with --tensor"
+        )
+    available = [r.name for r in results]
+    required = checks.required_for(kind_cls, require, available)
+    missing = [n for n in required if n not in available]
+    if missing:
+        raise ParameterError(
+            f"--require {','.join(missing)}: not measurable on {src.label}; measurable: {', '.join(available)}"
+        )
+    failed = [r.name for r in results if r.name in required and r.passed is False]
+    return CheckReport(src.label, name, kind, not failed, required, failed, results)
+
+
+def _known_kind(kind: str) -> bool:
+    from .encodings import KINDS
+
+    return kind in KINDS
+
+
+# ----- comparing --------------------------------------------------------------------------------------
+def compare(
+    a: TableLike,
+    b: TableLike,
+    *,
+    tensor: str | None = None,
+    atol: float | None = None,
+    rtol: float = 0.0,
+) -> CompareResult:
+    """Compare ``a`` with the reference ``b``: max abs / relative / ulp difference and where, mean difference,
+    row cosine, and the verdict ``.same`` (every element within ``atol + rtol * |b|``)."""
+    from .compare import compare as compare_arrays
+    from .formats import validate_table_array
+
+    if atol is not None and not atol >= 0:
+        raise ParameterError(f"atol={atol} must be >= 0")
+    if not rtol >= 0:
+        raise ParameterError(f"rtol={rtol} must be >= 0")
+    src_a, src_b = _open_pair(a, b)
+    ta, tb = src_a.tensor_name(tensor), src_b.tensor_name(tensor)
+    arr_a, arr_b = src_a.array(ta), src_b.array(tb)
+    validate_table_array(arr_a, ta, src_a.label, need_float=False)
+    validate_table_array(arr_b, tb, src_b.label, need_float=False)
+    res = compare_arrays(arr_a, arr_b, atol=atol, rtol=rtol)
+    res.labels = {"a": f"{src_a.label} [{ta}]", "b": f"{src_b.label} [{tb}]"}
+    return res
+
+
+def _open_pair(a: TableLike, b: TableLike) -> tuple[Source, Source]:
+    """Open two tables; a spec on one side takes its length and dim from the other side's table."""
+    from .sources import is_spec, open_source
+
+    def spec(x: TableLike) -> bool:
+        return isinstance(x, str) and is_spec(x)
+
+    if spec(b) and not spec(a):
+        src_a = open_table(a)
+        return src_a, open_source(b, like=src_a)
+    if spec(a) and not spec(b):
+        src_b = open_table(b)
+        return open_source(a, like=src_b), src_b
+    return open_table(a), open_table(b)
+
+
+def kinds() -> list[dict[str, Any]]:
+    """What ``posenc kinds --json`` prints: every kind's tensors, parameters, presets and references."""
+    from .encodings import KINDS, get_kind
+    from .kindinfo import kind_info
+
+    return [kind_info(get_kind(k)) for k in KINDS]
+
+
+__all__ = ["CheckReport", "check", "compare", "from_config", "generate", "kinds", "load_config", "open_table",
+           "read", "write"]

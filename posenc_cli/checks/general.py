@@ -1,0 +1,92 @@
+"""Checks that look at every tensor of a source: ``finite`` and ``matches-spec``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import CheckContext, CheckResult
+from .common import blocks, fmt, scan, tensor, verdict
+from ..formats import is_float
+
+
+def check_finite(ctx: CheckContext) -> CheckResult:
+    """No NaN or infinity in any floating tensor (ALiBi's causal -inf above the diagonal is a mask, not a fault)."""
+    arrays = {name: tensor(ctx, name) for name in ctx.tensors}
+    if not any(a is ctx.table for a in arrays.values()):
+        arrays = {"table": ctx.table, **arrays}
+    counts, masked = {}, 0
+    causal_mask = ctx.kind_cls is not None and ctx.kind_cls.causal_mask(dict(ctx.metadata))
+    for name, a in arrays.items():
+        if not is_float(a.dtype):
+            continue
+        if a is ctx.table and a.ndim == 2:  # the scan every absolute check shares has counted it already
+            sc = scan(ctx)
+            counts[name] = {"nan": sc.nan, "inf": sc.inf}
+            continue
+        nan = inf = 0
+        above = None  # strictly above the diagonal: where a causal ALiBi bias holds its -inf mask
+        if causal_mask and ctx.role(name) == "matrix" and a.ndim == 3:
+            above = np.triu(np.ones(a.shape[1:], dtype=bool), k=1)
+        for _, b in blocks(ctx, a):
+            bad = ~np.isfinite(b)
+            if not bad.any():
+                continue
+            if above is not None:
+                mask = (b == -np.inf) & above[None]
+                masked += int(mask.sum())
+                bad &= ~mask
+            nan += int(np.isnan(b).sum())
+            inf += int((bad & ~np.isnan(b)).sum())
+        counts[name] = {"nan": nan, "inf": inf}
+    total = sum(c["nan"] + c["inf"] for c in counts.values())
+    if total == 0:
+        detail = f"every value of {', '.join(counts)} is finite" + (f" ({masked} -inf causal-mask entries above the diagonal)" if masked else "")
+    else:
+        detail = "; ".join(f"{name}: {c['nan']} NaN, {c['inf']} inf" for name, c in counts.items() if c["nan"] + c["inf"])
+    return verdict("finite", total == 0, total, 0, detail, counts=counts, masked=masked)
+
+
+def check_matches_spec(ctx: CheckContext) -> CheckResult:
+    """Regenerate every tensor block by block from the metadata and compare with the file's."""
+    enc = ctx.encoding
+    specs = enc.tensor_specs()
+    compared, missing, worst, where, shape_bad = [], [], 0.0, "", []
+    per = {}
+    for name, spec in specs.items():
+        a = tensor(ctx, name)
+        if a is None:
+            missing.append(name)
+            continue
+        if tuple(a.shape) != tuple(spec.shape):
+            shape_bad.append(f"{name} is {tuple(a.shape)}, spec {tuple(spec.shape)}")
+            continue
+        compared.append(name)
+        err = 0.0
+        step = max(1, (1 << 21) // max(1, int(np.prod(spec.shape[1:], dtype=np.int64))))
+        for s in range(0, spec.shape[0], step):
+            e = min(s + step, spec.shape[0])
+            want = np.asarray(enc.rows(name, s, e), dtype=np.float64)
+            got = np.asarray(a[s:e], dtype=np.float64)
+            same = (got == want) | (np.isnan(got) & np.isnan(want))
+            with np.errstate(invalid="ignore"):
+                rel = np.where(same, 0.0, np.abs(got - want) / np.maximum(1.0, np.abs(want)))
+            rel = np.where(np.isnan(rel), np.inf, rel)
+            if rel.size and rel.max() > err:
+                err = float(rel.max())
+                if err > worst:
+                    idx = np.unravel_index(int(rel.argmax()), rel.shape)
+                    worst, where = err, f"{name}[{s + idx[0]}{''.join(f', {i}' for i in idx[1:])}]"
+        per[name] = err
+    tol = ctx.rtol
+    ok = bool(compared) and not shape_bad and worst <= tol
+    if not compared and not shape_bad:
+        detail = f"none of the spec's tensors ({', '.join(specs)}) is in the source"
+    elif shape_bad:
+        detail = "; ".join(shape_bad)
+    elif ok:
+        detail = f"{', '.join(compared)} match {enc.KIND} regenerated from the metadata"
+    else:
+        detail = f"{where} differs from the regenerated value by {fmt(worst)} (relative to max(1, |value|))"
+    if missing and compared:
+        detail += f"; not in the source: {', '.join(missing)}"
+    return verdict("matches-spec", ok, worst, tol, detail, "exact (regenerated block by block)", per_tensor=per, missing=missing)
