@@ -1,3 +1,82 @@
-"""posenc: positional-encoding tables for transformers (generate, check, compare, export)."""
+"""posenc: positional-encoding tables for transformers (generate, check, compare, export).
 
-__version__ = "0.1.0"
+The public Python API, loaded on first use (PEP 562), so that ``posenc --help`` and shell completion pay
+nothing for it::
+
+    import posenc_cli as pe
+
+    enc = pe.generate("rope", length=4096, dim=128, preset="llama3.1")   # or a spec: "rope:preset=llama3.1"
+    cos = enc.array("cos")                                               # NumPy arrays, any row range too
+    pe.write("rope.safetensors", enc)                                    # atomic, with metadata
+    report = pe.check("rope.safetensors")                                # every property, typed results
+    diff = pe.compare("rope.safetensors", "rope:preset=llama3.1")        # metrics and a verdict
+    enc = pe.from_config("config.json", length=8192)                     # the model's own tables
+
+Parameter names are the same in Python, ``-p key=value``, specs and ``--json``. Every error is a
+:class:`PosencError` (``ParameterError``, ``InputError``, ``OutputError``) with a one-line message.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+#: public name -> module that defines it
+_EXPORTS = {
+    "generate": "api",
+    "from_config": "api",
+    "load_config": "api",
+    "read": "api",
+    "write": "api",
+    "open_table": "api",
+    "check": "api",
+    "compare": "api",
+    "kinds": "api",
+    "CheckReport": "api",
+    "CheckResult": "checks.base",
+    "CompareResult": "metrics",
+    "Encoding": "encodings.base",
+    "Source": "sources",
+    "ExitCode": "errors",
+    "PosencError": "errors",
+    "ParameterError": "errors",
+    "InputError": "errors",
+    "OutputError": "errors",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+if TYPE_CHECKING:
+    from .api import (
+        CheckReport,
+        check,
+        compare,
+        from_config,
+        generate,
+        kinds,
+        load_config,
+        open_table,
+        read,
+        write,
+    )
+    from .checks.base import CheckResult
+    from .metrics import CompareResult
+    from .encodings.base import Encoding
+    from .errors import ExitCode, InputError, OutputError, ParameterError, PosencError
+    from .sources import Source
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'posenc_cli' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -27,7 +27,7 @@ from .errors import InputError, ParameterError
 
 if TYPE_CHECKING:
     from .checks.base import CheckResult
-    from .compare import CompareResult
+    from .metrics import CompareResult
     from .encodings.base import Encoding
     from .sources import Source
 
@@ -282,7 +282,7 @@ def compare(
 ) -> CompareResult:
     """Compare ``a`` with the reference ``b``: max abs / relative / ulp difference and where, mean difference,
     row cosine, and the verdict ``.same`` (every element within ``atol + rtol * |b|``)."""
-    from .compare import compare as compare_arrays
+    from .metrics import compare as compare_arrays
     from .formats import validate_table_array
 
     if atol is not None and not atol >= 0:

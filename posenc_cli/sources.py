@@ -174,11 +174,13 @@ def open_source(
     if is_spec(text):
         kind, pairs = parse_spec(text)
         if like is not None and (length is None or dim is None):
-            ref = like.tensors.get(like.tensor_name(None)) if like.tensors else None
-            if ref is not None and getattr(ref, "ndim", 0) >= 1:
-                length = ref.shape[0] if length is None else length
-                if ref.ndim >= 2 and dim is None:
-                    dim = ref.shape[1]
+            name = like.tensor_name(None)
+            ref = like.tensors.get(name, like.lazy.get(name))  # read, or computable: its shape is known
+            shape = tuple(getattr(ref, "shape", ()))
+            if shape:
+                length = shape[0] if length is None else length
+                if len(shape) >= 2 and dim is None:
+                    dim = shape[1]
         enc = make_encoding(kind, spec_params(pairs, length, dim, params or {}, dtype))
         check_size(enc.nbytes(), limit, text)
         return Source.from_encoding(enc, text)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ParameterError
 from ..formats import is_float
@@ -56,7 +57,9 @@ def _position_table(ctx: CheckContext) -> bool:
 
 
 def _has_float_tensor(ctx: CheckContext) -> bool:
-    return is_float(ctx.table.dtype) or any(is_float(tensor(ctx, name).dtype) for name in ctx.tensors)
+    return is_float(ctx.table.dtype) or any(
+        (a := tensor(ctx, name)) is not None and is_float(a.dtype) for name in ctx.tensors
+    )
 
 
 #: Every check, in display order.
@@ -114,12 +117,12 @@ def required_for(kind: str | type | None, require: list[str] | None, available: 
     if require is not None:
         _validate(require)
         return list(dict.fromkeys(require))
-    kind_cls = kind
+    kind_cls: Any = kind
     if isinstance(kind, str):
         from ..encodings import KINDS, get_kind
 
         kind_cls = get_kind(kind) if kind in KINDS else None
     if kind_cls is None:
         return [name for name in UNKNOWN_KIND_REQUIRES if name in available]
-    declared = kind_cls.PROPERTIES  # type: ignore[attr-defined]
+    declared = kind_cls.PROPERTIES
     return [name for name in CHECKS if declared.get(name) and name in available]

@@ -234,7 +234,7 @@ def check_symmetric(ctx: CheckContext) -> CheckResult:
     if not ks:
         return verdict("symmetric", True, 0.0, tol, "fewer than 3 rows: nothing to compare")
     detail = ("distance to t+k equals distance to t-k" if worst <= tol
-              else f"at t={where[1]}, k={where[0]}: distances differ by {fmt(worst)}")
+              else f"at t={where[1]}, k={where[0]}: distances differ by {fmt(worst)}")  # type: ignore[index]
     return verdict("symmetric", worst <= tol, worst, tol, detail, f"exact over k in {{{','.join(map(str, ks))}}}")
 
 
@@ -335,8 +335,8 @@ def _closest_pair_sampled(ctx: CheckContext, n_sort: int = 4, window: int = 8, s
     top = np.argsort(sd)
     exact = np.array([np.linalg.norm(f64(t[ci[m]]) - f64(t[cj[m]])) for m in top])
     m = top[int(exact.argmin())]
-    i, j = int(ci[m]), int(cj[m])
-    return min(i, j), max(i, j)
+    first, second = int(ci[m]), int(cj[m])
+    return min(first, second), max(first, second)
 
 
 @dataclass
@@ -362,7 +362,7 @@ class ShiftFit:
 
 def _largest_eigenvalue(g: np.ndarray, steps: int = 30) -> float:
     """Power iteration on a symmetric positive semi-definite matrix (a few matvecs instead of an eigh)."""
-    v = np.random.default_rng(0).standard_normal(g.shape[0])
+    v = np.asarray(np.random.default_rng(0).standard_normal(g.shape[0]))
     lam = 0.0
     for _ in range(steps):
         w = g @ v
@@ -446,7 +446,7 @@ def check_shift_linear(ctx: CheckContext) -> CheckResult:
         worst_row[k] = int(est.argmax())
         on_data[k] = float(np.abs(sc.norms[k:] - sc.norms[:-k]).max()) / scale + resid[k]
     tol = 2 * ctx.rtol
-    worst_k = max(resid, key=resid.get)
+    worst_k = max(resid, key=lambda k: resid[k])
     ok = resid[worst_k] <= tol
     rot_tol = max(1e3 * ctx.rtol, 1e-6)
     orthogonal = all(v <= rot_tol for v in ortho.values())

@@ -11,7 +11,7 @@ from ..formats import is_float
 
 def check_finite(ctx: CheckContext) -> CheckResult:
     """No NaN or infinity in any floating tensor (ALiBi's causal -inf above the diagonal is a mask, not a fault)."""
-    arrays = {name: tensor(ctx, name) for name in ctx.tensors}
+    arrays = {name: a for name in ctx.tensors if (a := tensor(ctx, name)) is not None}
     if not any(a is ctx.table for a in arrays.values()):
         arrays = {"table": ctx.table, **arrays}
     counts, masked = {}, 0

@@ -27,8 +27,10 @@ MONOTONE_RULES = {
 def matrix(ctx: CheckContext) -> tuple[str, np.ndarray] | None:
     """(tensor name, heads x len x len view) of the source's ``matrix`` tensor, or None."""
     names = ctx.with_role("matrix")
-    name = names[0] if names else None
-    m = tensor(ctx, name) if name else None
+    if not names:
+        return None
+    name = names[0]
+    m = tensor(ctx, name)
     if m is None:
         return None
     if m.ndim == 2:
@@ -40,7 +42,15 @@ def matrix(ctx: CheckContext) -> tuple[str, np.ndarray] | None:
 
 def _per_head(ctx: CheckContext, name: str) -> bool:
     """Whether the matrix tensor holds one matrix per head (heads x len x len)."""
-    return tensor(ctx, name).ndim == 3
+    m = tensor(ctx, name)
+    return m is not None and m.ndim == 3
+
+
+def need_matrix(ctx: CheckContext) -> tuple[str, np.ndarray]:
+    """:func:`matrix` of a source that has one (a check runs only where ``has_matrix`` fits)."""
+    found = matrix(ctx)
+    assert found is not None, "a matrix check ran on a source without a matrix"
+    return found
 
 
 def has_matrix(ctx: CheckContext) -> bool:
@@ -73,7 +83,7 @@ def _nan_free(m: np.ndarray) -> bool:
 
 
 def check_toeplitz(ctx: CheckContext) -> CheckResult:
-    name, m = matrix(ctx)
+    name, m = need_matrix(ctx)
     if not _nan_free(m):
         return skipped("toeplitz", "matrix has NaN values")
     tol = _tol(ctx, m)
@@ -94,6 +104,7 @@ def check_toeplitz(ctx: CheckContext) -> CheckResult:
     if count == 0:
         detail = f"{name} depends only on j - i{per}"
     else:
+        assert where is not None
         h, i, j = where
         head = f"head {h}, " if _per_head(ctx, name) else ""
         detail = f"{count} entries break M[i+1, j+1] = M[i, j]; worst at {head}i={i}, j={j} (off by {fmt(worst)})"
@@ -108,7 +119,7 @@ def check_monotone(ctx: CheckContext) -> CheckResult:
     (Shaw's clip(j - i, -k, k) + k falls as keys move further *before* the query, so it is monotone in the
     signed distance, not in |i - j|; also the rule for a matrix of unknown kind)."""
     rule = (ctx.kind_cls.MONOTONE if ctx.kind_cls is not None else None) or "non-decreasing-in-signed-distance"
-    name, m = matrix(ctx)
+    name, m = need_matrix(ctx)
     if not _nan_free(m):
         return skipped("monotone", "matrix has NaN values")
     tol = _tol(ctx, m)
@@ -135,6 +146,7 @@ def check_monotone(ctx: CheckContext) -> CheckResult:
     if count == 0:
         detail = f"{name} is {text}"
     else:
+        assert where is not None
         h, i, j = where
         detail = f"{name} is not {text}: {count} neighbouring pairs break it, first at row {i}, columns {j}, {j + 1}" + (
             f" (head {h})" if _per_head(ctx, name) else "")
@@ -158,7 +170,7 @@ def _declared(ctx: CheckContext, key: str) -> tuple[Any, bool]:
 
 
 def check_t5_saturation(ctx: CheckContext) -> CheckResult:
-    _, m = matrix(ctx)
+    _, m = need_matrix(ctx)
     nb, got_nb = _declared(ctx, "num_buckets")
     md, got_md = _declared(ctx, "max_distance")
     bidi, _ = _declared(ctx, "bidirectional")

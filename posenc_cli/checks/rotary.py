@@ -40,6 +40,13 @@ def tables(ctx: CheckContext) -> tuple[np.ndarray, np.ndarray, str | None] | Non
     return None
 
 
+def pair(ctx: CheckContext) -> tuple[np.ndarray, np.ndarray, str | None]:
+    """:func:`tables` of a source that has them (a check runs only where ``has_tables`` fits)."""
+    found = tables(ctx)
+    assert found is not None, "a rotary check ran on a source without a cos/sin pair"
+    return found
+
+
 def has_tables(ctx: CheckContext) -> bool:
     return tables(ctx) is not None
 
@@ -72,7 +79,7 @@ def _width(cos: np.ndarray, layout: str | None) -> int:
 
 
 def check_pythagorean(ctx: CheckContext) -> CheckResult:
-    cos, sin, _ = tables(ctx)
+    cos, sin, _ = pair(ctx)
     a = scaling(ctx)
     worst, where = 0.0, (0, 0)
     for (start, c), (_, s) in zip(blocks(ctx, cos), blocks(ctx, sin)):
@@ -103,7 +110,7 @@ def _norm_error(ctx: CheckContext, cos: np.ndarray, sin: np.ndarray, layout: str
 
 
 def check_norm_preserving(ctx: CheckContext) -> CheckResult:
-    cos, sin, layout = tables(ctx)
+    cos, sin, layout = pair(ctx)
     a = scaling(ctx)
     q = ctx.rng().standard_normal((min(ctx.probes, 8), _width(cos, layout or "half")))
     tried = [layout] if layout else list(LAYOUTS)
@@ -121,7 +128,7 @@ def check_norm_preserving(ctx: CheckContext) -> CheckResult:
 
 
 def check_relative(ctx: CheckContext) -> CheckResult:
-    cos, sin, layout = tables(ctx)
+    cos, sin, layout = pair(ctx)
     n = cos.shape[0]
     if n < 2:
         return verdict("relative", True, 0.0, 0.0, "one row: nothing to compare")
@@ -151,7 +158,7 @@ def check_relative(ctx: CheckContext) -> CheckResult:
         diff = np.abs(score(m, k) - score(m + s, k + s))
         norm = (np.linalg.norm(q, axis=1) * np.linalg.norm(kv, axis=1))[:, None] * a * a
         worst[lay] = float(np.max(diff / norm))
-    best = min(worst, key=worst.get)
+    best = min(worst, key=lambda lay: worst[lay])
     value = worst[best]
     tol = 4 * ctx.rtol
     if not np.isfinite(value):
@@ -167,7 +174,7 @@ def angles(ctx: CheckContext) -> np.ndarray:
     inv = tensor(ctx, "inv_freq")
     if inv is not None:
         return f64(inv[:])
-    cos, sin, layout = tables(ctx)
+    cos, sin, layout = pair(ctx)
     c, s = f64(cos[:2]), f64(sin[:2])
     cols = slice(None) if layout == "cache" else (slice(0, None, 2) if layout == "interleaved" else slice(0, c.shape[1] // 2))
     c, s = c[:, cols], s[:, cols]
@@ -186,7 +193,7 @@ def decay_bound(theta: np.ndarray, distances: np.ndarray) -> np.ndarray:
 
 
 def check_long_term_decay(ctx: CheckContext) -> CheckResult:
-    cos, _, _ = tables(ctx)
+    cos, _, _ = pair(ctx)
     n = cos.shape[0]
     theta = angles(ctx)
     if not np.isfinite(theta).all():

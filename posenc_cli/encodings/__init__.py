@@ -58,7 +58,8 @@ def resolve_kind(name: str) -> str:
 def get_kind(name: str) -> type[Encoding]:
     """The class of kind ``name`` (see :func:`resolve_kind` for the names it accepts)."""
     module, cls = KINDS[resolve_kind(name)]
-    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)  # type: ignore[no-any-return]
+    kind_cls: type[Encoding] = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+    return kind_cls
 
 
 def kind_classes() -> dict[str, type[Encoding]]:

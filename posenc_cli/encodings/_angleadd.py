@@ -26,6 +26,7 @@ exact path for them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ def tiny_threshold(dtype: np.dtype) -> float | None:
     if dtype.name == "bfloat16":
         import ml_dtypes
 
-        fi = ml_dtypes.finfo(dtype)
+        fi: Any = ml_dtypes.finfo(dtype)
     else:
         fi = np.finfo(dtype)
     if fi.nmant >= 52:
@@ -129,6 +130,7 @@ class AngleAdder:
                 np.copyto(blk, scratch[: b - a], casting="same_kind")
             if tiny:
                 flat = blk.view(real_dtype)
+                assert abs_buf is not None
                 buf = abs_buf[: b - a]
                 np.abs(flat, out=buf)
                 if buf.min() < tiny:

@@ -64,13 +64,27 @@ def _head(w: np.ndarray, bits: int) -> np.ndarray:
     return np.ldexp(np.trunc(m * 2.0**bits), e - bits)
 
 
-def sincos(
-    t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray, want_sin: bool = True, want_cos: bool = True
-) -> tuple[np.ndarray | None, np.ndarray | None]:
+def sincos(t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Accurate ``sin(t w)`` and ``cos(t w)`` as float64 arrays of shape ``(len(t), len(w))``.
 
     ``t`` holds integer-valued float64 positions with ``|t| < 2**31``; ``w_hi + w_lo`` the frequencies.
     """
+    s, c = _chunked(t, w_hi, w_lo, True, True)
+    assert s is not None and c is not None
+    return s, c
+
+
+def sin_or_cos(t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray, which: str) -> np.ndarray:
+    """Only ``sin(t w)`` (``which="sin"``) or only ``cos(t w)`` (``"cos"``), like :func:`sincos`."""
+    s, c = _chunked(t, w_hi, w_lo, which == "sin", which == "cos")
+    out = s if which == "sin" else c
+    assert out is not None
+    return out
+
+
+def _chunked(
+    t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray, want_sin: bool, want_cos: bool
+) -> tuple[np.ndarray | None, np.ndarray | None]:
     t = np.asarray(t, dtype=np.float64)
     w_hi, w_lo = np.asarray(w_hi, dtype=np.float64), np.asarray(w_lo, dtype=np.float64)
     step = max(1, _CHUNK // max(1, w_hi.size))
@@ -81,9 +95,9 @@ def sincos(
     c = np.empty((len(t), w_hi.size)) if want_cos else None
     for a in range(0, len(t), step):
         s_, c_ = _sincos(t[a : a + step, None], w_hi, w_lo, want_sin, want_cos)
-        if want_sin:
+        if s is not None:
             s[a : a + step] = s_
-        if want_cos:
+        if c is not None:
             c[a : a + step] = c_
     return s, c
 
@@ -91,6 +105,7 @@ def sincos(
 def sincos_pairs(t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Like :func:`sincos` but elementwise: ``sin(t[i] w[i])`` and ``cos(t[i] w[i])`` (arrays broadcast)."""
     s, c = _sincos(np.asarray(t, dtype=np.float64), np.asarray(w_hi), np.asarray(w_lo), True, True)
+    assert s is not None and c is not None
     return s, c
 
 

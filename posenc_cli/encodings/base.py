@@ -232,7 +232,9 @@ class Encoding:
     EXAMPLE: ClassVar[dict[str, Any]] = {"length": 4, "dim": 8}
 
     length: int = param(help="number of positions (rows)", low=1)
-    dim: int | None = param(None, "feature dimension (columns)", low=1)
+    # typed int: __post_init__ refuses a missing dim for every kind with NEEDS_DIM; the kinds that do without it
+    # declare their own ``dim: int | None``
+    dim: int = param(None, "feature dimension (columns)", low=1)
     dtype: str = param("float32", "output dtype of floating tensors", choices=FLOAT_DTYPES)
 
     # ----- hooks that later work reads (defaults: the kind has none) ---------------------------
@@ -328,8 +330,14 @@ class Encoding:
         merged.update(params)
         unknown = sorted(set(merged) - names)
         if unknown:
+            import difflib
+
             valid = sorted(display_name(n) for n in names | ({"preset"} if cls.PRESETS else set()))
-            raise ParameterError(f"unknown parameter {unknown[0]!r} for {cls.KIND}; choose from: {', '.join(valid)}")
+            close = difflib.get_close_matches(unknown[0], valid, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ParameterError(
+                f"unknown parameter {unknown[0]!r} for {cls.KIND}; {hint}choose from: {', '.join(valid)}"
+            )
         hints = typing.get_type_hints(cls)
         kwargs = {k: parse_value(hints[k], k, v) for k, v in merged.items()}
         if "length" not in kwargs:

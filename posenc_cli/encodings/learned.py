@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -117,7 +118,7 @@ class Learned(Encoding):
         # the same stream as Philox(key=key, counter=row << 128) at a third of the construction cost.
         bitgen = np.random.Philox(key=self._key)
         gen = np.random.Generator(bitgen)
-        state = {
+        state: dict[str, Any] = {
             "bit_generator": "Philox",
             "state": {"counter": np.zeros(4, dtype=np.uint64), "key": self._key},
             "buffer": np.zeros(4, dtype=np.uint64),
@@ -129,7 +130,7 @@ class Learned(Encoding):
         bound = self.truncation
         for row in range(start, stop):
             state["state"]["counter"] = np.array([0, 0, row, 0], dtype=np.uint64)
-            bitgen.state = state
+            bitgen.state = state  # type: ignore[assignment]  # numpy's stub wants a TypedDict
             z = gen.standard_normal(self.dim)
             if truncated:
                 bad = np.flatnonzero(np.abs(z) > bound)

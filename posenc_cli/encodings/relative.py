@@ -229,6 +229,7 @@ class T5(Encoding):
     VIEWS = ("bias",)
     EXAMPLE = {"length": 4}
     NEEDS_DIM = False
+    dim: int | None = param(None, "unused by this kind", low=1)  # type: ignore[assignment]
     INTEGER_TABLE = True
 
     num_buckets: int = param(32, "number of buckets (halved per direction when bidirectional)", low=2)
@@ -289,6 +290,7 @@ class ShawRelative(Encoding):
     VIEWS = ("bias",)
     EXAMPLE = {"length": 4}
     NEEDS_DIM = False
+    dim: int | None = param(None, "unused by this kind", low=1)  # type: ignore[assignment]
     INTEGER_TABLE = True
 
     max_relative_position: int = param(16, "clipping distance k: 2k+1 relative embeddings", low=0)

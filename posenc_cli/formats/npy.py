@@ -35,13 +35,13 @@ import math
 import os
 import struct
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from ..errors import InputError
 from .dtypes import dtype_label, little_endian
-from .protocol import as_bytes, check_limit, iter_blocks, read_exact, read_exact_into
+from .protocol import ByteStream, as_bytes, check_limit, iter_blocks, read_exact, read_exact_into
 
 if TYPE_CHECKING:
     from typing import BinaryIO
@@ -178,7 +178,7 @@ def read_npy(fh: BinaryIO, label: str) -> tuple[dict[str, np.ndarray], dict[str,
     size = os.fstat(fh.fileno()).st_size
     dtype, shape, fortran, offset = parse_header(_file_reader(fh, label), label)
     nbytes = _check_size(label, shape, dtype, size - offset)
-    order = "F" if fortran else "C"
+    order: Literal["F", "C"] = "F" if fortran else "C"
     if nbytes == 0:
         array = np.zeros(shape, dtype=dtype, order=order)
         array.flags.writeable = False
@@ -188,7 +188,7 @@ def read_npy(fh: BinaryIO, label: str) -> tuple[dict[str, np.ndarray], dict[str,
 
 
 def read_npy_stream(
-    stream: BinaryIO, label: str, *, max_bytes: int, available: int | None = None, what: str = "the array"
+    stream: ByteStream, label: str, *, max_bytes: int, available: int | None = None, what: str = "the array"
 ) -> np.ndarray:
     """Read one ``.npy`` array from a stream (a pipe, a zip member): exactly the declared bytes.
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError
-from .protocol import check_limit
+from .protocol import ByteStream, check_limit
 
 if TYPE_CHECKING:
     from typing import BinaryIO
@@ -117,7 +117,7 @@ def read_npz(fh: BinaryIO, label: str, *, max_bytes: int) -> tuple[dict[str, np.
     return tensors, metadata
 
 
-def _read_metadata(member: BinaryIO, size: int, label: str) -> dict[str, str]:
+def _read_metadata(member: ByteStream, size: int, label: str) -> dict[str, str]:
     if size > MAX_METADATA_BYTES:
         raise InputError(f"{label}: metadata of {size} bytes is too large")
     raw = member.read(size + 1)

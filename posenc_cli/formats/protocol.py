@@ -53,6 +53,12 @@ class LazyTensor(Protocol):
     def fill(self, start: int, stop: int, out: np.ndarray) -> None: ...
 
 
+class ByteStream(Protocol):
+    """What the stream readers need of a source: ``read(n)`` (a file, a pipe, a zip member, a prefixed stream)."""
+
+    def read(self, n: int, /) -> bytes: ...
+
+
 @dataclass(frozen=True)
 class ArrayTensor:
     """An ``np.ndarray`` (or memmap) in the :class:`LazyTensor` protocol, for tables read from files."""
@@ -169,7 +175,7 @@ def iter_blocks(tensor: LazyTensor, dtype: np.dtype | None = None) -> Iterator[n
 
 def as_bytes(block: np.ndarray) -> memoryview:
     """The raw bytes of a C-contiguous block (works for ml_dtypes' bfloat16 too)."""
-    return memoryview(np.ascontiguousarray(block).reshape(-1).view(np.uint8))
+    return np.ascontiguousarray(block).reshape(-1).view(np.uint8).data
 
 
 # ----- validation for callers ---------------------------------------------------------------------------
@@ -204,7 +210,7 @@ def check_limit(label: str, nbytes: int, max_bytes: int, what: str = "the table"
         )
 
 
-def read_exact(stream: BinaryIO, n: int, label: str, what: str) -> bytes:
+def read_exact(stream: ByteStream, n: int, label: str, what: str) -> bytes:
     """Exactly ``n`` bytes of ``stream`` (a pipe is fine); a clean :class:`InputError` when it ends early."""
     chunks = []
     got = 0
@@ -217,10 +223,10 @@ def read_exact(stream: BinaryIO, n: int, label: str, what: str) -> bytes:
     return b"".join(chunks)
 
 
-def read_exact_into(stream: BinaryIO, n: int, label: str, what: str) -> np.ndarray:
+def read_exact_into(stream: ByteStream, n: int, label: str, what: str) -> np.ndarray:
     """Exactly ``n`` bytes of ``stream`` into a new ``uint8`` array, read in place (no second copy)."""
     out = np.empty(n, dtype=np.uint8)
-    view = memoryview(out)
+    view = out.data
     got = 0
     readinto = getattr(stream, "readinto", None)
     while got < n:

@@ -313,7 +313,9 @@ class Rope(Encoding):
     def ext_factors(self) -> tuple[float, ...]:
         """longrope: the per-frequency divisors in force (long_factor past the original context)."""
         long = self.effective_seq_len > self.opt["original_max_position_embeddings"]
-        return self.long_factor if long else self.short_factor
+        factors = self.long_factor if long else self.short_factor
+        assert factors is not None  # validate() requires both for longrope
+        return factors
 
     @cached_property
     def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
@@ -355,9 +357,7 @@ class Rope(Encoding):
         if name not in self.tensor_specs():
             raise ParameterError(f"rope has no tensor {name!r}; choose from: {', '.join(self.tensor_specs())}")
         t = np.arange(self.offset + start, self.offset + stop, dtype=np.float64)
-        want_sin = name.startswith("sin")
-        s, c = _trig.sincos(t, w_hi, w_lo, want_sin=want_sin, want_cos=not want_sin)
-        v = s if want_sin else c
+        v = _trig.sin_or_cos(t, w_hi, w_lo, "sin" if name.startswith("sin") else "cos")
         if self.attention_scaling != 1.0:
             v *= self.attention_scaling
         if name.endswith("_cache"):

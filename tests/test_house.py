@@ -1,0 +1,204 @@
+"""The house: a kind is one module + one registry line, nothing outside encodings/ names a kind, and the
+public Python API is what README shows.
+
+The toy-kind test copies the package to a temporary directory, adds one module and one line to the registry
+there, and drives the real command line of that copy: the new kind shows up in ``posenc kinds``, builds with
+``generate``, passes ``check`` with the properties it declares (``matches-spec`` included) and completes.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import posenc_cli
+from posenc_cli.encodings import KINDS
+
+from .conftest import ROOT
+
+TOY_MODULE = '''
+"""A toy kind for tests: pe[t, j] = cos(t / (j + 1)), one module, one registry line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import Encoding, TensorSpec, param
+
+
+@dataclass(frozen=True)
+class Toy(Encoding):
+    """pe[t, j] = cos(scale * t / (j + 1))."""
+
+    KIND = "toy"
+    SUMMARY = "a toy kind that exists only in tests"
+    REFERENCES = ("tests/test_house.py",)
+    PROPERTIES = {"finite": True, "bounded": True, "matches-spec": True, "decay": False}
+    VIEWS = ("heatmap",)
+    scale: float = param(1.0, "positions are multiplied by this", low=0.0, low_open=True)
+
+    def tensor_specs(self) -> dict[str, TensorSpec]:
+        return {"pe": TensorSpec("pe", (self.length, self.dim), self.out_dtype)}
+
+    def _rows(self, name: str, start: int, stop: int) -> np.ndarray:
+        t = np.arange(start, stop, dtype=np.float64)[:, None]
+        return np.cos(self.scale * t / np.arange(1, self.dim + 1)[None, :])
+'''
+
+
+@pytest.fixture(scope="module")
+def toy_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("toy")
+    shutil.copytree(ROOT / "posenc_cli", root / "posenc_cli", ignore=shutil.ignore_patterns("__pycache__"))
+    enc_dir = root / "posenc_cli" / "encodings"
+    (enc_dir / "toy.py").write_text(TOY_MODULE)
+    registry = enc_dir / "__init__.py"
+    text = registry.read_text()
+    anchor = '    "relative": ("relative", "ShawRelative"),\n'
+    assert anchor in text
+    registry.write_text(text.replace(anchor, anchor + '    "toy": ("toy", "Toy"),\n'))  # the one line
+    return root
+
+
+def toy_run(root: Path, args: list[str], **env: str) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("_POSENC")}
+    full.update({"PYTHONPATH": str(root), "COLUMNS": "120", "NO_COLOR": "1", **env})
+    return subprocess.run([sys.executable, "-m", "posenc_cli", *args], capture_output=True, env=full, cwd=root,
+                          timeout=120)
+
+
+def test_a_toy_kind_is_one_module_and_one_registry_line(toy_root):
+    proc = toy_run(toy_root, ["kinds"])
+    assert proc.returncode == 0 and b"toy" in proc.stdout, proc.stderr
+    proc = toy_run(toy_root, ["kinds", "toy", "--json"])
+    assert proc.returncode == 0 and b'"scale"' in proc.stdout, proc.stderr
+    out = toy_root / "toy.safetensors"
+    proc = toy_run(toy_root, ["generate", "--kind", "toy", "-n", "16", "-d", "4", "-p", "scale=0.5", "-o", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    proc = toy_run(toy_root, ["check", str(out), "--json"])
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    import json
+
+    (report,) = json.loads(proc.stdout)
+    assert report["kind"] == "toy"
+    assert report["required"] == ["finite", "matches-spec", "bounded"]
+    assert {r["name"] for r in report["results"]} == {"finite", "matches-spec", "bounded", "decay"}
+    proc = toy_run(toy_root, [], _POSENC_COMPLETE="complete_bash", _POSENC_COMPLETE_ARGS="posenc generate --kind to")
+    assert proc.stdout.split() == [b"toy"]
+    # and the values are the module's formula, read back through a posenc reader
+    from posenc_cli.formats import read_table
+
+    pe = read_table(str(out)).tensors["pe"]
+    t = np.arange(16)[:, None]
+    np.testing.assert_allclose(pe, np.cos(0.5 * t / np.arange(1, 5)[None, :]), rtol=1e-6)
+
+
+def test_a_toy_kind_is_missing_without_its_line(toy_root):
+    """The fixture's registry line is what makes the toy kind exist (the test above can fail)."""
+    proc = toy_run(ROOT, ["generate", "--kind", "toy", "-n", "4", "-d", "4", "-o", os.devnull, "--force"])
+    assert proc.returncode == 2 and b"unknown encoding 'toy'" in proc.stderr
+
+
+# ----- no module outside encodings/ names a kind -----------------------------------------------------------
+#: Property names that happen to equal a kind's name: allowed only as keys of the checks registry.
+PROPERTY_NAMES = {"relative"}
+
+
+def kind_literals(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text())
+    found = []
+    check_keys: set[int] = set()
+    for node in ast.walk(tree):  # CHECKS = {"relative": CheckDef(...)} and verdict("relative", ...)
+        if isinstance(node, ast.Dict):
+            check_keys.update(id(k) for k in node.keys if k is not None)
+        if isinstance(node, ast.Call) and node.args and getattr(node.func, "id", "") in ("verdict", "skipped",
+                                                                                          "CheckResult"):
+            check_keys.add(id(node.args[0]))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in KINDS:
+            if node.value in PROPERTY_NAMES and id(node) in check_keys:
+                continue
+            found.append((node.lineno, node.value))
+    return sorted(found)
+
+
+def test_no_module_outside_encodings_names_a_kind():
+    offenders = []
+    for path in sorted((ROOT / "posenc_cli").rglob("*.py")):
+        if "encodings" in path.relative_to(ROOT / "posenc_cli").parts:
+            continue
+        offenders += [f"{path.relative_to(ROOT)}:{line}: {value!r}" for line, value in kind_literals(path)]
+    assert not offenders, "kind names outside encodings/:\n" + "\n".join(offenders)
+
+
+def test_the_kind_name_scan_can_fail(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text('if kind == "alibi":\n    pass\nCHECKS = {"relative": 1}\nx = "relative"\n')
+    assert kind_literals(bad) == [(1, "alibi"), (4, "relative")]
+
+
+# ----- the public API ----------------------------------------------------------------------------------------
+def test_public_api_is_lazy_and_complete():
+    code = ("import sys, posenc_cli; assert 'numpy' not in sys.modules, 'import posenc_cli imported numpy'; "
+            "posenc_cli.generate('sinusoidal', length=2, dim=2); assert 'numpy' in sys.modules")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    for name in posenc_cli.__all__:
+        assert getattr(posenc_cli, name) is not None, name
+    with pytest.raises(AttributeError):
+        posenc_cli.no_such_thing  # noqa: B018
+
+
+def test_api_docstring_examples_run():
+    from posenc_cli import api
+
+    result = doctest.testmod(api, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 5 and result.failed == 0
+
+
+def test_readme_python_section_runs(tmp_path, monkeypatch):
+    """README's Python example, executed as written (in a temporary directory)."""
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"<!-- python:begin -->\n```python\n(.*?)```\n<!-- python:end -->", text, re.S)
+    assert block, "README has no Python section"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.json").write_text(
+        '{"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,'
+        ' "rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,'
+        ' "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}}'
+    )
+    namespace: dict = {}
+    exec(compile(block.group(1), "README.md", "exec"), namespace)  # noqa: S102
+
+
+def test_api_names_parameters_as_every_other_surface():
+    with pytest.raises(posenc_cli.ParameterError, match=r"unknown parameter 'lenght'.*did you mean 'length'"):
+        posenc_cli.generate("sinusoidal", lenght=4, dim=4)
+    enc = posenc_cli.generate("sinusoidal", len=4, dim=4)  # 'len' is another name for 'length'
+    assert enc.length == 4 and enc.metadata()["length"] == "4"
+    assert posenc_cli.generate("SINUSOIDAL:length=4,dim=4") == enc
+
+
+def test_api_check_and_compare_return_typed_results(tmp_path):
+    enc = posenc_cli.generate("rope", length=64, dim=16)
+    path = tmp_path / "rope.safetensors"
+    posenc_cli.write(path, enc)
+    report = posenc_cli.check(path)
+    assert isinstance(report, posenc_cli.CheckReport) and report.ok and report.kind == "rope"
+    assert report.to_json()["required"] == report.required
+    assert "pythagorean" in report.required
+    res = posenc_cli.compare(path, "rope:base=500000")
+    assert isinstance(res, posenc_cli.CompareResult) and not res.same and res.to_json()["mismatched"] > 0
+    with pytest.raises(posenc_cli.InputError):
+        posenc_cli.read(tmp_path / "missing.npy")
