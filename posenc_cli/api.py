@@ -18,6 +18,7 @@ False
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,8 +28,8 @@ from .errors import InputError, ParameterError
 
 if TYPE_CHECKING:
     from .checks.base import CheckResult
-    from .metrics import CompareResult
     from .encodings.base import Encoding
+    from .metrics import CompareResult
     from .sources import Source
 
 #: What the API accepts as a table: a file path, ``"-"`` (stdin), a spec string, an Encoding, a Source, an array,
@@ -145,14 +146,31 @@ def write(
     *,
     format: str | None = None,
     tensors: list[str] | None = None,
+    rename: Mapping[str, str] | None = None,
+    dtype: str | None = None,
     force: bool = False,
-    progress: Callable[[int], None] | None = None,
-) -> None:
-    """Write every tensor of ``table`` (or ``tensors``) to ``path`` atomically, with posenc metadata.
+    max_bytes: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, tuple[int, ...]]:
+    """Write ``table`` to ``path`` atomically, C-contiguous, with posenc metadata; return ``name -> shape``.
 
-    Single-tensor formats (``.npy``, ``.csv``) take the kind's primary tensor unless ``tensors`` names one.
+    Parameters
+    ----------
+    tensors : list of str, optional
+        Write only these tensors (default: all; single-tensor formats, ``.npy`` and ``.csv``, take the kind's
+        primary tensor).
+    rename : mapping, optional
+        ``old name -> new name``.
+    dtype : str, optional
+        Cast every floating tensor to this dtype (``float64``, ``float32``, ``float16``, ``bfloat16``); the
+        metadata says so, so that metadata and bytes always agree.
+    max_bytes : int, optional
+        Refuse to write more than this many bytes of tensors (checked before anything is created).
+    progress : callable, optional
+        Called after each written block with (rows in that block, total rows of all tensors).
     """
     from . import formats
+    from .sources import CastTensor
 
     src = open_table(table)
     dest = os.fspath(path)
@@ -168,7 +186,106 @@ def write(
             raise ParameterError(f".{fmt} holds one tensor; name one with tensors=[...] or write .safetensors/.npz")
         name = src.tensor_name(None)
         lazy = {name: lazy[name]}
-    formats.write_table(dest, lazy, src.metadata, fmt, force=force, progress=progress)
+    lazy = _renamed(lazy, dict(rename or {}))
+    metadata = dict(src.metadata)
+    if dtype is not None:
+        from .encodings.base import dtype_name, resolve_dtype
+
+        target = resolve_dtype(dtype)  # a bad name is refused before anything is written
+        stated = [resolve_dtype(metadata["value_dtype"])] if "value_dtype" in metadata else []
+        coarsest = _coarsest_float([t.dtype for t in lazy.values()] + stated)
+        lazy = {k: CastTensor(v, dtype) for k, v in lazy.items()}
+        if metadata:
+            metadata["dtype"] = dtype
+            # values computed in a coarser dtype keep that precision in wider bytes: say so (check regenerates it)
+            if coarsest is not None and _eps(coarsest) > _eps(target):
+                metadata["value_dtype"] = dtype_name(coarsest)
+            else:
+                metadata.pop("value_dtype", None)
+    if max_bytes is not None:
+        from .sources import check_size
+
+        check_size(sum(math.prod(t.shape) * t.dtype.itemsize for t in lazy.values()), max_bytes, src.label)
+    total = sum(int(t.shape[0]) if len(t.shape) else 1 for t in lazy.values())
+    report = None if progress is None else (lambda n: progress(n, total))
+    formats.write_table(dest, lazy, metadata, fmt, force=force, progress=report)
+    return {k: tuple(v.shape) for k, v in lazy.items()}
+
+
+def _eps(dtype: Any) -> float:
+    from .metrics import finfo
+
+    return float(finfo(dtype).eps)
+
+
+def _coarsest_float(dtypes: list[Any]) -> Any:
+    from .formats import is_float
+
+    floats = [d for d in dtypes if is_float(d)]
+    return max(floats, key=_eps) if floats else None
+
+
+def _renamed(lazy: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
+    for old, new in mapping.items():
+        if old not in lazy:
+            raise ParameterError(f"cannot rename {old!r}: no such tensor; choose from: {', '.join(lazy)}")
+        if not new or new == "__metadata__":
+            raise ParameterError(f"cannot rename {old!r} to {new!r}: not a valid tensor name")
+    out = {mapping.get(k, k): v for k, v in lazy.items()}
+    if len(out) != len(lazy):
+        raise ParameterError(f"renaming {mapping} gives two tensors the same name")
+    return out
+
+
+@dataclass
+class Preview:
+    """What a person sees first of an encoding: tensors, parameters, value range and the table's corner."""
+
+    title: str
+    specs: list[tuple[str, tuple[int, ...], str]]
+    params: dict[str, str]
+    primary: str
+    corner: Any
+    shape: tuple[int, ...]
+    value_range: tuple[float, float]
+    range_note: str
+    small: dict[str, Any]
+
+
+def preview(enc: Encoding, rows: int = 10, cols: int = 8) -> Preview:
+    """The corner (``rows`` x ``cols``; the first head of a 3-D table), the value range (over the whole table
+    when it is at most 256 MiB, else over three sampled row blocks) and the short 1-D tensors."""
+    import numpy as np
+
+    from .encodings.base import dtype_name
+
+    specs = enc.tensor_specs()
+    primary = specs[enc.PRIMARY]
+    corner = enc.rows(primary.name, 0, min(primary.shape[0], rows))
+    if corner.ndim > 2:
+        corner = corner[0]
+    if corner.ndim == 2:
+        corner = corner[:, :cols]
+    cheap = primary.nbytes <= 256 * 1024**2
+    lo, hi = np.inf, -np.inf
+    n = primary.shape[0]
+    for s in range(0, n, 4096) if cheap else sorted({0, n // 2, max(n - 4096, 0)}):
+        block = np.asarray(enc.rows(primary.name, s, min(s + 4096, n)), dtype=np.float64)
+        if block.size:
+            lo, hi = min(lo, float(np.nanmin(block))), max(hi, float(np.nanmax(block)))
+    small = {name: enc.rows(name, 0, spec.shape[0]) for name, spec in specs.items()
+             if name != primary.name and len(spec.shape) == 1 and spec.shape[0] <= 64}
+    return Preview(
+        title=f"{enc.KIND} positional encoding",
+        specs=[(s.name, s.shape, dtype_name(s.dtype)) for s in specs.values()],
+        params={k: v for k, v in enc.metadata().items() if k not in ("kind", "posenc_version")},
+        primary=primary.name,
+        corner=corner,
+        shape=primary.shape,
+        value_range=(lo, hi),
+        range_note="" if cheap else " (sampled rows)",
+        small=small,
+    )
 
 
 # ----- checking ---------------------------------------------------------------------------------------
@@ -238,7 +355,7 @@ def check(
         metadata=src.metadata,
         kind=kind,
         encoding=src.encoding if own else None,
-        rtol=rtol_for(array.dtype),
+        rtol=rtol_for(_value_dtype(src, array)),
         seed=seed,
         probes=probes,
         kind_cls=kind_cls,
@@ -265,6 +382,19 @@ def check(
     return CheckReport(src.label, name, kind, not failed, required, failed, results)
 
 
+def _value_dtype(src: Source, array: Any) -> Any:
+    """The precision of the values: the bytes' dtype, or the coarser one the metadata says they were computed in."""
+    from .encodings.base import resolve_dtype
+
+    stated = src.metadata.get("value_dtype")
+    if stated is None:
+        return array.dtype
+    try:
+        return resolve_dtype(stated)
+    except ParameterError:
+        return array.dtype
+
+
 def _known_kind(kind: str) -> bool:
     from .encodings import KINDS
 
@@ -282,8 +412,8 @@ def compare(
 ) -> CompareResult:
     """Compare ``a`` with the reference ``b``: max abs / relative / ulp difference and where, mean difference,
     row cosine, and the verdict ``.same`` (every element within ``atol + rtol * |b|``)."""
-    from .metrics import compare as compare_arrays
     from .formats import validate_table_array
+    from .metrics import compare as compare_arrays
 
     if atol is not None and not atol >= 0:
         raise ParameterError(f"atol={atol} must be >= 0")
@@ -323,5 +453,5 @@ def kinds() -> list[dict[str, Any]]:
     return [kind_info(get_kind(k)) for k in KINDS]
 
 
-__all__ = ["CheckReport", "check", "compare", "from_config", "generate", "kinds", "load_config", "open_table",
-           "read", "write"]
+__all__ = ["CheckReport", "Preview", "check", "compare", "from_config", "generate", "kinds", "load_config",
+           "open_table", "preview", "read", "write"]

@@ -200,15 +200,17 @@ class CastTensor:
 
     def __init__(self, inner: Any, dtype: str) -> None:
         from .encodings.base import resolve_dtype
+        from .formats import is_float
 
         self.inner, self.name, self.shape = inner, inner.name, tuple(inner.shape)
-        self.dtype = resolve_dtype(dtype) if inner.dtype.kind == "f" else inner.dtype
+        # bfloat16 is floating too, though NumPy calls its kind 'V': cast it like any float
+        self.dtype = resolve_dtype(dtype) if is_float(inner.dtype) else inner.dtype
 
     def rows(self, start: int, stop: int):
         return self.inner.rows(start, stop).astype(self.dtype)
 
     def fill(self, start: int, stop: int, out) -> None:
-        out[...] = self.inner.rows(start, stop)
+        out[...] = self.inner.rows(start, stop).astype(out.dtype)
 
 
 def check_size(nbytes: int, limit: int, label: str) -> None:

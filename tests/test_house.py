@@ -202,3 +202,22 @@ def test_api_check_and_compare_return_typed_results(tmp_path):
     assert isinstance(res, posenc_cli.CompareResult) and not res.same and res.to_json()["mismatched"] > 0
     with pytest.raises(posenc_cli.InputError):
         posenc_cli.read(tmp_path / "missing.npy")
+
+
+def test_export_casts_bfloat16_files_so_metadata_equals_the_bytes(tmp_path):
+    """A bfloat16 posenc file exported with dtype=float32 holds float32 bytes and says float32 (NumPy calls
+    bfloat16's kind 'V', which the cast used to skip, writing BF16 bytes under float32 metadata)."""
+    from posenc_cli.formats import read_table
+
+    src = tmp_path / "pe_bf16.safetensors"
+    posenc_cli.write(src, posenc_cli.generate("sinusoidal", length=16, dim=8, dtype="bfloat16"))
+    for suffix in ("safetensors", "npz", "npy"):
+        out = tmp_path / f"x.{suffix}"
+        posenc_cli.write(out, src, dtype="float32")
+        table = read_table(str(out))
+        assert table.tensors["pe"].dtype == np.float32, suffix
+        if table.metadata:
+            assert table.metadata["dtype"] == "float32", suffix
+        ref = read_table(str(src)).tensors["pe"].astype(np.float32)
+        np.testing.assert_array_equal(table.tensors["pe"], ref)
+    assert posenc_cli.check(tmp_path / "x.safetensors").ok

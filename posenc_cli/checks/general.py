@@ -47,9 +47,18 @@ def check_finite(ctx: CheckContext) -> CheckResult:
 
 
 def check_matches_spec(ctx: CheckContext) -> CheckResult:
-    """Regenerate every tensor block by block from the metadata and compare with the file's."""
+    """Regenerate every tensor block by block from the metadata and compare with the file's.
+
+    A file whose values were computed in a coarser dtype than its bytes (``export --dtype float32`` of a bfloat16
+    file) says so in ``value_dtype``: the table is regenerated in that dtype, as its values were.
+    """
+    import dataclasses
+
     enc = ctx.encoding
     specs = enc.tensor_specs()
+    through = ctx.metadata.get("value_dtype")
+    if through is not None and through != enc.dtype and "dtype" in {f.name for f in enc.param_fields()}:
+        enc = dataclasses.replace(enc, dtype=through)
     compared, missing, worst, where, shape_bad = [], [], 0.0, "", []
     per = {}
     for name, spec in specs.items():

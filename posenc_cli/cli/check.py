@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
 
         print_json([r.to_json() for r in reports])
     else:
-        from ..render import check_summary, check_table as render_table
+        from ..render import check_summary
+        from ..render import check_table as render_table
 
         for r in reports:
             if args.quiet < 1:
@@ -83,7 +84,8 @@ def _run_one(src, args: argparse.Namespace, required):
     from ..api import check as check_table
     from ..render import progress_bar
 
-    kwargs = dict(expect=args.expect, require=required, tensor=args.tensor, probes=args.probes, seed=args.seed)
+    kwargs = {"expect": args.expect, "require": required, "tensor": args.tensor, "probes": args.probes,
+              "seed": args.seed}
     name = src.tensor_name(args.tensor)
     big = progress_enabled(args.quiet) and src.tensors.get(name) is not None and src.tensors[name].nbytes > 32 * 1024**2
     if not big:

@@ -17,9 +17,9 @@ from ._common import (
     msg,
     open_src,
     prod,
+    progress_enabled,
     refuse_layer_type_without_config,
     spec_params,
-    write,
 )
 
 NAME = "export"
@@ -49,8 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import formats
-    from ..sources import CastTensor, Source, check_size, is_spec
+    from ..sources import Source, is_spec
 
     refuse_layer_type_without_config(args)
     source = args.source
@@ -71,44 +70,44 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError("--onnx-rope needs a rope spec or a posenc-written rope file")
         enc = dataclasses.replace(enc, cache="onnx", **({"dtype": args.dtype} if args.dtype else {}))  # --dtype wins
         src = Source.from_encoding(enc, src.label)
-    lazy = dict(src.lazy)
-    if args.tensor:
-        missing = [t for t in args.tensor if t not in lazy]
-        if missing:
-            raise ParameterError(f"{src.label} has no tensor {missing[0]!r}; choose from: {', '.join(lazy)}")
-        lazy = {t: lazy[t] for t in args.tensor}
-    fmt_name = formats.format_for(args.output, args.format)
-    if fmt_name in formats.SINGLE_TENSOR_FORMATS and len(lazy) > 1:
-        lazy = {src.tensor_name(None): lazy[src.tensor_name(None)]}
-    lazy = _renamed(lazy, args.name)
-    if args.dtype is not None and src.tensors:
-        lazy = {k: CastTensor(v, args.dtype) for k, v in lazy.items()}
-    meta = dict(src.metadata)
-    if args.dtype is not None:
-        meta["dtype"] = args.dtype
-    check_size(sum(prod(t.shape) * t.dtype.itemsize for t in lazy.values()), args.max_bytes, src.label)
-    write(args.output, lazy, meta, args.format, args.force, args.quiet)
+    from ..api import write as write_table
+
+    written = _with_progress(args, src, lambda progress: write_table(
+        args.output, src, format=args.format, tensors=args.tensor, rename=_renames(src, args),
+        dtype=args.dtype if is_file else None,  # a spec was built in --dtype already
+        force=args.force, max_bytes=args.max_bytes, progress=progress))
     if args.output != "-":
-        msg(f"wrote {args.output} ({', '.join(f'{n} {tuple(t.shape)}' for n, t in lazy.items())})", args.quiet)
+        msg(f"wrote {args.output} ({', '.join(f'{n} {shape}' for n, shape in written.items())})", args.quiet)
     return ExitCode.OK
 
 
-def _renamed(lazy: dict, names: list[str] | None) -> dict:
-    if not names:
-        return lazy
+def _with_progress(args: argparse.Namespace, src, run):
+    """``run(progress)``, with a progress bar on a terminal for outputs over 64 MiB (rich only for a bar)."""
+    nbytes = sum(prod(t.shape) * t.dtype.itemsize for t in src.lazy.values())
+    if not (progress_enabled(args.quiet) and nbytes > 64 * 1024**2):
+        return run(None)
+    from ..render import progress_bar
+
+    with progress_bar(f"writing {args.output}", 1, True) as advance:
+        return run(lambda n, total: advance(n, total))
+
+
+def _renames(src, args: argparse.Namespace) -> dict[str, str]:
+    """``--name NEW`` (one tensor) and ``--name OLD=NEW`` as a mapping."""
+    names = args.name or []
+    selected = args.tensor or src.names
     mapping: dict[str, str] = {}
     for item in names:
         old, sep, new = item.partition("=")
         if not sep:
-            if len(lazy) != 1:
-                raise ParameterError(f"--name {item}: several tensors ({', '.join(lazy)}); write --name OLD=NEW")
-            old, new = next(iter(lazy)), item
-        if old not in lazy:
-            raise ParameterError(f"--name {item}: no tensor {old!r}; choose from: {', '.join(lazy)}")
-        if not new or new == "__metadata__":
-            raise ParameterError(f"--name {item}: {new!r} is not a valid tensor name")
+            if len(selected) != 1 and not _single_format(args):
+                raise ParameterError(f"--name {item}: several tensors ({', '.join(selected)}); write --name OLD=NEW")
+            old, new = (selected[0] if len(selected) == 1 else src.tensor_name(None)), item
         mapping[old] = new
-    out = {mapping.get(k, k): v for k, v in lazy.items()}
-    if len(out) != len(lazy):
-        raise ParameterError(f"--name {' '.join(names)} gives two tensors the same name")
-    return out
+    return mapping
+
+
+def _single_format(args: argparse.Namespace) -> bool:
+    from .. import formats
+
+    return formats.format_for(args.output, args.format) in formats.SINGLE_TENSOR_FORMATS

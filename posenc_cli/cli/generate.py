@@ -91,39 +91,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _preview(enc, precision: int) -> None:
-    import numpy as np
-
-    from ..encodings.base import dtype_name
+    from ..api import preview as preview_data
     from ..render import preview
 
-    specs = enc.tensor_specs()
-    primary = specs[enc.PRIMARY]
-    rows = min(primary.shape[0], 10)
-    corner = enc.rows(primary.name, 0, rows)
-    if corner.ndim > 2:
-        corner = corner[0]  # e.g. alibi bias: the first head
-    if corner.ndim == 2:
-        corner = corner[:, :8]
-    # value range over the whole table when it is cheap, else over a sample of row blocks
-    cheap = primary.nbytes <= 256 * 1024**2
-    lo, hi = np.inf, -np.inf
-    n = primary.shape[0]
-    starts = range(0, n, 4096) if cheap else sorted({0, n // 2, max(n - 4096, 0)})
-    for s in starts:
-        block = np.asarray(enc.rows(primary.name, s, min(s + 4096, n)), dtype=np.float64)
-        if block.size:
-            lo, hi = min(lo, float(np.nanmin(block))), max(hi, float(np.nanmax(block)))
-    small = {name: enc.rows(name, 0, spec.shape[0]) for name, spec in specs.items()
-             if name != primary.name and len(spec.shape) == 1 and spec.shape[0] <= 64}
-    preview(
-        title=f"{enc.KIND} positional encoding",
-        specs=[(s.name, s.shape, dtype_name(s.dtype)) for s in specs.values()],
-        params={k: v for k, v in enc.metadata().items() if k not in ("kind", "posenc_version")},
-        primary=primary.name,
-        corner=corner,
-        shape=primary.shape,
-        value_range=(lo, hi),
-        range_note="" if cheap else " (sampled rows)",
-        small=small,
-        precision=precision,
-    )
+    p = preview_data(enc)
+    preview(title=p.title, specs=p.specs, params=p.params, primary=p.primary, corner=p.corner, shape=p.shape,
+            value_range=p.value_range, range_note=p.range_note, small=p.small, precision=precision)
