@@ -252,15 +252,16 @@ class Preview:
     small: dict[str, Any]
 
 
-def preview(enc: Encoding, rows: int = 10, cols: int = 8) -> Preview:
-    """The corner (``rows`` x ``cols``; the first head of a 3-D table), the value range (over the whole table
-    when it is at most 256 MiB, else over three sampled row blocks) and the short 1-D tensors."""
+def preview(enc: Encoding, rows: int = 10, cols: int = 8, tensor: str | None = None) -> Preview:
+    """The corner (``rows`` x ``cols``; the first head of a 3-D table) of ``tensor`` (default: the primary one),
+    its value range (over the whole tensor when it is at most 256 MiB, else over three sampled row blocks) and
+    the other short 1-D tensors."""
     import numpy as np
 
     from .encodings.base import dtype_name
 
     specs = enc.tensor_specs()
-    primary = specs[enc.PRIMARY]
+    primary = specs[tensor or enc.PRIMARY]
     corner = enc.rows(primary.name, 0, min(primary.shape[0], rows))
     if corner.ndim > 2:
         corner = corner[0]

@@ -189,6 +189,8 @@ def open_source(
     if params:
         raise ParameterError(f"-p applies to specs, but {text} is a file; drop -p or use a spec like KIND:key=value")
     table = formats.read_table(text, max_bytes=limit)
+    if max_bytes is not None:  # asked for: memory-mapped files too
+        check_size(sum(int(a.nbytes) for a in table.tensors.values()), max_bytes, text, built=False)
     enc, note = encoding_from_metadata(table.metadata)
     label = "stdin" if text == "-" else text
     return Source(label, dict(table.tensors), dict(table.metadata), encoding=enc, encoding_note=note,
@@ -213,11 +215,13 @@ class CastTensor:
         out[...] = self.inner.rows(start, stop).astype(out.dtype)
 
 
-def check_size(nbytes: int, limit: int, label: str) -> None:
+def check_size(nbytes: int, limit: int, label: str, *, built: bool = True) -> None:
+    """Refuse a table of more than ``limit`` bytes (``built``: one posenc would compute, else one read)."""
     from .formats import human_bytes
 
     if nbytes > limit:
+        verb, fix = ("would need", "lower --len/--dim or pass") if built else ("holds", "pass")
         raise ParameterError(
-            f"{label} would need {human_bytes(nbytes)}, above the {human_bytes(limit)} limit; "
-            f"lower --len/--dim or pass --max-bytes {nbytes} to raise it"
+            f"{label} {verb} {human_bytes(nbytes)}, above the {human_bytes(limit)} limit; "
+            f"{fix} --max-bytes {nbytes} to raise it"
         )

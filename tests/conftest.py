@@ -52,3 +52,33 @@ def run_tty(args: list[str], *, cwd: Path | None = None, timeout: float = 60, en
 @pytest.fixture
 def posenc():
     return run
+
+
+def cli(args: list[str], *, input: bytes = b"", env: dict | None = None) -> tuple[int, bytes, str]:
+    """Run the command line in this process (stdout and stderr are pipes, not terminals): (exit code, stdout
+    bytes, stderr text). For argument handling, rendering and exit codes; `run` is for real processes."""
+    import io
+
+    from posenc_cli.cli import main
+
+    out, err = io.BytesIO(), io.BytesIO()
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin = io.TextIOWrapper(io.BytesIO(input), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+    sys.stderr = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
+    old_env = dict(os.environ)
+    os.environ.update({"COLUMNS": "120", "NO_COLOR": "1", **(env or {})})
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        wrappers = sys.stdin, sys.stdout, sys.stderr
+        sys.stdin, sys.stdout, sys.stderr = saved
+        for w in wrappers:
+            w.flush()
+            w.detach()  # closing a wrapper would close the buffer we read below
+        os.environ.clear()
+        os.environ.update(old_env)
+    return code, out.getvalue(), err.getvalue().decode("utf-8", "replace")

@@ -41,8 +41,9 @@ def add_table_options(p: argparse.ArgumentParser, *, dtype_help: str | None = No
 
 
 def add_max_bytes(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-bytes", type=int_value, default=DEFAULT_MAX_BYTES, metavar="N",
-                   help=f"Refuse tables larger than this many bytes (default {DEFAULT_MAX_BYTES}).")
+    p.add_argument("--max-bytes", type=int_value, metavar="N",
+                   help="Refuse tables larger than this many bytes (default: 8 GiB for what is built or read into "
+                        "memory; memory-mapped files only when given).")
 
 
 def add_quiet(p: argparse.ArgumentParser) -> None:
@@ -112,16 +113,56 @@ def config_params(args: argparse.Namespace, explicit_kind: str | None) -> tuple[
     return kind, params
 
 
+#: The options that set a spec's parameters: they apply to sources generated from a spec, not to files.
+SPEC_OPTIONS = (("length", "--len"), ("dim", "--dim"), ("param", "-p/--param"), ("grid", "--grid"),
+                ("dtype", "--dtype"))
+
+
+def refuse(args: argparse.Namespace, options: list[tuple[str, str]], why: str) -> None:
+    """A one-line error naming every option of ``options`` (``(dest, flag)``) that was given, and why it cannot
+    apply: never accept an option and do nothing with it."""
+    given = [flag for dest, flag in options if getattr(args, dest, None) not in (None, False, [], 0)]
+    if given:
+        raise ParameterError(f"{', '.join(given)} cannot apply: {why}")
+
+
+def refuse_spec_options_for_files(args: argparse.Namespace, sources: list[str], *, dtype: bool = True) -> None:
+    """--len/--dim/-p/--grid (and --dtype where it means the spec's dtype) build specs; refuse them when no
+    source is a spec."""
+    from ..encodings import resolve_kind
+    from ..sources import is_spec, looks_like_a_kind
+
+    for s in sources:
+        if looks_like_a_kind(s):  # a mistyped kind, not a file: say so first
+            resolve_kind(s.split(":", 1)[0])
+    if not any(is_spec(s) for s in sources):
+        options = [o for o in SPEC_OPTIONS if dtype or o[0] != "dtype"]
+        what = "the source is a file" if len(sources) == 1 else "the sources are files"
+        if "-" in sources:
+            what = "the source is stdin" if len(sources) == 1 else "the sources are files and stdin"
+        refuse(args, options, f"{what}, and these options set the parameters of a spec; "
+                              "drop them or give a spec such as KIND:key=value")
+
+
 def refuse_layer_type_without_config(args: argparse.Namespace) -> None:
     if getattr(args, "layer_type", None) is not None and getattr(args, "hf_config", None) is None:
         raise ParameterError("--layer-type applies to --hf-config; drop it or pass --hf-config config.json")
 
 
 def open_src(text: str, args: argparse.Namespace, params: dict[str, Any], like: Any = None, dtype: Any = "args") -> Any:
-    from ..sources import open_source
+    from ..sources import is_spec, open_source, parse_spec
 
+    if is_spec(text):  # a value the spec sets and an option sets too: say which wins instead of picking one
+        pairs = parse_spec(text)[1]
+        for key, flag in (("length", "--len"), ("dim", "--dim"), ("dtype", "--dtype"), *((k, "-p") for k in params)):
+            if key in pairs and (getattr(args, key, None) is not None if flag != "-p" else True):
+                raise ParameterError(f"{flag} sets {key}, which the spec {text!r} sets too; give it once")
     return open_source(text, length=args.length, dim=args.dim, params=params,
                        dtype=args.dtype if dtype == "args" else dtype, max_bytes=args.max_bytes, like=like)
+
+
+def max_bytes(args: argparse.Namespace) -> int:
+    return DEFAULT_MAX_BYTES if args.max_bytes is None else int(args.max_bytes)
 
 
 def progress_enabled(quiet: int) -> bool:

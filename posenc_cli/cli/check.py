@@ -14,6 +14,7 @@ from ._common import (
     kind_option,
     open_src,
     progress_enabled,
+    refuse_spec_options_for_files,
     spec_params,
 )
 from ._parser import with_completer
@@ -53,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         if sys.stdin.isatty():
             raise ParameterError("give a source: a file, - for stdin, or a spec like sinusoidal (see posenc check --help)")
         sources = ["-"]
+    refuse_spec_options_for_files(args, sources)
     if args.expect is not None:
         from ..encodings import resolve_kind
 

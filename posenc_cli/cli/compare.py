@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ExitCode, ParameterError
-from ._common import add_json, add_max_bytes, add_quiet, add_table_options, float_option, open_src, spec_params
+from ._common import (
+    add_json,
+    add_max_bytes,
+    add_quiet,
+    add_table_options,
+    float_option,
+    open_src,
+    refuse_spec_options_for_files,
+    spec_params,
+)
 
 NAME = "compare"
 SUMMARY = "Compare two tables: max abs / relative / ulp difference and where, row cosine."
@@ -39,11 +48,16 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(f"--rtol {args.rtol} must be >= 0")
     if args.a == "-" and args.b == "-":
         raise ParameterError("only one source can be - (stdin)")
+    refuse_spec_options_for_files(args, [args.a, args.b])
+    from ..sources import is_spec
+
     params = spec_params(args)
-    src_a = open_src(args.a, args, params)
-    src_b = open_src(args.b, args, params, like=src_a)
-    if src_a.encoding is not None and not src_a.tensors and src_b.tensors:  # spec first, file second
+    if is_spec(args.a) and not is_spec(args.b):  # spec first, file second: the file gives the spec its shape
+        src_b = open_src(args.b, args, params)
         src_a = open_src(args.a, args, params, like=src_b)
+    else:
+        src_a = open_src(args.a, args, params)
+        src_b = open_src(args.b, args, params, like=src_a)
     res = compare_tables(src_a, src_b, tensor=args.tensor, atol=args.atol, rtol=args.rtol)
     if args.json_out:
         from ..render import print_json

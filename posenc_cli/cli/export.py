@@ -14,11 +14,13 @@ from ._common import (
     add_quiet,
     add_table_options,
     config_params,
+    max_bytes,
     msg,
     open_src,
     prod,
     progress_enabled,
     refuse_layer_type_without_config,
+    refuse_spec_options_for_files,
     spec_params,
 )
 
@@ -54,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
     refuse_layer_type_without_config(args)
     source = args.source
     is_file = not is_spec(source)
+    if is_file:
+        refuse_spec_options_for_files(args, [source], dtype=False)  # --dtype casts a file's tensors
     params = spec_params(args)
     if args.hf_config is not None:
         if is_file:
@@ -62,12 +66,14 @@ def run(args: argparse.Namespace) -> int:
         params = {**cfg, **params}
         source = kind + source[len(source.split(":", 1)[0]) :]
     if args.onnx_rope and not is_file:  # a file is regenerated with cache=onnx below
+        _onnx_kind(source.split(":", 1)[0])
         params["cache"] = "onnx"
     src = open_src(source, args, params, dtype=None if is_file else args.dtype)
     if args.onnx_rope and is_file:  # a posenc rope file: regenerate its encoding with the ONNX cache layout
         enc = src.encoding
-        if enc is None or "cache" not in {f.name for f in enc.param_fields()}:
-            raise ParameterError("--onnx-rope needs a rope spec or a posenc-written rope file")
+        if enc is None:
+            raise ParameterError("--onnx-rope needs a spec or a posenc-written file (its metadata rebuilds the table)")
+        _onnx_kind(enc.KIND)
         enc = dataclasses.replace(enc, cache="onnx", **({"dtype": args.dtype} if args.dtype else {}))  # --dtype wins
         src = Source.from_encoding(enc, src.label)
     from ..api import write as write_table
@@ -75,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     written = _with_progress(args, src, lambda progress: write_table(
         args.output, src, format=args.format, tensors=args.tensor, rename=_renames(src, args),
         dtype=args.dtype if is_file else None,  # a spec was built in --dtype already
-        force=args.force, max_bytes=args.max_bytes, progress=progress))
+        force=args.force, max_bytes=max_bytes(args), progress=progress))
     if args.output != "-":
         msg(f"wrote {args.output} ({', '.join(f'{n} {shape}' for n, shape in written.items())})", args.quiet)
     return ExitCode.OK
@@ -90,6 +96,18 @@ def _with_progress(args: argparse.Namespace, src, run):
 
     with progress_bar(f"writing {args.output}", 1, True) as advance:
         return run(lambda n, total: advance(n, total))
+
+
+def _onnx_kind(kind: str) -> None:
+    """--onnx-rope applies to the kinds whose ``cache`` parameter offers the ONNX layout."""
+    from ..encodings import get_kind, kind_classes
+
+    def onnx(cls) -> bool:
+        return any(f.name == "cache" and "onnx" in (f.metadata.get("choices") or ()) for f in cls.param_fields())
+
+    if not onnx(get_kind(kind)):
+        kinds = [k for k, cls in kind_classes().items() if onnx(cls)]
+        raise ParameterError(f"--onnx-rope cannot apply to {kind}: it writes the ONNX caches of {', '.join(kinds)}")
 
 
 def _renames(src, args: argparse.Namespace) -> dict[str, str]:

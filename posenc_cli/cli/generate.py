@@ -16,7 +16,9 @@ from ._common import (
     add_table_options,
     config_params,
     kind_option,
+    max_bytes,
     msg,
+    refuse,
     refuse_layer_type_without_config,
     spec_params,
     write,
@@ -42,10 +44,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_table_options(p)
     p.add_argument("-o", "--output", metavar="PATH", help="Output file, or - for stdout.")
     add_format(p)
-    p.add_argument("-t", "--tensor", metavar="NAME", help="Tensor to write to a single-tensor format (.npy, .csv).")
+    p.add_argument("-t", "--tensor", metavar="NAME",
+                   help="Write (or preview) only this tensor (default: all; .npy/.csv: the primary one).")
     add_force(p)
     add_hf_config(p)
-    p.add_argument("--precision", type=int, default=3, metavar="N", help="Decimals in the terminal preview.")
+    p.add_argument("--precision", type=int, metavar="N", help="Decimals in the terminal preview (default 3).")
     add_max_bytes(p)
     add_quiet(p)
 
@@ -58,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_layer_type_without_config(args)
     params = spec_params(args)
     if args.hf_config is not None:
+        refuse(args, [("dim", "--dim")], "the model config sets the head dim; use -p dim=N to override it")
         kind, cfg = config_params(args, args.kind)
         params = {**cfg, **params}
     else:
@@ -70,19 +74,22 @@ def run(args: argparse.Namespace) -> int:
     if args.dtype is not None:
         merged["dtype"] = args.dtype
     enc = make_encoding(kind, merged)
-    check_size(enc.nbytes(), args.max_bytes, f"{enc.KIND} table")
-    if args.output is None and sys.stdout.isatty():
-        _preview(enc, args.precision)
-        return ExitCode.OK
-    dest = "-" if args.output is None else args.output
+    check_size(enc.nbytes(), max_bytes(args), f"{enc.KIND} table")
     tensors = enc.lazy_tensors()
+    if args.tensor is not None and args.tensor not in tensors:
+        raise ParameterError(f"{enc.KIND} has no tensor {args.tensor!r}; choose from: {', '.join(tensors)}")
+    if args.output is None and sys.stdout.isatty():
+        refuse(args, [("format", "--format"), ("force", "--force")],
+               "stdout is a terminal, which gets a preview; pass -o FILE (or pipe) to write a table")
+        _preview(enc, 3 if args.precision is None else args.precision, args.tensor)
+        return ExitCode.OK
+    refuse(args, [("precision", "--precision")], "it sets the decimals of the terminal preview, not of a file")
+    dest = "-" if args.output is None else args.output
     fmt_name = formats.format_for(dest, args.format)
-    if fmt_name in formats.SINGLE_TENSOR_FORMATS or args.tensor is not None:
-        name = args.tensor or enc.PRIMARY
-        if name not in tensors:
-            raise ParameterError(f"{enc.KIND} has no tensor {name!r}; choose from: {', '.join(tensors)}")
-        if fmt_name in formats.SINGLE_TENSOR_FORMATS:
-            tensors = {name: tensors[name]}
+    if args.tensor is not None:
+        tensors = {args.tensor: tensors[args.tensor]}
+    elif fmt_name in formats.SINGLE_TENSOR_FORMATS:
+        tensors = {enc.PRIMARY: tensors[enc.PRIMARY]}
     write(dest, tensors, enc.metadata(), args.format, args.force, args.quiet)
     if dest != "-":
         msg(f"wrote {dest} ({', '.join(f'{n} {tuple(t.shape)}' for n, t in tensors.items())}, {enc.dtype})",
@@ -90,10 +97,10 @@ def run(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _preview(enc, precision: int) -> None:
+def _preview(enc, precision: int, tensor: str | None) -> None:
     from ..api import preview as preview_data
     from ..render import preview
 
-    p = preview_data(enc)
+    p = preview_data(enc, tensor=tensor)
     preview(title=p.title, specs=p.specs, params=p.params, primary=p.primary, corner=p.corner, shape=p.shape,
             value_range=p.value_range, range_note=p.range_note, small=p.small, precision=precision)

@@ -1,0 +1,184 @@
+"""Every option of every command, against every kind of source: honoured (the output changes) or refused by
+name (exit 2, one line). An option that is accepted and does nothing is the defect this walk catches.
+
+The options come from the parser itself, so a new option fails :func:`test_every_option_has_a_case` until it
+has a case here. Runs in process (``conftest.cli``); a source of kind ``stdin`` feeds ``.npy`` bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from posenc_cli import __version__
+from posenc_cli.cli import COMMANDS
+from posenc_cli.cli._parser import build_parser
+
+from .conftest import cli
+
+CONFIG = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 32,
+          "rope_theta": 10000.0}
+
+#: option -> its value ("" for a flag); {path} stands for the temporary directory.
+VALUES = {
+    "--len": "6", "--dim": "6", "--param": "base=100", "--dtype": "float64", "--grid": "2x3", "--kind": "index",
+    "--output": "{path}/out.npz", "--format": "json", "--tensor": "pe", "--force": "", "--hf-config": "{path}/cfg.json",
+    "--layer-type": "full_attention", "--precision": "2", "--max-bytes": "100", "--quiet": "", "--json": "",
+    "--expect": "learned", "--require": "finite", "--probes": "3", "--seed": "7", "--atol": "0.5", "--rtol": "0.5",
+    "--name": "x", "--onnx-rope": "",
+}  # fmt: skip
+
+#: command -> source kind -> the arguments of the baseline run.
+BASELINES = {
+    "generate": {"spec": ["--kind", "rope", "-n", "8", "-d", "8", "-o", "{path}/out.npy"]},
+    "check": {"spec": ["sinusoidal", "-n", "8", "-d", "8"], "file": ["{path}/pe.safetensors"], "stdin": ["-"]},
+    "compare": {"spec": ["sinusoidal:length=8,dim=8", "sinusoidal:length=8,dim=8"],
+                "file": ["{path}/pe.safetensors", "{path}/pe.npy"], "stdin": ["-", "{path}/pe.npy"]},
+    "export": {"spec": ["sinusoidal", "-n", "8", "-d", "8", "-o", "{path}/out.safetensors"],
+               "file": ["{path}/pe.safetensors", "-o", "{path}/out.safetensors"],
+               "stdin": ["-", "-o", "{path}/out.safetensors"]},
+    "kinds": {"none": ["sinusoidal"]},
+}  # fmt: skip
+
+#: (command, option) pairs whose value differs from VALUES, for the case to mean something.
+SPECIAL = {
+    ("generate", "--tensor"): "sin", ("check", "--tensor"): "sin", ("compare", "--tensor"): "sin",
+    ("export", "--tensor"): "sin", ("check", "--require"): "finite,unique",
+    ("generate", "--output"): "{path}/out.json", ("export", "--output"): "{path}/out.npz",
+}  # fmt: skip
+
+
+#: (command, option, source kind) -> the baseline to add the option to, where the usual one cannot show it (a
+#: --tensor needs several tensors to choose from; --hf-config replaces the kind and the dim).
+BASE_FOR = {
+    ("generate", "--hf-config", "spec"): ["-n", "8", "-o", "{path}/out.npy"],
+    ("check", "--tensor", "spec"): ["rope", "-n", "8", "-d", "8"],
+    ("check", "--tensor", "file"): ["{path}/rope.safetensors"],
+    ("check", "--tensor", "stdin"): ["-"],
+    ("compare", "--tensor", "spec"): ["rope:length=8,dim=8", "rope:length=8,dim=8"],
+    ("compare", "--param", "spec"): ["sinusoidal", "{path}/pe.npy"],  # -p on both specs would change both alike
+    ("compare", "--tensor", "file"): ["{path}/rope.safetensors", "{path}/rope.safetensors"],
+    ("compare", "--tensor", "stdin"): ["-", "{path}/rope.safetensors"],
+    ("export", "--tensor", "spec"): ["rope", "-n", "8", "-d", "8", "-o", "{path}/out.safetensors"],
+    ("export", "--tensor", "file"): ["{path}/rope.safetensors", "-o", "{path}/out.safetensors"],
+    ("export", "--tensor", "stdin"): ["-", "-o", "{path}/out.safetensors"],
+}
+#: Sources fed on stdin where the usual .npy bytes hold one tensor only.
+STDIN_FOR = {("check", "--tensor"): "rope.safetensors", ("compare", "--tensor"): "rope.safetensors",
+             ("export", "--tensor"): "rope.safetensors"}
+
+
+def options_of(command: str) -> list[tuple[str, str]]:
+    """(long flag, dest) of every option of ``command``, as its parser declares them."""
+    parser = build_parser(COMMANDS, __version__)
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    out = []
+    for action in sub._actions:
+        longs = [s for s in action.option_strings if s.startswith("--")]
+        if longs and longs[0] != "--help":
+            out.append((longs[0], action.dest))
+    return out
+
+
+CASES = [
+    (command, kind, flag)
+    for command, kinds in BASELINES.items()
+    for kind in kinds
+    for flag, _ in options_of(command)
+]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("opts")
+    assert cli(["generate", "-n", "8", "-d", "8", "-o", str(path / "pe.safetensors")])[0] == 0
+    assert cli(["generate", "-n", "8", "-d", "8", "-o", str(path / "pe.npy")])[0] == 0
+    assert cli(["generate", "--kind", "rope", "-n", "8", "-d", "8", "-o", str(path / "rope.safetensors")])[0] == 0
+    (path / "cfg.json").write_text(json.dumps(CONFIG))
+    return path
+
+
+def fill(args: list[str], path: Path) -> list[str]:
+    return [a.replace("{path}", str(path)) for a in args]
+
+
+def outputs(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(path.glob("out.*"))}
+
+
+def run_case(args: list[str], path: Path, stdin: bytes) -> tuple[int, bytes, str, dict[str, bytes]]:
+    for p in path.glob("out.*"):
+        p.unlink()
+    code, out, err = cli(args, input=stdin)
+    return code, out, err, outputs(path)
+
+
+def test_every_option_has_a_case():
+    for command in BASELINES:
+        for flag, _ in options_of(command):
+            assert flag in VALUES, f"posenc {command} {flag}: add a value to VALUES (and check it is honoured)"
+    assert {m.NAME for m in COMMANDS} == set(BASELINES)
+
+
+@pytest.mark.parametrize("command,kind,flag", CASES, ids=[f"{c}-{k}-{f}" for c, k, f in CASES])
+def test_option_is_honoured_or_refused_by_name(files, command, kind, flag):
+    tmp = files / f"{command}-{kind}-{flag.strip('-')}"
+    tmp.mkdir(exist_ok=True)
+    for name in ("pe.safetensors", "pe.npy", "rope.safetensors", "cfg.json"):
+        (tmp / name).write_bytes((files / name).read_bytes())
+    stdin = (files / "pe.npy").read_bytes() if kind == "stdin" else b""
+    base_args = fill(BASE_FOR.get((command, flag, kind), BASELINES[command][kind]), tmp)
+    if kind == "stdin":
+        stdin = (files / STDIN_FOR.get((command, flag), "pe.npy")).read_bytes()
+    value = SPECIAL.get((command, flag), VALUES[flag])
+    extra = [flag] + ([fill([value], tmp)[0]] if value else [])
+    if flag == "--output" and "-o" in base_args:  # replace the baseline's output
+        i = base_args.index("-o")
+        base_args = base_args[:i] + base_args[i + 2 :]
+    if flag == "--force":  # honoured only where the output exists: make it exist
+        run_case(base_args, tmp, stdin)
+        code, out, err = cli([command, *base_args, *extra], input=stdin)
+        assert code in (0, 1), err
+        base = cli([command, *base_args], input=stdin)
+        assert base[0] == 2 and "exists; pass --force" in base[2] or command not in ("generate", "export"), base
+        return
+    base = run_case([command, *base_args], tmp, stdin) if flag != "--output" else None
+    code, out, err, files_out = run_case([command, *base_args, *extra], tmp, stdin)
+    if code == 2:
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error: "), err
+        name = flag.lstrip("-").replace("-", "_")
+        assert flag in lines[0] or name in lines[0] or flag.lstrip("-") in lines[0], (flag, lines[0])
+        return
+    assert code in (0, 1), (code, err)
+    if base is None:  # --output: the file it names was written
+        assert files_out, f"{command} {flag} wrote nothing"
+        return
+    if base[0] == 2:  # the baseline needs this option (e.g. --hf-config supplies the dim)
+        return
+    assert base[0] in (0, 1), base
+    changed = (code, out, err, files_out) != base
+    assert changed, f"posenc {command} {' '.join(extra)} with a {kind} source was accepted and changed nothing"
+
+
+def test_stdin_and_files_refuse_spec_options_by_name(files):
+    code, _, err = cli(["export", str(files / "pe.npy"), "-o", str(files / "o.npy"), "--len", "10"])
+    assert code == 2 and err.startswith("Error: --len cannot apply: the source is a file"), err
+    code, _, err = cli(["check", "-", "-p", "base=3"], input=(files / "pe.npy").read_bytes())
+    assert code == 2 and "-p/--param cannot apply: the source is stdin" in err, err
+    # a spec among the sources: the options apply to it
+    code, _, err = cli(["check", str(files / "pe.npy"), "sinusoidal", "-n", "8", "-d", "8", "-q"])
+    assert code == 0, err
+
+
+def test_generate_tensor_writes_only_that_tensor(files):
+    out = files / "only_sin.safetensors"
+    assert cli(["generate", "--kind", "rope", "-n", "4", "-d", "8", "-t", "sin", "-o", str(out)])[0] == 0
+    from posenc_cli.formats import read_table
+
+    assert list(read_table(str(out)).tensors) == ["sin"]
+    np.testing.assert_allclose(read_table(str(out)).tensors["sin"][1, :4], np.sin(10000.0 ** (-np.arange(4) / 4)),
+                               rtol=1e-6)
