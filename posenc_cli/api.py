@@ -186,7 +186,6 @@ def write(
             raise ParameterError(f".{fmt} holds one tensor; name one with tensors=[...] or write .safetensors/.npz")
         name = src.tensor_name(None)
         lazy = {name: lazy[name]}
-    lazy = _renamed(lazy, dict(rename or {}))
     metadata = dict(src.metadata)
     if dtype is not None:
         from .encodings.base import dtype_name, resolve_dtype
@@ -194,7 +193,7 @@ def write(
         target = resolve_dtype(dtype)  # a bad name is refused before anything is written
         stated = [resolve_dtype(metadata["value_dtype"])] if "value_dtype" in metadata else []
         coarsest = _coarsest_float([t.dtype for t in lazy.values()] + stated)
-        lazy = {k: CastTensor(v, dtype) for k, v in lazy.items()}
+        lazy = {k: CastTensor(v, _cast_to(src, k, dtype)) for k, v in lazy.items()}
         if metadata:
             metadata["dtype"] = dtype
             # values computed in a coarser dtype keep that precision in wider bytes: say so (check regenerates it)
@@ -202,6 +201,7 @@ def write(
                 metadata["value_dtype"] = dtype_name(coarsest)
             else:
                 metadata.pop("value_dtype", None)
+    lazy = _renamed(lazy, dict(rename or {}))
     if max_bytes is not None:
         from .sources import check_size
 
@@ -210,6 +210,21 @@ def write(
     report = None if progress is None else (lambda n: progress(n, total))
     formats.write_table(dest, lazy, metadata, fmt, force=force, progress=report)
     return {k: tuple(v.shape) for k, v in lazy.items()}
+
+
+def _cast_to(src: Source, name: str, dtype: str) -> str:
+    """The dtype tensor ``name`` takes when a table is cast to ``dtype``: for a posenc table, what its encoding
+    with that dtype gives the tensor (e.g. RoPE's ``inv_freq`` keeps ``inv_freq_dtype``), so that the metadata
+    still describes every tensor; for a foreign table, ``dtype`` for every floating tensor."""
+    import dataclasses
+
+    from .encodings.base import dtype_name
+
+    enc = src.encoding
+    if enc is None or "dtype" not in {f.name for f in enc.param_fields()}:
+        return dtype
+    specs = dataclasses.replace(enc, dtype=dtype).tensor_specs()
+    return dtype_name(specs[name].dtype) if name in specs else dtype
 
 
 def _eps(dtype: Any) -> float:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import errno
 import io
+import json
 import os
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import ml_dtypes
@@ -174,7 +176,13 @@ def test_npz_members_are_byte_identical_to_np_lib_format(tmp_path, small_blocks)
             buf = io.BytesIO()
             np.lib.format.write_array(buf, a, allow_pickle=False)
             assert zf.read(f"{name}.npy") == buf.getvalue()
-        assert zf.read("__metadata__.json").decode() .startswith("{")
+        assert zf.namelist() == [f"{name}.npy" for name in tensors]  # nothing but tensors
+        assert json.loads(zf.comment[len(b"posenc ") :]) == {"kind": "alibi"} and zf.comment.startswith(b"posenc ")
+    # the usual loop over d.files meets tensors only (torch.from_numpy(d[k]) needs numeric arrays)
+    with np.load(path) as d:
+        loaded = {k: d[k] for k in d.files}
+    assert sorted(loaded) == sorted(tensors) and all(a.dtype.kind == "f" for a in loaded.values())
+    assert read_table(str(path)).metadata == {"kind": "alibi"}
     # the same table gives the same bytes (fixed timestamps)
     again = tmp_path / "again.npz"
     write_table(str(again), lazy(**tensors), {"kind": "alibi"}, "npz")
@@ -642,3 +650,14 @@ def test_streaming_export_keeps_memory_bounded(tmp_path, fmt):
     assert out.stat().st_size > 256 * 1024**2
     assert extra_mib < 64, f"peak RSS grew by {extra_mib} MiB"
     out.unlink()
+
+
+def test_npz_of_posenc_01_with_a_metadata_member_still_reads(tmp_path):
+    path = tmp_path / "old.npz"
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.ones((2, 2), np.float32), allow_pickle=False)
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("pe.npy", buf.getvalue())
+        zf.writestr("__metadata__.json", json.dumps({"kind": "sinusoidal"}))
+    table = read_table(str(path))
+    assert list(table.tensors) == ["pe"] and table.metadata == {"kind": "sinusoidal"}

@@ -221,3 +221,52 @@ def test_export_casts_bfloat16_files_so_metadata_equals_the_bytes(tmp_path):
         ref = read_table(str(src)).tensors["pe"].astype(np.float32)
         np.testing.assert_array_equal(table.tensors["pe"], ref)
     assert posenc_cli.check(tmp_path / "x.safetensors").ok
+
+
+# ----- metadata equals the bytes, for every writer x dtype x source dtype --------------------------------
+DTYPES = ("float64", "float32", "float16", "bfloat16")
+WRITERS = ("safetensors", "npz", "npy", "csv", "json")
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+@pytest.mark.parametrize("source_dtype", DTYPES)
+@pytest.mark.parametrize("dtype", (None, *DTYPES))
+def test_written_metadata_equals_the_bytes(tmp_path, writer, source_dtype, dtype):
+    """Export a posenc file of ``source_dtype`` to ``writer`` with ``dtype``, read it back with posenc's reader
+    (and NumPy's where it can): the tensor's dtype and shape are what the metadata says, kind and parameters
+    are the source's, and ``check`` regenerates it (matches-spec)."""
+    from posenc_cli.formats import read_table
+
+    src = tmp_path / "src.safetensors"
+    enc = posenc_cli.generate("rope", length=12, dim=8, dtype=source_dtype, base=500.0)
+    posenc_cli.write(src, enc)
+    out = tmp_path / f"out.{writer}"
+    want = dtype or source_dtype
+    if writer in ("npy", "npz") and want == "bfloat16":  # NumPy has no bfloat16: refused by name
+        with pytest.raises(posenc_cli.ParameterError, match="bfloat16"):
+            posenc_cli.write(out, src, dtype=dtype)
+        return
+    posenc_cli.write(out, src, dtype=dtype)
+    table = read_table(str(out))
+    names = ["cos"] if writer in ("npy", "csv") else ["cos", "sin", "inv_freq"]
+    npy_name = {"npy": "pe"}.get(writer)
+    got = {n: table.tensors[npy_name or n] for n in names}
+    for name, array in got.items():
+        spec = enc.tensor_specs()[name]
+        assert array.shape == spec.shape, (name, array.shape)
+        expect = want if name != "inv_freq" else "float64"  # inv_freq keeps its own float64
+        assert str(array.dtype) == expect, (name, array.dtype, expect)
+    if writer == "npy":
+        assert table.metadata == {}  # .npy holds no metadata: nothing that could disagree
+        return
+    meta = table.metadata
+    assert meta["kind"] == "rope" and meta["base"] == "500.0" and meta["length"] == "12" and meta["dim"] == "8"
+    assert meta["dtype"] == want
+    coarser = {"float64": 0, "float32": 1, "float16": 2, "bfloat16": 3}
+    if coarser[source_dtype] > coarser[want]:
+        assert meta["value_dtype"] == source_dtype
+    else:
+        assert "value_dtype" not in meta
+    if writer != "csv":  # one tensor of a rope table cannot be regenerated-and-compared as a whole
+        report = posenc_cli.check(out)
+        assert report.ok, [r.to_json() for r in report.results if r.passed is False]

@@ -4,8 +4,10 @@ Format
 ------
 * A zip archive (PKZIP application note; ZIP64 when a member is over 4 GiB). Each tensor ``NAME`` is the
   member ``NAME.npy`` holding a complete ``.npy`` file (see :mod:`posenc_cli.formats.npy`).
-* posenc adds the member ``__metadata__.json``: a UTF-8 JSON object of string -> string with the table
-  metadata (``np.load`` returns its raw bytes under that key).
+* posenc keeps the table metadata in the archive comment: ``posenc `` followed by a UTF-8 JSON object of
+  string -> string. ``np.load`` ignores the comment, so every key of ``np.load(path).files`` is a tensor and
+  ``{k: torch.from_numpy(d[k]) for k in d.files}`` works. (posenc 0.1 wrote a ``__metadata__.json`` member
+  instead; it is still read.)
 * posenc writes members uncompressed (``ZIP_STORED``, like ``np.savez``) with a fixed timestamp
   (1980-01-01) so that the same table gives the same bytes.
 
@@ -25,6 +27,7 @@ as ``.npy`` (bytes identical to ``np.lib.format.write_array``), so memory stays 
 
 from __future__ import annotations
 
+import io
 import json
 import struct
 import zipfile
@@ -34,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, ParameterError
 from .protocol import ByteStream, check_limit
 
 if TYPE_CHECKING:
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
     from . import LazyTensor
 
 METADATA_MEMBER = "__metadata__.json"
+#: The archive comment that holds posenc's metadata starts with this.
+COMMENT_PREFIX = b"posenc "
 #: The metadata member is small text; anything bigger is not ours.
 MAX_METADATA_BYTES = 16 << 20
 _FIXED_DATE = (1980, 1, 1, 0, 0, 0)
@@ -91,6 +96,9 @@ def read_npz(fh: BinaryIO, label: str, *, max_bytes: int) -> tuple[dict[str, np.
                 check_limit(label, info.file_size, max_bytes, f"member {info.filename!r}")
                 total += info.file_size
             check_limit(label, total, max_bytes, "the uncompressed archive")
+            if zf.comment.startswith(COMMENT_PREFIX):
+                comment = zf.comment[len(COMMENT_PREFIX) :]
+                metadata = _read_metadata(io.BytesIO(comment), len(comment), f"{label} (archive comment)")
             seen = set()
             for info in infos:
                 if info.filename in seen:
@@ -140,9 +148,10 @@ def write_npz(
             with zf.open(_info(f"{name}.npy"), mode="w", force_zip64=True) as member:
                 write_npy_tensor(member, tensor, progress)
         if metadata:
-            zf.writestr(
-                _info(METADATA_MEMBER), json.dumps(dict(metadata), ensure_ascii=False, indent=1).encode("utf-8")
-            )
+            comment = COMMENT_PREFIX + json.dumps(dict(metadata), ensure_ascii=False).encode("utf-8")
+            if len(comment) > 0xFFFF:
+                raise ParameterError(f".npz metadata of {len(comment)} bytes exceeds a zip comment (65535 bytes)")
+            zf.comment = comment
 
 
 def _info(name: str) -> zipfile.ZipInfo:
