@@ -36,4 +36,8 @@ def kind_info(cls: type[Encoding]) -> dict[str, Any]:
         "presets": {name: {"sets": {k: format_value(v) for k, v in sets.items()}, "doc": cls.PRESET_DOCS.get(name, "")}
                     for name, sets in cls.PRESETS.items()},
         "references": list(cls.REFERENCES),
+        "roles": dict(cls.ROLES),
+        "properties": {name: ("required" if required else "reported") for name, required in cls.PROPERTIES.items()},
+        "views": list(cls.VIEWS),
+        "reads_model_config": cls.reads_model_config(),
     }

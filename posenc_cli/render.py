@@ -168,6 +168,13 @@ def kind_detail(info: dict[str, Any]) -> None:
         for name, p in info["presets"].items():
             pt.add_row(name, escape(", ".join(f"{k}={v}" for k, v in p["sets"].items())), escape(p["doc"]))
         con.print(pt)
+    props = info.get("properties") or {}
+    if props:
+        required = [n for n, how in props.items() if how == "required"]
+        reported = [n for n, how in props.items() if how != "required"]
+        con.print(f"[bold]check requires[/bold]: {', '.join(required)}", soft_wrap=False)
+        if reported:
+            con.print(f"[bold]check also reports[/bold]: {', '.join(reported)}")
     if info["references"]:
         con.print("[bold]reproduces[/bold]")
         for ref in info["references"]:

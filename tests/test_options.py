@@ -182,3 +182,17 @@ def test_generate_tensor_writes_only_that_tensor(files):
     assert list(read_table(str(out)).tensors) == ["sin"]
     np.testing.assert_allclose(read_table(str(out)).tensors["sin"][1, :4], np.sin(10000.0 ** (-np.arange(4) / 4)),
                                rtol=1e-6)
+
+
+def test_preview_refuses_file_options_by_name():
+    from .conftest import run_tty
+
+    code, shown = run_tty(["generate", "-n", "4", "-d", "4", "--format", "npz"])
+    assert code == 2 and "Error: --format cannot apply: stdout is a terminal" in shown, shown
+    code, shown = run_tty(["generate", "-n", "4", "-d", "4", "--force"])
+    assert code == 2 and "Error: --force cannot apply" in shown, shown
+    code, shown = run_tty(["generate", "--kind", "rope", "-n", "4", "-d", "8", "-t", "sin", "--precision", "2"])
+    import re
+
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", shown)
+    assert code == 0 and "sin rows 0..3" in shown and "0.84" in shown, shown  # honoured: that tensor, 2 decimals
