@@ -1,13 +1,24 @@
-"""Docs that cannot drift: README documents every command, kind, parameter, preset, check and exit code.
+"""Docs that cannot drift: every command shown in README.md and docs/*.md runs, and prints what is shown.
 
-README's "Kinds and parameters" section is generated from the registry; refresh it with
-POSENC_UPDATE_DOCS=1 python -m pytest tests/test_docs.py
+A ```console block holds ``$ `` command lines, each followed by the output a person sees on an 80-column
+terminal (stdout and stderr; ``(exit N)`` after a non-zero exit). The blocks of one file run in order, in one
+temporary directory that holds a copy of ``docs/examples/``, through bash on a pseudo-terminal. Outputs are
+compared after normalising only the temporary directory's path. The block after ``<!-- norun: WHY -->`` is not
+run (the set-up commands, which ``.ci/run`` runs).
+
+``docs/kinds.md`` is generated from the kind declarations; refresh it and every shown output with
+``POSENC_UPDATE_DOCS=1 python -m pytest tests/test_docs.py``.
 """
 
 from __future__ import annotations
 
 import os
+import pty
 import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,72 +28,177 @@ from posenc_cli.kindinfo import kind_info
 from .conftest import ROOT
 
 README = ROOT / "README.md"
-BEGIN, END = "<!-- kinds:begin -->", "<!-- kinds:end -->"
+DOCS = ROOT / "docs"
+DOC_FILES = [README, *sorted(DOCS.glob("*.md"))]
+UPDATE = bool(os.environ.get("POSENC_UPDATE_DOCS"))
+BLOCK = re.compile(r"(?P<pre><!-- norun: [^>]*-->\n)?```console\n(?P<body>.*?)```\n", re.S)
 
 
+# ----- running the shown commands ------------------------------------------------------------------------
+def shell(command: str, cwd: Path) -> str:
+    """``command`` through bash with stdout and stderr on a pseudo-terminal of 80 columns; what it showed."""
+    bindir = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("_POSENC")}
+    env.update({"COLUMNS": "80", "LINES": "40", "NO_COLOR": "1", "TERM": "dumb", "PATH": f"{bindir}:{env['PATH']}",
+                "PYTHONPATH": str(ROOT)})
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(["bash", "-c", command], stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, cwd=cwd,
+                            env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    code = proc.wait(timeout=120)
+    os.close(master)
+    text = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n").replace(str(cwd), ".")
+    text = "\n".join(line.rstrip() for line in text.splitlines())
+    return (text + "\n" if text else "") + (f"(exit {code})\n" if code else "")
+
+
+def split_block(body: str) -> list[tuple[str, str]]:
+    """(command, shown output) pairs of a console block."""
+    pairs: list[tuple[str, str]] = []
+    for line in body.splitlines(keepends=True):
+        if line.startswith("$ "):
+            pairs.append((line[2:].rstrip("\n"), ""))
+        elif pairs:
+            pairs[-1] = (pairs[-1][0], pairs[-1][1] + line)
+    return pairs
+
+
+def run_file(path: Path, tmp: Path) -> tuple[str, list[tuple[str, str, str]]]:
+    """Run every console block of ``path``; (the text with fresh outputs, [(command, shown, real)])."""
+    if (DOCS / "examples").exists():
+        shutil.copytree(DOCS / "examples", tmp / "examples")
+    results = []
+
+    def rerun(m: re.Match) -> str:
+        if m.group("pre"):
+            return m.group(0)
+        out = []
+        for command, shown in split_block(m.group("body")):
+            real = shell(command, tmp)
+            results.append((command, shown, real))
+            out.append(f"$ {command}\n{real}")
+        return "```console\n" + "".join(out) + "```\n"
+
+    text = path.read_text()
+    return BLOCK.sub(rerun, text), results
+
+
+@pytest.mark.parametrize("path", DOC_FILES, ids=[p.name for p in DOC_FILES])
+def test_every_shown_command_prints_what_is_shown(path, tmp_path):
+    fresh, results = run_file(path, tmp_path)
+    if UPDATE:
+        path.write_text(fresh)
+        return
+    for command, shown, real in results:
+        assert shown == real, f"{path.name}: `{command}` prints something else now:\n{real}"
+
+
+def test_the_runner_can_fail(tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text("```console\n$ echo hi\nho\n```\n")
+    _, results = run_file(doc, tmp_path)
+    assert results == [("echo hi", "ho\n", "hi\n")]
+    assert shell("exit 3", tmp_path) == "(exit 3)\n"
+
+
+def test_every_console_block_is_run_or_says_why_not():
+    for path in DOC_FILES:
+        text = path.read_text()
+        for m in re.finditer(r"```(\w*)\n(.*?)```", text, re.S):
+            if "$ " in m.group(2) and m.group(1) != "console":
+                pytest.fail(f"{path.name}: a ```{m.group(1)} block shows commands; make it ```console so it runs")
+
+
+def test_readme_is_short():
+    assert len(README.read_text().splitlines()) <= 200
+
+
+# ----- generated reference: docs/kinds.md -----------------------------------------------------------------
 def cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def kinds_section() -> str:
-    out = [BEGIN, "", "_Generated from the registry by `tests/test_docs.py`; `posenc kinds KIND` prints the same._", ""]
+KINDS_BEGIN, KINDS_END = "<!-- kinds:begin -->", "<!-- kinds:end -->"
+
+
+def kinds_reference() -> str:
+    out = [KINDS_BEGIN, "",
+           "_Generated from the kind declarations by `tests/test_docs.py`; `posenc kinds KIND` prints the same._", ""]
     for name in KINDS:
         info = kind_info(get_kind(name))
-        out.append(f"### `{name}`")
+        out += [f"## `{name}`", ""]
+        out.append(f"{info['summary']}. Tensors: {', '.join(f'`{t}`' for t in info['tensors'])} "
+                   f"(primary `{info['primary']}`).")
+        required = [p for p, how in info["properties"].items() if how == "required"]
+        reported = [p for p, how in info["properties"].items() if how != "required"]
         out.append("")
-        out.append(f"{info['summary']}. Tensors: {', '.join(f'`{t}`' for t in info['tensors'])} (primary `{info['primary']}`).")
-        out.append("")
-        out.append("| parameter | type | default | meaning |")
-        out.append("| --- | --- | --- | --- |")
+        out.append(f"`check` requires {', '.join(f'`{p}`' for p in required)}"
+                   + (f"; reports {', '.join(f'`{p}`' for p in reported)}" if reported else "") + ".")
+        if info["views"]:
+            out.append(f"Plot views: {', '.join(f'`{v}`' for v in info['views'])}.")
+        if info["reads_model_config"]:
+            out.append("Built from a model's config.json with `--hf-config`.")
+        out += ["", "| parameter | type | default | meaning |", "| --- | --- | --- | --- |"]
         for p in info["parameters"]:
             meaning = p["help"] + (f" (choices: {', '.join(p['choices'])})" if p["choices"] else "")
             default = "-" if p["default"] is None else f"`{p['default']}`"
             out.append(f"| `{p['name']}` | {cell(p['type'])} | {cell(default)} | {cell(meaning)} |")
         if info["presets"]:
-            out.append("")
-            out.append("| preset | sets | reproduces |")
-            out.append("| --- | --- | --- |")
+            out += ["", "| preset | sets | reproduces |", "| --- | --- | --- |"]
             for preset, p in info["presets"].items():
                 sets = ", ".join(f"{k}={v}" for k, v in p["sets"].items())
                 out.append(f"| `{preset}` | {cell(sets)} | {cell(p['doc'])} |")
         if info["references"]:
-            out.append("")
-            out.append("Reproduces:")
-            out.append("")
+            out += ["", "Reproduces:", ""]
             out.extend(f"- {cell(r)}" for r in info["references"])
         out.append("")
-    out.append(END)
+    out.append(KINDS_END)
     return "\n".join(out)
 
 
-def test_kinds_section_is_fresh():
-    text = README.read_text()
-    assert BEGIN in text and END in text
-    current = text[text.index(BEGIN) : text.index(END) + len(END)]
-    fresh = kinds_section()
-    if os.environ.get("POSENC_UPDATE_DOCS"):
-        README.write_text(text.replace(current, fresh))
+def test_kinds_reference_is_fresh():
+    path = DOCS / "kinds.md"
+    text = path.read_text()
+    assert KINDS_BEGIN in text and KINDS_END in text
+    current = text[text.index(KINDS_BEGIN) : text.index(KINDS_END) + len(KINDS_END)]
+    fresh = kinds_reference()
+    if UPDATE:
+        path.write_text(text.replace(current, fresh))
         current = fresh
-    assert current == fresh, "README kinds section is stale; run POSENC_UPDATE_DOCS=1 python -m pytest tests/test_docs.py"
+    assert current == fresh, "docs/kinds.md is stale; run POSENC_UPDATE_DOCS=1 python -m pytest tests/test_docs.py"
+
+
+# ----- coverage of the reference ----------------------------------------------------------------------------
+def docs_text() -> str:
+    return "\n".join(p.read_text() for p in DOC_FILES)
 
 
 @pytest.mark.parametrize("command", ["generate", "check", "compare", "export", "kinds"])
-def test_every_command_has_a_section_with_real_output(command):
-    text = README.read_text()
-    assert re.search(rf"^### `posenc {command}", text, re.M), command
+def test_every_command_is_documented_with_its_help(command):
+    text = (DOCS / "cli.md").read_text()
+    assert f"$ posenc {command} --help" in text, command
 
 
 def test_every_check_is_documented():
     from posenc_cli.checks import CHECKS
 
-    text = README.read_text()
+    text = (DOCS / "checks.md").read_text()
     for name in CHECKS:
         assert f"`{name}`" in text, name
 
 
 @pytest.mark.parametrize("code", ["0", "1", "2", "130"])
 def test_exit_codes_documented(code):
-    assert re.search(rf"^\| `{code}` \|", README.read_text(), re.M)
+    assert re.search(rf"^\| `{code}` \|", (DOCS / "cli.md").read_text(), re.M)
 
 
 def test_exactly_two_setup_commands_and_ci_reads_them():
@@ -97,4 +213,9 @@ def test_exactly_two_setup_commands_and_ci_reads_them():
 
 @pytest.mark.parametrize("framework", ["PyTorch", "JAX", "TensorFlow"])
 def test_loading_in_other_frameworks_is_documented(framework):
-    assert framework in README.read_text()
+    assert framework in (DOCS / "formats.md").read_text()
+
+
+@pytest.mark.parametrize("doc", ["kinds.md", "cli.md", "checks.md", "formats.md", "python-api.md", "performance.md"])
+def test_readme_links_every_doc(doc):
+    assert f"docs/{doc}" in README.read_text()

@@ -167,19 +167,24 @@ def test_api_docstring_examples_run():
     assert result.attempted >= 5 and result.failed == 0
 
 
-def test_readme_python_section_runs(tmp_path, monkeypatch):
-    """README's Python example, executed as written (in a temporary directory)."""
-    text = (ROOT / "README.md").read_text()
-    block = re.search(r"<!-- python:begin -->\n```python\n(.*?)```\n<!-- python:end -->", text, re.S)
-    assert block, "README has no Python section"
+def python_blocks() -> list[tuple[str, str]]:
+    blocks = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for code in re.findall(r"<!-- python:begin -->\n```python\n(.*?)```\n<!-- python:end -->", path.read_text(), re.S):
+            blocks.append((path.name, code))
+    return blocks
+
+
+def test_docs_have_a_python_example():
+    assert any(name == "python-api.md" for name, _ in python_blocks())
+
+
+@pytest.mark.parametrize("name,code", python_blocks(), ids=[n for n, _ in python_blocks()])
+def test_python_examples_run(tmp_path, monkeypatch, name, code):
+    """Each marked Python block of README and docs/, executed as written in a directory holding docs/examples."""
+    shutil.copytree(ROOT / "docs" / "examples", tmp_path / "examples")
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "config.json").write_text(
-        '{"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,'
-        ' "rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,'
-        ' "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}}'
-    )
-    namespace: dict = {}
-    exec(compile(block.group(1), "README.md", "exec"), namespace)  # noqa: S102
+    exec(compile(code, name, "exec"), {})  # noqa: S102
 
 
 def test_api_names_parameters_as_every_other_surface():
