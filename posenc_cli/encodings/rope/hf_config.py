@@ -440,6 +440,8 @@ class ModelConfig:
             if key.startswith("_"):
                 continue
             out[key] = {"value": val.value, "from": val.origin}
+        if "_layout" in rope:
+            out["layout"] = {"value": rope["_layout"].value, "from": rope["_layout"].origin}
         r = rope.get("_rot_dim")
         if r is not None:
             out["rotated_dims"] = {"value": r.value, "from": r.origin}
@@ -731,6 +733,7 @@ class _Reader:
         out: dict[str, _Value] = {"dim": head["dim"], "base": self.theta(entry, where, lt)}
         out["layout"] = _Value(fam.layout, f"layout of {self.family_name}")
         if fam.kind == "mrope":
+            out["_layout"] = out.pop("layout")  # mrope has one layout (half); reported, not a parameter
             if scaling != "none":
                 raise ParameterError(f"{where}rope_type {raw_type!r}: posenc's mrope supports the default rule only")
             sec = entry.get("mrope_section", fam.defaults["mrope_section"])
@@ -855,11 +858,11 @@ class _Reader:
             for key in ("factor", "low_freq_factor", "high_freq_factor"):
                 out[key] = need(key)
             out["original_max_position_embeddings"] = original()
-            if out["high_freq_factor"].value <= out["low_freq_factor"].value:
-                # transformers only warns, then divides by zero or flips the ramp; posenc refuses
+            if out["high_freq_factor"].value < out["low_freq_factor"].value:
+                # transformers only warns and then flips the smoothing ramp; equal factors (Llama 4) are fine
                 raise ParameterError(
-                    f"config keys {where}high_freq_factor={out['high_freq_factor'].value} <= "
-                    f"{where}low_freq_factor={out['low_freq_factor'].value}; llama3 needs high > low"
+                    f"config keys {where}high_freq_factor={out['high_freq_factor'].value} < "
+                    f"{where}low_freq_factor={out['low_freq_factor'].value}; llama3 needs high >= low"
                 )
         elif scaling in ("yarn", "longrope"):
             omp = original()
