@@ -30,7 +30,6 @@ from __future__ import annotations
 import functools
 import importlib
 import json
-import math
 import sys
 import types
 from pathlib import Path
@@ -227,7 +226,7 @@ def inv_freq_of(rot, lt):
 def golden_family(name: str) -> dict:
     raw, cfg = load(name)
     text, runs = family_runs(name, raw, cfg)
-    within, everything, omp = positions_for(text)
+    within, everything, _omp = positions_for(text)
     res = {
         "_model_id": raw["_model_id"], "config": f"tests/data/configs/{name}.json", "model_type": raw["model_type"],
         "transformers": transformers.__version__, "torch": torch.__version__,
@@ -238,7 +237,7 @@ def golden_family(name: str) -> dict:
         if spec is None:
             res["layer_types"][lt] = {"rope": False}
             continue
-        rot, run, d, extra = spec
+        rot, _run, d, extra = spec
         entry: dict = {"rope": True, "head_dim": d, "groups": []}
         if rot is not None:
             inv, att = inv_freq_of(rot, extra.get("layer_type"))
@@ -247,7 +246,7 @@ def golden_family(name: str) -> dict:
             entry["inv_freq"], entry["attention_scaling"] = f32_list(extra["inv_freq"]), 1.0
         for positions in (within, everything):
             _, cfg2 = load(name)  # a fresh module per group: dynamic/longrope rules keep state
-            text2, runs2 = family_runs(name, raw, cfg2)
+            _text2, runs2 = family_runs(name, raw, cfg2)
             apply = runs2[lt][1](positions)
             R = rotation(apply, d, len(positions))
             partner, cos, sin = summarise(R)
@@ -342,7 +341,8 @@ def rope_types() -> dict:
             inv0, att0 = rot.original_inv_freq.clone(), rot.attention_scaling
             cos, sin = rot(torch.zeros(1), torch.tensor([positions]))
             groups.append({"positions": positions, "seq_len": max(positions) + 1,
-                           "inv_freq_used": f32_list(rot.inv_freq), "attention_scaling_used": float(rot.attention_scaling),
+                           "inv_freq_used": f32_list(rot.inv_freq),
+                           "attention_scaling_used": float(rot.attention_scaling),
                            "cos": [f32_list(r) for r in cos[0]], "sin": [f32_list(r) for r in sin[0]]})
         out["cases"][name] = {"rope_parameters": rp, "inv_freq": f32_list(inv0), "attention_scaling": float(att0),
                               "groups": groups}
@@ -356,7 +356,7 @@ def class_defaults() -> dict:
     out = {}
     for n in names:
         cfg = CONFIG_MAPPING[n]()
-        get = lambda k: getattr(cfg, k, None)  # noqa: E731
+        get = lambda k: getattr(cfg, k, None)
         rp = json.loads(json.dumps(get("rope_parameters"), default=str))
         out[n] = {"hidden_size": get("hidden_size"), "num_attention_heads": get("num_attention_heads"),
                   "head_dim": get("head_dim"), "max_position_embeddings": get("max_position_embeddings"),

@@ -552,7 +552,8 @@ class _Reader:
         """A top-level (text) config value: the family's aliases, then the class default."""
         for key in self.fam.aliases.get(canonical, (canonical,)):
             if self.cfg.get(key) is not None:
-                return _Value(_number(self.cfg[key], self.key(key), integer=integer, **kw), f"config key {self.key(key)}")
+                value = _number(self.cfg[key], self.key(key), integer=integer, **kw)
+                return _Value(value, f"config key {self.key(key)}")
         if canonical in self.fam.defaults and self.fam.defaults[canonical] is not None:
             return _Value(self.fam.defaults[canonical], f"default of {self.family_name}")
         if required:
@@ -698,6 +699,14 @@ class _Reader:
         raise AssertionError(fam.layers)  # pragma: no cover
 
     def theta(self, entry: dict[str, Any], where: str, lt: str | None) -> _Value:
+        v = self._theta(entry, where, lt)
+        if v.value <= 1.0:
+            # frequencies base**(-2k/d) must fall; yarn and dynamic divide by log(base)
+            raise ParameterError(f"{v.origin.removeprefix('config key ')}={v.value!r} is out of range; the RoPE "
+                                 "base must be > 1")
+        return v
+
+    def _theta(self, entry: dict[str, Any], where: str, lt: str | None) -> _Value:
         fam, cfg = self.fam, self.cfg
         if fam.fixed_base is not None:
             return _Value(fam.fixed_base, f"fixed in transformers' {fam.name} (create_sinusoidal_positions)")
@@ -711,19 +720,21 @@ class _Reader:
         default = fam.theta_defaults.get(lt, fam.theta_defaults.get(None, 10000.0))
         return _Value(default, f"default of {self.family_name}")
 
-    def read_rope(self, entry: dict[str, Any], where: str, head: dict[str, _Value], lt: str | None) -> dict[str, _Value]:
+    def read_rope(
+        self, entry: dict[str, Any], where: str, head: dict[str, _Value], lt: str | None
+    ) -> dict[str, _Value]:
         fam, cfg = self.fam, self.cfg
         raw_type = entry.get("rope_type", entry.get("type", "default"))
         if not isinstance(raw_type, str):
             raise ParameterError(f"config key {where}rope_type={_show(raw_type)} is not a string; fix config.json")
         hf_type = fam.renames.get(raw_type, raw_type)
+        if raw_type == "mrope" and fam.kind != "mrope":
+            raise ParameterError(f"{where}rope_type 'mrope' needs a qwen2_vl or qwen2_5_vl model_type")
         if hf_type not in HF_SCALINGS:
             raise ParameterError(
                 f"unknown {where}rope_type {raw_type!r}; choose from: {', '.join(HF_SCALINGS)}"
                 + (", mrope (Qwen2-VL)" if fam.kind != "mrope" else "")
             )
-        if raw_type == "mrope" and fam.kind != "mrope":
-            raise ParameterError(f"{where}rope_type 'mrope' needs a qwen2_vl or qwen2_5_vl model_type")
         scaling = HF_SCALINGS[hf_type]
         for k in entry:
             if k not in ROPE_KEYS and not (k == "mrope_section" and fam.kind == "mrope"):
@@ -737,7 +748,8 @@ class _Reader:
             if scaling != "none":
                 raise ParameterError(f"{where}rope_type {raw_type!r}: posenc's mrope supports the default rule only")
             sec = entry.get("mrope_section", fam.defaults["mrope_section"])
-            origin = f"config key {where}mrope_section" if "mrope_section" in entry else f"default of {self.family_name}"
+            origin = (f"config key {where}mrope_section" if "mrope_section" in entry
+                      else f"default of {self.family_name}")
             if not isinstance(sec, list) or not sec:
                 raise ParameterError(f"config key {where}mrope_section={_show(sec)} must be a list of integers")
             sec = [_number(x, f"{where}mrope_section", integer=True) for x in sec]
@@ -813,9 +825,10 @@ class _Reader:
     def _default_ignores_partial(self, scaling: str) -> bool:
         # Llama-style default rotary classes never read partial_rotary_factor; NeoX, Phi-3, GLM-style do. The
         # scaling rules of modeling_rope_utils always read it.
-        return self.known and scaling == "none" and self.fam.name in ("llama", "mistral", "qwen2", "cohere", "cohere2", "gemma",
-                                                        "gemma2", "gemma3_text", "modernbert", "gpt_oss",
-                                                        "llama4_text", "deepseek_v2", "deepseek_v3")
+        return self.known and scaling == "none" and self.fam.name in (
+            "llama", "mistral", "qwen2", "cohere", "cohere2", "gemma", "gemma2", "gemma3_text", "modernbert",
+            "gpt_oss", "llama4_text", "deepseek_v2", "deepseek_v3",
+        )
 
     def read_scaling(self, out: dict[str, _Value], entry: dict[str, Any], where: str, hf_type: str, scaling: str,
                      head: dict[str, _Value], rot_dim: int) -> None:

@@ -41,7 +41,7 @@ from ...errors import ParameterError
 from .. import _trig
 from ..base import Encoding, TensorSpec, param
 from .core import MAX_POSITION
-from .scaling import _default_exact, _exact  # noqa: F401  (shared exact default frequencies)
+from .scaling import _default_exact, _exact
 
 
 def parse_grid(text: str) -> tuple[int, int, int]:
@@ -66,10 +66,10 @@ class MRope(Encoding):
     SUMMARY = "multimodal RoPE (Qwen2-VL M-RoPE): 3-D position ids (temporal, height, width) by frequency section"
     REFERENCES = (
         "paper: Wang et al. 2024, Qwen2-VL (arXiv:2409.12191), section 2.1 M-RoPE",
-        "huggingface/transformers src/transformers/models/qwen2_vl/modeling_qwen2_vl.py Qwen2VLRotaryEmbedding "
-        "(recomposition_frequencies), apply_rotary_pos_emb (rotate_half), Qwen2VLModel.get_rope_index",
-        "huggingface/transformers src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py get_rope_index "
-        "(video time_interval = tokens_per_second * second_per_grid_t)",
+        ("huggingface/transformers src/transformers/models/qwen2_vl/modeling_qwen2_vl.py Qwen2VLRotaryEmbedding "
+         "(recomposition_frequencies), apply_rotary_pos_emb (rotate_half), Qwen2VLModel.get_rope_index"),
+        ("huggingface/transformers src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py get_rope_index "
+         "(video time_interval = tokens_per_second * second_per_grid_t)"),
     )
     PRIMARY = "cos"
     ROLES = {"cos": "cos", "sin": "sin", "inv_freq": "inv-freq"}
