@@ -527,8 +527,8 @@ class _Reader:
             mt = WRAPPERS[outer_type]
             self.warnings.append(f"{outer_type} config has no text_config; reading the text model's keys at top level")
         fam = FAMILIES.get(mt or "")
-        if fam is None:
-            shown = mt if mt is not None else "(none)"
+        if fam is None and mt is not None:  # a bare config without model_type is read generically, unwarned
+            shown = mt
             self.warnings.append(
                 f"unknown model_type {shown!r}: reading it like llama (rotate_half, base 10000); "
                 "check the model's modeling code"
