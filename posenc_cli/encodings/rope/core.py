@@ -203,10 +203,12 @@ class Rope(Encoding):
     def from_model_config(
         cls, config: dict[str, Any], *, length: int | None = None, layer_type: str | None = None, **options: Any
     ) -> tuple[str, dict[str, Any], list[str]]:
-        """The rope parameters of a HF transformers model from its config.json (see :mod:`.hf_config`)."""
-        from .hf_config import params_from_hf_config
+        """The kind (``rope``, or ``mrope`` for Qwen2-VL), parameters and warnings of a HF transformers model's
+        rotary tables from its config.json (see :mod:`.hf_config`)."""
+        from .hf_config import read_model_config
 
-        return cls.KIND, params_from_hf_config(config, length, layer_type=layer_type), []
+        model = read_model_config(config)
+        return model.kind, model.params(layer_type, length), list(model.warnings)
 
     @classmethod
     def value_bound(cls, metadata: dict[str, str]) -> float:
@@ -260,9 +262,11 @@ class Rope(Encoding):
             raise ParameterError(
                 f"yarn needs beta_fast > beta_slow; got beta_fast={opt['beta_fast']}, beta_slow={opt['beta_slow']}"
             )
-        if self.scaling == "llama3" and opt["high_freq_factor"] <= opt["low_freq_factor"]:
+        # equal factors leave no smoothing band (Llama 4 Scout: both 1.0), which HF accepts
+        if self.scaling == "llama3" and opt["high_freq_factor"] < opt["low_freq_factor"]:
             raise ParameterError(
-                f"llama3 needs high_freq_factor > low_freq_factor; got {opt['high_freq_factor']} <= {opt['low_freq_factor']}"
+                f"llama3 needs high_freq_factor > low_freq_factor (or equal: no smoothing band); "
+                f"got {opt['high_freq_factor']} < {opt['low_freq_factor']}"
             )
         if self.scaling == "longrope":
             for name in ("short_factor", "long_factor"):

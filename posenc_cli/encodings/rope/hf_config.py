@@ -1,157 +1,934 @@
-"""Reading a HF transformers config.json into ``rope`` parameters."""
+r"""Reading a HF transformers config.json into ``rope`` (or ``mrope``) parameters, family by family.
+
+``--hf-config`` promises "the cos/sin that model X uses", so the reader follows transformers' own rules
+(transformers 5.x: ``PreTrainedConfig.convert_rope_params_to_dict``, ``standardize_rope_params``, each
+family's ``configuration_<family>.py`` and the rotary class and ``apply_rotary_pos_emb`` of its
+``modeling_<family>.py``), as a literal table :data:`FAMILIES` with one entry per ``model_type``:
+
+* **key aliases**: GPT-2 names (``n_embd``, ``n_head``, ``n_positions``; GPT-J, CodeGen ``attribute_map``),
+  GPT-NeoX ``rotary_pct`` / ``rotary_emb_base``, Gemma 3 ``rope_local_base_freq``, ModernBERT
+  ``global_rope_theta`` / ``local_rope_theta``, DeepSeek ``qk_rope_head_dim``;
+* **class defaults**: the value the family's config class fills in when config.json omits a field (Gemma 3
+  text: ``rope_theta`` 1e6, ``head_dim`` 256; Cohere: ``rope_theta`` 5e5; GLM: ``partial_rotary_factor`` 0.5;
+  gpt-oss: yarn factor 32 ...). :meth:`ModelConfig.report` says which values came from such defaults;
+* **nesting**: multimodal configs (Gemma 3 ``*-it``, Llama 4, Llava, Qwen2-VL saved by transformers 5) keep
+  the language model under ``text_config``; its own ``model_type`` (or the family's text model) picks the entry
+  and *that* class's defaults apply to missing fields;
+* **layout**: which features are rotated together. ``half`` pairs :math:`(j, j + r/2)` (``rotate_half``:
+  Llama and most); ``interleaved`` pairs :math:`(2k, 2k + 1)`: GPT-J / CodeGen (``rotate_every_two``), Cohere /
+  Cohere2 (``repeat_interleave`` of the frequencies), GLM (``cos[..., :r/2].repeat_interleave(2)`` on the first
+  ``r = head_dim * partial_rotary_factor`` features, the rest pass through), Llama 4 and DeepSeek-V2
+  (``view_as_complex`` of consecutive pairs times :math:`e^{i t \omega_k}`), DeepSeek-V3 with
+  ``rope_interleave`` (its default; the output is then de-interleaved, the same permutation for queries and keys,
+  so scores are those of the interleaved rotation);
+* **per-layer attention types**: Gemma 2 / gpt-oss (sliding and full layers share one RoPE), Gemma 3 and
+  ModernBERT (a different base per type), Cohere2 (RoPE on sliding layers only, full layers are NoPE), Llama 4
+  (``chunked_attention`` layers rotate, ``full_attention`` layers are NoPE).
+
+An unknown ``model_type`` gets the generic (Llama) reading and a warning naming it; keys of ``rope_scaling`` /
+``rope_parameters`` that the rule in force does not read are warned about, never silently dropped.
+
+Precedence (transformers 5): ``rope_scaling`` (if non-empty) replaces ``rope_parameters``; values inside the
+rope dict win over top-level ``rope_theta`` / ``partial_rotary_factor``; ``rope_type`` falls back to the legacy
+``type``; ``original_max_position_embeddings`` at top level wins over the rope dict's for llama3/yarn/longrope
+(Phi-3's exception in ``standardize_rope_params``), else the dict's, else ``max_position_embeddings``.
+
+Bad input never escapes as a traceback: :func:`load_config` refuses files over :data:`MAX_CONFIG_BYTES` before
+reading them, non-UTF-8 bytes, invalid JSON, nesting deeper than :data:`MAX_DEPTH` (checked on the token
+stream before ``json`` recurses) and non-object documents; every value is checked for type, finiteness and
+range with a :class:`~posenc_cli.errors.ParameterError` that names the key.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import ParameterError
-from .scaling import HF_NAMES
+
+#: config.json files bigger than this are refused before parsing (the largest real ones are ~100 kB).
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+#: Deepest nesting of objects/arrays accepted (real configs: 3-4).
+MAX_DEPTH = 32
+#: Largest size (hidden size, head dim, positions...) accepted from a config.
+MAX_SIZE = 2**31 - 1
+
+#: Keys a rope dict may hold, and the HF rules (``rope_type``) that read each.
+ROPE_KEYS: dict[str, tuple[str, ...]] = {
+    "rope_type": (), "type": (), "rope_theta": (), "partial_rotary_factor": (),
+    "factor": ("linear", "dynamic", "yarn", "longrope", "llama3", "proportional"),
+    "original_max_position_embeddings": ("yarn", "longrope", "llama3", "dynamic"),
+    "attention_factor": ("yarn", "longrope"),
+    "beta_fast": ("yarn",), "beta_slow": ("yarn",), "mscale": ("yarn",), "mscale_all_dim": ("yarn",),
+    "truncate": ("yarn",), "low_freq_factor": ("llama3",), "high_freq_factor": ("llama3",),
+    "short_factor": ("longrope",), "long_factor": ("longrope",),
+}  # fmt: skip
+#: HF rope_type -> posenc ``scaling``.
+HF_SCALINGS = {"default": "none", "linear": "linear", "dynamic": "dynamic", "yarn": "yarn", "llama3": "llama3",
+               "longrope": "longrope", "proportional": "proportional"}  # fmt: skip
+_HF = "huggingface/transformers src/transformers/models"
 
 
-def _number(src: dict[str, Any], key: str, where: str, kind: type = float) -> Any:
-    value = src[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ParameterError(f"config key {where}{key}={value!r} is not a number")
-    if kind is int:
-        if isinstance(value, float) and not value.is_integer():
-            raise ParameterError(f"config key {where}{key}={value!r} is not an integer")
-        return int(value)
-    return float(value)
+# ----- the family table ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Family:
+    """How one ``model_type`` reads its rope fields (transformers 5.x), and the class defaults it applies.
 
-
-def params_from_hf_config(
-    config: dict[str, Any], length: int | None = None, *, layer_type: str | None = None
-) -> dict[str, Any]:
-    """The ``rope`` parameters that reproduce the tables of a HF transformers model from its config.json dict.
-
-    Reads ``rope_parameters`` (transformers >= 5) or ``rope_scaling`` (older), ``rope_type`` or ``type``,
-    ``rope_theta``, ``head_dim`` (DeepSeek: ``qk_rope_head_dim``; else ``hidden_size // num_attention_heads``),
-    ``partial_rotary_factor`` (GPT-NeoX ``rotary_pct``/``rotary_emb_base`` too; GPT-J/CodeGen ``rotary_dim`` with
-    interleaved pairs),
-    ``max_position_embeddings`` and ``original_max_position_embeddings`` with the precedence of HF's
-    ``standardize_rope_params``. ``length`` defaults to ``max_position_embeddings``. Per-layer
-    ``rope_parameters`` (Gemma 3/4: ``{"full_attention": {...}, "sliding_attention": {...}}``) need
-    ``layer_type``. Raises :class:`ParameterError` naming the bad or missing key.
+    ``aliases`` maps posenc's canonical key to the keys the family's config accepts, first wins.
+    ``defaults`` holds the config class's defaults for missing fields (``None``: computed, e.g. head_dim from
+    hidden_size // num_attention_heads). ``theta_keys`` maps each per-layer rope entry (or ``None`` for one
+    shared entry) to the top-level key holding its base. ``layers`` says how the attention type of each layer is
+    derived when config.json has no ``layer_types``; ``nope`` lists the types that apply no RoPE.
     """
-    if not isinstance(config, dict):
-        raise ParameterError(f"config must be a JSON object (dict), got {type(config).__name__}")
-    rope = config.get("rope_parameters")
-    where = "rope_parameters."
-    if rope is None:
-        rope, where = config.get("rope_scaling"), "rope_scaling."
-    rope = dict(rope or {})
-    if rope and all(isinstance(v, dict) for v in rope.values()):
+
+    name: str
+    reference: str
+    layout: str = "half"
+    kind: str = "rope"
+    aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+    theta_keys: dict[str | None, str] = field(default_factory=lambda: {None: "rope_theta"})
+    theta_defaults: dict[str | None, float] = field(default_factory=lambda: {None: 10000.0})
+    #: head_dim rule: "config" (head_dim or hidden//heads), "computed" (always hidden//heads: Cohere2),
+    #: "qk_rope" (DeepSeek MLA), "gpt2" (n_embd // n_head, rotary_dim rotated)
+    head_dim: str = "config"
+    partial_key: tuple[str, ...] = ("partial_rotary_factor",)
+    layers: str | None = None
+    nope: tuple[str, ...] = ()
+    #: rope_scaling given at top level applies to these per-layer entries (Gemma 3: full only)
+    scaling_to: tuple[str, ...] = ()
+    #: rope_type renamed by the family's config class (Phi-3: su/yarn -> longrope; Qwen2-VL: mrope -> default)
+    renames: dict[str, str] = field(default_factory=dict)
+    #: cos/sin are not multiplied by attention_scaling (DeepSeek-V2's complex freqs_cis)
+    no_attention_scaling: bool = False
+    #: a rope dict given when the config has none (gpt-oss)
+    default_rope: dict[str, Any] | None = None
+    #: the multimodal wrapper's text model type (its text_config's default model_type)
+    text_model_type: str | None = None
+    #: rope is applied in float32 math with a fixed base (GPT-J: 10000 hard-coded; rope_theta is ignored)
+    fixed_base: float | None = None
+
+
+_LLAMA = Family("llama", f"{_HF}/llama LlamaConfig, LlamaRotaryEmbedding, apply_rotary_pos_emb (rotate_half)",
+                defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 2048})
+
+#: An unknown model_type: Llama's reading without any class default (a missing field is an error, not a guess),
+#: plus DeepSeek's qk_rope_head_dim, which only MLA models carry.
+_GENERIC = Family("generic", "generic reading (LlamaRotaryEmbedding rules, rope_scaling rules of modeling_rope_utils)")
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    _LLAMA,
+    Family("phi", f"{_HF}/phi PhiConfig (partial_rotary_factor 0.5), PhiRotaryEmbedding (rotate_half, partial)",
+           defaults={"hidden_size": 2048, "num_attention_heads": 32, "max_position_embeddings": 2048,
+                     "partial_rotary_factor": 0.5}),
+    Family("mistral", f"{_HF}/mistral MistralConfig, MistralRotaryEmbedding (rotate_half)",
+           defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072}),
+    Family("qwen2", f"{_HF}/qwen2 Qwen2Config, Qwen2RotaryEmbedding (rotate_half)",
+           defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 32768}),
+    Family("phi3", f"{_HF}/phi3 Phi3Config.convert_rope_params_to_dict (su/yarn -> longrope), Phi3RotaryEmbedding",
+           defaults={"hidden_size": 3072, "num_attention_heads": 32, "max_position_embeddings": 4096,
+                     "original_max_position_embeddings": 4096, "partial_rotary_factor": 1.0},
+           renames={"su": "longrope", "yarn": "longrope"}),
+    Family("deepseek_v2", f"{_HF}/deepseek_v2 DeepseekV2Config (head_dim = qk_rope_head_dim), "
+           "DeepseekV2RotaryEmbedding (complex freqs_cis, no attention scaling), apply_rotary_emb",
+           layout="interleaved", head_dim="qk_rope", no_attention_scaling=True,
+           defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 2048,
+                     "qk_rope_head_dim": 64}),
+    Family("deepseek_v3", f"{_HF}/deepseek_v3 DeepseekV3Config (head_dim = qk_rope_head_dim), "
+           "DeepseekV3RotaryEmbedding, apply_rotary_pos_emb_interleave (rope_interleave, default true)",
+           layout="interleaved", head_dim="qk_rope",
+           defaults={"hidden_size": 7168, "num_attention_heads": 128, "max_position_embeddings": 4096,
+                     "qk_rope_head_dim": 64, "rope_interleave": True}),
+    Family("gpt_neox", f"{_HF}/gpt_neox GPTNeoXConfig.convert_rope_params_to_dict (rotary_emb_base, rotary_pct), "
+           "GPTNeoXRotaryEmbedding (rotate_half on the first rotary_pct of the head)",
+           theta_keys={None: "rotary_emb_base"}, partial_key=("rotary_pct",),
+           defaults={"hidden_size": 6144, "num_attention_heads": 64, "max_position_embeddings": 2048,
+                     "partial_rotary_factor": 0.25}),
+    Family("gptj", f"{_HF}/gptj GPTJConfig.attribute_map, create_sinusoidal_positions (base 10000), "
+           "rotate_every_two on the first rotary_dim features",
+           layout="interleaved", head_dim="gpt2", fixed_base=10000.0,
+           aliases={"hidden_size": ("n_embd", "hidden_size"), "num_attention_heads": ("n_head", "num_attention_heads"),
+                    "max_position_embeddings": ("n_positions", "max_position_embeddings")},
+           defaults={"hidden_size": 4096, "num_attention_heads": 16, "max_position_embeddings": 2048,
+                     "rotary_dim": 64}),
+    Family("codegen", f"{_HF}/codegen CodeGenConfig.attribute_map, create_sinusoidal_positions (base 10000), "
+           "rotate_every_two on the first rotary_dim features",
+           layout="interleaved", head_dim="gpt2", fixed_base=10000.0,
+           aliases={"hidden_size": ("n_embd", "hidden_size"), "num_attention_heads": ("n_head", "num_attention_heads"),
+                    "max_position_embeddings": ("n_positions", "max_position_embeddings")},
+           defaults={"hidden_size": 4096, "num_attention_heads": 16, "max_position_embeddings": 2048,
+                     "rotary_dim": 64}),
+    Family("cohere", f"{_HF}/cohere CohereConfig (default_theta 500000), CohereRotaryEmbedding "
+           "(repeat_interleave), rotate_half on (2k, 2k+1)",
+           layout="interleaved", theta_defaults={None: 500000.0},
+           defaults={"hidden_size": 8192, "num_attention_heads": 64, "max_position_embeddings": 8192}),
+    Family("cohere2", f"{_HF}/cohere2 Cohere2Config (head_dim = hidden_size // num_attention_heads, "
+           "sliding_window_pattern 4), Cohere2Attention (RoPE only where sliding_window is set)",
+           layout="interleaved", head_dim="computed", layers="every_nth_full:sliding_window_pattern:4",
+           nope=("full_attention",),
+           defaults={"hidden_size": 8192, "num_attention_heads": 64, "max_position_embeddings": 8192,
+                     "num_hidden_layers": 40}),
+    Family("glm", f"{_HF}/glm GlmConfig (partial_rotary_factor 0.5), apply_rotary_pos_emb "
+           "(cos[..., :r/2].repeat_interleave(2) on the first r features)",
+           layout="interleaved",
+           defaults={"hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128,
+                     "max_position_embeddings": 131072, "partial_rotary_factor": 0.5}),
+    Family("glm4", f"{_HF}/glm4 Glm4Config, apply_rotary_pos_emb as GLM (partial interleaved)",
+           layout="interleaved",
+           defaults={"hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128,
+                     "max_position_embeddings": 131072, "partial_rotary_factor": 0.5}),
+    Family("llama4_text", f"{_HF}/llama4 Llama4TextConfig (no_rope_layers, default_theta 500000), "
+           "Llama4TextRotaryEmbedding (torch.polar), apply_rotary_emb (view_as_complex pairs)",
+           layout="interleaved", theta_defaults={None: 500000.0}, layers="llama4", nope=("full_attention",),
+           defaults={"hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
+                     "max_position_embeddings": 131072, "num_hidden_layers": 48}),
+    Family("gemma", f"{_HF}/gemma GemmaConfig, GemmaRotaryEmbedding (rotate_half)",
+           defaults={"hidden_size": 3072, "num_attention_heads": 16, "head_dim": 256,
+                     "max_position_embeddings": 8192}),
+    Family("gemma2", f"{_HF}/gemma2 Gemma2Config (layer_types alternate sliding/full), Gemma2RotaryEmbedding "
+           "(one RoPE for every layer)",
+           layers="alternate", defaults={"hidden_size": 2304, "num_attention_heads": 8, "head_dim": 256,
+                                         "max_position_embeddings": 8192, "num_hidden_layers": 26}),
+    Family("gemma3_text", f"{_HF}/gemma3 Gemma3TextConfig.convert_rope_params_to_dict (rope_theta -> full, "
+           "rope_local_base_freq -> sliding, rope_scaling -> full), Gemma3RotaryEmbedding per layer type",
+           theta_keys={"full_attention": "rope_theta", "sliding_attention": "rope_local_base_freq"},
+           theta_defaults={"full_attention": 1_000_000.0, "sliding_attention": 10_000.0},
+           layers="every_nth_full:sliding_window_pattern:6", scaling_to=("full_attention",),
+           defaults={"hidden_size": 2304, "num_attention_heads": 8, "head_dim": 256,
+                     "max_position_embeddings": 131072, "num_hidden_layers": 26}),
+    Family("modernbert", f"{_HF}/modernbert ModernBertConfig.convert_rope_params_to_dict (global_rope_theta -> "
+           "full, local_rope_theta -> sliding, rope_scaling -> both), ModernBertRotaryEmbedding per layer type",
+           theta_keys={"full_attention": "global_rope_theta", "sliding_attention": "local_rope_theta"},
+           theta_defaults={"full_attention": 160_000.0, "sliding_attention": 10_000.0},
+           layers="modernbert", scaling_to=("full_attention", "sliding_attention"),
+           defaults={"hidden_size": 768, "num_attention_heads": 12, "max_position_embeddings": 8192,
+                     "num_hidden_layers": 22}),
+    Family("gpt_oss", f"{_HF}/gpt_oss GptOssConfig (default yarn factor 32, truncate false, default_theta 150000), "
+           "GptOssRotaryEmbedding, _apply_rotary_emb (halves)",
+           theta_defaults={None: 150000.0}, layers="alternate",
+           default_rope={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                         "truncate": False, "original_max_position_embeddings": 4096},
+           defaults={"hidden_size": 2880, "num_attention_heads": 64, "head_dim": 64,
+                     "max_position_embeddings": 131072, "num_hidden_layers": 24}),
+    Family("qwen2_vl_text", f"{_HF}/qwen2_vl Qwen2VLTextConfig (mrope -> default, default_theta 1e6), "
+           "Qwen2VLRotaryEmbedding (mrope_section), Qwen2VLModel.get_rope_index",
+           kind="mrope", theta_defaults={None: 1_000_000.0}, renames={"mrope": "default"},
+           defaults={"hidden_size": 8192, "num_attention_heads": 64, "max_position_embeddings": 32768,
+                     "mrope_section": [16, 24, 24]}),
+    Family("qwen2_5_vl_text", f"{_HF}/qwen2_5_vl Qwen2_5_VLTextConfig (mrope -> default, default_theta 1e6), "
+           "Qwen2_5_VLRotaryEmbedding (mrope_section), Qwen2_5_VLModel.get_rope_index",
+           kind="mrope", theta_defaults={None: 1_000_000.0}, renames={"mrope": "default"},
+           defaults={"hidden_size": 8192, "num_attention_heads": 64, "max_position_embeddings": 32768,
+                     "mrope_section": [16, 24, 24]}),
+)}  # fmt: skip
+
+#: Multimodal wrappers -> the model_type of their text model when text_config does not say (the wrapper's
+#: default text config class). Qwen2-VL configs before transformers 5 keep the text fields at top level.
+WRAPPERS: dict[str, str] = {
+    "gemma3": "gemma3_text", "llama4": "llama4_text", "llava": "llama", "llava_next": "llama",
+    "llava_onevision": "qwen2", "mistral3": "mistral", "qwen2_vl": "qwen2_vl_text", "qwen2_5_vl": "qwen2_5_vl_text",
+    "paligemma": "gemma", "cohere2_vision": "cohere2",
+}  # fmt: skip
+#: Wrappers whose text fields may sit at top level (the config class builds text_config from them).
+TOP_LEVEL_TEXT = ("qwen2_vl", "qwen2_5_vl")
+
+
+# ----- loading ---------------------------------------------------------------------------------------------
+def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """A config.json as a dict: a path, a directory holding config.json, ``"-"`` (stdin) or a dict.
+
+    Refuses, with a one-line :class:`ParameterError`: files bigger than :data:`MAX_CONFIG_BYTES` (by size,
+    before reading), non-UTF-8 bytes, invalid JSON, nesting deeper than :data:`MAX_DEPTH`, non-object documents.
+    """
+    if isinstance(source, Mapping):
+        data: Any = dict(source)
+        _check_depth_obj(data, "config")
+        return data
+    path = os.fspath(source)
+    where = "stdin" if path == "-" else path
+    try:
+        if path == "-":
+            raw = sys.stdin.buffer.read(MAX_CONFIG_BYTES + 1)
+        else:
+            if os.path.isdir(path):
+                path = os.path.join(path, "config.json")
+                where = path
+            size = os.path.getsize(path)
+            if size > MAX_CONFIG_BYTES:
+                raise ParameterError(
+                    f"--hf-config {where}: {size} bytes is far larger than any model config "
+                    f"(limit {MAX_CONFIG_BYTES}); pass the model's config.json"
+                )
+            with open(path, "rb") as fh:
+                raw = fh.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ParameterError(f"--hf-config {where}: no such file; pass a config.json or its directory") from None
+    except IsADirectoryError:
+        raise ParameterError(f"--hf-config {where}: is a directory without config.json") from None
+    except OSError as exc:
+        raise ParameterError(f"--hf-config {where}: cannot read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ParameterError(
+            f"--hf-config {where}: more than {MAX_CONFIG_BYTES} bytes, far larger than any model config; "
+            "pass the model's config.json"
+        )
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ParameterError(
+            f"--hf-config {where}: not UTF-8 text (byte {exc.start}); config.json files are UTF-8 JSON"
+        ) from None
+    data = parse_json(text, where)
+    if not isinstance(data, dict):
+        raise ParameterError(f"--hf-config {where}: expected a JSON object at top level, got {_json_type(data)}")
+    return data
+
+
+def parse_json(text: str, where: str = "config") -> Any:
+    """``json.loads`` after a depth check on the raw text (so deep nesting never reaches RecursionError)."""
+    depth = peak = 0
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            if depth > peak:
+                peak = depth
+                if peak > MAX_DEPTH:
+                    raise ParameterError(
+                        f"--hf-config {where}: JSON nested deeper than {MAX_DEPTH} levels; not a model config"
+                    )
+        elif ch in "]}":
+            depth -= 1
+    try:
+        return json.loads(text, parse_constant=_constant)
+    except json.JSONDecodeError as exc:
+        raise ParameterError(
+            f"--hf-config {where}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
+        ) from None
+    except RecursionError:  # pragma: no cover - the depth check above comes first
+        raise ParameterError(f"--hf-config {where}: JSON nested too deeply; not a model config") from None
+
+
+def _constant(name: str) -> float:
+    # NaN/Infinity are not JSON; Python's json accepts them, so they reach the value checks as non-finite floats
+    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
+
+
+def _check_depth_obj(obj: Any, where: str, depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        raise ParameterError(f"{where}: nested deeper than {MAX_DEPTH} levels; not a model config")
+    if isinstance(obj, dict):
+        for v in obj.values():
+            _check_depth_obj(v, where, depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _check_depth_obj(v, where, depth + 1)
+
+
+def _json_type(v: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(v), type(v).__name__)  # fmt: skip
+
+
+# ----- values ----------------------------------------------------------------------------------------------
+def _number(value: Any, key: str, *, integer: bool = False, positive: bool = True, allow_zero: bool = False,
+            high: float | None = None) -> Any:
+    """A finite number (an int when ``integer``) from config key ``key``; a one-line error naming it otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        want = "an integer" if integer else "a number"
+        raise ParameterError(f"config key {key}={_show(value)} is not {want}; fix config.json")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ParameterError(f"config key {key}={_show(value)} is not a finite number; fix config.json")
+    if integer:
+        if isinstance(value, float) and not value.is_integer():
+            raise ParameterError(f"config key {key}={_show(value)} is not an integer; fix config.json")
+        value = int(value)
+    if positive and (value < 0 or (value == 0 and not allow_zero)):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ParameterError(f"config key {key}={_show(value)} is out of range; it must be {bound}")
+    limit = high if high is not None else (MAX_SIZE if integer else 1e300)
+    if abs(value) > limit:
+        raise ParameterError(f"config key {key}={_show(value)} is out of range; it must be <= {limit:g}")
+    return value if integer else float(value)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        text = repr(value)
+    else:
+        text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+@dataclass(frozen=True)
+class _Value:
+    """A resolved value and where it came from (``config key X``, ``default of FAMILY`` ...)."""
+
+    value: Any
+    origin: str
+
+
+# ----- the model config ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ModelConfig:
+    """What a model's config.json says about its rotary embedding, read with its family's rules.
+
+    Attributes
+    ----------
+    model_type : str
+        The (text) model type read (``gemma3_text`` for a ``gemma3`` wrapper).
+    family : Family or None
+        The :data:`FAMILIES` entry used; ``None`` for an unknown model type (generic Llama reading).
+    kind : str
+        The posenc kind that reproduces the tables: ``rope``, or ``mrope`` for Qwen2-VL / Qwen2.5-VL.
+    layer_types : tuple of str
+        The distinct attention types (e.g. ``("full_attention", "sliding_attention")``), ``("default",)`` for a
+        model whose layers all use one RoPE and say nothing about types.
+    warnings : list of str
+        One line each: unknown model type, rope keys the rule does not read, values transformers ignores.
+    """
+
+    model_type: str
+    family: Family | None
+    kind: str
+    layer_types: tuple[str, ...]
+    warnings: list[str]
+    _head: dict[str, _Value]
+    _ropes: dict[str, dict[str, _Value] | None]
+    _where: dict[str, str]
+
+    # ----- public ----------------------------------------------------------------------------------------
+    def params(self, layer_type: str | None = None, length: int | None = None) -> dict[str, Any]:
+        """The parameters of :attr:`kind` (names its class accepts) for ``layer_type``; ``length`` defaults
+        to ``max_position_embeddings``."""
+        rope = self._rope(layer_type)
+        out = {k: v.value for k, v in rope.items() if not k.startswith("_")}
+        if length is None:
+            mp = self._head.get("max_position_embeddings")
+            if mp is None:
+                raise ParameterError("config has no max_position_embeddings; pass a length (--len N)")
+            length = mp.value
+        out["length"] = _number(length, "length", integer=True)
+        return out
+
+    def report(self, layer_type: str | None = None) -> dict[str, Any]:
+        """Family, head dim, rotated dims, layout, base, scaling and its factors, attention scaling and max
+        positions of ``layer_type``, each ``{"value": v, "from": origin}``, origin naming the config key or the
+        class default it came from."""
+        rope = self._rope(layer_type)
+        fam = self.family.name if self.family else None
+        out: dict[str, Any] = {
+            "model_type": self.model_type, "family": fam, "kind": self.kind,
+            "reference": self.family.reference if self.family else "generic (Llama) reading",
+            "layer_type": layer_type, "layer_types": list(self.layer_types),
+        }  # fmt: skip
+        for key, val in {**self._head, **rope}.items():
+            if key.startswith("_"):
+                continue
+            out[key] = {"value": val.value, "from": val.origin}
+        if "_layout" in rope:
+            out["layout"] = {"value": rope["_layout"].value, "from": rope["_layout"].origin}
+        r = rope.get("_rot_dim")
+        if r is not None:
+            out["rotated_dims"] = {"value": r.value, "from": r.origin}
+        out["attention_scaling"] = {"value": _attention_scaling(self.kind, self.params(layer_type, 1)),
+                                    "from": "computed by posenc from the rule above (HF's formula)"}
+        out["warnings"] = list(self.warnings)
+        return out
+
+    def all_params(self, length: int | None = None) -> dict[str, dict[str, Any] | None]:
+        """``params`` of every layer type (``None`` for a NoPE type)."""
+        return {lt: (None if self._ropes[lt] is None else self.params(lt, length)) for lt in self.layer_types}
+
+    # ----- internals -------------------------------------------------------------------------------------
+    def _rope(self, layer_type: str | None) -> dict[str, _Value]:
+        rope_types = [lt for lt in self.layer_types if self._ropes[lt] is not None]
         if layer_type is None:
-            raise ParameterError(f"config has per-layer rope_parameters; pass layer_type, one of: {', '.join(rope)}")
-        if layer_type not in rope:
-            raise ParameterError(f"unknown layer_type {layer_type!r}; choose from: {', '.join(rope)}")
-        rope, where = dict(rope[layer_type]), f"rope_parameters.{layer_type}."
-    elif layer_type is not None and rope:
-        raise ParameterError(f"layer_type={layer_type!r} given but the config has a single rope_parameters dict")
+            distinct = {json.dumps({k: v.value for k, v in self._ropes[lt].items()}, sort_keys=True, default=str)
+                        for lt in rope_types}  # type: ignore[union-attr]
+            if len(distinct) != 1:
+                raise ParameterError(
+                    f"{self.model_type} uses a different RoPE per attention type; pass layer_type, "
+                    f"one of: {', '.join(rope_types)}"
+                )
+            layer_type = rope_types[0]
+        if layer_type not in self._ropes:
+            raise ParameterError(
+                f"unknown layer_type {layer_type!r} for {self.model_type}; choose from: {', '.join(self.layer_types)}"
+            )
+        rope = self._ropes[layer_type]
+        if rope is None:
+            raise ParameterError(
+                f"layer type {layer_type!r} of {self.model_type} applies no rotary embedding (NoPE); "
+                f"choose from: {', '.join(rope_types)}"
+            )
+        return rope
 
-    hf_type = rope.get("rope_type", rope.get("type", "default"))
-    if hf_type not in HF_NAMES:
-        raise ParameterError(f"unknown {where}rope_type {hf_type!r}; choose from: {', '.join(HF_NAMES)}")
-    scaling = HF_NAMES[hf_type]
 
-    # head dim: DeepSeek-V2/V3 (MLA) configs set head_dim = qk_rope_head_dim, the rotated width; otherwise HF
-    # uses config.head_dim when set, else hidden_size // num_attention_heads
-    if config.get("qk_rope_head_dim") is not None:
-        head_dim = _number(config, "qk_rope_head_dim", "", int)
-    elif config.get("head_dim") is not None:
-        head_dim = _number(config, "head_dim", "", int)
-    else:
-        for key in ("hidden_size", "num_attention_heads"):
-            if key not in config:
-                raise ParameterError(f"config needs head_dim or hidden_size and num_attention_heads; missing {key}")
-        head_dim = _number(config, "hidden_size", "", int) // _number(config, "num_attention_heads", "", int)
+def _attention_scaling(kind: str, params: dict[str, Any]) -> float:
+    if kind != "rope":
+        return 1.0
+    from .core import Rope
 
-    # rope_theta: rope_parameters first, then the top-level key (GPT-NeoX: rotary_emb_base), else HF's 10000
-    if rope.get("rope_theta") is not None:
-        base = _number(rope, "rope_theta", where)
-    elif config.get("rope_theta") is not None:
-        base = _number(config, "rope_theta", "")
-    elif config.get("rotary_emb_base") is not None:
-        base = _number(config, "rotary_emb_base", "")
-    else:
-        base = 10000.0
+    return float(Rope.from_params(params).attention_scaling)  # type: ignore[attr-defined]
 
-    params: dict[str, Any] = {"dim": head_dim, "base": base, "layout": "half", "scaling": scaling}
-    # partial rotary: a top-level value overrides rope_parameters (standardize_rope_params)
-    prf_src = next((src for src in (config, rope) if src.get("partial_rotary_factor") is not None), None)
-    if prf_src is not None:
-        prf = _number(prf_src, "partial_rotary_factor", "" if prf_src is config else where)
-        if prf != 1.0 or scaling == "proportional":
-            params["partial_rotary_factor"] = prf
-    elif config.get("rotary_pct") is not None:
-        params["partial_rotary_factor"] = _number(config, "rotary_pct", "")
-    if config.get("model_type") in ("gptj", "codegen"):
-        params["layout"] = "interleaved"  # rotate_every_two
-        if config.get("rotary_dim") is not None:
-            params["rotary_dim"] = _number(config, "rotary_dim", "", int)
 
-    max_pos = config.get("max_position_embeddings")
-    if length is None:
-        if max_pos is None:
-            raise ParameterError("config has no max_position_embeddings; pass a length")
-        length = _number(config, "max_position_embeddings", "", int)
-    params["length"] = length
+# ----- reading ---------------------------------------------------------------------------------------------
+def read_model_config(config: Mapping[str, Any]) -> ModelConfig:
+    """Read a config.json dict with its family's rules (see the module docstring); raise ParameterError."""
+    if not isinstance(config, Mapping):
+        raise ParameterError(f"config must be a JSON object, got {_json_type(config)}")
+    _check_depth_obj(config, "config")
+    return _Reader(dict(config)).read()
 
-    def need(key: str, kind: type = float) -> Any:
-        if rope.get(key) is None:
-            raise ParameterError(f"rope_type {hf_type!r} needs {where}{key}; the config has none")
-        return _number(rope, key, where, kind)
 
-    def max_position() -> int:
-        if max_pos is None:
-            raise ParameterError(f"rope_type {hf_type!r} needs max_position_embeddings; the config has none")
-        return _number(config, "max_position_embeddings", "", int)
+class _Reader:
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.outer = config
+        self.warnings: list[str] = []
 
-    def original_max() -> int:
-        # standardize_rope_params: a top-level original_max_position_embeddings wins (Phi-3), then the rope
-        # dict's, then max_position_embeddings
-        if config.get("original_max_position_embeddings") is not None:
-            return _number(config, "original_max_position_embeddings", "", int)
-        if rope.get("original_max_position_embeddings") is not None:
-            return _number(rope, "original_max_position_embeddings", where, int)
-        return max_position()
+    # where a key lives, for messages ("text_config.rope_theta")
+    def key(self, name: str) -> str:
+        return f"{self.prefix}{name}"
 
-    if scaling in ("linear", "dynamic"):
-        params["factor"] = need("factor")
-    if scaling == "dynamic":
-        params["original_max_position_embeddings"] = max_position()  # HF's dynamic rule reads max_position_embeddings
-    elif scaling == "llama3":
-        for key in ("factor", "low_freq_factor", "high_freq_factor"):
-            params[key] = need(key)
-        params["original_max_position_embeddings"] = original_max()
-    elif scaling == "yarn":
-        omp = original_max()
-        params["original_max_position_embeddings"] = omp
-        params["factor"] = _number(rope, "factor", where) if rope.get("factor") is not None else max_position() / omp
-        for key in ("attention_factor", "mscale", "mscale_all_dim"):
-            if rope.get(key) is not None:
-                params[key] = _number(rope, key, where)
-        for key, default in (("beta_fast", 32.0), ("beta_slow", 1.0)):
-            params[key] = (_number(rope, key, where) if rope.get(key) is not None else 0.0) or default  # HF: `or 32`
-        if rope.get("truncate") is not None:
-            if not isinstance(rope["truncate"], bool):
-                raise ParameterError(f"config key {where}truncate={rope['truncate']!r} is not true or false")
-            params["truncate"] = rope["truncate"]
-    elif scaling == "longrope":
-        omp = original_max()
-        params["original_max_position_embeddings"] = omp
-        for key in ("short_factor", "long_factor"):
-            value = rope.get(key)
-            if value is None:
-                raise ParameterError(f"rope_type 'longrope' needs {where}{key}; the config has none")
-            if not isinstance(value, list) or not all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) for x in value
-            ):
-                raise ParameterError(f"config key {where}{key} must be a list of numbers")
-            params[key] = tuple(float(x) for x in value)
-        params["factor"] = _number(rope, "factor", where) if rope.get("factor") is not None else max_position() / omp
-        if rope.get("attention_factor") is not None:
-            params["attention_factor"] = _number(rope, "attention_factor", where)
-    elif scaling == "proportional" and rope.get("factor") is not None:
-        params["factor"] = _number(rope, "factor", where)
-    return params
+    def read(self) -> ModelConfig:
+        outer_type = self.outer.get("model_type")
+        if outer_type is not None and not isinstance(outer_type, str):
+            raise ParameterError(f"config key model_type={_show(outer_type)} is not a string; fix config.json")
+        cfg, self.prefix = self.outer, ""
+        text = self.outer.get("text_config")
+        if text is not None:
+            if not isinstance(text, dict):
+                raise ParameterError(f"config key text_config={_show(text)} is not an object; fix config.json")
+            cfg, self.prefix = text, "text_config."
+        self.cfg = cfg
+        mt = cfg.get("model_type") if text is not None else outer_type
+        if text is not None and mt is None:
+            mt = WRAPPERS.get(outer_type or "", None)
+        if mt is not None and not isinstance(mt, str):
+            raise ParameterError(f"config key {self.key('model_type')}={_show(mt)} is not a string; fix config.json")
+        if text is None and outer_type in WRAPPERS and outer_type in TOP_LEVEL_TEXT:
+            mt = WRAPPERS[outer_type]  # Qwen2-VL before transformers 5: text fields at top level
+        elif text is None and outer_type in WRAPPERS:
+            mt = WRAPPERS[outer_type]
+            self.warnings.append(f"{outer_type} config has no text_config; reading the text model's keys at top level")
+        fam = FAMILIES.get(mt or "")
+        if fam is None and mt is not None:  # a bare config without model_type is read generically, unwarned
+            shown = mt
+            self.warnings.append(
+                f"unknown model_type {shown!r}: reading it like llama (rotate_half, base 10000); "
+                "check the model's modeling code"
+            )
+        self.fam = fam or _GENERIC
+        self.known = fam is not None
+        self.family_name = self.fam.name
+        self.model_type = mt or "unknown"
+        head = self.read_head()
+        ropes, layer_types = self.read_ropes(head)
+        if fam is not None and fam.fixed_base is not None:
+            for name in ("rope_theta",):
+                if name in cfg:
+                    self.warnings.append(
+                        f"{self.key(name)} is ignored: transformers' {fam.name} hard-codes base {fam.fixed_base:g}"
+                    )
+        return ModelConfig(self.model_type, fam, self.fam.kind, layer_types, self.warnings, head, ropes, {})
+
+    # ----- scalar fields ------------------------------------------------------------------------------------
+    def get(self, canonical: str, *, integer: bool = True, required: bool = False, **kw: Any) -> _Value | None:
+        """A top-level (text) config value: the family's aliases, then the class default."""
+        for key in self.fam.aliases.get(canonical, (canonical,)):
+            if self.cfg.get(key) is not None:
+                value = _number(self.cfg[key], self.key(key), integer=integer, **kw)
+                return _Value(value, f"config key {self.key(key)}")
+        if canonical in self.fam.defaults and self.fam.defaults[canonical] is not None:
+            return _Value(self.fam.defaults[canonical], f"default of {self.family_name}")
+        if required:
+            names = " or ".join(self.fam.aliases.get(canonical, (canonical,)))
+            raise ParameterError(f"config needs {names}; missing {self.key(names.split(' or ')[0])}")
+        return None
+
+    def read_head(self) -> dict[str, _Value]:
+        fam, out = self.fam, {}
+        mp = self.get("max_position_embeddings")
+        if mp is not None:
+            out["max_position_embeddings"] = mp
+        if fam.head_dim == "qk_rope" or (not self.known and self.cfg.get("qk_rope_head_dim") is not None):
+            out["dim"] = self.get("qk_rope_head_dim", required=True)  # type: ignore[assignment]
+            return out
+        hd = None
+        if fam.head_dim == "config":
+            v = self.cfg.get("head_dim")
+            if v is not None:
+                hd = _Value(_number(v, self.key("head_dim"), integer=True), f"config key {self.key('head_dim')}")
+            elif fam.defaults.get("head_dim") is not None:
+                hd = _Value(fam.defaults["head_dim"], f"default of {self.family_name}")
+        elif "head_dim" in self.cfg and fam.head_dim == "computed":
+            self.warnings.append(
+                f"{self.key('head_dim')} is ignored: transformers' {fam.name} uses hidden_size // num_attention_heads"
+            )
+        if hd is None:
+            hs = self.get("hidden_size")
+            nh = self.get("num_attention_heads")
+            if hs is None or nh is None:
+                missing = "hidden_size" if hs is None else "num_attention_heads"
+                names = self.fam.aliases.get(missing, (missing,))[0]
+                raise ParameterError(
+                    f"config needs head_dim or hidden_size and num_attention_heads; missing {self.key(names)}"
+                )
+            if hs.value // nh.value < 1:
+                raise ParameterError(
+                    f"config keys {self.key('hidden_size')}={hs.value} and {self.key('num_attention_heads')}="
+                    f"{nh.value} give a head dim of 0; fix config.json"
+                )
+            hd = _Value(hs.value // nh.value, f"{hs.origin} // {nh.origin}")
+        out["dim"] = hd
+        return out
+
+    # ----- rope dicts ---------------------------------------------------------------------------------------
+    def rope_source(self) -> tuple[dict[str, Any], str, bool]:
+        """(rope dict, its key prefix, given?) following convert_rope_params_to_dict: rope_scaling wins."""
+        cfg = self.cfg
+        for name in ("rope_scaling", "rope_parameters"):
+            v = cfg.get(name)
+            if v is None:
+                continue
+            if not isinstance(v, dict):
+                raise ParameterError(f"config key {self.key(name)}={_show(v)} is not an object; fix config.json")
+            if v:
+                if name == "rope_scaling" and isinstance(cfg.get("rope_parameters"), dict) and cfg["rope_parameters"]:
+                    self.warnings.append(
+                        f"{self.key('rope_scaling')} and {self.key('rope_parameters')} both given; "
+                        "transformers uses rope_scaling"
+                    )
+                return dict(v), self.key(name) + ".", True
+        if self.fam.default_rope is not None:
+            return dict(self.fam.default_rope), f"default of {self.family_name}: ", False
+        return {}, self.key("rope_parameters") + ".", False
+
+    def read_ropes(self, head: dict[str, _Value]) -> tuple[dict[str, dict[str, _Value] | None], tuple[str, ...]]:
+        fam = self.fam
+        rope, where, given = self.rope_source()
+        layer_list = self.layer_types()
+        types_ = sorted(set(layer_list)) if layer_list else ["default"]
+        per_layer_keys = set(fam.theta_keys) - {None}
+        nested = bool(rope) and all(isinstance(v, dict) or v is None for v in rope.values())
+        if nested and not per_layer_keys and not layer_list:
+            types_ = sorted(rope)  # transformers 5 per-layer rope_parameters of a family posenc reads generically
+        ropes: dict[str, dict[str, _Value] | None] = {}
+        for lt in types_:
+            if lt in fam.nope:
+                ropes[lt] = None
+                continue
+            if nested:
+                entry = rope.get(lt)
+                if entry is None:
+                    if lt in rope or not per_layer_keys:
+                        ropes[lt] = None
+                        continue
+                    entry, ewhere = {}, f"{where}{lt}."
+                else:
+                    ewhere = f"{where}{lt}."
+            elif per_layer_keys:
+                # one flat dict: Gemma 3 applies rope_scaling to full only, ModernBERT to both
+                applies = not given or lt in fam.scaling_to
+                entry, ewhere = (dict(rope) if applies else {}), where
+            else:
+                entry, ewhere = dict(rope), where
+            if not isinstance(entry, dict):
+                raise ParameterError(f"config key {ewhere[:-1]}={_show(entry)} is not an object; fix config.json")
+            ropes[lt] = self.read_rope(entry, ewhere, head, lt if per_layer_keys else None)
+        if nested and per_layer_keys:
+            extra = sorted(set(rope) - set(types_))
+            if extra:
+                self.warnings.append(f"{where}{extra[0]} names no attention type of this model; ignored")
+        if not any(r is not None for r in ropes.values()):
+            raise ParameterError(f"{self.model_type}: no layer applies a rotary embedding; nothing to build")
+        return ropes, tuple(types_)
+
+    def layer_types(self) -> list[str]:
+        """The attention type of each layer (config ``layer_types``, else the family's rule), or []."""
+        fam, cfg = self.fam, self.cfg
+        lts = cfg.get("layer_types")
+        if lts is not None:
+            if not isinstance(lts, list) or not all(isinstance(x, str) for x in lts) or not lts:
+                raise ParameterError(f"config key {self.key('layer_types')} must be a non-empty list of strings")
+            remap = {"attention": "full_attention"}
+            return [remap.get(x, x) for x in lts]
+        if fam.layers is None:
+            return []
+        n = self.get("num_hidden_layers")
+        n_layers = n.value if n is not None else 1
+        if n_layers > 100_000:
+            raise ParameterError(f"config key {self.key('num_hidden_layers')}={n_layers} is out of range")
+        if fam.layers == "alternate":
+            return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n_layers)]
+        if fam.layers.startswith("every_nth_full:"):
+            _, key, default = fam.layers.split(":")
+            v = cfg.get(key, cfg.get(f"_{key}"))
+            k = _number(v, self.key(key), integer=True) if v is not None else int(default)
+            return ["sliding_attention" if (i + 1) % k else "full_attention" for i in range(n_layers)]
+        if fam.layers == "modernbert":
+            v = cfg.get("global_attn_every_n_layers")
+            k = _number(v, self.key("global_attn_every_n_layers"), integer=True) if v is not None else 3
+            return ["sliding_attention" if i % k else "full_attention" for i in range(n_layers)]
+        if fam.layers == "llama4":
+            nrl = cfg.get("no_rope_layers")
+            if nrl:
+                if not isinstance(nrl, list) or not all(x in (0, 1) and not isinstance(x, float) for x in nrl):
+                    raise ParameterError(f"config key {self.key('no_rope_layers')} must be a list of 0 and 1")
+                flags = nrl
+            else:
+                v = cfg.get("no_rope_layer_interval")
+                k = _number(v, self.key("no_rope_layer_interval"), integer=True) if v is not None else 4
+                flags = [int((i + 1) % k != 0) for i in range(n_layers)]
+            return ["chunked_attention" if f else "full_attention" for f in flags]
+        raise AssertionError(fam.layers)  # pragma: no cover
+
+    def theta(self, entry: dict[str, Any], where: str, lt: str | None) -> _Value:
+        v = self._theta(entry, where, lt)
+        if v.value <= 1.0:
+            # frequencies base**(-2k/d) must fall; yarn and dynamic divide by log(base)
+            raise ParameterError(f"{v.origin.removeprefix('config key ')}={v.value!r} is out of range; the RoPE "
+                                 "base must be > 1")
+        return v
+
+    def _theta(self, entry: dict[str, Any], where: str, lt: str | None) -> _Value:
+        fam, cfg = self.fam, self.cfg
+        if fam.fixed_base is not None:
+            return _Value(fam.fixed_base, f"fixed in transformers' {fam.name} (create_sinusoidal_positions)")
+        if entry.get("rope_theta") is not None:
+            return _Value(_number(entry["rope_theta"], f"{where}rope_theta"), f"config key {where}rope_theta")
+        key = fam.theta_keys.get(lt, fam.theta_keys.get(None, "rope_theta"))
+        if cfg.get(key) is not None:
+            return _Value(_number(cfg[key], self.key(key)), f"config key {self.key(key)}")
+        if fam.name == "gpt_neox" and cfg.get("rope_theta") is not None:
+            self.warnings.append(f"{self.key('rope_theta')} is ignored: transformers' gpt_neox reads rotary_emb_base")
+        default = fam.theta_defaults.get(lt, fam.theta_defaults.get(None, 10000.0))
+        return _Value(default, f"default of {self.family_name}")
+
+    def read_rope(
+        self, entry: dict[str, Any], where: str, head: dict[str, _Value], lt: str | None
+    ) -> dict[str, _Value]:
+        fam, cfg = self.fam, self.cfg
+        raw_type = entry.get("rope_type", entry.get("type", "default"))
+        if not isinstance(raw_type, str):
+            raise ParameterError(f"config key {where}rope_type={_show(raw_type)} is not a string; fix config.json")
+        hf_type = fam.renames.get(raw_type, raw_type)
+        if raw_type == "mrope" and fam.kind != "mrope":
+            raise ParameterError(f"{where}rope_type 'mrope' needs a qwen2_vl or qwen2_5_vl model_type")
+        if hf_type not in HF_SCALINGS:
+            raise ParameterError(
+                f"unknown {where}rope_type {raw_type!r}; choose from: {', '.join(HF_SCALINGS)}"
+                + (", mrope (Qwen2-VL)" if fam.kind != "mrope" else "")
+            )
+        scaling = HF_SCALINGS[hf_type]
+        for k in entry:
+            if k not in ROPE_KEYS and not (k == "mrope_section" and fam.kind == "mrope"):
+                self.warnings.append(f"{where}{k} is not a RoPE key posenc knows; ignored (check the model's code)")
+            elif ROPE_KEYS.get(k) and hf_type not in ROPE_KEYS[k]:
+                self.warnings.append(f"{where}{k} is not read by rope_type {hf_type!r}; ignored, as transformers does")
+        out: dict[str, _Value] = {"dim": head["dim"], "base": self.theta(entry, where, lt)}
+        out["layout"] = _Value(fam.layout, f"layout of {self.family_name}")
+        if fam.kind == "mrope":
+            out["_layout"] = out.pop("layout")  # mrope has one layout (half); reported, not a parameter
+            if scaling != "none":
+                raise ParameterError(f"{where}rope_type {raw_type!r}: posenc's mrope supports the default rule only")
+            sec = entry.get("mrope_section", fam.defaults["mrope_section"])
+            origin = (f"config key {where}mrope_section" if "mrope_section" in entry
+                      else f"default of {self.family_name}")
+            if not isinstance(sec, list) or not sec:
+                raise ParameterError(f"config key {where}mrope_section={_show(sec)} must be a list of integers")
+            sec = [_number(x, f"{where}mrope_section", integer=True) for x in sec]
+            half = head["dim"].value // 2
+            if sum(sec) != half:
+                raise ParameterError(
+                    f"config key {where}mrope_section={sec} sums to {sum(sec)}; it must sum to head_dim/2 = {half} "
+                    "(the rotated half)"
+                )
+            out["mrope_section"] = _Value(tuple(sec), origin)
+            return out
+        out["scaling"] = _Value(scaling, f"config key {where}rope_type" if "rope_type" in entry or "type" in entry
+                                else f"default of {self.family_name}")
+        dim = head["dim"].value
+        # partial rotary: GPT-J's rotary_dim, else partial_rotary_factor (rope dict first, then top level)
+        rot_dim = dim
+        if fam.head_dim == "gpt2":
+            rd = self.cfg.get("rotary_dim", None) if "rotary_dim" in self.cfg else fam.defaults["rotary_dim"]
+            if rd is None:
+                raise ParameterError(
+                    f"config key {self.key('rotary_dim')}=null: transformers' {fam.name} then rotates hidden_size "
+                    "features, which fits one head only; set rotary_dim"
+                )
+            rd = _number(rd, self.key("rotary_dim"), integer=True)
+            if rd > dim or rd % 2:
+                raise ParameterError(
+                    f"config key {self.key('rotary_dim')}={rd} must be even and <= the head dim {dim}"
+                )
+            origin = f"config key {self.key('rotary_dim')}" if "rotary_dim" in self.cfg else f"default of {fam.name}"
+            out["rotary_dim"] = _Value(rd, origin)
+            rot_dim = rd
+        else:
+            prf = None
+            if entry.get("partial_rotary_factor") is not None:
+                prf = _Value(_number(entry["partial_rotary_factor"], f"{where}partial_rotary_factor", high=1.0),
+                             f"config key {where}partial_rotary_factor")
+            else:
+                for key in fam.partial_key:
+                    if cfg.get(key) is not None:
+                        prf = _Value(_number(cfg[key], self.key(key), high=1.0), f"config key {self.key(key)}")
+                        break
+                if prf is None and fam.partial_key != ("partial_rotary_factor",) and "partial_rotary_factor" in cfg:
+                    self.warnings.append(
+                        f"{self.key('partial_rotary_factor')} is ignored: transformers' {fam.name} reads "
+                        f"{fam.partial_key[0]}"
+                    )
+                if prf is None and fam.defaults.get("partial_rotary_factor") is not None:
+                    prf = _Value(fam.defaults["partial_rotary_factor"], f"default of {self.family_name}")
+            if prf is not None and (prf.value != 1.0 or scaling == "proportional"):
+                if scaling != "proportional" and self._default_ignores_partial(scaling):
+                    self.warnings.append(
+                        f"{prf.origin.removeprefix('config key ')} is ignored: transformers' {fam.name} default "
+                        "rotary rotates the whole head"
+                    )
+                else:
+                    out["partial_rotary_factor"] = prf
+                    rot_dim = int(dim * prf.value)
+                    if rot_dim < 2 and scaling != "proportional":
+                        raise ParameterError(
+                            f"config key {prf.origin.removeprefix('config key ')}={prf.value} rotates "
+                            f"{rot_dim} of {dim} features; RoPE needs at least 2"
+                        )
+        if rot_dim % 2 and scaling != "proportional":
+            raise ParameterError(f"the head dim {dim} gives {rot_dim} rotated features, an odd number; fix config.json")
+        out["_rot_dim"] = _Value(rot_dim, "head dim x partial rotary factor" if rot_dim != dim else "the head dim")
+        self.read_scaling(out, entry, where, hf_type, scaling, head, rot_dim)
+        if fam.no_attention_scaling and scaling in ("yarn", "longrope"):
+            out["attention_factor"] = _Value(
+                1.0, f"transformers' {fam.name} does not multiply cos/sin by attention_scaling"
+            )
+        return out
+
+    def _default_ignores_partial(self, scaling: str) -> bool:
+        # Llama-style default rotary classes never read partial_rotary_factor; NeoX, Phi-3, GLM-style do. The
+        # scaling rules of modeling_rope_utils always read it.
+        return self.known and scaling == "none" and self.fam.name in (
+            "llama", "mistral", "qwen2", "cohere", "cohere2", "gemma", "gemma2", "gemma3_text", "modernbert",
+            "gpt_oss", "llama4_text", "deepseek_v2", "deepseek_v3",
+        )
+
+    def read_scaling(self, out: dict[str, _Value], entry: dict[str, Any], where: str, hf_type: str, scaling: str,
+                     head: dict[str, _Value], rot_dim: int) -> None:
+        cfg = self.cfg
+
+        def num(key: str, **kw: Any) -> _Value | None:
+            if entry.get(key) is None:
+                return None
+            return _Value(_number(entry[key], f"{where}{key}", **kw), f"config key {where}{key}")
+
+        def need(key: str, **kw: Any) -> _Value:
+            v = num(key, **kw)
+            if v is None:
+                raise ParameterError(f"rope_type {hf_type!r} needs {where}{key}; the config has none")
+            return v
+
+        def max_pos() -> _Value:
+            mp = head.get("max_position_embeddings")
+            if mp is None:
+                raise ParameterError(f"rope_type {hf_type!r} needs max_position_embeddings; the config has none")
+            return mp
+
+        def original() -> _Value:
+            top = cfg.get("original_max_position_embeddings")
+            if top is not None:
+                return _Value(_number(top, self.key("original_max_position_embeddings"), integer=True),
+                              f"config key {self.key('original_max_position_embeddings')}")
+            if self.fam.defaults.get("original_max_position_embeddings") is not None:  # Phi-3's class field
+                return _Value(self.fam.defaults["original_max_position_embeddings"], f"default of {self.family_name}")
+            v = num("original_max_position_embeddings", integer=True)
+            return v if v is not None else _Value(max_pos().value, f"{max_pos().origin} (no original given)")
+
+        if scaling in ("linear", "dynamic"):
+            out["factor"] = need("factor")
+        if scaling == "dynamic":
+            out["original_max_position_embeddings"] = _Value(
+                max_pos().value, f"{max_pos().origin} (HF's dynamic rule reads max_position_embeddings)"
+            )
+        elif scaling == "llama3":
+            for key in ("factor", "low_freq_factor", "high_freq_factor"):
+                out[key] = need(key)
+            out["original_max_position_embeddings"] = original()
+            if out["high_freq_factor"].value < out["low_freq_factor"].value:
+                # transformers only warns and then flips the smoothing ramp; equal factors (Llama 4) are fine
+                raise ParameterError(
+                    f"config keys {where}high_freq_factor={out['high_freq_factor'].value} < "
+                    f"{where}low_freq_factor={out['low_freq_factor'].value}; llama3 needs high >= low"
+                )
+        elif scaling in ("yarn", "longrope"):
+            omp = original()
+            out["original_max_position_embeddings"] = omp
+            f = num("factor")
+            out["factor"] = f if f is not None else _Value(
+                max_pos().value / omp.value, f"{max_pos().origin} / original_max_position_embeddings"
+            )
+            af = num("attention_factor", allow_zero=True)
+            if af is not None:
+                out["attention_factor"] = af
+        if scaling == "yarn":
+            for key in ("mscale", "mscale_all_dim"):
+                v = num(key, positive=False)
+                if v is not None:
+                    out[key] = v
+            for key, default in (("beta_fast", 32.0), ("beta_slow", 1.0)):
+                v = num(key, allow_zero=True)
+                # HF: rope_parameters.get(key) or default, so 0 means the default too
+                out[key] = v if v is not None and v.value else _Value(default, "default of transformers' yarn")
+            if out["beta_fast"].value <= out["beta_slow"].value:
+                raise ParameterError(
+                    f"config keys {where}beta_fast={out['beta_fast'].value} <= {where}beta_slow="
+                    f"{out['beta_slow'].value}; yarn needs beta_fast > beta_slow"
+                )
+            if entry.get("truncate") is not None:
+                if not isinstance(entry["truncate"], bool):
+                    raise ParameterError(f"config key {where}truncate={_show(entry['truncate'])} is not true or false")
+                out["truncate"] = _Value(entry["truncate"], f"config key {where}truncate")
+        elif scaling == "longrope":
+            for key in ("short_factor", "long_factor"):
+                value = entry.get(key)
+                if value is None:
+                    raise ParameterError(f"rope_type 'longrope' needs {where}{key}; the config has none")
+                if not isinstance(value, list):
+                    raise ParameterError(f"config key {where}{key} must be a list of numbers")
+                vals = tuple(_number(x, f"{where}{key}") for x in value)
+                if len(vals) != rot_dim // 2:
+                    raise ParameterError(
+                        f"config key {where}{key} has {len(vals)} entries; longrope needs rotated dims / 2 = "
+                        f"{rot_dim // 2} (one per frequency)"
+                    )
+                out[key] = _Value(vals, f"config key {where}{key}")
+        elif scaling == "proportional":
+            f = num("factor")
+            if f is not None:
+                out["factor"] = f
+
+
+# ----- the former API ----------------------------------------------------------------------------------------
+def params_from_hf_config(
+    config: Mapping[str, Any], length: int | None = None, *, layer_type: str | None = None
+) -> dict[str, Any]:
+    """The parameters that reproduce a HF model's rotary tables from its config.json dict (see
+    :func:`read_model_config`; kind ``rope``, or ``mrope`` for Qwen2-VL, as :attr:`ModelConfig.kind` says)."""
+    return read_model_config(config).params(layer_type, length)

@@ -1,0 +1,173 @@
+r"""Multimodal RoPE (M-RoPE, Qwen2-VL / Qwen2.5-VL), kind ``mrope``: rotary tables for 3-D position ids.
+
+Each token has three position ids :math:`(p^{(0)}, p^{(1)}, p^{(2)})` = (temporal, height, width). The
+``d/2`` frequencies :math:`\omega_k = \mathrm{base}^{-2k/d}` are split into consecutive sections of sizes
+``mrope_section`` (e.g. ``[16, 24, 24]`` for a head of 128); frequency :math:`k` in section :math:`s(k)` turns
+with position id :math:`p^{(s(k) \bmod 3)}`, and the tables use the ``half`` layout:
+
+.. math::
+
+    \cos_{i,j} = \cos\big(p_i^{(s(k))}\,\omega_k\big),\quad \sin_{i,j} = \sin\big(p_i^{(s(k))}\,\omega_k\big),
+    \qquad k = j \bmod d/2
+
+(huggingface/transformers ``Qwen2VLRotaryEmbedding.recomposition_frequencies``: ``cat([m[i % 3] for i, m in
+enumerate(freq.split(mrope_section))])`` then ``cat((freq, freq))``; ``apply_rotary_pos_emb`` with
+``rotate_half``).
+
+Position ids, following ``Qwen2VLModel.get_rope_index`` / ``get_vision_position_ids`` (transformers 5.x) for
+one image or video:
+
+* text only (``grid`` unset): all three ids equal the row index, so the tables equal ``rope`` with ``layout=half``;
+* ``grid=TxHxW`` (the language model's grid, i.e. the vision grid divided by ``spatial_merge_size``), a vision
+  block of ``T*H*W`` tokens starting at row ``s = text_offset``: token :math:`(t, h, w)` (row-major) gets
+  :math:`(\lfloor t \cdot \mathrm{time\_interval} \rfloor + s,\ h + s,\ w + s)`; rows before it are text
+  :math:`(i, i, i)`, rows after it continue as text from :math:`s + \max(H, W)`:
+  :math:`i - T H W + \max(H, W)` (transformers 5 advances by ``max(grid_h, grid_w) // spatial_merge_size``).
+  ``time_interval`` is 1 for images and Qwen2-VL videos, ``tokens_per_second * second_per_grid_t`` for
+  Qwen2.5-VL videos.
+
+Angles are exact (:mod:`.._trig`), like ``rope``; HF computes them in float32 (error ~ ``|p w| * 2**-24``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ...errors import ParameterError
+from .. import _trig
+from ..base import Encoding, TensorSpec, param
+from .core import MAX_POSITION
+from .scaling import _default_exact, _exact
+
+
+def parse_grid(text: str) -> tuple[int, int, int]:
+    """``"TxHxW"`` (or ``"HxW"`` for one frame) as three positive ints."""
+    parts = [p.strip() for p in str(text).lower().split("x")]
+    if len(parts) == 2:
+        parts = ["1", *parts]
+    try:
+        t, h, w = (int(p) for p in parts)
+    except ValueError:
+        raise ParameterError(f"grid={text!r} is not TxHxW; use e.g. grid=1x16x16 (temporal x height x width)") from None
+    if min(t, h, w) < 1:
+        raise ParameterError(f"grid={text!r} has a zero or negative size; every side must be >= 1")
+    return t, h, w
+
+
+@dataclass(frozen=True)
+class MRope(Encoding):
+    """Qwen2-VL multimodal RoPE tables: ``cos`` and ``sin`` (len x dim, half layout) and ``inv_freq``."""
+
+    KIND = "mrope"
+    SUMMARY = "multimodal RoPE (Qwen2-VL M-RoPE): 3-D position ids (temporal, height, width) by frequency section"
+    REFERENCES = (
+        "paper: Wang et al. 2024, Qwen2-VL (arXiv:2409.12191), section 2.1 M-RoPE",
+        ("huggingface/transformers src/transformers/models/qwen2_vl/modeling_qwen2_vl.py Qwen2VLRotaryEmbedding "
+         "(recomposition_frequencies), apply_rotary_pos_emb (rotate_half), Qwen2VLModel.get_rope_index"),
+        ("huggingface/transformers src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py get_rope_index "
+         "(video time_interval = tokens_per_second * second_per_grid_t)"),
+    )
+    PRIMARY = "cos"
+    ROLES = {"cos": "cos", "sin": "sin", "inv_freq": "inv-freq"}
+    PROPERTIES = {"finite": True, "matches-spec": True, "bounded": True, "pythagorean": True, "norm-preserving": True}
+    VIEWS = ("heatmap", "compare")
+    EXAMPLE = {"length": 16, "dim": 8, "mrope_section": (2, 1, 1)}
+
+    base: float = param(1_000_000.0, "frequency base theta (HF rope_theta; Qwen2-VL 1e6)", low=0.0, low_open=True)
+    mrope_section: tuple[int, ...] = param((16, 24, 24), "frequencies per axis (temporal, height, width); sum dim/2",
+                                           low=1)
+    grid: str | None = param(None, "vision block TxHxW (language-model grid, after spatial merge); none: text only")
+    text_offset: int = param(0, "text tokens before the vision block", low=0, high=MAX_POSITION)
+    time_interval: float = param(1.0, "temporal id step (Qwen2.5-VL video: tokens_per_second * second_per_grid_t)",
+                                 low=0.0)
+
+    def validate(self) -> None:
+        if self.dim % 2:
+            raise ParameterError(f"dim={self.dim} is odd; rotary tables need an even head dim")
+        if sum(self.mrope_section) != self.dim // 2:
+            raise ParameterError(
+                f"mrope_section={list(self.mrope_section)} sums to {sum(self.mrope_section)}; it must sum to "
+                f"dim/2 = {self.dim // 2} (the rotated half)"
+            )
+        if self.grid is not None:
+            t, h, w = self.grid_thw
+            if t * h * w > MAX_POSITION or (t - 1) * self.time_interval > MAX_POSITION:
+                raise ParameterError(f"grid={self.grid} is too large; positions must stay below {MAX_POSITION}")
+        last = self.position_ids(self.length - 1, self.length).max() if self.length else 0
+        if last > MAX_POSITION:
+            raise ParameterError(f"last position {last} exceeds {MAX_POSITION}; lower length or the grid")
+
+    @cached_property
+    def grid_thw(self) -> tuple[int, int, int]:
+        assert self.grid is not None
+        return parse_grid(self.grid)
+
+    @cached_property
+    def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
+        from decimal import Decimal
+
+        def rule(_: object) -> list:
+            return _default_exact(Decimal(self.base), self.dim, self.dim // 2)
+
+        return _trig.double_double(_exact(rule)(self))  # type: ignore[arg-type]
+
+    @cached_property
+    def axis(self) -> np.ndarray:
+        """The position axis (0 temporal, 1 height, 2 width) of each of the dim/2 frequencies."""
+        return np.concatenate([np.full(n, i % 3) for i, n in enumerate(self.mrope_section)]).astype(np.intp)
+
+    def inv_freq(self) -> np.ndarray:
+        return self._freqs[0].copy()
+
+    def position_ids(self, start: int, stop: int) -> np.ndarray:
+        """The (temporal, height, width) ids of rows ``[start, stop)``, shape (stop - start, 3), int64."""
+        i = np.arange(start, stop, dtype=np.int64)
+        ids = np.repeat(i[:, None], 3, axis=1)
+        if self.grid is None:
+            return ids
+        t, h, w = self.grid_thw
+        s, n = self.text_offset, t * h * w
+        vis = (i >= s) & (i < s + n)
+        k = i[vis] - s
+        tt = np.floor((k // (h * w)).astype(np.float64) * self.time_interval).astype(np.int64)
+        ids[vis, 0] = tt + s
+        ids[vis, 1] = (k // w) % h + s
+        ids[vis, 2] = k % w + s
+        after = i >= s + n
+        ids[after] = (i[after] - n + max(h, w))[:, None]
+        return ids
+
+    def extra_metadata(self) -> dict[str, str]:
+        return {"layout": "half", "attention_scaling": "1.0"}
+
+    def tensor_specs(self) -> dict[str, TensorSpec]:
+        n, d = self.length, self.dim
+        return {
+            "cos": TensorSpec("cos", (n, d), self.out_dtype),
+            "sin": TensorSpec("sin", (n, d), self.out_dtype),
+            "inv_freq": TensorSpec("inv_freq", (d // 2,), np.dtype("float64")),
+        }
+
+    def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
+        w_hi, w_lo = self._freqs
+        if name == "inv_freq":
+            out[...] = w_hi[start:stop]
+            return
+        if name not in ("cos", "sin"):
+            raise ParameterError(f"mrope has no tensor {name!r}; choose from: cos, sin, inv_freq")
+        pos = self.position_ids(start, stop)[:, self.axis].astype(np.float64)  # (rows, d/2)
+        s, c = _trig.sincos_pairs(pos, w_hi[None, :], w_lo[None, :])
+        v = s if name == "sin" else c
+        half = self.dim // 2
+        out[:, :half] = v
+        out[:, half:] = v
+
+
+def rows_needed(grid: str | None, text_offset: int, text_after: int) -> int:
+    """Rows of a sequence of ``text_offset`` text tokens, the grid's vision tokens and ``text_after`` text."""
+    n = math.prod(parse_grid(grid)) if grid else 0
+    return text_offset + n + text_after
