@@ -83,29 +83,11 @@ def from_config(
 
 
 def load_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
-    """A config.json as a dict: a path, a directory holding config.json, ``"-"`` (stdin) or a dict."""
-    import json
+    """A config.json as a dict: a path, a directory holding config.json, ``"-"`` (stdin) or a dict; refused by
+    size before parsing, and on bad UTF-8, bad JSON, deep nesting or a non-object (one-line errors)."""
+    from .encodings.model_config import load_config as load
 
-    if isinstance(config, Mapping):
-        return dict(config)
-    path = os.fspath(config)
-    try:
-        if path == "-":
-            import sys
-
-            data = json.load(sys.stdin)
-        else:
-            if os.path.isdir(path):
-                path = os.path.join(path, "config.json")
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
-    except FileNotFoundError:
-        raise ParameterError(f"--hf-config {path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ParameterError(f"--hf-config {path}: not a readable JSON config ({exc})") from None
-    if not isinstance(data, dict):
-        raise ParameterError(f"--hf-config {path}: expected a JSON object")
-    return data
+    return load(config)
 
 
 # ----- reading and writing ----------------------------------------------------------------------------

@@ -28,11 +28,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from posenc_cli.encodings import make_encoding
+from posenc_cli.encodings.model_config import MAX_CONFIG_BYTES, MAX_DEPTH, load_config
 from posenc_cli.encodings.rope.hf_config import (
     FAMILIES,
-    MAX_CONFIG_BYTES,
-    MAX_DEPTH,
-    load_config,
     params_from_hf_config,
     read_model_config,
 )
@@ -527,6 +525,6 @@ def test_fuzz_mutated_configs_raise_only_parameter_error(name, seed, n, layer):
 
 
 def _parse(text: str) -> dict:
-    from posenc_cli.encodings.rope.hf_config import parse_json
+    from posenc_cli.encodings.model_config import parse_json
 
     return parse_json(text)

@@ -21,6 +21,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "sinusoidal-3d": ("grid", "Sinusoidal3D"),
     "rope": ("rope.core", "Rope"),
     "xpos": ("rope.xpos", "XPos"),
+    "mrope": ("rope.mrope", "MRope"),
     "learned": ("learned", "Learned"),
     "index": ("naive", "Index"),
     "normalized": ("naive", "Normalized"),

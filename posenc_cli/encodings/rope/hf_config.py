@@ -43,18 +43,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import ParameterError
+from ..model_config import _check_depth_obj, _json_type
 
-#: config.json files bigger than this are refused before parsing (the largest real ones are ~100 kB).
-MAX_CONFIG_BYTES = 4 * 1024 * 1024
-#: Deepest nesting of objects/arrays accepted (real configs: 3-4).
-MAX_DEPTH = 32
 #: Largest size (hidden size, head dim, positions...) accepted from a config.
 MAX_SIZE = 2**31 - 1
 
@@ -238,112 +233,6 @@ WRAPPERS: dict[str, str] = {
 TOP_LEVEL_TEXT = ("qwen2_vl", "qwen2_5_vl")
 
 
-# ----- loading ---------------------------------------------------------------------------------------------
-def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
-    """A config.json as a dict: a path, a directory holding config.json, ``"-"`` (stdin) or a dict.
-
-    Refuses, with a one-line :class:`ParameterError`: files bigger than :data:`MAX_CONFIG_BYTES` (by size,
-    before reading), non-UTF-8 bytes, invalid JSON, nesting deeper than :data:`MAX_DEPTH`, non-object documents.
-    """
-    if isinstance(source, Mapping):
-        data: Any = dict(source)
-        _check_depth_obj(data, "config")
-        return data
-    path = os.fspath(source)
-    where = "stdin" if path == "-" else path
-    try:
-        if path == "-":
-            raw = sys.stdin.buffer.read(MAX_CONFIG_BYTES + 1)
-        else:
-            if os.path.isdir(path):
-                path = os.path.join(path, "config.json")
-                where = path
-            size = os.path.getsize(path)
-            if size > MAX_CONFIG_BYTES:
-                raise ParameterError(
-                    f"--hf-config {where}: {size} bytes is far larger than any model config "
-                    f"(limit {MAX_CONFIG_BYTES}); pass the model's config.json"
-                )
-            with open(path, "rb") as fh:
-                raw = fh.read(MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError:
-        raise ParameterError(f"--hf-config {where}: no such file; pass a config.json or its directory") from None
-    except IsADirectoryError:
-        raise ParameterError(f"--hf-config {where}: is a directory without config.json") from None
-    except OSError as exc:
-        raise ParameterError(f"--hf-config {where}: cannot read ({exc.strerror or exc})") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ParameterError(
-            f"--hf-config {where}: more than {MAX_CONFIG_BYTES} bytes, far larger than any model config; "
-            "pass the model's config.json"
-        )
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ParameterError(
-            f"--hf-config {where}: not UTF-8 text (byte {exc.start}); config.json files are UTF-8 JSON"
-        ) from None
-    data = parse_json(text, where)
-    if not isinstance(data, dict):
-        raise ParameterError(f"--hf-config {where}: expected a JSON object at top level, got {_json_type(data)}")
-    return data
-
-
-def parse_json(text: str, where: str = "config") -> Any:
-    """``json.loads`` after a depth check on the raw text (so deep nesting never reaches RecursionError)."""
-    depth = peak = 0
-    in_str = esc = False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-            if depth > peak:
-                peak = depth
-                if peak > MAX_DEPTH:
-                    raise ParameterError(
-                        f"--hf-config {where}: JSON nested deeper than {MAX_DEPTH} levels; not a model config"
-                    )
-        elif ch in "]}":
-            depth -= 1
-    try:
-        return json.loads(text, parse_constant=_constant)
-    except json.JSONDecodeError as exc:
-        raise ParameterError(
-            f"--hf-config {where}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
-        ) from None
-    except RecursionError:  # pragma: no cover - the depth check above comes first
-        raise ParameterError(f"--hf-config {where}: JSON nested too deeply; not a model config") from None
-
-
-def _constant(name: str) -> float:
-    # NaN/Infinity are not JSON; Python's json accepts them, so they reach the value checks as non-finite floats
-    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
-
-
-def _check_depth_obj(obj: Any, where: str, depth: int = 0) -> None:
-    if depth > MAX_DEPTH:
-        raise ParameterError(f"{where}: nested deeper than {MAX_DEPTH} levels; not a model config")
-    if isinstance(obj, dict):
-        for v in obj.values():
-            _check_depth_obj(v, where, depth + 1)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            _check_depth_obj(v, where, depth + 1)
-
-
-def _json_type(v: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null",
-            int: "a number", float: "a number"}.get(type(v), type(v).__name__)  # fmt: skip
-
-
 # ----- values ----------------------------------------------------------------------------------------------
 def _number(value: Any, key: str, *, integer: bool = False, positive: bool = True, allow_zero: bool = False,
             high: float | None = None) -> Any:
@@ -456,10 +345,11 @@ class ModelConfig:
 
     # ----- internals -------------------------------------------------------------------------------------
     def _rope(self, layer_type: str | None) -> dict[str, _Value]:
-        rope_types = [lt for lt in self.layer_types if self._ropes[lt] is not None]
+        ropes = {lt: r for lt in self.layer_types if (r := self._ropes[lt]) is not None}
+        rope_types = list(ropes)
         if layer_type is None:
-            distinct = {json.dumps({k: v.value for k, v in self._ropes[lt].items()}, sort_keys=True, default=str)
-                        for lt in rope_types}  # type: ignore[union-attr]
+            distinct = {json.dumps({k: v.value for k, v in r.items()}, sort_keys=True, default=str)
+                        for r in ropes.values()}
             if len(distinct) != 1:
                 raise ParameterError(
                     f"{self.model_type} uses a different RoPE per attention type; pass layer_type, "
@@ -667,7 +557,7 @@ class _Reader:
             if not isinstance(lts, list) or not all(isinstance(x, str) for x in lts) or not lts:
                 raise ParameterError(f"config key {self.key('layer_types')} must be a non-empty list of strings")
             remap = {"attention": "full_attention"}
-            return [remap.get(x, x) for x in lts]
+            return [remap.get(x) or x for x in lts]
         if fam.layers is None:
             return []
         n = self.get("num_hidden_layers")

@@ -1,0 +1,128 @@
+"""Loading a model's config.json safely: what every kind that reads model configs starts from.
+
+:func:`load_config` takes a path, a directory holding config.json, ``"-"`` (stdin) or a dict, and refuses with
+a one-line :class:`~posenc_cli.errors.ParameterError` files bigger than :data:`MAX_CONFIG_BYTES` (by size,
+before reading), non-UTF-8 bytes, invalid JSON, nesting deeper than :data:`MAX_DEPTH` (checked on the raw text,
+so ``json`` never recurses into a RecursionError) and documents that are not an object.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ParameterError
+
+#: config.json files bigger than this are refused before parsing (the largest real ones are ~100 kB).
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+#: Deepest nesting of objects/arrays accepted (real configs: 3-4).
+MAX_DEPTH = 32
+
+
+def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """A config.json as a dict: a path, a directory holding config.json, ``"-"`` (stdin) or a dict.
+
+    Refuses, with a one-line :class:`ParameterError`: files bigger than :data:`MAX_CONFIG_BYTES` (by size,
+    before reading), non-UTF-8 bytes, invalid JSON, nesting deeper than :data:`MAX_DEPTH`, non-object documents.
+    """
+    if isinstance(source, Mapping):
+        data: Any = dict(source)
+        _check_depth_obj(data, "config")
+        return data
+    path = os.fspath(source)
+    where = "stdin" if path == "-" else path
+    try:
+        if path == "-":
+            raw = sys.stdin.buffer.read(MAX_CONFIG_BYTES + 1)
+        else:
+            if os.path.isdir(path):
+                path = os.path.join(path, "config.json")
+                where = path
+            size = os.path.getsize(path)
+            if size > MAX_CONFIG_BYTES:
+                raise ParameterError(
+                    f"--hf-config {where}: {size} bytes is far larger than any model config "
+                    f"(limit {MAX_CONFIG_BYTES}); pass the model's config.json"
+                )
+            with open(path, "rb") as fh:
+                raw = fh.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ParameterError(f"--hf-config {where}: no such file; pass a config.json or its directory") from None
+    except IsADirectoryError:
+        raise ParameterError(f"--hf-config {where}: is a directory without config.json") from None
+    except OSError as exc:
+        raise ParameterError(f"--hf-config {where}: cannot read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ParameterError(
+            f"--hf-config {where}: more than {MAX_CONFIG_BYTES} bytes, far larger than any model config; "
+            "pass the model's config.json"
+        )
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ParameterError(
+            f"--hf-config {where}: not UTF-8 text (byte {exc.start}); config.json files are UTF-8 JSON"
+        ) from None
+    data = parse_json(text, where)
+    if not isinstance(data, dict):
+        raise ParameterError(f"--hf-config {where}: expected a JSON object at top level, got {_json_type(data)}")
+    return data
+
+
+def parse_json(text: str, where: str = "config") -> Any:
+    """``json.loads`` after a depth check on the raw text (so deep nesting never reaches RecursionError)."""
+    depth = peak = 0
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            if depth > peak:
+                peak = depth
+                if peak > MAX_DEPTH:
+                    raise ParameterError(
+                        f"--hf-config {where}: JSON nested deeper than {MAX_DEPTH} levels; not a model config"
+                    )
+        elif ch in "]}":
+            depth -= 1
+    try:
+        return json.loads(text, parse_constant=_constant)
+    except json.JSONDecodeError as exc:
+        raise ParameterError(
+            f"--hf-config {where}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
+        ) from None
+    except RecursionError:  # pragma: no cover - the depth check above comes first
+        raise ParameterError(f"--hf-config {where}: JSON nested too deeply; not a model config") from None
+
+
+def _constant(name: str) -> float:
+    # NaN/Infinity are not JSON; Python's json accepts them, so they reach the value checks as non-finite floats
+    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
+
+
+def _check_depth_obj(obj: Any, where: str, depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        raise ParameterError(f"{where}: nested deeper than {MAX_DEPTH} levels; not a model config")
+    if isinstance(obj, dict):
+        for v in obj.values():
+            _check_depth_obj(v, where, depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _check_depth_obj(v, where, depth + 1)
+
+
+def _json_type(v: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(v), type(v).__name__)  # fmt: skip
