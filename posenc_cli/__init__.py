@@ -31,6 +31,8 @@ _EXPORTS = {
     "write": "api",
     "open_table": "api",
     "check": "api",
+    "check_all": "api",
+    "from_config_layers": "api",
     "compare": "api",
     "kinds": "api",
     "CheckReport": "api",
@@ -45,14 +47,39 @@ _EXPORTS = {
     "OutputError": "errors",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [  # noqa: RUF022 (the order of _EXPORTS)
+    "__version__",
+    "generate",
+    "from_config",
+    "load_config",
+    "read",
+    "write",
+    "open_table",
+    "check",
+    "check_all",
+    "from_config_layers",
+    "compare",
+    "kinds",
+    "CheckReport",
+    "CheckResult",
+    "CompareResult",
+    "Encoding",
+    "Source",
+    "ExitCode",
+    "PosencError",
+    "ParameterError",
+    "InputError",
+    "OutputError",
+]
 
 if TYPE_CHECKING:
     from .api import (
         CheckReport,
         check,
+        check_all,
         compare,
         from_config,
+        from_config_layers,
         generate,
         kinds,
         load_config,

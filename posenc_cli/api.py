@@ -176,13 +176,14 @@ def write(
         stated = [resolve_dtype(metadata["value_dtype"])] if "value_dtype" in metadata else []
         coarsest = _coarsest_float([t.dtype for t in lazy.values()] + stated)
         lazy = {k: CastTensor(v, _cast_to(src, k, dtype)) for k, v in lazy.items()}
-        if metadata:
-            metadata["dtype"] = dtype
-            # values computed in a coarser dtype keep that precision in wider bytes: say so (check regenerates it)
+        # each table's metadata says the new dtype; values computed in a coarser dtype keep that precision in
+        # wider bytes: say so (check regenerates them at that precision)
+        for pre in [f"{g}." for g in src.groups] or ([""] if metadata else []):
+            metadata[f"{pre}dtype"] = dtype
             if coarsest is not None and _eps(coarsest) > _eps(target):
-                metadata["value_dtype"] = dtype_name(coarsest)
+                metadata[f"{pre}value_dtype"] = dtype_name(coarsest)
             else:
-                metadata.pop("value_dtype", None)
+                metadata.pop(f"{pre}value_dtype", None)
     lazy = _renamed(lazy, dict(rename or {}))
     if max_bytes is not None:
         from .sources import check_size
@@ -203,6 +204,9 @@ def _cast_to(src: Source, name: str, dtype: str) -> str:
     from .encodings.base import dtype_name
 
     enc = src.encoding
+    group, _, short = name.partition(".")
+    if enc is None and short and group in src.groups:  # a grouped table: the group's own encoding decides
+        enc, name = src.groups[group].encoding, short
     if enc is None or "dtype" not in {f.name for f in enc.param_fields()}:
         return dtype
     specs = dataclasses.replace(enc, dtype=dtype).tensor_specs()
@@ -380,6 +384,32 @@ def check(
     return CheckReport(src.label, name, kind, not failed, required, failed, results)
 
 
+def check_all(table: TableLike, **options: Any) -> list[CheckReport]:
+    """:func:`check` of every table of a source: each group of a grouped file (one per attention type), else the
+    source itself."""
+    src = open_table(table)
+    if src.groups:
+        if options.get("tensor") is not None:
+            raise ParameterError(f"{src.label} holds one table per group ({', '.join(src.groups)}); --tensor "
+                                 "cannot apply: every group's tables are checked")
+        return [check(g, **options) for g in src.groups.values()]
+    return [check(src, **options)]
+
+
+def from_config_layers(
+    config: str | os.PathLike[str] | Mapping[str, Any], *, kind: str | None = None, **params: Any
+) -> tuple[dict[str, Encoding], list[str]]:
+    """One encoding per attention type of a model's config (``{"full_attention": ..., ...}``) and the types that
+    apply no position encoding (NoPE); ``params`` override what the config says in every type."""
+    from .encodings import make_encoding, model_config_layers
+
+    data = load_config(config)
+    length = params.pop("length", params.pop("len", None))
+    layers = model_config_layers(data, kind=kind, length=length)
+    built = {lt: make_encoding(k, {**p, **params}) for lt, v in layers.items() if v is not None for k, p in [v]}
+    return built, [lt for lt, v in layers.items() if v is None]
+
+
 def _value_dtype(src: Source, array: Any) -> Any:
     """The precision of the values: the bytes' dtype, or the coarser one the metadata says they were computed in."""
     from .encodings.base import resolve_dtype
@@ -451,5 +481,5 @@ def kinds() -> list[dict[str, Any]]:
     return [kind_info(get_kind(k)) for k in KINDS]
 
 
-__all__ = ["CheckReport", "Preview", "check", "compare", "from_config", "generate", "kinds", "load_config",
-           "open_table", "preview", "read", "write"]
+__all__ = ["CheckReport", "Preview", "check", "check_all", "compare", "from_config", "from_config_layers", "generate",
+           "kinds", "load_config", "open_table", "preview", "read", "write"]

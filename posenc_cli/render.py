@@ -200,3 +200,33 @@ def progress_bar(description: str, total: int, enabled: bool) -> Iterator[Any]:
             bar.advance(task, n)
 
         yield advance
+
+
+# ----- kinds --hf-config -------------------------------------------------------------------------------
+def config_report(report: dict[str, Any], width: int | None = None) -> None:
+    """What a model config said, one value per line with where it came from, within ``width`` columns."""
+    import shutil
+    import textwrap
+
+    # a terminal's width (at most 100); piped, 80 whatever the terminal: machines' logs do not depend on it
+    width = width or (min(shutil.get_terminal_size((80, 24)).columns, 100) if sys.stdout.isatty() else 80)
+    out = sys.stdout
+    types = report.get("layer_types") or []
+    head = f"model_type {report['model_type']}: read as {report['family'] or 'generic'} ({report['kind']} tables)"
+    out.write(head + "\n")
+    if types:
+        chosen = report.get("layer_type")
+        out.write(f"layer types: {', '.join(types)}" + (f"; showing {chosen}" if chosen else "") + "\n")
+    out.write("\n".join(textwrap.wrap(f"follows: {report['reference']}", width, subsequent_indent="  ")) + "\n")
+    values = {k: v for k, v in report.items() if isinstance(v, dict) and "value" in v}
+    name_w = max(len(k) for k in values) if values else 0
+    for key, v in values.items():
+        line = f"  {key:<{name_w}}  {v['value']}"
+        origin = f"({v['from']})"
+        if len(line) + 2 + len(origin) <= width:
+            out.write(f"{line}  {origin}\n")
+        else:
+            wrapped = textwrap.wrap(origin, width - 6, break_long_words=False, break_on_hyphens=False)
+            out.write(line + "\n" + "".join(f"      {w}\n" for w in wrapped))
+    for w in report.get("warnings") or []:
+        sys.stderr.write(f"Warning: {w}\n")

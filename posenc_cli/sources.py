@@ -24,6 +24,8 @@ from .encodings.base import ALIASES
 from .errors import InputError, ParameterError
 
 FILE_SUFFIXES = (".npy", ".npz", ".safetensors")
+#: Metadata key of a grouped table: the names of its groups, comma-separated.
+GROUPS_KEY = "posenc_groups"
 _PAIR_SPLIT = re.compile(r",(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
 #: Metadata keys that are not parameters.
 _NON_PARAM_KEYS = {"kind", "posenc_version"}
@@ -83,11 +85,31 @@ class Source:
     encoding: Any = None  # the Encoding this table was (or claims to be) generated from
     encoding_note: str = ""  # why ``encoding`` is None although metadata names a kind
     lazy: dict[str, Any] = field(default_factory=dict)  # LazyTensor views for streaming writers
+    #: A file of several tables (one per attention type of a model): group name -> its own Source, whose tensors
+    #: are this source's ``GROUP.NAME`` tensors and whose metadata its ``GROUP.KEY`` entries.
+    groups: dict[str, Source] = field(default_factory=dict)
 
     @classmethod
     def from_encoding(cls, encoding: Any, label: str) -> Source:
         """A table generated on the fly: tensors are computed when first asked for."""
         return cls(label, {}, encoding.metadata(), encoding=encoding, lazy=encoding.lazy_tensors())
+
+    @classmethod
+    def from_groups(cls, encodings: dict[str, Any], label: str) -> Source:
+        """Several encodings in one table: tensor ``NAME`` of group ``G`` is ``G.NAME``, and the metadata holds
+        ``posenc_groups`` (the group names) and each group's metadata under ``G.``."""
+        from . import __version__
+
+        bad = [g for g in encodings if not g or "." in g or g == GROUPS_KEY]
+        if bad:
+            raise ParameterError(f"group name {bad[0]!r} cannot name tensors (no dots); rename it")
+        groups = {g: cls.from_encoding(enc, f"{label} [{g}]") for g, enc in encodings.items()}
+        metadata = {"posenc_version": __version__, GROUPS_KEY: ",".join(encodings)}
+        lazy = {}
+        for g, src in groups.items():
+            metadata.update({f"{g}.{k}": v for k, v in src.metadata.items() if k != "posenc_version"})
+            lazy.update({f"{g}.{name}": _Renamed(t, f"{g}.{name}") for name, t in src.lazy.items()})
+        return cls(label, {}, metadata, lazy=lazy, groups=groups)
 
     @property
     def names(self) -> list[str]:
@@ -118,7 +140,15 @@ class Source:
     def array(self, name: str):
         """The whole tensor ``name`` as an array (computed for specs, memory-mapped for files)."""
         if name not in self.tensors:
-            self.tensors[name] = self.encoding.array(name)
+            if self.encoding is not None:
+                self.tensors[name] = self.encoding.array(name)
+            else:  # a group's tensor of a generated grouped table
+                import numpy as np
+
+                t = self.lazy[name]
+                out = np.empty(t.shape, dtype=t.dtype)
+                t.fill(0, t.shape[0], out)
+                self.tensors[name] = out
         return self.tensors[name]
 
 
@@ -194,7 +224,45 @@ def open_source(
     enc, note = encoding_from_metadata(table.metadata)
     label = "stdin" if text == "-" else text
     return Source(label, dict(table.tensors), dict(table.metadata), encoding=enc, encoding_note=note,
-                  lazy={k: formats.ArrayTensor(k, v) for k, v in table.tensors.items()})
+                  lazy={k: formats.ArrayTensor(k, v) for k, v in table.tensors.items()},
+                  groups=_read_groups(label, dict(table.tensors), dict(table.metadata)))
+
+
+def _read_groups(label: str, tensors: dict[str, Any], metadata: dict[str, str]) -> dict[str, Source]:
+    """The groups a file's ``posenc_groups`` metadata names, each with its tensors, metadata and encoding."""
+    from . import formats
+
+    names = [g for g in metadata.get(GROUPS_KEY, "").split(",") if g]
+    out = {}
+    for g in names:
+        pre = f"{g}."
+        sub_tensors = {k[len(pre) :]: v for k, v in tensors.items() if k.startswith(pre)}
+        sub_meta = {k[len(pre) :]: v for k, v in metadata.items() if k.startswith(pre)}
+        enc, note = encoding_from_metadata(sub_meta)
+        out[g] = Source(f"{label} [{g}]", sub_tensors, sub_meta, encoding=enc, encoding_note=note,
+                        lazy={k: formats.ArrayTensor(k, v) for k, v in sub_tensors.items()})
+    return out
+
+
+class _Renamed:
+    """A LazyTensor under another name (a group's tensor inside a grouped table)."""
+
+    def __init__(self, inner: Any, name: str) -> None:
+        self.inner, self.name = inner, name
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.inner.shape)
+
+    @property
+    def dtype(self) -> Any:
+        return self.inner.dtype
+
+    def rows(self, start: int, stop: int) -> Any:
+        return self.inner.rows(start, stop)
+
+    def fill(self, start: int, stop: int, out: Any) -> None:
+        self.inner.fill(start, stop, out)
 
 
 class CastTensor:

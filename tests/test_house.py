@@ -275,3 +275,7 @@ def test_written_metadata_equals_the_bytes(tmp_path, writer, source_dtype, dtype
     if writer != "csv":  # one tensor of a rope table cannot be regenerated-and-compared as a whole
         report = posenc_cli.check(out)
         assert report.ok, [r.to_json() for r in report.results if r.passed is False]
+
+
+def test_all_is_every_export():
+    assert set(posenc_cli.__all__) == {"__version__", *posenc_cli._EXPORTS}

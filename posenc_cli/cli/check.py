@@ -61,10 +61,10 @@ def run(args: argparse.Namespace) -> int:
         args.expect = resolve_kind(args.expect)
     required = [r.strip() for r in args.require.split(",") if r.strip()] if args.require else None
     params = spec_params(args)
-    reports = []
+    reports: list = []
     for text in sources:
         src = open_src(text, args, params)
-        reports.append(_run_one(src, args, required))
+        reports.extend(_run_one(group, args, required) for group in _tables(src, args))
     if args.json_out:
         from ..render import print_json
 
@@ -79,6 +79,14 @@ def run(args: argparse.Namespace) -> int:
             if args.quiet < 2:
                 check_summary(r.source, r.ok, r.failed)
     return ExitCode.OK if all(r.ok for r in reports) else ExitCode.FAILED
+
+
+def _tables(src, args: argparse.Namespace) -> list:
+    """The tables of a source: each group of a grouped file, else the source."""
+    if src.groups and args.tensor is not None:
+        raise ParameterError(f"{src.label} holds one table per group ({', '.join(src.groups)}); --tensor cannot "
+                             "apply: every group's tables are checked")
+    return list(src.groups.values()) or [src]
 
 
 def _run_one(src, args: argparse.Namespace, required):

@@ -48,6 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="Write (or preview) only this tensor (default: all; .npy/.csv: the primary one).")
     add_force(p)
     add_hf_config(p)
+    p.add_argument("--all-layer-types", action="store_true",
+                   help="With --hf-config and -o: one table per attention type, tensors named TYPE.cos, ...")
     p.add_argument("--precision", type=int, metavar="N", help="Decimals in the terminal preview (default 3).")
     add_max_bytes(p)
     add_quiet(p)
@@ -60,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
 
     refuse_layer_type_without_config(args)
     params = spec_params(args)
+    if args.all_layer_types:
+        return _all_layer_types(args, params)
     if args.hf_config is not None:
         refuse(args, [("dim", "--dim")], "the model config sets the head dim; use -p dim=N to override it")
         kind, cfg = config_params(args, args.kind)
@@ -94,6 +98,40 @@ def run(args: argparse.Namespace) -> int:
     if dest != "-":
         msg(f"wrote {dest} ({', '.join(f'{n} {tuple(t.shape)}' for n, t in tensors.items())}, {enc.dtype})",
             args.quiet)
+    return ExitCode.OK
+
+
+def _all_layer_types(args: argparse.Namespace, params: dict[str, object]) -> int:
+    """--all-layer-types: every attention type's tables in one file, tensors ``TYPE.NAME``."""
+    from .. import formats
+    from ..api import from_config_layers
+    from ..sources import Source, check_size
+
+    if args.hf_config is None:
+        raise ParameterError("--all-layer-types cannot apply: it writes every attention type of --hf-config; "
+                             "pass --hf-config config.json")
+    refuse(args, [("layer_type", "--layer-type"), ("dim", "--dim"), ("tensor", "--tensor"), ("precision", "--precision")],
+           "--all-layer-types writes every tensor of every attention type")
+    if args.output is None and sys.stdout.isatty():
+        raise ParameterError("--all-layer-types writes a file: pass -o FILE.safetensors (or .npz, .json)")
+    dest = "-" if args.output is None else args.output
+    if formats.format_for(dest, args.format) in formats.SINGLE_TENSOR_FORMATS:
+        raise ParameterError(f"--all-layer-types writes several tensors, which {dest} cannot hold; "
+                             "use .safetensors, .npz or .json")
+    if args.length is not None:
+        params["length"] = args.length
+    if args.dtype is not None:
+        params["dtype"] = args.dtype
+    encs, nope = from_config_layers(args.hf_config, kind=args.kind, **params)
+    for lt in nope:
+        msg(f"{lt}: applies no position encoding (NoPE layers); nothing to write for it", args.quiet)
+    if not encs:
+        raise ParameterError(f"{args.hf_config}: no attention type of this model applies a position encoding")
+    src = Source.from_groups(encs, dest)
+    check_size(sum(e.nbytes() for e in encs.values()), max_bytes(args), "the tables")
+    write(dest, src.lazy, src.metadata, args.format, args.force, args.quiet)
+    if dest != "-":
+        msg(f"wrote {dest} ({', '.join(f'{n} {tuple(t.shape)}' for n, t in src.lazy.items())})", args.quiet)
     return ExitCode.OK
 
 

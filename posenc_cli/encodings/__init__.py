@@ -78,21 +78,37 @@ def model_config_kinds() -> list[str]:
     return [name for name, cls in kind_classes().items() if cls.reads_model_config()]
 
 
+def _config_reader(kind: str | None) -> type[Encoding]:
+    """The kind that reads model configs: ``kind`` when given (refused unless it reads them), else the first."""
+    from ..errors import ParameterError
+
+    readers = model_config_kinds()
+    if kind is None:
+        return get_kind(readers[0])
+    kind = resolve_kind(kind)
+    if kind not in readers:
+        raise ParameterError(
+            f"--hf-config builds the tables a model's config describes, which kind {kind!r} cannot read; "
+            f"drop --kind or use one of: {', '.join(readers)}"
+        )
+    return get_kind(kind)
+
+
+def model_config_layers(config: dict[str, Any], *, kind: str | None = None, **options: Any
+                        ) -> dict[str, tuple[str, dict[str, Any]] | None]:
+    """Every attention type of a model's config -> ``(kind, parameters)``, None where it applies no encoding."""
+    return _config_reader(kind).model_config_layers(config, **options)
+
+
+def describe_model_config(config: dict[str, Any], *, kind: str | None = None, **options: Any) -> dict[str, Any]:
+    """What a model's config says about its position encoding, each value with where it came from."""
+    return _config_reader(kind).describe_model_config(config, **options)
+
+
 def from_model_config(config: dict[str, Any], *, kind: str | None = None, **options: Any) -> tuple[str, dict[str, Any], list[str]]:
     """``(kind, parameters, warnings)`` that reproduce a model's tables from its config.json dict.
 
     ``kind`` (a user's explicit ``--kind``) must be one that reads model configs; by default the first kind that
     does decides (it may answer with another kind, e.g. a multimodal RoPE).
     """
-    from ..errors import ParameterError
-
-    readers = model_config_kinds()
-    if kind is not None:
-        kind = resolve_kind(kind)
-        if kind not in readers:
-            raise ParameterError(
-                f"--hf-config builds the tables a model's config describes, which kind {kind!r} cannot read; "
-                f"drop --kind or use one of: {', '.join(readers)}"
-            )
-        return get_kind(kind).from_model_config(config, **options)
-    return get_kind(readers[0]).from_model_config(config, **options)
+    return _config_reader(kind).from_model_config(config, **options)

@@ -259,6 +259,17 @@ class Encoding:
         raise ParameterError(f"{cls.KIND} cannot be built from a model config")
 
     @classmethod
+    def model_config_layers(cls, config: dict[str, Any], **options: Any) -> dict[str, tuple[str, dict[str, Any]] | None]:
+        """Every attention type of a model's config.json -> ``(kind, parameters)`` of its tables (None: the type
+        applies no position encoding)."""
+        raise ParameterError(f"{cls.KIND} cannot be built from a model config")
+
+    @classmethod
+    def describe_model_config(cls, config: dict[str, Any], **options: Any) -> dict[str, Any]:
+        """What was read from a model's config.json: each value with where it came from (a key or a default)."""
+        raise ParameterError(f"{cls.KIND} cannot be built from a model config")
+
+    @classmethod
     def metadata_param(cls, metadata: dict[str, str], name: str) -> Any:
         """Parameter ``name`` as a file's metadata states it, else this kind's default for it."""
         hints = typing.get_type_hints(cls)

@@ -335,7 +335,7 @@ class ModelConfig:
         if r is not None:
             out["rotated_dims"] = {"value": r.value, "from": r.origin}
         out["attention_scaling"] = {"value": _attention_scaling(self.kind, self.params(layer_type, 1)),
-                                    "from": "computed by posenc from the rule above (HF's formula)"}
+                                    "from": "HF's formula for this rule"}
         out["warnings"] = list(self.warnings)
         return out
 
@@ -352,7 +352,7 @@ class ModelConfig:
                         for r in ropes.values()}
             if len(distinct) != 1:
                 raise ParameterError(
-                    f"{self.model_type} uses a different RoPE per attention type; pass layer_type, "
+                    f"{self.model_type} uses a different RoPE per attention type; pass layer_type (--layer-type), "
                     f"one of: {', '.join(rope_types)}"
                 )
             layer_type = rope_types[0]
