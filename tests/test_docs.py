@@ -177,6 +177,39 @@ def test_kinds_reference_is_fresh():
     assert current == fresh, "docs/kinds.md is stale; run POSENC_UPDATE_DOCS=1 python -m pytest tests/test_docs.py"
 
 
+FAMILIES_BEGIN, FAMILIES_END = "<!-- families:begin -->", "<!-- families:end -->"
+
+
+def families_reference() -> str:
+    """The model families --hf-config reads, from the reader's own table (and the configs the tests use)."""
+    from posenc_cli.encodings.rope.hf_config import FAMILIES, WRAPPERS
+
+    configs = {p.stem: p for p in sorted((ROOT / "tests" / "data" / "configs").glob("*.json"))}
+    out = [FAMILIES_BEGIN, "", "_Generated from the reader's family table by `tests/test_docs.py`._", "",
+           "| model_type | kind, layout | per-layer types | follows | try it |", "| --- | --- | --- | --- | --- |"]
+    for name, fam in FAMILIES.items():
+        names = [name] + [wrapper for wrapper, text in WRAPPERS.items() if text == name]
+        layers = "NoPE: " + ", ".join(fam.nope) if fam.nope else ("yes" if fam.layers else "-")
+        example = next((configs[n] for n in names if n in configs), None)
+        cmd = f"`posenc kinds --hf-config {example.relative_to(ROOT)}`" if example else "-"
+        out.append(f"| {', '.join(f'`{n}`' for n in names)} | {fam.kind}, {fam.layout} | {cell(layers)} | "
+                   f"{cell(fam.reference)} | {cmd} |")
+    out += ["", FAMILIES_END]
+    return "\n".join(out)
+
+
+def test_families_reference_is_fresh():
+    path = DOCS / "kinds.md"
+    text = path.read_text()
+    assert FAMILIES_BEGIN in text and FAMILIES_END in text
+    current = text[text.index(FAMILIES_BEGIN) : text.index(FAMILIES_END) + len(FAMILIES_END)]
+    fresh = families_reference()
+    if UPDATE:
+        path.write_text(text.replace(current, fresh))
+        current = fresh
+    assert current == fresh, "docs/kinds.md families table is stale; run POSENC_UPDATE_DOCS=1 pytest tests/test_docs.py"
+
+
 # ----- coverage of the reference ----------------------------------------------------------------------------
 def docs_text() -> str:
     return "\n".join(p.read_text() for p in DOC_FILES)
