@@ -163,7 +163,9 @@ def write(
         if missing:
             raise ParameterError(f"{src.label} has no tensor {missing[0]!r}; choose from: {', '.join(lazy)}")
         lazy = {t: lazy[t] for t in tensors}
-    if fmt in formats.SINGLE_TENSOR_FORMATS and len(lazy) > 1:
+    # .npy on stdout is a pipe: the first tensor, then a posenc trailer with the metadata and the rest
+    trailer = dest == "-" and fmt == "npy" and (len(lazy) > 1 or bool(src.metadata))
+    if fmt in formats.SINGLE_TENSOR_FORMATS and len(lazy) > 1 and not trailer:
         if tensors:
             raise ParameterError(f".{fmt} holds one tensor; name one with tensors=[...] or write .safetensors/.npz")
         name = src.tensor_name(None)
@@ -191,7 +193,7 @@ def write(
         check_size(sum(math.prod(t.shape) * t.dtype.itemsize for t in lazy.values()), max_bytes, src.label)
     total = sum(int(t.shape[0]) if len(t.shape) else 1 for t in lazy.values())
     report = None if progress is None else (lambda n: progress(n, total))
-    formats.write_table(dest, lazy, metadata, fmt, force=force, progress=report)
+    formats.write_table(dest, lazy, metadata, fmt, force=force, progress=report, trailer=trailer)
     return {k: tuple(v.shape) for k, v in lazy.items()}
 
 

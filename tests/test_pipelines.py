@@ -118,9 +118,13 @@ def test_output_permissions_follow_the_umask(tmp_path, umask, mode):
     assert target.stat().st_mode & 0o777 == mode
 
 
-def test_generate_npy_file_equals_piped_bytes(tmp_path):
+def test_generate_npy_file_equals_the_npy_part_of_piped_bytes(tmp_path):
+    """A pipe carries the .npy bytes a file holds, then posenc's trailer (the metadata) after the array."""
     target = tmp_path / "pe.npy"
     assert run(["generate", "-n", "1000", "-d", "96", "-o", str(target)]).returncode == 0
     piped = run(["generate", "-n", "1000", "-d", "96"]).stdout
-    assert target.read_bytes() == piped
+    npy = target.read_bytes()
+    assert piped[: len(npy)] == npy and piped[len(npy) : len(npy) + 16] == b"\x93POSENC-TRAILER\x01"
     assert np.load(target).shape == (1000, 96)
+    (tmp_path / "piped.npy").write_bytes(piped)
+    np.testing.assert_array_equal(np.load(tmp_path / "piped.npy"), np.load(target))

@@ -171,21 +171,44 @@ def progress_enabled(quiet: int) -> bool:
 
 def write(dest: str, tensors: dict[str, Any], metadata: dict[str, str], fmt: str | None, force: bool,
           quiet: int) -> None:
-    """Write through the formats package, with a progress bar for big outputs."""
+    """Write through the formats package, with a progress bar for big outputs.
+
+    ``.npy`` on stdout (a pipe) carries the whole table: the first tensor as plain ``.npy`` bytes, then a posenc
+    trailer with the metadata and the other tensors (``np.load(sys.stdin.buffer)`` reads the first and stops).
+    A ``.npy`` or ``.csv`` file holds one tensor and no metadata: what it leaves out is said on stderr.
+    """
     from .. import formats
 
     fmt_name = formats.format_for(dest, fmt)
+    trailer = dest == "-" and fmt_name == "npy" and (len(tensors) > 1 or bool(metadata))
+    note = ""
+    if not trailer and fmt_name in formats.SINGLE_TENSOR_FORMATS and len(tensors) == 1:
+        dropped = [n for n in metadata.get("_all_tensors", "").split(",") if n and n not in tensors]
+        no_meta = fmt_name == "npy"  # .csv keeps the metadata in its header line
+        lost = ([f"the other tensors ({', '.join(dropped)})"] if dropped else []) + (
+            ["the metadata"] if metadata and no_meta else [])
+        if lost and dest != "-":
+            note = (f"note: {dest} holds {next(iter(tensors))} only, without {' and '.join(lost)}; write "
+                    ".safetensors, .npz or .json to keep the whole table")
+    metadata = {k: v for k, v in metadata.items() if k != "_all_tensors"}
     if dest == "-" and sys.stdout.isatty() and fmt_name in ("npy", "npz", "safetensors") and not force:
         raise OutputError("refusing to write binary data to a terminal; redirect stdout, use -o FILE, or pass --force")
     total = sum(int(t.shape[0]) if len(t.shape) else 1 for t in tensors.values())
     nbytes = sum(int(t.dtype.itemsize) * prod(t.shape) for t in tensors.values())
-    if not (progress_enabled(quiet) and nbytes > 64 * 1024**2):  # rich is only imported for a bar
-        formats.write_table(dest, tensors, metadata, fmt_name, force=force)
-        return
-    from ..render import progress_bar
+    try:
+        if not (progress_enabled(quiet) and nbytes > 64 * 1024**2):  # rich is only imported for a bar
+            formats.write_table(dest, tensors, metadata, fmt_name, force=force, trailer=trailer)
+        else:
+            from ..render import progress_bar
 
-    with progress_bar(f"writing {dest}", total, True) as advance:
-        formats.write_table(dest, tensors, metadata, fmt_name, force=force, progress=advance)
+            with progress_bar(f"writing {dest}", total, True) as advance:
+                formats.write_table(dest, tensors, metadata, fmt_name, force=force, progress=advance,
+                                    trailer=trailer)
+    except formats.TrailerNotRead:
+        # the reader took the .npy array and went away (np.load): all it asked for was written
+        quiet_exit()
+    if note:
+        msg(note, quiet)
 
 
 def prod(shape: Any) -> int:
@@ -193,6 +216,16 @@ def prod(shape: Any) -> int:
     for s in shape:
         out *= int(s)
     return out
+
+
+def quiet_exit() -> None:
+    """Exit 0 now, with stdout closed for good (the reader is gone; no flush may raise at exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+    os._exit(0)
 
 
 def quiet_broken_pipe() -> None:

@@ -77,11 +77,18 @@ def run(args: argparse.Namespace) -> int:
         enc = dataclasses.replace(enc, cache="onnx", **({"dtype": args.dtype} if args.dtype else {}))  # --dtype wins
         src = Source.from_encoding(enc, src.label)
     from ..api import write as write_table
+    from ..formats import TrailerNotRead
+    from ._common import quiet_exit
 
-    written = _with_progress(args, src, lambda progress: write_table(
-        args.output, src, format=args.format, tensors=args.tensor, rename=_renames(src, args),
-        dtype=args.dtype if is_file else None,  # a spec was built in --dtype already
-        force=args.force, max_bytes=max_bytes(args), progress=progress))
+    def run_write(progress):
+        return write_table(args.output, src, format=args.format, tensors=args.tensor, rename=_renames(src, args),
+                           dtype=args.dtype if is_file else None,  # a spec was built in --dtype already
+                           force=args.force, max_bytes=max_bytes(args), progress=progress)
+
+    try:
+        written = _with_progress(args, src, run_write)
+    except TrailerNotRead:  # a plain .npy reader took the array and left: all it asked for was written
+        quiet_exit()
     if args.output != "-":
         msg(f"wrote {args.output} ({', '.join(f'{n} {shape}' for n, shape in written.items())})", args.quiet)
     return ExitCode.OK

@@ -90,11 +90,13 @@ def run(args: argparse.Namespace) -> int:
     refuse(args, [("precision", "--precision")], "it sets the decimals of the terminal preview, not of a file")
     dest = "-" if args.output is None else args.output
     fmt_name = formats.format_for(dest, args.format)
+    metadata = enc.metadata()
     if args.tensor is not None:
         tensors = {args.tensor: tensors[args.tensor]}
-    elif fmt_name in formats.SINGLE_TENSOR_FORMATS:
+    elif fmt_name in formats.SINGLE_TENSOR_FORMATS and not (dest == "-" and fmt_name == "npy"):
+        metadata["_all_tensors"] = ",".join(tensors)  # for the note on what a one-tensor file leaves out
         tensors = {enc.PRIMARY: tensors[enc.PRIMARY]}
-    write(dest, tensors, enc.metadata(), args.format, args.force, args.quiet)
+    write(dest, tensors, metadata, args.format, args.force, args.quiet)
     if dest != "-":
         msg(f"wrote {dest} ({', '.join(f'{n} {tuple(t.shape)}' for n, t in tensors.items())}, {enc.dtype})",
             args.quiet)

@@ -48,6 +48,7 @@ from .protocol import (
     read_exact_into,
     validate_table_array,
 )
+from .npy import TrailerNotRead
 from .reading import read_stream, read_table
 
 __all__ = [
@@ -72,7 +73,7 @@ __all__ = [
     "little_endian",
     "read_exact",
     "read_exact_into",
-    "read_stream",
+    "TrailerNotRead", "read_stream",
     "read_table",
     "validate_table_array",
     "write_table",

@@ -118,7 +118,11 @@ def _umask() -> int:
 
 
 def _write_to(sink, tensors, metadata, fmt, progress) -> None:
-    if fmt == "npy":
+    if fmt == "npy+trailer":
+        from .npy import write_npy_with_trailer
+
+        write_npy_with_trailer(sink, tensors, metadata, progress)
+    elif fmt == "npy":
         from .npy import write_npy
 
         write_npy(sink, tensors, metadata, progress)
@@ -148,8 +152,12 @@ def write_table(
     *,
     force: bool = False,
     progress: Callable[[int], None] | None = None,
+    trailer: bool = False,
 ) -> None:
     """Write ``tensors`` and ``metadata`` to ``dest`` (a path, or ``"-"`` for stdout) in format ``fmt``.
+
+    ``trailer`` (``.npy`` only): the first tensor as a plain ``.npy``, then the metadata and the other tensors in
+    a posenc trailer (see :func:`.npy.write_npy_with_trailer`): what a pipe between posenc commands carries.
 
     ``progress`` is called after each block with the number of rows (along axis 0) just written; the total
     is the sum of ``shape[0]`` over the tensors, whatever the format.
@@ -157,17 +165,19 @@ def write_table(
     and :class:`OutputError` when the destination cannot be written.
     """
     _check_tensors(tensors, metadata, fmt)
-    if fmt in ("npy", "csv") and len(tensors) != 1:
+    if trailer and fmt != "npy":
+        raise ParameterError(f"a posenc trailer follows .npy data; .{fmt} keeps every tensor by itself")
+    if fmt in ("npy", "csv") and len(tensors) != 1 and not trailer:
         raise ParameterError(
             f".{fmt} holds one tensor but the table has {len(tensors)} ({', '.join(tensors)}); "
             "write .npz, .safetensors or .json to keep them all"
         )
     if dest == "-":
         sink = _StreamSink(sys.stdout.buffer)
-        _write_to(sink, tensors, metadata, fmt, progress)
+        _write_to(sink, tensors, metadata, "npy+trailer" if trailer else fmt, progress)
         sink.flush()
         return
-    _write_atomic(dest, tensors, metadata, fmt, force, progress)
+    _write_atomic(dest, tensors, metadata, "npy+trailer" if trailer else fmt, force, progress)
 
 
 def _make_temp(directory: str, prefix: str) -> tuple[int, str]:

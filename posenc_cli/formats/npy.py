@@ -173,18 +173,26 @@ def _check_size(label: str, shape: tuple[int, ...], dtype: np.dtype, available: 
     return nbytes
 
 
-def read_npy(fh: BinaryIO, label: str) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Memory-map the array of an open ``.npy`` file, as tensor :data:`NPY_TENSOR`."""
+def read_npy(fh: BinaryIO, label: str, *, max_bytes: int) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Memory-map the array of an open ``.npy`` file, as tensor :data:`NPY_TENSOR` (or, with a posenc trailer,
+    under its own name beside the trailer's tensors and metadata)."""
     size = os.fstat(fh.fileno()).st_size
     dtype, shape, fortran, offset = parse_header(_file_reader(fh, label), label)
-    nbytes = _check_size(label, shape, dtype, size - offset)
+    nbytes = math.prod(shape) * dtype.itemsize
+    trailer: tuple[dict[str, np.ndarray], dict[str, str]] = ({}, {})
+    fh.seek(offset + nbytes)
+    if size - offset > nbytes and fh.read(len(TRAILER_MAGIC)) == TRAILER_MAGIC:  # a posenc trailer follows
+        fh.seek(offset + nbytes)
+        trailer = read_trailer(fh, label, max_bytes=max_bytes)
+    else:
+        _check_size(label, shape, dtype, size - offset)  # any other bytes after the array are an error
     order: Literal["F", "C"] = "F" if fortran else "C"
     if nbytes == 0:
         array = np.zeros(shape, dtype=dtype, order=order)
         array.flags.writeable = False
     else:
         array = np.memmap(fh, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
-    return {NPY_TENSOR: array}, {}
+    return with_trailer(label, array, trailer)
 
 
 def read_npy_stream(
@@ -223,3 +231,94 @@ def write_npy(sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, st
     """Write the one tensor of ``tensors``; ``.npy`` has no room for metadata, which is dropped."""
     (tensor,) = tensors.values()
     write_npy_tensor(sink, tensor, progress)
+
+
+# ----- the posenc trailer: a .npy stream that keeps the whole table ------------------------------------
+#: Bytes after the array data that start a posenc trailer (``np.load`` stops at the array and never sees it).
+TRAILER_MAGIC = b"\x93POSENC-TRAILER\x01"  # 16 bytes
+#: Metadata key naming the tensor that the ``.npy`` part holds.
+TRAILER_PRIMARY = "posenc_npy_tensor"
+
+
+class TrailerNotRead(Exception):
+    """The reader of a ``.npy`` stream went away after the array, before the trailer: a plain .npy consumer
+    (``np.load(sys.stdin.buffer)``) that read all it wanted."""
+
+
+def write_npy_with_trailer(
+    sink, tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str], progress: Callable[[int], None] | None
+) -> None:
+    """The first tensor as a plain ``.npy``, then a trailer with the table's metadata and the other tensors.
+
+    Trailer: :data:`TRAILER_MAGIC` (16 bytes), the length N of what follows (8 bytes, little-endian), then N
+    bytes of a ``.safetensors`` table holding the metadata (plus :data:`TRAILER_PRIMARY`, the first tensor's
+    name) and every other tensor. A posenc reader gets the whole table back; any ``.npy`` reader reads the
+    first tensor and stops there. A reader that goes away once the array is read raises
+    :class:`TrailerNotRead`, not ``BrokenPipeError``.
+    """
+    from .safetensors import header_bytes
+
+    names = list(tensors)
+    write_npy_tensor(sink, tensors[names[0]], progress)
+    rest = {name: tensors[name] for name in names[1:]}
+    meta = {**metadata, TRAILER_PRIMARY: names[0]}
+    head = header_bytes(rest, meta)
+    size = len(head) + sum(math.prod(int(n) for n in t.shape) * little_endian(t.dtype).itemsize for t in rest.values())
+    try:
+        sink.write(TRAILER_MAGIC + size.to_bytes(8, "little") + head)
+        for tensor in rest.values():
+            for block in iter_blocks(tensor, little_endian(tensor.dtype)):
+                sink.write(as_bytes(block))
+                if progress:
+                    progress(len(block))
+        sink.flush()
+    except BrokenPipeError:
+        raise TrailerNotRead() from None
+
+
+def read_trailer(stream: ByteStream, label: str, *, max_bytes: int) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """After a ``.npy`` array: ``({}, {})`` at the end of the data, else the trailer's tensors and metadata."""
+    from .safetensors import read_safetensors_stream
+
+    first = stream.read(len(TRAILER_MAGIC))
+    while first and len(first) < len(TRAILER_MAGIC):  # a pipe may deliver it in pieces
+        more = stream.read(len(TRAILER_MAGIC) - len(first))
+        if not more:
+            break
+        first += more
+    if not first:
+        return {}, {}
+    if first != TRAILER_MAGIC:
+        raise InputError(f"{label}: unexpected data after the array")
+    n = int.from_bytes(read_exact(stream, 8, label, "the posenc trailer length"), "little")
+    check_limit(label, n, max_bytes, "the posenc trailer")
+    tensors, metadata = read_safetensors_stream(_Limited(stream, n), f"{label} (posenc trailer)", max_bytes=max_bytes)
+    if stream.read(1):
+        raise InputError(f"{label}: unexpected bytes after the posenc trailer")
+    return tensors, metadata
+
+
+class _Limited:
+    """The next ``n`` bytes of a stream, then end of data."""
+
+    def __init__(self, stream: ByteStream, n: int) -> None:
+        self.stream, self.left = stream, n
+
+    def read(self, n: int = -1, /) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        data = self.stream.read(n) if n else b""
+        self.left -= len(data)
+        return data
+
+
+def with_trailer(label: str, array: np.ndarray, trailer: tuple[dict[str, np.ndarray], dict[str, str]]
+                 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """The table of a ``.npy`` array and its trailer: the array under its own name, first."""
+    tensors, metadata = trailer
+    if not metadata and not tensors:
+        return {NPY_TENSOR: array}, {}
+    metadata = dict(metadata)
+    name = metadata.pop(TRAILER_PRIMARY, NPY_TENSOR)
+    if name in tensors:
+        raise InputError(f"{label}: the posenc trailer repeats tensor {name!r}")
+    return {name: array, **tensors}, metadata

@@ -51,7 +51,7 @@ def read_table(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ReadTable:
             if fmt == "npy":
                 from .npy import read_npy
 
-                tensors, metadata = read_npy(fh, label)
+                tensors, metadata = read_npy(fh, label, max_bytes=max_bytes)
             elif fmt == "safetensors":
                 from .safetensors import read_safetensors
 
@@ -92,12 +92,11 @@ def read_stream(stream: BinaryIO, label: str, *, max_bytes: int = DEFAULT_MAX_BY
         if not head:
             raise InputError(f"{label}: no data (empty input); pipe a .npy or .safetensors table into it")
         if head[:1] == b"\x93":  # the .npy magic (checked in full by the npy reader)
-            from .npy import NPY_TENSOR, read_npy_stream
+            from .npy import read_npy_stream, read_trailer, with_trailer
 
             array = read_npy_stream(_Prefixed(head, stream), label, max_bytes=max_bytes)
-            if stream.read(1):
-                raise InputError(f"{label}: unexpected data after the array")
-            return ReadTable({NPY_TENSOR: array}, {}, label)
+            tensors, metadata = with_trailer(label, array, read_trailer(stream, label, max_bytes=max_bytes))
+            return ReadTable(tensors, metadata, label)
         if head.startswith(b"PK"):
             import io
 

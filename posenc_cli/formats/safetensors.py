@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import InputError
 from .dtypes import bfloat16, dtype_label, little_endian
-from .protocol import as_bytes, check_limit, iter_blocks, read_exact, read_exact_into
+from .protocol import ByteStream, as_bytes, check_limit, iter_blocks, read_exact, read_exact_into
 
 if TYPE_CHECKING:
     from typing import BinaryIO
@@ -195,7 +195,7 @@ def read_safetensors(fh: BinaryIO, label: str) -> tuple[dict[str, np.ndarray], d
 
 
 def read_safetensors_stream(
-    stream: BinaryIO, label: str, *, max_bytes: int, first8: bytes | None = None
+    stream: ByteStream, label: str, *, max_bytes: int, first8: bytes | None = None
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """Read a ``.safetensors`` table from a stream: header, then exactly the data it declares."""
     raw_n = first8 if first8 is not None else read_exact(stream, 8, label, "the header length")

@@ -1,0 +1,97 @@
+"""A pipe between posenc commands keeps the kind, the parameters and every tensor; plain .npy readers keep working.
+
+``posenc generate ... | posenc check -`` sends the primary tensor as ``.npy`` bytes followed by a posenc trailer
+(the metadata and the other tensors, as a small safetensors table). NumPy reads the array and never looks past
+it; posenc reads both. A file that holds one tensor says on stderr what it leaves out.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from posenc_cli.errors import InputError
+from posenc_cli.formats import read_stream, read_table
+
+from .conftest import ROOT, clean_env, cli, posenc_cmd, run
+
+
+def piped(args: list[str]) -> bytes:
+    code, out, err = cli(["generate", *args])
+    assert code == 0, err
+    return out
+
+
+def test_a_pipe_keeps_kind_parameters_and_every_tensor():
+    data = piped(["--kind", "rope", "-n", "16", "-d", "8", "-p", "base=500"])
+    table = read_stream(io.BytesIO(data), "stdin")
+    assert list(table.tensors) == ["cos", "sin", "inv_freq"]
+    assert table.metadata["kind"] == "rope" and table.metadata["base"] == "500.0"
+    code, out, err = cli(["check", "-", "--json"], input=data)
+    assert code == 0, err
+    (report,) = json.loads(out)
+    assert report["kind"] == "rope" and {"pythagorean", "relative", "matches-spec"} <= set(report["required"])
+
+
+def test_a_broken_pipe_table_fails_check():
+    """The tables travel through the pipe: a sin negated in transit fails, where a lossy pipe would pass."""
+    data = bytearray(piped(["--kind", "rope", "-n", "16", "-d", "8"]))
+    table = read_stream(io.BytesIO(bytes(data)), "stdin")
+    sin = np.asarray(table.tensors["sin"])
+    raw = sin.astype("<f4").tobytes()
+    at = bytes(data).index(raw)
+    data[at : at + len(raw)] = (-sin).astype("<f4").tobytes()
+    code, out, err = cli(["check", "-", "-q"], input=bytes(data))
+    assert code == 1, (out, err)
+
+
+def test_numpy_reads_the_array_and_stops(tmp_path):
+    data = piped(["--kind", "rope", "-n", "16", "-d", "8"])
+    path = tmp_path / "rope.npy"
+    path.write_bytes(data)
+    cos = np.load(path)
+    assert cos.shape == (16, 8) and np.load(path, mmap_mode="r").shape == (16, 8)
+    with open(path, "rb") as fh:  # np.load(sys.stdin.buffer) with a redirected file
+        np.testing.assert_array_equal(np.load(fh), cos)
+    # and posenc reads the file back whole
+    assert list(read_table(str(path)).tensors) == ["cos", "sin", "inv_freq"]
+
+
+def test_a_reader_that_stops_after_the_array_is_a_success():
+    reader = ("import sys, numpy as np, numpy.lib.format as F; f = sys.stdin.buffer; F.read_magic(f); "
+              "s, fo, dt = F.read_array_header_1_0(f); f.read(int(np.prod(s)) * np.dtype(dt).itemsize)")
+    cmd = f"{' '.join(posenc_cmd())} generate --kind rope -n 40000 -d 64 | {sys.executable} -c '{reader}'"
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, env=clean_env(), cwd=ROOT,
+                          timeout=120)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr  # sin (10 MB) was never read: fine
+
+
+@pytest.mark.parametrize("damage,message", [
+    (lambda d: d + b"junk", "unexpected bytes after the posenc trailer"),
+    (lambda d: d[: len(d) - 5], "truncated"),
+    (lambda d: d.replace(b"POSENC-TRAILER", b"POSENC-TRAILEX"), "unexpected data after the array"),
+])
+def test_damaged_trailers_are_one_line_errors(damage, message):
+    data = damage(piped(["--kind", "rope", "-n", "8", "-d", "8"]))
+    with pytest.raises(InputError, match=message):
+        read_stream(io.BytesIO(data), "stdin")
+
+
+def test_a_one_tensor_file_says_what_it_leaves_out(tmp_path):
+    code, _, err = cli(["generate", "--kind", "rope", "-n", "8", "-d", "8", "-o", str(tmp_path / "r.npy")])
+    assert code == 0
+    assert "note: " in err and "cos only" in err and "sin, inv_freq" in err and "metadata" in err, err
+    code, _, err = cli(["generate", "-n", "8", "-d", "8", "-o", str(tmp_path / "p.csv")])
+    assert code == 0 and "note:" not in err  # .csv keeps the metadata in its header line
+
+
+def test_plain_npy_without_trailer_still_reads(tmp_path):
+    path = tmp_path / "plain.npy"
+    np.save(path, np.ones((4, 4), np.float32))
+    assert list(read_table(str(path)).tensors) == ["pe"]
+    assert run(["check", "-", "-q"], input=path.read_bytes()).returncode == 0
