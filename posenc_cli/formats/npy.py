@@ -180,8 +180,7 @@ def read_npy(fh: BinaryIO, label: str, *, max_bytes: int) -> tuple[dict[str, np.
     dtype, shape, fortran, offset = parse_header(_file_reader(fh, label), label)
     nbytes = math.prod(shape) * dtype.itemsize
     trailer: tuple[dict[str, np.ndarray], dict[str, str]] = ({}, {})
-    fh.seek(offset + nbytes)
-    if size - offset > nbytes and fh.read(len(TRAILER_MAGIC)) == TRAILER_MAGIC:  # a posenc trailer follows
+    if size - offset > nbytes and _starts_with_trailer(fh, offset + nbytes):  # a posenc trailer follows
         fh.seek(offset + nbytes)
         trailer = read_trailer(fh, label, max_bytes=max_bytes)
     else:
@@ -274,6 +273,11 @@ def write_npy_with_trailer(
         sink.flush()
     except BrokenPipeError:
         raise TrailerNotRead() from None
+
+
+def _starts_with_trailer(fh: BinaryIO, at: int) -> bool:
+    fh.seek(at)
+    return fh.read(len(TRAILER_MAGIC)) == TRAILER_MAGIC
 
 
 def read_trailer(stream: ByteStream, label: str, *, max_bytes: int) -> tuple[dict[str, np.ndarray], dict[str, str]]:
