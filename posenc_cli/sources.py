@@ -113,8 +113,9 @@ class Source:
 
     @property
     def names(self) -> list[str]:
-        """Every tensor of the source (read from the file, or that the encoding can compute)."""
-        return list(self.tensors) or list(self.lazy)
+        """Every tensor of the source (read from the file, or that the encoding can compute), whichever of them
+        have been computed already."""
+        return list(self.lazy) or list(self.tensors)
 
     @property
     def kind(self) -> str | None:

@@ -279,3 +279,10 @@ def test_written_metadata_equals_the_bytes(tmp_path, writer, source_dtype, dtype
 
 def test_all_is_every_export():
     assert set(posenc_cli.__all__) == {"__version__", *posenc_cli._EXPORTS}
+
+
+def test_checking_a_spec_measures_every_tensor_it_has():
+    """A spec computes its primary tensor first; the others must still be judged (the rotary pair checks)."""
+    report = posenc_cli.check("rope:length=64,dim=16")
+    assert {"pythagorean", "norm-preserving", "relative", "long-term-decay"} <= {r.name for r in report.results}
+    assert "pythagorean" in report.required

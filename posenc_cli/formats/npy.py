@@ -187,7 +187,10 @@ def read_npy(fh: BinaryIO, label: str, *, max_bytes: int) -> tuple[dict[str, np.
         _check_size(label, shape, dtype, size - offset)  # any other bytes after the array are an error
     order: Literal["F", "C"] = "F" if fortran else "C"
     if nbytes == 0:
-        array = np.zeros(shape, dtype=dtype, order=order)
+        try:
+            array = np.zeros(shape, dtype=dtype, order=order)
+        except ValueError:  # e.g. (0, 2**61): empty, yet a shape NumPy cannot index
+            raise InputError(f"{label}: shape {shape} is too large for an array (even an empty one)") from None
         array.flags.writeable = False
     else:
         array = np.memmap(fh, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
@@ -207,7 +210,10 @@ def read_npy_stream(
         _check_size(label, shape, dtype, available - offset, "member")
     check_limit(label, nbytes, max_bytes, what)
     data = read_exact_into(stream, nbytes, label, f"shape {shape} of {dtype_label(dtype)}")
-    return data.view(dtype).reshape(shape, order="F" if fortran else "C")
+    try:
+        return data.view(dtype).reshape(shape, order="F" if fortran else "C")
+    except ValueError:  # e.g. (0, 2**61): empty, yet a shape NumPy cannot index
+        raise InputError(f"{label}: shape {shape} is too large for an array (even an empty one)") from None
 
 
 #: The name of the one tensor of an ``.npy`` file or stream (the primary tensor's usual name), fixed so
