@@ -190,7 +190,7 @@ def num(v: Any, sig: int = 3) -> str:
             return "0"
         if not np.isfinite(v):
             return str(v)
-        if v == int(v) and abs(v) < 1e6:
+        if v == int(v) and abs(v) < 1e4:
             return str(int(v))
         return f"{v:.{sig}g}"
     return str(v)
@@ -566,13 +566,13 @@ def matrix_text(corner: np.ndarray, precision: int, width: int) -> tuple[str, in
     grid = np.asarray(corner)
     grid = grid.reshape(grid.shape[0], -1) if grid.ndim > 1 else grid.reshape(-1, 1)
     integer = grid.dtype.kind in "iub"
-    for cols in range(grid.shape[1], 0, -1):
+    for cols in range(min(grid.shape[1], width // 2), 0, -1):  # a column takes at least 2 characters
         part = grid[:, :cols]
         if integer:
-            text = np.array2string(part.astype(np.int64), max_line_width=10**9)
+            text = np.array2string(part.astype(np.int64), max_line_width=10**9, threshold=10**9)
         else:
             text = np.array2string(part.astype(np.float64), precision=precision, suppress_small=True,
-                                   floatmode="fixed", max_line_width=10**9)
+                                   floatmode="fixed", max_line_width=10**9, threshold=10**9)
         if max(len(s) for s in text.splitlines()) <= width or cols == 1:
             return text, cols
     return text, 1  # pragma: no cover - the loop always returns
