@@ -272,7 +272,7 @@ def sinusoid_pairs(table: np.ndarray, tol: float = 0.05) -> list[tuple[int, int]
         if med <= 0 or np.mean(np.abs(r2 - med) > tol * med) > 0.01:
             return None
         # x axis: the cos-like column (largest |value| at the first row)
-        pairs.append((int(b), int(a)) if abs(p[0, a]) > abs(p[0, b]) else (int(a), int(b)))
+        pairs.append((int(a), int(b)) if abs(p[0, a]) > abs(p[0, b]) else (int(b), int(a)))
     return pairs
 
 
@@ -408,10 +408,11 @@ def _rows_note(shown: int, total: int) -> str:
     return f"positions 0..{shown - 1} of {total}" if total > shown else f"{total} positions"
 
 
-def _legend(ax: Any) -> None:
-    handles, _ = ax.get_legend_handles_labels()
+def _legend(fig: Any, ax: Any) -> None:
+    """The legend below the axes, outside them: it never covers a curve or a point."""
+    handles, labels = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(fontsize=8, loc="best", frameon=False)
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(len(handles), 3), frameon=False, fontsize=8)
 
 
 # ----- views -------------------------------------------------------------------------------------------
@@ -533,7 +534,7 @@ def _view_dot(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]
     ax.set_ylabel("cosine similarity" if cosine else "dot product")
     title = whats[0] if len(set(whats)) == 1 else "; ".join(dict.fromkeys(whats))
     ax.set_title(title + ("" if several else f"  ({sources[0].label})"))
-    _legend(ax)
+    _legend(fig, ax)
     return fig, [ax]
 
 
@@ -590,7 +591,7 @@ def _view_circle(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, A
     ax.set_xlabel(f"{labels[0]} (cos-like)")
     ax.set_ylabel(f"{labels[1]} (sin-like)")
     ax.set_title(f"frequency pair {pair}: positions 0..{count - 1}, each one step of ω further round")
-    _legend(ax)
+    _legend(fig, ax)
     return fig, [ax]
 
 
@@ -622,7 +623,7 @@ def _view_spectrum(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str,
     ax.set_xlabel("frequency index i (pair)")
     ax.set_ylabel("wavelength 2π/ω (positions)")
     ax.set_title("Wavelength of each frequency pair")
-    _legend(ax)
+    _legend(fig, ax)
     return fig, [ax]
 
 
