@@ -215,10 +215,17 @@ def test_frequencies_measured_on_the_data_match_the_formulas():
     assert how == "measured on cos/sin" and frequencies(rope)[1] == "inv_freq"
 
 
-def test_estimate_frequencies_unwraps_beyond_the_first_turn():
+def test_estimate_frequencies_on_exact_data():
     t = np.arange(100)[:, None]
     w = np.array([3.0, 0.5, 1e-3, 1e-6])
     np.testing.assert_allclose(estimate_frequencies(np.exp(1j * t * w)), w, rtol=1e-9)
+
+
+def test_longer_lags_sharpen_frequencies_of_coarse_tables():
+    """bfloat16 cos/sin: lag 1 alone is off by ~3e-3; unwrapping lags 2, 4, ..., 1024 gets within 1e-4."""
+    enc = api.generate("rope", length=2048, dim=64, dtype="bfloat16")
+    cos, sin, inv = (np.asarray(enc.array(n), dtype=np.float64) for n in ("cos", "sin", "inv_freq"))
+    np.testing.assert_allclose(estimate_frequencies((cos + 1j * sin)[:, :32]), inv, rtol=2e-4)
 
 
 @pytest.mark.parametrize("spec", ["learned", "index", "binary", "normalized", "sinusoidal-2d"])

@@ -288,6 +288,14 @@ def test_no_report_line_exceeds_the_width(reports, width, verbose):
             assert len(line) <= width, line
 
 
+def test_narrow_reports_shorten_the_figure_and_keep_the_threshold():
+    lines = [line for line, _ in render.check_lines(LABEL_FAIL, "learned", FAIL, REQUIRED_FAIL, width=60)][2:]
+    for line, r in zip(lines, FAIL):
+        _fig, threshold = render.figure_text(r.to_json())
+        assert len(line) <= 60 and line.endswith(threshold), line
+    assert any("…" in line for line in lines)
+
+
 # ----- properties that could not run --------------------------------------------------------------------------------
 def test_not_run_properties_are_listed_once_instead_of_failing_each():
     out = text(render.check_lines("nan.npy [pe]", None, NAN, ["finite"], width=80))
