@@ -46,6 +46,8 @@ import numpy as np
 from .errors import OutputError, ParameterError
 
 INSTALL_HINT = "plotting to a file needs matplotlib; install it with: pip install 'posenc-cli[plot]'"
+#: ``posenc plot`` without ``-o`` when stdout is not a terminal.
+NEEDS_OUTPUT = "posenc plot draws on a terminal only; pass -o FILE.png (or .svg, .pdf) to write a picture"
 #: Output formats by file suffix.
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 DPI = 100
@@ -862,6 +864,6 @@ def _panels(fig: Any, axes: Sequence[Any]) -> list[PanelInfo]:
     return out
 
 
-__all__ = ["FORMATS", "INSTALL_HINT", "MAX_ROWS", "ROLES", "VIEWS", "PanelInfo", "PlotResult", "PlotSource", "View",
+__all__ = ["FORMATS", "INSTALL_HINT", "MAX_ROWS", "NEEDS_OUTPUT", "ROLES", "VIEWS", "PanelInfo", "PlotResult", "PlotSource", "View",
            "applicable", "estimate_frequencies", "frequencies", "heatmap_panels", "output_format", "plot",
            "sinusoid_pairs", "terminal_panels"]

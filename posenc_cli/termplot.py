@@ -242,6 +242,24 @@ def _legend(lo: float, hi: float, cmap: str, mode: str, ascii: bool, n: int, m: 
     return text.replace("\0" * ramp_len, ramp_text, 1)
 
 
+def panel_lines(
+    panels: Sequence[tuple[str, np.ndarray]], width: int = 80, height: int = 24, *, color: str = "auto",
+    ascii: bool = False,
+) -> list[str]:
+    """Several titled heatmaps stacked in ``width`` x ``height`` (e.g. ``plot.terminal_panels``: cos and sin).
+
+    Each panel gets a title line (cut to the width) and an equal share of the remaining lines, at least 3.
+    """
+    if not panels:
+        return []
+    share = max(3, height // len(panels) - 1)
+    out: list[str] = []
+    for title, array in panels:
+        out.append(title if len(title) <= width else title[: max(width - 3, 1)] + "...")
+        out.extend(heatmap_lines(array, width, share, color=color, ascii=ascii))
+    return out
+
+
 def visible_len(line: str) -> int:
     """Printed width of a line, ANSI escape sequences excluded."""
     import re
@@ -249,4 +267,5 @@ def visible_len(line: str) -> int:
     return len(re.sub(r"\x1b\[[0-9;]*m", "", line))
 
 
-__all__ = ["RAMPS", "color_mode", "colormap_for", "heatmap_lines", "ramp_rgb", "rgb_to_256", "visible_len"]
+__all__ = ["RAMPS", "color_mode", "colormap_for", "heatmap_lines", "panel_lines", "ramp_rgb", "rgb_to_256",
+           "visible_len"]

@@ -629,6 +629,17 @@ def test_termplot_leaves_non_finite_cells_blank():
     assert ANSI.sub("", colour).startswith(" ")
 
 
+def test_panel_lines_stack_titled_heatmaps_within_the_terminal():
+    from posenc_cli.plot import PlotSource, terminal_panels
+
+    t = np.arange(64)[:, None] * np.array([1.0, 0.1])[None, :]
+    src = PlotSource("rope " + "x" * 100, {"cos": np.cos(t), "sin": np.sin(t)}, {"cos": "cos", "sin": "sin"})
+    lines = termplot.panel_lines(terminal_panels(src), 40, 20, color="256")
+    assert len(lines) <= 20 and all(termplot.visible_len(line) <= 40 for line in lines)
+    titles = [line for line in lines if line.startswith("rope ")]
+    assert len(titles) == 2 and all(t.endswith("...") for t in titles)
+
+
 def test_color_mode_from_the_environment():
     assert termplot.color_mode({"NO_COLOR": "1", "COLORTERM": "truecolor"}) == "none"
     assert termplot.color_mode({"TERM": "dumb"}) == "none"
