@@ -70,13 +70,6 @@ def use_unicode(stream: IO[str]) -> bool:
     return enc in ("utf8", "utf8sig")
 
 
-def is_tty(stream: IO[str]) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 _SGR = {"green": "32", "red": "1;31", "cyan": "36", "yellow": "33", "bold": "1", "dim": "2"}
 
 
@@ -361,9 +354,30 @@ def check_lines(
 ) -> list[tuple[str, str | None]]:
     """The check report as ``(line, style)`` pairs, every line at most ``width`` characters.
 
-    One line per property: ``✓ PASS  name  measured figure  threshold`` (lowercase ``pass``/``fail``: not
-    required; ``· INFO``: a report without verdict). Properties that could not run are grouped on one
-    ``not run, needs finite:`` line. ``verbose`` adds each property's method and detail below it.
+    Parameters
+    ----------
+    label : str
+        The header, e.g. ``"pe.safetensors [pe]"``.
+    kind : str or None
+        The kind the table was judged as (None: unknown).
+    results : list of CheckResult or dict
+        What the checks returned (``CheckResult`` or its ``to_json()``); a result with method ``skipped`` or
+        status ``NOT RUN`` did not run.
+    required : list of str
+        The properties that must hold (others print ``pass``/``fail`` in lowercase).
+    verbose : bool
+        Add each property's method and detail below it, wrapped and indented.
+    width : int
+        Columns (at least 40).
+    unicode : bool
+        Marks ✓ ✗ · – ≤ × (else ASCII ``+ x . - <= x``).
+
+    Returns
+    -------
+    list of (str, str or None)
+        Lines and their style (green, red, yellow, cyan, bold, dim or None): a header, one line per property
+        that ran (``✓ PASS  name  measured figure  threshold``), then one ``– not run, needs finite: a, b`` line
+        per group of properties that could not run.
     """
     g = UNICODE if unicode else ASCII
     width = max(int(width), 40)
@@ -456,9 +470,23 @@ def check_summary(
     quiet: int = QUIET_NONE,
     file: IO[str] | None = None,
 ) -> None:
-    """The verdict line on stderr (nothing at ``quiet >= 2``). Never hard-wrapped: plain text when stderr is not
-    a terminal, coloured when it is (the terminal wraps it softly). With ``results``, required properties that
-    could not run are named as such instead of as failures."""
+    """The verdict line on stderr; never hard-wrapped, coloured only on a terminal.
+
+    Parameters
+    ----------
+    label : str
+        The source, as the line starts (``LABEL: every required property holds``).
+    ok : bool
+        The verdict.
+    failed : list of str
+        Required properties that failed (the engine's list; may include ones that could not run).
+    results : list of CheckResult or dict, optional
+        When given, required properties that could not run are named as such instead of as failures.
+    quiet : int
+        0 or 1: print the line; 2: print nothing.
+    file : text stream, optional
+        Default ``sys.stderr``.
+    """
     if quiet >= QUIET_ALL:
         return
     stream = sys.stderr if file is None else file
@@ -475,8 +503,17 @@ def check_summary(
 
 
 def check_report(report: Any, *, quiet: int = QUIET_NONE, verbose: bool = False) -> None:
-    """One source's whole human output: the report on stdout (unless ``quiet``), the verdict on stderr (unless
-    ``quiet >= 2``). ``report`` is an ``api.CheckReport`` or its ``to_json()``."""
+    """One source's whole human output: what ``posenc check`` prints per source.
+
+    Parameters
+    ----------
+    report : api.CheckReport or dict
+        The report or its ``to_json()``.
+    quiet : int
+        0: the report on stdout and the verdict on stderr; 1: the verdict only; 2: nothing.
+    verbose : bool
+        Method and detail below each property.
+    """
     d = dict(report) if isinstance(report, Mapping) else report.to_json()
     if quiet < QUIET_VERDICT:
         check_table(f"{d['source']} [{d['tensor']}]", d["kind"], d["results"], d["required"], verbose=verbose)
@@ -534,7 +571,15 @@ def compare_summary(
 
 
 def compare_report(res: Any, *, quiet: int = QUIET_NONE) -> None:
-    """The whole human output of compare: metrics on stdout (unless ``quiet``), the verdict on stderr."""
+    """The whole human output of ``posenc compare``.
+
+    Parameters
+    ----------
+    res : compare.CompareResult
+        The comparison (its ``labels`` name the two sides).
+    quiet : int
+        0: one line per metric on stdout and the verdict on stderr; 1: the verdict only; 2: nothing.
+    """
     a, b = res.labels.get("a", "A"), res.labels.get("b", "B")
     if quiet < QUIET_VERDICT:
         compare_table(res, a, b)
@@ -596,8 +641,35 @@ def preview_lines(
 ) -> list[tuple[str, str | None]]:
     """The preview of ``posenc generate`` as ``(line, style)`` pairs, every line at most ``width`` characters.
 
-    ``corner`` is the top-left of the primary tensor (of head ``head`` for a heads x len x len tensor: default 0
-    when ``shape`` has 3 axes); it is cut to ``max_rows`` rows and to the columns that fit.
+    Parameters
+    ----------
+    title : str
+        First line, e.g. ``"rope positional encoding"``.
+    specs : list of (name, shape, dtype name)
+        Every tensor.
+    params : dict
+        Every parameter (wrapped at commas).
+    primary : str
+        The tensor whose corner is shown.
+    corner : ndarray
+        Its top-left rows (2-D; for a heads x len x len tensor, one head's rows, or all heads' rows).
+    shape : tuple of int
+        The primary tensor's full shape.
+    value_range : (float, float) or None
+        Its smallest and largest values (integers print as integers).
+    range_note : str
+        Appended to the range, e.g. ``" (sampled rows)"``.
+    small : dict of name -> 1-D array
+        Short vectors shown on one line each, the middle elided to fit (``inv_freq``, ``slopes``).
+    precision : int
+        Decimals of the corner.
+    width : int
+        Columns (at least 40); columns of the corner that do not fit are dropped and the header says which show.
+    head : int, optional
+        Which head ``corner`` belongs to (default 0 when ``shape`` has 3 axes): the header says
+        ``bias head 0 of 8``.
+    max_rows : int
+        Rows of the corner shown.
     """
     width = max(int(width), 40)
     out: list[tuple[str, str | None]] = [(title, "bold")]
