@@ -290,12 +290,12 @@ def frequencies(src: PlotSource) -> tuple[np.ndarray, str]:
         return estimate_frequencies(rot.cos[:, cols] + 1j * rot.sin[:, cols]), "measured on cos/sin"
     got = src.table()
     pairs = sinusoid_pairs(got[1]) if got is not None else None
-    if not pairs:
+    if got is None or not pairs:
         raise ParameterError(f"{src.label}: no frequencies to show (needs inv_freq, a cos/sin pair, or a table of "
                              "sin/cos columns)")
-    p = got[1]
+    name, p = got
     z = np.stack([p[:, b] + 1j * p[:, a] for a, b in pairs], axis=1)
-    return estimate_frequencies(z), f"measured on {got[0]}"
+    return estimate_frequencies(z), f"measured on {name}"
 
 
 # ----- the registry ------------------------------------------------------------------------------------
@@ -466,43 +466,56 @@ def _view_heatmap(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, 
     return fig, axes
 
 
+def _table_dot(p: np.ndarray, cosine: bool) -> Callable[[int, np.ndarray], np.ndarray]:
+    """``values(t, ks)``: P[t+k].P[t] (or their cosine) for the offsets ``ks``."""
+
+    def values(t: int, ks: np.ndarray) -> np.ndarray:
+        v = p[t + ks] @ p[t]
+        if cosine:
+            den = np.linalg.norm(p[t + ks], axis=1) * np.linalg.norm(p[t])
+            v = np.where(den > 0, v / np.where(den > 0, den, 1), np.nan)
+        return v
+
+    return values
+
+
+def _rotary_dot(rot: Rotary, cosine: bool) -> tuple[Callable[[int, np.ndarray], np.ndarray], str]:
+    """``values(t, ks)``: <R_t q, R_{t+k} q> (or its cosine) for one fixed random q, and its title."""
+    theta = np.arctan2(rot.sin, rot.cos)
+    amp = np.hypot(rot.sin, rot.cos)
+    rng = np.random.default_rng(SEED)
+    w = rot.cos.shape[1]
+    q2 = rng.standard_normal(w) ** 2
+    if rot.cache:  # each angle rotates two features (i, i + w)
+        q2 = q2 + rng.standard_normal(w) ** 2
+    what = ("cosine of $R_t q$ and $R_{t+k} q$" if cosine else r"$\langle R_t q, R_{t+k} q\rangle$") + \
+        f", fixed random q (seed {SEED})"
+
+    def values(t: int, ks: np.ndarray) -> np.ndarray:
+        a_t, a_k = amp[t], amp[t + ks]
+        v = (q2 * a_t * a_k * np.cos(theta[t + ks] - theta[t])).sum(axis=1)
+        if cosine:
+            v = v / np.sqrt((q2 * a_t**2).sum() * (q2 * a_k**2).sum(axis=1))
+        return v
+
+    return values, what
+
+
 def _dot_curves(src: PlotSource, starts: Sequence[int] | None, max_offset: int | None, cosine: bool
                 ) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], str]:
     """[(t, offsets k, values)] and what was measured."""
     rot = src.rotary()
     got = src.table()
-    if got is None and rot is None:
-        raise ParameterError(f"{src.label}: dot needs a table or a cos/sin pair")
     if got is not None:
         p = got[1]
         n = p.shape[0]
         what = "cosine of rows t and t+k" if cosine else "dot product of rows t and t+k"
-
-        def row_values(t: int, ks: np.ndarray) -> np.ndarray:
-            v = p[t + ks] @ p[t]
-            if cosine:
-                den = np.linalg.norm(p[t + ks], axis=1) * np.linalg.norm(p[t])
-                v = np.where(den > 0, v / np.where(den > 0, den, 1), np.nan)
-            return v
+        row_values = _table_dot(p, cosine)
+    elif rot is not None:
+        row_values, what = _rotary_dot(rot, cosine)
+        n = rot.cos.shape[0]
     else:
-        theta = np.arctan2(rot.sin, rot.cos)
-        amp = np.hypot(rot.sin, rot.cos)
-        rng = np.random.default_rng(SEED)
-        w = rot.cos.shape[1]
-        q2 = rng.standard_normal(w) ** 2
-        if rot.cache:  # each angle rotates two features (i, i + w)
-            q2 = q2 + rng.standard_normal(w) ** 2
-        n = theta.shape[0]
-        what = ("cosine of $R_t q$ and $R_{t+k} q$" if cosine else r"$\langle R_t q, R_{t+k} q\rangle$") + \
-            f", fixed random q (seed {SEED})"
-
-        def row_values(t: int, ks: np.ndarray) -> np.ndarray:
-            a_t, a_k = amp[t], amp[t + ks]
-            v = (q2 * a_t * a_k * np.cos(theta[t + ks] - theta[t])).sum(axis=1)
-            if cosine:
-                v = v / np.sqrt((q2 * a_t**2).sum() * (q2 * a_k**2).sum(axis=1))
-            return v
-
+        raise ParameterError(f"{src.label}: dot needs a table or a cos/sin pair")
     if starts is None:
         starts = sorted({n // 4, n // 2, (3 * n) // 4}) if n >= 16 else [n // 2]
     bad = [t for t in starts if not 0 <= t < n]
@@ -557,14 +570,14 @@ def _circle_points(src: PlotSource, pair: int) -> tuple[np.ndarray, np.ndarray, 
         return x, y, w, f"{rot.cos_name}[:, {c}]", f"{rot.sin_name}[:, {c}]"
     got = src.table()
     pairs = sinusoid_pairs(got[1]) if got is not None else None
-    if not pairs:
+    if got is None or not pairs:
         raise ParameterError(f"{src.label}: circle needs a cos/sin pair or a table of sin/cos columns")
     if not 0 <= pair < len(pairs):
         raise ParameterError(f"circle: pair {pair} is outside {src.label}'s pairs 0..{len(pairs) - 1}")
     a, b = pairs[pair]
-    p = got[1]
+    name, p = got
     w = float(estimate_frequencies((p[:, a] + 1j * p[:, b])[:, None])[0])
-    return p[:, a], p[:, b], w, f"{got[0]}[:, {a}]", f"{got[0]}[:, {b}]"
+    return p[:, a], p[:, b], w, f"{name}[:, {a}]", f"{name}[:, {b}]"
 
 
 def _view_circle(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]) -> Any:
@@ -573,7 +586,7 @@ def _view_circle(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, A
     pair = int(opts.get("pair") or 0)
     count = int(opts.get("positions") or 16)
     radius = 0.0
-    labels = None
+    labels = ("cos", "sin")
     for i, s in enumerate(sources):
         x, y, w, xl, yl = _circle_points(s, pair)
         x, y = x[:count], y[:count]
@@ -685,7 +698,10 @@ def _primary(src: PlotSource) -> tuple[str, np.ndarray] | None:
 
 def _view_compare(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]) -> Any:
     a_src, b_src = sources
-    (na, a), (nb, b) = _primary(a_src), _primary(b_src)
+    got_a, got_b = _primary(a_src), _primary(b_src)
+    if got_a is None or got_b is None:
+        raise ParameterError("compare needs a table, cos/sin pair, scale or matrix in both sources")
+    (na, a), (nb, b) = got_a, got_b
     if a.shape != b.shape:
         raise ParameterError(f"compare needs tables of one shape: {a_src.label} {na} is {a.shape}, "
                              f"{b_src.label} {nb} is {b.shape}")
@@ -845,6 +861,11 @@ def _pixels(fig: Any, dpi: int) -> tuple[int, int]:
     return round(float(w) * dpi), round(float(h) * dpi)
 
 
+def _pair_of(values: Sequence[Any]) -> tuple[float, float]:
+    lo, hi = values
+    return float(lo), float(hi)
+
+
 def _panels(fig: Any, axes: Sequence[Any]) -> list[PanelInfo]:
     height = fig.bbox.height
     out = []
@@ -854,16 +875,18 @@ def _panels(fig: Any, axes: Sequence[Any]) -> list[PanelInfo]:
         out.append(PanelInfo(
             title=ax.get_title(),
             bbox=(float(bb.x0), float(height - bb.y1), float(bb.x1), float(height - bb.y0)),
-            xlim=tuple(map(float, ax.get_xlim())),
-            ylim=tuple(map(float, ax.get_ylim())),
+            xlim=_pair_of(ax.get_xlim()),
+            ylim=_pair_of(ax.get_ylim()),
             xscale=ax.get_xscale(),
             yscale=ax.get_yscale(),
             cmap=None if im is None else im.get_cmap().name,
-            clim=None if im is None else tuple(map(float, im.get_clim())),
+            clim=None if im is None else _pair_of(im.get_clim()),
         ))
     return out
 
 
-__all__ = ["FORMATS", "INSTALL_HINT", "MAX_ROWS", "NEEDS_OUTPUT", "ROLES", "VIEWS", "PanelInfo", "PlotResult", "PlotSource", "View",
-           "applicable", "estimate_frequencies", "frequencies", "heatmap_panels", "output_format", "plot",
-           "sinusoid_pairs", "terminal_panels"]
+__all__ = [
+    "FORMATS", "INSTALL_HINT", "MAX_ROWS", "NEEDS_OUTPUT", "ROLES", "VIEWS", "PanelInfo", "PlotResult", "PlotSource",
+    "View", "applicable", "estimate_frequencies", "frequencies", "heatmap_panels", "output_format", "plot",
+    "sinusoid_pairs", "terminal_panels",
+]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -35,13 +35,13 @@ COLOR_MODES = ("truecolor", "256", "none")
 _CUBE = (0, 95, 135, 175, 215, 255)
 
 
-def color_mode(env: dict[str, str] | None = None) -> str:
+def color_mode(env: Mapping[str, str] | None = None) -> str:
     """The colour mode the environment asks for: ``none`` (NO_COLOR set, TERM=dumb), ``truecolor``
     (COLORTERM=truecolor/24bit) or ``256``. Whether the output is a terminal is the caller's business."""
-    env = os.environ if env is None else env
-    if env.get("NO_COLOR") or env.get("TERM") == "dumb":
+    vars_: Mapping[str, str] = os.environ if env is None else env
+    if vars_.get("NO_COLOR") or vars_.get("TERM") == "dumb":
         return "none"
-    if env.get("COLORTERM", "").lower() in ("truecolor", "24bit"):
+    if vars_.get("COLORTERM", "").lower() in ("truecolor", "24bit"):
         return "truecolor"
     return "256"
 
@@ -219,7 +219,7 @@ def _color_lines(norm: np.ndarray, repeat: int, cmap: str, mode: str) -> list[st
 
 def _legend(lo: float, hi: float, cmap: str, mode: str, ascii: bool, n: int, m: int, row_step: int, col_step: int,
             width: int, per_line: int, data_lo: float, data_hi: float) -> str:
-    """``lo ████████ hi  rows 0..n-1, cols 0..m-1  mean of R rows x C cols per half block``, cut to fit."""
+    """``lo ████████ hi  rows 0..n-1, cols 0..m-1  mean of R rows x C cols per half block``, to fit."""
     if mode == "none":
         shades = ASCII_SHADES if ascii else SHADES
         ramp_text, ramp_len = shades, len(shades)
