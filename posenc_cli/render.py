@@ -790,6 +790,13 @@ def kind_detail_lines(info: dict[str, Any], *, width: int = DEFAULT_WIDTH) -> li
             out.extend((s, None) for s in wrap(f"{name:<{name_w}}{sets}", width, "  ", pad))
             if p["doc"]:
                 out.extend((s, "dim") for s in wrap(p["doc"], width, pad, pad))
+    props = info.get("properties") or {}  # main's kind_info: name -> "required" | "reported"
+    if props:
+        required = [n for n, how in props.items() if how == "required"]
+        reported = [n for n, how in props.items() if how != "required"]
+        out.extend((s, None) for s in wrap(f"check requires: {', '.join(required)}", width, "", "  "))
+        if reported:
+            out.extend((s, None) for s in wrap(f"check also reports: {', '.join(reported)}", width, "", "  "))
     if info["references"]:
         out.append(("reproduces", "bold"))
         for ref in info["references"]:
@@ -800,6 +807,33 @@ def kind_detail_lines(info: dict[str, Any], *, width: int = DEFAULT_WIDTH) -> li
 def kind_detail(info: dict[str, Any], *, width: int | None = None) -> None:
     stream = sys.stdout
     _emit(kind_detail_lines(info, width=term_width(stream) if width is None else width), stream)
+
+
+# ----- kinds --hf-config (ported from main) -----------------------------------------------------------
+def config_report(report: dict[str, Any], width: int | None = None) -> None:
+    """What a model config said, one value per line with where it came from, within ``width`` columns
+    (default: the terminal's width, at most 100; piped, 80 whatever the terminal, so logs do not depend on it)."""
+    if width is None:
+        width = min(term_width(sys.stdout), 100) if sys.stdout.isatty() else DEFAULT_WIDTH
+    out = sys.stdout
+    types = report.get("layer_types") or []
+    head = f"model_type {report['model_type']}: read as {report['family'] or 'generic'} ({report['kind']} tables)"
+    out.write(head + "\n")
+    if types:
+        chosen = report.get("layer_type")
+        out.write(f"layer types: {', '.join(types)}" + (f"; showing {chosen}" if chosen else "") + "\n")
+    out.write("\n".join(wrap(f"follows: {report['reference']}", width, "", "  ")) + "\n")
+    values = {k: v for k, v in report.items() if isinstance(v, dict) and "value" in v}
+    name_w = max(len(k) for k in values) if values else 0
+    for key, v in values.items():
+        line = f"  {key:<{name_w}}  {v['value']}"
+        origin = f"({v['from']})"
+        if len(line) + 2 + len(origin) <= width:
+            out.write(f"{line}  {origin}\n")
+        else:
+            out.write(line + "\n" + "".join(f"{w}\n" for w in wrap(origin, width, " " * 6)))
+    for w in report.get("warnings") or []:
+        sys.stderr.write(f"Warning: {w}\n")
 
 
 # ----- progress --------------------------------------------------------------------------------------
