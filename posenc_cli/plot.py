@@ -1,0 +1,892 @@
+r"""Pictures of positional encodings, written to .png, .svg or .pdf with matplotlib (the optional ``plot`` extra).
+
+Views (:data:`VIEWS`), each a function of one or more :class:`PlotSource`:
+
+``heatmap``
+    positions x dimensions, colour = value (the seed material's figure); a rotary source shows cos and sin.
+``dot``
+    the dot product (or cosine) of row ``t`` with row ``t + k`` against the offset ``k``, several ``t`` overlaid
+    (the seed's relative-distance figure). For a rotary source it is the rotated dot product
+    :math:`\langle R_t q, R_{t+k} q\rangle` of one fixed random vector ``q``:
+    :math:`\sum_c q_c^2\, a_c(t)\, a_c(t+k) \cos(\theta_c(t+k) - \theta_c(t))` with :math:`\theta_c`,
+    :math:`a_c` the angle and length of ``(cos[:, c], sin[:, c])``, which holds for any column layout.
+``circle``
+    one frequency pair's points ``(cos, sin)`` for consecutive positions around the circle (the rotation picture).
+``spectrum``
+    the wavelength :math:`2\pi/\omega_i` of each frequency pair on a log axis against the original context: what
+    linear, NTK, YaRN, llama3 and LongRoPE scaling change. Several sources overlay.
+``bias``
+    ``matrix`` tensors (ALiBi biases, T5 buckets, relative indices): query x key, one panel per head.
+``compare``
+    two tables and their difference.
+
+A view finds its data by tensor *role*, never by kind (:data:`ROLES`): ``table`` (rows = positions, 2-D),
+``rotary`` (a cos/sin pair: roles ``cos``/``sin``, ``cos-cache``/``sin-cache``, or ``rotary`` on tensors whose names
+contain cos and sin), ``inv-freq`` (1-D angular frequencies), ``scale`` (xPos), ``matrix`` (len x len or heads x
+len x len). A tensor without a role is inferred from its name and shape. Frequencies come from an ``inv-freq``
+tensor when there is one, else they are measured from the data: each pair's angle ``theta(t)`` is read with
+``atan2`` and :math:`\omega` refined over lags 1, 2, 4, ... (each lag's angle unwrapped with the previous
+estimate), which resolves wavelengths far beyond the table's length. A ``table`` qualifies for ``circle`` and
+``spectrum`` only when its columns are sin/cos pairs of the position (checked on the data).
+
+Output is deterministic: Agg, a fixed size and dpi, no dates or versions in the file, a fixed SVG hash salt.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import OutputError, ParameterError
+
+INSTALL_HINT = "plotting to a file needs matplotlib; install it with: pip install 'posenc-cli[plot]'"
+#: ``posenc plot`` without ``-o`` when stdout is not a terminal.
+NEEDS_OUTPUT = "posenc plot draws on a terminal only; pass -o FILE.png (or .svg, .pdf) to write a picture"
+#: Output formats by file suffix.
+FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+DPI = 100
+#: What a view can ask of a source.
+ROLES = ("table", "rotary", "inv-freq", "scale", "matrix")
+#: The engine's finer roles (``Encoding.ROLES``) and what they are here.
+ROLE_ALIASES = {"cos": "rotary", "sin": "rotary", "cos-cache": "rotary", "sin-cache": "rotary", "inv_freq": "inv-freq",
+                "slopes": None}  # fmt: skip
+#: Rows a view reads at most (a heatmap of more positions than pixels shows nothing more).
+MAX_ROWS = 4096
+#: Positions of a ``bias`` matrix shown at most.
+MAX_MATRIX = 1024
+#: Overlaid sources differ in line style too, so that identical curves stay visible.
+LINESTYLES = ("-", "--", ":", "-.")
+#: Random vector of the rotated dot product.
+SEED = 0
+_RC = {"svg.hashsalt": "posenc", "font.size": 9.5, "axes.titlesize": 10, "figure.titlesize": 11,
+       "axes.grid": False, "savefig.facecolor": "white"}  # fmt: skip
+_SAVE_METADATA = {
+    "png": {"Software": None},
+    "svg": {"Date": None, "Creator": None},
+    "pdf": {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
+}
+
+
+# ----- sources -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlotSource:
+    """One thing to draw: a label for legends and titles, tensors by name, what each tensor is, metadata.
+
+    ``roles`` maps tensor names to :data:`ROLES` (or the engine's ``cos``/``sin``/``cos-cache``/``sin-cache``/
+    ``inv-freq``); a tensor missing from it is inferred from its name and shape. ``metadata`` holds strings as
+    posenc files do (``original_max_position_embeddings``, ``scaling``, ``factor``, ``base``; ``none`` means
+    absent); an ``inv_freq`` entry may be an array or a JSON list.
+    """
+
+    label: str
+    tensors: Mapping[str, Any]
+    roles: Mapping[str, str] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    # -- roles
+    def role(self, name: str) -> str | None:
+        """The role (one of :data:`ROLES`) of tensor ``name``, given or inferred; None when it plays none."""
+        if name in self.roles:
+            r = self.roles[name]
+            return ROLE_ALIASES.get(r, r) if r in ROLE_ALIASES else (r if r in ROLES else None)
+        a = self.tensors[name]
+        shape = tuple(np.shape(a))
+        low = name.lower()
+        if len(shape) == 1:
+            return "inv-freq" if low in ("inv_freq", "inv-freq") else None
+        if len(shape) == 3 and shape[1] == shape[2]:
+            return "matrix"
+        if len(shape) == 2:
+            if low.startswith(("cos", "sin")) or low.endswith(("cos", "sin", "_cache")):
+                return "rotary"
+            if shape[0] == shape[1] and np.dtype(getattr(a, "dtype", np.float64)).kind in "iu":
+                return "matrix"
+            return "scale" if low == "scale" else "table"
+        return None
+
+    def with_role(self, role: str) -> list[str]:
+        return [n for n in self.tensors if self.role(n) == role]
+
+    def has(self, role: str) -> bool:
+        if role == "rotary":
+            return self.rotary() is not None
+        return bool(self.with_role(role))
+
+    # -- data
+    def table(self) -> tuple[str, np.ndarray] | None:
+        names = self.with_role("table")
+        return (names[0], _rows(self.tensors[names[0]])) if names else None
+
+    def scale(self) -> tuple[str, np.ndarray] | None:
+        names = self.with_role("scale")
+        return (names[0], _rows(self.tensors[names[0]])) if names else None
+
+    def rotary(self) -> Rotary | None:
+        """The cos/sin pair: the full tables when present, else ONNX-style caches."""
+        names = self.with_role("rotary")
+        given = {n: self.roles.get(n, "") for n in names}
+
+        def pick(kind: str, cache: bool) -> str | None:
+            for n in names:
+                low = n.lower()
+                is_cache = given[n].endswith("-cache") or low.endswith("_cache")
+                if is_cache == cache and (given[n].startswith(kind) or kind in low):
+                    return n
+            return None
+
+        for cache in (False, True):
+            c, s = pick("cos", cache), pick("sin", cache)
+            if c and s:
+                cos, sin = _rows(self.tensors[c]), _rows(self.tensors[s])
+                if cos.ndim == 2 and cos.shape == sin.shape:
+                    return Rotary(c, s, cos, sin, cache)
+        return None
+
+    def matrix(self) -> tuple[str, np.ndarray, int] | None:
+        """(name, heads x n x n view of at most :data:`MAX_MATRIX` positions, positions in the tensor)."""
+        names = self.with_role("matrix")
+        if not names:
+            return None
+        m = self.tensors[names[0]]
+        if np.ndim(m) == 2:
+            m = np.asarray(m)[None]
+        if np.ndim(m) != 3 or np.shape(m)[1] != np.shape(m)[2]:
+            return None
+        n = np.shape(m)[1]
+        k = min(n, MAX_MATRIX)
+        return names[0], np.asarray(m[:, :k, :k]), n
+
+    def inv_freq(self) -> np.ndarray | None:
+        names = self.with_role("inv-freq")
+        if names:
+            return np.asarray(self.tensors[names[0]], dtype=np.float64).ravel()
+        value = self.metadata.get("inv_freq")
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+            return None
+        if isinstance(value, str):
+            import json
+
+            try:
+                value = json.loads(value)
+            except ValueError:
+                return None
+        return np.asarray(value, dtype=np.float64).ravel()
+
+    def meta_float(self, key: str) -> float | None:
+        try:
+            v = float(self.metadata.get(key))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return None
+        return v if math.isfinite(v) else None
+
+    def rows(self) -> int:
+        for getter in (self.table, self.scale):
+            got = getter()
+            if got is not None:
+                return int(np.shape(self.tensors[got[0]])[0])
+        rot = self.rotary()
+        if rot is not None:
+            return int(np.shape(self.tensors[rot.cos_name])[0])
+        return 0
+
+
+@dataclass(frozen=True)
+class Rotary:
+    """A rotary source's tables (at most :data:`MAX_ROWS` rows, float64); ``cache``: each angle stored once."""
+
+    cos_name: str
+    sin_name: str
+    cos: np.ndarray
+    sin: np.ndarray
+    cache: bool
+
+    def pair_columns(self) -> np.ndarray:
+        """One column per frequency: the first half (``cat(f, f)`` layout), even columns (interleaved), or every
+        column (caches, or a layout the data does not show)."""
+        w = self.cos.shape[1]
+        if self.cache or self.cos.shape[0] < 2 or w < 2:
+            return np.arange(w)
+        c, s = self.cos[:64], self.sin[:64]
+        h = w // 2
+        if w % 2 == 0 and np.allclose(c[:, :h], c[:, h:]) and np.allclose(s[:, :h], s[:, h:]):
+            return np.arange(h)
+        if w % 2 == 0 and np.allclose(c[:, 0::2], c[:, 1::2]) and np.allclose(s[:, 0::2], s[:, 1::2]):
+            return np.arange(0, w, 2)
+        return np.arange(w)
+
+
+def _rows(a: Any, limit: int = MAX_ROWS) -> np.ndarray:
+    """The first ``limit`` rows as float64 (memory-mapped tensors are read only that far)."""
+    return np.asarray(a[:limit], dtype=np.float64)
+
+
+# ----- frequencies, measured or given ------------------------------------------------------------------
+def estimate_frequencies(z: np.ndarray) -> np.ndarray:
+    """Angular frequency of each column of ``z`` (rows = positions, ``z[t] = r e^{i(omega t + phi)}``).
+
+    The mean of ``z[t + k] conj(z[t])`` has angle ``omega k (mod 2 pi)``; starting from lag 1 (``|omega| <= pi``),
+    each doubled lag's angle is unwrapped to the nearest turn of the current estimate and divided by the lag, so
+    the error shrinks like 1/lag.
+    """
+    n = z.shape[0]
+    if n < 2:
+        raise ParameterError("measuring frequencies needs at least 2 positions; pass a longer table (--len)")
+    w = np.angle(np.sum(z[1:] * np.conj(z[:-1]), axis=0))
+    k = 2
+    while k < n:
+        meas = np.angle(np.sum(z[k:] * np.conj(z[:-k]), axis=0))
+        pred = w * k
+        w = (meas + 2 * np.pi * np.round((pred - meas) / (2 * np.pi))) / k
+        k *= 2
+    return np.abs(w)
+
+
+def sinusoid_pairs(table: np.ndarray, tol: float = 0.05) -> list[tuple[int, int]] | None:
+    """Columns of ``table`` that are sin/cos pairs of the position, highest frequency first, or None.
+
+    Every column must follow ``c(t+1) + c(t-1) = 2 cos(omega) c(t)`` (a sinusoid of ``t``) and pair with another of
+    the same frequency so that ``a^2 + b^2`` is constant, on all but 1% of rows (a padding row of zeros, say).
+    """
+    p = np.asarray(table, dtype=np.float64)
+    n, m = p.shape
+    if n < 4 or m < 2 or m % 2:
+        return None
+    mid, nb = p[1:-1], p[2:] + p[:-2]
+    den = 2 * np.sum(mid * mid, axis=0)
+    if not np.all(den > 0):
+        return None
+    cw = np.sum(mid * nb, axis=0) / den  # least-squares cos(omega) per column
+    scale = np.sqrt(np.mean(p * p, axis=0)) + 1e-300
+    resid = np.abs(nb - 2 * cw * mid) / scale
+    if np.mean(resid > tol, axis=0).max() > 0.01:
+        return None
+    order = np.argsort(cw, kind="stable")  # highest frequency (lowest cos omega) first
+    pairs = []
+    for a, b in zip(order[0::2], order[1::2]):
+        r2 = p[:, a] ** 2 + p[:, b] ** 2
+        med = float(np.median(r2))
+        if med <= 0 or np.mean(np.abs(r2 - med) > tol * med) > 0.01:
+            return None
+        # x axis: the cos-like column (largest |value| at the first row)
+        pairs.append((int(a), int(b)) if abs(p[0, a]) > abs(p[0, b]) else (int(b), int(a)))
+    return pairs
+
+
+def frequencies(src: PlotSource) -> tuple[np.ndarray, str]:
+    """(angular frequency of each pair, where it came from) of a source with ``inv-freq``, ``rotary`` or a
+    sinusoidal ``table``."""
+    inv = src.inv_freq()
+    if inv is not None:
+        return inv, "inv_freq"
+    rot = src.rotary()
+    if rot is not None:
+        cols = rot.pair_columns()
+        return estimate_frequencies(rot.cos[:, cols] + 1j * rot.sin[:, cols]), "measured on cos/sin"
+    got = src.table()
+    pairs = sinusoid_pairs(got[1]) if got is not None else None
+    if got is None or not pairs:
+        raise ParameterError(f"{src.label}: no frequencies to show (needs inv_freq, a cos/sin pair, or a table of "
+                             "sin/cos columns)")
+    name, p = got
+    z = np.stack([p[:, b] + 1j * p[:, a] for a, b in pairs], axis=1)
+    return estimate_frequencies(z), f"measured on {name}"
+
+
+# ----- the registry ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class View:
+    """A registered view: the drawing function, a one-line doc, the roles it needs (any one of them), how many
+    sources it takes, and an optional data test beyond roles."""
+
+    func: Callable[..., Any]
+    doc: str
+    needs: tuple[str, ...]
+    sources: tuple[int, int]
+    fits: Callable[[PlotSource], bool] | None = None
+
+    def applies(self, sources: Sequence[PlotSource]) -> bool:
+        lo, hi = self.sources
+        if not lo <= len(sources) <= hi:
+            return False
+        return all(any(s.has(r) for r in self.needs) and (self.fits is None or self.fits(s)) for s in sources)
+
+
+def _has_frequencies(src: PlotSource) -> bool:
+    if src.inv_freq() is not None or src.rotary() is not None:
+        return True
+    got = src.table()
+    return got is not None and sinusoid_pairs(got[1]) is not None
+
+
+def _has_pairs(src: PlotSource) -> bool:
+    if src.rotary() is not None:
+        return True
+    got = src.table()
+    return got is not None and sinusoid_pairs(got[1]) is not None
+
+
+def _has_primary(src: PlotSource) -> bool:
+    return _primary(src) is not None
+
+
+# ----- drawing helpers ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PanelInfo:
+    """Where a panel landed in a saved picture, for tests and image maps: its box in pixels from the top-left
+    corner ``(x0, y0, x1, y1)``, its axis limits and scales, and the colour map and limits of its image."""
+
+    title: str
+    bbox: tuple[float, float, float, float]
+    xlim: tuple[float, float]
+    ylim: tuple[float, float]
+    xscale: str
+    yscale: str
+    cmap: str | None = None
+    clim: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class PlotResult:
+    """What :func:`plot` wrote: the path, view, format, size in pixels and every panel."""
+
+    path: str
+    view: str
+    format: str
+    size: tuple[int, int]
+    panels: list[PanelInfo]
+
+
+def _mpl() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise ParameterError(INSTALL_HINT) from None
+    return matplotlib
+
+
+def _figure(size: tuple[float, float], dpi: int) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=size, dpi=dpi, layout="constrained")
+
+
+def _cmap_for(values: np.ndarray) -> tuple[str, float, float]:
+    """Diverging and symmetric about 0 when the values have both signs, else viridis (as the terminal view)."""
+    fin = values[np.isfinite(values)]
+    lo = float(fin.min()) if fin.size else 0.0
+    hi = float(fin.max()) if fin.size else 1.0
+    if lo < 0 < hi:
+        m = max(-lo, hi)
+        return "RdBu_r", -m, m
+    if lo == hi:
+        return "viridis", lo - 0.5, hi + 0.5
+    return "viridis", lo, hi
+
+
+def _image(fig: Any, ax: Any, a: np.ndarray, *, cmap: str | None = None, clim: tuple[float, float] | None = None,
+           label: str = "value") -> Any:
+    import matplotlib as mpl
+
+    name, lo, hi = _cmap_for(a)
+    if cmap is not None:
+        name = cmap
+    if clim is not None:
+        lo, hi = clim
+    cm = mpl.colormaps[name].with_extremes(bad="#bdbdbd")
+    big = a.shape[0] > 512 or a.shape[1] > 512
+    im = ax.imshow(np.ma.masked_invalid(a), cmap=cm, vmin=lo, vmax=hi, aspect="auto",
+                   interpolation="antialiased" if big else "nearest")
+    fig.colorbar(im, ax=ax, label=label, shrink=0.9)
+    return im
+
+
+def _rows_note(shown: int, total: int) -> str:
+    return f"positions 0..{shown - 1} of {total}" if total > shown else f"{total} positions"
+
+
+def _legend(fig: Any, ax: Any) -> None:
+    """The legend below the axes, outside them: it never covers a curve or a point."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(len(handles), 3), frameon=False, fontsize=8)
+
+
+# ----- views -------------------------------------------------------------------------------------------
+def heatmap_panels(src: PlotSource) -> list[tuple[str, np.ndarray]]:
+    """The 2-D arrays a heatmap of ``src`` shows, with titles: a ``table`` or ``scale``, the ``cos`` and ``sin`` of
+    a rotary pair; for a source with only a ``matrix``, its first head (what the terminal view draws)."""
+    out = []
+    n_total = src.rows()
+    for getter in (src.table, src.scale):
+        got = getter()
+        if got is not None:
+            name, a = got
+            out.append((f"{src.label}: {name}, {_rows_note(a.shape[0], n_total)} x {a.shape[1]} dims", a))
+            return out
+    rot = src.rotary()
+    if rot is not None:
+        for name, a in ((rot.cos_name, rot.cos), (rot.sin_name, rot.sin)):
+            out.append((f"{src.label}: {name}, {_rows_note(a.shape[0], n_total)} x {a.shape[1]} dims", a))
+        return out
+    got_m = src.matrix()
+    if got_m is not None:
+        name, m, n = got_m
+        head = f" head 0 of {m.shape[0]}" if m.shape[0] > 1 else ""
+        out.append((f"{src.label}: {name}{head}, query x key, {_rows_note(m.shape[1], n)}", m[0]))
+    return out
+
+
+def terminal_panels(src: PlotSource) -> list[tuple[str, np.ndarray]]:
+    """What ``posenc plot SOURCE`` draws on a terminal (:func:`heatmap_panels`); ParameterError when nothing."""
+    panels = heatmap_panels(src)
+    if not panels:
+        raise ParameterError(f"{src.label}: nothing to draw (no table, cos/sin pair, scale or matrix tensor)")
+    return panels
+
+
+def _view_heatmap(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]) -> Any:
+    panels = [p for s in sources for p in heatmap_panels(s)]
+    if len(panels) > 4:
+        raise ParameterError(f"heatmap shows at most 4 panels, these sources have {len(panels)}; plot fewer sources")
+    fig = fig_size((min(4.4 * len(panels) + 1.2, 16.0), 5.0))
+    axes = []
+    for i, (title, a) in enumerate(panels):
+        ax = fig.add_subplot(1, len(panels), i + 1)
+        _image(fig, ax, a, label="value")
+        ax.set_title(title)
+        ax.set_xlabel("dimension (column)")
+        ax.set_ylabel("position t (row)")
+        axes.append(ax)
+    return fig, axes
+
+
+def _table_dot(p: np.ndarray, cosine: bool) -> Callable[[int, np.ndarray], np.ndarray]:
+    """``values(t, ks)``: P[t+k].P[t] (or their cosine) for the offsets ``ks``."""
+
+    def values(t: int, ks: np.ndarray) -> np.ndarray:
+        v = p[t + ks] @ p[t]
+        if cosine:
+            den = np.linalg.norm(p[t + ks], axis=1) * np.linalg.norm(p[t])
+            v = np.where(den > 0, v / np.where(den > 0, den, 1), np.nan)
+        return v
+
+    return values
+
+
+def _rotary_dot(rot: Rotary, cosine: bool) -> tuple[Callable[[int, np.ndarray], np.ndarray], str]:
+    """``values(t, ks)``: <R_t q, R_{t+k} q> (or its cosine) for one fixed random q, and its title."""
+    theta = np.arctan2(rot.sin, rot.cos)
+    amp = np.hypot(rot.sin, rot.cos)
+    rng = np.random.default_rng(SEED)
+    w = rot.cos.shape[1]
+    q2 = rng.standard_normal(w) ** 2
+    if rot.cache:  # each angle rotates two features (i, i + w)
+        q2 = q2 + rng.standard_normal(w) ** 2
+    what = ("cosine of $R_t q$ and $R_{t+k} q$" if cosine else r"$\langle R_t q, R_{t+k} q\rangle$") + \
+        f", fixed random q (seed {SEED})"
+
+    def values(t: int, ks: np.ndarray) -> np.ndarray:
+        a_t, a_k = amp[t], amp[t + ks]
+        v = (q2 * a_t * a_k * np.cos(theta[t + ks] - theta[t])).sum(axis=1)
+        if cosine:
+            v = v / np.sqrt((q2 * a_t**2).sum() * (q2 * a_k**2).sum(axis=1))
+        return v
+
+    return values, what
+
+
+def _dot_curves(src: PlotSource, starts: Sequence[int] | None, max_offset: int | None, cosine: bool
+                ) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], str]:
+    """[(t, offsets k, values)] and what was measured."""
+    rot = src.rotary()
+    got = src.table()
+    if got is not None:
+        p = got[1]
+        n = p.shape[0]
+        what = "cosine of rows t and t+k" if cosine else "dot product of rows t and t+k"
+        row_values = _table_dot(p, cosine)
+    elif rot is not None:
+        row_values, what = _rotary_dot(rot, cosine)
+        n = rot.cos.shape[0]
+    else:
+        raise ParameterError(f"{src.label}: dot needs a table or a cos/sin pair")
+    if starts is None:
+        starts = sorted({n // 4, n // 2, (3 * n) // 4}) if n >= 16 else [n // 2]
+    bad = [t for t in starts if not 0 <= t < n]
+    if bad:
+        raise ParameterError(f"dot: position t={bad[0]} is outside {src.label}'s rows 0..{n - 1}")
+    reach = max_offset if max_offset is not None else max(1, min(n // 4, 512)) if n >= 16 else n - 1
+    curves = []
+    for t in starts:
+        ks = np.arange(max(-reach, -t), min(reach, n - 1 - t) + 1)
+        curves.append((int(t), ks, row_values(int(t), ks)))
+    return curves, what
+
+
+def _view_dot(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]) -> Any:
+    fig = fig_size((8.0, 5.0))
+    ax = fig.add_subplot()
+    cosine = bool(opts.get("cosine"))
+    whats = []
+    several = len(sources) > 1
+    for si, s in enumerate(sources):
+        starts = opts.get("starts")
+        if starts is None and several:
+            starts = [s.rows() // 2 if s.rows() < MAX_ROWS else MAX_ROWS // 2]
+        curves, what = _dot_curves(s, starts, opts.get("max_offset"), cosine)
+        whats.append(what)
+        for t, ks, v in curves:
+            ax.plot(ks, v, linewidth=1.3, linestyle=LINESTYLES[si % len(LINESTYLES)],
+                    label=(f"{s.label}, t={t}" if several else f"t={t}"))
+    ax.axvline(0, color="#888888", linewidth=0.6, linestyle=":")
+    ax.set_xlabel("offset k (positions)")
+    ax.set_ylabel("cosine similarity" if cosine else "dot product")
+    title = whats[0] if len(set(whats)) == 1 else "; ".join(dict.fromkeys(whats))
+    ax.set_title(title + ("" if several else f"  ({sources[0].label})"))
+    _legend(fig, ax)
+    return fig, [ax]
+
+
+def _circle_points(src: PlotSource, pair: int) -> tuple[np.ndarray, np.ndarray, float, str, str]:
+    """(x, y, omega, x label, y label) of frequency pair ``pair``."""
+    rot = src.rotary()
+    if rot is not None:
+        cols = rot.pair_columns()
+        if not 0 <= pair < len(cols):
+            raise ParameterError(f"circle: pair {pair} is outside {src.label}'s pairs 0..{len(cols) - 1}")
+        c = int(cols[pair])
+        x, y = rot.cos[:, c], rot.sin[:, c]
+        inv = src.inv_freq()
+        if inv is not None and pair < inv.size:
+            w = float(inv[pair])
+        else:
+            w = float(estimate_frequencies((x + 1j * y)[:, None])[0])
+        return x, y, w, f"{rot.cos_name}[:, {c}]", f"{rot.sin_name}[:, {c}]"
+    got = src.table()
+    pairs = sinusoid_pairs(got[1]) if got is not None else None
+    if got is None or not pairs:
+        raise ParameterError(f"{src.label}: circle needs a cos/sin pair or a table of sin/cos columns")
+    if not 0 <= pair < len(pairs):
+        raise ParameterError(f"circle: pair {pair} is outside {src.label}'s pairs 0..{len(pairs) - 1}")
+    a, b = pairs[pair]
+    name, p = got
+    w = float(estimate_frequencies((p[:, a] + 1j * p[:, b])[:, None])[0])
+    return p[:, a], p[:, b], w, f"{name}[:, {a}]", f"{name}[:, {b}]"
+
+
+def _view_circle(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]) -> Any:
+    fig = fig_size((6.4, 6.0))
+    ax = fig.add_subplot()
+    pair = int(opts.get("pair") or 0)
+    count = int(opts.get("positions") or 16)
+    radius = 0.0
+    labels = ("cos", "sin")
+    for i, s in enumerate(sources):
+        x, y, w, xl, yl = _circle_points(s, pair)
+        x, y = x[:count], y[:count]
+        radius = max(radius, float(np.median(np.hypot(x, y))))
+        ax.scatter(x, y, s=36, color=f"C{i}", marker="os^D"[i % 4], zorder=3,
+                   label=f"{s.label}: ω = {w:.4g} rad/position, wavelength {2 * np.pi / w if w else np.inf:.4g}")
+        if i == 0:
+            labels = (xl, yl)
+            for t in range(min(len(x), 8)):
+                ax.annotate(str(t), (x[t], y[t]), textcoords="offset points", xytext=(6, 4), fontsize=8)
+    guide = np.linspace(0, 2 * np.pi, 361)
+    ax.plot(radius * np.cos(guide), radius * np.sin(guide), color="#cccccc", linewidth=0.8, zorder=1)
+    ax.set_aspect("equal")
+    lim = 1.25 * max(radius, 1e-12)
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-lim, lim)
+    ax.set_xlabel(f"{labels[0]} (cos-like)")
+    ax.set_ylabel(f"{labels[1]} (sin-like)")
+    ax.set_title(f"frequency pair {pair}: positions 0..{count - 1}, each one step of ω further round")
+    _legend(fig, ax)
+    return fig, [ax]
+
+
+def _view_spectrum(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]) -> Any:
+    fig = fig_size((8.0, 5.0))
+    ax = fig.add_subplot()
+    contexts: dict[float, list[str]] = {}
+    for i, s in enumerate(sources):
+        w, how = frequencies(s)
+        with np.errstate(divide="ignore"):
+            wave = np.where(w > 0, 2 * np.pi / np.where(w > 0, w, 1), np.nan)
+        scaling = str(s.metadata.get("scaling", "") or "")
+        note = f" ({how})" if how != "inv_freq" else ""
+        label = s.label + (f" [scaling {scaling}]" if scaling not in ("", "none") and scaling not in s.label else "")
+        ax.plot(np.arange(wave.size), wave, marker="os^D"[i % 4], markersize=2.5, linewidth=1.3, color=f"C{i}",
+                linestyle=LINESTYLES[i % len(LINESTYLES)], label=label + note)
+        ctx = s.meta_float("original_max_position_embeddings")
+        if ctx is not None:
+            contexts.setdefault(ctx, []).append(s.label)
+    if not contexts and sources:
+        n = sources[0].rows()
+        if n:
+            contexts[float(n)] = []
+    for ctx, who in contexts.items():
+        text = f"original context {ctx:g}" if who else f"table length {ctx:g}"
+        ax.axhline(ctx, color="#555555", linestyle="--", linewidth=0.9)
+        ax.annotate(text, (0, ctx), textcoords="offset points", xytext=(2, 3), fontsize=8, color="#333333")
+    ax.set_yscale("log")
+    ax.set_xlabel("frequency index i (pair)")
+    ax.set_ylabel("wavelength 2π/ω (positions)")
+    ax.set_title("Wavelength of each frequency pair")
+    _legend(fig, ax)
+    return fig, [ax]
+
+
+def _view_bias(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]) -> Any:
+    (src,) = sources
+    got = src.matrix()
+    if got is None:
+        raise ParameterError(f"{src.label}: bias needs a matrix tensor (len x len or heads x len x len)")
+    name, m, n = got
+    heads = list(range(m.shape[0]))
+    if opts.get("head") is not None:
+        h = int(opts["head"])
+        if not 0 <= h < m.shape[0]:
+            raise ParameterError(f"bias: head {h} is outside {src.label}'s heads 0..{m.shape[0] - 1}")
+        heads = [h]
+    heads = heads[:8]
+    cols = min(len(heads), 4)
+    rows = -(-len(heads) // cols)
+    fig = fig_size((3.4 * cols + 1.4, 3.1 * rows + 0.9))
+    shown = m[heads].astype(np.float64)
+    fin = shown[np.isfinite(shown)]
+    lo, hi = (float(fin.min()), float(fin.max())) if fin.size else (0.0, 1.0)
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    masked = bool(np.isinf(shown).any())
+    axes = []
+    for i, h in enumerate(heads):
+        ax = fig.add_subplot(rows, cols, i + 1)
+        cmap = _mpl().colormaps["viridis"].with_extremes(bad="#bdbdbd")
+        im = ax.imshow(np.ma.masked_invalid(shown[i]), cmap=cmap, vmin=lo, vmax=hi, aspect="equal",
+                       interpolation="nearest" if m.shape[1] <= 512 else "antialiased")
+        ax.set_title(f"head {h} of {m.shape[0]}" if m.shape[0] > 1 else name)
+        if i // cols == rows - 1:
+            ax.set_xlabel("key position j")
+        if i % cols == 0:
+            ax.set_ylabel("query position i")
+        axes.append(ax)
+    fig.colorbar(im, ax=axes, label=name + (" (grey: -inf, masked)" if masked else ""), shrink=0.9)
+    fig.suptitle(f"{src.label}: {name}, {_rows_note(m.shape[1], n)}")
+    return fig, axes
+
+
+def _primary(src: PlotSource) -> tuple[str, np.ndarray] | None:
+    """The one 2-D array that stands for a source in ``compare``: table, cos, scale, or the first matrix head."""
+    for getter in (src.table, src.scale):
+        got = getter()
+        if got is not None:
+            return got
+    rot = src.rotary()
+    if rot is not None:
+        return rot.cos_name, rot.cos
+    got_m = src.matrix()
+    if got_m is not None:
+        return got_m[0], got_m[1][0].astype(np.float64)
+    return None
+
+
+def _view_compare(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]) -> Any:
+    a_src, b_src = sources
+    got_a, got_b = _primary(a_src), _primary(b_src)
+    if got_a is None or got_b is None:
+        raise ParameterError("compare needs a table, cos/sin pair, scale or matrix in both sources")
+    (na, a), (nb, b) = got_a, got_b
+    if a.shape != b.shape:
+        raise ParameterError(f"compare needs tables of one shape: {a_src.label} {na} is {a.shape}, "
+                             f"{b_src.label} {nb} is {b.shape}")
+    fig = fig_size((14.0, 4.8))
+    both = np.concatenate([a.ravel(), b.ravel()])
+    cmap, lo, hi = _cmap_for(both)
+    diff = a - b
+    fin = np.abs(diff[np.isfinite(diff)])
+    m = float(fin.max()) if fin.size and fin.max() > 0 else 1.0
+    axes = []
+    for i, (title, arr, cm, clim, label) in enumerate((
+        (f"A: {a_src.label} [{na}]", a, cmap, (lo, hi), "value"),
+        (f"B: {b_src.label} [{nb}]", b, cmap, (lo, hi), "value"),
+        (f"A - B (max |A - B| = {float(fin.max()) if fin.size else 0.0:.3g})", diff, "RdBu_r", (-m, m), "difference"),
+    )):
+        ax = fig.add_subplot(1, 3, i + 1)
+        _image(fig, ax, arr, cmap=cm, clim=clim, label=label)
+        ax.set_title(title)
+        ax.set_xlabel("dimension (column)")
+        ax.set_ylabel("position t (row)")
+        axes.append(ax)
+    return fig, axes
+
+
+#: Every view, in the order ``posenc plot --help`` lists them.
+VIEWS: dict[str, View] = {
+    "heatmap": View(_view_heatmap, "positions x dimensions, colour = value (the seed's figure)",
+                    ("table", "rotary", "scale"), (1, 4)),
+    "dot": View(_view_dot, "dot product (or cosine) of row t with row t+k against k, several t overlaid",
+                ("table", "rotary"), (1, 6)),
+    "circle": View(_view_circle, "one frequency pair's (cos, sin) points around the circle, one per position",
+                   ("rotary", "table"), (1, 4), _has_pairs),
+    "spectrum": View(_view_spectrum, "wavelength of each frequency pair against the original context",
+                     ("inv-freq", "rotary", "table"), (1, 8), _has_frequencies),
+    "bias": View(_view_bias, "matrix tensors (ALiBi bias, T5 buckets, relative index), one panel per head",
+                 ("matrix",), (1, 1)),
+    "compare": View(_view_compare, "two tables side by side and their difference",
+                    ("table", "rotary", "scale", "matrix"), (2, 2), _has_primary),
+}  # fmt: skip
+
+
+def applicable(sources: Sequence[PlotSource]) -> list[str]:
+    """The views that can draw these sources, in registry order."""
+    return [name for name, v in VIEWS.items() if v.applies(sources)]
+
+
+def output_format(path: str | os.PathLike[str]) -> str:
+    """``png``, ``svg`` or ``pdf`` from the file's suffix; ParameterError naming the suffix otherwise."""
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    if suffix not in FORMATS:
+        shown = suffix or "no suffix"
+        raise ParameterError(f"cannot plot to {os.fspath(path)} ({shown}); use a .png, .svg or .pdf file")
+    return FORMATS[suffix]
+
+
+def _needs_text(view: View) -> str:
+    roles = " or ".join(view.needs)
+    lo, hi = view.sources
+    count = f"{lo} source" + ("s" if lo > 1 else "") if lo == hi else f"{lo} to {hi} sources"
+    return f"{roles} tensors, {count}"
+
+
+def plot(
+    view: str,
+    sources: Sequence[PlotSource],
+    path: str | os.PathLike[str],
+    *,
+    pair: int = 0,
+    positions: int = 16,
+    starts: Sequence[int] | None = None,
+    max_offset: int | None = None,
+    cosine: bool = False,
+    head: int | None = None,
+    size: tuple[float, float] | None = None,
+    dpi: int = DPI,
+) -> PlotResult:
+    """Draw ``view`` of ``sources`` into ``path`` (.png, .svg or .pdf, written atomically).
+
+    Parameters
+    ----------
+    view : str
+        A name in :data:`VIEWS`.
+    sources : list of PlotSource
+        What to draw; views that overlay (dot, circle, spectrum) take several, compare exactly two.
+    path : path-like
+        The output file; its suffix picks the format.
+    pair : int
+        circle: the frequency pair (0 = highest frequency).
+    positions : int
+        circle: how many consecutive positions to place on the circle.
+    starts : list of int, optional
+        dot: the rows ``t`` (default: a quarter, half and three quarters of the way down).
+    max_offset : int, optional
+        dot: the largest ``|k|`` (default: a quarter of the rows, at most 512).
+    cosine : bool
+        dot: cosine similarity instead of the dot product.
+    head : int, optional
+        bias: show one head (default: up to 8 heads).
+    size : (float, float), optional
+        Figure size in inches (default: the view's own).
+    dpi : int
+        Pixels per inch of raster output.
+
+    Returns
+    -------
+    PlotResult
+        The path, format, pixel size and where each panel landed.
+
+    Raises
+    ------
+    ParameterError
+        Unknown view, a view that does not apply (the message lists those that do), a suffix other than .png,
+        .svg, .pdf, or matplotlib missing (the message says how to install it).
+    OutputError
+        The file cannot be written.
+    """
+    if view not in VIEWS:
+        raise ParameterError(f"unknown view {view!r}; choose from: {', '.join(VIEWS)}")
+    if not sources:
+        raise ParameterError("plot needs at least one source")
+    fmt = output_format(path)
+    v = VIEWS[view]
+    if not v.applies(sources):
+        others = applicable(sources)
+        labels = ", ".join(s.label for s in sources)
+        choose = f"choose from: {', '.join(others)}" if others else "no view applies to them"
+        raise ParameterError(f"view {view} does not apply to {labels} (it needs {_needs_text(v)}); {choose}")
+    mpl = _mpl()
+    opts = {"pair": pair, "positions": positions, "starts": starts, "max_offset": max_offset, "cosine": cosine,
+            "head": head}
+    with mpl.rc_context(_RC):
+        fig, axes = v.func(lambda default: _figure(size or default, dpi), sources, opts)
+        dest = os.fspath(path)
+        _save(fig, dest, fmt, dpi)
+        return PlotResult(dest, view, fmt, _pixels(fig, dpi), _panels(fig, axes))
+
+
+def _save(fig: Any, dest: str, fmt: str, dpi: int) -> None:
+    folder = os.path.dirname(os.path.abspath(dest))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".posenc-plot-", suffix="." + fmt, dir=folder)
+    except OSError as exc:
+        raise OutputError(f"cannot write {dest}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fig.savefig(fh, format=fmt, dpi=dpi, metadata=_SAVE_METADATA[fmt])
+        os.replace(tmp, dest)
+    except OSError as exc:
+        raise OutputError(f"cannot write {dest}: {exc.strerror or exc}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _pixels(fig: Any, dpi: int) -> tuple[int, int]:
+    w, h = fig.get_size_inches()
+    return round(float(w) * dpi), round(float(h) * dpi)
+
+
+def _pair_of(values: Sequence[Any]) -> tuple[float, float]:
+    lo, hi = values
+    return float(lo), float(hi)
+
+
+def _panels(fig: Any, axes: Sequence[Any]) -> list[PanelInfo]:
+    height = fig.bbox.height
+    out = []
+    for ax in axes:
+        bb = ax.get_window_extent()
+        im = ax.images[0] if ax.images else None
+        out.append(PanelInfo(
+            title=ax.get_title(),
+            bbox=(float(bb.x0), float(height - bb.y1), float(bb.x1), float(height - bb.y0)),
+            xlim=_pair_of(ax.get_xlim()),
+            ylim=_pair_of(ax.get_ylim()),
+            xscale=ax.get_xscale(),
+            yscale=ax.get_yscale(),
+            cmap=None if im is None else im.get_cmap().name,
+            clim=None if im is None else _pair_of(im.get_clim()),
+        ))
+    return out
+
+
+__all__ = [
+    "FORMATS", "INSTALL_HINT", "MAX_ROWS", "NEEDS_OUTPUT", "ROLES", "VIEWS", "PanelInfo", "PlotResult", "PlotSource",
+    "View", "applicable", "estimate_frequencies", "frequencies", "heatmap_panels", "output_format", "plot",
+    "sinusoid_pairs", "terminal_panels",
+]

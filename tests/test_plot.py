@@ -1,0 +1,360 @@
+"""plot.py: every view drawn to a PNG and read back pixel by pixel (the heatmap's colour at a cell follows the value
+there, the dot curve peaks at offset 0, the circle's points lie on the circle, the spectrum rises and its context line
+sits at the original context), views that do not apply, the install hint without matplotlib, formats and
+deterministic files. Frequencies measured on the data are checked against the formulas without matplotlib."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from posenc_cli import api
+from posenc_cli.errors import ParameterError
+from posenc_cli.plot import (
+    INSTALL_HINT,
+    VIEWS,
+    PlotSource,
+    applicable,
+    estimate_frequencies,
+    frequencies,
+    heatmap_panels,
+    plot,
+    sinusoid_pairs,
+    terminal_panels,
+)
+
+from .conftest import ROOT
+
+C0 = (31, 119, 180)  # matplotlib's first cycle colour (#1f77b4)
+C1 = (255, 127, 14)
+
+
+def source(spec: str, label: str | None = None, **params) -> PlotSource:
+    """A PlotSource as the CLI builds it: every tensor, the kind's roles, the metadata strings."""
+    enc = api.generate(spec, **params)
+    return PlotSource(label or spec, {n: enc.array(n) for n in enc.tensor_specs()}, dict(type(enc).ROLES),
+                      enc.metadata())
+
+
+@pytest.fixture
+def mpl():
+    return pytest.importorskip("matplotlib")
+
+
+def read_rgb(path) -> np.ndarray:
+    from matplotlib.image import imread
+
+    return np.rint(imread(str(path))[..., :3] * 255).astype(int)
+
+
+def to_pixel(panel, x: float, y: float) -> tuple[int, int]:
+    """(row, column) of data point (x, y) in a saved panel."""
+    x0, y0, x1, y1 = panel.bbox
+
+    def frac(v, lim, scale):
+        a, b = lim
+        if scale == "log":
+            v, a, b = np.log10(v), np.log10(a), np.log10(b)
+        return (v - a) / (b - a)
+
+    px = x0 + frac(x, panel.xlim, panel.xscale) * (x1 - x0)
+    py = y1 - frac(y, panel.ylim, panel.yscale) * (y1 - y0)
+    return int(py), int(px)
+
+
+def to_data(panel, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Data coordinates of pixel centres (linear axes)."""
+    x0, y0, x1, y1 = panel.bbox
+    fx = (cols + 0.5 - x0) / (x1 - x0)
+    fy = (y1 - (rows + 0.5)) / (y1 - y0)
+    return panel.xlim[0] + fx * (panel.xlim[1] - panel.xlim[0]), panel.ylim[0] + fy * (panel.ylim[1] - panel.ylim[0])
+
+
+def pixels_of(img: np.ndarray, panel, rgb, tol: int = 12) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of the pixels of colour ``rgb`` strictly inside a panel."""
+    x0, y0, x1, y1 = panel.bbox
+    mask = np.all(np.abs(img - np.array(rgb)) <= tol, axis=-1)
+    inside = np.zeros_like(mask)
+    inside[int(y0) + 2 : int(y1) - 1, int(x0) + 2 : int(x1) - 1] = True
+    return np.nonzero(mask & inside)
+
+
+def expected_rgb(panel, value: float) -> np.ndarray:
+    import matplotlib as mpl_
+
+    lo, hi = panel.clim
+    return np.rint(np.array(mpl_.colormaps[panel.cmap]((value - lo) / (hi - lo))[:3]) * 255).astype(int)
+
+
+# ----- heatmap --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("offset", [-0.5, 1.0])  # signed values: RdBu_r about 0; positive values: viridis
+def test_heatmap_colour_at_each_cell_follows_the_value(mpl, tmp_path, offset):
+    values = np.linspace(-1.0, 1.0, 6 * 5).reshape(6, 5)[np.random.default_rng(3).permutation(6)] + offset
+    src = PlotSource("grid", {"pe": values}, {"pe": "table"})
+    res = plot("heatmap", [src], tmp_path / "h.png")
+    img = read_rgb(res.path)
+    assert img.shape[:2] == (res.size[1], res.size[0])
+    (panel,) = res.panels
+    assert panel.cmap == ("RdBu_r" if offset < 0 else "viridis")
+    for r in range(6):
+        for c in range(5):
+            got = img[to_pixel(panel, c, r)]
+            assert np.abs(got - expected_rgb(panel, values[r, c])).max() <= 2, (r, c, got)
+
+
+def test_heatmap_of_a_rotary_source_shows_cos_and_sin(mpl, tmp_path):
+    rope = source("rope", length=32, dim=8)
+    res = plot("heatmap", [rope], tmp_path / "r.png")
+    assert [p.title.split(",")[0] for p in res.panels] == ["rope: cos", "rope: sin"]
+    img = read_rgb(res.path)
+    cos, sin = rope.tensors["cos"], rope.tensors["sin"]
+    for panel, table in zip(res.panels, (cos, sin)):
+        for r, c in ((0, 0), (3, 1), (17, 2), (31, 7)):
+            assert np.abs(img[to_pixel(panel, c, r)] - expected_rgb(panel, table[r, c])).max() <= 2
+
+
+# ----- dot ------------------------------------------------------------------------------------------------------
+def peak_offset(img, panel, rgb) -> float:
+    rows, cols = pixels_of(img, panel, rgb)
+    assert rows.size > 50, "no curve drawn"
+    top = rows.min()
+    ks, _ = to_data(panel, rows[rows <= top + 1], cols[rows <= top + 1])
+    return float(np.mean(ks))
+
+
+@pytest.mark.parametrize("spec", ["sinusoidal", "rope"])
+@pytest.mark.parametrize("cosine", [False, True])
+def test_dot_curve_peaks_at_offset_zero(mpl, tmp_path, spec, cosine):
+    src = source(spec, length=256, dim=32)
+    res = plot("dot", [src], tmp_path / "d.png", starts=[128], cosine=cosine)
+    (panel,) = res.panels
+    assert panel.xlim[0] < -50 and panel.xlim[1] > 50
+    one_offset = (panel.bbox[2] - panel.bbox[0]) / (panel.xlim[1] - panel.xlim[0])
+    assert abs(peak_offset(read_rgb(res.path), panel, C0)) <= max(1.0, 2 / one_offset)
+
+
+def test_dot_overlays_two_bases_each_peaking_at_zero(mpl, tmp_path):
+    a, b = source("rope", "base 1e4", length=256, dim=32), source("rope:base=500000", "base 5e5", length=256, dim=32)
+    res = plot("dot", [a, b], tmp_path / "d2.png")
+    img = read_rgb(res.path)
+    (panel,) = res.panels
+    for rgb in (C0, C1):
+        assert abs(peak_offset(img, panel, rgb)) <= 1.0
+
+
+def test_dot_rotated_product_equals_the_rotation_for_any_layout():
+    """The layout-free formula the dot view uses agrees with rotating q for real (half and interleaved)."""
+    from posenc_cli.checks.rotary import rotate
+    from posenc_cli.plot import _dot_curves
+
+    for layout in ("half", "interleaved"):
+        src = source(f"rope:layout={layout}", length=40, dim=8)
+        curves, _ = _dot_curves(src, [20], 5, cosine=False)
+        _, ks, got = curves[0]
+        q = np.sqrt(np.random.default_rng(0).standard_normal(8) ** 2)  # the view's weights are q_c**2
+        cos, sin = src.tensors["cos"].astype(np.float64), src.tensors["sin"].astype(np.float64)
+        rq = rotate(np.tile(q, (40, 1)), cos, sin, layout)
+        np.testing.assert_allclose(got, rq[20 + ks] @ rq[20], rtol=1e-9)
+
+
+# ----- circle ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("spec", ["sinusoidal", "rope", "rope:cache=onnx"])
+def test_circle_points_lie_on_the_circle(mpl, tmp_path, spec):
+    res = plot("circle", [source(spec, length=64, dim=16)], tmp_path / "c.png", positions=16)
+    (panel,) = res.panels
+    rows, cols = pixels_of(read_rgb(res.path), panel, C0)
+    assert rows.size > 100
+    x, y = to_data(panel, rows, cols)
+    radius = np.hypot(x, y)
+    assert np.all(np.abs(radius - 1.0) < 0.04), (radius.min(), radius.max())
+    angles = np.unique(np.floor(np.degrees(np.arctan2(y, x)) / 10))
+    assert angles.size >= 12  # 16 positions one radian apart spread all round
+
+
+def test_circle_puts_position_zero_at_angle_zero():
+    pe = source("sinusoidal", length=32, dim=8).tensors["pe"]  # interleaved: sin in even columns, cos in odd
+    pairs = sinusoid_pairs(pe)
+    assert pairs[0] == (1, 0) and [p[0] % 2 for p in pairs] == [1, 1, 1, 1]
+
+
+# ----- spectrum -------------------------------------------------------------------------------------------------
+def test_spectrum_line_rises_monotonically(mpl, tmp_path):
+    res = plot("spectrum", [source("sinusoidal", length=128, dim=64)], tmp_path / "s.png")
+    (panel,) = res.panels
+    assert panel.yscale == "log"
+    rows, cols = pixels_of(read_rgb(res.path), panel, C0)
+    heights = [rows[cols == c].mean() for c in np.unique(cols)]
+    assert np.all(np.diff(heights) <= 2)  # pixel rows fall: the wavelength rises
+    assert heights[0] - heights[-1] > 0.6 * (panel.bbox[3] - panel.bbox[1])
+
+
+def test_spectrum_draws_the_original_context_where_it_is(mpl, tmp_path):
+    srcs = [source("rope:base=500000", "none", length=256, dim=64),
+            source("rope:preset=llama3.1", "llama3", length=256, dim=64)]
+    res = plot("spectrum", srcs, tmp_path / "s2.png")
+    (panel,) = res.panels
+    img = read_rgb(res.path)
+    row, _ = to_pixel(panel, 0, 8192.0)
+    rows, cols = pixels_of(img, panel, (85, 85, 85), tol=20)  # the dashed grey line
+    right = cols > (panel.bbox[0] + panel.bbox[2]) / 2  # away from its label at the left
+    assert right.sum() > 50 and np.all(np.abs(rows[right] - row) <= 2)
+
+
+def test_frequencies_measured_on_the_data_match_the_formulas():
+    sin = source("sinusoidal", length=64, dim=32, dtype="float64")
+    w, how = frequencies(sin)
+    np.testing.assert_allclose(w, 10000.0 ** (-np.arange(0, 32, 2) / 32), rtol=1e-9)
+    assert how == "measured on pe"
+    rope = source("rope:preset=llama3.1", length=512, dim=128)  # wavelengths up to 2e7 positions from 512 rows
+    cos_sin = PlotSource("r", {"cos": rope.tensors["cos"], "sin": rope.tensors["sin"]})
+    w, how = frequencies(cos_sin)
+    np.testing.assert_allclose(w, rope.tensors["inv_freq"], rtol=1e-5)
+    assert how == "measured on cos/sin" and frequencies(rope)[1] == "inv_freq"
+
+
+def test_estimate_frequencies_on_exact_data():
+    t = np.arange(100)[:, None]
+    w = np.array([3.0, 0.5, 1e-3, 1e-6])
+    np.testing.assert_allclose(estimate_frequencies(np.exp(1j * t * w)), w, rtol=1e-9)
+
+
+def test_longer_lags_sharpen_frequencies_of_coarse_tables():
+    """bfloat16 cos/sin: lag 1 alone is off by ~3e-3; unwrapping lags 2, 4, ..., 1024 gets within 1e-4."""
+    enc = api.generate("rope", length=2048, dim=64, dtype="bfloat16")
+    cos, sin, inv = (np.asarray(enc.array(n), dtype=np.float64) for n in ("cos", "sin", "inv_freq"))
+    np.testing.assert_allclose(estimate_frequencies((cos + 1j * sin)[:, :32]), inv, rtol=2e-4)
+
+
+@pytest.mark.parametrize("spec", ["learned", "index", "binary", "normalized", "sinusoidal-2d"])
+def test_only_sin_cos_columns_count_as_pairs(spec):
+    src = source(spec, length=196, dim=16)
+    assert sinusoid_pairs(src.tensors["pe"]) is None
+    assert "circle" not in applicable([src]) and "spectrum" not in applicable([src])
+
+
+# ----- bias and compare -----------------------------------------------------------------------------------------
+def test_bias_shows_values_and_the_causal_mask_in_grey(mpl, tmp_path):
+    alibi = source("alibi:causal=true", length=16, dim=8)
+    res = plot("bias", [alibi], tmp_path / "b.png", head=2)
+    (panel,) = res.panels
+    assert panel.title == "head 2 of 8"
+    img = read_rgb(res.path)
+    bias = alibi.tensors["bias"][2]
+    assert np.abs(img[to_pixel(panel, 15, 0)] - 189).max() <= 2  # -inf above the diagonal: masked grey
+    for i, j in ((15, 0), (10, 3), (5, 5)):
+        assert np.abs(img[to_pixel(panel, j, i)] - expected_rgb(panel, bias[i, j])).max() <= 2
+    assert len(plot("bias", [alibi], tmp_path / "b8.png").panels) == 8
+
+
+def test_compare_difference_panel_shows_where_tables_differ(mpl, tmp_path):
+    a = source("sinusoidal", length=16, dim=8)
+    changed = a.tensors["pe"].copy()
+    changed[5, 3] += 0.5
+    b = PlotSource("changed", {"pe": changed}, {"pe": "table"})
+    res = plot("compare", [a, b], tmp_path / "cmp.png")
+    diff = res.panels[2]
+    img = read_rgb(res.path)
+    assert np.abs(img[to_pixel(diff, 3, 5)] - expected_rgb(diff, -0.5)).max() <= 2
+    assert np.abs(img[to_pixel(diff, 0, 0)] - expected_rgb(diff, 0.0)).max() <= 2
+
+
+# ----- roles, applicability, errors -----------------------------------------------------------------------------
+def test_roles_in_either_vocabulary_or_inferred_give_the_same_views():
+    rope = source("rope", length=32, dim=8)
+    tensors = rope.tensors
+    engine = PlotSource("a", tensors, {"cos": "cos", "sin": "sin", "inv_freq": "inv-freq"})
+    brief = PlotSource("b", tensors, {"cos": "rotary", "sin": "rotary", "inv_freq": "inv-freq"})
+    inferred = PlotSource("c", tensors)
+    views = applicable([engine])
+    assert views == ["heatmap", "dot", "circle", "spectrum"]
+    assert applicable([brief]) == views == applicable([inferred])
+    assert applicable([PlotSource("t5", {"buckets": np.zeros((4, 4), np.int64)})]) == ["bias"]
+
+
+@pytest.mark.parametrize(("spec", "view", "choices"), [
+    ("learned", "circle", "choose from: heatmap, dot"),
+    ("learned", "spectrum", "choose from: heatmap, dot"),
+    ("alibi", "heatmap", "choose from: bias"),
+    ("xpos", "dot", "choose from: heatmap"),
+    ("sinusoidal", "bias", "choose from: heatmap, dot, circle, spectrum"),
+])  # fmt: skip
+def test_a_view_that_does_not_apply_lists_those_that_do(tmp_path, spec, view, choices):
+    with pytest.raises(ParameterError) as err:
+        plot(view, [source(spec, length=16, dim=8)], tmp_path / "x.png")
+    assert str(err.value).endswith(choices) and f"view {view} does not apply" in str(err.value)
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_compare_needs_two_sources_and_unknown_views_are_named(tmp_path):
+    with pytest.raises(ParameterError, match=r"it needs .*2 sources\); choose from: heatmap, dot"):
+        plot("compare", [source("learned", length=8, dim=4)], tmp_path / "x.png")
+    with pytest.raises(ParameterError, match=r"unknown view 'heat'; choose from: heatmap, dot, circle, spectrum"):
+        plot("heat", [source("learned", length=8, dim=4)], tmp_path / "x.png")
+
+
+def test_without_matplotlib_the_error_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    with pytest.raises(ParameterError) as err:
+        plot("heatmap", [source("sinusoidal", length=8, dim=4)], tmp_path / "x.png")
+    assert str(err.value) == INSTALL_HINT
+    assert INSTALL_HINT == "plotting to a file needs matplotlib; install it with: pip install 'posenc-cli[plot]'"
+    assert not (tmp_path / "x.png").exists()
+
+
+@pytest.mark.parametrize("name", ["pe.jpg", "pe", "pe.png.txt"])
+def test_other_suffixes_are_refused_by_name(tmp_path, name):
+    with pytest.raises(ParameterError, match=r"use a \.png, \.svg or \.pdf file") as err:
+        plot("heatmap", [source("sinusoidal", length=8, dim=4)], tmp_path / name)
+    assert name in str(err.value)
+
+
+def test_terminal_panels_without_matplotlib(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    (title, a), = terminal_panels(source("alibi", length=16, dim=4))
+    assert title == "alibi: bias head 0 of 4, query x key, 16 positions" and a.shape == (16, 16)
+    assert [t.split(",")[0] for t, _ in heatmap_panels(source("rope", length=4, dim=4))] == ["rope: cos", "rope: sin"]
+
+
+# ----- files ----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
+def test_files_are_deterministic_and_in_the_right_format(mpl, tmp_path, fmt):
+    src = source("rope:preset=llama3.1", length=64, dim=16)
+    first = plot("spectrum", [src], tmp_path / f"a.{fmt}")
+    again = plot("spectrum", [src], tmp_path / f"b.{fmt}")
+    data = (tmp_path / f"a.{fmt}").read_bytes()
+    assert data == (tmp_path / f"b.{fmt}").read_bytes() and first.format == again.format == fmt
+    assert data.startswith({"png": b"\x89PNG", "svg": b"<?xml", "pdf": b"%PDF"}[fmt])
+    assert b"Matplotlib" not in data and b"matplotlib.org" not in data  # no version or date stamps
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".posenc-plot-")]
+
+
+def test_svg_is_the_same_in_another_process(mpl, tmp_path):
+    code = ("import sys; sys.path.insert(0, sys.argv[2]); from tests.test_plot import source; "
+            "from posenc_cli.plot import plot; plot('dot', [source('sinusoidal', length=32, dim=8)], sys.argv[1])")
+    outs = []
+    for seed in ("1", "2"):
+        path = tmp_path / f"{seed}.svg"
+        env = {"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}
+        subprocess.run([sys.executable, "-c", code, str(path), str(ROOT)], check=True, env=env, cwd=ROOT)
+        outs.append(path.read_bytes())
+    assert outs[0] == outs[1]
+
+
+def test_every_view_draws_what_its_kinds_declare(mpl, tmp_path):
+    """Each kind's declared VIEWS (Encoding.VIEWS) can be drawn from its example tables."""
+    from posenc_cli.encodings import KINDS, get_kind
+
+    for kind in KINDS:
+        cls = get_kind(kind)
+        params = dict(cls.EXAMPLE)
+        if "length" in params:
+            params["length"] = 16
+        src = source(kind, **params)
+        for view in cls.VIEWS:
+            sources = [src, src] if view == "compare" else [src]
+            assert view in VIEWS
+            res = plot(view, sources, tmp_path / f"{kind}-{view}.png", dpi=40)
+            assert read_rgb(res.path).std() > 5, (kind, view)  # something was drawn
