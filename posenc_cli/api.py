@@ -304,10 +304,13 @@ class CheckReport:
     required: list[str]
     failed: list[str]
     results: list[CheckResult] = field(default_factory=list)
+    #: the properties that could not be measured because one they need failed (e.g. every one after a NaN)
+    not_run: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "tensor": self.tensor, "kind": self.kind, "ok": self.ok,
-                "required": self.required, "failed": self.failed, "results": [r.to_json() for r in self.results]}
+                "required": self.required, "failed": self.failed, "not_run": self.not_run,
+                "results": [r.to_json() for r in self.results]}
 
 
 def check(
@@ -383,7 +386,9 @@ def check(
             f"--require {','.join(missing)}: not measurable on {src.label}; measurable: {', '.join(available)}"
         )
     failed = [r.name for r in results if r.name in required and r.passed is False]
-    return CheckReport(src.label, name, kind, not failed, required, failed, results)
+    not_run = [r.name for r in results if r.not_run]
+    ok = not failed and not any(n in required for n in not_run)  # a required property must have held
+    return CheckReport(src.label, name, kind, ok, required, failed, results, not_run)
 
 
 def check_all(table: TableLike, **options: Any) -> list[CheckReport]:

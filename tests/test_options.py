@@ -28,7 +28,7 @@ VALUES = {
     "--output": "{path}/out.npz", "--format": "json", "--tensor": "pe", "--force": "", "--hf-config": "{path}/cfg.json",
     "--layer-type": "full_attention", "--precision": "2", "--max-bytes": "100", "--quiet": "", "--json": "",
     "--expect": "learned", "--require": "finite", "--probes": "3", "--seed": "7", "--atol": "0.5", "--rtol": "0.5",
-    "--name": "x", "--onnx-rope": "", "--all-layer-types": "",
+    "--name": "x", "--onnx-rope": "", "--all-layer-types": "", "--verbose": "",
 }  # fmt: skip
 
 #: command -> source kind -> the arguments of the baseline run.

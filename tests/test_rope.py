@@ -739,3 +739,10 @@ def test_optional_torch_float32_inv_freq_matches_hf_arithmetic(scaling, kw):
     # torch's float32 pow is not always correctly rounded (ours is): one ulp there can become two after 1/x
     assert ulps.max() <= 2.0, ulps.max()
     assert np.mean(ulps == 0) > 0.9
+
+
+def test_longrope_with_an_original_context_of_one_is_refused():
+    """Found by the config fuzz test: HF's attention factor divides by log(original_max_position_embeddings)."""
+    with pytest.raises(ParameterError, match="original_max_position_embeddings >= 2"):
+        Rope.from_params({"length": 4, "dim": 4, "scaling": "longrope", "factor": 2.0,
+                          "original_max_position_embeddings": 1, "short_factor": "1;1", "long_factor": "1;1"})

@@ -31,8 +31,9 @@ def rtol_for(dtype: np.dtype) -> float:
 class CheckResult:
     """One measured property.
 
-    ``passed`` is True/False for a property with a verdict and None for a report (e.g. ``decay``).
-    ``value`` is the measured number shown to users; ``tolerance`` what it was compared against.
+    ``passed`` is True/False for a property with a verdict and None for a report (e.g. ``decay``) or for a
+    property that could not be measured (``needs`` then names what it waits for, e.g. ``finite``: status
+    ``NOT RUN``). ``value`` is the measured number shown to users; ``tolerance`` what it was compared against.
     """
 
     name: str
@@ -42,6 +43,17 @@ class CheckResult:
     detail: str = ""
     method: str = "exact"
     data: dict[str, Any] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
+
+    @property
+    def not_run(self) -> bool:
+        return bool(self.needs)
+
+    @property
+    def status(self) -> str:
+        if self.needs:
+            return "NOT RUN"
+        return "INFO" if self.passed is None else ("PASS" if self.passed else "FAIL")
 
     def to_json(self) -> dict[str, Any]:
         def clean(v: Any) -> Any:
@@ -58,12 +70,13 @@ class CheckResult:
 
         return {
             "name": self.name,
-            "status": "INFO" if self.passed is None else ("PASS" if self.passed else "FAIL"),
+            "status": self.status,
             "value": clean(self.value),
             "tolerance": clean(self.tolerance),
             "detail": self.detail,
             "method": self.method,
             "data": clean(self.data),
+            "needs": list(self.needs),
         }
 
 

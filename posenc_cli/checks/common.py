@@ -56,9 +56,11 @@ def verdict(name: str, ok: bool, value: Any, tolerance: Any, detail: str, method
     return CheckResult(name, bool(ok), value, tolerance, detail, method, data)
 
 
-def skipped(name: str, detail: str = NONFINITE, report: bool = False) -> CheckResult:
-    """The result of a check that cannot measure this table (FAIL for a property, INFO for a report)."""
-    return CheckResult(name, None if report else False, None, None, detail, "skipped")
+def skipped(name: str, detail: str = NONFINITE, report: bool = False, needs: tuple[str, ...] = ("finite",)
+            ) -> CheckResult:
+    """The result of a check that cannot measure this table because ``needs`` failed (status NOT RUN: neither
+    a pass nor a fail of its own; a required property that did not run still fails the verdict)."""
+    return CheckResult(name, None, None, None, detail, "skipped", needs=needs)
 
 
 def fmt(x: float) -> str:

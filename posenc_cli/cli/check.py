@@ -43,6 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--require", metavar="NAMES", help="Comma-separated properties that must hold (default: the kind's).")
     p.add_argument("--probes", type=int, default=8, metavar="N", help="Random probes for randomized checks.")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="Seed of the random probes.")
+    p.add_argument("-v", "--verbose", action="store_true", help="How each property was measured, and its details.")
     add_json(p)
     add_max_bytes(p)
     add_quiet(p)
@@ -66,18 +67,14 @@ def run(args: argparse.Namespace) -> int:
         src = open_src(text, args, params)
         reports.extend(_run_one(group, args, required) for group in _tables(src, args))
     if args.json_out:
-        from ..render import print_json
+        from ..render import check_json, print_json
 
-        print_json([r.to_json() for r in reports])
+        print_json(check_json(reports))
     else:
-        from ..render import check_summary
-        from ..render import check_table as render_table
+        from ..render import check_report
 
         for r in reports:
-            if args.quiet < 1:
-                render_table(f"{r.source} [{r.tensor}]", r.kind, r.results, r.required)
-            if args.quiet < 2:
-                check_summary(r.source, r.ok, r.failed)
+            check_report(r, quiet=args.quiet, verbose=args.verbose)
     return ExitCode.OK if all(r.ok for r in reports) else ExitCode.FAILED
 
 

@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
         from ..render import print_json
 
         print_json(res.to_json())
-    elif args.quiet < 1:
-        from ..render import compare_table
+    else:
+        from ..render import compare_report
 
-        compare_table(res, res.labels["a"], res.labels["b"])
+        compare_report(res, quiet=args.quiet)
     return ExitCode.OK if res.same else ExitCode.FAILED

@@ -291,6 +291,11 @@ class Rope(Encoding):
                     raise ParameterError(
                         f"{name} has {n} entries; longrope needs rot_dim/2 = {r // 2} (one per frequency)"
                     )
+            if self.opt["original_max_position_embeddings"] < 2:  # the attention factor divides by its log
+                raise ParameterError(
+                    "longrope needs original_max_position_embeddings >= 2 (its attention factor divides by "
+                    f"log of it); got {self.opt['original_max_position_embeddings']}"
+                )
             if self.factor is None and self.attention_factor is None:
                 raise ParameterError(
                     "longrope needs factor (max_position_embeddings / original_max_position_embeddings) or attention_factor"
