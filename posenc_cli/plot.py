@@ -427,12 +427,14 @@ def heatmap_panels(src: PlotSource) -> list[tuple[str, np.ndarray]]:
         got = getter()
         if got is not None:
             name, a = got
-            out.append((f"{src.label}: {name}, {_rows_note(a.shape[0], n_total)} x {a.shape[1]} dims", a))
+            out.append((f"{src.label}: {name} {_dtype(src.tensors[name])}, {_rows_note(a.shape[0], n_total)} x "
+                        f"{a.shape[1]} dims", a))
             return out
     rot = src.rotary()
     if rot is not None:
         for name, a in ((rot.cos_name, rot.cos), (rot.sin_name, rot.sin)):
-            out.append((f"{src.label}: {name}, {_rows_note(a.shape[0], n_total)} x {a.shape[1]} dims", a))
+            out.append((f"{src.label}: {name} {_dtype(src.tensors[name])}, {_rows_note(a.shape[0], n_total)} x "
+                        f"{a.shape[1]} dims", a))
         return out
     got_m = src.matrix()
     if got_m is not None:
@@ -440,6 +442,13 @@ def heatmap_panels(src: PlotSource) -> list[tuple[str, np.ndarray]]:
         head = f" head 0 of {m.shape[0]}" if m.shape[0] > 1 else ""
         out.append((f"{src.label}: {name}{head}, query x key, {_rows_note(m.shape[1], n)}", m[0]))
     return out
+
+
+def _dtype(a: Any) -> str:
+    """The array's dtype as posenc names it (bfloat16 too), for titles."""
+    from .formats import dtype_label
+
+    return dtype_label(np.asarray(a[:0]).dtype) if hasattr(a, "dtype") else ""
 
 
 def terminal_panels(src: PlotSource) -> list[tuple[str, np.ndarray]]:

@@ -215,7 +215,7 @@ def docs_text() -> str:
     return "\n".join(p.read_text() for p in DOC_FILES)
 
 
-@pytest.mark.parametrize("command", ["generate", "check", "compare", "export", "kinds"])
+@pytest.mark.parametrize("command", ["generate", "check", "compare", "export", "plot", "kinds"])
 def test_every_command_is_documented_with_its_help(command):
     text = (DOCS / "cli.md").read_text()
     assert f"$ posenc {command} --help" in text, command
@@ -252,3 +252,13 @@ def test_loading_in_other_frameworks_is_documented(framework):
 @pytest.mark.parametrize("doc", ["kinds.md", "cli.md", "checks.md", "formats.md", "python-api.md", "performance.md"])
 def test_readme_links_every_doc(doc):
     assert f"docs/{doc}" in README.read_text()
+
+
+def test_every_help_fits_80_columns():
+    from .conftest import cli
+
+    for command in ("", "generate", "check", "compare", "export", "plot", "kinds"):
+        code, out, _ = cli([command, "--help"] if command else ["--help"], env={"COLUMNS": "200"})
+        assert code == 0
+        for line in out.decode().splitlines():
+            assert len(line) <= 80, (command, line)

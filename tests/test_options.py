@@ -28,7 +28,9 @@ VALUES = {
     "--output": "{path}/out.npz", "--format": "json", "--tensor": "pe", "--force": "", "--hf-config": "{path}/cfg.json",
     "--layer-type": "full_attention", "--precision": "2", "--max-bytes": "100", "--quiet": "", "--json": "",
     "--expect": "learned", "--require": "finite", "--probes": "3", "--seed": "7", "--atol": "0.5", "--rtol": "0.5",
-    "--name": "x", "--onnx-rope": "", "--all-layer-types": "", "--verbose": "",
+    "--name": "x", "--onnx-rope": "", "--all-layer-types": "", "--verbose": "", "--view": "dot",
+    "--pair": "1", "--positions": "8", "--at": "2", "--max-offset": "5", "--cosine": "", "--head": "0", "--size": "4x3",
+    "--dpi": "50",
 }  # fmt: skip
 
 #: command -> source kind -> the arguments of the baseline run.
@@ -41,6 +43,8 @@ BASELINES = {
                "file": ["{path}/pe.safetensors", "-o", "{path}/out.safetensors"],
                "stdin": ["-", "-o", "{path}/out.safetensors"]},
     "kinds": {"none": ["sinusoidal"]},
+    "plot": {"spec": ["sinusoidal", "-n", "16", "-d", "8", "-o", "{path}/out.png"],
+             "file": ["{path}/pe.safetensors", "-o", "{path}/out.png"], "stdin": ["-", "-o", "{path}/out.png"]},
 }  # fmt: skip
 
 #: (command, option) pairs whose value differs from VALUES, for the case to mean something.
@@ -48,6 +52,7 @@ SPECIAL = {
     ("generate", "--tensor"): "sin", ("check", "--tensor"): "sin", ("compare", "--tensor"): "sin",
     ("export", "--tensor"): "sin", ("check", "--require"): "finite,unique",
     ("generate", "--output"): "{path}/out.json", ("export", "--output"): "{path}/out.npz",
+    ("plot", "--output"): "{path}/out.svg", ("plot", "--dtype"): "float16",
 }  # fmt: skip
 
 

@@ -108,7 +108,7 @@ def test_heatmap_colour_at_each_cell_follows_the_value(mpl, tmp_path, offset):
 def test_heatmap_of_a_rotary_source_shows_cos_and_sin(mpl, tmp_path):
     rope = source("rope", length=32, dim=8)
     res = plot("heatmap", [rope], tmp_path / "r.png")
-    assert [p.title.split(",")[0] for p in res.panels] == ["rope: cos", "rope: sin"]
+    assert [p.title.split(",")[0] for p in res.panels] == ["rope: cos float32", "rope: sin float32"]
     img = read_rgb(res.path)
     cos, sin = rope.tensors["cos"], rope.tensors["sin"]
     for panel, table in zip(res.panels, (cos, sin)):
@@ -315,7 +315,7 @@ def test_terminal_panels_without_matplotlib(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     (title, a), = terminal_panels(source("alibi", length=16, dim=4))
     assert title == "alibi: bias head 0 of 4, query x key, 16 positions" and a.shape == (16, 16)
-    assert [t.split(",")[0] for t, _ in heatmap_panels(source("rope", length=4, dim=4))] == ["rope: cos", "rope: sin"]
+    assert [t.split(",")[0] for t, _ in heatmap_panels(source("rope", length=4, dim=4))] == ["rope: cos float32", "rope: sin float32"]
 
 
 # ----- files ----------------------------------------------------------------------------------------------------

@@ -121,7 +121,10 @@ SPEC_OPTIONS = (("length", "--len"), ("dim", "--dim"), ("param", "-p/--param"), 
 def refuse(args: argparse.Namespace, options: list[tuple[str, str]], why: str) -> None:
     """A one-line error naming every option of ``options`` (``(dest, flag)``) that was given, and why it cannot
     apply: never accept an option and do nothing with it."""
-    given = [flag for dest, flag in options if getattr(args, dest, None) not in (None, False, [], 0)]
+    def given_(v: Any) -> bool:  # 0 is a value (--head 0); None, False and [] are not
+        return not (v is None or v is False or (isinstance(v, list) and not v))
+
+    given = [flag for dest, flag in options if given_(getattr(args, dest, None))]
     if given:
         raise ParameterError(f"{', '.join(given)} cannot apply: {why}")
 

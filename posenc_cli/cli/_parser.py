@@ -32,7 +32,21 @@ class UsageError(Exception):
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter):
-    """Help text at most 80 columns wide (narrower terminals wrap narrower), descriptions kept as written."""
+    """Help text at most 80 columns wide (narrower terminals wrap narrower): description paragraphs are wrapped,
+    indented lines (examples) kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        out: list[str] = []
+        for para in text.split("\n\n"):
+            lines = para.splitlines()
+            if any(line.startswith("  ") for line in lines):  # examples: verbatim
+                out.append("\n".join(indent + line for line in lines))
+            else:
+                out.append(textwrap.fill(" ".join(lines), width, initial_indent=indent, subsequent_indent=indent,
+                                         break_on_hyphens=False))
+        return "\n\n".join(out)
 
     def __init__(self, prog: str) -> None:
         try:

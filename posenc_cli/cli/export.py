@@ -30,7 +30,8 @@ DESCRIPTION = """\
 Write a table for other frameworks, atomically, C-contiguous, with posenc metadata.
 
 Example:
-  posenc export sinusoidal --len 2048 --dim 512 --dtype bfloat16 -o pe.safetensors"""
+  posenc export sinusoidal --len 2048 --dim 512 --dtype bfloat16 \\
+      -o pe.safetensors"""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

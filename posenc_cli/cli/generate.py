@@ -27,7 +27,9 @@ from ._common import (
 NAME = "generate"
 SUMMARY = "Generate a table (preview on a terminal, .npy when piped, a file with -o)."
 DESCRIPTION = f"""\
-Generate a table. On a terminal: a preview; piped: .npy bytes; with -o: a file (format from the suffix).
+Generate a table. On a terminal: a preview; piped: .npy bytes (and a posenc
+trailer with the other tensors and the metadata); with -o: a file in the
+format of its suffix.
 
 Examples:
   posenc generate --len 512 --dim 128

@@ -1,0 +1,110 @@
+"""`posenc plot` from the command line: every view a kind declares renders for that kind (and its pixels are not
+blank), a view that does not apply is a one-line error listing those that do, the terminal heatmap fits the
+terminal, a pipe without -o is refused, and README's pictures are current.
+
+The views' content (colours per cell, the dot curve's peak, points on the circle) is tested in test_plot.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from posenc_cli.encodings import KINDS, get_kind
+
+from .conftest import ROOT, clean_env, cli, run_tty
+
+matplotlib = pytest.importorskip("matplotlib")
+
+#: parameters that build a small example of each kind for plotting
+SPECS = {kind: get_kind(kind).EXAMPLE for kind in KINDS}
+SPECS.update({"sinusoidal": {"length": 64, "dim": 32}, "rope": {"length": 64, "dim": 16},
+              "xpos": {"length": 64, "dim": 16}, "learned": {"length": 64, "dim": 16},
+              "alibi": {"length": 12, "dim": 4}, "t5": {"length": 12}, "relative": {"length": 12}})
+
+
+def spec(kind: str, **extra: object) -> str:
+    from posenc_cli.encodings.base import format_value
+
+    params = {**SPECS[kind], **extra}
+    return kind + ":" + ",".join(f"{k}={format_value(v)}" for k, v in params.items())
+
+
+CASES = [(kind, view) for kind in KINDS for view in get_kind(kind).VIEWS]
+
+
+@pytest.mark.parametrize("kind,view", CASES, ids=[f"{k}-{v}" for k, v in CASES])
+def test_every_declared_view_renders_for_its_kind(tmp_path, kind, view):
+    out = tmp_path / f"{kind}-{view}.png"
+    sources = [spec(kind)]
+    if view == "compare":
+        sources.append(spec(kind, dtype="float16"))
+    code, _, err = cli(["plot", *sources, "--view", view, "-o", str(out)])
+    assert code == 0, err
+    img = matplotlib.image.imread(out)
+    assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
+    assert float(np.std(img[..., :3])) > 0.05, "a blank picture"
+
+
+def test_a_view_that_does_not_apply_lists_those_that_do(tmp_path):
+    code, _, err = cli(["plot", spec("learned"), "--view", "circle", "-o", str(tmp_path / "x.png")])
+    assert code == 2 and err.count("\n") == 1
+    assert "circle does not apply" in err and "choose from: heatmap, dot" in err, err
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_view_options_for_another_view_are_refused(tmp_path):
+    code, _, err = cli(["plot", spec("sinusoidal"), "--view", "heatmap", "--pair", "2", "-o", str(tmp_path / "x.png")])
+    assert code == 2 and "--pair cannot apply" in err, err
+
+
+def test_the_terminal_heatmap_fits_the_terminal():
+    for columns in ("80", "120"):
+        code, shown = run_tty(["plot", spec("sinusoidal")], env=clean_env(COLUMNS=columns, LINES="30"))
+        assert code == 0, shown
+        lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in shown.splitlines()]
+        assert len(lines) > 5 and max(len(line) for line in lines) <= int(columns), columns
+        assert any("▀" in line or "▄" in line or "█" in line for line in lines)
+
+
+def test_piped_without_output_is_refused():
+    code, out, err = cli(["plot", spec("sinusoidal")])
+    assert code == 2 and out == b"" and "pass -o FILE.png" in err
+
+
+def test_the_default_view_follows_the_kind(tmp_path):
+    code, _, err = cli(["plot", spec("alibi"), "-o", str(tmp_path / "a.png")])
+    assert code == 0 and "(bias," in err
+    code, _, err = cli(["plot", spec("rope"), spec("rope", base=100), "-o", str(tmp_path / "b.png")])
+    assert code == 0 and "(compare," in err
+
+
+def test_every_declared_view_is_one_the_plot_engine_can_draw():
+    """Each kind's VIEWS declaration agrees with what the engine finds in its tensors (roles)."""
+    from posenc_cli import plot
+    from posenc_cli.api import open_table
+
+    for kind in KINDS:
+        src = open_table(spec(kind))
+        ps = plot.PlotSource(kind, {n: src.array(n) for n in src.names}, dict(get_kind(kind).ROLES), src.metadata)
+        fits = plot.applicable([ps])
+        assert set(get_kind(kind).VIEWS) - {"compare"} <= set(fits), (kind, fits)
+
+
+def test_readme_pictures_are_current(tmp_path):
+    """tools/pictures.py draws them again; the pixels must equal the committed files'."""
+    import importlib.util
+
+    recorded = (ROOT / "docs" / "pictures" / "VERSION").read_text().split()[-1]
+    if recorded != matplotlib.__version__:
+        pytest.skip(f"pictures were drawn with matplotlib {recorded}, this is {matplotlib.__version__}")
+    spec_ = importlib.util.spec_from_file_location("pictures", ROOT / "tools" / "pictures.py")
+    module = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(module)
+    for path in module.draw(tmp_path):
+        committed = matplotlib.image.imread(ROOT / "docs" / "pictures" / path.name)
+        fresh = matplotlib.image.imread(path)
+        assert committed.shape == fresh.shape and np.array_equal(committed, fresh), (
+            f"docs/pictures/{path.name} is stale; run python tools/pictures.py")
