@@ -82,3 +82,18 @@ def cli(args: list[str], *, input: bytes = b"", env: dict | None = None) -> tupl
         os.environ.clear()
         os.environ.update(old_env)
     return code, out.getvalue(), err.getvalue().decode("utf-8", "replace")
+
+
+def inproc(args: list[str], *, input: bytes | None = None, cwd: Path | None = None, env: dict | None = None,
+           timeout: float = 120) -> subprocess.CompletedProcess:
+    """:func:`run`'s interface, in this process (:func:`cli`): for tests of arguments, output and exit codes,
+    where a real process adds only start-up time. Pipes, signals, terminals and installs use :func:`run`."""
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        extra = None if env is None else {k: v for k, v in env.items() if os.environ.get(k) != v}
+        code, out, err = cli(args, input=input or b"", env=extra)
+    finally:
+        os.chdir(old)
+    return subprocess.CompletedProcess(args, code, out, err.encode())

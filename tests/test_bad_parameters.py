@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import run
+from .conftest import inproc as run
 
 CASES = [
     # unknown kind or parameter: list the valid ones

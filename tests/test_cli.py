@@ -10,7 +10,7 @@ import pytest
 
 from posenc_cli.encodings import make_encoding
 
-from .conftest import run, run_tty
+from .conftest import inproc as run, run as run_process, run_tty
 
 
 def load_npy(data: bytes) -> np.ndarray:
@@ -28,7 +28,7 @@ def one_error_line(proc) -> str:
 
 
 def test_version_and_module_entry_point():
-    proc = run(["--version"])
+    proc = run_process(["--version"])
     assert proc.returncode == 0 and proc.stdout.decode().startswith("posenc 0.")
 
 

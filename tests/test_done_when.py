@@ -18,7 +18,8 @@ import pytest
 from posenc_cli.encodings import KINDS, get_kind
 from posenc_cli.encodings.base import format_value
 
-from .conftest import clean_env, run
+from .conftest import clean_env
+from .conftest import inproc as run
 
 #: Llama-3.1-8B's rope settings (head_dim 64 from hidden_size / heads), shrunk where it does not matter.
 LLAMA31 = {
