@@ -1072,3 +1072,116 @@ def nice_digits(value: float) -> int:
         short = short.split("e")[0]
     digits = short.replace(".", "").lstrip("0").rstrip("0")
     return max(1, len(digits))
+
+
+# ----- one table, measured lazily -------------------------------------------------------------------------------
+class TableAnalysis:
+    """The tensors to identify and what has been measured of them, computed on first use and shared.
+
+    ``name`` is the main tensor (the first with two or more dimensions), ``table`` that tensor. Nothing here knows
+    about encoding kinds: per-kind hints read these measurements and decide.
+    """
+
+    def __init__(self, tensors: dict[str, Any], metadata: dict[str, str] | None = None) -> None:
+        self.tensors = tensors
+        self.metadata = dict(metadata or {})
+        names = list(tensors)
+        self.name = next((k for k in names if len(tensors[k].shape) >= 2), names[0])
+        self.table = tensors[self.name]
+        self._cache: dict[str, Any] = {}
+
+    # ----- shape and dtype ------------------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(int(s) for s in self.table.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def n(self) -> int:
+        return self.shape[0] if self.shape else 1
+
+    @property
+    def width(self) -> int:
+        return int(np.prod(self.shape[1:])) if self.ndim >= 2 else 1
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.table.dtype)
+
+    @property
+    def floating(self) -> bool:
+        return finfo(self.dtype) is not None
+
+    @property
+    def dtype_param(self) -> str | None:
+        """The posenc dtype name of a floating table (None for integers)."""
+        from .encodings.base import FLOAT_DTYPES, dtype_name
+
+        name = dtype_name(self.dtype)
+        return name if name in FLOAT_DTYPES else None
+
+    def _memo(self, key: str, fn: Any) -> Any:
+        if key not in self._cache:
+            self._cache[key] = fn()
+        return self._cache[key]
+
+    # ----- measurements -------------------------------------------------------------------------------------------
+    @property
+    def values(self) -> ValueSummary:
+        """Range, NaN/infinity counts and integer-ness of the whole main table (one streaming pass)."""
+        return self._memo("values", lambda: value_summary(self.table))
+
+    @property
+    def head(self) -> np.ndarray:
+        """The first (up to) 16 rows, float64, 2-D."""
+        return self._memo("head", lambda: read_rows(self.table, np.arange(min(self.n, 16))).reshape(
+            min(self.n, 16), -1))
+
+    @property
+    def zero_rows(self) -> np.ndarray:
+        """Rows that are all zero among the first 16 and a spread sample (a padding or [CLS] row)."""
+        def find() -> np.ndarray:
+            rows = np.unique(np.concatenate([np.arange(min(self.n, 16)), spread_rows(self.n, 64)]))
+            x = read_rows(self.table, rows).reshape(rows.size, -1)
+            return rows[np.all(x == 0, axis=1)] if self.width > 1 else np.zeros(0, dtype=np.int64)
+
+        return self._memo("zero_rows", find)
+
+    @property
+    def sample(self) -> LagSample:
+        """The lag sample of the main table's rows, avoiding zero rows."""
+        return self._memo("sample", lambda: lag_sample(self.n, exclude=self.zero_rows))
+
+    @property
+    def x(self) -> np.ndarray:
+        """The main table on ``sample.rows`` (float64, rows x columns)."""
+        return self._memo("x", lambda: read_rows(self.table, self.sample.rows).reshape(self.sample.rows.size, -1))
+
+    @property
+    def spectrum(self) -> Spectrum | None:
+        """The main table's columns as sinusoids of the row position (2-D floating tables only)."""
+        def make() -> Spectrum | None:
+            if self.ndim != 2 or not self.floating or not self.sample.usable:
+                return None
+            return spectrum(self.table, sample=self.sample, x=self.x, dtype=self.dtype)
+
+        return self._memo("spectrum", make)
+
+    @property
+    def effective_dtype(self) -> np.dtype:
+        return self._memo("eff", lambda: effective_dtype(self.x, self.dtype) if self.floating else self.dtype)
+
+    def tensor(self, prefix: str) -> tuple[str, Any] | None:
+        """The first tensor whose name starts with ``prefix`` (case-insensitive), as ``(name, tensor)``."""
+        for k, v in self.tensors.items():
+            if k.lower().startswith(prefix):
+                return k, v
+        return None
+
+    def read(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """Rows of tensor ``name`` as float64, 2-D."""
+        t = self.tensors[name]
+        return read_rows(t, rows).reshape(len(rows), -1)
