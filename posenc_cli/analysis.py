@@ -382,6 +382,7 @@ def find_pairs(x: np.ndarray, tol: float, *, skip: np.ndarray | None = None) -> 
     skip_set = set() if skip is None else {int(c) for c in skip}
     amp = np.max(np.abs(x), axis=0)
     best: list[tuple[int, int]] | None = None
+    best_key = (0, math.inf)
     for i, j in standard_pairings(width).values():
         keep = np.array([a not in skip_set and b not in skip_set for a, b in zip(i, j)], dtype=bool)
         if not keep.any():
@@ -389,8 +390,10 @@ def find_pairs(x: np.ndarray, tol: float, *, skip: np.ndarray | None = None) -> 
         i2, j2 = i[keep], j[keep]
         spread = _square_sum_spread(x, i2, j2)
         scale = np.maximum(np.maximum(amp[i2], amp[j2]) ** 2, 1e-300)
-        if np.all(spread <= tol * scale) and (best is None or len(i2) > len(best)):
-            best = list(zip(i2.tolist(), j2.tolist()))
+        worst = float(np.max(spread / scale))
+        # the pairing with the most pairs, then the tightest one, wins (low-precision tables fit loosely)
+        if worst <= tol and (len(i2), -worst) > (best_key[0], -best_key[1]):
+            best, best_key = list(zip(i2.tolist(), j2.tolist())), (len(i2), worst)
     if best is not None and 2 * len(best) + len(skip_set) >= width - 1:
         return best
     cols = np.array([c for c in range(width) if c not in skip_set], dtype=np.int64)
@@ -470,7 +473,8 @@ def spectrum(
     if not sample.usable:
         return Spectrum(width, [], zero_cols.tolist(), [c for c in range(width) if not zero[c]], tol, n)
     if pairs is None:
-        pairs = find_pairs(np.where(finite, x, 0.0), 4 * tol, skip=np.concatenate([zero_cols, bad])) if find else []
+        # x^2 + y^2 of a rounded pair is off by about 2 ulps of the larger member
+        pairs = find_pairs(np.where(finite, x, 0.0), 8 * eps, skip=np.concatenate([zero_cols, bad])) if find else []
     oscillators: list[Oscillator] = []
     paired: set[int] = set()
     if pairs:
@@ -515,6 +519,13 @@ def spectrum(
         phase = np.arctan2(-b, a)
         fit = amplitude[None, :] * np.cos(np.outer(pos, w) + phase[None, :])
         res = np.max(np.abs(xs - fit), axis=0)
+        # a single column cannot tell amplitude from frequency when its angle barely moves (sin x ~ x): with the
+        # amplitude of the pairs known, refine frequency and phase by Gauss-Newton
+        amps = [o.amplitude for o in oscillators]
+        if amps and np.ptp(amps) <= 1e-6 * max(amps):
+            w, phase, res, gn_err = _refine_singles(xs, pos, w, phase, float(np.median(amps)), res)
+            amplitude = np.where(np.isfinite(w), float(np.median(amps)), amplitude)
+            est.err = np.maximum(est.err, np.nan_to_num(gn_err, nan=np.inf))
         for k, col in enumerate(singles.tolist()):
             if est.ok[k] and res[k] <= tol * max(float(amplitude[k]), 1e-300) * 8:
                 oscillators.append(
@@ -527,32 +538,99 @@ def spectrum(
     return Spectrum(width, oscillators, zero_cols.tolist(), sorted(other), tol, n)
 
 
-def position_offset(spec: Spectrum, *, single_phase: float = 0.0) -> tuple[int, float] | None:
-    """The integer position ``o`` of the first row: every oscillator's phase is ``o * freq`` (mod 2 pi).
+def _refine_singles(x: np.ndarray, pos: np.ndarray, w: np.ndarray, phase: np.ndarray, amp: float,
+                    res: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Gauss-Newton on ``x = amp * cos(w t + phase)`` per column (amplitude fixed); keeps improvements only.
+    Returns frequency, phase, max residual and the frequency's 1-sigma error."""
+    w, phase, res = w.copy(), phase.copy(), res.copy()
+    err = np.full(w.shape, np.inf)
+    t = pos[:, None]
+    for _ in range(6):
+        ang = t * w[None, :] + phase[None, :]
+        r = x - amp * np.cos(ang)
+        jw = -amp * t * np.sin(ang)
+        jp = -amp * np.sin(ang)
+        a11, a12, a22 = np.einsum("ij,ij->j", jw, jw), np.einsum("ij,ij->j", jw, jp), np.einsum("ij,ij->j", jp, jp)
+        b1, b2 = np.einsum("ij,ij->j", jw, r), np.einsum("ij,ij->j", jp, r)
+        det = a11 * a22 - a12 * a12
+        good = np.abs(det) > 1e-300
+        with np.errstate(invalid="ignore", divide="ignore"):
+            dw = np.where(good, (b1 * a22 - b2 * a12) / np.where(good, det, 1.0), 0.0)
+            dp = np.where(good, (a11 * b2 - a12 * b1) / np.where(good, det, 1.0), 0.0)
+        w_new, p_new = w + dw, phase + dp
+        res_new = np.max(np.abs(x - amp * np.cos(t * w_new[None, :] + p_new[None, :])), axis=0)
+        better = np.isfinite(res_new) & (res_new <= res)
+        w, phase, res = np.where(better, w_new, w), np.where(better, p_new, phase), np.where(better, res_new, res)
+        # 1-sigma of w for values rounded to about res: sqrt((J^T J)^-1)[w, w] * res
+        with np.errstate(invalid="ignore", divide="ignore"):
+            err = np.where(good, np.sqrt(np.abs(a22 / np.where(good, det, 1.0))) * np.maximum(res, 1e-300), np.inf)
+    return w, phase, res, err
 
-    Paired oscillators use their cos-member phase; single columns are assumed to have phase ``single_phase`` at
-    position 0 (0 for cos columns). Returns ``(o, max phase misfit)`` or None when there are no oscillators.
-    """
+
+def _wrap(x: np.ndarray) -> np.ndarray:
+    """Angles folded into [-pi, pi)."""
+    return np.mod(x + math.pi, TWO_PI) - math.pi
+
+
+def _offset_candidates(spec: Spectrum, single_phase: float, tol: float,
+                       max_offset: int) -> tuple[np.ndarray, np.ndarray] | None:
     osc = [o for o in spec.oscillators if o.freq > 0]
+    if any(o.paired for o in osc):
+        # a single cos column cannot tell +phase from -phase when its angle barely moves: pairs decide
+        osc = [o for o in osc if o.paired]
     if not osc:
         return None
     freqs = np.array([o.freq for o in osc])
     phases = np.array([o.phase - (0.0 if o.paired else single_phase) for o in osc])
+    errs = np.array([o.err for o in osc])
     order = np.argsort(freqs)
-    estimate = 0.0
-    # from the lowest frequency up: each refines o within the ambiguity 2 pi / w the previous one left
-    for k in order:
-        w, ph = freqs[k], phases[k]
-        pred = estimate * w
-        turn = np.round((pred - ph) / TWO_PI)
-        cand = (ph + TWO_PI * turn) / w
-        if abs(cand - estimate) * w < math.pi or estimate == 0.0:
-            estimate = cand
-        if w * spec.positions > 1.0:
+    k0 = order[0]
+    w0, ph0 = freqs[k0], phases[k0]
+    turns = int(min(max_offset * w0 / TWO_PI + 1, 100_000))
+    j = np.arange(-turns, turns + 1, dtype=np.float64)
+    cand = np.unique(np.concatenate([np.round((ph0 + TWO_PI * j) / w0), [0.0]]))
+    cand = cand[np.abs(cand) <= max_offset]
+    for k in order[1:]:
+        if cand.size <= 1:
             break
-    o = int(round(estimate))
-    misfit = np.abs(np.angle(np.exp(1j * (phases - o * freqs))))
-    return o, float(np.max(misfit))
+        mis = np.abs(_wrap(phases[k] - cand * freqs[k]))
+        keep = mis <= tol + 6 * errs[k] * np.abs(cand)
+        cand = cand[keep] if keep.any() else cand[np.argsort(mis)[:1]]
+    cand = cand[np.argsort(np.abs(cand), kind="stable")[:64]]
+    mis_all = np.max(np.abs(_wrap(phases[None, :] - cand[:, None] * freqs[None, :])), axis=1)
+    order = np.lexsort((np.abs(cand), np.round(mis_all / max(tol / 16, 1e-12))))
+    return cand[order], mis_all[order]
+
+
+def position_offset(spec: Spectrum, *, single_phase: float = 0.0, max_offset: int = 1 << 24,
+                    tol: float | None = None) -> tuple[int, float] | None:
+    """The integer position ``o`` of the first row: every oscillator's phase is ``o * freq`` (mod 2 pi).
+
+    Paired oscillators use their cos-member phase; single columns are assumed to have phase ``single_phase`` at
+    position 0 (0 for cos columns, -pi/2 for sin columns). Candidates come from the lowest frequency (every ``o``
+    within ``max_offset`` that fits it, at most 200001 of them, and 0) and are filtered by the next frequencies in
+    turn (misfit within ``tol`` rad plus 6 sigma of the frequency times ``|o|``); the best fit wins, the smallest
+    ``|o|`` among equal fits. Returns ``(o, max phase misfit)`` or None when there are no oscillators.
+    """
+    found = _offset_candidates(spec, single_phase, 1e-3 if tol is None else tol, max_offset)
+    if found is None or found[0].size == 0:
+        return None
+    return int(found[0][0]), float(found[1][0])
+
+
+def position_offsets(spec: Spectrum, *, single_phase: float = 0.0, tol: float = 1e-3, count: int = 3,
+                     max_offset: int = 1 << 24) -> list[tuple[int, float]]:
+    """Up to ``count`` offsets that fit the phases within ``tol``, best first (low-precision tables leave several
+    plausible; 0 is among them whenever it fits)."""
+    found = _offset_candidates(spec, single_phase, tol, max_offset)
+    if found is None:
+        return []
+    cand, mis = found
+    out = [(int(c), float(m)) for c, m in zip(cand[:count], mis[:count])]
+    zero = np.flatnonzero(cand == 0)
+    if zero.size and all(o != 0 for o, _ in out) and mis[zero[0]] <= tol:
+        out[-1] = (0, float(mis[zero[0]]))
+    return out
 
 
 # ----- layouts ------------------------------------------------------------------------------------------------------
@@ -571,7 +649,8 @@ def pair_layout(pairs: list[tuple[int, int]], width: int) -> str | None:
     if np.array_equal(ps, 2 * k) and np.array_equal(pc, 2 * k + 1):
         return "interleaved"
     if np.array_equal(pc, 2 * k) and np.array_equal(ps, 2 * k + 1):
-        return "interleaved-cos-first"
+        # one pair [cos, sin] is also the split cos-first layout
+        return "split-cos-first" if len(ordered) == 1 else "interleaved-cos-first"
     if np.array_equal(ps, k) and np.all(pc - ps == pc[0] - ps[0]) and pc[0] - ps[0] >= len(ordered):
         return "split"
     if np.array_equal(pc, k) and np.all(ps - pc == ps[0] - pc[0]) and ps[0] - pc[0] >= len(ordered):
@@ -917,6 +996,7 @@ class ValueSummary:
     n_neginf: int
     integer: bool
     max_abs: float
+    zero_rows: tuple[int, ...] = ()
 
     @property
     def finite(self) -> bool:
@@ -924,9 +1004,11 @@ class ValueSummary:
 
 
 def value_summary(table: Any) -> ValueSummary:
-    """Scan ``table`` block by block: min/max over finite values, NaN and infinity counts, integer-ness."""
+    """Scan ``table`` block by block: min/max over finite values, NaN and infinity counts, integer-ness, and the
+    first 16 rows that are all zero (padding or [CLS] rows)."""
     n = n_rows(table) if len(table.shape) else 1
     lo, hi, mabs = math.inf, -math.inf, 0.0
+    zero_rows: list[int] = []
     n_nan = n_pinf = n_ninf = 0
     integer = True
     for start in range(0, max(n, 1), SCAN_ROWS):
@@ -945,6 +1027,9 @@ def value_summary(table: Any) -> ValueSummary:
         n_nan += int(nan.sum())
         n_pinf += int(pinf.sum())
         n_ninf += int(ninf.sum())
+        if block.ndim >= 2 and len(zero_rows) < 16:
+            flat = block.reshape(block.shape[0], -1)
+            zero_rows += (start + np.flatnonzero(~np.any(flat != 0, axis=1))[: 16 - len(zero_rows)]).tolist()
         fin = block[~(nan | pinf | ninf)]
         if fin.size:
             lo = min(lo, float(fin.min()))
@@ -955,7 +1040,7 @@ def value_summary(table: Any) -> ValueSummary:
     from .encodings.base import dtype_name
 
     return ValueSummary(tuple(int(s) for s in table.shape), dtype_name(np.dtype(table.dtype)), lo, hi, n_nan, n_pinf,
-                        n_ninf, integer, mabs)
+                        n_ninf, integer, mabs, tuple(zero_rows))
 
 
 def _on_grid(x: np.ndarray, dtype: Any) -> bool:
@@ -1142,13 +1227,10 @@ class TableAnalysis:
 
     @property
     def zero_rows(self) -> np.ndarray:
-        """Rows that are all zero among the first 16 and a spread sample (a padding or [CLS] row)."""
-        def find() -> np.ndarray:
-            rows = np.unique(np.concatenate([np.arange(min(self.n, 16)), spread_rows(self.n, 64)]))
-            x = read_rows(self.table, rows).reshape(rows.size, -1)
-            return rows[np.all(x == 0, axis=1)] if self.width > 1 else np.zeros(0, dtype=np.int64)
-
-        return self._memo("zero_rows", find)
+        """The first (up to 16) rows that are all zero: padding or [CLS] rows (from the full scan)."""
+        if self.width <= 1:
+            return np.zeros(0, dtype=np.int64)
+        return np.array(self.values.zero_rows, dtype=np.int64)
 
     @property
     def sample(self) -> LagSample:

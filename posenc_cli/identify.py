@@ -31,8 +31,8 @@ from .errors import ParameterError
 Hint = Callable[[dict[str, Any], an.TableAnalysis], list["Candidate"]]
 #: Elementwise tolerance of "reproduces": ulps of the table's dtype (or compare's atol).
 ULP_TOL = 2.0
-#: Candidates verified at most (structure proposes few; this bounds a pathological hint).
-MAX_VERIFY = 40
+#: Candidates verified at most per kind (structure proposes few; this bounds a pathological hint).
+MAX_VERIFY = 24
 
 
 @dataclass
@@ -209,10 +209,14 @@ def identify(
         if cand.accounts:
             accounted_kinds.add(cand.kind)
 
-    for cand in [c for c in proposed if not c.fallback][:MAX_VERIFY]:
-        check(cand)
-    for cand in [c for c in proposed if c.fallback][:MAX_VERIFY]:
-        if cand.kind not in accounted_kinds:
+    per_kind: dict[str, int] = {}
+    for fallback in (False, True):
+        for cand in [c for c in proposed if c.fallback == fallback]:
+            if fallback and cand.kind in accounted_kinds:
+                continue
+            if per_kind.get(cand.kind, 0) >= MAX_VERIFY:
+                continue
+            per_kind[cand.kind] = per_kind.get(cand.kind, 0) + 1
             check(cand)
     for cand in verified:
         _name(cand)
@@ -416,6 +420,11 @@ def ladder(spec: an.Spectrum) -> tuple[np.ndarray, np.ndarray, list[an.Oscillato
     return np.array([o.freq for o in osc]), np.array([o.err for o in osc]), osc
 
 
+def phase_tol(dtype: Any) -> float:
+    """How far (rad) a phase read from a table of ``dtype`` may be off: 1e-3, or 4 ulps for coarse dtypes."""
+    return max(1e-3, 4 * an.data_eps(np.dtype(dtype)))
+
+
 def _near_one(x: float, tol: float = 1e-6) -> bool:
     return abs(x - 1.0) <= tol
 
@@ -442,22 +451,26 @@ def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Can
         return guess
     freqs, errs, osc = ladder(spec)
     geo = an.geometric_fit(freqs, errs)
-    if geo is None or geo.count < len(freqs):
+    # the lowest frequencies of a coarse (float16) or very long-wavelength table are measured poorly: a leading
+    # geometric run of three or more still gives the ladder, and regeneration has the last word
+    if geo is None or geo.count < min(len(freqs), 3):
         guess[0].note = "its frequencies are not a geometric ladder"
         guess[0].params["layout"] = layout
         return guess
-    off = an.position_offset(spec, single_phase=-math.pi / 2)
-    offset = off[0] if off is not None and off[1] < 1e-3 else 0
-    common: dict[str, Any] = {**base, "layout": layout}
-    if offset:
-        common["offset"] = offset
-    zero_rows = ana.zero_rows
-    if zero_rows.size == 1:
-        common["padding_idx"] = int(zero_rows[0]) + offset
+    ptol = phase_tol(ana.dtype)
+    # the odd column of an odd dim has no partner: a sin column, or a cos one when cos comes first
+    single = 0.0 if layout == "split-cos-first" else -math.pi / 2
+    found = an.position_offsets(spec, single_phase=single, tol=ptol)
+    # alternatives only when the phases are too coarse to single one offset out (float16, bfloat16)
+    offsets = [o for o, mis in found if found[0][1] > 1e-4 or o == found[0][0]] or [0]
     n = len(freqs)
     out: list[Candidate] = []
-    for freq in ("paper", "t2t"):
-        params = {**common, "freq": freq}
+    for offset, freq in [(o, f) for o in offsets for f in ("paper", "t2t")]:
+        params: dict[str, Any] = {**base, "layout": layout, "freq": freq}
+        if offset:
+            params["offset"] = offset
+        if ana.zero_rows.size == 1:
+            params["padding_idx"] = int(ana.zero_rows[0]) + offset
         if d % 2:
             rule = "zero-pad" if (d - 1) in spec.zero_cols else "ceil"
             auto = "zero-pad" if (freq == "t2t" and layout != "interleaved") else "ceil"
@@ -486,78 +499,148 @@ def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Can
     return out or guess
 
 
+def _grid_plan(ndim_grid: int, f: int, d: int, axis_order: str, layout: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per column: grid axis (0 = slowest), 0 for sin / 1 for cos, and frequency index k, for one convention."""
+    axes = list(range(ndim_grid))
+    if axis_order == "reversed":
+        axes.reverse()
+    width = 2 * ndim_grid * f
+    ax, trig, k = np.full(width, -1), np.full(width, -1), np.full(width, -1)
+    ks = np.arange(f)
+    for slot, axis in enumerate(axes):
+        if layout == "split":
+            spans = [(0, np.arange(2 * f * slot, 2 * f * slot + f)), (1, np.arange(2 * f * slot + f, 2 * f * (slot + 1)))]
+        elif layout == "interleaved":
+            spans = [(0, np.arange(2 * f * slot, 2 * f * (slot + 1), 2)),
+                     (1, np.arange(2 * f * slot + 1, 2 * f * (slot + 1), 2))]
+        else:
+            spans = [(0, np.arange(f * slot, f * (slot + 1))),
+                     (1, np.arange(f * (ndim_grid + slot), f * (ndim_grid + slot + 1)))]
+        for t, cols in spans:
+            ax[cols], trig[cols], k[cols] = axis, t, ks
+    return ax[:d], trig[:d], k[:d]
+
+
+def _axis_frequencies(table: Any, first: int, stride: int, side: int, sin_cols: np.ndarray,
+                      cos_cols: np.ndarray) -> np.ndarray:
+    """Angular frequencies of one grid axis: the angle atan2(sin, cos) at coordinates 1, 2, 4, ..., side - 1,
+    each unwrapped with the estimate from the shorter ones (error ~ ulp / coordinate)."""
+    coords = sorted({1, *[2**i for i in range(1, max(1, side - 1).bit_length())], side - 1} - {0})
+    coords = [c for c in coords if c < side]
+    x = an.read_rows(table, [first + stride * c for c in coords]).reshape(len(coords), -1)
+    has_cos = cos_cols >= 0
+    cc = np.where(has_cos, cos_cols, 0)
+    # a sin column whose cos was truncated away: arcsin at coordinate 1 (w < pi/2 beyond the first frequency)
+    w = np.where(has_cos, np.arctan2(x[0, sin_cols], x[0, cc]), np.arcsin(np.clip(x[0, sin_cols], -1, 1)))
+    for row, c in zip(x[1:], coords[1:]):
+        theta = np.arctan2(row[sin_cols], row[cc])
+        pred = c * w
+        w = np.where(has_cos, (theta + an.TWO_PI * np.round((pred - theta) / an.TWO_PI)) / c, w)
+    return w
+
+
+def _factorizations(cells: int, k: int) -> list[tuple[int, ...]]:
+    """Every ordered way to write ``cells`` as a product of ``k`` positive integers."""
+    if k == 1:
+        return [(cells,)]
+    out = []
+    for a in range(1, cells + 1):
+        if cells % a == 0:
+            out += [(a, *rest) for rest in _factorizations(cells // a, k - 1)]
+    return out
+
+
 def _grid_hints(kind: str, ndim_grid: int, ana: an.TableAnalysis) -> list[Candidate]:
-    if ana.ndim != 2 or not ana.floating or ana.n < 2:
+    """Find the grid shape, axis order and layout by exact equalities: moving one step along axis ``a`` changes
+    exactly the columns the layout gives to ``a`` (values at equal coordinates are computed identically, so
+    this holds bit for bit whatever the dtype); then each axis' frequencies give the base."""
+    if ana.ndim != 2 or not ana.floating or ana.n < 1:
         return []
-    first = 1 if 0 in ana.zero_rows.tolist() else 0
-    groups = an.axis_groups(ana.table, first)
-    if len(groups) != ndim_grid or groups[0][0] != 1:
-        return []
+    first = 1 if ana.n > 1 and 0 in ana.zero_rows.tolist() else 0
     cells = ana.n - first
-    strides = [g[0] for g in groups]  # fastest first: 1, W, W*H
-    sides = []
-    for i, s in enumerate(strides):
-        nxt = strides[i + 1] if i + 1 < len(strides) else cells
-        if nxt % s:
-            return []
-        sides.append(nxt // s)
-    if math.prod(sides) != cells:
+    if cells < 1 or cells > 1 << 24:
         return []
-    grid_shape = list(reversed(sides))  # slowest first: HxW or TxHxW
     d = ana.width
     f = -(-d // (2 * ndim_grid))
     row0 = an.read_rows(ana.table, [first])[0]
-    # which grid axis (0 = slowest) and sin (0) / cos (1) each column is
-    axis_of = np.full(d, -1)
-    for g, (_, cols) in enumerate(groups):
-        axis_of[cols] = ndim_grid - 1 - g
     trig_of = np.where(row0 == 0, 0, np.where(row0 == 1, 1, -1))
-    out = []
+    plans = []
     for axis_order in ("reversed", "grid"):
         for layout in ("split", "interleaved", "sin-block"):
-            axes = list(range(ndim_grid))
-            if axis_order == "reversed":
-                axes.reverse()
-            exp_axis = np.full(2 * ndim_grid * f, -1)
-            exp_trig = np.full(2 * ndim_grid * f, -1)
-            for slot, axis in enumerate(axes):
-                if layout == "split":
-                    spans = [(0, slice(2 * f * slot, 2 * f * slot + f)),
-                             (1, slice(2 * f * slot + f, 2 * f * (slot + 1)))]
-                elif layout == "interleaved":
-                    spans = [(0, slice(2 * f * slot, 2 * f * (slot + 1), 2)),
-                             (1, slice(2 * f * slot + 1, 2 * f * (slot + 1), 2))]
-                else:
-                    spans = [(0, slice(f * slot, f * (slot + 1))),
-                             (1, slice(f * (ndim_grid + slot), f * (ndim_grid + slot + 1)))]
-                for trig, sl in spans:
-                    exp_axis[sl] = axis
-                    exp_trig[sl] = trig
-            exp_axis, exp_trig = exp_axis[:d], exp_trig[:d]
-            # columns that never change (an axis of length 1, or cos of a zero frequency) are not constrained
-            known = axis_of >= 0
-            if not (np.array_equal(exp_axis[known], axis_of[known]) and np.array_equal(exp_trig, trig_of)):
+            exp_axis, exp_trig, exp_k = _grid_plan(ndim_grid, f, d, axis_order, layout)
+            if np.array_equal(exp_trig, trig_of):
+                plans.append((axis_order, layout, exp_axis, exp_k))
+    if not plans:
+        return []
+    rng = np.random.default_rng(0)
+    cache: dict[int, np.ndarray] = {}
+
+    def row(r: int) -> np.ndarray:
+        if r not in cache:
+            cache[r] = an.read_rows(ana.table, [first + r])[0]
+        return cache[r]
+
+    out = []
+    shapes = _factorizations(cells, ndim_grid)
+    for shape in shapes:
+        strides = [math.prod(shape[a + 1:]) for a in range(ndim_grid)]
+        for axis_order, layout, exp_axis, exp_k in plans:
+            ok = True
+            for a in range(ndim_grid):
+                if shape[a] < 2:
+                    # an axis of length 1 never changes: its columns equal the first row's everywhere
+                    mine_all = exp_axis == a
+                    if mine_all.any() and any(not np.array_equal(row(int(r))[mine_all], row0[mine_all])
+                                              for r in rng.integers(0, cells, size=6)):
+                        ok = False
+                        break
+                    continue
+                others = exp_axis != a
+                mine = (exp_axis == a) & (exp_k == 0)
+                # cells r (coordinate a below its last value) and r + stride_a differ in axis a only
+                starts = [0] + [int(x) for x in rng.integers(0, cells, size=6)]
+                for r in starts:
+                    coord = (r // strides[a]) % shape[a]
+                    if coord == shape[a] - 1:
+                        r -= strides[a]
+                    x0, x1 = row(r), row(r + strides[a])
+                    if not np.array_equal(x0[others], x1[others]) or (mine.any() and np.array_equal(x0[mine], x1[mine])):
+                        ok = False
+                        break
+                if not ok:
+                    break
+            if not ok:
                 continue
-            channels = "exact" if d % (2 * ndim_grid) == 0 else "ceil"
-            params = {"length": ana.n, "dim": d, "grid": "x".join(map(str, grid_shape)), "cls_token": bool(first),
-                      "axis_order": axis_order, "layout": layout, "channels": channels}
+            grid = "x".join(map(str, shape))
+            params = {"length": ana.n, "dim": d, "grid": grid, "cls_token": bool(first), "axis_order": axis_order,
+                      "layout": layout, "channels": "exact" if d % (2 * ndim_grid) == 0 else "ceil"}
             if ana.dtype_param:
                 params["dtype"] = ana.dtype_param
             bases = [10000.0]
-            longest = int(np.argmax(sides))
-            side, stride = sides[longest], strides[longest]
-            cols = groups[longest][1]
-            if f > 1 and side >= 3:
-                sample = an.lag_sample(side, start=first, stride=stride)
-                x = an.read_rows(ana.table, sample.rows).reshape(sample.rows.size, -1)[:, cols]
-                spec = an.spectrum(ana.table, sample=sample, x=x, dtype=ana.dtype)
-                freqs, errs, _ = ladder(spec)
-                geo = an.geometric_fit(freqs, errs)
-                if geo is not None and geo.count == len(freqs) and len(freqs) > 1 and 0 < geo.ratio < 1:
-                    bases = round_variants(geo.ratio ** (-float(f)))
-            note = f"{'x'.join(map(str, grid_shape))} grid, {layout} per axis, {axis_order} axes"
+            _, exp_trig, _ = _grid_plan(ndim_grid, f, d, axis_order, layout)
+            # the longest axis that has a sin/cos pair beyond k = 0 (truncated columns may lack one)
+            for axis in sorted(range(ndim_grid), key=lambda a: -shape[a]):
+                pairs = []
+                for k in range(1, f):
+                    sc = np.flatnonzero((exp_axis == axis) & (exp_trig == 0) & (exp_k == k))
+                    cc = np.flatnonzero((exp_axis == axis) & (exp_trig == 1) & (exp_k == k))
+                    if sc.size:
+                        pairs.append((k, sc[0], cc[0] if cc.size else -1))
+                if shape[axis] < 2 or not pairs:
+                    continue
+                w = _axis_frequencies(ana.table, first, strides[axis], shape[axis],
+                                      np.array([p[1] for p in pairs]), np.array([p[2] for p in pairs]))
+                e = np.array([p[0] for p in pairs]) / f
+                good = w > 0
+                if good.any():
+                    log_base = -float(np.sum(e[good] * np.log(w[good])) / np.sum(e[good] ** 2))
+                    bases = round_variants(math.exp(log_base), tols=(1e-8, 1e-6, 1e-4, 1e-3, 1e-2))
+                break
+            note = f"{grid} grid, {layout} per axis, {axis_order} axes"
             for b in bases:
                 out.append(Candidate(kind, {**params, "base": b}, note=note))
+        if len(out) >= 24:
+            break
     return out
 
 
@@ -645,8 +728,9 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate
     amps = [o.amplitude for o in spec.oscillators if o.amplitude > 0]
     amp = float(np.median(amps)) if amps else 1.0
     role = st["role"]
-    off = an.position_offset(spec, single_phase=-math.pi / 2 if role == "sin" else 0.0)
-    offset = off[0] if off is not None and off[1] < 1e-3 else 0
+    ptol = phase_tol(st["dtype"])
+    off = an.position_offset(spec, single_phase=-math.pi / 2 if role == "sin" else 0.0, tol=ptol)
+    offset = off[0] if off is not None and off[1] < ptol else 0
     params: dict[str, Any] = {"length": n}
     dim = r if not st["onnx"] else r
     meta_dim = ana.metadata.get("dim")
@@ -667,9 +751,9 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate
     tmap = {name: ({"cos": "cos", "sin": "sin", "table": "cos"}[role_] if not st["onnx"] else
                    {"cos": "cos_cache", "sin": "sin_cache", "table": "cos_cache"}[role_])
             for role_, name in st["names"].items()}
-    if role == "sin" or (role == "table" and off is not None and off[1] >= 1e-3):
-        alt = an.position_offset(spec, single_phase=-math.pi / 2)
-        if role == "table" and alt is not None and alt[1] < 1e-3:
+    if role == "sin" or (role == "table" and off is not None and off[1] >= ptol):
+        alt = an.position_offset(spec, single_phase=-math.pi / 2, tol=ptol)
+        if role == "table" and alt is not None and alt[1] < ptol:
             offset = alt[0]
             params["offset"] = offset
             if not offset:
@@ -711,7 +795,18 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate
                         f"w_k = base^(-2k/{r}), amplitude {amp:.6g} (attention scaling)")
                 else:
                     add({**params, "base": b}, f"w_k = base^(-2k/{r})")
-            if r > 2 and m > 1:
+            if r > 2 and m > 1 and not scaled_amp:
+                # dynamic NTK at sequence length S: base * (f S / L - (f - 1))^(r/(r-2)), S = offset + length
+                S = offset + n
+                for f_ in (2.0, 4.0, 8.0, 16.0, 32.0):
+                    for L in (2**e for e in range(4, 21)):
+                        if L >= S:
+                            break
+                        b0 = bases[-1] / (f_ * S / L - (f_ - 1)) ** (r / (r - 2.0))
+                        nice = an.nice_number(b0, 1e-9)
+                        if an.nice_digits(nice) <= 3:
+                            add({**params, "base": nice, "scaling": "dynamic", "factor": f_,
+                                 "original_max_position_embeddings": L}, f"dynamic NTK at sequence length {S}")
                 for f_ in _NTK_FACTORS:
                     b0 = bases[-1] / f_ ** (r / (r - 2.0))
                     nice = an.nice_number(b0, 1e-9)
@@ -729,87 +824,128 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate
                         add({**params, "base": b, "scaling": "linear", "factor": f_},
                             f"every frequency divided by {f_:g} (linear)")
         return out
-    # a law on top of a geometric ladder whose leading (high-frequency) run is kept
-    ref = geo.predict(np.arange(m))
-    bases = round_variants(geo.ratio ** (-r / 2.0))
-    prof = an.scaling_profile(freqs, ref, errs)
-    if prof.kind == "ramp-frequency" and prof.ramp is not None:
-        f_ = an.nice_number(prof.factor, 1e-6)
-        lo, hi = prof.ramp
-        options = []
-        if lo > 0:
-            L = 2 * math.pi / lo
-            for Ln in sorted({an.nice_number(L, 1e-3), float(round(L)), float(2 ** round(math.log2(L)))}):
-                options.append((int(Ln), 1.0, an.nice_number(hi * Ln / (2 * math.pi), 1e-3)))
-        options.append((8192, an.nice_number(lo * 8192 / (2 * math.pi), 1e-3),
-                        an.nice_number(hi * 8192 / (2 * math.pi), 1e-3)))
-        options.append((8192, 1.0, 4.0))
-        for L, lff, hff in options:
-            if not hff > lff > 0 or L < 1:
+    # a law on top of a geometric ladder: the kept high frequencies and the divided low ones are both geometric
+    ratios = []
+    tail = an.geometric_fit(freqs[::-1], errs[::-1])
+    for run, ratio in sorted(((geo.count, geo.ratio), (tail.count if tail else 0, 1 / tail.ratio if tail else 0.0)),
+                             reverse=True):
+        if run >= 2 and 0 < ratio < 1:
+            ratios.append(ratio)
+    w0 = an.nice_number(float(freqs[0]), 1e-6)
+    bases_seen: set[float] = set()
+    k = np.arange(m, dtype=np.float64)
+    for ratio in ratios:
+        for b in round_variants(ratio ** (-r / 2.0))[:2]:
+            if b in bases_seen:
                 continue
-            for b in bases[:2]:
-                p = {**params, "base": b, "scaling": "llama3", "factor": f_, "original_max_position_embeddings": L,
-                     "low_freq_factor": lff, "high_freq_factor": hff}
-                add(p, f"low frequencies divided by {f_:g} with a ramp in frequency (llama3)")
-    if prof.kind in ("ramp-index", "ramp-frequency") and prof.ramp is not None:
-        f_ = an.nice_number(prof.factor, 1e-6)
-        yarn_default_amp = 0.1 * math.log(f_) + 1.0 if f_ > 1 else 1.0
-        for b in bases[:2]:
-            for L, truncate in _yarn_lengths(prof, r, b, freqs, ref):
+            bases_seen.add(b)
+            ref = w0 * np.exp(-2 * k / r * math.log(b))
+            q = freqs / ref
+            if not (q.min() > 0 and q.max() < 1 + 1e-6):
+                continue
+            f_ = an.nice_number(1 / q.min(), 1e-6)
+            if f_ <= 1:
+                continue
+            s_ = np.clip((q - 1 / f_) / (1 - 1 / f_), 0, 1)  # 1 = kept, 0 = divided by f
+            for L, lff, hff, f_l in _llama3_options(q, s_, f_, 2 * math.pi / ref):
+                add({**params, "base": b, "scaling": "llama3", "factor": f_l, "original_max_position_embeddings": L,
+                     "low_freq_factor": lff, "high_freq_factor": hff},
+                    f"low frequencies divided by {f_l:g}, ramp in frequency (llama3)")
+            yarn_default_amp = 0.1 * math.log(f_) + 1.0
+            for L, truncate in _yarn_lengths(1 - s_, r, b):
                 p = {**params, "base": b, "scaling": "yarn", "factor": f_, "original_max_position_embeddings": L}
                 if not truncate:
                     p["truncate"] = False
                 if not _near_one(amp / yarn_default_amp, 1e-6):
                     p["attention_factor"] = amp
-                add(p, f"frequencies divided by {f_:g} with a ramp in the index (YaRN)")
-    if not out or prof.kind == "per-column":
-        div = ref / np.where(freqs > 0, freqs, 1.0)
-        factors = tuple(an.nice_number(float(x), 1e-7) for x in div)
-        for b in bases[:2]:
+                add(p, f"frequencies divided by {f_:g}, ramp in the index (YaRN)")
+            div = ref / freqs
+            factors = tuple(an.nice_number(float(x), 1e-7) for x in div)
             p = {**params, "base": b, "scaling": "longrope", "short_factor": factors, "long_factor": factors,
                  "original_max_position_embeddings": max(n + offset, 1), "factor": 1.0}
             if scaled_amp:
                 p["attention_factor"] = amp
-            add(p, "each frequency divided by its own factor (longrope)")
+            add(p, "each frequency divided by its own factor (longrope)", fallback=True)
     return out
 
 
-def _yarn_lengths(prof: an.ScalingProfile, r: int, base: float, freqs: np.ndarray,
-                  ref: np.ndarray) -> list[tuple[int, bool]]:
-    """Context lengths L whose YaRN correction range (beta_fast 32, beta_slow 1) gives the ramp observed."""
-    ratio = freqs / ref
-    f = prof.factor
-    rho = np.clip((1 - ratio) / (1 - 1 / f), 0.0, 1.0)  # 0 = kept, 1 = divided by f
+def _llama3_options(q: np.ndarray, s: np.ndarray, f: float,
+                    wavelength: np.ndarray) -> list[tuple[int, float, float, float]]:
+    """(original_max_position_embeddings L, low_freq_factor, high_freq_factor, factor) consistent with the
+    frequency ratios ``q`` (1 = kept; ``s`` the same on the scale where 0 = divided by ``f``), round values first.
+
+    When no frequency is divided all the way, ``f`` is not the smallest ratio: it is solved from the ramp with
+    Llama 3.1's L, low and high (8192, 1, 4).
+    """
+    kept, div = s > 1 - 1e-6, s < 1e-6
+    inner = ~kept & ~div
+    inv = 1 / wavelength
+    out: list[tuple[int, float, float, float]] = []
+
+    def add(L: float, lff: float, hff: float, factor: float) -> None:
+        Li = int(round(L))
+        if Li >= 1 and hff > lff > 0 and factor > 1 and (Li, lff, hff, factor) not in out:
+            out.append((Li, lff, hff, factor))
+
+    if inner.sum() >= 2:
+        a, b = np.polyfit(inv[inner], s[inner], 1)  # s = a / wavelength + b
+        if a > 0 and b < 0:
+            hff = an.nice_number(1 - 1 / b, 1e-4)
+            add(an.nice_number(-a / b, 1e-4), 1.0, hff, f)
+    # nothing need be divided all the way: with L, low, high = 8192, 1, 4 the ramp value is known and
+    # q = (1 - s) / f + s gives f
+    s_def = np.clip((8192 * inv - 1) / 3, 0, 1)
+    ramp = (s_def > 0) & (s_def < 1) & (q < 1 - 1e-9)
+    if ramp.any():
+        f_sol = float(np.median((1 - s_def[ramp]) / (q[ramp] - s_def[ramp])))
+        if f_sol > 1:
+            add(8192, 1.0, 4.0, an.nice_number(f_sol, 1e-4))
+    if inner.any():
+        # defaults low 1, high 4: L = wavelength * (3 s + 1)
+        add(an.nice_number(float(np.median(wavelength[inner] * (3 * s[inner] + 1))), 1e-4), 1.0, 4.0, f)
+        hff = float(np.median(1 + (8192 * inv[inner] - 1) / s[inner]))
+        add(8192, 1.0, an.nice_number(hff, 1e-4), f)
+    else:
+        # a step: every kept wavelength below L / high, every divided one above L / low
+        low = 4 * float(wavelength[kept].max()) if kept.any() else 0.0
+        high = float(wavelength[div].min()) if div.any() else math.inf
+        for L in _round_lengths(low, min(high, 1 << 30)):
+            add(L, 1.0, 4.0, f)
+        add(8192, 1.0, 4.0, f)
+    return out[:5]
+
+
+def _yarn_lengths(rho: np.ndarray, r: int, base: float) -> list[tuple[int, bool]]:
+    """Context lengths L whose YaRN correction range (beta_fast 32, beta_slow 1) gives the ramp ``rho``
+    (0 = kept, 1 = divided, linear in the index between ``low`` and ``high``); round lengths first."""
     k = np.arange(rho.size)
-    kept = k[rho < 1e-6]
-    divided = k[rho > 1 - 1e-6]
-    lo_max = int(kept.max()) if kept.size else 0  # low >= this (rho is 0 up to low)
-    hi_min = int(divided.min()) if divided.size else r // 2  # high <= this
+    kept, div = k[rho < 1e-6], k[rho > 1 - 1e-6]
+    inner = (rho > 1e-6) & (rho < 1 - 1e-6)
 
     def c_inv(c: float, beta: float) -> float:
+        # the L at which correction_dim(beta) = d ln(L / (2 pi beta)) / (2 ln base) equals c
         return 2 * math.pi * beta * math.exp(2 * math.log(base) * c / r)
 
-    out: list[tuple[int, bool]] = []
-    inner = (rho > 1e-6) & (rho < 1 - 1e-6)
-    if prof.kind == "ramp-index" and prof.ramp is not None and inner.sum() >= 2:
-        lo, hi = prof.ramp
-        if abs(lo - round(lo)) < 1e-6 and abs(hi - round(hi)) < 1e-6:
-            lo, hi = round(lo), round(hi)
-            # floor(c(32)) = lo and ceil(c(1)) = hi
-            a1, b1 = c_inv(lo, 32) if lo > 0 else 0.0, c_inv(lo + 1, 32)
-            a2, b2 = c_inv(hi - 1, 1), c_inv(hi, 1) if hi < r - 1 else math.inf
-            low, high = max(a1, a2), min(b1, b2)
-            if low < high:
-                for L in _round_lengths(low, high):
-                    out.append((L, True))
-        else:
-            L = an.nice_number(c_inv(lo, 32), 1e-6)
-            out.append((int(round(L)), False))
+    if inner.sum() >= 2:
+        slope, icpt = np.polyfit(k[inner].astype(np.float64), rho[inner], 1)
+        lo, hi = -icpt / slope, (1 - icpt) / slope
+    elif kept.size and div.size:
+        lo, hi = float(kept.max()), float(div.min())
     else:
-        # a step: the ramp lies between the last kept and the first divided index
-        low, high = c_inv(max(lo_max, 0), 32), c_inv(hi_min + 1, 32)
-        for L in _round_lengths(low, high):
-            out.append((L, True))
+        return []
+    out: list[tuple[int, bool]] = []
+    if abs(lo - round(lo)) < 1e-4 and abs(hi - round(hi)) < 1e-4:
+        lo_i, hi_i = round(lo), round(hi)
+        # floor(c(32)) = lo (or below 0 when lo is 0) and ceil(c(1)) = hi (or above r - 1 when hi is r - 1)
+        a1 = c_inv(lo_i, 32) if lo_i > 0 else 0.0
+        b1 = c_inv(lo_i + 1, 32)
+        a2 = c_inv(hi_i - 1, 1)
+        b2 = c_inv(hi_i, 1) if hi_i < r - 1 else math.inf
+        low, high = max(a1, a2), min(b1, b2)
+        if low < high:
+            out += [(L, True) for L in _round_lengths(low, min(high, 1 << 30))]
+    else:
+        out.append((int(round(an.nice_number(c_inv(lo, 32), 1e-6))), False))
     return out[:3]
 
 
@@ -822,8 +958,7 @@ def _round_lengths(low: float, high: float) -> list[int]:
             out.append(p)
         p *= 2
     for step in (1024, 100, 1):
-        start = math.floor(low / step) + 1
-        v = start * step
+        v = (math.floor(low / step) + 1) * step
         if v <= high and v not in out:
             out.append(int(v))
     return out[:3]
@@ -876,7 +1011,9 @@ def hints_alibi(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidat
         if fit is None or fit.max_dev > 0:
             return []
         lin = an.linear_distance_fit(fit.lut)
-        if not math.isfinite(lin.slope) or lin.max_dev > 1e-3 * max(abs(lin.slope) * n, 1e-30):
+        # rounding to the table's dtype bends the line by up to half an ulp of its largest value
+        tol = 4 * an.data_eps(ana.dtype) * abs(lin.slope) * max(n - 1, 1) + 1e-300
+        if not math.isfinite(lin.slope) or lin.max_dev > tol:
             return []
         slopes.append(lin.slope)
         causal = lin.causal if causal is None else causal
@@ -889,7 +1026,7 @@ def hints_alibi(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidat
     if ana.dtype_param:
         params["dtype"] = ana.dtype_param
     return [Candidate("alibi", {**params, "max_bias": b}, note=f"{heads} heads of linear biases, slope 2^-(b/{c})")
-            for b in round_variants(max_bias, tols=(1e-6, 1e-4))]
+            for b in round_variants(max_bias, tols=(1e-6, 1e-4, 1e-3, 1e-2))]
 
 
 def _integer_toeplitz(ana: an.TableAnalysis) -> an.ToeplitzFit | None:
@@ -1039,13 +1176,12 @@ def hints_learned(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candid
     seed_i = int(seed) if seed.isdigit() else 0
     peak = float(np.max(np.abs(x))) / rms
     out = []
-    stds = round_variants(rms, tols=(0.05, 0.02), keep=False)
-    for std in stds:
-        for init, trunc in (("normal", None), ("truncated-normal", 2.0)):
-            if init == "truncated-normal" and peak > 2.2:
-                continue
-            p = {**base_params(ana), "init": init, "std": std / (0.88 if trunc == 2.0 else 1.0), "seed": seed_i}
-            p["std"] = an.nice_number(p["std"], 0.05)
+    for init, trunc, shrink in (("normal", None, 1.0), ("truncated-normal", 2.0, 0.8796)):
+        # a normal cut at 2 std has a standard deviation of 0.88 std and no value beyond 2 std
+        if trunc is not None and peak > trunc / shrink * 1.25:
+            continue
+        for std in round_variants(rms / shrink, tols=(0.25, 0.15, 0.1, 0.05), keep=False):
+            p = {**base_params(ana), "init": init, "std": std, "seed": seed_i}
             if trunc is not None:
                 p["truncation"] = trunc
             out.append(Candidate("learned", p, note=f"zero-mean values, std ~{rms:.3g}, seed {seed_i}",
