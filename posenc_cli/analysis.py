@@ -578,6 +578,8 @@ def _offset_candidates(spec: Spectrum, single_phase: float, tol: float,
     if any(o.paired for o in osc):
         # a single cos column cannot tell +phase from -phase when its angle barely moves: pairs decide
         osc = [o for o in osc if o.paired]
+    elif any(o.freq * spec.positions >= 1 for o in osc):
+        osc = [o for o in osc if o.freq * spec.positions >= 1]
     if not osc:
         return None
     freqs = np.array([o.freq for o in osc])

@@ -851,8 +851,17 @@ def _try_frequencies(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]]:
     else:
         ob_used = ob
     e_b = np.array([o.err for o in ob_used])
+    w_a_all = w_a
+    # a frequency written to two columns (rotary cos/sin tables) is measured twice: the laws see each once
+    group_b = _groups(w_b, e_b)
+    if np.array_equal(group_b, _groups(w_a, e_a)) and group_b[-1] + 1 < group_b.size:
+        first = np.searchsorted(group_b, np.arange(group_b[-1] + 1))
+        w_a, e_a, w_b, e_b = w_a[first], e_a[first], w_b[first], e_b[first]
+    else:
+        group_b = np.arange(w_b.size)
+    width_b = spec_b.width if group_b[-1] + 1 == group_b.size and not ctx.blocks else 2 * (group_b[-1] + 1)
     geo_b = an.geometric_fit(w_b, e_b)
-    w_b = _idealise(w_b, e_b, geo_b, len(ob), spec_b.width)
+    w_b = _idealise(w_b, e_b, geo_b, w_b.size, width_b)
     prof = an.scaling_profile(w_a, w_b, e_a, e_b)
     if prof.kind in ("linear", "ramp-frequency", "ramp-index"):
         # a round factor, if it holds, makes the model exact
@@ -870,6 +879,10 @@ def _try_frequencies(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]]:
         steps.append(Step(f"layout-{_slug_layout(lay_a)}-to-{_slug_layout(lay_b)}",
                           f"{B} is {A} with its columns in {lay_b} order ({lay_a} -> {lay_b})",
                           "reordering columns", {"from": lay_a, "to": lay_b}))
+    if ctx.n_a != ctx.n_b:
+        what = "fewer" if ctx.n_a < ctx.n_b else "more"
+        steps.append(Step("sub-range", f"{A} has {what} rows than {B} ({ctx.n_a} vs {ctx.n_b})",
+                          f"comparing {min(ctx.n_a, ctx.n_b)} rows", {"rows_a": ctx.n_a, "rows_b": ctx.n_b}))
     if o_a != o_b:
         steps.append(Step("row-offset", f"{A} starts at position {o_a - o_b:+d} relative to {B}",
                           f"shifting positions by {o_a - o_b}", {"offset": o_a - o_b}))
@@ -880,7 +893,7 @@ def _try_frequencies(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]]:
     base_b = base_a = None
     conv = "2k/width"
     if geo_b is not None and geo_b.count == len(w_b) and len(w_b) > 1:
-        base_b, conv = an.infer_base(geo_b.ratio, geo_b.w0, len(ob), spec_b.width)
+        base_b, conv = an.infer_base(geo_b.ratio, geo_b.w0, w_b.size, width_b)
     if kind in ("power", "power-linear") and base_b is not None:
         if partial and abs(prof.exponent - ctx.d_b / ctx.d_a) < 1e-6 * ctx.d_b:
             steps.append(Step("partial-rotary",
@@ -896,7 +909,7 @@ def _try_frequencies(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]]:
                 trial = dataclasses.replace(prof, exponent=math.log(na_) / math.log(nb))
                 if np.all(np.abs(trial.predict(w_b) / w_a - 1) <= np.maximum(1e-6, 6 * e_a / w_a)):
                     prof = trial
-            r = 2 * len(ob)
+            r = 2 * w_b.size
             ntk = (base_a / base_b) ** ((r - 2) / r) if r > 2 else math.nan
             detail = {"base_a": base_a, "base_b": base_b, "exponent": prof.exponent, "convention": conv,
                       "ntk_factor": ntk}
@@ -904,7 +917,7 @@ def _try_frequencies(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]]:
             ntk_text = f"; NTK factor {ntk_nice:g}" if math.isfinite(ntk_nice) and abs(ntk_nice - 1) > 1e-3 and \
                 an.nice_digits(ntk_nice) <= 3 else ""
             steps.append(Step("base", f"{A} uses base {na_:g} where {B} uses base {nb:g} "
-                              f"(w_k = base^{_convention_text(conv, len(ob), spec_b.width)}{ntk_text})",
+                              f"(w_k = base^{_convention_text(conv, w_b.size, width_b)}{ntk_text})",
                               f"recomputing {B}'s frequencies with base {na_:g}", detail))
         if kind == "power-linear":
             steps.append(Step("frequency-scaling", f"{A} divides {B}'s frequencies by {prof.factor:.6g} as well",
@@ -938,7 +951,7 @@ def _try_frequencies(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]]:
                           f"dividing {B}'s frequencies column by column", {"profile": "per-column", "divisors": d}))
     if not steps:
         return [], []
-    w_new = prof.predict(w_b) if kind != "per-column" else w_a
+    w_new = prof.predict(w_b)[group_b] if kind != "per-column" else w_a_all
     model = _synth_model(spec_a, spec_b_used(spec_b, ob_used), w_new, ratio, o_b, o_a - o_b, ctx.d_a)
     if model is None:
         return [], []
@@ -947,6 +960,14 @@ def _try_frequencies(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]]:
     res = _verify(ctx, model)
     exp = _explain(steps, res, ctx, model)
     return ([exp], []) if res.within else ([], [exp])
+
+
+def _groups(w: np.ndarray, err: np.ndarray) -> np.ndarray:
+    """Group index of each frequency (in order), consecutive equal ones (within 6 sigma) sharing a group."""
+    if w.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    same = np.concatenate([[False], np.abs(np.diff(w)) <= 6 * np.hypot(err[1:], err[:-1])])
+    return np.cumsum(~same) - 1
 
 
 def _idealise(w: np.ndarray, err: np.ndarray, geo: an.GeometricFit | None, n_freqs: int, width: int) -> np.ndarray:
@@ -1099,8 +1120,10 @@ def _diagnose_3d(a: Any, b: Any, a_name: str, b_name: str) -> tuple[list[Explana
             den = float(np.einsum("ij,ij->", fb, fb))
             if den > 0:
                 scale = float(np.einsum("ij,ij->", fa, fb)) / den
-                cols, signs, matched = _match_columns(xa, xb * scale, dt)
-        pred = xb[:, cols] * signs[None, :] * scale
+                with np.errstate(invalid="ignore"):
+                    cols, signs, matched = _match_columns(xa, xb * scale, dt)
+        with np.errstate(invalid="ignore"):
+            pred = xb[:, cols] * signs[None, :] * scale
         if ctx.precision is not None:
             pred = pred.astype(ctx.precision).astype(np.float64)
             xa_c = xa.astype(ctx.precision).astype(np.float64)
@@ -1134,6 +1157,8 @@ def _diagnose_3d(a: Any, b: Any, a_name: str, b_name: str) -> tuple[list[Explana
             steps.append(Step(f"precision-{name}", f"{who} is {other} rounded to {name}", f"rounding {other} to {name}",
                               {"dtype": name}))
         if not steps:
+            if res.within and matched.all():
+                return [], [], "same"  # agrees as it is: nothing to explain
             continue
         exp = _explain(steps, res, ctx, _Model())
         exp.model = None
@@ -1184,6 +1209,9 @@ def diagnose(
         b = np.asarray(b).reshape(-1, 1)
     if len(a.shape) == 3 and len(b.shape) == 3:
         exps, tried, reason = _diagnose_3d(a, b, a_name, b_name)
+        if reason == "same":
+            diag.same = True
+            return diag
         return _finish(diag, exps, tried, reason)
     if len(a.shape) != 2 or len(b.shape) != 2:
         diag.reason = f"shapes {shape_a} and {shape_b}: diagnosis needs two 2-D tables or two heads x len x len tables"

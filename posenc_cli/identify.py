@@ -682,13 +682,17 @@ def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
     xs = {role: ana.read(name, sample.rows) for role, name in names.items()}
     eps = an.data_eps(np.dtype(first.dtype))
     tol = max(4 * eps, 1e-12)
-    if onnx:
-        layout, uniq = None, np.arange(width)
-    else:
-        layout = an.duplicate_layout(next(iter(xs.values())), tol)
-        if layout is None:
+    layout = None if onnx else an.duplicate_layout(next(iter(xs.values())), tol)
+    if layout is None and not onnx:
+        # no duplicated columns: an ONNX half-width cache if every column is a lone cos (or sin) of the position
+        if len(names) != 1:
             return None
-        uniq = np.arange(width // 2) if layout == "half" else np.arange(0, width, 2)
+        x0 = next(iter(xs.values()))
+        single = an.spectrum(first, sample=sample, x=x0, find=False, dtype=first.dtype)
+        if not single.sinusoidal or any(o.paired for o in single.oscillators):
+            return None
+        onnx = True
+    uniq = np.arange(width) if onnx else np.arange(width // 2) if layout == "half" else np.arange(0, width, 2)
     m = uniq.size
     if "cos" in xs and "sin" in xs:
         x = np.concatenate([xs["sin"][:, uniq], xs["cos"][:, uniq]], axis=1)
