@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .compare import coarser_dtype, finfo
+from .metrics import coarser_dtype, finfo
 
 TWO_PI = 2.0 * math.pi
 #: Tables with at most this many elements are verified on every row; bigger ones on a sample.

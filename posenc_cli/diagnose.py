@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from . import analysis as an
-from .compare import coarser_dtype, finfo
+from .metrics import coarser_dtype, finfo
 
 #: Elementwise tolerance of "they agree": this many ulps of the dtype compared in, or compare's atol.
 ULP_TOL = 2.0
