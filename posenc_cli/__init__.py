@@ -38,6 +38,8 @@ _EXPORTS = {
     "CheckReport": "api",
     "CheckResult": "checks.base",
     "CompareResult": "metrics",
+    "Comparison": "api",
+    "TensorComparison": "api",
     "Encoding": "encodings.base",
     "Source": "sources",
     "ExitCode": "errors",
@@ -63,6 +65,8 @@ __all__ = [  # noqa: RUF022 (the order of _EXPORTS)
     "CheckReport",
     "CheckResult",
     "CompareResult",
+    "Comparison",
+    "TensorComparison",
     "Encoding",
     "Source",
     "ExitCode",
@@ -75,6 +79,8 @@ __all__ = [  # noqa: RUF022 (the order of _EXPORTS)
 if TYPE_CHECKING:
     from .api import (
         CheckReport,
+        Comparison,
+        TensorComparison,
         check,
         check_all,
         compare,

@@ -500,9 +500,9 @@ def spectrum(
     other: list[int] = sorted(set(bad.tolist()))
     if singles.size:
         est = column_frequencies(x[:, singles], sample, eps)
-        w = np.where(np.isfinite(est.freq), est.freq, 0.0)
-        design_c = np.cos(np.outer(pos, w))
-        design_s = np.sin(np.outer(pos, w))
+        w_s = np.where(np.isfinite(est.freq), est.freq, 0.0)
+        design_c = np.cos(np.outer(pos, w_s))
+        design_s = np.sin(np.outer(pos, w_s))
         xs = x[:, singles]
         # least squares x = a cos(wt) + b sin(wt) per column (2 x 2 normal equations)
         cc = np.einsum("ij,ij->j", design_c, design_c)
@@ -515,22 +515,22 @@ def spectrum(
         with np.errstate(invalid="ignore", divide="ignore"):
             a = np.where(flat, xc / np.where(cc > 0, cc, 1.0), (xc * ss - xsn * cs) / np.where(flat, 1.0, det))
             b = np.where(flat, 0.0, (xsn * cc - xc * cs) / np.where(flat, 1.0, det))
-        amplitude = np.hypot(a, b)
-        phase = np.arctan2(-b, a)
-        fit = amplitude[None, :] * np.cos(np.outer(pos, w) + phase[None, :])
-        res = np.max(np.abs(xs - fit), axis=0)
-        # a single column cannot tell amplitude from frequency when its angle barely moves (sin x ~ x): with the
-        # amplitude of the pairs known, refine frequency and phase by Gauss-Newton
+        amp_s = np.hypot(a, b)
+        phase_s = np.arctan2(-b, a)
+        fit = amp_s[None, :] * np.cos(np.outer(pos, w_s) + phase_s[None, :])
+        res_s = np.max(np.abs(xs - fit), axis=0)
+        # a single column cannot tell amp_s from frequency when its angle barely moves (sin x ~ x): with the
+        # amp_s of the pairs known, refine frequency and phase_s by Gauss-Newton
         amps = [o.amplitude for o in oscillators]
         if amps and np.ptp(amps) <= 1e-6 * max(amps):
-            w, phase, res, gn_err = _refine_singles(xs, pos, w, phase, float(np.median(amps)), res)
-            amplitude = np.where(np.isfinite(w), float(np.median(amps)), amplitude)
+            w_s, phase_s, res_s, gn_err = _refine_singles(xs, pos, w_s, phase_s, float(np.median(amps)), res_s)
+            amp_s = np.where(np.isfinite(w_s), float(np.median(amps)), amp_s)
             est.err = np.maximum(est.err, np.nan_to_num(gn_err, nan=np.inf))
         for k, col in enumerate(singles.tolist()):
-            if est.ok[k] and res[k] <= tol * max(float(amplitude[k]), 1e-300) * 8:
+            if est.ok[k] and res_s[k] <= tol * max(float(amp_s[k]), 1e-300) * 8:
                 oscillators.append(
-                    Oscillator(float(w[k]), float(est.err[k]), float(amplitude[k]), float(phase[k]), None, col,
-                               float(res[k]))
+                    Oscillator(float(w_s[k]), float(est.err[k]), float(amp_s[k]), float(phase_s[k]), None, col,
+                               float(res_s[k]))
                 )
             else:
                 other.append(col)

@@ -437,6 +437,74 @@ def _known_kind(kind: str) -> bool:
 
 
 # ----- comparing --------------------------------------------------------------------------------------
+@dataclass
+class TensorComparison:
+    """One pair of tensors compared: their names, the metrics, and (when they differ) why."""
+
+    name_a: str
+    name_b: str
+    result: CompareResult
+    diagnosis: Any = None  # posenc_cli.diagnose.Diagnosis, when the tensors differ and diagnosis was asked for
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"a": self.name_a, "b": self.name_b, **self.result.to_json()}
+        out["diagnosis"] = None if self.diagnosis is None else self.diagnosis.to_json()
+        return out
+
+
+@dataclass
+class Comparison:
+    """Every tensor two tables share, compared; a tensor on one side only is a difference (``only_a``,
+    ``only_b``) unless the comparison was narrowed to one tensor."""
+
+    label_a: str
+    label_b: str
+    tensors: list[TensorComparison]
+    only_a: list[str] = field(default_factory=list)
+    only_b: list[str] = field(default_factory=list)
+
+    @property
+    def same(self) -> bool:
+        return all(t.result.same for t in self.tensors) and not self.only_a and not self.only_b
+
+    @property
+    def reason(self) -> str:
+        """One line: what differs."""
+        parts = []
+        for tc in self.tensors:
+            if not tc.result.same:
+                why = tc.diagnosis.best.summary if tc.diagnosis is not None and tc.diagnosis.best else ""
+                parts.append(f"{tc.name_a}: {tc.result.reason}" + (f" ({why})" if why else ""))
+        if self.only_a:
+            parts.append(f"only in {self.label_a}: {', '.join(self.only_a)}")
+        if self.only_b:
+            parts.append(f"only in {self.label_b}: {', '.join(self.only_b)}")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.label_a, "b": self.label_b, "same": self.same, "reason": self.reason,
+                "tensors": [t.to_json() for t in self.tensors], "only_in_a": self.only_a, "only_in_b": self.only_b}
+
+
+def pair_tensors(src_a: Source, src_b: Source, tensor: str | None = None) -> tuple[list[tuple[str, str]], list[str],
+                                                                                       list[str]]:
+    """Which tensors of two tables are compared: ``tensor`` on both sides when given; else every name they
+    share, and a nameless single array (a plain ``.npy``, read as ``pe``) stands for the other side's primary
+    tensor. Returns (pairs, names only in a, names only in b)."""
+    if tensor is not None:
+        return [(src_a.tensor_name(tensor), src_b.tensor_name(tensor))], [], []
+    names_a, names_b = src_a.names, src_b.names
+    nameless_a = len(names_a) == 1 and not src_a.metadata
+    nameless_b = len(names_b) == 1 and not src_b.metadata
+    if nameless_a or nameless_b:
+        return [(src_a.tensor_name(None), src_b.tensor_name(None))], [], []
+    shared = [n for n in names_a if n in names_b]
+    if not shared:  # different names throughout: the two primary tensors
+        return [(src_a.tensor_name(None), src_b.tensor_name(None))], [], []
+    return ([(n, n) for n in shared], [n for n in names_a if n not in names_b],
+            [n for n in names_b if n not in names_a])
+
+
 def compare(
     a: TableLike,
     b: TableLike,
@@ -444,9 +512,12 @@ def compare(
     tensor: str | None = None,
     atol: float | None = None,
     rtol: float = 0.0,
-) -> CompareResult:
-    """Compare ``a`` with the reference ``b``: max abs / relative / ulp difference and where, mean difference,
-    row cosine, and the verdict ``.same`` (every element within ``atol + rtol * |b|``)."""
+    explain: bool = True,
+) -> Comparison:
+    """Compare every tensor of ``a`` with the reference ``b``: per tensor the max abs / relative / ulp difference
+    and where, mean difference, row cosine and the verdict (every element within ``atol + rtol * |b|``); for a
+    pair that differs, ``explain`` asks :func:`posenc_cli.diagnose.diagnose` why (a layout swap, an offset, another
+    base, ...). ``.same`` is the verdict of the whole comparison."""
     from .formats import validate_table_array
     from .metrics import compare as compare_arrays
 
@@ -455,13 +526,33 @@ def compare(
     if not rtol >= 0:
         raise ParameterError(f"rtol={rtol} must be >= 0")
     src_a, src_b = _open_pair(a, b)
-    ta, tb = src_a.tensor_name(tensor), src_b.tensor_name(tensor)
-    arr_a, arr_b = src_a.array(ta), src_b.array(tb)
-    validate_table_array(arr_a, ta, src_a.label, need_float=False)
-    validate_table_array(arr_b, tb, src_b.label, need_float=False)
-    res = compare_arrays(arr_a, arr_b, atol=atol, rtol=rtol)
-    res.labels = {"a": f"{src_a.label} [{ta}]", "b": f"{src_b.label} [{tb}]"}
-    return res
+    pairs, only_a, only_b = pair_tensors(src_a, src_b, tensor)
+    compared = []
+    for ta, tb in pairs:
+        arr_a, arr_b = src_a.array(ta), src_b.array(tb)
+        validate_table_array(arr_a, ta, src_a.label, need_float=False)
+        validate_table_array(arr_b, tb, src_b.label, need_float=False)
+        res = compare_arrays(arr_a, arr_b, atol=atol, rtol=rtol)
+        res.labels = {"a": f"{src_a.label} [{ta}]", "b": f"{src_b.label} [{tb}]"}
+        why = None
+        if explain and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
+            from .diagnose import diagnose
+
+            why = diagnose(arr_a, arr_b, a_name=res.labels["a"], b_name=res.labels["b"],
+                           tensors_a=_pair_by_role(src_a), tensors_b=_pair_by_role(src_b))
+        compared.append(TensorComparison(ta, tb, res, why))
+    return Comparison(src_a.label, src_b.label, compared, only_a, only_b)
+
+
+def _pair_by_role(src: Source) -> dict[str, Any] | None:
+    """A source's cos/sin tensors keyed by role (for the diagnosis of a rotary pair), or None."""
+    from .encodings import KINDS, get_kind
+
+    if src.kind not in KINDS:
+        return None
+    roles = get_kind(src.kind).ROLES
+    pair = {roles[n]: src.array(n) for n in src.names if roles.get(n) in ("cos", "sin")}
+    return pair if len(pair) == 2 else None
 
 
 def _open_pair(a: TableLike, b: TableLike) -> tuple[Source, Source]:
@@ -488,5 +579,5 @@ def kinds() -> list[dict[str, Any]]:
     return [kind_info(get_kind(k)) for k in KINDS]
 
 
-__all__ = ["CheckReport", "Preview", "check", "check_all", "compare", "from_config", "from_config_layers", "generate",
+__all__ = ["CheckReport", "Comparison", "TensorComparison", "Preview", "check", "check_all", "compare", "from_config", "from_config_layers", "generate",
            "kinds", "load_config", "open_table", "preview", "read", "write"]

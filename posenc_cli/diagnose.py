@@ -273,7 +273,7 @@ class _Ctx:
             return None
         coarse = coarser_dtype(self.eff_a, self.eff_b)
         # float16 and bfloat16 only: a float32 table against a float64 one is compare's ordinary business
-        return coarse if finfo(coarse).eps > finfo(np.float32).eps else None
+        return coarse if finfo(coarse).eps > finfo(np.dtype(np.float32)).eps else None
 
     @property
     def match_dtype(self) -> np.dtype:
@@ -659,7 +659,9 @@ def _try_columns(ctx: _Ctx, shift: int, transpose: bool) -> tuple[Explanation | 
     base_steps = _geometry_steps(ctx, shift, transpose)
     prec = ctx.precision
     scale = 1.0
-    cols, signs, matched = None, None, None
+    cols: Any = None
+    signs: Any = None
+    matched: Any = None
     # identity and conventional maps first: cheap, and they name the result
     candidates = [np.arange(xa.shape[1])] if xa.shape[1] == xb.shape[1] else [p for _, p in
                                                                               _subset_maps(xa.shape[1], xb.shape[1])]
@@ -1109,7 +1111,8 @@ def _diagnose_3d(a: Any, b: Any, a_name: str, b_name: str) -> tuple[list[Explana
     ctx = _Ctx(a, b, a_name, b_name, None, dt_a, dt_b, an.effective_dtype(xa, dt_a),
                an.effective_dtype(sample(b, False), dt_b))
     dt = ctx.match_dtype
-    explanations, tried = [], []
+    explanations: list[Explanation] = []
+    tried: list[Explanation] = []
     for transpose in (False, True):
         xb = sample(b, transpose)
         cols, signs, matched = _match_columns(xa, xb, dt)
@@ -1208,11 +1211,11 @@ def diagnose(
     if len(b.shape) == 1:
         b = np.asarray(b).reshape(-1, 1)
     if len(a.shape) == 3 and len(b.shape) == 3:
-        exps, tried, reason = _diagnose_3d(a, b, a_name, b_name)
+        exps, tried_3d, reason = _diagnose_3d(a, b, a_name, b_name)
         if reason == "same":
             diag.same = True
             return diag
-        return _finish(diag, exps, tried, reason)
+        return _finish(diag, exps, tried_3d, reason)
     if len(a.shape) != 2 or len(b.shape) != 2:
         diag.reason = f"shapes {shape_a} and {shape_b}: diagnosis needs two 2-D tables or two heads x len x len tables"
         return diag

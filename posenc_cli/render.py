@@ -586,6 +586,37 @@ def compare_report(res: Any, *, quiet: int = QUIET_NONE) -> None:
     compare_summary(res, a, b, quiet=quiet)
 
 
+def comparison_report(cmp: Any, *, quiet: int = QUIET_NONE, verbose: bool = False) -> None:
+    """The human output of ``posenc compare`` for every tensor pair (``api.Comparison``): each pair's metrics and,
+    where they differ, the explanation found (``why:``) with the residual after undoing it; tensors on one side
+    only; the verdict line on stderr."""
+    stream = sys.stdout
+    if quiet < QUIET_VERDICT:
+        width = term_width(stream)
+        for i, tc in enumerate(cmp.tensors):
+            res = tc.result
+            if i:
+                stream.write("\n")
+            _emit(compare_lines(res, res.labels.get("a", tc.name_a), res.labels.get("b", tc.name_b), width=width),
+                  stream)
+            d = tc.diagnosis
+            if d is not None and not res.same:
+                found = d.explanations if verbose else d.explanations[:1]
+                if found:
+                    for e in found:
+                        _emit([(s, "bold") for s in wrap(f"why: {e.summary}", width, "", "     ")], stream)
+                        if verbose:
+                            detail = (f"steps {e.name}; residual max abs {num(e.residual_max_abs)} "
+                                      f"({num(e.residual_ulp)} ulp of {e.ulp_dtype}) on {e.rows_checked} rows")
+                            _emit([(s, None) for s in wrap(detail, width, "     ", "     ")], stream)
+                else:
+                    _emit([(s, None) for s in wrap(f"why: not found; {d.reason}", width, "", "     ")], stream)
+        for label, names in ((cmp.label_a, cmp.only_a), (cmp.label_b, cmp.only_b)):
+            if names:
+                _emit([(s, "red") for s in wrap(f"only in {label}: {', '.join(names)}", width)], stream)
+    compare_summary(cmp, cmp.label_a, cmp.label_b, quiet=quiet)
+
+
 # ----- generate: the preview -------------------------------------------------------------------------
 def vector_text(name: str, values: np.ndarray, precision: int, width: int) -> str:
     """``name (n) = [a b c ... x y z]`` in at most ``width`` characters: as many leading and trailing values as

@@ -127,7 +127,8 @@ def test_compare_same_table_exits_zero_and_json(tmp_path):
     proc = run(["compare", str(out), "sinusoidal:preset=tensor2tensor", "--json"])
     assert proc.returncode == 0, proc.stdout
     data = json.loads(proc.stdout)
-    assert data["same"] is True and data["max_abs"] == 0.0 and data["shape_a"] == [300, 64]
+    (pe,) = data["tensors"]
+    assert data["same"] is True and pe["max_abs"] == 0.0 and pe["shape_a"] == [300, 64] and pe["diagnosis"] is None
 
 
 def test_compare_reports_the_worst_element(tmp_path):
@@ -136,7 +137,7 @@ def test_compare_reports_the_worst_element(tmp_path):
     path = tmp_path / "edited.npy"
     np.save(path, pe)
     proc = run(["compare", str(path), "sinusoidal", "--json"])
-    data = json.loads(proc.stdout)
+    data = json.loads(proc.stdout)["tensors"][0]
     assert proc.returncode == 1
     assert data["max_abs_at"] == [37, 5] and abs(data["max_abs"] - 0.25) < 1e-6 and data["mismatched"] == 1
 
@@ -258,9 +259,9 @@ def test_compare_counts_ulps_in_the_coarser_dtype(tmp_path):
     path = tmp_path / "pe.npy"
     assert run(["generate", "-n", "2000", "-d", "64", "-p", "offset=1000000", "-o", str(path)]).returncode == 0
     data = json.loads(run(["compare", str(path), "sinusoidal:dtype=float64,offset=1000000", "--json"]).stdout)
-    assert data["same"] is True and data["max_ulp"] == 0.0
+    assert data["same"] is True and data["tensors"][0]["max_ulp"] == 0.0
     one_ulp_off = np.load(path)
     one_ulp_off[5, 7] = np.nextafter(one_ulp_off[5, 7], np.float32(2))
     np.save(path, one_ulp_off)
     data = json.loads(run(["compare", str(path), "sinusoidal:dtype=float64,offset=1000000", "--json"]).stdout)
-    assert data["max_ulp"] == 1.0
+    assert data["tensors"][0]["max_ulp"] == 1.0

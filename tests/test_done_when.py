@@ -470,4 +470,4 @@ def test_bfloat16_export_compares_same_as_its_spec(tmp_path):
     out = tmp_path / "pe.safetensors"
     ok(run(["export", "sinusoidal", "--len", "64", "--dim", "16", "--dtype", "bfloat16", "-o", str(out), "-q"]))
     result = json.loads(ok(run(["compare", str(out), "sinusoidal", "--json"])))
-    assert result["same"] is True and result["atol"] == 2.0**-6  # 2 ulp of 1.0 in bfloat16
+    assert result["same"] is True and result["tensors"][0]["atol"] == 2.0**-6  # 2 ulp of 1.0 in bfloat16

@@ -204,7 +204,12 @@ def test_api_check_and_compare_return_typed_results(tmp_path):
     assert report.to_json()["required"] == report.required
     assert "pythagorean" in report.required
     res = posenc_cli.compare(path, "rope:base=500000")
-    assert isinstance(res, posenc_cli.CompareResult) and not res.same and res.to_json()["mismatched"] > 0
+    assert isinstance(res, posenc_cli.Comparison) and not res.same
+    assert [t.name_a for t in res.tensors] == ["cos", "sin", "inv_freq"]  # every tensor, not the first only
+    assert all(isinstance(t.result, posenc_cli.CompareResult) for t in res.tensors)
+    cos = res.tensors[0]
+    assert cos.result.to_json()["mismatched"] > 0 and cos.diagnosis.best.name == "base"  # explained
+    assert "base 500000" in res.to_json()["tensors"][0]["diagnosis"]["summary"]
     with pytest.raises(posenc_cli.InputError):
         posenc_cli.read(tmp_path / "missing.npy")
 

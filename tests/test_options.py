@@ -30,7 +30,7 @@ VALUES = {
     "--expect": "learned", "--require": "finite", "--probes": "3", "--seed": "7", "--atol": "0.5", "--rtol": "0.5",
     "--name": "x", "--onnx-rope": "", "--all-layer-types": "", "--verbose": "", "--view": "dot",
     "--pair": "1", "--positions": "8", "--at": "2", "--max-offset": "5", "--cosine": "", "--head": "0", "--size": "4x3",
-    "--dpi": "50",
+    "--dpi": "50", "--no-explain": "",
 }  # fmt: skip
 
 #: command -> source kind -> the arguments of the baseline run.
@@ -65,6 +65,10 @@ BASE_FOR = {
     ("check", "--tensor", "stdin"): ["-"],
     ("compare", "--tensor", "spec"): ["rope:length=8,dim=8", "rope:length=8,dim=8"],
     ("compare", "--param", "spec"): ["sinusoidal", "{path}/pe.npy"],  # -p on both specs would change both alike
+    # explanations are looked for (and shown) only where the tables differ
+    **{("compare", flag, kind): base for flag in ("--no-explain", "--verbose") for kind, base in (
+        ("spec", ["sinusoidal:length=8,dim=8", "sinusoidal:length=8,dim=8,base=100"]),
+        ("file", ["{path}/pe.safetensors", "sinusoidal:base=100"]), ("stdin", ["-", "sinusoidal:base=100"]))},
     ("compare", "--tensor", "file"): ["{path}/rope.safetensors", "{path}/rope.safetensors"],
     ("compare", "--tensor", "stdin"): ["-", "{path}/rope.safetensors"],
     ("export", "--tensor", "spec"): ["rope", "-n", "8", "-d", "8", "-o", "{path}/out.safetensors"],

@@ -19,7 +19,11 @@ from ._common import (
 NAME = "compare"
 SUMMARY = "Compare two tables: max abs / relative / ulp difference and where, row cosine."
 DESCRIPTION = """\
-Compare two tables: max abs / relative / ulp difference and where, mean difference, row cosine.
+Compare every tensor two tables share: max abs / relative / ulp difference and
+where, mean difference, row cosine; where they differ, why (a layout swap, an
+offset, another base or scaling, a sign, a precision, ...), with what is left
+after undoing it. A tensor on one side only is a difference unless --tensor
+narrows the comparison.
 
 Exit 0 same, 1 different, 2 trouble.
 
@@ -34,6 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-t", "--tensor", metavar="NAME", help="Tensor to compare from multi-tensor sources.")
     float_option(p, "--atol", "Absolute tolerance (default: 2 ulp of 1.0 in the coarser dtype).")
     float_option(p, "--rtol", "Relative tolerance (default 0).", default=0.0)
+    p.add_argument("--no-explain", action="store_true", help="Do not look for why tables differ (faster).")
+    p.add_argument("-v", "--verbose", action="store_true", help="Every explanation found, not only the best.")
     add_json(p)
     add_max_bytes(p)
     add_quiet(p)
@@ -58,13 +64,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         src_a = open_src(args.a, args, params)
         src_b = open_src(args.b, args, params, like=src_a)
-    res = compare_tables(src_a, src_b, tensor=args.tensor, atol=args.atol, rtol=args.rtol)
+    res = compare_tables(src_a, src_b, tensor=args.tensor, atol=args.atol, rtol=args.rtol,
+                         explain=not args.no_explain)
     if args.json_out:
         from ..render import print_json
 
         print_json(res.to_json())
     else:
-        from ..render import compare_report
+        from ..render import comparison_report
 
-        compare_report(res, quiet=args.quiet)
+        comparison_report(res, quiet=args.quiet, verbose=args.verbose)
     return ExitCode.OK if res.same else ExitCode.FAILED
