@@ -87,6 +87,9 @@ for name in "${modules[@]}"; do
     {
         echo "[mutmut]"
         echo "source_paths = posenc_cli"
+        echo "also_copy ="  # what tests read besides tests/ (README's examples, docs)
+        echo "    README.md"
+        echo "    docs"
         echo "only_mutate ="
         for f in ${MUTATE[$name]}; do echo "    $f"; done
         echo "pytest_add_cli_args_test_selection ="
