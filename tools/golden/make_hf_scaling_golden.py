@@ -74,6 +74,15 @@ CASES = {
                                  "max_position_embeddings": 163840, "rope_theta": 10000.0},
                                 {"rope_type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4096,
                                  "mscale": 1.0, "mscale_all_dim": 1.0, "beta_fast": 32.0, "beta_slow": 1.0}),
+    # the edges of YaRN's correction range and of the attention factors
+    "yarn_low_clamp": (SMALL, {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256}),
+    "yarn_high_clamp": ({**SMALL, "rope_theta": 100.0},
+                        {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 131072}),
+    "yarn_zero_width": (SMALL, {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 6}),
+    "yarn_factor_below_one": (SMALL, {"rope_type": "yarn", "factor": 0.5, "original_max_position_embeddings": 1024}),
+    "longrope_factor_below_one": (SMALL, {"rope_type": "longrope", "original_max_position_embeddings": 1024,
+                                          "factor": 0.5, "short_factor": [1.0 + 0.02 * k for k in range(32)],
+                                          "long_factor": [1.0 + 0.5 * k for k in range(32)]}),
     # Llama 3.1 8B: head_dim 128, base 500000
     "llama3_1": ({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
                   "rope_theta": 500000.0},
