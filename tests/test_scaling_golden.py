@@ -88,3 +88,18 @@ def test_the_golden_file_covers_every_rule_and_branch():
     plain = 500000.0 ** -(np.arange(0, 128, 2) / 128)
     ratio = inv / plain
     assert np.any(np.isclose(ratio, 1.0)) and np.any(np.isclose(ratio, 1 / 8)) and np.any((ratio > 0.13) & (ratio < 0.99))
+
+
+# ----- ntk: not an HF rope_type; lucidrains/rotary-embedding-torch theta_rescale_factor ------------------------
+NTK = GOLDEN["ntk_cases"]["cases"]
+
+
+@pytest.mark.parametrize("case", list(NTK))
+def test_ntk_matches_rotary_embedding_torch(case):
+    c = NTK[case]
+    params = {"length": 4, "dim": c["dim"], "base": c["base"], "scaling": "ntk", "factor": c["factor"]}
+    f32 = make_encoding("rope", {**params, "inv_freq_dtype": "float32"}).inv_freq().astype(np.float32)
+    np.testing.assert_array_equal(f32, np.asarray(c["inv_freq_f32"], dtype=np.float32))  # bit for bit
+    exact = make_encoding("rope", {**params, "dtype": "float64"})
+    np.testing.assert_allclose(exact.inv_freq(), c["inv_freq_f64"], rtol=2e-15, atol=0)
+    assert exact.attention_scaling == 1.0

@@ -3,6 +3,7 @@
 Run once, in the side environment of make_hf_golden.py (posenc never imports torch or transformers)::
 
     python3 -m venv /tmp/side && /tmp/side/bin/pip install torch==2.13.0 transformers==5.18.0 numpy
+    /tmp/side/bin/pip install rotary-embedding-torch==0.9.1           # the ntk rule's reference
     /tmp/side/bin/python tools/golden/make_hf_scaling_golden.py     # writes tests/data/golden/hf_scaling.json
 
 For each case it calls transformers' own rule (``ROPE_INIT_FUNCTIONS[rope_type]``, or ``LlamaRotaryEmbedding``'s
@@ -16,7 +17,9 @@ default rule) on a Llama config, twice:
 
 The cases are the rope_types cases of hf_rope_types.json (head_dim 64, base 10000), the YaRN settings of
 published models (Qwen2.5, DeepSeek-V3, gpt-oss) at head_dim 64 and base 150000, the Qwen2.5 and DeepSeek-V3
-YaRN configs themselves, and Llama 3.1's llama3 rule (head_dim 128, base 500000).
+YaRN configs themselves, and Llama 3.1's llama3 rule (head_dim 128, base 500000). posenc's ``ntk`` rule is not an
+HF rope_type: its golden values (``ntk_cases``) come from lucidrains/rotary-embedding-torch's ``RotaryEmbedding``
+(``theta_rescale_factor``), the code it reproduces, made the same two ways.
 """
 
 from __future__ import annotations
@@ -110,9 +113,31 @@ def rule(cfg, rope_type: str, seq_len: int):
     return ROPE_INIT_FUNCTIONS[rope_type](cfg, None, seq_len=seq_len)
 
 
+#: posenc ntk parameters: (dim, base, factor)
+NTK_CASES = {"ntk_64": (64, 10000.0, 4.0), "ntk_128": (128, 500000.0, 8.0)}
+
+
+def ntk_cases() -> dict:
+    import rotary_embedding_torch
+    from importlib.metadata import version
+
+    out = {}
+    for name, (dim, base, factor) in NTK_CASES.items():
+        def freqs():
+            return rotary_embedding_torch.RotaryEmbedding(dim, theta=base, theta_rescale_factor=factor).freqs.detach()
+
+        f32 = freqs()
+        with float64_everywhere():
+            f64 = freqs()
+        assert f32.dtype == torch.float32 and f64.dtype == torch.float64
+        out[name] = {"dim": dim, "base": base, "factor": factor, "inv_freq_f32": [float(x) for x in f32.numpy()],
+                     "inv_freq_f64": [float(x) for x in f64.numpy()]}
+    return {"rotary_embedding_torch": version("rotary-embedding-torch"), "cases": out}
+
+
 def main() -> None:
     out = {"transformers": transformers.__version__, "torch": torch.__version__, "seq_lens": list(SEQ_LENS),
-           "cases": {}}
+           "ntk_cases": ntk_cases(), "cases": {}}
     for name, (base, rp) in CASES.items():
         conf = dict(base, rope_parameters={**rp, "rope_theta": base["rope_theta"]} if rp else None)
         cfg = transformers.LlamaConfig(**conf)
