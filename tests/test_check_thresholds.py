@@ -245,3 +245,156 @@ def test_matches_spec_at_rtol():
     cos[0, 0] *= 1 + 2.0**-20
     r = general.check_matches_spec(ctx(cos, "rope", {"cos": cos}, big.metadata(), rtol=2.0**-20, encoding=big))
     assert r.passed is True and r.value == pytest.approx(2.0**-20, rel=1e-6)
+
+
+# ----- whole results: name, verdict, value, tolerance, what the report says and the data it keeps ----------------
+ONE_ROW = np.array([[1.0, 0.0]])
+LINE = np.array([[2.0, 0.0], [4.0, 0.0], [8.0, 0.0]])  # steps 2 and 4; s = 8
+
+
+def result(name, status, value, tolerance, detail, method="exact", **data):
+    return {"name": name, "status": status, "value": value, "tolerance": tolerance, "detail": detail,
+            "method": method, "data": data}
+
+
+NOTHING = "one row: nothing to compare"
+WHOLE = {
+    "bounded": (lambda: absolute.check_bounded(ctx(np.array([[1.25, 0.5], [0.25, 0.0]]))),
+                result("bounded", "PASS", 1.25, 1.25, "max |x| = 1.25; bound 1", max_abs=1.25, bound=1.0)),
+    "constant-norm": (lambda: absolute.check_constant_norm(ctx(np.array([[3.0, 0.0], [0.0, 4.0]]))),
+                      result("constant-norm", "PASS", 1.0, 1.0, "every row has norm 4.0000", norm=3.5, min=3.0, max=4.0)),
+    "equidistant": (lambda: absolute.check_equidistant(ctx(LINE)),
+                    result("equidistant", "PASS", 2.0, 2.0, "every consecutive pair is 3.0000 apart", distance=3.0,
+                           min=2.0, max=4.0)),
+    "symmetric": (lambda: absolute.check_symmetric(ctx(LINE)),
+                  result("symmetric", "PASS", 2.0, 2.0, "distance to t+k equals distance to t-k", "exact over k in {1}")),
+    "unique": (lambda: absolute.check_unique(ctx(np.array([[3.0, 0.0], [4.0, 0.0]]))),
+               result("unique", "FAIL", 1.0, 1.0, "closest distinct positions 0 and 1 are 1 apart",
+                      "exact (blocked Gram matrix, nearest pair re-measured directly)", closest=[0, 1])),
+    "equidistant-one-row": (lambda: absolute.check_equidistant(ctx(ONE_ROW)),
+                            result("equidistant", "PASS", 0.0, 0.0, NOTHING)),
+    "offset-invariant-one-row": (lambda: absolute.check_offset_invariant(ctx(ONE_ROW)),
+                                 result("offset-invariant", "PASS", 0.0, 0.0, NOTHING)),
+    "shift-linear-one-row": (lambda: absolute.check_shift_linear(ctx(ONE_ROW)),
+                             result("shift-linear", "PASS", 0.0, 0.0, NOTHING)),
+    "unique-one-row": (lambda: absolute.check_unique(ctx(ONE_ROW)), result("unique", "PASS", None, R, "one row")),
+    "symmetric-two-rows": (lambda: absolute.check_symmetric(ctx(np.eye(2))),
+                           result("symmetric", "PASS", 0.0, R, "fewer than 3 rows: nothing to compare")),
+    "relative-one-row": (lambda: rotary.check_relative(rope(np.ones((1, 4)), np.zeros((1, 4)))),
+                         result("relative", "PASS", 0.0, 0.0, NOTHING)),
+    "pythagorean": (lambda: rotary.check_pythagorean(rope(np.array([[2.0, 2.0], [1.0, 1.0]]),
+                                                          np.array([[0.0, 0.0], [1.0, 1.0]]), 2.0)),
+                    result("pythagorean", "PASS", 2.0, 2.0, "cos^2 + sin^2 = 4 (attention_scaling 2) at every entry",
+                           attention_scaling=2.0)),
+    "norm-preserving": (lambda: rotary.check_norm_preserving(rope(np.full((3, 4), 2.0), np.zeros((3, 4)), rtol=0.5)),
+                        result("norm-preserving", "PASS", 1.0, 1.0,
+                               "rotating 8 random vectors by every row keeps |q| * 1 (layout half)",
+                               "exact on every row, 8 random vectors", layout="half", relative_error={"half": 1.0})),
+    "toeplitz": (lambda: matrix.check_toeplitz(alibi_ctx([[0.0, 1.0], [2.0, 0.75]])),
+                 result("toeplitz", "FAIL", 0.75, 0.5,
+                        "1 entries break M[i+1, j+1] = M[i, j]; worst at head 0, i=0, j=0 (off by 0.75)",
+                        "exact (M[1:, 1:] vs M[:-1, :-1] in row blocks)", violations=1, heads=1)),
+    "monotone": (lambda: matrix.check_monotone(alibi_ctx([[0.0, 0.5], [-1.0, 0.0]])),
+                 result("monotone", "FAIL", 1, 0, "bias is not non-increasing in |i - j|: 1 neighbouring pairs break it, "
+                        "first at row 0, columns 0, 1 (head 0)", "exact (every neighbouring pair of every row)",
+                        rule="non-increasing in |i - j|")),
+}
+
+
+@pytest.mark.parametrize("case", list(WHOLE))
+def test_whole_results(case):
+    make, expected = WHOLE[case]
+    assert make().to_json() == expected
+
+
+def test_whole_results_of_sampled_and_regenerated_checks():
+    ang = np.arange(16.0)[:, None] * np.array([1.0, 0.1])
+    ang[7] += 0.01
+    cos, sin = np.cos(np.hstack([ang, ang])), np.sin(np.hstack([ang, ang]))
+    value = rotary.check_relative(rope(cos, sin, rtol=1.0)).value
+    assert rotary.check_relative(rope(cos, sin, rtol=value / 4)).to_json() == result(
+        "relative", "PASS", value, value, "<R_m q, R_n k> depends only on m - n over 256 sampled (m, n) pairs (layout half)",
+        "sampled: 256 (m, n) pairs with random shifts, 8 random (q, k)", layout="half")
+    enc = make_encoding("sinusoidal", {"length": 8, "dim": 4, "dtype": "float64"})
+    pe = enc.array()
+    pe[5, 2] += 2.0**-12
+    worst = float(abs(pe[5, 2] - enc.array()[5, 2]))
+    r = general.check_matches_spec(ctx(pe, "sinusoidal", encoding=enc, metadata=enc.metadata(), rtol=worst))
+    assert r.to_json() == result("matches-spec", "PASS", worst, worst, "pe match sinusoidal regenerated from the metadata",
+                                 "exact (regenerated block by block)", per_tensor={"pe": worst}, missing=[])
+
+
+# ----- long-term-decay's rule on given bound curves (the bound itself is tested in test_checks.py) ---------------
+@pytest.mark.parametrize(
+    "n,decades,ok",
+    [
+        (50, [1.0, 0.5], True),  # two decades are enough to see a trend
+        (50, [1.0, 0.99], False),  # it must fall below 0.99 of the first decade, strictly
+        (50, [1.0, 0.96875], True),
+        (1000, [1.0, 1.0, 0.5], True),  # equal neighbours are allowed; the last decade is what fell
+        (1000, [1.0, 0.5, 0.5], True),  # measured against the first decade, not the second
+        (1000, [1.0, 0.5, 0.625], False),  # a rise between neighbours
+        (10000, [1.0, 0.5, 0.625, 0.375], False),  # a rise between neighbours, though every second decade falls
+    ],
+)
+def test_long_term_decay_rule(monkeypatch, n, decades, ok):
+    edges = [1, 10, 100, 1000, 10000, n][: len(decades)] + [n]
+    curve = np.concatenate([np.full(b - a, v) for a, b, v in zip(edges[:-1], edges[1:], decades)])
+    monkeypatch.setattr(rotary, "decay_bound", lambda theta, r: curve[r - 1])
+    cos = np.ones((n, 2))
+    r = rotary.check_long_term_decay(rope(cos, np.zeros((n, 2)), rtol=1e-5))
+    assert r.data["decade_means"] == decades and r.passed is ok and r.value == decades[0] and r.tolerance is None
+    assert r.method == "exact over every distance 1..len-1" and r.data["points"][1] == decades[0]
+    assert r.detail.startswith("bound at distance 1: ") and ("decade means do not fall" in r.detail) is not ok
+
+
+# ----- offset-invariant: each tolerance at its boundary (the Freivalds probe replaced by a given residual) -------
+def offset_check(monkeypatch, table, rtol, probe=0.0):
+    monkeypatch.setattr(absolute, "gram_toeplitz_probe", lambda ctx, probes=None: probe)
+    return absolute.check_offset_invariant(ctx(table, rtol=rtol))
+
+
+def test_offset_invariant_distance_tolerance(monkeypatch):
+    # rows 3e1, 0, 4e2: dot products at k = 1 are both 0; distances 3 and 4 differ by 1 = rtol * s (s = 4)
+    t = np.array([[3.0, 0.0], [0.0, 0.0], [0.0, 4.0]])
+    r = offset_check(monkeypatch, t, R)
+    assert r.passed is True and r.value == 1.0 and r.data["tolerance_distance"] == 1.0
+    assert r.detail.startswith("distance and dot product depend only on k")
+    assert offset_check(monkeypatch, t, below(R)).passed is False
+
+
+def test_offset_invariant_dot_tolerance(monkeypatch):
+    # rows (-1, 0), (3, 0), (3, 4): both steps 4 long; dot products -3 and 9 differ by 12 = rtol * s^2 (s = 5)
+    t = np.array([[-1.0, 0.0], [3.0, 0.0], [3.0, 4.0]])
+    r = offset_check(monkeypatch, t, 0.48)
+    assert r.data["tolerance_dot"] == 12.0 and r.data["dot_spread"][1] == 12.0 and r.data["distance_spread"][1] == 0.0
+    assert r.passed is True and r.value == 1.0
+    r = offset_check(monkeypatch, t, 0.47)
+    assert r.passed is False and r.value == pytest.approx(12 / (0.47 * 25))
+    assert r.detail == "at k=1 distances vary by 0 and dot products by 12 over t; offsets failing: 1"
+
+
+def test_offset_invariant_probe_tolerance(monkeypatch):
+    pe = make_encoding("sinusoidal", {"length": 16, "dim": 8, "dtype": "float64"}).array()
+    r = offset_check(monkeypatch, pe, R, probe=R)  # residual == rtol passes
+    assert r.passed is True and r.value == 1.0
+    r = offset_check(monkeypatch, pe, R, probe=above(R))
+    assert r.passed is False and r.value == pytest.approx(1.0)
+    assert r.detail == "tested offsets agree but the Gram matrix is not Toeplitz: Freivalds residual 0.25 > 0.25"
+
+
+# ----- shift-linear: residual exactly 0 at tolerance 0 (the fit replaced by the exact map) -------------------------
+def test_shift_linear_zero_residual_passes_at_zero_tolerance(monkeypatch):
+    # one-hot rows e_(t mod 8): P[t+k] = P[t] M_k with M_k a cyclic permutation, every product exact
+    d, n = 8, 64
+    table = np.eye(d)[np.arange(n) % d]
+
+    def exact_fit(x, y, rcond):
+        m = (x.T @ y > 0).astype(np.float64)  # e_j -> e_(j+k)
+        return absolute.ShiftFit(np.eye(d), lambda w: m @ w, lambda u: m.T @ u, "exact permutation")
+
+    monkeypatch.setattr(absolute, "fit_shift", exact_fit)
+    r = absolute.check_shift_linear(ctx(table, rtol=0.0))
+    assert r.passed is True and r.value == 0.0 and r.tolerance == 0.0
+    assert r.data["orthogonal"] is True and r.data["rotation"] is True and r.data["rotation_tolerance"] == 1e-6
+    assert "M_k is orthogonal" in r.detail
