@@ -220,3 +220,35 @@ def test_to_json_writes_infinities_as_text_and_tuples_as_lists():
     data = r.to_json()
     assert data["max_abs"] == "inf" and data["max_abs_at"] == [0, 0] and data["shape_a"] == [1, 2]
     assert data["same"] is False and data["mismatched"] == 1 and data["labels"] == {}
+
+
+def test_the_coarser_dtype_is_found_whichever_side_it_is_on():
+    one32 = np.ones((1, 1), np.float32)
+    r = compare(np.ones((1, 1)), one32 + np.float32(2 * EPS32))  # the reference is the float32 one
+    assert r.atol == 2 * EPS32 and r.same and r.max_ulp == 2.0  # 2 float32 steps, not 2**30 float64 steps
+
+
+def test_shapes_differ_is_false_not_just_falsy():
+    assert compare(np.zeros((2, 3)), np.zeros((3, 2))).same is False
+
+
+def test_overflowing_differences_raise_no_floating_point_error():
+    a, b = np.array([[1e308, 1.0]]), np.array([[-1e308, 1.0]])
+    with np.errstate(all="raise"):
+        r = compare(a, b)
+    assert r.max_abs == math.inf and r.mismatched == 1 and r.max_abs_at == (0, 0)
+
+
+def test_cosine_of_short_rows():
+    # rows of norm below 1: the cosine divides by the product of the norms, whatever its size
+    r = compare(np.array([[0.5, 0.0], [0.25, 0.25]]), np.array([[0.5, 0.0], [0.25, 0.0]]))
+    assert r.min_cosine == pytest.approx(1 / math.sqrt(2), rel=1e-15) and r.min_cosine_row == 1
+    assert compare(np.array([[0.5, 0.0]]), np.array([[0.5, 0.0]])).min_cosine == 1.0
+
+
+def test_equal_minimum_cosines_keep_the_first_row(monkeypatch):
+    monkeypatch.setattr(metrics, "BLOCK_ROWS", 2)
+    a = np.ones((4, 2))
+    b = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 0.0], [1.0, 1.0]])  # rows 0 and 2: cosine 1 / sqrt(2), in two blocks
+    r = compare(a, b)
+    assert r.min_cosine == pytest.approx(1 / math.sqrt(2), rel=1e-15) and r.min_cosine_row == 0
