@@ -113,13 +113,17 @@ def compare(a: np.ndarray, b: np.ndarray, atol: float | None = None, rtol: float
             diff[(x == y)] = 0.0  # equal infinities
             nan_diff = np.isnan(diff)
             diff[nan_diff] = np.inf
-        res.mismatched += int(np.count_nonzero(~(diff <= atol + rtol * np.abs(y))))
+            # equal values (NaN in place, equal infinities included) match whatever the bound; an infinite
+            # difference never does (rtol * |inf| would otherwise be NaN, or inf)
+            within = (diff == 0) | (np.isfinite(diff) & (diff <= atol + rtol * np.abs(y)))
+        res.mismatched += int(np.count_nonzero(~within))
         abs_sum += float(np.sum(diff[np.isfinite(diff)]))
         flat = int(np.argmax(diff))
         if diff.flat[flat] > res.max_abs or res.max_abs_at is None:
             r, c = divmod(flat, diff.shape[1])
             res.max_abs = float(diff.flat[flat])
-            res.max_abs_at = (start + r, c) if a.ndim >= 2 else (start + r,)
+            # every index of the element: (row, column), or (head, row, column) of a 3-D table
+            res.max_abs_at = (start + r, *map(int, np.unravel_index(c, a.shape[1:]))) if a.ndim >= 2 else (start + r,)
             res.value_a, res.value_b = float(x.flat[flat]), float(y.flat[flat])
         with np.errstate(divide="ignore", invalid="ignore"):
             nz = y != 0
@@ -137,7 +141,8 @@ def compare(a: np.ndarray, b: np.ndarray, atol: float | None = None, rtol: float
                     min_cos = float(cos[i])
                     res.min_cosine_row = start + i
     res.mean_abs = abs_sum / res.total
-    res.min_cosine = None if a.ndim < 2 else min_cos
+    # None as well when no row has a cosine (every row holds an infinity, e.g. a causal ALiBi mask)
+    res.min_cosine = None if a.ndim < 2 or res.min_cosine_row is None else min_cos
     res.same = res.mismatched == 0
     if not res.same:
         res.reason = f"{res.mismatched} of {res.total} elements differ by more than atol + rtol*|b|"

@@ -214,8 +214,24 @@ def test_bad_input_is_one_line_exit_two(args, needle):
 
 def test_pipeline_generate_into_check():
     gen = run(["generate", "--len", "256", "--dim", "64"])
-    proc = run(["check", "-", "--expect", "sinusoidal"], input=gen.stdout)
+    proc = run(["check", "-", "--expect", "sinusoidal", "--json"], input=gen.stdout)
     assert proc.returncode == 0, proc.stdout.decode()
+    # what only `check` produces: a verdict per property, measured on the 256 x 64 table it was piped
+    (report,) = json.loads(proc.stdout)
+    assert report["kind"] == "sinusoidal" and report["ok"] is True and report["failed"] == []
+    status = {r["name"]: r["status"] for r in report["results"]}
+    assert {"finite", "bounded", "unique", "constant-norm", "equidistant", "offset-invariant", "shift-linear",
+            "symmetric"} <= {name for name, st in status.items() if st == "PASS"}
+    norm = next(r for r in report["results"] if r["name"] == "constant-norm")
+    assert norm["detail"] == "every row has norm 5.6569"  # sqrt(64 / 2)
+    # and a table without the properties fails with exit 1, naming them
+    bad = load_npy(gen.stdout)
+    bad[100] *= 1.5
+    buf = io.BytesIO()
+    np.save(buf, bad)
+    proc = run(["check", "-", "--expect", "sinusoidal", "-q"], input=buf.getvalue())
+    assert proc.returncode == 1
+    assert "constant-norm" in proc.stderr.decode() + proc.stdout.decode()
 
 
 def test_kinds_lists_every_kind_and_rope_parameters():

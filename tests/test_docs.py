@@ -98,6 +98,12 @@ def test_every_shown_command_prints_what_is_shown(path, tmp_path):
     if UPDATE:
         path.write_text(fresh)
         return
+    # every shown command ran (a block the runner skipped would compare nothing and pass)
+    text = path.read_text()
+    run_blocks = [m for m in BLOCK.finditer(text) if not m.group("pre")]
+    assert len(run_blocks) == text.count("```console\n") - text.count("-->\n```console\n")
+    shown_commands = [line[2:] for m in run_blocks for line in m.group("body").splitlines() if line.startswith("$ ")]
+    assert [command for command, _, _ in results] == shown_commands
     for command, shown, real in results:
         assert shown == real, f"{path.name}: `{command}` prints something else now:\n{real}"
 

@@ -44,7 +44,7 @@ EPS32 = 2.0**-24
 C_ANGLE = 8.0
 
 ROPE_GOLDEN = sorted(p.stem[3:] for p in GOLDEN.glob("hf_*.json")
-                     if p.stem[3:] not in ("rope_types", "class_defaults", "qwen2_vl", "qwen2_5_vl"))  # fmt: skip
+                     if p.stem[3:] not in ("rope_types", "scaling", "class_defaults", "qwen2_vl", "qwen2_5_vl"))  # fmt: skip
 MROPE_GOLDEN = ["qwen2_vl", "qwen2_5_vl"]
 #: model_type of each published config (text model) and the layout transformers applies.
 LAYOUTS = {

@@ -41,8 +41,11 @@ def test_truncated_stream_is_a_clean_error():
     data = run(["generate", "--len", "300", "--dim", "64"]).stdout
     proc = run(["check", "-"], input=data[: len(data) // 2])
     err = proc.stderr.decode()
-    assert proc.returncode == 2 and err.startswith("Error: ") and "Traceback" not in err
-    assert "stdin" in err or "<stdin>" in err or "-" in err
+    assert proc.returncode == 2 and "Traceback" not in err and proc.stdout == b""
+    # one line naming the source, what the header promised and where the data ended (76800 bytes of float32)
+    header = data.index(b"\n") + 1  # the .npy header ends with a newline
+    assert err == ("Error: <stdin>: truncated: shape (300, 64) of float32 needs 75.0 KiB (76800 bytes) but the data "
+                   f"ends after {len(data) // 2 - header} bytes\n")
 
 
 def test_stdout_carries_only_data():

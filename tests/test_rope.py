@@ -3,13 +3,16 @@
 Expected values come from independent plain-NumPy float64 reimplementations of the published formulas, written
 from the source text of huggingface/transformers ``src/transformers/modeling_rope_utils.py`` (the
 ``_compute_*_parameters`` functions) and lucidrains/rotary-embedding-torch ``RotaryEmbedding`` (``theta_rescale_factor``,
-``get_scale``), plus golden numbers; never from posenc's own output.
+``get_scale``), plus golden numbers; never from posenc's own output. YaRN is held to transformers' own numbers
+(tests/data/golden/hf_scaling.json, its ``_compute_yarn_parameters`` run in float64), not to a re-derivation.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +22,15 @@ from hypothesis import strategies as st
 from posenc_cli.encodings import make_encoding
 from posenc_cli.encodings.rope import Rope, XPos, params_from_hf_config
 from posenc_cli.errors import ParameterError
+
+#: transformers' own YaRN (and every other rule) in float64: tools/golden/make_hf_scaling_golden.py
+HF_SCALING = json.loads((Path(__file__).parent / "data" / "golden" / "hf_scaling.json").read_text())["cases"]
+
+
+def hf_golden(case: str) -> tuple[np.ndarray, float]:
+    """(inv_freq, attention_scaling) that transformers computes for ``case`` (float64 arithmetic)."""
+    group = HF_SCALING[case]["groups"][0]
+    return np.asarray(group["inv_freq_f64"]), group["attention_scaling"]
 
 
 def rope(**params) -> Rope:
@@ -36,32 +48,6 @@ def ref_dynamic(base, d, factor, seq_len, max_pos):
     seq_len = max(seq_len, max_pos)
     base = base * ((factor * seq_len / max_pos) - (factor - 1)) ** (d / (d - 2))
     return ref_default(base, d)
-
-
-def ref_yarn(base, d, factor, omp, beta_fast=32, beta_slow=1, truncate=True, mscale=None, mscale_all_dim=None):
-    def get_mscale(scale, m=1):
-        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
-
-    if mscale and mscale_all_dim:
-        attention = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)
-    else:
-        attention = get_mscale(factor)
-
-    def corr_dim(n):
-        return (d * math.log(omp / (n * 2 * math.pi))) / (2 * math.log(base))
-
-    low, high = corr_dim(beta_fast), corr_dim(beta_slow)
-    if truncate:
-        low, high = math.floor(low), math.ceil(high)
-    low, high = max(low, 0), min(high, d - 1)
-    if low == high:
-        high += 0.001
-    pos_freqs = base ** (np.arange(0, d, 2).astype(np.float64) / d)
-    extrapolation = 1.0 / pos_freqs
-    interpolation = 1.0 / (factor * pos_freqs)
-    ramp = np.clip((np.arange(d // 2, dtype=np.float64) - low) / (high - low), 0, 1)
-    extra_factor = 1 - ramp
-    return interpolation * (1 - extra_factor) + extrapolation * extra_factor, attention
 
 
 def ref_llama3(base, d, factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, old_context_len=8192):
@@ -272,39 +258,17 @@ def test_dynamic_seq_len_defaults_to_last_position_plus_one():
     assert_freqs(enc, ref_dynamic(10000.0, 16, 2.0, 24, 8), rtol=1e-13)
 
 
-@pytest.mark.parametrize(
-    "kw",
-    [
-        {"factor": 4.0, "original_max_position_embeddings": 32768},  # Qwen2.5 yarn
-        {
-            "factor": 40.0,
-            "original_max_position_embeddings": 4096,
-            "mscale": 1.0,
-            "mscale_all_dim": 1.0,
-            "beta_fast": 32.0,
-            "beta_slow": 1.0,
-        },  # DeepSeek-V3
-        {"factor": 16.0, "original_max_position_embeddings": 2048, "mscale": 0.707, "mscale_all_dim": 1.0},
-        {
-            "factor": 32.0,
-            "original_max_position_embeddings": 4096,
-            "beta_fast": 32.0,
-            "beta_slow": 1.0,
-            "truncate": False,
-        },  # gpt-oss
-        {"factor": 8.0, "original_max_position_embeddings": 8192, "attention_factor": 1.5},
-    ],
-)
-def test_yarn(kw):
-    d, base = 64, 150000.0
+@pytest.mark.parametrize("case", ["yarn_qwen2_5", "yarn_deepseek_v3", "yarn_mscale_0707", "yarn_gpt_oss",
+                                  "yarn_attention_factor"])
+def test_yarn(case):
+    # published YaRN settings (Qwen2.5, DeepSeek-V3, gpt-oss's truncate=False, an explicit attention_factor)
+    # on head_dim 64 and base 150000, against transformers' _compute_yarn_parameters run in float64
+    kw = {k: v for k, v in HF_SCALING[case]["rope_parameters"].items() if k != "rope_type"}
+    d, base = 64, HF_SCALING[case]["config"]["rope_theta"]
+    assert base == 150000.0
     enc = rope(dim=d, base=base, scaling="yarn", **kw)
-    expected, attention = ref_yarn(
-        base, d, kw["factor"], kw["original_max_position_embeddings"], kw.get("beta_fast", 32), kw.get("beta_slow", 1),
-        kw.get("truncate", True), kw.get("mscale"), kw.get("mscale_all_dim"),
-    )  # fmt: skip
-    if "attention_factor" in kw:
-        attention = kw["attention_factor"]
-    assert_freqs(enc, expected, rtol=1e-13)
+    expected, attention = hf_golden(case)
+    assert_freqs(enc, expected, rtol=2e-15)
     assert enc.attention_scaling == pytest.approx(attention, rel=1e-15)
     # attention_scaling is applied to the tables, as HF multiplies cos and sin by it
     c, s = tables_from(expected, np.arange(16), attention)
@@ -496,8 +460,8 @@ def test_hf_yarn_qwen_and_deepseek():
     qwen = {"hidden_size": 5120, "num_attention_heads": 40, "max_position_embeddings": 131072, "rope_theta": 1e6,
             "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}  # fmt: skip
     enc = build(qwen)
-    expected, attention = ref_yarn(1e6, 128, 4.0, 32768)
-    assert_freqs(enc, expected, rtol=1e-13)
+    expected, attention = hf_golden("yarn_qwen2_5_config")
+    assert_freqs(enc, expected, rtol=2e-15)
     assert enc.attention_scaling == pytest.approx(attention, rel=1e-15) == pytest.approx(0.1 * math.log(4) + 1)
     # DeepSeek-V3 (MLA): the rotated width is qk_rope_head_dim, not hidden_size // num_attention_heads
     deepseek = {"hidden_size": 7168, "num_attention_heads": 128, "qk_rope_head_dim": 64, "max_position_embeddings": 163840,
@@ -505,8 +469,8 @@ def test_hf_yarn_qwen_and_deepseek():
                 "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
                                  "original_max_position_embeddings": 4096, "type": "yarn"}}  # fmt: skip
     enc = build(deepseek)
-    expected, attention = ref_yarn(10000.0, 64, 40.0, 4096, 32, 1, True, 1.0, 1.0)
-    assert_freqs(enc, expected, rtol=1e-13)
+    expected, attention = hf_golden("yarn_deepseek_v3_config")
+    assert_freqs(enc, expected, rtol=2e-15)
     assert enc.attention_scaling == attention == 1.0
     # factor missing: HF uses max_position_embeddings / original_max_position_embeddings
     no_factor = {**qwen, "rope_scaling": {"type": "yarn", "factor": None, "original_max_position_embeddings": 32768}}

@@ -107,7 +107,7 @@ def test_seed_distance_norm_dot_product():
     dots = np.einsum("ij,ij->i", pe[1:], pe[:-1])
     np.testing.assert_allclose(dist, 0.9600, atol=5e-5)
     np.testing.assert_allclose(np.linalg.norm(pe, axis=1), math.sqrt(3), atol=1e-12)
-    assert f"{math.sqrt(3):.4f}" == "1.7321"
+    assert {f"{x:.4f}" for x in np.linalg.norm(pe, axis=1)} == {"1.7321"}  # as the seed material prints it
     np.testing.assert_allclose(dots, 2.5392, atol=5e-5)
 
 
@@ -171,8 +171,14 @@ def test_explicit_parameter_overrides_preset():
 @pytest.mark.parametrize("dim", [1, 3, 5, 33])
 def test_odd_dims_keep_the_width(layout, freq, dim):
     pe = table(10, dim, layout=layout, freq=freq)
-    assert pe.shape == (10, dim)
-    assert np.all(np.isfinite(pe))
+    assert pe.shape == (10, dim) and pe.dtype == np.float32
+    exact = table(10, dim, layout=layout, freq=freq, dtype="float64")
+    np.testing.assert_array_equal(pe, exact.astype(np.float32))  # float32 is the exact table, rounded
+    # row 0 (t = 0) is sin 0 = 0 and cos 0 = 1 (or the zero pad); every column is a sine or a cosine
+    assert set(exact[0].tolist()) <= {0.0, 1.0} and np.abs(exact).max() <= 1.0
+    # cosine columns: the first block of [cos | sin] gets ceil(d/2) under the paper's ceil rule, else floor(d/2)
+    cos_columns = (dim + 1) // 2 if (layout, freq) == ("split-cos-first", "paper") else dim // 2
+    assert np.count_nonzero(exact[0] == 1.0) == cos_columns
 
 
 def test_interleaved_odd_dim_has_ceil_sin_columns():
@@ -187,7 +193,10 @@ def test_odd_dim_rule_can_be_forced():
     pe = table(10, 5, layout="split", odd_dim="zero-pad", dtype="float64")
     assert np.all(pe[:, -1] == 0)
     pe = table(10, 5, freq="t2t", layout="split", odd_dim="ceil", dtype="float64")
-    assert not np.all(pe[:, -1] == 0)
+    # ceil: 3 sin columns, 2 cos columns, t2t frequencies exp(-k ln(10000) / (5 // 2 - 1)) = 1, 1e-4, 1e-8
+    t = np.arange(10.0)
+    np.testing.assert_allclose(pe[:, 2], np.sin(1e-8 * t), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(pe[:, -1], np.cos(1e-4 * t), rtol=1e-12, atol=0)
 
 
 def test_offset_shifts_rows():

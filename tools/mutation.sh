@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Mutation testing of posenc's numerical core with mutmut 3 (a developer command; CI does not run it).
+#
+# A mutant is a copy of the code with one small change (a `<` turned into `<=`, a constant into another, an
+# operand dropped, a string changed). A test suite that still passes with the change in place "lets the mutant
+# survive": either the change makes no difference (an equivalent mutant) or nothing tests that line.
+#
+# Run (from the repository root, in a venv where posenc is installed with the test extras):
+#
+#     pip install -e '.[test,mutation]'       # mutmut 3.8.1 (or let this script install it)
+#     tools/mutation.sh                       # every module below, one after the other
+#     tools/mutation.sh metrics scaling       # only these
+#     JOBS=2 tools/mutation.sh checks         # two mutants at a time (default 1: the machines have 2 cores)
+#
+# Modules (name: the code mutated; the tests run against it):
+#
+#     scaling     posenc_cli/encodings/rope/scaling.py   tests/test_scaling_golden.py test_rope.py test_hf_configs.py
+#     metrics     posenc_cli/metrics.py                  tests/test_metrics.py test_house.py test_options.py
+#     checks      the threshold lines of posenc_cli/checks/*.py: each line that computes or applies a
+#                 tolerance or gives the verdict (it names tol/rtol/RTOL, ok, passed or verdict(); the other
+#                 ~3400 mutants of checks/ are the measuring algorithms and the report text)
+#                                                        tests/test_check_thresholds.py test_checks.py
+#     encodings   posenc_cli/encodings/*.py, rope/core.py, rope/xpos.py, rope/mrope.py
+#                                                        tests/test_sinusoidal.py test_rope.py test_grid.py ...
+#
+# Each module runs in its own scratch copy of the checkout, ${POSENC_MUTATION_DIR:-/tmp/posenc-mutation}/NAME
+# (files tracked or not ignored by git; the work tree is never touched), with a setup.cfg [mutmut] section naming
+# only that module and only its tests, so one run stays bounded: mutmut first runs the selected tests once to
+# learn which test calls which function, then runs each mutant against only the tests that call its function.
+# Slow tests that only measure memory or time are deselected (DESELECT below); they check no value.
+#
+# Reading the results: the last lines of each run (also in NAME/summary.txt) count the mutants by status:
+#
+#     killed      a test failed: good
+#     survived    every test passed with the change in place: a missing test, or an equivalent mutant
+#     no tests    no selected test calls the function (e.g. only subprocess tests reach it)
+#     timeout     the mutant made the tests hang or loop (counts as killed)
+#
+# and list the survivors by name. To see one:  cd /tmp/posenc-mutation/NAME && mutmut show MUTANT_NAME
+# (`mutmut browse` there is an interactive viewer; `mutmut apply MUTANT_NAME` writes the change into that copy).
+# A survivor is either killed by a new test that fails with the change in place, or shown to be equivalent
+# (same behaviour for every input the code can receive) and said so where the survivors are reviewed.
+#
+# Times on a 2-core machine shared with other jobs, JOBS=1: metrics ~30 min, scaling ~?? min, checks ~?? min.
+set -euo pipefail
+
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+base="${POSENC_MUTATION_DIR:-${TMPDIR:-/tmp}/posenc-mutation}"
+jobs="${JOBS:-1}"
+python="${PYTHON:-python}"
+
+# module -> files to mutate (globs relative to the repository), tests to run (existing files only)
+declare -A MUTATE TESTS SKIP_LINES
+MUTATE[scaling]="posenc_cli/encodings/rope/scaling.py"
+TESTS[scaling]="tests/test_scaling_golden.py tests/test_rope.py tests/test_hf_configs.py"
+MUTATE[metrics]="posenc_cli/metrics.py"
+TESTS[metrics]="tests/test_metrics.py tests/test_house.py tests/test_options.py"
+MUTATE[checks]="posenc_cli/checks/*.py"
+TESTS[checks]="tests/test_check_thresholds.py tests/test_checks.py"
+# mutmut's do_not_mutate_patterns: a line matching it is left alone (here: every line naming no threshold)
+SKIP_LINES[checks]='^(?!.*(tol(?!ist)|RTOL|\bok\b|verdict\(|passed))'
+MUTATE[encodings]="posenc_cli/encodings/*.py posenc_cli/encodings/rope/core.py posenc_cli/encodings/rope/xpos.py posenc_cli/encodings/rope/mrope.py"
+TESTS[encodings]="tests/test_sinusoidal.py tests/test_rope.py tests/test_grid.py tests/test_learned.py tests/test_naive.py tests/test_relative.py tests/test_registry.py tests/test_scaling_golden.py"
+ORDER=(metrics scaling checks encodings)
+
+# Tests that measure memory or run time (seconds each, no value checked that other tests do not check).
+DESELECT="tests/test_checks.py::test_large_table_all_checks_linear_memory
+tests/test_hf_configs.py::test_fuzz_mutated_configs_raise_only_parameter_error"
+
+if ! "$python" -c "import mutmut" 2>/dev/null; then
+    "$python" -m pip install -q 'mutmut==3.8.1'
+fi
+mutmut="$(dirname "$(command -v "$python")")/mutmut"
+[ -x "$mutmut" ] || mutmut="mutmut"
+
+cd "$repo"  # the module globs below expand here (bash globs do not cross directories)
+modules=("$@")
+[ "${#modules[@]}" -gt 0 ] || modules=("${ORDER[@]}")
+for name in "${modules[@]}"; do
+    if [ -z "${MUTATE[$name]+x}" ]; then
+        echo "unknown module '$name'; choose from: ${ORDER[*]}" >&2
+        exit 2
+    fi
+done
+
+for name in "${modules[@]}"; do
+    work="$base/$name"
+    rm -rf "$work"
+    mkdir -p "$work"
+    # a scratch copy of the checkout: tracked files and new files git does not ignore
+    (cd "$repo" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -C "$work" -xf -
+    {
+        echo "[mutmut]"
+        echo "source_paths = posenc_cli"
+        echo "also_copy ="  # what tests read besides tests/ (README's examples, docs)
+        echo "    README.md"
+        echo "    docs"
+        echo "only_mutate ="
+        for f in ${MUTATE[$name]}; do echo "    $f"; done
+        if [ -n "${SKIP_LINES[$name]+x}" ]; then
+            echo "do_not_mutate_patterns ="
+            echo "    ${SKIP_LINES[$name]}"
+        fi
+        echo "pytest_add_cli_args_test_selection ="
+        for t in ${TESTS[$name]}; do [ -f "$work/$t" ] && echo "    $t"; done
+        while read -r d; do echo "    --deselect"; echo "    $d"; done <<<"$DESELECT"
+        echo "pytest_add_cli_args ="
+        echo "    -p"
+        echo "    no:cacheprovider"
+        echo "    -W"
+        echo "    ignore"
+    } >"$work/setup.cfg"
+    echo "=== mutation testing: $name (${MUTATE[$name]}) in $work" >&2
+    start=$SECONDS
+    (cd "$work" && "$mutmut" run --max-children "$jobs" >"$work/run.log" 2>&1) || {
+        tail -30 "$work/run.log" >&2
+        echo "mutmut failed for $name; see $work/run.log" >&2
+        exit 1
+    }
+    (cd "$work" && "$mutmut" results --all true >"$work/results.txt")
+    {
+        echo "module $name: ${MUTATE[$name]} ($((SECONDS - start)) s)"
+        sed -n 's/^ *[^ ]*: //p' "$work/results.txt" | sort | uniq -c
+        echo "survivors:"
+        grep ': survived$' "$work/results.txt" | sed 's/: survived$//' || true
+    } | tee "$work/summary.txt"
+done
