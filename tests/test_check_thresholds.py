@@ -254,7 +254,7 @@ LINE = np.array([[2.0, 0.0], [4.0, 0.0], [8.0, 0.0]])  # steps 2 and 4; s = 8
 
 def result(name, status, value, tolerance, detail, method="exact", **data):
     return {"name": name, "status": status, "value": value, "tolerance": tolerance, "detail": detail,
-            "method": method, "data": data}
+            "method": method, "data": data, "needs": []}
 
 
 NOTHING = "one row: nothing to compare"
