@@ -49,7 +49,7 @@ _EXPORTS = {
     "OutputError": "errors",
 }
 
-__all__ = [  # noqa: RUF022 (the order of _EXPORTS)
+__all__ = [
     "__version__",
     "generate",
     "from_config",
@@ -94,9 +94,9 @@ if TYPE_CHECKING:
         write,
     )
     from .checks.base import CheckResult
-    from .metrics import CompareResult
     from .encodings.base import Encoding
     from .errors import ExitCode, InputError, OutputError, ParameterError, PosencError
+    from .metrics import CompareResult
     from .sources import Source
 
 

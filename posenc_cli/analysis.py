@@ -152,7 +152,7 @@ def lag_sample(
     m = 1
     while 2 * m <= n - 1:
         lags.append(m)
-        m = max(m + 1, int(round(m * growth)))
+        m = max(m + 1, round(m * growth))
     triples = []
     for m in lags:
         c = np.unique(np.linspace(m, n - 1 - m, num=centers + skip.size).round().astype(np.int64))
@@ -211,7 +211,7 @@ def _unwrap(
     ``measured[l]`` is the angle of ``exp(i m_l w)`` in (-pi, pi] (``cosine=False``), or ``arccos(cos(m_l w))``
     in [0, pi] (``cosine=True``: the sign of each angle is unknown and chosen to follow the estimate).
     """
-    n_lags, n_cols = measured.shape
+    n_lags, _n_cols = measured.shape
     theta = np.zeros_like(measured)
     used = np.zeros_like(measured, dtype=bool)
     active = np.isfinite(measured[0])
@@ -529,8 +529,9 @@ def spectrum(
         for k, col in enumerate(singles.tolist()):
             if est.ok[k] and res_s[k] <= tol * max(float(amp_s[k]), 1e-300) * 8:
                 oscillators.append(
-                    Oscillator(float(w_s[k]), float(est.err[k]), float(amp_s[k]), float(phase_s[k]), None, col,
-                               float(res_s[k]))
+                    Oscillator(
+                        float(w_s[k]), float(est.err[k]), float(amp_s[k]), float(phase_s[k]), None, col, float(res_s[k])
+                    )
                 )
             else:
                 other.append(col)
@@ -538,8 +539,9 @@ def spectrum(
     return Spectrum(width, oscillators, zero_cols.tolist(), sorted(other), tol, n)
 
 
-def _refine_singles(x: np.ndarray, pos: np.ndarray, w: np.ndarray, phase: np.ndarray, amp: float,
-                    res: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _refine_singles(
+    x: np.ndarray, pos: np.ndarray, w: np.ndarray, phase: np.ndarray, amp: float, res: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Gauss-Newton on ``x = amp * cos(w t + phase)`` per column (amplitude fixed); keeps improvements only.
     Returns frequency, phase, max residual and the frequency's 1-sigma error."""
     w, phase, res = w.copy(), phase.copy(), res.copy()
@@ -572,8 +574,9 @@ def _wrap(x: np.ndarray) -> np.ndarray:
     return np.mod(x + math.pi, TWO_PI) - math.pi
 
 
-def _offset_candidates(spec: Spectrum, single_phase: float, tol: float,
-                       max_offset: int) -> tuple[np.ndarray, np.ndarray] | None:
+def _offset_candidates(
+    spec: Spectrum, single_phase: float, tol: float, max_offset: int
+) -> tuple[np.ndarray, np.ndarray] | None:
     osc = [o for o in spec.oscillators if o.freq > 0]
     if any(o.paired for o in osc):
         # a single cos column cannot tell +phase from -phase when its angle barely moves: pairs decide
@@ -604,8 +607,9 @@ def _offset_candidates(spec: Spectrum, single_phase: float, tol: float,
     return cand[order], mis_all[order]
 
 
-def position_offset(spec: Spectrum, *, single_phase: float = 0.0, max_offset: int = 1 << 24,
-                    tol: float | None = None) -> tuple[int, float] | None:
+def position_offset(
+    spec: Spectrum, *, single_phase: float = 0.0, max_offset: int = 1 << 24, tol: float | None = None
+) -> tuple[int, float] | None:
     """The integer position ``o`` of the first row: every oscillator's phase is ``o * freq`` (mod 2 pi).
 
     Paired oscillators use their cos-member phase; single columns are assumed to have phase ``single_phase`` at
@@ -620,8 +624,9 @@ def position_offset(spec: Spectrum, *, single_phase: float = 0.0, max_offset: in
     return int(found[0][0]), float(found[1][0])
 
 
-def position_offsets(spec: Spectrum, *, single_phase: float = 0.0, tol: float = 1e-3, count: int = 3,
-                     max_offset: int = 1 << 24) -> list[tuple[int, float]]:
+def position_offsets(
+    spec: Spectrum, *, single_phase: float = 0.0, tol: float = 1e-3, count: int = 3, max_offset: int = 1 << 24
+) -> list[tuple[int, float]]:
     """Up to ``count`` offsets that fit the phases within ``tol``, best first (low-precision tables leave several
     plausible; 0 is among them whenever it fits)."""
     found = _offset_candidates(spec, single_phase, tol, max_offset)
@@ -788,7 +793,7 @@ class ScalingProfile:
             return ref / self.factor
         if self.kind in ("power", "power-linear"):
             with np.errstate(divide="ignore"):
-                return np.where(ref > 0, ref ** self.exponent / self.factor, 0.0)
+                return np.where(ref > 0, ref**self.exponent / self.factor, 0.0)
         if self.kind == "ramp-frequency" and self.ramp is not None:
             lo, hi = self.ramp
             s = np.clip((ref - lo) / (hi - lo), 0.0, 1.0)
@@ -800,8 +805,14 @@ class ScalingProfile:
         return ref / self.divisors
 
 
-def scaling_profile(freqs: np.ndarray, reference: np.ndarray, errs: np.ndarray | None = None,
-                    ref_errs: np.ndarray | None = None, *, rel_tol: float = 1e-6) -> ScalingProfile:
+def scaling_profile(
+    freqs: np.ndarray,
+    reference: np.ndarray,
+    errs: np.ndarray | None = None,
+    ref_errs: np.ndarray | None = None,
+    *,
+    rel_tol: float = 1e-6,
+) -> ScalingProfile:
     """Classify ``freqs`` against ``reference`` (same order, e.g. both highest first).
 
     Parameters
@@ -818,8 +829,11 @@ def scaling_profile(freqs: np.ndarray, reference: np.ndarray, errs: np.ndarray |
     with np.errstate(divide="ignore", invalid="ignore"):
         div = np.where(valid, ref / w, 1.0)
         e = np.zeros_like(w) if errs is None else np.asarray(errs, dtype=np.float64) / np.where(w > 0, w, 1.0)
-        er = np.zeros_like(w) if ref_errs is None else np.asarray(ref_errs, dtype=np.float64) / np.where(
-            ref > 0, ref, 1.0)
+        er = (
+            np.zeros_like(w)
+            if ref_errs is None
+            else np.asarray(ref_errs, dtype=np.float64) / np.where(ref > 0, ref, 1.0)
+        )
     tol = np.maximum(rel_tol, 6 * np.where(valid, np.hypot(e, er), 0.0))
     wt = np.where(valid, 1.0 / tol**2, 0.0)
     q = 1.0 / div
@@ -865,8 +879,9 @@ def scaling_profile(freqs: np.ndarray, reference: np.ndarray, errs: np.ndarray |
             kept = valid & (s > 0.5)
             lo_f = float(np.max(ref[valid & ~kept])) if np.any(valid & ~kept) else 0.0
             hi_f = float(np.min(ref[kept])) if np.any(kept) else lo_f
-            cands.append(ScalingProfile("ramp-frequency", div, factor=f, ramp=(lo_f, hi_f if hi_f > lo_f else
-                                                                               lo_f * (1 + 1e-9))))
+            cands.append(
+                ScalingProfile("ramp-frequency", div, factor=f, ramp=(lo_f, hi_f if hi_f > lo_f else lo_f * (1 + 1e-9)))
+            )
         for prof in cands:
             prof.max_rel_dev = misfit(prof.predict(ref))
         cands.sort(key=lambda p: p.max_rel_dev)
@@ -1041,8 +1056,18 @@ def value_summary(table: Any) -> ValueSummary:
                 integer = False
     from .encodings.base import dtype_name
 
-    return ValueSummary(tuple(int(s) for s in table.shape), dtype_name(np.dtype(table.dtype)), lo, hi, n_nan, n_pinf,
-                        n_ninf, integer, mabs, tuple(zero_rows))
+    return ValueSummary(
+        tuple(int(s) for s in table.shape),
+        dtype_name(np.dtype(table.dtype)),
+        lo,
+        hi,
+        n_nan,
+        n_pinf,
+        n_ninf,
+        integer,
+        mabs,
+        tuple(zero_rows),
+    )
 
 
 def _on_grid(x: np.ndarray, dtype: Any) -> bool:
@@ -1105,9 +1130,18 @@ class Residual:
     worst_row: int = 0
 
 
-def residual(x: np.ndarray, y: np.ndarray, dtype_x: Any, dtype_y: Any, *, rows_checked: int,
-             row_index: np.ndarray | None = None, ulp_tol: float = 2.0, atol: float | None = None,
-             ulp_dtype: Any = None) -> Residual:
+def residual(
+    x: np.ndarray,
+    y: np.ndarray,
+    dtype_x: Any,
+    dtype_y: Any,
+    *,
+    rows_checked: int,
+    row_index: np.ndarray | None = None,
+    ulp_tol: float = 2.0,
+    atol: float | None = None,
+    ulp_dtype: Any = None,
+) -> Residual:
     """Max abs and ulp difference of ``x`` from the reference ``y`` (same shape), and whether it is within
     tolerance: every element within ``ulp_tol`` ulps (:func:`ulps`) of the coarser dtype or within ``atol``
     (default 2 ulps of 1.0 in that dtype, compare's default), scaled by the larger magnitude when values exceed 1.
@@ -1125,8 +1159,10 @@ def residual(x: np.ndarray, y: np.ndarray, dtype_x: Any, dtype_y: Any, *, rows_c
     ok = (u <= ulp_tol) | (d <= atol * mag)
     with np.errstate(invalid="ignore"):
         num = float(np.nansum(np.where(np.isfinite(x) & np.isfinite(y), x * y, 0.0)))
-        den = math.sqrt(float(np.nansum(np.where(np.isfinite(x), x * x, 0.0)))
-                        * float(np.nansum(np.where(np.isfinite(y), y * y, 0.0))))
+        den = math.sqrt(
+            float(np.nansum(np.where(np.isfinite(x), x * x, 0.0)))
+            * float(np.nansum(np.where(np.isfinite(y), y * y, 0.0)))
+        )
     cosine = num / den if den > 0 else (1.0 if np.array_equal(x, y) else 0.0)
     worst = 0
     if d.size:
@@ -1134,8 +1170,15 @@ def residual(x: np.ndarray, y: np.ndarray, dtype_x: Any, dtype_y: Any, *, rows_c
         worst = int(row_index[flat]) if row_index is not None else flat
     from .encodings.base import dtype_name
 
-    return Residual(float(d.max()) if d.size else 0.0, float(u.max()) if u.size else 0.0, dtype_name(dt), cosine,
-                    bool(np.all(ok)), rows_checked, worst)
+    return Residual(
+        float(d.max()) if d.size else 0.0,
+        float(u.max()) if u.size else 0.0,
+        dtype_name(dt),
+        cosine,
+        bool(np.all(ok)),
+        rows_checked,
+        worst,
+    )
 
 
 # ----- numbers ------------------------------------------------------------------------------------------------------
@@ -1224,8 +1267,9 @@ class TableAnalysis:
     @property
     def head(self) -> np.ndarray:
         """The first (up to) 16 rows, float64, 2-D."""
-        return self._memo("head", lambda: read_rows(self.table, np.arange(min(self.n, 16))).reshape(
-            min(self.n, 16), -1))
+        return self._memo(
+            "head", lambda: read_rows(self.table, np.arange(min(self.n, 16))).reshape(min(self.n, 16), -1)
+        )
 
     @property
     def zero_rows(self) -> np.ndarray:
@@ -1247,6 +1291,7 @@ class TableAnalysis:
     @property
     def spectrum(self) -> Spectrum | None:
         """The main table's columns as sinusoids of the row position (2-D floating tables only)."""
+
         def make() -> Spectrum | None:
             if self.ndim != 2 or not self.floating or not self.sample.usable:
                 return None

@@ -277,8 +277,11 @@ def preview(enc: Encoding, rows: int = 10, cols: int = 8, tensor: str | None = N
         block = np.asarray(enc.rows(primary.name, s, min(s + 4096, n)), dtype=np.float64)
         if block.size:
             lo, hi = min(lo, float(np.nanmin(block))), max(hi, float(np.nanmax(block)))
-    small = {name: enc.rows(name, 0, spec.shape[0]) for name, spec in specs.items()
-             if name != primary.name and len(spec.shape) == 1 and spec.shape[0] <= 64}
+    small = {
+        name: enc.rows(name, 0, spec.shape[0])
+        for name, spec in specs.items()
+        if name != primary.name and len(spec.shape) == 1 and spec.shape[0] <= 64
+    }
     return Preview(
         title=f"{enc.KIND} positional encoding",
         specs=[(s.name, s.shape, dtype_name(s.dtype)) for s in specs.values()],
@@ -308,9 +311,16 @@ class CheckReport:
     not_run: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "tensor": self.tensor, "kind": self.kind, "ok": self.ok,
-                "required": self.required, "failed": self.failed, "not_run": self.not_run,
-                "results": [r.to_json() for r in self.results]}
+        return {
+            "source": self.source,
+            "tensor": self.tensor,
+            "kind": self.kind,
+            "ok": self.ok,
+            "required": self.required,
+            "failed": self.failed,
+            "not_run": self.not_run,
+            "results": [r.to_json() for r in self.results],
+        }
 
 
 def check(
@@ -397,8 +407,10 @@ def check_all(table: TableLike, **options: Any) -> list[CheckReport]:
     src = open_table(table)
     if src.groups:
         if options.get("tensor") is not None:
-            raise ParameterError(f"{src.label} holds one table per group ({', '.join(src.groups)}); --tensor "
-                                 "cannot apply: every group's tables are checked")
+            raise ParameterError(
+                f"{src.label} holds one table per group ({', '.join(src.groups)}); --tensor "
+                "cannot apply: every group's tables are checked"
+            )
         return [check(g, **options) for g in src.groups.values()]
     return [check(src, **options)]
 
@@ -482,12 +494,20 @@ class Comparison:
         return "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
-        return {"a": self.label_a, "b": self.label_b, "same": self.same, "reason": self.reason,
-                "tensors": [t.to_json() for t in self.tensors], "only_in_a": self.only_a, "only_in_b": self.only_b}
+        return {
+            "a": self.label_a,
+            "b": self.label_b,
+            "same": self.same,
+            "reason": self.reason,
+            "tensors": [t.to_json() for t in self.tensors],
+            "only_in_a": self.only_a,
+            "only_in_b": self.only_b,
+        }
 
 
-def pair_tensors(src_a: Source, src_b: Source, tensor: str | None = None) -> tuple[list[tuple[str, str]], list[str],
-                                                                                       list[str]]:
+def pair_tensors(
+    src_a: Source, src_b: Source, tensor: str | None = None
+) -> tuple[list[tuple[str, str]], list[str], list[str]]:
     """Which tensors of two tables are compared: ``tensor`` on both sides when given; else every name they
     share, and a nameless single array (a plain ``.npy``, read as ``pe``) stands for the other side's primary
     tensor. Returns (pairs, names only in a, names only in b)."""
@@ -501,8 +521,11 @@ def pair_tensors(src_a: Source, src_b: Source, tensor: str | None = None) -> tup
     shared = [n for n in names_a if n in names_b]
     if not shared:  # different names throughout: the two primary tensors
         return [(src_a.tensor_name(None), src_b.tensor_name(None))], [], []
-    return ([(n, n) for n in shared], [n for n in names_a if n not in names_b],
-            [n for n in names_b if n not in names_a])
+    return (
+        [(n, n) for n in shared],
+        [n for n in names_a if n not in names_b],
+        [n for n in names_b if n not in names_a],
+    )
 
 
 def compare(
@@ -538,8 +561,14 @@ def compare(
         if explain and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
             from .diagnose import diagnose
 
-            why = diagnose(arr_a, arr_b, a_name=res.labels["a"], b_name=res.labels["b"],
-                           tensors_a=_pair_by_role(src_a), tensors_b=_pair_by_role(src_b))
+            why = diagnose(
+                arr_a,
+                arr_b,
+                a_name=res.labels["a"],
+                b_name=res.labels["b"],
+                tensors_a=_pair_by_role(src_a),
+                tensors_b=_pair_by_role(src_b),
+            )
         compared.append(TensorComparison(ta, tb, res, why))
     return Comparison(src_a.label, src_b.label, compared, only_a, only_b)
 
@@ -579,5 +608,21 @@ def kinds() -> list[dict[str, Any]]:
     return [kind_info(get_kind(k)) for k in KINDS]
 
 
-__all__ = ["CheckReport", "Comparison", "TensorComparison", "Preview", "check", "check_all", "compare", "from_config", "from_config_layers", "generate",
-           "kinds", "load_config", "open_table", "preview", "read", "write"]
+__all__ = [
+    "CheckReport",
+    "Comparison",
+    "TensorComparison",
+    "Preview",
+    "check",
+    "check_all",
+    "compare",
+    "from_config",
+    "from_config_layers",
+    "generate",
+    "kinds",
+    "load_config",
+    "open_table",
+    "preview",
+    "read",
+    "write",
+]

@@ -437,27 +437,47 @@ def _layout_step(tag: str, xa: np.ndarray, xb: np.ndarray, dt: np.dtype, ctx: _C
     of = f" {block}" if block else ""
     if tag == "to-interleaved":
         if _dup_halves(xa, dt):
-            return Step("layout-half-to-interleaved",
-                        f"{B}{of} is {A}{of} with interleaved pairs (half -> interleaved)",
-                        "reordering columns", {"from": "half", "to": "interleaved"})
-        return Step("layout-split-to-interleaved",
-                    f"{B}{of} is {A}{of} with interleaved sin/cos columns (split -> interleaved)",
-                    "reordering columns", {"from": "split", "to": "interleaved"})
+            return Step(
+                "layout-half-to-interleaved",
+                f"{B}{of} is {A}{of} with interleaved pairs (half -> interleaved)",
+                "reordering columns",
+                {"from": "half", "to": "interleaved"},
+            )
+        return Step(
+            "layout-split-to-interleaved",
+            f"{B}{of} is {A}{of} with interleaved sin/cos columns (split -> interleaved)",
+            "reordering columns",
+            {"from": "split", "to": "interleaved"},
+        )
     if tag == "from-interleaved":
         if _dup_halves(xb, dt):
-            return Step("layout-interleaved-to-half",
-                        f"{B}{of} is {A}{of} with its pairs in two halves (interleaved -> half)",
-                        "reordering columns", {"from": "interleaved", "to": "half"})
-        return Step("layout-interleaved-to-split",
-                    f"{B}{of} is {A}{of} with sin and cos in separate halves (interleaved -> split)",
-                    "reordering columns", {"from": "interleaved", "to": "split"})
+            return Step(
+                "layout-interleaved-to-half",
+                f"{B}{of} is {A}{of} with its pairs in two halves (interleaved -> half)",
+                "reordering columns",
+                {"from": "interleaved", "to": "half"},
+            )
+        return Step(
+            "layout-interleaved-to-split",
+            f"{B}{of} is {A}{of} with sin and cos in separate halves (interleaved -> split)",
+            "reordering columns",
+            {"from": "interleaved", "to": "split"},
+        )
     if tag == "swap-halves":
         first = _first_half_role(xa)
         arrow = "([cos | sin] -> [sin | cos])" if first == "cos" else "([sin | cos] -> [cos | sin])" if first else ""
-        return Step("sin-cos-order", f"{B}{of} is {A}{of} with its two halves swapped {arrow}".rstrip(),
-                    "swapping the halves", {"swap": "halves"})
-    return Step("sin-cos-order", f"{B}{of} is {A}{of} with the two columns of every pair swapped",
-                "swapping the columns of each pair", {"swap": "pairs"})
+        return Step(
+            "sin-cos-order",
+            f"{B}{of} is {A}{of} with its two halves swapped {arrow}".rstrip(),
+            "swapping the halves",
+            {"swap": "halves"},
+        )
+    return Step(
+        "sin-cos-order",
+        f"{B}{of} is {A}{of} with the two columns of every pair swapped",
+        "swapping the columns of each pair",
+        {"swap": "pairs"},
+    )
 
 
 def _first_half_role(x: np.ndarray) -> str | None:
@@ -548,8 +568,7 @@ def _verify(ctx: _Ctx, model: _Model, cols_a: np.ndarray | None = None) -> an.Re
     if model.round_to is not None:
         with np.errstate(over="ignore"):
             xa = xa.astype(model.round_to).astype(np.float64)
-    return an.residual(xa, pred, dt, dt, rows_checked=int(rows.size), row_index=rows, ulp_tol=ULP_TOL,
-                       atol=model.atol)
+    return an.residual(xa, pred, dt, dt, rows_checked=int(rows.size), row_index=rows, ulp_tol=ULP_TOL, atol=model.atol)
 
 
 # ----- geometry + columns + values --------------------------------------------------------------------------------
@@ -561,24 +580,49 @@ def _geometry_steps(ctx: _Ctx, shift: int, transpose: bool) -> list[Step]:
     n_a = ctx.n_a
     n_b = ctx.d_b if transpose else ctx.n_b
     if n_a == n_b and shift:
-        steps.append(Step("row-offset", f"{A} is {B} shifted by {shift} rows ({A}'s row r is {B}'s row r{shift:+d})",
-                          f"shifting rows by {shift}", {"offset": shift}))
-    elif n_a < n_b and 0 <= shift and shift + n_a <= n_b:
+        steps.append(
+            Step(
+                "row-offset",
+                f"{A} is {B} shifted by {shift} rows ({A}'s row r is {B}'s row r{shift:+d})",
+                f"shifting rows by {shift}",
+                {"offset": shift},
+            )
+        )
+    elif n_a < n_b and shift >= 0 and shift + n_a <= n_b:
         what = f"the first {n_a} rows" if shift == 0 else f"rows {shift}..{shift + n_a - 1}"
-        steps.append(Step("sub-range", f"{A} is {what} of {B}", f"taking {what} of {B}",
-                          {"start": shift, "stop": shift + n_a, "of": "b"}))
+        steps.append(
+            Step(
+                "sub-range",
+                f"{A} is {what} of {B}",
+                f"taking {what} of {B}",
+                {"start": shift, "stop": shift + n_a, "of": "b"},
+            )
+        )
     elif n_b < n_a and shift <= 0 and n_b - shift <= n_a:
         what = f"the first {n_b} rows" if shift == 0 else f"rows {-shift}..{-shift + n_b - 1}"
-        steps.append(Step("sub-range", f"{B} is {what} of {A}", f"comparing {what} of {A}",
-                          {"start": -shift, "stop": -shift + n_b, "of": "a"}))
+        steps.append(
+            Step(
+                "sub-range",
+                f"{B} is {what} of {A}",
+                f"comparing {what} of {A}",
+                {"start": -shift, "stop": -shift + n_b, "of": "a"},
+            )
+        )
     elif shift:
-        steps.append(Step("row-offset", f"{A} is {B} shifted by {shift} rows ({A}'s row r is {B}'s row r{shift:+d})",
-                          f"shifting rows by {shift}", {"offset": shift}))
+        steps.append(
+            Step(
+                "row-offset",
+                f"{A} is {B} shifted by {shift} rows ({A}'s row r is {B}'s row r{shift:+d})",
+                f"shifting rows by {shift}",
+                {"offset": shift},
+            )
+        )
     return steps
 
 
-def _column_steps(ctx: _Ctx, xa: np.ndarray, xb: np.ndarray, cols: np.ndarray, signs: np.ndarray,
-                  dt: np.dtype) -> list[Step] | None:
+def _column_steps(
+    ctx: _Ctx, xa: np.ndarray, xb: np.ndarray, cols: np.ndarray, signs: np.ndarray, dt: np.dtype
+) -> list[Step] | None:
     """Name a column map (with signs): identity, a conventional layout change, a cos/sin swap, a partial-rotary
     subset, or any other permutation; plus the negated columns. None if it is not a clean map."""
     A, B = ctx.a_name, ctx.b_name
@@ -593,16 +637,22 @@ def _column_steps(ctx: _Ctx, xa: np.ndarray, xb: np.ndarray, cols: np.ndarray, s
                 break
         if tags_found is None:
             pairs = ", ".join(f"{j}->{int(c)}" for j, c in enumerate(cols[:6]))
-            steps.append(Step("column-permutation", f"{B} is {A} with its columns reordered ({A} column j is {B} "
-                              f"column p[j]: {pairs}{', ...' if d_a > 6 else ''})", "reordering columns",
-                              {"permutation": cols}))
+            steps.append(
+                Step(
+                    "column-permutation",
+                    f"{B} is {A} with its columns reordered ({A} column j is {B} "
+                    f"column p[j]: {pairs}{', ...' if d_a > 6 else ''})",
+                    "reordering columns",
+                    {"permutation": cols},
+                )
+            )
         else:
             block_d = d_a // 2 if ctx.blocks else d_a
             for tag in tags_found:
                 if tag == "cos-sin-swap":
-                    steps.append(Step("cos-sin-swap", f"{A}'s cos and sin are {B}'s sin and cos",
-                                      "swapping cos and sin",
-                                      {}))
+                    steps.append(
+                        Step("cos-sin-swap", f"{A}'s cos and sin are {B}'s sin and cos", "swapping cos and sin", {})
+                    )
                 else:
                     xa1, xb1 = xa[:, :block_d], xb[:, :block_d]
                     steps.append(_layout_step(tag, xa1, xb1, dt, ctx))
@@ -619,9 +669,14 @@ def _column_steps(ctx: _Ctx, xa: np.ndarray, xb: np.ndarray, cols: np.ndarray, s
             text = f"{B}'s first {d_a} columns"
         else:
             text = f"{d_a} of {B}'s {d_b} columns ({_cols_text(np.unique(cols), d_b)})"
-        steps.append(Step("partial-rotary", f"{A} is {text} (partial rotary: {d_a} of {d_b} dims)",
-                          f"restricting {B} to {A}'s columns", {"columns": cols if subset is None else subset[1],
-                                                                 "rotary_dim": d_a, "dim": d_b}))
+        steps.append(
+            Step(
+                "partial-rotary",
+                f"{A} is {text} (partial rotary: {d_a} of {d_b} dims)",
+                f"restricting {B} to {A}'s columns",
+                {"columns": cols if subset is None else subset[1], "rotary_dim": d_a, "dim": d_b},
+            )
+        )
     neg = np.flatnonzero(signs < 0)
     if neg.size:
         if ctx.blocks and d_a % 2 == 0 and np.array_equal(neg, np.arange(d_a // 2, d_a)):
@@ -663,8 +718,11 @@ def _try_columns(ctx: _Ctx, shift: int, transpose: bool) -> tuple[Explanation | 
     signs: Any = None
     matched: Any = None
     # identity and conventional maps first: cheap, and they name the result
-    candidates = [np.arange(xa.shape[1])] if xa.shape[1] == xb.shape[1] else [p for _, p in
-                                                                              _subset_maps(xa.shape[1], xb.shape[1])]
+    candidates = (
+        [np.arange(xa.shape[1])]
+        if xa.shape[1] == xb.shape[1]
+        else [p for _, p in _subset_maps(xa.shape[1], xb.shape[1])]
+    )
     if xa.shape[1] == xb.shape[1]:
         named = _stacked_maps(xa.shape[1] // 2) if ctx.blocks else _named_maps(xa.shape[1])
         candidates += [p for _, p in named]
@@ -677,8 +735,11 @@ def _try_columns(ctx: _Ctx, shift: int, transpose: bool) -> tuple[Explanation | 
     if not matched.all():
         # a common scale factor: from each column's best-correlated column of B
         ratios = _best_ratios(xa, xb)
-        consistent = ratios.size >= 0.9 * xa.shape[1] and np.mean(
-            np.abs(ratios / np.median(ratios) - 1) < 1e-3) >= 0.9 if ratios.size else False
+        consistent = (
+            ratios.size >= 0.9 * xa.shape[1] and np.mean(np.abs(ratios / np.median(ratios) - 1) < 1e-3) >= 0.9
+            if ratios.size
+            else False
+        )
         if consistent:
             s = float(np.median(ratios))
             if abs(s - 1) > 4 * an.data_eps(dt) and math.isfinite(s):
@@ -705,16 +766,34 @@ def _try_columns(ctx: _Ctx, shift: int, transpose: bool) -> tuple[Explanation | 
     steps += col_steps or []
     if scale != 1.0:
         # a rational-looking factor is shown as such; the model keeps the measured one
-        steps.append(Step("constant-scale", f"{ctx.a_name} is {ctx.b_name} scaled by {scale:.6g}",
-                          f"scaling by {scale:.6g}", {"factor": scale}))
-    model = _Model(shift=shift, transpose=transpose, cols=None if np.array_equal(cols, np.arange(ctx.d_a)) else cols,
-                   signs=None if np.all(signs > 0) else signs, scale=scale, round_to=prec)
+        steps.append(
+            Step(
+                "constant-scale",
+                f"{ctx.a_name} is {ctx.b_name} scaled by {scale:.6g}",
+                f"scaling by {scale:.6g}",
+                {"factor": scale},
+            )
+        )
+    model = _Model(
+        shift=shift,
+        transpose=transpose,
+        cols=None if np.array_equal(cols, np.arange(ctx.d_a)) else cols,
+        signs=None if np.all(signs > 0) else signs,
+        scale=scale,
+        round_to=prec,
+    )
     if prec is not None:
         coarse_is_a = finfo(ctx.eff_a).eps >= finfo(ctx.eff_b).eps
         who, other = (ctx.a_name, ctx.b_name) if coarse_is_a else (ctx.b_name, ctx.a_name)
         name = _dtype_name(prec)
-        steps.append(Step(f"precision-{name}", f"{who} is {other} rounded to {name}", f"rounding {other} to {name}",
-                          {"dtype": name, "rounded": "a" if coarse_is_a else "b"}))
+        steps.append(
+            Step(
+                f"precision-{name}",
+                f"{who} is {other} rounded to {name}",
+                f"rounding {other} to {name}",
+                {"dtype": name, "rounded": "a" if coarse_is_a else "b"},
+            )
+        )
     res = _verify(ctx, model)
     if not steps:
         return None, None  # identical: not an explanation
@@ -790,8 +869,15 @@ def _layout_name(spec: an.Spectrum, x0: np.ndarray | None = None) -> str | None:
     return an.pair_layout(spec.pairs, spec.width)
 
 
-def _synth_model(spec_a: an.Spectrum, spec_b: an.Spectrum, w_new: np.ndarray, amp_ratio: float, offset_b: int,
-                 shift: int, width_a: int) -> _Model | None:
+def _synth_model(
+    spec_a: an.Spectrum,
+    spec_b: an.Spectrum,
+    w_new: np.ndarray,
+    amp_ratio: float,
+    offset_b: int,
+    shift: int,
+    width_a: int,
+) -> _Model | None:
     """Predict A by re-evaluating B's oscillators with frequencies ``w_new`` (in B's frequency order) at A's
     columns (k-th highest frequency of B -> k-th highest of A)."""
     ob = spec_b.by_frequency()
@@ -878,19 +964,37 @@ def _try_frequencies(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]]:
     amp_b = float(np.median([o.amplitude for o in ob_used]))
     ratio = amp_a / amp_b if amp_b > 0 else 1.0
     if lay_a and lay_b and lay_a != lay_b:
-        steps.append(Step(f"layout-{_slug_layout(lay_a)}-to-{_slug_layout(lay_b)}",
-                          f"{B} is {A} with its columns in {lay_b} order ({lay_a} -> {lay_b})",
-                          "reordering columns", {"from": lay_a, "to": lay_b}))
+        steps.append(
+            Step(
+                f"layout-{_slug_layout(lay_a)}-to-{_slug_layout(lay_b)}",
+                f"{B} is {A} with its columns in {lay_b} order ({lay_a} -> {lay_b})",
+                "reordering columns",
+                {"from": lay_a, "to": lay_b},
+            )
+        )
     if ctx.n_a != ctx.n_b:
         what = "fewer" if ctx.n_a < ctx.n_b else "more"
-        steps.append(Step("sub-range", f"{A} has {what} rows than {B} ({ctx.n_a} vs {ctx.n_b})",
-                          f"comparing {min(ctx.n_a, ctx.n_b)} rows", {"rows_a": ctx.n_a, "rows_b": ctx.n_b}))
+        steps.append(
+            Step(
+                "sub-range",
+                f"{A} has {what} rows than {B} ({ctx.n_a} vs {ctx.n_b})",
+                f"comparing {min(ctx.n_a, ctx.n_b)} rows",
+                {"rows_a": ctx.n_a, "rows_b": ctx.n_b},
+            )
+        )
     if o_a != o_b:
-        steps.append(Step("row-offset", f"{A} starts at position {o_a - o_b:+d} relative to {B}",
-                          f"shifting positions by {o_a - o_b}", {"offset": o_a - o_b}))
+        steps.append(
+            Step(
+                "row-offset",
+                f"{A} starts at position {o_a - o_b:+d} relative to {B}",
+                f"shifting positions by {o_a - o_b}",
+                {"offset": o_a - o_b},
+            )
+        )
     if abs(ratio - 1) > 1e-6:
-        steps.append(Step("constant-scale", f"{A} is {B} scaled by {ratio:.6g}", f"scaling by {ratio:.6g}",
-                          {"factor": ratio}))
+        steps.append(
+            Step("constant-scale", f"{A} is {B} scaled by {ratio:.6g}", f"scaling by {ratio:.6g}", {"factor": ratio})
+        )
     kind = prof.kind
     base_b = base_a = None
     conv = "2k/width"
@@ -898,13 +1002,17 @@ def _try_frequencies(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]]:
         base_b, conv = an.infer_base(geo_b.ratio, geo_b.w0, w_b.size, width_b)
     if kind in ("power", "power-linear") and base_b is not None:
         if partial and abs(prof.exponent - ctx.d_b / ctx.d_a) < 1e-6 * ctx.d_b:
-            steps.append(Step("partial-rotary",
-                              f"{A} rotates {ctx.d_a} of {B}'s {ctx.d_b} dims with frequencies over its own width "
-                              f"(base^(-2k/{ctx.d_a}) where {B} has base^(-2k/{ctx.d_b}))",
-                              f"recomputing {B}'s frequencies over {ctx.d_a} dims",
-                              {"rotary_dim": ctx.d_a, "dim": ctx.d_b, "exponent": prof.exponent}))
+            steps.append(
+                Step(
+                    "partial-rotary",
+                    f"{A} rotates {ctx.d_a} of {B}'s {ctx.d_b} dims with frequencies over its own width "
+                    f"(base^(-2k/{ctx.d_a}) where {B} has base^(-2k/{ctx.d_b}))",
+                    f"recomputing {B}'s frequencies over {ctx.d_a} dims",
+                    {"rotary_dim": ctx.d_a, "dim": ctx.d_b, "exponent": prof.exponent},
+                )
+            )
         else:
-            base_a = base_b ** prof.exponent
+            base_a = base_b**prof.exponent
             nb, na_ = an.nice_number(base_b, 1e-6), an.nice_number(base_a, 1e-6)
             if kind == "power":
                 # the round bases, if they hold, make the model exact
@@ -913,44 +1021,87 @@ def _try_frequencies(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]]:
                     prof = trial
             r = 2 * w_b.size
             ntk = (base_a / base_b) ** ((r - 2) / r) if r > 2 else math.nan
-            detail = {"base_a": base_a, "base_b": base_b, "exponent": prof.exponent, "convention": conv,
-                      "ntk_factor": ntk}
+            detail = {
+                "base_a": base_a,
+                "base_b": base_b,
+                "exponent": prof.exponent,
+                "convention": conv,
+                "ntk_factor": ntk,
+            }
             ntk_nice = an.nice_number(ntk, 1e-4) if math.isfinite(ntk) else math.nan
-            ntk_text = f"; NTK factor {ntk_nice:g}" if math.isfinite(ntk_nice) and abs(ntk_nice - 1) > 1e-3 and \
-                an.nice_digits(ntk_nice) <= 3 else ""
-            steps.append(Step("base", f"{A} uses base {na_:g} where {B} uses base {nb:g} "
-                              f"(w_k = base^{_convention_text(conv, w_b.size, width_b)}{ntk_text})",
-                              f"recomputing {B}'s frequencies with base {na_:g}", detail))
+            ntk_text = (
+                f"; NTK factor {ntk_nice:g}"
+                if math.isfinite(ntk_nice) and abs(ntk_nice - 1) > 1e-3 and an.nice_digits(ntk_nice) <= 3
+                else ""
+            )
+            steps.append(
+                Step(
+                    "base",
+                    f"{A} uses base {na_:g} where {B} uses base {nb:g} "
+                    f"(w_k = base^{_convention_text(conv, w_b.size, width_b)}{ntk_text})",
+                    f"recomputing {B}'s frequencies with base {na_:g}",
+                    detail,
+                )
+            )
         if kind == "power-linear":
-            steps.append(Step("frequency-scaling", f"{A} divides {B}'s frequencies by {prof.factor:.6g} as well",
-                              f"dividing by {prof.factor:.6g}", {"profile": "linear", "factor": prof.factor}))
+            steps.append(
+                Step(
+                    "frequency-scaling",
+                    f"{A} divides {B}'s frequencies by {prof.factor:.6g} as well",
+                    f"dividing by {prof.factor:.6g}",
+                    {"profile": "linear", "factor": prof.factor},
+                )
+            )
     elif kind == "linear":
         f = an.nice_number(prof.factor, 1e-6)
-        steps.append(Step("frequency-scaling", f"{A} divides {B}'s frequencies by {f:g} (linear scaling)",
-                          f"dividing {B}'s frequencies by {f:g}", {"profile": "linear", "factor": prof.factor}))
+        steps.append(
+            Step(
+                "frequency-scaling",
+                f"{A} divides {B}'s frequencies by {f:g} (linear scaling)",
+                f"dividing {B}'s frequencies by {f:g}",
+                {"profile": "linear", "factor": prof.factor},
+            )
+        )
     elif kind == "ramp-frequency" and prof.ramp is not None:
         f = an.nice_number(prof.factor, 1e-6)
         lo, hi = prof.ramp
         wl_hi, wl_lo = 2 * math.pi / lo if lo > 0 else math.inf, 2 * math.pi / hi
-        steps.append(Step("frequency-scaling",
-                          f"{A} divides {B}'s low frequencies by {f:g}, ramping linearly in frequency between "
-                          f"wavelengths {wl_lo:.6g} and {wl_hi:.6g} (llama3-style)",
-                          f"scaling {B}'s frequencies by that ramp",
-                          {"profile": "ramp-frequency", "factor": prof.factor, "ramp": list(prof.ramp),
-                           "wavelengths": [wl_lo, wl_hi], "divisors": prof.divisors}))
+        steps.append(
+            Step(
+                "frequency-scaling",
+                f"{A} divides {B}'s low frequencies by {f:g}, ramping linearly in frequency between "
+                f"wavelengths {wl_lo:.6g} and {wl_hi:.6g} (llama3-style)",
+                f"scaling {B}'s frequencies by that ramp",
+                {
+                    "profile": "ramp-frequency",
+                    "factor": prof.factor,
+                    "ramp": list(prof.ramp),
+                    "wavelengths": [wl_lo, wl_hi],
+                    "divisors": prof.divisors,
+                },
+            )
+        )
     elif kind == "ramp-index" and prof.ramp is not None:
         f = an.nice_number(prof.factor, 1e-6)
-        steps.append(Step("frequency-scaling",
-                          f"{A} divides {B}'s frequencies by {f:g} from index {prof.ramp[1]:.4g} on, ramping linearly "
-                          f"in the index from {prof.ramp[0]:.4g} (YaRN-style)",
-                          f"scaling {B}'s frequencies by that ramp",
-                          {"profile": "ramp-index", "factor": prof.factor, "ramp": list(prof.ramp),
-                           "divisors": prof.divisors}))
+        steps.append(
+            Step(
+                "frequency-scaling",
+                f"{A} divides {B}'s frequencies by {f:g} from index {prof.ramp[1]:.4g} on, ramping linearly "
+                f"in the index from {prof.ramp[0]:.4g} (YaRN-style)",
+                f"scaling {B}'s frequencies by that ramp",
+                {"profile": "ramp-index", "factor": prof.factor, "ramp": list(prof.ramp), "divisors": prof.divisors},
+            )
+        )
     elif kind == "per-column":
         d = prof.divisors
-        steps.append(Step("frequency-scaling",
-                          f"{A}'s frequencies are {B}'s divided column by column ({d.min():.4g} .. {d.max():.4g})",
-                          f"dividing {B}'s frequencies column by column", {"profile": "per-column", "divisors": d}))
+        steps.append(
+            Step(
+                "frequency-scaling",
+                f"{A}'s frequencies are {B}'s divided column by column ({d.min():.4g} .. {d.max():.4g})",
+                f"dividing {B}'s frequencies column by column",
+                {"profile": "per-column", "divisors": d},
+            )
+        )
     if not steps:
         return [], []
     w_new = prof.predict(w_b)[group_b] if kind != "per-column" else w_a_all
@@ -1031,8 +1182,11 @@ def _try_float32_angles(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]
     worst = int(probe[int(np.argmax(diff))])
     f32 = np.float32
     for ref in ("b", "a"):
-        c = ctx if ref == "b" else _Ctx(ctx.b, ctx.a, ctx.b_name, ctx.a_name, ctx.blocks, ctx.dtype_b, ctx.dtype_a,
-                                        ctx.eff_b, ctx.eff_a)
+        c = (
+            ctx
+            if ref == "b"
+            else _Ctx(ctx.b, ctx.a, ctx.b_name, ctx.a_name, ctx.blocks, ctx.dtype_b, ctx.dtype_a, ctx.eff_b, ctx.eff_a)
+        )
         spec = _spectrum(c, "b")
         if spec is None or not spec.sinusoidal:
             continue
@@ -1056,8 +1210,9 @@ def _try_float32_angles(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]
         zero = list(spec.zero_cols)
         width = c.d_a
 
-        def synth(rows: np.ndarray, chosen: list = chosen, o: int = o, zero: list[int] = zero,
-                  width: int = width) -> np.ndarray:
+        def synth(
+            rows: np.ndarray, chosen: list = chosen, o: int = o, zero: list[int] = zero, width: int = width
+        ) -> np.ndarray:
             t32 = (rows + o).astype(f32)
             res_ = np.zeros((rows.size, width))
             for osc_k, w32_k, ph_k in chosen:
@@ -1073,12 +1228,18 @@ def _try_float32_angles(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]
         res = _verify(c, model)
         who = ctx.a_name if ref == "b" else ctx.b_name
         ref_name = ctx.b_name if ref == "b" else ctx.a_name
-        step = Step("float32-angle-error",
-                    f"{who} computes the angles t*w in float32: the difference grows with position "
-                    f"(max {float(diff.max()):.2g} at row {worst})",
-                    f"evaluating {ref_name}'s frequencies with float32 angles",
-                    {"table": "a" if ref == "b" else "b", "max_abs_difference": float(diff.max()), "at_row": worst,
-                     "float32_frequencies": [w for _, w, _ in chosen]})
+        step = Step(
+            "float32-angle-error",
+            f"{who} computes the angles t*w in float32: the difference grows with position "
+            f"(max {float(diff.max()):.2g} at row {worst})",
+            f"evaluating {ref_name}'s frequencies with float32 angles",
+            {
+                "table": "a" if ref == "b" else "b",
+                "max_abs_difference": float(diff.max()),
+                "at_row": worst,
+                "float32_frequencies": [w for _, w, _ in chosen],
+            },
+        )
         exp = _explain([step], res, ctx, model)
         (out if res.within else tried).append(exp)
         if res.within:
@@ -1108,8 +1269,9 @@ def _diagnose_3d(a: Any, b: Any, a_name: str, b_name: str) -> tuple[list[Explana
 
     xa = sample(a, False)
     dt_a, dt_b = np.dtype(a.dtype), np.dtype(b.dtype)
-    ctx = _Ctx(a, b, a_name, b_name, None, dt_a, dt_b, an.effective_dtype(xa, dt_a),
-               an.effective_dtype(sample(b, False), dt_b))
+    ctx = _Ctx(
+        a, b, a_name, b_name, None, dt_a, dt_b, an.effective_dtype(xa, dt_a), an.effective_dtype(sample(b, False), dt_b)
+    )
     dt = ctx.match_dtype
     explanations: list[Explanation] = []
     tried: list[Explanation] = []
@@ -1136,29 +1298,55 @@ def _diagnose_3d(a: Any, b: Any, a_name: str, b_name: str) -> tuple[list[Explana
         steps: list[Step] = []
         if na != nb:
             small, big = (a_name, b_name) if na < nb else (b_name, a_name)
-            steps.append(Step("sub-range", f"{small} is the first {n} positions of {big}",
-                              f"taking the first {n} positions",
-                              {"start": 0, "stop": n, "of": "b" if na < nb else "a"}))
+            steps.append(
+                Step(
+                    "sub-range",
+                    f"{small} is the first {n} positions of {big}",
+                    f"taking the first {n} positions",
+                    {"start": 0, "stop": n, "of": "b" if na < nb else "a"},
+                )
+            )
         if transpose:
-            steps.append(Step("transpose", f"{a_name} is {b_name} with query and key exchanged (transposed)",
-                              "transposing", {}))
+            steps.append(
+                Step("transpose", f"{a_name} is {b_name} with query and key exchanged (transposed)", "transposing", {})
+            )
         if not np.array_equal(cols, np.arange(ha)):
-            steps.append(Step("column-permutation", f"{b_name} is {a_name} with its heads reordered",
-                              "reordering heads", {"permutation": cols}))
+            steps.append(
+                Step(
+                    "column-permutation",
+                    f"{b_name} is {a_name} with its heads reordered",
+                    "reordering heads",
+                    {"permutation": cols},
+                )
+            )
         neg = np.flatnonzero(signs < 0)
         if neg.size:
-            steps.append(Step("sign-flip", f"{b_name} is {a_name} with {neg.size} heads negated", "negating heads",
-                              {"heads": neg}))
+            steps.append(
+                Step(
+                    "sign-flip", f"{b_name} is {a_name} with {neg.size} heads negated", "negating heads", {"heads": neg}
+                )
+            )
         if scale != 1.0:
-            steps.append(Step("constant-scale", f"{a_name} is {b_name} scaled by {scale:.6g}",
-                              f"scaling by {scale:.6g}",
-                              {"factor": scale}))
+            steps.append(
+                Step(
+                    "constant-scale",
+                    f"{a_name} is {b_name} scaled by {scale:.6g}",
+                    f"scaling by {scale:.6g}",
+                    {"factor": scale},
+                )
+            )
         if ctx.precision is not None:
             name = _dtype_name(ctx.precision)
             coarse_is_a = finfo(ctx.eff_a).eps >= finfo(ctx.eff_b).eps
             who, other = (a_name, b_name) if coarse_is_a else (b_name, a_name)
-            steps.append(Step(f"precision-{name}", f"{who} is {other} rounded to {name}", f"rounding {other} to {name}",
-                              {"dtype": name}))
+            steps.append(
+                Step(
+                    f"precision-{name}",
+                    f"{who} is {other} rounded to {name}",
+                    f"rounding {other} to {name}",
+                    {"dtype": name},
+                )
+            )
         if not steps:
             if res.within and matched.all():
                 return [], [], "same"  # agrees as it is: nothing to explain
@@ -1220,7 +1408,7 @@ def diagnose(
         diag.reason = f"shapes {shape_a} and {shape_b}: diagnosis needs two 2-D tables or two heads x len x len tables"
         return diag
     # the wider table plays B: a partial-rotary A is a subset of B's columns
-    if int(a.shape[1]) > int(b.shape[1]) and not (int(a.shape[1]) == int(b.shape[0])):
+    if int(a.shape[1]) > int(b.shape[1]) and int(a.shape[1]) != int(b.shape[0]):
         flipped = diagnose(b, a, a_name=b_name, b_name=a_name)
         flipped.a_name, flipped.b_name, flipped.shape_a, flipped.shape_b = a_name, b_name, shape_a, shape_b
         return flipped
@@ -1277,8 +1465,10 @@ def diagnose(
     reason = ""
     if not explanations:
         if shape_a != shape_b and not (transposable or n_a == n_b or d_a == d_b):
-            reason = (f"shapes {shape_a} and {shape_b} differ and neither is a slice, transpose or partial-rotary part "
-                      f"of the other")
+            reason = (
+                f"shapes {shape_a} and {shape_b} differ and neither is a slice, transpose or partial-rotary part "
+                f"of the other"
+            )
         else:
             reason = "no explanation in the catalogue accounts for the difference"
             plain = [e for e in tried if e.name in ("identity", "sub-range", "transpose")]

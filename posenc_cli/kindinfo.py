@@ -8,7 +8,6 @@ from .encodings.base import Encoding, display_name, format_value
 from .errors import PosencError
 
 
-
 def tensor_names(cls: type[Encoding]) -> list[str]:
     try:
         enc = cls.from_params(cls.EXAMPLE)
@@ -20,21 +19,25 @@ def tensor_names(cls: type[Encoding]) -> list[str]:
 def kind_info(cls: type[Encoding]) -> dict[str, Any]:
     params = []
     for p in cls.param_infos():
-        params.append({
-            "name": display_name(p.name),
-            "type": p.type,
-            "default": None if p.default is None else format_value(p.default),
-            "help": p.help,
-            "choices": list(p.choices) if p.choices else None,
-        })
+        params.append(
+            {
+                "name": display_name(p.name),
+                "type": p.type,
+                "default": None if p.default is None else format_value(p.default),
+                "help": p.help,
+                "choices": list(p.choices) if p.choices else None,
+            }
+        )
     return {
         "kind": cls.KIND,
         "summary": cls.SUMMARY,
         "tensors": tensor_names(cls),
         "primary": cls.PRIMARY,
         "parameters": params,
-        "presets": {name: {"sets": {k: format_value(v) for k, v in sets.items()}, "doc": cls.PRESET_DOCS.get(name, "")}
-                    for name, sets in cls.PRESETS.items()},
+        "presets": {
+            name: {"sets": {k: format_value(v) for k, v in sets.items()}, "doc": cls.PRESET_DOCS.get(name, "")}
+            for name, sets in cls.PRESETS.items()
+        },
         "references": list(cls.REFERENCES),
         "roles": dict(cls.ROLES),
         "properties": {name: ("required" if required else "reported") for name, required in cls.PROPERTIES.items()},

@@ -291,8 +291,9 @@ def frequencies(src: PlotSource) -> tuple[np.ndarray, str]:
     got = src.table()
     pairs = sinusoid_pairs(got[1]) if got is not None else None
     if got is None or not pairs:
-        raise ParameterError(f"{src.label}: no frequencies to show (needs inv_freq, a cos/sin pair, or a table of "
-                             "sin/cos columns)")
+        raise ParameterError(
+            f"{src.label}: no frequencies to show (needs inv_freq, a cos/sin pair, or a table of sin/cos columns)"
+        )
     name, p = got
     z = np.stack([p[:, b] + 1j * p[:, a] for a, b in pairs], axis=1)
     return estimate_frequencies(z), f"measured on {name}"
@@ -389,8 +390,15 @@ def _cmap_for(values: np.ndarray) -> tuple[str, float, float]:
     return "viridis", lo, hi
 
 
-def _image(fig: Any, ax: Any, a: np.ndarray, *, cmap: str | None = None, clim: tuple[float, float] | None = None,
-           label: str = "value") -> Any:
+def _image(
+    fig: Any,
+    ax: Any,
+    a: np.ndarray,
+    *,
+    cmap: str | None = None,
+    clim: tuple[float, float] | None = None,
+    label: str = "value",
+) -> Any:
     import matplotlib as mpl
 
     name, lo, hi = _cmap_for(a)
@@ -400,8 +408,14 @@ def _image(fig: Any, ax: Any, a: np.ndarray, *, cmap: str | None = None, clim: t
         lo, hi = clim
     cm = mpl.colormaps[name].with_extremes(bad="#bdbdbd")
     big = a.shape[0] > 512 or a.shape[1] > 512
-    im = ax.imshow(np.ma.masked_invalid(a), cmap=cm, vmin=lo, vmax=hi, aspect="auto",
-                   interpolation="antialiased" if big else "nearest")
+    im = ax.imshow(
+        np.ma.masked_invalid(a),
+        cmap=cm,
+        vmin=lo,
+        vmax=hi,
+        aspect="auto",
+        interpolation="antialiased" if big else "nearest",
+    )
     fig.colorbar(im, ax=ax, label=label, shrink=0.9)
     return im
 
@@ -427,14 +441,24 @@ def heatmap_panels(src: PlotSource) -> list[tuple[str, np.ndarray]]:
         got = getter()
         if got is not None:
             name, a = got
-            out.append((f"{src.label}: {name} {_dtype(src.tensors[name])}, {_rows_note(a.shape[0], n_total)} x "
-                        f"{a.shape[1]} dims", a))
+            out.append(
+                (
+                    f"{src.label}: {name} {_dtype(src.tensors[name])}, {_rows_note(a.shape[0], n_total)} x "
+                    f"{a.shape[1]} dims",
+                    a,
+                )
+            )
             return out
     rot = src.rotary()
     if rot is not None:
         for name, a in ((rot.cos_name, rot.cos), (rot.sin_name, rot.sin)):
-            out.append((f"{src.label}: {name} {_dtype(src.tensors[name])}, {_rows_note(a.shape[0], n_total)} x "
-                        f"{a.shape[1]} dims", a))
+            out.append(
+                (
+                    f"{src.label}: {name} {_dtype(src.tensors[name])}, {_rows_note(a.shape[0], n_total)} x "
+                    f"{a.shape[1]} dims",
+                    a,
+                )
+            )
         return out
     got_m = src.matrix()
     if got_m is not None:
@@ -497,8 +521,9 @@ def _rotary_dot(rot: Rotary, cosine: bool) -> tuple[Callable[[int, np.ndarray], 
     q2 = rng.standard_normal(w) ** 2
     if rot.cache:  # each angle rotates two features (i, i + w)
         q2 = q2 + rng.standard_normal(w) ** 2
-    what = ("cosine of $R_t q$ and $R_{t+k} q$" if cosine else r"$\langle R_t q, R_{t+k} q\rangle$") + \
-        f", fixed random q (seed {SEED})"
+    what = (
+        "cosine of $R_t q$ and $R_{t+k} q$" if cosine else r"$\langle R_t q, R_{t+k} q\rangle$"
+    ) + f", fixed random q (seed {SEED})"
 
     def values(t: int, ks: np.ndarray) -> np.ndarray:
         a_t, a_k = amp[t], amp[t + ks]
@@ -510,8 +535,9 @@ def _rotary_dot(rot: Rotary, cosine: bool) -> tuple[Callable[[int, np.ndarray], 
     return values, what
 
 
-def _dot_curves(src: PlotSource, starts: Sequence[int] | None, max_offset: int | None, cosine: bool
-                ) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], str]:
+def _dot_curves(
+    src: PlotSource, starts: Sequence[int] | None, max_offset: int | None, cosine: bool
+) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], str]:
     """[(t, offsets k, values)] and what was measured."""
     rot = src.rotary()
     got = src.table()
@@ -551,8 +577,13 @@ def _view_dot(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]
         curves, what = _dot_curves(s, starts, opts.get("max_offset"), cosine)
         whats.append(what)
         for t, ks, v in curves:
-            ax.plot(ks, v, linewidth=1.3, linestyle=LINESTYLES[si % len(LINESTYLES)],
-                    label=(f"{s.label}, t={t}" if several else f"t={t}"))
+            ax.plot(
+                ks,
+                v,
+                linewidth=1.3,
+                linestyle=LINESTYLES[si % len(LINESTYLES)],
+                label=(f"{s.label}, t={t}" if several else f"t={t}"),
+            )
     ax.axvline(0, color="#888888", linewidth=0.6, linestyle=":")
     ax.set_xlabel("offset k (positions)")
     ax.set_ylabel("cosine similarity" if cosine else "dot product")
@@ -600,8 +631,15 @@ def _view_circle(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, A
         x, y, w, xl, yl = _circle_points(s, pair)
         x, y = x[:count], y[:count]
         radius = max(radius, float(np.median(np.hypot(x, y))))
-        ax.scatter(x, y, s=36, color=f"C{i}", marker="os^D"[i % 4], zorder=3,
-                   label=f"{s.label}: ω = {w:.4g} rad/position, wavelength {2 * np.pi / w if w else np.inf:.4g}")
+        ax.scatter(
+            x,
+            y,
+            s=36,
+            color=f"C{i}",
+            marker="os^D"[i % 4],
+            zorder=3,
+            label=f"{s.label}: ω = {w:.4g} rad/position, wavelength {2 * np.pi / w if w else np.inf:.4g}",
+        )
         if i == 0:
             labels = (xl, yl)
             for t in range(min(len(x), 8)):
@@ -630,8 +668,16 @@ def _view_spectrum(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str,
         scaling = str(s.metadata.get("scaling", "") or "")
         note = f" ({how})" if how != "inv_freq" else ""
         label = s.label + (f" [scaling {scaling}]" if scaling not in ("", "none") and scaling not in s.label else "")
-        ax.plot(np.arange(wave.size), wave, marker="os^D"[i % 4], markersize=2.5, linewidth=1.3, color=f"C{i}",
-                linestyle=LINESTYLES[i % len(LINESTYLES)], label=label + note)
+        ax.plot(
+            np.arange(wave.size),
+            wave,
+            marker="os^D"[i % 4],
+            markersize=2.5,
+            linewidth=1.3,
+            color=f"C{i}",
+            linestyle=LINESTYLES[i % len(LINESTYLES)],
+            label=label + note,
+        )
         ctx = s.meta_float("original_max_position_embeddings")
         if ctx is not None:
             contexts.setdefault(ctx, []).append(s.label)
@@ -677,8 +723,14 @@ def _view_bias(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any
     for i, h in enumerate(heads):
         ax = fig.add_subplot(rows, cols, i + 1)
         cmap = _mpl().colormaps["viridis"].with_extremes(bad="#bdbdbd")
-        im = ax.imshow(np.ma.masked_invalid(shown[i]), cmap=cmap, vmin=lo, vmax=hi, aspect="equal",
-                       interpolation="nearest" if m.shape[1] <= 512 else "antialiased")
+        im = ax.imshow(
+            np.ma.masked_invalid(shown[i]),
+            cmap=cmap,
+            vmin=lo,
+            vmax=hi,
+            aspect="equal",
+            interpolation="nearest" if m.shape[1] <= 512 else "antialiased",
+        )
         ax.set_title(f"head {h} of {m.shape[0]}" if m.shape[0] > 1 else name)
         if i // cols == rows - 1:
             ax.set_xlabel("key position j")
@@ -712,8 +764,9 @@ def _view_compare(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, 
         raise ParameterError("compare needs a table, cos/sin pair, scale or matrix in both sources")
     (na, a), (nb, b) = got_a, got_b
     if a.shape != b.shape:
-        raise ParameterError(f"compare needs tables of one shape: {a_src.label} {na} is {a.shape}, "
-                             f"{b_src.label} {nb} is {b.shape}")
+        raise ParameterError(
+            f"compare needs tables of one shape: {a_src.label} {na} is {a.shape}, {b_src.label} {nb} is {b.shape}"
+        )
     fig = fig_size((14.0, 4.8))
     both = np.concatenate([a.ravel(), b.ravel()])
     cmap, lo, hi = _cmap_for(both)
@@ -721,11 +774,19 @@ def _view_compare(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, 
     fin = np.abs(diff[np.isfinite(diff)])
     m = float(fin.max()) if fin.size and fin.max() > 0 else 1.0
     axes = []
-    for i, (title, arr, cm, clim, label) in enumerate((
-        (f"A: {a_src.label} [{na}]", a, cmap, (lo, hi), "value"),
-        (f"B: {b_src.label} [{nb}]", b, cmap, (lo, hi), "value"),
-        (f"A - B (max |A - B| = {float(fin.max()) if fin.size else 0.0:.3g})", diff, "RdBu_r", (-m, m), "difference"),
-    )):
+    for i, (title, arr, cm, clim, label) in enumerate(
+        (
+            (f"A: {a_src.label} [{na}]", a, cmap, (lo, hi), "value"),
+            (f"B: {b_src.label} [{nb}]", b, cmap, (lo, hi), "value"),
+            (
+                f"A - B (max |A - B| = {float(fin.max()) if fin.size else 0.0:.3g})",
+                diff,
+                "RdBu_r",
+                (-m, m),
+                "difference",
+            ),
+        )
+    ):
         ax = fig.add_subplot(1, 3, i + 1)
         _image(fig, ax, arr, cmap=cm, clim=clim, label=label)
         ax.set_title(title)
@@ -839,8 +900,14 @@ def plot(
         choose = f"choose from: {', '.join(others)}" if others else "no view applies to them"
         raise ParameterError(f"view {view} does not apply to {labels} (it needs {_needs_text(v)}); {choose}")
     mpl = _mpl()
-    opts = {"pair": pair, "positions": positions, "starts": starts, "max_offset": max_offset, "cosine": cosine,
-            "head": head}
+    opts = {
+        "pair": pair,
+        "positions": positions,
+        "starts": starts,
+        "max_offset": max_offset,
+        "cosine": cosine,
+        "head": head,
+    }
     with mpl.rc_context(_RC):
         fig, axes = v.func(lambda default: _figure(size or default, dpi), sources, opts)
         dest = os.fspath(path)
@@ -881,21 +948,38 @@ def _panels(fig: Any, axes: Sequence[Any]) -> list[PanelInfo]:
     for ax in axes:
         bb = ax.get_window_extent()
         im = ax.images[0] if ax.images else None
-        out.append(PanelInfo(
-            title=ax.get_title(),
-            bbox=(float(bb.x0), float(height - bb.y1), float(bb.x1), float(height - bb.y0)),
-            xlim=_pair_of(ax.get_xlim()),
-            ylim=_pair_of(ax.get_ylim()),
-            xscale=ax.get_xscale(),
-            yscale=ax.get_yscale(),
-            cmap=None if im is None else im.get_cmap().name,
-            clim=None if im is None else _pair_of(im.get_clim()),
-        ))
+        out.append(
+            PanelInfo(
+                title=ax.get_title(),
+                bbox=(float(bb.x0), float(height - bb.y1), float(bb.x1), float(height - bb.y0)),
+                xlim=_pair_of(ax.get_xlim()),
+                ylim=_pair_of(ax.get_ylim()),
+                xscale=ax.get_xscale(),
+                yscale=ax.get_yscale(),
+                cmap=None if im is None else im.get_cmap().name,
+                clim=None if im is None else _pair_of(im.get_clim()),
+            )
+        )
     return out
 
 
 __all__ = [
-    "FORMATS", "INSTALL_HINT", "MAX_ROWS", "NEEDS_OUTPUT", "ROLES", "VIEWS", "PanelInfo", "PlotResult", "PlotSource",
-    "View", "applicable", "estimate_frequencies", "frequencies", "heatmap_panels", "output_format", "plot",
-    "sinusoid_pairs", "terminal_panels",
+    "FORMATS",
+    "INSTALL_HINT",
+    "MAX_ROWS",
+    "NEEDS_OUTPUT",
+    "ROLES",
+    "VIEWS",
+    "PanelInfo",
+    "PlotResult",
+    "PlotSource",
+    "View",
+    "applicable",
+    "estimate_frequencies",
+    "frequencies",
+    "heatmap_panels",
+    "output_format",
+    "plot",
+    "sinusoid_pairs",
+    "terminal_panels",
 ]

@@ -286,8 +286,16 @@ def report_json(report: Any) -> dict[str, Any]:
     not_run = [r["name"] for r in results if r["status"] == "NOT RUN"]
     failed = [r["name"] for r in results if r["required"] and r["status"] == "FAIL"]
     ok = bool(d["ok"]) and not failed and not any(n in required for n in not_run)
-    return {"source": d["source"], "tensor": d["tensor"], "kind": d["kind"], "ok": ok, "required": required,
-            "failed": failed, "not_run": not_run, "results": results}
+    return {
+        "source": d["source"],
+        "tensor": d["tensor"],
+        "kind": d["kind"],
+        "ok": ok,
+        "required": required,
+        "failed": failed,
+        "not_run": not_run,
+        "results": results,
+    }
 
 
 def check_json(reports: Sequence[Any]) -> list[dict[str, Any]]:
@@ -417,8 +425,10 @@ def check_lines(
             indent = " " * 8
             for key in ("method", "detail"):
                 if d.get(key):
-                    out.extend((s, "dim" if key == "method" else None)
-                               for s in wrap(f"{key}: {d[key]}", width, indent, indent + "  "))
+                    out.extend(
+                        (s, "dim" if key == "method" else None)
+                        for s in wrap(f"{key}: {d[key]}", width, indent, indent + "  ")
+                    )
     groups: dict[tuple[str, ...], list[str]] = {}
     for d in skipped:
         needs = tuple(d.get("needs") or (["finite"] if d["name"] != "finite" else []))
@@ -430,8 +440,9 @@ def check_lines(
     return out
 
 
-def verdict_line(label: str, ok: bool, failed: Sequence[str], not_run: Sequence[str] = (),
-                 needs: Sequence[str] = ("finite",)) -> str:
+def verdict_line(
+    label: str, ok: bool, failed: Sequence[str], not_run: Sequence[str] = (), needs: Sequence[str] = ("finite",)
+) -> str:
     """The one-line verdict of a check: ``LABEL: every required property holds`` or ``LABEL: required
     properties failed: a, b; not run (needs finite): c, d``."""
     if ok:
@@ -456,8 +467,15 @@ def check_table(
 ) -> None:
     """Print the check report (:func:`check_lines`) on stdout, fitted to the terminal or ``COLUMNS``."""
     stream = sys.stdout if file is None else file
-    lines = check_lines(label, kind, results, required, verbose=verbose,
-                        width=term_width(stream) if width is None else width, unicode=use_unicode(stream))
+    lines = check_lines(
+        label,
+        kind,
+        results,
+        required,
+        verbose=verbose,
+        width=term_width(stream) if width is None else width,
+        unicode=use_unicode(stream),
+    )
     _emit(lines, stream)
 
 
@@ -597,8 +615,9 @@ def comparison_report(cmp: Any, *, quiet: int = QUIET_NONE, verbose: bool = Fals
             res = tc.result
             if i:
                 stream.write("\n")
-            _emit(compare_lines(res, res.labels.get("a", tc.name_a), res.labels.get("b", tc.name_b), width=width),
-                  stream)
+            _emit(
+                compare_lines(res, res.labels.get("a", tc.name_a), res.labels.get("b", tc.name_b), width=width), stream
+            )
             d = tc.diagnosis
             if d is not None and not res.same:
                 found = d.explanations if verbose else d.explanations[:1]
@@ -606,8 +625,10 @@ def comparison_report(cmp: Any, *, quiet: int = QUIET_NONE, verbose: bool = Fals
                     for e in found:
                         _emit([(s, "bold") for s in wrap(f"why: {e.summary}", width, "", "     ")], stream)
                         if verbose:
-                            detail = (f"steps {e.name}; residual max abs {num(e.residual_max_abs)} "
-                                      f"({num(e.residual_ulp)} ulp of {e.ulp_dtype}) on {e.rows_checked} rows")
+                            detail = (
+                                f"steps {e.name}; residual max abs {num(e.residual_max_abs)} "
+                                f"({num(e.residual_ulp)} ulp of {e.ulp_dtype}) on {e.rows_checked} rows"
+                            )
                             _emit([(s, None) for s in wrap(detail, width, "     ", "     ")], stream)
                 else:
                     _emit([(s, None) for s in wrap(f"why: not found; {d.reason}", width, "", "     ")], stream)
@@ -647,8 +668,14 @@ def matrix_text(corner: np.ndarray, precision: int, width: int) -> tuple[str, in
         if integer:
             text = np.array2string(part.astype(np.int64), max_line_width=10**9, threshold=10**9)
         else:
-            text = np.array2string(part.astype(np.float64), precision=precision, suppress_small=True,
-                                   floatmode="fixed", max_line_width=10**9, threshold=10**9)
+            text = np.array2string(
+                part.astype(np.float64),
+                precision=precision,
+                suppress_small=True,
+                floatmode="fixed",
+                max_line_width=10**9,
+                threshold=10**9,
+            )
         if max(len(s) for s in text.splitlines()) <= width or cols == 1:
             return text, cols
     return text, 1  # pragma: no cover - the loop always returns
@@ -710,8 +737,10 @@ def preview_lines(
     for name, shp, dt in specs:
         line = f"{'tensor ' + name:<{key_w}}{' x '.join(map(str, shp))}  {dt}"
         out.extend((s, None) for s in wrap(line, width, "", pad))
-    out.extend((s, None) for s in wrap(f"{'parameters':<{key_w}}" + ", ".join(f"{k}={v}" for k, v in params.items()),
-                                       width, "", pad))
+    out.extend(
+        (s, None)
+        for s in wrap(f"{'parameters':<{key_w}}" + ", ".join(f"{k}={v}" for k, v in params.items()), width, "", pad)
+    )
     if value_range is not None:
         lo, hi = value_range
         integer = any(name == primary and np.dtype(dt).kind in "iub" for name, _, dt in specs if dt != "bfloat16")
@@ -756,13 +785,24 @@ def preview(
     """Print :func:`preview_lines` on stdout, fitted to the terminal or ``COLUMNS``."""
     stream = sys.stdout
     w = term_width(stream) if width is None else width
-    _emit(preview_lines(title, specs, params, primary, corner, shape, value_range, range_note, small, precision,
-                        width=w, head=head), stream)
+    _emit(
+        preview_lines(
+            title, specs, params, primary, corner, shape, value_range, range_note, small, precision, width=w, head=head
+        ),
+        stream,
+    )
 
 
 # ----- kinds -----------------------------------------------------------------------------------------
-def grid_lines(rows: Sequence[Sequence[str]], width: int, *, flex: int, indent: str = "", gap: int = 2,
-               max_first: int | None = None) -> list[str]:
+def grid_lines(
+    rows: Sequence[Sequence[str]],
+    width: int,
+    *,
+    flex: int,
+    indent: str = "",
+    gap: int = 2,
+    max_first: int | None = None,
+) -> list[str]:
     """Columns of wrapped text: each column as wide as its widest cell except ``flex``, which takes the rest of
     ``width``; a first-column cell wider than ``max_first`` gets a line of its own. Words are never split
     unless one is wider than its whole column."""
@@ -803,8 +843,9 @@ def kind_detail_lines(info: dict[str, Any], *, width: int = DEFAULT_WIDTH) -> li
     """``posenc kinds KIND``: summary, tensors, parameters, presets, references; at most ``width`` a line."""
     width = max(int(width), 40)
     out: list[tuple[str, str | None]] = [(s, None) for s in wrap(f"{info['kind']}: {info['summary']}", width, "", "  ")]
-    out.extend((s, None) for s in wrap(f"tensors: {', '.join(info['tensors'])} (primary: {info['primary']})",
-                                       width, "", "  "))
+    out.extend(
+        (s, None) for s in wrap(f"tensors: {', '.join(info['tensors'])} (primary: {info['primary']})", width, "", "  ")
+    )
     out.append(("parameters", "bold"))
     table = [["name", "type", "default", "meaning"]]
     for p in info["parameters"]:
@@ -878,9 +919,14 @@ def progress_bar(description: str, total: int, enabled: bool) -> Iterator[Any]:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
-                   TimeRemainingColumn(), console=Console(file=sys.stderr, highlight=False, soft_wrap=False),
-                   transient=True)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>5.1f}%"),
+        TimeRemainingColumn(),
+        console=Console(file=sys.stderr, highlight=False, soft_wrap=False),
+        transient=True,
+    )
     with bar:
         task = bar.add_task(description, total=total)
 

@@ -130,8 +130,11 @@ class Source:
             return requested
         if len(names) == 1:
             return names[0]
-        primary = self.encoding.PRIMARY if self.encoding is not None else (
-            get_kind(self.kind).PRIMARY if self.kind in KINDS else None)
+        primary = (
+            self.encoding.PRIMARY
+            if self.encoding is not None
+            else (get_kind(self.kind).PRIMARY if self.kind in KINDS else None)
+        )
         if primary in names:
             return primary
         if "pe" in names:
@@ -224,9 +227,15 @@ def open_source(
         check_size(sum(int(a.nbytes) for a in table.tensors.values()), max_bytes, text, built=False)
     enc, note = encoding_from_metadata(table.metadata)
     label = "stdin" if text == "-" else text
-    return Source(label, dict(table.tensors), dict(table.metadata), encoding=enc, encoding_note=note,
-                  lazy={k: formats.ArrayTensor(k, v) for k, v in table.tensors.items()},
-                  groups=_read_groups(label, dict(table.tensors), dict(table.metadata)))
+    return Source(
+        label,
+        dict(table.tensors),
+        dict(table.metadata),
+        encoding=enc,
+        encoding_note=note,
+        lazy={k: formats.ArrayTensor(k, v) for k, v in table.tensors.items()},
+        groups=_read_groups(label, dict(table.tensors), dict(table.metadata)),
+    )
 
 
 def _read_groups(label: str, tensors: dict[str, Any], metadata: dict[str, str]) -> dict[str, Source]:
@@ -240,8 +249,14 @@ def _read_groups(label: str, tensors: dict[str, Any], metadata: dict[str, str]) 
         sub_tensors = {k[len(pre) :]: v for k, v in tensors.items() if k.startswith(pre)}
         sub_meta = {k[len(pre) :]: v for k, v in metadata.items() if k.startswith(pre)}
         enc, note = encoding_from_metadata(sub_meta)
-        out[g] = Source(f"{label} [{g}]", sub_tensors, sub_meta, encoding=enc, encoding_note=note,
-                        lazy={k: formats.ArrayTensor(k, v) for k, v in sub_tensors.items()})
+        out[g] = Source(
+            f"{label} [{g}]",
+            sub_tensors,
+            sub_meta,
+            encoding=enc,
+            encoding_note=note,
+            lazy={k: formats.ArrayTensor(k, v) for k, v in sub_tensors.items()},
+        )
     return out
 
 

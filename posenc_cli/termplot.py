@@ -217,8 +217,21 @@ def _color_lines(norm: np.ndarray, repeat: int, cmap: str, mode: str) -> list[st
     return out
 
 
-def _legend(lo: float, hi: float, cmap: str, mode: str, ascii: bool, n: int, m: int, row_step: int, col_step: int,
-            width: int, per_line: int, data_lo: float, data_hi: float) -> str:
+def _legend(
+    lo: float,
+    hi: float,
+    cmap: str,
+    mode: str,
+    ascii: bool,
+    n: int,
+    m: int,
+    row_step: int,
+    col_step: int,
+    width: int,
+    per_line: int,
+    data_lo: float,
+    data_hi: float,
+) -> str:
     """``lo ████████ hi  rows 0..n-1, cols 0..m-1  mean of R rows x C cols per half block``, to fit."""
     if mode == "none":
         shades = ASCII_SHADES if ascii else SHADES
@@ -227,8 +240,11 @@ def _legend(lo: float, hi: float, cmap: str, mode: str, ascii: bool, n: int, m: 
         colours = ramp_rgb(cmap, np.linspace(0, 1, 8))
         ramp_text = "".join(_fg(tuple(c), mode) + "█" for c in colours) + RESET
         ramp_len = 8
-    what = "one value" if row_step == col_step == 1 else (
-        f"mean of {_plural(row_step, 'row')} x {_plural(col_step, 'col')}")
+    what = (
+        "one value"
+        if row_step == col_step == 1
+        else (f"mean of {_plural(row_step, 'row')} x {_plural(col_step, 'col')}")
+    )
     unit = "char" if mode == "none" else "half block"
     pieces = [f"rows 0..{n - 1}, cols 0..{m - 1}", f"{what} per {unit}"]
     if (data_lo, data_hi) != (lo, hi):
@@ -243,7 +259,11 @@ def _legend(lo: float, hi: float, cmap: str, mode: str, ascii: bool, n: int, m: 
 
 
 def panel_lines(
-    panels: Sequence[tuple[str, np.ndarray]], width: int = 80, height: int = 24, *, color: str = "auto",
+    panels: Sequence[tuple[str, np.ndarray]],
+    width: int = 80,
+    height: int = 24,
+    *,
+    color: str = "auto",
     ascii: bool = False,
 ) -> list[str]:
     """Several titled heatmaps stacked in ``width`` x ``height`` (e.g. ``plot.terminal_panels``: cos and sin).
@@ -267,5 +287,13 @@ def visible_len(line: str) -> int:
     return len(re.sub(r"\x1b\[[0-9;]*m", "", line))
 
 
-__all__ = ["RAMPS", "color_mode", "colormap_for", "heatmap_lines", "panel_lines", "ramp_rgb", "rgb_to_256",
-           "visible_len"]
+__all__ = [
+    "RAMPS",
+    "color_mode",
+    "colormap_for",
+    "heatmap_lines",
+    "panel_lines",
+    "ramp_rgb",
+    "rgb_to_256",
+    "visible_len",
+]

@@ -23,17 +23,27 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run(args: list[str], *, input: bytes | None = None, cwd: Path | None = None, env: dict | None = None,
-        timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(posenc_cmd() + args, input=input, capture_output=True, cwd=cwd, env=env or clean_env(),
-                          timeout=timeout)
+def run(
+    args: list[str],
+    *,
+    input: bytes | None = None,
+    cwd: Path | None = None,
+    env: dict | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        posenc_cmd() + args, input=input, capture_output=True, cwd=cwd, env=env or clean_env(), timeout=timeout
+    )
 
 
-def run_tty(args: list[str], *, cwd: Path | None = None, timeout: float = 60, env: dict | None = None) -> tuple[int, str]:
+def run_tty(
+    args: list[str], *, cwd: Path | None = None, timeout: float = 60, env: dict | None = None
+) -> tuple[int, str]:
     """Run with stdout on a pseudo-terminal (stderr too); return (exit code, what the terminal showed)."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen(posenc_cmd() + args, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, cwd=cwd,
-                            env=env or clean_env())
+    proc = subprocess.Popen(
+        posenc_cmd() + args, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, cwd=cwd, env=env or clean_env()
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -84,8 +94,14 @@ def cli(args: list[str], *, input: bytes = b"", env: dict | None = None) -> tupl
     return code, out.getvalue(), err.getvalue().decode("utf-8", "replace")
 
 
-def inproc(args: list[str], *, input: bytes | None = None, cwd: Path | None = None, env: dict | None = None,
-           timeout: float = 120) -> subprocess.CompletedProcess:
+def inproc(
+    args: list[str],
+    *,
+    input: bytes | None = None,
+    cwd: Path | None = None,
+    env: dict | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess:
     """:func:`run`'s interface, in this process (:func:`cli`): for tests of arguments, output and exit codes,
     where a real process adds only start-up time. Pipes, signals, terminals and installs use :func:`run`."""
     old = os.getcwd()

@@ -13,8 +13,9 @@ from posenc_cli import analysis as an
 
 
 # ----- independent transcriptions (float64 NumPy, rounded once) -------------------------------------------------
-def sinusoidal(n: int, d: int, base: float = 10000.0, layout: str = "interleaved", offset: int = 0,
-               dtype=np.float32) -> np.ndarray:
+def sinusoidal(
+    n: int, d: int, base: float = 10000.0, layout: str = "interleaved", offset: int = 0, dtype=np.float32
+) -> np.ndarray:
     """Vaswani et al. 2017: pe[t, 2k] = sin(t w_k), pe[t, 2k+1] = cos(t w_k), w_k = base^(-2k/d)."""
     t = np.arange(offset, offset + n, dtype=np.float64)[:, None]
     w = base ** (-np.arange(0, d, 2) / d)
@@ -34,7 +35,8 @@ def rotary(n: int, d: int, inv_freq: np.ndarray | None = None, base: float = 100
     ang = np.arange(n, dtype=np.float64)[:, None] * w
     if layout == "half":
         return np.concatenate([np.cos(ang)] * 2, 1).astype(np.float32), np.concatenate([np.sin(ang)] * 2, 1).astype(
-            np.float32)
+            np.float32
+        )
     return np.repeat(np.cos(ang), 2, 1).astype(np.float32), np.repeat(np.sin(ang), 2, 1).astype(np.float32)
 
 
@@ -91,15 +93,20 @@ def test_single_cos_columns_without_their_sin():
     assert np.all(np.abs(spec.freqs[:32] / w - 1) <= 6 * spec.errs[:32] / w + 1e-12)
 
 
-@pytest.mark.parametrize(("layout", "expected"), [("interleaved", "interleaved"), ("split", "split"),
-                                                  ("split-cos-first", "split-cos-first")])
+@pytest.mark.parametrize(
+    ("layout", "expected"), [("interleaved", "interleaved"), ("split", "split"), ("split-cos-first", "split-cos-first")]
+)
 def test_pairs_and_their_layout(layout, expected):
     spec = an.spectrum(sinusoidal(200, 32, layout=layout))
     assert an.pair_layout(spec.pairs, 32) == expected
     # the sin member is the one whose angle advances with the position
     sin_cols = sorted(s for s, _ in spec.pairs)
-    assert sin_cols == {"interleaved": list(range(0, 32, 2)), "split": list(range(16)),
-                        "split-cos-first": list(range(16, 32))}[layout]
+    assert (
+        sin_cols
+        == {"interleaved": list(range(0, 32, 2)), "split": list(range(16)), "split-cos-first": list(range(16, 32))}[
+            layout
+        ]
+    )
 
 
 def test_duplicate_layouts_of_rotary_tables():
@@ -131,7 +138,7 @@ def test_geometric_fit_keeps_the_leading_run_of_a_ramp():
     plain = 500000.0 ** (-np.arange(0, 128, 2) / 128)
     kept = int(np.sum(np.isclose(w, plain, rtol=1e-12)))
     assert fit.count == kept
-    assert abs(fit.ratio ** -64 - 500000.0) / 500000.0 < 1e-9
+    assert abs(fit.ratio**-64 - 500000.0) / 500000.0 < 1e-9
 
 
 def test_scaling_profiles():

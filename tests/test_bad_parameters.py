@@ -9,23 +9,42 @@ from .conftest import inproc as run
 
 CASES = [
     # unknown kind or parameter: list the valid ones
-    (["generate", "--kind", "rotary2", "-n", "8", "-d", "4"],
-     "unknown encoding 'rotary2'; choose from: alibi, binary, index, learned, mrope, normalized, relative, rope, sinusoidal"),
-    (["generate", "-n", "8", "-d", "4", "-p", "rotary=1"],
-     "unknown parameter 'rotary' for sinusoidal; choose from: base, dim, dtype, freq, layout, length, max_timescale"),
-    (["generate", "-n", "8", "-d", "4", "-p", "layout=diagonal"],
-     "unknown layout 'diagonal' for sinusoidal; choose from: interleaved, split, split-cos-first"),
-    (["generate", "-n", "8", "-d", "4", "-p", "preset=gpt9"], "unknown preset 'gpt9' for sinusoidal; choose from: paper"),
-    (["generate", "-n", "8", "-d", "4", "--dtype", "int8"], "unknown dtype 'int8' for sinusoidal; choose from: float64"),
+    (
+        ["generate", "--kind", "rotary2", "-n", "8", "-d", "4"],
+        "unknown encoding 'rotary2'; choose from: alibi, binary, index, learned, mrope, normalized, relative, rope, sinusoidal",
+    ),
+    (
+        ["generate", "-n", "8", "-d", "4", "-p", "rotary=1"],
+        "unknown parameter 'rotary' for sinusoidal; choose from: base, dim, dtype, freq, layout, length, max_timescale",
+    ),
+    (
+        ["generate", "-n", "8", "-d", "4", "-p", "layout=diagonal"],
+        "unknown layout 'diagonal' for sinusoidal; choose from: interleaved, split, split-cos-first",
+    ),
+    (
+        ["generate", "-n", "8", "-d", "4", "-p", "preset=gpt9"],
+        "unknown preset 'gpt9' for sinusoidal; choose from: paper",
+    ),
+    (
+        ["generate", "-n", "8", "-d", "4", "--dtype", "int8"],
+        "unknown dtype 'int8' for sinusoidal; choose from: float64",
+    ),
     (["check", "sinusoidal", "-n", "4", "-d", "4", "--expect", "nosuch"], "unknown encoding 'nosuch'; choose from:"),
-    (["check", "sinusoidal", "-n", "4", "-d", "4", "--expect", "sinusiodal"],
-     "unknown encoding 'sinusiodal'; did you mean 'sinusoidal'"),
+    (
+        ["check", "sinusoidal", "-n", "4", "-d", "4", "--expect", "sinusiodal"],
+        "unknown encoding 'sinusiodal'; did you mean 'sinusoidal'",
+    ),
     (["generate", "--kind", "ropee", "-n", "4", "-d", "4"], "unknown encoding 'ropee'; did you mean 'rope'"),
     (["check", "sinusiodal", "-n", "4", "-d", "4"], "unknown encoding 'sinusiodal'; did you mean 'sinusoidal'"),
-    (["generate", "--kind", "sinusoidal", "--hf-config", "cfg.json", "-n", "4"],
-     "kind 'sinusoidal' cannot read; drop --kind or use one of: rope"),
+    (
+        ["generate", "--kind", "sinusoidal", "--hf-config", "cfg.json", "-n", "4"],
+        "kind 'sinusoidal' cannot read; drop --kind or use one of: rope",
+    ),
     (["generate", "--layer-type", "sliding_attention", "-n", "4", "-d", "4"], "--layer-type applies to --hf-config"),
-    (["check", "sinusoidal", "-n", "4", "-d", "4", "--require", "finite,sparkly"], "unknown check 'sparkly'; choose from: finite"),
+    (
+        ["check", "sinusoidal", "-n", "4", "-d", "4", "--require", "finite,sparkly"],
+        "unknown check 'sparkly'; choose from: finite",
+    ),
     # negative or zero len/dim
     (["generate", "-n", "-5", "-d", "4"], "parameter length=-5 is out of range; sinusoidal needs length >= 1"),
     (["generate", "-n", "0", "-d", "4"], "parameter length=0 is out of range; sinusoidal needs length >= 1"),
@@ -36,25 +55,42 @@ CASES = [
     (["generate", "-d", "8"], "sinusoidal needs length (e.g. length=512, or --len 512 on the command line)"),
     # odd dims where a convention needs even ones
     (["generate", "--kind", "rope", "-n", "4", "-d", "7"], "rot_dim=7 is odd"),
-    (["generate", "--kind", "sinusoidal-2d", "--grid", "4x4", "--dim", "6", "-p", "preset=mae"], "got dim=6; pass --dim 8"),
+    (
+        ["generate", "--kind", "sinusoidal-2d", "--grid", "4x4", "--dim", "6", "-p", "preset=mae"],
+        "got dim=6; pass --dim 8",
+    ),
     (["generate", "--kind", "binary", "-n", "20", "-d", "4"], "pass --dim 5 or more"),
     # non-numeric values
     (["generate", "-n", "4", "-d", "4", "-p", "base=ten"], "parameter base='ten' is not a number; use e.g. base=1.5"),
     (["generate", "--kind", "t5", "-n", "8", "-p", "num_buckets=abc"], "parameter num_buckets='abc' is not an integer"),
-    (["generate", "--len", "abc", "--dim", "4"], "invalid value for -n/--len: 'abc' is not a valid int (see posenc generate --help)"),
-    (["generate", "-n", "4", "-d", "4", "-p", "nonsense"], "parameter 'nonsense' is not key=value; write e.g. base=10000"),
+    (
+        ["generate", "--len", "abc", "--dim", "4"],
+        "invalid value for -n/--len: 'abc' is not a valid int (see posenc generate --help)",
+    ),
+    (
+        ["generate", "-n", "4", "-d", "4", "-p", "nonsense"],
+        "parameter 'nonsense' is not key=value; write e.g. base=10000",
+    ),
     (["generate", "--kind", "sinusoidal-2d", "--grid", "4xq", "--dim", "8"], "grid='4xq' is not a 2-D grid"),
     # base <= 0, NaN / Inf
-    (["generate", "-n", "4", "-d", "4", "-p", "base=0"], "parameter base=0.0 is out of range; sinusoidal needs base > 0.0"),
+    (
+        ["generate", "-n", "4", "-d", "4", "-p", "base=0"],
+        "parameter base=0.0 is out of range; sinusoidal needs base > 0.0",
+    ),
     (["generate", "-n", "4", "-d", "4", "-p", "base=-10"], "parameter base=-10.0 is out of range"),
     (["generate", "-n", "4", "-d", "4", "-p", "base=nan"], "parameter base='nan' must be a finite number"),
     (["generate", "-n", "4", "-d", "4", "-p", "base=inf"], "parameter base='inf' must be a finite number"),
     (["generate", "--kind", "rope", "-n", "4", "-d", "8", "-p", "base=-inf"], "must be a finite number"),
     # missing scaling parameters
-    (["generate", "--kind", "rope", "-n", "8", "-d", "8", "-p", "scaling=yarn"], "scaling=yarn needs factor; pass e.g. factor=4.0"),
+    (
+        ["generate", "--kind", "rope", "-n", "8", "-d", "8", "-p", "scaling=yarn"],
+        "scaling=yarn needs factor; pass e.g. factor=4.0",
+    ),
     # tables that would not fit: size in human units and the option that raises the limit
-    (["generate", "-n", "10000000", "-d", "100000"],
-     "sinusoidal table would need 3.6 TiB, above the 8.0 GiB limit; lower --len/--dim or pass --max-bytes 4000000000000"),
+    (
+        ["generate", "-n", "10000000", "-d", "100000"],
+        "sinusoidal table would need 3.6 TiB, above the 8.0 GiB limit; lower --len/--dim or pass --max-bytes 4000000000000",
+    ),
     (["generate", "-n", "512", "-d", "128", "--max-bytes", "1000"], "would need 256.0 KiB, above the 1000 B limit"),
     (["generate", "--kind", "alibi", "-n", "100000", "-d", "16"], "alibi table would need"),
     (["check", "sinusoidal", "-n", "10000000", "-d", "100000"], "would need 3.6 TiB"),

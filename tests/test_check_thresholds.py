@@ -20,8 +20,9 @@ R = 0.25  # rtol: a power of two, so r * s is exact
 
 
 def ctx(table, kind=None, tensors=None, metadata=None, rtol=R, encoding=None) -> CheckContext:
-    return CheckContext(table, tensors if tensors is not None else {"pe": table}, metadata or {}, kind, encoding,
-                        rtol=rtol)
+    return CheckContext(
+        table, tensors if tensors is not None else {"pe": table}, metadata or {}, kind, encoding, rtol=rtol
+    )
 
 
 def below(x: float) -> float:
@@ -123,7 +124,9 @@ def test_offset_invariant_tolerances_and_ratio():
 def test_shift_linear_threshold_is_twice_rtol():
     pe = make_encoding("sinusoidal", {"length": 64, "dim": 16, "dtype": "float64"}).array()
     r = absolute.check_shift_linear(ctx(pe, rtol=1e-9))
-    assert r.passed and r.tolerance == 2e-9 and r.data["rotation"] and r.data["rotation_tolerance"] == pytest.approx(1e-6)
+    assert (
+        r.passed and r.tolerance == 2e-9 and r.data["rotation"] and r.data["rotation_tolerance"] == pytest.approx(1e-6)
+    )
     bent = pe.copy()
     bent[40] *= 1.01
     r = absolute.check_shift_linear(ctx(bent, rtol=1e-9))
@@ -201,8 +204,12 @@ def test_toeplitz():
 
 def test_monotone_allows_rtol_of_slack_on_each_side():
     # ALiBi: non-increasing in |i - j|; rtol * max(max|M|, 1) = 0.25 of rise is tolerated
-    cases = [([[0.0, 0.25], [-1.0, 0.0]], True), ([[0.0, above(0.25)], [-1.0, 0.0]], False),  # key after the query
-             ([[0.0, -1.0], [0.25, 0.0]], True), ([[0.0, -1.0], [above(0.25), 0.0]], False)]  # key before
+    cases = [
+        ([[0.0, 0.25], [-1.0, 0.0]], True),
+        ([[0.0, above(0.25)], [-1.0, 0.0]], False),  # key after the query
+        ([[0.0, -1.0], [0.25, 0.0]], True),
+        ([[0.0, -1.0], [above(0.25), 0.0]], False),
+    ]  # key before
     for m, ok in cases:
         r = matrix.check_monotone(alibi_ctx(m))
         assert (r.passed, r.value, r.tolerance) == (ok, 0 if ok else 1, 0), m
@@ -238,8 +245,17 @@ def test_matches_spec_at_rtol():
         r = general.check_matches_spec(ctx(pe, "sinusoidal", encoding=enc, metadata=enc.metadata(), rtol=rtol))
         assert (r.passed, r.tolerance, r.value) == (ok, rtol, worst)
         assert r.detail.startswith("pe match sinusoidal" if ok else "pe[5, 2] differs from the regenerated value")
-    big = make_encoding("rope", {"length": 4, "dim": 4, "dtype": "float64", "scaling": "yarn", "factor": 4.0,
-                                 "original_max_position_embeddings": 2})
+    big = make_encoding(
+        "rope",
+        {
+            "length": 4,
+            "dim": 4,
+            "dtype": "float64",
+            "scaling": "yarn",
+            "factor": 4.0,
+            "original_max_position_embeddings": 2,
+        },
+    )
     # values above 1 (attention_scaling 1.14) are compared relative to |value|
     cos = big.array("cos")
     cos[0, 0] *= 1 + 2.0**-20
@@ -253,51 +269,123 @@ LINE = np.array([[2.0, 0.0], [4.0, 0.0], [8.0, 0.0]])  # steps 2 and 4; s = 8
 
 
 def result(name, status, value, tolerance, detail, method="exact", **data):
-    return {"name": name, "status": status, "value": value, "tolerance": tolerance, "detail": detail,
-            "method": method, "data": data, "needs": []}
+    return {
+        "name": name,
+        "status": status,
+        "value": value,
+        "tolerance": tolerance,
+        "detail": detail,
+        "method": method,
+        "data": data,
+        "needs": [],
+    }
 
 
 NOTHING = "one row: nothing to compare"
 WHOLE = {
-    "bounded": (lambda: absolute.check_bounded(ctx(np.array([[1.25, 0.5], [0.25, 0.0]]))),
-                result("bounded", "PASS", 1.25, 1.25, "max |x| = 1.25; bound 1", max_abs=1.25, bound=1.0)),
-    "constant-norm": (lambda: absolute.check_constant_norm(ctx(np.array([[3.0, 0.0], [0.0, 4.0]]))),
-                      result("constant-norm", "PASS", 1.0, 1.0, "every row has norm 4.0000", norm=3.5, min=3.0, max=4.0)),
-    "equidistant": (lambda: absolute.check_equidistant(ctx(LINE)),
-                    result("equidistant", "PASS", 2.0, 2.0, "every consecutive pair is 3.0000 apart", distance=3.0,
-                           min=2.0, max=4.0)),
-    "symmetric": (lambda: absolute.check_symmetric(ctx(LINE)),
-                  result("symmetric", "PASS", 2.0, 2.0, "distance to t+k equals distance to t-k", "exact over k in {1}")),
-    "unique": (lambda: absolute.check_unique(ctx(np.array([[3.0, 0.0], [4.0, 0.0]]))),
-               result("unique", "FAIL", 1.0, 1.0, "closest distinct positions 0 and 1 are 1 apart",
-                      "exact (blocked Gram matrix, nearest pair re-measured directly)", closest=[0, 1])),
-    "equidistant-one-row": (lambda: absolute.check_equidistant(ctx(ONE_ROW)),
-                            result("equidistant", "PASS", 0.0, 0.0, NOTHING)),
-    "offset-invariant-one-row": (lambda: absolute.check_offset_invariant(ctx(ONE_ROW)),
-                                 result("offset-invariant", "PASS", 0.0, 0.0, NOTHING)),
-    "shift-linear-one-row": (lambda: absolute.check_shift_linear(ctx(ONE_ROW)),
-                             result("shift-linear", "PASS", 0.0, 0.0, NOTHING)),
+    "bounded": (
+        lambda: absolute.check_bounded(ctx(np.array([[1.25, 0.5], [0.25, 0.0]]))),
+        result("bounded", "PASS", 1.25, 1.25, "max |x| = 1.25; bound 1", max_abs=1.25, bound=1.0),
+    ),
+    "constant-norm": (
+        lambda: absolute.check_constant_norm(ctx(np.array([[3.0, 0.0], [0.0, 4.0]]))),
+        result("constant-norm", "PASS", 1.0, 1.0, "every row has norm 4.0000", norm=3.5, min=3.0, max=4.0),
+    ),
+    "equidistant": (
+        lambda: absolute.check_equidistant(ctx(LINE)),
+        result(
+            "equidistant", "PASS", 2.0, 2.0, "every consecutive pair is 3.0000 apart", distance=3.0, min=2.0, max=4.0
+        ),
+    ),
+    "symmetric": (
+        lambda: absolute.check_symmetric(ctx(LINE)),
+        result("symmetric", "PASS", 2.0, 2.0, "distance to t+k equals distance to t-k", "exact over k in {1}"),
+    ),
+    "unique": (
+        lambda: absolute.check_unique(ctx(np.array([[3.0, 0.0], [4.0, 0.0]]))),
+        result(
+            "unique",
+            "FAIL",
+            1.0,
+            1.0,
+            "closest distinct positions 0 and 1 are 1 apart",
+            "exact (blocked Gram matrix, nearest pair re-measured directly)",
+            closest=[0, 1],
+        ),
+    ),
+    "equidistant-one-row": (
+        lambda: absolute.check_equidistant(ctx(ONE_ROW)),
+        result("equidistant", "PASS", 0.0, 0.0, NOTHING),
+    ),
+    "offset-invariant-one-row": (
+        lambda: absolute.check_offset_invariant(ctx(ONE_ROW)),
+        result("offset-invariant", "PASS", 0.0, 0.0, NOTHING),
+    ),
+    "shift-linear-one-row": (
+        lambda: absolute.check_shift_linear(ctx(ONE_ROW)),
+        result("shift-linear", "PASS", 0.0, 0.0, NOTHING),
+    ),
     "unique-one-row": (lambda: absolute.check_unique(ctx(ONE_ROW)), result("unique", "PASS", None, R, "one row")),
-    "symmetric-two-rows": (lambda: absolute.check_symmetric(ctx(np.eye(2))),
-                           result("symmetric", "PASS", 0.0, R, "fewer than 3 rows: nothing to compare")),
-    "relative-one-row": (lambda: rotary.check_relative(rope(np.ones((1, 4)), np.zeros((1, 4)))),
-                         result("relative", "PASS", 0.0, 0.0, NOTHING)),
-    "pythagorean": (lambda: rotary.check_pythagorean(rope(np.array([[2.0, 2.0], [1.0, 1.0]]),
-                                                          np.array([[0.0, 0.0], [1.0, 1.0]]), 2.0)),
-                    result("pythagorean", "PASS", 2.0, 2.0, "cos^2 + sin^2 = 4 (attention_scaling 2) at every entry",
-                           attention_scaling=2.0)),
-    "norm-preserving": (lambda: rotary.check_norm_preserving(rope(np.full((3, 4), 2.0), np.zeros((3, 4)), rtol=0.5)),
-                        result("norm-preserving", "PASS", 1.0, 1.0,
-                               "rotating 8 random vectors by every row keeps |q| * 1 (layout half)",
-                               "exact on every row, 8 random vectors", layout="half", relative_error={"half": 1.0})),
-    "toeplitz": (lambda: matrix.check_toeplitz(alibi_ctx([[0.0, 1.0], [2.0, 0.75]])),
-                 result("toeplitz", "FAIL", 0.75, 0.5,
-                        "1 entries break M[i+1, j+1] = M[i, j]; worst at head 0, i=0, j=0 (off by 0.75)",
-                        "exact (M[1:, 1:] vs M[:-1, :-1] in row blocks)", violations=1, heads=1)),
-    "monotone": (lambda: matrix.check_monotone(alibi_ctx([[0.0, 0.5], [-1.0, 0.0]])),
-                 result("monotone", "FAIL", 1, 0, "bias is not non-increasing in |i - j|: 1 neighbouring pairs break it, "
-                        "first at row 0, columns 0, 1 (head 0)", "exact (every neighbouring pair of every row)",
-                        rule="non-increasing in |i - j|")),
+    "symmetric-two-rows": (
+        lambda: absolute.check_symmetric(ctx(np.eye(2))),
+        result("symmetric", "PASS", 0.0, R, "fewer than 3 rows: nothing to compare"),
+    ),
+    "relative-one-row": (
+        lambda: rotary.check_relative(rope(np.ones((1, 4)), np.zeros((1, 4)))),
+        result("relative", "PASS", 0.0, 0.0, NOTHING),
+    ),
+    "pythagorean": (
+        lambda: rotary.check_pythagorean(
+            rope(np.array([[2.0, 2.0], [1.0, 1.0]]), np.array([[0.0, 0.0], [1.0, 1.0]]), 2.0)
+        ),
+        result(
+            "pythagorean",
+            "PASS",
+            2.0,
+            2.0,
+            "cos^2 + sin^2 = 4 (attention_scaling 2) at every entry",
+            attention_scaling=2.0,
+        ),
+    ),
+    "norm-preserving": (
+        lambda: rotary.check_norm_preserving(rope(np.full((3, 4), 2.0), np.zeros((3, 4)), rtol=0.5)),
+        result(
+            "norm-preserving",
+            "PASS",
+            1.0,
+            1.0,
+            "rotating 8 random vectors by every row keeps |q| * 1 (layout half)",
+            "exact on every row, 8 random vectors",
+            layout="half",
+            relative_error={"half": 1.0},
+        ),
+    ),
+    "toeplitz": (
+        lambda: matrix.check_toeplitz(alibi_ctx([[0.0, 1.0], [2.0, 0.75]])),
+        result(
+            "toeplitz",
+            "FAIL",
+            0.75,
+            0.5,
+            "1 entries break M[i+1, j+1] = M[i, j]; worst at head 0, i=0, j=0 (off by 0.75)",
+            "exact (M[1:, 1:] vs M[:-1, :-1] in row blocks)",
+            violations=1,
+            heads=1,
+        ),
+    ),
+    "monotone": (
+        lambda: matrix.check_monotone(alibi_ctx([[0.0, 0.5], [-1.0, 0.0]])),
+        result(
+            "monotone",
+            "FAIL",
+            1,
+            0,
+            "bias is not non-increasing in |i - j|: 1 neighbouring pairs break it, "
+            "first at row 0, columns 0, 1 (head 0)",
+            "exact (every neighbouring pair of every row)",
+            rule="non-increasing in |i - j|",
+        ),
+    ),
 }
 
 
@@ -313,15 +401,29 @@ def test_whole_results_of_sampled_and_regenerated_checks():
     cos, sin = np.cos(np.hstack([ang, ang])), np.sin(np.hstack([ang, ang]))
     value = rotary.check_relative(rope(cos, sin, rtol=1.0)).value
     assert rotary.check_relative(rope(cos, sin, rtol=value / 4)).to_json() == result(
-        "relative", "PASS", value, value, "<R_m q, R_n k> depends only on m - n over 256 sampled (m, n) pairs (layout half)",
-        "sampled: 256 (m, n) pairs with random shifts, 8 random (q, k)", layout="half")
+        "relative",
+        "PASS",
+        value,
+        value,
+        "<R_m q, R_n k> depends only on m - n over 256 sampled (m, n) pairs (layout half)",
+        "sampled: 256 (m, n) pairs with random shifts, 8 random (q, k)",
+        layout="half",
+    )
     enc = make_encoding("sinusoidal", {"length": 8, "dim": 4, "dtype": "float64"})
     pe = enc.array()
     pe[5, 2] += 2.0**-12
     worst = float(abs(pe[5, 2] - enc.array()[5, 2]))
     r = general.check_matches_spec(ctx(pe, "sinusoidal", encoding=enc, metadata=enc.metadata(), rtol=worst))
-    assert r.to_json() == result("matches-spec", "PASS", worst, worst, "pe match sinusoidal regenerated from the metadata",
-                                 "exact (regenerated block by block)", per_tensor={"pe": worst}, missing=[])
+    assert r.to_json() == result(
+        "matches-spec",
+        "PASS",
+        worst,
+        worst,
+        "pe match sinusoidal regenerated from the metadata",
+        "exact (regenerated block by block)",
+        per_tensor={"pe": worst},
+        missing=[],
+    )
 
 
 # ----- long-term-decay's rule on given bound curves (the bound itself is tested in test_checks.py) ---------------

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from posenc_cli import checks
-from posenc_cli.checks.base import CheckContext
 from posenc_cli.checks.absolute import gram_toeplitz_probe, offsets
+from posenc_cli.checks.base import CheckContext
 from posenc_cli.encodings import KINDS, get_kind, make_encoding
 from posenc_cli.errors import ParameterError
 
@@ -33,8 +33,9 @@ def sinusoidal(length: int, dim: int, base: float = 10000.0, offset: int = 0) ->
 
 
 def ctx_for(table, kind=None, tensors=None, metadata=None, rtol=1e-9, encoding=None, seed=0) -> CheckContext:
-    return CheckContext(table, tensors if tensors is not None else {"pe": table}, metadata or {}, kind, encoding,
-                        rtol=rtol, seed=seed)
+    return CheckContext(
+        table, tensors if tensors is not None else {"pe": table}, metadata or {}, kind, encoding, rtol=rtol, seed=seed
+    )
 
 
 def run(ctx: CheckContext, name: str):
@@ -82,8 +83,9 @@ def t5_buckets(length: int, bidirectional=True, num_buckets=32, max_distance=128
         n = np.maximum(n, 0)
     max_exact = num_buckets // 2
     with np.errstate(divide="ignore", invalid="ignore"):
-        large = max_exact + (np.log(n.astype(np.float32) / max_exact) / math.log(max_distance / max_exact)
-                             * (num_buckets - max_exact)).astype(np.int64)
+        large = max_exact + (
+            np.log(n.astype(np.float32) / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+        ).astype(np.int64)
     large = np.minimum(large, num_buckets - 1)
     return ret + np.where(n < max_exact, n, large)
 
@@ -408,15 +410,35 @@ def test_results_serialise():
 )
 def test_random_sinusoidal_tables_have_every_default_property(length, half, base, offset, layout, freq, dtype):
     # Even dims: with an odd dim the extra sin column has no cos partner, so norms and shifts honestly vary.
-    enc = make_encoding("sinusoidal", {"length": length, "dim": 2 * half, "base": base, "offset": offset,
-                                       "layout": layout, "freq": freq, "dtype": dtype})
+    enc = make_encoding(
+        "sinusoidal",
+        {
+            "length": length,
+            "dim": 2 * half,
+            "base": base,
+            "offset": offset,
+            "layout": layout,
+            "freq": freq,
+            "dtype": dtype,
+        },
+    )
     table = enc.array()
     ctx = ctx_for(table, "sinusoidal", rtol=RTOL[dtype], encoding=enc)
     res = checks.run_checks(ctx)
     required = checks.required_for("sinusoidal", None, [r.name for r in res])
-    assert {"finite", "bounded", "unique", "constant-norm", "equidistant", "offset-invariant", "shift-linear",
-            "symmetric", "matches-spec"} <= set(required) | ({"unique", "equidistant", "offset-invariant",
-                                                              "shift-linear", "symmetric"} if length < 3 else set())
+    assert {
+        "finite",
+        "bounded",
+        "unique",
+        "constant-norm",
+        "equidistant",
+        "offset-invariant",
+        "shift-linear",
+        "symmetric",
+        "matches-spec",
+    } <= set(required) | (
+        {"unique", "equidistant", "offset-invariant", "shift-linear", "symmetric"} if length < 3 else set()
+    )
     failed = [(r.name, r.value, r.tolerance, r.detail) for r in res if r.name in required and not r.passed]
     assert not failed
 
@@ -449,23 +471,26 @@ def test_row_hashes_treat_signed_zeros_as_equal():
 
 
 # ----- integration with the engine's kinds -----------------------------------------------------------
-@pytest.mark.parametrize("kind, params", [
-    ("rope", {"length": 300, "dim": 64}),
-    ("rope", {"length": 300, "dim": 64, "preset": "gpt-j"}),
-    ("rope", {"length": 600, "dim": 32, "scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 128}),
-    ("rope", {"length": 300, "dim": 64, "cache": "onnx"}),
-    ("xpos", {"length": 300, "dim": 32}),
-    ("alibi", {"length": 50, "dim": 4}),
-    ("alibi", {"length": 50, "dim": 4, "causal": True}),
-    ("t5", {"length": 200}),
-    ("t5", {"length": 200, "bidirectional": False, "num_buckets": 16, "max_distance": 64}),
-    ("relative", {"length": 60}),
-    ("learned", {"length": 200, "dim": 16}),
-    ("index", {"length": 200, "dim": 4}),
-    ("normalized", {"length": 200, "dim": 4}),
-    ("binary", {"length": 200, "dim": 8}),
-    ("sinusoidal-2d", {"grid": "8,8", "dim": 16}),
-])
+@pytest.mark.parametrize(
+    "kind, params",
+    [
+        ("rope", {"length": 300, "dim": 64}),
+        ("rope", {"length": 300, "dim": 64, "preset": "gpt-j"}),
+        ("rope", {"length": 600, "dim": 32, "scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 128}),
+        ("rope", {"length": 300, "dim": 64, "cache": "onnx"}),
+        ("xpos", {"length": 300, "dim": 32}),
+        ("alibi", {"length": 50, "dim": 4}),
+        ("alibi", {"length": 50, "dim": 4, "causal": True}),
+        ("t5", {"length": 200}),
+        ("t5", {"length": 200, "bidirectional": False, "num_buckets": 16, "max_distance": 64}),
+        ("relative", {"length": 60}),
+        ("learned", {"length": 200, "dim": 16}),
+        ("index", {"length": 200, "dim": 4}),
+        ("normalized", {"length": 200, "dim": 4}),
+        ("binary", {"length": 200, "dim": 8}),
+        ("sinusoidal-2d", {"grid": "8,8", "dim": 16}),
+    ],
+)
 def test_engine_tables_have_their_default_properties(kind, params):
     enc = make_encoding(kind, params)
     tensors = {name: enc.array(name) for name in enc.tensor_specs()}

@@ -10,7 +10,9 @@ import pytest
 
 from posenc_cli.encodings import make_encoding
 
-from .conftest import inproc as run, run as run_process, run_tty
+from .conftest import inproc as run
+from .conftest import run as run_process
+from .conftest import run_tty
 
 
 def load_npy(data: bytes) -> np.ndarray:
@@ -105,8 +107,18 @@ def test_done_when_generate_then_check_exits_zero_with_every_property(tmp_path):
     proc = run(["check", str(out)])
     text = proc.stdout.decode()
     assert proc.returncode == 0, text + proc.stderr.decode()
-    for prop in ("finite", "bounded", "unique", "constant-norm", "equidistant", "offset-invariant",
-                 "shift-linear", "symmetric", "decay", "matches-spec"):
+    for prop in (
+        "finite",
+        "bounded",
+        "unique",
+        "constant-norm",
+        "equidistant",
+        "offset-invariant",
+        "shift-linear",
+        "symmetric",
+        "decay",
+        "matches-spec",
+    ):
         assert prop in text, prop
     assert "FAIL" not in text
 
@@ -176,7 +188,22 @@ def test_export_bfloat16_safetensors_loads_in_safetensors(tmp_path):
     from safetensors import safe_open
 
     out = tmp_path / "pe.safetensors"
-    proc = run(["export", "sinusoidal", "--len", "64", "--dim", "32", "--dtype", "bfloat16", "-o", str(out), "--name", "position_embedding"])
+    proc = run(
+        [
+            "export",
+            "sinusoidal",
+            "--len",
+            "64",
+            "--dim",
+            "32",
+            "--dtype",
+            "bfloat16",
+            "-o",
+            str(out),
+            "--name",
+            "position_embedding",
+        ]
+    )
     assert proc.returncode == 0, proc.stderr
     with safe_open(str(out), framework="numpy") as f:
         meta = f.metadata()
@@ -187,7 +214,9 @@ def test_export_bfloat16_safetensors_loads_in_safetensors(tmp_path):
 
 
 def test_export_bfloat16_npy_is_refused(tmp_path):
-    err = one_error_line(run(["export", "sinusoidal", "-n", "8", "-d", "4", "--dtype", "bfloat16", "-o", str(tmp_path / "pe.npy")]))
+    err = one_error_line(
+        run(["export", "sinusoidal", "-n", "8", "-d", "4", "--dtype", "bfloat16", "-o", str(tmp_path / "pe.npy")])
+    )
     assert "bfloat16" in err and not (tmp_path / "pe.npy").exists()
 
 
@@ -196,7 +225,10 @@ def test_export_from_a_file_with_a_cast(tmp_path):
     assert run(["generate", "-n", "16", "-d", "8", "--dtype", "float64", "-o", str(src)]).returncode == 0
     out = tmp_path / "pe16.npy"
     assert run(["export", str(src), "--dtype", "float16", "-o", str(out)]).returncode == 0
-    np.testing.assert_array_equal(np.load(out), make_encoding("sinusoidal", {"length": 16, "dim": 8, "dtype": "float64"}).array().astype(np.float16))
+    np.testing.assert_array_equal(
+        np.load(out),
+        make_encoding("sinusoidal", {"length": 16, "dim": 8, "dtype": "float64"}).array().astype(np.float16),
+    )
 
 
 @pytest.mark.parametrize(
@@ -220,8 +252,16 @@ def test_pipeline_generate_into_check():
     (report,) = json.loads(proc.stdout)
     assert report["kind"] == "sinusoidal" and report["ok"] is True and report["failed"] == []
     status = {r["name"]: r["status"] for r in report["results"]}
-    assert {"finite", "bounded", "unique", "constant-norm", "equidistant", "offset-invariant", "shift-linear",
-            "symmetric"} <= {name for name, st in status.items() if st == "PASS"}
+    assert {
+        "finite",
+        "bounded",
+        "unique",
+        "constant-norm",
+        "equidistant",
+        "offset-invariant",
+        "shift-linear",
+        "symmetric",
+    } <= {name for name, st in status.items() if st == "PASS"}
     norm = next(r for r in report["results"] if r["name"] == "constant-norm")
     assert norm["detail"] == "every row has norm 5.6569"  # sqrt(64 / 2)
     # and a table without the properties fails with exit 1, naming them
@@ -250,7 +290,11 @@ def test_kinds_lists_every_kind_and_rope_parameters():
 @pytest.mark.parametrize(
     "array,args,needle",
     [
-        (np.arange(20).reshape(4, 5), ["--expect", "sinusoidal"], "has int64 values; this command needs floating values"),
+        (
+            np.arange(20).reshape(4, 5),
+            ["--expect", "sinusoidal"],
+            "has int64 values; this command needs floating values",
+        ),
         (np.arange(20).reshape(4, 5), [], "no property can be measured on tensor 'pe' (int64 (4, 5))"),
         (np.arange(5.0), [], "is 1-D (shape (5,))"),
     ],

@@ -27,7 +27,18 @@ def test_a_layout_swap_is_named_with_its_residual(tmp_path):
 
 def test_a_tensor_on_one_side_only_is_a_difference(tmp_path):
     cli(["generate", "--kind", "rope", "-n", "8", "-d", "8", "-o", str(tmp_path / "full.safetensors")])
-    cli(["export", str(tmp_path / "full.safetensors"), "-t", "cos", "-t", "inv_freq", "-o", str(tmp_path / "part.safetensors")])
+    cli(
+        [
+            "export",
+            str(tmp_path / "full.safetensors"),
+            "-t",
+            "cos",
+            "-t",
+            "inv_freq",
+            "-o",
+            str(tmp_path / "part.safetensors"),
+        ]
+    )
     code, out, err = cli(["compare", str(tmp_path / "part.safetensors"), str(tmp_path / "full.safetensors")])
     assert code == 1 and "only in" in out.decode() and "sin" in out.decode(), (out, err)
     code, _, _ = cli(["compare", str(tmp_path / "part.safetensors"), str(tmp_path / "full.safetensors"), "-t", "cos"])
@@ -42,8 +53,9 @@ def test_a_negated_sin_fails_compare(tmp_path):
     table = read_table(str(tmp_path / "good.safetensors"))
     bad = {k: np.array(v) for k, v in table.tensors.items()}
     bad["sin"] = -bad["sin"]
-    write_table(str(tmp_path / "bad.safetensors"), {k: ArrayTensor(k, v) for k, v in bad.items()}, table.metadata,
-                "safetensors")
+    write_table(
+        str(tmp_path / "bad.safetensors"), {k: ArrayTensor(k, v) for k, v in bad.items()}, table.metadata, "safetensors"
+    )
     code, out, _ = cli(["compare", str(tmp_path / "bad.safetensors"), str(tmp_path / "good.safetensors"), "--json"])
     data = json.loads(out)
     assert code == 1 and [t["same"] for t in data["tensors"]] == [True, False, True]

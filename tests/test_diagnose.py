@@ -18,8 +18,9 @@ from posenc_cli.encodings import KINDS, get_kind, make_encoding
 
 
 # ----- independent transcriptions (float64 NumPy, rounded once) -------------------------------------------------
-def sinusoidal(n: int, d: int, base: float = 10000.0, layout: str = "interleaved", offset: int = 0,
-               dtype=np.float32) -> np.ndarray:
+def sinusoidal(
+    n: int, d: int, base: float = 10000.0, layout: str = "interleaved", offset: int = 0, dtype=np.float32
+) -> np.ndarray:
     """Vaswani et al. 2017 (interleaved: PyTorch tutorial), TF tutorial (split), [cos | sin] (cos-first)."""
     t = np.arange(offset, offset + n, dtype=np.float64)[:, None]
     w = base ** (-np.arange(0, d, 2) / d)
@@ -35,8 +36,15 @@ def sinusoidal(n: int, d: int, base: float = 10000.0, layout: str = "interleaved
     return pe.astype(dtype)
 
 
-def rotary(n: int, d: int, inv_freq: np.ndarray | None = None, base: float = 10000.0, layout: str = "half",
-           offset: int = 0, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def rotary(
+    n: int,
+    d: int,
+    inv_freq: np.ndarray | None = None,
+    base: float = 10000.0,
+    layout: str = "half",
+    offset: int = 0,
+    scale: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
     """HF LlamaRotaryEmbedding (emb = cat(freqs, freqs), times attention_scaling) or GPT-J pairs (2k, 2k+1)."""
     w = base ** (-np.arange(0, d, 2) / d) if inv_freq is None else inv_freq
     ang = np.arange(offset, offset + n, dtype=np.float64)[:, None] * w
@@ -47,8 +55,9 @@ def rotary(n: int, d: int, inv_freq: np.ndarray | None = None, base: float = 100
     return (scale * c).astype(np.float32), (scale * s).astype(np.float32)
 
 
-def llama3_inv_freq(d: int, base: float = 500000.0, factor: float = 8.0, low: float = 1.0, high: float = 4.0,
-                    old: int = 8192) -> np.ndarray:
+def llama3_inv_freq(
+    d: int, base: float = 500000.0, factor: float = 8.0, low: float = 1.0, high: float = 4.0, old: int = 8192
+) -> np.ndarray:
     """HF _compute_llama3_parameters, float64."""
     inv = base ** (-np.arange(0, d, 2) / d)
     wl = 2 * math.pi / inv
@@ -92,10 +101,11 @@ def one(a, b, **kw) -> tuple[Diagnosis, object]:
 def test_rope_half_vs_interleaved_as_the_issue_words_it():
     cos_half, _ = rotary(512, 128)
     cos_int, _ = rotary(512, 128, layout="interleaved")
-    d, e = one(cos_half, cos_int)
+    _d, e = one(cos_half, cos_int)
     assert e.name == "layout-half-to-interleaved"
-    assert e.summary == ("B is A with interleaved pairs (half -> interleaved): after reordering columns they agree "
-                         "exactly")
+    assert e.summary == (
+        "B is A with interleaved pairs (half -> interleaved): after reordering columns they agree exactly"
+    )
     assert e.residual_max_abs == 0 and e.residual_ulp == 0 and e.rows_checked == 512
     _, back = one(cos_int, cos_half)
     assert back.name == "layout-interleaved-to-half"
@@ -134,8 +144,9 @@ def test_sign_flip_of_the_sin_columns():
     a = b * np.where(np.arange(32) % 2 == 0, -1, 1).astype(np.float32)
     _, e = one(a, b)
     assert e.name == "sign-flip" and np.array_equal(e.steps[0].detail["columns"], np.arange(0, 32, 2))
-    assert e.summary == ("B is A with every other column from 0 (16 columns) negated: after negating 16 columns they "
-                         "agree exactly")
+    assert e.summary == (
+        "B is A with every other column from 0 (16 columns) negated: after negating 16 columns they agree exactly"
+    )
 
 
 def test_rotary_pair_negated_sin_and_swapped_cos_sin():
@@ -161,8 +172,9 @@ def test_row_offset_of_fairseq_padding():
     # fairseq positions start at padding_idx + 1 = 2 where the reference starts at 0
     _, e = one(sinusoidal(512, 64, offset=2), sinusoidal(512, 64))
     assert e.name == "row-offset" and e.steps[0].detail == {"offset": 2}
-    assert e.summary == ("A is B shifted by 2 rows (A's row r is B's row r+2): after shifting rows by 2 they agree "
-                         "exactly")
+    assert e.summary == (
+        "A is B shifted by 2 rows (A's row r is B's row r+2): after shifting rows by 2 they agree exactly"
+    )
     assert e.rows_checked == 510
 
 
@@ -204,8 +216,9 @@ def test_constant_scale_of_attention_scaling():
     assert e.residual_ulp <= 2
 
 
-@pytest.mark.parametrize(("dtype", "slug"), [(np.float16, "precision-float16"),
-                                             (ml_dtypes.bfloat16, "precision-bfloat16")])
+@pytest.mark.parametrize(
+    ("dtype", "slug"), [(np.float16, "precision-float16"), (ml_dtypes.bfloat16, "precision-bfloat16")]
+)
 def test_precision_either_table_rounded(dtype, slug):
     b = sinusoidal(256, 32)
     _, e = one(b.astype(dtype).astype(np.float32), b)
@@ -296,8 +309,9 @@ def test_a_table_against_itself_is_the_same_for_every_kind(kind):
 
 TRANSFORMS = {
     # A = [sin | cos] made of the interleaved B's columns
-    "layout-split-to-interleaved": lambda x: x[:, np.concatenate([np.arange(0, x.shape[1], 2),
-                                                                  np.arange(1, x.shape[1], 2)])],
+    "layout-split-to-interleaved": lambda x: x[
+        :, np.concatenate([np.arange(0, x.shape[1], 2), np.arange(1, x.shape[1], 2)])
+    ],
     "sign-flip": lambda x: x * np.where(np.arange(x.shape[1]) % 3 == 0, -1, 1).astype(x.dtype),
     "transpose": lambda x: np.ascontiguousarray(x.T),
     "sub-range": lambda x: x[5:-7],
@@ -309,8 +323,13 @@ TRANSFORMS = {
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(f=st.sampled_from(sorted(TRANSFORMS)), n=st.integers(40, 160), d=st.sampled_from([8, 16, 24, 48]),
-       base=st.sampled_from([100.0, 10000.0, 500000.0]), offset=st.integers(0, 50))
+@given(
+    f=st.sampled_from(sorted(TRANSFORMS)),
+    n=st.integers(40, 160),
+    d=st.sampled_from([8, 16, 24, 48]),
+    base=st.sampled_from([100.0, 10000.0, 500000.0]),
+    offset=st.integers(0, 50),
+)
 def test_diagnose_names_the_transform(f, n, d, base, offset):
     b = sinusoidal(n, d, base=base, offset=offset)
     a = TRANSFORMS[f](b)
@@ -327,8 +346,9 @@ def test_unrelated_shapes_get_a_one_line_reason():
     noise = np.random.default_rng(1).normal(size=(50, 6)).astype(np.float32)
     d = diagnose(noise, sinusoidal(70, 10))
     assert d.best is None and "\n" not in d.reason
-    assert d.reason == ("shapes (50, 6) and (70, 10) differ and neither is a slice, transpose or partial-rotary part "
-                        "of the other")
+    assert d.reason == (
+        "shapes (50, 6) and (70, 10) differ and neither is a slice, transpose or partial-rotary part of the other"
+    )
     d = diagnose(np.random.default_rng(0).normal(size=(64, 16)).astype(np.float32), sinusoidal(64, 16))
     assert d.best is None and d.reason.startswith("no explanation in the catalogue accounts for the difference")
     x = sinusoidal(64, 16)
@@ -339,8 +359,13 @@ def test_unrelated_shapes_get_a_one_line_reason():
 
 def test_undo_brings_a_back_to_the_reference():
     b = sinusoidal(128, 32)
-    for a in (sinusoidal(128, 32, layout="split"), b[:, ::-1] * -1, np.ascontiguousarray(b.T), b[10:60],
-              (b * 2).astype(np.float32)):
+    for a in (
+        sinusoidal(128, 32, layout="split"),
+        b[:, ::-1] * -1,
+        np.ascontiguousarray(b.T),
+        b[10:60],
+        (b * 2).astype(np.float32),
+    ):
         e = diagnose(a, b).best
         back = undo(a, e, b.shape)
         known = ~np.isnan(back)

@@ -39,11 +39,20 @@ def shell(command: str, cwd: Path) -> str:
     """``command`` through bash with stdout and stderr on a pseudo-terminal of 80 columns; what it showed."""
     bindir = str(Path(sys.executable).parent)
     env = {k: v for k, v in os.environ.items() if not k.startswith("_POSENC")}
-    env.update({"COLUMNS": "80", "LINES": "40", "NO_COLOR": "1", "TERM": "dumb", "PATH": f"{bindir}:{env['PATH']}",
-                "PYTHONPATH": str(ROOT)})
+    env.update(
+        {
+            "COLUMNS": "80",
+            "LINES": "40",
+            "NO_COLOR": "1",
+            "TERM": "dumb",
+            "PATH": f"{bindir}:{env['PATH']}",
+            "PYTHONPATH": str(ROOT),
+        }
+    )
     master, slave = pty.openpty()
-    proc = subprocess.Popen(["bash", "-c", command], stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, cwd=cwd,
-                            env=env)
+    proc = subprocess.Popen(
+        ["bash", "-c", command], stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, cwd=cwd, env=env
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -137,18 +146,26 @@ KINDS_BEGIN, KINDS_END = "<!-- kinds:begin -->", "<!-- kinds:end -->"
 
 
 def kinds_reference() -> str:
-    out = [KINDS_BEGIN, "",
-           "_Generated from the kind declarations by `tests/test_docs.py`; `posenc kinds KIND` prints the same._", ""]
+    out = [
+        KINDS_BEGIN,
+        "",
+        "_Generated from the kind declarations by `tests/test_docs.py`; `posenc kinds KIND` prints the same._",
+        "",
+    ]
     for name in KINDS:
         info = kind_info(get_kind(name))
         out += [f"## `{name}`", ""]
-        out.append(f"{info['summary']}. Tensors: {', '.join(f'`{t}`' for t in info['tensors'])} "
-                   f"(primary `{info['primary']}`).")
+        out.append(
+            f"{info['summary']}. Tensors: {', '.join(f'`{t}`' for t in info['tensors'])} (primary `{info['primary']}`)."
+        )
         required = [p for p, how in info["properties"].items() if how == "required"]
         reported = [p for p, how in info["properties"].items() if how != "required"]
         out.append("")
-        out.append(f"`check` requires {', '.join(f'`{p}`' for p in required)}"
-                   + (f"; reports {', '.join(f'`{p}`' for p in reported)}" if reported else "") + ".")
+        out.append(
+            f"`check` requires {', '.join(f'`{p}`' for p in required)}"
+            + (f"; reports {', '.join(f'`{p}`' for p in reported)}" if reported else "")
+            + "."
+        )
         if info["views"]:
             out.append(f"Plot views: {', '.join(f'`{v}`' for v in info['views'])}.")
         if info["reads_model_config"]:
@@ -191,15 +208,23 @@ def families_reference() -> str:
     from posenc_cli.encodings.rope.hf_config import FAMILIES, WRAPPERS
 
     configs = {p.stem: p for p in sorted((ROOT / "tests" / "data" / "configs").glob("*.json"))}
-    out = [FAMILIES_BEGIN, "", "_Generated from the reader's family table by `tests/test_docs.py`._", "",
-           "| model_type | kind, layout | per-layer types | follows | try it |", "| --- | --- | --- | --- | --- |"]
+    out = [
+        FAMILIES_BEGIN,
+        "",
+        "_Generated from the reader's family table by `tests/test_docs.py`._",
+        "",
+        "| model_type | kind, layout | per-layer types | follows | try it |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for name, fam in FAMILIES.items():
         names = [name] + [wrapper for wrapper, text in WRAPPERS.items() if text == name]
         layers = "NoPE: " + ", ".join(fam.nope) if fam.nope else ("yes" if fam.layers else "-")
         example = next((configs[n] for n in names if n in configs), None)
         cmd = f"`posenc kinds --hf-config {example.relative_to(ROOT)}`" if example else "-"
-        out.append(f"| {', '.join(f'`{n}`' for n in names)} | {fam.kind}, {fam.layout} | {cell(layers)} | "
-                   f"{cell(fam.reference)} | {cmd} |")
+        out.append(
+            f"| {', '.join(f'`{n}`' for n in names)} | {fam.kind}, {fam.layout} | {cell(layers)} | "
+            f"{cell(fam.reference)} | {cmd} |"
+        )
     out += ["", FAMILIES_END]
     return "\n".join(out)
 

@@ -24,8 +24,13 @@ from .conftest import inproc as run
 #: Llama-3.1-8B's rope settings (head_dim 64 from hidden_size / heads), shrunk where it does not matter.
 LLAMA31 = {
     "rope_theta": 500000.0,
-    "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                     "original_max_position_embeddings": 8192},
+    "rope_scaling": {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    },
     "hidden_size": 256,
     "num_attention_heads": 4,
     "max_position_embeddings": 131072,
@@ -39,8 +44,18 @@ YARN = {
 }
 ROPE_CHECKS = ("pythagorean", "norm-preserving", "relative", "long-term-decay")
 #: What check runs on a table with one row per position.
-ABSOLUTE_CHECKS = ("finite", "bounded", "unique", "constant-norm", "equidistant", "offset-invariant", "shift-linear",
-                   "symmetric", "decay", "precision")
+ABSOLUTE_CHECKS = (
+    "finite",
+    "bounded",
+    "unique",
+    "constant-norm",
+    "equidistant",
+    "offset-invariant",
+    "shift-linear",
+    "symmetric",
+    "decay",
+    "precision",
+)
 WIDE = clean_env(COLUMNS="200")  # table cells on one line each
 
 
@@ -116,7 +131,7 @@ def load(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     from safetensors import safe_open
 
     with safe_open(str(path), "np") as fh:
-        return {k: fh.get_tensor(k) for k in fh.keys()}, fh.metadata()
+        return {k: fh.get_tensor(k) for k in fh.keys()}, fh.metadata()  # noqa: SIM118 (safe_open has no __iter__)
 
 
 def llama3_inv_freq(base: float, dim: int, factor: float, low: float, high: float, original: int) -> np.ndarray:
@@ -258,12 +273,20 @@ def test_check_an_onnx_cache_file(tmp_path):
     ("args", "primary", "shape", "required"),
     [
         (["--kind", "alibi", "--len", "64", "--dim", "8"], "bias", (8, 64, 64), ("finite", "toeplitz", "monotone")),
-        (["--kind", "alibi", "--len", "64", "--dim", "8", "-p", "causal=true"], "bias", (8, 64, 64),
-         ("finite", "toeplitz", "monotone")),
+        (
+            ["--kind", "alibi", "--len", "64", "--dim", "8", "-p", "causal=true"],
+            "bias",
+            (8, 64, 64),
+            ("finite", "toeplitz", "monotone"),
+        ),
         (["--kind", "t5", "--len", "64"], "buckets", (64, 64), ("toeplitz", "monotone", "t5-saturation")),
         (["--kind", "relative", "--len", "64"], "index", (64, 64), ("toeplitz", "monotone")),
-        (["--kind", "sinusoidal-2d", "--grid", "14x14", "--dim", "64", "-p", "preset=mae"], "pe", (196, 64),
-         ("finite", "bounded", "unique", "constant-norm")),
+        (
+            ["--kind", "sinusoidal-2d", "--grid", "14x14", "--dim", "64", "-p", "preset=mae"],
+            "pe",
+            (196, 64),
+            ("finite", "bounded", "unique", "constant-norm"),
+        ),
     ],
     ids=["alibi", "alibi-causal", "t5", "relative", "sinusoidal-2d-mae"],
 )
@@ -431,8 +454,14 @@ def test_finite_judges_the_chosen_tensor_of_a_foreign_checkpoint(tmp_path):
 
     rng = np.random.default_rng(0)
     path = tmp_path / "model.safetensors"
-    save_file({BERT_POS: (rng.standard_normal((64, 16)) * 0.02).astype(np.float32),
-               "bert.unused.buffer": np.full(4, np.nan, np.float32)}, str(path), metadata={"format": "pt"})
+    save_file(
+        {
+            BERT_POS: (rng.standard_normal((64, 16)) * 0.02).astype(np.float32),
+            "bert.unused.buffer": np.full(4, np.nan, np.float32),
+        },
+        str(path),
+        metadata={"format": "pt"},
+    )
     report = check_json([str(path), "--tensor", BERT_POS])
     assert report["ok"] is True and results(report)["finite"]["status"] == "PASS"
 

@@ -35,7 +35,7 @@ from posenc_cli.formats import (
 ROOT = Path(__file__).resolve().parent.parent
 BF16 = np.dtype(ml_dtypes.bfloat16)
 ALL_DTYPES = ["float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"]
-META = {"kind": "sinusoidal", "length": "7", "note": "ünïcode, \"quotes\"\nand a newline"}
+META = {"kind": "sinusoidal", "length": "7", "note": 'ünïcode, "quotes"\nand a newline'}
 
 
 def sample(dtype: str, shape=(7, 5), seed: int = 0) -> np.ndarray:
@@ -52,7 +52,11 @@ def sample(dtype: str, shape=(7, 5), seed: int = 0) -> np.ndarray:
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     a, b = np.asarray(a), np.asarray(b)
-    return a.shape == b.shape and a.dtype == b.dtype and np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+    return (
+        a.shape == b.shape
+        and a.dtype == b.dtype
+        and np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+    )
 
 
 def lazy(**arrays: np.ndarray) -> dict[str, ArrayTensor]:
@@ -116,8 +120,12 @@ def test_round_trip_every_format_and_dtype(tmp_path, dtype, small_blocks):
 
 @pytest.mark.parametrize("fmt", ["npz", "safetensors", "json"])
 def test_round_trip_several_tensors_keeps_order_and_shapes(tmp_path, fmt):
-    tensors = {"pe": sample("float32", (9, 4)), "cos": sample("float64", (9,)), "bias": sample("float32", (2, 9, 9)),
-               "empty": np.zeros((0, 3), np.float32)}
+    tensors = {
+        "pe": sample("float32", (9, 4)),
+        "cos": sample("float64", (9,)),
+        "bias": sample("float32", (2, 9, 9)),
+        "empty": np.zeros((0, 3), np.float32),
+    }
     path = tmp_path / f"t.{fmt}"
     write_table(str(path), lazy(**tensors), {"kind": "rope"}, fmt)
     table = read_table(str(path))
@@ -199,9 +207,13 @@ def test_csv_and_json_are_readable_text(tmp_path):
     import json
 
     doc = json.loads((tmp_path / "t.json").read_text())
-    assert doc == {"metadata": {"kind": "x"}, "tensors": {
-        "pe": {"dtype": "float64", "shape": [2, 2], "data": [[0.1, 1 / 3], [-2.5e-300, 7.0]]},
-        "s": {"dtype": "int32", "shape": [3], "data": [0, 1, 2]}}}
+    assert doc == {
+        "metadata": {"kind": "x"},
+        "tensors": {
+            "pe": {"dtype": "float64", "shape": [2, 2], "data": [[0.1, 1 / 3], [-2.5e-300, 7.0]]},
+            "s": {"dtype": "int32", "shape": [3], "data": [0, 1, 2]},
+        },
+    }
 
 
 def test_csv_without_posenc_header_reads_as_float64(tmp_path):
@@ -235,8 +247,10 @@ def test_safetensors_reader_accepts_entries_listed_out_of_offset_order(tmp_path)
     import json
 
     a, b = np.arange(3, dtype="<f4"), np.arange(2, dtype="<f8")
-    header = {"b": {"dtype": "F64", "shape": [2], "data_offsets": [12, 28]},
-              "a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 12]}}
+    header = {
+        "b": {"dtype": "F64", "shape": [2], "data_offsets": [12, 28]},
+        "a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 12]},
+    }
     raw = json.dumps(header).encode()
     path = tmp_path / "t.safetensors"
     path.write_bytes(len(raw).to_bytes(8, "little") + raw + a.tobytes() + b.tobytes())
@@ -285,7 +299,7 @@ def test_safetensors_own_writer_gets_strided_views_wrong_which_is_why_we_write_o
     view = a[:, ::2]
     try:
         data = safetensors.numpy.save({"pe": view})
-    except Exception:  # noqa: BLE001 - a version that refuses strided views is fine too
+    except Exception:
         return
     theirs = safetensors.numpy.load(data)["pe"]
     if np.array_equal(theirs, view):
@@ -382,7 +396,9 @@ def test_fault_mid_write_leaves_old_target_and_no_temp_file(tmp_path, fmt, exc, 
 
 def test_fault_mid_write_of_a_new_target_leaves_nothing(tmp_path, small_blocks):
     with pytest.raises(KeyboardInterrupt):
-        write_table(str(tmp_path / "new.safetensors"), {"pe": FailingTensor((100, 4), KeyboardInterrupt())}, {}, "safetensors")
+        write_table(
+            str(tmp_path / "new.safetensors"), {"pe": FailingTensor((100, 4), KeyboardInterrupt())}, {}, "safetensors"
+        )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -432,7 +448,9 @@ def test_enospc_on_a_real_tiny_filesystem(tmp_path):
     """A 64 KiB tmpfs; skipped where mounting is not permitted (not root, no CAP_SYS_ADMIN)."""
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=False, capture_output=True).returncode:
+    if subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=False, capture_output=True
+    ).returncode:
         pytest.skip("cannot mount a tmpfs here")
     try:
         (mnt / "t.safetensors").write_bytes(b"old")
@@ -528,8 +546,14 @@ READ_STDIN = textwrap.dedent(
 def pipe_into_reader(data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> subprocess.CompletedProcess:
     """Feed ``data`` through a real (non-seekable) pipe to read_table("-") in a child process."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-c", READ_STDIN, str(max_bytes)], input=data, check=False, capture_output=True,
-                          env=env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", READ_STDIN, str(max_bytes)],
+        input=data,
+        check=False,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
 
 
 def test_stdin_pipe_npy_and_safetensors(tmp_path):
@@ -644,7 +668,9 @@ def test_streaming_export_keeps_memory_bounded(tmp_path, fmt):
     """A 256 MiB table is written with a few tens of MiB of extra peak RSS, never the whole table."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = tmp_path / f"big.{fmt}"
-    proc = subprocess.run([sys.executable, "-c", PEAK_RSS, str(out), fmt], check=False, capture_output=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, str(out), fmt], check=False, capture_output=True, env=env, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     extra_mib = int(proc.stdout)
     assert out.stat().st_size > 256 * 1024**2

@@ -14,6 +14,7 @@ with ``@reproduce_failure`` (paste it on the test to replay it).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import json
@@ -58,7 +59,11 @@ def _seeds() -> dict[str, list[bytes]]:
     np.savez_compressed(buf, pe=pe, cos=pe[:, :2].copy())
     out["npz"].append(buf.getvalue())
     out["safetensors"].append(
-        table("safetensors", {"pe": pe, "b": pe[:2].astype(ml_dtypes.bfloat16), "i": np.arange(4, dtype=np.int8)}, {"kind": "x", "length": "6"})
+        table(
+            "safetensors",
+            {"pe": pe, "b": pe[:2].astype(ml_dtypes.bfloat16), "i": np.arange(4, dtype=np.int8)},
+            {"kind": "x", "length": "6"},
+        )
     )
     out["safetensors"].append(table("safetensors", {"pe": pe[:1, :1].astype(np.float16)}, {}))
     return out
@@ -91,10 +96,8 @@ def check(read, label: str) -> None:
     for name, array in table.tensors.items():
         assert isinstance(name, str)
         np.asarray(array).tobytes()  # touch every byte: a wrong memmap size would crash here
-        try:
+        with contextlib.suppress(InputError):
             validate_table_array(array, name, label, need_float=False)
-        except InputError:
-            pass
     assert all(isinstance(k, str) and isinstance(v, str) for k, v in table.metadata.items())
 
 
@@ -135,12 +138,33 @@ def test_npy_mutations_and_truncations(data):
     read_file(data, "npy")
 
 
-DESCRS = ["<f4", ">f8", "<f2", "|b1", "<i8", "|u1", "<c8", "|O", "<U3", "|V2", "<M8[s]", "(2,)<f4", "<f16", "f4", "zz", ""]
+DESCRS = [
+    "<f4",
+    ">f8",
+    "<f2",
+    "|b1",
+    "<i8",
+    "|u1",
+    "<c8",
+    "|O",
+    "<U3",
+    "|V2",
+    "<M8[s]",
+    "(2,)<f4",
+    "<f16",
+    "f4",
+    "zz",
+    "",
+]
 
 
 @FUZZ
 @given(
-    st.one_of(st.sampled_from(DESCRS), st.text(max_size=12), st.lists(st.tuples(st.text(max_size=3), st.sampled_from(DESCRS)), max_size=3)),
+    st.one_of(
+        st.sampled_from(DESCRS),
+        st.text(max_size=12),
+        st.lists(st.tuples(st.text(max_size=3), st.sampled_from(DESCRS)), max_size=3),
+    ),
     st.one_of(st.booleans(), st.integers(-1, 2)),
     st.one_of(st.lists(st.integers(-2, 2**63), max_size=4).map(tuple), st.text(max_size=5)),
     st.binary(max_size=200),

@@ -32,8 +32,9 @@ def test_config_file_directory_and_stdin_give_the_same_tables(tmp_path):
     model.mkdir()
     shutil.copy(CONFIGS / "llama.json", model / "config.json")
     outs = []
-    for i, (src, stdin) in enumerate([(str(CONFIGS / "llama.json"), b""), (str(model), b""),
-                                      ("-", (CONFIGS / "llama.json").read_bytes())]):
+    for i, (src, stdin) in enumerate(
+        [(str(CONFIGS / "llama.json"), b""), (str(model), b""), ("-", (CONFIGS / "llama.json").read_bytes())]
+    ):
         out = tmp_path / f"r{i}.safetensors"
         code, _, err = cli(["generate", "--hf-config", src, "--len", "32", "-o", str(out)], input=stdin)
         assert code == 0, err
@@ -63,16 +64,28 @@ def test_layer_type_selects_the_tables_and_missing_lists_the_choices(tmp_path):
 
 def test_all_layer_types_writes_one_table_per_type_and_check_reads_each(tmp_path):
     out = tmp_path / "gemma3.safetensors"
-    code, _, err = cli(["generate", "--hf-config", str(CONFIGS / "gemma3_text.json"), "--all-layer-types",
-                        "--len", "64", "-o", str(out)])
+    code, _, err = cli(
+        [
+            "generate",
+            "--hf-config",
+            str(CONFIGS / "gemma3_text.json"),
+            "--all-layer-types",
+            "--len",
+            "64",
+            "-o",
+            str(out),
+        ]
+    )
     assert code == 0, err
     table = read_table(str(out))
-    assert sorted(table.tensors) == sorted(f"{lt}.{n}" for lt in ("full_attention", "sliding_attention")
-                                           for n in ("cos", "sin", "inv_freq"))
+    assert sorted(table.tensors) == sorted(
+        f"{lt}.{n}" for lt in ("full_attention", "sliding_attention") for n in ("cos", "sin", "inv_freq")
+    )
     assert table.metadata["posenc_groups"] == "full_attention,sliding_attention"
     assert table.metadata["sliding_attention.base"] == "10000.0"
-    np.testing.assert_allclose(table.tensors["sliding_attention.inv_freq"],
-                               golden_inv_freq("gemma3_text", "sliding_attention"), rtol=2**-22)
+    np.testing.assert_allclose(
+        table.tensors["sliding_attention.inv_freq"], golden_inv_freq("gemma3_text", "sliding_attention"), rtol=2**-22
+    )
     code, out_text, err = cli(["check", str(out), "--json"])
     assert code == 0, err
     reports = json.loads(out_text)
@@ -92,20 +105,29 @@ def test_all_layer_types_writes_one_table_per_type_and_check_reads_each(tmp_path
 
 def test_all_layer_types_skips_nope_layers_and_says_so(tmp_path):
     out = tmp_path / "c2.safetensors"
-    code, _, err = cli(["generate", "--hf-config", str(CONFIGS / "cohere2.json"), "--all-layer-types", "--len", "16",
-                        "-o", str(out)])
+    code, _, err = cli(
+        ["generate", "--hf-config", str(CONFIGS / "cohere2.json"), "--all-layer-types", "--len", "16", "-o", str(out)]
+    )
     assert code == 0, err
     assert "full_attention: applies no position encoding" in err
-    assert sorted(read_table(str(out)).tensors) == ["sliding_attention.cos", "sliding_attention.inv_freq",
-                                                    "sliding_attention.sin"]
+    assert sorted(read_table(str(out)).tensors) == [
+        "sliding_attention.cos",
+        "sliding_attention.inv_freq",
+        "sliding_attention.sin",
+    ]
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--all-layer-types", "-n", "4", "-d", "8"], "--all-layer-types cannot apply"),
-    (["--all-layer-types", "--hf-config", "{cfg}", "-o", "{tmp}/x.npy"], "cannot hold"),
-    (["--all-layer-types", "--hf-config", "{cfg}", "--layer-type", "full_attention", "-o", "{tmp}/x.npz"],
-     "--layer-type cannot apply"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--all-layer-types", "-n", "4", "-d", "8"], "--all-layer-types cannot apply"),
+        (["--all-layer-types", "--hf-config", "{cfg}", "-o", "{tmp}/x.npy"], "cannot hold"),
+        (
+            ["--all-layer-types", "--hf-config", "{cfg}", "--layer-type", "full_attention", "-o", "{tmp}/x.npz"],
+            "--layer-type cannot apply",
+        ),
+    ],
+)
 def test_all_layer_types_refusals(tmp_path, args, needle):
     args = [a.replace("{cfg}", str(CONFIGS / "gemma3_text.json")).replace("{tmp}", str(tmp_path)) for a in args]
     code, _, err = cli(["generate", *args])
@@ -127,7 +149,9 @@ def test_kinds_hf_config_says_what_was_read_and_from_where():
 def test_mrope_text_and_image_grid_from_the_command_line(tmp_path):
     cfg = str(CONFIGS / "qwen2_vl.json")
     out = tmp_path / "m.safetensors"
-    code, _, err = cli(["generate", "--hf-config", cfg, "--len", "24", "-p", "grid=1x4x4,text_offset=2", "-o", str(out)])
+    code, _, err = cli(
+        ["generate", "--hf-config", cfg, "--len", "24", "-p", "grid=1x4x4,text_offset=2", "-o", str(out)]
+    )
     assert code == 0, err
     table = read_table(str(out))
     assert table.metadata["kind"] == "mrope" and table.metadata["grid"] == "1x4x4"
@@ -155,8 +179,17 @@ def test_hostile_config_from_the_command_line_is_one_line(tmp_path):
 
 def test_unknown_model_type_warns_and_reads_generically(tmp_path):
     cfg = tmp_path / "c.json"
-    cfg.write_text(json.dumps({"model_type": "fancynet", "hidden_size": 64, "num_attention_heads": 4,
-                               "max_position_embeddings": 16, "rope_theta": 1234.0}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "model_type": "fancynet",
+                "hidden_size": 64,
+                "num_attention_heads": 4,
+                "max_position_embeddings": 16,
+                "rope_theta": 1234.0,
+            }
+        )
+    )
     code, _, err = cli(["generate", "--hf-config", str(cfg), "-o", str(tmp_path / "o.safetensors")])
     assert code == 0 and "Warning:" in err and "fancynet" in err, err
     assert read_table(str(tmp_path / "o.safetensors")).metadata["base"] == "1234.0"

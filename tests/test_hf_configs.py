@@ -293,7 +293,9 @@ def test_text_config_nesting_uses_the_text_class_defaults():
 
 def test_per_layer_types():
     g3 = model("gemma3_text")
-    with pytest.raises(ParameterError, match=r"pass layer_type \(--layer-type\), one of: full_attention, sliding_attention"):
+    with pytest.raises(
+        ParameterError, match=r"pass layer_type \(--layer-type\), one of: full_attention, sliding_attention"
+    ):
         g3.params()
     assert g3.params("full_attention")["base"] == 1e6 and g3.params("sliding_attention")["base"] == 1e4
     assert model("gemma3_text_v5").all_params(16) == g3.all_params(16)  # the transformers 5 format reads the same
@@ -343,17 +345,29 @@ def test_unknown_model_type_warns_and_reads_generically():
 
 
 def test_unused_rope_keys_warn():
-    mc = read_model_config({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4,
-                            "max_position_embeddings": 64,
-                            "rope_scaling": {"rope_type": "linear", "factor": 2.0, "beta_fast": 8, "mystery": 1}})
+    mc = read_model_config(
+        {
+            "model_type": "llama",
+            "hidden_size": 256,
+            "num_attention_heads": 4,
+            "max_position_embeddings": 64,
+            "rope_scaling": {"rope_type": "linear", "factor": 2.0, "beta_fast": 8, "mystery": 1},
+        }
+    )
     text = " | ".join(mc.warnings)
     assert "rope_scaling.beta_fast is not read by rope_type 'linear'" in text
     assert "rope_scaling.mystery is not a RoPE key posenc knows" in text
 
 
 def test_rope_scaling_wins_over_rope_parameters_like_transformers():
-    cfg = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
-           "rope_scaling": {"rope_type": "linear", "factor": 2.0}, "rope_parameters": {"rope_type": "default"}}
+    cfg = {
+        "model_type": "llama",
+        "hidden_size": 256,
+        "num_attention_heads": 4,
+        "max_position_embeddings": 64,
+        "rope_scaling": {"rope_type": "linear", "factor": 2.0},
+        "rope_parameters": {"rope_type": "default"},
+    }
     mc = read_model_config(cfg)
     assert mc.params()["scaling"] == "linear" and any("both given" in w for w in mc.warnings)
 
@@ -394,19 +408,41 @@ BASE = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "ma
         ({"rope_scaling": {"rope_type": 7}}, "rope_scaling.rope_type=7 is not a string"),
         ({"rope_scaling": {"rope_type": "linear", "factor": 0}}, "rope_scaling.factor=0 is out of range"),
         ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "truncate": "no"}}, "truncate='no' is not true"),
-        ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 1, "beta_slow": 2}},
-         "beta_fast > beta_slow"),
-        ({"rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * 31, "long_factor": [1.0] * 32,
-                           "original_max_position_embeddings": 16}}, "short_factor has 31 entries; longrope needs"),
-        ({"rope_scaling": {"rope_type": "longrope", "short_factor": "x", "long_factor": [1.0] * 32,
-                           "original_max_position_embeddings": 16}}, "short_factor must be a list of numbers"),
-        ({"rope_scaling": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 4, "high_freq_factor": 1}},
-         "llama3 needs high >= low"),
+        (
+            {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 1, "beta_slow": 2}},
+            "beta_fast > beta_slow",
+        ),
+        (
+            {
+                "rope_scaling": {
+                    "rope_type": "longrope",
+                    "short_factor": [1.0] * 31,
+                    "long_factor": [1.0] * 32,
+                    "original_max_position_embeddings": 16,
+                }
+            },
+            "short_factor has 31 entries; longrope needs",
+        ),
+        (
+            {
+                "rope_scaling": {
+                    "rope_type": "longrope",
+                    "short_factor": "x",
+                    "long_factor": [1.0] * 32,
+                    "original_max_position_embeddings": 16,
+                }
+            },
+            "short_factor must be a list of numbers",
+        ),
+        (
+            {"rope_scaling": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 4, "high_freq_factor": 1}},
+            "llama3 needs high >= low",
+        ),
         ({"rope_scaling": {"rope_type": "mrope"}}, "needs a qwen2_vl or qwen2_5_vl"),
         ({"partial_rotary_factor": 1.5, "model_type": "phi"}, "partial_rotary_factor=1.5 is out of range"),
         ({"layer_types": "full"}, "layer_types must be a non-empty list of strings"),
         ({"text_config": [1, 2]}, "text_config=[1, 2] is not an object"),
-        ({"model_type": ["llama"]}, "model_type=[\"llama\"] is not a string"),
+        ({"model_type": ["llama"]}, 'model_type=["llama"] is not a string'),
     ],
 )
 def test_bad_values_name_the_key(change, needle):
@@ -490,8 +526,17 @@ def mutate(cfg: dict, rnd: random.Random, n: int) -> dict:
         for key in ("rope_scaling", "rope_parameters"):
             if isinstance(target.get(key), dict) and rnd.random() < 0.4:
                 target = target[key]
-        keys = list(target) + ["head_dim", "rope_theta", "partial_rotary_factor", "layer_types", "text_config",
-                               "original_max_position_embeddings", "factor", "mrope_section", "rope_type"]
+        keys = list(target) + [
+            "head_dim",
+            "rope_theta",
+            "partial_rotary_factor",
+            "layer_types",
+            "text_config",
+            "original_max_position_embeddings",
+            "factor",
+            "mrope_section",
+            "rope_type",
+        ]
         key = rnd.choice(keys)
         op = rnd.random()
         if op < 0.25 and key in target:
@@ -502,8 +547,12 @@ def mutate(cfg: dict, rnd: random.Random, n: int) -> dict:
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(name=st.sampled_from(sorted(REAL)), seed=st.integers(0, 2**32 - 1), n=st.integers(1, 4),
-       layer=st.sampled_from([None, "full_attention", "sliding_attention", "chunked_attention", "default"]))
+@given(
+    name=st.sampled_from(sorted(REAL)),
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 4),
+    layer=st.sampled_from([None, "full_attention", "sliding_attention", "chunked_attention", "default"]),
+)
 def test_fuzz_mutated_configs_raise_only_parameter_error(name, seed, n, layer):
     cfg = mutate(REAL[name], random.Random(seed), n)
     try:

@@ -74,8 +74,9 @@ def toy_root(tmp_path_factory) -> Path:
 def toy_run(root: Path, args: list[str], **env: str) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if not k.startswith("_POSENC")}
     full.update({"PYTHONPATH": str(root), "COLUMNS": "120", "NO_COLOR": "1", **env})
-    return subprocess.run([sys.executable, "-m", "posenc_cli", *args], capture_output=True, env=full, cwd=root,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "posenc_cli", *args], capture_output=True, env=full, cwd=root, timeout=120
+    )
 
 
 def test_a_toy_kind_is_one_module_and_one_registry_line(toy_root):
@@ -122,8 +123,11 @@ def kind_literals(path: Path) -> list[tuple[int, str]]:
     for node in ast.walk(tree):  # CHECKS = {"relative": CheckDef(...)} and verdict("relative", ...)
         if isinstance(node, ast.Dict):
             check_keys.update(id(k) for k in node.keys if k is not None)
-        if isinstance(node, ast.Call) and node.args and getattr(node.func, "id", "") in ("verdict", "skipped",
-                                                                                          "CheckResult"):
+        if (
+            isinstance(node, ast.Call)
+            and node.args
+            and getattr(node.func, "id", "") in ("verdict", "skipped", "CheckResult")
+        ):
             check_keys.add(id(node.args[0]))
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in KINDS:
@@ -150,9 +154,13 @@ def test_the_kind_name_scan_can_fail(tmp_path):
 
 # ----- the public API ----------------------------------------------------------------------------------------
 def test_public_api_is_lazy_and_complete():
-    code = ("import sys, posenc_cli; assert 'numpy' not in sys.modules, 'import posenc_cli imported numpy'; "
-            "posenc_cli.generate('sinusoidal', length=2, dim=2); assert 'numpy' in sys.modules")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    code = (
+        "import sys, posenc_cli; assert 'numpy' not in sys.modules, 'import posenc_cli imported numpy'; "
+        "posenc_cli.generate('sinusoidal', length=2, dim=2); assert 'numpy' in sys.modules"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
     assert proc.returncode == 0, proc.stderr
     for name in posenc_cli.__all__:
         assert getattr(posenc_cli, name) is not None, name
@@ -170,7 +178,9 @@ def test_api_docstring_examples_run():
 def python_blocks() -> list[tuple[str, str]]:
     blocks = []
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        for code in re.findall(r"<!-- python:begin -->\n```python\n(.*?)```\n<!-- python:end -->", path.read_text(), re.S):
+        for code in re.findall(
+            r"<!-- python:begin -->\n```python\n(.*?)```\n<!-- python:end -->", path.read_text(), re.S
+        ):
             blocks.append((path.name, code))
     return blocks
 
@@ -184,7 +194,7 @@ def test_python_examples_run(tmp_path, monkeypatch, name, code):
     """Each marked Python block of README and docs/, executed as written in a directory holding docs/examples."""
     shutil.copytree(ROOT / "docs" / "examples", tmp_path / "examples")
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, name, "exec"), {})  # noqa: S102
+    exec(compile(code, name, "exec"), {})
 
 
 def test_api_names_parameters_as_every_other_surface():

@@ -25,8 +25,13 @@ BF16_ATOL = 2.0**-9  # half a bfloat16 ulp in [0.5, 1): a correctly rounded tabl
 LLAMA_DEFAULT = {"rope_theta": 10000.0, "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 2048}
 LLAMA31 = {
     "rope_theta": 500000.0,
-    "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                     "original_max_position_embeddings": 8192},
+    "rope_scaling": {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    },
     "hidden_size": 256,
     "num_attention_heads": 4,
     "max_position_embeddings": 2048,  # shrunk from 131072: the rule is the same at every position

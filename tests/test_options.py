@@ -19,8 +19,13 @@ from posenc_cli.cli._parser import build_parser
 
 from .conftest import cli
 
-CONFIG = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 32,
-          "rope_theta": 10000.0}
+CONFIG = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "max_position_embeddings": 32,
+    "rope_theta": 10000.0,
+}
 
 #: option -> its value ("" for a flag); {path} stands for the temporary directory.
 VALUES = {
@@ -66,9 +71,15 @@ BASE_FOR = {
     ("compare", "--tensor", "spec"): ["rope:length=8,dim=8", "rope:length=8,dim=8"],
     ("compare", "--param", "spec"): ["sinusoidal", "{path}/pe.npy"],  # -p on both specs would change both alike
     # explanations are looked for (and shown) only where the tables differ
-    **{("compare", flag, kind): base for flag in ("--no-explain", "--verbose") for kind, base in (
-        ("spec", ["sinusoidal:length=8,dim=8", "sinusoidal:length=8,dim=8,base=100"]),
-        ("file", ["{path}/pe.safetensors", "sinusoidal:base=100"]), ("stdin", ["-", "sinusoidal:base=100"]))},
+    **{
+        ("compare", flag, kind): base
+        for flag in ("--no-explain", "--verbose")
+        for kind, base in (
+            ("spec", ["sinusoidal:length=8,dim=8", "sinusoidal:length=8,dim=8,base=100"]),
+            ("file", ["{path}/pe.safetensors", "sinusoidal:base=100"]),
+            ("stdin", ["-", "sinusoidal:base=100"]),
+        )
+    },
     ("compare", "--tensor", "file"): ["{path}/rope.safetensors", "{path}/rope.safetensors"],
     ("compare", "--tensor", "stdin"): ["-", "{path}/rope.safetensors"],
     ("export", "--tensor", "spec"): ["rope", "-n", "8", "-d", "8", "-o", "{path}/out.safetensors"],
@@ -76,8 +87,11 @@ BASE_FOR = {
     ("export", "--tensor", "stdin"): ["-", "-o", "{path}/out.safetensors"],
 }
 #: Sources fed on stdin where the usual .npy bytes hold one tensor only.
-STDIN_FOR = {("check", "--tensor"): "rope.safetensors", ("compare", "--tensor"): "rope.safetensors",
-             ("export", "--tensor"): "rope.safetensors"}
+STDIN_FOR = {
+    ("check", "--tensor"): "rope.safetensors",
+    ("compare", "--tensor"): "rope.safetensors",
+    ("export", "--tensor"): "rope.safetensors",
+}
 
 
 def options_of(command: str) -> list[tuple[str, str]]:
@@ -93,10 +107,7 @@ def options_of(command: str) -> list[tuple[str, str]]:
 
 
 CASES = [
-    (command, kind, flag)
-    for command, kinds in BASELINES.items()
-    for kind in kinds
-    for flag, _ in options_of(command)
+    (command, kind, flag) for command, kinds in BASELINES.items() for kind in kinds for flag, _ in options_of(command)
 ]
 
 
@@ -152,7 +163,7 @@ def test_option_is_honoured_or_refused_by_name(files, command, kind, flag):
         code, out, err = cli([command, *base_args, *extra], input=stdin)
         assert code in (0, 1), err
         base = cli([command, *base_args], input=stdin)
-        assert base[0] == 2 and "exists; pass --force" in base[2] or command not in ("generate", "export"), base
+        assert (base[0] == 2 and "exists; pass --force" in base[2]) or command not in ("generate", "export"), base
         return
     base = run_case([command, *base_args], tmp, stdin) if flag != "--output" else None
     code, out, err, files_out = run_case([command, *base_args, *extra], tmp, stdin)
@@ -189,8 +200,9 @@ def test_generate_tensor_writes_only_that_tensor(files):
     from posenc_cli.formats import read_table
 
     assert list(read_table(str(out)).tensors) == ["sin"]
-    np.testing.assert_allclose(read_table(str(out)).tensors["sin"][1, :4], np.sin(10000.0 ** (-np.arange(4) / 4)),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        read_table(str(out)).tensors["sin"][1, :4], np.sin(10000.0 ** (-np.arange(4) / 4)), rtol=1e-6
+    )
 
 
 def test_preview_refuses_file_options_by_name():

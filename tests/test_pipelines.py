@@ -7,7 +7,6 @@ import resource
 import shlex
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -23,8 +22,11 @@ def sh(script: str, cwd=None, timeout: float = 120) -> subprocess.CompletedProce
 
 
 def test_broken_pipe_is_quiet():
-    proc = sh(f"{POSENC} generate --len 100000 --dim 512 2>err.txt | head -c 10 | wc -c; "
-              "echo status=${PIPESTATUS[0]}; cat err.txt; rm -f err.txt", cwd=ROOT / "tests")
+    proc = sh(
+        f"{POSENC} generate --len 100000 --dim 512 2>err.txt | head -c 10 | wc -c; "
+        "echo status=${PIPESTATUS[0]}; cat err.txt; rm -f err.txt",
+        cwd=ROOT / "tests",
+    )
     count, status, err = proc.stdout.decode().split("\n", 2)
     assert count.strip() == "10"
     assert status == "status=141"  # 128 + SIGPIPE, like a Unix filter whose reader went away
@@ -32,7 +34,9 @@ def test_broken_pipe_is_quiet():
 
 
 def test_pipe_into_check_reads_a_non_seekable_stdin():
-    proc = sh(f"{POSENC} generate --len 2000 --dim 64 -p preset=tensor2tensor | {POSENC} check - --expect sinusoidal --json")
+    proc = sh(
+        f"{POSENC} generate --len 2000 --dim 64 -p preset=tensor2tensor | {POSENC} check - --expect sinusoidal --json"
+    )
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
     assert b'"ok": true' in proc.stdout
 
@@ -44,8 +48,10 @@ def test_truncated_stream_is_a_clean_error():
     assert proc.returncode == 2 and "Traceback" not in err and proc.stdout == b""
     # one line naming the source, what the header promised and where the data ended (76800 bytes of float32)
     header = data.index(b"\n") + 1  # the .npy header ends with a newline
-    assert err == ("Error: <stdin>: truncated: shape (300, 64) of float32 needs 75.0 KiB (76800 bytes) but the data "
-                   f"ends after {len(data) // 2 - header} bytes\n")
+    assert err == (
+        "Error: <stdin>: truncated: shape (300, 64) of float32 needs 75.0 KiB (76800 bytes) but the data "
+        f"ends after {len(data) // 2 - header} bytes\n"
+    )
 
 
 def test_stdout_carries_only_data():
@@ -61,8 +67,12 @@ def test_ctrl_c_mid_export_keeps_the_old_file_and_no_temporary(tmp_path):
     target = tmp_path / "big.npy"
     target.write_bytes(b"old contents")
     # ~1.6 GB of output: long enough to be interrupted in the middle
-    proc = subprocess.Popen(posenc_cmd() + ["export", "sinusoidal", "--len", "400000", "--dim", "1024", "-o", str(target), "--force"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env())
+    proc = subprocess.Popen(
+        posenc_cmd() + ["export", "sinusoidal", "--len", "400000", "--dim", "1024", "-o", str(target), "--force"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not _temp_files(tmp_path, {"big.npy"}):
         time.sleep(0.02)
@@ -87,8 +97,13 @@ def _ignore_xfsz_and_limit(limit: int):
 def test_full_disk_is_a_clean_error_with_no_partial_file(tmp_path):
     """A file-size limit makes writes fail with EFBIG exactly like a full disk fails with ENOSPC."""
     target = tmp_path / "pe.safetensors"
-    proc = subprocess.run(posenc_cmd() + ["generate", "--len", "20000", "--dim", "256", "-o", str(target)],
-                          capture_output=True, env=clean_env(), preexec_fn=_ignore_xfsz_and_limit(1 << 20), timeout=120)
+    proc = subprocess.run(
+        posenc_cmd() + ["generate", "--len", "20000", "--dim", "256", "-o", str(target)],
+        capture_output=True,
+        env=clean_env(),
+        preexec_fn=_ignore_xfsz_and_limit(1 << 20),
+        timeout=120,
+    )
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
     assert err.startswith("Error: ") and "pe.safetensors" in err and "Traceback" not in err
@@ -99,7 +114,10 @@ def test_full_disk_is_a_clean_error_with_no_partial_file(tmp_path):
 def test_full_tmpfs_is_a_clean_error(tmp_path):
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True).returncode != 0:
+    if (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True).returncode
+        != 0
+    ):
         pytest.skip("mount -t tmpfs is not permitted here")
     try:
         (mnt / "pe.npy").write_bytes(b"old")
@@ -115,8 +133,13 @@ def test_full_tmpfs_is_a_clean_error(tmp_path):
 @pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_output_permissions_follow_the_umask(tmp_path, umask, mode):
     target = tmp_path / "pe.safetensors"
-    proc = subprocess.run(posenc_cmd() + ["generate", "-n", "8", "-d", "4", "-o", str(target)], capture_output=True,
-                          env=clean_env(), preexec_fn=lambda: os.umask(umask), timeout=60)
+    proc = subprocess.run(
+        posenc_cmd() + ["generate", "-n", "8", "-d", "4", "-o", str(target)],
+        capture_output=True,
+        env=clean_env(),
+        preexec_fn=lambda: os.umask(umask),
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert target.stat().st_mode & 0o777 == mode
 

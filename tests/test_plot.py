@@ -35,8 +35,9 @@ C1 = (255, 127, 14)
 def source(spec: str, label: str | None = None, **params) -> PlotSource:
     """A PlotSource as the CLI builds it: every tensor, the kind's roles, the metadata strings."""
     enc = api.generate(spec, **params)
-    return PlotSource(label or spec, {n: enc.array(n) for n in enc.tensor_specs()}, dict(type(enc).ROLES),
-                      enc.metadata())
+    return PlotSource(
+        label or spec, {n: enc.array(n) for n in enc.tensor_specs()}, dict(type(enc).ROLES), enc.metadata()
+    )
 
 
 @pytest.fixture
@@ -192,8 +193,10 @@ def test_spectrum_line_rises_monotonically(mpl, tmp_path):
 
 
 def test_spectrum_draws_the_original_context_where_it_is(mpl, tmp_path):
-    srcs = [source("rope:base=500000", "none", length=256, dim=64),
-            source("rope:preset=llama3.1", "llama3", length=256, dim=64)]
+    srcs = [
+        source("rope:base=500000", "none", length=256, dim=64),
+        source("rope:preset=llama3.1", "llama3", length=256, dim=64),
+    ]
     res = plot("spectrum", srcs, tmp_path / "s2.png")
     (panel,) = res.panels
     img = read_rgb(res.path)
@@ -313,9 +316,12 @@ def test_other_suffixes_are_refused_by_name(tmp_path, name):
 
 def test_terminal_panels_without_matplotlib(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    (title, a), = terminal_panels(source("alibi", length=16, dim=4))
+    ((title, a),) = terminal_panels(source("alibi", length=16, dim=4))
     assert title == "alibi: bias head 0 of 4, query x key, 16 positions" and a.shape == (16, 16)
-    assert [t.split(",")[0] for t, _ in heatmap_panels(source("rope", length=4, dim=4))] == ["rope: cos float32", "rope: sin float32"]
+    assert [t.split(",")[0] for t, _ in heatmap_panels(source("rope", length=4, dim=4))] == [
+        "rope: cos float32",
+        "rope: sin float32",
+    ]
 
 
 # ----- files ----------------------------------------------------------------------------------------------------
@@ -332,8 +338,10 @@ def test_files_are_deterministic_and_in_the_right_format(mpl, tmp_path, fmt):
 
 
 def test_svg_is_the_same_in_another_process(mpl, tmp_path):
-    code = ("import sys; sys.path.insert(0, sys.argv[2]); from tests.test_plot import source; "
-            "from posenc_cli.plot import plot; plot('dot', [source('sinusoidal', length=32, dim=8)], sys.argv[1])")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[2]); from tests.test_plot import source; "
+        "from posenc_cli.plot import plot; plot('dot', [source('sinusoidal', length=32, dim=8)], sys.argv[1])"
+    )
     outs = []
     for seed in ("1", "2"):
         path = tmp_path / f"{seed}.svg"

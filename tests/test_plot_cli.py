@@ -20,9 +20,17 @@ matplotlib = pytest.importorskip("matplotlib")
 
 #: parameters that build a small example of each kind for plotting
 SPECS = {kind: get_kind(kind).EXAMPLE for kind in KINDS}
-SPECS.update({"sinusoidal": {"length": 64, "dim": 32}, "rope": {"length": 64, "dim": 16},
-              "xpos": {"length": 64, "dim": 16}, "learned": {"length": 64, "dim": 16},
-              "alibi": {"length": 12, "dim": 4}, "t5": {"length": 12}, "relative": {"length": 12}})
+SPECS.update(
+    {
+        "sinusoidal": {"length": 64, "dim": 32},
+        "rope": {"length": 64, "dim": 16},
+        "xpos": {"length": 64, "dim": 16},
+        "learned": {"length": 64, "dim": 16},
+        "alibi": {"length": 12, "dim": 4},
+        "t5": {"length": 12},
+        "relative": {"length": 12},
+    }
+)
 
 
 def spec(kind: str, **extra: object) -> str:
@@ -107,4 +115,5 @@ def test_readme_pictures_are_current(tmp_path):
         committed = matplotlib.image.imread(ROOT / "docs" / "pictures" / path.name)
         fresh = matplotlib.image.imread(path)
         assert committed.shape == fresh.shape and np.array_equal(committed, fresh), (
-            f"docs/pictures/{path.name} is stale; run python tools/pictures.py")
+            f"docs/pictures/{path.name} is stale; run python tools/pictures.py"
+        )

@@ -71,7 +71,7 @@ def test_kind_imports_and_names_itself(kind):
     cls = getattr(mod, cls_name)
     assert cls is get_kind(kind)
     assert issubclass(cls, Encoding) and dataclasses.is_dataclass(cls)
-    assert cls.KIND == kind
+    assert kind == cls.KIND
     assert isinstance(cls.SUMMARY, str) and cls.SUMMARY.strip(), f"{kind} needs a SUMMARY"
     assert isinstance(cls.REFERENCES, tuple) and cls.REFERENCES, f"{kind} needs REFERENCES"
     assert all(isinstance(r, str) and r.strip() for r in cls.REFERENCES)
@@ -93,7 +93,7 @@ def test_unknown_kind_lists_every_kind():
 @pytest.mark.parametrize("kind", ALL_KINDS)
 def test_kind_builds_and_computes_every_tensor(kind):
     enc = example(kind)
-    assert enc.KIND == kind
+    assert kind == enc.KIND
     specs = enc.tensor_specs()
     assert specs, f"{kind} declares no tensors"
     assert next(iter(specs)) == enc.PRIMARY, "tensor_specs lists the primary tensor first"
@@ -173,9 +173,14 @@ def test_documented_parameter_parses_from_its_string_default(kind, name):
     assert enc == cls.from_params(base), f"passing {name}={text} explicitly changed the encoding"
 
 
-@pytest.mark.parametrize(("kind", "name"), [(k, p.name) for k, p in
-                                              ((k, p) for k in KINDS for p in get_kind(k).param_infos())
-                                              if p.choices and p.name != "preset"])
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [
+        (k, p.name)
+        for k, p in ((k, p) for k in KINDS for p in get_kind(k).param_infos())
+        if p.choices and p.name != "preset"
+    ],
+)
 def test_every_choice_builds_or_says_what_is_missing(kind, name):
     """A documented choice never crashes: it builds or raises a one-line ParameterError."""
     cls = get_kind(kind)
@@ -246,8 +251,17 @@ def test_every_kind_declares_properties_that_exist(kind):
 @pytest.mark.parametrize("kind", ALL_KINDS)
 def test_every_declared_role_and_view_is_known(kind):
     cls = get_kind(kind)
-    assert set(cls.ROLES.values()) <= {"table", "cos", "sin", "cos-cache", "sin-cache", "inv-freq", "scale",
-                                       "matrix", "slopes"}, kind
+    assert set(cls.ROLES.values()) <= {
+        "table",
+        "cos",
+        "sin",
+        "cos-cache",
+        "sin-cache",
+        "inv-freq",
+        "scale",
+        "matrix",
+        "slopes",
+    }, kind
     enc = cls.from_params(cls.EXAMPLE)
     assert set(enc.tensor_specs()) <= set(cls.ROLES), f"{kind} has tensors without a role"
     assert cls.PRIMARY in cls.ROLES
@@ -268,9 +282,14 @@ def test_each_kinds_example_passes_its_own_default_expectations(kind):
 
     enc = example(kind, **({"length": 64} if "length" in EXAMPLE[kind] else {}))
     table = enc.array()
-    ctx = CheckContext(table=table, tensors={n: enc.array(n) for n in enc.tensor_specs()},
-                       metadata=enc.metadata(), kind=kind, encoding=enc,
-                       rtol=max(1e-9, float(np.finfo(table.dtype).eps) * 64) if table.dtype.kind == "f" else 1e-9)
+    ctx = CheckContext(
+        table=table,
+        tensors={n: enc.array(n) for n in enc.tensor_specs()},
+        metadata=enc.metadata(),
+        kind=kind,
+        encoding=enc,
+        rtol=max(1e-9, float(np.finfo(table.dtype).eps) * 64) if table.dtype.kind == "f" else 1e-9,
+    )
     results = checks.run_checks(ctx)
     available = [r.name for r in results]
     required = checks.required_for(kind, None, available)

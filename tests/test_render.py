@@ -24,51 +24,148 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 LABEL_PASS = "sinusoidal:preset=tf-tutorial [pe]"
 PASS = [
     R("finite", True, 0, 0, "every value of pe is finite", "exact", {"counts": {"pe": {"nan": 0, "inf": 0}}}),
-    R("matches-spec", True, 0.0, 1e-05, "pe match sinusoidal regenerated from the metadata",
-      "exact (regenerated block by block)"),
+    R(
+        "matches-spec",
+        True,
+        0.0,
+        1e-05,
+        "pe match sinusoidal regenerated from the metadata",
+        "exact (regenerated block by block)",
+    ),
     R("bounded", True, 1.0, 1.00001, "max |x| = 1; bound 1", "exact", {"max_abs": 1.0, "bound": 1.0}),
-    R("unique", True, 0.9599788, 1.7320508e-05, "closest distinct positions 1 and 2 are 0.96 apart",
-      "exact (blocked Gram matrix, nearest pair re-measured directly)", {"closest": [1, 2]}),
-    R("constant-norm", True, 2.617e-08, 1.7320508e-05, "every row has norm 1.7321", "exact",
-      {"norm": 1.7320508, "min": 1.7320508, "max": 1.7320508}),
-    R("equidistant", True, 2.396e-08, 1.7320508e-05, "every consecutive pair is 0.9600 apart", "exact",
-      {"distance": 0.9599788, "min": 0.9599788, "max": 0.9599788}),
-    R("offset-invariant", True, 0.0056, 1.0, "distance and dot product depend only on k (k=1: distance 0.9600, "
-      "dot product 2.5392); Gram Toeplitz residual 5.61e-08", "exact over k in {1,2,3,4} + Freivalds, 8 probes",
-      {"distance_k1": 0.9599788, "dot_k1": 2.5392}),
-    R("shift-linear", True, 2.876e-12, 2e-05, "P[t+k] = P[t] M_k for every t, k in {1}; M_k is a rotation on the "
-      "data (norms preserved to 1.511e-08)", "least squares (ridge on the Gram matrix) on min(len-k, 4*dim) = 4 rows, "
-      "Freivalds on all rows, 8 probes"),
+    R(
+        "unique",
+        True,
+        0.9599788,
+        1.7320508e-05,
+        "closest distinct positions 1 and 2 are 0.96 apart",
+        "exact (blocked Gram matrix, nearest pair re-measured directly)",
+        {"closest": [1, 2]},
+    ),
+    R(
+        "constant-norm",
+        True,
+        2.617e-08,
+        1.7320508e-05,
+        "every row has norm 1.7321",
+        "exact",
+        {"norm": 1.7320508, "min": 1.7320508, "max": 1.7320508},
+    ),
+    R(
+        "equidistant",
+        True,
+        2.396e-08,
+        1.7320508e-05,
+        "every consecutive pair is 0.9600 apart",
+        "exact",
+        {"distance": 0.9599788, "min": 0.9599788, "max": 0.9599788},
+    ),
+    R(
+        "offset-invariant",
+        True,
+        0.0056,
+        1.0,
+        "distance and dot product depend only on k (k=1: distance 0.9600, "
+        "dot product 2.5392); Gram Toeplitz residual 5.61e-08",
+        "exact over k in {1,2,3,4} + Freivalds, 8 probes",
+        {"distance_k1": 0.9599788, "dot_k1": 2.5392},
+    ),
+    R(
+        "shift-linear",
+        True,
+        2.876e-12,
+        2e-05,
+        "P[t+k] = P[t] M_k for every t, k in {1}; M_k is a rotation on the data (norms preserved to 1.511e-08)",
+        "least squares (ridge on the Gram matrix) on min(len-k, 4*dim) = 4 rows, Freivalds on all rows, 8 probes",
+    ),
     R("symmetric", True, 1.74e-08, 1.7320508e-05, "distance to t+k equals distance to t-k", "exact over k in {1,2}"),
-    R("decay", None, 0.443, None, "mean P[t].P[t+k] / mean |P|^2: k=1: 0.846, k=2: 0.527, k=3: 0.333, k=4: 0.443; "
-      "falls at 2 of 3 steps, min 0.333 at k=3", "exact over k in {1,2,3,4}",
-      {"curve": {1: 0.846, 2: 0.527, 3: 0.333, 4: 0.443}}),
-    R("precision", None, 5, None, "float16: 5 of 5 rows distinct, max abs error 0.0002419 (raw positions 0..4: "
-      "5 distinct); bfloat16: 5 of 5 rows distinct, max abs error 0.001867 (raw positions 0..4: 5 distinct)",
-      "exact (cast block by block, rows compared by 64-bit hashes)"),
+    R(
+        "decay",
+        None,
+        0.443,
+        None,
+        "mean P[t].P[t+k] / mean |P|^2: k=1: 0.846, k=2: 0.527, k=3: 0.333, k=4: 0.443; "
+        "falls at 2 of 3 steps, min 0.333 at k=3",
+        "exact over k in {1,2,3,4}",
+        {"curve": {1: 0.846, 2: 0.527, 3: 0.333, 4: 0.443}},
+    ),
+    R(
+        "precision",
+        None,
+        5,
+        None,
+        "float16: 5 of 5 rows distinct, max abs error 0.0002419 (raw positions 0..4: "
+        "5 distinct); bfloat16: 5 of 5 rows distinct, max abs error 0.001867 (raw positions 0..4: 5 distinct)",
+        "exact (cast block by block, rows compared by 64-bit hashes)",
+    ),
 ]
-REQUIRED_PASS = ["finite", "matches-spec", "bounded", "unique", "constant-norm", "equidistant", "offset-invariant",
-                 "shift-linear", "symmetric"]
+REQUIRED_PASS = [
+    "finite",
+    "matches-spec",
+    "bounded",
+    "unique",
+    "constant-norm",
+    "equidistant",
+    "offset-invariant",
+    "shift-linear",
+    "symmetric",
+]
 
 LABEL_FAIL = "runs/2024-06-01/checkpoints/model-final/position_embeddings.safetensors [pe]"
 FAIL = [
     R("finite", True, 0, 0, "every value of pe is finite"),
     R("bounded", False, 3.126, 1.00001, "max |x| = 3.126; bound 1", "exact", {"max_abs": 3.126, "bound": 1.0}),
-    R("unique", False, 0.0, 1.2e-06, "rows 17 and 18 are identical", "exact duplicates via 64-bit row hashes",
-      {"closest": [17, 18]}),
-    R("constant-norm", False, 0.0703, 1.2e-06, "norms range 0.04412 (row 3) .. 0.1144 (row 40)", "exact",
-      {"norm": 0.080441, "min": 0.04412, "max": 0.1144}),
-    R("offset-invariant", False, 312600.0, 1.0, "at k=1 distances vary by 0.09171 and dot products by 0.01127 over t; "
-      "offsets failing: 1,2,3,5,8,13,21,34,55", "exact over k in {1,2,3,5,8,13,21,34,55,63} + Freivalds, 8 probes"),
-    R("decay", None, 0.168, None, "mean P[t].P[t+k] / mean |P|^2: k=1: 0.012, k=63: 0.168",
-      "exact over k in {1,63}", {"curve": {1: 0.012, 63: 0.168}}),
+    R(
+        "unique",
+        False,
+        0.0,
+        1.2e-06,
+        "rows 17 and 18 are identical",
+        "exact duplicates via 64-bit row hashes",
+        {"closest": [17, 18]},
+    ),
+    R(
+        "constant-norm",
+        False,
+        0.0703,
+        1.2e-06,
+        "norms range 0.04412 (row 3) .. 0.1144 (row 40)",
+        "exact",
+        {"norm": 0.080441, "min": 0.04412, "max": 0.1144},
+    ),
+    R(
+        "offset-invariant",
+        False,
+        312600.0,
+        1.0,
+        "at k=1 distances vary by 0.09171 and dot products by 0.01127 over t; offsets failing: 1,2,3,5,8,13,21,34,55",
+        "exact over k in {1,2,3,5,8,13,21,34,55,63} + Freivalds, 8 probes",
+    ),
+    R(
+        "decay",
+        None,
+        0.168,
+        None,
+        "mean P[t].P[t+k] / mean |P|^2: k=1: 0.012, k=63: 0.168",
+        "exact over k in {1,63}",
+        {"curve": {1: 0.012, 63: 0.168}},
+    ),
 ]
 REQUIRED_FAIL = ["finite", "bounded", "unique"]
 
 NAN = [R("finite", False, 3, 0, "pe: 2 NaN, 1 inf", "exact", {"counts": {"pe": {"nan": 2, "inf": 1}}})] + [
     R(name, None if name in ("decay", "precision") else False, None, None, "table has non-finite values", "skipped")
-    for name in ("bounded", "unique", "constant-norm", "equidistant", "offset-invariant", "shift-linear",
-                 "symmetric", "decay", "precision")
+    for name in (
+        "bounded",
+        "unique",
+        "constant-norm",
+        "equidistant",
+        "offset-invariant",
+        "shift-linear",
+        "symmetric",
+        "decay",
+        "precision",
+    )
 ]
 
 # ----- goldens (UTF-8, no colour) ------------------------------------------------------------------------------------
@@ -265,10 +362,17 @@ def real_reports():
 
     bad = np.asarray(api.generate("sinusoidal", length=64, dim=16).array()).copy()
     bad[3, 2] = np.nan
-    sources = [api.generate("sinusoidal", length=64, dim=16), api.generate("learned", length=64, dim=16),
-               api.generate("alibi", length=16, dim=4), api.generate("t5", length=16), {"pe": bad},
-               {"cos": api.generate("rope", length=32, dim=8).array("cos"),
-                "sin": api.generate("rope", length=32, dim=8).array("sin")}]
+    sources = [
+        api.generate("sinusoidal", length=64, dim=16),
+        api.generate("learned", length=64, dim=16),
+        api.generate("alibi", length=16, dim=4),
+        api.generate("t5", length=16),
+        {"pe": bad},
+        {
+            "cos": api.generate("rope", length=32, dim=8).array("cos"),
+            "sin": api.generate("rope", length=32, dim=8).array("sin"),
+        },
+    ]
     return [api.check(s, tensor="cos" if isinstance(s, dict) and "cos" in s else None) for s in sources]
 
 
@@ -281,8 +385,11 @@ def reports():
 @pytest.mark.parametrize("verbose", [False, True])
 def test_no_report_line_exceeds_the_width(reports, width, verbose):
     cases = [(f"{r.source} [{r.tensor}]", r.kind, r.results, r.required) for r in reports]
-    cases += [(LABEL_PASS, "sinusoidal", PASS, REQUIRED_PASS), (LABEL_FAIL, "learned", FAIL, REQUIRED_FAIL),
-              ("x" * 150 + " [pe]", None, NAN, ["finite"])]
+    cases += [
+        (LABEL_PASS, "sinusoidal", PASS, REQUIRED_PASS),
+        (LABEL_FAIL, "learned", FAIL, REQUIRED_FAIL),
+        ("x" * 150 + " [pe]", None, NAN, ["finite"]),
+    ]
     for label, kind, results, required in cases:
         for line, _ in render.check_lines(label, kind, results, required, width=width, verbose=verbose):
             assert len(line) <= width, line
@@ -307,8 +414,9 @@ def test_not_run_verdict_names_required_properties_that_could_not_run():
     stream = FakeStream(tty=False)
     failed = ["finite", "bounded", "unique"]  # what the engine reports today: skipped required checks as failures
     render.check_summary("nan.npy", False, failed, results=NAN, file=stream)
-    assert stream.getvalue() == ("nan.npy: required properties failed: finite; "
-                                 "required properties not run (needs finite): bounded, unique\n")
+    assert stream.getvalue() == (
+        "nan.npy: required properties failed: finite; required properties not run (needs finite): bounded, unique\n"
+    )
 
 
 def test_not_run_in_json_has_status_and_needs(reports):
@@ -322,8 +430,16 @@ def test_not_run_in_json_has_status_and_needs(reports):
 
 
 def test_engine_status_not_run_is_passed_through():
-    d = {"name": "bounded", "status": "NOT RUN", "value": None, "tolerance": None, "detail": "", "method": "",
-         "data": {}, "needs": ["finite"]}
+    d = {
+        "name": "bounded",
+        "status": "NOT RUN",
+        "value": None,
+        "tolerance": None,
+        "detail": "",
+        "method": "",
+        "data": {},
+        "needs": ["finite"],
+    }
     assert render.result_json(d, True)["status"] == "NOT RUN"
     assert "not run, needs finite: bounded" in text(render.check_lines("x", None, [d], ["bounded"], width=80))
 
@@ -367,8 +483,11 @@ def test_check_quiet_levels(capsys, reports, quiet):
 def differing():
     from posenc_cli import api
 
-    comparison = api.compare(api.generate("sinusoidal", length=64, dim=16),
-                             api.generate("sinusoidal", length=64, dim=16, preset="tf-tutorial"), explain=False)
+    comparison = api.compare(
+        api.generate("sinusoidal", length=64, dim=16),
+        api.generate("sinusoidal", length=64, dim=16, preset="tf-tutorial"),
+        explain=False,
+    )
     return comparison.tensors[0].result  # one tensor pair's metrics
 
 
@@ -401,16 +520,31 @@ def validate(instance, schema, root=None, path="$"):
         ref = schema["$ref"]
         assert ref.startswith("#/$defs/"), f"{path}: unsupported $ref {ref}"
         return validate(instance, root["$defs"][ref.removeprefix("#/$defs/")], root, path)
-    known = {"$schema", "$id", "$defs", "title", "description", "type", "enum", "properties", "required",
-             "additionalProperties", "items"}
+    known = {
+        "$schema",
+        "$id",
+        "$defs",
+        "title",
+        "description",
+        "type",
+        "enum",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+    }
     assert set(schema) <= known, f"{path}: keywords outside the validated subset: {set(schema) - known}"
     if "type" in schema:
         types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        checks = {"object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
-                  "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
-                  "null": lambda v: v is None,
-                  "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-                  "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}
+        checks = {
+            "object": lambda v: isinstance(v, dict),
+            "array": lambda v: isinstance(v, list),
+            "string": lambda v: isinstance(v, str),
+            "boolean": lambda v: isinstance(v, bool),
+            "null": lambda v: v is None,
+            "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+            "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        }
         assert any(checks[t](instance) for t in types), f"{path}: {instance!r} is not {types}"
     if "enum" in schema:
         assert instance in schema["enum"], f"{path}: {instance!r} not in {schema['enum']}"
@@ -442,10 +576,24 @@ def test_check_json_of_real_reports_follows_the_schema(schema, reports):
 
 def test_check_json_of_hand_built_reports_follows_the_schema(schema):
     reports = [
-        {"source": "a", "tensor": "pe", "kind": "sinusoidal", "ok": True, "required": REQUIRED_PASS, "failed": [],
-         "results": [r.to_json() for r in PASS]},
-        {"source": "b", "tensor": "pe", "kind": None, "ok": False, "required": ["finite"],
-         "failed": ["finite"], "results": [r.to_json() for r in NAN]},
+        {
+            "source": "a",
+            "tensor": "pe",
+            "kind": "sinusoidal",
+            "ok": True,
+            "required": REQUIRED_PASS,
+            "failed": [],
+            "results": [r.to_json() for r in PASS],
+        },
+        {
+            "source": "b",
+            "tensor": "pe",
+            "kind": None,
+            "ok": False,
+            "required": ["finite"],
+            "failed": ["finite"],
+            "results": [r.to_json() for r in NAN],
+        },
     ]
     data = json.loads(json.dumps(render.check_json(reports)))
     validate(data, schema)
@@ -462,9 +610,23 @@ def test_check_json_of_hand_built_reports_follows_the_schema(schema):
     lambda d: d[0].update(ok="yes"),
 ])  # fmt: skip
 def test_the_schema_test_can_fail(schema, breakage):
-    data = json.loads(json.dumps(render.check_json([
-        {"source": "a", "tensor": "pe", "kind": None, "ok": True, "required": ["finite"], "failed": [],
-         "results": [PASS[0].to_json()]}])))
+    data = json.loads(
+        json.dumps(
+            render.check_json(
+                [
+                    {
+                        "source": "a",
+                        "tensor": "pe",
+                        "kind": None,
+                        "ok": True,
+                        "required": ["finite"],
+                        "failed": [],
+                        "results": [PASS[0].to_json()],
+                    }
+                ]
+            )
+        )
+    )
     validate(data, schema)
     breakage(data)
     with pytest.raises(AssertionError):
@@ -482,14 +644,24 @@ def preview_text(kind, width=80, **params):
     corner = enc.rows(primary.name, 0, min(primary.shape[0], 10))
     if corner.ndim > 2:  # what cli/generate.py passes for heads x len x len
         corner = corner[0]
-    small = {n: enc.rows(n, 0, s.shape[0]) for n, s in specs.items()
-             if n != primary.name and len(s.shape) == 1 and s.shape[0] <= 64}
+    small = {
+        n: enc.rows(n, 0, s.shape[0])
+        for n, s in specs.items()
+        if n != primary.name and len(s.shape) == 1 and s.shape[0] <= 64
+    }
     full = np.asarray(enc.array(primary.name), dtype=np.float64)
     lines = render.preview_lines(
         f"{kind} positional encoding",
         [(s.name, s.shape, dtype_name(s.dtype)) for s in specs.values()],
         {k: v for k, v in enc.metadata().items() if k not in ("kind", "posenc_version")},
-        primary.name, corner, primary.shape, (float(full.min()), float(full.max())), "", small, 3, width=width,
+        primary.name,
+        corner,
+        primary.shape,
+        (float(full.min()), float(full.max())),
+        "",
+        small,
+        3,
+        width=width,
     )
     return text(lines)
 
@@ -551,8 +723,14 @@ def test_kind_detail_fits_80_and_never_splits_a_word(kind):
     info = kind_info(get_kind(kind))
     out = text(render.kind_detail_lines(info, width=80))
     assert max(len(line) for line in out.splitlines()) <= 80
-    source = " ".join([info["summary"], *(p["help"] for p in info["parameters"]),
-                       *(p["doc"] for p in info["presets"].values()), *info["references"]])
+    source = " ".join(
+        [
+            info["summary"],
+            *(p["help"] for p in info["parameters"]),
+            *(p["doc"] for p in info["presets"].values()),
+            *info["references"],
+        ]
+    )
     assert words(source) <= words(out)
     for p in info["parameters"]:
         assert re.search(rf"^  {re.escape(p['name'])}( |$)", out, re.MULTILINE), p["name"]
@@ -659,7 +837,9 @@ def test_render_and_termplot_import_neither_rich_nor_matplotlib():
     import subprocess
     import sys
 
-    code = ("import sys, posenc_cli.render, posenc_cli.termplot, posenc_cli.plot; "
-            "print(sorted(m for m in ('rich', 'matplotlib') if m in sys.modules))")
+    code = (
+        "import sys, posenc_cli.render, posenc_cli.termplot, posenc_cli.plot; "
+        "print(sorted(m for m in ('rich', 'matplotlib') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

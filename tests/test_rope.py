@@ -258,8 +258,9 @@ def test_dynamic_seq_len_defaults_to_last_position_plus_one():
     assert_freqs(enc, ref_dynamic(10000.0, 16, 2.0, 24, 8), rtol=1e-13)
 
 
-@pytest.mark.parametrize("case", ["yarn_qwen2_5", "yarn_deepseek_v3", "yarn_mscale_0707", "yarn_gpt_oss",
-                                  "yarn_attention_factor"])
+@pytest.mark.parametrize(
+    "case", ["yarn_qwen2_5", "yarn_deepseek_v3", "yarn_mscale_0707", "yarn_gpt_oss", "yarn_attention_factor"]
+)
 def test_yarn(case):
     # published YaRN settings (Qwen2.5, DeepSeek-V3, gpt-oss's truncate=False, an explicit attention_factor)
     # on head_dim 64 and base 150000, against transformers' _compute_yarn_parameters run in float64
@@ -520,7 +521,9 @@ def test_hf_per_layer_rope_parameters():
     cfg = {"hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128, "max_position_embeddings": 8192,
            "rope_parameters": {"full_attention": {"rope_type": "proportional", "rope_theta": 1e6, "partial_rotary_factor": 0.25},
                                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}}  # fmt: skip
-    with pytest.raises(ParameterError, match=r"pass layer_type \(--layer-type\), one of: full_attention, sliding_attention"):
+    with pytest.raises(
+        ParameterError, match=r"pass layer_type \(--layer-type\), one of: full_attention, sliding_attention"
+    ):
         params_from_hf_config(cfg, 8)
     assert_freqs(build(cfg, layer_type="full_attention"), ref_proportional(1e6, 128, 0.25))
     assert_freqs(build(cfg, layer_type="sliding_attention"), ref_default(10000.0, 128))
@@ -708,5 +711,14 @@ def test_optional_torch_float32_inv_freq_matches_hf_arithmetic(scaling, kw):
 def test_longrope_with_an_original_context_of_one_is_refused():
     """Found by the config fuzz test: HF's attention factor divides by log(original_max_position_embeddings)."""
     with pytest.raises(ParameterError, match="original_max_position_embeddings >= 2"):
-        Rope.from_params({"length": 4, "dim": 4, "scaling": "longrope", "factor": 2.0,
-                          "original_max_position_embeddings": 1, "short_factor": "1;1", "long_factor": "1;1"})
+        Rope.from_params(
+            {
+                "length": 4,
+                "dim": 4,
+                "scaling": "longrope",
+                "factor": 2.0,
+                "original_max_position_embeddings": 1,
+                "short_factor": "1;1",
+                "long_factor": "1;1",
+            }
+        )

@@ -25,8 +25,11 @@ CASES = GOLDEN["cases"]
 #: mpmath at 50 digits): transformers' inv_freq is 1-2 ulps from posenc's there, which rounds the power correctly.
 TORCH_POW_OFF = {
     ("dynamic", 8001): {14},
-    **{(name, n): {6, 10} for name in ("yarn_qwen2_5", "yarn_deepseek_v3", "yarn_mscale_0707", "yarn_gpt_oss",
-                                       "yarn_attention_factor") for n in (1024, 8001)},
+    **{
+        (name, n): {6, 10}
+        for name in ("yarn_qwen2_5", "yarn_deepseek_v3", "yarn_mscale_0707", "yarn_gpt_oss", "yarn_attention_factor")
+        for n in (1024, 8001)
+    },
     **{("yarn_qwen2_5_config", n): {37} for n in (1024, 8001)},
 }
 
@@ -87,7 +90,9 @@ def test_the_golden_file_covers_every_rule_and_branch():
     inv = np.asarray(CASES["llama3_1"]["groups"][0]["inv_freq_f64"])
     plain = 500000.0 ** -(np.arange(0, 128, 2) / 128)
     ratio = inv / plain
-    assert np.any(np.isclose(ratio, 1.0)) and np.any(np.isclose(ratio, 1 / 8)) and np.any((ratio > 0.13) & (ratio < 0.99))
+    assert (
+        np.any(np.isclose(ratio, 1.0)) and np.any(np.isclose(ratio, 1 / 8)) and np.any((ratio > 0.13) & (ratio < 0.99))
+    )
 
 
 # ----- ntk: not an HF rope_type; lucidrains/rotary-embedding-torch theta_rescale_factor ------------------------

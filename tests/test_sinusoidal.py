@@ -114,18 +114,24 @@ def test_seed_distance_norm_dot_product():
 # ----- presets against their published formulas ---------------------------------------------------
 @pytest.mark.parametrize("length,dim", [(50, 6), (128, 64), (300, 512)])
 def test_tf_tutorial_preset(length, dim):
-    np.testing.assert_allclose(table(length, dim, preset="tf-tutorial", dtype="float64"), tf_tutorial(length, dim), atol=1e-12)
+    np.testing.assert_allclose(
+        table(length, dim, preset="tf-tutorial", dtype="float64"), tf_tutorial(length, dim), atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("preset", ["paper", "pytorch-tutorial"])
 @pytest.mark.parametrize("length,dim", [(50, 6), (256, 128)])
 def test_pytorch_tutorial_and_paper(preset, length, dim):
-    np.testing.assert_allclose(table(length, dim, preset=preset, dtype="float64"), pytorch_tutorial(length, dim), atol=1e-12)
+    np.testing.assert_allclose(
+        table(length, dim, preset=preset, dtype="float64"), pytorch_tutorial(length, dim), atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("dim", [4, 7, 64, 129])
 def test_tensor2tensor_preset(dim):
-    np.testing.assert_allclose(table(100, dim, preset="tensor2tensor", dtype="float64"), t2t_timing_signal(100, dim), atol=1e-12)
+    np.testing.assert_allclose(
+        table(100, dim, preset="tensor2tensor", dtype="float64"), t2t_timing_signal(100, dim), atol=1e-12
+    )
 
 
 def test_tensor2tensor_timescales_and_start_index():
@@ -143,12 +149,16 @@ def test_fairseq_preset(dim, padding_idx):
 
 @pytest.mark.parametrize("dim", [6, 7, 64, 65])
 def test_marian_preset(dim):
-    np.testing.assert_allclose(table(30, dim, preset="marian", dtype="float64"), marian_init_weight(30, dim), atol=1e-12)
+    np.testing.assert_allclose(
+        table(30, dim, preset="marian", dtype="float64"), marian_init_weight(30, dim), atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("dim", [8, 9, 128])
 def test_musicgen_preset(dim):
-    np.testing.assert_allclose(table(70, dim, preset="musicgen", dtype="float64"), musicgen_embedding(70, dim), atol=1e-12)
+    np.testing.assert_allclose(
+        table(70, dim, preset="musicgen", dtype="float64"), musicgen_embedding(70, dim), atol=1e-12
+    )
 
 
 def test_presets_give_different_tables():
@@ -280,7 +290,10 @@ def test_bfloat16_is_rounded_from_the_exact_value():
 @pytest.mark.parametrize(
     "params,message",
     [
-        ({"layout": "sideways"}, "unknown layout 'sideways' for sinusoidal; choose from: interleaved, split, split-cos-first"),
+        (
+            {"layout": "sideways"},
+            "unknown layout 'sideways' for sinusoidal; choose from: interleaved, split, split-cos-first",
+        ),
         ({"freq": "fast"}, "choose from: paper, t2t"),
         ({"base": "0"}, "base=0.0 is out of range"),
         ({"base": "-5"}, "base=-5.0 is out of range"),
@@ -310,7 +323,9 @@ def test_missing_dim_and_len():
 
 
 def test_metadata_regenerates_the_same_table():
-    enc = make_encoding("sinusoidal", {"length": 33, "dim": 10, "preset": "fairseq", "padding_idx": 1, "dtype": "float16"})
+    enc = make_encoding(
+        "sinusoidal", {"length": 33, "dim": 10, "preset": "fairseq", "padding_idx": 1, "dtype": "float16"}
+    )
     meta = enc.metadata()
     assert meta["kind"] == "sinusoidal" and meta["dtype"] == "float16" and meta["padding_idx"] == "1"
     assert all(isinstance(v, str) for v in meta.values())

@@ -63,19 +63,25 @@ def test_numpy_reads_the_array_and_stops(tmp_path):
 
 
 def test_a_reader_that_stops_after_the_array_is_a_success():
-    reader = ("import sys, numpy as np, numpy.lib.format as F; f = sys.stdin.buffer; F.read_magic(f); "
-              "s, fo, dt = F.read_array_header_1_0(f); f.read(int(np.prod(s)) * np.dtype(dt).itemsize)")
+    reader = (
+        "import sys, numpy as np, numpy.lib.format as F; f = sys.stdin.buffer; F.read_magic(f); "
+        "s, fo, dt = F.read_array_header_1_0(f); f.read(int(np.prod(s)) * np.dtype(dt).itemsize)"
+    )
     cmd = f"{' '.join(posenc_cmd())} generate --kind rope -n 40000 -d 64 | {sys.executable} -c '{reader}'"
-    proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, env=clean_env(), cwd=ROOT,
-                          timeout=120)
+    proc = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", cmd], capture_output=True, env=clean_env(), cwd=ROOT, timeout=120
+    )
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr  # sin (10 MB) was never read: fine
 
 
-@pytest.mark.parametrize("damage,message", [
-    (lambda d: d + b"junk", "unexpected bytes after the posenc trailer"),
-    (lambda d: d[: len(d) - 5], "truncated"),
-    (lambda d: d.replace(b"POSENC-TRAILER", b"POSENC-TRAILEX"), "unexpected data after the array"),
-])
+@pytest.mark.parametrize(
+    "damage,message",
+    [
+        (lambda d: d + b"junk", "unexpected bytes after the posenc trailer"),
+        (lambda d: d[: len(d) - 5], "truncated"),
+        (lambda d: d.replace(b"POSENC-TRAILER", b"POSENC-TRAILEX"), "unexpected data after the array"),
+    ],
+)
 def test_damaged_trailers_are_one_line_errors(damage, message):
     data = damage(piped(["--kind", "rope", "-n", "8", "-d", "8"]))
     with pytest.raises(InputError, match=message):

@@ -20,10 +20,20 @@ OUT = ROOT / "docs" / "pictures"
 #: file name -> posenc plot arguments
 PICTURES = {
     "heatmap.png": ["sinusoidal:preset=tf-tutorial", "--len", "64", "--dim", "64", "--size", "6x4.5"],
-    "dot.png": ["sinusoidal", "sinusoidal:base=100", "--len", "256", "--dim", "64", "--view", "dot", "--size",
-                "7x4"],
-    "spectrum.png": ["rope", "rope:preset=llama3.1", "rope:scaling=yarn,factor=8,original_max_position_embeddings=8192",
-                     "--len", "1024", "--dim", "128", "--view", "spectrum", "--size", "7x4"],
+    "dot.png": ["sinusoidal", "sinusoidal:base=100", "--len", "256", "--dim", "64", "--view", "dot", "--size", "7x4"],
+    "spectrum.png": [
+        "rope",
+        "rope:preset=llama3.1",
+        "rope:scaling=yarn,factor=8,original_max_position_embeddings=8192",
+        "--len",
+        "1024",
+        "--dim",
+        "128",
+        "--view",
+        "spectrum",
+        "--size",
+        "7x4",
+    ],
 }
 
 
@@ -32,8 +42,7 @@ def draw(out_dir: Path) -> list[Path]:
     written = []
     for name, args in PICTURES.items():
         path = out_dir / name
-        subprocess.run([sys.executable, "-m", "posenc_cli", "plot", *args, "-o", str(path), "-q"], check=True,
-                       cwd=ROOT)
+        subprocess.run([sys.executable, "-m", "posenc_cli", "plot", *args, "-o", str(path), "-q"], check=True, cwd=ROOT)
         written.append(path)
     return written
 

@@ -122,8 +122,15 @@ def check_bounded(ctx: CheckContext) -> CheckResult:
         return skipped("bounded")
     bound = ctx.kind_cls.value_bound(dict(ctx.metadata)) if ctx.kind_cls is not None else 1.0
     tol = bound * (1 + ctx.rtol)
-    return verdict("bounded", sc.max_abs <= tol, sc.max_abs, tol, f"max |x| = {fmt(sc.max_abs)}; bound {fmt(bound)}",
-                   max_abs=sc.max_abs, bound=bound)
+    return verdict(
+        "bounded",
+        sc.max_abs <= tol,
+        sc.max_abs,
+        tol,
+        f"max |x| = {fmt(sc.max_abs)}; bound {fmt(bound)}",
+        max_abs=sc.max_abs,
+        bound=bound,
+    )
 
 
 def check_constant_norm(ctx: CheckContext) -> CheckResult:
@@ -134,7 +141,9 @@ def check_constant_norm(ctx: CheckContext) -> CheckResult:
     lo, hi = float(sc.norms.min()), float(sc.norms.max())
     spread = hi - lo
     i, j = int(sc.norms.argmin()), int(sc.norms.argmax())
-    detail = f"every row has norm {hi:.4f}" if spread <= tol else f"norms range {fmt(lo)} (row {i}) .. {fmt(hi)} (row {j})"
+    detail = (
+        f"every row has norm {hi:.4f}" if spread <= tol else f"norms range {fmt(lo)} (row {i}) .. {fmt(hi)} (row {j})"
+    )
     return verdict("constant-norm", spread <= tol, spread, tol, detail, norm=float(sc.norms.mean()), min=lo, max=hi)
 
 
@@ -151,7 +160,16 @@ def check_equidistant(ctx: CheckContext) -> CheckResult:
         detail = f"every consecutive pair is {float(d.mean()):.4f} apart"
     else:
         detail = f"consecutive distances range {fmt(float(d.min()))} (t={int(d.argmin())}) .. {fmt(float(d.max()))} (t={int(d.argmax())})"
-    return verdict("equidistant", spread <= tol, spread, tol, detail, distance=float(d.mean()), min=float(d.min()), max=float(d.max()))
+    return verdict(
+        "equidistant",
+        spread <= tol,
+        spread,
+        tol,
+        detail,
+        distance=float(d.mean()),
+        min=float(d.min()),
+        max=float(d.max()),
+    )
 
 
 def gram_toeplitz_probe(ctx: CheckContext, probes: int | None = None) -> float:
@@ -199,21 +217,40 @@ def check_offset_invariant(ctx: CheckContext) -> CheckResult:
     value = max(_ratio(max(worst_d.values()), tol_d), _ratio(max(worst_g.values()), tol_g), _ratio(probe, tol_p))
     ks_text = ",".join(map(str, pr.ks))
     if ok:
-        detail = (f"distance and dot product depend only on k (k=1: distance {float(pr.dist[1].mean()):.4f}, "
-                  f"dot product {pr.dot_mean[1]:.4f}); Gram Toeplitz residual {fmt(probe)}")
+        detail = (
+            f"distance and dot product depend only on k (k=1: distance {float(pr.dist[1].mean()):.4f}, "
+            f"dot product {pr.dot_mean[1]:.4f}); Gram Toeplitz residual {fmt(probe)}"
+        )
     elif bad:
         k = bad[0]
-        detail = (f"at k={k} distances vary by {fmt(worst_d[k])} and dot products by {fmt(worst_g[k])} over t; "
-                  f"offsets failing: {','.join(map(str, bad))}")
+        detail = (
+            f"at k={k} distances vary by {fmt(worst_d[k])} and dot products by {fmt(worst_g[k])} over t; "
+            f"offsets failing: {','.join(map(str, bad))}"
+        )
     else:
-        detail = f"tested offsets agree but the Gram matrix is not Toeplitz: Freivalds residual {fmt(probe)} > {fmt(tol_p)}"
+        detail = (
+            f"tested offsets agree but the Gram matrix is not Toeplitz: Freivalds residual {fmt(probe)} > {fmt(tol_p)}"
+        )
     return CheckResult(
-        "offset-invariant", ok, value, 1.0, detail,
+        "offset-invariant",
+        ok,
+        value,
+        1.0,
+        detail,
         f"exact over k in {{{ks_text}}} + Freivalds, {ctx.probes} probes",
-        {"distance_k1": float(pr.dist[1].mean()), "dot_k1": pr.dot_mean[1], "offsets": pr.ks,
-         "distance_spread": worst_d, "dot_spread": worst_g, "tolerance_distance": tol_d, "tolerance_dot": tol_g,
-         "freivalds_residual": probe, "tolerance_freivalds": tol_p, "probes": ctx.probes,
-         "value_is": "worst measured/tolerance ratio (<= 1 passes)"},
+        {
+            "distance_k1": float(pr.dist[1].mean()),
+            "dot_k1": pr.dot_mean[1],
+            "offsets": pr.ks,
+            "distance_spread": worst_d,
+            "dot_spread": worst_g,
+            "tolerance_distance": tol_d,
+            "tolerance_dot": tol_g,
+            "freivalds_residual": probe,
+            "tolerance_freivalds": tol_p,
+            "probes": ctx.probes,
+            "value_is": "worst measured/tolerance ratio (<= 1 passes)",
+        },
     )
 
 
@@ -233,8 +270,10 @@ def check_symmetric(ctx: CheckContext) -> CheckResult:
             worst, where = float(diff[i]), (k, i + k)
     if not ks:
         return verdict("symmetric", True, 0.0, tol, "fewer than 3 rows: nothing to compare")
-    detail = ("distance to t+k equals distance to t-k" if worst <= tol
-              else f"at t={where[1]}, k={where[0]}: distances differ by {fmt(worst)}")  # type: ignore[index]
+    if worst <= tol or where is None:
+        detail = "distance to t+k equals distance to t-k"
+    else:
+        detail = f"at t={where[1]}, k={where[0]}: distances differ by {fmt(worst)}"
     return verdict("symmetric", worst <= tol, worst, tol, detail, f"exact over k in {{{','.join(map(str, ks))}}}")
 
 
@@ -251,10 +290,19 @@ def check_decay(ctx: CheckContext) -> CheckResult:
     falls = int(np.sum(np.diff(vals) <= 0))
     pts = [k for k in pr.ks if k in (1, 2, 3, 8, 55, 144, 987, 6765, 46368)] + [pr.ks[-1]]
     summary = ", ".join(f"k={k}: {curve[k]:.3f}" for k in dict.fromkeys(pts))
-    detail = (f"mean P[t].P[t+k] / mean |P|^2: {summary}; falls at {falls} of {len(vals) - 1} steps, "
-              f"min {vals.min():.3f} at k={pr.ks[int(vals.argmin())]}")
-    return CheckResult("decay", None, float(curve[pr.ks[-1]]), None, detail, f"exact over k in {{{','.join(map(str, pr.ks))}}}",
-                       {"curve": curve, "mean_dot": pr.dot_mean})
+    detail = (
+        f"mean P[t].P[t+k] / mean |P|^2: {summary}; falls at {falls} of {len(vals) - 1} steps, "
+        f"min {vals.min():.3f} at k={pr.ks[int(vals.argmin())]}"
+    )
+    return CheckResult(
+        "decay",
+        None,
+        float(curve[pr.ks[-1]]),
+        None,
+        detail,
+        f"exact over k in {{{','.join(map(str, pr.ks))}}}",
+        {"curve": curve, "mean_dot": pr.dot_mean},
+    )
 
 
 def check_unique(ctx: CheckContext) -> CheckResult:
@@ -274,8 +322,10 @@ def check_unique(ctx: CheckContext) -> CheckResult:
             i, j = dup
         else:
             i, j = _closest_pair_sampled(ctx)
-        method = ("exact duplicates via 64-bit row hashes; nearest candidates by sorting along 4 random "
-                  "projections (window 8), ranked with a 32-dim sketch, best 64 re-measured exactly: sampled")
+        method = (
+            "exact duplicates via 64-bit row hashes; nearest candidates by sorting along 4 random "
+            "projections (window 8), ranked with a 32-dim sketch, best 64 re-measured exactly: sampled"
+        )
     dist = float(np.linalg.norm(_f64rows(ctx.table, i, i + 1) - _f64rows(ctx.table, j, j + 1)))
     ok = dist > tol
     detail = f"closest distinct positions {i} and {j} are {fmt(dist)} apart"
@@ -312,7 +362,9 @@ def _exact_duplicate(ctx: CheckContext) -> tuple[int, int] | None:
     return None
 
 
-def _closest_pair_sampled(ctx: CheckContext, n_sort: int = 4, window: int = 8, sketch_dim: int = 32, keep: int = 64) -> tuple[int, int]:
+def _closest_pair_sampled(
+    ctx: CheckContext, n_sort: int = 4, window: int = 8, sketch_dim: int = 32, keep: int = 64
+) -> tuple[int, int]:
     """Candidates from neighbours in sorted order along random projections, ranked by a random sketch."""
     t = ctx.table
     n, d = t.shape
@@ -385,13 +437,18 @@ def fit_shift(x: np.ndarray, y: np.ndarray, rcond: float) -> ShiftFit:
         g = x.T @ x
         lam = rcond**2 * max(_largest_eigenvalue(g), np.finfo(np.float64).tiny)
         a = g + lam * np.eye(g.shape[0])
-        return ShiftFit(y, lambda w: np.linalg.solve(a, x.T @ w), lambda u: x @ np.linalg.solve(a, u),
-                        "ridge on the Gram matrix")
+        return ShiftFit(
+            y, lambda w: np.linalg.solve(a, x.T @ w), lambda u: x @ np.linalg.solve(a, u), "ridge on the Gram matrix"
+        )
     u, s, vt = np.linalg.svd(x, full_matrices=False)
     k = int(np.sum(s > rcond * s[0])) if s.size else 0
     u, s, v = u[:, :k], s[:k], vt[:k].T
-    return ShiftFit(y, lambda w: v @ ((u.T @ w) / s[:, None]), lambda z: u @ ((v.T @ z) / s[:, None]),
-                    f"truncated SVD (rank {k}/{x.shape[1]})")
+    return ShiftFit(
+        y,
+        lambda w: v @ ((u.T @ w) / s[:, None]),
+        lambda z: u @ ((v.T @ z) / s[:, None]),
+        f"truncated SVD (rank {k}/{x.shape[1]})",
+    )
 
 
 def _shift_ks(n: int) -> list[int]:
@@ -460,14 +517,27 @@ def check_shift_linear(ctx: CheckContext) -> CheckResult:
     if ok:
         detail = f"P[t+k] = P[t] M_k for every t, k in {{{','.join(map(str, ks))}}}; {rot_text}"
     else:
-        detail = (f"no single matrix maps P[t] to P[t+{worst_k}]: row {worst_row[worst_k]} misses by "
-                  f"{fmt(resid[worst_k])} of the RMS row norm; {rot_text}")
+        detail = (
+            f"no single matrix maps P[t] to P[t+{worst_k}]: row {worst_row[worst_k]} misses by "
+            f"{fmt(resid[worst_k])} of the RMS row norm; {rot_text}"
+        )
     return CheckResult(
-        "shift-linear", ok, resid[worst_k], tol, detail,
+        "shift-linear",
+        ok,
+        resid[worst_k],
+        tol,
+        detail,
         f"least squares ({m.method}) on min(len-k, 4*dim) = {min(n - ks[0], 4 * d)} rows, "
         f"Freivalds on all rows, {p} probes",
-        {"offsets": ks, "relative_residual": resid, "rotation": orthogonal or norm_preserving, "orthogonal": orthogonal,
-         "orthogonality_deviation": ortho, "norm_deviation_on_data": on_data, "rotation_tolerance": rot_tol},
+        {
+            "offsets": ks,
+            "relative_residual": resid,
+            "rotation": orthogonal or norm_preserving,
+            "orthogonal": orthogonal,
+            "orthogonality_deviation": ortho,
+            "norm_deviation_on_data": on_data,
+            "rotation_tolerance": rot_tol,
+        },
     )
 
 
@@ -499,15 +569,37 @@ def check_precision(ctx: CheckContext) -> CheckResult:
         distinct, _ = duplicate_groups(np.concatenate(hashes[name]))
         err_n, over_n = err[name], overflow[name]
         base = raw_positions_distinct(n, dt)
-        data[name] = {"distinct_rows": distinct, "max_abs_error": err_n, "overflow": over_n, "raw_positions_distinct": base}
+        data[name] = {
+            "distinct_rows": distinct,
+            "max_abs_error": err_n,
+            "overflow": over_n,
+            "raw_positions_distinct": base,
+        }
         over = f", {over_n} values overflow to inf" if over_n else ""
-        parts.append(f"{name}: {distinct} of {n} rows distinct, max abs error {fmt(err_n)}{over} "
-                     f"(raw positions 0..{n - 1}: {base} distinct)")
-    return CheckResult("precision", None, data["bfloat16"]["distinct_rows"], None, "; ".join(parts),
-                       "exact (cast block by block, rows compared by 64-bit hashes)", data)
+        parts.append(
+            f"{name}: {distinct} of {n} rows distinct, max abs error {fmt(err_n)}{over} "
+            f"(raw positions 0..{n - 1}: {base} distinct)"
+        )
+    return CheckResult(
+        "precision",
+        None,
+        data["bfloat16"]["distinct_rows"],
+        None,
+        "; ".join(parts),
+        "exact (cast block by block, rows compared by 64-bit hashes)",
+        data,
+    )
 
 
 __all__ = [
-    "check_bounded", "check_constant_norm", "check_decay", "check_equidistant", "check_offset_invariant",
-    "check_precision", "check_shift_linear", "check_symmetric", "check_unique", "gram_toeplitz_probe",
+    "check_bounded",
+    "check_constant_norm",
+    "check_decay",
+    "check_equidistant",
+    "check_offset_invariant",
+    "check_precision",
+    "check_shift_linear",
+    "check_symmetric",
+    "check_unique",
+    "gram_toeplitz_probe",
 ]

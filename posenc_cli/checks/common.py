@@ -52,12 +52,15 @@ def tensor(ctx: CheckContext, name: str) -> np.ndarray | None:
     return memo(ctx, f"tensor:{name}", lambda: ctx.tensors[name])
 
 
-def verdict(name: str, ok: bool, value: Any, tolerance: Any, detail: str, method: str = "exact", **data: Any) -> CheckResult:
+def verdict(
+    name: str, ok: bool, value: Any, tolerance: Any, detail: str, method: str = "exact", **data: Any
+) -> CheckResult:
     return CheckResult(name, bool(ok), value, tolerance, detail, method, data)
 
 
-def skipped(name: str, detail: str = NONFINITE, report: bool = False, needs: tuple[str, ...] = ("finite",)
-            ) -> CheckResult:
+def skipped(
+    name: str, detail: str = NONFINITE, report: bool = False, needs: tuple[str, ...] = ("finite",)
+) -> CheckResult:
     """The result of a check that cannot measure this table because ``needs`` failed (status NOT RUN: neither
     a pass nor a fail of its own; a required property that did not run still fails the verdict)."""
     return CheckResult(name, None, None, None, detail, "skipped", needs=needs)

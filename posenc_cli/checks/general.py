@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..formats import is_float
 from .base import CheckContext, CheckResult
 from .common import blocks, fmt, scan, tensor, verdict
-from ..formats import is_float
 
 
 def check_finite(ctx: CheckContext) -> CheckResult:
@@ -40,9 +40,13 @@ def check_finite(ctx: CheckContext) -> CheckResult:
         counts[name] = {"nan": nan, "inf": inf}
     total = sum(c["nan"] + c["inf"] for c in counts.values())
     if total == 0:
-        detail = f"every value of {', '.join(counts)} is finite" + (f" ({masked} -inf causal-mask entries above the diagonal)" if masked else "")
+        detail = f"every value of {', '.join(counts)} is finite" + (
+            f" ({masked} -inf causal-mask entries above the diagonal)" if masked else ""
+        )
     else:
-        detail = "; ".join(f"{name}: {c['nan']} NaN, {c['inf']} inf" for name, c in counts.items() if c["nan"] + c["inf"])
+        detail = "; ".join(
+            f"{name}: {c['nan']} NaN, {c['inf']} inf" for name, c in counts.items() if c["nan"] + c["inf"]
+        )
     return verdict("finite", total == 0, total, 0, detail, counts=counts, masked=masked)
 
 
@@ -98,4 +102,6 @@ def check_matches_spec(ctx: CheckContext) -> CheckResult:
         detail = f"{where} differs from the regenerated value by {fmt(worst)} (relative to max(1, |value|))"
     if missing and compared:
         detail += f"; not in the source: {', '.join(missing)}"
-    return verdict("matches-spec", ok, worst, tol, detail, "exact (regenerated block by block)", per_tensor=per, missing=missing)
+    return verdict(
+        "matches-spec", ok, worst, tol, detail, "exact (regenerated block by block)", per_tensor=per, missing=missing
+    )

@@ -108,8 +108,16 @@ def check_toeplitz(ctx: CheckContext) -> CheckResult:
         h, i, j = where
         head = f"head {h}, " if _per_head(ctx, name) else ""
         detail = f"{count} entries break M[i+1, j+1] = M[i, j]; worst at {head}i={i}, j={j} (off by {fmt(worst)})"
-    return verdict("toeplitz", count == 0, worst, tol, detail, "exact (M[1:, 1:] vs M[:-1, :-1] in row blocks)",
-                   violations=count, heads=heads)
+    return verdict(
+        "toeplitz",
+        count == 0,
+        worst,
+        tol,
+        detail,
+        "exact (M[1:, 1:] vs M[:-1, :-1] in row blocks)",
+        violations=count,
+        heads=heads,
+    )
 
 
 def check_monotone(ctx: CheckContext) -> CheckResult:
@@ -148,8 +156,10 @@ def check_monotone(ctx: CheckContext) -> CheckResult:
     else:
         assert where is not None
         h, i, j = where
-        detail = f"{name} is not {text}: {count} neighbouring pairs break it, first at row {i}, columns {j}, {j + 1}" + (
-            f" (head {h})" if _per_head(ctx, name) else "")
+        detail = (
+            f"{name} is not {text}: {count} neighbouring pairs break it, first at row {i}, columns {j}, {j + 1}"
+            + (f" (head {h})" if _per_head(ctx, name) else "")
+        )
     return verdict("monotone", count == 0, count, 0, detail, "exact (every neighbouring pair of every row)", rule=text)
 
 
@@ -198,14 +208,24 @@ def check_t5_saturation(ctx: CheckContext) -> CheckResult:
     note = f" (assumed the kind's defaults for {', '.join(assumed)})" if assumed else ""
     if ok:
         sat = f"saturates from distance {md}" if n > md else f"len {n} <= max_distance {md}: saturation not reached"
-        detail = f"{len(used)} buckets used as expected for num_buckets={nb}, bidirectional={str(bidi).lower()}; {sat}{note}"
+        detail = (
+            f"{len(used)} buckets used as expected for num_buckets={nb}, bidirectional={str(bidi).lower()}; {sat}{note}"
+        )
     elif not sat_ok:
         detail = f"distances >= max_distance={md} are not all in the last bucket{note}"
     else:
         detail = f"uses {len(used)} buckets, expected {len(expected)} for num_buckets={nb}, len={n}{note}; extra: {sorted(used - expected)[:8]}, missing: {sorted(expected - used)[:8]}"
-    return verdict("t5-saturation", ok, len(used), len(expected), detail,
-                   "exact (bucket set of the whole matrix; first row and column past max_distance)",
-                   num_buckets=nb, max_distance=md, bidirectional=bidi)
+    return verdict(
+        "t5-saturation",
+        ok,
+        len(used),
+        len(expected),
+        detail,
+        "exact (bucket set of the whole matrix; first row and column past max_distance)",
+        num_buckets=nb,
+        max_distance=md,
+        bidirectional=bidi,
+    )
 
 
 __all__ = ["check_monotone", "check_t5_saturation", "check_toeplitz", "has_matrix", "matrix"]

@@ -90,12 +90,17 @@ def check_pythagorean(ctx: CheckContext) -> CheckResult:
         if err.flat[i] > worst:
             worst, where = float(err.flat[i]), (start + i // err.shape[1], i % err.shape[1])
     tol = 2 * ctx.rtol * a * a
-    detail = (f"cos^2 + sin^2 = {fmt(a * a)} (attention_scaling {fmt(a)}) at every entry" if worst <= tol
-              else f"cos^2 + sin^2 misses {fmt(a * a)} by {fmt(worst)} at row {where[0]}, column {where[1]}")
+    detail = (
+        f"cos^2 + sin^2 = {fmt(a * a)} (attention_scaling {fmt(a)}) at every entry"
+        if worst <= tol
+        else f"cos^2 + sin^2 misses {fmt(a * a)} by {fmt(worst)} at row {where[0]}, column {where[1]}"
+    )
     return verdict("pythagorean", worst <= tol, worst, tol, detail, attention_scaling=a)
 
 
-def _norm_error(ctx: CheckContext, cos: np.ndarray, sin: np.ndarray, layout: str, q: np.ndarray, a: float) -> tuple[float, int]:
+def _norm_error(
+    ctx: CheckContext, cos: np.ndarray, sin: np.ndarray, layout: str, q: np.ndarray, a: float
+) -> tuple[float, int]:
     qn = np.linalg.norm(q, axis=1) * a
     worst, row = 0.0, 0
     for (start, c), (_, s) in zip(blocks(ctx, cos), blocks(ctx, sin)):
@@ -121,10 +126,21 @@ def check_norm_preserving(ctx: CheckContext) -> CheckResult:
     if not np.isfinite(worst):
         return skipped("norm-preserving")
     which = f"layout {best}" + ("" if layout else " (detected: no layout in metadata)")
-    detail = (f"rotating {len(q)} random vectors by every row keeps |q| * {fmt(a)} ({which})" if worst <= tol
-              else f"row {row} changes a vector's norm by a relative {fmt(worst)} ({which})")
-    return verdict("norm-preserving", worst <= tol, worst, tol, detail, f"exact on every row, {len(q)} random vectors",
-                   layout=best, relative_error={k: v[0] for k, v in errs.items()})
+    detail = (
+        f"rotating {len(q)} random vectors by every row keeps |q| * {fmt(a)} ({which})"
+        if worst <= tol
+        else f"row {row} changes a vector's norm by a relative {fmt(worst)} ({which})"
+    )
+    return verdict(
+        "norm-preserving",
+        worst <= tol,
+        worst,
+        tol,
+        detail,
+        f"exact on every row, {len(q)} random vectors",
+        layout=best,
+        relative_error={k: v[0] for k, v in errs.items()},
+    )
 
 
 def check_relative(ctx: CheckContext) -> CheckResult:
@@ -148,7 +164,8 @@ def check_relative(ctx: CheckContext) -> CheckResult:
     lays = [layout] if layout else list(LAYOUTS)
     worst = {}
     for lay in lays:
-        def score(pm: np.ndarray, pn: np.ndarray) -> np.ndarray:
+
+        def score(pm: np.ndarray, pn: np.ndarray, lay: str = lay) -> np.ndarray:
             im = [at[int(x)] for x in pm]
             jn = [at[int(x)] for x in pn]
             rq = rotate(q[:, None, :], c[im][None], si[im][None], lay)
@@ -163,10 +180,20 @@ def check_relative(ctx: CheckContext) -> CheckResult:
     tol = 4 * ctx.rtol
     if not np.isfinite(value):
         return skipped("relative")
-    detail = (f"<R_m q, R_n k> depends only on m - n over {RELATIVE_PAIRS} sampled (m, n) pairs (layout {best})" if value <= tol
-              else f"<R_m q, R_n k> changes by a relative {fmt(value)} when m and n shift together (layout {best})")
-    return verdict("relative", value <= tol, value, tol, detail,
-                   f"sampled: {RELATIVE_PAIRS} (m, n) pairs with random shifts, {ctx.probes} random (q, k)", layout=best)
+    detail = (
+        f"<R_m q, R_n k> depends only on m - n over {RELATIVE_PAIRS} sampled (m, n) pairs (layout {best})"
+        if value <= tol
+        else f"<R_m q, R_n k> changes by a relative {fmt(value)} when m and n shift together (layout {best})"
+    )
+    return verdict(
+        "relative",
+        value <= tol,
+        value,
+        tol,
+        detail,
+        f"sampled: {RELATIVE_PAIRS} (m, n) pairs with random shifts, {ctx.probes} random (q, k)",
+        layout=best,
+    )
 
 
 def angles(ctx: CheckContext) -> np.ndarray:
@@ -176,7 +203,11 @@ def angles(ctx: CheckContext) -> np.ndarray:
         return f64(inv[:])
     cos, sin, layout = pair(ctx)
     c, s = f64(cos[:2]), f64(sin[:2])
-    cols = slice(None) if layout == "cache" else (slice(0, None, 2) if layout == "interleaved" else slice(0, c.shape[1] // 2))
+    cols = (
+        slice(None)
+        if layout == "cache"
+        else (slice(0, None, 2) if layout == "interleaved" else slice(0, c.shape[1] // 2))
+    )
     c, s = c[:, cols], s[:, cols]
     return np.abs(np.arctan2(s[1] * c[0] - c[1] * s[0], c[1] * c[0] + s[1] * s[0]))
 
@@ -212,13 +243,38 @@ def check_long_term_decay(ctx: CheckContext) -> CheckResult:
     # Non-increasing decade to decade, and falling overall (a flat curve, e.g. one frequency, does not decay).
     ok = len(means) >= 2 and all(y <= x for x, y in zip(means, means[1:])) and means[-1] < 0.99 * means[0]
     if len(means) < 2:
-        return CheckResult("long-term-decay", None, points.get(1), None, "fewer than 11 rows: one decade, no trend",
-                           "exact over every distance 1..len-1", {"points": points, "decade_means": means})
+        return CheckResult(
+            "long-term-decay",
+            None,
+            points.get(1),
+            None,
+            "fewer than 11 rows: one decade, no trend",
+            "exact over every distance 1..len-1",
+            {"points": points, "decade_means": means},
+        )
     summary = ", ".join(f"{k}: {v:.3f}" for k, v in points.items())
-    detail = (f"bound at distance {summary}; decade means {' > '.join(f'{m:.3f}' for m in means)}"
-              if ok else f"bound at distance {summary}; decade means do not fall: {', '.join(f'{m:.3f}' for m in means)}")
-    return verdict("long-term-decay", ok, points[min(points)] if points else None, None, detail,
-                   "exact over every distance 1..len-1", points=points, decade_means=means)
+    detail = (
+        f"bound at distance {summary}; decade means {' > '.join(f'{m:.3f}' for m in means)}"
+        if ok
+        else f"bound at distance {summary}; decade means do not fall: {', '.join(f'{m:.3f}' for m in means)}"
+    )
+    return verdict(
+        "long-term-decay",
+        ok,
+        points[min(points)] if points else None,
+        None,
+        detail,
+        "exact over every distance 1..len-1",
+        points=points,
+        decade_means=means,
+    )
 
 
-__all__ = ["check_long_term_decay", "check_norm_preserving", "check_pythagorean", "check_relative", "has_tables", "rotate"]
+__all__ = [
+    "check_long_term_decay",
+    "check_norm_preserving",
+    "check_pythagorean",
+    "check_relative",
+    "has_tables",
+    "rotate",
+]

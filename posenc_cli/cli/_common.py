@@ -27,28 +27,51 @@ def complete_kind(prefix: str) -> list[str]:
 # ----- shared options ------------------------------------------------------------------------------
 def add_table_options(p: argparse.ArgumentParser, *, dtype_help: str | None = None) -> None:
     """--len, --dim, -p, --dtype, --grid: the parameters of a spec (and of generate)."""
-    p.add_argument("-n", "--len", dest="length", type=int_value, metavar="N",
-                   help="Number of positions (rows); the parameter 'length'.")
+    p.add_argument(
+        "-n",
+        "--len",
+        dest="length",
+        type=int_value,
+        metavar="N",
+        help="Number of positions (rows); the parameter 'length'.",
+    )
     p.add_argument("-d", "--dim", type=int_value, metavar="D", help="Feature dimension (columns); heads for alibi.")
-    p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
-                   help="Encoding parameter (repeatable, or comma-separated; see `posenc kinds KIND`).")
+    p.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="Encoding parameter (repeatable, or comma-separated; see `posenc kinds KIND`).",
+    )
     with_completer(
-        p.add_argument("--dtype", metavar="DTYPE",
-                       help=dtype_help or "Output dtype: float64, float32 (default), float16, bfloat16."),
+        p.add_argument(
+            "--dtype",
+            metavar="DTYPE",
+            help=dtype_help or "Output dtype: float64, float32 (default), float16, bfloat16.",
+        ),
         choices(DTYPE_NAMES),
     )
     p.add_argument("--grid", metavar="HxW", help="Grid of the 2-D/3-D kinds, e.g. 14x14 or 8x14x14.")
 
 
 def add_max_bytes(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-bytes", type=int_value, metavar="N",
-                   help="Refuse tables larger than this many bytes (default: 8 GiB for what is built or read into "
-                        "memory; memory-mapped files only when given).")
+    p.add_argument(
+        "--max-bytes",
+        type=int_value,
+        metavar="N",
+        help="Refuse tables larger than this many bytes (default: 8 GiB for what is built or read into "
+        "memory; memory-mapped files only when given).",
+    )
 
 
 def add_quiet(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-q", "--quiet", action="count", default=0,
-                   help="No messages or progress on stderr (-qq: not even the verdict).")
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="count",
+        default=0,
+        help="No messages or progress on stderr (-qq: not even the verdict).",
+    )
 
 
 def add_json(p: argparse.ArgumentParser) -> None:
@@ -57,22 +80,32 @@ def add_json(p: argparse.ArgumentParser) -> None:
 
 def add_format(p: argparse.ArgumentParser) -> None:
     with_completer(
-        p.add_argument("--format", metavar="FMT",
-                       help="Output format: npy, npz, safetensors, csv, json (default: from the suffix)."),
+        p.add_argument(
+            "--format",
+            metavar="FMT",
+            help="Output format: npy, npz, safetensors, csv, json (default: from the suffix).",
+        ),
         choices(FORMAT_NAMES),
     )
 
 
 def add_force(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-f", "--force", action="store_true",
-                   help="Overwrite an existing file; allow binary output to a terminal.")
+    p.add_argument(
+        "-f", "--force", action="store_true", help="Overwrite an existing file; allow binary output to a terminal."
+    )
 
 
 def add_hf_config(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--hf-config", metavar="PATH",
-                   help="A model's config.json (or its directory, or -): build exactly the tables it uses.")
-    p.add_argument("--layer-type", metavar="NAME",
-                   help="With --hf-config: the attention type of a per-layer config (e.g. sliding_attention).")
+    p.add_argument(
+        "--hf-config",
+        metavar="PATH",
+        help="A model's config.json (or its directory, or -): build exactly the tables it uses.",
+    )
+    p.add_argument(
+        "--layer-type",
+        metavar="NAME",
+        help="With --hf-config: the attention type of a per-layer config (e.g. sliding_attention).",
+    )
 
 
 def kind_option(p: argparse.ArgumentParser, flags: tuple[str, ...], help: str) -> None:
@@ -106,21 +139,28 @@ def config_params(args: argparse.Namespace, explicit_kind: str | None) -> tuple[
     from ..encodings import from_model_config
 
     config = load_config(args.hf_config)
-    kind, params, warnings = from_model_config(config, kind=explicit_kind, length=args.length,
-                                               layer_type=args.layer_type)
+    kind, params, warnings = from_model_config(
+        config, kind=explicit_kind, length=args.length, layer_type=args.layer_type
+    )
     for w in warnings:
         msg(f"Warning: {w}", getattr(args, "quiet", 0))
     return kind, params
 
 
 #: The options that set a spec's parameters: they apply to sources generated from a spec, not to files.
-SPEC_OPTIONS = (("length", "--len"), ("dim", "--dim"), ("param", "-p/--param"), ("grid", "--grid"),
-                ("dtype", "--dtype"))
+SPEC_OPTIONS = (
+    ("length", "--len"),
+    ("dim", "--dim"),
+    ("param", "-p/--param"),
+    ("grid", "--grid"),
+    ("dtype", "--dtype"),
+)
 
 
 def refuse(args: argparse.Namespace, options: list[tuple[str, str]], why: str) -> None:
     """A one-line error naming every option of ``options`` (``(dest, flag)``) that was given, and why it cannot
     apply: never accept an option and do nothing with it."""
+
     def given_(v: Any) -> bool:  # 0 is a value (--head 0); None, False and [] are not
         return not (v is None or v is False or (isinstance(v, list) and not v))
 
@@ -143,8 +183,11 @@ def refuse_spec_options_for_files(args: argparse.Namespace, sources: list[str], 
         what = "the source is a file" if len(sources) == 1 else "the sources are files"
         if "-" in sources:
             what = "the source is stdin" if len(sources) == 1 else "the sources are files and stdin"
-        refuse(args, options, f"{what}, and these options set the parameters of a spec; "
-                              "drop them or give a spec such as KIND:key=value")
+        refuse(
+            args,
+            options,
+            f"{what}, and these options set the parameters of a spec; drop them or give a spec such as KIND:key=value",
+        )
 
 
 def refuse_layer_type_without_config(args: argparse.Namespace) -> None:
@@ -160,8 +203,15 @@ def open_src(text: str, args: argparse.Namespace, params: dict[str, Any], like: 
         for key, flag in (("length", "--len"), ("dim", "--dim"), ("dtype", "--dtype"), *((k, "-p") for k in params)):
             if key in pairs and (getattr(args, key, None) is not None if flag != "-p" else True):
                 raise ParameterError(f"{flag} sets {key}, which the spec {text!r} sets too; give it once")
-    return open_source(text, length=args.length, dim=args.dim, params=params,
-                       dtype=args.dtype if dtype == "args" else dtype, max_bytes=args.max_bytes, like=like)
+    return open_source(
+        text,
+        length=args.length,
+        dim=args.dim,
+        params=params,
+        dtype=args.dtype if dtype == "args" else dtype,
+        max_bytes=args.max_bytes,
+        like=like,
+    )
 
 
 def max_bytes(args: argparse.Namespace) -> int:
@@ -172,8 +222,9 @@ def progress_enabled(quiet: int) -> bool:
     return not quiet and sys.stderr.isatty()
 
 
-def write(dest: str, tensors: dict[str, Any], metadata: dict[str, str], fmt: str | None, force: bool,
-          quiet: int) -> None:
+def write(
+    dest: str, tensors: dict[str, Any], metadata: dict[str, str], fmt: str | None, force: bool, quiet: int
+) -> None:
     """Write through the formats package, with a progress bar for big outputs.
 
     ``.npy`` on stdout (a pipe) carries the whole table: the first tensor as plain ``.npy`` bytes, then a posenc
@@ -189,10 +240,13 @@ def write(dest: str, tensors: dict[str, Any], metadata: dict[str, str], fmt: str
         dropped = [n for n in metadata.get("_all_tensors", "").split(",") if n and n not in tensors]
         no_meta = fmt_name == "npy"  # .csv keeps the metadata in its header line
         lost = ([f"the other tensors ({', '.join(dropped)})"] if dropped else []) + (
-            ["the metadata"] if metadata and no_meta else [])
+            ["the metadata"] if metadata and no_meta else []
+        )
         if lost and dest != "-":
-            note = (f"note: {dest} holds {next(iter(tensors))} only, without {' and '.join(lost)}; write "
-                    ".safetensors, .npz or .json to keep the whole table")
+            note = (
+                f"note: {dest} holds {next(iter(tensors))} only, without {' and '.join(lost)}; write "
+                ".safetensors, .npz or .json to keep the whole table"
+            )
     metadata = {k: v for k, v in metadata.items() if k != "_all_tensors"}
     if dest == "-" and sys.stdout.isatty() and fmt_name in ("npy", "npz", "safetensors") and not force:
         raise OutputError("refusing to write binary data to a terminal; redirect stdout, use -o FILE, or pass --force")
@@ -205,8 +259,7 @@ def write(dest: str, tensors: dict[str, Any], metadata: dict[str, str], fmt: str
             from ..render import progress_bar
 
             with progress_bar(f"writing {dest}", total, True) as advance:
-                formats.write_table(dest, tensors, metadata, fmt_name, force=force, progress=advance,
-                                    trailer=trailer)
+                formats.write_table(dest, tensors, metadata, fmt_name, force=force, progress=advance, trailer=trailer)
     except formats.TrailerNotRead:
         # the reader took the .npy array and went away (np.load): all it asked for was written
         quiet_exit()

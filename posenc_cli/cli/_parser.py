@@ -44,8 +44,11 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
             if any(line.startswith("  ") for line in lines):  # examples: verbatim
                 out.append("\n".join(indent + line for line in lines))
             else:
-                out.append(textwrap.fill(" ".join(lines), width, initial_indent=indent, subsequent_indent=indent,
-                                         break_on_hyphens=False))
+                out.append(
+                    textwrap.fill(
+                        " ".join(lines), width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
+                    )
+                )
         return "\n\n".join(out)
 
     def __init__(self, prog: str) -> None:
@@ -104,16 +107,27 @@ def build_parser(commands: Iterable[Any], version: str, only: str | None = None)
     parser.add_argument("-h", "--help", action="help", help="Show this message and exit.")
     parser.add_argument("--version", action="version", version=f"{PROG} {version}", help="Print the version and exit.")
     with_completer(
-        parser.add_argument("--show-completion", metavar="SHELL", choices=SHELLS,
-                            help="Print the completion script for SHELL (bash, zsh, fish, powershell)."),
+        parser.add_argument(
+            "--show-completion",
+            metavar="SHELL",
+            choices=SHELLS,
+            help="Print the completion script for SHELL (bash, zsh, fish, powershell).",
+        ),
         choices(SHELLS),
     )
-    parser.add_argument("--install-completion", metavar="SHELL", nargs="?", const="auto", choices=(*SHELLS, "auto"),
-                        help="Install completion for SHELL (default: the current shell).")
+    parser.add_argument(
+        "--install-completion",
+        metavar="SHELL",
+        nargs="?",
+        const="auto",
+        choices=(*SHELLS, "auto"),
+        help="Install completion for SHELL (default: the current shell).",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=Parser)
     for module in commands:
-        p = sub.add_parser(module.NAME, help=module.SUMMARY, description=module.DESCRIPTION,
-                           formatter_class=Formatter, add_help=False)
+        p = sub.add_parser(
+            module.NAME, help=module.SUMMARY, description=module.DESCRIPTION, formatter_class=Formatter, add_help=False
+        )
         p.add_argument("-h", "--help", action="help", help="Show this message and exit.")
         if only is None or only == module.NAME:
             module.add_arguments(p)
@@ -230,8 +244,10 @@ def install_completion(shell: str) -> str:
     if shell == "auto":
         shell = os.path.basename(os.environ.get("SHELL", ""))
         if shell not in SHELLS:
-            raise UsageError(f"cannot tell your shell from SHELL={shell!r}; name one: {', '.join(SHELLS)}",
-                             f"{PROG} --install-completion")
+            raise UsageError(
+                f"cannot tell your shell from SHELL={shell!r}; name one: {', '.join(SHELLS)}",
+                f"{PROG} --install-completion",
+            )
     path = os.path.join(os.path.expanduser("~"), INSTALL_PATHS[shell])
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)

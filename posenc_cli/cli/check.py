@@ -35,12 +35,18 @@ Examples:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from ._common import complete_kind
 
-    with_completer(p.add_argument("sources", nargs="*", metavar="SOURCE",
-                                  help="Files, - for stdin, or specs KIND[:key=value,...]."), complete_kind)
+    with_completer(
+        p.add_argument(
+            "sources", nargs="*", metavar="SOURCE", help="Files, - for stdin, or specs KIND[:key=value,...]."
+        ),
+        complete_kind,
+    )
     add_table_options(p)
     p.add_argument("-t", "--tensor", metavar="NAME", help="Tensor to judge from a multi-tensor source.")
     kind_option(p, ("--expect",), "Judge the table as this kind (default: the kind in its metadata).")
-    p.add_argument("--require", metavar="NAMES", help="Comma-separated properties that must hold (default: the kind's).")
+    p.add_argument(
+        "--require", metavar="NAMES", help="Comma-separated properties that must hold (default: the kind's)."
+    )
     p.add_argument("--probes", type=int, default=8, metavar="N", help="Random probes for randomized checks.")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="Seed of the random probes.")
     p.add_argument("-v", "--verbose", action="store_true", help="How each property was measured, and its details.")
@@ -53,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
     sources = args.sources
     if not sources:
         if sys.stdin.isatty():
-            raise ParameterError("give a source: a file, - for stdin, or a spec like sinusoidal (see posenc check --help)")
+            raise ParameterError(
+                "give a source: a file, - for stdin, or a spec like sinusoidal (see posenc check --help)"
+            )
         sources = ["-"]
     refuse_spec_options_for_files(args, sources)
     if args.expect is not None:
@@ -81,8 +89,10 @@ def run(args: argparse.Namespace) -> int:
 def _tables(src, args: argparse.Namespace) -> list:
     """The tables of a source: each group of a grouped file, else the source."""
     if src.groups and args.tensor is not None:
-        raise ParameterError(f"{src.label} holds one table per group ({', '.join(src.groups)}); --tensor cannot "
-                             "apply: every group's tables are checked")
+        raise ParameterError(
+            f"{src.label} holds one table per group ({', '.join(src.groups)}); --tensor cannot "
+            "apply: every group's tables are checked"
+        )
     return list(src.groups.values()) or [src]
 
 
@@ -91,8 +101,13 @@ def _run_one(src, args: argparse.Namespace, required):
     from ..api import check as check_table
     from ..render import progress_bar
 
-    kwargs = {"expect": args.expect, "require": required, "tensor": args.tensor, "probes": args.probes,
-              "seed": args.seed}
+    kwargs = {
+        "expect": args.expect,
+        "require": required,
+        "tensor": args.tensor,
+        "probes": args.probes,
+        "seed": args.seed,
+    }
     name = src.tensor_name(args.tensor)
     big = progress_enabled(args.quiet) and src.tensors.get(name) is not None and src.tensors[name].nbytes > 32 * 1024**2
     if not big:

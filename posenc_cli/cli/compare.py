@@ -64,8 +64,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         src_a = open_src(args.a, args, params)
         src_b = open_src(args.b, args, params, like=src_a)
-    res = compare_tables(src_a, src_b, tensor=args.tensor, atol=args.atol, rtol=args.rtol,
-                         explain=not args.no_explain)
+    res = compare_tables(src_a, src_b, tensor=args.tensor, atol=args.atol, rtol=args.rtol, explain=not args.no_explain)
     if args.json_out:
         from ..render import print_json
 

@@ -36,17 +36,26 @@ Example:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", metavar="SOURCE", help="File, - or spec KIND[:key=value,...].")
-    p.add_argument("-o", "--output", metavar="PATH", required=True,
-                   help="Output file (.safetensors, .npy, .npz, .csv, .json) or -.")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        required=True,
+        help="Output file (.safetensors, .npy, .npz, .csv, .json) or -.",
+    )
     add_table_options(p)
     p.add_argument("-t", "--tensor", action="append", metavar="NAME", help="Export only these tensors (repeatable).")
-    p.add_argument("--name", action="append", metavar="NEW|OLD=NEW",
-                   help="Rename: NEW (single tensor) or OLD=NEW (repeatable).")
+    p.add_argument(
+        "--name", action="append", metavar="NEW|OLD=NEW", help="Rename: NEW (single tensor) or OLD=NEW (repeatable)."
+    )
     add_format(p)
     add_force(p)
     add_hf_config(p)
-    p.add_argument("--onnx-rope", action="store_true",
-                   help="RoPE: write cos_cache/sin_cache [len, rot_dim/2] for the ONNX RotaryEmbedding operator.")
+    p.add_argument(
+        "--onnx-rope",
+        action="store_true",
+        help="RoPE: write cos_cache/sin_cache [len, rot_dim/2] for the ONNX RotaryEmbedding operator.",
+    )
     add_max_bytes(p)
     add_quiet(p)
 
@@ -82,9 +91,17 @@ def run(args: argparse.Namespace) -> int:
     from ._common import quiet_exit
 
     def run_write(progress):
-        return write_table(args.output, src, format=args.format, tensors=args.tensor, rename=_renames(src, args),
-                           dtype=args.dtype if is_file else None,  # a spec was built in --dtype already
-                           force=args.force, max_bytes=max_bytes(args), progress=progress)
+        return write_table(
+            args.output,
+            src,
+            format=args.format,
+            tensors=args.tensor,
+            rename=_renames(src, args),
+            dtype=args.dtype if is_file else None,  # a spec was built in --dtype already
+            force=args.force,
+            max_bytes=max_bytes(args),
+            progress=progress,
+        )
 
     try:
         written = _with_progress(args, src, run_write)

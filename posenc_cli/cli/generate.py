@@ -46,12 +46,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_table_options(p)
     p.add_argument("-o", "--output", metavar="PATH", help="Output file, or - for stdout.")
     add_format(p)
-    p.add_argument("-t", "--tensor", metavar="NAME",
-                   help="Write (or preview) only this tensor (default: all; .npy/.csv: the primary one).")
+    p.add_argument(
+        "-t",
+        "--tensor",
+        metavar="NAME",
+        help="Write (or preview) only this tensor (default: all; .npy/.csv: the primary one).",
+    )
     add_force(p)
     add_hf_config(p)
-    p.add_argument("--all-layer-types", action="store_true",
-                   help="With --hf-config and -o: one table per attention type, tensors named TYPE.cos, ...")
+    p.add_argument(
+        "--all-layer-types",
+        action="store_true",
+        help="With --hf-config and -o: one table per attention type, tensors named TYPE.cos, ...",
+    )
     p.add_argument("--precision", type=int, metavar="N", help="Decimals in the terminal preview (default 3).")
     add_max_bytes(p)
     add_quiet(p)
@@ -85,8 +92,11 @@ def run(args: argparse.Namespace) -> int:
     if args.tensor is not None and args.tensor not in tensors:
         raise ParameterError(f"{enc.KIND} has no tensor {args.tensor!r}; choose from: {', '.join(tensors)}")
     if args.output is None and sys.stdout.isatty():
-        refuse(args, [("format", "--format"), ("force", "--force")],
-               "stdout is a terminal, which gets a preview; pass -o FILE (or pipe) to write a table")
+        refuse(
+            args,
+            [("format", "--format"), ("force", "--force")],
+            "stdout is a terminal, which gets a preview; pass -o FILE (or pipe) to write a table",
+        )
         _preview(enc, 3 if args.precision is None else args.precision, args.tensor)
         return ExitCode.OK
     refuse(args, [("precision", "--precision")], "it sets the decimals of the terminal preview, not of a file")
@@ -100,8 +110,7 @@ def run(args: argparse.Namespace) -> int:
         tensors = {enc.PRIMARY: tensors[enc.PRIMARY]}
     write(dest, tensors, metadata, args.format, args.force, args.quiet)
     if dest != "-":
-        msg(f"wrote {dest} ({', '.join(f'{n} {tuple(t.shape)}' for n, t in tensors.items())}, {enc.dtype})",
-            args.quiet)
+        msg(f"wrote {dest} ({', '.join(f'{n} {tuple(t.shape)}' for n, t in tensors.items())}, {enc.dtype})", args.quiet)
     return ExitCode.OK
 
 
@@ -112,16 +121,22 @@ def _all_layer_types(args: argparse.Namespace, params: dict[str, object]) -> int
     from ..sources import Source, check_size
 
     if args.hf_config is None:
-        raise ParameterError("--all-layer-types cannot apply: it writes every attention type of --hf-config; "
-                             "pass --hf-config config.json")
-    refuse(args, [("layer_type", "--layer-type"), ("dim", "--dim"), ("tensor", "--tensor"), ("precision", "--precision")],
-           "--all-layer-types writes every tensor of every attention type")
+        raise ParameterError(
+            "--all-layer-types cannot apply: it writes every attention type of --hf-config; "
+            "pass --hf-config config.json"
+        )
+    refuse(
+        args,
+        [("layer_type", "--layer-type"), ("dim", "--dim"), ("tensor", "--tensor"), ("precision", "--precision")],
+        "--all-layer-types writes every tensor of every attention type",
+    )
     if args.output is None and sys.stdout.isatty():
         raise ParameterError("--all-layer-types writes a file: pass -o FILE.safetensors (or .npz, .json)")
     dest = "-" if args.output is None else args.output
     if formats.format_for(dest, args.format) in formats.SINGLE_TENSOR_FORMATS:
-        raise ParameterError(f"--all-layer-types writes several tensors, which {dest} cannot hold; "
-                             "use .safetensors, .npz or .json")
+        raise ParameterError(
+            f"--all-layer-types writes several tensors, which {dest} cannot hold; use .safetensors, .npz or .json"
+        )
     if args.length is not None:
         params["length"] = args.length
     if args.dtype is not None:
@@ -144,5 +159,15 @@ def _preview(enc, precision: int, tensor: str | None) -> None:
     from ..render import preview
 
     p = preview_data(enc, tensor=tensor)
-    preview(title=p.title, specs=p.specs, params=p.params, primary=p.primary, corner=p.corner, shape=p.shape,
-            value_range=p.value_range, range_note=p.range_note, small=p.small, precision=precision)
+    preview(
+        title=p.title,
+        specs=p.specs,
+        params=p.params,
+        primary=p.primary,
+        corner=p.corner,
+        shape=p.shape,
+        value_range=p.value_range,
+        range_note=p.range_note,
+        small=p.small,
+        precision=precision,
+    )

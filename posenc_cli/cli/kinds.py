@@ -15,8 +15,11 @@ DESCRIPTION = "List the encoding kinds, or show one kind's tensors, parameters, 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     with_completer(p.add_argument("kind", nargs="?", metavar="KIND", help="Show one kind in detail."), complete_kind)
-    p.add_argument("--hf-config", metavar="PATH",
-                   help="Show what this model config.json (or its directory, or -) sets, and where each value came from.")
+    p.add_argument(
+        "--hf-config",
+        metavar="PATH",
+        help="Show what this model config.json (or its directory, or -) sets, and where each value came from.",
+    )
     p.add_argument("--layer-type", metavar="NAME", help="With --hf-config: the attention type to show.")
     add_json(p)
 
@@ -52,10 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _config(args: argparse.Namespace) -> int:
     from ..api import load_config
-    from ..encodings import describe_model_config
+    from ..encodings import describe_model_config, model_config_layers
     from ..render import config_report, print_json
-
-    from ..encodings import model_config_layers
 
     config = load_config(args.hf_config)
     if args.layer_type is not None:

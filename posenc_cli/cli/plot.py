@@ -41,12 +41,19 @@ Examples:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from ._common import complete_kind
 
-    with_completer(p.add_argument("sources", nargs="+", metavar="SOURCE",
-                                  help="Files, - for stdin, or specs KIND[:key=value,...]."), complete_kind)
+    with_completer(
+        p.add_argument(
+            "sources", nargs="+", metavar="SOURCE", help="Files, - for stdin, or specs KIND[:key=value,...]."
+        ),
+        complete_kind,
+    )
     p.add_argument("-o", "--output", metavar="PATH", help="The picture: .png, .svg or .pdf.")
-    with_completer(p.add_argument("--view", metavar="VIEW",
-                                  help=f"What to draw: {', '.join(VIEW_NAMES)} (default: the kind's first view)."),
-                   choices(VIEW_NAMES))
+    with_completer(
+        p.add_argument(
+            "--view", metavar="VIEW", help=f"What to draw: {', '.join(VIEW_NAMES)} (default: the kind's first view)."
+        ),
+        choices(VIEW_NAMES),
+    )
     add_table_options(p)
     p.add_argument("--pair", type=int, metavar="N", help="circle: the frequency pair (0 = highest frequency).")
     p.add_argument("--positions", type=int, metavar="N", help="circle: consecutive positions to place (default 16).")
@@ -61,8 +68,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 #: options that only the named views read: given for another view, they are refused
-VIEW_OPTIONS = {"pair": ("circle", "--pair"), "positions": ("circle", "--positions"), "at": ("dot", "--at"),
-                "max_offset": ("dot", "--max-offset"), "cosine": ("dot", "--cosine"), "head": ("bias", "--head")}
+VIEW_OPTIONS = {
+    "pair": ("circle", "--pair"),
+    "positions": ("circle", "--positions"),
+    "at": ("dot", "--at"),
+    "max_offset": ("dot", "--max-offset"),
+    "cosine": ("dot", "--cosine"),
+    "head": ("bias", "--head"),
+}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,8 +90,9 @@ def run(args: argparse.Namespace) -> int:
         for part in list(src.groups.values()) or [src]:
             kind = part.kind
             roles = dict(get_kind(kind).ROLES) if kind in KINDS else {}
-            sources.append(plot.PlotSource(part.label, {n: part.array(n) for n in part.names}, roles,
-                                           dict(part.metadata)))
+            sources.append(
+                plot.PlotSource(part.label, {n: part.array(n) for n in part.names}, roles, dict(part.metadata))
+            )
     view = args.view or _default_view(opened, sources)
     for dest, (owner, flag) in VIEW_OPTIONS.items():
         if owner != view:
@@ -88,13 +102,22 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError(plot.NEEDS_OUTPUT)
         refuse(args, [("size", "--size"), ("dpi", "--dpi")], "they size a picture file; the terminal has its own")
         if view != "heatmap" or len(sources) != 1:
-            raise ParameterError(f"the terminal shows one table's heatmap; pass -o FILE.png for --view {view}"
-                                 + (" or several sources" if len(sources) != 1 else ""))
+            raise ParameterError(
+                f"the terminal shows one table's heatmap; pass -o FILE.png for --view {view}"
+                + (" or several sources" if len(sources) != 1 else "")
+            )
         _terminal(sources[0])
         return ExitCode.OK
     size = _size(args.size) if args.size else None
-    kwargs = {"pair": args.pair or 0, "positions": args.positions or 16, "starts": args.at,
-              "max_offset": args.max_offset, "cosine": args.cosine, "head": args.head, "size": size}
+    kwargs = {
+        "pair": args.pair or 0,
+        "positions": args.positions or 16,
+        "starts": args.at,
+        "max_offset": args.max_offset,
+        "cosine": args.cosine,
+        "head": args.head,
+        "size": size,
+    }
     if args.dpi is not None:
         kwargs["dpi"] = args.dpi
     result = plot.plot(view, sources, args.output, **kwargs)

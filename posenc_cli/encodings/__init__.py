@@ -94,8 +94,9 @@ def _config_reader(kind: str | None) -> type[Encoding]:
     return get_kind(kind)
 
 
-def model_config_layers(config: dict[str, Any], *, kind: str | None = None, **options: Any
-                        ) -> dict[str, tuple[str, dict[str, Any]] | None]:
+def model_config_layers(
+    config: dict[str, Any], *, kind: str | None = None, **options: Any
+) -> dict[str, tuple[str, dict[str, Any]] | None]:
     """Every attention type of a model's config -> ``(kind, parameters)``, None where it applies no encoding."""
     return _config_reader(kind).model_config_layers(config, **options)
 
@@ -105,7 +106,9 @@ def describe_model_config(config: dict[str, Any], *, kind: str | None = None, **
     return _config_reader(kind).describe_model_config(config, **options)
 
 
-def from_model_config(config: dict[str, Any], *, kind: str | None = None, **options: Any) -> tuple[str, dict[str, Any], list[str]]:
+def from_model_config(
+    config: dict[str, Any], *, kind: str | None = None, **options: Any
+) -> tuple[str, dict[str, Any], list[str]]:
     """``(kind, parameters, warnings)`` that reproduce a model's tables from its config.json dict.
 
     ``kind`` (a user's explicit ``--kind``) must be one that reads model configs; by default the first kind that

@@ -141,7 +141,7 @@ def parse_value(tp: Any, name: str, value: Any) -> Any:
     """Convert ``value`` (a string from the command line or metadata, or a Python value) to type ``tp``."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        inner = [a for a in typing.get_args(tp) if a is not type(None)][0]
+        inner = next(a for a in typing.get_args(tp) if a is not type(None))
         if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null")):
             return None
         return parse_value(inner, name, value)
@@ -155,7 +155,9 @@ def parse_value(tp: Any, name: str, value: Any) -> Any:
                 try:
                     value = json.loads(text)
                 except json.JSONDecodeError:
-                    raise ParameterError(f"parameter {name}={value!r} is not a JSON list; use e.g. {name}=[1.0,1.5]") from None
+                    raise ParameterError(
+                        f"parameter {name}={value!r} is not a JSON list; use e.g. {name}=[1.0,1.5]"
+                    ) from None
             else:
                 value = [v for v in text.replace(";", ",").split(",") if v.strip()]
         if not isinstance(value, (list, tuple)):
@@ -259,7 +261,9 @@ class Encoding:
         raise ParameterError(f"{cls.KIND} cannot be built from a model config")
 
     @classmethod
-    def model_config_layers(cls, config: dict[str, Any], **options: Any) -> dict[str, tuple[str, dict[str, Any]] | None]:
+    def model_config_layers(
+        cls, config: dict[str, Any], **options: Any
+    ) -> dict[str, tuple[str, dict[str, Any]] | None]:
         """Every attention type of a model's config.json -> ``(kind, parameters)`` of its tables (None: the type
         applies no position encoding)."""
         raise ParameterError(f"{cls.KIND} cannot be built from a model config")
@@ -305,9 +309,13 @@ class Encoding:
             low, high = meta.get("low"), meta.get("high")
             if low is not None and (v <= low if meta.get("low_open") else v < low):
                 op = ">" if meta.get("low_open") else ">="
-                raise ParameterError(f"parameter {name}={format_value(v)} is out of range; {self.KIND} needs {name} {op} {format_value(low)}")
+                raise ParameterError(
+                    f"parameter {name}={format_value(v)} is out of range; {self.KIND} needs {name} {op} {format_value(low)}"
+                )
             if high is not None and v > high:
-                raise ParameterError(f"parameter {name}={format_value(v)} is out of range; {self.KIND} needs {name} <= {format_value(high)}")
+                raise ParameterError(
+                    f"parameter {name}={format_value(v)} is out of range; {self.KIND} needs {name} <= {format_value(high)}"
+                )
 
     def validate(self) -> None:
         """Cross-parameter validation; raise :class:`ParameterError`."""
@@ -322,9 +330,15 @@ class Encoding:
         out = []
         for f in cls.param_fields():
             default = None if f.default is dataclasses.MISSING else f.default
-            out.append(ParamInfo(f.name, _type_label(hints[f.name]), default, f.metadata.get("help", ""), f.metadata.get("choices")))
+            out.append(
+                ParamInfo(
+                    f.name, _type_label(hints[f.name]), default, f.metadata.get("help", ""), f.metadata.get("choices")
+                )
+            )
         if cls.PRESETS:
-            out.append(ParamInfo("preset", "str", None, "one word that sets several parameters at once", tuple(cls.PRESETS)))
+            out.append(
+                ParamInfo("preset", "str", None, "one word that sets several parameters at once", tuple(cls.PRESETS))
+            )
         return out
 
     @classmethod

@@ -105,7 +105,9 @@ class Sinusoidal(Encoding):
     offset: int = param(0, "position of the first row", low=-MAX_POSITION, high=MAX_POSITION)
     layout: str = param("interleaved", "column order of the sin and cos halves", choices=LAYOUTS)
     freq: str = param("paper", "frequency formula: paper base^(-2k/d) or t2t geometric timescales", choices=FREQS)
-    min_timescale: float = param(1.0, "t2t: shortest timescale (highest frequency = 1/min_timescale)", low=0.0, low_open=True)
+    min_timescale: float = param(
+        1.0, "t2t: shortest timescale (highest frequency = 1/min_timescale)", low=0.0, low_open=True
+    )
     max_timescale: float | None = param(None, "t2t: longest timescale (default: base)", low=0.0, low_open=True)
     padding_idx: int | None = param(None, "position value whose row is all zeros (fairseq/M2M100)")
     odd_dim: str = param("auto", "odd dim: auto follows the convention, ceil or zero-pad force one", choices=ODD_DIM)

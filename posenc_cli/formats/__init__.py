@@ -30,6 +30,7 @@ Semantic checks (1-D to 3-D, non-empty, floating) are left to the caller, who ma
 
 from .atomic import write_table
 from .dtypes import READABLE_DTYPES, WRITABLE_DTYPES, bfloat16, dtype_label, is_bfloat16, is_float, little_endian
+from .npy import TrailerNotRead
 from .protocol import (
     BLOCK_BYTES,
     DEFAULT_MAX_BYTES,
@@ -48,13 +49,13 @@ from .protocol import (
     read_exact_into,
     validate_table_array,
 )
-from .npy import TrailerNotRead
 from .reading import read_stream, read_table
 
 __all__ = [
     "BLOCK_BYTES",
     "DEFAULT_MAX_BYTES",
     "FORMATS",
+    "SINGLE_TENSOR_FORMATS",
     "READABLE_DTYPES",
     "WRITABLE_DTYPES",
     "ArrayTensor",
@@ -73,7 +74,8 @@ __all__ = [
     "little_endian",
     "read_exact",
     "read_exact_into",
-    "TrailerNotRead", "read_stream",
+    "TrailerNotRead",
+    "read_stream",
     "read_table",
     "validate_table_array",
     "write_table",

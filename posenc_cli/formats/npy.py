@@ -321,8 +321,9 @@ class _Limited:
         return data
 
 
-def with_trailer(label: str, array: np.ndarray, trailer: tuple[dict[str, np.ndarray], dict[str, str]]
-                 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+def with_trailer(
+    label: str, array: np.ndarray, trailer: tuple[dict[str, np.ndarray], dict[str, str]]
+) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """The table of a ``.npy`` array and its trailer: the array under its own name, first."""
     tensors, metadata = trailer
     if not metadata and not tensors:

@@ -19,7 +19,7 @@ from ..errors import InputError, ParameterError
 from .dtypes import dtype_label, is_float, little_endian
 
 if TYPE_CHECKING:
-    from typing import BinaryIO
+    pass
 
 FORMATS = ("npy", "npz", "safetensors", "csv", "json")
 #: Formats that hold exactly one tensor (and no metadata).

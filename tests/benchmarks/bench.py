@@ -28,7 +28,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from posenc_cli.encodings import make_encoding
+from posenc_cli.encodings import make_encoding  # noqa: E402 (after the path insert)
 
 ROWS: list[tuple[str, str, str, str]] = []  # what, measured, target, verdict
 

@@ -220,8 +220,9 @@ class Rope(Encoding):
         return {lt: None if p is None else (model.kind, p) for lt, p in model.all_params(length).items()}
 
     @classmethod
-    def describe_model_config(cls, config: dict[str, Any], *, layer_type: str | None = None, **options: Any
-                              ) -> dict[str, Any]:
+    def describe_model_config(
+        cls, config: dict[str, Any], *, layer_type: str | None = None, **options: Any
+    ) -> dict[str, Any]:
         from .hf_config import read_model_config
 
         return read_model_config(config).report(layer_type)
@@ -390,10 +391,10 @@ class Rope(Encoding):
         else:
             place_pairs(v, out, self.layout)
 
+
 _EXAMPLES = {
     "factor": "4.0",
     "original_max_position_embeddings": "4096",
     "short_factor": "1.0;1.0",
     "long_factor": "1.0;4.0",
 }
-

@@ -109,8 +109,11 @@ class Family:
     fixed_base: float | None = None
 
 
-_LLAMA = Family("llama", f"{_HF}/llama LlamaConfig, LlamaRotaryEmbedding, apply_rotary_pos_emb (rotate_half)",
-                defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 2048})
+_LLAMA = Family(
+    "llama",
+    f"{_HF}/llama LlamaConfig, LlamaRotaryEmbedding, apply_rotary_pos_emb (rotate_half)",
+    defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 2048},
+)
 
 #: An unknown model_type: Llama's reading without any class default (a missing field is an error, not a guess),
 #: plus DeepSeek's qk_rope_head_dim, which only MLA models carry.
@@ -234,8 +237,15 @@ TOP_LEVEL_TEXT = ("qwen2_vl", "qwen2_5_vl")
 
 
 # ----- values ----------------------------------------------------------------------------------------------
-def _number(value: Any, key: str, *, integer: bool = False, positive: bool = True, allow_zero: bool = False,
-            high: float | None = None) -> Any:
+def _number(
+    value: Any,
+    key: str,
+    *,
+    integer: bool = False,
+    positive: bool = True,
+    allow_zero: bool = False,
+    high: float | None = None,
+) -> Any:
     """A finite number (an int when ``integer``) from config key ``key``; a one-line error naming it otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         want = "an integer" if integer else "a number"
@@ -334,8 +344,10 @@ class ModelConfig:
         r = rope.get("_rot_dim")
         if r is not None:
             out["rotated_dims"] = {"value": r.value, "from": r.origin}
-        out["attention_scaling"] = {"value": _attention_scaling(self.kind, self.params(layer_type, 1)),
-                                    "from": "HF's formula for this rule"}
+        out["attention_scaling"] = {
+            "value": _attention_scaling(self.kind, self.params(layer_type, 1)),
+            "from": "HF's formula for this rule",
+        }
         out["warnings"] = list(self.warnings)
         return out
 
@@ -348,8 +360,9 @@ class ModelConfig:
         ropes = {lt: r for lt in self.layer_types if (r := self._ropes[lt]) is not None}
         rope_types = list(ropes)
         if layer_type is None:
-            distinct = {json.dumps({k: v.value for k, v in r.items()}, sort_keys=True, default=str)
-                        for r in ropes.values()}
+            distinct = {
+                json.dumps({k: v.value for k, v in r.items()}, sort_keys=True, default=str) for r in ropes.values()
+            }
             if len(distinct) != 1:
                 raise ParameterError(
                     f"{self.model_type} uses a different RoPE per attention type; pass layer_type (--layer-type), "
@@ -408,7 +421,7 @@ class _Reader:
         self.cfg = cfg
         mt = cfg.get("model_type") if text is not None else outer_type
         if text is not None and mt is None:
-            mt = WRAPPERS.get(outer_type or "", None)
+            mt = WRAPPERS.get(outer_type or "")
         if mt is not None and not isinstance(mt, str):
             raise ParameterError(f"config key {self.key('model_type')}={_show(mt)} is not a string; fix config.json")
         if text is None and outer_type in WRAPPERS and outer_type in TOP_LEVEL_TEXT:
@@ -592,8 +605,9 @@ class _Reader:
         v = self._theta(entry, where, lt)
         if v.value <= 1.0:
             # frequencies base**(-2k/d) must fall; yarn and dynamic divide by log(base)
-            raise ParameterError(f"{v.origin.removeprefix('config key ')}={v.value!r} is out of range; the RoPE "
-                                 "base must be > 1")
+            raise ParameterError(
+                f"{v.origin.removeprefix('config key ')}={v.value!r} is out of range; the RoPE base must be > 1"
+            )
         return v
 
     def _theta(self, entry: dict[str, Any], where: str, lt: str | None) -> _Value:
@@ -638,8 +652,9 @@ class _Reader:
             if scaling != "none":
                 raise ParameterError(f"{where}rope_type {raw_type!r}: posenc's mrope supports the default rule only")
             sec = entry.get("mrope_section", fam.defaults["mrope_section"])
-            origin = (f"config key {where}mrope_section" if "mrope_section" in entry
-                      else f"default of {self.family_name}")
+            origin = (
+                f"config key {where}mrope_section" if "mrope_section" in entry else f"default of {self.family_name}"
+            )
             if not isinstance(sec, list) or not sec:
                 raise ParameterError(f"config key {where}mrope_section={_show(sec)} must be a list of integers")
             sec = [_number(x, f"{where}mrope_section", integer=True) for x in sec]
@@ -651,8 +666,12 @@ class _Reader:
                 )
             out["mrope_section"] = _Value(tuple(sec), origin)
             return out
-        out["scaling"] = _Value(scaling, f"config key {where}rope_type" if "rope_type" in entry or "type" in entry
-                                else f"default of {self.family_name}")
+        out["scaling"] = _Value(
+            scaling,
+            f"config key {where}rope_type"
+            if "rope_type" in entry or "type" in entry
+            else f"default of {self.family_name}",
+        )
         dim = head["dim"].value
         # partial rotary: GPT-J's rotary_dim, else partial_rotary_factor (rope dict first, then top level)
         rot_dim = dim
@@ -665,17 +684,17 @@ class _Reader:
                 )
             rd = _number(rd, self.key("rotary_dim"), integer=True)
             if rd > dim or rd % 2:
-                raise ParameterError(
-                    f"config key {self.key('rotary_dim')}={rd} must be even and <= the head dim {dim}"
-                )
+                raise ParameterError(f"config key {self.key('rotary_dim')}={rd} must be even and <= the head dim {dim}")
             origin = f"config key {self.key('rotary_dim')}" if "rotary_dim" in self.cfg else f"default of {fam.name}"
             out["rotary_dim"] = _Value(rd, origin)
             rot_dim = rd
         else:
             prf = None
             if entry.get("partial_rotary_factor") is not None:
-                prf = _Value(_number(entry["partial_rotary_factor"], f"{where}partial_rotary_factor", high=1.0),
-                             f"config key {where}partial_rotary_factor")
+                prf = _Value(
+                    _number(entry["partial_rotary_factor"], f"{where}partial_rotary_factor", high=1.0),
+                    f"config key {where}partial_rotary_factor",
+                )
             else:
                 for key in fam.partial_key:
                     if cfg.get(key) is not None:
@@ -715,13 +734,37 @@ class _Reader:
     def _default_ignores_partial(self, scaling: str) -> bool:
         # Llama-style default rotary classes never read partial_rotary_factor; NeoX, Phi-3, GLM-style do. The
         # scaling rules of modeling_rope_utils always read it.
-        return self.known and scaling == "none" and self.fam.name in (
-            "llama", "mistral", "qwen2", "cohere", "cohere2", "gemma", "gemma2", "gemma3_text", "modernbert",
-            "gpt_oss", "llama4_text", "deepseek_v2", "deepseek_v3",
+        return (
+            self.known
+            and scaling == "none"
+            and self.fam.name
+            in (
+                "llama",
+                "mistral",
+                "qwen2",
+                "cohere",
+                "cohere2",
+                "gemma",
+                "gemma2",
+                "gemma3_text",
+                "modernbert",
+                "gpt_oss",
+                "llama4_text",
+                "deepseek_v2",
+                "deepseek_v3",
+            )
         )
 
-    def read_scaling(self, out: dict[str, _Value], entry: dict[str, Any], where: str, hf_type: str, scaling: str,
-                     head: dict[str, _Value], rot_dim: int) -> None:
+    def read_scaling(
+        self,
+        out: dict[str, _Value],
+        entry: dict[str, Any],
+        where: str,
+        hf_type: str,
+        scaling: str,
+        head: dict[str, _Value],
+        rot_dim: int,
+    ) -> None:
         cfg = self.cfg
 
         def num(key: str, **kw: Any) -> _Value | None:
@@ -744,8 +787,10 @@ class _Reader:
         def original() -> _Value:
             top = cfg.get("original_max_position_embeddings")
             if top is not None:
-                return _Value(_number(top, self.key("original_max_position_embeddings"), integer=True),
-                              f"config key {self.key('original_max_position_embeddings')}")
+                return _Value(
+                    _number(top, self.key("original_max_position_embeddings"), integer=True),
+                    f"config key {self.key('original_max_position_embeddings')}",
+                )
             if self.fam.defaults.get("original_max_position_embeddings") is not None:  # Phi-3's class field
                 return _Value(self.fam.defaults["original_max_position_embeddings"], f"default of {self.family_name}")
             v = num("original_max_position_embeddings", integer=True)
@@ -771,8 +816,10 @@ class _Reader:
             omp = original()
             out["original_max_position_embeddings"] = omp
             f = num("factor")
-            out["factor"] = f if f is not None else _Value(
-                max_pos().value / omp.value, f"{max_pos().origin} / original_max_position_embeddings"
+            out["factor"] = (
+                f
+                if f is not None
+                else _Value(max_pos().value / omp.value, f"{max_pos().origin} / original_max_position_embeddings")
             )
             af = num("attention_factor", allow_zero=True)
             if af is not None:

@@ -66,10 +66,14 @@ class MRope(Encoding):
     SUMMARY = "multimodal RoPE (Qwen2-VL M-RoPE): 3-D position ids (temporal, height, width) by frequency section"
     REFERENCES = (
         "paper: Wang et al. 2024, Qwen2-VL (arXiv:2409.12191), section 2.1 M-RoPE",
-        ("huggingface/transformers src/transformers/models/qwen2_vl/modeling_qwen2_vl.py Qwen2VLRotaryEmbedding "
-         "(recomposition_frequencies), apply_rotary_pos_emb (rotate_half), Qwen2VLModel.get_rope_index"),
-        ("huggingface/transformers src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py get_rope_index "
-         "(video time_interval = tokens_per_second * second_per_grid_t)"),
+        (
+            "huggingface/transformers src/transformers/models/qwen2_vl/modeling_qwen2_vl.py Qwen2VLRotaryEmbedding "
+            "(recomposition_frequencies), apply_rotary_pos_emb (rotate_half), Qwen2VLModel.get_rope_index"
+        ),
+        (
+            "huggingface/transformers src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py get_rope_index "
+            "(video time_interval = tokens_per_second * second_per_grid_t)"
+        ),
     )
     PRIMARY = "cos"
     ROLES = {"cos": "cos", "sin": "sin", "inv_freq": "inv-freq"}
@@ -78,12 +82,14 @@ class MRope(Encoding):
     EXAMPLE = {"length": 16, "dim": 8, "mrope_section": (2, 1, 1)}
 
     base: float = param(1_000_000.0, "frequency base theta (HF rope_theta; Qwen2-VL 1e6)", low=0.0, low_open=True)
-    mrope_section: tuple[int, ...] = param((16, 24, 24), "frequencies per axis (temporal, height, width); sum dim/2",
-                                           low=1)
+    mrope_section: tuple[int, ...] = param(
+        (16, 24, 24), "frequencies per axis (temporal, height, width); sum dim/2", low=1
+    )
     grid: str | None = param(None, "vision block TxHxW (language-model grid, after spatial merge); none: text only")
     text_offset: int = param(0, "text tokens before the vision block", low=0, high=MAX_POSITION)
-    time_interval: float = param(1.0, "temporal id step (Qwen2.5-VL video: tokens_per_second * second_per_grid_t)",
-                                 low=0.0)
+    time_interval: float = param(
+        1.0, "temporal id step (Qwen2.5-VL video: tokens_per_second * second_per_grid_t)", low=0.0
+    )
 
     def validate(self) -> None:
         if self.dim % 2:

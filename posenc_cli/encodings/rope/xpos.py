@@ -70,4 +70,3 @@ class XPos(Encoding):
         power = (t - center) / self.scale_base
         v = np.power(self.zeta[None, :], power[:, None])
         place_pairs(v, out, self.layout)
-
