@@ -188,16 +188,21 @@ def kinds_reference() -> str:
     return "\n".join(out)
 
 
-def test_kinds_reference_is_fresh():
-    path = DOCS / "kinds.md"
+def assert_block_fresh(path: Path, begin: str, end: str, fresh: str) -> None:
+    """The generated block of ``path`` between ``begin`` and ``end`` equals ``fresh`` (rewritten when updating)."""
     text = path.read_text()
-    assert KINDS_BEGIN in text and KINDS_END in text
-    current = text[text.index(KINDS_BEGIN) : text.index(KINDS_END) + len(KINDS_END)]
-    fresh = kinds_reference()
+    assert begin in text and end in text
+    current = text[text.index(begin) : text.index(end) + len(end)]
     if UPDATE:
         path.write_text(text.replace(current, fresh))
         current = fresh
-    assert current == fresh, "docs/kinds.md is stale; run POSENC_UPDATE_DOCS=1 python -m pytest tests/test_docs.py"
+    assert current == fresh, (
+        f"{path.name} {begin} is stale; run POSENC_UPDATE_DOCS=1 python -m pytest tests/test_docs.py"
+    )
+
+
+def test_kinds_reference_is_fresh():
+    assert_block_fresh(DOCS / "kinds.md", KINDS_BEGIN, KINDS_END, kinds_reference())
 
 
 FAMILIES_BEGIN, FAMILIES_END = "<!-- families:begin -->", "<!-- families:end -->"
@@ -230,15 +235,7 @@ def families_reference() -> str:
 
 
 def test_families_reference_is_fresh():
-    path = DOCS / "kinds.md"
-    text = path.read_text()
-    assert FAMILIES_BEGIN in text and FAMILIES_END in text
-    current = text[text.index(FAMILIES_BEGIN) : text.index(FAMILIES_END) + len(FAMILIES_END)]
-    fresh = families_reference()
-    if UPDATE:
-        path.write_text(text.replace(current, fresh))
-        current = fresh
-    assert current == fresh, "docs/kinds.md families table is stale; run POSENC_UPDATE_DOCS=1 pytest tests/test_docs.py"
+    assert_block_fresh(DOCS / "kinds.md", FAMILIES_BEGIN, FAMILIES_END, families_reference())
 
 
 # ----- coverage of the reference ----------------------------------------------------------------------------
