@@ -16,6 +16,7 @@ which is simply what float32 angles are worth there; the low frequencies are hel
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import math
@@ -542,7 +543,7 @@ def mutate(cfg: dict, rnd: random.Random, n: int) -> dict:
         if op < 0.25 and key in target:
             del target[key]
         else:
-            target[key] = rnd.choice(ODD_VALUES)
+            target[key] = copy.deepcopy(rnd.choice(ODD_VALUES))  # never share (or loop) a mutable value
     return cfg
 
 
