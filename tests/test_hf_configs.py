@@ -16,6 +16,7 @@ which is simply what float32 angles are worth there; the low frequencies are hel
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import math
@@ -497,7 +498,8 @@ def mutate(cfg: dict, rnd: random.Random, n: int) -> dict:
         if op < 0.25 and key in target:
             del target[key]
         else:
-            target[key] = rnd.choice(ODD_VALUES)
+            # a copy: the shared {} or [] of ODD_VALUES, put in two places, could end up holding itself
+            target[key] = copy.deepcopy(rnd.choice(ODD_VALUES))
     return cfg
 
 
