@@ -91,6 +91,13 @@ CASES = {
     "longrope_factor_1_5": (SMALL, {"rope_type": "longrope", "original_max_position_embeddings": 1024,
                                     "factor": 1.5, "short_factor": [1.0 + 0.02 * k for k in range(32)],
                                     "long_factor": [1.0 + 0.5 * k for k in range(32)]}),
+    "yarn_wide_ramp": ({**SMALL, "rope_theta": 10.0},  # a ramp from feature 22 past d - 1: high clamped to 63
+                       {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}),
+    "yarn_collapsed_ramp": ({**SMALL, "rope_theta": 100.0},  # low = high = d - 1 (HF's +0.001 guard)
+                            {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1810000}),
+    "yarn_head_dim_96": ({**SMALL, "hidden_size": 768},  # k / d is not exact in float32
+                         {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}),
+    "proportional_factor_3": (SMALL, {"rope_type": "proportional", "partial_rotary_factor": 0.25, "factor": 3.0}),
     "llama3_lff_2": (SMALL, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 2.0, "high_freq_factor": 8.0,
                              "original_max_position_embeddings": 8192}),
     "llama3_band_edges": (SMALL, "llama3 band edges"),  # low/high_freq_factor put on two wavelengths: see below
