@@ -123,7 +123,8 @@ def test_offset_invariant_tolerances_and_ratio():
 def test_shift_linear_threshold_is_twice_rtol():
     pe = make_encoding("sinusoidal", {"length": 64, "dim": 16, "dtype": "float64"}).array()
     r = absolute.check_shift_linear(ctx(pe, rtol=1e-9))
-    assert r.passed and r.tolerance == 2e-9 and r.data["rotation"] and r.data["rotation_tolerance"] == pytest.approx(1e-6)
+    assert r.passed and r.tolerance == 2e-9 and r.data["rotation"]
+    assert r.data["rotation_tolerance"] == pytest.approx(1e-6)
     bent = pe.copy()
     bent[40] *= 1.01
     r = absolute.check_shift_linear(ctx(bent, rtol=1e-9))
@@ -262,12 +263,14 @@ WHOLE = {
     "bounded": (lambda: absolute.check_bounded(ctx(np.array([[1.25, 0.5], [0.25, 0.0]]))),
                 result("bounded", "PASS", 1.25, 1.25, "max |x| = 1.25; bound 1", max_abs=1.25, bound=1.0)),
     "constant-norm": (lambda: absolute.check_constant_norm(ctx(np.array([[3.0, 0.0], [0.0, 4.0]]))),
-                      result("constant-norm", "PASS", 1.0, 1.0, "every row has norm 4.0000", norm=3.5, min=3.0, max=4.0)),
+                      result("constant-norm", "PASS", 1.0, 1.0, "every row has norm 4.0000", norm=3.5, min=3.0,
+                             max=4.0)),
     "equidistant": (lambda: absolute.check_equidistant(ctx(LINE)),
                     result("equidistant", "PASS", 2.0, 2.0, "every consecutive pair is 3.0000 apart", distance=3.0,
                            min=2.0, max=4.0)),
     "symmetric": (lambda: absolute.check_symmetric(ctx(LINE)),
-                  result("symmetric", "PASS", 2.0, 2.0, "distance to t+k equals distance to t-k", "exact over k in {1}")),
+                  result("symmetric", "PASS", 2.0, 2.0, "distance to t+k equals distance to t-k",
+                         "exact over k in {1}")),
     "unique": (lambda: absolute.check_unique(ctx(np.array([[3.0, 0.0], [4.0, 0.0]]))),
                result("unique", "FAIL", 1.0, 1.0, "closest distinct positions 0 and 1 are 1 apart",
                       "exact (blocked Gram matrix, nearest pair re-measured directly)", closest=[0, 1])),
@@ -297,18 +300,20 @@ WHOLE = {
                                      "exact over k in {1,2}")),
     "pythagorean-fails": (lambda: rotary.check_pythagorean(rope(np.array([[1.0, 1.0], [0.5, 0.5]]),
                                                                 np.array([[0.0, 0.0], [0.25, 0.25]]))),
-                          result("pythagorean", "FAIL", 0.6875, 0.5, "cos^2 + sin^2 misses 1 by 0.6875 at row 1, column 0",
-                                 attention_scaling=1.0)),
+                          result("pythagorean", "FAIL", 0.6875, 0.5,
+                                 "cos^2 + sin^2 misses 1 by 0.6875 at row 1, column 0", attention_scaling=1.0)),
     "norm-preserving-fails": (lambda: rotary.check_norm_preserving(rope(np.full((3, 4), 2.0), np.zeros((3, 4)))),
                               result("norm-preserving", "FAIL", 1.0, 0.5,
                                      "row 0 changes a vector's norm by a relative 1 (layout half)",
-                                     "exact on every row, 8 random vectors", layout="half", relative_error={"half": 1.0})),
+                                     "exact on every row, 8 random vectors", layout="half",
+                                     relative_error={"half": 1.0})),
     "toeplitz": (lambda: matrix.check_toeplitz(alibi_ctx([[0.0, 1.0], [2.0, 0.75]])),
                  result("toeplitz", "FAIL", 0.75, 0.5,
                         "1 entries break M[i+1, j+1] = M[i, j]; worst at head 0, i=0, j=0 (off by 0.75)",
                         "exact (M[1:, 1:] vs M[:-1, :-1] in row blocks)", violations=1, heads=1)),
     "monotone": (lambda: matrix.check_monotone(alibi_ctx([[0.0, 0.5], [-1.0, 0.0]])),
-                 result("monotone", "FAIL", 1, 0, "bias is not non-increasing in |i - j|: 1 neighbouring pairs break it, "
+                 result("monotone", "FAIL", 1, 0,
+                        "bias is not non-increasing in |i - j|: 1 neighbouring pairs break it, "
                         "first at row 0, columns 0, 1 (head 0)", "exact (every neighbouring pair of every row)",
                         rule="non-increasing in |i - j|")),
 }
@@ -326,7 +331,8 @@ def test_whole_results_of_sampled_and_regenerated_checks():
     cos, sin = np.cos(np.hstack([ang, ang])), np.sin(np.hstack([ang, ang]))
     value = rotary.check_relative(rope(cos, sin, rtol=1.0)).value
     assert rotary.check_relative(rope(cos, sin, rtol=value / 4)).to_json() == result(
-        "relative", "PASS", value, value, "<R_m q, R_n k> depends only on m - n over 256 sampled (m, n) pairs (layout half)",
+        "relative", "PASS", value, value,
+        "<R_m q, R_n k> depends only on m - n over 256 sampled (m, n) pairs (layout half)",
         "sampled: 256 (m, n) pairs with random shifts, 8 random (q, k)", layout="half")
     r = rotary.check_relative(rope(cos, sin, rtol=below(value / 4)))
     assert r.passed is False and r.detail == (f"<R_m q, R_n k> changes by a relative {value:.4g} when m and n shift "
@@ -336,7 +342,8 @@ def test_whole_results_of_sampled_and_regenerated_checks():
     pe[5, 2] += 2.0**-12
     worst = float(abs(pe[5, 2] - enc.array()[5, 2]))
     r = general.check_matches_spec(ctx(pe, "sinusoidal", encoding=enc, metadata=enc.metadata(), rtol=worst))
-    assert r.to_json() == result("matches-spec", "PASS", worst, worst, "pe match sinusoidal regenerated from the metadata",
+    assert r.to_json() == result("matches-spec", "PASS", worst, worst,
+                                 "pe match sinusoidal regenerated from the metadata",
                                  "exact (regenerated block by block)", per_tensor={"pe": worst}, missing=[])
 
 

@@ -29,7 +29,6 @@ import math
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
 import torch
 import transformers
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
@@ -133,8 +132,9 @@ NTK_CASES = {"ntk_64": (64, 10000.0, 4.0), "ntk_128": (128, 500000.0, 8.0)}
 
 
 def ntk_cases() -> dict:
-    import rotary_embedding_torch
     from importlib.metadata import version
+
+    import rotary_embedding_torch
 
     out = {}
     for name, (dim, base, factor) in NTK_CASES.items():
