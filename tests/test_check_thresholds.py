@@ -124,9 +124,8 @@ def test_offset_invariant_tolerances_and_ratio():
 def test_shift_linear_threshold_is_twice_rtol():
     pe = make_encoding("sinusoidal", {"length": 64, "dim": 16, "dtype": "float64"}).array()
     r = absolute.check_shift_linear(ctx(pe, rtol=1e-9))
-    assert (
-        r.passed and r.tolerance == 2e-9 and r.data["rotation"] and r.data["rotation_tolerance"] == pytest.approx(1e-6)
-    )
+    assert r.passed and r.tolerance == 2e-9 and r.data["rotation"]
+    assert r.data["rotation_tolerance"] == pytest.approx(1e-6)
     bent = pe.copy()
     bent[40] *= 1.01
     r = absolute.check_shift_linear(ctx(bent, rtol=1e-9))
@@ -360,6 +359,37 @@ WHOLE = {
             relative_error={"half": 1.0},
         ),
     ),
+    "symmetric-two-offsets": (
+        lambda: absolute.check_symmetric(ctx(np.array([[2.0, 0.0], [4.0, 0.0], [8.0, 0.0], [16.0, 0.0], [32.0, 0.0]]))),
+        # k = 2: distances 6, 12, 24; 24 - 6 = 18 > rtol * 32
+        result("symmetric", "FAIL", 18.0, 8.0, "at t=2, k=2: distances differ by 18", "exact over k in {1,2}"),
+    ),
+    "pythagorean-fails": (
+        lambda: rotary.check_pythagorean(
+            rope(np.array([[1.0, 1.0], [0.5, 0.5]]), np.array([[0.0, 0.0], [0.25, 0.25]]))
+        ),
+        result(
+            "pythagorean",
+            "FAIL",
+            0.6875,
+            0.5,
+            "cos^2 + sin^2 misses 1 by 0.6875 at row 1, column 0",
+            attention_scaling=1.0,
+        ),
+    ),
+    "norm-preserving-fails": (
+        lambda: rotary.check_norm_preserving(rope(np.full((3, 4), 2.0), np.zeros((3, 4)))),
+        result(
+            "norm-preserving",
+            "FAIL",
+            1.0,
+            0.5,
+            "row 0 changes a vector's norm by a relative 1 (layout half)",
+            "exact on every row, 8 random vectors",
+            layout="half",
+            relative_error={"half": 1.0},
+        ),
+    ),
     "toeplitz": (
         lambda: matrix.check_toeplitz(alibi_ctx([[0.0, 1.0], [2.0, 0.75]])),
         result(
@@ -408,6 +438,10 @@ def test_whole_results_of_sampled_and_regenerated_checks():
         "<R_m q, R_n k> depends only on m - n over 256 sampled (m, n) pairs (layout half)",
         "sampled: 256 (m, n) pairs with random shifts, 8 random (q, k)",
         layout="half",
+    )
+    r = rotary.check_relative(rope(cos, sin, rtol=below(value / 4)))
+    assert r.passed is False and r.detail == (
+        f"<R_m q, R_n k> changes by a relative {value:.4g} when m and n shift together (layout half)"
     )
     enc = make_encoding("sinusoidal", {"length": 8, "dim": 4, "dtype": "float64"})
     pe = enc.array()
@@ -500,3 +534,14 @@ def test_shift_linear_zero_residual_passes_at_zero_tolerance(monkeypatch):
     assert r.passed is True and r.value == 0.0 and r.tolerance == 0.0
     assert r.data["orthogonal"] is True and r.data["rotation"] is True and r.data["rotation_tolerance"] == 1e-6
     assert "M_k is orthogonal" in r.detail
+
+
+@pytest.mark.parametrize("sigma,rank", [(1e-15, 1), (2.3e-15, 2)])
+def test_shift_linear_fit_ignores_directions_below_4_d_eps(sigma, rank):
+    # rows alternate e1 and sigma e2: singular values 2 and sigma sqrt(3) of the k = 2 fit's 7 rows; at rtol 0 the
+    # fit drops directions below 4 d eps = 1.8e-15 of the largest: sigma sqrt(3) / 2 = 0.87e-15 goes, 1.99e-15 stays
+    table = np.zeros((9, 2))
+    table[0::2, 0] = 1.0
+    table[1::2, 1] = sigma
+    r = absolute.check_shift_linear(ctx(table, rtol=0.0))
+    assert f"(truncated SVD (rank {rank}/2))" in r.method

@@ -543,7 +543,8 @@ def mutate(cfg: dict, rnd: random.Random, n: int) -> dict:
         if op < 0.25 and key in target:
             del target[key]
         else:
-            target[key] = copy.deepcopy(rnd.choice(ODD_VALUES))  # never share (or loop) a mutable value
+            # a copy: the shared {} or [] of ODD_VALUES, put in two places, could end up holding itself
+            target[key] = copy.deepcopy(rnd.choice(ODD_VALUES))
     return cfg
 
 

@@ -29,7 +29,6 @@ import math
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
 import torch
 import transformers
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
@@ -86,6 +85,21 @@ CASES = {
     "longrope_factor_below_one": (SMALL, {"rope_type": "longrope", "original_max_position_embeddings": 1024,
                                           "factor": 0.5, "short_factor": [1.0 + 0.02 * k for k in range(32)],
                                           "long_factor": [1.0 + 0.5 * k for k in range(32)]}),
+    "yarn_mscale_only": (SMALL, {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 1024,
+                                 "mscale": 0.707}),  # mscale without mscale_all_dim: ignored, as in HF
+    "longrope_factor_1_5": (SMALL, {"rope_type": "longrope", "original_max_position_embeddings": 1024,
+                                    "factor": 1.5, "short_factor": [1.0 + 0.02 * k for k in range(32)],
+                                    "long_factor": [1.0 + 0.5 * k for k in range(32)]}),
+    "yarn_wide_ramp": ({**SMALL, "rope_theta": 10.0},  # a ramp from feature 22 past d - 1: high clamped to 63
+                       {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}),
+    "yarn_collapsed_ramp": ({**SMALL, "rope_theta": 100.0},  # low = high = d - 1 (HF's +0.001 guard)
+                            {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1810000}),
+    "yarn_head_dim_96": ({**SMALL, "hidden_size": 768},  # k / d is not exact in float32
+                         {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}),
+    "proportional_factor_3": (SMALL, {"rope_type": "proportional", "partial_rotary_factor": 0.25, "factor": 3.0}),
+    "llama3_lff_2": (SMALL, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 2.0, "high_freq_factor": 8.0,
+                             "original_max_position_embeddings": 8192}),
+    "llama3_band_edges": (SMALL, "llama3 band edges"),  # low/high_freq_factor put on two wavelengths: see below
     # Llama 3.1 8B: head_dim 128, base 500000
     "llama3_1": ({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
                   "rope_theta": 500000.0},
@@ -118,8 +132,9 @@ NTK_CASES = {"ntk_64": (64, 10000.0, 4.0), "ntk_128": (128, 500000.0, 8.0)}
 
 
 def ntk_cases() -> dict:
-    import rotary_embedding_torch
     from importlib.metadata import version
+
+    import rotary_embedding_torch
 
     out = {}
     for name, (dim, base, factor) in NTK_CASES.items():
@@ -135,10 +150,23 @@ def ntk_cases() -> dict:
     return {"rotary_embedding_torch": version("rotary-embedding-torch"), "cases": out}
 
 
+def band_edges() -> dict:
+    """llama3 with its band edges L/low_freq_factor and L/high_freq_factor exactly on the float32 wavelengths of
+    features 20 and 10 (as transformers computes them): both ``<`` / ``>`` comparisons meet equality."""
+    cfg = transformers.LlamaConfig(**SMALL)
+    inv, _ = rule(cfg, "default", 1024)
+    wavelen = 2 * math.pi / inv
+    L = 8192
+    return {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": L / float(wavelen[20]),
+            "high_freq_factor": L / float(wavelen[10]), "original_max_position_embeddings": L}
+
+
 def main() -> None:
     out = {"transformers": transformers.__version__, "torch": torch.__version__, "seq_lens": list(SEQ_LENS),
            "ntk_cases": ntk_cases(), "cases": {}}
     for name, (base, rp) in CASES.items():
+        if rp == "llama3 band edges":
+            rp = band_edges()
         conf = dict(base, rope_parameters={**rp, "rope_theta": base["rope_theta"]} if rp else None)
         cfg = transformers.LlamaConfig(**conf)
         rope_type = rp.get("rope_type", "default")
