@@ -722,3 +722,18 @@ def test_longrope_with_an_original_context_of_one_is_refused():
                 "long_factor": "1;1",
             }
         )
+
+
+def test_yarn_with_base_one_is_refused():
+    """Found by the identify work: HF's correction range divides by log(base)."""
+    with pytest.raises(ParameterError, match="yarn needs base > 1"):
+        Rope.from_params(
+            {
+                "length": 4,
+                "dim": 8,
+                "scaling": "yarn",
+                "factor": 2.0,
+                "base": 1.0,
+                "original_max_position_embeddings": 16,
+            }
+        )

@@ -275,6 +275,10 @@ class Rope(Encoding):
         if self.scaling in ("ntk", "dynamic") and r <= 2:
             raise ParameterError(f"scaling={self.scaling} needs rot_dim > 2 (its exponent is d/(d-2)); got rot_dim={r}")
         opt = self.opt
+        if self.scaling == "yarn" and self.base <= 1.0:  # its correction range divides by log(base)
+            raise ParameterError(
+                f"yarn needs base > 1 (its correction range divides by log(base)); got base={self.base}"
+            )
         if self.scaling == "yarn" and opt["beta_fast"] <= opt["beta_slow"]:
             raise ParameterError(
                 f"yarn needs beta_fast > beta_slow; got beta_fast={opt['beta_fast']}, beta_slow={opt['beta_slow']}"
