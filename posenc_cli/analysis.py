@@ -434,6 +434,7 @@ def spectrum(
     find: bool = True,
     tol: float | None = None,
     dtype: np.dtype | None = None,
+    amplitude: float | None = None,
 ) -> Spectrum:
     """Describe the columns of a 2-D table as sinusoids of the row position.
 
@@ -451,12 +452,15 @@ def spectrum(
         Fit tolerance relative to the amplitude (default: 64 ulps of the table's dtype, at least 1e-12).
     dtype : numpy dtype, optional
         The dtype the table was stored in (default: ``table.dtype``).
+    amplitude : float, optional
+        The amplitude of single (unpaired) columns when known; otherwise that of the pairs, if they agree.
 
     Returns
     -------
     Spectrum
     """
     n = n_rows(table)
+    known_amp = amplitude
     sample = sample or lag_sample(n)
     if x is None:
         x = read_rows(table, sample.rows)
@@ -519,13 +523,30 @@ def spectrum(
         phase_s = np.arctan2(-b, a)
         fit = amp_s[None, :] * np.cos(np.outer(pos, w_s) + phase_s[None, :])
         res_s = np.max(np.abs(xs - fit), axis=0)
-        # a single column cannot tell amp_s from frequency when its angle barely moves (sin x ~ x): with the
-        # amp_s of the pairs known, refine frequency and phase_s by Gauss-Newton
-        amps = [o.amplitude for o in oscillators]
+        # a single column cannot tell amplitude from frequency when its angle barely moves (sin x ~ x): with the
+        # amplitude of the pairs (or the caller's) known, refine frequency and phase by Gauss-Newton
+        amps = [o.amplitude for o in oscillators] if known_amp is None else [known_amp]
         if amps and np.ptp(amps) <= 1e-6 * max(amps):
-            w_s, phase_s, res_s, gn_err = _refine_singles(xs, pos, w_s, phase_s, float(np.median(amps)), res_s)
-            amp_s = np.where(np.isfinite(w_s), float(np.median(amps)), amp_s)
-            est.err = np.maximum(est.err, np.nan_to_num(gn_err, nan=np.inf))
+            amp = float(np.median(amps))
+            w2, p2, r2, gn_err = _refine_singles(xs, pos, w_s, phase_s, amp, np.full_like(res_s, np.inf))
+            # on a few rows the Chebyshev start can be far off for slow columns: also start from the angle read
+            # directly (arcsin for a sin column, arccos for a cos column) between the first and last rows
+            span = max(pos[-1] - pos[0], 1.0)
+            u0, u1 = np.clip(xs[0] / amp, -1, 1), np.clip(xs[-1] / amp, -1, 1)
+            starts = (
+                (np.abs(np.arcsin(u1) - np.arcsin(u0)) / span, np.arcsin(u0) - math.pi / 2),
+                (np.abs(np.arccos(u1) - np.arccos(u0)) / span, np.arccos(u0)),
+            )
+            for w0_, p0_ in starts:
+                w3, p3, r3, e3 = _refine_singles(xs, pos, w0_, p0_ - w0_ * pos[0], amp, np.full_like(res_s, np.inf))
+                better = r3 < r2
+                w2, p2 = np.where(better, w3, w2), np.where(better, p3, p2)
+                r2, gn_err = np.where(better, r3, r2), np.where(better, e3, gn_err)
+            # the free-amplitude fit can look as good on a few rows; the fixed amplitude wins if it fits the data
+            use = np.isfinite(w2) & (r2 <= np.maximum(10 * res_s, 16 * eps * amp))
+            w_s, phase_s, res_s = np.where(use, w2, w_s), np.where(use, p2, phase_s), np.where(use, r2, res_s)
+            amp_s = np.where(use, amp, amp_s)
+            est.err = np.where(use, np.maximum(np.nan_to_num(gn_err, nan=np.inf), eps * 1e-3), est.err)
         for k, col in enumerate(singles.tolist()):
             if est.ok[k] and res_s[k] <= tol * max(float(amp_s[k]), 1e-300) * 8:
                 oscillators.append(
@@ -566,7 +587,9 @@ def _refine_singles(
         # 1-sigma of w for values rounded to about res: sqrt((J^T J)^-1)[w, w] * res
         with np.errstate(invalid="ignore", divide="ignore"):
             err = np.where(good, np.sqrt(np.abs(a22 / np.where(good, det, 1.0))) * np.maximum(res, 1e-300), np.inf)
-    return w, phase, res, err
+    # cos is even: report the same column with a non-negative frequency
+    neg = w < 0
+    return np.where(neg, -w, w), np.where(neg, -phase, phase), res, err
 
 
 def _wrap(x: np.ndarray) -> np.ndarray:
@@ -601,9 +624,16 @@ def _offset_candidates(
         mis = np.abs(_wrap(phases[k] - cand * freqs[k]))
         keep = mis <= tol + 6 * errs[k] * np.abs(cand)
         cand = cand[keep] if keep.any() else cand[np.argsort(mis)[:1]]
-    cand = cand[np.argsort(np.abs(cand), kind="stable")[:64]]
-    mis_all = np.max(np.abs(_wrap(phases[None, :] - cand[:, None] * freqs[None, :])), axis=1)
-    order = np.lexsort((np.abs(cand), np.round(mis_all / max(tol / 16, 1e-12))))
+    # rank by misfit (in steps of tol / 16), then by |o|; few oscillators leave many candidates: in chunks
+    mis_all = np.concatenate(
+        [
+            np.max(np.abs(_wrap(phases[None, :] - c[:, None] * freqs[None, :])), axis=1)
+            for c in np.array_split(cand, max(1, cand.size * len(osc) // 2_000_000 + 1))
+        ]
+    )
+    # float32 phases tell a true fit from a near one; coarse (float16) phases only within their noise, ~tol
+    step = tol / 16 if tol <= 1e-3 else tol
+    order = np.lexsort((np.abs(cand), np.round(mis_all / max(step, 1e-12))))[:64]
     return cand[order], mis_all[order]
 
 
@@ -1281,7 +1311,13 @@ class TableAnalysis:
     @property
     def sample(self) -> LagSample:
         """The lag sample of the main table's rows, avoiding zero rows."""
-        return self._memo("sample", lambda: lag_sample(self.n, exclude=self.zero_rows))
+
+        def make() -> LagSample:
+            s = lag_sample(self.n, exclude=self.zero_rows)
+            # a short table whose zero row is its first (a sin table at position 0) keeps that row
+            return s if s.usable or not self.zero_rows.size else lag_sample(self.n)
+
+        return self._memo("sample", make)
 
     @property
     def x(self) -> np.ndarray:

@@ -865,7 +865,7 @@ def _spectrum(ctx: _Ctx, which: str) -> an.Spectrum | None:
     return spec if spec.oscillators else None
 
 
-def _layout_name(spec: an.Spectrum, x0: np.ndarray | None = None) -> str | None:
+def _layout_name(spec: an.Spectrum) -> str | None:
     return an.pair_layout(spec.pairs, spec.width)
 
 
@@ -885,7 +885,6 @@ def _synth_model(
     if len(oa) != len(ob) or any(x.paired != y.paired for x, y in zip(oa, ob)):
         return None
     zero_a = list(spec_a.zero_cols)
-    w_b = np.array([o.freq for o in ob])
     phase0 = np.array([o.phase - o.freq * offset_b for o in ob])
     # with the offset known, what remains of a phase is 0 (cos) or -pi/2 (a single sin column): snap it
     quarter = np.round(phase0 / (math.pi / 2))
@@ -894,7 +893,6 @@ def _synth_model(
     s_cols = [o.sin_col for o in oa]
     c_cols = [o.cos_col for o in oa]
     w_new = np.asarray(w_new, dtype=np.float64)
-    del w_b
 
     def synth(rows: np.ndarray) -> np.ndarray:
         t = rows.astype(np.float64)[:, None] + offset_b + shift
@@ -1105,7 +1103,7 @@ def _try_frequencies(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]]:
     if not steps:
         return [], []
     w_new = prof.predict(w_b)[group_b] if kind != "per-column" else w_a_all
-    model = _synth_model(spec_a, spec_b_used(spec_b, ob_used), w_new, ratio, o_b, o_a - o_b, ctx.d_a)
+    model = _synth_model(spec_a, _restricted(spec_b, ob_used), w_new, ratio, o_b, o_a - o_b, ctx.d_a)
     if model is None:
         return [], []
     dt = ctx.match_dtype
@@ -1151,7 +1149,7 @@ def _convention_text(conv: str, n_freqs: int, width: int) -> str:
     return {"2k/width": f"(-2k/{width})", "k/(n-1)": f"(-k/{n_freqs - 1})", "k/n": f"(-k/{n_freqs})"}[conv]
 
 
-def spec_b_used(spec_b: an.Spectrum, used: list[an.Oscillator]) -> an.Spectrum:
+def _restricted(spec_b: an.Spectrum, used: list[an.Oscillator]) -> an.Spectrum:
     """``spec_b`` restricted to the oscillators ``used`` (a partial-rotary comparison uses the highest ones)."""
     return an.Spectrum(spec_b.width, list(used), spec_b.zero_cols, spec_b.other_cols, spec_b.tol, spec_b.positions)
 

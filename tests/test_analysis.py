@@ -64,7 +64,7 @@ def alibi(heads: int, n: int) -> np.ndarray:
     return (-m[:, None, None] * np.abs(i[None, :, None] - i[None, None, :])).astype(np.float32)
 
 
-# ----- frequencies ---------------------------------------------------------------------------------------------------
+# ----- frequencies --------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("layout", ["interleaved", "split", "split-cos-first"])
 def test_frequencies_tell_base_10000_from_10001_on_512_rows(layout):
     for base in (10000.0, 10001.0):
@@ -131,7 +131,7 @@ def test_lag_sample_avoids_excluded_rows():
         assert np.all(s.pos[hi] - s.pos[c] == m) and np.all(s.pos[c] - s.pos[lo] == m)
 
 
-# ----- frequency laws --------------------------------------------------------------------------------------------------
+# ----- frequency laws -----------------------------------------------------------------------------------------------
 def test_geometric_fit_keeps_the_leading_run_of_a_ramp():
     w = llama3_inv_freq(128, 500000.0, 8.0, 1.0, 4.0, 8192)
     fit = an.geometric_fit(w)
@@ -159,7 +159,7 @@ def test_scaling_profiles():
     assert an.scaling_profile(ref / rng.uniform(1, 3, ref.size), ref).kind == "per-column"
 
 
-# ----- relative structure -----------------------------------------------------------------------------------------------
+# ----- relative structure -------------------------------------------------------------------------------------------
 def test_toeplitz_and_linear_distance_slopes():
     bias = alibi(8, 40)
     for h in range(8):
@@ -189,7 +189,7 @@ def test_axis_groups_of_a_flattened_grid():
     assert set(groups[0][1]) <= set(range(2 * F)) and set(groups[1][1]) <= set(range(2 * F, 4 * F))
 
 
-# ----- values, dtypes, reading -------------------------------------------------------------------------------------------
+# ----- values, dtypes, reading --------------------------------------------------------------------------------------
 def test_value_summary_counts_and_zero_rows():
     x = sinusoidal(100, 8)
     x[3] = 0

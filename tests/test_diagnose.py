@@ -207,7 +207,7 @@ def test_partial_rotary_columns():
     assert d.best.name == "partial-rotary" and d.best.summary.startswith("B is the first 32")
 
 
-# ----- values --------------------------------------------------------------------------------------------------------
+# ----- values -------------------------------------------------------------------------------------------------------
 def test_constant_scale_of_attention_scaling():
     c1, _ = rotary(256, 64)
     c2, _ = rotary(256, 64, scale=0.1 * math.log(16) + 1)  # YaRN mscale for factor 16
@@ -292,7 +292,7 @@ def test_heads_by_len_by_len_tables():
     assert e.name == "column-permutation" and np.array_equal(e.steps[0].detail["permutation"], p)
 
 
-# ----- properties -----------------------------------------------------------------------------------------------------
+# ----- properties ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_table_against_itself_is_the_same_for_every_kind(kind):
     cls = get_kind(kind)
@@ -341,7 +341,7 @@ def test_diagnose_names_the_transform(f, n, d, base, offset):
     assert res.best.name == f, res.summary
 
 
-# ----- bad input, undo, JSON, design ----------------------------------------------------------------------------------
+# ----- bad input, undo, JSON, design --------------------------------------------------------------------------------
 def test_unrelated_shapes_get_a_one_line_reason():
     noise = np.random.default_rng(1).normal(size=(50, 6)).astype(np.float32)
     d = diagnose(noise, sinusoidal(70, 10))

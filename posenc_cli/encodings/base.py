@@ -18,11 +18,15 @@ import math
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from ..errors import ParameterError
+
+if TYPE_CHECKING:
+    from ..analysis import TableAnalysis
+    from ..identify import Candidate
 
 #: Output dtypes for floating tensors, by name.
 FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
@@ -272,6 +276,13 @@ class Encoding:
     def describe_model_config(cls, config: dict[str, Any], **options: Any) -> dict[str, Any]:
         """What was read from a model's config.json: each value with where it came from (a key or a default)."""
         raise ParameterError(f"{cls.KIND} cannot be built from a model config")
+
+    @classmethod
+    def identify_hints(cls, tensors: dict[str, Any], analysis: TableAnalysis) -> list[Candidate]:
+        """Parameter sets of this kind that the structure of ``tensors`` implies (``analysis`` measured it once:
+        column frequencies, pairs and layout, Toeplitz structure, slopes); :func:`posenc_cli.identify.identify`
+        regenerates each candidate and keeps those that reproduce the table. Default: none (never proposed)."""
+        return []
 
     @classmethod
     def metadata_param(cls, metadata: dict[str, str], name: str) -> Any:

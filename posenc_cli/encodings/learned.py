@@ -39,12 +39,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ParameterError
 from .base import Encoding, TensorSpec, param
+
+if TYPE_CHECKING:
+    from .. import analysis as an
+    from ..identify import Candidate
 
 INITS = ("normal", "truncated-normal")
 #: Philox's counter is four 64-bit words; rows live in word 2, so each row owns 2**128 counter values.
@@ -99,6 +103,10 @@ class Learned(Encoding):
     )
     seed: int = param(0, "random seed (SeedSequence entropy for the Philox key)", low=0)
 
+    @classmethod
+    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
+        return hints_learned(tensors, analysis)
+
     def validate(self) -> None:
         if self.length > MAX_ROWS:
             raise ParameterError(f"learned supports at most {MAX_ROWS} rows, got --len {self.length}")
@@ -138,3 +146,33 @@ class Learned(Encoding):
                     z[bad] = gen.standard_normal(bad.size)
                     bad = bad[np.abs(z[bad]) > bound]
             out[row - start] = self.std * z
+
+
+# ----- identification hints (read by posenc_cli.identify; analysis is imported only when identifying) -----
+def hints_learned(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
+    """A freshly initialised table: zero-mean values of standard deviation std; reproducible only with its seed
+    (from the metadata, else the default 0). A trained table is not reproduced by any seed."""
+    from ..identify import Candidate, base_params, round_variants
+
+    if ana.ndim != 2 or not ana.floating:
+        return []
+    x = ana.x if ana.sample.usable else ana.head
+    rms = float(np.sqrt(np.mean(x * x))) if x.size else 0.0
+    if not rms > 0:
+        return []
+    seed = ana.metadata.get("seed", "0")
+    seed_i = int(seed) if seed.isdigit() else 0
+    peak = float(np.max(np.abs(x))) / rms
+    out = []
+    for init, trunc, shrink in (("normal", None, 1.0), ("truncated-normal", 2.0, 0.8796)):
+        # a normal cut at 2 std has a standard deviation of 0.88 std and no value beyond 2 std
+        if trunc is not None and peak > trunc / shrink * 1.25:
+            continue
+        for std in round_variants(rms / shrink, tols=(0.25, 0.15, 0.1, 0.05), keep=False):
+            p = {**base_params(ana), "init": init, "std": std, "seed": seed_i}
+            if trunc is not None:
+                p["truncation"] = trunc
+            out.append(
+                Candidate("learned", p, note=f"zero-mean values, std ~{rms:.3g}, seed {seed_i}", structural=False)
+            )
+    return out

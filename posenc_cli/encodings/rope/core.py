@@ -73,7 +73,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -81,6 +81,10 @@ from ...errors import ParameterError
 from .. import _trig
 from ..base import Encoding, TensorSpec, format_value, param
 from .scaling import SCALINGS, attention_scaling, optional_parameters
+
+if TYPE_CHECKING:
+    from ... import analysis as an
+    from ...identify import Candidate
 
 LAYOUTS = ("half", "interleaved")
 CACHES = ("full", "onnx")
@@ -199,6 +203,13 @@ class Rope(Encoding):
     )
 
     # ----- validation ---------------------------------------------------------------------------
+
+    @classmethod
+    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
+        from .identify import hints_rope
+
+        return hints_rope(tensors, analysis)
+
     @classmethod
     def from_model_config(
         cls, config: dict[str, Any], *, length: int | None = None, layer_type: str | None = None, **options: Any

@@ -15,12 +15,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...errors import ParameterError
 from ..base import Encoding, TensorSpec, param
 from .core import LAYOUTS, MAX_POSITION, place_pairs
+
+if TYPE_CHECKING:
+    from ... import analysis as an
+    from ...identify import Candidate
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,12 @@ class XPos(Encoding):
     offset: int = param(0, "position of the first row", low=-MAX_POSITION, high=MAX_POSITION)
     center: int | None = param(None, "position with scale 1 (default len // 2, rotary-embedding-torch's len(t) // 2)")
     interpolate_factor: float = param(1.0, "positions are divided by this first (rotary-embedding-torch)", low=1.0)
+
+    @classmethod
+    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
+        from .identify import hints_xpos
+
+        return hints_xpos(tensors, analysis)
 
     def validate(self) -> None:
         if self.dim % 2:

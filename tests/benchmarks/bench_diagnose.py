@@ -22,10 +22,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from posenc_cli.identify import identify  # noqa: E402
-
 from posenc_cli.diagnose import diagnose  # noqa: E402
 from posenc_cli.encodings import make_encoding  # noqa: E402
+from posenc_cli.identify import identify  # noqa: E402
 from posenc_cli.metrics import compare  # noqa: E402
 
 

@@ -1,0 +1,485 @@
+"""Identification hints of the rotary kinds: which rope / xpos parameters a cos/sin (or scale) table's structure
+implies. Imported only by :mod:`posenc_cli.identify` (through ``Rope.identify_hints`` / ``XPos.identify_hints``),
+never when generating."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ... import analysis as an
+from ...identify import Candidate, base_params, base_readings, near_one, phase_tol, round_base, round_variants
+
+#: Factors tried for NTK's base change b' = b * f^(d/(d-2)) when the plain base is not a round number.
+_NTK_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 1.5, 3.0, 5.0, 10.0, 20.0)
+
+
+def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
+    """Rotary cos/sin tables: their tensors, layout, width, and one oscillator per rotation pair."""
+    cos, sin = ana.tensor("cos"), ana.tensor("sin")
+    names = {}
+    if cos is None and sin is None:
+        if ana.ndim != 2 or not ana.floating:
+            return None
+        names["table"] = ana.name
+    else:
+        if cos is not None:
+            names["cos"] = cos[0]
+        if sin is not None:
+            names["sin"] = sin[0]
+    first = ana.tensors[next(iter(names.values()))]
+    if len(first.shape) != 2:
+        return None
+    n, width = int(first.shape[0]), int(first.shape[1])
+    onnx = any(v.endswith("_cache") for v in names.values())
+    sample = an.lag_sample(n)
+    if not sample.usable:
+        return None
+    xs = {role: ana.read(name, sample.rows) for role, name in names.items()}
+    eps = an.data_eps(np.dtype(first.dtype))
+    tol = max(4 * eps, 1e-12)
+    layout = None if onnx else an.duplicate_layout(next(iter(xs.values())), tol)
+    if layout is None and not onnx:
+        # no duplicated columns: an ONNX half-width cache if every column is a lone cos (or sin) of the position
+        if len(names) != 1:
+            return None
+        x0 = next(iter(xs.values()))
+        single = an.spectrum(first, sample=sample, x=x0, find=False, dtype=first.dtype)
+        if not single.sinusoidal or any(o.paired for o in single.oscillators):
+            return None
+        onnx = True
+    uniq = np.arange(width) if onnx else np.arange(width // 2) if layout == "half" else np.arange(0, width, 2)
+    m = uniq.size
+    if "cos" in xs and "sin" in xs:
+        x = np.concatenate([xs["sin"][:, uniq], xs["cos"][:, uniq]], axis=1)
+        spec = an.spectrum(first, sample=sample, x=x, pairs=[(j, m + j) for j in range(m)], dtype=first.dtype)
+        role = None
+    else:
+        role_name, x0 = next(iter(xs.items()))
+        # one table alone: the amplitude (attention scaling) read on the columns that turn at least a radian pins
+        # the slow columns, whose amplitude and frequency cannot be told apart on their own
+        free = an.spectrum(first, sample=sample, x=x0[:, uniq], find=False, dtype=first.dtype)
+        fast = [o.amplitude for o in free.oscillators if o.freq * n >= 1]
+        amp_known = float(np.median(fast)) if fast else 1.0
+        spec = an.spectrum(first, sample=sample, x=x0[:, uniq], find=False, dtype=first.dtype, amplitude=amp_known)
+        if not spec.sinusoidal:
+            spec = free
+        role = role_name
+    if not spec.sinusoidal and spec.zero_cols == []:
+        return None
+    return {
+        "names": names,
+        "layout": layout,
+        "onnx": onnx,
+        "width": width,
+        "rot": 2 * m,
+        "spec": spec,
+        "role": role,
+        "n": n,
+        "dtype": first.dtype,
+        "m": m,
+    }
+
+
+def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
+    """Rotary tables: duplicated columns (half or interleaved), one frequency per pair, an amplitude (attention
+    scaling) and a frequency law: geometric (none, linear, NTK), ramps (llama3, YaRN), per column (longrope), or
+    trailing zero frequencies (proportional)."""
+    st = _rotary_structure(ana)
+    if st is None:
+        return []
+    spec: an.Spectrum = st["spec"]
+    n, m, r = st["n"], st["m"], st["rot"]
+    coarse = an.data_eps(np.dtype(st["dtype"])) > 1e-4
+    # one entry per rotation pair, in column order (zero-frequency pairs are zero sin columns)
+    by_col: dict[int, an.Oscillator] = {}
+    for o in spec.oscillators:
+        col = o.cos_col if o.cos_col is not None else o.sin_col
+        assert col is not None  # an oscillator has at least one column
+        by_col[col - (m if o.sin_col is not None else 0)] = o
+    freqs = np.array([by_col[k].freq if k in by_col else 0.0 for k in range(m)])
+    errs = np.array([by_col[k].err if k in by_col else 0.0 for k in range(m)])
+    inv = ana.tensor("inv_freq")
+    inv_dtype = "float64"
+    if inv is not None and len(inv[1].shape) == 1 and inv[1].shape[0] == m:
+        freqs = np.asarray(inv[1], dtype=np.float64)
+        errs = np.maximum(np.abs(freqs) * 1e-15, 1e-300)
+        inv_dtype = "float32" if np.dtype(inv[1].dtype) == np.float32 else "float64"
+    amps = [o.amplitude for o in spec.oscillators if o.amplitude > 0]
+    amp = float(np.median(amps)) if amps else 1.0
+    role = st["role"]
+    ptol = phase_tol(st["dtype"])
+    off = an.position_offset(spec, single_phase=-math.pi / 2 if role == "sin" else 0.0, tol=ptol)
+    offset = off[0] if off is not None and off[1] < ptol else 0
+    params: dict[str, Any] = {"length": n}
+    dim = r
+    meta_dim = ana.metadata.get("dim")
+    if meta_dim is not None and meta_dim.isdigit() and int(meta_dim) > r:
+        params["dim"], params["rotary_dim"] = int(meta_dim), r
+    else:
+        params["dim"] = dim
+    if ana.dtype_param:
+        params["dtype"] = ana.dtype_param
+    if st["layout"] is not None:
+        params["layout"] = st["layout"]
+    if st["onnx"]:
+        params["cache"] = "onnx"
+    if offset:
+        params["offset"] = offset
+    if inv_dtype == "float32":
+        params["inv_freq_dtype"] = "float32"
+    tmap = {
+        name: (
+            {"cos": "cos", "sin": "sin", "table": "cos"}[role_]
+            if not st["onnx"]
+            else {"cos": "cos_cache", "sin": "sin_cache", "table": "cos_cache"}[role_]
+        )
+        for role_, name in st["names"].items()
+    }
+    if role == "sin" or (role == "table" and off is not None and off[1] >= ptol):
+        alt = an.position_offset(spec, single_phase=-math.pi / 2, tol=ptol)
+        if role == "table" and alt is not None and alt[1] < ptol:
+            offset = alt[0]
+            params["offset"] = offset
+            if not offset:
+                params.pop("offset")
+            tmap = {st["names"]["table"]: "sin_cache" if st["onnx"] else "sin"}
+    if inv is not None and inv[0] not in tmap:
+        tmap[inv[0]] = "inv_freq"
+    note = f"{st['layout'] or 'onnx'} rotary pairs, {m} frequencies"
+    out: list[Candidate] = []
+    nz = int(np.sum(freqs > 0))
+    amp_tol = max(1e-6, 8 * an.data_eps(np.dtype(st["dtype"])))
+    scaled_amp = not near_one(amp, amp_tol)
+
+    def add(p: dict[str, Any], why: str, fallback: bool = False) -> None:
+        out.append(Candidate("rope", p, tensor_map=dict(tmap), note=f"{note}; {why}", fallback=fallback))
+        if inv_dtype == "float64" and "inv_freq_dtype" not in p:
+            out.append(
+                Candidate(
+                    "rope",
+                    {**p, "inv_freq_dtype": "float32"},
+                    tensor_map=dict(tmap),
+                    note=f"{note}; {why}; float32 inv_freq",
+                    fallback=True,
+                )
+            )
+
+    if nz < m and np.all(freqs[nz:] == 0) and nz >= 1:
+        # proportional: the first rot/2 frequencies over the whole head, the rest 0
+        geo = an.geometric_fit(freqs[:nz], errs[:nz])
+        if geo is not None and geo.count == nz:
+            for f_ in round_variants(1.0 / geo.w0, tols=(1e-8, 1e-6)):
+                for b in base_readings(geo.ratio ** (-r / 2.0), coarse) if nz > 1 else [10000.0]:
+                    add(
+                        {**params, "dim": r, "scaling": "proportional", "rotary_dim": 2 * nz, "factor": f_, "base": b},
+                        f"{m - nz} trailing zero frequencies (proportional)",
+                    )
+    # frequencies too low to move a value on this many rows read as 0 too: fit the ladder on the others
+    zero_tail = 1 <= nz < m and bool(np.all(freqs[nz:] == 0))
+    fit_n = nz if zero_tail else m
+    geo = an.geometric_fit(freqs[:fit_n], errs[:fit_n])
+    if geo is None:
+        return out
+    if geo.count == fit_n or m == 1:
+        ratio = geo.ratio if m > 1 else 10000.0 ** (-2.0 / r)
+        bases = base_readings(ratio ** (-r / 2.0), coarse) if m > 1 else [10000.0]
+        if near_one(geo.w0, max(1e-7, amp_tol)):
+            for b in bases:
+                if scaled_amp:
+                    add(
+                        {
+                            **params,
+                            "base": b,
+                            "scaling": "yarn",
+                            "factor": 1.0,
+                            "original_max_position_embeddings": max(n + offset, 1),
+                            "attention_factor": amp,
+                        },
+                        f"w_k = base^(-2k/{r}), amplitude {amp:.6g} (attention scaling)",
+                    )
+                else:
+                    add({**params, "base": b}, f"w_k = base^(-2k/{r})")
+            if r > 2 and m > 1 and not scaled_amp and bases:
+                # dynamic NTK at sequence length S: base * (f S / L - (f - 1))^(r/(r-2)), S = offset + length
+                S = offset + n
+                for f_ in (2.0, 4.0, 8.0, 16.0, 32.0):
+                    for L in (2**e for e in range(4, 21)):
+                        if L >= S:
+                            break
+                        nice = round_base(bases[-1] / (f_ * S / L - (f_ - 1)) ** (r / (r - 2.0)))
+                        if nice is not None:
+                            add(
+                                {
+                                    **params,
+                                    "base": nice,
+                                    "scaling": "dynamic",
+                                    "factor": f_,
+                                    "original_max_position_embeddings": L,
+                                },
+                                f"dynamic NTK at sequence length {S}",
+                            )
+                for f_ in _NTK_FACTORS:
+                    nice = round_base(bases[-1] / f_ ** (r / (r - 2.0)))
+                    if nice is not None:
+                        add(
+                            {**params, "base": nice, "scaling": "ntk", "factor": f_},
+                            f"NTK: base {nice:g} * {f_:g}^({r}/{r - 2})",
+                        )
+        else:
+            for f_ in round_variants(1.0 / geo.w0, tols=(1e-9, 1e-7, 1e-5)):
+                for b in bases:
+                    if scaled_amp:
+                        add(
+                            {
+                                **params,
+                                "base": b,
+                                "scaling": "longrope",
+                                "short_factor": tuple([f_] * m),
+                                "long_factor": tuple([f_] * m),
+                                "original_max_position_embeddings": max(n + offset, 1),
+                                "factor": 1.0,
+                                "attention_factor": amp,
+                            },
+                            "every frequency divided by one factor",
+                        )
+                    else:
+                        add(
+                            {**params, "base": b, "scaling": "linear", "factor": f_},
+                            f"every frequency divided by {f_:g} (linear)",
+                        )
+        if not coarse or m < 3 or zero_tail:
+            return out
+        # a float16/bfloat16 ladder hides a ramp within its rounding: try the laws below as well
+    if zero_tail:
+        return out
+    # a law on top of a geometric ladder: the kept high frequencies and the divided low ones are both geometric
+    ratios = []
+    tail = an.geometric_fit(freqs[::-1], errs[::-1])
+    for run, ratio in sorted(
+        ((geo.count, geo.ratio), (tail.count if tail else 0, 1 / tail.ratio if tail else 0.0)), reverse=True
+    ):
+        if run >= 2 and 0 < ratio < 1:
+            ratios.append(ratio)
+    w0 = an.nice_number(float(freqs[0]), 1e-6)
+    bases_seen: set[float] = set()
+    k = np.arange(m, dtype=np.float64)
+    for ratio in ratios:
+        for b in base_readings(ratio ** (-r / 2.0), coarse)[:2]:
+            if b in bases_seen:
+                continue
+            bases_seen.add(b)
+            ref = w0 * np.exp(-2 * k / r * math.log(b))
+            q = freqs / ref
+            if not (q.min() > 0 and q.max() < 1 + 1e-6):
+                continue
+            for f_ in round_variants(1 / q.min(), tols=(1e-6, 1e-4, 1e-3), keep=False)[::-1]:
+                if f_ <= 1:
+                    continue
+                s_ = np.clip((q - 1 / f_) / (1 - 1 / f_), 0, 1)  # 1 = kept, 0 = divided by f
+                for L, lff, hff, f_l in _llama3_options(q, s_, f_, 2 * math.pi / ref):
+                    add(
+                        {
+                            **params,
+                            "base": b,
+                            "scaling": "llama3",
+                            "factor": f_l,
+                            "original_max_position_embeddings": L,
+                            "low_freq_factor": lff,
+                            "high_freq_factor": hff,
+                        },
+                        f"low frequencies divided by {f_l:g}, ramp in frequency (llama3)",
+                    )
+                yarn_default_amp = 0.1 * math.log(f_) + 1.0
+                for L, truncate in _yarn_lengths(1 - s_, r, b):
+                    p = {**params, "base": b, "scaling": "yarn", "factor": f_, "original_max_position_embeddings": L}
+                    if not truncate:
+                        p["truncate"] = False
+                    if not near_one(amp / yarn_default_amp, amp_tol):
+                        p["attention_factor"] = amp
+                    add(p, f"frequencies divided by {f_:g}, ramp in the index (YaRN)")
+            for L, f_y in _yarn_unsaturated(q, r, b):
+                p = {**params, "base": b, "scaling": "yarn", "factor": f_y, "original_max_position_embeddings": L}
+                if not near_one(amp / (0.1 * math.log(f_y) + 1.0), amp_tol):
+                    p["attention_factor"] = amp
+                add(p, f"frequencies divided by up to {f_y:g}, ramp in the index not reaching its end (YaRN)")
+            div = ref / freqs
+            factors = tuple(an.nice_number(float(x), 1e-7) for x in div)
+            p = {
+                **params,
+                "base": b,
+                "scaling": "longrope",
+                "short_factor": factors,
+                "long_factor": factors,
+                "original_max_position_embeddings": max(n + offset, 1),
+                "factor": 1.0,
+            }
+            if scaled_amp:
+                p["attention_factor"] = amp
+            add(p, "each frequency divided by its own factor (longrope)", fallback=True)
+    return out
+
+
+def _llama3_options(
+    q: np.ndarray, s: np.ndarray, f: float, wavelength: np.ndarray
+) -> list[tuple[int, float, float, float]]:
+    """(original_max_position_embeddings L, low_freq_factor, high_freq_factor, factor) consistent with the
+    frequency ratios ``q`` (1 = kept; ``s`` the same on the scale where 0 = divided by ``f``), round values first.
+
+    When no frequency is divided all the way, ``f`` is not the smallest ratio: it is solved from the ramp with
+    Llama 3.1's L, low and high (8192, 1, 4).
+    """
+    kept, div = s > 1 - 1e-6, s < 1e-6
+    inner = ~kept & ~div
+    inv = 1 / wavelength
+    out: list[tuple[int, float, float, float]] = []
+
+    def add(L: float, lff: float, hff: float, factor: float) -> None:
+        Li = round(L)
+        if Li >= 1 and hff > lff > 0 and factor > 1 and (Li, lff, hff, factor) not in out:
+            out.append((Li, lff, hff, factor))
+
+    if inner.sum() >= 2:
+        a, b = np.polyfit(inv[inner], s[inner], 1)  # s = a / wavelength + b
+        if a > 0 and b < 0:
+            hff = an.nice_number(1 - 1 / b, 1e-4)
+            add(an.nice_number(-a / b, 1e-4), 1.0, hff, f)
+    # nothing need be divided all the way: with L, low, high = 8192, 1, 4 the ramp value is known and
+    # q = (1 - s) / f + s gives f
+    s_def = np.clip((8192 * inv - 1) / 3, 0, 1)
+    ramp = (s_def > 0) & (s_def < 1) & (q < 1 - 1e-9)
+    if ramp.any():
+        f_sol = float(np.median((1 - s_def[ramp]) / (q[ramp] - s_def[ramp])))
+        if f_sol > 1:
+            add(8192, 1.0, 4.0, an.nice_number(f_sol, 1e-4))
+    if inner.any():
+        # defaults low 1, high 4: L = wavelength * (3 s + 1)
+        add(an.nice_number(float(np.median(wavelength[inner] * (3 * s[inner] + 1))), 1e-4), 1.0, 4.0, f)
+        hff = float(np.median(1 + (8192 * inv[inner] - 1) / s[inner]))
+        add(8192, 1.0, an.nice_number(hff, 1e-4), f)
+    else:
+        # a step: every kept wavelength below L / high, every divided one above L / low
+        low = 4 * float(wavelength[kept].max()) if kept.any() else 0.0
+        high = float(wavelength[div].min()) if div.any() else math.inf
+        for L in _round_lengths(low, min(high, 1 << 30)):
+            add(L, 1.0, 4.0, f)
+        add(8192, 1.0, 4.0, f)
+    return out[:5]
+
+
+def _yarn_lengths(rho: np.ndarray, r: int, base: float) -> list[tuple[int, bool]]:
+    """Context lengths L whose YaRN correction range (beta_fast 32, beta_slow 1) gives the ramp ``rho``
+    (0 = kept, 1 = divided, linear in the index between ``low`` and ``high``); round lengths first."""
+    k = np.arange(rho.size)
+    kept, div = k[rho < 1e-6], k[rho > 1 - 1e-6]
+    inner = (rho > 1e-6) & (rho < 1 - 1e-6)
+
+    def c_inv(c: float, beta: float) -> float:
+        # the L at which correction_dim(beta) = d ln(L / (2 pi beta)) / (2 ln base) equals c
+        return 2 * math.pi * beta * math.exp(2 * math.log(base) * c / r)
+
+    if inner.sum() >= 2:
+        slope, icpt = np.polyfit(k[inner].astype(np.float64), rho[inner], 1)
+        lo, hi = -icpt / slope, (1 - icpt) / slope
+    elif kept.size and div.size:
+        lo, hi = float(kept.max()), float(div.min())
+    else:
+        return []
+    out: list[tuple[int, bool]] = []
+    if abs(lo - round(lo)) < 1e-4 and abs(hi - round(hi)) < 1e-4:
+        lo_i, hi_i = round(lo), round(hi)
+        # floor(c(32)) = lo (or below 0 when lo is 0) and ceil(c(1)) = hi (or above r - 1 when hi is r - 1)
+        a1 = c_inv(lo_i, 32) if lo_i > 0 else 0.0
+        b1 = c_inv(lo_i + 1, 32)
+        a2 = c_inv(hi_i - 1, 1)
+        b2 = c_inv(hi_i, 1) if hi_i < r - 1 else math.inf
+        low, high = max(a1, a2), min(b1, b2)
+        if low < high:
+            out += [(L, True) for L in _round_lengths(low, min(high, 1 << 30))]
+    else:
+        out.append((round(an.nice_number(c_inv(lo, 32), 1e-6)), False))
+    return out[:3]
+
+
+def _yarn_unsaturated(q: np.ndarray, r: int, base: float) -> list[tuple[int, float]]:
+    """(L, factor) for a YaRN ramp that has not reached its end within the table's frequencies.
+
+    ``1 - q_k = (k - low) / (high - low) * (1 - 1/f)``: the line through the ramp gives ``low`` (an integer with
+    truncation), ``low`` gives the context lengths L (beta_fast 32), L gives ``high`` (beta_slow 1) and the slope
+    then gives f.
+    """
+    y = 1 - q
+    k = np.arange(q.size, dtype=np.float64)
+    top = y.max()
+    ramp = (y > 1e-6) & (y < top * (1 - 1e-6)) if np.sum(y > top * (1 - 1e-6)) > 1 else y > 1e-6
+    if ramp.sum() < 2:
+        return []
+    slope, icpt = np.polyfit(k[ramp], y[ramp], 1)
+    if slope <= 0:
+        return []
+    lo_real = -icpt / slope
+    lo = round(lo_real)
+    if abs(lo_real - lo) > 1e-3 or lo < 0:
+        return []
+
+    def c_inv(c: float, beta: float) -> float:
+        return 2 * math.pi * beta * math.exp(2 * math.log(base) * c / r)
+
+    out = []
+    for L in _round_lengths(c_inv(lo, 32) if lo > 0 else 0.0, c_inv(lo + 1, 32)):
+        hi = min(math.ceil(r * math.log(L / (2 * math.pi)) / (2 * math.log(base))), r - 1)
+        c = slope * (hi - lo)
+        if hi > lo and 0 < c < 1:
+            out.append((L, an.nice_number(1 / (1 - c), 1e-4)))
+    return out
+
+
+def _round_lengths(low: float, high: float) -> list[int]:
+    """Round context lengths in (low, high]: powers of two first, then multiples of 1024, 100, 1."""
+    out: list[int] = []
+    p = 1
+    while p <= high:
+        if p > low:
+            out.append(p)
+        p *= 2
+    for step in (1024, 100, 1):
+        v = (math.floor(low / step) + 1) * step
+        if v <= high and v not in out:
+            out.append(int(v))
+    return out[:3]
+
+
+def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
+    """Positive scales whose logarithm is rank one: (t - center) / scale_base times log zeta_k with
+    zeta_k = (2k + 0.4 d) / (1.4 d), written to both columns of each pair."""
+    if ana.ndim != 2 or not ana.floating or ana.width < 2 or ana.width % 2:
+        return []
+    x = ana.x if ana.sample.usable else ana.head
+    rows = ana.sample.rows if ana.sample.usable else np.arange(min(ana.n, 16))
+    if not np.all(x > 0):
+        return []
+    d = ana.width
+    layout = an.duplicate_layout(x, 4 * an.data_eps(ana.dtype))
+    if layout is None:
+        return []
+    uniq = np.arange(d // 2) if layout == "half" else np.arange(0, d, 2)
+    v = np.log((np.arange(0, d, 2) + 0.4 * d) / (1.4 * d))
+    lx = np.log(x[:, uniq])
+    u = lx @ v / (v @ v)  # per row: (t - center) / scale_base
+    if np.max(np.abs(lx - np.outer(u, v))) > 1e-3 or rows.size < 2:
+        return []
+    slope, icpt = np.polyfit(rows.astype(np.float64), u, 1)
+    if slope <= 0:
+        return []
+    params = {**base_params(ana), "layout": layout}
+    out = []
+    for sb in round_variants(1.0 / slope, tols=(1e-6, 1e-4, 1e-3)):
+        center = -icpt * sb
+        c = round(center)
+        p = {**params, "scale_base": sb}
+        if c != ana.n // 2:
+            p["center"] = c
+        out.append(Candidate("xpos", p, note=f"{layout} pairs, log scale rank one in (position, zeta_k)"))
+    return out

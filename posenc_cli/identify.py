@@ -1,0 +1,530 @@
+"""Which kind, preset and parameters reproduce a table: read from its structure, confirmed by regenerating it.
+
+:func:`identify` measures the table once (:class:`~posenc_cli.analysis.TableAnalysis`: column frequencies and
+phases, sin/cos pairs and their layout, duplicated halves, value range, Toeplitz structure, per-head slopes, grid
+strides), asks each kind's *hint* function which parameters that structure implies, and regenerates every
+proposed candidate with posenc's own engine (``make_encoding(kind, params).rows(name, start, stop)``) on a sample
+of rows (every row of tables below 4M elements). A candidate *accounts* for the table when every compared value is
+within 2 ulps of the table's dtype (or within compare's ``atol``); the simplest such candidate is ``best`` and
+:attr:`Identification.command` is the ``posenc generate`` line that regenerates it. When none is exact but one
+agrees within the error of the usual float32 formula (``2^-22 (t + 1)`` at position ``t``: published code that
+computes frequencies and angles in float32), that one is ``best`` with ``tolerance="float32-formula"``. When none
+accounts (a trained table, noise), ``best`` is None and the candidates, closest first, each say why they fail.
+
+The hints belong to the kinds: each kind's class answers ``identify_hints(tensors, analysis) -> list[Candidate]``
+(:meth:`posenc_cli.encodings.base.Encoding.identify_hints`), and the driver asks every registered kind in registry
+order; this module names no kind. The helpers at the bottom are shared by the kinds' hints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import analysis as an
+from .errors import ParameterError
+
+#: A hint: the tensors and their analysis -> candidate parameter sets for one kind.
+Hint = Callable[[dict[str, Any], an.TableAnalysis], list["Candidate"]]
+#: Elementwise tolerance of "reproduces": ulps of the table's dtype (or compare's atol).
+ULP_TOL = 2.0
+#: Candidates verified at most per kind (structure proposes few; this bounds a pathological hint).
+MAX_VERIFY = 24
+
+
+@dataclass
+class Candidate:
+    """A kind and parameters proposed from the table's structure, and how well they reproduce it.
+
+    ``params`` are every parameter given to ``make_encoding`` (``length``, ``dim``, ``dtype`` included);
+    ``tensor_map`` maps input tensor names to the encoding's tensor names (default: same names, or the primary
+    tensor for a single input); ``note`` is the structure that suggested it. ``structural`` is False for a guess
+    made because the structure did not fit (kept so that failures can name the closest kind); a ``fallback`` is
+    verified only when no other candidate of its kind accounts. Verification fills ``max_abs``, ``ulp`` (of
+    ``ulp_dtype``), ``cosine``, ``accounts``, ``rows_checked`` and ``why`` (why it fails); naming fills
+    ``preset``, ``presets`` (every preset whose values hold), ``explicit`` (what differs from the defaults and the
+    preset) and ``command``.
+    """
+
+    kind: str
+    params: dict[str, Any]
+    tensor_map: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+    structural: bool = True
+    fallback: bool = False
+    max_abs: float = math.inf
+    ulp: float = math.inf
+    ulp_dtype: str = ""
+    cosine: float = float("nan")
+    accounts: bool = False
+    rows_checked: int = 0
+    why: str = ""
+    preset: str | None = None
+    presets: list[str] = field(default_factory=list)
+    explicit: dict[str, Any] = field(default_factory=dict)
+    command: str = ""
+    tolerance: str = ""
+
+    def key(self) -> tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+        from .encodings.base import format_value
+
+        return (
+            self.kind,
+            tuple(sorted((k, format_value(v)) for k, v in self.params.items())),
+            tuple(sorted(self.tensor_map.items())),
+        )
+
+    def label(self) -> str:
+        """``kind`` with its preset and distinctive parameters, for one-line messages."""
+        from .encodings.base import format_value
+
+        bits = [f"preset {self.preset}"] if self.preset else []
+        shown = self.explicit if (self.explicit or self.preset or self.command) else _short_params(self.params)
+        bits += [f"{k} {format_value(v)}" for k, v in shown.items()]
+        return " ".join([self.kind, *bits[:4]])
+
+    def to_json(self) -> dict[str, Any]:
+        from .encodings.base import format_value
+
+        def num(v: float) -> float | str:
+            return v if math.isfinite(v) else str(v)
+
+        return {
+            "kind": self.kind,
+            "preset": self.preset,
+            "presets": self.presets,
+            "params": {k: format_value(v) for k, v in self.params.items()},
+            "explicit": {k: format_value(v) for k, v in self.explicit.items()},
+            "tensor_map": self.tensor_map,
+            "note": self.note,
+            "accounts": self.accounts,
+            "max_abs": num(self.max_abs),
+            "ulp": num(self.ulp),
+            "ulp_dtype": self.ulp_dtype,
+            "cosine": num(self.cosine),
+            "rows_checked": self.rows_checked,
+            "tolerance": self.tolerance,
+            "why": self.why,
+            "command": self.command,
+        }
+
+
+def _short_params(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if k not in ("length", "dim", "dtype")}
+
+
+@dataclass
+class Identification:
+    """What :func:`identify` found: ``best`` (None when no analytic kind reproduces the table), every verified
+    candidate (accounting ones first, then the closest by cosine) and, when nothing accounts, ``reason``."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    candidates: list[Candidate]
+    best: Candidate | None
+    reason: str = ""
+
+    @property
+    def command(self) -> str | None:
+        """The ``posenc generate`` command line that regenerates the table (None if unidentified)."""
+        return self.best.command if self.best is not None else None
+
+    @property
+    def summary(self) -> str:
+        if self.best is None:
+            return self.reason
+        b = self.best
+        if b.tolerance == "float32-formula":
+            return (
+                f"{b.label()}: regenerated, it agrees within {b.max_abs:.2g}, the error of evaluating the formula "
+                f"in float32 (growing with position), on {b.rows_checked} rows"
+            )
+        return (
+            f"{b.label()}: regenerated, it agrees within {b.max_abs:.2g} ({_ulps(b.ulp)} {b.ulp_dtype} ulp) "
+            f"on {b.rows_checked} rows"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "identified": self.best is not None,
+            "summary": self.summary,
+            "best": self.best.to_json() if self.best is not None else None,
+            "command": self.command,
+            "reason": self.reason,
+            "candidates": [c.to_json() for c in self.candidates],
+        }
+
+
+def _ulps(u: float) -> str:
+    return "0" if u == 0 else f"{max(1, math.ceil(u - 1e-9))}" if u <= 1e6 else f"{u:.3g}"
+
+
+# ----- the driver -----------------------------------------------------------------------------------------------
+def identify(
+    tensors: dict[str, Any] | Any,
+    metadata: dict[str, str] | None = None,
+    *,
+    hints: list[tuple[str, Hint]] | None = None,
+) -> Identification:
+    """Find the kind, preset and parameters that reproduce ``tensors``.
+
+    Parameters
+    ----------
+    tensors : dict of str to array_like, or array_like
+        The tensors of one source (e.g. ``{"cos": ..., "sin": ..., "inv_freq": ...}``, or ``{"pe": table}``); a
+        bare array is ``{"table": array}``. Arrays may be memory-mapped: only sampled rows are read, plus one
+        streaming pass for NaN/infinity counts.
+    metadata : dict, optional
+        String metadata of the source (e.g. ``dim`` for a partial-rotary table whose head is wider than it).
+    hints : list of (kind, hint function), optional
+        The per-kind hints to ask, in order (default: every registered kind's ``identify_hints``).
+
+    Returns
+    -------
+    Identification
+    """
+    if not isinstance(tensors, dict):
+        tensors = {"table": tensors}
+    tensors = {k: (v if hasattr(v, "shape") and hasattr(v, "dtype") else np.asarray(v)) for k, v in tensors.items()}
+    if not tensors:
+        raise ValueError("identify needs at least one tensor")
+    ana = an.TableAnalysis(tensors, metadata)
+    shape, dtype = ana.shape, _dtype_name(ana.dtype)
+    if 0 in ana.shape:
+        return Identification(shape, dtype, [], None, "the table is empty; no encoding is identified from no values")
+    vals = ana.values
+    if vals.n_nan or vals.n_posinf:
+        what = f"{vals.n_nan} NaN" if vals.n_nan else f"{vals.n_posinf} +inf"
+        return Identification(
+            shape, dtype, [], None, f"the table has {what} values, which no encoding produces; nothing is identified"
+        )
+    hints = registry_hints() if hints is None else hints
+    proposed: list[Candidate] = []
+    seen: set[Any] = set()
+    for _kind, hint in hints:
+        for cand in hint(tensors, ana):
+            k = cand.key()
+            if k not in seen:
+                seen.add(k)
+                proposed.append(cand)
+    verified: list[Candidate] = []
+    accounted_kinds: set[str] = set()
+
+    def check(cand: Candidate) -> None:
+        _verify(cand, tensors, quick=True)
+        if cand.accounts or cand.tolerance:
+            _verify(cand, tensors)
+        verified.append(cand)
+        if cand.accounts:
+            accounted_kinds.add(cand.kind)
+
+    per_kind: dict[str, int] = {}
+    for fallback in (False, True):
+        # simplest first within each kind: once one accounts, the more complex readings of that kind are moot
+        todo = sorted((c for c in proposed if c.fallback == fallback), key=_rough_complexity)
+        for cand in todo:
+            if cand.kind in accounted_kinds:
+                continue
+            if per_kind.get(cand.kind, 0) >= MAX_VERIFY:
+                continue
+            per_kind[cand.kind] = per_kind.get(cand.kind, 0) + 1
+            check(cand)
+    for cand in verified:
+        _name(cand)
+    good = sorted((c for c in verified if c.accounts), key=lambda c: (_complexity(c), c.ulp, c.max_abs))
+    bad = sorted(
+        (c for c in verified if not c.accounts),
+        key=lambda c: (not c.structural, -(c.cosine if math.isfinite(c.cosine) else -2.0)),
+    )
+    if not good:
+        # nothing exact: a candidate within the error of the usual float32 formula still names the table
+        near = sorted((c for c in bad if c.tolerance == "float32-formula"), key=lambda c: (_complexity(c), c.max_abs))
+        if near:
+            near[0].accounts = True
+            near[0].why = ""
+            good, bad = [near[0]], [c for c in bad if c is not near[0]]
+    best = good[0] if good else None
+    reason = ""
+    if best is None:
+        if bad:
+            c = bad[0]
+            cos = f"cosine {c.cosine:.2f}" if math.isfinite(c.cosine) else "no comparable values"
+            reason = f"no analytic kind reproduces it; closest {c.label()}, {cos} ({c.why})"
+        else:
+            reason = f"no analytic kind reproduces it; no kind fits a {'x'.join(map(str, shape))} {dtype} table"
+    return Identification(shape, dtype, good + bad, best, reason)
+
+
+def registry_hints() -> list[tuple[str, Hint]]:
+    """Every registered kind's ``identify_hints``, in registry order."""
+    from .encodings import kind_classes
+
+    return [(name, cls.identify_hints) for name, cls in kind_classes().items()]
+
+
+def _dtype_name(dt: np.dtype) -> str:
+    from .encodings.base import dtype_name
+
+    return dtype_name(np.dtype(dt))
+
+
+def _rough_complexity(c: Candidate) -> float:
+    """:func:`_complexity` before naming: parameters that differ from the kind's declared defaults, by digits."""
+    from .encodings import get_kind
+
+    cls = get_kind(c.kind)
+    defaults = {f.name: f.default for f in cls.param_fields() if f.default is not dataclasses.MISSING}
+    explicit = {
+        k: v
+        for k, v in c.params.items()
+        if k not in ("length", "dim", "dtype") and not (k in defaults and _same(v, defaults[k]))
+    }
+
+    def score(params: dict[str, Any]) -> float:
+        out = 0.0
+        for v in params.values():
+            out += 1.0
+            if isinstance(v, float):
+                out += an.nice_digits(v) / 4
+            elif isinstance(v, tuple):
+                out += sum(an.nice_digits(x) / 4 for x in v if isinstance(x, float))
+        return out
+
+    best = score(explicit)
+    for values in cls.PRESETS.values():
+        full = {**defaults, **c.params}
+        if all(k in full and _same(full[k], v) for k, v in values.items()):
+            best = min(best, score({k: v for k, v in explicit.items() if k not in values}) - 0.5)
+    return best
+
+
+def _complexity(c: Candidate) -> float:
+    """Fewer explicit parameters and shorter numbers first: the simplest description that reproduces the table."""
+    score = 0.0
+    for v in c.explicit.values():
+        score += 1.0
+        if isinstance(v, float):
+            score += an.nice_digits(v) / 4
+        elif isinstance(v, tuple):
+            score += sum(an.nice_digits(x) / 4 for x in v if isinstance(x, float))
+    return score - (0.5 if c.preset else 0.0)
+
+
+def _runs(rows: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+    """Consecutive runs of sorted rows: ``(start, stop, positions in rows)``."""
+    out = []
+    breaks = np.flatnonzero(np.diff(rows) > 1) + 1
+    start = 0
+    for stop in [*breaks.tolist(), rows.size]:
+        out.append((int(rows[start]), int(rows[stop - 1]) + 1, np.arange(start, stop)))
+        start = stop
+    return out
+
+
+def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) -> None:
+    """Regenerate ``cand`` with posenc's engine and measure it against the input on sampled rows (``quick``: 48
+    rows spread to the end of the table, a cheap first filter)."""
+    from .encodings import make_encoding
+
+    try:
+        enc = make_encoding(cand.kind, cand.params)
+        enc.tensor_specs()
+    except ParameterError as exc:
+        cand.why = f"not a valid {cand.kind} table: {exc}"
+        return
+    specs = enc.tensor_specs()
+    tmap = dict(cand.tensor_map)
+    if not tmap:
+        if len(tensors) == 1:
+            tmap = {next(iter(tensors)): enc.PRIMARY}
+        else:
+            tmap = {k: k for k in tensors if k in specs}
+    if not tmap:
+        cand.why = f"{cand.kind} has none of the tensors {', '.join(tensors)}"
+        return
+    worst_abs, worst_ulp, cosines, ok, rows_checked = 0.0, 0.0, [], True, 0
+    loose = True
+    ulp_dtype = ""
+    for in_name, enc_name in tmap.items():
+        x = tensors[in_name]
+        if enc_name not in specs:
+            cand.why = f"{cand.kind} has no tensor {enc_name!r}"
+            return
+        spec = specs[enc_name]
+        if tuple(int(s) for s in x.shape) != tuple(spec.shape):
+            cand.why = f"{cand.kind} gives {enc_name} of shape {tuple(spec.shape)}, the table is {tuple(x.shape)}"
+            return
+        if len(spec.shape) == 3:
+            xs, ys, rows = _sample_3d(x, enc, enc_name)
+        else:
+            rows = an.check_rows(int(spec.shape[0]), int(np.prod(spec.shape[1:])) if len(spec.shape) > 1 else 1)
+            if quick and rows.size > 48:
+                rows = an.spread_rows(int(spec.shape[0]), 48, head=8, tail=8)
+            xs = an.read_rows(x, rows).reshape(rows.size, -1)
+            ys = np.empty_like(xs)
+            try:
+                for lo, hi, where in _runs(rows):
+                    ys[where] = np.asarray(enc.rows(enc_name, lo, hi), dtype=np.float64).reshape(hi - lo, -1)
+            except (ArithmeticError, ParameterError) as exc:  # e.g. a degenerate base the engine does not refuse
+                cand.why = f"{cand.kind} cannot build it: {type(exc).__name__}: {exc}"
+                return
+        res = an.residual(
+            xs, ys, np.dtype(x.dtype), spec.dtype, rows_checked=int(rows.size), row_index=rows, ulp_tol=ULP_TOL
+        )
+        if len(spec.shape) == 2 and not res.within and np.dtype(x.dtype) == np.float32 and not cand.fallback:
+            # a table computed with the usual float32 formula is off by ~|t w| 2^-24: within 2^-22 (t + 1) of the
+            # exact one (frequencies below 1 rad per position) is "reproduced to float32-formula accuracy"; the
+            # offset counts at most the table's length, so that a wild offset cannot widen the bound
+            shift = min(abs(int(cand.params.get("offset", 0) or 0)), int(spec.shape[0]))
+            t = (rows + shift).astype(np.float64) + 1
+            mag = np.maximum(1.0, np.maximum(np.abs(xs), np.abs(ys)))
+            with np.errstate(invalid="ignore"):
+                loose &= bool(np.all(np.abs(xs - ys) <= 2.0**-22 * t[:, None] * mag))
+        elif not res.within:
+            loose = False
+        worst_abs, worst_ulp = max(worst_abs, res.max_abs), max(worst_ulp, res.ulp)
+        cosines.append(res.cosine)
+        ok &= res.within
+        rows_checked = max(rows_checked, res.rows_checked)
+        ulp_dtype = res.ulp_dtype
+    cand.max_abs, cand.ulp, cand.ulp_dtype = worst_abs, worst_ulp, ulp_dtype
+    cand.cosine = float(min(cosines)) if cosines else float("nan")
+    cand.accounts, cand.rows_checked = bool(ok), rows_checked
+    cand.tolerance = "ulp" if ok else "float32-formula" if loose and math.isfinite(worst_abs) else ""
+    if not ok:
+        cand.why = f"regenerated, it differs by up to {worst_abs:.3g} ({_ulps(worst_ulp)} ulp)"
+        if cand.note and not cand.structural:
+            cand.why = f"{cand.note}; {cand.why}"
+
+
+def _sample_3d(x: Any, enc: Any, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Heads x len x len: every head (up to 64, else a sample) on a sample of query rows."""
+    heads = an.spread_rows(int(x.shape[0]), 64)
+    q = an.check_rows(int(x.shape[1]), int(x.shape[2]), count=256)
+    xs, ys = [], []
+    for h in heads.tolist():
+        xh = np.asarray(x[h] if isinstance(x, np.ndarray) else x.rows(h, h + 1)[0], dtype=np.float64)
+        yh = np.asarray(enc.rows(name, h, h + 1)[0], dtype=np.float64)
+        xs.append(xh[q].reshape(-1))
+        ys.append(yh[q].reshape(-1))
+    return np.stack(xs), np.stack(ys), heads
+
+
+def _name(cand: Candidate) -> None:
+    """Fill ``explicit``, ``preset``/``presets`` and ``command`` from the kind's declared defaults and presets."""
+    from .encodings import get_kind, make_encoding
+    from .encodings.base import format_value
+
+    cls = get_kind(cand.kind)
+    try:
+        full = make_encoding(cand.kind, cand.params).params()
+    except ParameterError:
+        full = dict(cand.params)
+    defaults = {f.name: f.default for f in cls.param_fields() if f.default is not dataclasses.MISSING}
+    explicit = {
+        k: v for k, v in full.items() if k not in ("length", "dim", "dtype") and (k not in defaults or v != defaults[k])
+    }
+    best_preset, best_cover = None, -1
+    matching = []
+    for pname, values in cls.PRESETS.items():
+        if all(k in full and _same(full[k], v) for k, v in values.items()):
+            matching.append(pname)
+            cover = sum(1 for k in values if k in explicit)
+            if cover > best_cover:
+                best_preset, best_cover = pname, cover
+    cand.presets = matching
+    # a preset names the table when it accounts for some of its parameters, or when there is nothing else to say
+    if best_preset is not None and (best_cover > 0 or not explicit):
+        cand.preset = best_preset
+        explicit = {k: v for k, v in explicit.items() if k not in cls.PRESETS[best_preset]}
+    else:
+        best_preset = None
+    cand.explicit = explicit
+    parts = ["posenc", "generate", "--kind", cand.kind, "--len", str(full.get("length", cand.params.get("length")))]
+    if full.get("dim") is not None:
+        parts += ["--dim", str(full["dim"])]
+    if full.get("dtype") not in (None, defaults.get("dtype")):
+        parts += ["--dtype", str(full["dtype"])]
+    pairs = ([f"preset={best_preset}"] if best_preset else []) + [f"{k}={format_value(v)}" for k, v in explicit.items()]
+    if pairs:
+        parts += ["-p", ",".join(pairs)]
+    enc_primary = cls.PRIMARY
+    single = list(cand.tensor_map.values())
+    if len(single) == 1 and single[0] != enc_primary:
+        parts += ["--tensor", single[0]]
+    cand.command = " ".join(shlex.quote(p) for p in parts)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        try:
+            return float(a) == float(b)
+        except (TypeError, ValueError):
+            return False
+    return bool(a == b)
+
+
+# ----- helpers the hints share (generic: no kind names) ----------------------------------------------------------
+def round_variants(
+    value: float, *, tols: tuple[float, ...] = (1e-10, 1e-8, 1e-6, 1e-4), keep: bool = True
+) -> list[float]:
+    """``value`` rounded to its shortest decimal within each relative tolerance (distinct, shortest first),
+    plus the value itself when ``keep``."""
+    out = []
+    for t in sorted(tols, reverse=True):
+        v = an.nice_number(value, t)
+        if v not in out:
+            out.append(v)
+    if keep and value not in out:
+        out.append(float(value))
+    return out
+
+
+def base_params(ana: an.TableAnalysis, *, dim: bool = True) -> dict[str, Any]:
+    """``length``, ``dim`` (the columns) and ``dtype`` of the main table."""
+    p: dict[str, Any] = {"length": ana.n}
+    if dim and ana.ndim >= 2:
+        p["dim"] = ana.width
+    if ana.dtype_param is not None:
+        p["dtype"] = ana.dtype_param
+    return p
+
+
+def ladder(spec: an.Spectrum) -> tuple[np.ndarray, np.ndarray, list[an.Oscillator]]:
+    """Oscillators from the highest frequency down, with their frequencies and errors."""
+    osc = spec.by_frequency()
+    return np.array([o.freq for o in osc]), np.array([o.err for o in osc]), osc
+
+
+def phase_tol(dtype: Any) -> float:
+    """How far (rad) a phase read from a table of ``dtype`` may be off: 1e-3, or 4 ulps for coarse dtypes."""
+    return max(1e-3, 4 * an.data_eps(np.dtype(dtype)))
+
+
+def base_readings(value: float, coarse: bool = False) -> list[float]:
+    """Round readings of a frequency base (``coarse``: a float16/bfloat16 table, read to 1e-3 .. 1e-2 too); a base
+    of 1 or below is degenerate (no frequency ladder) and dropped."""
+    # slow columns read on few rows (or a coarse dtype) know the base to 1e-3 .. 1e-2 only; regeneration decides
+    tols = (1e-10, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2) + ((3e-3,) if coarse else ())
+    return [b for b in round_variants(value, tols=tols) if b > 1.0 and math.isfinite(b)]
+
+
+def round_base(value: float) -> float | None:
+    """``value`` as a base of at most three significant digits within 1e-9 .. 1e-5 (None if it is not one)."""
+    for tol in (1e-9, 1e-7, 1e-5):
+        nice = an.nice_number(value, tol)
+        if an.nice_digits(nice) <= 3 and nice > 1:
+            return nice
+    return None
+
+
+def near_one(x: float, tol: float = 1e-6) -> bool:
+    return abs(x - 1.0) <= tol
