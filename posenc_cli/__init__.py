@@ -34,12 +34,15 @@ _EXPORTS = {
     "check_all": "api",
     "from_config_layers": "api",
     "compare": "api",
+    "identify": "api",
     "kinds": "api",
     "CheckReport": "api",
     "CheckResult": "checks.base",
     "CompareResult": "metrics",
     "Comparison": "api",
     "TensorComparison": "api",
+    "Identification": "identification",
+    "Candidate": "identification",
     "Encoding": "encodings.base",
     "Source": "sources",
     "ExitCode": "errors",
@@ -61,12 +64,15 @@ __all__ = [
     "check_all",
     "from_config_layers",
     "compare",
+    "identify",
     "kinds",
     "CheckReport",
     "CheckResult",
     "CompareResult",
     "Comparison",
     "TensorComparison",
+    "Identification",
+    "Candidate",
     "Encoding",
     "Source",
     "ExitCode",
@@ -87,6 +93,7 @@ if TYPE_CHECKING:
         from_config,
         from_config_layers,
         generate,
+        identify,
         kinds,
         load_config,
         open_table,
@@ -96,6 +103,7 @@ if TYPE_CHECKING:
     from .checks.base import CheckResult
     from .encodings.base import Encoding
     from .errors import ExitCode, InputError, OutputError, ParameterError, PosencError
+    from .identification import Candidate, Identification
     from .metrics import CompareResult
     from .sources import Source
 

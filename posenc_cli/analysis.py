@@ -1,6 +1,6 @@
 r"""Structure measured from a positional-encoding table itself, on a bounded sample of its rows.
 
-Diagnosis (:mod:`.diagnose`) and identification (:mod:`.identify`) share these primitives. Each reads only the
+Diagnosis (:mod:`.diagnose`) and identification (:mod:`.identification`) share these primitives. Each reads only the
 rows it needs (:func:`read_rows`: a fancy index on an array or memory map, ``rows(start, stop)`` runs on a lazy
 tensor), so a 131072 x 1024 table costs a few hundred rows, never a pass over the file.
 

@@ -29,6 +29,7 @@ from .errors import InputError, ParameterError
 if TYPE_CHECKING:
     from .checks.base import CheckResult
     from .encodings.base import Encoding
+    from .identification import Identification
     from .metrics import CompareResult
     from .sources import Source
 
@@ -298,7 +299,14 @@ def preview(enc: Encoding, rows: int = 10, cols: int = 8, tensor: str | None = N
 # ----- checking ---------------------------------------------------------------------------------------
 @dataclass
 class CheckReport:
-    """What ``check`` measured on one source: every property, which were required, and the verdict."""
+    """What ``check`` measured on one source: every property, which were required, and the verdict.
+
+    ``tensor`` is the primary table judged; ``tensors`` every tensor judged (a RoPE source: cos, sin and
+    inv_freq), ``not_checked`` the source's tensors left out (``tensor=`` narrowed), ``unmeasured`` the kind's
+    required properties that the judged tensors cannot show (e.g. a rotary pair property with only ``sin``).
+    ``assumed`` says what the table was taken to be when it carries no kind (its identification, or why none was
+    found); ``against`` is the comparison with the spec it was checked against (``check --against``).
+    """
 
     source: str
     tensor: str
@@ -309,16 +317,28 @@ class CheckReport:
     results: list[CheckResult] = field(default_factory=list)
     #: the properties that could not be measured because one they need failed (e.g. every one after a NaN)
     not_run: list[str] = field(default_factory=list)
+    tensors: list[str] = field(default_factory=list)
+    not_checked: list[str] = field(default_factory=list)
+    unmeasured: list[str] = field(default_factory=list)
+    assumed: str = ""
+    assumed_command: str | None = None
+    against: Comparison | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "source": self.source,
             "tensor": self.tensor,
+            "tensors": self.tensors,
+            "not_checked": self.not_checked,
             "kind": self.kind,
+            "assumed": self.assumed,
+            "assumed_command": self.assumed_command,
             "ok": self.ok,
             "required": self.required,
             "failed": self.failed,
             "not_run": self.not_run,
+            "unmeasured": self.unmeasured,
+            "against": None if self.against is None else self.against.to_json(),
             "results": [r.to_json() for r in self.results],
         }
 
@@ -327,22 +347,35 @@ def check(
     table: TableLike,
     *,
     expect: str | None = None,
+    against: TableLike | None = None,
     require: list[str] | None = None,
-    tensor: str | None = None,
+    tensor: str | list[str] | tuple[str, ...] | None = None,
+    identify: bool = True,
     probes: int = 8,
     seed: int = 0,
     on_check: Callable[[str, int], None] | None = None,
 ) -> CheckReport:
     """Measure every property of ``table`` that its kind declares and say whether the required ones hold.
 
+    The source is judged as a whole: every tensor it holds (a RoPE file's cos/sin pair gets its pair properties)
+    unless ``tensor`` narrows it, and the report names what was left out.
+
     Parameters
     ----------
     expect : str, optional
-        Judge the table as this kind (default: the kind in its metadata; unknown: only ``finite`` is required).
+        Judge the table as this kind (default: the kind in its metadata).
+    against : str or table, optional
+        A spec (``"sinusoidal:base=500000"``; length and dim default to the table's) or another table that
+        ``table`` must equal: ``matches-spec`` regenerates from it, and when they differ the report carries the
+        comparison with its diagnosis (a layout swap, another base, an offset, ...).
     require : list of str, optional
         The properties that must hold, instead of the kind's defaults.
-    tensor : str, optional
-        The tensor to judge (default: the only one, else the kind's primary).
+    tensor : str or list of str, optional
+        The tensors to judge (default: all); the first is the primary table.
+    identify : bool
+        A source without a kind (a plain .npy, a foreign safetensors) is identified from its structure
+        (:func:`identify`) and judged as what it is found to be; the report says what was assumed. With
+        ``expect`` only that kind's readings are tried. False: judge it as an unknown kind (only ``finite``).
     on_check : callable, optional
         Called with each property's name and how many there are, before it is measured (progress bars).
     """
@@ -354,7 +387,8 @@ def check(
     src = open_table(table)
     if expect is not None:
         expect = resolve_kind(expect)
-    name = src.tensor_name(tensor)
+    chosen = _chosen_tensors(src, tensor)
+    name = chosen[0]
     array = src.array(name)
     kind = expect or src.kind
     kind_cls = get_kind(kind) if kind is not None and _known_kind(kind) else None
@@ -364,18 +398,52 @@ def check(
             f"{src.label}: tensor {name!r} is 1-D (shape {tuple(array.shape)}); an encoding table has one row per "
             "position: pick a 2-D tensor with --tensor or compare 1-D tensors with posenc compare"
         )
-    own = src.encoding is not None and (expect is None or expect == src.kind)
+    tensors: dict[str, Any] = {n: (array if n == name else src.array(n)) for n in chosen}
+    metadata: Mapping[str, str] = src.metadata
+    encoding = src.encoding if src.encoding is not None and (expect is None or expect == src.kind) else None
+    origin = "the metadata"
+    assumed, assumed_command = "", None
+    comparison = None
+    if against is not None:
+        ref = _open_against(against, src, chosen)
+        comparison = compare(src, ref)
+        if len(chosen) < len(src.names):  # narrowed: the chosen tensors only
+            comparison.tensors = [tc for tc in comparison.tensors if tc.name_a in chosen]
+            comparison.only_a = [n for n in comparison.only_a if n in chosen]
+            comparison.only_b = []
+        if ref.encoding is not None:
+            encoding, origin = ref.encoding, ref.label
+            if kind is None or expect is None:
+                kind, kind_cls = ref.encoding.KIND, type(ref.encoding)
+            metadata = {**src.metadata, **ref.encoding.metadata()}
+    elif encoding is None and identify and (src.kind is None or not _known_kind(src.kind)):
+        found = _identify_for_check(tensors, src.metadata, kind_cls)
+        if found is not None:
+            assumed = found.summary
+            best = found.best
+            if best is not None:
+                from .encodings import make_encoding
+
+                encoding = make_encoding(best.kind, best.params)
+                kind, kind_cls, origin = best.kind, type(encoding), "the identification"
+                assumed_command = best.command
+                metadata = {**src.metadata, **encoding.metadata()}
+                renamed = {best.tensor_map.get(n, n): a for n, a in tensors.items()}
+                if len(tensors) == 1 and not best.tensor_map:
+                    renamed = {encoding.PRIMARY: array}
+                name = best.tensor_map.get(name, encoding.PRIMARY if len(tensors) == 1 else name)
+                tensors = renamed
     ctx = CheckContext(
         table=array,
-        # a foreign file (no posenc metadata) is judged by the chosen tensor alone
-        tensors={n: src.array(n) for n in src.names} if src.encoding is not None else {name: array},
-        metadata=src.metadata,
+        tensors=tensors,
+        metadata=metadata,
         kind=kind,
-        encoding=src.encoding if own else None,
+        encoding=encoding,
         rtol=rtol_for(_value_dtype(src, array)),
         seed=seed,
         probes=probes,
         kind_cls=kind_cls,
+        spec_origin=origin,
     )
     names = checks.applicable(ctx)
     results: list[CheckResult] = []
@@ -395,10 +463,69 @@ def check(
         raise ParameterError(
             f"--require {','.join(missing)}: not measurable on {src.label}; measurable: {', '.join(available)}"
         )
+    unmeasured = [] if kind_cls is None else [n for n, req in kind_cls.PROPERTIES.items() if req and n not in available]
     failed = [r.name for r in results if r.name in required and r.passed is False]
     not_run = [r.name for r in results if r.not_run]
     ok = not failed and not any(n in required for n in not_run)  # a required property must have held
-    return CheckReport(src.label, name, kind, ok, required, failed, results, not_run)
+    if comparison is not None and not comparison.same:
+        ok = False
+    return CheckReport(
+        src.label,
+        name,
+        kind,
+        ok,
+        required,
+        failed,
+        results,
+        not_run,
+        tensors=list(chosen),
+        not_checked=[n for n in src.names if n not in chosen],
+        unmeasured=unmeasured,
+        assumed=assumed,
+        assumed_command=assumed_command,
+        against=comparison,
+    )
+
+
+def _chosen_tensors(src: Source, tensor: str | list[str] | tuple[str, ...] | None) -> list[str]:
+    """The tensors ``check`` judges: ``tensor`` (one name or several, each validated), else every tensor of the
+    source with its primary first."""
+    if tensor is None:
+        try:
+            primary = src.tensor_name(None)
+        except InputError:
+            # several tensors and no kind to say which is which: one table in parts (a cos/sin pair: every tensor
+            # of one shape) is judged whole; anything else (a model checkpoint) needs --tensor
+            shapes = {tuple(getattr(src.lazy.get(n) or src.tensors.get(n), "shape", ())) for n in src.names}
+            if len(shapes) != 1:
+                raise
+            primary = src.names[0]
+        return [primary, *[n for n in src.names if n != primary]]
+    wanted = [tensor] if isinstance(tensor, str) else list(tensor)
+    if not wanted:
+        raise ParameterError("tensor=[] names no tensor; give at least one name, or None for every tensor")
+    return list(dict.fromkeys(src.tensor_name(n) for n in wanted))
+
+
+def _open_against(against: TableLike, src: Source, chosen: list[str]) -> Source:
+    """The reference ``check --against`` compares with: a spec takes its length and dim from ``src``."""
+    from .sources import is_spec, open_source
+
+    if isinstance(against, str) and is_spec(against):
+        return open_source(against, like=src)
+    return open_table(against)
+
+
+def _identify_for_check(tensors: dict[str, Any], metadata: Mapping[str, str], kind_cls: Any) -> Any:
+    """:func:`identify` of the judged tensors (only ``kind_cls``'s readings when a kind is expected); None when
+    identification cannot apply (a table with no floating values to read structure from)."""
+    from .identification import identify as identify_tensors
+
+    hints = None if kind_cls is None else [(kind_cls.KIND, kind_cls.identify_hints)]
+    try:
+        return identify_tensors(tensors, dict(metadata), hints=hints)
+    except ValueError:
+        return None
 
 
 def check_all(table: TableLike, **options: Any) -> list[CheckReport]:
@@ -413,6 +540,27 @@ def check_all(table: TableLike, **options: Any) -> list[CheckReport]:
             )
         return [check(g, **options) for g in src.groups.values()]
     return [check(src, **options)]
+
+
+def identify(table: TableLike, *, tensor: str | list[str] | tuple[str, ...] | None = None) -> Identification:
+    """Which kind, preset and parameters reproduce ``table``, read from its own structure (column frequencies and
+    layout, value range, Toeplitz structure, per-head slopes, grid strides) and confirmed by regenerating it.
+
+    ``.best`` is the simplest candidate that reproduces every compared value within 2 ulps (or within the error
+    of the usual float32 formula, ``tolerance="float32-formula"``), ``.command`` the ``posenc generate`` line that
+    regenerates it; when nothing does (a trained table, noise), ``.best`` is None, ``.reason`` says why and
+    ``.candidates`` list the closest readings, each with why it fails.
+
+    >>> import posenc_cli as pe
+    >>> found = pe.identify(pe.generate("sinusoidal", length=64, dim=16, base=500000).array())
+    >>> found.command
+    'posenc generate --kind sinusoidal --len 64 --dim 16 -p base=500000'
+    """
+    from .identification import identify as identify_tensors
+
+    src = open_table(table)
+    chosen = _chosen_tensors(src, tensor)
+    return identify_tensors({n: src.array(n) for n in chosen}, dict(src.metadata))
 
 
 def from_config_layers(
@@ -619,6 +767,7 @@ __all__ = [
     "from_config",
     "from_config_layers",
     "generate",
+    "identify",
     "kinds",
     "load_config",
     "open_table",

@@ -285,15 +285,23 @@ def report_json(report: Any) -> dict[str, Any]:
     results = [result_json(r, r["name"] in required) for r in d["results"]]
     not_run = [r["name"] for r in results if r["status"] == "NOT RUN"]
     failed = [r["name"] for r in results if r["required"] and r["status"] == "FAIL"]
+    against = d.get("against")
     ok = bool(d["ok"]) and not failed and not any(n in required for n in not_run)
+    ok = ok and (against is None or bool(against["same"]))
     return {
         "source": d["source"],
         "tensor": d["tensor"],
+        "tensors": list(d.get("tensors") or [d["tensor"]]),
+        "not_checked": list(d.get("not_checked", [])),
         "kind": d["kind"],
+        "assumed": d.get("assumed", ""),
+        "assumed_command": d.get("assumed_command"),
         "ok": ok,
         "required": required,
         "failed": failed,
         "not_run": not_run,
+        "unmeasured": list(d.get("unmeasured", [])),
+        "against": against,
         "results": results,
     }
 
@@ -534,8 +542,53 @@ def check_report(report: Any, *, quiet: int = QUIET_NONE, verbose: bool = False)
     """
     d = dict(report) if isinstance(report, Mapping) else report.to_json()
     if quiet < QUIET_VERDICT:
-        check_table(f"{d['source']} [{d['tensor']}]", d["kind"], d["results"], d["required"], verbose=verbose)
-    check_summary(d["source"], d["ok"], d["failed"], results=d["results"], quiet=quiet)
+        tensors = ", ".join(d.get("tensors") or [d["tensor"]])
+        check_table(f"{d['source']} [{tensors}]", d["kind"], d["results"], d["required"], verbose=verbose)
+        _emit(check_notes(d, width=term_width(sys.stdout), verbose=verbose), sys.stdout)
+    failed = list(d["failed"])
+    if d.get("against") is not None and not d["against"]["same"]:
+        failed.append(f"matches {d['against']['b']}")
+    check_summary(d["source"], d["ok"], failed, results=d["results"], quiet=quiet)
+
+
+def check_notes(
+    d: Mapping[str, Any], *, width: int = DEFAULT_WIDTH, verbose: bool = False
+) -> list[tuple[str, str | None]]:
+    """What a check report says below its properties: what a kindless table was taken to be, the tensors left
+    out and the properties they would have shown, and the comparison with ``--against`` (with why they differ)."""
+    out: list[tuple[str, str | None]] = []
+
+    def note(text: str, style: str | None = None, indent: str = "  ") -> None:
+        out.extend((s, style) for s in wrap(text, width, "", indent))
+
+    if d.get("assumed"):
+        if d.get("assumed_command"):
+            note(f"identified (no kind in the file): {d['assumed']}", "cyan")
+            out.extend((s, None) for s in command_lines(d["assumed_command"], width))
+        else:
+            note(f"not identified: {d['assumed']}", "yellow")
+    if d.get("not_checked"):
+        note(f"not checked (--tensor): {', '.join(d['not_checked'])}", "yellow")
+    if d.get("unmeasured"):
+        note(f"not measurable on these tensors: {', '.join(d['unmeasured'])}", "yellow")
+    cmp = d.get("against")
+    if cmp is not None:
+        if cmp["same"]:
+            note(f"against {cmp['b']}: SAME (every tensor)", "green")
+        for tc in cmp["tensors"]:
+            if tc["same"]:
+                continue
+            note(f"against {cmp['b']} [{tc['b']}]: DIFFERENT: {tc['reason']}", "red")
+            diag = tc.get("diagnosis")
+            found = (diag or {}).get("explanations") or []
+            for e in found if verbose else found[:1]:
+                note(f"why: {e['summary']}", "bold", "     ")
+            if diag is not None and not found:
+                note(f"why: not found; {diag.get('reason', '')}", None, "     ")
+        for side, key in ((cmp["a"], "only_in_a"), (cmp["b"], "only_in_b")):
+            if cmp.get(key):
+                note(f"only in {side}: {', '.join(cmp[key])}", "red")
+    return out
 
 
 # ----- compare ---------------------------------------------------------------------------------------
@@ -636,6 +689,76 @@ def comparison_report(cmp: Any, *, quiet: int = QUIET_NONE, verbose: bool = Fals
             if names:
                 _emit([(s, "red") for s in wrap(f"only in {label}: {', '.join(names)}", width)], stream)
     compare_summary(cmp, cmp.label_a, cmp.label_b, quiet=quiet)
+
+
+# ----- identify --------------------------------------------------------------------------------------
+def command_lines(command: str, width: int, indent: str = "  ") -> list[str]:
+    """A shell command in lines of at most ``width`` characters, broken between words with `` \\``
+    continuations, so that it still pastes as one command (a word longer than a line stays whole)."""
+    import shlex
+
+    words = [shlex.quote(w) for w in shlex.split(command)]
+    lines: list[str] = []
+    cur = indent
+    for w in words:
+        sep = "" if cur.strip() == "" else " "
+        if cur.strip() and len(cur) + len(sep) + len(w) + 2 > width:
+            lines.append(cur + " \\")
+            cur = indent + "    " + w
+        else:
+            cur += sep + w
+    lines.append(cur)
+    return lines
+
+
+def identification_lines(
+    found: Any, label: str, *, verbose: bool = False, width: int = DEFAULT_WIDTH
+) -> list[tuple[str, str | None]]:
+    """``posenc identify``'s report: the kind and parameters found with the command that regenerates the table
+    and its residual, or why nothing was identified and the closest readings (every reading with ``verbose``)."""
+    width = max(int(width), 40)
+    d = found if isinstance(found, Mapping) else found.to_json()
+    shape = "x".join(map(str, d["shape"]))
+    out: list[tuple[str, str | None]] = [(s, "bold") for s in wrap(f"{label}  ({shape} {d['dtype']})", width)]
+
+    def line(text: str, style: str | None = None, indent: str = "", more: str = "  ") -> None:
+        out.extend((s, style) for s in wrap(text, width, indent, more))
+
+    best = d["best"]
+    if best is not None:
+        line(f"identified: {d['summary']}", "green", "", "  ")
+        line("regenerate with:")
+        out.extend((s, None) for s in command_lines(d["command"], width))
+        others = [c for c in d["candidates"] if c["accounts"] and c is not best and c["command"] != d["command"]]
+        if others and verbose:
+            line("also reproduced by:", None)
+            for c in others:
+                line(f"- {c['command']}", None, "  ", "    ")
+    else:
+        line(f"not identified: {d['reason']}", "red", "", "  ")
+    tried = [c for c in d["candidates"] if not c["accounts"]]
+    if tried:
+        # the closest is named in the reason already
+        shown = tried if verbose else tried[1:4] if best is None else []
+        if shown:
+            line("readings tried:" if verbose else "other readings:")
+        for c in shown:
+            label_c = c["kind"] + "".join(f" {k} {v}" for k, v in list((c["explicit"] or c["params"]).items())[:4])
+            cos = c["cosine"]
+            cos_text = f", cosine {cos:.3g}" if isinstance(cos, float) else ""
+            line(f"- {label_c}{cos_text}: {c['why']}", None, "  ", "    ")
+    return out
+
+
+def identification_report(found: Any, label: str, *, verbose: bool = False, quiet: int = QUIET_NONE) -> None:
+    """The human output of ``posenc identify``: the report on stdout (:func:`identification_lines`) and a verdict
+    line on stderr."""
+    if quiet < QUIET_VERDICT:
+        _emit(identification_lines(found, label, verbose=verbose, width=term_width(sys.stdout)), sys.stdout)
+    if quiet < QUIET_ALL:
+        ok = found.best is not None
+        text = f"{label}: identified as {found.best.label()}" if ok else f"{label}: not identified"
+        _emit([(text, "green" if ok else "red")], sys.stderr)
 
 
 # ----- generate: the preview -------------------------------------------------------------------------

@@ -210,11 +210,9 @@ def open_source(
         if like is not None and (length is None or dim is None):
             name = like.tensor_name(None)
             ref = like.tensors.get(name, like.lazy.get(name))  # read, or computable: its shape is known
-            shape = tuple(getattr(ref, "shape", ()))
-            if shape:
-                length = shape[0] if length is None else length
-                if len(shape) >= 2 and dim is None:
-                    dim = shape[1]
+            shaped = get_kind(kind).shape_params(tuple(int(s) for s in getattr(ref, "shape", ())))
+            length = shaped.get("length") if length is None else length
+            dim = shaped.get("dim") if dim is None else dim
         enc = make_encoding(kind, spec_params(pairs, length, dim, params or {}, dtype))
         check_size(enc.nbytes(), limit, text)
         return Source.from_encoding(enc, text)

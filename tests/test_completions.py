@@ -42,7 +42,7 @@ def test_completion_offers_kinds_commands_options_and_values(shell):
     assert complete("posenc check --expect t", shell) == ["t5"]
     assert complete("posenc kinds sinusoidal-", shell) == ["sinusoidal-2d", "sinusoidal-3d"]
     assert complete("posenc check si", shell) == ["sinusoidal", "sinusoidal-2d", "sinusoidal-3d"]
-    assert set(complete("posenc ", shell)) == {"generate", "check", "compare", "export", "plot", "kinds"}
+    assert set(complete("posenc ", shell)) == {"generate", "check", "compare", "identify", "export", "plot", "kinds"}
     assert complete("posenc generate --len ", shell) == []  # a number: nothing to offer
 
 

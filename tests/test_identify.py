@@ -17,7 +17,7 @@ from posenc_cli import analysis as an
 from posenc_cli.encodings import KINDS, get_kind
 from posenc_cli.encodings import make_encoding as _make
 from posenc_cli.errors import ParameterError
-from posenc_cli.identify import Candidate, identify, registry_hints
+from posenc_cli.identification import Candidate, identify, registry_hints
 from posenc_cli.sources import parse_param_options
 
 DTYPES = st.sampled_from(["float32", "float32", "float64", "float16", "bfloat16"])
@@ -424,6 +424,6 @@ def test_json_and_summary():
 
 
 def test_driver_names_no_kind():
-    text = (Path(__file__).resolve().parent.parent / "posenc_cli" / "identify.py").read_text()
+    text = (Path(__file__).resolve().parent.parent / "posenc_cli" / "identification.py").read_text()
     for kind in KINDS:
         assert f'"{kind}"' not in text and f"'{kind}'" not in text, kind

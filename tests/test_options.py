@@ -35,7 +35,7 @@ VALUES = {
     "--expect": "learned", "--require": "finite", "--probes": "3", "--seed": "7", "--atol": "0.5", "--rtol": "0.5",
     "--name": "x", "--onnx-rope": "", "--all-layer-types": "", "--verbose": "", "--view": "dot",
     "--pair": "1", "--positions": "8", "--at": "2", "--max-offset": "5", "--cosine": "", "--head": "0", "--size": "4x3",
-    "--dpi": "50", "--no-explain": "",
+    "--dpi": "50", "--no-explain": "", "--against": "sinusoidal:base=100", "--no-identify": "",
 }  # fmt: skip
 
 #: command -> source kind -> the arguments of the baseline run.
@@ -48,6 +48,7 @@ BASELINES = {
                "file": ["{path}/pe.safetensors", "-o", "{path}/out.safetensors"],
                "stdin": ["-", "-o", "{path}/out.safetensors"]},
     "kinds": {"none": ["sinusoidal"]},
+    "identify": {"file": ["{path}/plain.npy"], "stdin": ["-"]},
     "plot": {"spec": ["sinusoidal", "-n", "16", "-d", "8", "-o", "{path}/out.png"],
              "file": ["{path}/pe.safetensors", "-o", "{path}/out.png"], "stdin": ["-", "-o", "{path}/out.png"]},
 }  # fmt: skip
@@ -55,7 +56,7 @@ BASELINES = {
 #: (command, option) pairs whose value differs from VALUES, for the case to mean something.
 SPECIAL = {
     ("generate", "--tensor"): "sin", ("check", "--tensor"): "sin", ("compare", "--tensor"): "sin",
-    ("export", "--tensor"): "sin", ("check", "--require"): "finite,unique",
+    ("export", "--tensor"): "sin", ("identify", "--tensor"): "sin", ("check", "--require"): "finite,unique",
     ("generate", "--output"): "{path}/out.json", ("export", "--output"): "{path}/out.npz",
     ("plot", "--output"): "{path}/out.svg", ("plot", "--dtype"): "float16",
 }  # fmt: skip
@@ -68,6 +69,11 @@ BASE_FOR = {
     ("check", "--tensor", "spec"): ["rope", "-n", "8", "-d", "8"],
     ("check", "--tensor", "file"): ["{path}/rope.safetensors"],
     ("check", "--tensor", "stdin"): ["-"],
+    # identification applies to a table without a kind: a plain .npy written by NumPy
+    ("check", "--no-identify", "file"): ["{path}/plain.npy"],
+    ("check", "--no-identify", "stdin"): ["-"],
+    ("identify", "--tensor", "file"): ["{path}/rope.safetensors"],
+    ("identify", "--tensor", "stdin"): ["-"],
     ("compare", "--tensor", "spec"): ["rope:length=8,dim=8", "rope:length=8,dim=8"],
     ("compare", "--param", "spec"): ["sinusoidal", "{path}/pe.npy"],  # -p on both specs would change both alike
     # explanations are looked for (and shown) only where the tables differ
@@ -89,6 +95,8 @@ BASE_FOR = {
 #: Sources fed on stdin where the usual .npy bytes hold one tensor only.
 STDIN_FOR = {
     ("check", "--tensor"): "rope.safetensors",
+    ("check", "--no-identify"): "plain.npy",
+    ("identify", "--tensor"): "rope.safetensors",
     ("compare", "--tensor"): "rope.safetensors",
     ("export", "--tensor"): "rope.safetensors",
 }
@@ -118,6 +126,11 @@ def files(tmp_path_factory) -> Path:
     assert cli(["generate", "-n", "8", "-d", "8", "-o", str(path / "pe.npy")])[0] == 0
     assert cli(["generate", "--kind", "rope", "-n", "8", "-d", "8", "-o", str(path / "rope.safetensors")])[0] == 0
     (path / "cfg.json").write_text(json.dumps(CONFIG))
+    # a table without posenc's metadata (identified by check and identify): sinusoidal, built with NumPy
+    t, k = np.arange(8)[:, None], np.arange(4)[None, :]
+    plain = np.empty((8, 8))
+    plain[:, 0::2], plain[:, 1::2] = np.sin(t * 10000.0 ** (-k / 4)), np.cos(t * 10000.0 ** (-k / 4))
+    np.save(path / "plain.npy", plain.astype(np.float32))
     return path
 
 
@@ -147,7 +160,7 @@ def test_every_option_has_a_case():
 def test_option_is_honoured_or_refused_by_name(files, command, kind, flag):
     tmp = files / f"{command}-{kind}-{flag.strip('-')}"
     tmp.mkdir(exist_ok=True)
-    for name in ("pe.safetensors", "pe.npy", "rope.safetensors", "cfg.json"):
+    for name in ("pe.safetensors", "pe.npy", "rope.safetensors", "cfg.json", "plain.npy"):
         (tmp / name).write_bytes((files / name).read_bytes())
     stdin = (files / "pe.npy").read_bytes() if kind == "stdin" else b""
     base_args = fill(BASE_FOR.get((command, flag, kind), BASELINES[command][kind]), tmp)

@@ -101,6 +101,9 @@ class CheckContext:
     probes: int = 8
     #: The kind's class (its declarations: ROLES, PROPERTIES, MONOTONE, hooks); None for an unknown kind.
     kind_cls: Any = None
+    #: Where ``encoding`` came from, for messages: "the metadata", a spec (``check --against``), "the
+    #: identification" (a file without metadata, identified from its structure).
+    spec_origin: str = "the metadata"
 
     def __post_init__(self) -> None:
         if self.kind_cls is None and self.kind is not None:

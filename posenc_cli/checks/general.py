@@ -97,7 +97,7 @@ def check_matches_spec(ctx: CheckContext) -> CheckResult:
     elif shape_bad:
         detail = "; ".join(shape_bad)
     elif ok:
-        detail = f"{', '.join(compared)} match {enc.KIND} regenerated from the metadata"
+        detail = f"{', '.join(compared)} match {enc.KIND} regenerated from {ctx.spec_origin}"
     else:
         detail = f"{where} differs from the regenerated value by {fmt(worst)} (relative to max(1, |value|))"
     if missing and compared:

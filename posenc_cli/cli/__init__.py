@@ -11,14 +11,14 @@ import sys
 
 from .. import __version__
 from ..errors import ExitCode, PosencError
-from . import check, compare, export, generate, kinds, plot
+from . import check, compare, export, generate, identify, kinds, plot
 from ._common import quiet_broken_pipe
 from ._parser import PROG, UsageError, build_parser, handle_completion, install_completion
 
 __all__ = ["COMMANDS", "main"]
 
 #: The commands, in the order ``posenc --help`` lists them.
-COMMANDS = (generate, check, compare, export, plot, kinds)
+COMMANDS = (generate, check, compare, identify, export, plot, kinds)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,6 +11,7 @@ from ._common import (
     add_max_bytes,
     add_quiet,
     add_table_options,
+    complete_kind,
     kind_option,
     open_src,
     progress_enabled,
@@ -24,17 +25,23 @@ SUMMARY = "Measure every property of a table (finite, bounded, unique, constant-
 DESCRIPTION = """\
 Measure every property of a table (finite, bounded, unique, constant-norm, equidistant, ...).
 
+A source is judged as a whole (a RoPE file's cos and sin get their pair
+properties) unless --tensor narrows it. A table without a kind (a plain .npy)
+is identified from its structure and judged as what it is; the report says
+what was assumed. --against SPEC also requires the table to equal that spec
+(its length and dim default to the table's; --len, --dim, -p set the rest),
+and says why when it does not.
+
 Exit 0 when every required property holds, 1 when one fails, 2 on bad input.
 
 Examples:
   posenc check pe.safetensors
   posenc check sinusoidal:preset=tf-tutorial --len 5 --dim 6
-  posenc generate -n 512 -d 128 | posenc check -"""
+  posenc generate -n 512 -d 128 | posenc check -
+  posenc check exported.npy --against rope:base=500000"""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from ._common import complete_kind
-
     with_completer(
         p.add_argument(
             "sources", nargs="*", metavar="SOURCE", help="Files, - for stdin, or specs KIND[:key=value,...]."
@@ -42,8 +49,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         complete_kind,
     )
     add_table_options(p)
-    p.add_argument("-t", "--tensor", metavar="NAME", help="Tensor to judge from a multi-tensor source.")
+    p.add_argument(
+        "-t",
+        "--tensor",
+        action="append",
+        metavar="NAME",
+        help="Judge only this tensor (repeatable: -t cos -t sin; default: every tensor).",
+    )
     kind_option(p, ("--expect",), "Judge the table as this kind (default: the kind in its metadata).")
+    with_completer(
+        p.add_argument(
+            "--against",
+            metavar="SPEC",
+            help="The spec (KIND[:key=value,...]) or file the table must equal; differences are explained.",
+        ),
+        complete_kind,
+    )
+    p.add_argument(
+        "--no-identify", action="store_true", help="Do not identify a table without a kind (judge it as unknown)."
+    )
     p.add_argument(
         "--require", metavar="NAMES", help="Comma-separated properties that must hold (default: the kind's)."
     )
@@ -63,17 +87,48 @@ def run(args: argparse.Namespace) -> int:
                 "give a source: a file, - for stdin, or a spec like sinusoidal (see posenc check --help)"
             )
         sources = ["-"]
-    refuse_spec_options_for_files(args, sources)
+    from ..sources import is_spec
+
     if args.expect is not None:
         from ..encodings import resolve_kind
 
         args.expect = resolve_kind(args.expect)
+    against = args.against
+    if against is not None:
+        if not is_spec(against) and args.expect is not None:
+            raise ParameterError(
+                f"--expect {args.expect} and --against {against}: the file {against} says what the table is; "
+                "give one of them"
+            )
+    elif args.expect is not None and not any(is_spec(s) for s in sources) and (args.param or args.grid):
+        # --expect KIND -p key=value on files: the table must equal that spec
+        against = args.expect
+    spec_sources = [*sources, *([against] if against is not None else [])]
+    refuse_spec_options_for_files(args, spec_sources)
+    if against is not None and any(is_spec(s) for s in sources):
+        raise ParameterError(
+            "--against compares files with a spec; the source is a spec already: compare two specs with posenc compare"
+        )
     required = [r.strip() for r in args.require.split(",") if r.strip()] if args.require else None
     params = spec_params(args)
+    srcs = [open_src(text, args, params if is_spec(text) else {}) for text in sources]
+    if args.no_identify:
+        from ..encodings import KINDS
+
+        if against is not None:
+            raise ParameterError("--no-identify cannot apply with --against: the spec says what the table is")
+        known = [s for s in srcs if s.kind in KINDS]
+        if len(known) == len(srcs):
+            raise ParameterError(
+                f"--no-identify cannot apply: {known[0].label} says its kind ({known[0].kind}); only a table "
+                "without one is identified"
+            )
     reports: list = []
-    for text in sources:
-        src = open_src(text, args, params)
-        reports.extend(_run_one(group, args, required) for group in _tables(src, args))
+    for src in srcs:
+        ref = None
+        if against is not None:
+            ref = open_src(against, args, params, like=src) if is_spec(against) else open_src(against, args, {})
+        reports.extend(_run_one(group, args, required, ref) for group in _tables(src, args))
     if args.json_out:
         from ..render import check_json, print_json
 
@@ -96,20 +151,24 @@ def _tables(src, args: argparse.Namespace) -> list:
     return list(src.groups.values()) or [src]
 
 
-def _run_one(src, args: argparse.Namespace, required):
+def _run_one(src, args: argparse.Namespace, required, against=None):
     """api.check, with a progress bar on a terminal when the table is big enough to take a while."""
     from ..api import check as check_table
     from ..render import progress_bar
 
     kwargs = {
         "expect": args.expect,
+        "against": against,
         "require": required,
         "tensor": args.tensor,
+        "identify": not args.no_identify,
         "probes": args.probes,
         "seed": args.seed,
     }
-    name = src.tensor_name(args.tensor)
-    big = progress_enabled(args.quiet) and src.tensors.get(name) is not None and src.tensors[name].nbytes > 32 * 1024**2
+    from ..api import _chosen_tensors
+
+    size = sum(int(getattr(src.tensors.get(n), "nbytes", 0)) for n in _chosen_tensors(src, args.tensor))
+    big = progress_enabled(args.quiet) and size > 32 * 1024**2
     if not big:
         return check_table(src, **kwargs)
     with progress_bar(f"checking {src.label}", 1, True) as advance:

@@ -26,7 +26,7 @@ from ..errors import ParameterError
 
 if TYPE_CHECKING:
     from ..analysis import TableAnalysis
-    from ..identify import Candidate
+    from ..identification import Candidate
 
 #: Output dtypes for floating tensors, by name.
 FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
@@ -278,9 +278,21 @@ class Encoding:
         raise ParameterError(f"{cls.KIND} cannot be built from a model config")
 
     @classmethod
+    def shape_params(cls, shape: tuple[int, ...]) -> dict[str, int]:
+        """``length`` and ``dim`` of a table of this kind whose primary tensor has ``shape`` (a spec compared with
+        a file takes them from the file): rows are positions and columns ``dim``; a ``matrix`` is query x key
+        (``length`` x ``length``), or heads x query x key with ``dim`` the heads."""
+        role = cls.ROLES.get(cls.PRIMARY)
+        if not shape:
+            return {}
+        if role == "matrix":
+            return {"length": shape[1], "dim": shape[0]} if len(shape) == 3 else {"length": shape[0]}
+        return {"length": shape[0], "dim": shape[1]} if len(shape) >= 2 else {"length": shape[0]}
+
+    @classmethod
     def identify_hints(cls, tensors: dict[str, Any], analysis: TableAnalysis) -> list[Candidate]:
         """Parameter sets of this kind that the structure of ``tensors`` implies (``analysis`` measured it once:
-        column frequencies, pairs and layout, Toeplitz structure, slopes); :func:`posenc_cli.identify.identify`
+        column frequencies, pairs and layout, Toeplitz structure, slopes); :func:`posenc_cli.identification.identify`
         regenerates each candidate and keeps those that reproduce the table. Default: none (never proposed)."""
         return []
 

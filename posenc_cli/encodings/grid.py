@@ -60,7 +60,7 @@ from .base import Encoding, TensorSpec, param
 
 if TYPE_CHECKING:
     from .. import analysis as an
-    from ..identify import Candidate
+    from ..identification import Candidate
 
 AXIS_ORDERS = ("reversed", "grid")
 LAYOUTS = ("split", "interleaved", "sin-block")
@@ -271,7 +271,7 @@ class Sinusoidal3D(_GridSinusoidal):
     channels: str = param("ceil", "exact: dim divisible by 6; ceil: round up and drop extra columns", choices=CHANNELS)
 
 
-# ----- identification hints (read by posenc_cli.identify; analysis is imported only when identifying) -----
+# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
 def _grid_plan(
     ndim_grid: int, f: int, d: int, axis_order: str, layout: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -340,7 +340,7 @@ def _grid_hints(kind: str, ndim_grid: int, ana: an.TableAnalysis) -> list[Candid
     exactly the columns the layout gives to ``a`` (values at equal coordinates are computed identically, so
     this holds bit for bit whatever the dtype); then each axis' frequencies give the base."""
     from .. import analysis as an
-    from ..identify import Candidate, round_variants
+    from ..identification import Candidate, round_variants
 
     if ana.ndim != 2 or not ana.floating or ana.n < 1:
         return []

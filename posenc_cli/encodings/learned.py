@@ -48,7 +48,7 @@ from .base import Encoding, TensorSpec, param
 
 if TYPE_CHECKING:
     from .. import analysis as an
-    from ..identify import Candidate
+    from ..identification import Candidate
 
 INITS = ("normal", "truncated-normal")
 #: Philox's counter is four 64-bit words; rows live in word 2, so each row owns 2**128 counter values.
@@ -148,11 +148,11 @@ class Learned(Encoding):
             out[row - start] = self.std * z
 
 
-# ----- identification hints (read by posenc_cli.identify; analysis is imported only when identifying) -----
+# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
 def hints_learned(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
     """A freshly initialised table: zero-mean values of standard deviation std; reproducible only with its seed
     (from the metadata, else the default 0). A trained table is not reproduced by any seed."""
-    from ..identify import Candidate, base_params, round_variants
+    from ..identification import Candidate, base_params, round_variants
 
     if ana.ndim != 2 or not ana.floating:
         return []

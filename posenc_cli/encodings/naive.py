@@ -46,7 +46,7 @@ from .base import Encoding, TensorSpec, param
 
 if TYPE_CHECKING:
     from .. import analysis as an
-    from ..identify import Candidate
+    from ..identification import Candidate
 
 #: Positions stay below this so that int64 arithmetic and float64 values are exact.
 MAX_POSITION = 2**53
@@ -181,7 +181,7 @@ class Binary(_Naive):
         out[...] = bits
 
 
-# ----- identification hints (read by posenc_cli.identify; analysis is imported only when identifying) -----
+# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
 def _row_constant(ana: an.TableAnalysis) -> np.ndarray | None:
     """The per-row value when every column of each sampled row is equal (else None)."""
     from .. import analysis as an
@@ -197,7 +197,7 @@ def _row_constant(ana: an.TableAnalysis) -> np.ndarray | None:
 
 def hints_index(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
     """Every column holds the position itself: t = offset + row."""
-    from ..identify import Candidate, base_params
+    from ..identification import Candidate, base_params
 
     v = _row_constant(ana)
     if v is None or v[0] < 0 or v[0] != round(v[0]):
@@ -211,7 +211,7 @@ def hints_index(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidat
 
 def hints_normalized(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
     """Every column holds (offset + row) / (offset + len - 1): the first value gives the offset."""
-    from ..identify import Candidate, base_params
+    from ..identification import Candidate, base_params
 
     v = _row_constant(ana)
     if v is None or not (0 <= v[0] < 1) or ana.n < 2:
@@ -226,7 +226,7 @@ def hints_normalized(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Can
 
 def hints_binary(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
     """0/1 values: the bits of offset + row, most significant first."""
-    from ..identify import Candidate, base_params
+    from ..identification import Candidate, base_params
 
     if ana.ndim != 2 or not ana.floating:
         return []

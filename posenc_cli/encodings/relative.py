@@ -84,7 +84,7 @@ from .base import Encoding, TensorSpec, param
 
 if TYPE_CHECKING:
     from .. import analysis as an
-    from ..identify import Candidate
+    from ..identification import Candidate
 
 INT64 = np.dtype("int64")
 
@@ -324,12 +324,12 @@ class ShawRelative(Encoding):
         out[...] = _toeplitz_rows(self._lut, self.length, start, stop)
 
 
-# ----- identification hints (read by posenc_cli.identify; analysis is imported only when identifying) -----
+# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
 def hints_alibi(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
     """Heads x len x len biases, each head -slope * distance (causal: -inf above the diagonal); the slopes give
     the head count and max_bias."""
     from .. import analysis as an
-    from ..identify import Candidate, round_variants
+    from ..identification import Candidate, round_variants
 
     if ana.ndim != 3 or ana.shape[1] != ana.shape[2] or not ana.floating:
         return []
@@ -373,7 +373,7 @@ def _integer_toeplitz(ana: an.TableAnalysis) -> an.ToeplitzFit | None:
 def hints_t5(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
     """Integer Toeplitz buckets: exact small distances, then logarithmic buckets up to max_distance; keys after
     the query get their own buckets when bidirectional."""
-    from ..identify import Candidate
+    from ..identification import Candidate
 
     fit = _integer_toeplitz(ana)
     if fit is None:
@@ -441,7 +441,7 @@ def _t5_distances(back: np.ndarray, n: int, exact: int) -> list[int]:
 
 def hints_relative(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
     """Integer Toeplitz indices clip(j - i, -k, k) + k: k is the value on the diagonal."""
-    from ..identify import Candidate
+    from ..identification import Candidate
 
     fit = _integer_toeplitz(ana)
     if fit is None:

@@ -43,7 +43,7 @@ from .base import Encoding, TensorSpec, param
 
 if TYPE_CHECKING:
     from .. import analysis as an
-    from ..identify import Candidate
+    from ..identification import Candidate
 
 LAYOUTS = ("interleaved", "split", "split-cos-first")
 FREQS = ("paper", "t2t")
@@ -204,11 +204,11 @@ class Sinusoidal(Encoding):
                 out[row - start] = 0
 
 
-# ----- identification hints (read by posenc_cli.identify; analysis is imported only when identifying) -----
+# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
 def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
     """sin/cos pairs in an interleaved, split or cos-first layout with a geometric frequency ladder."""
     from .. import analysis as an
-    from ..identify import Candidate, base_params, base_readings, ladder, near_one, phase_tol, round_variants
+    from ..identification import Candidate, base_params, base_readings, ladder, near_one, phase_tol, round_variants
 
     if ana.ndim != 2 or not ana.floating or ana.width < 2:
         return []

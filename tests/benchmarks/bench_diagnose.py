@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO))
 
 from posenc_cli.diagnose import diagnose  # noqa: E402
 from posenc_cli.encodings import make_encoding  # noqa: E402
-from posenc_cli.identify import identify  # noqa: E402
+from posenc_cli.identification import identify  # noqa: E402
 from posenc_cli.metrics import compare  # noqa: E402
 
 

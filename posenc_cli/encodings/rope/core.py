@@ -84,7 +84,7 @@ from .scaling import SCALINGS, attention_scaling, optional_parameters
 
 if TYPE_CHECKING:
     from ... import analysis as an
-    from ...identify import Candidate
+    from ...identification import Candidate
 
 LAYOUTS = ("half", "interleaved")
 CACHES = ("full", "onnx")

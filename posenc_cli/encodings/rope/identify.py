@@ -1,5 +1,5 @@
 """Identification hints of the rotary kinds: which rope / xpos parameters a cos/sin (or scale) table's structure
-implies. Imported only by :mod:`posenc_cli.identify` (through ``Rope.identify_hints`` / ``XPos.identify_hints``),
+implies. Imported only by :mod:`posenc_cli.identification` (through ``Rope.identify_hints`` / ``XPos.identify_hints``),
 never when generating."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ... import analysis as an
-from ...identify import Candidate, base_params, base_readings, near_one, phase_tol, round_base, round_variants
+from ...identification import Candidate, base_params, base_readings, near_one, phase_tol, round_base, round_variants
 
 #: Factors tried for NTK's base change b' = b * f^(d/(d-2)) when the plain base is not a round number.
 _NTK_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 1.5, 3.0, 5.0, 10.0, 20.0)

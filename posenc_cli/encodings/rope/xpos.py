@@ -25,7 +25,7 @@ from .core import LAYOUTS, MAX_POSITION, place_pairs
 
 if TYPE_CHECKING:
     from ... import analysis as an
-    from ...identify import Candidate
+    from ...identification import Candidate
 
 
 @dataclass(frozen=True)

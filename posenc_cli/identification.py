@@ -82,11 +82,10 @@ class Candidate:
 
     def label(self) -> str:
         """``kind`` with its preset and distinctive parameters, for one-line messages."""
-        from .encodings.base import format_value
 
         bits = [f"preset {self.preset}"] if self.preset else []
         shown = self.explicit if (self.explicit or self.preset or self.command) else _short_params(self.params)
-        bits += [f"{k} {format_value(v)}" for k, v in shown.items()]
+        bits += [f"{k} {show_value(v)}" for k, v in shown.items()]
         return " ".join([self.kind, *bits[:4]])
 
     def to_json(self) -> dict[str, Any]:
@@ -113,6 +112,16 @@ class Candidate:
             "why": self.why,
             "command": self.command,
         }
+
+
+def show_value(value: Any) -> str:
+    """A parameter value as a person types it: ``format_value``, with integral floats without ``.0``
+    (``base=500000``; the kind's parser reads it back as the same float)."""
+    from .encodings.base import format_value
+
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return format_value(value)
 
 
 def _short_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -421,7 +430,6 @@ def _sample_3d(x: Any, enc: Any, name: str) -> tuple[np.ndarray, np.ndarray, np.
 def _name(cand: Candidate) -> None:
     """Fill ``explicit``, ``preset``/``presets`` and ``command`` from the kind's declared defaults and presets."""
     from .encodings import get_kind, make_encoding
-    from .encodings.base import format_value
 
     cls = get_kind(cand.kind)
     try:
@@ -453,7 +461,7 @@ def _name(cand: Candidate) -> None:
         parts += ["--dim", str(full["dim"])]
     if full.get("dtype") not in (None, defaults.get("dtype")):
         parts += ["--dtype", str(full["dtype"])]
-    pairs = ([f"preset={best_preset}"] if best_preset else []) + [f"{k}={format_value(v)}" for k, v in explicit.items()]
+    pairs = ([f"preset={best_preset}"] if best_preset else []) + [f"{k}={show_value(v)}" for k, v in explicit.items()]
     if pairs:
         parts += ["-p", ",".join(pairs)]
     enc_primary = cls.PRIMARY
