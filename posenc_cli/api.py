@@ -416,6 +416,8 @@ def check(
             if kind is None or expect is None:
                 kind, kind_cls = ref.encoding.KIND, type(ref.encoding)
             metadata = {**src.metadata, **ref.encoding.metadata()}
+            if len(src.names) == 1 and not src.metadata:  # a nameless array (a plain .npy) is the spec's primary
+                tensors = {ref.encoding.PRIMARY: array}
     elif encoding is None and identify and (src.kind is None or not _known_kind(src.kind)):
         found = _identify_for_check(tensors, src.metadata, kind_cls)
         if found is not None:
