@@ -496,10 +496,12 @@ def _chosen_tensors(src: Source, tensor: str | list[str] | tuple[str, ...] | Non
         try:
             primary = src.tensor_name(None)
         except InputError:
-            # several tensors and no kind to say which is which: one table in parts (a cos/sin pair: every tensor
-            # of one shape) is judged whole; anything else (a model checkpoint) needs --tensor
+            # several tensors and no kind to say which is which: one table in parts (a cos/sin pair: every 2-D
+            # tensor of one shape, with 1-D ones no longer than its sides, e.g. inv_freq) is judged whole;
+            # anything else (a model checkpoint) needs --tensor
             shapes = {tuple(getattr(src.lazy.get(n) or src.tensors.get(n), "shape", ())) for n in src.names}
-            if len(shapes) != 1:
+            tables = {s for s in shapes if len(s) >= 2}
+            if len(tables) != 1 or any(len(s) == 1 and s[0] > max(next(iter(tables))) for s in shapes):
                 raise
             primary = src.names[0]
         return [primary, *[n for n in src.names if n != primary]]

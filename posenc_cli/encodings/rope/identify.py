@@ -5,6 +5,7 @@ never when generating."""
 from __future__ import annotations
 
 import math
+from itertools import zip_longest
 from typing import Any
 
 import numpy as np
@@ -483,3 +484,133 @@ def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate
             p["center"] = c
         out.append(Candidate("xpos", p, note=f"{layout} pairs, log scale rank one in (position, zeta_k)"))
     return out
+
+
+#: Largest table (rows x half width) mrope's hint reads whole: it follows the position ids row by row.
+_MROPE_MAX_CELLS = 1 << 24
+
+
+def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
+    """Multimodal RoPE (Qwen2-VL): a half-layout cos/sin pair whose frequency chunks (temporal | height | width)
+    follow three position ids. Text rows advance every column; inside the vision block, moving one cell leaves
+    the chunks of the axes that did not move unchanged (bit for bit), so the columns that move together give
+    ``mrope_section``, the rows where a chunk stands still give the text offset and the grid, and the angles
+    give the base and the temporal step. A table without a vision block is plain RoPE (that kind names it)."""
+    cos, sin = ana.tensor("cos"), ana.tensor("sin")
+    if cos is None or sin is None or len(sin[1].shape) != 2 or tuple(cos[1].shape) != tuple(sin[1].shape):
+        return []
+    n, d = int(sin[1].shape[0]), int(sin[1].shape[1])
+    h = d // 2
+    if d % 2 or h < 3 or n < 3 or n * h > _MROPE_MAX_CELLS or np.dtype(sin[1].dtype) not in (np.float32, np.float64):
+        return []
+    s_all = np.asarray(sin[1][:], dtype=np.float64)
+    c_all = np.asarray(cos[1][:], dtype=np.float64)
+    if not (np.array_equal(s_all[:, :h], s_all[:, h:]) and np.array_equal(c_all[:, :h], c_all[:, h:])):
+        return []
+    moved = s_all[1:, :h] != s_all[:-1, :h]  # moved[i - 1]: which columns changed from row i - 1 to row i
+    still = np.flatnonzero(~moved.all(axis=1))
+    if still.size == 0:
+        return []  # every column advances every row: no vision block
+    offset = int(still[0])  # the block's first cell: the next row is the first where a chunk stands still
+    # chunk boundaries: adjacent columns that moved differently on some row
+    cuts = np.flatnonzero((moved[:, 1:] != moved[:, :-1]).any(axis=0)) + 1
+    if cuts.size == 2:
+        sections = [(int(cuts[0]), int(cuts[1] - cuts[0]), int(h - cuts[1]))]
+    elif cuts.size == 1:  # two axes never moved apart (a grid one cell long on one of them): split that chunk
+        lo, hi = int(cuts[0]), h - int(cuts[0])
+        sections = [
+            (lo, (hi + 1) // 2, hi // 2),
+            (lo, hi // 2, (hi + 1) // 2),
+            ((lo + 1) // 2, lo // 2, hi),
+            (lo // 2, (lo + 1) // 2, hi),
+        ]
+        sections = [s for s in dict.fromkeys(sections) if min(s) >= 1]
+    else:
+        return []
+    theta = np.arctan2(s_all[:, :h], c_all[:, :h])
+    params_base: dict[str, Any] = {"length": n, "dim": d}
+    if ana.dtype_param:
+        params_base["dtype"] = ana.dtype_param
+    inv = ana.tensor("inv_freq")
+    per_section: list[list[Candidate]] = []
+    for st_, sh, sw in sections:
+        out: list[Candidate] = []
+        per_section.append(out)
+        rows = moved[offset:]  # rows[k - 1]: from cell k - 1 to cell k of the block (and on into the text)
+        other = rows[:, : h - sw].any(axis=1)
+        width = int(np.argmax(other)) + 1 if other.any() else n - offset
+        # ... or earlier, where the width chunk is back at the block's first value (a row of cells ends there while
+        # the other axes stand still: one row high, a frame step below 1)
+        w_cols = slice(h - sw, h)
+        wrap = [m for m in range(1, width) if np.array_equal(s_all[offset + m, w_cols], s_all[offset, w_cols])]
+        width = wrap[0] if wrap else width
+        # the grid's height: the first row of cells whose height chunk is back where the block started
+        h_cols = slice(st_, st_ + sh)
+        back = [
+            m
+            for m in range(1, (n - offset - 1) // width + 1)
+            if np.array_equal(s_all[offset + m * width, h_cols], s_all[offset, h_cols])
+        ]
+        # ... or, when the block ends before its height chunk comes back, a row of cells after which text follows
+        ends = [m for m in range(1, (n - offset) // width + 1) if _text_follows(moved, offset + m * width, n)]
+        heights = sorted({*back[:1], *ends[:3], 1})
+        # base: from inv_freq when given, else the slowest column of the chunk that moved first
+        if inv is not None and np.asarray(inv[1]).size == h and float(np.asarray(inv[1])[1]) > 0:
+            base_value = float(np.asarray(inv[1], dtype=np.float64)[1]) ** (-d / 2.0)
+        else:
+            # the slowest column's smallest turn between two rows is one position's worth: w_{h-1}
+            steps = (np.diff(theta[:, h - 1]) % an.TWO_PI)[moved[:, h - 1]]
+            steps = steps[(steps > 0) & (steps < math.pi)]
+            if steps.size == 0:
+                continue
+            base_value = float(steps.min()) ** (-d / (2.0 * (h - 1)))
+        if not (math.isfinite(base_value) and base_value > 1):
+            continue
+        for height in heights:
+            cells = width * height
+            w_t = base_value ** (-2.0 * (st_ - 1) / d)  # the slowest temporal column
+
+            def t_step(frame: int, cells: int = cells, col: int = st_ - 1, w_t: float = w_t) -> int:
+                """The temporal id's advance at the first cell of ``frame`` (0-based): the slowest temporal
+                column's angle there against the block's first cell."""
+                turn = (float(theta[offset + frame * cells, col]) - float(theta[offset, col])) % an.TWO_PI
+                return round(turn / w_t)
+
+            frames_max = max(1, (n - offset) // cells)
+
+            ends = [f for f in range(1, frames_max + 1) if _text_follows(moved, offset + f * cells, n)]
+            for frames in sorted({frames_max, *ends[:2]}):
+                ti_values = [1.0]
+                if frames >= 2:
+                    one = t_step(1)
+                    # a first frame that does not advance: a step below 1 (every one below 1 gives it; 0.5 names it)
+                    ti_values = [float(one)] if one > 0 else [0.5]
+                    if frames >= 3:  # a fractional step shows in the second frame: floor(2 t)
+                        two = t_step(2)
+                        if two > 0 and two != 2 * one:
+                            ti_values.insert(0, two / 2.0)
+                readings = base_readings(base_value)
+                for b in [r for i, r in enumerate(readings[:2]) if i == 0 or abs(r / readings[0] - 1) > 1e-9]:
+                    for ti in ti_values[:2]:
+                        p = {
+                            **params_base,
+                            "base": b,
+                            "mrope_section": (st_, sh, sw),
+                            "grid": f"{frames}x{height}x{width}",
+                            "text_offset": offset,
+                        }
+                        if ti != 1.0:
+                            p["time_interval"] = ti
+                        note = (
+                            f"{frames}x{height}x{width} vision block after {offset} text rows, chunks {st_}/{sh}/{sw}"
+                        )
+                        out.append(Candidate("mrope", p, note=note))
+    # every chunk reading gets its turn within the driver's budget of candidates per kind
+    merged = [c for group in zip_longest(*per_section) for c in group if c is not None]
+    return merged[:24]
+
+
+def _text_follows(moved: np.ndarray, end: int, n: int) -> bool:
+    """Whether row ``end`` may be the first text row after a vision block: every column moves from it to the next
+    row (inside a block with more than one cell per row, only the width chunk does there)."""
+    return end + 1 >= n or bool(moved[end].all())

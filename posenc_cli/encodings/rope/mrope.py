@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +43,10 @@ from .. import _trig
 from ..base import Encoding, TensorSpec, param
 from .core import MAX_POSITION
 from .scaling import _default_exact, _exact
+
+if TYPE_CHECKING:
+    from ... import analysis as an
+    from ...identification import Candidate
 
 
 def parse_grid(text: str) -> tuple[int, int, int]:
@@ -90,6 +95,12 @@ class MRope(Encoding):
     time_interval: float = param(
         1.0, "temporal id step (Qwen2.5-VL video: tokens_per_second * second_per_grid_t)", low=0.0
     )
+
+    @classmethod
+    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
+        from .identify import hints_mrope
+
+        return hints_mrope(tensors, analysis)
 
     def validate(self) -> None:
         if self.dim % 2:
@@ -144,6 +155,8 @@ class MRope(Encoding):
         ids[vis, 1] = (k // w) % h + s
         ids[vis, 2] = k % w + s
         after = i >= s + n
+        # text after the block continues from s + max(H, W) whatever the frames (transformers 5.18's
+        # get_rope_index, tests/data/golden/hf_qwen2_5_vl.json: a 3-frame video, time_interval 4)
         ids[after] = (i[after] - n + max(h, w))[:, None]
         return ids
 
