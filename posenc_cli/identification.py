@@ -399,11 +399,12 @@ def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) ->
                 loose &= bool(np.all(np.abs(xs - ys) <= 2.0**-22 * t[:, None] * mag))
         elif not res.within:
             loose = False
-        worst_abs, worst_ulp = max(worst_abs, res.max_abs), max(worst_ulp, res.ulp)
+        worst_abs = max(worst_abs, res.max_abs)
+        if res.ulp > worst_ulp or not ulp_dtype:  # the ulps of the worst tensor, in its own dtype
+            worst_ulp, ulp_dtype = res.ulp, res.ulp_dtype
         cosines.append(res.cosine)
         ok &= res.within
         rows_checked = max(rows_checked, res.rows_checked)
-        ulp_dtype = res.ulp_dtype
     cand.max_abs, cand.ulp, cand.ulp_dtype = worst_abs, worst_ulp, ulp_dtype
     cand.cosine = float(min(cosines)) if cosines else float("nan")
     cand.accounts, cand.rows_checked = bool(ok), rows_checked

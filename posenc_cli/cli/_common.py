@@ -214,6 +214,14 @@ def open_src(text: str, args: argparse.Namespace, params: dict[str, Any], like: 
     )
 
 
+def stdin_source(command: str, what: str) -> str:
+    """``-`` when no source was given and stdin is a pipe or a file; on a terminal, a one-line error saying what
+    to give (``what``)."""
+    if sys.stdin.isatty():
+        raise ParameterError(f"give a source: {what} (see posenc {command} --help)")
+    return "-"
+
+
 def max_bytes(args: argparse.Namespace) -> int:
     return DEFAULT_MAX_BYTES if args.max_bytes is None else int(args.max_bytes)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..errors import ExitCode, ParameterError
 from ._common import (
@@ -17,6 +16,7 @@ from ._common import (
     progress_enabled,
     refuse_spec_options_for_files,
     spec_params,
+    stdin_source,
 )
 from ._parser import with_completer
 
@@ -80,13 +80,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    sources = args.sources
-    if not sources:
-        if sys.stdin.isatty():
-            raise ParameterError(
-                "give a source: a file, - for stdin, or a spec like sinusoidal (see posenc check --help)"
-            )
-        sources = ["-"]
+    sources = args.sources or [stdin_source(NAME, "a file, - for stdin, or a spec like sinusoidal")]
     from ..sources import is_spec
 
     if args.expect is not None:

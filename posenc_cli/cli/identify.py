@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..errors import ExitCode, ParameterError
-from ._common import add_json, add_max_bytes, add_quiet, open_src, refuse_spec_options_for_files
+from ._common import add_json, add_max_bytes, add_quiet, open_src, refuse_spec_options_for_files, stdin_source
 
 NAME = "identify"
 SUMMARY = "Name the kind, preset and parameters that reproduce a table."
@@ -44,11 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from ..api import identify
     from ..sources import is_spec
 
-    source = args.source
-    if source is None:
-        if sys.stdin.isatty():
-            raise ParameterError("give a source: a file or - for stdin (see posenc identify --help)")
-        source = "-"
+    source = args.source or stdin_source(NAME, "a file or - for stdin")
     if is_spec(source):
         raise ParameterError(
             f"{source!r} is a spec, whose kind and parameters are known; identify reads files and stdin"
