@@ -148,45 +148,44 @@ def print_json(data: Any) -> None:
 
 
 # ----- numbers ---------------------------------------------------------------------------------------
-def fmt(v: Any, digits: int = 4) -> str:
-    """A value for a table cell: ``-`` for None, yes/no, integers as is, floats with ``digits`` decimals or in
-    scientific notation when very large or small."""
+def _plain(v: Any) -> str | None:
+    """What :func:`fmt` and :func:`num` print alike: ``-`` for None, yes/no, integers as is, 0, nan/inf, any
+    non-number as ``str``; None for a finite non-zero float (each formats that its own way)."""
     if v is None:
         return "-"
     if isinstance(v, (bool, np.bool_)):
         return "yes" if v else "no"
     if isinstance(v, (int, np.integer)):
         return str(int(v))
-    if isinstance(v, (float, np.floating)):
-        v = float(v)
-        if v == 0:
-            return "0"
-        if not np.isfinite(v):
-            return str(v)
-        if abs(v) >= 1e5 or abs(v) < 1e-3:
-            return f"{v:.{max(digits - 1, 1)}e}"
-        return f"{v:.{digits}f}"
-    return str(v)
+    if not isinstance(v, (float, np.floating)):
+        return str(v)
+    v = float(v)
+    if v == 0:
+        return "0"
+    return None if np.isfinite(v) else str(v)
+
+
+def fmt(v: Any, digits: int = 4) -> str:
+    """A value for a table cell: ``-`` for None, yes/no, integers as is, floats with ``digits`` decimals or in
+    scientific notation when very large or small."""
+    plain = _plain(v)
+    if plain is not None:
+        return plain
+    v = float(v)
+    if abs(v) >= 1e5 or abs(v) < 1e-3:
+        return f"{v:.{max(digits - 1, 1)}e}"
+    return f"{v:.{digits}f}"
 
 
 def num(v: Any, sig: int = 3) -> str:
     """A measured figure with ``sig`` significant digits (``0.96``, ``2.62e-08``, ``3.13e+05``, ``12``)."""
-    if v is None:
-        return "-"
-    if isinstance(v, (bool, np.bool_)):
-        return "yes" if v else "no"
-    if isinstance(v, (int, np.integer)):
+    plain = _plain(v)
+    if plain is not None:
+        return plain
+    v = float(v)
+    if v == int(v) and abs(v) < 1e4:
         return str(int(v))
-    if isinstance(v, (float, np.floating)):
-        v = float(v)
-        if v == 0:
-            return "0"
-        if not np.isfinite(v):
-            return str(v)
-        if v == int(v) and abs(v) < 1e4:
-            return str(int(v))
-        return f"{v:.{sig}g}"
-    return str(v)
+    return f"{v:.{sig}g}"
 
 
 def num_pair(value: Any, threshold: Any) -> tuple[str, str]:
