@@ -11,6 +11,7 @@ are far outside that bound at the same positions, so the comparison can fail.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -37,8 +38,14 @@ CONFIGS = [
 ]
 
 
-def exact_freqs(dim: int, n: int, freq: str, base: float) -> list:
+@functools.cache  # pure in its arguments (every test sets mp.prec = 200 first): tests share one computation
+def exact_freqs(dim: int, n: int, freq: str, base: float) -> tuple:
     """The exact real frequencies, from the published formulas (not from the engine)."""
+    assert mp.mp.prec == 200
+    return tuple(_exact_freqs(dim, n, freq, base))
+
+
+def _exact_freqs(dim: int, n: int, freq: str, base: float) -> list:
     if freq == "paper":
         return [mp.power(mp.mpf(base), mp.mpf(-2 * k) / dim) for k in range(n)]
     inc = mp.log(mp.mpf(base)) / max(dim // 2 - 1, 1)  # min_timescale = 1, max_timescale = base
@@ -76,8 +83,10 @@ def ulp_error(value: float, exact, dtype: np.dtype) -> float:
     return float(abs(mp.mpf(float(value)) - exact) / ulp(exact, dtype))
 
 
-def near_zeros(ws: list, count: int, lo: int, hi: int) -> list[tuple[int, int, str]]:
+@functools.cache  # the continued fractions of 512 frequencies take seconds; four tests ask for the same ones
+def near_zeros(ws: tuple, count: int, lo: int, hi: int) -> tuple[tuple[int, int, str], ...]:
     """(position, frequency index, 'sin'/'cos') in ``[lo, hi)`` closest to a zero of sin or cos."""
+    assert mp.mp.prec == 200
     found = []
     for k, w in enumerate(ws):
         for scale, which in ((1, "sin"), (2, "cos")):
@@ -96,7 +105,7 @@ def near_zeros(ws: list, count: int, lo: int, hi: int) -> list[tuple[int, int, s
                     v = mp.sin(t * w) if which == "sin" else mp.cos(t * w)
                     found.append((abs(v), t, k, which))
     found.sort()
-    return [(t, k, which) for _, t, k, which in found[:count]]
+    return tuple((t, k, which) for _, t, k, which in found[:count])
 
 
 def windows(rng: np.random.Generator) -> list[int]:
