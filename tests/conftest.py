@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import io
 import os
 import pty
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -64,22 +66,39 @@ def posenc():
     return run
 
 
-def cli(args: list[str], *, input: bytes = b"", env: dict | None = None) -> tuple[int, bytes, str]:
-    """Run the command line in this process (stdout and stderr are pipes, not terminals): (exit code, stdout
-    bytes, stderr text). For argument handling, rendering and exit codes; `run` is for real processes."""
-    import io
+class _TerminalBuffer(io.BytesIO):
+    """Bytes that say they are a terminal: what posenc asks with ``isatty()`` (preview, width, no binary)."""
 
+    def isatty(self) -> bool:
+        return True
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def _main_in_process(args: list[str], stdin: bytes, out: io.BytesIO, err: io.BytesIO, env: dict[str, str]) -> int:
+    """``posenc ARGS`` in this process with the given streams and environment (restored after); the exit code.
+
+    Warnings are printed on stderr under Python's default filters, as a fresh interpreter would, rather than
+    collected by pytest: a warning the real command prints shows in the output the tests compare."""
     from posenc_cli.cli import main
 
-    out, err = io.BytesIO(), io.BytesIO()
     saved = sys.stdin, sys.stdout, sys.stderr
-    sys.stdin = io.TextIOWrapper(io.BytesIO(input), encoding="utf-8")
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
     sys.stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
     sys.stderr = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
     old_env = dict(os.environ)
-    os.environ.update({"COLUMNS": "120", "NO_COLOR": "1", **(env or {})})
+    for key in [k for k in os.environ if k.startswith("_POSENC")]:
+        del os.environ[key]
+    os.environ.update(env)
     try:
-        main(args)
+        with warnings.catch_warnings():
+            warnings.resetwarnings()
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", category)
+            warnings.showwarning = _show_warning
+            main(args)
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -88,10 +107,33 @@ def cli(args: list[str], *, input: bytes = b"", env: dict | None = None) -> tupl
         sys.stdin, sys.stdout, sys.stderr = saved
         for w in wrappers:
             w.flush()
-            w.detach()  # closing a wrapper would close the buffer we read below
+            w.detach()  # closing a wrapper would close the buffer read by the caller
         os.environ.clear()
         os.environ.update(old_env)
+    return code
+
+
+def cli(args: list[str], *, input: bytes = b"", env: dict | None = None) -> tuple[int, bytes, str]:
+    """Run the command line in this process (stdout and stderr are pipes, not terminals): (exit code, stdout
+    bytes, stderr text). For argument handling, rendering and exit codes; `run` is for real processes."""
+    out, err = io.BytesIO(), io.BytesIO()
+    code = _main_in_process(args, input, out, err, {"COLUMNS": "120", "NO_COLOR": "1", **(env or {})})
     return code, out.getvalue(), err.getvalue().decode("utf-8", "replace")
+
+
+def cli_tty(args: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """:func:`run_tty`'s interface in this process: stdout and stderr are one terminal (``isatty()`` is true,
+    UTF-8, interleaved as written), stdin is empty and not a terminal, like ``</dev/null``. (exit code, what
+    the terminal showed). Only ``env`` sets the width (``COLUMNS``): there is no real terminal to ask."""
+    screen = _TerminalBuffer()
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        code = _main_in_process(args, b"", screen, screen, dict(env or {}))
+    finally:
+        os.chdir(old)
+    return code, screen.getvalue().decode("utf-8", "replace")
 
 
 def inproc(

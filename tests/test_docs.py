@@ -2,7 +2,10 @@
 
 A ```console block holds ``$ `` command lines, each followed by the output a person sees on an 80-column
 terminal (stdout and stderr; ``(exit N)`` after a non-zero exit). The blocks of one file run in order, in one
-temporary directory that holds a copy of ``docs/examples/``, through bash on a pseudo-terminal. Outputs are
+temporary directory that holds a copy of ``docs/examples/``. A plain ``posenc ARGS`` line runs in this process on
+a stand-in terminal (``conftest.cli_tty``: isatty, 80 columns, stdout and stderr interleaved, stdin empty);
+anything else (pipes, redirections, other programs) runs through bash on a pseudo-terminal.
+``test_the_in_process_terminal_shows_what_the_pty_shows`` holds the two to the same output. Outputs are
 compared after normalising only the temporary directory's path. The block after ``<!-- norun: WHY -->`` is not
 run (the set-up commands, which ``.ci/run`` runs).
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 import os
 import pty
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -26,7 +30,7 @@ from posenc_cli.cli import COMMANDS
 from posenc_cli.encodings import KINDS, get_kind
 from posenc_cli.kindinfo import kind_info
 
-from .conftest import ROOT
+from .conftest import ROOT, cli_tty
 
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -36,20 +40,32 @@ BLOCK = re.compile(r"(?P<pre><!-- norun: [^>]*-->\n)?```console\n(?P<body>.*?)``
 
 
 # ----- running the shown commands ------------------------------------------------------------------------
+TERMINAL = {"COLUMNS": "80", "LINES": "40", "NO_COLOR": "1", "TERM": "dumb"}
+#: A shown command that is one posenc call and nothing for a shell to do: no pipe, redirection, quote,
+#: variable, glob or second command.
+PLAIN_POSENC = re.compile(r"posenc( [^|&;<>()$`\\\"'*?~\[\]{}\n]*)?")
+
+
+def shown_output(text: str, code: int, cwd: Path) -> str:
+    """What a console block shows for a command that printed ``text`` and exited with ``code``."""
+    text = text.replace("\r\n", "\n").replace(str(cwd), ".")
+    text = "\n".join(line.rstrip() for line in text.splitlines())
+    return (text + "\n" if text else "") + (f"(exit {code})\n" if code else "")
+
+
+def run_shown(command: str, cwd: Path) -> str:
+    """A shown command's output on an 80-column terminal: in this process when it is a plain posenc call."""
+    if PLAIN_POSENC.fullmatch(command):
+        code, text = cli_tty(shlex.split(command)[1:], cwd=cwd, env=TERMINAL)
+        return shown_output(text, code, cwd)
+    return shell(command, cwd)
+
+
 def shell(command: str, cwd: Path) -> str:
     """``command`` through bash with stdout and stderr on a pseudo-terminal of 80 columns; what it showed."""
     bindir = str(Path(sys.executable).parent)
     env = {k: v for k, v in os.environ.items() if not k.startswith("_POSENC")}
-    env.update(
-        {
-            "COLUMNS": "80",
-            "LINES": "40",
-            "NO_COLOR": "1",
-            "TERM": "dumb",
-            "PATH": f"{bindir}:{env['PATH']}",
-            "PYTHONPATH": str(ROOT),
-        }
-    )
+    env.update({**TERMINAL, "PATH": f"{bindir}:{env['PATH']}", "PYTHONPATH": str(ROOT)})
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         ["bash", "-c", command], stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, cwd=cwd, env=env
@@ -66,9 +82,7 @@ def shell(command: str, cwd: Path) -> str:
         chunks.append(data)
     code = proc.wait(timeout=120)
     os.close(master)
-    text = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n").replace(str(cwd), ".")
-    text = "\n".join(line.rstrip() for line in text.splitlines())
-    return (text + "\n" if text else "") + (f"(exit {code})\n" if code else "")
+    return shown_output(b"".join(chunks).decode("utf-8", "replace"), code, cwd)
 
 
 def split_block(body: str) -> list[tuple[str, str]]:
@@ -93,7 +107,7 @@ def run_file(path: Path, tmp: Path) -> tuple[str, list[tuple[str, str, str]]]:
             return m.group(0)
         out = []
         for command, shown in split_block(m.group("body")):
-            real = shell(command, tmp)
+            real = run_shown(command, tmp)
             results.append((command, shown, real))
             out.append(f"$ {command}\n{real}")
         return "```console\n" + "".join(out) + "```\n"
@@ -120,10 +134,40 @@ def test_every_shown_command_prints_what_is_shown(path, tmp_path):
 
 def test_the_runner_can_fail(tmp_path):
     doc = tmp_path / "doc.md"
-    doc.write_text("```console\n$ echo hi\nho\n```\n")
+    doc.write_text("```console\n$ echo hi\nho\n$ posenc kinds nokind\nno\n```\n")
     _, results = run_file(doc, tmp_path)
-    assert results == [("echo hi", "ho\n", "hi\n")]
+    assert results[0] == ("echo hi", "ho\n", "hi\n")
+    assert results[1][:2] == ("posenc kinds nokind", "no\n") and results[1][2].endswith("(exit 2)\n")
     assert shell("exit 3", tmp_path) == "(exit 3)\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "posenc kinds nokind",
+        "posenc generate --len 5 --dim 6 -p preset=tf-tutorial",
+        "posenc generate --len 4 --dim 4 --force --format npz",
+        "posenc check sinusoidal --len 16 --dim 8 --require finite,sparkly",
+        "posenc generate --len 64 --dim 16 -o pe.npy",
+        "posenc check pe.npy --expect sinusoidal",
+        "posenc compare pe.npy sinusoidal:base=100 --len 64 --dim 16",
+        "posenc plot pe.npy",
+    ],
+)
+def test_the_in_process_terminal_shows_what_the_pty_shows(tmp_path, command):
+    """The stand-in terminal gives what a real process on an 80-column pseudo-terminal gives: previews,
+    widths, messages on stderr in their place, exit codes."""
+    assert PLAIN_POSENC.fullmatch(command)
+    assert cli_tty(["generate", "--len", "64", "--dim", "16", "-o", "table.npy"], cwd=tmp_path)[0] == 0
+    command = command.replace("pe.npy", "table.npy") if "-o pe.npy" not in command else command
+    real = shell(command, tmp_path)
+    (tmp_path / "pe.npy").unlink(missing_ok=True)
+    assert run_shown(command, tmp_path) == real
+
+
+@pytest.mark.parametrize("command", ["posenc generate | posenc check -", "posenc check 'a b'", "posenc kinds > x"])
+def test_shell_syntax_runs_in_a_shell(command):
+    assert not PLAIN_POSENC.fullmatch(command)
 
 
 def test_every_console_block_is_run_or_says_why_not():
