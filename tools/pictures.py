@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,12 +38,18 @@ PICTURES = {
 }
 
 
-def draw(out_dir: Path) -> list[Path]:
+def draw(out_dir: Path, plot: Callable[[list[str]], None] | None = None) -> list[Path]:
+    """Draw every picture into ``out_dir``; ``plot(ARGS)`` runs ``posenc plot ARGS`` (by default in a fresh
+    ``python -m posenc_cli``; the freshness test passes one that runs in its own process)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, args in PICTURES.items():
         path = out_dir / name
-        subprocess.run([sys.executable, "-m", "posenc_cli", "plot", *args, "-o", str(path), "-q"], check=True, cwd=ROOT)
+        plot_args = [*args, "-o", str(path), "-q"]
+        if plot is None:
+            subprocess.run([sys.executable, "-m", "posenc_cli", "plot", *plot_args], check=True, cwd=ROOT)
+        else:
+            plot(plot_args)
         written.append(path)
     return written
 
