@@ -1,6 +1,9 @@
 """completions/ holds the generated shell scripts; this test regenerates them and fails when they are stale.
 
 Refresh them with: POSENC_UPDATE_COMPLETIONS=1 python -m pytest tests/test_completions.py
+
+The command line runs in this process (``conftest.cli``); test_startup.py runs completion in fresh interpreters
+for every shell, as a shell does, and holds it to its start-up budget.
 """
 
 from __future__ import annotations
@@ -9,27 +12,26 @@ import os
 
 import pytest
 
-from .conftest import ROOT, clean_env, run
+from .conftest import ROOT, cli
 
 SCRIPTS = {"bash": "posenc.bash", "zsh": "_posenc", "fish": "posenc.fish", "powershell": "posenc.ps1"}
 
 
 @pytest.mark.parametrize("shell", list(SCRIPTS))
 def test_completion_script_is_fresh(shell):
-    proc = run([], env=clean_env(_POSENC_COMPLETE=f"source_{shell}"))
-    assert proc.returncode == 0 and proc.stdout, proc.stderr
+    code, out, err = cli([], env={"_POSENC_COMPLETE": f"source_{shell}"})
+    assert code == 0 and out, err
     path = ROOT / "completions" / SCRIPTS[shell]
     if os.environ.get("POSENC_UPDATE_COMPLETIONS"):
-        path.write_bytes(proc.stdout)
+        path.write_bytes(out)
     assert path.exists(), f"{path} missing; regenerate with POSENC_UPDATE_COMPLETIONS=1"
-    assert path.read_bytes() == proc.stdout, f"{path} is stale; regenerate with POSENC_UPDATE_COMPLETIONS=1"
+    assert path.read_bytes() == out, f"{path} is stale; regenerate with POSENC_UPDATE_COMPLETIONS=1"
 
 
 def complete(line: str, shell: str = "bash") -> list[str]:
-    env = clean_env(_POSENC_COMPLETE=f"complete_{shell}", _POSENC_COMPLETE_ARGS=line)
-    proc = run([], env=env)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.decode().split()
+    code, out, err = cli([], env={"_POSENC_COMPLETE": f"complete_{shell}", "_POSENC_COMPLETE_ARGS": line})
+    assert code == 0, err
+    return out.decode().split()
 
 
 @pytest.mark.parametrize("shell", list(SCRIPTS))
@@ -48,15 +50,14 @@ def test_completion_offers_kinds_commands_options_and_values(shell):
 
 def test_show_completion_prints_the_committed_script():
     for shell, name in SCRIPTS.items():
-        proc = run(["--show-completion", shell])
-        assert proc.returncode == 0 and proc.stdout == (ROOT / "completions" / name).read_bytes()
+        code, out, _ = cli(["--show-completion", shell])
+        assert code == 0 and out == (ROOT / "completions" / name).read_bytes()
 
 
 def test_install_completion_writes_the_script_for_the_shell(tmp_path):
-    env = clean_env(HOME=str(tmp_path), SHELL="/bin/bash")
-    proc = run(["--install-completion"], env=env)
-    assert proc.returncode == 0, proc.stderr
+    code, _, err = cli(["--install-completion"], env={"HOME": str(tmp_path), "SHELL": "/bin/bash"})
+    assert code == 0, err
     installed = tmp_path / ".local/share/bash-completion/completions/posenc"
     assert installed.read_bytes() == (ROOT / "completions" / "posenc.bash").read_bytes()
-    proc = run(["--install-completion"], env=clean_env(HOME=str(tmp_path), SHELL="/bin/tcsh"))
-    assert proc.returncode == 2 and b"cannot tell your shell" in proc.stderr
+    code, _, err = cli(["--install-completion"], env={"HOME": str(tmp_path), "SHELL": "/bin/tcsh"})
+    assert code == 2 and "cannot tell your shell" in err

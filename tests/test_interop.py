@@ -1,4 +1,4 @@
-"""Tables exported by the real ``posenc`` command, loaded by other frameworks' own loaders.
+"""Tables exported by the ``posenc`` command line (run in process), loaded by other frameworks' own loaders.
 
 Optional: each test skips cleanly when its framework (torch, jax, tensorflow) is not importable; none of them
 is a posenc dependency. References are reimplementations of the frameworks' published code computed in
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .conftest import run
+from .conftest import inproc as run
 
 LEN, DIM = 128, 64  # small positions: float32 within 1e-6 of the float64 reference
 TUTORIAL = ["sinusoidal", "--len", str(LEN), "--dim", str(DIM), "-p", "preset=pytorch-tutorial"]
