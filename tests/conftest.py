@@ -12,6 +12,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# One BLAS thread per process, set before anything imports NumPy (children inherit it). OpenBLAS threads spin
+# while they wait for work: with the suite on every core (pytest -n auto) they burned a quarter of the CPU time
+# on small matrix products and slowed the other workers. posenc's own row-block threads are not affected.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 
 def posenc_cmd() -> list[str]:
     """The real command: the installed console script when it is this checkout's, else ``python -m posenc_cli``."""
