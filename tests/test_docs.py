@@ -42,8 +42,8 @@ BLOCK = re.compile(r"(?P<pre><!-- norun: [^>]*-->\n)?```console\n(?P<body>.*?)``
 # ----- running the shown commands ------------------------------------------------------------------------
 TERMINAL = {"COLUMNS": "80", "LINES": "40", "NO_COLOR": "1", "TERM": "dumb"}
 #: A shown command that is one posenc call and nothing for a shell to do: no pipe, redirection, quote,
-#: variable, glob or second command.
-PLAIN_POSENC = re.compile(r"posenc( [^|&;<>()$`\\\"'*?~\[\]{}\n]*)?")
+#: variable, glob, comment or second command.
+PLAIN_POSENC = re.compile(r"posenc( [^|&;<>()$`\\\"'*?~#\[\]{}\n]*)?")
 
 
 def shown_output(text: str, code: int, cwd: Path) -> str:
@@ -163,7 +163,9 @@ def test_the_in_process_terminal_shows_what_the_pty_shows(tmp_path, command):
     assert run_shown(command, tmp_path) == real
 
 
-@pytest.mark.parametrize("command", ["posenc generate | posenc check -", "posenc check 'a b'", "posenc kinds > x"])
+@pytest.mark.parametrize(
+    "command", ["posenc generate | posenc check -", "posenc check 'a b'", "posenc kinds > x", "posenc kinds # all"]
+)
 def test_shell_syntax_runs_in_a_shell(command):
     assert not PLAIN_POSENC.fullmatch(command)
 
