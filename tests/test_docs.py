@@ -36,6 +36,8 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 DOC_FILES = [README, *sorted(DOCS.glob("*.md"))]
 UPDATE = bool(os.environ.get("POSENC_UPDATE_DOCS"))
+if UPDATE and os.environ.get("PYTEST_XDIST_WORKER"):  # three tests rewrite docs/kinds.md: one process, in order
+    raise pytest.UsageError("refresh the docs without -n: POSENC_UPDATE_DOCS=1 python -m pytest tests/test_docs.py")
 BLOCK = re.compile(r"(?P<pre><!-- norun: [^>]*-->\n)?```console\n(?P<body>.*?)```\n", re.S)
 
 
