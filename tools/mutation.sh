@@ -42,7 +42,16 @@
 # (same behaviour for every input the code can receive) and said so where the survivors are reviewed.
 #
 # Times on a 2-core machine shared with other jobs, JOBS=1: metrics ~6-11 min (380 mutants), scaling ~8-10 min
-# (583), checks ~8 min (534); encodings is much larger (several thousand mutants, an hour or more).
+# (583), checks ~8 min (534); encodings 65 min at nice 19 (4489 mutants).
+#
+# encodings, first full run (2026-11-23, these tests): 1977 killed, 2 timeout, 594 survived, 1916 no tests. Not yet
+# triaged. "no tests": the identification hints (tested by tests/test_identify.py, whose hypothesis round trips
+# are too slow to rerun per mutant) and the angle-addition kernel's long-table path (reached by test_accuracy's
+# long tables, not selected here). Survivors by kind: error-message text ("XX...XX" strings, ~150: the tests match
+# the start of messages), equivalent dtype=None / block-size / worker-count mutants (parallel.py, _chunked), and
+# real gaps this selection does not reach: T5's float32 log near bucket edges (relative._log_float32), the
+# renormalisation in _trig._sincos and the float64 fix-up branches of Sinusoidal.fill (test_accuracy covers those;
+# add it here when a machine can afford it).
 #
 # Reviewed survivors that no test can kill (equivalent mutants; names as of this script's commit):
 #   scaling  _powf 8, _default_f32 13/17, _longrope_f32 13/17, _llama3_f32 64: dtype=None / astype(None) is
@@ -77,7 +86,7 @@ TESTS[checks]="tests/test_check_thresholds.py tests/test_checks.py"
 # mutmut's do_not_mutate_patterns: a line matching it is left alone (here: every line naming no threshold)
 SKIP_LINES[checks]='^(?!.*(tol(?!ist)|RTOL|\bok\b|verdict\(|passed))'
 MUTATE[encodings]="posenc_cli/encodings/*.py posenc_cli/encodings/rope/core.py posenc_cli/encodings/rope/xpos.py posenc_cli/encodings/rope/mrope.py"
-TESTS[encodings]="tests/test_sinusoidal.py tests/test_rope.py tests/test_grid.py tests/test_learned.py tests/test_naive.py tests/test_relative.py tests/test_registry.py tests/test_scaling_golden.py"
+TESTS[encodings]="tests/test_sinusoidal.py tests/test_rope.py tests/test_grid.py tests/test_learned.py tests/test_naive.py tests/test_relative.py tests/test_registry.py tests/test_scaling_golden.py tests/test_hf_configs.py tests/test_bad_parameters.py"
 ORDER=(metrics scaling checks encodings)
 
 # Tests that measure memory or run time (seconds each, no value checked that other tests do not check).
