@@ -107,9 +107,10 @@ def sincos_pairs(t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray) -> tuple[np.
     return s, c
 
 
-def _sincos(
-    t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray, want_sin: bool, want_cos: bool
-) -> tuple[np.ndarray | None, np.ndarray | None]:
+def reduce(t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The angle ``t * (w_hi + w_lo)`` reduced modulo 2 pi into about ``[-pi, pi]``, as a double-double
+    ``(r_hi, r_lo)`` with ``|r_lo| <= ulp(r_hi) / 2`` (absolute error ~2**-60); arrays broadcast."""
+    t = np.asarray(t, dtype=np.float64)
     tmax = float(np.max(np.abs(t))) if t.size else 0.0
     t_bits = max(1, math.ceil(math.log2(tmax + 1)))
     if t_bits > 31:
@@ -132,7 +133,20 @@ def _sincos(
     del q, n, s_, bb, b
     s_ = hi + lo  # renormalise so that |lo| <= ulp(hi) / 2
     lo = lo - (s_ - hi)
-    hi = s_
+    return s_, lo
+
+
+def sincos_reduced(hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``sin`` and ``cos`` of a reduced angle ``hi + lo`` (from :func:`reduce`), to about 1 float64 ulp."""
+    sin_hi = np.sin(hi)
+    cos_hi = np.cos(hi)
+    return sin_hi + cos_hi * lo, cos_hi - sin_hi * lo
+
+
+def _sincos(
+    t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray, want_sin: bool, want_cos: bool
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    hi, lo = reduce(t, w_hi, w_lo)
     s = c = None
     sin_hi = np.sin(hi)
     cos_hi = np.cos(hi)

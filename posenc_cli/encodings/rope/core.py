@@ -78,7 +78,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ParameterError
-from .. import _trig
+from .. import _angleadd, _trig
 from ..base import Encoding, TensorSpec, format_value, param
 from .scaling import SCALINGS, attention_scaling, optional_parameters
 
@@ -93,11 +93,13 @@ USED_BY = optional_parameters()
 
 def place_pairs(v: np.ndarray, out: np.ndarray, layout: str) -> None:
     """Write one value per rotation pair into both columns of the pair: ``half`` = cat(v, v), ``interleaved``
-    = columns (2k, 2k+1)."""
-    if layout == "half":
+    = columns (2k, 2k+1); ``cache`` writes ``v`` once (ONNX half-width caches)."""
+    if layout == "cache":
+        out[...] = v
+    elif layout == "half":
         h = v.shape[1]
         out[:, :h] = v
-        out[:, h:] = v
+        out[:, h:] = out[:, :h]  # a copy of what was just written (in cache), cheaper than a second cast
     else:
         out[:, 0::2] = v
         out[:, 1::2] = v
@@ -379,6 +381,18 @@ class Rope(Encoding):
             "inv_freq": freq,
         }
 
+    @cached_property
+    def _adder(self) -> _angleadd.AngleAdder:
+        return _angleadd.AngleAdder(*self._freqs)
+
+    def _columns(self, name: str) -> _angleadd.Columns:
+        """Frequency and part (0 sin, 1 cos) of each column of tensor ``name``."""
+        h = self.width // 2
+        k = np.arange(h)
+        if not name.endswith("_cache"):
+            k = np.concatenate([k, k]) if self.layout == "half" else np.repeat(k, 2)
+        return _angleadd.Columns(k, np.full(k.shape, 0 if name.startswith("sin") else 1), self._freqs[0])
+
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         w_hi, w_lo = self._freqs
         if name == "inv_freq":
@@ -386,14 +400,23 @@ class Rope(Encoding):
             return
         if name not in self.tensor_specs():
             raise ParameterError(f"rope has no tensor {name!r}; choose from: {', '.join(self.tensor_specs())}")
-        t = np.arange(self.offset + start, self.offset + stop, dtype=np.float64)
-        v = _trig.sin_or_cos(t, w_hi, w_lo, "sin" if name.startswith("sin") else "cos")
-        if self.attention_scaling != 1.0:
-            v *= self.attention_scaling
-        if name.endswith("_cache"):
-            out[...] = v
-        else:
-            place_pairs(v, out, self.layout)
+        scale = float(self.attention_scaling)
+        is_sin = name.startswith("sin")
+        t_start = self.offset + start
+        if _angleadd.usable(w_hi, out.dtype, scale) and _angleadd.worth(self.length, len(w_hi)):
+            # Angle addition (see _angleadd): both parts come out of one complex multiply, and each output
+            # row needs one value per frequency twice (two columns per pair), so nothing is computed in vain.
+            adder, cols = self._adder, self._columns(name)
+            tiny = _angleadd.tiny_threshold(out.dtype)
+            for a, b, u in adder.chunks(t_start, stop - start, scale):
+                place_pairs(u.real if is_sin else u.imag, out[a:b], "cache" if name.endswith("_cache") else self.layout)
+                adder.refine(out[a:b], t_start + a, cols, tiny, scale)
+            return
+        t = np.arange(t_start, self.offset + stop, dtype=np.float64)
+        v = _trig.sin_or_cos(t, w_hi, w_lo, "sin" if is_sin else "cos")
+        if scale != 1.0:
+            v *= scale
+        place_pairs(v, out, "cache" if name.endswith("_cache") else self.layout)
 
 
 _EXAMPLES = {
