@@ -199,7 +199,8 @@ class Sinusoidal(Encoding):
                 place(a, b, s, c)
         else:
             tiny = _angleadd.tiny_threshold(out.dtype)
-            adder, cols = self._adder, self._columns
+            adder = self._adder
+            refine = adder.refiner(self._columns, out.dtype, tiny)
             pairs = None
             if interleaved and self.dim % 2 == 0 and out.dtype == np.float32 and out.flags.c_contiguous:
                 pairs = out.view(np.complex64)  # (sin, cos) column pairs are exactly a complex64 (real, imag)
@@ -208,7 +209,7 @@ class Sinusoidal(Encoding):
                     np.copyto(pairs[a:b], u, casting="same_kind")
                 else:
                     place(a, b, u.real, u.imag)
-                adder.refine(out[a:b], t_start + a, cols, tiny)
+                refine(out[a:b], t_start + a)
         if pad:
             out[:, -1] = 0
         if self.padding_idx is not None:

@@ -406,11 +406,13 @@ class Rope(Encoding):
         if _angleadd.usable(w_hi, out.dtype, scale) and _angleadd.worth(self.length, len(w_hi)):
             # Angle addition (see _angleadd): both parts come out of one complex multiply, and each output
             # row needs one value per frequency twice (two columns per pair), so nothing is computed in vain.
-            adder, cols = self._adder, self._columns(name)
+            adder = self._adder
             tiny = _angleadd.tiny_threshold(out.dtype)
+            layout = "cache" if name.endswith("_cache") else self.layout
+            refine = adder.refiner(self._columns(name), out.dtype, tiny, scale)
             for a, b, u in adder.chunks(t_start, stop - start, scale):
-                place_pairs(u.real if is_sin else u.imag, out[a:b], "cache" if name.endswith("_cache") else self.layout)
-                adder.refine(out[a:b], t_start + a, cols, tiny, scale)
+                place_pairs(u.real if is_sin else u.imag, out[a:b], layout)
+                refine(out[a:b], t_start + a)
             return
         t = np.arange(t_start, self.offset + stop, dtype=np.float64)
         v = _trig.sin_or_cos(t, w_hi, w_lo, "sin" if is_sin else "cos")
