@@ -309,6 +309,9 @@ class CheckReport:
     results: list[CheckResult] = field(default_factory=list)
     #: the properties that could not be measured because one they need failed (e.g. every one after a NaN)
     not_run: list[str] = field(default_factory=list)
+    #: the reads of the table that several properties shared (``check --verbose``): for each, the properties it
+    #: served, what it computed, and its blocks
+    passes: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -320,6 +323,7 @@ class CheckReport:
             "failed": self.failed,
             "not_run": self.not_run,
             "results": [r.to_json() for r in self.results],
+            "passes": self.passes,
         }
 
 
@@ -378,6 +382,7 @@ def check(
         kind_cls=kind_cls,
     )
     names = checks.applicable(ctx)
+    ctx.planned = tuple(names)  # the first read of the table feeds all of them (checks/sweep.py)
     results: list[CheckResult] = []
     for prop in names:
         if on_check is not None:
@@ -398,7 +403,12 @@ def check(
     failed = [r.name for r in results if r.name in required and r.passed is False]
     not_run = [r.name for r in results if r.not_run]
     ok = not failed and not any(n in required for n in not_run)  # a required property must have held
-    return CheckReport(src.label, name, kind, ok, required, failed, results, not_run)
+    from .checks.sweep import passes
+
+    reads = [
+        {"properties": p.properties, "computed": p.feeds, "blocks": p.blocks, "rows": p.rows} for p in passes(ctx)
+    ]
+    return CheckReport(src.label, name, kind, ok, required, failed, results, not_run, reads)
 
 
 def check_all(table: TableLike, **options: Any) -> list[CheckReport]:

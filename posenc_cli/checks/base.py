@@ -101,6 +101,9 @@ class CheckContext:
     probes: int = 8
     #: The kind's class (its declarations: ROLES, PROPERTIES, MONOTONE, hooks); None for an unknown kind.
     kind_cls: Any = None
+    #: The properties about to be measured (``api.check`` sets them), so that the first read of the table
+    #: feeds all of them (see :mod:`.sweep`); empty: each check reads what it needs.
+    planned: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind_cls is None and self.kind is not None:

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 #: Largest block: big enough to amortise per-block Python work (e.g. angle-addition seeds), small
 #: enough that a progress bar moves and a busy core does not hold the last block for long.
@@ -27,6 +32,27 @@ def row_blocks(n_rows: int, rows_per_block: int) -> list[tuple[int, int]]:
 
 def workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
+_POOL_LOCK = threading.Lock()
+
+
+def pool(n_workers: int) -> ThreadPoolExecutor:
+    """One thread pool for the whole process, created on first use (small tables never pay for it) and
+    grown if more workers are asked for: streaming writers fill dozens of blocks in a row, each of which
+    would otherwise start and join its own threads."""
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_SIZE < n_workers:
+            from concurrent.futures import ThreadPoolExecutor
+
+            old = _POOL
+            _POOL, _POOL_SIZE = ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="posenc-fill"), n_workers
+            if old is not None:
+                old.shutdown(wait=False)
+        return _POOL
 
 
 def plan_blocks(n_rows: int, row_bytes: int, n_workers: int) -> list[tuple[int, int]]:
@@ -63,16 +89,20 @@ def fill_parallel(
             if progress:
                 progress(b - a)
         return
-    from concurrent.futures import ThreadPoolExecutor  # on first use: small tables never pay for it
-
-    with ThreadPoolExecutor(max_workers=n_workers) as pool:
-        futures = [(pool.submit(encoding.fill, name, start + a, start + b, out[a:b]), b - a) for a, b in blocks]
-        try:
-            for fut, rows in futures:
-                fut.result()
-                if progress:
-                    progress(rows)
-        except BaseException:
-            for fut, _ in futures:
-                fut.cancel()
-            raise
+    executor = pool(n_workers)
+    futures = [(executor.submit(encoding.fill, name, start + a, start + b, out[a:b]), b - a) for a, b in blocks]
+    try:
+        for fut, rows in futures:
+            fut.result()
+            if progress:
+                progress(rows)
+    except BaseException:
+        for fut, _ in futures:
+            fut.cancel()
+        for fut, _ in futures:  # none may still write into ``out`` once we return
+            if not fut.cancelled():
+                try:
+                    fut.result()
+                except BaseException:
+                    pass
+        raise
