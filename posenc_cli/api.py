@@ -405,9 +405,7 @@ def check(
     ok = not failed and not any(n in required for n in not_run)  # a required property must have held
     from .checks.sweep import passes
 
-    reads = [
-        {"properties": p.properties, "computed": p.feeds, "blocks": p.blocks, "rows": p.rows} for p in passes(ctx)
-    ]
+    reads = [{"properties": p.properties, "computed": p.feeds, "blocks": p.blocks, "rows": p.rows} for p in passes(ctx)]
     return CheckReport(src.label, name, kind, ok, required, failed, results, not_run, reads)
 
 

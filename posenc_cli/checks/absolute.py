@@ -9,9 +9,10 @@ products ``rtol * s**2``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -244,7 +245,10 @@ def _gram_feed(ctx: CheckContext) -> Feed:
         return x, u
 
     return Feed(
-        "gram", f"Freivalds Gram probe, first half (P^T x, {p} probes)", lambda b: b.rows.T @ xx[b.start : b.stop], finish
+        "gram",
+        f"Freivalds Gram probe, first half (P^T x, {p} probes)",
+        lambda b: b.rows.T @ xx[b.start : b.stop],
+        finish,
     )
 
 
@@ -462,20 +466,21 @@ def _sketch_feed(ctx: CheckContext) -> Feed:
     t = ctx.table
     n, d = t.shape
     g = ctx.rng().standard_normal((d, SKETCH_DIM)) / np.sqrt(SKETCH_DIM)
+    what = f"random {SKETCH_DIM}-dim sketch of every row (nearest pair)"
     if t.dtype == np.float32:
         g32 = g.astype(np.float32)
-        sk = np.empty((n, SKETCH_DIM), dtype=np.float32)
+        sk32 = np.empty((n, SKETCH_DIM), dtype=np.float32)
 
         def chunk(b: Block, s: int, e: int) -> None:
-            np.matmul(b.raw[s:e], g32, out=sk[b.start + s : b.start + e])
+            np.matmul(b.raw[s:e], g32, out=sk32[b.start + s : b.start + e])
 
-        return Feed("sketch", f"random {SKETCH_DIM}-dim sketch of every row (nearest pair)", None, lambda p: sk, chunk=chunk)
+        return Feed("sketch", what, None, lambda parts: sk32, chunk=chunk)
     sk = np.empty((n, SKETCH_DIM))
 
     def block(b: Block) -> None:
         sk[b.start : b.stop] = b.right["sketch"]
 
-    return Feed("sketch", f"random {SKETCH_DIM}-dim sketch of every row (nearest pair)", block, lambda p: sk, g)
+    return Feed("sketch", what, block, lambda parts: sk, g)
 
 
 def _closest_pair_sampled(ctx: CheckContext, n_sort: int = 4, window: int = 8, keep: int = 64) -> tuple[int, int]:
@@ -665,7 +670,7 @@ def _fit_tasks(ctx: CheckContext) -> tuple[list[Callable[[], Any]], Callable[[li
 
     if not (ks and rcond >= 1e-8 and n - ks[-1] > size and d >= _NESTED_MIN_DIM):
         samples = [np.sort(rng.choice(n - k, size=min(n - k, size), replace=False)) for k in ks]
-        tasks = [lambda k=k, rows=rows: fit_one(k, rows) for k, rows in zip(ks, samples)]
+        tasks: list[Callable[[], Any]] = [functools.partial(fit_one, k, rows) for k, rows in zip(ks, samples)]
         return tasks, result
     first = np.sort(rng.choice(n - ks[0], size=size, replace=False))
     rows_of, drops, extras = [first], [], []
@@ -676,8 +681,9 @@ def _fit_tasks(ctx: CheckContext) -> tuple[list[Callable[[], Any]], Callable[[li
         rows_of.append(np.sort(np.concatenate([keep, extra])))
         drops.append(drop)
         extras.append(extra)
-    grams: list[Callable[[], Any]] = [lambda: gram(first)]
-    grams += [lambda rows=rows: gram(rows) for pair in zip(drops, extras) for rows in pair]
+    grams: list[Callable[[], Any]] = [
+        functools.partial(gram, rows) for pair in [(first,), *zip(drops, extras)] for rows in pair
+    ]
 
     def combine(parts: list[np.ndarray]) -> Any:
         g_first = parts[0]
@@ -918,7 +924,7 @@ def check_precision(ctx: CheckContext) -> CheckResult:
     )
 
 
-def _needs(ctx: CheckContext, prop: str) -> tuple[str, ...]:
+def _needs(ctx: CheckContext, *, prop: str) -> tuple[str, ...]:
     """The feeds of :mod:`.sweep` that property ``prop`` reads on this table."""
     from ..formats import is_float
 
@@ -944,7 +950,7 @@ for _prop in (
     "finite", "bounded", "constant-norm", "equidistant", "offset-invariant", "symmetric", "decay", "unique",
     "shift-linear", "precision",
 ):  # fmt: skip
-    sweep.NEEDS[_prop] = lambda ctx, prop=_prop: _needs(ctx, prop)
+    sweep.NEEDS[_prop] = functools.partial(_needs, prop=_prop)
 
 
 __all__ = [

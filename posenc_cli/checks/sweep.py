@@ -162,9 +162,9 @@ def run(ctx: CheckContext, keys: list[str], planned: tuple[str, ...] = ()) -> No
     n = table.shape[0]
     step = rows_per_block(int(np.prod(table.shape[1:], dtype=np.int64)) if table.ndim > 1 else 1, BLOCK_ELEMS)
     starts = list(range(0, n, step))
-    with_right = [f for f in feeds if f.right is not None]
-    right = np.hstack([f.right for f in with_right]) if with_right else None  # type: ignore[misc]
-    edges = np.cumsum([0] + [f.right.shape[1] for f in with_right])  # type: ignore[union-attr]
+    rights = [(f, f.right) for f in feeds if f.right is not None]
+    right = np.hstack([r for _, r in rights]) if rights else None
+    edges = np.cumsum([0] + [r.shape[1] for _, r in rights])
 
     def work(a: int) -> list[Any]:
         b = min(a + step, n)
@@ -172,7 +172,7 @@ def run(ctx: CheckContext, keys: list[str], planned: tuple[str, ...] = ()) -> No
         blk = Block(a, b, np.asarray(table[a:b]), x)
         if right is not None:
             prod = blk.rows @ right
-            blk.right = {f.key: prod[:, edges[i] : edges[i + 1]] for i, f in enumerate(with_right)}
+            blk.right = {f.key: prod[:, edges[i] : edges[i + 1]] for i, (f, _) in enumerate(rights)}
         chunked = [f.chunk for f in feeds if f.chunk is not None]
         if chunked:
             sub = max(1, CHUNK_ELEMS // max(1, x.size // max(1, len(x))))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable
@@ -45,7 +46,7 @@ def pool(n_workers: int) -> ThreadPoolExecutor:
     would otherwise start and join its own threads."""
     global _POOL, _POOL_SIZE
     with _POOL_LOCK:
-        if _POOL is None or _POOL_SIZE < n_workers:
+        if _POOL is None or n_workers > _POOL_SIZE:
             from concurrent.futures import ThreadPoolExecutor
 
             old = _POOL
@@ -101,8 +102,6 @@ def fill_parallel(
             fut.cancel()
         for fut, _ in futures:  # none may still write into ``out`` once we return
             if not fut.cancelled():
-                try:
+                with contextlib.suppress(BaseException):
                     fut.result()
-                except BaseException:
-                    pass
         raise

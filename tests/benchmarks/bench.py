@@ -21,8 +21,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -69,7 +69,7 @@ def posenc_array(length: int, dim: int) -> np.ndarray:
 def kernels(length: int, dim: int) -> dict[str, Callable[[], np.ndarray]]:
     """Every generation kernel the issue names, as a user calls it: the table of ``length x dim`` float32
     (grids of as many cells), built from its parameters and filled on every core."""
-    side = int(math.isqrt(length // 2))
+    side = math.isqrt(length // 2)
     grid2 = f"{side}x{length // side}"  # 256x512 for 131072 rows
     grid3 = f"{length // 4096}x64x64" if length % 4096 == 0 else f"1x{side}x{length // side}"
     yarn = {"scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
@@ -80,7 +80,11 @@ def kernels(length: int, dim: int) -> dict[str, Callable[[], np.ndarray]]:
         "rope cos, half": ("rope", {"layout": "half"}, "cos"),
         "rope sin, half, llama3.1 scaling": ("rope", {"preset": "llama3.1"}, "sin"),
         "rope cos, interleaved, yarn scaling": ("rope", {"layout": "interleaved", **yarn}, "cos"),
-        "rope sin, interleaved, linear scaling": ("rope", {"layout": "interleaved", "scaling": "linear", "factor": 2.0}, "sin"),
+        "rope sin, interleaved, linear scaling": (
+            "rope",
+            {"layout": "interleaved", "scaling": "linear", "factor": 2.0},
+            "sin",
+        ),
         f"sinusoidal-2d grid {grid2} (mae)": ("sinusoidal-2d", {"grid": grid2}, None),
         f"sinusoidal-3d grid {grid3}": ("sinusoidal-3d", {"grid": grid3}, None),
     }
@@ -94,9 +98,7 @@ def kernels(length: int, dim: int) -> dict[str, Callable[[], np.ndarray]]:
 
 
 # ----- timing helpers ------------------------------------------------------------------------------
-def interleaved(
-    contenders: dict[str, Callable[[], object]], reps: int, with_min: bool = False
-) -> Any:
+def interleaved(contenders: dict[str, Callable[[], object]], reps: int, with_min: bool = False) -> Any:
     """Median wall time of each contender over ``reps`` interleaved rounds (one warm-up round first); with
     ``with_min``, also the minimum (the round least disturbed by other work on a shared machine)."""
     times: dict[str, list[float]] = {k: [] for k in contenders}
@@ -187,13 +189,9 @@ def bench_in_memory(length: int, dim: int, reps: int) -> None:
     for label in kernels(length, dim):
         what = f"{length} x {dim} float32 {label}"
         r_ones, r_ones_min = med[label] / med["np.ones"], low[label] / low["np.ones"]
-        report(
-            what, f"{r_ones:.2f}x the time of np.ones (min {r_ones_min:.2f}x)", "<= 3x", r_ones <= 3
-        )
+        report(what, f"{r_ones:.2f}x the time of np.ones (min {r_ones_min:.2f}x)", "<= 3x", r_ones <= 3)
         r_seed, r_seed_min = med["tf-seed"] / med[label], low["tf-seed"] / low[label]
-        report(
-            what, f"{r_seed:.1f}x faster than the seed TF code (min {r_seed_min:.1f}x)", ">= 20x", r_seed >= 20
-        )
+        report(what, f"{r_seed:.1f}x faster than the seed TF code (min {r_seed_min:.1f}x)", ">= 20x", r_seed >= 20)
     what = f"{length} x {dim} float32 sinusoidal, in memory"
     if torch is None:
         report(what, "skipped: torch not installed", "faster than the 2-thread PyTorch formula", None)

@@ -116,7 +116,7 @@ def chunk_sweep(reps: int) -> None:
 def threads(length: int, reps: int) -> None:
     print(f"\n3. threads: {length} x {DIM} float32 sinusoidal, ms (ns per element)")
     enc = make_encoding("sinusoidal", {"length": length, "dim": DIM})
-    enc._adder
+    assert enc._adder is not None  # its tables, built before timing
     touched = np.ones((length, DIM), np.float32)
 
     def fill(out: np.ndarray, workers: int) -> None:
