@@ -47,6 +47,22 @@ with localcontext() as _ctx:
 _CHUNK = 1 << 13
 
 
+def geometric(first: Decimal, ratio: Decimal, n: int) -> list[Decimal]:
+    """``first * ratio**k`` for ``k < n`` by repeated multiplication, in the caller's Decimal context.
+
+    Every frequency formula here is geometric in ``k``; one ``exp`` for the ratio and ``n`` products instead of
+    ``n`` exps (~0.4 ms instead of ~50 ms for 512 frequencies at 60 digits). Each product rounds once, so the
+    relative error is at most ``n`` units of the context's last digit (1e-57 for 512 values at 60 digits), far
+    below the ~1e-32 a double-double keeps: the float64 pairs are the same.
+    """
+    out = []
+    value = first
+    for _ in range(n):
+        out.append(value)
+        value = value * ratio
+    return out
+
+
 def double_double(values: list[Decimal]) -> tuple[np.ndarray, np.ndarray]:
     """Split high-precision decimals into float64 ``hi`` and ``lo`` parts (``hi + lo`` ~ value to ~106 bits)."""
     hi = np.array([float(v) for v in values], dtype=np.float64)

@@ -84,8 +84,7 @@ def grid_frequencies(n: int, base: float) -> tuple[np.ndarray, np.ndarray]:
     """``base**(-k/n)`` for ``k < n`` as double-double (hi, lo) float64 arrays."""
     with localcontext() as ctx:
         ctx.prec = 60
-        log_base = Decimal(base).ln()
-        values = [(-(Decimal(k) / Decimal(n)) * log_base).exp() for k in range(n)]
+        values = _trig.geometric(Decimal(1), (-Decimal(base).ln() / Decimal(n)).exp(), n)
     return _trig.double_double(values)
 
 

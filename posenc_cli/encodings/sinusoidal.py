@@ -54,10 +54,10 @@ def frequencies(dim: int, n: int, freq: str, base: float, min_timescale: float, 
         ctx.prec = 60
         if freq == "paper":
             log_base = Decimal(base).ln()
-            return [(-(Decimal(2 * k) / Decimal(dim)) * log_base).exp() for k in range(n)]
+            return _trig.geometric(Decimal(1), (-(Decimal(2) / Decimal(dim)) * log_base).exp(), n)
         # the denominator is floor(d/2) - 1 whatever the column count (tensor2tensor, fairseq)
         increment = (Decimal(max_timescale) / Decimal(min_timescale)).ln() / Decimal(max(dim // 2 - 1, 1))
-        return [Decimal(min_timescale) * (-(Decimal(k) * increment)).exp() for k in range(n)]
+        return _trig.geometric(Decimal(min_timescale), (-increment).exp(), n)
 
 
 @dataclass(frozen=True)

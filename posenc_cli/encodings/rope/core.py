@@ -385,13 +385,19 @@ class Rope(Encoding):
     def _adder(self) -> _angleadd.AngleAdder:
         return _angleadd.AngleAdder(*self._freqs)
 
-    def _columns(self, name: str) -> _angleadd.Columns:
-        """Frequency and part (0 sin, 1 cos) of each column of tensor ``name``."""
+    @cached_property
+    def _column_maps(self) -> dict[str, _angleadd.Columns]:
+        """Frequency and part (0 sin, 1 cos) of each column of every cos/sin tensor."""
         h = self.width // 2
-        k = np.arange(h)
-        if not name.endswith("_cache"):
-            k = np.concatenate([k, k]) if self.layout == "half" else np.repeat(k, 2)
-        return _angleadd.Columns(k, np.full(k.shape, 0 if name.startswith("sin") else 1), self._freqs[0])
+        out = {}
+        for name in self.tensor_specs():
+            if name == "inv_freq":
+                continue
+            k = np.arange(h)
+            if not name.endswith("_cache"):
+                k = np.concatenate([k, k]) if self.layout == "half" else np.repeat(k, 2)
+            out[name] = _angleadd.Columns(k, np.full(k.shape, 0 if name.startswith("sin") else 1), self._freqs[0])
+        return out
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         w_hi, w_lo = self._freqs
@@ -409,7 +415,7 @@ class Rope(Encoding):
             adder = self._adder
             tiny = _angleadd.tiny_threshold(out.dtype)
             layout = "cache" if name.endswith("_cache") else self.layout
-            refine = adder.refiner(self._columns(name), out.dtype, tiny, scale)
+            refine = adder.refiner(self._column_maps[name], out.dtype, tiny, scale)
             for a, b, u in adder.chunks(t_start, stop - start, scale):
                 place_pairs(u.real if is_sin else u.imag, out[a:b], layout)
                 refine(out[a:b], t_start + a)
