@@ -10,8 +10,8 @@ Steps of ``B`` rows start at absolute positions ``T`` that are multiples of ``B`
 per column) comes from the exact range-reduced :func:`._trig.sincos`. Inside a step, rows go in sub-steps of
 ``b``: the sub-step seed ``S_a = u(T) conj(z(b a))`` is one complex multiply per column, and the rows of the
 sub-step are ``S_a conj(z(j))`` for ``j < b``. Both tables (``conj(z(b a))``, ``a < B / b``, and
-``conj(z(j))``, ``j < b``, each exact) are small, so a chunk of rows is one broadcast complex multiply into an
-L2-resident scratch, which the caller casts into its output: two passes per element, ~6 flops per two outputs
+``conj(z(j))``, ``j < b``, each exact) are small, so a chunk of rows is one broadcast complex multiply into a
+cache-sized scratch, which the caller casts into its output: two passes per element, ~6 flops per two outputs
 instead of a range reduction per element. An optional real ``scale`` (RoPE's attention scaling) multiplies the
 seeds.
 
@@ -21,13 +21,13 @@ each is off by a complex error of modulus <= sqrt(2) eps; a complex multiply ``r
 sub-step seed is thus off by ``<= (2 sqrt(2) + 2) eps``, a row by ``E <= (3 sqrt(2) + 4) eps < 8.3 eps``, and
 with a scaled seed ``E < 10 s eps`` (``s`` the scale): at *any* position, since the seed is exact however large
 ``T`` is. A result with ``|v| >= s 2**(m - 47)`` (``m`` mantissa bits of the output dtype) has an output ulp
-``>= s 2**-47 = 64 s eps``, so ``E`` is under a third of an ulp and the final rounding lands within 1 ulp of the
+``> s 2**-48 = 32 s eps``, so ``E`` is under a third of an ulp and the final rounding lands within 1 ulp of the
 exact value. Results below that (near the zeros of sin and cos, about 4 elements in 10**8 in float32, where ``E``
-could be several output ulps) are recomputed exactly. They are found without reading the results: within a step
-the angle of column ``k`` is ``theta_k + j w_k`` (``theta_k`` the exactly reduced seed angle), so the rows whose
-angle lies within ``delta`` of a multiple of ``pi / 2`` follow from a few operations per zero crossing
-(:meth:`AngleAdder._near_zeros`): about ``B sum(w) / (pi / 2)`` crossings per step, ~3% of the elements of a
-1024-wide table, against two passes over every element for a scan of the results.
+could be several output ulps) are recomputed exactly (:meth:`AngleAdder.refiner`). They are found in the output
+as the caller placed it, while a chunk is still in cache: two read-only integer minima of its bits (as unsigned
+integers the smallest non-negative value has the smallest bits; as signed integers the negative value nearest
+zero is the most negative), ~0.35 ns per element; predicting them from the angles instead (``B sum(w) / (pi/2)``
+zero crossings per step, ~3% of the elements of a 1024-wide table) measured ~2 ns per element in NumPy.
 
 Float64 outputs must not use this kernel (``E`` is several float64 ulps), so the kinds keep the exact path for
 them. Every value depends only on its position and column (steps and sub-steps are aligned to absolute
@@ -47,9 +47,10 @@ from . import _trig
 
 #: Rows per exactly seeded step (steps start at multiples of it).
 STEP_ROWS = 1024
-#: Bytes of the complex128 scratch a chunk is computed into: with the fine table, it stays in a 1 MiB L2
-#: (measured: tests/benchmarks/passes.py, block size sweep).
-CHUNK_BYTES = 1 << 19
+#: Bytes of the complex128 scratch a chunk is computed into. The chunk-size sweep of tests/benchmarks/passes.py
+#: (and whole 131072 x 1024 tables on two threads) put the best at 0.5-1.5 MiB: below, NumPy's per-call overhead
+#: (~1-2 us a call, a dozen calls a chunk) dominates; above, the scratch no longer stays in cache.
+CHUNK_BYTES = 1 << 20
 #: Largest sub-step (rows of the fine table ``conj(z(j))``).
 MAX_SUB_ROWS = 32
 

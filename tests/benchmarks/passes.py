@@ -10,7 +10,10 @@ said otherwise. Three tables:
    the writes to memory of the real table);
 2. chunk size: the whole fill (one thread, output memory already touched) for several scratch sizes;
 3. threads: ``np.ones``, then one and two threads, into fresh memory (page faults included, as
-   ``Encoding.array`` pays them) and into memory already touched.
+   ``Encoding.array`` pays them) and into memory already touched;
+4. scheduler: two threads filling half the table each, with each thread's time on a CPU and its time waiting
+   for one (``/proc/self/task/TID/schedstat``): when the waits are as long as the time on a CPU, only one core
+   was free for this process (other work on the machine), whatever the code does.
 
 Not collected by pytest (no ``test_`` prefix).
 """
@@ -139,6 +142,38 @@ def threads(length: int, reps: int) -> None:
         print(f"   {name:28s} {t * 1e3:7.1f} ms  ({t / (length * DIM) * 1e9:.3f})")
 
 
+def scheduler(length: int) -> None:
+    import threading
+
+    print(f"\n4. scheduler: two threads, each filling half of a {length} x {DIM} table (touched memory)")
+    enc = make_encoding("sinusoidal", {"length": length, "dim": DIM})
+    assert enc._adder is not None
+    out = np.ones((length, DIM), np.float32)
+    half = length // 2
+    res: dict[int, tuple[float, float, float]] = {}
+
+    def stat() -> tuple[float, float]:
+        on, wait, _ = Path(f"/proc/self/task/{threading.get_native_id()}/schedstat").read_text().split()
+        return int(on) / 1e9, int(wait) / 1e9
+
+    def work(i: int) -> None:
+        s0, t0 = stat(), time.perf_counter()
+        for a in range(i * half, (i + 1) * half, 1024):
+            enc.fill("pe", a, a + 1024, out[a : a + 1024])
+        s1 = stat()
+        res[i] = (time.perf_counter() - t0, s1[0] - s0[0], s1[1] - s0[1])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, (wall, on, wait) in sorted(res.items()):
+        print(
+            f"   thread {i}: wall {wall * 1e3:6.1f} ms, on a CPU {on * 1e3:6.1f} ms, waiting for a CPU {wait * 1e3:6.1f} ms"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=131072, help="rows of the table in the thread table")
@@ -150,6 +185,7 @@ def main() -> None:
     per_pass(args.reps)
     chunk_sweep(args.reps)
     threads(args.rows, args.reps)
+    scheduler(args.rows)
 
 
 if __name__ == "__main__":
