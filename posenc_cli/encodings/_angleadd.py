@@ -37,7 +37,9 @@ split of a table into blocks (threads, streaming writers, ``check``) gives the s
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -51,6 +53,8 @@ STEP_ROWS = 1024
 #: (and whole 131072 x 1024 tables on two threads) put the best at 0.5-1.5 MiB: below, NumPy's per-call overhead
 #: (~1-2 us a call, a dozen calls a chunk) dominates; above, the scratch no longer stays in cache.
 CHUNK_BYTES = 1 << 20
+#: Steps whose exact seeds are computed together (:meth:`AngleAdder._seed`).
+SEED_BATCH = 64
 #: Largest sub-step (rows of the fine table ``conj(z(j))``).
 MAX_SUB_ROWS = 32
 
@@ -83,6 +87,14 @@ def worth(length: int, n_freqs: int) -> bool:
     return n_freqs >= 1 and length >= 4 * (STEP_ROWS // sub + sub)
 
 
+def reaches(first: int, last: int) -> bool:
+    """Whether every step start for positions ``first..last`` is in the range of exact seeds (``|T| < 2**31``):
+    steps start at multiples of :data:`STEP_ROWS` at or below a position, so a table starting within a step of
+    ``-2**31`` takes the exact path."""
+    return (first // STEP_ROWS) * STEP_ROWS > -(2**31) and last < 2**31
+
+
+@functools.lru_cache(maxsize=16)
 def tiny_threshold(dtype: np.dtype) -> float | None:
     """Results below this magnitude must be recomputed exactly for ``dtype`` (None: never needed)."""
     dtype = np.dtype(dtype)
@@ -122,7 +134,43 @@ class AngleAdder:
         self.chunk = max(self.sub, chunk_rows(self.n) - chunk_rows(self.n) % self.sub)
         self.fine = _conj_z(np.arange(self.sub, dtype=np.float64), self.w_hi, self.w_lo)
         self.coarse = _conj_z(np.arange(0, self.rows, self.sub, dtype=np.float64), self.w_hi, self.w_lo)
-        self._zero = (self.w_hi == 0) & (self.w_lo == 0)  # cos 1, sin 0 exactly: never near a zero of cos
+        self._seed_batches: dict[int, np.ndarray] = {}
+        self._local = threading.local()
+        self._lock = threading.Lock()  # cos 1, sin 0 exactly: never near a zero of cos
+
+    # ----- seeds and scratch ------------------------------------------------------------------------
+    def _seed(self, index: int) -> np.ndarray:
+        """``sin + i cos`` at the start of step ``index`` (position ``index * B``), exactly range-reduced.
+
+        Seeds are computed :data:`SEED_BATCH` steps at a time and the last few batches kept: a table is filled a
+        step or two per call (threads, streaming writers), and one range reduction of a single row costs as much
+        NumPy overhead as one of a hundred rows."""
+        batch, i = divmod(index, SEED_BATCH)
+        seeds = self._seed_batches.get(batch)
+        if seeds is None:
+            t0 = np.arange(batch * SEED_BATCH, (batch + 1) * SEED_BATCH, dtype=np.float64) * self.rows
+            t0[np.abs(t0) >= 2**31] = 0.0  # steps out of range are never used (see :func:`reaches`)
+            s0, c0 = _trig.sincos(t0, self.w_hi, self.w_lo)
+            seeds = np.empty(s0.shape, dtype=np.complex128)
+            seeds.real = s0
+            seeds.imag = c0
+            with self._lock:  # threads fill neighbouring blocks: one may evict while another inserts
+                if len(self._seed_batches) >= 8:
+                    self._seed_batches.pop(next(iter(self._seed_batches)), None)
+                self._seed_batches[batch] = seeds
+        return seeds[i]
+
+    def _buffers(self) -> tuple[np.ndarray, np.ndarray]:
+        """This thread's chunk scratch and sub-step seeds (allocated once per thread, not once per call)."""
+        bufs = getattr(self._local, "bufs", None)
+        if bufs is None:
+            b, n = self.sub, self.n
+            bufs = (
+                np.empty((self.chunk // b, b, n), dtype=np.complex128),
+                np.empty((self.rows // b, n), dtype=np.complex128),
+            )
+            self._local.bufs = bufs
+        return bufs
 
     # ----- the rows --------------------------------------------------------------------------------
     def chunks(self, t_start: int, n_rows: int, scale: float = 1.0) -> Iterator[tuple[int, int, np.ndarray]]:
@@ -136,22 +184,17 @@ class AngleAdder:
             return
         B, b, n = self.rows, self.sub, self.n
         first = (t_start // B) * B
-        t0 = np.arange(first, t_start + n_rows, B, dtype=np.float64)
-        s0, c0 = _trig.sincos(t0, self.w_hi, self.w_lo)
-        seeds = np.empty(s0.shape, dtype=np.complex128)
-        seeds.real = s0
-        seeds.imag = c0
-        if scale != 1.0:
-            seeds *= scale
-        del s0, c0
+        steps = -(-(t_start + n_rows - first) // B)
         per = self.chunk // b  # sub-steps per chunk
-        scratch = np.empty((per, b, n), dtype=np.complex128)
-        sub_seeds = np.empty((B // b, n), dtype=np.complex128)
-        for i in range(len(t0)):
+        scratch, sub_seeds = self._buffers()
+        for i in range(steps):
             step = first + i * B
+            seed = self._seed(step // B)
+            if scale != 1.0:
+                seed = seed * scale
             ja, jb = max(step, t_start) - step, min(step + B, t_start + n_rows) - step  # rows of this step
             a_first, a_end = ja // b, -(-jb // b)
-            np.multiply(self.coarse[a_first:a_end], seeds[i], out=sub_seeds[a_first:a_end])
+            np.multiply(self.coarse[a_first:a_end], seed, out=sub_seeds[a_first:a_end])
             for a0 in range(a_first, a_end, per):
                 a1 = min(a0 + per, a_end)
                 m = a1 - a0

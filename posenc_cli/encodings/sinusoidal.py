@@ -29,6 +29,7 @@ to within an ulp at any position below 2**31, unlike the float32 formulas most l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from functools import cached_property
@@ -169,6 +170,20 @@ class Sinusoidal(Encoding):
             freq[n : n + n_second], part[n : n + n_second] = np.arange(n_second), second
         return _angleadd.Columns(freq, part, self._freqs[0])
 
+    def _fast(self, dtype: np.dtype) -> tuple[_angleadd.AngleAdder, Callable[[np.ndarray, int], None]] | None:
+        """The angle-addition kernel and its near-zero refiner for outputs of ``dtype``, or None where the exact
+        path serves (float64, short tables, positions within a step of -2**31); decided once per dtype."""
+        cache = self.__dict__.setdefault("_fast_by_dtype", {})
+        if dtype not in cache:
+            ok = (
+                _angleadd.usable(self._freqs[0], dtype)
+                and _angleadd.worth(self.length, self._plan[0])
+                and _angleadd.reaches(self.offset, self.offset + self.length - 1)
+            )
+            tiny = _angleadd.tiny_threshold(dtype) if ok else None
+            cache[dtype] = (self._adder, self._adder.refiner(self._columns, dtype, tiny)) if ok else None
+        return cache[dtype]
+
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         n, n_sin, n_cos, pad = self._plan
         n_second = self.dim - n - pad
@@ -187,7 +202,8 @@ class Sinusoidal(Encoding):
                 o[:, :n] = first
                 o[:, n : n + n_second] = second[:, :n_second]
 
-        if not (_angleadd.usable(self._freqs[0], out.dtype) and _angleadd.worth(self.length, n)):
+        fast = self._fast(out.dtype)
+        if fast is None:
             # Exact range reduction per element: float64 outputs (where angle addition's few float64
             # roundings would cost more than an ulp near the zeros) and tables too short to amortise
             # angle addition's tables.
@@ -198,9 +214,7 @@ class Sinusoidal(Encoding):
                 s, c = _trig.sincos(np.arange(t_start + a, t_start + b, dtype=np.float64), w_hi, w_lo)
                 place(a, b, s, c)
         else:
-            tiny = _angleadd.tiny_threshold(out.dtype)
-            adder = self._adder
-            refine = adder.refiner(self._columns, out.dtype, tiny)
+            adder, refine = fast
             pairs = None
             if interleaved and self.dim % 2 == 0 and out.dtype == np.float32 and out.flags.c_contiguous:
                 pairs = out.view(np.complex64)  # (sin, cos) column pairs are exactly a complex64 (real, imag)

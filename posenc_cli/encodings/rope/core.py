@@ -71,6 +71,7 @@ exactly: the angles are still exact, so this reproduces HF's frequencies but not
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -399,6 +400,26 @@ class Rope(Encoding):
             out[name] = _angleadd.Columns(k, np.full(k.shape, 0 if name.startswith("sin") else 1), self._freqs[0])
         return out
 
+    def _fast(
+        self, name: str, dtype: np.dtype
+    ) -> tuple[_angleadd.AngleAdder, Callable[[np.ndarray, int], None]] | None:
+        """The angle-addition kernel and the near-zero refiner of tensor ``name`` in ``dtype``, or None where the
+        exact path serves (float64, short tables, odd scales, positions within a step of -2**31); decided once."""
+        cache = self.__dict__.setdefault("_fast_by_dtype", {})
+        key = (name, dtype)
+        if key not in cache:
+            scale = float(self.attention_scaling)
+            w_hi = self._freqs[0]
+            ok = (
+                _angleadd.usable(w_hi, dtype, scale)
+                and _angleadd.worth(self.length, len(w_hi))
+                and _angleadd.reaches(self.offset, self.offset + self.length - 1)
+            )
+            tiny = _angleadd.tiny_threshold(dtype) if ok else None
+            refine = self._adder.refiner(self._column_maps[name], dtype, tiny, scale) if ok else None
+            cache[key] = (self._adder, refine) if refine is not None else None
+        return cache[key]
+
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         w_hi, w_lo = self._freqs
         if name == "inv_freq":
@@ -409,13 +430,12 @@ class Rope(Encoding):
         scale = float(self.attention_scaling)
         is_sin = name.startswith("sin")
         t_start = self.offset + start
-        if _angleadd.usable(w_hi, out.dtype, scale) and _angleadd.worth(self.length, len(w_hi)):
+        fast = self._fast(name, out.dtype)
+        if fast is not None:
             # Angle addition (see _angleadd): both parts come out of one complex multiply, and each output
             # row needs one value per frequency twice (two columns per pair), so nothing is computed in vain.
-            adder = self._adder
-            tiny = _angleadd.tiny_threshold(out.dtype)
+            adder, refine = fast
             layout = "cache" if name.endswith("_cache") else self.layout
-            refine = adder.refiner(self._column_maps[name], out.dtype, tiny, scale)
             for a, b, u in adder.chunks(t_start, stop - start, scale):
                 place_pairs(u.real if is_sin else u.imag, out[a:b], layout)
                 refine(out[a:b], t_start + a)
