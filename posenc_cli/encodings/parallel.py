@@ -13,9 +13,10 @@ import numpy as np
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-#: Largest block: big enough to amortise per-block Python work (e.g. angle-addition seeds), small
-#: enough that a progress bar moves and a busy core does not hold the last block for long.
-BLOCK_BYTES = 4 << 20
+#: Largest block: big enough to amortise per-block Python work (pool hand-offs, the kernels' per-call
+#: setup: 16 MiB blocks fill a 512 MiB table ~10% faster than 4 MiB ones, measured on two threads), small
+#: enough that a progress bar moves (32 steps for 512 MiB) and a busy core does not hold the last block long.
+BLOCK_BYTES = 16 << 20
 #: Smallest block worth a thread; tensors up to this size are filled in the calling thread.
 MIN_BLOCK_BYTES = 1 << 20
 #: Blocks per worker at least (when the tensor is big enough): balances cores shared with other work.
