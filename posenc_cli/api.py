@@ -323,6 +323,9 @@ class CheckReport:
     assumed: str = ""
     assumed_command: str | None = None
     against: Comparison | None = None
+    #: the reads of the table that several properties shared (``check --verbose``): for each, the properties it
+    #: served, what it computed, and its blocks
+    passes: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -340,6 +343,7 @@ class CheckReport:
             "unmeasured": self.unmeasured,
             "against": None if self.against is None else self.against.to_json(),
             "results": [r.to_json() for r in self.results],
+            "passes": self.passes,
         }
 
 
@@ -448,6 +452,7 @@ def check(
         spec_origin=origin,
     )
     names = checks.applicable(ctx)
+    ctx.planned = tuple(names)  # the first read of the table feeds all of them (checks/sweep.py)
     results: list[CheckResult] = []
     for prop in names:
         if on_check is not None:
@@ -471,6 +476,9 @@ def check(
     ok = not failed and not any(n in required for n in not_run)  # a required property must have held
     if comparison is not None and not comparison.same:
         ok = False
+    from .checks.sweep import passes
+
+    reads = [{"properties": p.properties, "computed": p.feeds, "blocks": p.blocks, "rows": p.rows} for p in passes(ctx)]
     return CheckReport(
         src.label,
         name,
@@ -486,6 +494,7 @@ def check(
         assumed=assumed,
         assumed_command=assumed_command,
         against=comparison,
+        passes=reads,
     )
 
 

@@ -366,6 +366,7 @@ def check_lines(
     verbose: bool = False,
     width: int = DEFAULT_WIDTH,
     unicode: bool = True,
+    passes: Sequence[Mapping[str, Any]] = (),
 ) -> list[tuple[str, str | None]]:
     """The check report as ``(line, style)`` pairs, every line at most ``width`` characters.
 
@@ -386,6 +387,8 @@ def check_lines(
         Columns (at least 40).
     unicode : bool
         Marks ✓ ✗ · – ≤ × (else ASCII ``+ x . - <= x``).
+    passes : list of dict
+        With ``verbose``: the reads of the table that properties shared (``CheckReport.passes``), one line each.
 
     Returns
     -------
@@ -436,6 +439,14 @@ def check_lines(
                         (s, "dim" if key == "method" else None)
                         for s in wrap(f"{key}: {d[key]}", width, indent, indent + "  ")
                     )
+    if verbose:
+        for i, p in enumerate(passes, 1):
+            text = (
+                f"pass {i} over the table ({p['blocks']} block{'s' if p['blocks'] != 1 else ''} of up to "
+                f"{-(-p['rows'] // max(1, p['blocks']))} rows) "
+                f"shared by {', '.join(p['properties']) or 'no property'}: {'; '.join(p['computed'])}"
+            )
+            out.extend((s, "dim") for s in wrap(text, width, "", "  "))
     groups: dict[tuple[str, ...], list[str]] = {}
     for d in skipped:
         needs = tuple(d.get("needs") or (["finite"] if d["name"] != "finite" else []))
@@ -471,6 +482,7 @@ def check_table(
     verbose: bool = False,
     width: int | None = None,
     file: IO[str] | None = None,
+    passes: Sequence[Mapping[str, Any]] = (),
 ) -> None:
     """Print the check report (:func:`check_lines`) on stdout, fitted to the terminal or ``COLUMNS``."""
     stream = sys.stdout if file is None else file
@@ -482,6 +494,7 @@ def check_table(
         verbose=verbose,
         width=term_width(stream) if width is None else width,
         unicode=use_unicode(stream),
+        passes=passes,
     )
     _emit(lines, stream)
 
@@ -542,7 +555,14 @@ def check_report(report: Any, *, quiet: int = QUIET_NONE, verbose: bool = False)
     d = dict(report) if isinstance(report, Mapping) else report.to_json()
     if quiet < QUIET_VERDICT:
         tensors = ", ".join(d.get("tensors") or [d["tensor"]])
-        check_table(f"{d['source']} [{tensors}]", d["kind"], d["results"], d["required"], verbose=verbose)
+        check_table(
+            f"{d['source']} [{tensors}]",
+            d["kind"],
+            d["results"],
+            d["required"],
+            verbose=verbose,
+            passes=d.get("passes") or (),
+        )
         _emit(check_notes(d, width=term_width(sys.stdout), verbose=verbose), sys.stdout)
     failed = list(d["failed"])
     if d.get("against") is not None and not d["against"]["same"]:

@@ -9,25 +9,26 @@ products ``rtol * s**2``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from . import sweep
 from .base import CheckContext, CheckResult
 from .common import (
-    blocks,
     duplicate_groups,
     f64,
     fmt,
-    memo,
+    hash_block,
     raw_positions_distinct,
-    row_hashes,
-    rows_per_block,
     scan,
     skipped,
     verdict,
 )
+from .sweep import Block, Feed, register, shared
 
 #: Exact Gram-matrix search for the closest pair up to this many rows; beyond it a sampled search.
 EXACT_UNIQUE_ROWS = 4096
@@ -67,39 +68,71 @@ class Profile:
 
 def profile(ctx: CheckContext) -> Profile:
     """Exact distances and dot products of P[t] and P[t+k] for every t and each k in :func:`offsets`."""
+    return shared(ctx, "profile")
 
-    def make() -> Profile:
-        t = ctx.table
-        n = t.shape[0]
-        ks = offsets(n)
+
+def _dot_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Row-wise dot products in float64 of float64 rows ``x`` and rows ``y`` as stored (float32 rows are
+    widened inside einsum's buffers: the same products and sums as converting them first)."""
+    if y.dtype == np.float64:
+        return np.einsum("ij,ij->i", x, y)
+    if y.dtype == np.float32:
+        return np.einsum("ij,ij->i", x, y, dtype=np.float64)
+    return np.einsum("ij,ij->i", x, f64(y))
+
+
+@register("profile")
+def _profile_feed(ctx: CheckContext) -> Feed:
+    t = ctx.table
+    n = t.shape[0]
+    ks = offsets(n)
+    dots = {k: np.empty(n - k) for k in ks}
+
+    def chunk(blk: Block, s: int, e: int) -> None:
+        a = blk.start
+        x = blk.x[s:e]
+        for k in ks:
+            m = min(a + e, n - k) - (a + s)
+            if m <= 0:
+                continue
+            # rows t + k: from the block's own float64 copy when it holds them (small k), else as stored
+            y = blk.x[s + k : s + k + m] if s + k + m <= len(blk.x) else t[a + s + k : a + s + k + m]
+            dots[k][a + s : a + s + m] = _dot_rows(x[:m], y)
+
+    def block(blk: Block) -> dict[int, tuple[float, float, float]]:
+        out = {}
+        for k in ks:
+            dot = dots[k][blk.start : min(blk.stop, n - k)]
+            if dot.size:
+                out[k] = (float(dot.min()), float(dot.max()), float(dot.sum()))
+        return out
+
+    def finish(parts: list[dict[int, tuple[float, float, float]]]) -> Profile:
         norms = scan(ctx).norms
-        dist = {k: np.empty(n - k) for k in ks}
-        dmin = dict.fromkeys(ks, np.inf)
-        dmax = dict.fromkeys(ks, -np.inf)
-        dsum = dict.fromkeys(ks, 0.0)
-        step = rows_per_block(t.shape[1])
-        for a in range(0, n, step):
-            base = _f64rows(t, a, min(a + step, n))
-            for k in ks:
-                m = min(a + step, n - k) - a
-                if m <= 0:
-                    continue
-                x, y = base[:m], _f64rows(t, a + k, a + k + m)
-                dot = np.einsum("ij,ij->i", x, y)
-                # |x - y|^2 from norms and the dot product; recomputed directly where it cancels badly
-                sq = norms[a : a + m] ** 2 + norms[a + k : a + k + m] ** 2
-                d2 = sq - 2 * dot
-                near = d2 < 1e-6 * sq
-                if near.any():
-                    diff = x[near] - y[near]
-                    d2[near] = np.einsum("ij,ij->i", diff, diff)
-                dist[k][a : a + m] = np.sqrt(np.maximum(d2, 0.0))
-                dmin[k] = min(dmin[k], float(dot.min()))
-                dmax[k] = max(dmax[k], float(dot.max()))
-                dsum[k] += float(dot.sum())
+        dist, dmin, dmax, dsum = {}, {}, {}, {}
+        for k in ks:
+            dot = dots[k]
+            # |x - y|^2 from norms and the dot product; recomputed directly where it cancels badly
+            sq = norms[: n - k] ** 2 + norms[k:] ** 2
+            d2 = sq - 2 * dot
+            near = np.flatnonzero(d2 < 1e-6 * sq)
+            for i in range(0, near.size, 4096):
+                rows = near[i : i + 4096]
+                diff = f64(t[rows]) - f64(t[rows + k])
+                d2[rows] = np.einsum("ij,ij->i", diff, diff)
+            dist[k] = np.sqrt(np.maximum(d2, 0.0))
+            dmin[k] = min([p[k][0] for p in parts if k in p], default=np.inf)
+            dmax[k] = max([p[k][1] for p in parts if k in p], default=-np.inf)
+            total = 0.0
+            for p in parts:
+                if k in p:
+                    total += p[k][2]
+            dsum[k] = total
         return Profile(ks, dist, dmin, dmax, {k: dsum[k] / (n - k) for k in ks})
 
-    return memo(ctx, "profile", make)
+    return Feed(
+        "profile", f"dot products of rows k apart, k in {{{','.join(map(str, ks))}}}", block, finish, chunk=chunk
+    )
 
 
 def _ratio(measured: float, tol: float) -> float:
@@ -177,27 +210,58 @@ def gram_toeplitz_probe(ctx: CheckContext, probes: int | None = None) -> float:
 
     With :math:`A = P[1:]`, :math:`B = P[:-1]`, Toeplitz means :math:`AA^\top = BB^\top`; for random Gaussian
     :math:`x` we compare :math:`A(A^\top x)` with :math:`B(B^\top x)`: two passes over the table for all
-    probes at once. Returns the largest normalised residual
-    :math:`\|r\|\sqrt{d} / (\|x\|\sqrt{len-1}\,s^2)` (``s`` the RMS row norm), about the relative error of one
-    Gram entry (whose typical size is :math:`s^2/\sqrt d`).
+    probes at once (the first one shared with the other properties, :mod:`.sweep`). Returns the largest
+    normalised residual :math:`\|r\|\sqrt{d} / (\|x\|\sqrt{len-1}\,s^2)` (``s`` the RMS row norm), about the
+    relative error of one Gram entry (whose typical size is :math:`s^2/\sqrt d`).
     """
-    t = ctx.table
-    n, d = t.shape
-    p = ctx.probes if probes is None else probes
-    x = ctx.rng().standard_normal((n - 1, p))
-    xa = np.vstack([np.zeros((1, p)), x])  # A^T x = P^T [0; x]
-    xb = np.vstack([x, np.zeros((1, p))])  # B^T x = P^T [x; 0]
-    xx = np.hstack([xa, xb])
-    u = np.zeros((d, 2 * p))
-    for a, b in blocks(ctx):
-        u += b.T @ xx[a : a + len(b)]
-    w = np.empty((n, 2 * p))
-    for a, b in blocks(ctx):
-        w[a : a + len(b)] = b @ u
+    if probes is not None and probes != ctx.probes:
+        import dataclasses
+
+        return gram_toeplitz_probe(dataclasses.replace(ctx, probes=probes, planned=()))
+    n, d = ctx.table.shape
+    p = ctx.probes
+    x, _ = shared(ctx, "gram")
+    w = shared(ctx, "gram-w")
     r = w[1:, :p] - w[:-1, p:]
     s = scan(ctx).rms_norm
     scale = np.linalg.norm(x, axis=0) * np.sqrt(n - 1) * max(s * s, np.finfo(np.float64).tiny)
     return float(np.max(np.linalg.norm(r, axis=0) * np.sqrt(d) / scale))
+
+
+@register("gram", after=())
+def _gram_feed(ctx: CheckContext) -> Feed:
+    """First read of the Gram probe: ``u = P^T [x_a | x_b]``, block by block (sums in block order)."""
+    n, d = ctx.table.shape
+    p = ctx.probes
+    x = ctx.rng().standard_normal((n - 1, p))
+    xa = np.vstack([np.zeros((1, p)), x])  # A^T x = P^T [0; x]
+    xb = np.vstack([x, np.zeros((1, p))])  # B^T x = P^T [x; 0]
+    xx = np.hstack([xa, xb])
+
+    def finish(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        u = np.zeros((d, 2 * p))
+        for part in parts:
+            u += part
+        return x, u
+
+    return Feed(
+        "gram",
+        f"Freivalds Gram probe, first half (P^T x, {p} probes)",
+        lambda b: b.rows.T @ xx[b.start : b.stop],
+        finish,
+    )
+
+
+@register("gram-w", after=("gram",), second=True)
+def _gram_w_feed(ctx: CheckContext) -> Feed:
+    """Second read of the Gram probe: ``P u``, which needs the whole first read."""
+    _, u = shared(ctx, "gram")
+    w = np.empty((ctx.table.shape[0], u.shape[1]))
+
+    def block(b: Block) -> None:
+        w[b.start : b.stop] = b.right["gram-w"]
+
+    return Feed("gram-w", "Freivalds Gram probe, second half (P (P^T x))", block, lambda parts: w, u)
 
 
 def check_offset_invariant(ctx: CheckContext) -> CheckResult:
@@ -336,6 +400,8 @@ def check_unique(ctx: CheckContext) -> CheckResult:
 
 def _closest_pair_exact(ctx: CheckContext) -> tuple[int, int]:
     """Nearest pair by |x|^2 + |y|^2 - 2 x.y in row blocks, each row's best candidate re-measured directly."""
+    from .common import rows_per_block
+
     p = f64(ctx.table[:])
     n = p.shape[0]
     sq = scan(ctx).norms ** 2
@@ -353,41 +419,97 @@ def _closest_pair_exact(ctx: CheckContext) -> tuple[int, int]:
 
 def _exact_duplicate(ctx: CheckContext) -> tuple[int, int] | None:
     t = ctx.table
-    step = rows_per_block(t.shape[1])
-    hashes = row_hashes((np.asarray(t[a : a + step]) for a in range(0, t.shape[0], step)), t.shape[1])
-    _, pairs = duplicate_groups(hashes)
+    if _dedupe_by_bfloat16(ctx):
+        # Equal rows stay equal in bfloat16: only rows whose bfloat16 hash repeats can be duplicates, so only
+        # those (usually none) are hashed as stored.
+        bf_hashes = shared(ctx, "precision")["bfloat16"][2]
+        order = np.argsort(bf_hashes, kind="stable")
+        h = bf_hashes[order]
+        same = h[1:] == h[:-1]
+        members = np.unique(np.concatenate([order[1:][same], order[:-1][same]]))
+        if members.size == 0:
+            return None
+        hashes = np.concatenate([hash_block(t[members[i : i + 4096]]) for i in range(0, members.size, 4096)])
+        _, local = duplicate_groups(hashes)
+        pairs = members[local] if local.size else local
+    else:
+        _, pairs = duplicate_groups(shared(ctx, "hashes"))
     for i, j in pairs:
         if np.array_equal(f64(t[i]), f64(t[j])):  # confirm: a hash collision is not a duplicate
             return int(min(i, j)), int(max(i, j))
     return None
 
 
-def _closest_pair_sampled(
-    ctx: CheckContext, n_sort: int = 4, window: int = 8, sketch_dim: int = 32, keep: int = 64
-) -> tuple[int, int]:
-    """Candidates from neighbours in sorted order along random projections, ranked by a random sketch."""
+def _dedupe_by_bfloat16(ctx: CheckContext) -> bool:
+    """Whether ``unique`` finds exact duplicates among the rows that ``precision``'s bfloat16 hashes group."""
+    return "precision" in ctx.planned
+
+
+@register("hashes", after=())
+def _hashes_feed(ctx: CheckContext) -> Feed:
+    hashes = np.empty(ctx.table.shape[0], dtype=np.uint64)
+
+    def chunk(b: Block, s: int, e: int) -> None:
+        hashes[b.start + s : b.start + e] = hash_block(b.raw[s:e])
+
+    return Feed("hashes", "64-bit row hashes (exact duplicates)", None, lambda parts: hashes, chunk=chunk)
+
+
+#: The random sketch ``unique`` ranks candidate pairs by (columns).
+SKETCH_DIM = 32
+
+
+@register("sketch", after=())
+def _sketch_feed(ctx: CheckContext) -> Feed:
+    """A random projection of every row: candidates are ranked by it, then re-measured exactly, so float32
+    tables are projected in float32 (half the work, no float64 copy)."""
     t = ctx.table
     n, d = t.shape
-    g = ctx.rng().standard_normal((d, sketch_dim)) / np.sqrt(sketch_dim)
-    sk = np.empty((n, sketch_dim))
-    for a, b in blocks(ctx):
-        sk[a : a + len(b)] = b @ g
-    # Keep the ``keep`` best candidate pairs by sketch distance, one (projection, window) chunk at a time.
-    ci = cj = np.empty(0, np.int64)
-    sd = np.empty(0)
+    g = ctx.rng().standard_normal((d, SKETCH_DIM)) / np.sqrt(SKETCH_DIM)
+    what = f"random {SKETCH_DIM}-dim sketch of every row (nearest pair)"
+    if t.dtype == np.float32:
+        g32 = g.astype(np.float32)
+        sk32 = np.empty((n, SKETCH_DIM), dtype=np.float32)
+
+        def chunk(b: Block, s: int, e: int) -> None:
+            np.matmul(b.raw[s:e], g32, out=sk32[b.start + s : b.start + e])
+
+        return Feed("sketch", what, None, lambda parts: sk32, chunk=chunk)
+    sk = np.empty((n, SKETCH_DIM))
+
+    def block(b: Block) -> None:
+        sk[b.start : b.stop] = b.right["sketch"]
+
+    return Feed("sketch", what, block, lambda parts: sk, g)
+
+
+def _closest_pair_sampled(ctx: CheckContext, n_sort: int = 4, window: int = 8, keep: int = 64) -> tuple[int, int]:
+    """Candidates from neighbours in sorted order along random projections, ranked by a random sketch."""
+    t = ctx.table
+    sk = shared(ctx, "sketch")
+    # The ``keep`` best candidate pairs by sketch distance of each (projection, window) chunk, then overall.
+    ci, cj, sd = [], [], []
     for c in range(n_sort):
         order = np.argsort(sk[:, c], kind="stable")
+        sorted_sk = sk[order]
         for w in range(1, window + 1):
-            i, j = order[:-w], order[w:]
-            dist = np.linalg.norm(sk[i] - sk[j], axis=1)
-            ci, cj, sd = np.r_[ci, i], np.r_[cj, j], np.r_[sd, dist]
-            if sd.size > keep:
-                best = np.argpartition(sd, keep)[:keep]
-                ci, cj, sd = ci[best], cj[best], sd[best]
-    top = np.argsort(sd)
-    exact = np.array([np.linalg.norm(f64(t[ci[m]]) - f64(t[cj[m]])) for m in top])
+            # pairs (order[i], order[i + w]): contiguous slices of the sorted sketch, a few thousand at a time
+            dist = np.empty(max(0, len(order) - w))
+            for a in range(0, dist.size, 8192):
+                b = min(a + 8192, dist.size)
+                diff = sorted_sk[a:b] - sorted_sk[a + w : b + w]
+                dist[a:b] = np.sqrt(np.add.reduce(diff * diff, axis=1))
+            best = np.argpartition(dist, keep)[:keep] if dist.size > keep else np.arange(dist.size)
+            ci.append(order[best])
+            cj.append(order[best + w])
+            sd.append(dist[best])
+    all_i, all_j, all_d = np.concatenate(ci), np.concatenate(cj), np.concatenate(sd)
+    best = np.argpartition(all_d, keep)[:keep] if all_d.size > keep else np.arange(all_d.size)
+    all_i, all_j, all_d = all_i[best], all_j[best], all_d[best]
+    top = np.argsort(all_d)
+    exact = np.array([np.linalg.norm(f64(t[all_i[m]]) - f64(t[all_j[m]])) for m in top])
     m = top[int(exact.argmin())]
-    first, second = int(ci[m]), int(cj[m])
+    first, second = int(all_i[m]), int(all_j[m])
     return min(first, second), max(first, second)
 
 
@@ -460,6 +582,151 @@ def _shift_ks(n: int) -> list[int]:
     return [ks[i] for i in pick]
 
 
+@dataclass
+class ShiftProbe:
+    """What shift-linear needs before and from the shared read: the fits' images of the probes and ``w = P z``."""
+
+    ks: list[int]
+    xp: np.ndarray
+    ortho: dict[int, float]
+    method: str
+    w: np.ndarray
+
+
+#: Nested samples from this width on (below it the Gram matrices are cheap: 4 d^3 flops each).
+_NESTED_MIN_DIM = 256
+#: Sampled rows per product in :func:`_ridge_probe` (the fits never hold all 4 dim sampled rows in float64).
+_FIT_CHUNK = 512
+
+
+def _ridge_probe(
+    t: np.ndarray, rows: np.ndarray, k: int, g: np.ndarray, rcond: float, xp: np.ndarray
+) -> tuple[np.ndarray, float, str]:
+    """:func:`fit_shift`'s ridge fit from a given Gram matrix ``g`` of the rows ``rows``: ``M_k xp`` and the
+    orthogonality deviation, with every product over the sampled rows taken a chunk at a time."""
+
+    def times(r: np.ndarray, m: np.ndarray) -> np.ndarray:  # P[r] @ m
+        return np.vstack([f64(t[r[i : i + _FIT_CHUNK]]) @ m for i in range(0, r.size, _FIT_CHUNK)])
+
+    def t_times(r: np.ndarray, m: np.ndarray) -> np.ndarray:  # P[r].T @ m
+        out = np.zeros((t.shape[1], m.shape[1]))
+        for i in range(0, r.size, _FIT_CHUNK):
+            out += f64(t[r[i : i + _FIT_CHUNK]]).T @ m[i : i + _FIT_CHUNK]
+        return out
+
+    with np.errstate(all="ignore"):
+        try:
+            lam = rcond**2 * max(_largest_eigenvalue(g), np.finfo(np.float64).tiny)
+            a = g + lam * np.eye(g.shape[0])
+            mx = np.linalg.solve(a, t_times(rows, times(rows + k, xp)))  # R (Y xp)
+            back = t_times(rows + k, times(rows, np.linalg.solve(a, mx)))  # Y^T (R^T mx)
+            return mx, float(np.abs(back - xp).max() / np.abs(xp).max()), "ridge on the Gram matrix"
+        except np.linalg.LinAlgError:  # non-finite rows: the check reports "not run" from the scan
+            return np.full_like(xp, np.nan), np.nan, "not fitted"
+
+
+def _fit_tasks(ctx: CheckContext) -> tuple[list[Callable[[], Any]], Callable[[list[Any]], Any]]:
+    """The least-squares fits of shift-linear: each ``M_k`` on ``min(len - k, 4 dim)`` random rows of
+    ``[0, len - k)``, drawn in order from the context's generator. Returned as tasks that read sampled rows only
+    (so they run while the shared read of the table runs) and a ``combine`` that finishes the fits.
+
+    Where every k samples (``len - k > 4 dim``), the table is wide (``dim >= 256``) and the Gram matrix is used
+    (ridge), the samples are nested: the rows of the smallest k, less those past ``len - k``, plus fresh rows of
+    ``[0, len - k)`` for the rest (still a uniform sample of ``[0, len - k)``), so the other Gram matrices are the
+    first one corrected by the Gram matrices of the few rows that differ: one ``4 dim x dim^2`` product instead of
+    one per k.
+    """
+    t = ctx.table
+    n, d = t.shape
+    ks = _shift_ks(n)
+    rng = ctx.rng()
+    p = ctx.probes
+    xp = rng.standard_normal((d, p))
+    # Directions below the data's own precision are noise: ignoring them keeps M well determined.
+    rcond = max(np.finfo(np.float64).eps * 4 * d, 1e-2 * ctx.rtol)
+    size = 4 * d
+
+    def gram(rows: np.ndarray) -> np.ndarray:
+        g = np.zeros((d, d))
+        for i in range(0, rows.size, _FIT_CHUNK):
+            x = f64(t[rows[i : i + _FIT_CHUNK]])
+            g += x.T @ x
+        return g
+
+    def fit_one(k: int, rows: np.ndarray) -> tuple[np.ndarray, float, str]:
+        with np.errstate(all="ignore"):
+            try:
+                m = fit_shift(f64(t[rows]), f64(t[rows + k]), rcond)
+                mx = m.apply(xp)
+                return mx, float(np.abs(m.apply_t(mx) - xp).max() / np.abs(xp).max()), m.method
+            except np.linalg.LinAlgError:  # non-finite rows: the check reports "not run" from the scan
+                return np.full_like(xp, np.nan), np.nan, "not fitted"
+
+    def result(fitted: list[tuple[np.ndarray, float, str]]) -> Any:
+        ortho = {k: r[1] for k, r in zip(ks, fitted)}
+        method = fitted[0][2] if fitted else ""
+        text = f"least squares ({method}) on min(len-k, 4*dim) = {min(n - ks[0], size)} rows" if ks else ""
+        return ks, xp, [r[0] for r in fitted], ortho, text
+
+    if not (ks and rcond >= 1e-8 and n - ks[-1] > size and d >= _NESTED_MIN_DIM):
+        samples = [np.sort(rng.choice(n - k, size=min(n - k, size), replace=False)) for k in ks]
+        tasks: list[Callable[[], Any]] = [functools.partial(fit_one, k, rows) for k, rows in zip(ks, samples)]
+        return tasks, result
+    first = np.sort(rng.choice(n - ks[0], size=size, replace=False))
+    rows_of, drops, extras = [first], [], []
+    for k in ks[1:]:
+        keep, drop = first[first < n - k], first[first >= n - k]
+        free = np.setdiff1d(np.arange(n - k), keep, assume_unique=True)
+        extra = np.sort(rng.choice(free, size=size - keep.size, replace=False))
+        rows_of.append(np.sort(np.concatenate([keep, extra])))
+        drops.append(drop)
+        extras.append(extra)
+    grams: list[Callable[[], Any]] = [
+        functools.partial(gram, rows) for pair in [(first,), *zip(drops, extras)] for rows in pair
+    ]
+
+    def combine(parts: list[np.ndarray]) -> Any:
+        g_first = parts[0]
+        gs = [g_first]
+        for i in range(len(ks) - 1):
+            g = g_first - parts[1 + 2 * i]
+            g += parts[2 + 2 * i]
+            gs.append(g)
+        parts.clear()
+        from ..encodings.parallel import pool, workers
+
+        jobs = [pool(workers()).submit(_ridge_probe, t, rows, k, g, rcond, xp) for k, rows, g in zip(ks, rows_of, gs)]
+        return result([j.result() for j in jobs])
+
+    return grams, combine
+
+
+@register("shift", second=True)
+def _shift_feed(ctx: CheckContext) -> Feed:
+    """``P z`` for ``z = [xp | M_k xp ...]``: the Freivalds probes of every fitted M_k in one product."""
+    memo = sweep.cache(ctx)
+    if "shift:early" not in memo:
+        tasks, combine = _fit_tasks(ctx)
+        memo["shift:early"] = combine([task() for task in tasks])
+    ks, xp, mx, ortho, method = memo["shift:early"]
+    z = np.hstack([xp, *mx])
+    w = np.empty((ctx.table.shape[0], z.shape[1]))
+
+    def block(b: Block) -> None:
+        w[b.start : b.stop] = b.right["shift"]
+
+    return Feed(
+        "shift",
+        f"Freivalds probes of shift-linear (P [x | M_k x], k in {{{','.join(map(str, ks))}}})",
+        block,
+        lambda parts: ShiftProbe(ks, xp, ortho, method, w),
+        z,
+    )
+
+
+sweep.EARLY["shift"] = _fit_tasks
+
+
 def check_shift_linear(ctx: CheckContext) -> CheckResult:
     r"""A single matrix :math:`M_k` maps every :math:`P[t]` to :math:`P[t+k]` (rows: :math:`P[t+k] = P[t] M_k`).
 
@@ -474,27 +741,13 @@ def check_shift_linear(ctx: CheckContext) -> CheckResult:
     sc = scan(ctx)
     if not sc.finite:
         return skipped("shift-linear")
-    n, d = sc.rows, sc.cols
-    ks = _shift_ks(n)
-    if not ks:
+    n = sc.rows
+    if not _shift_ks(n):
         return verdict("shift-linear", True, 0.0, 0.0, "one row: nothing to compare")
-    t = ctx.table
-    rng = ctx.rng()
+    probe: ShiftProbe = shared(ctx, "shift")
+    ks, ortho, w = probe.ks, probe.ortho, probe.w
     p = ctx.probes
-    xp = rng.standard_normal((d, p))
-    # Directions below the data's own precision are noise: ignoring them keeps M well determined.
-    rcond = max(np.finfo(np.float64).eps * 4 * d, 1e-2 * ctx.rtol)
     scale = max(sc.rms_norm, np.finfo(np.float64).tiny)
-    mx, ortho = [], {}
-    for k in ks:
-        fit = np.sort(rng.choice(n - k, size=min(n - k, 4 * d), replace=False))
-        m = fit_shift(f64(t[fit]), f64(t[fit + k]), rcond)
-        mx.append(m.apply(xp))
-        ortho[k] = float(np.abs(m.apply_t(mx[-1]) - xp).max() / np.abs(xp).max())
-    z = np.hstack([xp, *mx])
-    w = np.empty((n, z.shape[1]))
-    for a, b in blocks(ctx):
-        w[a : a + len(b)] = b @ z
     resid, worst_row, on_data = {}, {}, {}
     for i, k in enumerate(ks):
         rk = w[k:, :p] - w[:-k, (i + 1) * p : (i + 2) * p]
@@ -527,8 +780,7 @@ def check_shift_linear(ctx: CheckContext) -> CheckResult:
         resid[worst_k],
         tol,
         detail,
-        f"least squares ({m.method}) on min(len-k, 4*dim) = {min(n - ks[0], 4 * d)} rows, "
-        f"Freivalds on all rows, {p} probes",
+        f"{probe.method}, Freivalds on all rows, {p} probes",
         {
             "offsets": ks,
             "relative_residual": resid,
@@ -541,33 +793,114 @@ def check_shift_linear(ctx: CheckContext) -> CheckResult:
     )
 
 
-def check_precision(ctx: CheckContext) -> CheckResult:
+def round_float16_bits(mag: np.ndarray) -> np.ndarray:
+    """The float32 bits of float16(x) for the float32 bits ``mag`` of non-negative finite x (round half to even,
+    as NumPy's cast): 13 mantissa bits rounded off above 2**-14, a multiple of 2**-24 below (the spacing of
+    float16's subnormals, rounded by adding and subtracting 0.5 in float32), inf from 65520 up."""
+    r = mag >> np.uint32(13)
+    r &= np.uint32(1)
+    r += mag
+    r += np.uint32(0xFFF)
+    r &= np.uint32(0xFFFFE000)
+    small = mag < np.uint32(0x38800000)  # below 2**-14
+    if small.any():
+        tiny = (mag.view(np.float32) + np.float32(0.5)) - np.float32(0.5)
+        np.copyto(r, tiny.view(np.uint32), where=small)
+    big = r >= np.uint32(0x47800000)  # rounded to 65536 or more
+    if big.any():
+        r[big] = 0x7F800000
+    return r
+
+
+def round_bfloat16_bits(mag: np.ndarray) -> np.ndarray:
+    """The float32 bits of bfloat16(x) for the float32 bits ``mag`` of non-negative finite x (round half to even:
+    16 mantissa bits rounded off; the largest values round to inf by the carry itself)."""
+    r = mag >> np.uint32(16)
+    r &= np.uint32(1)
+    r += mag
+    r += np.uint32(0x7FFF)
+    r &= np.uint32(0xFFFF0000)
+    return r
+
+
+def _precision_targets() -> dict[str, np.dtype]:
     import ml_dtypes
 
+    return {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
+
+
+@register("precision", after=())
+def _precision_feed(ctx: CheckContext) -> Feed:
+    """Each block cast to float16 and bfloat16: the largest error, overflows and the cast rows' hashes."""
+    targets = _precision_targets()
+
+    def chunk(blk: Block, s: int, e: int) -> None:
+        raw = blk.raw[s:e]
+        out = {}
+        if raw.dtype == np.float32:
+            # Rounded on the bits (float16: 10 mantissa bits, subnormals below 2**-14, inf from 65520; bfloat16:
+            # 7 mantissa bits), kept as float32: no slow float16 conversions, the errors exact in float32.
+            u = np.ascontiguousarray(raw).view(np.uint32)
+            mag = u & np.uint32(0x7FFFFFFF)
+            sign = u & np.uint32(0x80000000)
+            for name, rounded in (("float16", round_float16_bits(mag)), ("bfloat16", round_bfloat16_bits(mag))):
+                diff = rounded.view(np.float32) - mag.view(np.float32)
+                err = max(float(diff.max()), -float(diff.min())) if diff.size else 0.0
+                over = 0
+                if not np.isfinite(err):  # overflow to inf: count it, measure the rest
+                    fin = np.isfinite(diff)
+                    over = int((~fin).sum())
+                    err = float(np.abs(diff[fin]).max()) if fin.any() else 0.0
+                rounded |= sign
+                out[name] = (err, over, hash_block(rounded.view(np.float32)))
+            blk.acc.setdefault("precision", []).append(out)
+            return
+        b = blk.x[s:e]
+        for name, dt in targets.items():
+            with np.errstate(over="ignore", invalid="ignore"):
+                c = b.astype(dt)
+                diff = np.subtract(c, b, dtype=np.float64)
+            over = 0
+            err = max(float(diff.max()), -float(diff.min())) if diff.size else 0.0
+            if not np.isfinite(err):  # overflow to inf: count it, measure the rest
+                fin = np.isfinite(diff)
+                over = int((~fin).sum())
+                diff = np.abs(np.where(fin, diff, 0.0))
+                err = float(diff.max()) if diff.size else 0.0
+            out[name] = (err, over, hash_block(c))
+        blk.acc.setdefault("precision", []).append(out)
+
+    def finish(parts: list[list[dict[str, tuple[float, int, np.ndarray]]]]) -> dict[str, Any]:
+        flat = [c for p in parts for c in p]
+        return {
+            name: (
+                max([c[name][0] for c in flat], default=0.0),
+                sum(c[name][1] for c in flat),
+                np.concatenate([c[name][2] for c in flat]) if flat else np.empty(0, np.uint64),
+            )
+            for name in targets
+        }
+
+    return Feed(
+        "precision",
+        "casts to float16 and bfloat16: errors, overflows, row hashes",
+        lambda blk: blk.acc.pop("precision", []),
+        finish,
+        chunk=chunk,
+    )
+
+
+def check_precision(ctx: CheckContext) -> CheckResult:
     sc = scan(ctx)
     if not sc.finite:
         return skipped("precision", report=True)
     n = sc.rows
-    targets = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
-    err = dict.fromkeys(targets, 0.0)
-    overflow = dict.fromkeys(targets, 0)
-    hashes: dict[str, list[np.ndarray]] = {name: [] for name in targets}
-    for _, b in blocks(ctx):  # one pass feeds both casts
-        for name, dt in targets.items():
-            with np.errstate(over="ignore"):
-                c = b.astype(dt)
-            diff = np.abs(c.astype(np.float64) - b)
-            fin = np.isfinite(diff)
-            if not fin.all():
-                overflow[name] += int((~fin).sum())
-                diff = np.where(fin, diff, 0.0)
-            if diff.size:
-                err[name] = max(err[name], float(diff.max()))
-            hashes[name].append(row_hashes(iter([c]), sc.cols))
+    targets = _precision_targets()
+    measured = shared(ctx, "precision")
     parts, data = [], {}
     for name, dt in targets.items():
-        distinct, _ = duplicate_groups(np.concatenate(hashes[name]))
-        err_n, over_n = err[name], overflow[name]
+        err_n, over_n, hashes = measured[name]
+        distinct, _ = duplicate_groups(hashes)
         base = raw_positions_distinct(n, dt)
         data[name] = {
             "distinct_rows": distinct,
@@ -589,6 +922,35 @@ def check_precision(ctx: CheckContext) -> CheckResult:
         "exact (cast block by block, rows compared by 64-bit hashes)",
         data,
     )
+
+
+def _needs(ctx: CheckContext, *, prop: str) -> tuple[str, ...]:
+    """The feeds of :mod:`.sweep` that property ``prop`` reads on this table."""
+    from ..formats import is_float
+
+    if ctx.table.ndim != 2 or not is_float(ctx.table.dtype):
+        return ()
+    n = ctx.table.shape[0]
+    if prop == "offset-invariant":
+        return ("scan", "profile", "gram", "gram-w") if n > 2 else ("scan", "profile")
+    if prop in ("equidistant", "symmetric", "decay"):
+        return ("scan", "profile")
+    if prop == "unique":
+        if n <= EXACT_UNIQUE_ROWS:
+            return ("scan",)
+        return ("scan", "precision", "sketch") if _dedupe_by_bfloat16(ctx) else ("scan", "hashes", "sketch")
+    if prop == "shift-linear":
+        return ("scan", "shift")
+    if prop == "precision":
+        return ("scan", "precision")
+    return ("scan",)
+
+
+for _prop in (
+    "finite", "bounded", "constant-norm", "equidistant", "offset-invariant", "symmetric", "decay", "unique",
+    "shift-linear", "precision",
+):  # fmt: skip
+    sweep.NEEDS[_prop] = functools.partial(_needs, prop=_prop)
 
 
 __all__ = [

@@ -104,6 +104,9 @@ class CheckContext:
     #: Where ``encoding`` came from, for messages: "the metadata", a spec (``check --against``), "the
     #: identification" (a file without metadata, identified from its structure).
     spec_origin: str = "the metadata"
+    #: The properties about to be measured (``api.check`` sets them), so that the first read of the table
+    #: feeds all of them (see :mod:`.sweep`); empty: each check reads what it needs.
+    planned: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind_cls is None and self.kind is not None:

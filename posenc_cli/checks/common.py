@@ -7,6 +7,7 @@ checks reads a table a bounded number of times.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -96,51 +97,110 @@ class Scan:
 
 
 def scan(ctx: CheckContext) -> Scan:
-    def make() -> Scan:
-        t = ctx.table
-        nan = inf = 0
-        max_abs = 0.0
-        norms = np.empty(t.shape[0], dtype=np.float64)
-        for a, b in blocks(ctx):
-            fin = np.isfinite(b)
-            if not fin.all():
-                nan += int(np.isnan(b).sum())
-                inf += int(np.isinf(b).sum())
-                bad = ~fin.all(axis=1)
-                b = np.where(fin, b, 0.0)
-            else:
-                bad = None
-            if b.size:
-                max_abs = max(max_abs, float(np.abs(b).max()))
-            n = np.sqrt(np.einsum("ij,ij->i", b, b))
-            if bad is not None:
-                n[bad] = np.nan
-            norms[a : a + len(b)] = n
-        return Scan(t.shape[0], t.shape[1], nan, inf, max_abs, norms)
+    """Finiteness, magnitude and row norms of ``ctx.table`` (the ``scan`` feed of the shared sweep)."""
+    from .sweep import shared
 
-    return memo(ctx, "scan", make)
+    return shared(ctx, "scan")
+
+
+def _scan_feed(ctx: CheckContext) -> Any:
+    from .sweep import Block, Feed
+
+    t = ctx.table
+    norms = np.empty(t.shape[0], dtype=np.float64)
+
+    def chunk(blk: Block, s: int, e: int) -> None:
+        b = blk.x[s:e]
+        sq = np.einsum("ij,ij->i", b, b)
+        a = blk.start + s
+        if np.isfinite(sq).all():  # a non-finite entry makes its row's sum non-finite: nothing to count
+            norms[a : a + len(b)] = np.sqrt(sq)
+            blk.acc.setdefault("scan", []).append((0, 0, max(float(b.max()), -float(b.min())) if b.size else 0.0))
+            return
+        nan = inf = 0
+        fin = np.isfinite(b)
+        bad = None
+        if not fin.all():
+            nan = int(np.isnan(b).sum())
+            inf = int(np.isinf(b).sum())
+            bad = ~fin.all(axis=1)
+            b = np.where(fin, b, 0.0)
+        n = np.sqrt(np.einsum("ij,ij->i", b, b))
+        if bad is not None:
+            n[bad] = np.nan
+        norms[a : a + len(b)] = n
+        blk.acc.setdefault("scan", []).append((nan, inf, float(np.abs(b).max()) if b.size else 0.0))
+
+    def finish(parts: list[list[tuple[int, int, float]]]) -> Scan:
+        flat = [c for p in parts for c in p]
+        return Scan(
+            t.shape[0],
+            t.shape[1],
+            sum(c[0] for c in flat),
+            sum(c[1] for c in flat),
+            max([c[2] for c in flat], default=0.0),
+            norms,
+        )
+
+    return Feed(
+        "scan",
+        "non-finite counts, largest magnitude, row norms",
+        lambda blk: blk.acc.pop("scan", []),
+        finish,
+        chunk=chunk,
+    )
 
 
 # ----- row hashes ----------------------------------------------------------------------------------
-def _uint_view(block: np.ndarray) -> np.ndarray:
-    """The bit patterns of a block as unsigned integers, with -0.0 folded into +0.0 (equal values)."""
-    u = np.ascontiguousarray(block).view(f"u{block.dtype.itemsize}")
-    sign_only = u.dtype.type(1 << (8 * u.dtype.itemsize - 1))
-    return np.where(u == sign_only, u.dtype.type(0), u)
+def _hash_words(block: np.ndarray) -> np.ndarray:
+    """A block's bit patterns as unsigned words of at most 32 bits, with -0.0 folded into +0.0 (equal values):
+    4-byte values as one word, 8-byte values as two, 2-byte values two to a word."""
+    b = np.ascontiguousarray(block)
+    size = b.dtype.itemsize
+    if b.ndim == 1:
+        b = b[:, None]
+    if size in (4, 8) and b.dtype.kind == "f":
+        b = b + b.dtype.type(0)  # -0.0 + 0.0 = +0.0; every other value is unchanged
+    elif size in (2, 4, 8):
+        u = b.view(f"u{size}")
+        sign_only = u.dtype.type(1 << (8 * size - 1))
+        b = np.where(u == sign_only, u.dtype.type(0), u)
+    else:
+        return b.view(np.uint8)
+    if size == 2:
+        u16 = b.view(np.uint16)
+        if u16.shape[1] % 2:
+            u16 = np.concatenate([u16, np.zeros((u16.shape[0], 1), np.uint16)], axis=1)
+        return np.ascontiguousarray(u16).view(np.uint32)
+    return np.ascontiguousarray(b).view(np.uint32)
+
+
+@functools.lru_cache(maxsize=8)
+def _multipliers(n_words: int, seed: int) -> np.ndarray:
+    mult = np.random.default_rng(seed).integers(0, 2**63, size=n_words, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    mult.flags.writeable = False
+    return mult
+
+
+def hash_block(block: np.ndarray, seed: int = 0x5EED) -> np.ndarray:
+    """The 64-bit hashes of :func:`row_hashes` for one block."""
+    words = _hash_words(block)
+    mult = _multipliers(words.shape[1], seed)
+    out = np.empty(words.shape[0], dtype=np.uint64)
+    step = max(1, (1 << 16) // max(1, words.shape[1]))  # the uint64 copy stays in cache
+    for a in range(0, words.shape[0], step):
+        out[a : a + step] = words[a : a + step].astype(np.uint64) @ mult
+    return out
 
 
 def row_hashes(blocks_iter: Iterator[np.ndarray], cols: int, seed: int = 0x5EED) -> np.ndarray:
-    """A 64-bit multilinear hash (sum of bit patterns times random odd multipliers, mod 2**64) per row.
+    """A 64-bit multilinear hash (sum of 32-bit words times random odd 64-bit multipliers, mod 2**64) per row.
 
-    Equal rows always hash equal (integer arithmetic, no rounding); distinct rows collide with probability
-    about 2**-60 per pair, and callers confirm reported duplicates by comparing the rows.
+    Equal rows always hash equal (integer arithmetic, no rounding; -0.0 and +0.0 count as equal); distinct rows
+    collide with probability about 2**-32 per pair at worst, and callers confirm reported duplicates by comparing
+    the rows. ``cols`` is the row width (kept for callers; the words are counted from the blocks).
     """
-    mult = np.random.default_rng(seed).integers(0, 2**63, size=cols, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-    out = []
-    for b in blocks_iter:
-        u = _uint_view(b).astype(np.uint64)
-        with np.errstate(over="ignore"):
-            out.append((u * mult).sum(axis=1, dtype=np.uint64))
+    out = [hash_block(b, seed) for b in blocks_iter]
     return np.concatenate(out) if out else np.empty(0, np.uint64)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from ..errors import ExitCode, ParameterError
 from ._common import (
@@ -80,6 +82,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The checks run their own two worker threads (checks/sweep.py) and keep BLAS products small or one per
+    # thread; OpenBLAS's own threads would then only spin (measured: ~30% more CPU and a slower check on a busy
+    # 2-core machine). Only before NumPy loads (it reads the variable then); a user's own setting wins.
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     sources = args.sources or [stdin_source(NAME, "a file, - for stdin, or a spec like sinusoidal")]
     from ..sources import is_spec
 

@@ -47,6 +47,22 @@ with localcontext() as _ctx:
 _CHUNK = 1 << 13
 
 
+def geometric(first: Decimal, ratio: Decimal, n: int) -> list[Decimal]:
+    """``first * ratio**k`` for ``k < n`` by repeated multiplication, in the caller's Decimal context.
+
+    Every frequency formula here is geometric in ``k``; one ``exp`` for the ratio and ``n`` products instead of
+    ``n`` exps (~0.4 ms instead of ~50 ms for 512 frequencies at 60 digits). Each product rounds once, so the
+    relative error is at most ``n`` units of the context's last digit (1e-57 for 512 values at 60 digits), far
+    below the ~1e-32 a double-double keeps: the float64 pairs are the same.
+    """
+    out = []
+    value = first
+    for _ in range(n):
+        out.append(value)
+        value = value * ratio
+    return out
+
+
 def double_double(values: list[Decimal]) -> tuple[np.ndarray, np.ndarray]:
     """Split high-precision decimals into float64 ``hi`` and ``lo`` parts (``hi + lo`` ~ value to ~106 bits)."""
     hi = np.array([float(v) for v in values], dtype=np.float64)
@@ -107,9 +123,10 @@ def sincos_pairs(t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray) -> tuple[np.
     return s, c
 
 
-def _sincos(
-    t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray, want_sin: bool, want_cos: bool
-) -> tuple[np.ndarray | None, np.ndarray | None]:
+def reduce(t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The angle ``t * (w_hi + w_lo)`` reduced modulo 2 pi into about ``[-pi, pi]``, as a double-double
+    ``(r_hi, r_lo)`` with ``|r_lo| <= ulp(r_hi) / 2`` (absolute error ~2**-60); arrays broadcast."""
+    t = np.asarray(t, dtype=np.float64)
     tmax = float(np.max(np.abs(t))) if t.size else 0.0
     t_bits = max(1, math.ceil(math.log2(tmax + 1)))
     if t_bits > 31:
@@ -132,7 +149,20 @@ def _sincos(
     del q, n, s_, bb, b
     s_ = hi + lo  # renormalise so that |lo| <= ulp(hi) / 2
     lo = lo - (s_ - hi)
-    hi = s_
+    return s_, lo
+
+
+def sincos_reduced(hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``sin`` and ``cos`` of a reduced angle ``hi + lo`` (from :func:`reduce`), to about 1 float64 ulp."""
+    sin_hi = np.sin(hi)
+    cos_hi = np.cos(hi)
+    return sin_hi + cos_hi * lo, cos_hi - sin_hi * lo
+
+
+def _sincos(
+    t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray, want_sin: bool, want_cos: bool
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    hi, lo = reduce(t, w_hi, w_lo)
     s = c = None
     sin_hi = np.sin(hi)
     cos_hi = np.cos(hi)

@@ -53,6 +53,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ..errors import ParameterError
 from . import _trig
@@ -87,8 +88,7 @@ def grid_frequencies(n: int, base: float) -> tuple[np.ndarray, np.ndarray]:
     """``base**(-k/n)`` for ``k < n`` as double-double (hi, lo) float64 arrays."""
     with localcontext() as ctx:
         ctx.prec = 60
-        log_base = Decimal(base).ln()
-        values = [(-(Decimal(k) / Decimal(n)) * log_base).exp() for k in range(n)]
+        values = _trig.geometric(Decimal(1), (-Decimal(base).ln() / Decimal(n)).exp(), n)
     return _trig.double_double(values)
 
 
@@ -206,6 +206,31 @@ class _GridSinusoidal(Encoding):
                 ]
         return plan
 
+    @cached_property
+    def _pieces(self) -> dict[np.dtype, list[tuple[int, int, int, np.ndarray]]]:
+        """Per output dtype: (axis, first column, last column + 1, values: side x columns in that dtype), one
+        piece per contiguous run of an axis's columns (truncated to ``dim``), each value rounded once from the
+        exact float64 table."""
+        return {}
+
+    def _pieces_for(self, dtype: np.dtype) -> list[tuple[int, int, int, np.ndarray]]:
+        cache = self._pieces
+        if dtype not in cache:
+            full = 2 * self.NDIM * self.n_freqs
+            per_axis: list[np.ndarray] = [np.full((side, full), np.nan) for side in self.shape]
+            owner = np.full(full, -1)
+            for axis, trig, cols in self._column_plan():
+                per_axis[axis][:, cols] = self._axis_tables[axis][trig]
+                owner[cols] = axis
+            owner = owner[: self.dim]
+            pieces = []
+            edges = np.flatnonzero(np.diff(owner)) + 1
+            for a, b in zip(np.r_[0, edges], np.r_[edges, self.dim]):
+                axis = int(owner[a])
+                pieces.append((axis, int(a), int(b), np.ascontiguousarray(per_axis[axis][:, a:b]).astype(dtype)))
+            cache[dtype] = pieces
+        return cache[dtype]
+
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         lead = int(self.cls_token)
         first = max(start, lead)
@@ -213,12 +238,45 @@ class _GridSinusoidal(Encoding):
             out[: lead - start] = 0
         if first >= stop:
             return
-        coords = np.unravel_index(np.arange(first - lead, stop - lead), self.shape)
-        full = np.empty((stop - first, 2 * self.NDIM * self.n_freqs), dtype=np.float64)
-        tables = self._axis_tables
-        for axis, trig, cols in self._column_plan():
-            full[:, cols] = tables[axis][trig][coords[axis]]
-        out[first - start :] = full[:, : self.dim]
+        c0, c1 = first - lead, stop - lead  # grid cells, row-major
+        body = out[first - start :]
+        stride = 1
+        strides = []
+        for side in reversed(self.shape):
+            strides.append(stride)
+            stride *= side
+        strides.reverse()
+        for axis, a, b, values in self._pieces_for(out.dtype):
+            _fill_axis(body[:, a:b], c0, c1, values, strides[axis], self.shape[axis])
+
+
+#: Runs of at least this many rows with one coordinate are filled one broadcast row per run.
+_RUN_ROWS = 16
+
+
+def _fill_axis(out: np.ndarray, c0: int, c1: int, values: np.ndarray, stride: int, side: int) -> None:
+    """``out[i] = values[((c0 + i) // stride) % side]`` for the cells ``[c0, c1)``: the coordinate of one axis of
+    a row-major grid is constant over runs of ``stride`` cells and repeats every ``side * stride``; broadcast
+    copies follow that structure (one row per run, or one copy of the whole table per period) instead of a
+    gather per row."""
+    if stride >= _RUN_ROWS:
+        for q in range(c0 // stride, (c1 - 1) // stride + 1):
+            a, b = max(q * stride, c0), min((q + 1) * stride, c1)
+            out[a - c0 : b - c0] = values[q % side]
+        return
+    period = side * stride
+    p0, p1 = -(-c0 // period) * period, (c1 // period) * period
+    if p1 <= p0:
+        out[...] = values[(np.arange(c0, c1) // stride) % side]
+        return
+    if p0 > c0:
+        out[: p0 - c0] = values[(np.arange(c0, p0) // stride) % side]
+    whole = out[p0 - c0 : p1 - c0]
+    rs, cs = whole.strides
+    periods = as_strided(whole, ((p1 - p0) // period, side, stride, whole.shape[1]), (rs * period, rs * stride, rs, cs))
+    periods[...] = values[None, :, None, :]
+    if c1 > p1:
+        out[p1 - c0 :] = values[(np.arange(p1, c1) // stride) % side]
 
 
 @dataclass(frozen=True)

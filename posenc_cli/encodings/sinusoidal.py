@@ -30,6 +30,7 @@ to within an ulp at any position below 2**31, unlike the float32 formulas most l
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from functools import cached_property
@@ -60,10 +61,10 @@ def frequencies(dim: int, n: int, freq: str, base: float, min_timescale: float, 
         ctx.prec = 60
         if freq == "paper":
             log_base = Decimal(base).ln()
-            return [(-(Decimal(2 * k) / Decimal(dim)) * log_base).exp() for k in range(n)]
+            return _trig.geometric(Decimal(1), (-(Decimal(2) / Decimal(dim)) * log_base).exp(), n)
         # the denominator is floor(d/2) - 1 whatever the column count (tensor2tensor, fairseq)
         increment = (Decimal(max_timescale) / Decimal(min_timescale)).ln() / Decimal(max(dim // 2 - 1, 1))
-        return [Decimal(min_timescale) * (-(Decimal(k) * increment)).exp() for k in range(n)]
+        return _trig.geometric(Decimal(min_timescale), (-increment).exp(), n)
 
 
 @dataclass(frozen=True)
@@ -163,39 +164,76 @@ class Sinusoidal(Encoding):
     def _adder(self) -> _angleadd.AngleAdder:
         return _angleadd.AngleAdder(*self._freqs)
 
+    @cached_property
+    def _columns(self) -> _angleadd.Columns:
+        """Frequency and part (0 sin, 1 cos) of each column (-1: the zero pad)."""
+        n, n_sin, n_cos, pad = self._plan
+        freq = np.full(self.dim, -1)
+        part = np.full(self.dim, -1)
+        if self.layout == "interleaved":
+            freq[0 : 2 * n_sin : 2], part[0 : 2 * n_sin : 2] = np.arange(n_sin), 0
+            freq[1 : 2 * n_cos : 2], part[1 : 2 * n_cos : 2] = np.arange(n_cos), 1
+        else:
+            n_second = self.dim - n - pad
+            first, second = (0, 1) if self.layout == "split" else (1, 0)
+            freq[:n], part[:n] = np.arange(n), first
+            freq[n : n + n_second], part[n : n + n_second] = np.arange(n_second), second
+        return _angleadd.Columns(freq, part, self._freqs[0])
+
+    def _fast(self, dtype: np.dtype) -> tuple[_angleadd.AngleAdder, Callable[[np.ndarray, int], None]] | None:
+        """The angle-addition kernel and its near-zero refiner for outputs of ``dtype``, or None where the exact
+        path serves (float64, short tables, positions within a step of -2**31); decided once per dtype."""
+        cache = self.__dict__.setdefault("_fast_by_dtype", {})
+        if dtype not in cache:
+            ok = (
+                _angleadd.usable(self._freqs[0], dtype)
+                and _angleadd.worth(self.length, self._plan[0])
+                and _angleadd.reaches(self.offset, self.offset + self.length - 1)
+            )
+            tiny = _angleadd.tiny_threshold(dtype) if ok else None
+            cache[dtype] = (self._adder, self._adder.refiner(self._columns, dtype, tiny)) if ok else None
+        return cache[dtype]
+
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         n, n_sin, n_cos, pad = self._plan
         n_second = self.dim - n - pad
         t_start = self.offset + start
         rows = stop - start
-        fast = out.dtype.itemsize < 8 and self.length >= 2 * _angleadd.step_rows(n)
+        interleaved = self.layout == "interleaved"
+        first_sin = self.layout == "split"
 
         def place(a: int, b: int, s: np.ndarray, c: np.ndarray) -> None:
             o = out[a:b]
-            if self.layout == "interleaved":
+            if interleaved:
                 o[:, 0 : 2 * n_sin : 2] = s[:, :n_sin]
                 o[:, 1 : 2 * n_cos : 2] = c[:, :n_cos]
             else:
-                first, second = (s, c) if self.layout == "split" else (c, s)
+                first, second = (s, c) if first_sin else (c, s)
                 o[:, :n] = first
                 o[:, n : n + n_second] = second[:, :n_second]
 
-        if not fast:
+        fast = self._fast(out.dtype)
+        if fast is None:
             # Exact range reduction per element: float64 outputs (where angle addition's few float64
             # roundings would cost more than an ulp near the zeros) and tables too short to amortise
-            # angle addition's table.
+            # angle addition's tables.
             w_hi, w_lo = self._freqs
             step = max(1, _EXACT_BLOCK // max(1, n))
             for a in range(0, rows, step):
                 b = min(a + step, rows)
                 s, c = _trig.sincos(np.arange(t_start + a, t_start + b, dtype=np.float64), w_hi, w_lo)
                 place(a, b, s, c)
-        elif self.layout == "interleaved" and self.dim % 2 == 0 and out.dtype == np.float32 and out.flags.c_contiguous:
-            # (sin, cos) column pairs are exactly a complex64 (real, imag): multiply straight into ``out``.
-            self._adder.fill(t_start, out.view(np.complex64), _angleadd.tiny_threshold(out.dtype))
         else:
-            tiny = _angleadd.tiny_threshold(out.dtype)
-            self._adder.fill_steps(t_start, rows, tiny, lambda a, b, u: place(a, b, u.real, u.imag))
+            adder, refine = fast
+            pairs = None
+            if interleaved and self.dim % 2 == 0 and out.dtype == np.float32 and out.flags.c_contiguous:
+                pairs = out.view(np.complex64)  # (sin, cos) column pairs are exactly a complex64 (real, imag)
+            for a, b, u in adder.chunks(t_start, rows):
+                if pairs is not None:
+                    np.copyto(pairs[a:b], u, casting="same_kind")
+                else:
+                    place(a, b, u.real, u.imag)
+                refine(out[a:b], t_start + a)
         if pad:
             out[:, -1] = 0
         if self.padding_idx is not None:

@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ ROWS: list[tuple[str, str, str, str]] = []  # what, measured, target, verdict
 
 
 def report(what: str, measured: str, target: str, ok: bool | None) -> None:
-    verdict = "n/a" if ok is None else ("OK" if ok else "MISS")
+    verdict = "n/a" if ok is None else ("PASS" if ok else "MISS")
     ROWS.append((what, measured, target, verdict))
     print(f"  -> {what}: {measured} (target {target}) {verdict}", flush=True)
 
@@ -65,9 +66,41 @@ def posenc_array(length: int, dim: int) -> np.ndarray:
     return make_encoding("sinusoidal", {"length": length, "dim": dim}).array()
 
 
+def kernels(length: int, dim: int) -> dict[str, Callable[[], np.ndarray]]:
+    """Every generation kernel the issue names, as a user calls it: the table of ``length x dim`` float32
+    (grids of as many cells), built from its parameters and filled on every core."""
+    side = math.isqrt(length // 2)
+    grid2 = f"{side}x{length // side}"  # 256x512 for 131072 rows
+    grid3 = f"{length // 4096}x64x64" if length % 4096 == 0 else f"1x{side}x{length // side}"
+    yarn = {"scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
+    specs: dict[str, tuple[str, dict[str, object], str | None]] = {
+        "sinusoidal interleaved": ("sinusoidal", {}, None),
+        "sinusoidal split (tf-tutorial)": ("sinusoidal", {"preset": "tf-tutorial"}, None),
+        "sinusoidal split-cos-first (musicgen)": ("sinusoidal", {"preset": "musicgen"}, None),
+        "rope cos, half": ("rope", {"layout": "half"}, "cos"),
+        "rope sin, half, llama3.1 scaling": ("rope", {"preset": "llama3.1"}, "sin"),
+        "rope cos, interleaved, yarn scaling": ("rope", {"layout": "interleaved", **yarn}, "cos"),
+        "rope sin, interleaved, linear scaling": (
+            "rope",
+            {"layout": "interleaved", "scaling": "linear", "factor": 2.0},
+            "sin",
+        ),
+        f"sinusoidal-2d grid {grid2} (mae)": ("sinusoidal-2d", {"grid": grid2}, None),
+        f"sinusoidal-3d grid {grid3}": ("sinusoidal-3d", {"grid": grid3}, None),
+    }
+    out = {}
+    for label, (kind, params, tensor) in specs.items():
+        size = {} if kind.startswith("sinusoidal-") else {"length": length}
+        out[label] = lambda kind=kind, params=params, tensor=tensor, size=size: make_encoding(
+            kind, {**size, "dim": dim, **params}
+        ).array(tensor)
+    return out
+
+
 # ----- timing helpers ------------------------------------------------------------------------------
-def interleaved(contenders: dict[str, Callable[[], object]], reps: int) -> dict[str, float]:
-    """Median wall time of each contender over ``reps`` interleaved rounds (one warm-up round first)."""
+def interleaved(contenders: dict[str, Callable[[], object]], reps: int, with_min: bool = False) -> Any:
+    """Median wall time of each contender over ``reps`` interleaved rounds (one warm-up round first); with
+    ``with_min``, also the minimum (the round least disturbed by other work on a shared machine)."""
     times: dict[str, list[float]] = {k: [] for k in contenders}
     for rep in range(reps + 1):
         for name, fn in contenders.items():
@@ -78,8 +111,9 @@ def interleaved(contenders: dict[str, Callable[[], object]], reps: int) -> dict[
             if rep:
                 times[name].append(dt)
     med = {k: statistics.median(v) for k, v in times.items()}
+    low = {k: min(v) for k, v in times.items()}
     print("  " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in med.items()), flush=True)
-    return med
+    return (med, low) if with_min else med
 
 
 #: Runs one command and reports its wall time and its own peak RSS. Why a separate small process: on Linux
@@ -138,12 +172,11 @@ def posenc_cmd() -> list[str]:
 
 # ----- rows ----------------------------------------------------------------------------------------
 def bench_in_memory(length: int, dim: int, reps: int) -> None:
-    what = f"{length} x {dim} float32 sinusoidal, in memory"
-    print(f"[{what}]", flush=True)
+    print(f"[{length} x {dim} float32 tables in memory: every kernel, np.ones, the seed code]", flush=True)
     contenders: dict[str, Callable[[], object]] = {
-        "posenc": lambda: posenc_array(length, dim),
         "tf-seed": lambda: tf_tutorial(length, dim),
         "np.ones": lambda: np.ones((length, dim), dtype=np.float32),
+        **kernels(length, dim),
     }
     try:
         import torch
@@ -152,14 +185,18 @@ def bench_in_memory(length: int, dim: int, reps: int) -> None:
         contenders["torch-2thr"] = lambda: torch_tutorial(torch, length, dim)
     except ImportError:
         torch = None
-    med = interleaved(contenders, reps)
-    ours = med["posenc"]
-    report(what, f"{med['tf-seed'] / ours:.1f}x faster than the seed TF code", ">= 15x", med["tf-seed"] / ours >= 15)
-    report(what, f"{ours / med['np.ones']:.2f}x the time of np.ones", "<= 6x", ours / med["np.ones"] <= 6)
+    med, low = interleaved(contenders, reps, with_min=True)
+    for label in kernels(length, dim):
+        what = f"{length} x {dim} float32 {label}"
+        r_ones, r_ones_min = med[label] / med["np.ones"], low[label] / low["np.ones"]
+        report(what, f"{r_ones:.2f}x the time of np.ones (min {r_ones_min:.2f}x)", "<= 3x", r_ones <= 3)
+        r_seed, r_seed_min = med["tf-seed"] / med[label], low["tf-seed"] / low[label]
+        report(what, f"{r_seed:.1f}x faster than the seed TF code (min {r_seed_min:.1f}x)", ">= 20x", r_seed >= 20)
+    what = f"{length} x {dim} float32 sinusoidal, in memory"
     if torch is None:
         report(what, "skipped: torch not installed", "faster than the 2-thread PyTorch formula", None)
     else:
-        r = med["torch-2thr"] / ours
+        r = med["torch-2thr"] / med["sinusoidal interleaved"]
         report(what, f"{r:.2f}x faster than the 2-thread PyTorch formula", "> 1x", r > 1)
 
 
@@ -233,7 +270,7 @@ def bench_check(tmp: Path, length: int, dim: int, reps: int) -> None:
         reps,
     )
     r = med["posenc check"][0] / med["numpy script"][0]
-    report(what, f"{r:.2f}x a load + row-distance script", "<= 8x", r <= 8)
+    report(what, f"{r:.2f}x a load + row-distance script", "<= 4x", r <= 4)
     peak = med["posenc check"][1]
     report(
         what,
@@ -268,7 +305,7 @@ def bench_export(tmp: Path, length: int, dim: int) -> None:
         size = path.stat().st_size
         path.unlink(missing_ok=True)
         print(f"  {dt:.1f} s, {size / 2**30:.2f} GiB written, peak RSS {peak / 2**20:.0f} MiB", flush=True)
-        report(what, f"peak RSS {peak / 2**20:.0f} MiB", "<= 512 MiB", peak <= 512 * 2**20)
+        report(what, f"peak RSS {peak / 2**20:.0f} MiB", "< 64 MiB", peak < 64 * 2**20)
 
 
 def bench_accuracy(quick: bool) -> None:

@@ -71,6 +71,7 @@ exactly: the angles are still exact, so this reproduces HF's frequencies but not
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -78,7 +79,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import ParameterError
-from .. import _trig
+from .. import _angleadd, _trig
 from ..base import Encoding, TensorSpec, format_value, param
 from .scaling import SCALINGS, attention_scaling, optional_parameters
 
@@ -97,11 +98,13 @@ USED_BY = optional_parameters()
 
 def place_pairs(v: np.ndarray, out: np.ndarray, layout: str) -> None:
     """Write one value per rotation pair into both columns of the pair: ``half`` = cat(v, v), ``interleaved``
-    = columns (2k, 2k+1)."""
-    if layout == "half":
+    = columns (2k, 2k+1); ``cache`` writes ``v`` once (ONNX half-width caches)."""
+    if layout == "cache":
+        out[...] = v
+    elif layout == "half":
         h = v.shape[1]
         out[:, :h] = v
-        out[:, h:] = v
+        out[:, h:] = out[:, :h]  # a copy of what was just written (in cache), cheaper than a second cast
     else:
         out[:, 0::2] = v
         out[:, 1::2] = v
@@ -390,6 +393,44 @@ class Rope(Encoding):
             "inv_freq": freq,
         }
 
+    @cached_property
+    def _adder(self) -> _angleadd.AngleAdder:
+        return _angleadd.AngleAdder(*self._freqs)
+
+    @cached_property
+    def _column_maps(self) -> dict[str, _angleadd.Columns]:
+        """Frequency and part (0 sin, 1 cos) of each column of every cos/sin tensor."""
+        h = self.width // 2
+        out = {}
+        for name in self.tensor_specs():
+            if name == "inv_freq":
+                continue
+            k = np.arange(h)
+            if not name.endswith("_cache"):
+                k = np.concatenate([k, k]) if self.layout == "half" else np.repeat(k, 2)
+            out[name] = _angleadd.Columns(k, np.full(k.shape, 0 if name.startswith("sin") else 1), self._freqs[0])
+        return out
+
+    def _fast(
+        self, name: str, dtype: np.dtype
+    ) -> tuple[_angleadd.AngleAdder, Callable[[np.ndarray, int], None]] | None:
+        """The angle-addition kernel and the near-zero refiner of tensor ``name`` in ``dtype``, or None where the
+        exact path serves (float64, short tables, odd scales, positions within a step of -2**31); decided once."""
+        cache = self.__dict__.setdefault("_fast_by_dtype", {})
+        key = (name, dtype)
+        if key not in cache:
+            scale = float(self.attention_scaling)
+            w_hi = self._freqs[0]
+            ok = (
+                _angleadd.usable(w_hi, dtype, scale)
+                and _angleadd.worth(self.length, len(w_hi))
+                and _angleadd.reaches(self.offset, self.offset + self.length - 1)
+            )
+            tiny = _angleadd.tiny_threshold(dtype) if ok else None
+            refine = self._adder.refiner(self._column_maps[name], dtype, tiny, scale) if ok else None
+            cache[key] = (self._adder, refine) if refine is not None else None
+        return cache[key]
+
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         w_hi, w_lo = self._freqs
         if name == "inv_freq":
@@ -397,14 +438,24 @@ class Rope(Encoding):
             return
         if name not in self.tensor_specs():
             raise ParameterError(f"rope has no tensor {name!r}; choose from: {', '.join(self.tensor_specs())}")
-        t = np.arange(self.offset + start, self.offset + stop, dtype=np.float64)
-        v = _trig.sin_or_cos(t, w_hi, w_lo, "sin" if name.startswith("sin") else "cos")
-        if self.attention_scaling != 1.0:
-            v *= self.attention_scaling
-        if name.endswith("_cache"):
-            out[...] = v
-        else:
-            place_pairs(v, out, self.layout)
+        scale = float(self.attention_scaling)
+        is_sin = name.startswith("sin")
+        t_start = self.offset + start
+        fast = self._fast(name, out.dtype)
+        if fast is not None:
+            # Angle addition (see _angleadd): both parts come out of one complex multiply, and each output
+            # row needs one value per frequency twice (two columns per pair), so nothing is computed in vain.
+            adder, refine = fast
+            layout = "cache" if name.endswith("_cache") else self.layout
+            for a, b, u in adder.chunks(t_start, stop - start, scale):
+                place_pairs(u.real if is_sin else u.imag, out[a:b], layout)
+                refine(out[a:b], t_start + a)
+            return
+        t = np.arange(t_start, self.offset + stop, dtype=np.float64)
+        v = _trig.sin_or_cos(t, w_hi, w_lo, "sin" if is_sin else "cos")
+        if scale != 1.0:
+            v *= scale
+        place_pairs(v, out, "cache" if name.endswith("_cache") else self.layout)
 
 
 _EXAMPLES = {

@@ -65,8 +65,7 @@ def _default_f32(base: float, d: int, n: int | None = None) -> np.ndarray:
 
 def _default_exact(base: Decimal, d: int, n: int) -> list[Decimal]:
     """:math:`b^{-2k/d}` for ``k < n`` (call inside a Decimal context of :data:`PREC` digits)."""
-    log_base = base.ln()
-    return [(-(Decimal(2 * k) / Decimal(d)) * log_base).exp() for k in range(n)]
+    return _trig.geometric(Decimal(1), (-(Decimal(2) / Decimal(d)) * base.ln()).exp(), n)
 
 
 def _exact(rule: Callable[[Rope], list[Decimal]]) -> Callable[[Rope], list[Decimal]]:
