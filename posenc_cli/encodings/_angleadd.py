@@ -53,7 +53,8 @@ STEP_ROWS = 1024
 #: (and whole 131072 x 1024 tables on two threads) put the best at 0.5-1.5 MiB: below, NumPy's per-call overhead
 #: (~1-2 us a call, a dozen calls a chunk) dominates; above, the scratch no longer stays in cache.
 CHUNK_BYTES = 1 << 20
-#: Steps whose exact seeds are computed together (:meth:`AngleAdder._seed`).
+#: Steps whose exact seeds are computed together (:meth:`AngleAdder._seed`), at most (and at most 512 KiB of
+#: seeds a batch, for wide tables).
 SEED_BATCH = 64
 #: Largest sub-step (rows of the fine table ``conj(z(j))``).
 MAX_SUB_ROWS = 32
@@ -135,6 +136,7 @@ class AngleAdder:
         self.fine = _conj_z(np.arange(self.sub, dtype=np.float64), self.w_hi, self.w_lo)
         self.coarse = _conj_z(np.arange(0, self.rows, self.sub, dtype=np.float64), self.w_hi, self.w_lo)
         self._seed_batches: dict[int, np.ndarray] = {}
+        self.seed_batch = max(1, min(SEED_BATCH, (1 << 19) // (16 * max(1, self.n))))
         self._local = threading.local()
         self._lock = threading.Lock()  # cos 1, sin 0 exactly: never near a zero of cos
 
@@ -142,20 +144,21 @@ class AngleAdder:
     def _seed(self, index: int) -> np.ndarray:
         """``sin + i cos`` at the start of step ``index`` (position ``index * B``), exactly range-reduced.
 
-        Seeds are computed :data:`SEED_BATCH` steps at a time and the last few batches kept: a table is filled a
-        step or two per call (threads, streaming writers), and one range reduction of a single row costs as much
+        Seeds are computed up to :data:`SEED_BATCH` steps at a time and the last 4 batches kept: a table is filled
+        a few steps per call (threads, streaming writers), and one range reduction of a single row costs as much
         NumPy overhead as one of a hundred rows."""
-        batch, i = divmod(index, SEED_BATCH)
+        size = self.seed_batch
+        batch, i = divmod(index, size)
         seeds = self._seed_batches.get(batch)
         if seeds is None:
-            t0 = np.arange(batch * SEED_BATCH, (batch + 1) * SEED_BATCH, dtype=np.float64) * self.rows
+            t0 = np.arange(batch * size, (batch + 1) * size, dtype=np.float64) * self.rows
             t0[np.abs(t0) >= 2**31] = 0.0  # steps out of range are never used (see :func:`reaches`)
             s0, c0 = _trig.sincos(t0, self.w_hi, self.w_lo)
             seeds = np.empty(s0.shape, dtype=np.complex128)
             seeds.real = s0
             seeds.imag = c0
             with self._lock:  # threads fill neighbouring blocks: one may evict while another inserts
-                if len(self._seed_batches) >= 8:
+                if len(self._seed_batches) >= 4:
                     self._seed_batches.pop(next(iter(self._seed_batches)), None)
                 self._seed_batches[batch] = seeds
         return seeds[i]
