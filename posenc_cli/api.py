@@ -409,19 +409,15 @@ def check(
     assumed, assumed_command = "", None
     comparison = None
     if against is not None:
-        ref = _open_against(against, src, chosen)
-        comparison = compare(src, ref)
-        if len(chosen) < len(src.names):  # narrowed: the chosen tensors only
-            comparison.tensors = [tc for tc in comparison.tensors if tc.name_a in chosen]
-            comparison.only_a = [n for n in comparison.only_a if n in chosen]
-            comparison.only_b = []
+        ref = _open_against(against, src)
+        comparison = compare(src, ref, tensor=chosen if len(chosen) < len(src.names) else None)
         if ref.encoding is not None:
             encoding, origin = ref.encoding, ref.label
             if kind is None or expect is None:
                 kind, kind_cls = ref.encoding.KIND, type(ref.encoding)
             metadata = {**src.metadata, **ref.encoding.metadata()}
-            if len(src.names) == 1 and not src.metadata:  # a nameless array (a plain .npy) is the spec's primary
-                tensors = {ref.encoding.PRIMARY: array}
+            if len(src.names) == 1 and not src.metadata:
+                tensors = _as_spec_tensors(tensors, ref.encoding)
     elif encoding is None and identify and (src.kind is None or not _known_kind(src.kind)):
         found = _identify_for_check(tensors, src.metadata, kind_cls)
         if found is not None:
@@ -434,11 +430,7 @@ def check(
                 kind, kind_cls, origin = best.kind, type(encoding), "the identification"
                 assumed_command = best.command
                 metadata = {**src.metadata, **encoding.metadata()}
-                renamed = {best.tensor_map.get(n, n): a for n, a in tensors.items()}
-                if len(tensors) == 1 and not best.tensor_map:
-                    renamed = {encoding.PRIMARY: array}
-                name = best.tensor_map.get(name, encoding.PRIMARY if len(tensors) == 1 else name)
-                tensors = renamed
+                tensors = _as_spec_tensors(tensors, encoding, best.tensor_map)
     ctx = CheckContext(
         table=array,
         tensors=tensors,
@@ -508,7 +500,7 @@ def _chosen_tensors(src: Source, tensor: str | list[str] | tuple[str, ...] | Non
             # several tensors and no kind to say which is which: one table in parts (a cos/sin pair: every 2-D
             # tensor of one shape, with 1-D ones no longer than its sides, e.g. inv_freq) is judged whole;
             # anything else (a model checkpoint) needs --tensor
-            shapes = {tuple(getattr(src.lazy.get(n) or src.tensors.get(n), "shape", ())) for n in src.names}
+            shapes = {tuple(getattr(src.lazy.get(n, src.tensors.get(n)), "shape", ())) for n in src.names}
             tables = {s for s in shapes if len(s) >= 2}
             if len(tables) != 1 or any(len(s) == 1 and s[0] > max(next(iter(tables))) for s in shapes):
                 raise
@@ -520,7 +512,20 @@ def _chosen_tensors(src: Source, tensor: str | list[str] | tuple[str, ...] | Non
     return list(dict.fromkeys(src.tensor_name(n) for n in wanted))
 
 
-def _open_against(against: TableLike, src: Source, chosen: list[str]) -> Source:
+def _as_spec_tensors(
+    tensors: dict[str, Any], encoding: Encoding, tensor_map: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The judged tensors under the names of the spec they are judged against, so that checks find them by role:
+    ``tensor_map`` (source name -> the spec's) when given, else a single array is the spec's primary tensor and
+    several keep their names (the rule :mod:`.identification` regenerates by)."""
+    if tensor_map:
+        return {tensor_map.get(n, n): a for n, a in tensors.items()}
+    if len(tensors) == 1:
+        return {encoding.PRIMARY: next(iter(tensors.values()))}
+    return tensors
+
+
+def _open_against(against: TableLike, src: Source) -> Source:
     """The reference ``check --against`` compares with: a spec takes its length and dim from ``src``."""
     from .sources import is_spec, open_source
 
@@ -667,13 +672,18 @@ class Comparison:
 
 
 def pair_tensors(
-    src_a: Source, src_b: Source, tensor: str | None = None
+    src_a: Source, src_b: Source, tensor: str | list[str] | tuple[str, ...] | None = None
 ) -> tuple[list[tuple[str, str]], list[str], list[str]]:
     """Which tensors of two tables are compared: ``tensor`` on both sides when given; else every name they
     share, and a nameless single array (a plain ``.npy``, read as ``pe``) stands for the other side's primary
-    tensor. Returns (pairs, names only in a, names only in b)."""
-    if tensor is not None:
+    tensor. Several names narrow that pairing to those tensors of ``a``. Returns (pairs, names only in a, names
+    only in b)."""
+    if isinstance(tensor, str):
         return [(src_a.tensor_name(tensor), src_b.tensor_name(tensor))], [], []
+    if tensor is not None:
+        keep = {src_a.tensor_name(n) for n in tensor}
+        pairs, only_a, _ = pair_tensors(src_a, src_b)
+        return [(ta, tb) for ta, tb in pairs if ta in keep], [n for n in only_a if n in keep], []
     names_a, names_b = src_a.names, src_b.names
     nameless_a = len(names_a) == 1 and not src_a.metadata
     nameless_b = len(names_b) == 1 and not src_b.metadata
@@ -693,14 +703,14 @@ def compare(
     a: TableLike,
     b: TableLike,
     *,
-    tensor: str | None = None,
+    tensor: str | list[str] | tuple[str, ...] | None = None,
     atol: float | None = None,
     rtol: float = 0.0,
     explain: bool = True,
 ) -> Comparison:
     """Compare every tensor of ``a`` with the reference ``b``: per tensor the max abs / relative / ulp difference
-    and where, mean difference, row cosine and the verdict (every element within ``atol + rtol * |b|``); for a
-    pair that differs, ``explain`` asks :func:`posenc_cli.diagnose.diagnose` why (a layout swap, an offset, another
+    and where, mean difference, row cosine and the verdict (every element within ``atol + rtol * |b|``); ``tensor``
+    narrows it to one tensor (or to several of ``a``'s, see :func:`pair_tensors`); for a pair that differs, ``explain`` asks :func:`posenc_cli.diagnose.diagnose` why (a layout swap, an offset, another
     base, ...). ``.same`` is the verdict of the whole comparison."""
     from .formats import validate_table_array
     from .metrics import compare as compare_arrays

@@ -96,6 +96,7 @@ class Candidate:
 
         return {
             "kind": self.kind,
+            "label": self.label(),
             "preset": self.preset,
             "presets": self.presets,
             "params": {k: format_value(v) for k, v in self.params.items()},

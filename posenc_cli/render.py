@@ -599,11 +599,13 @@ def check_notes(
                 continue
             note(f"against {cmp['b']} [{tc['b']}]: DIFFERENT: {tc['reason']}", "red")
             diag = tc.get("diagnosis")
-            found = (diag or {}).get("explanations") or []
-            for e in found if verbose else found[:1]:
-                note(f"why: {e['summary']}", "bold", "     ")
-            if diag is not None and not found:
-                note(f"why: not found; {diag.get('reason', '')}", None, "     ")
+            if diag is not None:
+                found = diag.get("explanations") or []
+                out.extend(
+                    why_lines(
+                        [(e["summary"], None) for e in (found if verbose else found[:1])], diag.get("reason", ""), width
+                    )
+                )
         for side, key in ((cmp["a"], "only_in_a"), (cmp["b"], "only_in_b")):
             if cmp.get(key):
                 note(f"only in {side}: {', '.join(cmp[key])}", "red")
@@ -676,6 +678,19 @@ def compare_report(res: Any, *, quiet: int = QUIET_NONE) -> None:
     compare_summary(res, a, b, quiet=quiet)
 
 
+def why_lines(found: Sequence[tuple[str, str | None]], reason: str, width: int) -> list[tuple[str, str | None]]:
+    """``why: ...`` lines under a difference: each explanation's summary (bold) with its detail when given, or
+    ``why: not found; REASON`` when there is none (compare's report and check --against share them)."""
+    out: list[tuple[str, str | None]] = []
+    for summary, detail in found:
+        out.extend((s, "bold") for s in wrap(f"why: {summary}", width, "", "     "))
+        if detail:
+            out.extend((s, None) for s in wrap(detail, width, "     ", "     "))
+    if not found:
+        out.extend((s, None) for s in wrap(f"why: not found; {reason}", width, "", "     "))
+    return out
+
+
 def comparison_report(cmp: Any, *, quiet: int = QUIET_NONE, verbose: bool = False) -> None:
     """The human output of ``posenc compare`` for every tensor pair (``api.Comparison``): each pair's metrics and,
     where they differ, the explanation found (``why:``) with the residual after undoing it; tensors on one side
@@ -692,18 +707,17 @@ def comparison_report(cmp: Any, *, quiet: int = QUIET_NONE, verbose: bool = Fals
             )
             d = tc.diagnosis
             if d is not None and not res.same:
-                found = d.explanations if verbose else d.explanations[:1]
-                if found:
-                    for e in found:
-                        _emit([(s, "bold") for s in wrap(f"why: {e.summary}", width, "", "     ")], stream)
-                        if verbose:
-                            detail = (
-                                f"steps {e.name}; residual max abs {num(e.residual_max_abs)} "
-                                f"({num(e.residual_ulp)} ulp of {e.ulp_dtype}) on {e.rows_checked} rows"
-                            )
-                            _emit([(s, None) for s in wrap(detail, width, "     ", "     ")], stream)
-                else:
-                    _emit([(s, None) for s in wrap(f"why: not found; {d.reason}", width, "", "     ")], stream)
+                found = [
+                    (
+                        e.summary,
+                        f"steps {e.name}; residual max abs {num(e.residual_max_abs)} "
+                        f"({num(e.residual_ulp)} ulp of {e.ulp_dtype}) on {e.rows_checked} rows"
+                        if verbose
+                        else None,
+                    )
+                    for e in (d.explanations if verbose else d.explanations[:1])
+                ]
+                _emit(why_lines(found, d.reason, width), stream)
         for label, names in ((cmp.label_a, cmp.only_a), (cmp.label_b, cmp.only_b)):
             if names:
                 _emit([(s, "red") for s in wrap(f"only in {label}: {', '.join(names)}", width)], stream)
@@ -762,10 +776,9 @@ def identification_lines(
         if shown:
             line("readings tried:" if verbose else "other readings:")
         for c in shown:
-            label_c = c["kind"] + "".join(f" {k} {v}" for k, v in list((c["explicit"] or c["params"]).items())[:4])
             cos = c["cosine"]
             cos_text = f", cosine {cos:.3g}" if isinstance(cos, float) else ""
-            line(f"- {label_c}{cos_text}: {c['why']}", None, "  ", "    ")
+            line(f"- {c['label']}{cos_text}: {c['why']}", None, "  ", "    ")
     return out
 
 

@@ -204,3 +204,26 @@ def test_compare_a_3d_bias_file_with_a_spec_takes_heads_and_length_from_it(tmp):
     assert run("compare", bias, "alibi", "-q")[0] == 0
     code, out, _ = run("compare", bias, "alibi:causal=true", "--json")
     assert code == 1 and json.loads(out)["tensors"][0]["shape_b"] == [4, 12, 12]
+
+
+def test_a_kindless_cos_table_is_judged_under_the_identified_kinds_names(tmp):
+    np.save(tmp / "cos.npy", rope_half(64, 32)[0].astype(np.float32))
+    doc = json.loads(run("check", tmp / "cos.npy", "--json")[1])[0]
+    results = {r["name"]: r for r in doc["results"]}
+    assert doc["kind"] == "rope" and doc["ok"] and doc["tensors"] == ["pe"]
+    assert results["matches-spec"]["status"] == "PASS"  # the file's 'pe' is judged as rope's 'cos'
+
+
+def test_against_a_plain_file_fails_on_the_comparison_alone(tmp):
+    code, out, err = run("check", tmp / "good.npy", "--against", tmp / "split.npy")
+    assert code == 1 and "matches-spec" not in out and f"matches {tmp / 'split.npy'}" in err
+    assert run("check", tmp / "good.npy", "--against", tmp / "good.npy", "-q")[0] == 0
+
+
+def test_against_compares_only_the_tensors_kept(tmp):
+    rope = tmp / "rope.safetensors"
+    assert cli(["generate", "--kind", "rope", "-n", "32", "-d", "16", "-o", str(rope), "-q"])[0] == 0
+    doc = json.loads(run("check", rope, "--against", "rope:base=500000", "--json")[1])[0]
+    assert [t["a"] for t in doc["against"]["tensors"]] == ["cos", "sin", "inv_freq"]
+    doc = json.loads(run("check", rope, "-t", "sin", "--against", "rope:base=500000", "--json")[1])[0]
+    assert [t["a"] for t in doc["against"]["tensors"]] == ["sin"] and doc["against"]["only_in_b"] == []

@@ -282,21 +282,21 @@ def prod(shape: Any) -> int:
     return out
 
 
-def quiet_exit() -> None:
-    """Exit 0 now, with stdout closed for good (the reader is gone; no flush may raise at exit)."""
+def _exit_without_stdout(code: int) -> None:
+    """Exit with ``code`` now, with stdout pointed at /dev/null for good (no flush may raise at exit)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except OSError:
         pass
-    os._exit(0)
+    os._exit(code)
+
+
+def quiet_exit() -> None:
+    """Exit 0 now: the reader took all it asked for and is gone."""
+    _exit_without_stdout(0)
 
 
 def quiet_broken_pipe() -> None:
     """The reader of stdout went away: exit quietly like a Unix filter (128 + SIGPIPE)."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except OSError:
-        pass
-    os._exit(141)
+    _exit_without_stdout(141)

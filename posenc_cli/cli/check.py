@@ -124,11 +124,13 @@ def run(args: argparse.Namespace) -> int:
                 f"--no-identify cannot apply: {known[0].label} says its kind ({known[0].kind}); only a table "
                 "without one is identified"
             )
+    # a file to match is read once; a spec is built per source, with that source's length and dim
+    ref_file = open_src(against, args, {}) if against is not None and not is_spec(against) else None
     reports: list = []
     for src in srcs:
-        ref = None
-        if against is not None:
-            ref = open_src(against, args, params, like=src) if is_spec(against) else open_src(against, args, {})
+        ref = ref_file
+        if against is not None and ref_file is None:
+            ref = open_src(against, args, params, like=src)
         reports.extend(_run_one(group, args, required, ref) for group in _tables(src, args))
     if args.json_out:
         from ..render import check_json, print_json

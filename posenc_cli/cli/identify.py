@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ExitCode, ParameterError
-from ._common import add_json, add_max_bytes, add_quiet, open_src, refuse_spec_options_for_files, stdin_source
+from ._common import add_json, add_max_bytes, add_quiet, stdin_source
 
 NAME = "identify"
 SUMMARY = "Name the kind, preset and parameters that reproduce a table."
@@ -41,16 +41,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import identify
-    from ..sources import is_spec
+    from ..sources import is_spec, open_source
 
     source = args.source or stdin_source(NAME, "a file or - for stdin")
     if is_spec(source):
         raise ParameterError(
             f"{source!r} is a spec, whose kind and parameters are known; identify reads files and stdin"
         )
-    refuse_spec_options_for_files(args, [source], dtype=False)
-    args.length = args.dim = args.dtype = None
-    src = open_src(source, args, {})
+    src = open_source(source, max_bytes=args.max_bytes)  # a mistyped kind gets "unknown encoding ... did you mean"
     found = identify(src, tensor=args.tensor)
     if args.json_out:
         from ..render import print_json
