@@ -6,6 +6,7 @@ Every mistaken table here is built with plain NumPy (never with posenc's generat
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 from pathlib import Path
@@ -36,20 +37,31 @@ def rope_half(n: int, d: int, base: float = 10000.0) -> tuple[np.ndarray, np.nda
     return np.cos(emb), np.sin(emb)
 
 
-@pytest.fixture()
-def tmp(tmp_path: Path) -> Path:
-    np.save(tmp_path / "base500k.npy", sinusoidal(256, 64, 500000.0).astype(np.float32))
-    np.save(tmp_path / "split.npy", sinusoidal(256, 64, layout="split").astype(np.float32))
-    np.save(tmp_path / "good.npy", sinusoidal(256, 64).astype(np.float32))
+@functools.cache
+def _tables() -> dict[str, np.ndarray]:
+    """The tables of the tests below, built once per process."""
     perm = np.random.default_rng(3).permutation(64)
-    np.save(tmp_path / "permuted.npy", sinusoidal(256, 64)[:, perm].astype(np.float32))
-    np.save(tmp_path / "noise.npy", np.random.default_rng(0).normal(size=(128, 32)).astype(np.float32))
-    # a "trained" table: sinusoidal start, then 500 steps of random updates (no analytic kind reproduces it)
-    trained = sinusoidal(128, 32) + np.cumsum(np.random.default_rng(1).normal(0, 0.01, (500, 128, 32)), 0)[-1]
-    np.save(tmp_path / "trained.npy", trained.astype(np.float32))
+    # a "trained" table: sinusoidal start plus 500 steps of N(0, 0.01) updates, drawn as their sum
+    # N(0, 0.01 * sqrt(500)) (no analytic kind reproduces it)
+    trained = sinusoidal(128, 32) + np.random.default_rng(1).normal(0, 0.01 * np.sqrt(500), (128, 32))
     nan = sinusoidal(64, 16)
     nan[5, 3] = np.nan
-    np.save(tmp_path / "nan.npy", nan.astype(np.float32))
+    tables = {
+        "base500k": sinusoidal(256, 64, 500000.0),
+        "split": sinusoidal(256, 64, layout="split"),
+        "good": sinusoidal(256, 64),
+        "permuted": sinusoidal(256, 64)[:, perm],
+        "noise": np.random.default_rng(0).normal(size=(128, 32)),
+        "trained": trained,
+        "nan": nan,
+    }
+    return {name: table.astype(np.float32) for name, table in tables.items()}
+
+
+@pytest.fixture()
+def tmp(tmp_path: Path) -> Path:
+    for name, table in _tables().items():
+        np.save(tmp_path / f"{name}.npy", table)
     return tmp_path
 
 
