@@ -721,7 +721,8 @@ def _view_bias(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any
     masked = bool(np.isinf(shown).any())
     axes = []
     for i, h in enumerate(heads):
-        ax = fig.add_subplot(rows, cols, i + 1)
+        # one scale for every head: tick labels only on the outer panels (less to read, and to lay out)
+        ax = fig.add_subplot(rows, cols, i + 1, sharex=axes[0] if axes else None, sharey=axes[0] if axes else None)
         cmap = _mpl().colormaps["viridis"].with_extremes(bad="#bdbdbd")
         im = ax.imshow(
             np.ma.masked_invalid(shown[i]),
@@ -732,10 +733,15 @@ def _view_bias(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any
             interpolation="nearest" if m.shape[1] <= 512 else "antialiased",
         )
         ax.set_title(f"head {h} of {m.shape[0]}" if m.shape[0] > 1 else name)
-        if i // cols == rows - 1:
+        # the x axis is labelled on each column's lowest panel (a last row may be short), the y axis on the left
+        if i + cols >= len(heads):
             ax.set_xlabel("key position j")
+        else:
+            ax.tick_params(labelbottom=False)
         if i % cols == 0:
             ax.set_ylabel("query position i")
+        else:
+            ax.tick_params(labelleft=False)
         axes.append(ax)
     fig.colorbar(im, ax=axes, label=name + (" (grey: -inf, masked)" if masked else ""), shrink=0.9)
     fig.suptitle(f"{src.label}: {name}, {_rows_note(m.shape[1], n)}")

@@ -83,20 +83,25 @@ def ulp_error(value: float, exact, dtype: np.dtype) -> float:
     return float(abs(mp.mpf(float(value)) - exact) / ulp(exact, dtype))
 
 
-@functools.cache  # the continued fractions of 512 frequencies take seconds; four tests ask for the same ones
+@functools.cache  # pure in its arguments; four tests ask for the same frequencies
 def near_zeros(ws: tuple, count: int, lo: int, hi: int) -> tuple[tuple[int, int, str], ...]:
-    """(position, frequency index, 'sin'/'cos') in ``[lo, hi)`` closest to a zero of sin or cos."""
+    """(position, frequency index, 'sin'/'cos') in ``[lo, hi)`` closest to a zero of sin or cos.
+
+    The convergents p/q of x = w/pi (sin: t w near a multiple of pi, t = q) and of x = 2w/pi (cos: t w near an
+    odd multiple of pi/2, p odd) are the best rational approximations, so t = q puts t w closest to a zero. The
+    continued fraction runs in integers on the exact value of the 200-bit x (Euclid's algorithm)."""
     assert mp.mp.prec == 200
     found = []
     for k, w in enumerate(ws):
         for scale, which in ((1, "sin"), (2, "cos")):
-            x = scale * w / mp.pi  # sin zero: t x ~ integer; cos zero: 2 t w / pi ~ odd integer
-            a = int(mp.floor(x))
-            p0, q0, p1, q1, frac = 1, 0, a, 1, x - a
-            while frac != 0:
-                x = 1 / frac
-                a = int(mp.floor(x))
-                frac = x - a
+            man, exp = (scale * w / mp.pi).man_exp  # x = man * 2**exp exactly, exp < 0 here
+            num, den = int(man), 1 << -int(exp)
+            a, rem = divmod(num, den)
+            p0, q0, p1, q1 = 1, 0, a, 1
+            num, den = den, rem
+            while den:
+                a, rem = divmod(num, den)
+                num, den = den, rem
                 p0, q0, p1, q1 = p1, q1, a * p1 + p0, a * q1 + q0
                 if q1 >= hi:
                     break

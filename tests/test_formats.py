@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import json
@@ -9,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import zipfile
 from pathlib import Path
 
@@ -528,32 +530,37 @@ def test_broken_pipe_propagates(monkeypatch):
 
 
 # ----- stdin ----------------------------------------------------------------------------------------------
-READ_STDIN = textwrap.dedent(
-    """
-    import sys, numpy as np
-    from posenc_cli.errors import InputError
-    from posenc_cli.formats import read_table
-    try:
-        t = read_table("-", max_bytes=int(sys.argv[1]))
-    except InputError as exc:
-        print("InputError:", exc); sys.exit(2)
-    for name, a in t.tensors.items():
-        np.save(sys.stdout.buffer, np.asarray(a).astype(np.float64))
-    """
-)
-
-
 def pipe_into_reader(data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> subprocess.CompletedProcess:
-    """Feed ``data`` through a real (non-seekable) pipe to read_table("-") in a child process."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(
-        [sys.executable, "-c", READ_STDIN, str(max_bytes)],
-        input=data,
-        check=False,
-        capture_output=True,
-        env=env,
-        timeout=60,
-    )
+    """Feed ``data`` through a real (non-seekable) pipe to read_table("-"): the pipe's read end is stdin, and a
+    thread writes ``data`` into it as a producer would (a pipe holds 64 KiB, so a bigger table arrives in
+    pieces). Returned like a child process's result: exit code 0 with every tensor as .npy bytes on stdout, or
+    2 with "InputError: ..." on stdout; stderr is what was printed there (nothing, on every path)."""
+    r, w = os.pipe()
+
+    def feed() -> None:
+        # (BrokenPipeError: the reader stopped early, at a limit or at bad bytes)
+        with open(w, "wb", buffering=0) as sink, contextlib.suppress(BrokenPipeError):
+            sink.write(data)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    saved, err = (sys.stdin, sys.stderr), io.StringIO()
+    try:
+        with open(r, "rb") as source:
+            sys.stdin, sys.stderr = FakeStdout(source), err
+            try:
+                table = read_table("-", max_bytes=max_bytes)
+                out = io.BytesIO()
+                for array in table.tensors.values():
+                    np.save(out, np.asarray(array).astype(np.float64))
+                code, stdout = 0, out.getvalue()
+            except InputError as exc:
+                code, stdout = 2, f"InputError: {exc}\n".encode()
+    finally:
+        sys.stdin, sys.stderr = saved
+    writer.join(timeout=30)
+    assert not writer.is_alive(), "the writer is stuck: the reader neither read to the end nor closed the pipe"
+    return subprocess.CompletedProcess(["read_table('-')"], code, stdout, err.getvalue().encode())
 
 
 def test_stdin_pipe_npy_and_safetensors(tmp_path):

@@ -256,7 +256,7 @@ def test_generate_tensor_writes_only_that_tensor(files):
 
 
 def test_preview_refuses_file_options_by_name():
-    from .conftest import run_tty
+    from .conftest import cli_tty as run_tty  # a terminal in this process (test_docs holds it to a real pty)
 
     code, shown = run_tty(["generate", "-n", "4", "-d", "4", "--format", "npz"])
     assert code == 2 and "Error: --format cannot apply: stdout is a terminal" in shown, shown

@@ -1,6 +1,7 @@
-"""`posenc plot` from the command line: every view a kind declares renders for that kind (and its pixels are not
-blank), a view that does not apply is a one-line error listing those that do, the terminal heatmap fits the
-terminal, a pipe without -o is refused, and README's pictures are current.
+"""`posenc plot` from the command line: every view a kind declares renders (each kind's default view for every
+kind, the others once per role of the tensor they draw; test_plot.py draws the rest) and its pixels are not blank,
+a view that does not apply is a one-line error listing those that do, the terminal heatmap fits the terminal, a
+pipe without -o is refused, and README's pictures are current.
 
 The views' content (colours per cell, the dot curve's peak, points on the circle) is tested in test_plot.py.
 """
@@ -14,7 +15,8 @@ import pytest
 
 from posenc_cli.encodings import KINDS, get_kind
 
-from .conftest import ROOT, clean_env, cli, run_tty
+from .conftest import ROOT, cli, cli_tty
+from .test_plot import DRAWN_HERE
 
 matplotlib = pytest.importorskip("matplotlib")
 
@@ -40,25 +42,33 @@ def spec(kind: str, **extra: object) -> str:
     return kind + ":" + ",".join(f"{k}={format_value(v)}" for k, v in params.items())
 
 
-def _compare_stands_for(kind: str) -> str:
-    """The role of the one tensor ``compare`` draws for ``kind`` (table, cos or scale): the view reads nothing else."""
+def _role_drawn(kind: str) -> str:
+    """The role of the tensor ``kind``'s views draw (table, scale, cos or matrix): a view reads nothing else."""
     roles = dict(get_kind(kind).ROLES)
     return next(r for r in ("table", "scale", "cos", "matrix") if r in roles.values())
 
 
-#: Every (kind, view) a kind declares; compare (a figure of three panels, the slowest) once per role it draws:
-#: the view reads only that tensor, so two kinds with the same role draw with the same code.
-CASES = [
-    (kind, view)
-    for kind in KINDS
-    for view in get_kind(kind).VIEWS
-    if view != "compare" or kind == next(k for k in KINDS if _compare_stands_for(k) == _compare_stands_for(kind))
-]
+def _cases() -> list[tuple[str, str]]:
+    """Each kind's default view (its first), for every kind; any other view once per role it draws (two kinds
+    whose tensors have the same role draw it with the same code); none of the pairs test_plot.py draws and
+    reads back pixel by pixel (DRAWN_HERE there)."""
+    covered = {(view, _role_drawn(kind)) for kind, view in DRAWN_HERE}
+    cases = []
+    for kind in KINDS:
+        for i, view in enumerate(get_kind(kind).VIEWS):
+            if (kind, view) in DRAWN_HERE or (i > 0 and (view, _role_drawn(kind)) in covered):
+                continue
+            cases.append((kind, view))
+            covered.add((view, _role_drawn(kind)))
+    return cases
+
+
+CASES = _cases()
 
 
 @pytest.mark.parametrize("kind,view", CASES, ids=[f"{k}-{v}" for k, v in CASES])
 def test_every_declared_view_renders_for_its_kind(tmp_path, kind, view):
-    """Each (kind, view) draws a picture that is not blank, with no warning on the way. The default view (the
+    """Each (kind, view) of CASES draws a picture that is not blank, with no warning on the way. The default view (the
     first the kind declares; compare for two tables) is drawn without --view, so it is the one chosen."""
     out = tmp_path / f"{kind}-{view}.png"
     sources = [spec(kind)]
@@ -88,7 +98,7 @@ def test_view_options_for_another_view_are_refused(tmp_path):
 
 def test_the_terminal_heatmap_fits_the_terminal():
     for columns in ("80", "120"):
-        code, shown = run_tty(["plot", spec("sinusoidal")], env=clean_env(COLUMNS=columns, LINES="30"))
+        code, shown = cli_tty(["plot", spec("sinusoidal")], env={"COLUMNS": columns, "LINES": "30"})
         assert code == 0, shown
         lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in shown.splitlines()]
         assert len(lines) > 5 and max(len(line) for line in lines) <= int(columns), columns
@@ -102,6 +112,7 @@ def test_piped_without_output_is_refused():
 
 def test_every_declared_view_is_one_the_plot_engine_can_draw():
     """Each kind's VIEWS declaration agrees with what the engine finds in its tensors (roles)."""
+    assert all(view in get_kind(kind).VIEWS for kind, view in DRAWN_HERE), DRAWN_HERE
     from posenc_cli import plot
     from posenc_cli.api import open_table
 
@@ -110,9 +121,9 @@ def test_every_declared_view_is_one_the_plot_engine_can_draw():
         ps = plot.PlotSource(kind, {n: src.array(n) for n in src.names}, dict(get_kind(kind).ROLES), src.metadata)
         fits = plot.applicable([ps])
         assert set(get_kind(kind).VIEWS) - {"compare"} <= set(fits), (kind, fits)
-        if "compare" in get_kind(kind).VIEWS:  # (drawn for one kind per role above) the tensor it would draw
+        if "compare" in get_kind(kind).VIEWS:  # (drawn for one kind per role above) the tensor it draws
             name, _ = plot._primary(ps)
-            assert dict(get_kind(kind).ROLES)[name] == _compare_stands_for(kind), kind
+            assert dict(get_kind(kind).ROLES)[name] == _role_drawn(kind), kind
 
 
 def test_readme_pictures_are_current(tmp_path):
