@@ -1068,19 +1068,26 @@ def value_summary(table: Any) -> ValueSummary:
             block = block.astype(np.float64)
         elif block.dtype.kind != "f":
             block = block.astype(np.float32 if block.dtype.itemsize <= 4 else np.float64)
-        nan = np.isnan(block)
-        pinf = np.isposinf(block)
-        ninf = np.isneginf(block)
-        n_nan += int(nan.sum())
-        n_pinf += int(pinf.sum())
-        n_ninf += int(ninf.sum())
         if block.ndim >= 2 and len(zero_rows) < 16:
             flat = block.reshape(block.shape[0], -1)
             zero_rows += (start + np.flatnonzero(~np.any(flat != 0, axis=1))[: 16 - len(zero_rows)]).tolist()
-        fin = block[~(nan | pinf | ninf)]
+        # NaN propagates through min and max: both finite means no NaN and no infinity (the usual block: two
+        # passes instead of a mask per kind of value and a copy of the finite ones)
+        ends = (block.min(), block.max()) if block.size else (np.nan, np.nan)
+        if np.isfinite(ends[0]) and np.isfinite(ends[1]):
+            fin, lo_hi = block, (float(ends[0]), float(ends[1]))
+        else:
+            nan = np.isnan(block)
+            pinf = np.isposinf(block)
+            ninf = np.isneginf(block)
+            n_nan += int(nan.sum())
+            n_pinf += int(pinf.sum())
+            n_ninf += int(ninf.sum())
+            fin = block[~(nan | pinf | ninf)]
+            lo_hi = (float(fin.min()), float(fin.max())) if fin.size else (math.inf, -math.inf)
         if fin.size:
-            lo = min(lo, float(fin.min()))
-            hi = max(hi, float(fin.max()))
+            lo = min(lo, lo_hi[0])
+            hi = max(hi, lo_hi[1])
             mabs = max(mabs, abs(lo), abs(hi))
             if integer and not np.all(fin == np.round(fin)):
                 integer = False

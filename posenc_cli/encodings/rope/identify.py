@@ -46,6 +46,9 @@ def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
         # no duplicated columns: an ONNX half-width cache if every column is a lone cos (or sin) of the position
         if len(names) != 1:
             return None
+        main = ana.spectrum if names.get("table") == ana.name else None
+        if main is not None and any(o.paired for o in main.oscillators):
+            return None  # sin/cos pairs of one frequency (a sinusoidal table), not lone cos (or sin) columns
         x0 = next(iter(xs.values()))
         single = an.spectrum(first, sample=sample, x=x0, find=False, dtype=first.dtype)
         if not single.sinusoidal or any(o.paired for o in single.oscillators):
