@@ -719,7 +719,7 @@ def _view_bias(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any
     if lo == hi:
         lo, hi = lo - 0.5, hi + 0.5
     masked = bool(np.isinf(shown).any())
-    axes = []
+    axes: list[Any] = []
     for i, h in enumerate(heads):
         # one scale for every head: tick labels only on the outer panels (less to read, and to lay out)
         ax = fig.add_subplot(rows, cols, i + 1, sharex=axes[0] if axes else None, sharey=axes[0] if axes else None)

@@ -14,7 +14,6 @@ grammar ``KIND:key=value,...`` and file metadata share one parser.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import types
 import typing
@@ -101,11 +100,15 @@ class ParamInfo:
     choices: tuple[str, ...] | None
 
 
-@functools.cache
+_TYPE_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _type_hints(cls: type) -> dict[str, Any]:
     """``typing.get_type_hints(cls)``, evaluated once per class (it compiles every annotation string: a third of
-    the time of building a small table, and identify builds dozens)."""
-    return typing.get_type_hints(cls)
+    the time of building a small table, and identify builds dozens). Read only: the dict is shared."""
+    if cls not in _TYPE_HINTS:
+        _TYPE_HINTS[cls] = typing.get_type_hints(cls)
+    return _TYPE_HINTS[cls]
 
 
 def _type_label(tp: Any) -> str:
