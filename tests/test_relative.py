@@ -197,40 +197,6 @@ def test_t5_buckets_bit_for_bit(num_buckets, max_distance, bidirectional):
     np.testing.assert_array_equal(table[:, 0], want[1000::-1])
 
 
-def _float32_ln(x: np.float32) -> np.float32:
-    """The float32 nearest to ln(x), from a 60-digit decimal logarithm."""
-    with localcontext() as ctx:
-        ctx.prec = 60
-        exact = Decimal(float(x)).ln()
-        c = np.float32(float(exact))
-        around = (np.nextafter(c, np.float32(-np.inf)), c, np.nextafter(c, np.float32(np.inf)))
-        return min(around, key=lambda y: abs(Decimal(float(y)) - exact))
-
-
-def test_float32_log_is_correctly_rounded_where_rounding_the_float64_log_is_not():
-    """T5's float32 ``log`` (HF: torch.log of a float32 tensor), correctly rounded. ln(0x1.2f1fd6p+3) lies within
-    float64's rounding of the midpoint between two float32 numbers: rounding float64's log gives 0x1.1fcbd0p+1,
-    the nearest float32 is 0x1.1fcbcep+1 (decimal logarithm, 60 digits). ln(0x1.a6c9aep+0) is 5 float64 ulps
-    from a midpoint: redone in decimal, and rounded the same way. (Found by a sweep of every float32 in
-    [1, 64): these two are all the values there whose float64 log lies within 8 ulps of a midpoint.)"""
-    from posenc_cli.encodings.relative import _log_float32
-
-    x = np.array([float.fromhex(h) for h in ("0x1.2f1fd6p+3", "0x1.a6c9aep+0", "0x1p+1", "0x1p+0")], np.float32)
-    want = np.array([float.fromhex(h) for h in ("0x1.1fcbcep+1", "0x1.00dde6p-1", "0x1.62e430p-1", "0")], np.float32)
-    assert np.log(x[0].astype(np.float64)).astype(np.float32) != want[0]  # the case the decimal redo exists for
-    np.testing.assert_array_equal(_log_float32(x), want)
-    assert [_float32_ln(v) for v in x] == list(want)  # the reference agrees with the literals
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.floats(min_value=float(np.float32(1e-30)), max_value=float(np.float32(3e38)), width=32))
-def test_float32_log_is_the_nearest_float32_to_ln(v):
-    from posenc_cli.encodings.relative import _log_float32
-
-    x = np.float32(v)
-    assert _log_float32(np.array([x]))[0] == _float32_ln(x)
-
-
 def test_t5_default_literal_values():
     # bidirectional, 32 buckets, max_distance 128: 16 per direction, 8 exact; log buckets at 16, 32, 64 are exact
     # powers of two in float32 (ln 4 / ln 16 * 8 = 2 etc.)

@@ -114,9 +114,17 @@ class MRope(Encoding):
             t, h, w = self.grid_thw
             if t * h * w > MAX_POSITION or (t - 1) * self.time_interval > MAX_POSITION:
                 raise ParameterError(f"grid={self.grid} is too large; positions must stay below {MAX_POSITION}")
-        last = self.position_ids(self.length - 1, self.length).max() if self.length else 0
-        if last > MAX_POSITION:
-            raise ParameterError(f"last position {last} exceeds {MAX_POSITION}; lower length or the grid")
+        # ids do not grow with the row: text after a vision block restarts at s + max(H, W), below the block's
+        # last temporal id. The largest id is in the last row or the block's last row (every axis peaks there).
+        rows = [self.length - 1]
+        if self.grid is not None:
+            t, h, w = self.grid_thw
+            block_end = min(self.text_offset + t * h * w, self.length) - 1
+            if block_end >= self.text_offset:
+                rows.append(block_end)
+        top = max(int(self.position_ids(r, r + 1).max()) for r in rows) if self.length else 0
+        if top > MAX_POSITION:
+            raise ParameterError(f"position {top} exceeds {MAX_POSITION}; lower length or the grid")
 
     @cached_property
     def grid_thw(self) -> tuple[int, int, int]:
