@@ -243,3 +243,21 @@ def test_each_entry_of_a_tuple_parameter_is_range_checked():
     # mrope_section's entries need >= 1 each; (0, 2, 1) still sums to dim/2 = 3
     with pytest.raises(ParameterError, match=r"mrope_section=0 is out of range; mrope needs mrope_section >= 1"):
         make_encoding("mrope", {**MROPE, "mrope_section": (0, 2, 1)})
+
+
+def test_xpos_center_and_interpolate_factor():
+    """rotary-embedding-torch's get_scale with positions divided by interpolate_factor and an explicit center:
+    scale[t, j] = zeta_k ** ((t / f - c) / scale_base), zeta_k = (2k + 0.4 d) / (1.4 d), cat((scale, scale)) for
+    layout=half. Plain NumPy, float64."""
+    d, n, f, c, base = 8, 7, 2.0, 5, 16.0
+    zeta = (np.arange(0, d, 2) + 0.4 * d) / (1.4 * d)
+    power = (np.arange(n) / f - c) / base
+    want = zeta[None, :] ** power[:, None]
+    params = {"length": n, "dim": d, "center": c, "interpolate_factor": f, "scale_base": base, "layout": "half"}
+    got = make_encoding("xpos", {**params, "dtype": "float64"}).array()
+    np.testing.assert_allclose(got, np.concatenate([want, want], axis=1), rtol=1e-14)
+    # the default center is len // 2 in undivided positions (rotary-embedding-torch's len(t) // 2)
+    del params["center"]
+    got = make_encoding("xpos", {**params, "dtype": "float64"}).array()
+    want = zeta[None, :] ** ((np.arange(n) / f - n // 2) / base)[:, None]
+    np.testing.assert_allclose(got, np.concatenate([want, want], axis=1), rtol=1e-14)
