@@ -213,11 +213,15 @@ def test_mrope_grid_limits_are_inclusive():
 
 
 def test_mrope_position_limit_message_and_section_message():
-    with pytest.raises(ParameterError, match=rf"^position {MAX31 + 1} exceeds {MAX31}; lower length or the grid$"):
+    with pytest.raises(
+        ParameterError, match=rf"^position {MAX31 + 1} exceeds {MAX31}; lower length, the grid or time_interval$"
+    ):
         make_encoding("mrope", {**MROPE, "length": 3, "grid": "2x1x1", "time_interval": float(MAX31), "text_offset": 1})
     # the same frame followed by text: the text restarts at s + max(H, W) = 2, far below the frame's temporal id
     # 1 + MAX31, which is still refused (it used to pass validation and fail in fill with a bare ValueError)
-    with pytest.raises(ParameterError, match=rf"^position {MAX31 + 1} exceeds {MAX31}; lower length or the grid$"):
+    with pytest.raises(
+        ParameterError, match=rf"^position {MAX31 + 1} exceeds {MAX31}; lower length, the grid or time_interval$"
+    ):
         make_encoding("mrope", {**MROPE, "length": 4, "grid": "2x1x1", "time_interval": float(MAX31), "text_offset": 1})
     with pytest.raises(ParameterError, match=r"it must sum to dim/2 = 3 \(the rotated half\)$"):
         make_encoding("mrope", {**MROPE, "mrope_section": (1, 1, 2)})

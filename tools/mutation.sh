@@ -44,14 +44,18 @@
 # Times on a 2-core machine shared with other jobs, JOBS=1: metrics ~6-11 min (380 mutants), scaling ~8-10 min
 # (583), checks ~8 min (534); encodings 65 min at nice 19 (4489 mutants).
 #
-# encodings, first full run (2026-11-23, these tests): 1977 killed, 2 timeout, 594 survived, 1916 no tests. Not yet
-# triaged. "no tests": the identification hints (tested by tests/test_identify.py, whose hypothesis round trips
-# are too slow to rerun per mutant) and the angle-addition kernel's long-table path (reached by test_accuracy's
-# long tables, not selected here). Survivors by kind: error-message text ("XX...XX" strings, ~150: the tests match
-# the start of messages), equivalent dtype=None / block-size / worker-count mutants (parallel.py, _chunked), and
-# real gaps this selection does not reach: T5's float32 log near bucket edges (relative._log_float32), the
-# renormalisation in _trig._sincos and the float64 fix-up branches of Sinusoidal.fill (test_accuracy covers those;
-# add it here when a machine can afford it).
+# encodings, first full run (2026-11-23, 65 min): 1977 killed, 2 timeout, 594 survived, 1916 no tests. The survivors
+# are reviewed in tools/mutation-triage.md: ~100 change only message text, ~150 are equivalent, 105 were real gaps
+# now killed (tests/test_encoding_edges.py, and test_relative's float32-log tests), 58 sit on lines rewritten since
+# (rerun this module), and ~180 are left: parsing, metadata and config plumbing this module's test selection does
+# not reach (the CLI and config tests do not run here) and the range reduction's last-ulp terms (test_accuracy).
+# "no tests": the identification hints (tested by tests/test_identify.py, whose hypothesis round trips are too slow
+# to rerun per mutant) and the angle-addition kernel's long-table path (reached by test_accuracy's long tables).
+#
+# Reruns after the speed work (2026-11-23 15:00, JOBS=1): scaling 576 killed, 12 survived (exactly the reviewed
+# equivalents below); checks (threshold lines) 396 killed, 31 timeout, 0 survived. A timeout there is a failing test
+# whose hypothesis example shrinks until mutmut's CPU limit (checked by hand: x_check_matches_spec__mutmut_13 fails
+# test_check_thresholds in 3 s under -x). metrics: unchanged since its run (380 mutants, the equivalents below).
 #
 # Reviewed survivors that no test can kill (equivalent mutants; names as of this script's commit):
 #   scaling  _powf 8, _default_f32 13/17, _longrope_f32 13/17, _llama3_f32 64: dtype=None / astype(None) is
@@ -65,9 +69,8 @@
 #            217/218: ulp steps are never NaN (every bit pattern has an ordinal), the NaN guard is dead;
 #            234/245/253: einsum subscripts are case-blind here ("IJ,IJ->I"); 270/272: the divisor where den <= 0
 #            is discarded by the outer np.where.
-#   checks   shift_linear 25: np.finfo(None) is float64's; 44/47: <= vs < between a deviation measured with
-#            random Gaussian probes and the rotation tolerance (a tie has probability 0); long_term_decay 30: the
-#            `else None` is unreachable (points always holds distance 1 once len >= 3).
+#   checks   none in the rerun after the speed work (the earlier run's shift_linear 25/44/47 and long_term_decay
+#            30 were on lines since rewritten).
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"

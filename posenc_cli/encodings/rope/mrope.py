@@ -124,7 +124,7 @@ class MRope(Encoding):
                 rows.append(block_end)
         top = max(int(self.position_ids(r, r + 1).max()) for r in rows) if self.length else 0
         if top > MAX_POSITION:
-            raise ParameterError(f"position {top} exceeds {MAX_POSITION}; lower length or the grid")
+            raise ParameterError(f"position {top} exceeds {MAX_POSITION}; lower length, the grid or time_interval")
 
     @cached_property
     def grid_thw(self) -> tuple[int, int, int]:
