@@ -28,8 +28,8 @@ from posenc_cli.plot import (
 
 from .conftest import ROOT
 
-# a warning while drawing (e.g. constrained layout that cannot fit the panels) fails the test
-pytestmark = pytest.mark.filterwarnings("error")
+# a warning while drawing (a UserWarning, e.g. constrained layout that cannot fit the panels) fails the test
+pytestmark = pytest.mark.filterwarnings("error::UserWarning")
 
 #: (kind, view) pairs drawn below at the default size and read back pixel by pixel; test_plot_cli draws every
 #: other pair a kind declares through the command line. Keep it in step with the tests.
