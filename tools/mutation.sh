@@ -22,6 +22,9 @@
 #                                                        tests/test_check_thresholds.py test_checks.py
 #     encodings   posenc_cli/encodings/*.py, rope/core.py, rope/xpos.py, rope/mrope.py
 #                                                        tests/test_sinusoidal.py test_rope.py test_grid.py ...
+#     plumbing    encodings/base.py, model_config.py, __init__.py (parameters, metadata, configs)
+#                                                        the encodings tests plus test_cli, test_hf_cli,
+#                                                        test_options, test_trailer, test_house
 #
 # Each module runs in its own scratch copy of the checkout, ${POSENC_MUTATION_DIR:-/tmp/posenc-mutation}/NAME
 # (files tracked or not ignored by git; the work tree is never touched), with a setup.cfg [mutmut] section naming
@@ -90,7 +93,12 @@ TESTS[checks]="tests/test_check_thresholds.py tests/test_checks.py"
 SKIP_LINES[checks]='^(?!.*(tol(?!ist)|RTOL|\bok\b|verdict\(|passed))'
 MUTATE[encodings]="posenc_cli/encodings/*.py posenc_cli/encodings/rope/core.py posenc_cli/encodings/rope/xpos.py posenc_cli/encodings/rope/mrope.py"
 TESTS[encodings]="tests/test_sinusoidal.py tests/test_rope.py tests/test_grid.py tests/test_learned.py tests/test_naive.py tests/test_relative.py tests/test_registry.py tests/test_scaling_golden.py tests/test_hf_configs.py tests/test_bad_parameters.py"
-ORDER=(metrics scaling checks encodings)
+TESTS[encodings]+=" tests/test_encoding_edges.py"
+# the parameter, metadata and model-config plumbing the encodings run does not reach: with the command-line,
+# option-walk, trailer and metadata tests that parse parameters and read them back
+MUTATE[plumbing]="posenc_cli/encodings/base.py posenc_cli/encodings/model_config.py posenc_cli/encodings/__init__.py"
+TESTS[plumbing]="${TESTS[encodings]} tests/test_cli.py tests/test_hf_cli.py tests/test_options.py tests/test_trailer.py tests/test_house.py"
+ORDER=(metrics scaling checks encodings plumbing)
 
 # Tests that measure memory or run time (seconds each, no value checked that other tests do not check).
 DESELECT="tests/test_checks.py::test_large_table_all_checks_linear_memory
