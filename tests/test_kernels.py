@@ -9,6 +9,9 @@ results that do not depend on whether properties share the read of the table.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from decimal import Decimal
 
 import ml_dtypes
@@ -224,3 +227,24 @@ def test_verbose_check_names_the_shared_passes(tmp_path):
     out = inproc(["check", str(path), "--expect", "sinusoidal", "--verbose"]).stdout.decode()
     assert "pass 1 over the table (1 block of up to 300 rows) shared by finite, bounded" in out.replace("\n  ", " ")
     assert "pass 2 over the table" in out
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_fills_tables_after_the_parent_used_the_pool():
+    """A DataLoader worker or multiprocessing child forked after posenc filled a big table gets the pool object
+    without its threads: the child must start its own instead of waiting forever on the parent's."""
+    make_encoding("sinusoidal", {"length": 8192, "dim": 256}).array()  # 8 MiB: filled by the thread pool
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        a = make_encoding("sinusoidal", {"length": 8192, "dim": 256}).array()
+        os._exit(0 if a.shape == (8192, 256) and float(a[1, 0]) == np.float32(np.sin(1.0)) else 3)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child hung filling a table (it waited on the parent's pool threads)")

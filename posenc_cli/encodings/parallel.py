@@ -57,6 +57,17 @@ def pool(n_workers: int) -> ThreadPoolExecutor:
         return _POOL
 
 
+def _forget_pool_in_child() -> None:
+    """After ``fork`` the child has the pool object but none of its threads: work handed to it would wait forever
+    (a DataLoader worker, a multiprocessing child, mutmut's forked mutants). The child starts its own pool."""
+    global _POOL, _POOL_SIZE, _POOL_LOCK
+    _POOL, _POOL_SIZE, _POOL_LOCK = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def plan_blocks(n_rows: int, row_bytes: int, n_workers: int) -> list[tuple[int, int]]:
     """Row blocks for ``n_workers`` threads: ~``BLOCK_BYTES`` each, at least ``BLOCKS_PER_WORKER`` each."""
     total = n_rows * row_bytes
