@@ -265,3 +265,65 @@ def test_xpos_center_and_interpolate_factor():
     got = make_encoding("xpos", {**params, "dtype": "float64"}).array()
     want = zeta[None, :] ** ((np.arange(n) / f - n // 2) / base)[:, None]
     np.testing.assert_allclose(got, np.concatenate([want, want], axis=1), rtol=1e-14)
+
+
+# ----- parameter text (the plumbing mutation run: tools/mutation.sh plumbing) ------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [(t, True) for t in ("1", "true", "yes", "on", " YES ", "On")]
+    + [(t, False) for t in ("0", "false", "no", "off", "NO", "Off ")],
+)
+def test_boolean_spellings(text, want):
+    from posenc_cli.encodings.base import parse_value
+
+    assert parse_value(bool, "causal", text) is want
+
+
+def test_parameter_text_to_values():
+    from posenc_cli.encodings.base import parse_value
+
+    with pytest.raises(ParameterError, match=r"^parameter causal='maybe' is not a boolean; use true or false$"):
+        parse_value(bool, "causal", "maybe")
+    # an optional parameter: empty, none and null (any case) are None; anything else is the inner type
+    for text in ("", " none ", "null", "NULL", None):
+        assert parse_value(int | None, "center", text) is None
+    assert parse_value(int | None, "center", "3") == 3
+    with pytest.raises(ParameterError, match=r"^parameter center='x' is not an integer; use e.g. center=8$"):
+        parse_value(int | None, "center", "x")
+    # integers: "3.0" and 3.0 are 3; 2.5 and "2.5" are refused by name; a bool is not an integer
+    assert parse_value(int, "dim", "3.0") == 3 and type(parse_value(int, "dim", "3.0")) is int
+    assert parse_value(int, "dim", 3.0) == 3 and type(parse_value(int, "dim", 3.0)) is int
+    assert parse_value(int, "dim", np.int64(7)) == 7
+    for bad in ("2.5", 2.5, True):
+        with pytest.raises(ParameterError, match=r"^parameter dim="):
+            parse_value(int, "dim", bad)
+    # floats: an int is a float; a bool is not; infinity is refused
+    assert parse_value(float, "base", 10000) == 10000.0 and type(parse_value(float, "base", 10000)) is float
+    with pytest.raises(ParameterError, match=r"^parameter base="):
+        parse_value(float, "base", True)
+    with pytest.raises(ParameterError, match=r"^parameter base=inf must be a finite number$"):
+        parse_value(float, "base", math.inf)
+    # lists: a JSON list, or items separated by ; or ,
+    assert parse_value(tuple[float, ...], "short_factor", "[1, 1.5]") == (1.0, 1.5)
+    assert parse_value(tuple[float, ...], "short_factor", "1;1.5") == (1.0, 1.5)
+    assert parse_value(tuple[int, ...], "mrope_section", "16,24,24") == (16, 24, 24)
+    with pytest.raises(ParameterError, match=r"^parameter short_factor='\[1,' is not a JSON list; use e\.g\."):
+        parse_value(tuple[float, ...], "short_factor", "[1,")
+    with pytest.raises(ParameterError, match=r"^parameter short_factor='x' is not a number; use e\.g\. short_factor="):
+        parse_value(tuple[float, ...], "short_factor", ["1", "x"])
+
+
+@pytest.mark.parametrize(
+    ("kind", "shape", "want"),
+    [
+        ("sinusoidal", (12, 8), {"length": 12, "dim": 8}),
+        ("sinusoidal", (12,), {"length": 12}),
+        ("alibi", (4, 12, 12), {"length": 12, "dim": 4}),  # heads x query x key: dim is the heads
+        ("t5", (12, 12), {"length": 12}),
+        ("t5", (), {}),
+    ],
+)
+def test_shape_params_read_length_and_dim_by_role(kind, shape, want):
+    from posenc_cli.encodings import get_kind
+
+    assert get_kind(kind).shape_params(shape) == want
