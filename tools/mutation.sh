@@ -55,10 +55,13 @@
 # "no tests": the identification hints (tested by tests/test_identify.py, whose hypothesis round trips are too slow
 # to rerun per mutant) and the angle-addition kernel's long-table path (reached by test_accuracy's long tables).
 #
-# Reruns after the speed work (2026-11-23 15:00, JOBS=1): scaling 576 killed, 12 survived (exactly the reviewed
-# equivalents below); checks (threshold lines) 396 killed, 31 timeout, 0 survived. A timeout there is a failing test
-# whose hypothesis example shrinks until mutmut's CPU limit (checked by hand: x_check_matches_spec__mutmut_13 fails
-# test_check_thresholds in 3 s under -x). metrics: unchanged since its run (380 mutants, the equivalents below).
+# Reruns after the speed work (2026-11-23, JOBS=2; checks and plumbing with the fork fix below): scaling 576 killed,
+# 12 survived (the reviewed equivalents below); checks (threshold lines) 423 killed, 4 survived (equivalents below),
+# 73 s; metrics unchanged since its reviewed run (380 mutants). Before the fork fix, a mutant whose tests filled a
+# table with posenc's thread pool hung (mutmut forks its runner after the pool has started, and the child waited on the
+# parent's threads): the first checks rerun had 31 "timeouts", 1064 s. posenc now drops the pool in a forked child.
+# plumbing, first run (2026-11-23, 1044 s): 495 killed, 26 no tests, 227 survived: reviewed by function in
+# tools/mutation-triage.md (the parsing and shape survivors led to tests in tests/test_encoding_edges.py).
 #
 # Reviewed survivors that no test can kill (equivalent mutants; names as of this script's commit):
 #   scaling  _powf 8, _default_f32 13/17, _longrope_f32 13/17, _llama3_f32 64: dtype=None / astype(None) is
@@ -72,8 +75,10 @@
 #            217/218: ulp steps are never NaN (every bit pattern has an ordinal), the NaN guard is dead;
 #            234/245/253: einsum subscripts are case-blind here ("IJ,IJ->I"); 270/272: the divisor where den <= 0
 #            is discarded by the outer np.where.
-#   checks   none in the rerun after the speed work (the earlier run's shift_linear 25/44/47 and long_term_decay
-#            30 were on lines since rewritten).
+#   checks   _fit_tasks 8: np.finfo(None) is float64's; _fit_tasks 9: eps * 5 * d for eps * 4 * d in
+#            rcond = max(eps * 4 * d, 1e-2 * rtol), a floor below 1e-10 for any table posenc checks while the rtol
+#            term is 1e-7 at the default tolerance; check_shift_linear 33/36: <= vs < between a deviation measured
+#            with random Gaussian probes and the rotation tolerance (a tie has probability 0).
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
