@@ -884,7 +884,7 @@ def _precision_feed(ctx: CheckContext) -> Feed:
     return Feed(
         "precision",
         "casts to float16 and bfloat16: errors, overflows, row hashes",
-        lambda blk: blk.acc.pop("precision", []),
+        None,
         finish,
         chunk=chunk,
     )

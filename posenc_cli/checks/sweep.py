@@ -47,7 +47,7 @@ class Block:
     x: np.ndarray
     #: feed key -> the block's rows times that feed's ``right`` matrix (one product for every feed)
     right: dict[str, np.ndarray] = field(default_factory=dict)
-    #: feed key -> what the feed's ``chunk`` calls gathered for this block (read back by its ``block``)
+    #: feed key -> what the feed's ``chunk`` calls gathered for this block (its partial when it has no ``block``)
     acc: dict[str, list[Any]] = field(default_factory=dict)
 
     @property
@@ -60,8 +60,8 @@ class Block:
 class Feed:
     """Work a block feeds, in a worker thread: ``chunk(blk, s, e)`` for each run of rows ``[s, e)`` of the block
     (relative to its start) small enough to stay in cache while every feed reads it, then ``block(blk)``, whose
-    result is the block's partial; ``finish(partials)`` (in block order) returns the value :func:`shared` caches
-    under ``key``."""
+    result is the block's partial (without ``block``: the list the chunks gathered in ``blk.acc[key]``);
+    ``finish(partials)`` (in block order) returns the value :func:`shared` caches under ``key``."""
 
     key: str
     what: str
@@ -180,7 +180,7 @@ def run(ctx: CheckContext, keys: list[str], planned: tuple[str, ...] = ()) -> No
                 e = min(s + sub, b - a)
                 for chunk in chunked:
                     chunk(blk, s, e)
-        return [None if f.block is None else f.block(blk) for f in feeds]
+        return [blk.acc.pop(f.key, []) if f.block is None else f.block(blk) for f in feeds]
 
     if len(starts) > 1:
         from ..encodings.parallel import pool, workers

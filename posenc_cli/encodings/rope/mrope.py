@@ -110,15 +110,13 @@ class MRope(Encoding):
                 f"mrope_section={list(self.mrope_section)} sums to {sum(self.mrope_section)}; it must sum to "
                 f"dim/2 = {self.dim // 2} (the rotated half)"
             )
-        if self.grid is not None:
-            t, h, w = self.grid_thw
-            if t * h * w > MAX_POSITION or (t - 1) * self.time_interval > MAX_POSITION:
-                raise ParameterError(f"grid={self.grid} is too large; positions must stay below {MAX_POSITION}")
         # ids do not grow with the row: text after a vision block restarts at s + max(H, W), below the block's
         # last temporal id. The largest id is in the last row or the block's last row (every axis peaks there).
         rows = [self.length - 1]
         if self.grid is not None:
             t, h, w = self.grid_thw
+            if t * h * w > MAX_POSITION or (t - 1) * self.time_interval > MAX_POSITION:
+                raise ParameterError(f"grid={self.grid} is too large; positions must stay below {MAX_POSITION}")
             block_end = min(self.text_offset + t * h * w, self.length) - 1
             if block_end >= self.text_offset:
                 rows.append(block_end)
