@@ -45,7 +45,9 @@ def generate(kind: str, **params: Any) -> Encoding:
     Parameters
     ----------
     kind : str
-        A registered kind (``posenc kinds``), any case, or a spec string whose pairs are merged under ``params``.
+        A registered kind (``posenc kinds``), any case, or a spec string ``KIND:key=value,...``. A parameter that
+        the spec and ``params`` both set (or ``params`` sets under two names, ``len`` and ``length``) is refused
+        with a :class:`~posenc_cli.errors.DuplicateParameterError` naming both.
     **params
         The kind's parameters (``length``, ``dim``, ``dtype``, ``preset``, ...); strings are parsed as on the
         command line.
@@ -57,10 +59,10 @@ def generate(kind: str, **params: Any) -> Encoding:
         ``.tensor_specs()`` says names, shapes and dtypes, ``.metadata()`` how to regenerate it.
     """
     from .encodings import make_encoding
-    from .sources import parse_spec
+    from .sources import merge_given, parse_spec, spec_label
 
     name, pairs = parse_spec(kind)
-    return make_encoding(name, {**pairs, **params})
+    return make_encoding(name, merge_given([(spec_label(kind), pairs), (None, params)]))
 
 
 def from_config(

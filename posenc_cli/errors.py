@@ -1,11 +1,18 @@
 """The error tree and exit codes shared by the engine and the CLI.
 
 The engine raises :class:`PosencError` subclasses with a one-line message that names the bad value and
-the fix; ``cli.py`` prints ``Error: <message>`` on stderr and exits with ``exit_code``.
+the fix; the CLI prints ``Error: <message>`` on stderr and exits with ``exit_code``.
+
+A message names a parameter through :func:`param`, never through a command-line flag: ``str(error)`` spells it
+as Python does (``tensor=``), and the CLI renders the same error with the flag that sets it (``--tensor``)
+through :meth:`PosencError.render`. So the library and the command line tell the same story, each in its own
+words.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from enum import IntEnum
 
 
@@ -16,14 +23,52 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 
+_MARK = re.compile("\x02([A-Za-z_][A-Za-z0-9_]*)\x03")
+
+
+def param(name: str) -> str:
+    """A reference to the parameter ``name`` inside an error message: rendered ``name=`` for Python callers and
+    as the option that sets it (``--len`` for ``length``) on the command line."""
+    return f"\x02{name}\x03"
+
+
+def render_params(text: str, spell: Callable[[str], str | None] | None = None) -> str:
+    """``text`` with each :func:`param` reference spelled by ``spell(name)`` (None: the Python spelling)."""
+
+    def one(m: re.Match[str]) -> str:
+        name = m.group(1)
+        spelled = spell(name) if spell is not None else None
+        return spelled if spelled is not None else f"{name}="
+
+    return _MARK.sub(one, text)
+
+
 class PosencError(Exception):
     """A user-facing error: one line, names the bad value and the fix."""
 
     exit_code: int = ExitCode.ERROR
 
+    def __str__(self) -> str:
+        return render_params(super().__str__())
+
+    def render(self, spell: Callable[[str], str | None]) -> str:
+        """The message with parameter references spelled by ``spell`` (the CLI: the flag of each parameter)."""
+        return render_params(super().__str__(), spell)
+
 
 class ParameterError(PosencError, ValueError):
     """A parameter of an encoding or a command is invalid."""
+
+
+class DuplicateParameterError(ParameterError):
+    """One parameter given in two places (a flag and ``-p``, a spec and a keyword, an alias and its name)."""
+
+
+class UnknownTensorError(ParameterError, KeyError):
+    """A tensor name that the table does not hold (also a ``KeyError``, as a mapping lookup would raise)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return PosencError.__str__(self)
 
 
 class InputError(PosencError):

@@ -5,8 +5,14 @@ A source is
 * a file path (``.npy``, ``.npz``, ``.safetensors``),
 * ``-`` for standard input (``.npy`` bytes; works on a non-seekable pipe), or
 * a spec ``KIND[:key=value,...]`` generated on the fly, e.g. ``sinusoidal:preset=fairseq,padding_idx=1``.
-  Spec values override the command's ``-p key=value`` options, which override ``--len``/``--dim``.
   Values may contain commas (lists): a comma only separates pairs when ``key=`` follows it.
+
+One rule for a value given twice (:func:`merge_given`): every place that sets parameters (the spec's pairs, a
+keyword argument, and on the command line ``--len``, ``--dim``, ``--dtype``, ``--grid`` and each ``-p``) is a
+*layer* with its own label, and a parameter that two layers set, or one layer twice (``len`` is another name for
+``length``), is refused with a message naming both places. Nothing chooses a winner. Defaults are not layers:
+a preset's values, a model config's values and the shape of the other table a spec is compared with give way
+to anything the user gives.
 
 A file written by posenc carries ``kind`` and every parameter in its metadata, so the encoding it came
 from can be rebuilt (``Source.encoding``) and ``check`` can say whether the file matches its spec.
@@ -16,12 +22,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .encodings import KINDS, get_kind, make_encoding, resolve_kind
 from .encodings.base import ALIASES
-from .errors import InputError, ParameterError
+from .errors import DuplicateParameterError, InputError, ParameterError
 
 FILE_SUFFIXES = (".npy", ".npz", ".safetensors")
 #: Metadata key of a grouped table: the names of its groups, comma-separated.
@@ -31,26 +38,63 @@ _PAIR_SPLIT = re.compile(r",(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
 _NON_PARAM_KEYS = {"kind", "posenc_version"}
 
 
-def parse_pairs(text: str, what: str = "parameter") -> dict[str, str]:
-    """``key=value,key=value`` -> dict (commas inside values are kept unless ``key=`` follows them)."""
-    out: dict[str, str] = {}
+#: One place that sets parameters: its label (how the user wrote it, e.g. ``--len 8``, ``-p base=5``, ``the spec
+#: 'rope:base=5'``; None: each value is named ``key=value``, as Python keyword arguments are) and its values.
+Layer = tuple["str | None", "Mapping[str, Any]"]
+
+
+def _where(label: str | None, key: str, value: Any) -> str:
+    return label if label is not None else f"{key}={value!r}"
+
+
+def merge_given(layers: Iterable[Layer]) -> dict[str, Any]:
+    """The parameters of several layers, merged; a parameter set twice (in two layers, or in one under a name
+    and its alias) is a :class:`DuplicateParameterError` naming both places. Aliases are folded (``len`` ->
+    ``length``)."""
+    seen: dict[str, tuple[str, Any]] = {}
+    for label, values in layers:
+        for key, value in values.items():
+            name = ALIASES.get(key, key)
+            here = _where(label, key, value)
+            if name in seen:
+                there = seen[name][0]
+                both = f"twice in {here}" if there == here else f"twice: {there} and {here}"
+                raise DuplicateParameterError(f"{name} is given {both}; give it once")
+            seen[name] = (here, value)
+    return {name: value for name, (_, value) in seen.items()}
+
+
+def parse_pairs(text: str, what: str = "parameter", label: str | None = None) -> dict[str, str]:
+    """``key=value,key=value`` -> dict (commas inside values are kept unless ``key=`` follows them; aliases are
+    folded, and a key given twice, under any of its names, is refused naming ``label``, default ``text``)."""
     if not text.strip():
-        return out
+        return {}
+    pairs: dict[str, str] = {}
+    where = label if label is not None else repr(text)
     for pair in _PAIR_SPLIT.split(text):
         key, sep, value = pair.partition("=")
         key = key.strip()
         if not sep or not key:
             raise ParameterError(f"{what} {pair.strip()!r} is not key=value; write e.g. base=10000")
-        out[ALIASES.get(key, key)] = value.strip()
+        name = ALIASES.get(key, key)
+        if name in pairs:
+            raise DuplicateParameterError(f"{name} is given twice in {where}; give it once")
+        pairs[name] = value.strip()
+    return pairs
+
+
+def param_layers(options: Iterable[str] | None, flag: str = "-p") -> list[Layer]:
+    """The ``-p key=value`` options of a command line, one layer each (each may hold several pairs)."""
+    out: list[Layer] = []
+    for opt in options or []:
+        label = f"{flag} {opt}"
+        out.append((label, parse_pairs(opt, label=label)))
     return out
 
 
 def parse_param_options(options: list[str] | None) -> dict[str, str]:
-    """The ``-p key=value`` options of a command (each may hold several comma-separated pairs)."""
-    out: dict[str, str] = {}
-    for opt in options or []:
-        out.update(parse_pairs(opt))
-    return out
+    """The ``-p key=value`` options of a command, merged by :func:`merge_given` (a key given twice is refused)."""
+    return merge_given(param_layers(options))
 
 
 def is_spec(text: str) -> bool:
@@ -72,7 +116,12 @@ def looks_like_a_kind(text: str) -> bool:
 
 def parse_spec(text: str) -> tuple[str, dict[str, str]]:
     kind, _, rest = text.partition(":")
-    return resolve_kind(kind.strip()), parse_pairs(rest)
+    return resolve_kind(kind.strip()), parse_pairs(rest, label=spec_label(text))
+
+
+def spec_label(text: str) -> str:
+    """How a spec is named where it sets a parameter."""
+    return f"the spec {text!r}"
 
 
 @dataclass
@@ -172,23 +221,19 @@ def encoding_from_metadata(metadata: dict[str, str]) -> tuple[Any, str]:
         return None, f"metadata does not describe a valid {kind}: {exc}"
 
 
-def spec_params(
-    spec_pairs: dict[str, str],
-    length: int | None,
-    dim: int | None,
-    params: dict[str, str],
-    dtype: str | None,
-) -> dict[str, Any]:
-    merged: dict[str, Any] = {}
-    if length is not None:
-        merged["length"] = length
-    if dim is not None:
-        merged["dim"] = dim
-    if dtype is not None:
-        merged["dtype"] = dtype
-    merged.update(params)
-    merged.update(spec_pairs)
-    return merged
+def keyword_layers(length: int | None = None, dim: int | None = None, dtype: str | None = None) -> list[Layer]:
+    """``length``, ``dim`` and ``dtype`` given as keyword arguments, as layers (None: not given)."""
+    given = {"length": length, "dim": dim, "dtype": dtype}
+    return [(None, {k: v}) for k, v in given.items() if v is not None]
+
+
+def as_layers(params: Mapping[str, Any] | Sequence[Layer] | None) -> list[Layer]:
+    """``params`` as layers: a mapping is one layer of keyword arguments; a list of layers stays as it is."""
+    if params is None:
+        return []
+    if isinstance(params, Mapping):
+        return [(None, dict(params))] if params else []
+    return list(params)
 
 
 def open_source(
@@ -196,30 +241,39 @@ def open_source(
     *,
     length: int | None = None,
     dim: int | None = None,
-    params: dict[str, str] | None = None,
+    params: Mapping[str, Any] | Sequence[Layer] | None = None,
     dtype: str | None = None,
     max_bytes: int | None = None,
     like: Source | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> Source:
-    """Open a file, stdin or spec. ``like`` (another source) supplies a spec's default length and dim."""
+    """Open a file, stdin or spec.
+
+    A spec's parameters come from its own pairs, ``length``/``dim``/``dtype`` and ``params`` (a mapping, or
+    labelled layers such as the command line's flags), merged by :func:`merge_given`: a parameter given twice
+    is refused. ``defaults`` (e.g. what a model config says) and ``like`` (another source, whose shape gives
+    the length and dim) fill in only what nobody gave."""
     from . import formats
 
     limit = formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    layers = keyword_layers(length, dim, dtype) + as_layers(params)
     if is_spec(text):
         kind, pairs = parse_spec(text)
-        if like is not None and (length is None or dim is None):
+        merged = {**(defaults or {}), **merge_given([(spec_label(text), pairs), *layers])}
+        if like is not None and ("length" not in merged or "dim" not in merged):
             name = like.tensor_name(None)
             ref = like.tensors.get(name, like.lazy.get(name))  # read, or computable: its shape is known
             shaped = get_kind(kind).shape_params(tuple(int(s) for s in getattr(ref, "shape", ())))
-            length = shaped.get("length") if length is None else length
-            dim = shaped.get("dim") if dim is None else dim
-        enc = make_encoding(kind, spec_params(pairs, length, dim, params or {}, dtype))
+            merged = {**{k: v for k, v in shaped.items() if k in ("length", "dim")}, **merged}
+        enc = make_encoding(kind, merged)
         check_size(enc.nbytes(), limit, text)
         return Source.from_encoding(enc, text)
     if looks_like_a_kind(text):
         resolve_kind(text.split(":", 1)[0])  # raises: unknown encoding ...; did you mean ...
-    if params:
-        raise ParameterError(f"-p applies to specs, but {text} is a file; drop -p or use a spec like KIND:key=value")
+    if any(values for _, values in layers):
+        raise ParameterError(
+            f"parameters apply to specs, but {text} is a file; drop them or use a spec like KIND:key=value"
+        )
     table = formats.read_table(text, max_bytes=limit)
     if max_bytes is not None:  # asked for: memory-mapped files too
         check_size(sum(int(a.nbytes) for a in table.tensors.values()), max_bytes, text, built=False)

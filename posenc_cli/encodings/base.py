@@ -378,6 +378,14 @@ class Encoding:
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> Encoding:
         """Build from ``name -> value`` (strings are parsed); ``preset`` expands first, explicit values win."""
+        doubled = [k for k in params if k in ALIASES and ALIASES[k] in params]
+        if doubled:
+            from ..errors import DuplicateParameterError
+
+            k = doubled[0]
+            raise DuplicateParameterError(
+                f"{ALIASES[k]} is given twice: {k}={params[k]!r} and {ALIASES[k]}={params[ALIASES[k]]!r}; give it once"
+            )
         params = {ALIASES.get(k, k): v for k, v in params.items()}
         names = {f.name for f in cls.param_fields()}
         preset = params.pop("preset", None)
