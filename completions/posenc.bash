@@ -1,6 +1,10 @@
 _posenc_completion() {
-    local IFS=$'\n'
-    COMPREPLY=( $( env _POSENC_COMPLETE_ARGS="${COMP_LINE:0:$COMP_POINT}" _POSENC_COMPLETE=complete_bash posenc ) )
+    local IFS=$'
+'
+    COMPREPLY=( $( env COMP_WORDS="${COMP_WORDS[*]}" \
+                   COMP_CWORD=$COMP_CWORD \
+                   _POSENC_COMPLETE=complete_bash $1 ) )
     return 0
 }
+
 complete -o default -F _posenc_completion posenc

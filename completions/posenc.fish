@@ -1,1 +1,1 @@
-complete --command posenc --arguments "(env _POSENC_COMPLETE_ARGS=(commandline -cp) _POSENC_COMPLETE=complete_fish posenc)"
+complete --command posenc --no-files --arguments "(env _POSENC_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) posenc)" --condition "env _POSENC_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) posenc"

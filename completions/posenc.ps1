@@ -1,8 +1,19 @@
-Register-ArgumentCompleter -Native -CommandName posenc -ScriptBlock {
+Import-Module PSReadLine
+Set-PSReadLineKeyHandler -Chord Tab -Function MenuComplete
+$scriptblock = {
     param($wordToComplete, $commandAst, $cursorPosition)
-    $env:_POSENC_COMPLETE = "complete_powershell"
-    $env:_POSENC_COMPLETE_ARGS = $commandAst.ToString().Substring(0, $cursorPosition - $commandAst.Extent.StartOffset)
-    posenc | ForEach-Object { [System.Management.Automation.CompletionResult]::new($_, $_, 'ParameterValue', $_) }
-    Remove-Item Env:_POSENC_COMPLETE
-    Remove-Item Env:_POSENC_COMPLETE_ARGS
+    $Env:_POSENC_COMPLETE = "complete_powershell"
+    $Env:_TYPER_COMPLETE_ARGS = $commandAst.ToString()
+    $Env:_TYPER_COMPLETE_WORD_TO_COMPLETE = $wordToComplete
+    posenc | ForEach-Object {
+        $commandArray = $_ -Split ":::"
+        $command = $commandArray[0]
+        $helpString = $commandArray[1]
+        [System.Management.Automation.CompletionResult]::new(
+            $command, $command, 'ParameterValue', $helpString)
+    }
+    $Env:_POSENC_COMPLETE = ""
+    $Env:_TYPER_COMPLETE_ARGS = ""
+    $Env:_TYPER_COMPLETE_WORD_TO_COMPLETE = ""
 }
+Register-ArgumentCompleter -Native -CommandName posenc -ScriptBlock $scriptblock

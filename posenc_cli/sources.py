@@ -28,7 +28,7 @@ from typing import Any
 
 from .encodings import KINDS, get_kind, make_encoding, resolve_kind
 from .encodings.base import ALIASES
-from .errors import DuplicateParameterError, InputError, ParameterError
+from .errors import DuplicateParameterError, InputError, ParameterError, param
 
 FILE_SUFFIXES = (".npy", ".npz", ".safetensors")
 #: Metadata key of a grouped table: the names of its groups, comma-separated.
@@ -105,6 +105,23 @@ def is_spec(text: str) -> bool:
     return any(head == k.lower() for k in KINDS)
 
 
+def is_config(text: str) -> bool:
+    """Whether ``text`` is a model's description: a directory holding ``config.json``, or a ``.json`` file that is
+    not a posenc JSON table (whose first key is ``metadata`` or ``tensors``)."""
+    if text == "-" or is_spec(text):
+        return False
+    if os.path.isdir(text):
+        return os.path.isfile(os.path.join(text, "config.json"))
+    if not (text.lower().endswith(".json") and os.path.isfile(text)):
+        return False
+    try:
+        with open(text, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return False
+    return re.match(rb'\s*\{\s*"(metadata|tensors)"', head) is None
+
+
 def looks_like_a_kind(text: str) -> bool:
     """A missing path without a table suffix whose name is close to a kind's: a mistyped spec."""
     if text == "-" or os.path.exists(text) or "/" in text or "." in os.path.basename(text.split(":", 1)[0]):
@@ -137,6 +154,8 @@ class Source:
     #: A file of several tables (one per attention type of a model): group name -> its own Source, whose tensors
     #: are this source's ``GROUP.NAME`` tensors and whose metadata its ``GROUP.KEY`` entries.
     groups: dict[str, Source] = field(default_factory=dict)
+    #: What reading the source had to say (a model config read with assumptions): for the caller to show.
+    warnings: list[str] = field(default_factory=list)
 
     @classmethod
     def from_encoding(cls, encoding: Any, label: str) -> Source:
@@ -246,17 +265,31 @@ def open_source(
     max_bytes: int | None = None,
     like: Source | None = None,
     defaults: Mapping[str, Any] | None = None,
+    layer_type: str | None = None,
+    kind: str | None = None,
 ) -> Source:
     """Open a file, stdin or spec.
 
     A spec's parameters come from its own pairs, ``length``/``dim``/``dtype`` and ``params`` (a mapping, or
     labelled layers such as the command line's flags), merged by :func:`merge_given`: a parameter given twice
     is refused. ``defaults`` (e.g. what a model config says) and ``like`` (another source, whose shape gives
-    the length and dim) fill in only what nobody gave."""
+    the length and dim) fill in only what nobody gave.
+
+    A model config (:func:`is_config`) is a source too: the tables the model uses (:func:`open_config`), with
+    ``layer_type`` one attention type of a per-layer config and ``kind`` a kind that reads configs."""
     from . import formats
 
     limit = formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     layers = keyword_layers(length, dim, dtype) + as_layers(params)
+    if layer_type is not None and not is_config(text):
+        raise ParameterError(
+            f"{param('layer_type')} {layer_type} applies to a model config, and {text} is not one; drop it or "
+            "give the model's config.json"
+        )
+    if is_config(text):
+        return open_config(text, layers=layers, kind=kind, layer_type=layer_type, like=like, max_bytes=limit)
+    if kind is not None and not is_spec(text):
+        raise ParameterError(f"{param('kind')} {kind} applies to a spec or a model config; {text} is a file")
     if is_spec(text):
         kind, pairs = parse_spec(text)
         merged = {**(defaults or {}), **merge_given([(spec_label(text), pairs), *layers])}
@@ -288,6 +321,48 @@ def open_source(
         lazy={k: formats.ArrayTensor(k, v) for k, v in table.tensors.items()},
         groups=_read_groups(label, dict(table.tensors), dict(table.metadata)),
     )
+
+
+def open_config(
+    text: str,
+    *,
+    layers: Sequence[Layer] = (),
+    kind: str | None = None,
+    layer_type: str | None = None,
+    like: Source | None = None,
+    max_bytes: int | None = None,
+) -> Source:
+    """The tables a model's config.json (a path, its directory, or ``-``) describes, as a source.
+
+    ``layers`` (the user's parameters) override what the config says, except the head dim, which the config
+    sets (``dim=`` through ``params`` still overrides it, naming the change). ``like`` gives the length when
+    nobody did: the rows of the table it is compared with."""
+    from . import formats
+    from .encodings import from_model_config
+    from .encodings.model_config import load_config
+
+    given = merge_given(layers)
+    for label, values in layers:
+        if "dim" in values and label is not None and not label.startswith("-p"):
+            raise ParameterError(
+                f"{param('dim')} cannot apply to {text}: the model config sets the head dim; "
+                f"use {param('params')} dim=N to override it"
+            )
+    length = given.pop("length", None)
+    if length is None and like is not None:
+        name = like.tensor_name(None)
+        ref = like.tensors.get(name, like.lazy.get(name))
+        shape = tuple(int(s) for s in getattr(ref, "shape", ()))
+        length = shape[0] if shape else None
+    config = load_config(text)
+    name, cfg, warnings = from_model_config(config, kind=kind, length=length, layer_type=layer_type)
+    if length is not None:
+        cfg["length"] = length
+    enc = make_encoding(name, {**cfg, **given})
+    check_size(enc.nbytes(), formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, text)
+    src = Source.from_encoding(enc, "stdin" if text == "-" else text)
+    src.warnings = list(warnings)
+    return src
 
 
 def _read_groups(label: str, tensors: dict[str, Any], metadata: dict[str, str]) -> dict[str, Source]:

@@ -66,6 +66,41 @@ def run_tty(
     return rc, b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
 
 
+def completion_env(line: str, shell: str = "bash") -> dict[str, str]:
+    """The environment a shell's completion script gives ``posenc`` to complete ``line`` (the command line up to
+    the cursor), in Typer's protocol."""
+    env = {"_POSENC_COMPLETE": f"complete_{shell}"}
+    if shell == "bash":
+        words = line.split()
+        if line.endswith(" ") or not words:
+            words.append("")
+        env.update({"COMP_WORDS": " ".join(words), "COMP_CWORD": str(len(words) - 1)})
+    else:
+        env["_TYPER_COMPLETE_ARGS"] = line
+        if shell == "fish":
+            env["_TYPER_COMPLETE_FISH_ACTION"] = "get-args"
+        if shell == "powershell":
+            env["_TYPER_COMPLETE_WORD_TO_COMPLETE"] = "" if line.endswith(" ") else line.split()[-1]
+    return env
+
+
+def completion_values(out: str, shell: str = "bash") -> list[str]:
+    """The candidates in what ``posenc`` printed for ``shell``'s completion script (help texts dropped)."""
+    import re
+
+    if shell == "zsh":
+        if out.strip() in ("", "_files"):
+            return []
+        body = out[out.index("((") + 2 : out.rindex("))")]
+        return [v.replace("\\\\:", ":").replace('""', '"') for v in re.findall(r'^"((?:[^"]|"")*)"', body, re.M)]
+    lines = [line for line in out.splitlines() if line.strip()]
+    if shell == "fish":
+        return [line.split("\t")[0] for line in lines]
+    if shell == "powershell":
+        return [line.split(":::")[0] for line in lines]
+    return lines
+
+
 @pytest.fixture
 def posenc():
     return run

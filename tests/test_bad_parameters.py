@@ -40,7 +40,7 @@ CASES = [
         ["generate", "--kind", "sinusoidal", "--hf-config", "cfg.json", "-n", "4"],
         "kind 'sinusoidal' cannot read; drop --kind or use one of: rope",
     ),
-    (["generate", "--layer-type", "sliding_attention", "-n", "4", "-d", "4"], "--layer-type applies to --hf-config"),
+    (["generate", "--layer-type", "sliding_attention", "-n", "4", "-d", "4"], "--layer-type cannot apply: they apply to a model config"),
     (
         ["check", "sinusoidal", "-n", "4", "-d", "4", "--require", "finite,sparkly"],
         "unknown check 'sparkly'; choose from: finite",
@@ -65,7 +65,7 @@ CASES = [
     (["generate", "--kind", "t5", "-n", "8", "-p", "num_buckets=abc"], "parameter num_buckets='abc' is not an integer"),
     (
         ["generate", "--len", "abc", "--dim", "4"],
-        "invalid value for -n/--len: 'abc' is not a valid int (see posenc generate --help)",
+        "Invalid value for '--len' / '-n': 'abc' is not a whole number (each kind says its own range) (see posenc generate --help)",
     ),
     (
         ["generate", "-n", "4", "-d", "4", "-p", "nonsense"],
@@ -89,10 +89,10 @@ CASES = [
     # tables that would not fit: size in human units and the option that raises the limit
     (
         ["generate", "-n", "10000000", "-d", "100000"],
-        "sinusoidal table would need 3.6 TiB, above the 8.0 GiB limit; lower --len/--dim or pass --max-bytes 4000000000000",
+        "sinusoidal would need 3.6 TiB, above the 8.0 GiB limit; lower --len/--dim or pass --max-bytes 4000000000000",
     ),
     (["generate", "-n", "512", "-d", "128", "--max-bytes", "1000"], "would need 256.0 KiB, above the 1000 B limit"),
-    (["generate", "--kind", "alibi", "-n", "100000", "-d", "16"], "alibi table would need"),
+    (["generate", "--kind", "alibi", "-n", "100000", "-d", "16"], "alibi would need"),
     (["check", "sinusoidal", "-n", "10000000", "-d", "100000"], "would need 3.6 TiB"),
 ]
 

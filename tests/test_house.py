@@ -23,7 +23,7 @@ import pytest
 import posenc_cli
 from posenc_cli.encodings import KINDS
 
-from .conftest import ROOT
+from .conftest import ROOT, completion_env
 
 TOY_MODULE = '''
 """A toy kind for tests: pe[t, j] = cos(t / (j + 1)), one module, one registry line."""
@@ -95,7 +95,7 @@ def test_a_toy_kind_is_one_module_and_one_registry_line(toy_root):
     assert report["kind"] == "toy"
     assert report["required"] == ["finite", "matches-spec", "bounded"]
     assert {r["name"] for r in report["results"]} == {"finite", "matches-spec", "bounded", "decay"}
-    proc = toy_run(toy_root, [], _POSENC_COMPLETE="complete_bash", _POSENC_COMPLETE_ARGS="posenc generate --kind to")
+    proc = toy_run(toy_root, [], **completion_env("posenc generate --kind to"))
     assert proc.stdout.split() == [b"toy"]
     # and the values are the module's formula, read back through a posenc reader
     from posenc_cli.formats import read_table

@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from .conftest import completion_env, completion_values
+
 HEAVY = ("numpy", "rich", "safetensors", "ml_dtypes")
 
 PROBE = f"""
@@ -61,6 +63,9 @@ def probe(args: list[str], env: dict[str, str] | None = None) -> tuple[int, list
         ["compare", "--help"],
         ["export", "--help"],
         ["kinds", "--help"],
+        ["identify", "--help"],
+        ["plot", "--help"],
+        ["--show-completion", "bash"],
     ],
     ids=lambda a: " ".join(a),
 )
@@ -76,20 +81,26 @@ COMPLETIONS = {
     "option name": "posenc generate --le",
     "kind value": "posenc generate --kind si",
     "positional kind": "posenc kinds si",
+    "parameter name": "posenc generate rope -p bas",
+    "check name": "posenc check x.npy --require constant-n",
 }
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish", "powershell"])
 @pytest.mark.parametrize("what", list(COMPLETIONS))
 def test_shell_completion_imports_nothing_heavy(shell, what):
-    env = {"_POSENC_COMPLETE": f"complete_{shell}", "_POSENC_COMPLETE_ARGS": COMPLETIONS[what]}
-    code, heavy, out = probe([], env)
+    code, heavy, out = probe([], completion_env(COMPLETIONS[what], shell))
     assert code == 0, out
     assert heavy == [], f"completing {COMPLETIONS[what]!r} in {shell} imported {heavy}"
+    values = completion_values(out, shell)
     if what == "command name":
-        assert out.split() == ["generate"]
+        assert values == ["generate"]
     if what == "kind value":
-        assert out.split() == ["sinusoidal", "sinusoidal-2d", "sinusoidal-3d"]
+        assert values == ["sinusoidal", "sinusoidal-2d", "sinusoidal-3d"]
+    if what == "parameter name":
+        assert values == ["base="]
+    if what == "check name":
+        assert values == ["constant-norm"]
 
 
 def test_probe_sees_heavy_imports():

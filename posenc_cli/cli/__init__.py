@@ -1,65 +1,205 @@
-"""The posenc command line: parse, make one library call, render or write (one module per command).
+"""The posenc command line on Typer: one module per command (parse -> one library call -> render or write).
 
-Every engine error (:class:`PosencError`) is printed once, as ``Error: ...`` on stderr, by :func:`main`; a
-usage error is one line too; an unexpected exception is a bug and keeps its traceback.
+Every option is declared once in :mod:`._options`. :func:`main` is the one boundary where errors become output:
+an engine error (:class:`PosencError`) and a usage error are each one line ``Error: ...`` on stderr with exit 2
+(no boxes in CI logs); Ctrl-C is 130; an unexpected exception is a bug and keeps its traceback.
+
+Start-up: the command group is lazy. ``posenc --help`` lists the commands from :data:`COMMANDS` without
+building them, and a run builds only the command it runs; Typer's own Rich integration is off (plain help at
+most 80 columns), so help and completion load Typer and this package's light modules, never NumPy or Rich.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from typing import Any
 
 from .. import __version__
 from ..errors import ExitCode, PosencError
-from . import check, compare, export, generate, identify, kinds, plot
-from ._common import quiet_broken_pipe
-from ._parser import PROG, UsageError, build_parser, handle_completion, install_completion
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "PROG", "app", "build_command", "main"]
 
-#: The commands, in the order ``posenc --help`` lists them.
-COMMANDS = (generate, check, compare, identify, export, plot, kinds)
+PROG = "posenc"
+
+#: command name -> (module under posenc_cli.cli, one-line summary), in the order ``posenc --help`` lists them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "generate": ("generate", "Generate a table (preview on a terminal, .npy when piped, a file with -o)."),
+    "check": ("check", "Measure every property of a table (finite, bounded, unique, constant-norm, ...)."),
+    "compare": ("compare", "Compare two tables: max abs / relative / ulp difference and where, and why."),
+    "identify": ("identify", "Name the kind, preset and parameters that reproduce a table."),
+    "export": ("export", "Write a table for other frameworks, atomically, C-contiguous, with metadata."),
+    "plot": ("plot", "Draw a table: heatmap, dot-product curves, circle, spectrum, bias, compare."),
+    "kinds": ("kinds", "List the encoding kinds, or show one kind's tensors, parameters and presets."),
+}
+
+_HELP = """Generate, check, compare and export transformer positional-encoding tables.
+
+Exit codes: 0 ok, 1 a property failed or tables differ, 2 bad input or I/O trouble, 130 on Ctrl-C."""
+
+#: help at most 80 columns wide (a narrower terminal: narrower)
+_WIDTH = 80
+
+
+def _width() -> int:
+    try:
+        return max(40, min(_WIDTH, int(os.environ.get("COLUMNS", _WIDTH))))
+    except ValueError:
+        return _WIDTH
+
+
+def command_module(name: str) -> Any:
+    return importlib.import_module(f"{__name__}.{COMMANDS[name][0]}")
+
+
+def build_command(name: str) -> Any:
+    """The Click command of ``name``, built by Typer from its module's typed function."""
+    from typer.main import get_command_from_info
+    from typer.models import CommandInfo
+
+    module = command_module(name)
+    info = CommandInfo(
+        name=name,
+        callback=module.run,
+        help=_verbatim_examples(module.DESCRIPTION),
+        short_help=COMMANDS[name][1],
+        context_settings=_context(),
+        no_args_is_help=False,
+    )
+    return get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
+
+
+def _verbatim_examples(text: str) -> str:
+    """Help text whose indented paragraphs (examples) Click prints as written (``\\b``), the rest wrapped."""
+    paras = text.split("\n\n")
+    return "\n\n".join("\b\n" + p if p.startswith("  ") else p for p in paras)
+
+
+def _context() -> dict[str, Any]:
+    return {"help_option_names": ["-h", "--help"], "max_content_width": _width(), "terminal_width": _width()}
+
+
+def _group_class() -> Any:
+    from typer.core import TyperGroup
+
+    class LazyGroup(TyperGroup):
+        """The commands of :data:`COMMANDS`, each built on first use; help lists them by their summaries."""
+
+        def list_commands(self, ctx: Any) -> list[str]:
+            return list(COMMANDS)
+
+        def get_command(self, ctx: Any, cmd_name: str) -> Any:
+            if cmd_name not in COMMANDS:
+                return None
+            if cmd_name not in self.commands:
+                self.commands[cmd_name] = build_command(cmd_name)
+            return self.commands[cmd_name]
+
+        def format_commands(self, ctx: Any, formatter: Any) -> None:
+            with formatter.section("Commands"):
+                formatter.write_dl([(n, s) for n, (_, s) in COMMANDS.items()])
+
+        def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+            from difflib import get_close_matches
+
+            from typer import _click
+
+            try:
+                return super().resolve_command(ctx, args)
+            except _click.exceptions.UsageError as e:  # did you mean, from every command (built or not)
+                close = get_close_matches(args[0], list(COMMANDS)) if args else []
+                if close and "Did you mean" not in e.message:
+                    e.message = f"{e.message.rstrip('.')}. Did you mean {', '.join(repr(c) for c in close)}?"
+                raise
+
+    return LazyGroup
+
+
+def app() -> Any:
+    """The root Click group (Typer's), with ``--version``, ``--install-completion`` and ``--show-completion``."""
+    import typer
+    from typer.main import get_command
+
+    root = typer.Typer(
+        name=PROG,
+        help=_HELP,
+        cls=_group_class(),
+        add_completion=True,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+        context_settings=_context(),
+        no_args_is_help=True,
+    )
+
+    def version(value: bool) -> None:
+        if value:
+            sys.stdout.write(f"{PROG} {__version__}\n")
+            raise typer.Exit(0)
+
+    @root.callback()
+    def _root(
+        show_version: bool = typer.Option(
+            False, "--version", callback=version, is_eager=True, help="Print the version and exit."
+        ),
+    ) -> None:
+        pass
+
+    return get_command(root)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run one command and turn every way out into one line and an exit code."""
-    request = os.environ.get("_POSENC_COMPLETE")
-    if request:
-        sys.exit(handle_completion(build_parser(COMMANDS, __version__), request))
-    args = sys.argv[1:] if argv is None else argv
-    names = {m.NAME for m in COMMANDS}
-    parser = build_parser(COMMANDS, __version__, only=args[0] if args and args[0] in names else None)
+    import typer
+    from typer import _click
+
+    args = sys.argv[1:] if argv is None else list(argv)
+    if os.environ.get("_POSENC_COMPLETE"):
+        _plain_completion_help()
     try:
-        sys.exit(_run(parser, args))
+        group = app()
+        code = group.main(args, prog_name=PROG, standalone_mode=False)
+        sys.stdout.flush()
     except PosencError as exc:
-        sys.stderr.write(f"Error: {exc}\n")
-        sys.exit(exc.exit_code)
-    except UsageError as exc:
-        sys.stderr.write(f"Error: {exc} (see {exc.command} --help)\n")
-        sys.exit(ExitCode.ERROR)
+        from ._options import FLAGS
+
+        sys.stderr.write(f"Error: {exc.render(FLAGS.get)}\n")
+        code = exc.exit_code
+    except _click.exceptions.ClickException as exc:
+        if not isinstance(exc, _click.exceptions.UsageError):  # a file Click could not open, ...
+            sys.stderr.write(f"Error: {_one_line(exc.format_message())}\n")
+            sys.exit(ExitCode.ERROR)
+        where = exc.ctx.command_path if exc.ctx is not None else PROG
+        if isinstance(exc, _click.exceptions.NoArgsIsHelpError) and exc.ctx is not None:
+            sys.stderr.write(exc.ctx.get_help() + "\n")  # bare `posenc`: the help, on stderr, as a usage error
+        else:
+            sys.stderr.write(f"Error: {_one_line(exc.format_message())} (see {where} --help)\n")
+        code = ExitCode.ERROR
+    except typer.Abort:
+        sys.stderr.write("Interrupted\n")
+        code = ExitCode.INTERRUPTED
+    except typer.Exit as exc:  # --help, --version; Typer turns Ctrl-C into Exit(130)
+        code = exc.exit_code
+        if code == ExitCode.INTERRUPTED:
+            sys.stderr.write("Interrupted\n")
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted\n")
-        sys.exit(ExitCode.INTERRUPTED)
+        code = ExitCode.INTERRUPTED
     except BrokenPipeError:
+        from ._common import quiet_broken_pipe
+
         quiet_broken_pipe()
+        code = 141
+    sys.exit(int(code or 0))
 
 
-def _run(parser, argv: list[str]) -> int:
-    if not argv:  # bare `posenc`: the help, as a usage error
-        parser.print_help(sys.stderr)
-        return ExitCode.ERROR
-    ns = parser.parse_args(argv)
-    if ns.show_completion:
-        from ._parser import completion_script
+def _plain_completion_help() -> None:
+    """Typer passes every completion's help text through Rich to strip markup (zsh, fish), which would load Rich
+    on every TAB; posenc's help has no markup (``rich_markup_mode=None``), so the text is used as it is."""
+    from typer import _completion_classes
 
-        sys.stdout.write(completion_script(ns.show_completion))
-        return ExitCode.OK
-    if ns.install_completion:
-        path = install_completion(ns.install_completion)
-        sys.stderr.write(f"installed completion in {path}; start a new shell to use it\n")
-        return ExitCode.OK
-    if ns.command is None:
-        raise UsageError("missing command; choose from: " + ", ".join(m.NAME for m in COMMANDS), PROG)
-    code = ns.run(ns)
-    sys.stdout.flush()
-    return int(code)
+    _completion_classes._sanitize_help_text = lambda text: text
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -2,155 +2,143 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
+import sys
 
 from ..errors import ExitCode, ParameterError
+from . import _options as o
 from ._common import (
-    add_force,
-    add_format,
-    add_hf_config,
-    add_max_bytes,
-    add_quiet,
-    add_table_options,
-    config_params,
-    max_bytes,
+    TableOptions,
+    byte_limit,
     msg,
     open_src,
-    prod,
-    progress_enabled,
-    refuse_layer_type_without_config,
+    print_json,
     refuse_spec_options_for_files,
-    spec_params,
+    write_source,
+    wrote,
 )
 
-NAME = "export"
-SUMMARY = "Write a table for other frameworks, atomically, C-contiguous, with metadata."
 DESCRIPTION = """\
-Write a table for other frameworks, atomically, C-contiguous, with posenc metadata.
+Write a table for other frameworks, atomically, C-contiguous, with posenc
+metadata. SOURCE is a file, -, a spec or a model config (or give
+--hf-config). A file's tensors are cast by --dtype, the metadata saying so.
 
-Example:
+Examples:
+
   posenc export sinusoidal --len 2048 --dim 512 --dtype bfloat16 \\
-      -o pe.safetensors"""
+      -o pe.safetensors
+  posenc export --hf-config config.json --len 8192 -o rope.safetensors"""
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", metavar="SOURCE", help="File, - or spec KIND[:key=value,...].")
-    p.add_argument(
-        "-o",
-        "--output",
-        metavar="PATH",
-        required=True,
-        help="Output file (.safetensors, .npy, .npz, .csv, .json) or -.",
-    )
-    add_table_options(p)
-    p.add_argument("-t", "--tensor", action="append", metavar="NAME", help="Export only these tensors (repeatable).")
-    p.add_argument(
-        "--name", action="append", metavar="NEW|OLD=NEW", help="Rename: NEW (single tensor) or OLD=NEW (repeatable)."
-    )
-    add_format(p)
-    add_force(p)
-    add_hf_config(p)
-    p.add_argument(
-        "--onnx-rope",
-        action="store_true",
-        help="RoPE: write cos_cache/sin_cache [len, rot_dim/2] for the ONNX RotaryEmbedding operator.",
-    )
-    add_max_bytes(p)
-    add_quiet(p)
+def run(
+    source: o.Source = None,
+    output: o.Output = None,
+    length: o.Length = None,
+    dim: o.Dim = None,
+    param: o.Params = None,
+    dtype: o.Dtype = None,
+    grid: o.Grid = None,
+    hf_config: o.HfConfig = None,
+    layer_type: o.LayerType = None,
+    tensor: o.Tensors = None,
+    name: o.Names = None,
+    format: o.Format = None,
+    force: o.Force = False,
+    onnx_rope: o.OnnxRope = False,
+    json_out: o.Json = False,
+    max_bytes: o.MaxBytes = None,
+    quiet: o.Quiet = 0,
+) -> int:
+    from ..sources import Source, is_config, is_spec
 
+    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes)
+    onnx = [("--onnx-rope", {"cache": "onnx"})] if onnx_rope else []
+    if output is None:
+        if sys.stdout.isatty():
+            raise ParameterError("export writes a file: pass -o FILE (or -o - to write stdout)")
+        output = "-"
+    if output == "-" and json_out:
+        raise ParameterError("--json and -o - both write stdout; give -o FILE to write the table and describe it")
+    if hf_config is not None:  # SOURCE, if any, is a spec naming the kind that reads the config (and parameters)
+        if source is not None and not is_spec(source):
+            raise ParameterError(f"--hf-config {hf_config} and SOURCE {source}: both say what to export; give one")
+        from ..sources import open_config, parse_spec, spec_label
 
-def run(args: argparse.Namespace) -> int:
-    from ..sources import Source, is_spec
-
-    refuse_layer_type_without_config(args)
-    source = args.source
-    is_file = not is_spec(source)
-    if is_file:
-        refuse_spec_options_for_files(args, [source], dtype=False)  # --dtype casts a file's tensors
-    params = spec_params(args)
-    if args.hf_config is not None:
-        if is_file:
-            raise ParameterError(f"--hf-config builds tables from a model config; {source} is a file: drop one of them")
-        kind, cfg = config_params(args, source.split(":", 1)[0])
-        params = {**cfg, **params}
-        source = kind + source[len(source.split(":", 1)[0]) :]
-    if args.onnx_rope and not is_file:  # a file is regenerated with cache=onnx below
-        _onnx_kind(source.split(":", 1)[0])
-        params["cache"] = "onnx"
-    src = open_src(source, args, params, dtype=None if is_file else args.dtype)
-    if args.onnx_rope and is_file:  # a posenc rope file: regenerate its encoding with the ONNX cache layout
-        enc = src.encoding
-        if enc is None:
-            raise ParameterError("--onnx-rope needs a spec or a posenc-written file (its metadata rebuilds the table)")
-        _onnx_kind(enc.KIND)
-        enc = dataclasses.replace(enc, cache="onnx", **({"dtype": args.dtype} if args.dtype else {}))  # --dtype wins
-        src = Source.from_encoding(enc, src.label)
-    from ..api import write as write_table
-    from ..formats import TrailerNotRead
-    from ._common import quiet_exit
-
-    def run_write(progress):
-        return write_table(
-            args.output,
-            src,
-            format=args.format,
-            tensors=args.tensor,
-            rename=_renames(src, args),
-            dtype=args.dtype if is_file else None,  # a spec was built in --dtype already
-            force=args.force,
-            max_bytes=max_bytes(args),
-            progress=progress,
+        kind, pairs = parse_spec(source) if source is not None else (None, {})
+        spec = [(spec_label(source), pairs)] if pairs else []
+        src = open_config(
+            hf_config,
+            layers=[*spec, *opts.layers(), *onnx],
+            kind=kind,
+            layer_type=layer_type,
+            max_bytes=opts.max_bytes,
         )
-
-    try:
-        written = _with_progress(args, src, run_write)
-    except TrailerNotRead:  # a plain .npy reader took the array and left: all it asked for was written
-        quiet_exit()
-    if args.output != "-":
-        msg(f"wrote {args.output} ({', '.join(f'{n} {shape}' for n, shape in written.items())})", args.quiet)
+        builds = True
+    elif source is None:
+        raise ParameterError("give a SOURCE to export (a file, -, a spec or a model config) or --hf-config")
+    elif is_spec(source) or is_config(source):
+        if onnx_rope and is_spec(source):
+            _onnx_kind(source.split(":", 1)[0])
+        src = open_src(source, opts, quiet=quiet, extra=onnx)
+        builds = True
+    else:
+        refuse_spec_options_for_files(opts, [source], dtype=False)  # --dtype casts a file's tensors
+        src = open_src(source, opts, dtype=False, quiet=quiet)
+        builds = False
+        if onnx_rope:  # a posenc rope file: regenerate its encoding with the ONNX cache layout
+            enc = src.encoding
+            if enc is None:
+                raise ParameterError("--onnx-rope needs a spec or a posenc-written file (its metadata rebuilds the table)")
+            _onnx_kind(enc.KIND)
+            builds = True  # rebuilt: in --dtype already
+            src = Source.from_encoding(dataclasses.replace(enc, cache="onnx", **({"dtype": dtype} if dtype else {})), src.label)
+    if onnx_rope:
+        _onnx_kind(src.encoding.KIND if src.encoding is not None else None)
+    for w in src.warnings:
+        msg(f"Warning: {w}", quiet)
+    cast = None if builds else dtype  # a built table is in --dtype already
+    written = write_source(
+        output,
+        src,
+        fmt=format,
+        tensors=tensor,
+        force=force,
+        quiet=quiet,
+        limit=byte_limit(max_bytes),
+        rename=_renames(src, tensor, name, output, format),
+        dtype=cast,
+    )
+    if json_out:
+        print_json(written.to_json())
+    else:
+        wrote(output, written, quiet)
     return ExitCode.OK
 
 
-def _with_progress(args: argparse.Namespace, src, run):
-    """``run(progress)``, with a progress bar on a terminal for outputs over 64 MiB (rich only for a bar)."""
-    nbytes = sum(prod(t.shape) * t.dtype.itemsize for t in src.lazy.values())
-    if not (progress_enabled(args.quiet) and nbytes > 64 * 1024**2):
-        return run(None)
-    from ..render import progress_bar
-
-    with progress_bar(f"writing {args.output}", 1, True) as advance:
-        return run(lambda n, total: advance(n, total))
-
-
-def _onnx_kind(kind: str) -> None:
+def _onnx_kind(kind: str | None) -> None:
     """--onnx-rope applies to the kinds whose ``cache`` parameter offers the ONNX layout."""
     from ..encodings import get_kind, kind_classes
 
     def onnx(cls) -> bool:
         return any(f.name == "cache" and "onnx" in (f.metadata.get("choices") or ()) for f in cls.param_fields())
 
-    if not onnx(get_kind(kind)):
+    if kind is None or not onnx(get_kind(kind)):
         kinds = [k for k, cls in kind_classes().items() if onnx(cls)]
         raise ParameterError(f"--onnx-rope cannot apply to {kind}: it writes the ONNX caches of {', '.join(kinds)}")
 
 
-def _renames(src, args: argparse.Namespace) -> dict[str, str]:
+def _renames(src, tensor, names, output, fmt) -> dict[str, str]:
     """``--name NEW`` (one tensor) and ``--name OLD=NEW`` as a mapping."""
-    names = args.name or []
-    selected = args.tensor or src.names
+    from .. import formats
+
+    selected = list(tensor or []) or src.names
+    single = formats.format_for(output, fmt) in formats.SINGLE_TENSOR_FORMATS
     mapping: dict[str, str] = {}
-    for item in names:
+    for item in names or []:
         old, sep, new = item.partition("=")
         if not sep:
-            if len(selected) != 1 and not _single_format(args):
+            if len(selected) != 1 and not single:
                 raise ParameterError(f"--name {item}: several tensors ({', '.join(selected)}); write --name OLD=NEW")
             old, new = (selected[0] if len(selected) == 1 else src.tensor_name(None)), item
         mapping[old] = new
     return mapping
-
-
-def _single_format(args: argparse.Namespace) -> bool:
-    from .. import formats
-
-    return formats.format_for(args.output, args.format) in formats.SINGLE_TENSOR_FORMATS

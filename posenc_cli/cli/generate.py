@@ -2,155 +2,179 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from ..encodings import DEFAULT_KIND
 from ..errors import ExitCode, ParameterError
+from . import _options as o
 from ._common import (
-    add_force,
-    add_format,
-    add_hf_config,
-    add_max_bytes,
-    add_quiet,
-    add_table_options,
-    config_params,
-    kind_option,
-    max_bytes,
+    TableOptions,
+    byte_limit,
     msg,
+    open_src,
+    print_json,
     refuse,
-    refuse_layer_type_without_config,
-    spec_params,
-    write,
+    write_source,
+    wrote,
 )
 
-NAME = "generate"
-SUMMARY = "Generate a table (preview on a terminal, .npy when piped, a file with -o)."
 DESCRIPTION = f"""\
 Generate a table. On a terminal: a preview; piped: .npy bytes (and a posenc
 trailer with the other tensors and the metadata); with -o: a file in the
 format of its suffix.
 
+SOURCE is a spec KIND[:key=value,...] (default {DEFAULT_KIND}) or a model's
+config.json, its directory, or - for a config on stdin: the tables that model
+uses.
+
 Examples:
+
   posenc generate --len 512 --dim 128
-  posenc generate -n 5 -d 6 -p preset=tf-tutorial
-  posenc generate -n 512 -d 128 -o pe.safetensors
+  posenc generate sinusoidal:preset=tf-tutorial -n 5 -d 6
+  posenc generate rope:preset=llama3.1 --len 4096 -o rope.safetensors
   posenc generate -n 512 -d 128 | posenc check -
-  posenc generate --hf-config config.json -o rope.safetensors
-
-The kind defaults to {DEFAULT_KIND}; with --hf-config, to the kind the model's config describes."""
+  posenc generate path/config.json --len 8192 -o rope.safetensors"""
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    kind_option(p, ("-k", "--kind"), f"Encoding kind (see `posenc kinds`; default {DEFAULT_KIND}).")
-    add_table_options(p)
-    p.add_argument("-o", "--output", metavar="PATH", help="Output file, or - for stdout.")
-    add_format(p)
-    p.add_argument(
-        "-t",
-        "--tensor",
-        metavar="NAME",
-        help="Write (or preview) only this tensor (default: all; .npy/.csv: the primary one).",
+def run(
+    source: o.Spec = None,
+    kind: o.Kind = None,
+    length: o.Length = None,
+    dim: o.Dim = None,
+    param: o.Params = None,
+    dtype: o.Dtype = None,
+    grid: o.Grid = None,
+    hf_config: o.HfConfig = None,
+    layer_type: o.LayerType = None,
+    all_layer_types: o.AllLayerTypes = False,
+    output: o.Output = None,
+    format: o.Format = None,
+    tensor: o.Tensors = None,
+    force: o.Force = False,
+    precision: o.Precision = None,
+    json_out: o.Json = False,
+    max_bytes: o.MaxBytes = None,
+    quiet: o.Quiet = 0,
+) -> int:
+    from ..sources import is_config, is_spec
+
+    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes)
+    text = _source_text(source, kind, hf_config)
+    config = text == "-" or is_config(text)
+    if not config:
+        refuse([("--layer-type", layer_type), ("--all-layer-types", all_layer_types)], "they apply to a model config")
+    if all_layer_types:
+        return _all_layer_types(text, kind, opts, output, format, force, tensor, precision, json_out, quiet)
+    src = (
+        _config_source(text, kind, opts, quiet)
+        if config
+        else open_src(text, opts, quiet=quiet)
     )
-    add_force(p)
-    add_hf_config(p)
-    p.add_argument(
-        "--all-layer-types",
-        action="store_true",
-        help="With --hf-config and -o: one table per attention type, tensors named TYPE.cos, ...",
-    )
-    p.add_argument("--precision", type=int, metavar="N", help="Decimals in the terminal preview (default 3).")
-    add_max_bytes(p)
-    add_quiet(p)
-
-
-def run(args: argparse.Namespace) -> int:
-    from .. import formats
-    from ..encodings import make_encoding
-    from ..sources import check_size
-
-    refuse_layer_type_without_config(args)
-    params = spec_params(args)
-    if args.all_layer_types:
-        return _all_layer_types(args, params)
-    if args.hf_config is not None:
-        refuse(args, [("dim", "--dim")], "the model config sets the head dim; use -p dim=N to override it")
-        kind, cfg = config_params(args, args.kind)
-        params = {**cfg, **params}
-    else:
-        kind = args.kind or DEFAULT_KIND
-    merged: dict[str, object] = dict(params)
-    if args.length is not None:
-        merged["length"] = args.length
-    if args.dim is not None and "dim" not in params:
-        merged["dim"] = args.dim
-    if args.dtype is not None:
-        merged["dtype"] = args.dtype
-    enc = make_encoding(kind, merged)
-    check_size(enc.nbytes(), max_bytes(args), f"{enc.KIND} table")
-    tensors = enc.lazy_tensors()
-    if args.tensor is not None and args.tensor not in tensors:
-        raise ParameterError(f"{enc.KIND} has no tensor {args.tensor!r}; choose from: {', '.join(tensors)}")
-    if args.output is None and sys.stdout.isatty():
+    enc = src.encoding
+    names = list(src.lazy)
+    for t in tensor or []:
+        if t not in names:
+            raise ParameterError(f"{enc.KIND} has no tensor {t!r}; choose from: {', '.join(names)}")
+    if output is None and sys.stdout.isatty() and not json_out:
         refuse(
-            args,
-            [("format", "--format"), ("force", "--force")],
+            [("--format", format), ("--force", force)],
             "stdout is a terminal, which gets a preview; pass -o FILE (or pipe) to write a table",
         )
-        _preview(enc, 3 if args.precision is None else args.precision, args.tensor)
+        if tensor and len(tensor) > 1:
+            raise ParameterError("the preview shows one tensor; give --tensor once (or -o FILE to write several)")
+        _preview(enc, 3 if precision is None else precision, tensor[0] if tensor else None)
         return ExitCode.OK
-    refuse(args, [("precision", "--precision")], "it sets the decimals of the terminal preview, not of a file")
-    dest = "-" if args.output is None else args.output
-    fmt_name = formats.format_for(dest, args.format)
-    metadata = enc.metadata()
-    if args.tensor is not None:
-        tensors = {args.tensor: tensors[args.tensor]}
-    elif fmt_name in formats.SINGLE_TENSOR_FORMATS and not (dest == "-" and fmt_name == "npy"):
-        metadata["_all_tensors"] = ",".join(tensors)  # for the note on what a one-tensor file leaves out
-        tensors = {enc.PRIMARY: tensors[enc.PRIMARY]}
-    write(dest, tensors, metadata, args.format, args.force, args.quiet)
-    if dest != "-":
-        msg(f"wrote {dest} ({', '.join(f'{n} {tuple(t.shape)}' for n, t in tensors.items())}, {enc.dtype})", args.quiet)
+    if output is None and json_out:
+        refuse([("--format", format), ("--force", force)], "--json without -o describes the table; nothing is written")
+        refuse([("--precision", precision)], "it sets the decimals of the terminal preview")
+        from ..api import preview
+
+        print_json(preview(enc, tensor=tensor[0] if tensor else None).to_json())
+        return ExitCode.OK
+    refuse([("--precision", precision)], "it sets the decimals of the terminal preview, not of a file")
+    dest = "-" if output is None else output
+    if dest == "-" and json_out:
+        raise ParameterError("--json and -o - both write stdout; give -o FILE to write the table and describe it")
+    written = write_source(
+        dest, src, fmt=format, tensors=tensor, force=force, quiet=quiet, limit=byte_limit(max_bytes)
+    )
+    if json_out:
+        print_json(written.to_json())
+    else:
+        wrote(dest, written, quiet)
     return ExitCode.OK
 
 
-def _all_layer_types(args: argparse.Namespace, params: dict[str, object]) -> int:
+def _source_text(source: str | None, kind: str | None, hf_config: str | None) -> str:
+    """What generate builds from: SOURCE, ``--kind`` or ``--hf-config`` (each given once)."""
+    from ..sources import is_config, is_spec
+
+    if source is not None and not (source == "-" or is_spec(source) or is_config(source)):
+        from ..sources import looks_like_a_kind
+
+        if looks_like_a_kind(source):
+            from ..encodings import resolve_kind
+
+            resolve_kind(source.split(":", 1)[0])  # unknown encoding ...; did you mean ...
+        raise ParameterError(
+            f"{source} is not a spec or a model config: generate builds tables (to write a file's table in "
+            "another format, use posenc export)"
+        )
+    if source is not None and hf_config is not None:
+        if is_spec(source):
+            raise ParameterError(
+                f"SOURCE {source} and --hf-config {hf_config} both say what to build; name the kind with --kind"
+            )
+        raise ParameterError(f"the model config is given twice: SOURCE {source} and --hf-config {hf_config}")
+    if source is not None and kind is not None and is_spec(source):
+        raise ParameterError(f"the kind is given twice: SOURCE {source} and --kind {kind}; give it once")
+    if hf_config is not None:
+        return hf_config
+    if source is not None:
+        return source
+    from ..encodings import resolve_kind
+
+    return resolve_kind(kind or DEFAULT_KIND)  # unknown encoding ...; did you mean ...
+
+
+def _config_source(text: str, kind: str | None, opts: TableOptions, quiet: int):
+    from ..sources import open_config
+
+    src = open_config(text, layers=opts.layers(), kind=kind, layer_type=opts.layer_type, max_bytes=opts.max_bytes)
+    for w in src.warnings:
+        msg(f"Warning: {w}", quiet)
+    return src
+
+
+def _all_layer_types(text, kind, opts: TableOptions, output, format, force, tensor, precision, json_out, quiet) -> int:
     """--all-layer-types: every attention type's tables in one file, tensors ``TYPE.NAME``."""
     from .. import formats
     from ..api import from_config_layers
-    from ..sources import Source, check_size
+    from ..sources import Source, check_size, merge_given
 
-    if args.hf_config is None:
-        raise ParameterError(
-            "--all-layer-types cannot apply: it writes every attention type of --hf-config; "
-            "pass --hf-config config.json"
-        )
     refuse(
-        args,
-        [("layer_type", "--layer-type"), ("dim", "--dim"), ("tensor", "--tensor"), ("precision", "--precision")],
+        [("--layer-type", opts.layer_type), ("--dim", opts.dim), ("--tensor", tensor), ("--precision", precision)],
         "--all-layer-types writes every tensor of every attention type",
     )
-    if args.output is None and sys.stdout.isatty():
+    if output is None and sys.stdout.isatty():
         raise ParameterError("--all-layer-types writes a file: pass -o FILE.safetensors (or .npz, .json)")
-    dest = "-" if args.output is None else args.output
-    if formats.format_for(dest, args.format) in formats.SINGLE_TENSOR_FORMATS:
+    dest = "-" if output is None else output
+    if formats.format_for(dest, format) in formats.SINGLE_TENSOR_FORMATS:
         raise ParameterError(
             f"--all-layer-types writes several tensors, which {dest} cannot hold; use .safetensors, .npz or .json"
         )
-    if args.length is not None:
-        params["length"] = args.length
-    if args.dtype is not None:
-        params["dtype"] = args.dtype
-    encs, nope = from_config_layers(args.hf_config, kind=args.kind, **params)
+    encs, nope = from_config_layers(text, kind=kind, **merge_given(opts.layers()))
     for lt in nope:
-        msg(f"{lt}: applies no position encoding (NoPE layers); nothing to write for it", args.quiet)
+        msg(f"{lt}: applies no position encoding (NoPE layers); nothing to write for it", quiet)
     if not encs:
-        raise ParameterError(f"{args.hf_config}: no attention type of this model applies a position encoding")
+        raise ParameterError(f"{text}: no attention type of this model applies a position encoding")
     src = Source.from_groups(encs, dest)
-    check_size(sum(e.nbytes() for e in encs.values()), max_bytes(args), "the tables")
-    write(dest, src.lazy, src.metadata, args.format, args.force, args.quiet)
-    if dest != "-":
-        msg(f"wrote {dest} ({', '.join(f'{n} {tuple(t.shape)}' for n, t in src.lazy.items())})", args.quiet)
+    check_size(sum(e.nbytes() for e in encs.values()), byte_limit(opts.max_bytes), "the tables")
+    written = write_source(dest, src, fmt=format, tensors=None, force=force, quiet=quiet, limit=None)
+    if json_out and dest != "-":
+        print_json(written.to_json())
+    else:
+        wrote(dest, written, quiet)
     return ExitCode.OK
 
 

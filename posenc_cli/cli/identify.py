@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
-
 from ..errors import ExitCode, ParameterError
-from ._common import add_json, add_max_bytes, add_quiet, stdin_source
+from . import _options as o
+from ._common import print_json, stdin_source
 
-NAME = "identify"
-SUMMARY = "Name the kind, preset and parameters that reproduce a table."
 DESCRIPTION = """\
 Name the kind, preset and parameters that reproduce a table, read from its own
 structure (column frequencies and layout, value range, Toeplitz structure,
@@ -20,42 +17,32 @@ fails.
 Exit 0 identified, 1 not identified, 2 bad input.
 
 Examples:
+
   posenc identify exported.npy
   posenc identify rope_cache.safetensors --json"""
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", nargs="?", metavar="SOURCE", help="File (npy, npz, safetensors, csv, json) or -.")
-    p.add_argument(
-        "-t",
-        "--tensor",
-        action="append",
-        metavar="NAME",
-        help="Tensor to identify (repeatable, e.g. -t cos -t sin; default: every tensor).",
-    )
-    p.add_argument("-v", "--verbose", action="store_true", help="Every reading tried, with why it fails.")
-    add_json(p)
-    add_max_bytes(p)
-    add_quiet(p)
-
-
-def run(args: argparse.Namespace) -> int:
+def run(
+    source: o.Source = None,
+    tensor: o.Tensors = None,
+    verbose: o.Verbose = False,
+    json_out: o.Json = False,
+    max_bytes: o.MaxBytes = None,
+    quiet: o.Quiet = 0,
+) -> int:
     from ..api import identify
-    from ..sources import is_spec, open_source
+    from ..sources import is_config, is_spec, open_source
 
-    source = args.source or stdin_source(NAME, "a file or - for stdin")
-    if is_spec(source):
-        raise ParameterError(
-            f"{source!r} is a spec, whose kind and parameters are known; identify reads files and stdin"
-        )
-    src = open_source(source, max_bytes=args.max_bytes)  # a mistyped kind gets "unknown encoding ... did you mean"
-    found = identify(src, tensor=args.tensor)
-    if args.json_out:
-        from ..render import print_json
-
+    text = source or stdin_source("identify", "a file or - for stdin")
+    if is_spec(text) or is_config(text):
+        what = "a spec" if is_spec(text) else "a model config"
+        raise ParameterError(f"{text!r} is {what}, whose tables are known; identify reads files and stdin")
+    src = open_source(text, max_bytes=max_bytes)  # a mistyped kind gets "unknown encoding ... did you mean"
+    found = identify(src, tensor=tensor or None)
+    if json_out:
         print_json({"source": src.label, **found.to_json()})
     else:
         from ..render import identification_report
 
-        identification_report(found, src.label, verbose=args.verbose, quiet=args.quiet)
+        identification_report(found, src.label, verbose=verbose, quiet=quiet)
     return ExitCode.OK if found.best is not None else ExitCode.FAILED

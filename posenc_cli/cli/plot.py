@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from ..errors import ExitCode, ParameterError
-from ._common import (
-    add_max_bytes,
-    add_quiet,
-    add_table_options,
-    msg,
-    open_src,
-    refuse,
-    refuse_spec_options_for_files,
-    spec_params,
-)
-from ._parser import choices, with_completer
+from . import _options as o
+from ._common import TableOptions, msg, open_src, print_json, refuse, refuse_spec_options_for_files
 
-NAME = "plot"
-SUMMARY = "Draw a table: heatmap, dot-product curves, circle, spectrum, bias, compare."
-VIEW_NAMES = ("heatmap", "dot", "circle", "spectrum", "bias", "compare")
 DESCRIPTION = """\
 Draw a table as a picture with -o FILE.png|.svg|.pdf (needs matplotlib:
 pip install 'posenc-cli[plot]'), or, on a terminal without -o, as a heatmap.
@@ -32,40 +19,11 @@ relative matrices per head), compare (two tables and their difference).
 Several sources overlay where it makes sense (dot, circle, spectrum).
 
 Examples:
+
   posenc plot sinusoidal --len 128 --dim 64
   posenc plot sinusoidal --len 128 --dim 64 -o pe.png
   posenc plot rope rope:preset=llama3.1 --len 4096 --dim 128 \\
       --view spectrum -o spectrum.svg"""
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from ._common import complete_kind
-
-    with_completer(
-        p.add_argument(
-            "sources", nargs="+", metavar="SOURCE", help="Files, - for stdin, or specs KIND[:key=value,...]."
-        ),
-        complete_kind,
-    )
-    p.add_argument("-o", "--output", metavar="PATH", help="The picture: .png, .svg or .pdf.")
-    with_completer(
-        p.add_argument(
-            "--view", metavar="VIEW", help=f"What to draw: {', '.join(VIEW_NAMES)} (default: the kind's first view)."
-        ),
-        choices(VIEW_NAMES),
-    )
-    add_table_options(p)
-    p.add_argument("--pair", type=int, metavar="N", help="circle: the frequency pair (0 = highest frequency).")
-    p.add_argument("--positions", type=int, metavar="N", help="circle: consecutive positions to place (default 16).")
-    p.add_argument("--at", type=int, action="append", metavar="T", help="dot: a row t to start from (repeatable).")
-    p.add_argument("--max-offset", type=int, metavar="K", help="dot: the largest offset k.")
-    p.add_argument("--cosine", action="store_true", help="dot: cosine similarity instead of the dot product.")
-    p.add_argument("--head", type=int, metavar="H", help="bias: one head (default: several).")
-    p.add_argument("--size", metavar="WxH", help="Figure size in inches, e.g. 8x5.")
-    p.add_argument("--dpi", type=int, metavar="N", help="Resolution of a .png (default 100).")
-    add_max_bytes(p)
-    add_quiet(p)
-
 
 #: options that only the named views read: given for another view, they are refused
 VIEW_OPTIONS = {
@@ -78,50 +36,82 @@ VIEW_OPTIONS = {
 }
 
 
-def run(args: argparse.Namespace) -> int:
+def run(
+    sources: o.Sources = None,
+    output: o.Output = None,
+    view: o.View = None,
+    length: o.Length = None,
+    dim: o.Dim = None,
+    param: o.Params = None,
+    dtype: o.Dtype = None,
+    grid: o.Grid = None,
+    layer_type: o.LayerType = None,
+    pair: o.Pair = None,
+    positions: o.Positions = None,
+    at: o.At = None,
+    max_offset: o.MaxOffset = None,
+    cosine: o.Cosine = False,
+    head: o.Head = None,
+    size: o.Size = None,
+    dpi: o.Dpi = None,
+    force: o.Force = False,
+    json_out: o.Json = False,
+    max_bytes: o.MaxBytes = None,
+    quiet: o.Quiet = 0,
+) -> int:
     from .. import plot
     from ..encodings import KINDS, get_kind
 
-    refuse_spec_options_for_files(args, args.sources)
-    params = spec_params(args)
-    opened = [open_src(text, args, params, like=None) for text in args.sources]
-    sources = []
+    texts = list(sources or [])
+    if not texts:
+        raise ParameterError("give a SOURCE to draw: a file, -, a spec such as sinusoidal, or a model config")
+    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes)
+    refuse_spec_options_for_files(opts, texts)
+    opened = [open_src(text, opts, quiet=quiet) for text in texts]
+    drawn = []
     for src in opened:
         for part in list(src.groups.values()) or [src]:
             kind = part.kind
             roles = dict(get_kind(kind).ROLES) if kind in KINDS else {}
-            sources.append(
-                plot.PlotSource(part.label, {n: part.array(n) for n in part.names}, roles, dict(part.metadata))
-            )
-    view = args.view or _default_view(opened, sources)
+            drawn.append(plot.PlotSource(part.label, {n: part.array(n) for n in part.names}, roles, dict(part.metadata)))
+    chosen = view or _default_view(opened, drawn)
+    given = {"pair": pair, "positions": positions, "at": at, "max_offset": max_offset, "cosine": cosine, "head": head}
     for dest, (owner, flag) in VIEW_OPTIONS.items():
-        if owner != view:
-            refuse(args, [(dest, flag)], f"it sets the {owner} view, and this plot is {view}")
-    if args.output is None:
+        if owner != chosen:
+            refuse([(flag, given[dest])], f"it sets the {owner} view, and this plot is {chosen}")
+    if output is None:
         if not sys.stdout.isatty():
             raise ParameterError(plot.NEEDS_OUTPUT)
-        refuse(args, [("size", "--size"), ("dpi", "--dpi")], "they size a picture file; the terminal has its own")
-        if view != "heatmap" or len(sources) != 1:
+        refuse(
+            [("--size", size), ("--dpi", dpi), ("--force", force), ("--json", json_out)],
+            "they describe a picture file; the terminal has its own",
+        )
+        if chosen != "heatmap" or len(drawn) != 1:
             raise ParameterError(
-                f"the terminal shows one table's heatmap; pass -o FILE.png for --view {view}"
-                + (" or several sources" if len(sources) != 1 else "")
+                f"the terminal shows one table's heatmap; pass -o FILE.png for --view {chosen}"
+                + (" or several sources" if len(drawn) != 1 else "")
             )
-        _terminal(sources[0])
+        _terminal(drawn[0])
         return ExitCode.OK
-    size = _size(args.size) if args.size else None
     kwargs = {
-        "pair": args.pair or 0,
-        "positions": args.positions or 16,
-        "starts": args.at,
-        "max_offset": args.max_offset,
-        "cosine": args.cosine,
-        "head": args.head,
-        "size": size,
+        "pair": pair or 0,
+        "positions": positions or 16,
+        "starts": at or None,
+        "max_offset": max_offset,
+        "cosine": cosine,
+        "head": head,
+        "size": _size(size) if size else None,
+        "force": force,
     }
-    if args.dpi is not None:
-        kwargs["dpi"] = args.dpi
-    result = plot.plot(view, sources, args.output, **kwargs)
-    msg(f"wrote {result.path} ({view}, {result.format}, {result.size[0]} x {result.size[1]} px)", args.quiet)
+    if dpi is not None:
+        kwargs["dpi"] = dpi
+    if max_bytes is not None:
+        kwargs["max_bytes"] = max_bytes
+    result = plot.plot(chosen, drawn, output, **kwargs)
+    if json_out:
+        print_json(result.to_json())
+    else:
+        msg(result.summary(), quiet)
     return ExitCode.OK
 
 
@@ -152,10 +142,12 @@ def _terminal(src) -> None:
 
 
 def _size(text: str) -> tuple[float, float]:
+    import math
+
     try:
         w, h = (float(x) for x in text.lower().split("x"))
     except ValueError:
         raise ParameterError(f"--size {text!r} is not WxH in inches; use e.g. --size 8x5") from None
-    if not (0 < w <= 50 and 0 < h <= 50):
+    if not (math.isfinite(w) and math.isfinite(h) and 0 < w <= 50 and 0 < h <= 50):
         raise ParameterError(f"--size {text!r} is out of range; use 0 < W, H <= 50 inches")
     return w, h
