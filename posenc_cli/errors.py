@@ -32,6 +32,10 @@ def param(name: str) -> str:
     return f"\x02{name}\x03"
 
 
+#: :func:`param` under a name that does not clash with the encodings' dataclass-field helper ``param``
+ref = param
+
+
 def render_params(text: str, spell: Callable[[str], str | None] | None = None) -> str:
     """``text`` with each :func:`param` reference spelled by ``spell(name)`` (None: the Python spelling)."""
 

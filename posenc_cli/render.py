@@ -1037,7 +1037,7 @@ def kind_detail(info: dict[str, Any], *, width: int | None = None) -> None:
 
 
 # ----- kinds --hf-config (ported from main) -----------------------------------------------------------
-def config_report(report: dict[str, Any], width: int | None = None) -> None:
+def config_report(report: dict[str, Any], width: int | None = None, quiet: int = 0) -> None:
     """What a model config said, one value per line with where it came from, within ``width`` columns
     (default: the terminal's width, at most 100; piped, 80 whatever the terminal, so logs do not depend on it)."""
     if width is None:
@@ -1059,7 +1059,7 @@ def config_report(report: dict[str, Any], width: int | None = None) -> None:
             out.write(f"{line}  {origin}\n")
         else:
             out.write(line + "\n" + "".join(f"{w}\n" for w in wrap(origin, width, " " * 6)))
-    for w in report.get("warnings") or []:
+    for w in [] if quiet else report.get("warnings") or []:
         sys.stderr.write(f"Warning: {w}\n")
 
 

@@ -40,7 +40,10 @@ CASES = [
         ["generate", "--kind", "sinusoidal", "--hf-config", "cfg.json", "-n", "4"],
         "kind 'sinusoidal' cannot read; drop --kind or use one of: rope",
     ),
-    (["generate", "--layer-type", "sliding_attention", "-n", "4", "-d", "4"], "--layer-type cannot apply: they apply to a model config"),
+    (
+        ["generate", "--layer-type", "sliding_attention", "-n", "4", "-d", "4"],
+        "--layer-type cannot apply: they apply to a model config",
+    ),
     (
         ["check", "sinusoidal", "-n", "4", "-d", "4", "--require", "finite,sparkly"],
         "unknown check 'sparkly'; choose from: finite",

@@ -84,8 +84,8 @@ def test_the_completion_names_are_the_registries():
     from posenc_cli.encodings import _names, kind_classes
 
     classes = kind_classes()
-    assert _names.PARAMS == {k: tuple(f.name for f in c.param_fields()) for k, c in classes.items()}
-    assert _names.PRESETS == {k: tuple(c.PRESETS) for k, c in classes.items()}
+    assert {k: tuple(f.name for f in c.param_fields()) for k, c in classes.items()} == _names.PARAMS
+    assert {k: tuple(c.PRESETS) for k, c in classes.items()} == _names.PRESETS
     assert tuple(CHECKS) == _names.CHECKS
 
 

@@ -69,6 +69,9 @@ SPECIAL = {
 BASE_FOR = {
     ("generate", "--hf-config", "spec"): ["-n", "8", "-o", "{path}/out.npy"],
     ("check", "--tensor", "spec"): ["rope", "-n", "8", "-d", "8"],
+    ("export", "--hf-config", "spec"): ["-n", "8", "-o", "{path}/out.safetensors"],
+    # kinds says nothing on stderr but a model config's warnings
+    ("kinds", "--quiet", "none"): ["{path}/cfg_warn.json"],
     ("check", "--tensor", "file"): ["{path}/rope.safetensors"],
     ("check", "--tensor", "stdin"): ["-"],
     # identification applies to a table without a kind: a plain .npy written by NumPy
@@ -137,6 +140,7 @@ def files(tmp_path_factory) -> Path:
     assert cli(["generate", "-n", "8", "-d", "8", "-o", str(path / "pe.npy")])[0] == 0
     assert cli(["generate", "--kind", "rope", "-n", "8", "-d", "8", "-o", str(path / "rope.safetensors")])[0] == 0
     (path / "cfg.json").write_text(json.dumps(CONFIG))
+    (path / "cfg_warn.json").write_text(json.dumps({**CONFIG, "model_type": "mystery"}))
     # a table without posenc's metadata (identified by check and identify): sinusoidal, built with NumPy
     t, k = np.arange(8)[:, None], np.arange(4)[None, :]
     plain = np.empty((8, 8))
@@ -167,7 +171,7 @@ def test_every_option_has_a_case():
     assert set(COMMANDS) == set(BASELINES)
 
 
-INPUTS = ("pe.safetensors", "pe.npy", "rope.safetensors", "cfg.json", "plain.npy")
+INPUTS = ("pe.safetensors", "pe.npy", "rope.safetensors", "cfg.json", "cfg_warn.json", "plain.npy")
 #: (folder, baseline arguments, stdin) -> the baseline's (code, stdout, stderr, outputs): the cases of one command
 #: and source kind share a folder, so each baseline runs once per worker (a plot baseline renders a figure).
 _BASELINES: dict[tuple[str, tuple[str, ...], bytes], tuple[int, bytes, str, dict[str, bytes]]] = {}

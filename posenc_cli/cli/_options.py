@@ -279,9 +279,7 @@ Atol = Annotated[
 ]
 Rtol = Annotated[
     float,
-    typer.Option(
-        "--rtol", metavar="X", parser=number(low=0, high=1, integer=False), help="Relative tolerance of |b|."
-    ),
+    typer.Option("--rtol", metavar="X", parser=number(low=0, high=1, integer=False), help="Relative tolerance of |b|."),
 ]
 NoExplain = Annotated[bool, typer.Option("--no-explain", help="Do not look for why tables differ (faster).")]
 AllLayerTypes = Annotated[
@@ -390,7 +388,9 @@ Dpi = Annotated[
 ]
 KindArg = Annotated[
     Optional[str],
-    typer.Argument(metavar="[KIND]", autocompletion=complete.kinds, help="Show one kind in detail.", show_default=False),
+    typer.Argument(
+        metavar="[KIND]", autocompletion=complete.kinds, help="Show one kind in detail.", show_default=False
+    ),
 ]
 
 #: parameter name (as the library's messages name it, :func:`posenc_cli.errors.param`) -> the flag that sets it

@@ -77,6 +77,8 @@ def run(
     elif source is None:
         raise ParameterError("give a SOURCE to export (a file, -, a spec or a model config) or --hf-config")
     elif is_spec(source) or is_config(source):
+        if layer_type is not None and is_spec(source):
+            raise ParameterError(f"--layer-type applies to a model config, and {source} is a spec; drop it")
         if onnx_rope and is_spec(source):
             _onnx_kind(source.split(":", 1)[0])
         src = open_src(source, opts, quiet=quiet, extra=onnx)
@@ -88,10 +90,14 @@ def run(
         if onnx_rope:  # a posenc rope file: regenerate its encoding with the ONNX cache layout
             enc = src.encoding
             if enc is None:
-                raise ParameterError("--onnx-rope needs a spec or a posenc-written file (its metadata rebuilds the table)")
+                raise ParameterError(
+                    "--onnx-rope needs a spec or a posenc-written file (its metadata rebuilds the table)"
+                )
             _onnx_kind(enc.KIND)
             builds = True  # rebuilt: in --dtype already
-            src = Source.from_encoding(dataclasses.replace(enc, cache="onnx", **({"dtype": dtype} if dtype else {})), src.label)
+            src = Source.from_encoding(
+                dataclasses.replace(enc, cache="onnx", **({"dtype": dtype} if dtype else {})), src.label
+            )
     if onnx_rope:
         _onnx_kind(src.encoding.KIND if src.encoding is not None else None)
     for w in src.warnings:

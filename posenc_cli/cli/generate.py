@@ -56,7 +56,7 @@ def run(
     max_bytes: o.MaxBytes = None,
     quiet: o.Quiet = 0,
 ) -> int:
-    from ..sources import is_config, is_spec
+    from ..sources import is_config
 
     opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes)
     text = _source_text(source, kind, hf_config)
@@ -65,11 +65,7 @@ def run(
         refuse([("--layer-type", layer_type), ("--all-layer-types", all_layer_types)], "they apply to a model config")
     if all_layer_types:
         return _all_layer_types(text, kind, opts, output, format, force, tensor, precision, json_out, quiet)
-    src = (
-        _config_source(text, kind, opts, quiet)
-        if config
-        else open_src(text, opts, quiet=quiet)
-    )
+    src = _config_source(text, kind, opts, quiet) if config else open_src(text, opts, quiet=quiet)
     enc = src.encoding
     names = list(src.lazy)
     for t in tensor or []:
@@ -95,9 +91,7 @@ def run(
     dest = "-" if output is None else output
     if dest == "-" and json_out:
         raise ParameterError("--json and -o - both write stdout; give -o FILE to write the table and describe it")
-    written = write_source(
-        dest, src, fmt=format, tensors=tensor, force=force, quiet=quiet, limit=byte_limit(max_bytes)
-    )
+    written = write_source(dest, src, fmt=format, tensors=tensor, force=force, quiet=quiet, limit=byte_limit(max_bytes))
     if json_out:
         print_json(written.to_json())
     else:

@@ -65,14 +65,13 @@ def _config(path: str, kind: str | None, layer_type: str | None, json_out: bool,
         distinct = {repr(v) for v in layers.values() if v is not None}
         types = list(rotating) if len(distinct) > 1 else [None]
     reports = [describe_model_config(config, kind=kind, layer_type=lt) for lt in types]
-    for r in reports:
-        for w in r.get("warnings", []) if isinstance(r, dict) else []:
-            msg(f"Warning: {w}", quiet)
     if json_out:
+        for w in dict.fromkeys(w for r in reports for w in r.get("warnings") or []):
+            msg(f"Warning: {w}", quiet)
         print_json(reports if layer_type is None and len(reports) > 1 else reports[0])
     else:
         for i, report in enumerate(reports):
             if i:
                 print()
-            config_report(report)
+            config_report(report, quiet=quiet)
     return ExitCode.OK

@@ -73,7 +73,9 @@ def run(
         for part in list(src.groups.values()) or [src]:
             kind = part.kind
             roles = dict(get_kind(kind).ROLES) if kind in KINDS else {}
-            drawn.append(plot.PlotSource(part.label, {n: part.array(n) for n in part.names}, roles, dict(part.metadata)))
+            drawn.append(
+                plot.PlotSource(part.label, {n: part.array(n) for n in part.names}, roles, dict(part.metadata))
+            )
     chosen = view or _default_view(opened, drawn)
     given = {"pair": pair, "positions": positions, "at": at, "max_offset": max_offset, "cosine": cosine, "head": head}
     for dest, (owner, flag) in VIEW_OPTIONS.items():

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..errors import ParameterError, ref
 from .base import Encoding, TensorSpec, param
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class _Naive(Encoding):
     def validate(self) -> None:
         last = self.offset + self.length - 1
         if last > MAX_POSITION:
-            raise ParameterError(f"last position {last} exceeds {MAX_POSITION}; lower length or offset")
+            raise ParameterError(f"last position {last} exceeds {MAX_POSITION}; lower {ref('length')} or offset")
 
     def tensor_specs(self) -> dict[str, TensorSpec]:
         return {"pe": TensorSpec("pe", (self.length, self.dim), self.out_dtype)}

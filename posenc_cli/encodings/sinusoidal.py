@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..errors import ParameterError, ref
 from . import _angleadd, _trig
 from .base import Encoding, TensorSpec, param
 
@@ -126,7 +126,7 @@ class Sinusoidal(Encoding):
     def validate(self) -> None:
         if self.offset + self.length - 1 > MAX_POSITION:
             raise ParameterError(
-                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower length or offset"
+                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower {ref('length')} or offset"
             )
         if self.freq == "t2t" and self.max_timescale is not None and self.max_timescale < self.min_timescale:
             raise ParameterError(

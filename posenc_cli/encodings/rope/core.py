@@ -78,7 +78,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import ParameterError
+from ...errors import ParameterError, ref
 from .. import _angleadd, _trig
 from ..base import Encoding, TensorSpec, format_value, param
 from .scaling import SCALINGS, attention_scaling, optional_parameters
@@ -258,7 +258,7 @@ class Rope(Encoding):
     def validate(self) -> None:
         if self.offset + self.length - 1 > MAX_POSITION:
             raise ParameterError(
-                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower length or offset"
+                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower {ref('length')} or offset"
             )
         for name, users in USED_BY.items():
             if getattr(self, name) is not None and self.scaling not in users:

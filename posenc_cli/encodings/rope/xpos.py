@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import ParameterError
+from ...errors import ParameterError, ref
 from ..base import Encoding, TensorSpec, param
 from .core import LAYOUTS, MAX_POSITION, place_pairs
 
@@ -63,7 +63,7 @@ class XPos(Encoding):
             raise ParameterError(f"dim={self.dim} is odd; xpos scales come in pairs, use an even dim")
         if self.offset + self.length - 1 > MAX_POSITION:
             raise ParameterError(
-                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower length or offset"
+                f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower {ref('length')} or offset"
             )
 
     @cached_property
