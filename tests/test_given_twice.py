@@ -105,7 +105,7 @@ def test_a_config_stands_wherever_a_spec_does(tmp_path):
 
 
 def test_kinds_takes_quiet_like_its_siblings():
-    code, out, err = cli(["kinds", "-q"])
+    code, out, _ = cli(["kinds", "-q"])
     assert code == 0 and b"rope" in out
 
 
