@@ -17,8 +17,7 @@ import pytest
 from .conftest import ROOT, cli, completion_env, completion_values
 
 SCRIPTS = {"bash": "posenc.bash", "zsh": "_posenc", "fish": "posenc.fish", "powershell": "posenc.ps1"}
-#: Typer's --show-completion and --install-completion take the shell's name when detection is off
-NO_DETECTION = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+NO_DETECTION: dict[str, str] = {}  # --show-completion and --install-completion take the shell's name
 
 
 @pytest.mark.parametrize("shell", list(SCRIPTS))
@@ -100,6 +99,7 @@ def test_install_completion_writes_the_script_for_the_shell(tmp_path):
     assert code == 0, err
     installed = tmp_path / ".bash_completions" / "posenc.sh"
     assert installed.read_bytes() == (ROOT / "completions" / "posenc.bash").read_bytes().rstrip(b"\n")
+    assert "installed bash completion" in err
     assert f"source '{installed}'" in (tmp_path / ".bashrc").read_text()
     code, _, err = cli(["--install-completion", "tcsh"], env={"HOME": str(tmp_path), **NO_DETECTION})
     assert code == 2 and "tcsh" in err and "\n" not in err.strip()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Any, Optional
 
 from .. import __version__
 from ..errors import ExitCode, PosencError
@@ -119,13 +119,16 @@ def _group_class() -> Any:
 def app() -> Any:
     """The root Click group (Typer's), with ``--version``, ``--install-completion`` and ``--show-completion``."""
     import typer
+    from typer._completion_classes import completion_init
     from typer.main import get_command
+
+    completion_init()  # Typer's completion classes for bash, zsh, fish and PowerShell
 
     root = typer.Typer(
         name=PROG,
         help=_HELP,
         cls=_group_class(),
-        add_completion=True,
+        add_completion=False,  # its own --install/--show-completion below take the shell's name too
         rich_markup_mode=None,
         pretty_exceptions_enable=False,
         context_settings=_context(),
@@ -142,10 +145,78 @@ def app() -> Any:
         show_version: bool = typer.Option(
             False, "--version", callback=version, is_eager=True, help="Print the version and exit."
         ),
+        install: Optional[str] = typer.Option(
+            None,
+            "--install-completion",
+            metavar="SHELL",
+            callback=_install_completion,
+            is_eager=True,
+            expose_value=False,
+            autocompletion=lambda incomplete: [s for s in (*SHELLS, "auto") if s.startswith(incomplete)],
+            help="Install completion for SHELL: bash, zsh, fish, powershell, or auto (the current shell).",
+        ),
+        show: Optional[str] = typer.Option(
+            None,
+            "--show-completion",
+            metavar="SHELL",
+            callback=_show_completion,
+            is_eager=True,
+            expose_value=False,
+            autocompletion=lambda incomplete: [s for s in (*SHELLS, "auto") if s.startswith(incomplete)],
+            help="Print the completion script for SHELL (the same names).",
+        ),
     ) -> None:
         pass
 
     return get_command(root)
+
+
+SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+
+
+def _shell(value: str) -> str:
+    """The shell ``value`` names (``auto``: the current one, as Typer detects it)."""
+    import typer
+
+    if value == "auto":
+        from typer._completion_shared import _get_shell_name
+
+        detected = _get_shell_name()
+        if detected not in SHELLS:
+            raise typer.BadParameter(f"cannot tell the current shell ({detected}); name one: {', '.join(SHELLS)}")
+        return str(detected)
+    if value not in SHELLS:
+        raise typer.BadParameter(f"{value!r} is not a shell posenc completes; choose from: {', '.join(SHELLS)}")
+    return value
+
+
+def _show_completion(ctx: Any, param: Any, value: str | None) -> None:
+    """Print Typer's completion script for the shell (the scripts in completions/ are these)."""
+    import typer
+    from typer._completion_shared import get_completion_script
+
+    if value is None or ctx.resilient_parsing:
+        return
+    shell = _shell(value)
+    sys.stdout.write(get_completion_script(prog_name=PROG, complete_var=COMPLETE_VAR, shell=shell) + "\n")
+    raise typer.Exit(0)
+
+
+def _install_completion(ctx: Any, param: Any, value: str | None) -> None:
+    """Install Typer's completion script where the shell reads it (Typer's own installer)."""
+    import typer
+    from typer._completion_shared import install
+
+    if value is None or ctx.resilient_parsing:
+        return
+    shell = _shell(value)
+    done, path = install(shell=shell, prog_name=PROG, complete_var=COMPLETE_VAR)
+    sys.stderr.write(f"installed {done} completion in {path}; start a new shell to use it\n")
+    raise typer.Exit(0)
+
+
+#: the environment variable that asks posenc for completions (Typer's protocol: _PROG_COMPLETE)
+COMPLETE_VAR = "_POSENC_COMPLETE"
 
 
 def main(argv: list[str] | None = None) -> None:
