@@ -1,16 +1,19 @@
 """Docs that cannot drift: every command shown in README.md and docs/*.md runs, and prints what is shown.
 
 A ```console block holds ``$ `` command lines, each followed by the output a person sees on an 80-column
-terminal (stdout and stderr; ``(exit N)`` after a non-zero exit). The blocks of one file run in order, in one
-temporary directory that holds a copy of ``docs/examples/``. A plain ``posenc ARGS`` line runs in this process on
+terminal (stdout and stderr; ``(exit N)`` after a non-zero exit). The blocks of one file run in order, from the
+repository root as a reader types them: in a temporary copy of the checkout (``conftest.copy_checkout``), so
+commands that write files leave the repository alone. A plain ``posenc ARGS`` line runs in this process on
 a stand-in terminal (``conftest.cli_tty``: isatty, 80 columns, stdout and stderr interleaved, stdin empty);
 anything else (pipes, redirections, other programs) runs through bash on a pseudo-terminal.
 ``test_the_in_process_terminal_shows_what_the_pty_shows`` holds the two to the same output. Outputs are
-compared after normalising only the temporary directory's path. The block after ``<!-- norun: WHY -->`` is not
+compared after normalising only the temporary directory's path, with numbers compared as numbers
+(``tests/numbers.py``: their last digits change with the CPU's vector width). The block after ``<!-- norun: WHY -->`` is not
 run (the set-up commands, which ``.ci/run`` runs).
 
 ``docs/kinds.md`` is generated from the kind declarations; refresh it and every shown output with
-``POSENC_UPDATE_DOCS=1 python -m pytest tests/test_docs.py``.
+``POSENC_UPDATE_DOCS=1 python -m pytest tests/test_docs.py`` (an output that agrees with what is shown is left
+as written).
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ import os
 import pty
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +32,7 @@ from posenc_cli.cli import COMMANDS
 from posenc_cli.encodings import KINDS, get_kind
 from posenc_cli.kindinfo import kind_info
 
-from .conftest import ROOT, cli_tty
+from .conftest import ROOT, cli_tty, copy_checkout
 from .numbers import assert_same_output, disagreement
 
 README = ROOT / "README.md"
@@ -107,8 +109,7 @@ def refreshed(shown: str, real: str) -> str:
 
 def run_file(path: Path, tmp: Path) -> tuple[str, list[tuple[str, str, str]]]:
     """Run every console block of ``path``; (the text with refreshed outputs, [(command, shown, real)])."""
-    if (DOCS / "examples").exists():
-        shutil.copytree(DOCS / "examples", tmp / "examples")
+    root = copy_checkout(tmp / "repo")
     results = []
 
     def rerun(m: re.Match) -> str:
@@ -116,7 +117,7 @@ def run_file(path: Path, tmp: Path) -> tuple[str, list[tuple[str, str, str]]]:
             return m.group(0)
         out = []
         for command, shown in split_block(m.group("body")):
-            real = run_shown(command, tmp)
+            real = run_shown(command, root)
             results.append((command, shown, real))
             out.append(f"$ {command}\n{refreshed(shown, real)}")
         return "```console\n" + "".join(out) + "```\n"
