@@ -321,6 +321,66 @@ def docs_text() -> str:
     return "\n".join(p.read_text() for p in DOC_FILES)
 
 
+# ----- counts in prose come from the registries -------------------------------------------------------------
+NUMBER_WORDS = {
+    word: n
+    for n, word in enumerate(
+        ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+         "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"),
+        1,
+    )
+}  # fmt: skip
+#: "the twelve kinds", "13 encoding kinds", "all seven commands": a number, at most one word, a counted noun.
+STATED_COUNT = re.compile(
+    rf"\b(?P<number>\d+|{'|'.join(NUMBER_WORDS)})\s+(?:[\w-]+\s+)?(?P<noun>kinds|presets|commands)\b", re.I
+)
+#: Counts in prose that are not the registry's total: (file, the phrase) -> why.
+NOT_TOTALS = {
+    ("inspect.md", "Three commands"): "compare, identify and check --against: the ones that look inside a table",
+}
+
+
+def registry_counts() -> dict[str, int]:
+    """How many kinds, presets (over every kind) and commands posenc has."""
+    presets = sum(len(kind_info(get_kind(name))["presets"]) for name in KINDS)
+    return {"kinds": len(KINDS), "presets": presets, "commands": len(COMMANDS)}
+
+
+def stated_counts(text: str) -> list[tuple[str, int, str]]:
+    """(phrase, number, noun) for each count of kinds, presets or commands stated in ``text``'s prose (code
+    blocks and inline code are left out: a command line's ``--len 5 -p preset=...`` is not a count)."""
+    prose = re.sub(r"```.*?```|`[^`\n]*`", "", text, flags=re.S)
+    found = []
+    for m in STATED_COUNT.finditer(prose):
+        word = m.group("number").lower()
+        found.append((m.group(0), int(word) if word.isdigit() else NUMBER_WORDS[word], m.group("noun").lower()))
+    return found
+
+
+def test_stated_counts_are_found():
+    text = "Of the twelve kinds, 23 preset presets; Three commands. `--len 5 presets` and\n```\n4 kinds\n```\n"
+    assert stated_counts(text) == [("twelve kinds", 12, "kinds"), ("23 preset presets", 23, "presets"),
+                                   ("Three commands", 3, "commands")]  # fmt: skip
+    assert stated_counts("one kind, 2-D/3-D kinds, one grammar for every command") == []
+
+
+@pytest.mark.parametrize("path", DOC_FILES, ids=[p.name for p in DOC_FILES])
+def test_counts_in_prose_are_the_registrys(path):
+    """A number of kinds, presets or commands stated in README or docs/ is the registry's count."""
+    counts = registry_counts()
+    for phrase, number, noun in stated_counts(path.read_text()):
+        if (path.name, phrase) in NOT_TOTALS:
+            continue
+        assert number == counts[noun], f"{path.name}: '{phrase}', but posenc has {counts[noun]} {noun}"
+
+
+def test_the_synopsis_names_every_command():
+    synopsis = (DOCS / "cli.md").read_text().split("\n\n")[1]
+    assert synopsis.startswith("`posenc COMMAND [OPTIONS]`: ")
+    named = re.findall(r"`(\w+)`", synopsis.split(". ")[0])
+    assert named == [m.NAME for m in COMMANDS]
+
+
 @pytest.mark.parametrize("command", [m.NAME for m in COMMANDS])
 def test_every_command_is_documented_with_its_help(command):
     text = (DOCS / "cli.md").read_text()
