@@ -410,6 +410,19 @@ def test_exactly_two_setup_commands_and_ci_reads_them():
     assert "setup:begin" in (ROOT / ".ci" / "run").read_text()
 
 
+def test_ci_runs_the_golden_tests_again_on_the_x86_64_baseline():
+    """.ci/run's second run names test files that exist (this one among them) under the lowered dispatch."""
+    script = (ROOT / ".ci" / "run").read_text()
+    listed = re.search(r"^golden_tests=\(\n(.*?)^\)", script, re.M | re.S)
+    assert listed, ".ci/run lists its docs and golden-output tests in golden_tests=( ... )"
+    tests = [line.split("#")[0].strip() for line in listed.group(1).splitlines() if line.split("#")[0].strip()]
+    assert "tests/test_docs.py" in tests and "tests/test_render.py" in tests
+    for test in tests:
+        assert (ROOT / test.split("::")[0]).is_file(), test
+    assert 'baseline="X86_V3 X86_V4 AVX512_ICL AVX512_SPR"' in script
+    assert 'NPY_DISABLE_CPU_FEATURES="$baseline" "$work/.venv/bin/python" -m pytest' in script
+
+
 @pytest.mark.parametrize("framework", ["PyTorch", "JAX", "TensorFlow"])
 def test_loading_in_other_frameworks_is_documented(framework):
     assert framework in (DOCS / "formats.md").read_text()
