@@ -8,8 +8,8 @@ a stand-in terminal (``conftest.cli_tty``: isatty, 80 columns, stdout and stderr
 anything else (pipes, redirections, other programs) runs through bash on a pseudo-terminal.
 ``test_the_in_process_terminal_shows_what_the_pty_shows`` holds the two to the same output. Outputs are
 compared after normalising only the temporary directory's path, with numbers compared as numbers
-(``tests/numbers.py``: their last digits change with the CPU's vector width). The block after ``<!-- norun: WHY -->`` is not
-run (the set-up commands, which ``.ci/run`` runs).
+(``tests/printed_numbers.py``: their last digits change with the CPU's vector width). The block after
+``<!-- norun: WHY -->`` is not run (the set-up commands, which ``.ci/run`` runs).
 
 ``docs/kinds.md`` is generated from the kind declarations; refresh it and every shown output with
 ``POSENC_UPDATE_DOCS=1 python -m pytest tests/test_docs.py`` (an output that agrees with what is shown is left
@@ -33,7 +33,7 @@ from posenc_cli.encodings import KINDS, get_kind
 from posenc_cli.kindinfo import kind_info
 
 from .conftest import ROOT, cli_tty, copy_checkout
-from .numbers import assert_same_output, disagreement
+from .printed_numbers import assert_same_output, disagreement
 
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -103,7 +103,7 @@ def split_block(body: str) -> list[tuple[str, str]]:
 
 def refreshed(shown: str, real: str) -> str:
     """The output to show after a refresh: what is shown, as written, unless ``real`` says something else
-    (``tests/numbers.py``: a number's last digits change with the CPU, and nobody changed them)."""
+    (``tests/printed_numbers.py``: a number's last digits change with the CPU, and nobody changed them)."""
     return shown if disagreement(shown, real) is None else real
 
 

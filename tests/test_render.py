@@ -1,6 +1,7 @@
 """The human output (render.py) and the terminal heatmap (termplot.py): golden check reports at 80 and 120
-columns (numbers compared as numbers, tests/numbers.py), nothing wider than the width, not-run properties, quiet levels, unwrapped verdicts, --json against its
-schema, previews and kinds that fit, and colours that follow values."""
+columns (numbers compared as numbers, tests/printed_numbers.py), nothing wider than the width, not-run
+properties, quiet levels, unwrapped verdicts, --json against its schema, previews and kinds that fit, and colours
+that follow values."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from posenc_cli import render, termplot
 from posenc_cli.checks.base import CheckResult as R
 
 from .conftest import ROOT
-from .numbers import assert_same_output
+from .printed_numbers import assert_same_output
 
 SCHEMA_PATH = ROOT / "docs" / "check-report.schema.json"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

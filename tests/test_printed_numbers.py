@@ -1,11 +1,11 @@
-"""tests/numbers.py: outputs agree when only the last digits of full-precision numbers differ, and never when
-a word, a count or a shown digit does."""
+"""tests/printed_numbers.py: outputs agree when only the last digits of full-precision numbers differ, and never
+when a word, a count or a shown digit does."""
 
 from __future__ import annotations
 
 import pytest
 
-from .numbers import NUMBER, assert_same_output, disagreement, numbers_agree
+from .printed_numbers import NUMBER, assert_same_output, disagreement, numbers_agree
 
 # ----- what passes: the last digits a CPU's vector width changes ----------------------------------------------------
 AGREE = [

@@ -1,5 +1,8 @@
 """Printed output compared as a person reads it: the words exactly, the numbers as numbers.
 
+(Not ``tests/numbers.py``: a test that runs ``python -m posenc_cli`` in tests/ would import it as the standard
+library's ``numbers``, and NumPy with it would fail.)
+
 A number's last digits are not part of what a command says: NumPy picks its loops by the CPU's vector width
 (SSE, AVX2, AVX-512), so a sum or a least-squares residual printed at full precision (``repr`` in ``--json``)
 changes in its last digits from one machine to the next. :func:`disagreement` compares two outputs line by
@@ -45,13 +48,14 @@ def disagreement(shown: str, actual: str, *, rtol: float = RTOL, atol: float = A
     shown_lines, actual_lines = shown.split("\n"), actual.split("\n")
     for number, (s, a) in enumerate(zip(shown_lines, actual_lines), 1):
         s_parts, a_parts = TOKENS.split(s), TOKENS.split(a)
+        lines = f"\n  shown:   {s}\n  printed: {a}"
         if len(s_parts) != len(a_parts):
-            return f"line {number}: {len(s_parts) // 2} numbers shown, {len(a_parts) // 2} printed\n  shown:   {s}\n  printed: {a}"
+            return f"line {number}: {len(s_parts) // 2} numbers shown, {len(a_parts) // 2} printed{lines}"
         for i, (sp, ap) in enumerate(zip(s_parts, a_parts)):
             if i % 2 == 0 and sp != ap:
-                return f"line {number}: the text differs\n  shown:   {s}\n  printed: {a}"
+                return f"line {number}: the text differs{lines}"
             if i % 2 == 1 and not numbers_agree(sp, ap, rtol=rtol, atol=atol):
-                return f"line {number}: {ap} where {sp} is shown\n  shown:   {s}\n  printed: {a}"
+                return f"line {number}: {ap} where {sp} is shown{lines}"
     if len(shown_lines) != len(actual_lines):
         extra = (actual_lines if len(actual_lines) > len(shown_lines) else shown_lines)[
             min(len(shown_lines), len(actual_lines))
