@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import os
 import pty
+import shutil
 import subprocess
 import sys
 import warnings
@@ -16,6 +17,28 @@ ROOT = Path(__file__).resolve().parent.parent
 # while they wait for work: with the suite on every core (pytest -n auto) they burned a quarter of the CPU time
 # on small matrix products and slowed the other workers. posenc's own row-block threads are not affected.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+#: What a copy of the checkout leaves out: environments, caches and build output (as .ci/run's copy does).
+NOT_CHECKOUT = (
+    ".venv",
+    ".git",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    ".mypy_cache",
+    ".ruff_cache",
+    "*.egg-info",
+    "build",
+    "dist",
+)
+
+
+def copy_checkout(dest: Path) -> Path:
+    """A copy of the repository at ``dest`` (sources, docs, examples, test data): a place where the commands
+    README.md and docs/ show run from the repository root, as a reader types them, and may write files."""
+    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(*NOT_CHECKOUT), dirs_exist_ok=True)
+    return dest
 
 
 def posenc_cmd() -> list[str]:

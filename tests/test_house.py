@@ -23,7 +23,7 @@ import pytest
 import posenc_cli
 from posenc_cli.encodings import KINDS
 
-from .conftest import ROOT, completion_env
+from .conftest import ROOT, completion_env, copy_checkout
 
 TOY_MODULE = '''
 """A toy kind for tests: pe[t, j] = cos(t / (j + 1)), one module, one registry line."""
@@ -191,9 +191,8 @@ def test_docs_have_a_python_example():
 
 @pytest.mark.parametrize("name,code", python_blocks(), ids=[n for n, _ in python_blocks()])
 def test_python_examples_run(tmp_path, monkeypatch, name, code):
-    """Each marked Python block of README and docs/, executed as written in a directory holding docs/examples."""
-    shutil.copytree(ROOT / "docs" / "examples", tmp_path / "examples")
-    monkeypatch.chdir(tmp_path)
+    """Each marked Python block of README and docs/, executed as written from (a copy of) the repository root."""
+    monkeypatch.chdir(copy_checkout(tmp_path / "repo"))
     exec(compile(code, name, "exec"), {})
 
 

@@ -1,6 +1,7 @@
 """The human output (render.py) and the terminal heatmap (termplot.py): golden check reports at 80 and 120
-columns, nothing wider than the width, not-run properties, quiet levels, unwrapped verdicts, --json against its
-schema, previews and kinds that fit, and colours that follow values."""
+columns (numbers compared as numbers, tests/printed_numbers.py), nothing wider than the width, not-run
+properties, quiet levels, unwrapped verdicts, --json against its schema, previews and kinds that fit, and colours
+that follow values."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from posenc_cli import render, termplot
 from posenc_cli.checks.base import CheckResult as R
 
 from .conftest import ROOT
+from .printed_numbers import assert_same_output
 
 SCHEMA_PATH = ROOT / "docs" / "check-report.schema.json"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -303,7 +305,7 @@ def plain_env(monkeypatch):
 # ----- the check report: goldens ------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("width", "golden"), [(80, GOLDEN_PASS_80), (120, GOLDEN_PASS_120)])
 def test_pass_report_matches_golden(width, golden):
-    assert text(render.check_lines(LABEL_PASS, "sinusoidal", PASS, REQUIRED_PASS, width=width)) == golden
+    assert_same_output(golden, text(render.check_lines(LABEL_PASS, "sinusoidal", PASS, REQUIRED_PASS, width=width)))
 
 
 @pytest.mark.parametrize(("width", "verbose", "golden"), [
@@ -311,7 +313,8 @@ def test_pass_report_matches_golden(width, golden):
     (80, True, GOLDEN_FAIL_VERBOSE_80), (120, True, GOLDEN_FAIL_VERBOSE_120),
 ])  # fmt: skip
 def test_fail_report_matches_golden(width, verbose, golden):
-    assert text(render.check_lines(LABEL_FAIL, "learned", FAIL, REQUIRED_FAIL, width=width, verbose=verbose)) == golden
+    out = text(render.check_lines(LABEL_FAIL, "learned", FAIL, REQUIRED_FAIL, width=width, verbose=verbose))
+    assert_same_output(golden, out)
 
 
 @pytest.mark.parametrize("columns", ["80", "120"])
@@ -319,7 +322,7 @@ def test_check_table_follows_COLUMNS_on_stdout(monkeypatch, capsys, columns):
     monkeypatch.setenv("COLUMNS", columns)
     render.check_table(LABEL_FAIL, "learned", FAIL, REQUIRED_FAIL)
     out = capsys.readouterr().out
-    assert out == (GOLDEN_FAIL_80 if columns == "80" else GOLDEN_FAIL_120)
+    assert_same_output(GOLDEN_FAIL_80 if columns == "80" else GOLDEN_FAIL_120, out)
     assert "\x1b" not in out  # not a terminal: no colour
 
 
