@@ -49,11 +49,12 @@ class PosencError(Exception):
     exit_code: int = ExitCode.ERROR
 
     def __str__(self) -> str:
-        return render_params(super().__str__())
+        # BaseException's own text: KeyError's (next in UnknownTensorError's MRO) would quote the message
+        return render_params(BaseException.__str__(self))
 
     def render(self, spell: Callable[[str], str | None]) -> str:
         """The message with parameter references spelled by ``spell`` (the CLI: the flag of each parameter)."""
-        return render_params(super().__str__(), spell)
+        return render_params(BaseException.__str__(self), spell)
 
 
 class ParameterError(PosencError, ValueError):

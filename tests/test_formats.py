@@ -580,7 +580,7 @@ def test_stdin_pipe_npy_and_safetensors(tmp_path):
     [
         (lambda npy: npy[:-5], DEFAULT_MAX_BYTES, "InputError: <stdin>: truncated"),
         (lambda npy: npy[:30], DEFAULT_MAX_BYTES, "InputError: <stdin>: truncated"),
-        (lambda npy: npy, 1000, "over the 1000 B limit; pass --max-bytes to raise the limit"),
+        (lambda npy: npy, 1000, "over the 1000 B limit; pass a larger max_bytes= to raise the limit"),
         (lambda npy: b"", DEFAULT_MAX_BYTES, "InputError: <stdin>: no data"),
         (lambda npy: b"hello world, not a table", DEFAULT_MAX_BYTES, "InputError: <stdin>: not a .npy"),
         (lambda npy: npy + b"extra", DEFAULT_MAX_BYTES, "InputError: <stdin>: unexpected data after the array"),

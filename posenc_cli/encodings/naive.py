@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ParameterError
+from ..errors import param as errors_param
 from .base import Encoding, TensorSpec, param
 
 if TYPE_CHECKING:
@@ -169,7 +170,7 @@ class Binary(_Naive):
             need = last.bit_length()
             raise ParameterError(
                 f"binary with dim={self.dim} holds positions below {2**self.dim}, but the last position is {last}; "
-                f"pass --dim {need} or more"
+                f"pass {errors_param('dim')} {need} or more"
             )
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
