@@ -97,8 +97,11 @@ def load_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str,
 def open_table(table: TableLike, *, max_bytes: int | None = None, **params: Any) -> Source:
     """Any :data:`TableLike` as a :class:`~posenc_cli.sources.Source` (tensors + metadata + encoding)."""
     from .encodings.base import Encoding
+    from .errors import check_int
     from .sources import Source, open_source
 
+    if max_bytes is not None:
+        check_int("max_bytes", max_bytes, 1)
     if isinstance(table, Source):
         return table
     if isinstance(table, Encoding):

@@ -247,3 +247,13 @@ def test_preview_checks_its_numbers_and_tensor():
     with pytest.raises(UnknownTensorError, match=r"rope has no tensor 'pe'"):
         pe.api.preview(enc, tensor="pe")
     assert pe.api.preview(enc, rows=3, cols=2, tensor="sin").corner.shape == (3, 2)
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5])
+def test_read_and_open_table_check_max_bytes(tmp_path, value):
+    pe.write(tmp_path / "pe.npy", np.zeros((4, 4)))
+    for call in (pe.read, pe.open_table):
+        with pytest.raises(
+            ParameterError, match=r"^max_bytes= .* (is out of range|is not an integer); pass an integer >= 1$"
+        ):
+            call(tmp_path / "pe.npy", max_bytes=value)
