@@ -37,6 +37,7 @@ _EXPORTS = {
     "identify": "api",
     "kinds": "api",
     "CheckReport": "api",
+    "Written": "api",
     "CheckResult": "checks.base",
     "CompareResult": "metrics",
     "Comparison": "api",
@@ -50,6 +51,7 @@ _EXPORTS = {
     "ParameterError": "errors",
     "InputError": "errors",
     "OutputError": "errors",
+    "UnknownTensorError": "errors",
 }
 
 __all__ = [
@@ -67,6 +69,7 @@ __all__ = [
     "identify",
     "kinds",
     "CheckReport",
+    "Written",
     "CheckResult",
     "CompareResult",
     "Comparison",
@@ -80,6 +83,7 @@ __all__ = [
     "ParameterError",
     "InputError",
     "OutputError",
+    "UnknownTensorError",
 ]
 
 if TYPE_CHECKING:
@@ -87,6 +91,7 @@ if TYPE_CHECKING:
         CheckReport,
         Comparison,
         TensorComparison,
+        Written,
         check,
         check_all,
         compare,
@@ -102,7 +107,7 @@ if TYPE_CHECKING:
     )
     from .checks.base import CheckResult
     from .encodings.base import Encoding
-    from .errors import ExitCode, InputError, OutputError, ParameterError, PosencError
+    from .errors import ExitCode, InputError, OutputError, ParameterError, PosencError, UnknownTensorError
     from .identification import Candidate, Identification
     from .metrics import CompareResult
     from .sources import Source

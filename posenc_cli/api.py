@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, ParameterError
+from .errors import InputError, ParameterError, param
 
 if TYPE_CHECKING:
     from .checks.base import CheckResult
@@ -97,8 +97,11 @@ def load_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str,
 def open_table(table: TableLike, *, max_bytes: int | None = None, **params: Any) -> Source:
     """Any :data:`TableLike` as a :class:`~posenc_cli.sources.Source` (tensors + metadata + encoding)."""
     from .encodings.base import Encoding
+    from .errors import check_int
     from .sources import Source, open_source
 
+    if max_bytes is not None:
+        check_int("max_bytes", max_bytes, 1)
     if isinstance(table, Source):
         return table
     if isinstance(table, Encoding):
@@ -107,11 +110,13 @@ def open_table(table: TableLike, *, max_bytes: int | None = None, **params: Any)
         return open_source(os.fspath(table), params=params or None, max_bytes=max_bytes)
     import numpy as np
 
+    from .formats import ArrayTensor
+
     if isinstance(table, np.ndarray):
-        return Source("array", {"pe": table}, {})
+        return Source("array", {"pe": table}, {}, lazy={"pe": ArrayTensor("pe", table)})
     if isinstance(table, Mapping):
         arrays = {str(k): np.asarray(v) for k, v in table.items()}
-        return Source("arrays", arrays, {})
+        return Source("arrays", arrays, {}, lazy={k: ArrayTensor(k, v) for k, v in arrays.items()})
     raise ParameterError(f"cannot read a table from {type(table).__name__}; pass a path, a spec, an Encoding or arrays")
 
 
@@ -125,6 +130,43 @@ def read(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> Sourc
     return open_table(text, max_bytes=max_bytes)
 
 
+@dataclass(frozen=True)
+class Written(Mapping[str, tuple[int, ...]]):
+    """What :func:`write` wrote: the path, the format and each tensor's name, shape and dtype as written.
+
+    It is also the mapping ``name -> shape`` that ``write`` used to return (``written["cos"]``, ``.items()``).
+    """
+
+    path: str
+    format: str
+    tensors: list[tuple[str, tuple[int, ...], str]]
+
+    def __getitem__(self, name: str) -> tuple[int, ...]:
+        for n, shape, _ in self.tensors:
+            if n == name:
+                return shape
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([n for n, _, _ in self.tensors])
+
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    def summary(self) -> str:
+        """One line: ``wrote rope.safetensors (cos (8192, 128) float32, sin (8192, 128) float32, ...)``."""
+        parts = ", ".join(f"{n} {shape} {dtype}" for n, shape, dtype in self.tensors)
+        return f"wrote {'stdout' if self.path == '-' else self.path} ({parts})"
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``--json`` prints after writing: the path, the format and each tensor as written."""
+        return {
+            "path": self.path,
+            "format": self.format,
+            "tensors": [{"name": n, "shape": list(shape), "dtype": dtype} for n, shape, dtype in self.tensors],
+        }
+
+
 def write(
     path: str | os.PathLike[str],
     table: TableLike,
@@ -136,48 +178,80 @@ def write(
     force: bool = False,
     max_bytes: int | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> dict[str, tuple[int, ...]]:
-    """Write ``table`` to ``path`` atomically, C-contiguous, with posenc metadata; return ``name -> shape``.
+) -> Written:
+    """Write ``table`` to ``path`` atomically, C-contiguous, with posenc metadata; return what was written.
 
     Parameters
     ----------
+    table : table-like
+        A path, a spec, an Encoding, a Source, an array (written as tensor ``pe``) or a dict of arrays.
+    format : str, optional
+        The format (default: from the suffix); one that disagrees with a table suffix of ``path`` is refused.
     tensors : list of str, optional
-        Write only these tensors (default: all; single-tensor formats, ``.npy`` and ``.csv``, take the kind's
-        primary tensor).
+        Write only these tensors (default: all). A one-tensor format (``.npy``, ``.csv``) file takes a table of
+        several tensors only when ``tensors`` chooses exactly one; ``"-"`` with ``npy`` carries the whole table
+        (the first tensor, then a posenc trailer).
     rename : mapping, optional
         ``old name -> new name``.
     dtype : str, optional
-        Cast every floating tensor to this dtype (``float64``, ``float32``, ``float16``, ``bfloat16``); the
-        metadata says so, so that metadata and bytes always agree.
+        Cast every tensor to this floating dtype (``float64``, ``float32``, ``float16``, ``bfloat16``); the
+        metadata says so, so that metadata and bytes always agree. A table with an integer tensor (T5 buckets,
+        Shaw indices) is refused: integers are not cast to floats.
     max_bytes : int, optional
         Refuse to write more than this many bytes of tensors (checked before anything is created).
     progress : callable, optional
         Called after each written block with (rows in that block, total rows of all tensors).
+
+    Returns
+    -------
+    Written
+        The path, format and each tensor's name, shape and dtype as written; ``.summary()`` is the one
+        ``wrote ...`` line; as a mapping it is ``name -> shape``.
     """
     from . import formats
+    from .errors import UnknownTensorError, param
+    from .formats import dtype_label
     from .sources import CastTensor
 
+    if max_bytes is not None:
+        from .errors import check_int
+
+        check_int("max_bytes", max_bytes, 1)
     src = open_table(table)
     dest = os.fspath(path)
     fmt = formats.format_for(dest, format)
     lazy = dict(src.lazy)
-    if tensors:
+    if tensors is not None:
+        if isinstance(tensors, str):
+            tensors = [tensors]
         missing = [t for t in tensors if t not in lazy]
         if missing:
-            raise ParameterError(f"{src.label} has no tensor {missing[0]!r}; choose from: {', '.join(lazy)}")
+            raise UnknownTensorError(
+                f"{src.label} has no tensor {missing[0]!r}; choose {param('tensor')} from: {', '.join(lazy)}"
+            )
+        if not tensors:
+            raise ParameterError(f"{param('tensor')} [] names no tensor; give at least one name, or None for all")
         lazy = {t: lazy[t] for t in tensors}
     # .npy on stdout is a pipe: the first tensor, then a posenc trailer with the metadata and the rest
     trailer = dest == "-" and fmt == "npy" and (len(lazy) > 1 or bool(src.metadata))
     if fmt in formats.SINGLE_TENSOR_FORMATS and len(lazy) > 1 and not trailer:
-        if tensors:
-            raise ParameterError(f".{fmt} holds one tensor; name one with tensors=[...] or write .safetensors/.npz")
-        name = src.tensor_name(None)
-        lazy = {name: lazy[name]}
+        raise ParameterError(
+            f"{dest} is .{fmt}, which holds one tensor, but {src.label} has {len(lazy)} ({', '.join(lazy)}); "
+            f"choose one with {param('tensor')} or write .safetensors, .npz or .json to keep them all"
+        )
     metadata = dict(src.metadata)
     if dtype is not None:
         from .encodings.base import dtype_name, resolve_dtype
 
         target = resolve_dtype(dtype)  # a bad name is refused before anything is written
+        integer = [(k, t.dtype) for k, t in lazy.items() if not formats.is_float(t.dtype)]
+        if integer:
+            name, got = integer[0]
+            raise ParameterError(
+                f"tensor {name!r} of {src.label} holds {dtype_label(got)} integers, which are not cast to "
+                f"{param('dtype')} {dtype}; drop {param('dtype')} or choose the floating tensors with "
+                f"{param('tensor')}"
+            )
         stated = [resolve_dtype(metadata["value_dtype"])] if "value_dtype" in metadata else []
         coarsest = _coarsest_float([t.dtype for t in lazy.values()] + stated)
         lazy = {k: CastTensor(v, _cast_to(src, k, dtype)) for k, v in lazy.items()}
@@ -197,7 +271,7 @@ def write(
     total = sum(int(t.shape[0]) if len(t.shape) else 1 for t in lazy.values())
     report = None if progress is None else (lambda n: progress(n, total))
     formats.write_table(dest, lazy, metadata, fmt, force=force, progress=report, trailer=trailer)
-    return {k: tuple(v.shape) for k, v in lazy.items()}
+    return Written(dest, fmt, [(k, tuple(v.shape), dtype_label(v.dtype)) for k, v in lazy.items()])
 
 
 def _cast_to(src: Source, name: str, dtype: str) -> str:
@@ -234,7 +308,11 @@ def _coarsest_float(dtypes: list[Any]) -> Any:
 def _renamed(lazy: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
     for old, new in mapping.items():
         if old not in lazy:
-            raise ParameterError(f"cannot rename {old!r}: no such tensor; choose from: {', '.join(lazy)}")
+            from .errors import UnknownTensorError, param
+
+            raise UnknownTensorError(
+                f"cannot rename {old!r} ({param('rename')}): no such tensor; choose from: {', '.join(lazy)}"
+            )
         if not new or new == "__metadata__":
             raise ParameterError(f"cannot rename {old!r} to {new!r}: not a valid tensor name")
     out = {mapping.get(k, k): v for k, v in lazy.items()}
@@ -257,6 +335,27 @@ class Preview:
     range_note: str
     small: dict[str, Any]
 
+    def to_json(self) -> dict[str, Any]:
+        """What ``posenc generate --json`` prints without ``-o``: the tensors, parameters, value range and the
+        corner of the primary tensor (as floats; ``null`` for non-finite values)."""
+        import math
+
+        import numpy as np
+
+        def num(x: Any) -> Any:
+            x = float(x)
+            return x if math.isfinite(x) else None
+
+        return {
+            "title": self.title,
+            "tensors": [{"name": n, "shape": list(shape), "dtype": dtype} for n, shape, dtype in self.specs],
+            "parameters": dict(self.params),
+            "primary": self.primary,
+            "shape": list(self.shape),
+            "value_range": [num(v) for v in self.value_range],
+            "corner": [[num(v) for v in np.atleast_1d(row)] for row in np.asarray(self.corner, dtype=np.float64)],
+        }
+
 
 def preview(enc: Encoding, rows: int = 10, cols: int = 8, tensor: str | None = None) -> Preview:
     """The corner (``rows`` x ``cols``; the first head of a 3-D table) of ``tensor`` (default: the primary one),
@@ -265,9 +364,12 @@ def preview(enc: Encoding, rows: int = 10, cols: int = 8, tensor: str | None = N
     import numpy as np
 
     from .encodings.base import dtype_name
+    from .errors import check_int
 
+    check_int("rows", rows, 1)
+    check_int("cols", cols, 1)
     specs = enc.tensor_specs()
-    primary = specs[tensor or enc.PRIMARY]
+    primary = enc.spec(tensor)
     corner = enc.rows(primary.name, 0, min(primary.shape[0], rows))
     if corner.ndim > 2:
         corner = corner[0]
@@ -360,6 +462,7 @@ def check(
     probes: int = 8,
     seed: int = 0,
     on_check: Callable[[str, int], None] | None = None,
+    max_bytes: int | None = None,
 ) -> CheckReport:
     """Measure every property of ``table`` that its kind declares and say whether the required ones hold.
 
@@ -382,14 +485,26 @@ def check(
         A source without a kind (a plain .npy, a foreign safetensors) is identified from its structure
         (:func:`identify`) and judged as what it is found to be; the report says what was assumed. With
         ``expect`` only that kind's readings are tried. False: judge it as an unknown kind (only ``finite``).
+    probes : int
+        Random probes of the randomized properties (Freivalds residuals, rotated vectors), from 1 to
+        ``checks.base.MAX_PROBES``; their work must fit ``max_bytes``.
+    seed : int
+        The probes' random seed, from 0 to ``2**32 - 1``.
     on_check : callable, optional
         Called with each property's name and how many there are, before it is measured (progress bars).
+    max_bytes : int, optional
+        The most bytes the probes may allocate (default: ``formats.DEFAULT_MAX_BYTES``); more probes than fit
+        are refused before anything is allocated, naming ``probes`` and ``max_bytes``.
     """
     from . import checks
-    from .checks.base import CheckContext, rtol_for
+    from .checks.base import MAX_PROBES, MAX_SEED, CheckContext, probe_bytes, rtol_for
     from .encodings import get_kind, resolve_kind
-    from .formats import validate_table_array
+    from .errors import check_int, param
+    from .formats import DEFAULT_MAX_BYTES, human_bytes, validate_table_array
 
+    check_int("probes", probes, 1, MAX_PROBES)
+    check_int("seed", seed, 0, MAX_SEED)
+    limit = DEFAULT_MAX_BYTES if max_bytes is None else check_int("max_bytes", max_bytes, 1)
     src = open_table(table)
     if expect is not None:
         expect = resolve_kind(expect)
@@ -402,7 +517,15 @@ def check(
     if array.ndim == 1:
         raise InputError(
             f"{src.label}: tensor {name!r} is 1-D (shape {tuple(array.shape)}); an encoding table has one row per "
-            "position: pick a 2-D tensor with --tensor or compare 1-D tensors with posenc compare"
+            f"position: pick a 2-D tensor with {param('tensor')} or compare 1-D tensors with compare()"
+        )
+    need = probe_bytes(tuple(array.shape), probes)
+    if need > limit:
+        fit = max(1, probes * limit // need)
+        raise ParameterError(
+            f"{param('probes')} {probes} would allocate about {human_bytes(need)} on {src.label} "
+            f"{tuple(array.shape)}, above the {human_bytes(limit)} limit; pass {param('probes')} {fit} or fewer, or "
+            f"raise {param('max_bytes')}"
         )
     tensors: dict[str, Any] = {n: (array if n == name else src.array(n)) for n in chosen}
     metadata: Mapping[str, str] = src.metadata
@@ -455,14 +578,14 @@ def check(
     if not results:
         raise InputError(
             f"{src.label}: no property can be measured on tensor {name!r} ({array.dtype} {tuple(array.shape)}); "
-            "pass --expect KIND or pick a table with --tensor"
+            f"pass {param('expect')} KIND or pick a table with {param('tensor')}"
         )
     available = [r.name for r in results]
     required = checks.required_for(kind_cls, require, available)
     missing = [n for n in required if n not in available]
     if missing:
         raise ParameterError(
-            f"--require {','.join(missing)}: not measurable on {src.label}; measurable: {', '.join(available)}"
+            f"{param('require')} {','.join(missing)}: not measurable on {src.label}; measurable: {', '.join(available)}"
         )
     unmeasured = [] if kind_cls is None else [n for n, req in kind_cls.PROPERTIES.items() if req and n not in available]
     failed = [r.name for r in results if r.name in required and r.passed is False]
@@ -510,7 +633,7 @@ def _chosen_tensors(src: Source, tensor: str | list[str] | tuple[str, ...] | Non
         return [primary, *[n for n in src.names if n != primary]]
     wanted = [tensor] if isinstance(tensor, str) else list(tensor)
     if not wanted:
-        raise ParameterError("tensor=[] names no tensor; give at least one name, or None for every tensor")
+        raise ParameterError(f"{param('tensor')} [] names no tensor; give at least one name, or None for every tensor")
     return list(dict.fromkeys(src.tensor_name(n) for n in wanted))
 
 
@@ -555,7 +678,7 @@ def check_all(table: TableLike, **options: Any) -> list[CheckReport]:
     if src.groups:
         if options.get("tensor") is not None:
             raise ParameterError(
-                f"{src.label} holds one table per group ({', '.join(src.groups)}); --tensor "
+                f"{src.label} holds one table per group ({', '.join(src.groups)}); {param('tensor')} "
                 "cannot apply: every group's tables are checked"
             )
         return [check(g, **options) for g in src.groups.values()]
@@ -714,13 +837,13 @@ def compare(
     and where, mean difference, row cosine and the verdict (every element within ``atol + rtol * |b|``); ``tensor``
     narrows it to one tensor (or to several of ``a``'s, see :func:`pair_tensors`); for a pair that differs, ``explain`` asks :func:`posenc_cli.diagnose.diagnose` why (a layout swap, an offset, another
     base, ...). ``.same`` is the verdict of the whole comparison."""
+    from .errors import check_float
     from .formats import validate_table_array
     from .metrics import compare as compare_arrays
 
-    if atol is not None and not atol >= 0:
-        raise ParameterError(f"atol={atol} must be >= 0")
-    if not rtol >= 0:
-        raise ParameterError(f"rtol={rtol} must be >= 0")
+    if atol is not None:
+        atol = check_float("atol", atol, 0.0)
+    rtol = check_float("rtol", rtol, 0.0)
     src_a, src_b = _open_pair(a, b)
     pairs, only_a, only_b = pair_tensors(src_a, src_b, tensor)
     compared = []
@@ -783,6 +906,7 @@ def kinds() -> list[dict[str, Any]]:
 
 __all__ = [
     "CheckReport",
+    "Written",
     "Comparison",
     "TensorComparison",
     "Preview",

@@ -53,11 +53,12 @@ class PosencError(Exception):
     exit_code: int = ExitCode.ERROR
 
     def __str__(self) -> str:
-        return render_params(super().__str__())
+        # BaseException's own text: KeyError's (next in UnknownTensorError's MRO) would quote the message
+        return render_params(BaseException.__str__(self))
 
     def render(self, spell: Callable[[str], str | None]) -> str:
         """The message with parameter references spelled by ``spell`` (the CLI: the flag of each parameter)."""
-        return render_params(super().__str__(), spell)
+        return render_params(BaseException.__str__(self), spell)
 
 
 class ParameterError(PosencError, ValueError):
@@ -81,3 +82,36 @@ class InputError(PosencError):
 
 class OutputError(PosencError):
     """A destination cannot be written."""
+
+
+def check_int(name: str, value: object, low: int, high: int | None = None, why: str = "") -> int:
+    """``value`` as an int when it is one (not a bool) within ``low .. high``; else a :class:`ParameterError`
+    naming the parameter, the value and the valid range (``why`` says where the bound comes from)."""
+    import numbers
+
+    span = f"from {low} to {high}" if high is not None else f">= {low}"
+    tail = f" ({why})" if why else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ParameterError(f"{param(name)} {value!r} is not an integer; pass an integer {span}{tail}")
+    v = int(value)
+    if v < low or (high is not None and v > high):
+        raise ParameterError(f"{param(name)} {v} is out of range; pass an integer {span}{tail}")
+    return v
+
+
+def check_float(
+    name: str, value: object, low: float = 0.0, high: float | None = None, *, open_low: bool = False
+) -> float:
+    """``value`` as a finite float within ``low .. high`` (``open_low``: above ``low``); nan, inf and anything
+    outside is a :class:`ParameterError` naming the parameter, the value and the valid range."""
+    import math
+    import numbers
+
+    op = ">" if open_low else ">="
+    span = f"a finite number {op} {low:g}" + (f" and <= {high:g}" if high is not None else "")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(f"{param(name)} {value!r} is not a number; pass {span}")
+    v = float(value)
+    if not math.isfinite(v) or (v <= low if open_low else v < low) or (high is not None and v > high):
+        raise ParameterError(f"{param(name)} {v!r} is out of range; pass {span}")
+    return v

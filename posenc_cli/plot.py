@@ -36,14 +36,13 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .errors import OutputError, ParameterError
+from .errors import OutputError, ParameterError, check_float, check_int, param
 
 INSTALL_HINT = "plotting to a file needs matplotlib; install it with: pip install 'posenc-cli[plot]'"
 #: ``posenc plot`` without ``-o`` when stdout is not a terminal.
@@ -58,6 +57,13 @@ ROLE_ALIASES = {"cos": "rotary", "sin": "rotary", "cos-cache": "rotary", "sin-ca
                 "slopes": None}  # fmt: skip
 #: Rows a view reads at most (a heatmap of more positions than pixels shows nothing more).
 MAX_ROWS = 4096
+#: The largest side of a picture in inches (``size``) and in pixels (``size`` x ``dpi``; Agg's own limit is 2**16).
+MAX_INCHES = 50.0
+MAX_SIDE_PIXELS = 1 << 15
+#: The most pixels a picture may have (64 Mpx: a 256 MiB RGBA raster), whatever ``max_bytes`` allows.
+MAX_PIXELS = 1 << 26
+#: Bytes per pixel of the raster matplotlib draws into (RGBA), for ``max_bytes``.
+RASTER_BYTES_PER_PIXEL = 4
 #: Positions of a ``bias`` matrix shown at most.
 MAX_MATRIX = 1024
 #: Overlaid sources differ in line style too, so that identical curves stay visible.
@@ -236,7 +242,9 @@ def estimate_frequencies(z: np.ndarray) -> np.ndarray:
     """
     n = z.shape[0]
     if n < 2:
-        raise ParameterError("measuring frequencies needs at least 2 positions; pass a longer table (--len)")
+        raise ParameterError(
+            f"measuring frequencies needs at least 2 positions; pass a longer table ({param('length')})"
+        )
     w = np.angle(np.sum(z[1:] * np.conj(z[:-1]), axis=0))
     k = 2
     while k < n:
@@ -361,6 +369,23 @@ class PlotResult:
     format: str
     size: tuple[int, int]
     panels: list[PanelInfo]
+
+    def summary(self) -> str:
+        """One line of the shape every written file is reported in:
+        ``wrote spectrum.png (spectrum view, png, 800 x 500 px)``."""
+        return f"wrote {self.path} ({self.view} view, {self.format}, {self.size[0]} x {self.size[1]} px)"
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``posenc plot --json`` prints: the file, the view, its pixel size and where each panel landed."""
+        import dataclasses
+
+        return {
+            "path": self.path,
+            "view": self.view,
+            "format": self.format,
+            "size": list(self.size),
+            "panels": [dataclasses.asdict(p) for p in self.panels],
+        }
 
 
 def _mpl() -> Any:
@@ -555,7 +580,9 @@ def _dot_curves(
         starts = sorted({n // 4, n // 2, (3 * n) // 4}) if n >= 16 else [n // 2]
     bad = [t for t in starts if not 0 <= t < n]
     if bad:
-        raise ParameterError(f"dot: position t={bad[0]} is outside {src.label}'s rows 0..{n - 1}")
+        raise ParameterError(
+            f"{param('starts')} holds {bad[0]}, outside {src.label}'s rows; pass rows t with 0 <= t <= {n - 1}"
+        )
     reach = max_offset if max_offset is not None else max(1, min(n // 4, 512)) if n >= 16 else n - 1
     curves = []
     for t in starts:
@@ -599,7 +626,9 @@ def _circle_points(src: PlotSource, pair: int) -> tuple[np.ndarray, np.ndarray, 
     if rot is not None:
         cols = rot.pair_columns()
         if not 0 <= pair < len(cols):
-            raise ParameterError(f"circle: pair {pair} is outside {src.label}'s pairs 0..{len(cols) - 1}")
+            raise ParameterError(
+                f"{param('pair')} {pair} is outside {src.label}'s {len(cols)} frequency pairs; pass 0 <= pair <= {len(cols) - 1}"
+            )
         c = int(cols[pair])
         x, y = rot.cos[:, c], rot.sin[:, c]
         inv = src.inv_freq()
@@ -613,7 +642,9 @@ def _circle_points(src: PlotSource, pair: int) -> tuple[np.ndarray, np.ndarray, 
     if got is None or not pairs:
         raise ParameterError(f"{src.label}: circle needs a cos/sin pair or a table of sin/cos columns")
     if not 0 <= pair < len(pairs):
-        raise ParameterError(f"circle: pair {pair} is outside {src.label}'s pairs 0..{len(pairs) - 1}")
+        raise ParameterError(
+            f"{param('pair')} {pair} is outside {src.label}'s {len(pairs)} frequency pairs; pass 0 <= pair <= {len(pairs) - 1}"
+        )
     a, b = pairs[pair]
     name, p = got
     w = float(estimate_frequencies((p[:, a] + 1j * p[:, b])[:, None])[0])
@@ -624,11 +655,19 @@ def _view_circle(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, A
     fig = fig_size((6.4, 6.0))
     ax = fig.add_subplot()
     pair = int(opts.get("pair") or 0)
-    count = int(opts.get("positions") or 16)
+    given = opts.get("positions")
+    points = [_circle_points(s, pair) for s in sources]
+    rows = min(len(p[0]) for p in points)
+    if given is not None and given > rows:
+        raise ParameterError(
+            f"{param('positions')} {given} asks for more positions than the {rows} rows shown; "
+            f"pass 1 <= positions <= {rows}"
+        )
+    count = min(16, rows) if given is None else int(given)
     radius = 0.0
     labels = ("cos", "sin")
     for i, s in enumerate(sources):
-        x, y, w, xl, yl = _circle_points(s, pair)
+        x, y, w, xl, yl = points[i]
         x, y = x[:count], y[:count]
         radius = max(radius, float(np.median(np.hypot(x, y))))
         ax.scatter(
@@ -707,7 +746,9 @@ def _view_bias(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any
     if opts.get("head") is not None:
         h = int(opts["head"])
         if not 0 <= h < m.shape[0]:
-            raise ParameterError(f"bias: head {h} is outside {src.label}'s heads 0..{m.shape[0] - 1}")
+            raise ParameterError(
+                f"{param('head')} {h} is outside {src.label}'s {m.shape[0]} heads; pass 0 <= head <= {m.shape[0] - 1}"
+            )
         heads = [h]
     heads = heads[:8]
     cols = min(len(heads), 4)
@@ -846,13 +887,15 @@ def plot(
     path: str | os.PathLike[str],
     *,
     pair: int = 0,
-    positions: int = 16,
+    positions: int | None = None,
     starts: Sequence[int] | None = None,
     max_offset: int | None = None,
     cosine: bool = False,
     head: int | None = None,
     size: tuple[float, float] | None = None,
     dpi: int = DPI,
+    force: bool = False,
+    max_bytes: int | None = None,
 ) -> PlotResult:
     """Draw ``view`` of ``sources`` into ``path`` (.png, .svg or .pdf, written atomically).
 
@@ -865,21 +908,30 @@ def plot(
     path : path-like
         The output file; its suffix picks the format.
     pair : int
-        circle: the frequency pair (0 = highest frequency).
-    positions : int
-        circle: how many consecutive positions to place on the circle.
+        circle: the frequency pair, ``0 <= pair <`` the source's number of pairs (0 = highest frequency).
+    positions : int, optional
+        circle: how many consecutive positions to place on the circle, from 1 to the rows shown (at most
+        :data:`MAX_ROWS`; default: 16, or fewer for a shorter table).
     starts : list of int, optional
-        dot: the rows ``t`` (default: a quarter, half and three quarters of the way down).
+        dot: the rows ``t``, each ``0 <= t <`` the rows shown (default: a quarter, half and three quarters of
+        the way down).
     max_offset : int, optional
-        dot: the largest ``|k|`` (default: a quarter of the rows, at most 512).
+        dot: the largest ``|k|``, from 1 to ``MAX_ROWS - 1`` (default: a quarter of the rows, at most 512);
+        offsets past the table's ends are not drawn.
     cosine : bool
         dot: cosine similarity instead of the dot product.
     head : int, optional
-        bias: show one head (default: up to 8 heads).
+        bias: show one head, ``0 <= head <`` the number of heads (default: up to 8 heads).
     size : (float, float), optional
-        Figure size in inches (default: the view's own).
+        Figure size in inches, each side finite, above 0 and at most :data:`MAX_INCHES` (default: the view's own).
     dpi : int
-        Pixels per inch of raster output.
+        Pixels per inch, at least 1; the picture must stay within :data:`MAX_SIDE_PIXELS` pixels a side and
+        :data:`MAX_PIXELS` pixels in all.
+    force : bool
+        Replace an existing ``path`` (without it an existing file is refused and left alone).
+    max_bytes : int, optional
+        Refuse a picture whose raster (width x height x 4 bytes) would need more than this many bytes
+        (default: ``formats.DEFAULT_MAX_BYTES``), before drawing it.
 
     Returns
     -------
@@ -890,10 +942,33 @@ def plot(
     ------
     ParameterError
         Unknown view, a view that does not apply (the message lists those that do), a suffix other than .png,
-        .svg, .pdf, or matplotlib missing (the message says how to install it).
+        .svg, .pdf, a number out of its range (the message names the parameter and the range), or matplotlib
+        missing (the message says how to install it).
     OutputError
-        The file cannot be written.
+        The file exists (without ``force``) or cannot be written.
     """
+    from .formats import DEFAULT_MAX_BYTES
+
+    check_int("pair", pair, 0)
+    if positions is not None:
+        check_int("positions", positions, 1, MAX_ROWS, "the rows a view reads at most")
+    if starts is not None:
+        starts = [check_int("starts", t, 0) for t in starts]
+        if not starts:
+            raise ParameterError(f"{param('starts')} [] names no row; give at least one row t, or None")
+    if max_offset is not None:
+        check_int("max_offset", max_offset, 1, MAX_ROWS - 1, "the rows a view reads at most")
+    if head is not None:
+        check_int("head", head, 0)
+    if size is not None:
+        if len(size) != 2:
+            raise ParameterError(f"{param('size')} {size!r} is not (width, height) in inches; pass e.g. (8, 5)")
+        size = (
+            check_float("size", size[0], 0.0, MAX_INCHES, open_low=True),
+            check_float("size", size[1], 0.0, MAX_INCHES, open_low=True),
+        )
+    check_int("dpi", dpi, 1, MAX_SIDE_PIXELS)
+    limit = DEFAULT_MAX_BYTES if max_bytes is None else check_int("max_bytes", max_bytes, 1)
     if view not in VIEWS:
         raise ParameterError(f"unknown view {view!r}; choose from: {', '.join(VIEWS)}")
     if not sources:
@@ -914,28 +989,53 @@ def plot(
         "cosine": cosine,
         "head": head,
     }
+    dest = os.fspath(path)
+    if not force and os.path.lexists(dest):  # before drawing; the writer checks again without a race
+        from .formats.atomic import exists_message
+
+        raise OutputError(exists_message(dest))
+
+    def figure(default: tuple[float, float]) -> Any:
+        _check_raster(size or default, dpi, limit)
+        return _figure(size or default, dpi)
+
     with mpl.rc_context(_RC):
-        fig, axes = v.func(lambda default: _figure(size or default, dpi), sources, opts)
-        dest = os.fspath(path)
-        _save(fig, dest, fmt, dpi)
+        fig, axes = v.func(figure, sources, opts)
+        _save(fig, dest, fmt, dpi, force)
         return PlotResult(dest, view, fmt, _pixels(fig, dpi), _panels(fig, axes))
 
 
-def _save(fig: Any, dest: str, fmt: str, dpi: int) -> None:
-    folder = os.path.dirname(os.path.abspath(dest))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".posenc-plot-", suffix="." + fmt, dir=folder)
-    except OSError as exc:
-        raise OutputError(f"cannot write {dest}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fig.savefig(fh, format=fmt, dpi=dpi, metadata=_SAVE_METADATA[fmt])
-        os.replace(tmp, dest)
-    except OSError as exc:
-        raise OutputError(f"cannot write {dest}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+def _check_raster(size: tuple[float, float], dpi: int, max_bytes: int) -> None:
+    """Refuse a picture of ``size`` inches at ``dpi`` whose sides pass :data:`MAX_SIDE_PIXELS` or whose raster
+    passes ``max_bytes``, before matplotlib allocates it."""
+    from .formats import human_bytes
+
+    w, h = round(size[0] * dpi), round(size[1] * dpi)
+    if max(w, h) > MAX_SIDE_PIXELS or w * h > MAX_PIXELS:
+        most = int(min(MAX_SIDE_PIXELS / max(size), math.sqrt(MAX_PIXELS / (size[0] * size[1]))))
+        while most > 1 and (
+            max(round(size[0] * most), round(size[1] * most)) > MAX_SIDE_PIXELS
+            or round(size[0] * most) * round(size[1] * most) > MAX_PIXELS
+        ):
+            most -= 1
+        raise ParameterError(
+            f"{param('dpi')} {dpi} makes a {w} x {h} px picture, above the {MAX_SIDE_PIXELS} px a side and "
+            f"{MAX_PIXELS} px in all a picture may have; pass {param('dpi')} {most} or less, or a smaller "
+            f"{param('size')}"
+        )
+    need = w * h * RASTER_BYTES_PER_PIXEL
+    if need > max_bytes:
+        raise ParameterError(
+            f"a {w} x {h} px picture needs {human_bytes(need)} of raster, above the {human_bytes(max_bytes)} "
+            f"limit; lower {param('dpi')} or {param('size')}, or pass {param('max_bytes')} {need}"
+        )
+
+
+def _save(fig: Any, dest: str, fmt: str, dpi: int, force: bool = False) -> None:
+    """Write ``fig`` through the one atomic writer of tables and pictures (:func:`.formats.write_atomic`)."""
+    from .formats import write_atomic
+
+    write_atomic(dest, lambda sink: fig.savefig(sink, format=fmt, dpi=dpi, metadata=_SAVE_METADATA[fmt]), force=force)
 
 
 def _pixels(fig: Any, dpi: int) -> tuple[int, int]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from .encodings import KINDS, get_kind, make_encoding, resolve_kind
 from .encodings.base import ALIASES
-from .errors import DuplicateParameterError, InputError, ParameterError, param
+from .errors import DuplicateParameterError, InputError, ParameterError, UnknownTensorError, param
 
 FILE_SUFFIXES = (".npy", ".npz", ".safetensors")
 #: Metadata key of a grouped table: the names of its groups, comma-separated.
@@ -194,7 +194,9 @@ class Source:
         names = self.names
         if requested is not None:
             if requested not in names:
-                raise InputError(f"{self.label} has no tensor {requested!r}; choose from: {', '.join(names)}")
+                raise UnknownTensorError(
+                    f"{self.label} has no tensor {requested!r}; choose {param('tensor')} from: {', '.join(names)}"
+                )
             return requested
         if len(names) == 1:
             return names[0]
@@ -207,10 +209,15 @@ class Source:
             return primary
         if "pe" in names:
             return "pe"
-        raise InputError(f"{self.label} holds several tensors; pick one with --tensor NAME from: {', '.join(names)}")
+        raise InputError(
+            f"{self.label} holds several tensors; pick one with {param('tensor')} from: {', '.join(names)}"
+        )
 
     def array(self, name: str):
-        """The whole tensor ``name`` as an array (computed for specs, memory-mapped for files)."""
+        """The whole tensor ``name`` as an array (computed for specs, memory-mapped for files); an unknown name
+        is an :class:`~posenc_cli.errors.UnknownTensorError` naming the choices."""
+        if name not in self.tensors and name not in self.lazy:
+            self.tensor_name(name)  # raises, naming the tensors there are
         if name not in self.tensors:
             if self.encoding is not None:
                 self.tensors[name] = self.encoding.array(name)
@@ -234,6 +241,9 @@ def encoding_from_metadata(metadata: dict[str, str]) -> tuple[Any, str]:
     cls = get_kind(kind)
     names = {f.name for f in cls.param_fields()}
     params = {k: v for k, v in metadata.items() if k in names}
+    if cls.INTEGER_TABLE and params.get("dtype") != "int64":
+        # files written before integer tables declared their dtype recorded an ignored float dtype
+        params.pop("dtype", None)
     try:
         return cls.from_params(params), ""
     except ParameterError as exc:
@@ -431,8 +441,9 @@ def check_size(nbytes: int, limit: int, label: str, *, built: bool = True) -> No
     from .formats import human_bytes
 
     if nbytes > limit:
-        verb, fix = ("would need", "lower --len/--dim or pass") if built else ("holds", "pass")
+        fix = f"lower {param('length')}/{param('dim')} or pass" if built else "pass"
+        verb = "would need" if built else "holds"
         raise ParameterError(
             f"{label} {verb} {human_bytes(nbytes)}, above the {human_bytes(limit)} limit; "
-            f"{fix} --max-bytes {nbytes} to raise it"
+            f"{fix} {param('max_bytes')} {nbytes} to raise it"
         )

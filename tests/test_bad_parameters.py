@@ -54,8 +54,8 @@ CASES = [
     (["generate", "-n", "4", "-d", "0"], "parameter dim=0 is out of range; sinusoidal needs dim >= 1"),
     (["generate", "-n", "4", "-d", "-4"], "parameter dim=-4 is out of range"),
     (["generate", "--kind", "alibi", "-n", "8", "-d", "0"], "parameter dim=0 is out of range; alibi needs dim >= 1"),
-    (["generate", "-n", "8"], "sinusoidal needs dim (e.g. dim=128, or --dim 128 on the command line)"),
-    (["generate", "-d", "8"], "sinusoidal needs length (e.g. length=512, or --len 512 on the command line)"),
+    (["generate", "-n", "8"], "sinusoidal needs dim: pass --dim 128, say"),
+    (["generate", "-d", "8"], "sinusoidal needs length: pass --len 512, say"),
     # odd dims where a convention needs even ones
     (["generate", "--kind", "rope", "-n", "4", "-d", "7"], "rot_dim=7 is odd"),
     (

@@ -152,7 +152,10 @@ def test_rope_from_llama31_config_generate_then_check(tmp_path):
     out = tmp_path / "rope.safetensors"
     proc = run(["generate", "--kind", "rope", "--hf-config", str(config), "--len", "8192", "-o", str(out)])
     assert ok(proc) == ""
-    assert proc.stderr.decode().strip() == f"wrote {out} (cos (8192, 64), sin (8192, 64), inv_freq (32,), float32)"
+    assert (
+        proc.stderr.decode().strip()
+        == f"wrote {out} (cos (8192, 64) float32, sin (8192, 64) float32, inv_freq (32,) float64)"
+    )
 
     tensors, meta = load(out)
     assert meta["kind"] == "rope" and meta["scaling"] == "llama3" and meta["layout"] == "half"
@@ -200,7 +203,7 @@ def test_rope_from_yarn_config_generate_then_check(tmp_path):
 def test_hf_config_without_a_length_names_the_fix(tmp_path):
     config = write_config(tmp_path, {k: v for k, v in LLAMA31.items() if k != "max_position_embeddings"})
     line = one_error_line(run(["generate", "--hf-config", str(config), "-o", str(tmp_path / "r.safetensors")]))
-    assert "max_position_embeddings" in line and "length" in line
+    assert "max_position_embeddings" in line and "--len" in line
     assert not (tmp_path / "r.safetensors").exists()
 
 

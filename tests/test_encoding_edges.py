@@ -28,9 +28,9 @@ def test_last_position_limit_is_inclusive(kind, dim, limit):
     # the last position may equal the limit ...
     make_encoding(kind, {"length": 2, "dim": dim, "offset": limit - 1})
     # ... one more is refused, and the message names the real last position
-    with pytest.raises(ParameterError, match=rf"^last position {limit + 1} exceeds {limit}; lower length or offset$"):
+    with pytest.raises(ParameterError, match=rf"^last position {limit + 1} exceeds {limit}; lower length= or offset$"):
         make_encoding(kind, {"length": 3, "dim": dim, "offset": limit - 1})
-    with pytest.raises(ParameterError, match=rf"^last position {limit + 1} exceeds {limit}; lower length or offset$"):
+    with pytest.raises(ParameterError, match=rf"^last position {limit + 1} exceeds {limit}; lower length= or offset$"):
         make_encoding(kind, {"length": limit + 2, "dim": dim})
 
 

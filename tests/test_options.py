@@ -40,7 +40,7 @@ VALUES = {
 SMALL = ["--size", "3x2.5", "--dpi", "40"]
 #: command -> source kind -> the arguments of the baseline run.
 BASELINES = {
-    "generate": {"spec": ["--kind", "rope", "-n", "8", "-d", "8", "-o", "{path}/out.npy"]},
+    "generate": {"spec": ["--kind", "rope", "-n", "8", "-d", "8", "-o", "{path}/out.safetensors"]},
     "check": {"spec": ["sinusoidal", "-n", "8", "-d", "8"], "file": ["{path}/pe.safetensors"], "stdin": ["-"]},
     "compare": {"spec": ["sinusoidal:length=8,dim=8", "sinusoidal:length=8,dim=8"],
                 "file": ["{path}/pe.safetensors", "{path}/pe.npy"], "stdin": ["-", "{path}/pe.npy"]},
@@ -67,7 +67,7 @@ SPECIAL = {
 #: (command, option, source kind) -> the baseline to add the option to, where the usual one cannot show it (a
 #: --tensor needs several tensors to choose from; --hf-config replaces the kind and the dim).
 BASE_FOR = {
-    ("generate", "--hf-config", "spec"): ["-n", "8", "-o", "{path}/out.npy"],
+    ("generate", "--hf-config", "spec"): ["-n", "8", "-o", "{path}/out.safetensors"],
     ("check", "--tensor", "spec"): ["rope", "-n", "8", "-d", "8"],
     ("export", "--hf-config", "spec"): ["-n", "8", "-o", "{path}/out.safetensors"],
     # kinds says nothing on stderr but a model config's warnings

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from posenc_cli import api
-from posenc_cli.errors import ParameterError
+from posenc_cli.errors import OutputError, ParameterError
 from posenc_cli.plot import (
     INSTALL_HINT,
     PlotSource,
@@ -380,3 +380,136 @@ def test_compare_of_a_table_with_itself_shows_no_difference(mpl, tmp_path):
     img = read_rgb(res.path)
     for r, c in ((0, 0), (7, 3), (15, 7)):
         assert np.abs(img[to_pixel(diff, c, r)] - expected_rgb(diff, 0.0)).max() <= 2
+
+
+# ----- one writer for tables and pictures -------------------------------------------------------------------
+def test_an_existing_picture_is_refused_without_force_and_replaced_with_it(mpl, tmp_path):
+    out = tmp_path / "pe.png"
+    out.write_bytes(b"old picture")
+    with pytest.raises(OutputError) as err:
+        plot("heatmap", [source("sinusoidal", length=8, dim=4)], out)
+    assert str(err.value) == f"{out} exists; pass force= to overwrite"
+    assert out.read_bytes() == b"old picture" and sorted(os.listdir(tmp_path)) == ["pe.png"]
+    result = plot("heatmap", [source("sinusoidal", length=8, dim=4)], out, force=True)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and result.path == str(out)
+    assert sorted(os.listdir(tmp_path)) == ["pe.png"]  # no temporary file left beside it
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_picture_permissions_follow_the_umask_like_tables(mpl, tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        plot("heatmap", [source("sinusoidal", length=8, dim=4)], tmp_path / "pe.png")
+        api.write(tmp_path / "pe.npy", "sinusoidal:length=8,dim=4")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "pe.png").stat().st_mode & 0o777 == 0o666 & ~umask
+    assert (tmp_path / "pe.npy").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, RuntimeError])
+def test_an_exception_while_saving_leaves_the_old_picture_and_no_temp_file(mpl, tmp_path, monkeypatch, exc):
+    from matplotlib.figure import Figure
+
+    out = tmp_path / "pe.png"
+    out.write_bytes(b"old picture")
+
+    def boom(self, fh, **kwargs):
+        fh.write(b"half a picture")
+        raise exc("stop")
+
+    monkeypatch.setattr(Figure, "savefig", boom)
+    with pytest.raises(exc):
+        plot("heatmap", [source("sinusoidal", length=8, dim=4)], out, force=True)
+    assert out.read_bytes() == b"old picture" and sorted(os.listdir(tmp_path)) == ["pe.png"]
+
+
+def test_plot_result_summary_has_the_wrote_shape(mpl, tmp_path):
+    result = plot("spectrum", [source("rope", length=64, dim=16)], tmp_path / "spectrum.png", size=(8, 5), dpi=100)
+    assert result.summary() == f"wrote {tmp_path / 'spectrum.png'} (spectrum view, png, 800 x 500 px)"
+
+
+# ----- every number is checked where it enters ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("view", "spec", "kwargs", "message"),
+    [
+        ("heatmap", "sinusoidal", {"dpi": 0}, "dpi= 0 is out of range; pass an integer from 1 to 32768"),
+        ("heatmap", "sinusoidal", {"dpi": 2.5}, "dpi= 2.5 is not an integer; pass an integer from 1 to 32768"),
+        (
+            "heatmap",
+            "sinusoidal",
+            {"dpi": 100000},
+            "dpi= 100000 is out of range; pass an integer from 1 to 32768",
+        ),
+        (
+            "heatmap",
+            "sinusoidal",
+            {"dpi": 5000},
+            "dpi= 5000 makes a 28000 x 25000 px picture, above the 32768 px a side and 67108864 px in all a "
+            "picture may have; pass dpi= 1548 or less, or a smaller size=",
+        ),
+        ("heatmap", "sinusoidal", {"size": (0, 5)}, "size= 0.0 is out of range; pass a finite number > 0 and <= 50"),
+        ("heatmap", "sinusoidal", {"size": (8, float("inf"))}, "size= inf is out of range; pass a finite number > 0"),
+        ("heatmap", "sinusoidal", {"size": (8, float("nan"))}, "size= nan is out of range"),
+        ("heatmap", "sinusoidal", {"size": (-8, 5)}, "size= -8.0 is out of range"),
+        ("heatmap", "sinusoidal", {"size": (51, 5)}, "size= 51.0 is out of range; pass a finite number > 0 and <= 50"),
+        ("heatmap", "sinusoidal", {"size": (8,)}, "size= (8,) is not (width, height) in inches"),
+        ("circle", "sinusoidal", {"pair": -1}, "pair= -1 is out of range; pass an integer >= 0"),
+        ("circle", "sinusoidal", {"pair": 2}, "pair= 2 is outside sinusoidal's 2 frequency pairs; pass 0 <= pair <= 1"),
+        ("circle", "rope", {"pair": 2}, "pair= 2 is outside rope's 2 frequency pairs; pass 0 <= pair <= 1"),
+        ("circle", "rope", {"positions": 0}, "positions= 0 is out of range; pass an integer from 1 to 4096"),
+        ("circle", "rope", {"positions": 5000}, "positions= 5000 is out of range; pass an integer from 1 to 4096"),
+        ("circle", "rope", {"positions": 17}, "positions= 17 asks for more positions than the 16 rows shown"),
+        ("dot", "sinusoidal", {"max_offset": -3}, "max_offset= -3 is out of range; pass an integer from 1 to 4095"),
+        ("dot", "sinusoidal", {"max_offset": 0}, "max_offset= 0 is out of range"),
+        ("dot", "sinusoidal", {"starts": [-1]}, "starts= -1 is out of range; pass an integer >= 0"),
+        (
+            "dot",
+            "sinusoidal",
+            {"starts": [3, 16]},
+            "starts= holds 16, outside sinusoidal's rows; pass rows t with 0 <= t <= 15",
+        ),
+        ("dot", "sinusoidal", {"starts": []}, "starts= [] names no row"),
+        ("bias", "alibi", {"head": 4}, "head= 4 is outside alibi's 4 heads; pass 0 <= head <= 3"),
+        ("bias", "alibi", {"head": -1}, "head= -1 is out of range; pass an integer >= 0"),
+        ("heatmap", "sinusoidal", {"max_bytes": 1000}, "a 560 x 500 px picture needs 1.1 MiB of raster, above"),
+    ],
+)
+def test_bad_numbers_are_refused_by_name_before_anything_is_written(mpl, tmp_path, view, spec, kwargs, message):
+    with pytest.raises(ParameterError) as err:
+        plot(view, [source(spec, length=16, dim=4)], tmp_path / "x.png", **kwargs)
+    assert message in str(err.value)
+    assert "\n" not in str(err.value) and not (tmp_path / "x.png").exists()
+
+
+def test_max_bytes_bounds_the_raster_exactly(mpl, tmp_path):
+    """A 560 x 500 px heatmap needs 560 * 500 * 4 bytes of RGBA: that limit draws it, one byte less refuses it."""
+    src = [source("sinusoidal", length=16, dim=4)]
+    with pytest.raises(ParameterError, match=r"pass max_bytes= 1120000$"):
+        plot("heatmap", src, tmp_path / "x.png", max_bytes=560 * 500 * 4 - 1)
+    assert plot("heatmap", src, tmp_path / "x.png", max_bytes=560 * 500 * 4).size == (560, 500)
+
+
+def test_dot_max_offset_and_starts_choose_the_curves(mpl, tmp_path):
+    from posenc_cli.plot import _dot_curves
+
+    curves, _ = _dot_curves(source("sinusoidal", length=16, dim=4), [0, 15], 3, False)
+    assert [(t, ks.tolist()) for t, ks, _ in curves] == [(0, [0, 1, 2, 3]), (15, [-3, -2, -1, 0])]
+
+
+def test_circle_positions_default_to_sixteen_or_the_whole_short_table(mpl, tmp_path):
+    short = plot("circle", [source("rope", length=8, dim=4)], tmp_path / "a.png")
+    assert short.panels[0].title == "frequency pair 0: positions 0..7, each one step of ω further round"
+    long = plot("circle", [source("rope", length=64, dim=4)], tmp_path / "b.png")
+    assert long.panels[0].title == "frequency pair 0: positions 0..15, each one step of ω further round"
+    five = plot("circle", [source("rope", length=64, dim=4)], tmp_path / "c.png", positions=5)
+    assert five.panels[0].title == "frequency pair 0: positions 0..4, each one step of ω further round"
+
+
+def test_the_dpi_a_refusal_suggests_is_the_largest_that_fits():
+    from posenc_cli.plot import MAX_PIXELS, _check_raster
+
+    _check_raster((5.6, 5.0), 1548, 1 << 40)  # 8669 x 7740 = 67098060 px <= 2**26: accepted
+    assert round(5.6 * 1549) * round(5.0 * 1549) > MAX_PIXELS
+    with pytest.raises(ParameterError, match=r"pass dpi= 1548 or less"):
+        _check_raster((5.6, 5.0), 1549, 1 << 40)

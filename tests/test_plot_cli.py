@@ -78,7 +78,7 @@ def test_every_declared_view_renders_for_its_kind(tmp_path, kind, view):
     # --dpi 50: the layout is the default size's (in inches), a quarter of the pixels
     code, _, err = cli(["plot", *sources, *([] if default else ["--view", view]), "-o", str(out), "--dpi", "50"])
     assert code == 0, err
-    assert re.fullmatch(rf"wrote {re.escape(str(out))} \({view}, png, \d+ x \d+ px\)\n", err), err
+    assert re.fullmatch(rf"wrote {re.escape(str(out))} \({view} view, png, \d+ x \d+ px\)\n", err), err
     img = matplotlib.image.imread(out)
     assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
     assert float(np.std(img[..., :3])) > 0.05, "a blank picture"

@@ -221,7 +221,7 @@ def test_preset_expands_and_explicit_values_win(kind, preset):
         assert getattr(enc, key) == parse_value(hints[key], key, value), (kind, preset, key)
     enc.rows(enc.PRIMARY, 0, 2)
     # an explicit parameter overrides the preset's value for it
-    key = "dtype" if "dtype" not in values else "length"
+    key = "dtype" if "dtype" not in values and not cls.INTEGER_TABLE else "length"  # integer tables: int64 only
     override = {"dtype": "float64", "length": 3}[key]
     assert getattr(example(kind, preset=preset, **{key: override}), key) == override
 

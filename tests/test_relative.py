@@ -115,7 +115,7 @@ def test_alibi_head_blocks_and_toeplitz(heads, length, causal, data):
 
 
 def test_alibi_needs_heads():
-    with pytest.raises(ParameterError, match=r"needs dim \(e.g. dim=128"):
+    with pytest.raises(ParameterError, match=r"needs dim: pass dim= 128, say"):
         make_encoding("alibi", {"length": 8})
     with pytest.raises(ParameterError, match=r"max_bias=0.0 is out of range"):
         make_encoding("alibi", {"length": 8, "dim": 8, "max_bias": 0})
@@ -204,10 +204,27 @@ def test_t5_default_literal_values():
     np.testing.assert_array_equal(b, [0, 1, 17, 7, 23, 8, 24, 10, 26, 12, 28, 14, 30, 15, 15, 31])
 
 
-def test_t5_dtype_is_int64_regardless_of_dtype_param():
-    enc = make_encoding("t5", {"length": 5, "dtype": "float16"})
-    assert enc.tensor_specs()["buckets"].dtype == np.dtype("int64")
-    assert enc.array().dtype == np.int64
+@pytest.mark.parametrize(("kind", "tensor"), [("t5", "buckets"), ("relative", "index")])
+def test_integer_tables_refuse_a_float_dtype_and_record_int64(kind, tensor):
+    """The metadata says what the bytes are: an integer table is int64 and says so; a float dtype is refused
+    by name (it used to be recorded while the bytes stayed int64)."""
+    with pytest.raises(ParameterError) as err:
+        make_encoding(kind, {"length": 5, "dtype": "float16"})
+    assert (
+        str(err.value)
+        == f"{kind}'s tensor {tensor!r} holds int64 integers; dtype= float16 cannot apply to it: drop dtype="
+    )
+    enc = make_encoding(kind, {"length": 5})
+    assert enc.tensor_specs()[tensor].dtype == np.dtype("int64") and enc.array().dtype == np.int64
+    assert enc.metadata()["dtype"] == "int64"
+    assert make_encoding(kind, {"length": 5, "dtype": "int64"}) == enc
+
+
+def test_integer_table_files_of_older_posenc_with_a_float_dtype_still_rebuild():
+    from posenc_cli.sources import encoding_from_metadata
+
+    enc, note = encoding_from_metadata({"kind": "t5", "length": "5", "dtype": "float32", "num_buckets": "32"})
+    assert note == "" and enc == make_encoding("t5", {"length": 5})
 
 
 @settings(max_examples=25, deadline=None)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from .. import __version__
 from ..errors import ExitCode, PosencError
@@ -145,7 +145,7 @@ def app() -> Any:
         show_version: bool = typer.Option(
             False, "--version", callback=version, is_eager=True, help="Print the version and exit."
         ),
-        install: Optional[str] = typer.Option(
+        install: str | None = typer.Option(
             None,
             "--install-completion",
             metavar="SHELL",
@@ -155,7 +155,7 @@ def app() -> Any:
             autocompletion=lambda incomplete: [s for s in (*SHELLS, "auto") if s.startswith(incomplete)],
             help="Install completion for SHELL: bash, zsh, fish, powershell, or auto (the current shell).",
         ),
-        show: Optional[str] = typer.Option(
+        show: str | None = typer.Option(
             None,
             "--show-completion",
             metavar="SHELL",
@@ -229,7 +229,11 @@ def main(argv: list[str] | None = None) -> None:
         _plain_completion_help()
     try:
         group = app()
-        code = group.main(args, prog_name=PROG, standalone_mode=False)
+        # Typer's own main would turn a broken pipe into exit 1 and print usage errors its way: posenc runs the
+        # group itself, completion first (it exits when the shell asked for candidates)
+        group._main_shell_completion({}, PROG, COMPLETE_VAR)
+        with group.make_context(PROG, args) as ctx:
+            code = group.invoke(ctx)
         sys.stdout.flush()
     except PosencError as exc:
         from ._options import FLAGS

@@ -197,10 +197,7 @@ def wrote(dest: str, written: Any, quiet: int) -> None:
     """The one "wrote" line of every command: the path and each tensor with its shape and dtype as written."""
     if dest == "-" or written is None:
         return
-    if hasattr(written, "summary"):
-        msg(written.summary(), quiet)
-    else:  # TODO(merge): api.write's Written
-        msg(f"wrote {dest} ({', '.join(f'{n} {tuple(s)}' for n, s in written.items())})", quiet)
+    msg(written.summary(), quiet)
 
 
 def prod(shape: Any) -> int:

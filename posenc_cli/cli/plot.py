@@ -97,18 +97,17 @@ def run(
         return ExitCode.OK
     kwargs = {
         "pair": pair or 0,
-        "positions": positions or 16,
+        "positions": positions,
         "starts": at or None,
         "max_offset": max_offset,
         "cosine": cosine,
         "head": head,
         "size": _size(size) if size else None,
         "force": force,
+        "max_bytes": max_bytes,
     }
     if dpi is not None:
         kwargs["dpi"] = dpi
-    if max_bytes is not None:
-        kwargs["max_bytes"] = max_bytes
     result = plot.plot(chosen, drawn, output, **kwargs)
     if json_out:
         print_json(result.to_json())
@@ -144,12 +143,9 @@ def _terminal(src) -> None:
 
 
 def _size(text: str) -> tuple[float, float]:
-    import math
-
+    """``WxH`` in inches (the library checks the range)."""
     try:
         w, h = (float(x) for x in text.lower().split("x"))
     except ValueError:
         raise ParameterError(f"--size {text!r} is not WxH in inches; use e.g. --size 8x5") from None
-    if not (math.isfinite(w) and math.isfinite(h) and 0 < w <= 50 and 0 < h <= 50):
-        raise ParameterError(f"--size {text!r} is out of range; use 0 < W, H <= 50 inches")
     return w, h

@@ -80,7 +80,7 @@ def model_config_kinds() -> list[str]:
 
 def _config_reader(kind: str | None) -> type[Encoding]:
     """The kind that reads model configs: ``kind`` when given (refused unless it reads them), else the first."""
-    from ..errors import ParameterError
+    from ..errors import ParameterError, ref
 
     readers = model_config_kinds()
     if kind is None:
@@ -88,8 +88,8 @@ def _config_reader(kind: str | None) -> type[Encoding]:
     kind = resolve_kind(kind)
     if kind not in readers:
         raise ParameterError(
-            f"--hf-config builds the tables a model's config describes, which kind {kind!r} cannot read; "
-            f"drop --kind or use one of: {', '.join(readers)}"
+            f"{ref('config')} builds the tables a model's config describes, which kind {kind!r} cannot read; "
+            f"drop {ref('kind')} or use one of: {', '.join(readers)}"
         )
     return get_kind(kind)
 

@@ -22,12 +22,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..errors import ParameterError, ref
 
 if TYPE_CHECKING:
     from ..analysis import TableAnalysis
     from ..identification import Candidate
 
+#: The dtype of every integer table (``INTEGER_TABLE`` kinds: T5 buckets, Shaw indices), and of their ``dtype``.
+INTEGER_DTYPE = "int64"
 #: Output dtypes for floating tensors, by name.
 FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
 
@@ -231,7 +233,9 @@ class Encoding:
     PRIMARY: ClassVar[str] = "pe"
     #: Whether ``dim`` is required (False: the kind ignores it or derives it).
     NEEDS_DIM: ClassVar[bool] = True
-    #: Whether the primary tensor holds integers (T5 buckets, Shaw indices) rather than floats.
+    #: Whether the primary tensor holds integers (T5 buckets, Shaw indices) rather than floats. Such a kind
+    #: declares ``dtype`` as :data:`INTEGER_DTYPE` (its only choice), so that its metadata says what its bytes
+    #: are; asking it for a float dtype is a ParameterError naming the tensor.
     INTEGER_TABLE: ClassVar[bool] = False
     #: What each tensor this kind can produce *is*, by name, so that checks, plots and diagnosis pick their
     #: data by role and never by kind: ``table`` (one row per position), ``cos`` / ``sin`` (a rotary pair,
@@ -322,10 +326,17 @@ class Encoding:
 
     # ----- construction -------------------------------------------------------------------------
     def __post_init__(self) -> None:
+        if self.INTEGER_TABLE and self.dtype in FLOAT_DTYPES:
+            # the metadata must say what the bytes are: an integer table is never cast to a float dtype
+
+            raise ParameterError(
+                f"{self.KIND}'s tensor {self.PRIMARY!r} holds {INTEGER_DTYPE} integers; {ref('dtype')} "
+                f"{self.dtype} cannot apply to it: drop {ref('dtype')}"
+            )
         for f in dataclasses.fields(self):
             self._check_field(f, getattr(self, f.name))
         if self.NEEDS_DIM and self.dim is None:
-            raise ParameterError(f"{self.KIND} needs dim (e.g. dim=128, or --dim 128 on the command line)")
+            raise ParameterError(f"{self.KIND} needs dim: pass {ref('dim')} 128, say")
         self.validate()
 
     def _check_field(self, f: dataclasses.Field, value: Any) -> None:
@@ -412,7 +423,7 @@ class Encoding:
             if derived is not None:
                 kwargs["length"] = derived
         if "length" not in kwargs:
-            raise ParameterError(f"{cls.KIND} needs length (e.g. length=512, or --len 512 on the command line)")
+            raise ParameterError(f"{cls.KIND} needs length: pass {ref('length')} 512, say")
         try:
             return cls(**kwargs)
         except TypeError as exc:  # a missing required parameter
@@ -456,9 +467,26 @@ class Encoding:
         """Write rows ``[start, stop)`` of tensor ``name`` into ``out`` (shape ``(stop-start, *shape[1:])``)."""
         out[...] = self._rows(name, start, stop)
 
+    def spec(self, name: str | None = None) -> TensorSpec:
+        """The :class:`TensorSpec` of tensor ``name`` (default: the primary one); an unknown name is an
+        :class:`~posenc_cli.errors.UnknownTensorError` (also a ``KeyError``) naming the choices."""
+        specs = self.tensor_specs()
+        key = self.PRIMARY if name is None else name
+        if key not in specs:
+            from ..errors import UnknownTensorError
+
+            raise UnknownTensorError(f"{self.KIND} has no tensor {key!r}; choose from: {', '.join(specs)}")
+        return specs[key]
+
     def rows(self, name: str, start: int, stop: int) -> np.ndarray:
-        """Rows ``[start, stop)`` of tensor ``name`` as a new array of the tensor's dtype."""
-        spec = self.tensor_specs()[name]
+        """Rows ``[start, stop)`` of tensor ``name`` as a new array of the tensor's dtype.
+
+        The range must satisfy ``0 <= start <= stop <= length`` of the tensor (its ``shape[0]``); anything else
+        is a :class:`~posenc_cli.errors.ParameterError` naming the range and the length: nothing is clipped."""
+        from ..formats.protocol import check_rows
+
+        spec = self.spec(name)
+        check_rows(start, stop, spec.shape[0], f"{self.KIND} tensor {name!r}")
         out = np.empty((stop - start, *spec.shape[1:]), dtype=spec.dtype)
         if stop > start:
             self.fill(name, start, stop, out)
@@ -468,7 +496,7 @@ class Encoding:
         """The whole tensor ``name`` (default: the primary one), computed in row blocks on all cores."""
         from .parallel import fill_parallel
 
-        spec = self.tensor_specs()[name or self.PRIMARY]
+        spec = self.spec(name)
         out = np.empty(spec.shape, dtype=spec.dtype)
         fill_parallel(self, spec.name, out)
         return out

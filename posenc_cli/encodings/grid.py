@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..errors import ParameterError
+from ..errors import ParameterError, ref
 from . import _trig
 from .base import Encoding, TensorSpec, param
 
@@ -156,15 +156,15 @@ class _GridSinusoidal(Encoding):
         if self.length != expected:
             extra = " + 1 [CLS] row" if self.cls_token else ""
             raise ParameterError(
-                f"--len {self.length} does not match grid {'x'.join(map(str, shape))} = {cells} cells{extra} = {expected} rows; "
-                f"omit --len or pass --len {expected}"
+                f"{ref('length')} {self.length} does not match grid {'x'.join(map(str, shape))} = {cells} cells{extra} = "
+                f"{expected} rows; omit {ref('length')} or pass {ref('length')} {expected}"
             )
         per = 2 * self.NDIM
         if self.channels == "exact" and self.dim % per:
             up = self.dim + per - self.dim % per
             raise ParameterError(
                 f"{self.KIND} with channels=exact needs dim divisible by {per} ({self.NDIM} axes x sin/cos), got dim={self.dim}; "
-                f"pass --dim {up} or channels=ceil"
+                f"pass {ref('dim')} {up} or channels=ceil"
             )
 
     # ----- tensors ----------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..errors import ParameterError, ref
 from .base import Encoding, TensorSpec, param
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class Learned(Encoding):
 
     def validate(self) -> None:
         if self.length > MAX_ROWS:
-            raise ParameterError(f"learned supports at most {MAX_ROWS} rows, got --len {self.length}")
+            raise ParameterError(f"learned supports at most {MAX_ROWS} rows, got {ref('length')} {self.length}")
         if self.init == "truncated-normal" and self.truncation < 0.1:
             # below ~0.1 std almost every draw is rejected; refuse rather than spin
             raise ParameterError(f"truncation={self.truncation} rejects nearly every draw; pass truncation=0.1 or more")

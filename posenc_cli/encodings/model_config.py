@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ParameterError
+from ..errors import ParameterError, ref
 
 #: config.json files bigger than this are refused before parsing (the largest real ones are ~100 kB).
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
@@ -45,31 +45,31 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str,
             size = os.path.getsize(path)
             if size > MAX_CONFIG_BYTES:
                 raise ParameterError(
-                    f"--hf-config {where}: {size} bytes is far larger than any model config "
+                    f"{ref('config')} {where}: {size} bytes is far larger than any model config "
                     f"(limit {MAX_CONFIG_BYTES}); pass the model's config.json"
                 )
             with open(path, "rb") as fh:
                 raw = fh.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
-        raise ParameterError(f"--hf-config {where}: no such file; pass a config.json or its directory") from None
+        raise ParameterError(f"{ref('config')} {where}: no such file; pass a config.json or its directory") from None
     except IsADirectoryError:
-        raise ParameterError(f"--hf-config {where}: is a directory without config.json") from None
+        raise ParameterError(f"{ref('config')} {where}: is a directory without config.json") from None
     except OSError as exc:
-        raise ParameterError(f"--hf-config {where}: cannot read ({exc.strerror or exc})") from None
+        raise ParameterError(f"{ref('config')} {where}: cannot read ({exc.strerror or exc})") from None
     if len(raw) > MAX_CONFIG_BYTES:
         raise ParameterError(
-            f"--hf-config {where}: more than {MAX_CONFIG_BYTES} bytes, far larger than any model config; "
+            f"{ref('config')} {where}: more than {MAX_CONFIG_BYTES} bytes, far larger than any model config; "
             "pass the model's config.json"
         )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ParameterError(
-            f"--hf-config {where}: not UTF-8 text (byte {exc.start}); config.json files are UTF-8 JSON"
+            f"{ref('config')} {where}: not UTF-8 text (byte {exc.start}); config.json files are UTF-8 JSON"
         ) from None
     data = parse_json(text, where)
     if not isinstance(data, dict):
-        raise ParameterError(f"--hf-config {where}: expected a JSON object at top level, got {_json_type(data)}")
+        raise ParameterError(f"{ref('config')} {where}: expected a JSON object at top level, got {_json_type(data)}")
     return data
 
 
@@ -93,7 +93,7 @@ def parse_json(text: str, where: str = "config") -> Any:
                 peak = depth
                 if peak > MAX_DEPTH:
                     raise ParameterError(
-                        f"--hf-config {where}: JSON nested deeper than {MAX_DEPTH} levels; not a model config"
+                        f"{ref('config')} {where}: JSON nested deeper than {MAX_DEPTH} levels; not a model config"
                     )
         elif ch in "]}":
             depth -= 1
@@ -101,10 +101,10 @@ def parse_json(text: str, where: str = "config") -> Any:
         return json.loads(text, parse_constant=_constant)
     except json.JSONDecodeError as exc:
         raise ParameterError(
-            f"--hf-config {where}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
+            f"{ref('config')} {where}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
         ) from None
     except RecursionError:  # pragma: no cover - the depth check above comes first
-        raise ParameterError(f"--hf-config {where}: JSON nested too deeply; not a model config") from None
+        raise ParameterError(f"{ref('config')} {where}: JSON nested too deeply; not a model config") from None
 
 
 def _constant(name: str) -> float:

@@ -169,7 +169,7 @@ class Binary(_Naive):
             need = last.bit_length()
             raise ParameterError(
                 f"binary with dim={self.dim} holds positions below {2**self.dim}, but the last position is {last}; "
-                f"pass --dim {need} or more"
+                f"pass {ref('dim')} {need} or more"
             )
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:

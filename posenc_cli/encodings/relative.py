@@ -80,7 +80,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import ParameterError
-from .base import Encoding, TensorSpec, param
+from .base import INTEGER_DTYPE, Encoding, TensorSpec, param
 
 if TYPE_CHECKING:
     from .. import analysis as an
@@ -239,6 +239,8 @@ class T5(Encoding):
     EXAMPLE = {"length": 4}
     NEEDS_DIM = False
     dim: int | None = param(None, "unused by this kind", low=1)  # type: ignore[assignment]
+    dtype: str = param(INTEGER_DTYPE, "dtype of the integer table (int64 only; a float dtype is refused)",
+                       choices=(INTEGER_DTYPE,))  # fmt: skip
     INTEGER_TABLE = True
 
     num_buckets: int = param(32, "number of buckets (halved per direction when bidirectional)", low=2)
@@ -304,6 +306,8 @@ class ShawRelative(Encoding):
     EXAMPLE = {"length": 4}
     NEEDS_DIM = False
     dim: int | None = param(None, "unused by this kind", low=1)  # type: ignore[assignment]
+    dtype: str = param(INTEGER_DTYPE, "dtype of the integer table (int64 only; a float dtype is refused)",
+                       choices=(INTEGER_DTYPE,))  # fmt: skip
     INTEGER_TABLE = True
 
     max_relative_position: int = param(16, "clipping distance k: 2k+1 relative embeddings", low=0)

@@ -3,7 +3,7 @@
 A *table* is a set of named tensors plus string metadata (how to regenerate it). This package is the only
 place that touches table files. Its promises:
 
-Writers (:func:`write_table`)
+Writers (:func:`write_table`; :func:`write_atomic` writes any bytes, pictures included, the same way)
     * stream block by block: ``.npy``, ``.npz``, ``.safetensors``, ``.csv`` and ``.json`` are written from a
       :class:`LazyTensor` in row blocks of about :data:`BLOCK_BYTES` into one reused buffer, so the peak
       memory is bounded whatever the table size;
@@ -28,7 +28,7 @@ Semantic checks (1-D to 3-D, non-empty, floating) are left to the caller, who ma
 :func:`validate_table_array`.
 """
 
-from .atomic import write_table
+from .atomic import write_atomic, write_table
 from .dtypes import READABLE_DTYPES, WRITABLE_DTYPES, bfloat16, dtype_label, is_bfloat16, is_float, little_endian
 from .npy import TrailerNotRead
 from .protocol import (
@@ -78,5 +78,6 @@ __all__ = [
     "read_stream",
     "read_table",
     "validate_table_array",
+    "write_atomic",
     "write_table",
 ]

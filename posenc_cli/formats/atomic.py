@@ -1,8 +1,10 @@
-"""Atomic writing: a temporary file in the target directory, fsynced and renamed (or linked) onto the target.
+"""Atomic writing: the one writer of every file posenc makes (tables, and pictures through :mod:`posenc_cli.plot`).
 
-On any exception (``KeyboardInterrupt`` included) the temporary file is removed and an existing target is
-left untouched; an existing target is only replaced with ``force=True``. ``dest="-"`` writes to
-``sys.stdout.buffer``, where a ``BrokenPipeError`` propagates unchanged.
+:func:`write_atomic` hands a binary sink over a temporary file in the target directory to a callback, then
+fsyncs it and renames (or links) it onto the target. On any exception (``KeyboardInterrupt`` included) the
+temporary file is removed and an existing target is left untouched; an existing target is only replaced with
+``force=True``. The new file's permissions follow the umask. :func:`write_table` writes a table through it;
+``dest="-"`` writes to ``sys.stdout.buffer``, where a ``BrokenPipeError`` propagates unchanged.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import OutputError, ParameterError
+from ..errors import OutputError, ParameterError, param
 from .dtypes import WRITABLE_DTYPES, dtype_label, is_bfloat16
 from .protocol import FORMATS, LazyTensor
 
@@ -100,7 +102,7 @@ def _check_tensors(tensors: Mapping[str, LazyTensor], metadata: Mapping[str, str
         if fmt in ("npy", "npz") and is_bfloat16(tensor.dtype):
             raise ParameterError(
                 f"bfloat16 cannot be stored in .{fmt} (NumPy has no bfloat16 type); "
-                "write .safetensors or pass --dtype float32"
+                f"write .safetensors or pass {param('dtype')} float32"
             )
 
 
@@ -177,7 +179,8 @@ def write_table(
         _write_to(sink, tensors, metadata, "npy+trailer" if trailer else fmt, progress)
         sink.flush()
         return
-    _write_atomic(dest, tensors, metadata, "npy+trailer" if trailer else fmt, force, progress)
+    kind = "npy+trailer" if trailer else fmt
+    write_atomic(dest, lambda sink: _write_to(sink, tensors, metadata, kind, progress), force=force)
 
 
 def _make_temp(directory: str, prefix: str) -> tuple[int, str]:
@@ -192,21 +195,33 @@ def _make_temp(directory: str, prefix: str) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no free temporary file name", directory)
 
 
-def _write_atomic(dest, tensors, metadata, fmt, force, progress) -> None:
+def exists_message(dest: str) -> str:
+    """What a refused overwrite says, for tables and pictures alike."""
+    return f"{dest} exists; pass {param('force')} to overwrite"
+
+
+def write_atomic(dest: str, produce: Callable[[_FdSink], object], *, force: bool = False) -> None:
+    """Write the bytes ``produce(sink)`` writes into ``sink`` (``write``, ``tell``, ``seek``, ``flush``) to the
+    file ``dest``, atomically: a temporary file beside it, fsynced, then renamed (``force``) or linked (no
+    ``force``: an existing ``dest`` is refused, without a race between the test and the rename) onto ``dest``.
+
+    Raises :class:`OutputError` when ``dest`` exists (without ``force``) or cannot be written; on any exception,
+    ``KeyboardInterrupt`` included, the temporary file is removed and an existing ``dest`` is left as it was.
+    """
     directory = os.path.dirname(dest) or "."
     if not os.path.isdir(directory):
         raise OutputError(f"cannot write {dest}: directory {directory} does not exist")
     if os.path.isdir(dest):
         raise OutputError(f"cannot write {dest}: it is a directory")
     if not force and os.path.lexists(dest):
-        raise OutputError(f"{dest} exists; pass --force to overwrite")
+        raise OutputError(exists_message(dest))
     try:
         fd, tmp = _make_temp(directory, f".{os.path.basename(dest)}.")
     except OSError as exc:
         raise OutputError(f"cannot write {dest}: {exc.strerror or exc}") from None
     try:
         try:
-            _write_to(_FdSink(fd), tensors, metadata, fmt, progress)
+            produce(_FdSink(fd))
             if hasattr(os, "fchmod"):  # mkstemp makes 0600; regular output follows the umask
                 os.fchmod(fd, 0o666 & ~_umask())
             os.fsync(fd)
@@ -225,7 +240,7 @@ def _write_atomic(dest, tensors, metadata, fmt, force, progress) -> None:
         except OSError:
             pass  # nothing better to do; the original error matters more
         if isinstance(exc, FileExistsError):
-            raise OutputError(f"{dest} exists; pass --force to overwrite") from None
+            raise OutputError(exists_message(dest)) from None
         if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
             reason = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
             raise OutputError(f"cannot write {dest}: {reason}") from None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import InputError, ParameterError
+from ..errors import InputError, ParameterError, param
 from .dtypes import dtype_label, is_float, little_endian
 
 if TYPE_CHECKING:
@@ -53,6 +53,17 @@ class LazyTensor(Protocol):
     def fill(self, start: int, stop: int, out: np.ndarray) -> None: ...
 
 
+def check_rows(start: int, stop: int, length: int, label: str) -> None:
+    """The one rule of every ``rows(start, stop)``: ``0 <= start <= stop <= length`` (integers), else a
+    :class:`~posenc_cli.errors.ParameterError` naming the range and the tensor's length. ``start == stop`` is an
+    empty block; nothing is clipped, so a caller that asks past the end hears about it."""
+    ok = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, stop))
+    if not ok or not 0 <= start <= stop <= length:
+        raise ParameterError(
+            f"rows [{start}, {stop}) of {label} are outside its {length} rows; ask for 0 <= start <= stop <= {length}"
+        )
+
+
 class ByteStream(Protocol):
     """What the stream readers need of a source: ``read(n)`` (a file, a pipe, a zip member, a prefixed stream)."""
 
@@ -75,7 +86,9 @@ class ArrayTensor:
         return self.array.dtype
 
     def rows(self, start: int, stop: int) -> np.ndarray:
-        """Rows ``[start, stop)`` as a new array (a copy, so a memmap can be closed afterwards)."""
+        """Rows ``[start, stop)`` as a new array (a copy, so a memmap can be closed afterwards); the range must
+        satisfy ``0 <= start <= stop <= shape[0]`` (:func:`check_rows`)."""
+        check_rows(start, stop, int(self.array.shape[0]), f"tensor {self.name!r}")
         return np.array(self.array[start:stop], copy=True)
 
     def fill(self, start: int, stop: int, out: np.ndarray) -> None:
@@ -106,11 +119,21 @@ def human_bytes(n: int) -> str:
 
 
 def format_for(path: str, override: str | None) -> str:
-    """The format of ``path``: ``override`` if given, else its suffix (``"-"`` defaults to ``npy``)."""
+    """The format of ``path``: ``override`` if given, else its suffix (``"-"`` defaults to ``npy``).
+
+    An ``override`` that disagrees with a table suffix of ``path`` (``out.npy`` as ``safetensors``) is refused:
+    the file would hold one format under another's name. ``"-"`` and names without a table suffix take any
+    format."""
     if override is not None:
         fmt = override.strip().lower().lstrip(".")
         if fmt not in FORMATS:
-            raise ParameterError(f"unknown format {override!r}; choose from: {', '.join(FORMATS)}")
+            raise ParameterError(f"unknown {param('format')} {override!r}; choose from: {', '.join(FORMATS)}")
+        suffix = "" if path == "-" else _suffix(path)
+        if suffix in FORMATS and suffix != fmt:
+            raise ParameterError(
+                f"{path} ends in .{suffix} but {param('format')} {override!r} asks for {fmt}; "
+                f"name the file .{fmt} or drop {param('format')}"
+            )
         return fmt
     if path == "-":
         return "npy"
@@ -118,7 +141,7 @@ def format_for(path: str, override: str | None) -> str:
     if fmt not in FORMATS:
         raise ParameterError(
             f"cannot tell the format of {path!r} from its suffix; use one of "
-            f"{', '.join('.' + f for f in FORMATS)} or pass --format ({', '.join(FORMATS)})"
+            f"{', '.join('.' + f for f in FORMATS)} or pass {param('format')} ({', '.join(FORMATS)})"
         )
     return fmt
 
@@ -206,7 +229,7 @@ def check_limit(label: str, nbytes: int, max_bytes: int, what: str = "the table"
     if nbytes > max_bytes:
         raise InputError(
             f"{label}: {what} is {human_bytes(nbytes)}, over the {human_bytes(max_bytes)} limit; "
-            "pass --max-bytes to raise the limit"
+            f"pass a larger {param('max_bytes')} to raise the limit"
         )
 
 

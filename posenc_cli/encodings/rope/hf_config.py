@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import ParameterError
+from ...errors import ParameterError, ref
 from ..model_config import _check_depth_obj, _json_type
 
 #: Largest size (hidden size, head dim, positions...) accepted from a config.
@@ -319,7 +319,7 @@ class ModelConfig:
         if length is None:
             mp = self._head.get("max_position_embeddings")
             if mp is None:
-                raise ParameterError("config has no max_position_embeddings; pass a length (--len N)")
+                raise ParameterError(f"config has no max_position_embeddings; pass {ref('length')} N")
             length = mp.value
         out["length"] = _number(length, "length", integer=True)
         return out
@@ -365,7 +365,7 @@ class ModelConfig:
             }
             if len(distinct) != 1:
                 raise ParameterError(
-                    f"{self.model_type} uses a different RoPE per attention type; pass layer_type (--layer-type), "
+                    f"{self.model_type} uses a different RoPE per attention type; pass {ref('layer_type')}, "
                     f"one of: {', '.join(rope_types)}"
                 )
             layer_type = rope_types[0]
