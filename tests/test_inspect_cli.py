@@ -212,7 +212,7 @@ def test_a_nan_in_the_second_tensor_fails_check_and_the_pipe_keeps_every_tensor(
 
 def test_compare_a_3d_bias_file_with_a_spec_takes_heads_and_length_from_it(tmp):
     bias = tmp / "alibi.npy"
-    assert cli(["generate", "--kind", "alibi", "-n", "12", "-d", "4", "-o", str(bias), "-q"])[0] == 0
+    assert cli(["generate", "--kind", "alibi", "-n", "12", "-d", "4", "-t", "bias", "-o", str(bias), "-q"])[0] == 0
     assert run("compare", bias, "alibi", "-q")[0] == 0
     code, out, _ = run("compare", bias, "alibi:causal=true", "--json")
     assert code == 1 and json.loads(out)["tensors"][0]["shape_b"] == [4, 12, 12]

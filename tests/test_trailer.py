@@ -89,9 +89,12 @@ def test_damaged_trailers_are_one_line_errors(damage, message):
 
 
 def test_a_one_tensor_file_says_what_it_leaves_out(tmp_path):
+    # several tensors to a one-tensor file: refused, naming them and the fix, and nothing is written
     code, _, err = cli(["generate", "--kind", "rope", "-n", "8", "-d", "8", "-o", str(tmp_path / "r.npy")])
-    assert code == 0
-    assert "note: " in err and "cos only" in err and "sin, inv_freq" in err and "metadata" in err, err
+    assert code == 2 and "cos, sin, inv_freq" in err and "--tensor" in err, err
+    assert not (tmp_path / "r.npy").exists()
+    code, _, err = cli(["generate", "--kind", "rope", "-n", "8", "-d", "8", "-t", "cos", "-o", str(tmp_path / "r.npy")])
+    assert code == 0 and "cos (8, 8) float32" in err and "note: " in err and "without the metadata" in err, err
     code, _, err = cli(["generate", "-n", "8", "-d", "8", "-o", str(tmp_path / "p.csv")])
     assert code == 0 and "note:" not in err  # .csv keeps the metadata in its header line
 

@@ -193,11 +193,17 @@ def write_source(
         quiet_exit()
 
 
-def wrote(dest: str, written: Any, quiet: int) -> None:
-    """The one "wrote" line of every command: the path and each tensor with its shape and dtype as written."""
+def wrote(dest: str, written: Any, quiet: int, src: Any = None) -> None:
+    """The one "wrote" line of every command: the path and each tensor with its shape and dtype as written; and
+    what a ``.npy`` file cannot hold (the metadata), said rather than lost silently."""
     if dest == "-" or written is None:
         return
     msg(written.summary(), quiet)
+    if written.format == "npy" and src is not None and src.metadata:
+        msg(
+            f"note: {dest} holds the array only, without the metadata; write .safetensors, .npz or .json to keep it",
+            quiet,
+        )
 
 
 def prod(shape: Any) -> int:

@@ -103,7 +103,7 @@ def run(
     reports: list = []
     for src in srcs:
         ref = ref_file
-        if builds_ref:
+        if builds_ref and against is not None:
             ref = open_src(against, opts, like=src, quiet=quiet)
         for group in _tables(src, tensor):
             reports.append(_run_one(group, tensor, expect, ref, required, no_identify, probes, seed, max_bytes, quiet))

@@ -65,7 +65,7 @@ def run(
         from ..sources import open_config, parse_spec, spec_label
 
         kind, pairs = parse_spec(source) if source is not None else (None, {})
-        spec = [(spec_label(source), pairs)] if pairs else []
+        spec = [(spec_label(source), pairs)] if source is not None and pairs else []
         src = open_config(
             hf_config,
             layers=[*spec, *opts.layers(), *onnx],
@@ -117,7 +117,7 @@ def run(
     if json_out:
         print_json(written.to_json())
     else:
-        wrote(output, written, quiet)
+        wrote(output, written, quiet, src)
     return ExitCode.OK
 
 

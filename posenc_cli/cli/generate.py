@@ -95,7 +95,7 @@ def run(
     if json_out:
         print_json(written.to_json())
     else:
-        wrote(dest, written, quiet)
+        wrote(dest, written, quiet, src)
     return ExitCode.OK
 
 
@@ -168,7 +168,7 @@ def _all_layer_types(text, kind, opts: TableOptions, output, format, force, tens
     if json_out and dest != "-":
         print_json(written.to_json())
     else:
-        wrote(dest, written, quiet)
+        wrote(dest, written, quiet, src)
     return ExitCode.OK
 
 

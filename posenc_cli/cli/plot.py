@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from ..errors import ExitCode, ParameterError
 from . import _options as o
@@ -95,7 +96,7 @@ def run(
             )
         _terminal(drawn[0])
         return ExitCode.OK
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "pair": pair or 0,
         "positions": positions,
         "starts": at or None,
