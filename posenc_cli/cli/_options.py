@@ -260,7 +260,7 @@ Require = Annotated[
 Probes = Annotated[
     int,
     typer.Option(
-        "--probes", metavar="N", parser=number(low=1, high=10**6), help="Random probes for randomized checks."
+        "--probes", metavar="N", parser=number(low=1, high=65536), help="Random probes for randomized checks."
     ),
 ]
 Seed = Annotated[
