@@ -119,12 +119,15 @@ def open_src(
         layer_type=opts.layer_type if is_config(text) else None,
         kind=kind,
     )
-    if not is_config(text):  # a config source's warnings are said by open_source's caller below
-        return src
+    say_warnings(src, quiet)
+    return src
+
+
+def say_warnings(src: Any, quiet: int) -> None:
+    """What reading a source had to say (a model config's assumptions), on stderr once: then cleared."""
     for w in src.warnings:
         msg(f"Warning: {w}", quiet)
     src.warnings = []
-    return src
 
 
 def stdin_source(command: str, what: str) -> str:

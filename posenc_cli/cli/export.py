@@ -10,10 +10,10 @@ from . import _options as o
 from ._common import (
     TableOptions,
     byte_limit,
-    msg,
     open_src,
     print_json,
     refuse_spec_options_for_files,
+    say_warnings,
     write_source,
     wrote,
 )
@@ -100,8 +100,7 @@ def run(
             )
     if onnx_rope:
         _onnx_kind(src.encoding.KIND if src.encoding is not None else None)
-    for w in src.warnings:
-        msg(f"Warning: {w}", quiet)
+    say_warnings(src, quiet)
     cast = None if builds else dtype  # a built table is in --dtype already
     written = write_source(
         output,

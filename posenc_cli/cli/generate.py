@@ -14,6 +14,7 @@ from ._common import (
     open_src,
     print_json,
     refuse,
+    say_warnings,
     write_source,
     wrote,
 )
@@ -135,8 +136,7 @@ def _config_source(text: str, kind: str | None, opts: TableOptions, quiet: int):
     from ..sources import open_config
 
     src = open_config(text, layers=opts.layers(), kind=kind, layer_type=opts.layer_type, max_bytes=opts.max_bytes)
-    for w in src.warnings:
-        msg(f"Warning: {w}", quiet)
+    say_warnings(src, quiet)
     return src
 
 
