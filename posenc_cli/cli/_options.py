@@ -10,8 +10,6 @@ parameter, which :data:`FLAGS` turns into the flag.
 Nothing here imports NumPy or Rich: completion and ``--help`` load only this module and Typer.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Callable
 from typing import Annotated, Any, Optional

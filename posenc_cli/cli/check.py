@@ -1,7 +1,5 @@
 """`posenc check`: measure every property of one or more tables."""
 
-from __future__ import annotations
-
 import os
 import sys
 

@@ -1,7 +1,5 @@
 """`posenc compare`: metrics between two tables and a verdict."""
 
-from __future__ import annotations
-
 from ..errors import ExitCode, ParameterError
 from . import _options as o
 from ._common import TableOptions, open_src, print_json, refuse_spec_options_for_files

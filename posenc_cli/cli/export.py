@@ -1,7 +1,5 @@
 """`posenc export`: the deliberate writer for other frameworks."""
 
-from __future__ import annotations
-
 import dataclasses
 import sys
 

@@ -1,7 +1,5 @@
 """`posenc generate`: build a table; preview it on a terminal, stream .npy when piped, write a file with -o."""
 
-from __future__ import annotations
-
 import sys
 
 from ..encodings import DEFAULT_KIND

@@ -1,7 +1,5 @@
 """`posenc kinds`: the registry of encoding kinds, for people and machines."""
 
-from __future__ import annotations
-
 from ..errors import ExitCode, ParameterError
 from . import _options as o
 from ._common import msg, print_json

@@ -1,7 +1,5 @@
 """`posenc plot`: pictures of encodings (matplotlib, with -o) or a heatmap on the terminal."""
 
-from __future__ import annotations
-
 import sys
 from typing import Any
 
