@@ -294,7 +294,7 @@ def test_text_config_nesting_uses_the_text_class_defaults():
 
 def test_per_layer_types():
     g3 = model("gemma3_text")
-    with pytest.raises(ParameterError, match=r"pass layer_type=, one of: full_attention, sliding_attention"):
+    with pytest.raises(ParameterError, match=r"pass layer_type, one of: full_attention, sliding_attention"):
         g3.params()
     assert g3.params("full_attention")["base"] == 1e6 and g3.params("sliding_attention")["base"] == 1e4
     assert model("gemma3_text_v5").all_params(16) == g3.all_params(16)  # the transformers 5 format reads the same
