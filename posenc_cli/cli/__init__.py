@@ -123,7 +123,10 @@ def app() -> Any:
     from typer._completion_classes import completion_init
     from typer.main import get_command
 
+    from ._complete import choices
+
     completion_init()  # Typer's completion classes for bash, zsh, fish and PowerShell
+    shells = choices((*SHELLS, "auto"))
 
     root = typer.Typer(
         name=PROG,
@@ -153,7 +156,7 @@ def app() -> Any:
             callback=_install_completion,
             is_eager=True,
             expose_value=False,
-            autocompletion=lambda incomplete: [s for s in (*SHELLS, "auto") if s.startswith(incomplete)],
+            autocompletion=shells,
             help="Install completion for SHELL: bash, zsh, fish, powershell, or auto (the current shell).",
         ),
         show: str | None = typer.Option(
@@ -163,7 +166,7 @@ def app() -> Any:
             callback=_show_completion,
             is_eager=True,
             expose_value=False,
-            autocompletion=lambda incomplete: [s for s in (*SHELLS, "auto") if s.startswith(incomplete)],
+            autocompletion=shells,
             help="Print the completion script for SHELL (the same names).",
         ),
     ) -> None:
