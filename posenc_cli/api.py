@@ -77,7 +77,8 @@ def from_config(
     ``params`` override what the config says (e.g. ``length=4096``, ``dtype="float64"``); ``layer_type`` picks
     one attention type of a per-layer config (e.g. ``"sliding_attention"``).
     """
-    from .encodings import from_model_config, make_encoding
+    from .encodings import make_encoding
+    from .models.readers import from_model_config
 
     data = load_config(config)
     length = params.pop("length", params.pop("len", None))
@@ -88,7 +89,7 @@ def from_config(
 def load_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
     """A config.json as a dict: a path, a directory holding config.json, ``"-"`` (stdin) or a dict; refused by
     size before parsing, and on bad UTF-8, bad JSON, deep nesting or a non-object (one-line errors)."""
-    from .encodings.model_config import load_config as load
+    from .models.config_file import load_config as load
 
     return load(config)
 
@@ -711,7 +712,8 @@ def from_config_layers(
 ) -> tuple[dict[str, Encoding], list[str]]:
     """One encoding per attention type of a model's config (``{"full_attention": ..., ...}``) and the types that
     apply no position encoding (NoPE); ``params`` override what the config says in every type."""
-    from .encodings import make_encoding, model_config_layers
+    from .encodings import make_encoding
+    from .models.readers import model_config_layers
 
     data = load_config(config)
     length = params.pop("length", params.pop("len", None))

@@ -348,8 +348,8 @@ def open_config(
     sets (``dim=`` through ``params`` still overrides it, naming the change). ``like`` gives the length when
     nobody did: the rows of the table it is compared with."""
     from . import formats
-    from .encodings import from_model_config
-    from .encodings.model_config import load_config
+    from .models.config_file import load_config
+    from .models.readers import from_model_config
 
     given = merge_given(layers)
     for label, values in layers:

@@ -288,7 +288,7 @@ FAMILIES_BEGIN, FAMILIES_END = "<!-- families:begin -->", "<!-- families:end -->
 
 def families_reference() -> str:
     """The model families --hf-config reads, from the reader's own table (and the configs the tests use)."""
-    from posenc_cli.encodings.rope.hf_config import FAMILIES, WRAPPERS
+    from posenc_cli.models.hf_config import FAMILIES, WRAPPERS
 
     configs = {p.stem: p for p in sorted((ROOT / "tests" / "data" / "configs").glob("*.json"))}
     out = [

@@ -29,14 +29,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from posenc_cli.encodings import make_encoding
-from posenc_cli.encodings.model_config import MAX_CONFIG_BYTES, MAX_DEPTH, load_config
-from posenc_cli.encodings.rope.hf_config import (
+from posenc_cli.encodings.rope.mrope import MRope
+from posenc_cli.errors import ParameterError
+from posenc_cli.models.config_file import MAX_CONFIG_BYTES, MAX_DEPTH, load_config
+from posenc_cli.models.hf_config import (
     FAMILIES,
     params_from_hf_config,
     read_model_config,
 )
-from posenc_cli.encodings.rope.mrope import MRope
-from posenc_cli.errors import ParameterError
 
 DATA = Path(__file__).parent / "data"
 CONFIGS = DATA / "configs"
@@ -372,11 +372,11 @@ def test_rope_scaling_wins_over_rope_parameters_like_transformers():
 
 
 def test_from_model_config_answers_the_kind():
-    from posenc_cli.encodings.rope.core import Rope
+    from posenc_cli.models.readers import from_model_config
 
-    kind, params, warnings = Rope.from_model_config(load_config(CONFIGS / "qwen2_vl.json"), length=8)
+    kind, params, warnings = from_model_config(load_config(CONFIGS / "qwen2_vl.json"), length=8)
     assert kind == "mrope" and params["mrope_section"] == (16, 24, 24) and warnings == []
-    kind, params, _ = Rope.from_model_config(load_config(CONFIGS / "cohere.json"), length=8)
+    kind, params, _ = from_model_config(load_config(CONFIGS / "cohere.json"), length=8)
     assert kind == "rope" and params["layout"] == "interleaved"
     assert params_from_hf_config(load_config(CONFIGS / "cohere.json"), 8) == params
 
@@ -574,6 +574,6 @@ def test_fuzz_mutated_configs_raise_only_parameter_error(name, seed, n, layer):
 
 
 def _parse(text: str) -> dict:
-    from posenc_cli.encodings.model_config import parse_json
+    from posenc_cli.models.config_file import parse_json
 
     return parse_json(text)

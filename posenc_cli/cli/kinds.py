@@ -53,7 +53,7 @@ def run(
 
 def _config(path: str, kind: str | None, layer_type: str | None, json_out: bool, quiet: int) -> int:
     from ..api import load_config
-    from ..encodings import describe_model_config, model_config_layers
+    from ..models.readers import describe_model_config, model_config_layers
     from ..render import config_report
 
     config = load_config(path)

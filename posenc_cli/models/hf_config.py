@@ -47,8 +47,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import ParameterError, ref
-from ..model_config import _check_depth_obj, _json_type
+from ..errors import ParameterError, ref
+from .config_file import _check_depth_obj, _json_type
 
 #: Largest size (hidden size, head dim, positions...) accepted from a config.
 MAX_SIZE = 2**31 - 1
@@ -385,7 +385,7 @@ class ModelConfig:
 def _attention_scaling(kind: str, params: dict[str, Any]) -> float:
     if kind != "rope":
         return 1.0
-    from .core import Rope
+    from ..encodings.rope.core import Rope
 
     return float(Rope.from_params(params).attention_scaling)  # type: ignore[attr-defined]
 
@@ -869,3 +869,31 @@ def params_from_hf_config(
     """The parameters that reproduce a HF model's rotary tables from its config.json dict (see
     :func:`read_model_config`; kind ``rope``, or ``mrope`` for Qwen2-VL, as :attr:`ModelConfig.kind` says)."""
     return read_model_config(config).params(layer_type, length)
+
+
+# ----- the reader interface (see :mod:`.readers`) -------------------------------------------------------------
+def claims(config: Mapping[str, Any]) -> bool:
+    """The RoPE table reads every config no other reader claims (an unknown model type: strictly, generically)."""
+    return True
+
+
+def from_model_config(
+    config: dict[str, Any], *, length: int | None = None, layer_type: str | None = None, **options: Any
+) -> tuple[str, dict[str, Any], list[str]]:
+    """The kind (``rope``, or ``mrope`` for Qwen2-VL), parameters and warnings of a HF transformers model's
+    rotary tables from its config.json."""
+    model = read_model_config(config)
+    return model.kind, model.params(layer_type, length), list(model.warnings)
+
+
+def model_config_layers(
+    config: dict[str, Any], *, length: int | None = None, **options: Any
+) -> dict[str, tuple[str, dict[str, Any]] | None]:
+    """Every attention type -> ``(kind, parameters)``, None for a NoPE type."""
+    model = read_model_config(config)
+    return {lt: None if p is None else (model.kind, p) for lt, p in model.all_params(length).items()}
+
+
+def describe_model_config(config: dict[str, Any], *, layer_type: str | None = None, **options: Any) -> dict[str, Any]:
+    """What was read, each value with the key or class default it came from."""
+    return read_model_config(config).report(layer_type)
