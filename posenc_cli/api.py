@@ -70,19 +70,25 @@ def from_config(
     *,
     kind: str | None = None,
     layer_type: str | None = None,
+    read_as: str | None = None,
     **params: Any,
 ) -> Encoding:
     """The tables a model uses, from its config.json (a path, a model directory, ``"-"`` or a dict).
 
     ``params`` override what the config says (e.g. ``length=4096``, ``dtype="float64"``); ``layer_type`` picks
-    one attention type of a per-layer config (e.g. ``"sliding_attention"``).
+    one attention type of a per-layer config (e.g. ``"sliding_attention"``); ``read_as`` (e.g. ``"llama"``)
+    reads a config whose keys posenc does not all know with that family's rules (otherwise refused). The
+    Encoding carries parameters only: open the config with :func:`open_table` to keep the assumption in the
+    metadata.
     """
     from .encodings import make_encoding
     from .models.readers import from_model_config
 
     data = load_config(config)
     length = params.pop("length", params.pop("len", None))
-    name, cfg_params, _warnings = from_model_config(data, kind=kind, length=length, layer_type=layer_type)
+    name, cfg_params, _warnings, _notes = from_model_config(
+        data, kind=kind, length=length, layer_type=layer_type, read_as=read_as
+    )
     return make_encoding(name, {**cfg_params, **params})
 
 
@@ -708,7 +714,11 @@ def identify(table: TableLike, *, tensor: str | list[str] | tuple[str, ...] | No
 
 
 def from_config_layers(
-    config: str | os.PathLike[str] | Mapping[str, Any], *, kind: str | None = None, **params: Any
+    config: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    kind: str | None = None,
+    read_as: str | None = None,
+    **params: Any,
 ) -> tuple[dict[str, Encoding], list[str]]:
     """One encoding per attention type of a model's config (``{"full_attention": ..., ...}``) and the types that
     apply no position encoding (NoPE); ``params`` override what the config says in every type."""
@@ -717,7 +727,7 @@ def from_config_layers(
 
     data = load_config(config)
     length = params.pop("length", params.pop("len", None))
-    layers = model_config_layers(data, kind=kind, length=length)
+    layers = model_config_layers(data, kind=kind, length=length, read_as=read_as)
     built = {lt: make_encoding(k, {**p, **params}) for lt, v in layers.items() if v is not None for k, p in [v]}
     return built, [lt for lt, v in layers.items() if v is None]
 

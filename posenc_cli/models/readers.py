@@ -55,9 +55,12 @@ def reader_for(config: dict[str, Any], kind: str | None = None) -> ModuleType:
 
 def from_model_config(
     config: dict[str, Any], *, kind: str | None = None, **options: Any
-) -> tuple[str, dict[str, Any], list[str]]:
-    """``(kind, parameters, warnings)`` that reproduce a model's tables from its config.json dict."""
-    result: tuple[str, dict[str, Any], list[str]] = reader_for(config, kind).from_model_config(config, **options)
+) -> tuple[str, dict[str, Any], list[str], dict[str, str]]:
+    """``(kind, parameters, warnings, notes)`` that reproduce a model's tables from its config.json dict;
+    ``notes`` is metadata the output records (what the reading assumed, e.g. ``hf_read_as``)."""
+    result: tuple[str, dict[str, Any], list[str], dict[str, str]] = reader_for(config, kind).from_model_config(
+        config, **options
+    )
     return result
 
 

@@ -26,7 +26,13 @@ one image or video:
   ``time_interval`` is 1 for images and Qwen2-VL videos, ``tokens_per_second * second_per_grid_t`` for
   Qwen2.5-VL videos.
 
+``mrope_interleaved`` (Qwen3-VL, ``Qwen3VLTextRotaryEmbedding.recomposition_frequencies``): instead of
+consecutive sections, frequency :math:`k` turns with height when :math:`k \bmod 3 = 1` and
+:math:`k < 3\,\mathrm{section}_1`, with width when :math:`k \bmod 3 = 2` and :math:`k < 3\,\mathrm{section}_2`,
+else with the temporal id.
+
 Angles are exact (:mod:`.._trig`), like ``rope``; HF computes them in float32 (error ~ ``|p w| * 2**-24``).
+``inv_freq_dtype=float32`` takes HF's float32 frequencies (as ``rope`` does) and keeps the angles exact.
 """
 
 from __future__ import annotations
@@ -41,8 +47,8 @@ import numpy as np
 from ...errors import ParameterError
 from .. import _trig
 from ..base import Encoding, TensorSpec, param
-from .core import MAX_POSITION
-from .scaling import _default_exact, _exact
+from .core import INV_FREQ_DTYPES, MAX_POSITION
+from .scaling import _default_exact, _default_f32, _exact
 
 if TYPE_CHECKING:
     from ... import analysis as an
@@ -95,6 +101,12 @@ class MRope(Encoding):
     time_interval: float = param(
         1.0, "temporal id step (Qwen2.5-VL video: tokens_per_second * second_per_grid_t)", low=0.0
     )
+    mrope_interleaved: bool = param(
+        False, "sections interleaved T, H, W frequency by frequency (Qwen3-VL); false: consecutive (Qwen2-VL)"
+    )
+    inv_freq_dtype: str = param(
+        "float64", "float32 follows HF's float32 inv_freq arithmetic; angles stay exact", choices=INV_FREQ_DTYPES
+    )
 
     @classmethod
     def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
@@ -105,6 +117,10 @@ class MRope(Encoding):
     def validate(self) -> None:
         if self.dim % 2:
             raise ParameterError(f"dim={self.dim} is odd; rotary tables need an even head dim")
+        if self.mrope_interleaved and len(self.mrope_section) != 3:
+            raise ParameterError(
+                f"mrope_interleaved needs mrope_section of three sizes (T, H, W), got {list(self.mrope_section)}"
+            )
         if sum(self.mrope_section) != self.dim // 2:
             raise ParameterError(
                 f"mrope_section={list(self.mrope_section)} sums to {sum(self.mrope_section)}; it must sum to "
@@ -133,6 +149,10 @@ class MRope(Encoding):
     def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
         from decimal import Decimal
 
+        if self.inv_freq_dtype == "float32":
+            hi = _default_f32(self.base, self.dim).astype(np.float64)
+            return hi, np.zeros_like(hi)  # the float32 values are the frequencies, exactly
+
         def rule(_: object) -> list:
             return _default_exact(Decimal(self.base), self.dim, self.dim // 2)
 
@@ -141,6 +161,11 @@ class MRope(Encoding):
     @cached_property
     def axis(self) -> np.ndarray:
         """The position axis (0 temporal, 1 height, 2 width) of each of the dim/2 frequencies."""
+        if self.mrope_interleaved:
+            axis = np.zeros(self.dim // 2, dtype=np.intp)
+            for a in (1, 2):  # Qwen3-VL: freqs_thw[..., a:3 * section[a]:3] = freq[a]
+                axis[a : 3 * self.mrope_section[a] : 3] = a
+            return axis
         return np.concatenate([np.full(n, i % 3) for i, n in enumerate(self.mrope_section)]).astype(np.intp)
 
     def inv_freq(self) -> np.ndarray:
@@ -174,7 +199,7 @@ class MRope(Encoding):
         return {
             "cos": TensorSpec("cos", (n, d), self.out_dtype),
             "sin": TensorSpec("sin", (n, d), self.out_dtype),
-            "inv_freq": TensorSpec("inv_freq", (d // 2,), np.dtype("float64")),
+            "inv_freq": TensorSpec("inv_freq", (d // 2,), np.dtype(self.inv_freq_dtype)),
         }
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
