@@ -464,8 +464,14 @@ class ModelConfig:
                 )
             layer_type = rope_types[0]
         if layer_type not in self._ropes:
+            if self.layer_types == ("default",):
+                raise ParameterError(
+                    f"{ref('layer_type')} {layer_type} cannot apply to {self.model_type}: one RoPE serves every "
+                    "layer (the config names no attention types); drop it"
+                )
             raise ParameterError(
-                f"unknown layer_type {layer_type!r} for {self.model_type}; choose from: {', '.join(self.layer_types)}"
+                f"unknown {ref('layer_type')} {layer_type!r} for {self.model_type}; choose from: "
+                f"{', '.join(self.layer_types)}"
             )
         rope = self._ropes[layer_type]
         if rope is None:
