@@ -252,3 +252,17 @@ def test_bad_configs_of_the_new_families_name_the_key(tmp_path, name, mutate, na
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and lines[0].startswith("Error: ") and named in lines[0], err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("offset", [0, 7, 1000, -5])
+def test_mrope_offset_is_ropes_offset_for_text(offset):
+    # parity with rope: text-only M-RoPE is rope (half layout) at the same offset, row for row
+    m = MRope.from_params({"length": 12, "dim": 16, "mrope_section": (2, 3, 3), "base": 1e4, "offset": offset,
+                           "dtype": "float64"})  # fmt: skip
+    r = make_encoding("rope", {"length": 12, "dim": 16, "base": 1e4, "offset": offset, "dtype": "float64"})
+    for name in ("cos", "sin"):
+        np.testing.assert_array_equal(m.array(name), r.array(name))
+    g = MRope.from_params({"length": 12, "dim": 16, "mrope_section": (2, 3, 3), "grid": "1x2x3", "text_offset": 2,
+                           "offset": offset})  # fmt: skip
+    g0 = MRope.from_params({"length": 12, "dim": 16, "mrope_section": (2, 3, 3), "grid": "1x2x3", "text_offset": 2})
+    np.testing.assert_array_equal(g.position_ids(0, 12), g0.position_ids(0, 12) + offset)

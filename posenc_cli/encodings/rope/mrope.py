@@ -32,7 +32,8 @@ consecutive sections, frequency :math:`k` turns with height when :math:`k \bmod 
 else with the temporal id.
 
 Angles are exact (:mod:`.._trig`), like ``rope``; HF computes them in float32 (error ~ ``|p w| * 2**-24``).
-``inv_freq_dtype=float32`` takes HF's float32 frequencies (as ``rope`` does) and keeps the angles exact.
+``inv_freq_dtype=float32`` takes HF's float32 frequencies (as ``rope`` does) and keeps the angles exact;
+``offset`` adds to every position id (text-only M-RoPE equals ``rope`` at the same offset, row for row).
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ class MRope(Encoding):
     inv_freq_dtype: str = param(
         "float64", "float32 follows HF's float32 inv_freq arithmetic; angles stay exact", choices=INV_FREQ_DTYPES
     )
+    offset: int = param(0, "added to every position id (as rope's offset: row i of text is offset + i)",
+                        low=-MAX_POSITION, high=MAX_POSITION)  # fmt: skip
 
     @classmethod
     def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
@@ -127,8 +130,9 @@ class MRope(Encoding):
                 f"dim/2 = {self.dim // 2} (the rotated half)"
             )
         # ids do not grow with the row: text after a vision block restarts at s + max(H, W), below the block's
-        # last temporal id. The largest id is in the last row or the block's last row (every axis peaks there).
-        rows = [self.length - 1]
+        # last temporal id. The largest |id| is in the first row (a negative offset), the last row or the
+        # block's last row (every axis peaks there).
+        rows = [0, self.length - 1]
         if self.grid is not None:
             t, h, w = self.grid_thw
             if t * h * w > MAX_POSITION or (t - 1) * self.time_interval > MAX_POSITION:
@@ -136,7 +140,7 @@ class MRope(Encoding):
             block_end = min(self.text_offset + t * h * w, self.length) - 1
             if block_end >= self.text_offset:
                 rows.append(block_end)
-        top = max(int(self.position_ids(r, r + 1).max()) for r in rows) if self.length else 0
+        top = max(int(np.abs(self.position_ids(r, r + 1)).max()) for r in rows) if self.length else 0
         if top > MAX_POSITION:
             raise ParameterError(f"position {top} exceeds {MAX_POSITION}; lower length, the grid or time_interval")
 
@@ -176,7 +180,7 @@ class MRope(Encoding):
         i = np.arange(start, stop, dtype=np.int64)
         ids = np.repeat(i[:, None], 3, axis=1)
         if self.grid is None:
-            return ids
+            return ids + self.offset
         t, h, w = self.grid_thw
         s, n = self.text_offset, t * h * w
         vis = (i >= s) & (i < s + n)
@@ -189,7 +193,7 @@ class MRope(Encoding):
         # text after the block continues from s + max(H, W) whatever the frames (transformers 5.18's
         # get_rope_index, tests/data/golden/hf_qwen2_5_vl.json: a 3-frame video, time_interval 4)
         ids[after] = (i[after] - n + max(h, w))[:, None]
-        return ids
+        return ids + self.offset
 
     def extra_metadata(self) -> dict[str, str]:
         return {"layout": "half", "attention_scaling": "1.0"}
