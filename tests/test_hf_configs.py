@@ -44,7 +44,7 @@ GOLDEN = DATA / "golden"
 EPS32 = 2.0**-24
 C_ANGLE = 8.0
 
-MROPE_GOLDEN = ["qwen2_vl", "qwen2_5_vl", "qwen2_5_vl_v5", "qwen3_vl"]
+MROPE_GOLDEN = ["qwen2_vl", "qwen2_5_vl", "qwen2_5_vl_v5", "qwen3_vl", "qwen3_vl_moe"]
 ROPE_GOLDEN = sorted(p.stem[3:] for p in GOLDEN.glob("hf_*.json")
                      if p.stem[3:] not in ("rope_types", "scaling", "class_defaults", *MROPE_GOLDEN))  # fmt: skip
 #: model_type of each published config (text model) and the layout transformers applies.

@@ -274,6 +274,13 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            rope_keys={"mrope_interleaved": ("default",)},
            defaults={"hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128,
                      "max_position_embeddings": 128000, "mrope_section": [24, 20, 20]}),
+    Family("qwen3_vl_moe_text", f"{_HF}/qwen3_vl_moe Qwen3VLMoeTextConfig (default_theta 500000), "
+           "Qwen3VLMoeTextRotaryEmbedding (recomposition_frequencies as Qwen3-VL: interleaved T, H, W), "
+           "Qwen3VLMoeModel.get_rope_index",
+           kind="mrope", theta_defaults={None: 500_000.0}, renames={"mrope": "default"}, mrope_sections="interleaved",
+           rope_keys={"mrope_interleaved": ("default",)},
+           defaults={"hidden_size": 2048, "num_attention_heads": 16, "max_position_embeddings": 128000,
+                     "mrope_section": [24, 20, 20]}),
     Family("phimoe", f"{_HF}/phimoe PhimoeConfig (default_theta 1e6; validate_rope: short_mscale, long_mscale), "
            "PhimoeRotaryEmbedding.forward (inv_freq = rope_init_fn(config) without seq_len, so short_factor at "
            "every length; cos/sin times long_mscale if max(position_ids) + 1 > original_max_position_embeddings, "
@@ -311,6 +318,7 @@ WRAPPERS: dict[str, str] = {
     "gemma3": "gemma3_text", "llama4": "llama4_text", "llava": "llama", "llava_next": "llama",
     "llava_onevision": "qwen2", "mistral3": "mistral", "qwen2_vl": "qwen2_vl_text", "qwen2_5_vl": "qwen2_5_vl_text",
     "paligemma": "gemma", "cohere2_vision": "cohere2", "qwen3_vl": "qwen3_vl_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
 }  # fmt: skip
 #: Wrappers whose text fields may sit at top level (the config class builds text_config from them).
 TOP_LEVEL_TEXT = ("qwen2_vl", "qwen2_5_vl")

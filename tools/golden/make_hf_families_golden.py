@@ -12,8 +12,8 @@ unit vectors of the head, so the stored cos/sin do not depend on how a family la
 * ``olmo3`` (``Olmo3RotaryEmbedding``: one table per layer type; YaRN on full_attention only),
 * ``ernie4_5``, ``ernie4_5_moe`` (interleaved pairs by ``repeat_interleave`` in ``apply_rotary_pos_emb``),
 * ``hunyuan_v1_dense`` (``HunYuanDenseV1RotaryEmbedding``: "dynamic" with ``alpha`` is a fixed NTK base),
-* ``qwen3_vl`` (``Qwen3VLTextRotaryEmbedding``, interleaved M-RoPE; text, and one image through
-  ``Qwen3VLModel.get_rope_index``), and ``qwen2_5_vl_v5``: Qwen2.5-VL's config loaded and saved again by
+* ``qwen3_vl`` and ``qwen3_vl_moe`` (``Qwen3VLTextRotaryEmbedding`` / ``Qwen3VLMoeTextRotaryEmbedding``,
+  interleaved M-RoPE; text, and one image through ``get_rope_index``), and ``qwen2_5_vl_v5``: Qwen2.5-VL's config loaded and saved again by
   transformers 5 (its text settings under ``text_config``), then its M-RoPE tables.
 
 Each group also stores ``attention_scaling_used``: cos at position 0 of the first rotated feature, i.e. the
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_hf_golden as base  # noqa: E402  (the shared method; same directory)
 
 NAMES = ("phimoe", "olmo3", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense")
-MROPE = ("qwen3_vl", "qwen2_5_vl_v5")
+MROPE = ("qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl_v5")
 
 
 def with_scaling_used(res: dict) -> dict:
@@ -52,7 +52,7 @@ def main() -> None:
     for name in MROPE:
         if not only or name in only:
             # Qwen3-VL splits a video into timestamped frames (get_rope_index), which posenc's grid does not model
-            cases = ("text", "image") if name == "qwen3_vl" else ("text", "image", "video")
+            cases = ("text", "image") if name.startswith("qwen3_vl") else ("text", "image", "video")
             base.dump(base.mrope(name, cases), base.GOLDEN / f"hf_{name}.json")
 
 

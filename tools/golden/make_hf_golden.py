@@ -269,7 +269,7 @@ def mrope(name: str, cases_wanted: tuple[str, ...] = ("text", "image", "video"))
     fake = types.SimpleNamespace(config=cfg)
     fake.get_vision_position_ids = functools.partial(model_cls.get_vision_position_ids, fake)
     merge = cfg.vision_config.spatial_merge_size
-    head = text.hidden_size // text.num_attention_heads
+    head = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
     cases = []
     # (name, text before, modality 1 image / 2 video, grid_thw before merging, text after, second_per_grid_t)
     plans = [("text", 12, None, None, 0, None), ("image", 5, 1, (1, 4 * merge, 6 * merge), 7, None),
