@@ -266,3 +266,16 @@ def test_mrope_offset_is_ropes_offset_for_text(offset):
                            "offset": offset})  # fmt: skip
     g0 = MRope.from_params({"length": 12, "dim": 16, "mrope_section": (2, 3, 3), "grid": "1x2x3", "text_offset": 2})
     np.testing.assert_array_equal(g.position_ids(0, 12), g0.position_ids(0, 12) + offset)
+
+
+def test_read_as_is_recorded_with_every_layer_type(tmp_path):
+    c = {**cfg("olmo3"), "rotary_chunk": 4}
+    out = tmp_path / "all.safetensors"
+    args = ["generate", "--hf-config", write(tmp_path, c), "--len", "4", "--all-layer-types", "-o", str(out)]
+    code, _, err = cli(args)
+    assert code == 2 and "config key rotary_chunk" in err, err
+    code, _, err = cli([*args, "--read-as", "olmo3"])
+    assert code == 0, err
+    assert read_table(str(out)).metadata["hf_read_as"].startswith("model_type 'olmo3' read with olmo3's rules")
+    code, _, err = cli(["check", str(out), "-q"])
+    assert code == 0, err

@@ -174,6 +174,11 @@ def _all_layer_types(text, kind, opts: TableOptions, output, format, force, tens
     if not encs:
         raise ParameterError(f"{text}: no attention type of this model applies a position encoding")
     src = Source.from_groups(encs, dest)
+    if opts.read_as is not None:  # the assumption is recorded with the tables, as for one layer type
+        from ..api import load_config
+        from ..models.readers import model_config_notes
+
+        src.metadata.update(model_config_notes(load_config(text), kind=kind, read_as=opts.read_as))
     check_size(sum(e.nbytes() for e in encs.values()), byte_limit(opts.max_bytes), "the tables")
     written = write_source(dest, src, fmt=format, tensors=None, force=force, quiet=quiet, limit=None)
     if json_out and dest != "-":

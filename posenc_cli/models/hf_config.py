@@ -450,6 +450,10 @@ class ModelConfig:
             "value": _attention_scaling(self.kind, self.params(layer_type, 1)),
             "from": "HF's formula for this rule",
         }
+        if "_long_mscale" in rope:
+            out["attention_scaling"]["from"] = (
+                "short_mscale for tables up to original_max_position_embeddings rows, long_mscale beyond"
+            )
         out["warnings"] = list(self.warnings)
         return out
 
@@ -1110,6 +1114,12 @@ def model_config_layers(
     """Every attention type -> ``(kind, parameters)``, None for a NoPE type."""
     model = read_model_config(config, read_as=read_as)
     return {lt: None if p is None else (model.kind, p) for lt, p in model.all_params(length).items()}
+
+
+def model_config_notes(config: dict[str, Any], *, read_as: str | None = None, **options: Any) -> dict[str, str]:
+    """``{"hf_read_as": ...}`` when ``read_as`` made posenc read the config with another family's rules."""
+    model = read_model_config(config, read_as=read_as)
+    return {} if model.assumption is None else {"hf_read_as": model.assumption}
 
 
 def describe_model_config(

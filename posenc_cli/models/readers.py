@@ -74,6 +74,12 @@ def model_config_layers(
     return result
 
 
+def model_config_notes(config: dict[str, Any], *, kind: str | None = None, **options: Any) -> dict[str, str]:
+    """The metadata a table built from ``config`` records about its reading (``hf_read_as`` under ``read_as``)."""
+    result: dict[str, str] = reader_for(config, kind).model_config_notes(config, **options)
+    return result
+
+
 def describe_model_config(config: dict[str, Any], *, kind: str | None = None, **options: Any) -> dict[str, Any]:
     """What a model's config says about its position encoding, each value with where it came from."""
     result: dict[str, Any] = reader_for(config, kind).describe_model_config(config, **options)
