@@ -279,3 +279,28 @@ def test_read_as_is_recorded_with_every_layer_type(tmp_path):
     assert read_table(str(out)).metadata["hf_read_as"].startswith("model_type 'olmo3' read with olmo3's rules")
     code, _, err = cli(["check", str(out), "-q"])
     assert code == 0, err
+
+
+@pytest.mark.parametrize("name", ["qwen2_vl", "qwen3_vl"])
+def test_mrope_configs_take_rope_parameters_from_the_command_line(tmp_path, name):
+    out = tmp_path / "m.safetensors"
+    code, _, err = cli(["generate", "--hf-config", str(CONFIGS / f"{name}.json"), "--len", "8",
+                        "-p", "inv_freq_dtype=float32", "-p", "offset=3", "-o", str(out)])  # fmt: skip
+    assert code == 0, err
+    table = read_table(str(out))
+    assert table.tensors["inv_freq"].dtype == np.float32 and table.metadata["offset"] == "3"
+    ids = np.arange(3, 11, dtype=np.float64)[:, None]  # text only: every axis is the position
+    want = np.cos(ids * table.tensors["inv_freq"].astype(np.float64)[None, :])
+    np.testing.assert_allclose(table.tensors["cos"][:, : want.shape[1]], want, rtol=1e-6, atol=1e-6)
+
+
+def test_olmo3_flat_rope_parameters_are_ignored_as_transformers_does():
+    # Olmo3Config.convert_rope_params_to_dict keeps only the per-type entries of rope_parameters: a flat dict
+    # leaves both types at plain RoPE with rope_theta (checked against transformers 5.24's Olmo3Config)
+    c = cfg("olmo3")
+    c["rope_parameters"] = {**c.pop("rope_scaling"), "rope_theta": 123456.0}
+    mc = read_model_config(c)
+    for lt in ("full_attention", "sliding_attention"):
+        p = mc.params(lt, 8)
+        assert p["scaling"] == "none" and p["base"] == 500000.0
+    assert any("rope_parameters is flat" in w for w in mc.warnings)

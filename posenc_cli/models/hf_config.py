@@ -133,6 +133,9 @@ class Family:
     ntk_alpha: bool = False
     #: M-RoPE sections: "chunked" (Qwen2-VL: consecutive blocks) or "interleaved" (Qwen3-VL: T, H, W in turn)
     mrope_sections: str = "chunked"
+    #: a flat (not per-layer-type) rope_parameters is ignored by the config class (Olmo3Config keeps only its
+    #: full_attention / sliding_attention entries; rope_scaling is how a flat dict reaches full_attention)
+    flat_parameters_ignored: bool = False
 
     def known_top(self) -> set[str]:
         """The top-level keys this family's reading knows."""
@@ -293,7 +296,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            "inv_freq and attention_scaling per layer type), apply_rotary_pos_emb (rotate_half)",
            theta_keys={"full_attention": "rope_theta", "sliding_attention": "rope_theta"},
            theta_defaults={"full_attention": 500_000.0, "sliding_attention": 500_000.0},
-           layers="every_nth_full::4", scaling_to=("full_attention",),
+           layers="every_nth_full::4", scaling_to=("full_attention",), flat_parameters_ignored=True,
            defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 2048,
                      "num_hidden_layers": 32}),
     Family("ernie4_5", f"{_HF}/ernie4_5 Ernie4_5Config (default_theta 500000, head_dim 128), "
@@ -672,6 +675,12 @@ class _Reader:
         nested = bool(rope) and all(isinstance(v, dict) or v is None for v in rope.values())
         if nested and not per_layer_keys and not layer_list:
             types_ = sorted(rope)  # transformers 5 per-layer rope_parameters of a family posenc reads generically
+        if rope and not nested and fam.flat_parameters_ignored and where.endswith("rope_parameters."):
+            self.warnings.append(
+                f"{where[:-1]} is flat, and transformers' {fam.name} reads it per layer type only: its keys are "
+                "ignored, as transformers does (rope_scaling applies a flat dict to full_attention)"
+            )
+            rope = {}
         ropes: dict[str, dict[str, _Value] | None] = {}
         for lt in types_:
             if lt in fam.nope:
