@@ -86,8 +86,9 @@ def from_config(
 
     data = load_config(config)
     length = params.pop("length", params.pop("len", None))
+    hints = {k: params[k] for k in ("offset", "seq_len") if isinstance(params.get(k), int)}
     name, cfg_params, _warnings, _notes = from_model_config(
-        data, kind=kind, length=length, layer_type=layer_type, read_as=read_as
+        data, kind=kind, length=length, layer_type=layer_type, read_as=read_as, **hints
     )
     return make_encoding(name, {**cfg_params, **params})
 

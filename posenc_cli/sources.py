@@ -377,7 +377,7 @@ def open_config(
         length = shape[0] if shape else None
     config = load_config(text)
     name, cfg, warnings, notes = from_model_config(
-        config, kind=kind, length=length, layer_type=layer_type, read_as=read_as
+        config, kind=kind, length=length, layer_type=layer_type, read_as=read_as, **_position_hints(given)
     )
     if length is not None:
         cfg["length"] = length
@@ -387,6 +387,18 @@ def open_config(
     src.metadata.update(notes)  # what the reading assumed (hf_read_as), written with the table
     src.warnings = list(warnings)
     return src
+
+
+def _position_hints(given: dict[str, Any]) -> dict[str, int]:
+    """The user's ``offset`` and ``seq_len`` as ints, for readers whose parameters depend on the sequence length
+    (a value that is no integer is left to the kind's own check, which names it)."""
+    out = {}
+    for key in ("offset", "seq_len"):
+        try:
+            out[key] = int(str(given[key]))
+        except (KeyError, ValueError):
+            pass
+    return out
 
 
 def _read_groups(label: str, tensors: dict[str, Any], metadata: dict[str, str]) -> dict[str, Source]:

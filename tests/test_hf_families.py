@@ -304,3 +304,18 @@ def test_olmo3_flat_rope_parameters_are_ignored_as_transformers_does():
         p = mc.params(lt, 8)
         assert p["scaling"] == "none" and p["base"] == 500000.0
     assert any("rope_parameters is flat" in w for w in mc.warnings)
+
+
+def test_phimoe_mscale_sees_the_users_offset_and_seq_len(tmp_path):
+    c = cfg("phimoe")
+    c["rope_scaling"]["short_mscale"], c["rope_scaling"]["long_mscale"] = 1.25, 1.5
+    path = write(tmp_path, c)
+    out = tmp_path / "p.safetensors"
+    # rows 5000..5009: HF's max(position_ids) + 1 = 5010 > 4096, so long_mscale
+    for extra, want in ((["-p", "offset=5000"], "1.5"), (["-p", "seq_len=100", "-p", "offset=5000"], "1.25")):
+        code, _, err = cli(["generate", "--hf-config", path, "--len", "10", *extra, "-o", str(out), "--force"])
+        assert code == 0, err
+        assert read_table(str(out)).metadata["attention_factor"] == want, extra
+    from posenc_cli import api
+
+    assert api.from_config(c, length=10, offset=5000).attention_scaling == 1.5

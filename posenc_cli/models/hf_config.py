@@ -406,9 +406,18 @@ class ModelConfig:
     assumption: str | None = None
 
     # ----- public ----------------------------------------------------------------------------------------
-    def params(self, layer_type: str | None = None, length: int | None = None) -> dict[str, Any]:
+    def params(
+        self,
+        layer_type: str | None = None,
+        length: int | None = None,
+        *,
+        offset: int = 0,
+        seq_len: int | None = None,
+    ) -> dict[str, Any]:
         """The parameters of :attr:`kind` (names its class accepts) for ``layer_type``; ``length`` defaults
-        to ``max_position_embeddings``."""
+        to ``max_position_embeddings``. ``offset`` and ``seq_len`` (the table's first position and the sequence
+        length a rule sees, as the user will set them) matter where the parameters depend on the sequence
+        length (Phimoe's mscale)."""
         rope = self._rope(layer_type)
         out = {k: v.value for k, v in rope.items() if not k.startswith("_")}
         if length is None:
@@ -419,7 +428,7 @@ class ModelConfig:
         out["length"] = _number(length, "length", integer=True)
         if "_long_mscale" in rope:
             # Phimoe: max(position_ids) + 1 of the table's rows decides which mscale multiplies cos/sin
-            seq = out.get("seq_len") or out.get("offset", 0) + out["length"]
+            seq = seq_len if seq_len is not None else max(1, offset + out["length"])
             long = seq > out["original_max_position_embeddings"]
             out["attention_factor"] = rope["_long_mscale" if long else "_short_mscale"].value
         return out
@@ -1108,13 +1117,16 @@ def from_model_config(
     length: int | None = None,
     layer_type: str | None = None,
     read_as: str | None = None,
+    offset: int = 0,
+    seq_len: int | None = None,
     **options: Any,
 ) -> tuple[str, dict[str, Any], list[str], dict[str, str]]:
     """The kind (``rope``, or ``mrope`` for Qwen2-VL), parameters, warnings and metadata notes (``hf_read_as``
     when ``read_as`` was given) of a HF transformers model's rotary tables from its config.json."""
     model = read_model_config(config, read_as=read_as)
     notes = {} if model.assumption is None else {"hf_read_as": model.assumption}
-    return model.kind, model.params(layer_type, length), list(model.warnings), notes
+    params = model.params(layer_type, length, offset=offset, seq_len=seq_len)
+    return model.kind, params, list(model.warnings), notes
 
 
 def model_config_layers(
