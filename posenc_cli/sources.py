@@ -394,10 +394,9 @@ def _position_hints(given: dict[str, Any]) -> dict[str, int]:
     (a value that is no integer is left to the kind's own check, which names it)."""
     out = {}
     for key in ("offset", "seq_len"):
-        try:
-            out[key] = int(str(given[key]))
-        except (KeyError, ValueError):
-            pass
+        text = str(given.get(key, "")).strip()
+        if text.lstrip("+-").isdigit():
+            out[key] = int(text)
     return out
 
 
