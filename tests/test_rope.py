@@ -20,8 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc_cli.encodings import make_encoding
-from posenc_cli.encodings.rope import Rope, XPos, params_from_hf_config
+from posenc_cli.encodings.rope import Rope, XPos
 from posenc_cli.errors import ParameterError
+from posenc_cli.models.hf_config import params_from_hf_config
 
 #: transformers' own YaRN (and every other rule) in float64: tools/golden/make_hf_scaling_golden.py
 HF_SCALING = json.loads((Path(__file__).parent / "data" / "golden" / "hf_scaling.json").read_text())["cases"]

@@ -133,6 +133,16 @@ LayerType = Annotated[
         show_default=False,
     ),
 ]
+ReadAs = Annotated[
+    Optional[str],
+    typer.Option(
+        "--read-as",
+        metavar="FAMILY",
+        help="With a model config: read it with FAMILY's rules (e.g. llama) although posenc does not know a key "
+        "of it; the output's metadata records the assumption (hf_read_as).",
+        show_default=False,
+    ),
+]
 
 # ----- sources ----------------------------------------------------------------------------------------
 _SOURCE_HELP = "A file, - for stdin, a spec KIND[:key=value,...], or a model's config.json (or its directory)."
@@ -401,6 +411,7 @@ FLAGS: dict[str, str] = {
     "config": "--hf-config",
     "hf_config": "--hf-config",
     "layer_type": "--layer-type",
+    "read_as": "--read-as",
     "tensor": "--tensor",
     "tensors": "--tensor",
     "output": "-o",

@@ -289,29 +289,6 @@ class Encoding:
         return False
 
     @classmethod
-    def reads_model_config(cls) -> bool:
-        """Whether :meth:`from_model_config` can build this kind from a model's config.json."""
-        return cls.from_model_config.__func__ is not Encoding.from_model_config.__func__  # type: ignore[attr-defined]
-
-    @classmethod
-    def from_model_config(cls, config: dict[str, Any], **options: Any) -> tuple[str, dict[str, Any], list[str]]:
-        """``(kind, parameters, warnings)`` that reproduce a model's tables from its config.json dict."""
-        raise ParameterError(f"{cls.KIND} cannot be built from a model config")
-
-    @classmethod
-    def model_config_layers(
-        cls, config: dict[str, Any], **options: Any
-    ) -> dict[str, tuple[str, dict[str, Any]] | None]:
-        """Every attention type of a model's config.json -> ``(kind, parameters)`` of its tables (None: the type
-        applies no position encoding)."""
-        raise ParameterError(f"{cls.KIND} cannot be built from a model config")
-
-    @classmethod
-    def describe_model_config(cls, config: dict[str, Any], **options: Any) -> dict[str, Any]:
-        """What was read from a model's config.json: each value with where it came from (a key or a default)."""
-        raise ParameterError(f"{cls.KIND} cannot be built from a model config")
-
-    @classmethod
     def shape_params(cls, shape: tuple[int, ...]) -> dict[str, int]:
         """``length`` and ``dim`` of a table of this kind whose primary tensor has ``shape`` (a spec compared with
         a file takes them from the file): rows are positions and columns ``dim``; a ``matrix`` is query x key
