@@ -788,3 +788,100 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
         v.notes += nts
         v.numbers[lt] = nums
     return v
+
+
+# ----- a GGUF file as a table source -----------------------------------------------------------------------
+def gguf_tables(
+    path: str, *, n_ctx: int | None = None, length: int | None = None, layer_type: str | None = None
+) -> tuple[dict[str, np.ndarray], dict[str, str], list[str]]:
+    """The tensors (``cos``, ``sin``, ``inv_freq``), metadata and warnings of the table llama.cpp computes for the
+    GGUF file ``path``: ``length`` positions (default: the context) at context ``n_ctx`` (default: training)."""
+    from .gguf import read_gguf
+
+    g = read_gguf(path)
+    rope, warnings = from_gguf(g, layer_type)
+    if length is None:
+        length = rope.n_ctx_train if not n_ctx else int(n_ctx)
+    t = llamacpp_tables(rope, n_ctx, length)
+    ctx: Context = t["context"]
+    from .. import __version__
+
+    meta = {
+        "posenc_version": __version__,
+        "source": "gguf",
+        "engine": "llama.cpp",
+        "llama_cpp": LLAMACPP_VERSION,
+        "arch": rope.arch,
+        "rope_type": rope.rope_type,
+        "layout": t["layout"],
+        "layer_type": rope.layer_type,
+        "length": str(length),
+        "n_rot": str(rope.n_rot),
+        "head_dim": str(rope.head_dim),
+        "n_ctx": str(ctx.n_ctx),
+        "n_ctx_seq": str(ctx.n_ctx_seq),
+        "n_ctx_orig": str(rope.n_ctx_orig),
+        "freq_base": repr(rope.freq_base),
+        "freq_scale": repr(ctx.freq_scale),
+        "scaling_type": rope.scaling_type,
+        "ext_factor": repr(ctx.ext_factor),
+        "attn_factor": repr(ctx.attn_factor),
+        "mscale": repr(ctx.mscale),
+        "beta_fast": repr(rope.beta_fast),
+        "beta_slow": repr(rope.beta_slow),
+        "freq_factors": ctx.factors_from,
+        "sections": ",".join(str(s) for s in rope.sections),
+        "inv_freq_note": "float64 per-pair frequency llama.cpp means; cos/sin are ggml's float32 iteration",
+    }
+    tensors = {"cos": t["cos"], "sin": t["sin"], "inv_freq": t["inv_freq"]}
+    return tensors, meta, warnings
+
+
+def describe(path: str, *, n_ctx: int | None = None) -> list[tuple[str, str, str]]:
+    """What was read from a GGUF file and from where: ``(name, value, origin)`` rows, then llama-context's
+    choices at ``n_ctx``."""
+    from .gguf import read_gguf
+
+    g = read_gguf(path)
+    rope, warnings = from_gguf(g)
+    ctx = context(rope, n_ctx)
+    o = rope.origins
+    rows = [
+        ("architecture", rope.arch, "key general.architecture"),
+        ("rope type", rope.rope_type.upper() + ("" if rope.known_arch else " (assumed)"),
+         f"llama_model_rope_type, {LLAMACPP_VERSION}" if rope.known_arch else "unknown architecture"),
+        ("head dim", str(rope.head_dim), o.get("head_dim", "")),
+        ("rotated dims", str(rope.n_rot), o.get("n_rot", "")),
+        ("freq_base", f"{rope.freq_base:g}", o.get("freq_base", "")),
+        ("scaling type", rope.scaling_type, o.get("scaling_type", "")),
+        ("factor", f"{1 / rope.freq_scale:g}", o.get("scaling_factor", "no factor key (1)")),
+        ("original context", str(rope.n_ctx_orig), o.get("orig_ctx", "")),
+        ("training context", str(rope.n_ctx_train), o.get("context_length", "")),
+        ("attn_factor", f"{rope.attn_factor:g}", o.get("attn_factor", "no key (1)")),
+    ]  # fmt: skip
+    if rope.arch in READS_YARN_LOG_MUL:
+        rows.append(("yarn_log_multiplier", f"{rope.yarn_log_mul:g}", o.get("yarn_log_mul", "no key (0)")))
+    if rope.arch in READS_YARN_BETA_FAST:
+        rows.append(("yarn beta fast/slow", f"{rope.beta_fast:g}/{rope.beta_slow:g}", o.get("yarn_beta_fast", "defaults")))
+    if rope.sections:
+        rows.append(("dimension_sections", ",".join(map(str, rope.sections)), o.get("sections", "")))
+    for name in ("rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"):
+        if name in g.factors:
+            arr = g.factors[name]
+            rows.append((name.removesuffix(".weight"), f"{arr.size} values, {arr.min():g}..{arr.max():g}", o[name]))
+    if "sliding_window" in g.values:
+        try:
+            swa, _ = from_gguf(g, "sliding_attention")
+            rows.append(("sliding layers base", f"{swa.freq_base:g}", swa.origins.get("freq_base", "")))
+            rows.append(("sliding layers rotated", str(swa.n_rot), swa.origins.get("n_rot", "")))
+        except ParameterError:
+            pass
+    rows += [
+        ("n_ctx / n_ctx_seq", f"{ctx.n_ctx} / {ctx.n_ctx_seq}", "--n-ctx (default: training), padded to 256"),
+        ("ext_factor", f"{ctx.ext_factor:g}", "llama-context: 1 for yarn, else 0"),
+        ("attn_factor (to ggml)", f"{ctx.attn_factor:.6g}", "llama-context"),
+        ("cos/sin amplitude", f"{ctx.mscale:.6g}", "ggml rope_yarn"),
+        ("per-pair divisors", ctx.factors_from, "llama_model::get_rope_factors"),
+    ]
+    rows += [("warning", w, "") for w in warnings]
+    return rows
