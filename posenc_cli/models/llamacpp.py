@@ -123,7 +123,8 @@ def _f32(x: float) -> np.float32:
 
 
 def _logf(x: np.float32) -> np.float32:
-    return np.float32(math.log(float(x)))
+    x = float(x)
+    return np.float32(math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan))
 
 
 @dataclass
@@ -217,9 +218,10 @@ def corr_dims(n_dims: int, n_ctx_orig: int, base: float, beta_fast: float, beta_
         inner = _f32(_f32(n_ctx_orig) / _f32(_f32(_f32(n_rot) * _f32(2)) * _f32(math.pi)))
         return _f32(_f32(_f32(n_dims) * _logf(inner)) / _f32(_f32(2) * _logf(_f32(base))))
 
-    start = math.floor(float(dim(beta_fast)))
-    end = math.ceil(float(dim(beta_slow)))
-    return float(max(0.0, start)), float(min(n_dims - 1, end))
+    with np.errstate(all="ignore"):  # n_ctx_orig 0 (no YaRN): C gives -inf, and MAX/MIN pick 0 and -inf
+        start = float(np.floor(dim(beta_fast)))
+        end = float(np.ceil(dim(beta_slow)))
+    return (start if start > 0 else 0.0), (end if end < n_dims - 1 else float(n_dims - 1))
 
 
 def rope_cache(
