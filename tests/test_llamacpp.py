@@ -89,9 +89,10 @@ def test_rope_type_table_matches_real_llama_model_rope_type():
     if not path.exists():
         pytest.skip("tests/data/llamacpp/rope_types.json is missing")
     real = json.loads(path.read_text())
+    assert len(real["cases"]) >= 15
     for case in real["cases"]:
-        sections = tuple(case.get("sections", ()))
-        ours, known = lc.rope_type_of(case["arch"], sections)
+        # a vocab-only load never reads dimension_sections (tools/golden/llamacpp_rope_types.py): no sections seen
+        ours, known = lc.rope_type_of(case["arch"], ())
         assert known
         assert lc.MODES[ours] == case["rope_type"], case
 

@@ -5,6 +5,11 @@
 Each GGUF holds only metadata (no tensors, tokenizer model ``none``) and is loaded with ``vocab_only`` through
 llama-cpp-python's bindings: load_hparams runs (and with it the architecture's own loader) and sets the rope type,
 which ``llama_model_rope_type`` returns. Keys an architecture's loader requires are added with plain values.
+
+A vocab-only load stops load_hparams before the per-architecture keys (src/llama-model.cpp: "everything past this
+point is not vocab-related"), and llama_model_rope_type reads the architecture plus, for the conditional ones (GLM4,
+HunYuan-VL, BailingMoE3, DFlash), hparams.rope_sections: those stay zero here, so the glm4 case with sections in
+the file still reports the no-sections branch (NORM). Each case records ``sections_seen: false``.
 """
 
 import ctypes
@@ -75,7 +80,8 @@ for arch, variant in CASES:
     llama_cpp.llama_model_free(model)
     case = {"arch": arch, "rope_type": int(rt)}
     if "rope.dimension_sections" in keys:
-        case["sections"] = keys["rope.dimension_sections"]
+        case["sections_in_file"] = keys["rope.dimension_sections"]
+    case["sections_seen"] = False  # vocab-only: load_hparams returned before the arch's keys
     out["cases"].append(case)
     print(case)
 json.dump(out, open(sys.argv[1], "w"), indent=1)
