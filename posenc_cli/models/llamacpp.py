@@ -790,9 +790,9 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
                 v.divergences.append(f"sliding layers: HF has them, the GGUF does not ({exc})")
                 continue
         d, e, nts, nums = compare_rope(rope, hf, enc, asked, length)
-        v.divergences += d
-        v.equivalences += e
-        v.notes += nts
+        v.divergences += [x for x in d if x not in v.divergences]  # a setting both layer types share: once
+        v.equivalences += [x for x in e if x not in v.equivalences]
+        v.notes += [x for x in nts if x not in v.notes]
         v.numbers[lt] = nums
     return v
 

@@ -37,6 +37,8 @@ def shrink(cfg, text):
     head_dim = c.get("head_dim") or (c["hidden_size"] // heads)
     c["num_hidden_layers"] = c.get("_keep_layers", 2)
     c["vocab_size"] = 64
+    for k in ("pad_token_id", "bos_token_id", "eos_token_id"):  # class defaults point past a 64-token vocab
+        c[k] = None if k == "pad_token_id" else 1
     c["intermediate_size"] = 16
     for k in ("moe_intermediate_size", "shared_expert_intermediate_size"):
         if k in c:
@@ -69,6 +71,12 @@ MODELS = {
 }
 
 
+#: The model class where a stored config names none.
+CLASSES = {"phi3": "Phi3ForCausalLM", "gemma3": "Gemma3ForCausalLM", "gpt_oss": "GptOssForCausalLM",
+           "deepseek_v2": "DeepseekV2ForCausalLM", "qwen2": "Qwen2ForCausalLM",
+           "qwen2_vl": "Qwen2VLForConditionalGeneration", "llama31": "LlamaForCausalLM"}
+
+
 def tiny_vocab(self):
     self.gguf_writer.add_tokenizer_model("none")
 
@@ -86,13 +94,16 @@ def convert(name, cfg_file, edits):
                   "mlp_ratio": 1, "intermediate_size": 16})
     cfg.pop("quantization_config", None)
     work = tempfile.mkdtemp(prefix=f"conv-{name}-")
+    arch = cfg.setdefault("architectures", [CLASSES[name]])[0]
     json.dump(cfg, open(os.path.join(work, "config.json"), "w"), indent=1)
     config = transformers.AutoConfig.from_pretrained(work)
     torch.manual_seed(0)
-    arch = cfg["architectures"][0]
     cls = getattr(transformers, arch)
     model = cls(config).to(torch.bfloat16)
     model.save_pretrained(work)
+    # Gemma's converter trims the embedding to the tokenizer's size: a 64-token stand-in (tokens are no part of RoPE)
+    json.dump({"model": {"vocab": {f"t{i}": i for i in range(64)}}, "added_tokens": []},
+              open(os.path.join(work, "tokenizer.json"), "w"))
     saved = json.load(open(os.path.join(work, "config.json")))
     out = os.path.join(work, "out.gguf")
     driver = (
@@ -101,7 +112,8 @@ def convert(name, cfg_file, edits):
         "orig = c.get_model_class\n"
         "def patched(*a, **k):\n"
         "    cls = orig(*a, **k)\n"
-        "    return type(cls.__name__, (cls,), {'set_vocab': lambda self: self.gguf_writer.add_tokenizer_model('none')})\n"
+        "    return type(cls.__name__, (cls,), {'set_vocab': lambda self: self.gguf_writer.add_tokenizer_model('none'),"
+        " 'model_arch': cls.model_arch})\n"
         "c.get_model_class = patched\n"
         "c.main()\n"
     ) % (work, out, LLAMA_CPP)
