@@ -139,6 +139,9 @@ def test_context_longrope_choice_follows_padded_n_ctx():
     assert lc.context(r, 3900).factors_from == "rope_factors_short"  # 3900 -> 4096, not > 4096
     assert lc.context(r, 4097).factors_from == "rope_factors_long"  # 4097 -> 4352
     assert lc.context(r, None).factors_from == "rope_factors_long"  # the training context, 131072
+    r.n_ctx_orig = 4000  # an original context that is no multiple of 256: the padding decides
+    assert lc.context(r, 3990).n_ctx_seq == 4096
+    assert lc.context(r, 3990).factors_from == "rope_factors_long"
     r.freqs = np.ones(32, np.float32)
     assert lc.context(r, 4097).factors_from == "rope_freqs"
 
