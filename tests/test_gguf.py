@@ -52,7 +52,10 @@ HOSTILE = {
     "bad version": (raw_gguf(LLAMA_KVS, version=99), "version 99"),
     "absurd key count": (raw_gguf(LLAMA_KVS, n_kv=2**60), "keys claimed"),
     "absurd tensor count": (raw_gguf(LLAMA_KVS, n_t=2**62), "tensors claimed"),
-    "huge string": (raw_gguf([_kv("general.architecture", 8, struct.pack("<Q", 2**62) + b"llama")]), "runs past the end"),
+    "huge string": (
+        raw_gguf([_kv("general.architecture", 8, struct.pack("<Q", 2**62) + b"llama")]),
+        "runs past the end",
+    ),
     "huge key": (raw_gguf([struct.pack("<Q", 2**40) + b"x" * 20]), "claims"),
     "unknown value type": (raw_gguf([_kv("general.architecture", 77, b"")]), "unknown value type 77"),
     "absurd array": (raw_gguf([_kv("x.arr", 9, struct.pack("<IQ", 8, 2**61))]), "items"),
@@ -113,7 +116,7 @@ def test_without_the_extra_one_line_names_it(tmp_path, monkeypatch):
     path = tmp_path / "m.gguf"
     path.write_bytes(raw_gguf(LLAMA_KVS))
     monkeypatch.setitem(sys.modules, "gguf", None)  # import gguf raises ImportError
-    code, out, err = cli(["kinds", str(path)])
+    code, _, err = cli(["kinds", str(path)])
     assert code == 2
     assert err.strip() == "Error: reading GGUF files needs the gguf package; pip install 'posenc-cli[gguf]'"
 
@@ -167,7 +170,7 @@ def test_generate_writes_llamacpp_tables_with_layout_and_inv_freq(tmp_path):
     code, _, err = cli(["generate", path, "--len", "40", "-o", str(out)])
     assert code == 0, err
     t = read_table(str(out))
-    assert t.metadata["layout"] == "half" and t.metadata["rope_type"] == "neox" and t.metadata["length"] == "40"
+    assert t.metadata["layout"] == "half" and t.metadata["rope_type"] == "NEOX" and t.metadata["length"] == "40"
     assert t.tensors["cos"].shape == (40, 128) and t.tensors["cos"].dtype == np.float32
     # independent: NEOX halves hold cos(p * 1e6^(-2i/128)) to float32 rounding of ggml's iteration
     p = np.arange(40)[:, None]

@@ -52,7 +52,7 @@ def emulate(g):
     return lc.rope_cache(
         g["pos"], p["n_dims"], freq_base=p["freq_base"], freq_scale=p["freq_scale"], ext_factor=p["ext_factor"],
         attn_factor=p["attn_factor"], beta_fast=p["beta_fast"], beta_slow=p["beta_slow"], n_ctx_orig=p["n_ctx_orig"],
-        freq_factors=g.get("factors"), mode=p["mode"], sections=sections, ne0=p["ne0"],
+        freq_factors=g.get("factors"), mode=p["mode"].upper(), sections=sections, ne0=p["ne0"],
     )  # fmt: skip
 
 
@@ -98,18 +98,20 @@ def test_rope_type_table_matches_real_llama_model_rope_type():
 
 
 def test_rope_type_table_is_well_formed():
-    allowed = {"none", "norm", "neox", "mrope", "imrope", "vision"}
+    allowed = {"NONE", "NORM", "NEOX", "MROPE", "IMROPE", "VISION"}
     for arch, entry in lc.ROPE_TYPE.items():
-        base = entry.split(":", 1)[1] if entry.startswith("mrope-if-sections:") else entry
+        base = entry.split(":", 1)[1] if entry.startswith("MROPE-if-sections:") else entry
         assert base in allowed, arch
-    assert lc.rope_type_of("llama") == ("norm", True)
-    assert lc.rope_type_of("glm4", (8, 12, 12, 0)) == ("mrope", True)
-    assert lc.rope_type_of("glm4", ()) == ("norm", True)
-    assert lc.rope_type_of("nonesuch") == ("neox", False)
+    assert len(lc.ROPE_TYPE) == 153  # every architecture of llama-arch.cpp but LLM_ARCH_UNKNOWN
+    assert lc.rope_type_of("llama") == ("NORM", True)
+    assert lc.rope_type_of("t5") == ("NONE", True)
+    assert lc.rope_type_of("glm4", (8, 12, 12, 0)) == ("MROPE", True)
+    assert lc.rope_type_of("glm4", ()) == ("NORM", True)
+    assert lc.rope_type_of("nonesuch") == ("NEOX", False)
 
 
 def _rope(**kw):
-    base = dict(arch="llama", rope_type="neox", known_arch=True, n_rot=64, head_dim=64, freq_base=10000.0,
+    base = dict(arch="llama", rope_type="NEOX", known_arch=True, n_rot=64, head_dim=64, freq_base=10000.0,
                 freq_scale=1.0, scaling_type="none", n_ctx_train=131072, n_ctx_orig=4096)  # fmt: skip
     base.update(kw)
     return lc.LlamaRope(**base)
@@ -164,7 +166,7 @@ def test_corr_dims_floor_ceil():
     base=st.floats(100.0, 1e7),
     half=st.integers(1, 64),
     pos=st.lists(st.integers(0, 200000), min_size=1, max_size=8),
-    mode=st.sampled_from(["norm", "neox"]),
+    mode=st.sampled_from(["NORM", "NEOX"]),
 )
 def test_emulation_stays_within_float32_iteration_bound(base, half, pos, mode):
     """An independent bound: after i multiplications by a float32 theta_scale, theta is p * base^(-2i/d) times

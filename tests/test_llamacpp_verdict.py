@@ -125,7 +125,9 @@ def test_yarn_beta_keys_the_loader_ignores(tmp_path):
     cfg["rope_parameters"].update(truncate=True, beta_fast=16.0)
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     # the converter writes rope.scaling.yarn_beta_fast; gpt-oss's loader does not read it
-    bad = mutate(DATA / "gpt_oss.gguf", tmp_path / "m.gguf", set_keys={"gpt-oss.rope.scaling.yarn_beta_fast": (16.0, F32)})
+    bad = mutate(
+        DATA / "gpt_oss.gguf", tmp_path / "m.gguf", set_keys={"gpt-oss.rope.scaling.yarn_beta_fast": (16.0, F32)}
+    )
     code, v = verdict(bad, tmp_path / "config.json", "--len", "64")
     assert code == 1 and any("reads no yarn_beta_* keys" in d for d in v["divergences"]), v
 
@@ -134,7 +136,9 @@ def test_attention_factor_keys(tmp_path):
     bad = mutate(DATA / "phi3.gguf", tmp_path / "p.gguf", drop_keys=("phi3.rope.scaling.attn_factor",))
     code, v = verdict(bad, DATA / "phi3.config.json", "--len", "64", "--n-ctx", "4096")
     assert code == 1 and any(d.startswith("attention factor") for d in v["divergences"]), v
-    bad = mutate(DATA / "deepseek_v2.gguf", tmp_path / "d.gguf", drop_keys=("deepseek2.rope.scaling.yarn_log_multiplier",))
+    bad = mutate(
+        DATA / "deepseek_v2.gguf", tmp_path / "d.gguf", drop_keys=("deepseek2.rope.scaling.yarn_log_multiplier",)
+    )
     code, v = verdict(bad, DATA / "deepseek_v2.config.json", "--len", "64")
     assert code == 1 and any("yarn_log_multiplier" in d for d in v["divergences"]), v
 
@@ -165,7 +169,9 @@ def test_longrope_choice_at_n_ctx():
 
 def test_mrope_sections(tmp_path):
     bad = mutate(
-        DATA / "qwen2_vl.gguf", tmp_path / "m.gguf", set_keys={"qwen2vl.rope.dimension_sections": ([24, 20, 20, 0], ARR)}
+        DATA / "qwen2_vl.gguf",
+        tmp_path / "m.gguf",
+        set_keys={"qwen2vl.rope.dimension_sections": ([24, 20, 20, 0], ARR)},
     )
     code, v = verdict(bad, DATA / "qwen2_vl.config.json", "--len", "64")
     assert code == 1 and any(d.startswith("mrope sections") for d in v["divergences"]), v
@@ -201,6 +207,6 @@ def test_generate_from_a_real_conversion_matches_the_golden_emulation(tmp_path):
     t = read_table(str(out))
     r = gguf.GGUFReader(str(DATA / "llama31.gguf"))
     ff = np.array(next(x for x in r.tensors if x.name == "rope_freqs.weight").data)
-    cos, _ = rope_cache(np.arange(300), 128, freq_base=500000.0, freq_factors=ff, mode="norm")
+    cos, _ = rope_cache(np.arange(300), 128, freq_base=500000.0, freq_factors=ff, mode="NORM")
     assert np.array_equal(t.tensors["cos"][:, 0::2], cos)
     assert t.metadata["freq_factors"] == "rope_freqs" and t.metadata["layout"] == "interleaved"

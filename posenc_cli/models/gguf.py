@@ -166,7 +166,7 @@ def validate(path: str, label: str | None = None) -> Header:
     label = label or path
     try:
         size = os.path.getsize(path)
-        fh = open(path, "rb")
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the with below, after the errors are translated
     except FileNotFoundError:
         raise GgufError(f"{label}: no such file; pass a .gguf model file") from None
     except IsADirectoryError:

@@ -56,44 +56,37 @@ from ..errors import ParameterError, param
 LLAMACPP_VERSION = "llama.cpp vendored in llama-cpp-python 0.3.36 (ggml 0.25.3)"
 
 #: ggml's mode numbers (ggml.h GGML_ROPE_TYPE_*).
-MODES = {"norm": 0, "neox": 2, "mrope": 8, "vision": 24, "imrope": 40}
+MODES = {"NORM": 0, "NEOX": 2, "MROPE": 8, "VISION": 24, "IMROPE": 40}
 #: The pairing each mode applies, as posenc's ``layout`` names it.
-LAYOUTS = {"norm": "interleaved", "neox": "half", "mrope": "half", "imrope": "half", "vision": "vision"}
+LAYOUTS = {"NORM": "interleaved", "NEOX": "half", "MROPE": "half", "IMROPE": "half", "VISION": "vision"}
+M_ROPE = ("MROPE", "IMROPE", "VISION")
 
 # ----- llama_model_rope_type and the per-arch loaders, as data (printed by tools/golden/llamacpp_arch_table.py) --
-#: ``mrope-if-sections:X``: MROPE when ``dimension_sections`` has its first two entries > 0, else X.
-ROPE_TYPE: dict[str, str] = {
-    'afmoe': 'neox', 'apertus': 'neox', 'arcee': 'norm', 'arctic': 'norm', 'arwkv7': 'none', 'baichuan': 'norm',
-    'bailingmoe': 'norm', 'bailingmoe2': 'neox', 'bailingmoe3': 'mrope-if-sections:norm', 'bert': 'neox',
-    'bitnet': 'neox', 'bloom': 'none', 'chameleon': 'norm', 'chatglm': 'norm', 'clip': 'none', 'codeshell': 'neox',
-    'cogvlm': 'neox', 'cohere2': 'norm', 'cohere2moe': 'norm', 'command-r': 'norm', 'dbrx': 'neox', 'deci': 'norm',
-    'deepseek': 'norm', 'deepseek2': 'norm', 'deepseek2-ocr': 'norm', 'deepseek32': 'norm', 'deepseek4': 'norm',
-    'dflash': 'mrope-if-sections:neox', 'dots1': 'neox', 'dots3note': 'norm', 'dream': 'neox', 'eagle3': 'norm',
-    'ernie4_5': 'norm', 'ernie4_5-moe': 'norm', 'eurobert': 'neox', 'exaone': 'neox', 'exaone-moe': 'neox',
-    'exaone4': 'neox', 'falcon': 'neox', 'falcon-h1': 'neox', 'gemma': 'neox', 'gemma-embedding': 'neox',
-    'gemma2': 'neox', 'gemma3': 'neox', 'gemma3n': 'neox', 'gemma4': 'neox', 'gemma4-assistant': 'neox',
-    'glm-dsa': 'norm', 'glm4': 'mrope-if-sections:norm', 'glm4moe': 'mrope-if-sections:neox', 'glm5-next': 'none',
-    'gpt-oss': 'neox', 'gpt2': 'none', 'gptj': 'none', 'gptneox': 'neox', 'granite': 'norm', 'granite_swa': 'norm',
-    'granitehybrid': 'norm', 'granitemoe': 'norm', 'graniteswitch': 'norm', 'grok': 'neox', 'grovemoe': 'neox',
-    'hrm_text': 'neox', 'hunyuan-dense': 'neox', 'hunyuan-moe': 'neox', 'hunyuan_vl': 'mrope-if-sections:neox',
-    'hy_v3': 'neox', 'hy_v4': 'norm', 'internlm2': 'norm', 'jais': 'none', 'jais2': 'neox', 'jamba': 'none',
-    'jina-bert-v2': 'none', 'jina-bert-v3': 'neox', 'kimi-k3': 'none', 'kimi-linear': 'none', 'laguna': 'neox',
-    'lfm2': 'neox', 'lfm2moe': 'neox', 'llada': 'norm', 'llada-moe': 'neox', 'llama': 'norm',
-    'llama-embed': 'norm', 'llama4': 'norm', 'maincoder': 'norm', 'mamba': 'none', 'mamba2': 'none',
-    'maple': 'neox', 'mellum': 'neox', 'mimo2': 'neox', 'minicpm': 'norm', 'minicpm3': 'neox',
-    'minimax-01': 'neox', 'minimax-m2': 'neox', 'minimax-m3': 'neox', 'mistral3': 'norm', 'mistral4': 'norm',
-    'modern-bert': 'neox', 'mpt': 'none', 'muse-glimmer': 'norm', 'nanbeige': 'norm', 'nemotron': 'neox',
-    'nemotron_h': 'none', 'nemotron_h_moe': 'none', 'neo-bert': 'norm', 'nomic-bert': 'neox',
-    'nomic-bert-moe': 'neox', 'olmo': 'norm', 'olmo2': 'neox', 'olmoe': 'neox', 'openelm': 'neox', 'orion': 'neox',
-    'paddleocr': 'mrope', 'pangu-embedded': 'neox', 'phi2': 'neox', 'phi3': 'neox', 'phimoe': 'neox',
-    'plamo': 'neox', 'plamo2': 'neox', 'plamo3': 'neox', 'plm': 'norm', 'pockettts': 'norm', 'qwen': 'neox',
-    'qwen2': 'neox', 'qwen2moe': 'neox', 'qwen2vl': 'mrope', 'qwen3': 'neox', 'qwen35': 'imrope',
-    'qwen35moe': 'imrope', 'qwen3moe': 'neox', 'qwen3next': 'neox', 'qwen3tts': 'imrope', 'qwen3vl': 'imrope',
-    'qwen3vlmoe': 'imrope', 'qwen4exp': 'imrope', 'refact': 'none', 'rnd1': 'neox', 'rwkv6': 'none',
-    'rwkv6qwen2': 'none', 'rwkv7': 'none', 'seed_oss': 'neox', 'smallthinker': 'neox', 'smollm3': 'norm',
-    'spark2_5': 'neox', 'stablelm': 'neox', 'starcoder': 'norm', 'starcoder2': 'neox', 'step35': 'neox',
-    't5': 'none', 't5encoder': 'none', 'talkie': 'neox', 'wavtokenizer-dec': 'none', 'xverse': 'norm',
-}  # fmt: skip
+#: ``MROPE-if-sections:X``: MROPE when ``dimension_sections`` has its first two entries > 0, else X.
+_ROPE_TYPE_TEXT = """
+afmoe=NEOX apertus=NEOX arcee=NORM arctic=NORM arwkv7=NONE baichuan=NORM bailingmoe=NORM bailingmoe2=NEOX
+bailingmoe3=MROPE-if-sections:NORM bert=NEOX bitnet=NEOX bloom=NONE chameleon=NORM chatglm=NORM clip=NONE
+codeshell=NEOX cogvlm=NEOX cohere2=NORM cohere2moe=NORM command-r=NORM dbrx=NEOX deci=NORM deepseek=NORM
+deepseek2=NORM deepseek2-ocr=NORM deepseek32=NORM deepseek4=NORM dflash=MROPE-if-sections:NEOX dots1=NEOX
+dots3note=NORM dream=NEOX eagle3=NORM ernie4_5=NORM ernie4_5-moe=NORM eurobert=NEOX exaone=NEOX exaone-moe=NEOX
+exaone4=NEOX falcon=NEOX falcon-h1=NEOX gemma=NEOX gemma-embedding=NEOX gemma2=NEOX gemma3=NEOX gemma3n=NEOX
+gemma4=NEOX gemma4-assistant=NEOX glm-dsa=NORM glm4=MROPE-if-sections:NORM glm4moe=MROPE-if-sections:NEOX
+glm5-next=NONE gpt-oss=NEOX gpt2=NONE gptj=NONE gptneox=NEOX granite=NORM granite_swa=NORM granitehybrid=NORM
+granitemoe=NORM graniteswitch=NORM grok=NEOX grovemoe=NEOX hrm_text=NEOX hunyuan-dense=NEOX hunyuan-moe=NEOX
+hunyuan_vl=MROPE-if-sections:NEOX hy_v3=NEOX hy_v4=NORM internlm2=NORM jais=NONE jais2=NEOX jamba=NONE
+jina-bert-v2=NONE jina-bert-v3=NEOX kimi-k3=NONE kimi-linear=NONE laguna=NEOX lfm2=NEOX lfm2moe=NEOX llada=NORM
+llada-moe=NEOX llama=NORM llama-embed=NORM llama4=NORM maincoder=NORM mamba=NONE mamba2=NONE maple=NEOX
+mellum=NEOX mimo2=NEOX minicpm=NORM minicpm3=NEOX minimax-01=NEOX minimax-m2=NEOX minimax-m3=NEOX mistral3=NORM
+mistral4=NORM modern-bert=NEOX mpt=NONE muse-glimmer=NORM nanbeige=NORM nemotron=NEOX nemotron_h=NONE
+nemotron_h_moe=NONE neo-bert=NORM nomic-bert=NEOX nomic-bert-moe=NEOX olmo=NORM olmo2=NEOX olmoe=NEOX
+openelm=NEOX orion=NEOX paddleocr=MROPE pangu-embedded=NEOX phi2=NEOX phi3=NEOX phimoe=NEOX plamo=NEOX
+plamo2=NEOX plamo3=NEOX plm=NORM pockettts=NORM qwen=NEOX qwen2=NEOX qwen2moe=NEOX qwen2vl=MROPE qwen3=NEOX
+qwen35=IMROPE qwen35moe=IMROPE qwen3moe=NEOX qwen3next=NEOX qwen3tts=IMROPE qwen3vl=IMROPE qwen3vlmoe=IMROPE
+qwen4exp=IMROPE refact=NONE rnd1=NEOX rwkv6=NONE rwkv6qwen2=NONE rwkv7=NONE seed_oss=NEOX smallthinker=NEOX
+smollm3=NORM spark2_5=NEOX stablelm=NEOX starcoder=NORM starcoder2=NEOX step35=NEOX t5=NONE t5encoder=NONE
+talkie=NEOX wavtokenizer-dec=NONE xverse=NORM
+"""
+ROPE_TYPE: dict[str, str] = dict(pair.split("=", 1) for pair in _ROPE_TYPE_TEXT.split())
 READS_FREQ_BASE_SWA = frozenset(['afmoe', 'cohere2', 'cohere2moe', 'dots3note', 'exaone-moe', 'exaone4', 'gemma-embedding', 'gemma2', 'gemma3', 'gemma3n', 'gemma4', 'gemma4-assistant', 'gpt-oss', 'laguna', 'llama4', 'maple', 'mellum', 'mimo2', 'modern-bert', 'muse-glimmer', 'olmo2', 'plamo3', 'smallthinker', 'spark2_5', 'step35'])  # fmt: skip
 READS_DIMENSION_SECTIONS = frozenset(['bailingmoe3', 'deepseek32', 'dflash', 'ernie4_5', 'glm-dsa', 'glm4', 'glm4moe', 'hunyuan_vl', 'qwen2vl', 'qwen35', 'qwen35moe', 'qwen3vl', 'qwen3vlmoe', 'qwen4exp'])  # fmt: skip
 READS_YARN_LOG_MUL = frozenset(['deepseek2', 'deepseek32', 'mistral3'])  # fmt: skip
@@ -113,20 +106,20 @@ def rope_type_of(arch: str, sections: tuple[int, ...] = ()) -> tuple[str, bool]:
     """llama.cpp's rope type for ``arch`` and whether the architecture is known (unknown: NEOX assumed)."""
     entry = ROPE_TYPE.get(arch)
     if entry is None:
-        return "neox", False
-    if entry.startswith("mrope-if-sections:"):
+        return "NEOX", False
+    if entry.startswith("MROPE-if-sections:"):
         use = len(sections) >= 2 and sections[0] > 0 and sections[1] > 0
-        return ("mrope" if use else entry.split(":", 1)[1]), True
+        return ("MROPE" if use else entry.split(":", 1)[1]), True
     return entry, True
 
 
-def _f32(x: float) -> np.float32:
+def _f32(x: Any) -> np.float32:
     return np.float32(x)
 
 
-def _logf(x: np.float32) -> np.float32:
-    x = float(x)
-    return np.float32(math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan))
+def _logf(x: Any) -> np.float32:
+    v = float(x)
+    return np.float32(math.log(v) if v > 0 else (-math.inf if v == 0 else math.nan))
 
 
 @dataclass
@@ -182,8 +175,7 @@ def context(rope: LlamaRope, n_ctx: int | None = None) -> Context:
     train = rope.freq_scale if rope.ctx_freq_scale is None else rope.ctx_freq_scale
     cscale = _f32(1.0) if rope.scaling_type == "none" else _f32(train)  # cparams.rope_freq_scale
     freq_scale = _f32(1.0) if rope.scaling_type == "none" else _f32(rope.freq_scale)  # this layer's
-    ext = rope.yarn_ext_factor if rope.yarn_ext_factor >= 0 else (1.0 if rope.scaling_type == "yarn" else 0.0)
-    ext = _f32(ext)
+    ext = _f32(rope.yarn_ext_factor if rope.yarn_ext_factor >= 0 else (1.0 if rope.scaling_type == "yarn" else 0.0))
     attn = _f32(rope.yarn_attn_factor)
     if ext != 0:
         factor = _f32(_f32(1.0) / cscale)
@@ -238,7 +230,7 @@ def rope_cache(
     beta_slow: float = 1.0,
     n_ctx_orig: int = 0,
     freq_factors: Any = None,
-    mode: str = "neox",
+    mode: str = "NEOX",
     sections: tuple[int, ...] = (),
     ne0: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -251,7 +243,7 @@ def rope_cache(
         raise ParameterError(f"unknown ggml rope mode {mode!r}; choose from: {', '.join(MODES)}")
     if n_dims <= 0 or n_dims % 2:
         raise ParameterError(f"n_dims {n_dims} must be positive and even")
-    mrope = mode in ("mrope", "imrope", "vision")
+    mrope = mode in M_ROPE
     pos = np.asarray(positions, dtype=np.int64)
     if mrope:
         if pos.ndim == 1:
@@ -261,7 +253,7 @@ def rope_cache(
         if len(sections) != 4 or not any(s > 0 for s in sections[:3]):
             raise ParameterError(f"M-RoPE needs 4 dimension_sections with one of the first three > 0; got {sections}")
     if ne0 is None:
-        ne0 = 2 * n_dims if mode == "vision" else n_dims
+        ne0 = 2 * n_dims if mode == "VISION" else n_dims
     n_pairs = ne0 // 2
     theta_scale = _f32(math.pow(float(_f32(freq_base)), float(_f32(_f32(-2.0) / _f32(n_dims)))))
     lo, hi = corr_dims(n_dims, n_ctx_orig, freq_base, beta_fast, beta_slow)
@@ -290,11 +282,11 @@ def rope_cache(
         i0 = 2 * i
         if mrope:
             sector = i % sect_dims
-            if mode == "vision":  # indep_sects: each section restarts its theta
+            if mode == "VISION":  # indep_sects: each section restarts its theta
                 for start, j in ((0, 0), (s[0], 1), (sec_w, 2), (sec_e, 3)):
                     if sector == start:
                         thetas[j] = bases[j].copy()
-            if mode == "imrope":
+            if mode == "IMROPE":
                 if sector % 3 == 1 and sector < 3 * s[1]:
                     t = thetas[1]
                 elif sector % 3 == 2 and sector < 3 * s[2]:
@@ -363,13 +355,13 @@ def llamacpp_tables(rope: LlamaRope, n_ctx: int | None, length: int) -> dict[str
         raise ParameterError(f"{param('length')} {length} must be positive")
     ctx = context(rope, n_ctx)
     mode = rope.rope_type
-    if mode == "none":
+    if mode == "NONE":
         raise ParameterError(f"architecture {rope.arch} applies no RoPE (llama.cpp's rope type NONE)")
     kw: dict[str, Any] = dict(
         freq_base=rope.freq_base, freq_scale=ctx.freq_scale, ext_factor=ctx.ext_factor, attn_factor=ctx.attn_factor,
         beta_fast=rope.beta_fast, beta_slow=rope.beta_slow, n_ctx_orig=rope.n_ctx_orig, freq_factors=ctx.factors,
     )  # fmt: skip
-    if mode in ("mrope", "imrope", "vision"):
+    if mode in M_ROPE:
         kw.update(mode=mode, sections=tuple(rope.sections) + (0,) * (4 - len(rope.sections)))
     else:
         kw.update(mode=mode)
@@ -410,7 +402,7 @@ def from_gguf(g: Any, layer_type: str | None = None) -> tuple[LlamaRope, list[st
             f"{arch}.rope.* keys were read generically and the rope type NEOX was assumed"
         )
         if sections and len(sections) >= 2 and sections[0] > 0 and sections[1] > 0:
-            rope_type = "mrope"
+            rope_type = "MROPE"
     if "n_head" not in v or "n_embd" not in v:
         missing = f"{arch}.attention.head_count" if "n_head" not in v else f"{arch}.embedding_length"
         raise ParameterError(f"{g.path}: no {missing} key; llama.cpp cannot load it either")
@@ -582,7 +574,7 @@ def compare_rope(
         )
     hf_layout = hf.get("layout", "half")
     ours = LAYOUTS[rope.rope_type]
-    if ours != hf_layout and not (ours == "half" and rope.rope_type in ("mrope", "imrope")):
+    if ours != hf_layout:
         if ours == "interleaved" and hf_layout == "half" and a in QK_PERMUTED:
             eq.append(
                 f"pairing: llama.cpp rotates consecutive pairs (rope type NORM for {a}), HF rotate_half; "
@@ -706,12 +698,14 @@ def compare_rope(
         if list(hf_sec) != g_sec:
             div.append(f"mrope sections: llama.cpp {list(rope.sections)} ({o.get('sections', 'no key')}), HF "
                        f"{list(hf_sec)}; set {a}.rope.dimension_sections")  # fmt: skip
-        elif rope.rope_type not in ("mrope", "imrope"):
+        elif rope.rope_type not in ("MROPE", "IMROPE"):
             div.append(f"mrope: HF rotates by sections {list(hf_sec)}, llama.cpp's rope type is {rope.rope_type}")
     # -- the amplitude (attention factor)
     hf_att = float(getattr(hf_enc, "attention_scaling", 1.0))
     if not _same(ctx.mscale, hf_att):
-        keys = f"{a}.rope.scaling.attn_factor" + (f" / {a}.rope.scaling.yarn_log_multiplier" if a in READS_YARN_LOG_MUL else "")
+        keys = f"{a}.rope.scaling.attn_factor" + (
+            f" / {a}.rope.scaling.yarn_log_multiplier" if a in READS_YARN_LOG_MUL else ""
+        )
         div.append(
             f"attention factor{where}: llama.cpp scales cos/sin by {ctx.mscale:.6g} (attn_factor {ctx.attn_factor:.6g}"
             f"{', times ggml own 1 + 0.1 ln(factor)' if ctx.ext_factor else ''}), HF by {hf_att:.6g}; check {keys}"
@@ -779,8 +773,6 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
             v.notes.append(f"HF layer type {lt} applies no RoPE; not compared")
             continue
         hf = cfg.params(None if lt == "default" else lt, length)
-        if cfg.kind == "mrope" and "mrope_section" not in hf:
-            hf["mrope_section"] = None
         enc = make_encoding(cfg.kind, hf)
         rope = full
         if lt == "sliding_attention":
@@ -855,7 +847,7 @@ def describe(path: str, *, n_ctx: int | None = None) -> list[tuple[str, str, str
     o = rope.origins
     rows = [
         ("architecture", rope.arch, "key general.architecture"),
-        ("rope type", rope.rope_type.upper() + ("" if rope.known_arch else " (assumed)"),
+        ("rope type", rope.rope_type + ("" if rope.known_arch else " (assumed)"),
          f"llama_model_rope_type, {LLAMACPP_VERSION}" if rope.known_arch else "unknown architecture"),
         ("head dim", str(rope.head_dim), o.get("head_dim", "")),
         ("rotated dims", str(rope.n_rot), o.get("n_rot", "")),
@@ -869,7 +861,9 @@ def describe(path: str, *, n_ctx: int | None = None) -> list[tuple[str, str, str
     if rope.arch in READS_YARN_LOG_MUL:
         rows.append(("yarn_log_multiplier", f"{rope.yarn_log_mul:g}", o.get("yarn_log_mul", "no key (0)")))
     if rope.arch in READS_YARN_BETA_FAST:
-        rows.append(("yarn beta fast/slow", f"{rope.beta_fast:g}/{rope.beta_slow:g}", o.get("yarn_beta_fast", "defaults")))
+        rows.append(
+            ("yarn beta fast/slow", f"{rope.beta_fast:g}/{rope.beta_slow:g}", o.get("yarn_beta_fast", "defaults"))
+        )
     if rope.sections:
         rows.append(("dimension_sections", ",".join(map(str, rope.sections)), o.get("sections", "")))
     for name in ("rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"):

@@ -29,15 +29,15 @@ for line in body.splitlines():
         for p in pending:
             rope[p] = r.group(1)
         pending = []
-short = {"LLAMA_ROPE_TYPE_NONE": "none", "LLAMA_ROPE_TYPE_NORM": "norm", "LLAMA_ROPE_TYPE_NEOX": "neox",
-         "LLAMA_ROPE_TYPE_MROPE": "mrope", "LLAMA_ROPE_TYPE_IMROPE": "imrope", "LLAMA_ROPE_TYPE_VISION": "vision"}
+short = {"LLAMA_ROPE_TYPE_NONE": "NONE", "LLAMA_ROPE_TYPE_NORM": "NORM", "LLAMA_ROPE_TYPE_NEOX": "NEOX",
+         "LLAMA_ROPE_TYPE_MROPE": "MROPE", "LLAMA_ROPE_TYPE_IMROPE": "IMROPE", "LLAMA_ROPE_TYPE_VISION": "VISION"}
 out = {}
 for enum, ret in rope.items():
     if enum == "LLM_ARCH_UNKNOWN":
         continue
     m = re.match(r"model->hparams\.use_mrope\(\) \? (\w+) : (\w+)", ret)
-    out[names[enum]] = f"mrope-if-sections:{short[m.group(2)]}" if m else short[ret]
-out["dflash"] = "mrope-if-sections:neox"  # multi-line case: sections -> MROPE, DSV4 drafters NORM, else NEOX
+    out[names[enum]] = f"MROPE-if-sections:{short[m.group(2)]}" if m else short[ret]
+out["dflash"] = "MROPE-if-sections:NEOX"  # multi-line case: sections -> MROPE, DSV4 drafters NORM, else NEOX
 classes = dict(re.findall(r"case (LLM_ARCH_\w+):\s*return new (llama_model_\w+)\(", model))
 keys = collections.defaultdict(list)
 for path in sorted(glob.glob(os.path.join(root, "src/models/*.cpp"))):
@@ -49,9 +49,17 @@ for path in sorted(glob.glob(os.path.join(root, "src/models/*.cpp"))):
                    "DIMENSION_SECTIONS"):
             if re.search(rf"LLM_KV_ROPE_(SCALING_)?{kv}\b", text):
                 keys[kv].extend(arches)
-print("ROPE_TYPE = {")
-for k in sorted(out):
-    print(f"    {k!r}: {out[k]!r},")
-print("}")
+# printed as text (arch=TYPE pairs): an architecture's name may be a posenc kind's too (t5)
+items = [f"{k}={out[k]}" for k in sorted(out)]
+lines, cur = [], ""
+for it in items:
+    if len(cur) + len(it) + 1 > 112:
+        lines.append(cur.rstrip())
+        cur = ""
+    cur += it + " "
+lines.append(cur.rstrip())
+print('_ROPE_TYPE_TEXT = """')
+print("\n".join(lines))
+print('"""')
 for kv, arches in keys.items():
     print(f"{kv} = frozenset({sorted(set(arches))!r})")
