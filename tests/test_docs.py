@@ -132,7 +132,8 @@ def run_file(path: Path, tmp: Path) -> tuple[str, list[tuple[str, str, str]]]:
             real = run_shown(command, root)
             results.append((command, shown, real))
             out.append(f"$ {command}\n{refreshed(shown, real)}")
-        return "```console\n" + "".join(out) + "```\n"
+        needs = f"<!-- needs: {m.group('needs')} -->\n" if m.group("needs") else ""
+        return needs + "```console\n" + "".join(out) + "```\n"
 
     text = path.read_text()
     return BLOCK.sub(rerun, text), results
