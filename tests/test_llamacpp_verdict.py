@@ -210,3 +210,18 @@ def test_generate_from_a_real_conversion_matches_the_golden_emulation(tmp_path):
     cos, _ = rope_cache(np.arange(300), 128, freq_base=500000.0, freq_factors=ff, mode="NORM")
     assert np.array_equal(t.tensors["cos"][:, 0::2], cos)
     assert t.metadata["freq_factors"] == "rope_freqs" and t.metadata["layout"] == "interleaved"
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("n_ctx", [4096, 8192])
+def test_what_a_faithful_conversion_gives_equals_the_real_converter(name, n_ctx):
+    """llamacpp_tables_for(config) models convert_hf_to_gguf.py (the --engine llamacpp entry point); the real
+    converter's file, read as llama.cpp reads it, gives the same float32 tables bit for bit (both layer types)."""
+    from posenc_cli.models.llamacpp import llamacpp_tables_for
+
+    for lt in [None, "sliding_attention"] if name in ("gemma3", "gpt_oss") else [None]:
+        real = llamacpp_tables_for(str(DATA / f"{name}.gguf"), n_ctx, 512, lt)
+        ours = llamacpp_tables_for(str(DATA / f"{name}.config.json"), n_ctx, 512, lt)
+        assert real["layout"] == ours["layout"]
+        assert np.array_equal(real["cos"], ours["cos"]) and np.array_equal(real["sin"], ours["sin"]), (name, lt)
+        assert real["context"].factors_from == ours["context"].factors_from

@@ -886,3 +886,103 @@ def describe(path: str, *, n_ctx: int | None = None) -> list[tuple[str, str, str
     ]
     rows += [("warning", w, "") for w in warnings]
     return rows
+
+
+# ----- what a faithful conversion gives llama.cpp: an HF config as convert_hf_to_gguf.py writes it ----------
+#: HF ``model_type`` (of the text model) -> the GGUF architecture convert_hf_to_gguf.py writes, for the families
+#: whose rope keys :func:`rope_from_hf_config` writes as the converter does (conversion/*.py of LLAMACPP_VERSION).
+HF_ARCH = {
+    "llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "phi3": "phi3",
+    "gemma3_text": "gemma3", "gemma2": "gemma2", "gpt_oss": "gpt-oss", "deepseek_v2": "deepseek2",
+    "qwen2_vl_text": "qwen2vl", "qwen2_5_vl_text": "qwen2vl", "qwen2_vl": "qwen2vl", "qwen2_5_vl": "qwen2vl",
+}  # fmt: skip
+
+
+def rope_from_hf_config(config: Any, layer_type: str | None = None) -> LlamaRope:
+    """The :class:`LlamaRope` llama.cpp loads from a faithful conversion of ``config`` (a config.json path, its
+    directory or a dict): the keys and tensors ``convert_hf_to_gguf.py`` writes for its RoPE (llama3 scaling as a
+    float32 ``rope_freqs``, computed as the converter does; LongRoPE factors and the converter's attention factor;
+    YaRN type, factor and original context; DeepSeek-V2's ``0.1 * mscale_all_dim``; M-RoPE sections), read back
+    as llama.cpp reads them. What an engine running the HF model through llama.cpp would compute."""
+    read_model_config, load_config = _hf_reader()
+    raw = load_config(config)
+    cfg = read_model_config(raw)
+    arch = HF_ARCH.get(cfg.model_type)
+    if arch is None:
+        raise ParameterError(
+            f"model type {cfg.model_type!r}: posenc does not know what convert_hf_to_gguf.py writes for it; "
+            f"known: {', '.join(sorted(HF_ARCH))}"
+        )
+    sliding = layer_type == "sliding_attention"
+    lts = [lt for lt in cfg.layer_types if cfg._ropes.get(lt) is not None]
+    lt = layer_type if layer_type is not None else ("full_attention" if "full_attention" in lts else lts[0])
+    p = cfg.params(None if lt == "default" else lt, 1)
+    report = cfg.report(None if lt == "default" else lt)
+    from ..encodings import make_encoding
+
+    enc = make_encoding(cfg.kind, p)
+    n_rot = int(getattr(enc, "rot_dim", p["dim"]))
+    max_pos = int(report["max_position_embeddings"]["value"])
+    sections = tuple(int(s) for s in p.get("mrope_section", ())) + (0,) if "mrope_section" in p else ()
+    rope_type, _ = rope_type_of(arch, sections)
+    scaling = p.get("scaling") or "none"
+    o = {"source": "the HF config, as convert_hf_to_gguf.py writes it"}
+    rope = LlamaRope(
+        arch=arch, rope_type=rope_type, known_arch=True, n_rot=n_rot, head_dim=int(p["dim"]),
+        freq_base=float(_f32(p["base"])), freq_scale=1.0, scaling_type="linear", n_ctx_train=max_pos,
+        n_ctx_orig=max_pos, sections=sections, origins=o, layer_type=lt,
+    )  # fmt: skip
+    if scaling == "llama3" and not sliding:
+        d = n_rot
+        freqs = (1.0 / (np.float32(p["base"]) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d)))).astype(
+            np.float32
+        )
+        f, lo, hi = p["factor"], p.get("low_freq_factor", 1.0), p.get("high_freq_factor", 4.0)
+        old = p.get("original_max_position_embeddings", 8192)
+        out = []
+        for w in freqs:
+            wl = np.float32(np.float32(2 * math.pi) / w)
+            if wl < old / hi:
+                out.append(1.0)
+            elif wl > old / lo:
+                out.append(f)
+            else:
+                s = np.float32((np.float32(old) / wl - np.float32(lo)) / np.float32(hi - lo))
+                out.append(float(np.float32(1) / ((np.float32(1) - s) / np.float32(f) + s)))
+        rope.freqs = np.asarray(out, dtype=np.float32)
+    elif scaling == "linear":
+        rope.freq_scale = float(_f32(_f32(1.0) / _f32(p["factor"])))
+    elif scaling == "yarn":
+        rope.scaling_type = "yarn"
+        rope.freq_scale = float(_f32(_f32(1.0) / _f32(p["factor"])))
+        rope.n_ctx_orig = int(p["original_max_position_embeddings"])
+        if arch in READS_YARN_LOG_MUL and p.get("mscale_all_dim"):
+            v = _f32(_f32(0.1 * p["mscale_all_dim"]))
+            rope.yarn_log_mul = float(_f32(v / _f32(0.1))) if arch == "deepseek2" else float(v)
+    elif scaling == "longrope":
+        rope.scaling_type = "longrope"
+        rope.n_ctx_orig = int(p["original_max_position_embeddings"])
+        rope.long = np.asarray(p["long_factor"], dtype=np.float32)
+        rope.short = np.asarray(p["short_factor"], dtype=np.float32)
+        scale = max_pos / rope.n_ctx_orig
+        attn = math.sqrt(1 + math.log(scale) / math.log(rope.n_ctx_orig)) if scale > 1.0 else 1.0
+        rope.attn_factor = float(_f32(attn))
+    elif scaling not in ("none", "default"):
+        raise ParameterError(f"HF scaling {scaling!r}: convert_hf_to_gguf.py writes no llama.cpp equivalent")
+    if sliding and arch not in SWA_BASE_FROM_TRAIN:
+        rope.ctx_freq_scale, rope.freq_scale = rope.freq_scale, 1.0
+    return rope
+
+
+def llamacpp_tables_for(source: Any, n_ctx: int | None, length: int, layer_type: str | None = None) -> dict[str, Any]:
+    """llama.cpp's tables for a GGUF file (a path ending in .gguf, read as llama.cpp reads it) or for an HF config
+    (path, directory or dict; as a faithful conversion gives llama.cpp): ``cos``, ``sin``, ``inv_freq``,
+    ``layout`` and the ``context`` used (see :func:`llamacpp_tables`). The one call an ``--engine llamacpp``
+    needs."""
+    from .gguf import is_gguf, read_gguf
+
+    if isinstance(source, str) and is_gguf(source):
+        rope, _ = from_gguf(read_gguf(source), layer_type)
+    else:
+        rope = rope_from_hf_config(source, layer_type)
+    return llamacpp_tables(rope, n_ctx, length)
