@@ -225,3 +225,17 @@ def test_what_a_faithful_conversion_gives_equals_the_real_converter(name, n_ctx)
         assert real["layout"] == ours["layout"]
         assert np.array_equal(real["cos"], ours["cos"]) and np.array_equal(real["sin"], ours["sin"]), (name, lt)
         assert real["context"].factors_from == ours["context"].factors_from
+
+
+def test_unknown_architecture_is_assumed_and_said(tmp_path):
+    odd = mutate(DATA / "qwen2.gguf", tmp_path / "m.gguf", arch="zorp")
+    code, out, err = cli(["check", odd, "--against", str(DATA / "qwen2.config.json"), "--len", "64"])
+    assert code == 0
+    assert "architecture 'zorp' unknown" in out.decode().replace("\n    ", " ")
+    assert "NEOX was assumed" in (out.decode() + err).replace("\n    ", " ")
+
+
+def test_an_absurd_length_is_refused_before_computing():
+    code, _, err = cli(["check", str(DATA / "qwen2.gguf"), "--against", str(DATA / "qwen2.config.json"), "--len",
+                        "4000000000"])  # fmt: skip
+    assert code == 2 and "limit" in err, err

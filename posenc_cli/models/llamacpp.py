@@ -495,6 +495,9 @@ def _hf_reader() -> tuple[Any, Any]:
     return read_model_config, load_config
 
 
+#: Most memory the verdict's tables may take (it holds both sides' cos and sin, float64, while comparing).
+MAX_VERDICT_BYTES = 8 * 2**30
+
 #: Relative agreement of frequencies and amplitudes that counts as equal: llama.cpp stores base, factors and
 #: divisors as float32 (relative rounding 6e-8; a per-pair frequency carries a few of them).
 REL_TOL = 2e-6
@@ -768,8 +771,15 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
     label = config if isinstance(config, str) else "the config"
     v = Verdict(gguf_path, label, asked, length)
     v.notes += list(warnings) + list(cfg.warnings)
+    nope = {lt for lt, params in cfg.all_params(1).items() if params is None}
+    need = length * full.n_rot * 8 * 8  # float64 tables of both sides, cos and sin, while they are compared
+    if need > MAX_VERDICT_BYTES:
+        raise ParameterError(
+            f"{param('length')} {length}: the verdict would hold {need / 2**30:.1f} GiB of tables (limit "
+            f"{MAX_VERDICT_BYTES // 2**30} GiB); give a smaller --len"
+        )
     for lt in cfg.layer_types:
-        if cfg._ropes.get(lt) is None:  # a NoPE layer type
+        if lt in nope:  # a NoPE layer type
             v.notes.append(f"HF layer type {lt} applies no RoPE; not compared")
             continue
         hf = cfg.params(None if lt == "default" else lt, length)
@@ -914,7 +924,7 @@ def rope_from_hf_config(config: Any, layer_type: str | None = None) -> LlamaRope
             f"known: {', '.join(sorted(HF_ARCH))}"
         )
     sliding = layer_type == "sliding_attention"
-    lts = [lt for lt in cfg.layer_types if cfg._ropes.get(lt) is not None]
+    lts = [lt for lt, params in cfg.all_params(1).items() if params is not None]
     lt = layer_type if layer_type is not None else ("full_attention" if "full_attention" in lts else lts[0])
     p = cfg.params(None if lt == "default" else lt, 1)
     report = cfg.report(None if lt == "default" else lt)
