@@ -4,7 +4,9 @@ A source is
 
 * a file path (``.npy``, ``.npz``, ``.safetensors``),
 * ``-`` for standard input (``.npy`` bytes; works on a non-seekable pipe), or
-* a spec ``KIND[:key=value,...]`` generated on the fly, e.g. ``sinusoidal:preset=fairseq,padding_idx=1``.
+* a spec ``KIND[:key=value,...]`` generated on the fly, e.g. ``sinusoidal:preset=fairseq,padding_idx=1``,
+* a model's config.json (:func:`is_config`) or a GGUF file (:func:`is_gguf`): the tables the model uses (for a
+  GGUF, the ones llama.cpp computes, ``--n-ctx`` choosing its context).
   Values may contain commas (lists): a comma only separates pairs when ``key=`` follows it.
 
 One rule for a value given twice (:func:`merge_given`): every place that sets parameters (the spec's pairs, a
@@ -120,6 +122,13 @@ def is_config(text: str) -> bool:
     except OSError:
         return False
     return re.match(rb'\s*\{\s*"(metadata|tensors)"', head) is None
+
+
+def is_gguf(text: str) -> bool:
+    """Whether ``text`` is a GGUF model file (a ``.gguf`` path, or a file starting with ``GGUF``)."""
+    from .models.gguf import is_gguf as _is_gguf
+
+    return _is_gguf(text)
 
 
 def looks_like_a_kind(text: str) -> bool:
@@ -278,6 +287,7 @@ def open_source(
     layer_type: str | None = None,
     kind: str | None = None,
     read_as: str | None = None,
+    n_ctx: int | None = None,
 ) -> Source:
     """Open a file, stdin or spec.
 
@@ -288,11 +298,16 @@ def open_source(
 
     A model config (:func:`is_config`) is a source too: the tables the model uses (:func:`open_config`), with
     ``layer_type`` one attention type of a per-layer config, ``kind`` a kind that reads configs and ``read_as``
-    the family whose rules read it although posenc does not know a key of it."""
+    the family whose rules read it although posenc does not know a key of it. A GGUF file (:func:`is_gguf`)
+    is one too: the tables llama.cpp computes for it at context ``n_ctx`` (:func:`open_gguf`)."""
     from . import formats
 
     limit = formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     layers = keyword_layers(length, dim, dtype) + as_layers(params)
+    if is_gguf(text):
+        return open_gguf(text, layers=layers, kind=kind, layer_type=layer_type, like=like, max_bytes=limit, n_ctx=n_ctx)
+    if n_ctx is not None:
+        raise ParameterError(f"{param('n_ctx')} {n_ctx} applies to a GGUF file, and {text} is not one; drop it")
     if layer_type is not None and not is_config(text):
         raise ParameterError(
             f"{param('layer_type')} {layer_type} applies to a model config, and {text} is not one; drop it or "
@@ -398,6 +413,50 @@ def _position_hints(given: dict[str, Any]) -> dict[str, int]:
         if text.lstrip("+-").isdigit():
             out[key] = int(text)
     return out
+
+
+def open_gguf(
+    text: str,
+    *,
+    layers: Sequence[Layer] = (),
+    kind: str | None = None,
+    layer_type: str | None = None,
+    like: Source | None = None,
+    max_bytes: int | None = None,
+    n_ctx: int | None = None,
+) -> Source:
+    """The tables llama.cpp computes for a GGUF file (``cos``, ``sin`` in llama.cpp's pairing, ``inv_freq``), as
+    a source: ``length`` from the layers (``--len``), else ``like``'s rows, else the context ``n_ctx``."""
+    from . import formats
+    from .models.llamacpp import gguf_tables
+
+    given = merge_given(layers)
+    length = given.pop("length", None)
+    if given or kind is not None:
+        what = ", ".join(sorted(given)) or f"kind {kind}"
+        raise ParameterError(
+            f"{what} cannot apply to {text}: a GGUF file says its own RoPE; only {param('length')} and "
+            f"{param('n_ctx')} choose what to compute"
+        )
+    if length is None and like is not None:
+        name = like.tensor_name(None)
+        ref = like.tensors.get(name, like.lazy.get(name))
+        shape = tuple(int(s) for s in getattr(ref, "shape", ()))
+        length = shape[0] if shape else None
+    if length is not None:
+        length = int(length)
+    from .models.gguf import read_gguf
+    from .models.llamacpp import from_gguf
+
+    limit = formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    rope, _ = from_gguf(read_gguf(text), layer_type)
+    rows = length if length is not None else (n_ctx or rope.n_ctx_train)
+    check_size(int(rows) * rope.n_rot * 8 + rope.n_rot * 4, limit, text)
+    tensors, metadata, warnings = gguf_tables(text, n_ctx=n_ctx, length=length, layer_type=layer_type)
+    src = Source(text, tensors, metadata, lazy={k: formats.ArrayTensor(k, v) for k, v in tensors.items()})
+    src.encoding_note = "a GGUF file: llama.cpp's tables, emulated (no posenc kind)"
+    src.warnings = list(warnings)
+    return src
 
 
 def _read_groups(label: str, tensors: dict[str, Any], metadata: dict[str, str]) -> dict[str, Source]:

@@ -9,7 +9,9 @@ anything else (pipes, redirections, other programs) runs through bash on a pseud
 ``test_the_in_process_terminal_shows_what_the_pty_shows`` holds the two to the same output. Outputs are
 compared after normalising only the temporary directory's path, with numbers compared as numbers
 (``tests/printed_numbers.py``: their last digits change with the CPU's vector width). The block after
-``<!-- norun: WHY -->`` is not run (the set-up commands, which ``.ci/run`` runs).
+``<!-- norun: WHY -->`` is not run (the set-up commands, which ``.ci/run`` runs); the block after
+``<!-- needs: MODULE -->`` runs only where MODULE imports (an optional extra, e.g. ``gguf``): without it the block
+is left as written, and a file whose every block needs a missing module is skipped with the reason.
 
 ``docs/kinds.md`` is generated from the kind declarations; refresh it and every shown output with
 ``POSENC_UPDATE_DOCS=1 python -m pytest tests/test_docs.py`` (an output that agrees with what is shown is left
@@ -41,7 +43,17 @@ DOC_FILES = [README, *sorted(DOCS.glob("*.md"))]
 UPDATE = bool(os.environ.get("POSENC_UPDATE_DOCS"))
 if UPDATE and os.environ.get("PYTEST_XDIST_WORKER"):  # three tests rewrite docs/kinds.md: one process, in order
     raise pytest.UsageError("refresh the docs without -n: POSENC_UPDATE_DOCS=1 python -m pytest tests/test_docs.py")
-BLOCK = re.compile(r"(?P<pre><!-- norun: [^>]*-->\n)?```console\n(?P<body>.*?)```\n", re.S)
+BLOCK = re.compile(
+    r"(?P<pre><!-- norun: [^>]*-->\n)?(?:<!-- needs: (?P<needs>[\w.]+) -->\n)?```console\n(?P<body>.*?)```\n", re.S
+)
+
+
+def missing_module(m: re.Match) -> str | None:
+    """The module a ``<!-- needs: MODULE -->`` block needs, when it does not import here; else None."""
+    import importlib.util
+
+    name = m.group("needs")
+    return name if name and importlib.util.find_spec(name) is None else None
 
 
 # ----- running the shown commands ------------------------------------------------------------------------
@@ -113,14 +125,15 @@ def run_file(path: Path, tmp: Path) -> tuple[str, list[tuple[str, str, str]]]:
     results = []
 
     def rerun(m: re.Match) -> str:
-        if m.group("pre"):
+        if m.group("pre") or missing_module(m):
             return m.group(0)
         out = []
         for command, shown in split_block(m.group("body")):
             real = run_shown(command, root)
             results.append((command, shown, real))
             out.append(f"$ {command}\n{refreshed(shown, real)}")
-        return "```console\n" + "".join(out) + "```\n"
+        needs = f"<!-- needs: {m.group('needs')} -->\n" if m.group("needs") else ""
+        return needs + "```console\n" + "".join(out) + "```\n"
 
     text = path.read_text()
     return BLOCK.sub(rerun, text), results
@@ -134,8 +147,12 @@ def test_every_shown_command_prints_what_is_shown(path, tmp_path):
         return
     # every shown command ran (a block the runner skipped would compare nothing and pass)
     text = path.read_text()
-    run_blocks = [m for m in BLOCK.finditer(text) if not m.group("pre")]
-    assert len(run_blocks) == text.count("```console\n") - text.count("-->\n```console\n")
+    blocks = list(BLOCK.finditer(text))
+    assert len(blocks) == text.count("```console\n")
+    run_blocks = [m for m in blocks if not m.group("pre") and not missing_module(m)]
+    missing = sorted({mod for m in blocks if (mod := missing_module(m))})
+    if missing and not run_blocks:
+        pytest.skip(f"every block of {path.name} needs {', '.join(missing)} (an optional extra), which does not import")
     shown_commands = [line[2:] for m in run_blocks for line in m.group("body").splitlines() if line.startswith("$ ")]
     assert [command for command, _, _ in results] == shown_commands
     for command, shown, real in results:

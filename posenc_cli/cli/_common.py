@@ -30,6 +30,7 @@ class TableOptions:
     layer_type: str | None = None
     max_bytes: int | None = None
     read_as: str | None = None
+    n_ctx: int | None = None  # --n-ctx: a GGUF file's llama.cpp context
 
     def layers(self, *, dtype: bool = True) -> list[Any]:
         """Each option as a labelled layer (:func:`posenc_cli.sources.merge_given` refuses a value given twice,
@@ -80,12 +81,14 @@ def refuse_spec_options_for_files(opts: TableOptions, sources: Sequence[str], *,
     """--len/--dim/-p/--grid (and --dtype where it means the spec's dtype) set parameters of specs and model
     configs; refuse them when every source is a file."""
     from ..encodings import resolve_kind
-    from ..sources import is_config, is_spec, looks_like_a_kind
+    from ..sources import is_config, is_gguf, is_spec, looks_like_a_kind
 
     for s in sources:
         if looks_like_a_kind(s):  # a mistyped kind, not a file: say so first
             resolve_kind(s.split(":", 1)[0])
-    if not any(is_spec(s) or is_config(s) for s in sources):
+    if opts.n_ctx is not None and not any(is_gguf(s) for s in sources):
+        raise ParameterError(f"--n-ctx {opts.n_ctx} applies to a GGUF file; drop it or give a .gguf model")
+    if not any(is_spec(s) or is_config(s) or is_gguf(s) for s in sources):
         what = "the source is a file" if len(sources) == 1 else "the sources are files"
         if "-" in sources:
             what = "the source is stdin" if len(sources) == 1 else "the sources are files and stdin"
@@ -93,7 +96,7 @@ def refuse_spec_options_for_files(opts: TableOptions, sources: Sequence[str], *,
             [(f, True) for f in opts.given(dtype=dtype)],
             f"{what}, and these options set the parameters of a spec; drop them or give a spec such as KIND:key=value",
         )
-    if opts.layer_type is not None and not any(is_config(s) for s in sources):
+    if opts.layer_type is not None and not any(is_config(s) or is_gguf(s) for s in sources):
         raise ParameterError("--layer-type applies to a model config; drop it or give the model's config.json")
     if opts.read_as is not None and not any(is_config(s) for s in sources):
         raise ParameterError("--read-as applies to a model config; drop it or give the model's config.json")
@@ -111,17 +114,19 @@ def open_src(
 ) -> Any:
     """A source of the command line: a file, stdin, a spec or a model config, with the table options as labelled
     layers (a value given twice is refused naming both places). Warnings of a config reading go to stderr."""
-    from ..sources import is_config, is_spec, open_source
+    from ..sources import is_config, is_gguf, is_spec, open_source
 
-    builds = is_spec(text) or is_config(text)
+    gguf = is_gguf(text)
+    builds = is_spec(text) or is_config(text) or gguf
     src = open_source(
         text,
         params=[*opts.layers(dtype=dtype), *extra] if builds else None,
         max_bytes=opts.max_bytes,
         like=like,
-        layer_type=opts.layer_type if is_config(text) else None,
+        layer_type=opts.layer_type if (is_config(text) or gguf) else None,
         read_as=opts.read_as if is_config(text) else None,
         kind=kind,
+        n_ctx=opts.n_ctx if gguf else None,
     )
     say_warnings(src, quiet)
     return src

@@ -145,7 +145,9 @@ ReadAs = Annotated[
 ]
 
 # ----- sources ----------------------------------------------------------------------------------------
-_SOURCE_HELP = "A file, - for stdin, a spec KIND[:key=value,...], or a model's config.json (or its directory)."
+_SOURCE_HELP = (
+    "A file, - for stdin, a spec KIND[:key=value,...], a model's config.json (or its directory), or a GGUF file."
+)
 Sources = Annotated[
     Optional[list[str]],
     typer.Argument(metavar="[SOURCE]...", autocompletion=complete.specs, help=_SOURCE_HELP, show_default=False),
@@ -159,7 +161,8 @@ Spec = Annotated[
     typer.Argument(
         metavar="[SOURCE]",
         autocompletion=complete.specs,
-        help="What to build: a spec KIND[:key=value,...], or a model's config.json (its directory, - for stdin).",
+        help="What to build: a spec KIND[:key=value,...], a model's config.json (its directory, - for stdin), or a "
+        "GGUF file (the tables llama.cpp computes).",
         show_default=False,
     ),
 ]
@@ -192,6 +195,17 @@ Format = Annotated[
 Force = Annotated[
     bool,
     typer.Option("--force", "-f", help="Overwrite an existing file; allow binary output to a terminal."),
+]
+NCtx = Annotated[
+    Optional[int],
+    typer.Option(
+        "--n-ctx",
+        metavar="C",
+        parser=number(low=1, high=2**31 - 1),
+        help="With a GGUF file: llama.cpp's context size (-c), which picks LongRoPE factors; default: the file's "
+        "training context.",
+        show_default=False,
+    ),
 ]
 MaxBytes = Annotated[
     Optional[int],

@@ -44,6 +44,7 @@ def run(
     grid: o.Grid = None,
     layer_type: o.LayerType = None,
     read_as: o.ReadAs = None,
+    n_ctx: o.NCtx = None,
     tensor: o.Tensors = None,
     expect: o.Expect = None,
     against: o.Against = None,
@@ -61,10 +62,19 @@ def run(
     # 2-core machine). Only before NumPy loads (it reads the variable then); a user's own setting wins.
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from ..sources import is_config, is_spec
+    from ..sources import is_config, is_gguf, is_spec
 
-    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as)
+    opts = TableOptions(
+        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as=read_as, n_ctx=n_ctx
+    )
     texts = list(sources or []) or [stdin_source("check", "a file, - for stdin, or a spec like sinusoidal")]
+    if against is not None and is_config(against) and any(is_gguf(t) for t in texts):
+        from ._common import refuse
+
+        given = [("--dim", dim), ("-p", param), ("--dtype", dtype), ("--grid", grid), ("--layer-type", layer_type),
+                 ("--tensor", tensor), ("--expect", expect), ("--require", require), ("--no-identify", no_identify)]  # fmt: skip
+        refuse(given, "a GGUF file checked --against a model config is judged on llama.cpp's RoPE as a whole")
+        return gguf_verdicts(texts, against, n_ctx, length, json_out, quiet)
     if expect is not None:
         from ..encodings import resolve_kind
 
@@ -151,3 +161,24 @@ def _run_one(src, tensor, expect, against, required, no_identify, probes, seed, 
 
     with progress_bar(f"checking {src.label}", 1, True) as advance:
         return check_table(src, on_check=lambda _name, total: advance(1, total), **kwargs)
+
+
+def gguf_verdicts(texts: list[str], config: str, n_ctx, length, json_out: bool, quiet: int) -> int:
+    """``check MODEL.gguf --against config.json``: llama.cpp's tables against HF's, each divergence named."""
+    import textwrap
+
+    from ..models.llamacpp import verdict
+    from ..sources import is_gguf
+
+    bad = [t for t in texts if not is_gguf(t)]
+    if bad:
+        raise ParameterError(f"{bad[0]} is not a GGUF file; check GGUF files --against a config one kind at a time")
+    results = [verdict(t, config, n_ctx=n_ctx, length=length) for t in texts]
+    if json_out:
+        print_json([v.to_json() for v in results] if len(results) > 1 else results[0].to_json())
+    else:
+        for v in results:
+            for line in v.lines():
+                indent = "  " if line.startswith("  ") else ""
+                print(textwrap.fill(line, 80, subsequent_indent=indent + "    ") if len(line) > 80 else line)
+    return ExitCode.OK if all(v.ok for v in results) else ExitCode.FAILED

@@ -28,6 +28,7 @@ def run(
     grid: o.Grid = None,
     layer_type: o.LayerType = None,
     read_as: o.ReadAs = None,
+    n_ctx: o.NCtx = None,
     tensor: o.Tensors = None,
     atol: o.Atol = None,
     rtol: o.Rtol = 0.0,
@@ -38,13 +39,24 @@ def run(
     quiet: o.Quiet = 0,
 ) -> int:
     from ..api import compare as compare_tables
-    from ..sources import is_config, is_spec
+    from ..sources import is_config, is_gguf, is_spec
 
     if a is None or b is None:
         raise ParameterError("compare needs two sources A and B (files, -, specs or model configs)")
     if a == "-" and b == "-":
         raise ParameterError("only one source can be - (stdin)")
-    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as)
+    pair = (a, b) if is_gguf(a) and is_config(b) else (b, a) if is_gguf(b) and is_config(a) else None
+    if pair is not None:  # llama.cpp's RoPE for a GGUF against HF's for its config: the divergences named
+        from ._common import refuse
+        from .check import gguf_verdicts
+
+        given = [("--dim", dim), ("-p", param), ("--dtype", dtype), ("--grid", grid), ("--layer-type", layer_type),
+                 ("--tensor", tensor), ("--atol", atol), ("--rtol", rtol or None), ("--no-explain", no_explain)]  # fmt: skip
+        refuse(given, "a GGUF file and a model config are compared on llama.cpp's RoPE as a whole")
+        return gguf_verdicts([pair[0]], pair[1], n_ctx, length, json_out, quiet)
+    opts = TableOptions(
+        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as=read_as, n_ctx=n_ctx
+    )
     refuse_spec_options_for_files(opts, [a, b])
 
     def builds(text: str) -> bool:

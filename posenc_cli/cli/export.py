@@ -50,7 +50,7 @@ def run(
 ) -> int:
     from ..sources import Source, is_config, is_spec
 
-    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as)
+    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as=read_as)
     onnx = [("--onnx-rope", {"cache": "onnx"})] if onnx_rope else []
     if output is None:
         if sys.stdout.isatty():

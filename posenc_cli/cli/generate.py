@@ -46,6 +46,7 @@ def run(
     hf_config: o.HfConfig = None,
     layer_type: o.LayerType = None,
     read_as: o.ReadAs = None,
+    n_ctx: o.NCtx = None,
     all_layer_types: o.AllLayerTypes = False,
     output: o.Output = None,
     format: o.Format = None,
@@ -56,12 +57,22 @@ def run(
     max_bytes: o.MaxBytes = None,
     quiet: o.Quiet = 0,
 ) -> int:
-    from ..sources import is_config
+    from ..sources import is_config, is_gguf
 
-    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as)
+    opts = TableOptions(
+        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as=read_as, n_ctx=n_ctx
+    )
     text = _source_text(source, kind, hf_config)
     config = text == "-" or is_config(text)
-    if not config:
+    gguf = is_gguf(text)
+    if not gguf:
+        refuse([("--n-ctx", n_ctx)], "it applies to a GGUF file")
+    if gguf:
+        refuse(
+            [("--all-layer-types", all_layer_types), ("--kind", kind), ("--read-as", read_as)],
+            "a GGUF file says its own RoPE",
+        )
+    elif not config:
         refuse(
             [("--layer-type", layer_type), ("--all-layer-types", all_layer_types), ("--read-as", read_as)],
             "they apply to a model config",
@@ -73,7 +84,9 @@ def run(
     names = list(src.lazy)
     for t in tensor or []:
         if t not in names:
-            raise ParameterError(f"{enc.KIND} has no tensor {t!r}; choose from: {', '.join(names)}")
+            raise ParameterError(f"{src.label} has no tensor {t!r}; choose from: {', '.join(names)}")
+    if gguf and output is None and (sys.stdout.isatty() or json_out):
+        raise ParameterError(f"{text}: llama.cpp's tables have no terminal preview; pass -o FILE (or pipe)")
     if output is None and sys.stdout.isatty() and not json_out:
         refuse(
             [("--format", format), ("--force", force)],
@@ -104,9 +117,9 @@ def run(
 
 def _source_text(source: str | None, kind: str | None, hf_config: str | None) -> str:
     """What generate builds from: SOURCE, ``--kind`` or ``--hf-config`` (each given once)."""
-    from ..sources import is_config, is_spec
+    from ..sources import is_config, is_gguf, is_spec
 
-    if source is not None and not (source == "-" or is_spec(source) or is_config(source)):
+    if source is not None and not (source == "-" or is_spec(source) or is_config(source) or is_gguf(source)):
         from ..sources import looks_like_a_kind
 
         if looks_like_a_kind(source):

@@ -2,7 +2,7 @@
 
 from ..errors import ExitCode, ParameterError
 from . import _options as o
-from ._common import print_json, stdin_source
+from ._common import print_json, say_warnings, stdin_source
 
 DESCRIPTION = """\
 Name the kind, preset and parameters that reproduce a table, read from its own
@@ -22,6 +22,8 @@ Examples:
 
 def run(
     source: o.Source = None,
+    length: o.Length = None,
+    n_ctx: o.NCtx = None,
     tensor: o.Tensors = None,
     verbose: o.Verbose = False,
     json_out: o.Json = False,
@@ -29,13 +31,19 @@ def run(
     quiet: o.Quiet = 0,
 ) -> int:
     from ..api import identify
-    from ..sources import is_config, is_spec, open_source
+    from ..sources import is_config, is_gguf, is_spec, open_source
 
     text = source or stdin_source("identify", "a file or - for stdin")
     if is_spec(text) or is_config(text):
         what = "a spec" if is_spec(text) else "a model config"
         raise ParameterError(f"{text!r} is {what}, whose tables are known; identify reads files and stdin")
-    src = open_source(text, max_bytes=max_bytes)  # a mistyped kind gets "unknown encoding ... did you mean"
+    if not is_gguf(text) and (length is not None or n_ctx is not None):
+        raise ParameterError("--len and --n-ctx apply to a GGUF file (what llama.cpp computes); drop them")
+    if is_gguf(text):
+        src = open_source(text, length=length, n_ctx=n_ctx, max_bytes=max_bytes)
+        say_warnings(src, quiet)
+    else:
+        src = open_source(text, max_bytes=max_bytes)  # a mistyped kind gets "unknown encoding ... did you mean"
     found = identify(src, tensor=tensor or None)
     if json_out:
         print_json({"source": src.label, **found.to_json()})

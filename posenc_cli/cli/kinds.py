@@ -7,7 +7,8 @@ from ._common import msg, print_json
 DESCRIPTION = """\
 List the encoding kinds, or show one kind's tensors, parameters, presets and
 references; with a model config (KIND may be its path, or give --hf-config),
-what the config sets and from which key."""
+what the config sets and from which key; with a GGUF file, what llama.cpp reads
+from which key or tensor and the choices it makes at --n-ctx."""
 
 
 def run(
@@ -15,14 +16,21 @@ def run(
     hf_config: o.HfConfig = None,
     layer_type: o.LayerType = None,
     read_as: o.ReadAs = None,
+    n_ctx: o.NCtx = None,
     json_out: o.Json = False,
     quiet: o.Quiet = 0,
 ) -> int:
     from ..api import kinds as all_kinds
     from ..encodings import get_kind
     from ..kindinfo import kind_info
-    from ..sources import is_config
+    from ..sources import is_config, is_gguf
 
+    if kind is not None and is_gguf(kind):
+        if hf_config is not None or layer_type is not None or read_as is not None:
+            raise ParameterError(f"{kind} is a GGUF file: --hf-config, --layer-type and --read-as cannot apply")
+        return _gguf(kind, n_ctx, json_out, quiet)
+    if n_ctx is not None:
+        raise ParameterError(f"--n-ctx {n_ctx} applies to a GGUF file; drop it or give a .gguf model")
     if kind is not None and (kind == "-" or is_config(kind)):
         if hf_config is not None:
             raise ParameterError(f"the model config is given twice: {kind} and --hf-config {hf_config}")
@@ -76,4 +84,23 @@ def _config(
             if i:
                 print()
             config_report(report, quiet=quiet)
+    return ExitCode.OK
+
+
+def _gguf(path: str, n_ctx: int | None, json_out: bool, quiet: int) -> int:
+    """What llama.cpp reads from a GGUF file, from which key or tensor, and its choices at ``n_ctx``."""
+    from ..models.llamacpp import describe
+
+    rows = describe(path, n_ctx=n_ctx)
+    if json_out:
+        print_json([{"name": n, "value": v, "from": f} for n, v, f in rows])
+        return ExitCode.OK
+    import textwrap
+
+    for name, value, origin in rows:
+        if name == "warning":
+            msg(f"Warning: {value}", quiet)
+            continue
+        line = f"{name:<22} {value}" + (f"  ({origin})" if origin else "")
+        print(textwrap.fill(line, 80, subsequent_indent=" " * 23) if len(line) > 80 else line)
     return ExitCode.OK

@@ -255,6 +255,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("gpt_oss", f"{_HF}/gpt_oss GptOssConfig (default yarn factor 32, truncate false, default_theta 150000), "
            "GptOssRotaryEmbedding, _apply_rotary_emb (halves)",
            theta_defaults={None: 150000.0}, layers="alternate",
+           top_keys=("swiglu_alpha",),  # GptOssConfig's MLP gate (GptOssExperts), not positions
            default_rope={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
                          "truncate": False, "original_max_position_embeddings": 4096},
            defaults={"hidden_size": 2880, "num_attention_heads": 64, "head_dim": 64,
