@@ -29,6 +29,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "alibi": ("relative", "Alibi"),
     "t5": ("relative", "T5"),
     "relative": ("relative", "ShawRelative"),
+    "deberta": ("deberta", "Deberta"),
 }
 
 #: The kind ``posenc generate`` builds when none is named: the first entry.
@@ -98,11 +99,15 @@ def model_config_layers(
     config: dict[str, Any], *, kind: str | None = None, **options: Any
 ) -> dict[str, tuple[str, dict[str, Any]] | None]:
     """Every attention type of a model's config -> ``(kind, parameters)``, None where it applies no encoding."""
+    if (positions := _positions(config, kind)) is not None:
+        return dict(positions.all_params(options.get("length")))
     return _config_reader(kind).model_config_layers(config, **options)
 
 
 def describe_model_config(config: dict[str, Any], *, kind: str | None = None, **options: Any) -> dict[str, Any]:
     """What a model's config says about its position encoding, each value with where it came from."""
+    if (positions := _positions(config, kind)) is not None:
+        return positions.report(options.get("layer_type"))
     return _config_reader(kind).describe_model_config(config, **options)
 
 
@@ -114,4 +119,25 @@ def from_model_config(
     ``kind`` (a user's explicit ``--kind``) must be one that reads model configs; by default the first kind that
     does decides (it may answer with another kind, e.g. a multimodal RoPE).
     """
+    if (positions := _positions(config, kind)) is not None:
+        lt = options.get("layer_type")
+        return positions.kind_of(lt), positions.params(lt, options.get("length")), list(positions.warnings)
     return _config_reader(kind).from_model_config(config, **options)
+
+
+def _positions(config: dict[str, Any], kind: str | None) -> Any:
+    """The reader of a model whose positions are not rotary (T5, ALiBi, sinusoids, DeBERTa, learned: see
+    :mod:`posenc_cli.models.hf_positions`), or None (the RoPE reader takes the config); ``kind`` must be one the
+    model uses."""
+    from ..errors import ParameterError, ref
+    from ..models.hf_positions import read_positions
+
+    positions = read_positions(config)
+    if positions is not None and kind is not None:
+        kinds = {layer.kind for layer in positions.family.layers.values()}
+        if resolve_kind(kind) not in kinds:
+            raise ParameterError(
+                f"{positions.model_type}'s config describes {' and '.join(sorted(kinds))} positions, not "
+                f"{resolve_kind(kind)}; drop {ref('kind')}"
+            )
+    return positions
