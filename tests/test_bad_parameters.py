@@ -11,11 +11,11 @@ CASES = [
     # unknown kind or parameter: list the valid ones
     (
         ["generate", "--kind", "rotary2", "-n", "8", "-d", "4"],
-        "unknown encoding 'rotary2'; choose from: alibi, binary, index, learned, mrope, normalized, relative, rope, sinusoidal",
+        "unknown encoding 'rotary2'; choose from: alibi, binary, deberta, index, learned, mrope, normalized, relative, rope, sinusoidal",
     ),
     (
         ["generate", "-n", "8", "-d", "4", "-p", "rotary=1"],
-        "unknown parameter 'rotary' for sinusoidal; choose from: base, dim, dtype, freq, layout, length, max_timescale",
+        "unknown parameter 'rotary' for sinusoidal; choose from: angle_dtype, base, dim, dtype, freq, layout, length, max_timescale",
     ),
     (
         ["generate", "-n", "8", "-d", "4", "-p", "layout=diagonal"],

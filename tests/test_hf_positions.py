@@ -1,5 +1,5 @@
 """Non-rotary positions read from HF configs (posenc_cli/models/hf_positions.py), held against the tables each
-family's own transformers code built (tests/data/golden/hf_positions.json, made once by
+family's own transformers code built (tests/data/golden/positions_hf.json, made once by
 tools/golden/make_hf_positions_golden.py in a side environment), plus the CLI wiring and bad input.
 
 Equality is exact except where the model computes sinusoids in float32 torch (M2M100 / NLLB, Speech2Text,
@@ -24,9 +24,9 @@ from posenc_cli.sources import open_source
 
 from .conftest import ROOT, cli
 
-CONFIGS = ROOT / "tests" / "data" / "configs"
+CONFIGS = ROOT / "tests" / "data" / "configs" / "positions"
 MODELS = ROOT / "tests" / "data" / "models"
-GOLDEN = json.loads((ROOT / "tests" / "data" / "golden" / "hf_positions.json").read_text())["tables"]
+GOLDEN = json.loads((ROOT / "tests" / "data" / "golden" / "positions_hf.json").read_text())["tables"]
 #: families whose table transformers computes with float32 torch exp/sin (see the module docstring)
 FLOAT32_TORCH = {"pos_m2m100_418m", "pos_nllb_600m", "pos_s2t_small", "pos_whisper_tiny", "tiny_whisper:encoder"}
 CASES = [(name, lt) for name, layers in GOLDEN.items() for lt in layers]
@@ -216,7 +216,7 @@ def test_mpt_keys_its_code_ignores_are_said(tmp_path):
     cfg = json.loads((CONFIGS / "pos_mpt_30b.json").read_text())
     cfg["attn_config"]["alibi_bias_max"] = 16
     (tmp_path / "mpt.json").write_text(json.dumps(cfg))
-    code, out, err = cli(["generate", "--hf-config", str(tmp_path / "mpt.json"), "--len", "4", "-o", "-"])
+    code, _, err = cli(["generate", "--hf-config", str(tmp_path / "mpt.json"), "--len", "4", "-o", "-"])
     assert code == 0 and "alibi_bias_max=16 is ignored" in err
 
 
@@ -224,7 +224,7 @@ def test_bert_is_not_rope_and_gpt2_needs_no_hidden_size(tmp_path):
     bert = {"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12, "max_position_embeddings": 512}
     (tmp_path / "bert.json").write_text(json.dumps(bert))
     code, out, err = cli(["generate", "--hf-config", str(tmp_path / "bert.json"), "-o", "-"])
-    assert code == 2 and b"" == out and "learned" in err and "RoPE" not in err
+    assert code == 2 and out == b"" and "learned" in err and "RoPE" not in err
     gpt2 = {"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_positions": 1024}
     (tmp_path / "gpt2.json").write_text(json.dumps(gpt2))
     code, _, err = cli(["kinds", "--hf-config", str(tmp_path / "gpt2.json")])
@@ -232,19 +232,11 @@ def test_bert_is_not_rope_and_gpt2_needs_no_hidden_size(tmp_path):
 
 
 def test_falcon_without_alibi_stays_rope():
-    cfg = {"model_type": "falcon", "alibi": False, "hidden_size": 64, "num_attention_heads": 4,
-           "max_position_embeddings": 16}  # fmt: skip
-    src = open_source_dict(cfg, length=4)
-    assert src.kind == "rope"
-
-
-def open_source_dict(cfg: dict, **kw):
     from posenc_cli.api import from_config
 
-    from posenc_cli.sources import Source
-
-    enc = from_config(cfg, **kw)
-    return Source.from_encoding(enc, "config")
+    cfg = {"model_type": "falcon", "alibi": False, "hidden_size": 64, "num_attention_heads": 4,
+           "max_position_embeddings": 16}  # fmt: skip
+    assert from_config(cfg, length=4).KIND == "rope"
 
 
 # ----- bad input: one line naming the key and the fix, exit 2 -----------------------------------------------------

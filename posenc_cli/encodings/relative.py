@@ -185,7 +185,7 @@ class Alibi(Encoding):
         if self.form in ("bloom", "falcon") and self.max_bias != 8.0:
             raise ParameterError(f"form={self.form} fixes max_bias at 8 (its slope rule); drop max_bias")
         if self.form != "falcon" and self.divide_by != 1.0:
-            raise ParameterError(f"divide_by applies to form=falcon only; drop it or pass form=falcon")
+            raise ParameterError("divide_by applies to form=falcon only; drop it or pass form=falcon")
 
     @cached_property
     def _slopes(self) -> np.ndarray:

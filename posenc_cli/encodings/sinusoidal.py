@@ -126,7 +126,8 @@ class Sinusoidal(Encoding):
     padding_idx: int | None = param(None, "position value whose row is all zeros (fairseq/M2M100)")
     odd_dim: str = param("auto", "odd dim: auto follows the convention, ceil or zero-pad force one", choices=ODD_DIM)
     angle_dtype: str = param(
-        "float64", "float32: frequencies and angles t*w rounded to float32 as torch code does (M2M100, Whisper)",
+        "float64",
+        "float32: frequencies and angles t*w rounded to float32 as torch code does (M2M100, Whisper)",
         choices=ANGLE_DTYPES,
     )
 

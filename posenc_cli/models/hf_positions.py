@@ -81,7 +81,10 @@ class Family:
 
 
 def _t5(name: str, reference: str) -> Family:
-    keys = {"num_buckets": ("relative_attention_num_buckets",), "max_distance": ("relative_attention_max_distance",)}
+    keys: dict[str, tuple[str, ...]] = {
+        "num_buckets": ("relative_attention_num_buckets",),
+        "max_distance": ("relative_attention_max_distance",),
+    }
     defaults = {"num_buckets": 32, "max_distance": 128}
     return Family(name, reference, {
         "encoder": Layer("t5", keys, defaults, {"bidirectional": True}),
@@ -410,7 +413,7 @@ def read_positions(config: Mapping[str, Any]) -> PositionsConfig | None:
     if pet is not None and pet not in _ABSOLUTE:
         raise ParameterError(
             f"config key position_embedding_type={_show(pet)}: posenc reads {mt} with learned absolute "
-            "positions only; use a config with position_embedding_type \"absolute\""
+            'positions only; use a config with position_embedding_type "absolute"'
         )
     return reader
 
@@ -464,7 +467,9 @@ def learned_table(
     values = reader._values(lt, None)
     rows = table.shape[0] - first
     if table.ndim != 2 or rows < 1:
-        raise ParameterError(f"{file}: tensor {name} has shape {list(table.shape)}; expected rows x dim beyond row {first}")
+        raise ParameterError(
+            f"{file}: tensor {name} has shape {list(table.shape)}; expected rows x dim beyond row {first}"
+        )
     dim = values["dim"].value
     if table.shape[1] != dim:
         raise ParameterError(

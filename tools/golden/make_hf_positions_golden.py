@@ -8,7 +8,7 @@ posenc never imports torch or transformers; this script does, so it runs once in
 
 What it writes:
 
-* ``tests/data/golden/hf_positions.json``: for every ``tests/data/configs/pos_*.json`` and attention type, the
+* ``tests/data/golden/positions_hf.json``: for every ``tests/data/configs/positions/pos_*.json`` and attention type, the
   table the family's own code builds, as selected rows (first axis) and, for long rows, selected columns:
   T5/mT5/UMT5: ``T5Attention._relative_position_bucket`` / ``UMT5Attention._relative_position_bucket`` on
   ``j - i`` (``is_decoder`` false/true); Bloom: ``build_alibi_tensor``; Falcon: the additive mask FalconModel
@@ -36,7 +36,7 @@ import transformers
 from transformers import AutoConfig
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIGS = ROOT / "tests" / "data" / "configs"
+CONFIGS = ROOT / "tests" / "data" / "configs" / "positions"
 GOLDEN = ROOT / "tests" / "data" / "golden"
 MODELS = ROOT / "tests" / "data" / "models"
 
@@ -267,8 +267,8 @@ def main() -> None:
         },
     }  # fmt: skip
     text = json.dumps(golden, separators=(",", ":"))
-    (GOLDEN / "hf_positions.json").write_text(text + "\n")
-    print(f"wrote {GOLDEN / 'hf_positions.json'} ({len(text)} bytes)")
+    (GOLDEN / "positions_hf.json").write_text(text + "\n")
+    print(f"wrote {GOLDEN / 'positions_hf.json'} ({len(text)} bytes)")
 
 
 if __name__ == "__main__":
