@@ -130,7 +130,7 @@ def test_deberta_buckets_plain_formula():
     a = np.abs(r)
     with np.errstate(divide="ignore", invalid="ignore"):
         logp = np.ceil(np.log(a / mid) / np.log((p - 1) / mid) * (mid - 1)) + mid
-    want = np.where(a <= mid, r, np.sign(r) * logp).astype(np.int64)
+        want = np.where(a <= mid, r, np.sign(r) * logp).astype(np.int64)
     np.testing.assert_array_equal(enc.array("rel_pos"), want)
     np.testing.assert_array_equal(enc.array("c2p"), np.clip(want + b, 0, 2 * b - 1))
     no_buckets = make_encoding("deberta", {"length": 5, "position_buckets": 0, "max_relative_positions": 3})
@@ -259,6 +259,10 @@ def test_falcon_without_alibi_stays_rope():
         ("pos_deberta_v3_base", {"position_buckets": 1.5}, [], "position_buckets"),
         ("pos_deberta_v3_base", {"position_buckets": 2}, [], "position_buckets"),
         ("pos_marian_en_de", {"max_position_embeddings": -1}, [], "max_position_embeddings"),
+        ("pos_t5_small", {"rope_theta": 10000.0}, ["--layer-type", "encoder"], "config key rope_theta may change"),
+        ("pos_bloom_560m", {"alibi_bias_max": 4}, [], "config key alibi_bias_max may change"),
+        ("pos_mpt_30b", {"attn_config": {"alibi": True, "alibi_slopes": [1]}}, [], "attn_config.alibi_slopes"),
+        ("pos_m2m100_418m", {"max_source_positions": 10}, [], "config key max_source_positions may change"),
     ],
 )  # fmt: skip
 def test_bad_configs(tmp_path, base, change, args, needle):
@@ -281,6 +285,24 @@ def test_bert_relative_position_types_are_refused(tmp_path):
         (tmp_path / "c.json").write_text(json.dumps(cfg))
         code, _, err = cli(["kinds", "--hf-config", str(tmp_path / "c.json")])
         assert code == 2 and "position_embedding_type" in err, err
+
+
+def test_rotary_position_embedding_type_goes_to_the_rope_reader():
+    from posenc_cli.models.hf_positions import read_positions
+
+    cfg = {"model_type": "esm", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 16,
+           "position_embedding_type": "rotary"}  # fmt: skip
+    assert read_positions(cfg) is None
+    with pytest.raises(ParameterError, match="position_embedding_type='absolute'"):
+        read_positions({**cfg, "position_embedding_type": "absolute"})
+
+
+def test_harmless_keys_pass_and_falcon_rope_keys_are_unused_with_alibi(tmp_path):
+    cfg = json.loads((CONFIGS / "pos_falcon_rw_1b.json").read_text())
+    cfg["rope_theta"] = 10000.0
+    (tmp_path / "f.json").write_text(json.dumps(cfg))
+    code, _, err = cli(["kinds", "--hf-config", str(tmp_path / "f.json")])
+    assert code == 0, err
 
 
 def test_kind_that_the_model_does_not_use_is_refused():

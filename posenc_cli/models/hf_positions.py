@@ -20,8 +20,8 @@ What each model's code does that its config does not say:
 * Bloom (``build_alibi_tensor``): float32 slopes ``pow(2^(-8/c), k)`` times the key position, heads x 1 x len;
   Falcon with ``alibi: true``: the same slopes rounded to bfloat16, the product in bfloat16, and FalconModel
   divides it by ``sqrt(hidden_size // num_attention_heads)`` before adding it; MPT (``build_mpt_alibi_tensor``):
-  FalconModel's sibling reads ``max_seq_len`` but *not* ``attn_config.alibi_bias_max`` (always 8) nor
-  ``attn_config.alibi`` (always ALiBi): both are reported as ignored when they say otherwise.
+  MptModel passes ``max_seq_len`` but *not* ``attn_config.alibi_bias_max`` (always 8), and never reads
+  ``attn_config.alibi`` (always ALiBi) or ``learned_pos_emb``: each is reported as ignored when it says otherwise.
 * Marian / Pegasus (``*SinusoidalPositionalEmbedding.create_weight``): [sin | cos] halves, frequencies
   ``10000^(-2k/d)``, float64 NumPy rounded to float32; M2M100 / NLLB and Speech2Text
   (``*SinusoidalPositionalEmbedding.get_embedding``): [sin | cos] with t2t frequencies, ``max_positions + 2`` rows
@@ -75,6 +75,9 @@ class Family:
     layers: dict[str, Layer]
     when: tuple[str, Any] | None = None
     ignored: dict[str, Any] = field(default_factory=dict)
+    #: keys whose names speak of positions (see :data:`_POSITION_WORDS`) that the family reads elsewhere or that
+    #: cannot change its table (checked, so that no other such key passes unread)
+    harmless: tuple[str, ...] = ()
     #: keys older configs carry that the family's transformers 5 config class no longer reads -> the key it reads
     #: (Falcon's n_head: FalconConfig has no attribute_map, so n_head leaves num_attention_heads at 71)
     unread: dict[str, str] = field(default_factory=dict)
@@ -89,7 +92,7 @@ def _t5(name: str, reference: str) -> Family:
     return Family(name, reference, {
         "encoder": Layer("t5", keys, defaults, {"bidirectional": True}),
         "decoder": Layer("t5", keys, defaults, {"bidirectional": False}),
-    })  # fmt: skip
+    }, harmless=("n_positions",))  # fmt: skip
 
 
 def _learned(name: str, reference: str, dim: tuple[str, ...], length: tuple[str, ...], defaults: dict[str, Any],
@@ -122,17 +125,20 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            {"default": Layer("alibi", {"dim": ("num_attention_heads",), "length": ("max_position_embeddings",),
                                        "=divide_by": ("n_embed", "hidden_size")},
                              {"dim": 71, "length": 2048, "=divide_by": 4544}, {"form": "falcon"})},
-           when=("alibi", True), unread={"n_head": "num_attention_heads"}),
+           when=("alibi", True), unread={"n_head": "num_attention_heads"},
+           harmless=("rope_theta", "rope_scaling", "rope_parameters")),
     Family("mpt", f"{_HF}/mpt/modeling_mpt.py build_mpt_alibi_tensor (max_seq_len; alibi_bias_max not passed: 8)",
            {"default": Layer("alibi", {"dim": ("n_heads",), "length": ("max_seq_len",)}, {"dim": 16, "length": 2048},
                              {"form": "mpt", "max_bias": 8.0})},
-           ignored={"attn_config.alibi": True, "attn_config.alibi_bias_max": 8}),
+           ignored={"attn_config.alibi": True, "attn_config.alibi_bias_max": 8, "learned_pos_emb": False}),
     Family("marian", f"{_HF}/marian/modeling_marian.py MarianSinusoidalPositionalEmbedding.create_weight",
            {"default": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_position_embeddings",)},
-                             {"dim": 1024, "length": 1024}, _MARIAN)}),
+                             {"dim": 1024, "length": 1024}, _MARIAN)},
+           harmless=("static_position_embeddings",)),
     Family("pegasus", f"{_HF}/pegasus/modeling_pegasus.py PegasusSinusoidalPositionalEmbedding.create_weight",
            {"default": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_position_embeddings",)},
-                             {"dim": 1024, "length": 1024}, _MARIAN)}),
+                             {"dim": 1024, "length": 1024}, _MARIAN)},
+           harmless=("static_position_embeddings",)),
     Family("m2m_100", f"{_HF}/m2m_100/modeling_m2m_100.py M2M100SinusoidalPositionalEmbedding (offset 2, padding_idx "
            "row zero)", {"default": _fairseq_sinusoids(("max_position_embeddings",), 1024, 1024)}),
     Family("speech_to_text", f"{_HF}/speech_to_text/modeling_speech_to_text.py Speech2TextSinusoidalPositionalEmbedding "
@@ -151,7 +157,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            {"default": Layer("deberta", {"position_buckets": ("position_buckets",),
                                          "max_relative_positions": ("max_relative_positions",),
                                          "length": ("max_position_embeddings",)},
-                             {"position_buckets": -1, "max_relative_positions": -1, "length": 512})}),
+                             {"position_buckets": -1, "max_relative_positions": -1, "length": 512})},
+           harmless=("position_biased_input", "relative_attention")),
     _learned("gpt2", f"{_HF}/gpt2/modeling_gpt2.py GPT2Model.wpe (nn.Embedding(n_positions, n_embd))",
              ("n_embd", "hidden_size"), ("n_positions", "max_position_embeddings"), {"dim": 768, "length": 1024},
              "wpe.weight"),
@@ -170,6 +177,11 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 
 #: BERT-style keys that name another position scheme than the learned absolute table (refused, not guessed).
 _ABSOLUTE = ("absolute",)
+#: position_embedding_type values of rotary models (the RoPE reader's, not ours)
+_ROTARY = ("rotary", "rope")
+#: Words that mark a config key as one that may change a position table: such a key the family does not read
+#: (and does not list as harmless) is an error, never silently dropped.
+_POSITION_WORDS = ("position", "rotary", "rope", "alibi", "bucket", "relative", "theta", "mscale", "sinusoid")
 
 
 # ----- values ----------------------------------------------------------------------------------------------
@@ -380,8 +392,8 @@ def read_positions(config: Mapping[str, Any]) -> PositionsConfig | None:
     """The positions reader of ``config``'s ``model_type``, or None when the RoPE reader takes it."""
     mt = config.get("model_type")
     if not isinstance(mt, str) or mt not in FAMILIES:
-        if isinstance(mt, str) and mt not in FAMILIES and config.get("position_embedding_type") is not None:
-            pet = config.get("position_embedding_type")
+        pet = config.get("position_embedding_type")
+        if isinstance(mt, str) and pet is not None and pet not in _ROTARY:
             raise ParameterError(
                 f"config key position_embedding_type={_show(pet)}: posenc has no reader for {mt!r}; its positions "
                 "are not RoPE, so no table is guessed"
@@ -402,6 +414,7 @@ def read_positions(config: Mapping[str, Any]) -> PositionsConfig | None:
                 f"config key {key}={_show(config[key])} is not read by transformers' {fam.name} (it reads {read}); "
                 f"rename it to {read} in config.json"
             )
+    _refuse_unread(config, fam)
     for key, same in fam.ignored.items():
         value = reader._get(key)
         if value is not None and value != same:
@@ -412,10 +425,28 @@ def read_positions(config: Mapping[str, Any]) -> PositionsConfig | None:
     pet = config.get("position_embedding_type")
     if pet is not None and pet not in _ABSOLUTE:
         raise ParameterError(
-            f"config key position_embedding_type={_show(pet)}: posenc reads {mt} with learned absolute "
-            'positions only; use a config with position_embedding_type "absolute"'
+            f"config key position_embedding_type={_show(pet)}: transformers 5's {mt} no longer reads it and applies "
+            "the absolute table only, so this model's relative positions cannot be reproduced; posenc refuses"
         )
     return reader
+
+
+def _refuse_unread(config: Mapping[str, Any], fam: Family) -> None:
+    """A key (top level, or one level down as ``parent.key``) whose name speaks of positions and that the
+    family neither reads nor knows to be harmless: an error naming it, never a table that ignored it."""
+    known = {k for layer in fam.layers.values() for keys in layer.keys.values() for k in keys}
+    known |= set(fam.ignored) | set(fam.unread) | set(fam.harmless) | {"position_embedding_type"}
+    if fam.when is not None:
+        known.add(fam.when[0])
+    names = [k for k in config]
+    names += [f"{k}.{sub}" for k, v in config.items() if isinstance(v, Mapping) for sub in v]
+    for name in names:
+        low = name.lower()
+        if name not in known and any(w in low for w in _POSITION_WORDS):
+            raise ParameterError(
+                f"config key {name} may change the positions, and transformers' {fam.name} code as posenc reads "
+                "it has no such key; remove it from config.json if the model does not use it"
+            )
 
 
 # ----- learned tables from the weights -------------------------------------------------------------------------
