@@ -101,6 +101,15 @@ def _learned(name: str, reference: str, dim: tuple[str, ...], length: tuple[str,
     return Family(name, reference, {"default": layer})
 
 
+def _bart(name: str, reference: str) -> Family:
+    keys: dict[str, tuple[str, ...]] = {"dim": ("d_model",), "length": ("max_position_embeddings",)}
+    defaults = {"dim": 1024, "length": 1024}
+    return Family(name, reference, {
+        lt: Layer("learned", keys, defaults, tensor=f"{lt}.embed_positions.weight", first_row=2)
+        for lt in ("encoder", "decoder")
+    })  # fmt: skip
+
+
 def _fairseq_sinusoids(length: tuple[str, ...], length_default: int, dim_default: int) -> Layer:
     return Layer(
         "sinusoidal",
@@ -170,6 +179,25 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     _learned("xlm-roberta", f"{_HF}/xlm_roberta/modeling_xlm_roberta.py XLMRobertaEmbeddings (from padding_idx + 1)",
              ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS, "embeddings.position_embeddings.weight",
              "pad+1"),
+    _learned("xlm-roberta-xl", f"{_HF}/xlm_roberta_xl/modeling_xlm_roberta_xl.py XLMRobertaXLEmbeddings (from "
+             "padding_idx + 1)", ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS,
+             "embeddings.position_embeddings.weight", "pad+1"),
+    _learned("electra", f"{_HF}/electra/modeling_electra.py ElectraEmbeddings.position_embeddings (embedding_size "
+             "wide)", ("embedding_size",), ("max_position_embeddings",), {"dim": 128, "length": 512},
+             "embeddings.position_embeddings.weight"),
+    Family("distilbert", f"{_HF}/distilbert/modeling_distilbert.py Embeddings.position_embeddings (learned, or "
+           "sinusoids written into the same weights when sinusoidal_pos_embds)",
+           {"default": Layer("learned", {"dim": ("dim",), "length": ("max_position_embeddings",)},
+                             {"dim": 768, "length": 512}, tensor="embeddings.position_embeddings.weight")},
+           harmless=("sinusoidal_pos_embds",)),
+    _learned("gpt_neo", f"{_HF}/gpt_neo/modeling_gpt_neo.py GPTNeoModel.wpe", ("hidden_size",),
+             ("max_position_embeddings",), {"dim": 2048, "length": 2048}, "wpe.weight"),
+    _learned("gpt_bigcode", f"{_HF}/gpt_bigcode/modeling_gpt_bigcode.py GPTBigCodeModel.wpe (attribute_map n_embd, "
+             "n_positions)", ("n_embd", "hidden_size"), ("n_positions", "max_position_embeddings"),
+             {"dim": 768, "length": 1024}, "wpe.weight"),
+    _bart("bart", f"{_HF}/bart/modeling_bart.py BartLearnedPositionalEmbedding (offset 2: rows 2..; encoder and "
+          "decoder tables)"),
+    _bart("mbart", f"{_HF}/mbart/modeling_mbart.py MBartLearnedPositionalEmbedding (offset 2, encoder and decoder)"),
     _learned("opt", f"{_HF}/opt/modeling_opt.py OPTLearnedPositionalEmbedding (offset 2: rows 2..)",
              ("hidden_size",), ("max_position_embeddings",), {"dim": 768, "length": 2048},
              "decoder.embed_positions.weight", 2),

@@ -141,11 +141,12 @@ def fairseq_like(name: str, module: str, cls: str, lengths: dict[str, str]) -> d
     cfg, _ = config(name)
     out = {}
     for lt, key in lengths.items():
-        emb = getattr(mod(module), cls)(
-            getattr(cfg, key), cfg.d_model, cfg.pad_token_id
-        )
+        emb = getattr(mod(module), cls)(getattr(cfg, key), cfg.d_model, cfg.pad_token_id)
         w = emb.weights
-        out[lt] = {"length": w.shape[0], **entry(w, sorted(set(pick(w.shape[0]) + [3, 100, 1000 % w.shape[0]])), some_cols(w.shape[1]))}
+        out[lt] = {
+            "length": w.shape[0],
+            **entry(w, sorted(set(pick(w.shape[0]) + [3, 100, 1000 % w.shape[0]])), some_cols(w.shape[1])),
+        }
     return out
 
 
@@ -165,7 +166,9 @@ def deberta(name: str) -> dict:
     span = enc.position_buckets if enc.position_buckets > 0 else enc.max_relative_positions
     c2p = torch.clamp(rel + span, 0, span * 2 - 1)
     rows = pick(n) + [300]
-    return {"default": {"length": n, **entry(rel, rows, list(range(n))), "c2p": entry(c2p, rows, list(range(n)))["values"]}}
+    return {
+        "default": {"length": n, **entry(rel, rows, list(range(n))), "c2p": entry(c2p, rows, list(range(n)))["values"]}
+    }
 
 
 # ----- tiny learned models -----------------------------------------------------------------------------------
@@ -202,6 +205,14 @@ def learned() -> dict:
         return emb.position_embeddings(emb.position_ids[:, :n])[0]
 
     out["tiny_bert"] = tiny("tiny_bert", bert, transformers.BertModel, bert_rows, 20)
+
+    def bert_rows_of(prefix):
+        def rows(m, n):
+            emb = getattr(m, prefix).embeddings
+            return emb.position_embeddings(emb.position_ids[:, :n])[0]
+
+        return rows
+
     roberta = transformers.RobertaConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                                          intermediate_size=16, max_position_embeddings=22, vocab_size=32,
                                          type_vocab_size=1, pad_token_id=1)  # fmt: skip
@@ -220,6 +231,37 @@ def learned() -> dict:
         return m.model.decoder.embed_positions(mask, 0)[0]
 
     out["tiny_opt"] = tiny("tiny_opt", opt, transformers.OPTForCausalLM, opt_rows, 24)
+    out["tiny_xlm_roberta"] = tiny("tiny_xlm_roberta", transformers.XLMRobertaConfig(**roberta.to_dict()),
+                                   transformers.XLMRobertaModel, roberta_rows, 20)  # fmt: skip
+    electra = transformers.ElectraConfig(embedding_size=8, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                         intermediate_size=16, max_position_embeddings=20, vocab_size=32,
+                                         type_vocab_size=1)  # fmt: skip
+    out["tiny_electra"] = tiny("tiny_electra", electra, transformers.ElectraForPreTraining, bert_rows_of("electra"), 20)
+    distil = transformers.DistilBertConfig(dim=16, n_layers=1, n_heads=2, hidden_dim=16, max_position_embeddings=20,
+                                           vocab_size=32)  # fmt: skip
+
+    def distil_rows(m, n):
+        return m.embeddings.position_embeddings(torch.arange(n)[None])[0]
+
+    out["tiny_distilbert"] = tiny("tiny_distilbert", distil, transformers.DistilBertModel, distil_rows, 20)
+    neo = transformers.GPTNeoConfig(hidden_size=16, num_layers=1, num_heads=2, attention_types=[[["global"], 1]],
+                                    max_position_embeddings=22, vocab_size=32, intermediate_size=16)  # fmt: skip
+    out["tiny_gpt_neo"] = tiny("tiny_gpt_neo", neo, transformers.GPTNeoForCausalLM,
+                               lambda m, n: m.transformer.wpe(torch.arange(n)), 22)  # fmt: skip
+    bigcode = transformers.GPTBigCodeConfig(n_embd=16, n_layer=1, n_head=2, n_positions=26, vocab_size=32, n_inner=16)
+    out["tiny_gpt_bigcode"] = tiny("tiny_gpt_bigcode", bigcode, transformers.GPTBigCodeForCausalLM,
+                                   lambda m, n: m.transformer.wpe(torch.arange(n)), 26)  # fmt: skip
+    bart = transformers.BartConfig(d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                                   decoder_attention_heads=2, encoder_ffn_dim=16, decoder_ffn_dim=16,
+                                   max_position_embeddings=20, vocab_size=32)  # fmt: skip
+    got = tiny("tiny_bart", bart, transformers.BartForConditionalGeneration,
+               lambda m, n: m.model.encoder.embed_positions(torch.zeros(1, n, dtype=torch.long))[0], 20)  # fmt: skip
+    got["encoder"] = got.pop("default")
+    m = transformers.BartForConditionalGeneration.from_pretrained(MODELS / "tiny_bart")
+    with torch.no_grad():
+        dec = m.model.decoder.embed_positions(torch.zeros(1, 20, dtype=torch.long))[0]
+    got["decoder"] = {"length": 20, **entry(dec, list(range(20)))}
+    out["tiny_bart"] = got
     whisper = transformers.WhisperConfig(d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
                                          decoder_attention_heads=2, encoder_ffn_dim=16, decoder_ffn_dim=16,
                                          max_source_positions=10, max_target_positions=18, vocab_size=64,
