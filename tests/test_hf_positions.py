@@ -15,6 +15,8 @@ import shutil
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from posenc_cli.encodings import make_encoding
 from posenc_cli.encodings.relative import bloom_slopes, mpt_slopes
@@ -328,3 +330,58 @@ def test_config_lengths_are_the_models_rows(name, lt):
     src = open_source(source_path(name), layer_type=None if lt == "default" else lt)
     shape = [s for s in src.array(src.tensor_name(None)).shape if s != 1]  # ALiBi: heads x 1 x len
     assert shape == [s for s in GOLDEN[name][lt]["shape"] if s != 1]
+
+
+# ----- fuzz: mutated configs of these families only ever raise ParameterError -----------------------------------
+REAL = {p.stem: json.loads(p.read_text()) for p in sorted(CONFIGS.glob("*.json"))}
+REAL.update({p.name: json.loads((p / "config.json").read_text()) for p in sorted(MODELS.iterdir())})
+ODD = [0, -1, 1, 2, 3, 0.5, 1.5, 1e308, -1e308, 2**40, 2**63, float("nan"), float("inf"), True, False, None, "",
+       "x", "128", [], [1, 2], {}, {"alibi": "yes"}]  # fmt: skip
+KEYS = ["relative_attention_num_buckets", "relative_attention_max_distance", "n_head", "num_attention_heads",
+        "n_heads", "hidden_size", "n_embd", "d_model", "max_position_embeddings", "max_seq_len", "n_positions",
+        "max_source_positions", "max_target_positions", "pad_token_id", "position_buckets", "max_relative_positions",
+        "relative_attention", "alibi", "attn_config", "embedding_size", "dim", "model_type",
+        "position_embedding_type"]  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(sorted(REAL)),
+    edits=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(range(len(ODD)))), min_size=1, max_size=3),
+    layer=st.sampled_from([None, "encoder", "decoder", "default"]),
+)
+def test_fuzz_mutated_configs_raise_only_parameter_error(name, edits, layer):
+    from posenc_cli.encodings import describe_model_config, from_model_config
+
+    cfg = json.loads(json.dumps(REAL[name]))
+    for k, i in edits:
+        keys = [*cfg, *KEYS]  # the config's own keys as often as the position keys of every family
+        key = keys[k % len(keys)]
+        cfg[key] = json.loads(json.dumps(ODD[i])) if isinstance(ODD[i], (list, dict)) else ODD[i]
+    try:
+        kind, params, _ = from_model_config(cfg, length=8, layer_type=layer)
+        make_encoding(kind, params).array(make_encoding(kind, params).PRIMARY)
+        describe_model_config(cfg, layer_type=layer)
+    except ParameterError:
+        pass
+
+
+def test_every_single_odd_value_of_every_read_key_is_a_parameter_error():
+    """Exhaustive over one edit: each key a family reads (or a shared position key present), each odd value."""
+    from posenc_cli.encodings import describe_model_config, from_model_config
+    from posenc_cli.models.hf_positions import FAMILIES as POSITIONS
+
+    for base in REAL.values():
+        fam = POSITIONS[base["model_type"]]
+        read = {k for layer in fam.layers.values() for keys in layer.keys.values() for k in keys}
+        for key in sorted((read | set(KEYS)) & set(base) | read):
+            for value in ODD:
+                cfg = {**json.loads(json.dumps(base)), key: json.loads(json.dumps(value))}
+                for layer in fam.layers if len(fam.layers) > 1 else [None]:
+                    try:
+                        kind, params, _ = from_model_config(cfg, length=8, layer_type=layer)
+                        enc = make_encoding(kind, params)
+                        enc.array(enc.PRIMARY)
+                        describe_model_config(cfg, layer_type=layer)
+                    except ParameterError:
+                        pass
