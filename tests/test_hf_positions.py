@@ -385,3 +385,25 @@ def test_every_single_odd_value_of_every_read_key_is_a_parameter_error():
                         describe_model_config(cfg, layer_type=layer)
                     except ParameterError:
                         pass
+
+
+def test_class_defaults_are_the_config_classes():
+    """Every default in the family table is what the family's transformers 5 config class holds (recorded by
+    tools/golden/make_hf_positions_golden.py); a key the class lacks falls to the modeling code's getattr default."""
+    from posenc_cli.models.hf_positions import FAMILIES as POSITIONS
+
+    recorded = json.loads((ROOT / "tests" / "data" / "golden" / "positions_hf.json").read_text())["class_defaults"]
+    assert set(recorded) == set(POSITIONS)
+    for name, fam in POSITIONS.items():
+        cls = recorded[name]
+        for layer in fam.layers.values():
+            for param, keys in layer.keys.items():
+                if param not in layer.defaults:
+                    continue
+                held = [cls[k] for k in keys if cls.get(k) is not None]
+                if held:
+                    assert layer.defaults[param] == held[0], (name, param, keys)
+                else:  # deberta's position_buckets: getattr(config, "position_buckets", -1) in the modeling code
+                    assert (name, param) == ("deberta-v2", "position_buckets"), (name, param)
+            if layer.first_row == "pad+1" or "padding_idx" in layer.keys:
+                assert cls["pad_token_id"] == 1, name  # the default padding row the code offsets by

@@ -180,7 +180,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
              ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS, "embeddings.position_embeddings.weight",
              "pad+1"),
     _learned("xlm-roberta-xl", f"{_HF}/xlm_roberta_xl/modeling_xlm_roberta_xl.py XLMRobertaXLEmbeddings (from "
-             "padding_idx + 1)", ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS,
+             "padding_idx + 1)", ("hidden_size",), ("max_position_embeddings",), {"dim": 2560, "length": 514},
              "embeddings.position_embeddings.weight", "pad+1"),
     _learned("electra", f"{_HF}/electra/modeling_electra.py ElectraEmbeddings.position_embeddings (embedding_size "
              "wide)", ("embedding_size",), ("max_position_embeddings",), {"dim": 128, "length": 512},

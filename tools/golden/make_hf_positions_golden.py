@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ import transformers
 from transformers import AutoConfig
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
 CONFIGS = ROOT / "tests" / "data" / "configs" / "positions"
 GOLDEN = ROOT / "tests" / "data" / "golden"
 MODELS = ROOT / "tests" / "data" / "models"
@@ -281,8 +283,23 @@ def learned() -> dict:
     return out
 
 
+def class_defaults() -> dict:
+    """What each family's config class holds for every key posenc's table reads, when config.json omits it
+    (``None``: the class has no such attribute; the modeling code's getattr default then applies)."""
+    from posenc_cli.models.hf_positions import FAMILIES  # data only: no numpy at import
+
+    out = {}
+    for name, fam in FAMILIES.items():
+        cfg = AutoConfig.for_model(name)
+        keys = {k for layer in fam.layers.values() for ks in layer.keys.values() for k in ks}
+        keys |= {"pad_token_id"}
+        out[name] = {k: getattr(cfg, k, None) for k in sorted(keys)}
+    return out
+
+
 def main() -> None:
     golden = {
+        "class_defaults": class_defaults(),
         "transformers": transformers.__version__,
         "torch": torch.__version__,
         "how": "tools/golden/make_hf_positions_golden.py: each family's own transformers code",
