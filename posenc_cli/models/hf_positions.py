@@ -19,7 +19,9 @@ What each model's code does that its config does not say:
   encoder's buckets are two-sided and the decoder's causal; no maximum length (``--len`` is needed).
 * Bloom (``build_alibi_tensor``): float32 slopes ``pow(2^(-8/c), k)`` times the key position, heads x 1 x len;
   Falcon with ``alibi: true``: the same slopes rounded to bfloat16, the product in bfloat16, and FalconModel
-  divides it by ``sqrt(hidden_size // num_attention_heads)`` before adding it; MPT (``build_mpt_alibi_tensor``):
+  divides it by ``sqrt(hidden_size // num_attention_heads)`` and passes it as the attention mask (the SDPA
+  path, the default; transformers 5.24's eager path adds the unscaled bias to the scores as well, a second time,
+  which posenc does not reproduce); MPT (``build_mpt_alibi_tensor``):
   MptModel passes ``max_seq_len`` but *not* ``attn_config.alibi_bias_max`` (always 8), and never reads
   ``attn_config.alibi`` (always ALiBi) or ``learned_pos_emb``: each is reported as ignored when it says otherwise.
 * Marian / Pegasus (``*SinusoidalPositionalEmbedding.create_weight``): [sin | cos] halves, frequencies
@@ -139,7 +141,10 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("mpt", f"{_HF}/mpt/modeling_mpt.py build_mpt_alibi_tensor (max_seq_len; alibi_bias_max not passed: 8)",
            {"default": Layer("alibi", {"dim": ("n_heads",), "length": ("max_seq_len",)}, {"dim": 16, "length": 2048},
                              {"form": "mpt", "max_bias": 8.0})},
-           ignored={"attn_config.alibi": True, "attn_config.alibi_bias_max": 8, "learned_pos_emb": False}),
+           ignored={"attn_config.alibi": True, "attn_config.alibi_bias_max": 8, "learned_pos_emb": False,
+                    "attn_config.rope": False},
+           harmless=("attn_config.rope_theta", "attn_config.rope_impl", "attn_config.rope_dail_config",
+                     "attn_config.rope_hf_config")),
     Family("marian", f"{_HF}/marian/modeling_marian.py MarianSinusoidalPositionalEmbedding.create_weight",
            {"default": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_position_embeddings",)},
                              {"dim": 1024, "length": 1024}, _MARIAN)},
