@@ -512,7 +512,8 @@ def learned_table(
         if not isinstance(weight_map, dict):
             raise ParameterError(f"{index}: no weight_map object; it is not a safetensors index")
         names = [n for n in weight_map if n == layer.tensor or n.endswith("." + str(layer.tensor))]
-        files = {os.path.join(path, str(weight_map[n])): n for n in names}
+        # shard names stay inside the model directory (an index naming ../x or /x is not followed)
+        files = {os.path.join(path, os.path.basename(str(weight_map[n]))): n for n in names}
     else:
         return None
     found: list[tuple[str, str]] = []
