@@ -400,10 +400,14 @@ class PositionsConfig:
             where = "config key max_position_embeddings" if mp is not None else "default of deberta-v2"
             out["max_relative_positions"] = _Value(mpv, f"{where} ({mr.origin} < 1)")
         if self._get("position_biased_input") is not False:
-            self.warnings.append(
+            self._warn(
                 "position_biased_input is true (or absent: its default): the model also adds learned absolute "
                 "positions (embeddings.position_embeddings.weight); this table is the relative positions"
             )
+
+    def _warn(self, text: str) -> None:
+        if text not in self.warnings:  # values are read once per call: say each thing once
+            self.warnings.append(text)
 
     def _first_row(self, layer: Layer) -> _Value:
         if layer.first_row == "pad+1":
