@@ -277,6 +277,7 @@ def open_source(
     defaults: Mapping[str, Any] | None = None,
     layer_type: str | None = None,
     kind: str | None = None,
+    read_as: str | None = None,
 ) -> Source:
     """Open a file, stdin or spec.
 
@@ -286,7 +287,8 @@ def open_source(
     the length and dim) fill in only what nobody gave.
 
     A model config (:func:`is_config`) is a source too: the tables the model uses (:func:`open_config`), with
-    ``layer_type`` one attention type of a per-layer config and ``kind`` a kind that reads configs."""
+    ``layer_type`` one attention type of a per-layer config, ``kind`` a kind that reads configs and ``read_as``
+    the family whose rules read it although posenc does not know a key of it."""
     from . import formats
 
     limit = formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
@@ -296,8 +298,15 @@ def open_source(
             f"{param('layer_type')} {layer_type} applies to a model config, and {text} is not one; drop it or "
             "give the model's config.json"
         )
+    if read_as is not None and not is_config(text):
+        raise ParameterError(
+            f"{param('read_as')} {read_as} applies to a model config, and {text} is not one; drop it or "
+            "give the model's config.json"
+        )
     if is_config(text):
-        return open_config(text, layers=layers, kind=kind, layer_type=layer_type, like=like, max_bytes=limit)
+        return open_config(
+            text, layers=layers, kind=kind, layer_type=layer_type, like=like, max_bytes=limit, read_as=read_as
+        )
     if kind is not None and not is_spec(text):
         raise ParameterError(f"{param('kind')} {kind} applies to a spec or a model config; {text} is a file")
     if is_spec(text):
@@ -341,15 +350,17 @@ def open_config(
     layer_type: str | None = None,
     like: Source | None = None,
     max_bytes: int | None = None,
+    read_as: str | None = None,
 ) -> Source:
     """The tables a model's config.json (a path, its directory, or ``-``) describes, as a source.
 
     ``layers`` (the user's parameters) override what the config says, except the head dim, which the config
     sets (``dim=`` through ``params`` still overrides it, naming the change). ``like`` gives the length when
-    nobody did: the rows of the table it is compared with."""
+    nobody did: the rows of the table it is compared with. ``read_as`` reads the config with that family's rules
+    although posenc does not know a key of it; the source's metadata then records the assumption."""
     from . import formats
-    from .encodings import from_model_config
-    from .encodings.model_config import load_config
+    from .models.config_file import load_config
+    from .models.readers import from_model_config
 
     given = merge_given(layers)
     for label, values in layers:
@@ -367,14 +378,17 @@ def open_config(
     config = load_config(text)
     from .models.hf_positions import learned_table
 
-    if (learned := learned_table(text, config, length=length, layer_type=layer_type)) is not None:
+    if (learned := learned_table(text, config, length=length, layer_type=layer_type, read_as=read_as)) is not None:
         return _weights_source(text, *learned, given)
-    name, cfg, warnings = from_model_config(config, kind=kind, length=length, layer_type=layer_type)
+    name, cfg, warnings, notes = from_model_config(
+        config, kind=kind, length=length, layer_type=layer_type, read_as=read_as, **_position_hints(given)
+    )
     if length is not None:
         cfg["length"] = length
     enc = make_encoding(name, {**cfg, **given})
     check_size(enc.nbytes(), formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, text)
     src = Source.from_encoding(enc, "stdin" if text == "-" else text)
+    src.metadata.update(notes)  # what the reading assumed (hf_read_as), written with the table
     src.warnings = list(warnings)
     return src
 
@@ -390,6 +404,17 @@ def _weights_source(text: str, rows: Any, metadata: dict[str, str], given: Mappi
         )
     return Source(text, {"pe": rows}, metadata, encoding_note="a trained table read from the model's weights",
                   lazy={"pe": formats.ArrayTensor("pe", rows)})  # fmt: skip
+
+
+def _position_hints(given: dict[str, Any]) -> dict[str, int]:
+    """The user's ``offset`` and ``seq_len`` as ints, for readers whose parameters depend on the sequence length
+    (a value that is no integer is left to the kind's own check, which names it)."""
+    out = {}
+    for key in ("offset", "seq_len"):
+        text = str(given.get(key, "")).strip()
+        if text.lstrip("+-").isdigit():
+            out[key] = int(text)
+    return out
 
 
 def _read_groups(label: str, tensors: dict[str, Any], metadata: dict[str, str]) -> dict[str, Source]:

@@ -233,12 +233,16 @@ def test_bert_is_not_rope_and_gpt2_needs_no_hidden_size(tmp_path):
     assert code == 0 and "hidden_size" not in err
 
 
-def test_falcon_without_alibi_stays_rope():
-    from posenc_cli.api import from_config
+def test_falcon_without_alibi_stays_with_the_rope_reader():
+    from posenc_cli.models import hf_config, hf_positions
+    from posenc_cli.models.readers import reader_for
 
     cfg = {"model_type": "falcon", "alibi": False, "hidden_size": 64, "num_attention_heads": 4,
            "max_position_embeddings": 16}  # fmt: skip
-    assert from_config(cfg, length=4).KIND == "rope"
+    for c in (cfg, {k: v for k, v in cfg.items() if k != "alibi"}):
+        assert not hf_positions.claims(c) and reader_for(c) is hf_config
+    assert reader_for({**cfg, "alibi": True}) is hf_positions
+    assert reader_for({**cfg, "alibi": "yes"}) is hf_positions  # claimed, so that reading it names the key
 
 
 # ----- bad input: one line naming the key and the fix, exit 2 -----------------------------------------------------
@@ -310,7 +314,7 @@ def test_harmless_keys_pass_and_falcon_rope_keys_are_unused_with_alibi(tmp_path)
 def test_kind_that_the_model_does_not_use_is_refused():
     code, _, err = cli(["generate", "--kind", "rope", "--hf-config", str(CONFIGS / "pos_bloom_560m.json"),
                         "--len", "4", "-o", "-"])  # fmt: skip
-    assert code == 2 and "describes alibi positions" in err
+    assert code == 2 and err.startswith("Error: ") and err.count("\n") == 1  # the RoPE reader, strictly
 
 
 def test_t5_needs_a_length():
@@ -351,7 +355,7 @@ KEYS = ["relative_attention_num_buckets", "relative_attention_max_distance", "n_
     layer=st.sampled_from([None, "encoder", "decoder", "default"]),
 )
 def test_fuzz_mutated_configs_raise_only_parameter_error(name, edits, layer):
-    from posenc_cli.encodings import describe_model_config, from_model_config
+    from posenc_cli.models.readers import describe_model_config, from_model_config
 
     cfg = json.loads(json.dumps(REAL[name]))
     for k, i in edits:
@@ -359,7 +363,7 @@ def test_fuzz_mutated_configs_raise_only_parameter_error(name, edits, layer):
         key = keys[k % len(keys)]
         cfg[key] = json.loads(json.dumps(ODD[i])) if isinstance(ODD[i], (list, dict)) else ODD[i]
     try:
-        kind, params, _ = from_model_config(cfg, length=8, layer_type=layer)
+        kind, params, *_ = from_model_config(cfg, length=8, layer_type=layer)
         make_encoding(kind, params).array(make_encoding(kind, params).PRIMARY)
         describe_model_config(cfg, layer_type=layer)
     except ParameterError:
@@ -368,8 +372,8 @@ def test_fuzz_mutated_configs_raise_only_parameter_error(name, edits, layer):
 
 def test_every_single_odd_value_of_every_read_key_is_a_parameter_error():
     """Exhaustive over one edit: each key a family reads (or a shared position key present), each odd value."""
-    from posenc_cli.encodings import describe_model_config, from_model_config
     from posenc_cli.models.hf_positions import FAMILIES as POSITIONS
+    from posenc_cli.models.readers import describe_model_config, from_model_config
 
     for base in REAL.values():
         fam = POSITIONS[base["model_type"]]
@@ -379,7 +383,7 @@ def test_every_single_odd_value_of_every_read_key_is_a_parameter_error():
                 cfg = {**json.loads(json.dumps(base)), key: json.loads(json.dumps(value))}
                 for layer in fam.layers if len(fam.layers) > 1 else [None]:
                     try:
-                        kind, params, _ = from_model_config(cfg, length=8, layer_type=layer)
+                        kind, params, *_ = from_model_config(cfg, length=8, layer_type=layer)
                         enc = make_encoding(kind, params)
                         enc.array(enc.PRIMARY)
                         describe_model_config(cfg, layer_type=layer)

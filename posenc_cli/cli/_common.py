@@ -29,6 +29,7 @@ class TableOptions:
     grid: str | None = None
     layer_type: str | None = None
     max_bytes: int | None = None
+    read_as: str | None = None
 
     def layers(self, *, dtype: bool = True) -> list[Any]:
         """Each option as a labelled layer (:func:`posenc_cli.sources.merge_given` refuses a value given twice,
@@ -94,6 +95,8 @@ def refuse_spec_options_for_files(opts: TableOptions, sources: Sequence[str], *,
         )
     if opts.layer_type is not None and not any(is_config(s) for s in sources):
         raise ParameterError("--layer-type applies to a model config; drop it or give the model's config.json")
+    if opts.read_as is not None and not any(is_config(s) for s in sources):
+        raise ParameterError("--read-as applies to a model config; drop it or give the model's config.json")
 
 
 def open_src(
@@ -117,6 +120,7 @@ def open_src(
         max_bytes=opts.max_bytes,
         like=like,
         layer_type=opts.layer_type if is_config(text) else None,
+        read_as=opts.read_as if is_config(text) else None,
         kind=kind,
     )
     say_warnings(src, quiet)

@@ -1,7 +1,5 @@
 """`posenc check`: measure every property of one or more tables."""
 
-from __future__ import annotations
-
 import os
 import sys
 
@@ -45,6 +43,7 @@ def run(
     dtype: o.Dtype = None,
     grid: o.Grid = None,
     layer_type: o.LayerType = None,
+    read_as: o.ReadAs = None,
     tensor: o.Tensors = None,
     expect: o.Expect = None,
     against: o.Against = None,
@@ -64,7 +63,7 @@ def run(
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from ..sources import is_config, is_spec
 
-    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes)
+    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as)
     texts = list(sources or []) or [stdin_source("check", "a file, - for stdin, or a spec like sinusoidal")]
     if expect is not None:
         from ..encodings import resolve_kind

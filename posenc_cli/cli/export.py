@@ -1,7 +1,5 @@
 """`posenc export`: the deliberate writer for other frameworks."""
 
-from __future__ import annotations
-
 import dataclasses
 import sys
 
@@ -40,6 +38,7 @@ def run(
     grid: o.Grid = None,
     hf_config: o.HfConfig = None,
     layer_type: o.LayerType = None,
+    read_as: o.ReadAs = None,
     tensor: o.Tensors = None,
     name: o.Names = None,
     format: o.Format = None,
@@ -51,7 +50,7 @@ def run(
 ) -> int:
     from ..sources import Source, is_config, is_spec
 
-    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes)
+    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as)
     onnx = [("--onnx-rope", {"cache": "onnx"})] if onnx_rope else []
     if output is None:
         if sys.stdout.isatty():
@@ -72,13 +71,15 @@ def run(
             kind=kind,
             layer_type=layer_type,
             max_bytes=opts.max_bytes,
+            read_as=read_as,
         )
         builds = True
     elif source is None:
         raise ParameterError("give a SOURCE to export (a file, -, a spec or a model config) or --hf-config")
     elif is_spec(source) or is_config(source):
-        if layer_type is not None and is_spec(source):
-            raise ParameterError(f"--layer-type applies to a model config, and {source} is a spec; drop it")
+        for flag, value in (("--layer-type", layer_type), ("--read-as", read_as)):
+            if value is not None and is_spec(source):
+                raise ParameterError(f"{flag} applies to a model config, and {source} is a spec; drop it")
         if onnx_rope and is_spec(source):
             _onnx_kind(source.split(":", 1)[0])
         src = open_src(source, opts, quiet=quiet, extra=onnx)

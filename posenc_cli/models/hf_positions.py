@@ -486,12 +486,80 @@ def _refuse_unread(config: Mapping[str, Any], fam: Family) -> None:
             )
 
 
+# ----- the reader interface (models/readers.py READERS) ----------------------------------------------------------
+def claims(config: Mapping[str, Any]) -> bool:
+    """Whether this table reads ``config``: its model_type is a family here (Falcon: unless ``alibi`` is absent or
+    false; a bad value is claimed, so that reading it names the key)."""
+    mt = config.get("model_type")
+    if not isinstance(mt, str) or mt not in FAMILIES:
+        return False
+    when = FAMILIES[mt].when
+    return when is None or config.get(when[0]) not in (None, False)
+
+
+def _reader(config: Mapping[str, Any], read_as: str | None, kind: str | None = None) -> PositionsConfig:
+    """The positions reader of ``config``; refused when it is not one of these families, or with ``read_as``
+    (an opt-in of the RoPE reader's for families posenc does not know: these have their own rules)."""
+    reader = read_positions(config)
+    if reader is None:
+        mt = config.get("model_type")
+        raise ParameterError(
+            f"model_type {mt!r} is not one whose positions posenc reads as t5, alibi, sinusoidal, deberta or "
+            f"learned; drop {ref('kind')} to read it by its own rules"
+        )
+    if read_as is not None:
+        raise ParameterError(
+            f"{ref('read_as')} {read_as} reads an unknown RoPE family with another's rules; {reader.model_type} "
+            "is read by its own (transformers' code for it): drop it"
+        )
+    return reader
+
+
+def from_model_config(
+    config: dict[str, Any],
+    *,
+    length: int | None = None,
+    layer_type: str | None = None,
+    read_as: str | None = None,
+    **options: Any,
+) -> tuple[str, dict[str, Any], list[str], dict[str, str]]:
+    """The kind, parameters, warnings and metadata notes (none) of the model's position tables."""
+    reader = _reader(config, read_as)
+    return reader.kind_of(layer_type), reader.params(layer_type, length), list(reader.warnings), {}
+
+
+def model_config_layers(
+    config: dict[str, Any], *, length: int | None = None, read_as: str | None = None, **options: Any
+) -> dict[str, tuple[str, dict[str, Any]] | None]:
+    """Every attention type -> ``(kind, parameters)`` (a learned type's parameters name its tensor, see
+    :meth:`PositionsConfig.all_params`)."""
+    return dict(_reader(config, read_as).all_params(length))
+
+
+def model_config_notes(config: dict[str, Any], *, read_as: str | None = None, **options: Any) -> dict[str, str]:
+    """Nothing is assumed in reading these families: no notes."""
+    _reader(config, read_as)
+    return {}
+
+
+def describe_model_config(
+    config: dict[str, Any], *, layer_type: str | None = None, read_as: str | None = None, **options: Any
+) -> dict[str, Any]:
+    """What was read, each value with the key or class default it came from."""
+    return _reader(config, read_as).report(layer_type)
+
+
 # ----- learned tables from the weights -------------------------------------------------------------------------
 _SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
 
 def learned_table(
-    path: str, config: Mapping[str, Any], *, length: int | None = None, layer_type: str | None = None
+    path: str,
+    config: Mapping[str, Any],
+    *,
+    length: int | None = None,
+    layer_type: str | None = None,
+    read_as: str | None = None,
 ) -> tuple[Any, dict[str, str]] | None:
     """``(rows, metadata)`` of a learned position table read from the model directory ``path`` (row
     ``first_row`` onwards, as the model indexes it); None when ``path`` holds no weights or the config's layer is
@@ -499,6 +567,7 @@ def learned_table(
     reader = read_positions(config)
     if reader is None or not os.path.isdir(path):
         return None
+    _reader(config, read_as)  # refuses read_as
     lt = reader._layer(layer_type)
     layer = reader.family.layers[lt]
     if layer.kind != "learned":
