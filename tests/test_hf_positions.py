@@ -411,3 +411,13 @@ def test_class_defaults_are_the_config_classes():
                     assert (name, param) == ("deberta-v2", "position_buckets"), (name, param)
             if layer.first_row == "pad+1" or "padding_idx" in layer.keys:
                 assert cls["pad_token_id"] == 1, name  # the default padding row the code offsets by
+
+
+def test_read_as_does_not_apply_to_these_families(tmp_path):
+    """--read-as is the RoPE reader's opt-in for unknown families: refused by name here, never ignored."""
+    out = str(tmp_path / "x.safetensors")
+    t5 = ["export", str(CONFIGS / "pos_t5_small.json"), "--len", "4", "--layer-type", "encoder", "-o", out]
+    gpt2 = ["export", str(MODELS / "tiny_gpt2"), "-o", out]
+    for args in (t5, gpt2):
+        code, _, err = cli([*args, "--read-as", "llama"])
+        assert code == 2 and "--read-as" in err and "drop it" in err, err

@@ -503,9 +503,10 @@ def _reader(config: Mapping[str, Any], read_as: str | None, kind: str | None = N
     reader = read_positions(config)
     if reader is None:
         mt = config.get("model_type")
+        what = f"model_type {mt!r}" if mt is not None else "a config without model_type"
         raise ParameterError(
-            f"model_type {mt!r} is not one whose positions posenc reads as t5, alibi, sinusoidal, deberta or "
-            f"learned; drop {ref('kind')} to read it by its own rules"
+            f"{ref('config')}: {what} is not one posenc reads as t5, alibi, sinusoidal, deberta or learned "
+            f"positions; drop {ref('kind')} to read it by its own rules"
         )
     if read_as is not None:
         raise ParameterError(
