@@ -729,6 +729,12 @@ def from_config_layers(
     data = load_config(config)
     length = params.pop("length", params.pop("len", None))
     layers = model_config_layers(data, kind=kind, length=length, read_as=read_as)
+    for lt, v in layers.items():  # a learned table is data in the weights, not parameters (models.hf_positions)
+        if v is not None and "weights_tensor" in v[1]:
+            raise ParameterError(
+                f"layer type {lt} has learned positions ({v[1]['weights_tensor']} in the weights), which no "
+                "parameters build; give the model directory and --layer-type instead of every layer type"
+            )
     built = {lt: make_encoding(k, {**p, **params}) for lt, v in layers.items() if v is not None for k, p in [v]}
     return built, [lt for lt, v in layers.items() if v is None]
 

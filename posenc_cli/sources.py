@@ -391,6 +391,10 @@ def open_config(
         shape = tuple(int(s) for s in getattr(ref, "shape", ()))
         length = shape[0] if shape else None
     config = load_config(text)
+    from .models.hf_positions import learned_table
+
+    if (learned := learned_table(text, config, length=length, layer_type=layer_type, read_as=read_as)) is not None:
+        return _weights_source(text, *learned, given)
     name, cfg, warnings, notes = from_model_config(
         config, kind=kind, length=length, layer_type=layer_type, read_as=read_as, **_position_hints(given)
     )
@@ -402,6 +406,19 @@ def open_config(
     src.metadata.update(notes)  # what the reading assumed (hf_read_as), written with the table
     src.warnings = list(warnings)
     return src
+
+
+def _weights_source(text: str, rows: Any, metadata: dict[str, str], given: Mapping[str, Any]) -> Source:
+    """A learned position table read from a model's weights: data, not a spec (no parameter applies)."""
+    from . import formats
+
+    if given:
+        raise ParameterError(
+            f"{text} holds a trained position table read from its weights; parameters ({', '.join(given)}) cannot "
+            "apply to it; drop them"
+        )
+    return Source(text, {"pe": rows}, metadata, encoding_note="a trained table read from the model's weights",
+                  lazy={"pe": formats.ArrayTensor("pe", rows)})  # fmt: skip
 
 
 def _position_hints(given: dict[str, Any]) -> dict[str, int]:

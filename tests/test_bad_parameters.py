@@ -11,11 +11,11 @@ CASES = [
     # unknown kind or parameter: list the valid ones
     (
         ["generate", "--kind", "rotary2", "-n", "8", "-d", "4"],
-        "unknown encoding 'rotary2'; choose from: alibi, binary, index, learned, mrope, normalized, relative, rope, sinusoidal",
+        "unknown encoding 'rotary2'; choose from: alibi, binary, deberta, index, learned, mrope, normalized, relative, rope, sinusoidal",
     ),
     (
         ["generate", "-n", "8", "-d", "4", "-p", "rotary=1"],
-        "unknown parameter 'rotary' for sinusoidal; choose from: base, dim, dtype, freq, layout, length, max_timescale",
+        "unknown parameter 'rotary' for sinusoidal; choose from: angle_dtype, base, dim, dtype, freq, layout, length, max_timescale",
     ),
     (
         ["generate", "-n", "8", "-d", "4", "-p", "layout=diagonal"],
@@ -38,7 +38,8 @@ CASES = [
     (["check", "sinusiodal", "-n", "4", "-d", "4"], "unknown encoding 'sinusiodal'; did you mean 'sinusoidal'"),
     (
         ["generate", "--kind", "sinusoidal", "--hf-config", "cfg.json", "-n", "4"],
-        "kind 'sinusoidal' cannot read; drop --kind or use one of: rope",
+        "--hf-config: a config without model_type is not one posenc reads as t5, alibi, sinusoidal, deberta or "
+        "learned positions; drop --kind",
     ),
     (
         ["generate", "--layer-type", "sliding_attention", "-n", "4", "-d", "4"],

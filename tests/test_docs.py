@@ -336,6 +336,38 @@ def test_families_reference_is_fresh():
     assert_block_fresh(DOCS / "kinds.md", FAMILIES_BEGIN, FAMILIES_END, families_reference())
 
 
+POSITIONS_BEGIN, POSITIONS_END = "<!-- positions:begin -->", "<!-- positions:end -->"
+
+
+def positions_reference() -> str:
+    """The non-rotary model families --hf-config reads, from posenc_cli.models.hf_positions' own table."""
+    from posenc_cli.models.hf_positions import FAMILIES as POSITIONS
+
+    configs = {p.stem: p for p in sorted((ROOT / "tests" / "data" / "configs" / "positions").glob("*.json"))}
+    models = {p.name: p for p in sorted((ROOT / "tests" / "data" / "models").iterdir())}
+    out = [
+        POSITIONS_BEGIN,
+        "",
+        "_Generated from the reader's family table by `tests/test_docs.py`._",
+        "",
+        "| model_type | kind per layer type | follows | try it |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, fam in POSITIONS.items():
+        kinds = ", ".join(f"{lt}: {layer.kind}" for lt, layer in fam.layers.items())
+        stem = {"speech_to_text": "s2t", "m2m_100": "m2m100", "deberta-v2": "deberta_v3"}.get(name, name)
+        example = next((p for s, p in configs.items() if s.startswith(f"pos_{stem}")), None)
+        example = example or models.get(f"tiny_{stem}")
+        cmd = f"`posenc kinds --hf-config {example.relative_to(ROOT)}`" if example else "-"
+        out.append(f"| `{name}` | {kinds} | {cell(fam.reference)} | {cmd} |")
+    out += ["", POSITIONS_END]
+    return "\n".join(out)
+
+
+def test_positions_reference_is_fresh():
+    assert_block_fresh(DOCS / "kinds.md", POSITIONS_BEGIN, POSITIONS_END, positions_reference())
+
+
 # ----- coverage of the reference ----------------------------------------------------------------------------
 def docs_text() -> str:
     return "\n".join(p.read_text() for p in DOC_FILES)

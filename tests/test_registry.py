@@ -37,6 +37,7 @@ EXAMPLE: dict[str, dict[str, object]] = {
     "binary": {"length": 16, "dim": 8},
     "alibi": {"length": 16, "dim": 4},
     "t5": {"length": 16},
+    "deberta": {"length": 16},
     "mrope": {"length": 16, "dim": 128},  # the default mrope_section (16, 24, 24) needs dim/2 = 64
     "relative": {"length": 16},
 }

@@ -81,6 +81,10 @@ def run(
         return _all_layer_types(text, kind, opts, output, format, force, tensor, precision, json_out, quiet)
     src = _config_source(text, kind, opts, quiet) if config else open_src(text, opts, quiet=quiet)
     enc = src.encoding
+    if enc is None and config:  # a learned table read from a model's weights: data to export, not a table to build
+        raise ParameterError(
+            f"{text} holds a trained position table in its weights; export it: posenc export {text} -o FILE"
+        )
     names = list(src.lazy)
     for t in tensor or []:
         if t not in names:

@@ -29,6 +29,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "alibi": ("relative", "Alibi"),
     "t5": ("relative", "T5"),
     "relative": ("relative", "ShawRelative"),
+    "deberta": ("deberta", "Deberta"),
 }
 
 #: The kind ``posenc generate`` builds when none is named: the first entry.

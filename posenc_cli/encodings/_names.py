@@ -14,6 +14,7 @@ PARAMS = {
         "max_timescale",
         "padding_idx",
         "odd_dim",
+        "angle_dtype",
     ),
     "sinusoidal-2d": ("length", "dim", "dtype", "grid", "cls_token", "base", "axis_order", "layout", "channels"),
     "sinusoidal-3d": ("length", "dim", "dtype", "grid", "cls_token", "base", "axis_order", "layout", "channels"),
@@ -61,9 +62,10 @@ PARAMS = {
     "index": ("length", "dim", "dtype", "offset"),
     "normalized": ("length", "dim", "dtype", "offset"),
     "binary": ("length", "dim", "dtype", "offset"),
-    "alibi": ("length", "dim", "dtype", "causal", "max_bias"),
+    "alibi": ("length", "dim", "dtype", "causal", "max_bias", "form", "divide_by"),
     "t5": ("length", "dim", "dtype", "num_buckets", "max_distance", "bidirectional"),
     "relative": ("length", "dim", "dtype", "max_relative_position"),
+    "deberta": ("length", "dim", "dtype", "position_buckets", "max_relative_positions"),
 }
 PRESETS = {
     "sinusoidal": ("paper", "pytorch-tutorial", "tf-tutorial", "tensor2tensor", "fairseq", "marian", "musicgen"),
@@ -79,6 +81,7 @@ PRESETS = {
     "alibi": (),
     "t5": (),
     "relative": ("paper-base", "paper-big", "tensor2tensor"),
+    "deberta": ("v3",),
 }
 CHECKS = (
     "finite",

@@ -35,6 +35,15 @@ mask; MPT adds :math:`m_h (j - \mathrm{len} + 1)` when causal and :math:`-m_h |i
 ``causal=true``, bakes the causal mask in as ``-inf`` so the table is exactly what is added to the scores.
 Rows of ``bias`` run along the head axis: block ``[start, stop)`` is heads ``start..stop-1``.
 
+``form`` writes a model's own tensor instead, heads x 1 x len (the row the model broadcasts over queries; the
+causal mask is separate), with that code's slope arithmetic: ``bloom`` is transformers'
+``models/bloom/modeling_bloom.py`` ``build_alibi_tensor`` (float32 ``pow(2^(-8/c), k)`` slopes times the key
+position :math:`j`); ``falcon`` is ``models/falcon/modeling_falcon.py`` ``build_alibi_tensor`` (the same slopes
+rounded to bfloat16, the product in bfloat16) divided by ``divide_by`` (FalconModel divides it by
+:math:`\sqrt{d_{head}}` before adding it to the scaled scores); ``mpt`` is ``models/mpt/modeling_mpt.py``
+``build_mpt_alibi_tensor`` (float32 slopes ``1 / 2^(k b / c')`` with :math:`c'` the power of two at or
+above the heads, times :math:`j - (\mathrm{len} - 1)`).
+
 T5 buckets (``t5``)
 -------------------
 Raffel et al. 2020, as implemented by ``T5Attention._relative_position_bucket`` in HF transformers
@@ -110,6 +119,34 @@ def alibi_slopes(heads: int, max_bias: float = 8.0) -> np.ndarray:
     return np.array(slopes, dtype=np.float64)
 
 
+#: ``form`` values: the paper's matrix, or one model's own heads x 1 x len tensor.
+FORMS = ("paper", "bloom", "falcon", "mpt")
+
+
+def bloom_slopes(heads: int) -> np.ndarray:
+    """transformers' Bloom/Falcon ALiBi slopes in float32: ``pow(fl32(2^(-8/c)), k)``, then every other power of
+    ``fl32(2^(-4/c))`` for the heads above the power of two :math:`c` (``_get_alibi_slopes``)."""
+    c = 1 << (heads.bit_length() - 1)
+    base = np.float32(2 ** (-(2 ** -(math.log2(c) - 3))))
+    # float32 pow of a float32 base by a small integer: the float64 power rounded once (torch's powf)
+    slopes = [np.float32(float(base) ** k) for k in range(1, c + 1)]
+    if c != heads:
+        extra = np.float32(2 ** (-(2 ** -(math.log2(2 * c) - 3))))
+        slopes += [np.float32(float(extra) ** k) for k in range(1, 1 + 2 * min(c, heads - c), 2)]
+    return np.array(slopes, dtype=np.float32)
+
+
+def mpt_slopes(heads: int, max_bias: float = 8.0) -> np.ndarray:
+    """transformers' MPT ALiBi slopes in float32 (``build_mpt_alibi_tensor``): ``1 / 2^(k * b / c')`` for
+    :math:`k = 1..c'`, :math:`c'` the power of two at or above the heads, odd ones first when they differ."""
+    c = 1 << max(heads - 1, 0).bit_length()
+    expo = np.arange(1, c + 1, dtype=np.float32) * np.float32(max_bias / c)
+    slopes = np.float32(1.0) / (2.0 ** expo.astype(np.float64)).astype(np.float32)
+    if c != heads:
+        slopes = np.concatenate([slopes[1::2], slopes[::2]])[:heads]
+    return slopes.astype(np.float32)
+
+
 @dataclass(frozen=True)
 class Alibi(Encoding):
     """ALiBi: per-head linear attention biases; ``--dim`` is the number of heads."""
@@ -132,13 +169,30 @@ class Alibi(Encoding):
     max_bias: float = param(
         8.0, "b in slope_h = 2^(-b(h+1)/n): 8 in the paper (MPT's alibi_bias_max)", low=0.0, low_open=True
     )
+    form: str = param(
+        "paper", "paper: heads x len x len; bloom, falcon, mpt: that model's heads x 1 x len tensor", choices=FORMS
+    )
+    divide_by: float = param(1.0, "form=falcon: divisor of the bias (FalconModel: sqrt(head_dim))", low=0.0,
+                             low_open=True)  # fmt: skip
 
     @classmethod
     def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
         return hints_alibi(tensors, analysis)
 
+    def validate(self) -> None:
+        if self.form != "paper" and self.causal:
+            raise ParameterError(f"form={self.form} is the model's unmasked bias; drop causal=true or use form=paper")
+        if self.form in ("bloom", "falcon") and self.max_bias != 8.0:
+            raise ParameterError(f"form={self.form} fixes max_bias at 8 (its slope rule); drop max_bias")
+        if self.form != "falcon" and self.divide_by != 1.0:
+            raise ParameterError("divide_by applies to form=falcon only; drop it or pass form=falcon")
+
     @cached_property
     def _slopes(self) -> np.ndarray:
+        if self.form in ("bloom", "falcon"):
+            return bloom_slopes(self.dim).astype(np.float64)
+        if self.form == "mpt":
+            return mpt_slopes(self.dim, self.max_bias).astype(np.float64)
         return alibi_slopes(self.dim, self.max_bias)
 
     @classmethod
@@ -147,14 +201,18 @@ class Alibi(Encoding):
 
     def tensor_specs(self) -> dict[str, TensorSpec]:
         dt = self.out_dtype
+        rows = 1 if self.form != "paper" else self.length
         return {
-            "bias": TensorSpec("bias", (self.dim, self.length, self.length), dt),
+            "bias": TensorSpec("bias", (self.dim, rows, self.length), dt),
             "slopes": TensorSpec("slopes", (self.dim,), dt),
         }
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         if name == "slopes":
             out[...] = self._slopes[start:stop]
+            return
+        if self.form != "paper":
+            out[...] = self._model_bias()[start:stop].astype(out.dtype)
             return
         d = _relative_positions(self.length)  # j - i
         dist = np.abs(d).astype(np.float64)
@@ -164,6 +222,23 @@ class Alibi(Encoding):
             if self.causal:
                 lut[d > 0] = -np.inf
             out[h - start] = _toeplitz_rows(lut, self.length, 0, self.length)
+
+    def _model_bias(self) -> np.ndarray:
+        """heads x 1 x len: the ``form``'s own tensor (float32; Falcon's in bfloat16 steps), before the output
+        dtype's rounding."""
+        j = np.arange(self.length, dtype=np.float64)
+        if self.form == "mpt":
+            s = mpt_slopes(self.dim, self.max_bias)
+            return (s[:, None].astype(np.float64) * (j - (self.length - 1))).astype(np.float32)[:, None, :]
+        s = bloom_slopes(self.dim)
+        if self.form == "bloom":  # float32 slope x int64 position: one float32 rounding of the exact product
+            return (s[:, None].astype(np.float64) * j).astype(np.float32)[:, None, :]
+        import ml_dtypes
+
+        bf = ml_dtypes.bfloat16
+        s16 = s.astype(bf).astype(np.float64)
+        prod = (s16[:, None] * j).astype(bf).astype(np.float32)  # bfloat16 x int64 -> bfloat16
+        return (prod / np.float32(self.divide_by)).astype(np.float32)[:, None, :]
 
 
 # ----- T5 ----------------------------------------------------------------------------------------------------

@@ -25,6 +25,12 @@ fairseq, HF MusicGen). ``odd_dim=ceil`` / ``zero-pad`` force one rule.
 ``padding_idx`` zeroes the row of that position value (fairseq / M2M100: rows are indexed by position).
 Angles are computed with exact range reduction (:mod:`._trig`), so every output dtype is correctly rounded
 to within an ulp at any position below 2**31, unlike the float32 formulas most libraries use.
+
+``angle_dtype=float32`` reproduces those float32 formulas where a model's table is what they compute (HF
+M2M100 / NLLB and Speech2Text ``get_embedding``, Whisper's ``sinusoids``, the PyTorch tutorial): frequencies
+``fl32(exp(fl32(k * fl32(-ln(max/min) / (n - 1)))))`` (t2t) or ``fl32(exp(fl32(2k * fl32(-ln(base) / d))))``
+(paper), the angle ``fl32(t * w)`` rounded once, then its sine and cosine (correctly rounded; PyTorch's
+vectorised float32 ``sin``/``exp`` are within an ulp or two of these).
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ if TYPE_CHECKING:
     from ..identification import Candidate
 
 LAYOUTS = ("interleaved", "split", "split-cos-first")
+ANGLE_DTYPES = ("float64", "float32")
 FREQS = ("paper", "t2t")
 ODD_DIM = ("auto", "ceil", "zero-pad")
 #: Positions must stay below this for exact range reduction.
@@ -118,6 +125,11 @@ class Sinusoidal(Encoding):
     max_timescale: float | None = param(None, "t2t: longest timescale (default: base)", low=0.0, low_open=True)
     padding_idx: int | None = param(None, "position value whose row is all zeros (fairseq/M2M100)")
     odd_dim: str = param("auto", "odd dim: auto follows the convention, ceil or zero-pad force one", choices=ODD_DIM)
+    angle_dtype: str = param(
+        "float64",
+        "float32: frequencies and angles t*w rounded to float32 as torch code does (M2M100, Whisper)",
+        choices=ANGLE_DTYPES,
+    )
 
     @classmethod
     def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
@@ -127,6 +139,11 @@ class Sinusoidal(Encoding):
         if self.offset + self.length - 1 > MAX_POSITION:
             raise ParameterError(
                 f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower {ref('length')} or offset"
+            )
+        if self.angle_dtype == "float32" and self.freq == "t2t" and self.min_timescale != 1.0:
+            raise ParameterError(
+                f"angle_dtype=float32 follows fairseq/Whisper's float32 code, whose min_timescale is 1; drop "
+                f"min_timescale={self.min_timescale} or angle_dtype"
             )
         if self.freq == "t2t" and self.max_timescale is not None and self.max_timescale < self.min_timescale:
             raise ParameterError(
@@ -154,8 +171,20 @@ class Sinusoidal(Encoding):
         return _trig.double_double(frequencies(self.dim, n, self.freq, self.base, self.min_timescale, max_ts))
 
     def inv_freq(self) -> np.ndarray:
-        """The angular frequencies w_k in float64."""
-        return self._freqs[0].copy()
+        """The angular frequencies w_k in float64 (``angle_dtype=float32``: the float32 ones, widened)."""
+        return self._freqs32.astype(np.float64) if self.angle_dtype == "float32" else self._freqs[0].copy()
+
+    @cached_property
+    def _freqs32(self) -> np.ndarray:
+        """The frequencies as torch's float32 code computes them (see the module docstring)."""
+        n = self._plan[0]
+        if self.freq == "t2t":
+            max_ts = self.base if self.max_timescale is None else self.max_timescale
+            step = np.float32(-math.log(max_ts / self.min_timescale) / max(self.dim // 2 - 1, 1))
+            expo = np.arange(n, dtype=np.float32) * step
+        else:
+            expo = np.arange(0, 2 * n, 2, dtype=np.float32) * np.float32(-math.log(self.base) / self.dim)
+        return np.exp(expo.astype(np.float64)).astype(np.float32)
 
     def tensor_specs(self) -> dict[str, TensorSpec]:
         return {"pe": TensorSpec("pe", (self.length, self.dim), self.out_dtype)}
@@ -213,7 +242,12 @@ class Sinusoidal(Encoding):
                 o[:, n : n + n_second] = second[:, :n_second]
 
         fast = self._fast(out.dtype)
-        if fast is None:
+        if self.angle_dtype == "float32":
+            # float32 positions (exact below 2**24) times float32 frequencies: one float32 rounding, as torch
+            t = np.arange(t_start, t_start + rows, dtype=np.float64).astype(np.float32)
+            angle = (t[:, None] * self._freqs32[None, :]).astype(np.float64)
+            place(0, rows, np.sin(angle), np.cos(angle))
+        elif fast is None:
             # Exact range reduction per element: float64 outputs (where angle addition's few float64
             # roundings would cost more than an ulp near the zeros) and tables too short to amortise
             # angle addition's tables.

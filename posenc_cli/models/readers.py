@@ -19,6 +19,7 @@ from ..errors import ParameterError, ref
 
 #: reader module (in this package) -> the kinds ``--kind`` may name to choose it. Order matters: first claim wins.
 READERS: dict[str, tuple[str, ...]] = {
+    "hf_positions": ("t5", "alibi", "sinusoidal", "deberta", "learned"),
     "hf_config": ("rope",),
 }
 
