@@ -29,6 +29,13 @@ class TableOptions:
     grid: str | None = None
     layer_type: str | None = None
     max_bytes: int | None = None
+    #: --engine, --max-model-len, --n-ctx: a model config's tables as an inference engine computes them
+    engine: str | None = None
+    max_model_len: int | None = None
+    n_ctx: int | None = None
+
+    def engine_options(self) -> dict[str, Any]:
+        return {"max_model_len": self.max_model_len, "n_ctx": self.n_ctx}
 
     def layers(self, *, dtype: bool = True) -> list[Any]:
         """Each option as a labelled layer (:func:`posenc_cli.sources.merge_given` refuses a value given twice,
@@ -94,6 +101,11 @@ def refuse_spec_options_for_files(opts: TableOptions, sources: Sequence[str], *,
         )
     if opts.layer_type is not None and not any(is_config(s) for s in sources):
         raise ParameterError("--layer-type applies to a model config; drop it or give the model's config.json")
+    if not any(is_config(s) for s in sources):
+        refuse(
+            [("--engine", opts.engine), ("--max-model-len", opts.max_model_len), ("--n-ctx", opts.n_ctx)],
+            "they set an engine's rules for a model config; give the model's config.json",
+        )
 
 
 def open_src(
@@ -118,6 +130,8 @@ def open_src(
         like=like,
         layer_type=opts.layer_type if is_config(text) else None,
         kind=kind,
+        engine=opts.engine if is_config(text) else None,
+        engine_options=opts.engine_options() if is_config(text) else None,
     )
     say_warnings(src, quiet)
     return src

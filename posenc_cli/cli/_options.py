@@ -136,6 +136,43 @@ LayerType = Annotated[
     ),
 ]
 
+ENGINE_NAMES = ("hf", "llamacpp", "mlx", "vllm", "sglang", "onnx-genai")  # posenc_cli.models.engines.ENGINE_NAMES
+Engine = Annotated[
+    Optional[str],
+    typer.Option(
+        "--engine",
+        metavar="NAME",
+        autocompletion=complete.choices(ENGINE_NAMES),
+        help=f"With a model config: the tables this engine computes ({', '.join(ENGINE_NAMES)}); "
+        "or write CONFIG@ENGINE.",
+        show_default=False,
+    ),
+]
+MaxModelLen = Annotated[
+    Optional[int],
+    typer.Option(
+        "--max-model-len",
+        metavar="N",
+        parser=number(low=1, high=2**31 - 1),
+        help="vllm: the max_model_len it runs with (fixes LongRoPE's choice; default the model's).",
+        show_default=False,
+    ),
+]
+NCtx = Annotated[
+    Optional[int],
+    typer.Option(
+        "--n-ctx",
+        metavar="N",
+        parser=number(low=1, high=2**31 - 1),
+        help="context size the engine runs with",
+        show_default=False,
+    ),
+]
+EnginesTable = Annotated[
+    bool,
+    typer.Option("--engines", help="With a model config: per engine, where its tables depart from HF's."),
+]
+
 # ----- sources ----------------------------------------------------------------------------------------
 _SOURCE_HELP = "A file, - for stdin, a spec KIND[:key=value,...], or a model's config.json (or its directory)."
 Sources = Annotated[
@@ -431,4 +468,7 @@ FLAGS: dict[str, str] = {
     "head": "--head",
     "size": "--size",
     "dpi": "--dpi",
+    "engine": "--engine",
+    "max_model_len": "--max-model-len",
+    "n_ctx": "--n-ctx",
 }

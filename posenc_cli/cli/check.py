@@ -12,6 +12,7 @@ from ._common import (
     open_src,
     print_json,
     progress_enabled,
+    refuse,
     refuse_spec_options_for_files,
     stdin_source,
 )
@@ -45,6 +46,9 @@ def run(
     dtype: o.Dtype = None,
     grid: o.Grid = None,
     layer_type: o.LayerType = None,
+    engine: o.Engine = None,
+    max_model_len: o.MaxModelLen = None,
+    n_ctx: o.NCtx = None,
     tensor: o.Tensors = None,
     expect: o.Expect = None,
     against: o.Against = None,
@@ -64,8 +68,12 @@ def run(
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from ..sources import is_config, is_spec
 
-    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes)
+    opts = TableOptions(
+        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, engine, max_model_len, n_ctx
+    )
     texts = list(sources or []) or [stdin_source("check", "a file, - for stdin, or a spec like sinusoidal")]
+    if against is not None and is_config(against) and any(t.lower().endswith(".onnx") for t in texts):
+        return _onnx_against(texts, against, opts, verbose, json_out, quiet)
     if expect is not None:
         from ..encodings import resolve_kind
 
@@ -152,3 +160,37 @@ def _run_one(src, tensor, expect, against, required, no_identify, probes, seed, 
 
     with progress_bar(f"checking {src.label}", 1, True) as advance:
         return check_table(src, on_check=lambda _name, total: advance(1, total), **kwargs)
+
+
+def _onnx_against(texts, against, opts: TableOptions, verbose: bool, json_out: bool, quiet: int) -> int:
+    """check MODEL.onnx --against config.json: the stored caches against the model's tables, each export mistake
+    named (posenc_cli.models.onnx.check_against)."""
+    from ..models.onnx import check_against
+    from ..sources import split_engine
+
+    refuse(
+        [("--len", opts.length), ("--dim", opts.dim), ("-p", opts.params), ("--grid", opts.grid),
+         ("--dtype", opts.dtype), ("--max-model-len", opts.max_model_len), ("--n-ctx", opts.n_ctx)],
+        "an ONNX model is checked against its config as stored",
+    )  # fmt: skip
+    if not all(t.lower().endswith(".onnx") for t in texts):
+        raise ParameterError("check --against a config takes ONNX models, or other tables, not both at once")
+    config, engine = split_engine(against)
+    if engine is not None and opts.engine is not None and engine != opts.engine:
+        raise ParameterError(f"the engine is given twice: {against} and --engine {opts.engine}")
+    engine = engine or opts.engine or "hf"
+    results = [
+        check_against(t, config, engine=engine, layer_type=opts.layer_type, max_bytes=opts.max_bytes) for t in texts
+    ]
+    if json_out:
+        print_json([r.to_json() for r in results] if len(results) > 1 else results[0].to_json())
+    elif quiet < 2:
+        for r in results:
+            verdict = "OK" if r.ok else f"{len(r.divergences)} divergence(s)"
+            print(f"{r.label} against {r.against} ({r.engine}): {verdict}")
+            for d in r.divergences:
+                print(f"  DIVERGES {d}")
+            if verbose or r.ok:
+                for m in r.matched:
+                    print(f"  ok {m}")
+    return ExitCode.OK if all(r.ok for r in results) else ExitCode.FAILED

@@ -29,6 +29,9 @@ def run(
     dtype: o.Dtype = None,
     grid: o.Grid = None,
     layer_type: o.LayerType = None,
+    engine: o.Engine = None,
+    max_model_len: o.MaxModelLen = None,
+    n_ctx: o.NCtx = None,
     tensor: o.Tensors = None,
     atol: o.Atol = None,
     rtol: o.Rtol = 0.0,
@@ -45,7 +48,9 @@ def run(
         raise ParameterError("compare needs two sources A and B (files, -, specs or model configs)")
     if a == "-" and b == "-":
         raise ParameterError("only one source can be - (stdin)")
-    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes)
+    opts = TableOptions(
+        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, engine, max_model_len, n_ctx
+    )
     refuse_spec_options_for_files(opts, [a, b])
 
     def builds(text: str) -> bool:

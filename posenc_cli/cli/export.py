@@ -40,6 +40,9 @@ def run(
     grid: o.Grid = None,
     hf_config: o.HfConfig = None,
     layer_type: o.LayerType = None,
+    engine: o.Engine = None,
+    max_model_len: o.MaxModelLen = None,
+    n_ctx: o.NCtx = None,
     tensor: o.Tensors = None,
     name: o.Names = None,
     format: o.Format = None,
@@ -51,7 +54,9 @@ def run(
 ) -> int:
     from ..sources import Source, is_config, is_spec
 
-    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes)
+    opts = TableOptions(
+        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, engine, max_model_len, n_ctx
+    )
     onnx = [("--onnx-rope", {"cache": "onnx"})] if onnx_rope else []
     if output is None:
         if sys.stdout.isatty():
@@ -72,6 +77,8 @@ def run(
             kind=kind,
             layer_type=layer_type,
             max_bytes=opts.max_bytes,
+            engine=engine,
+            engine_options=opts.engine_options(),
         )
         builds = True
     elif source is None:

@@ -12,6 +12,7 @@ from ._common import (
     byte_limit,
     msg,
     open_src,
+    refuse_spec_options_for_files,
     print_json,
     refuse,
     say_warnings,
@@ -47,6 +48,9 @@ def run(
     grid: o.Grid = None,
     hf_config: o.HfConfig = None,
     layer_type: o.LayerType = None,
+    engine: o.Engine = None,
+    max_model_len: o.MaxModelLen = None,
+    n_ctx: o.NCtx = None,
     all_layer_types: o.AllLayerTypes = False,
     output: o.Output = None,
     format: o.Format = None,
@@ -59,19 +63,34 @@ def run(
 ) -> int:
     from ..sources import is_config
 
-    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes)
+    opts = TableOptions(
+        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, engine, max_model_len, n_ctx
+    )
     text = _source_text(source, kind, hf_config)
     config = text == "-" or is_config(text)
     if not config:
-        refuse([("--layer-type", layer_type), ("--all-layer-types", all_layer_types)], "they apply to a model config")
+        refuse(
+            [("--layer-type", layer_type), ("--all-layer-types", all_layer_types), ("--engine", engine),
+             ("--max-model-len", max_model_len), ("--n-ctx", n_ctx)],
+            "they apply to a model config",
+        )  # fmt: skip
+    if all_layer_types:
+        refuse([("--engine", engine)], "--all-layer-types writes HF's tables of every attention type")
     if all_layer_types:
         return _all_layer_types(text, kind, opts, output, format, force, tensor, precision, json_out, quiet)
+    if _is_onnx(text):
+        refuse_spec_options_for_files(opts, [text])
+        refuse([("--kind", kind)], f"{text} is an ONNX model: its caches are read, not built")
     src = _config_source(text, kind, opts, quiet) if config else open_src(text, opts, quiet=quiet)
     enc = src.encoding
     names = list(src.lazy)
     for t in tensor or []:
         if t not in names:
-            raise ParameterError(f"{enc.KIND} has no tensor {t!r}; choose from: {', '.join(names)}")
+            raise ParameterError(f"{src.label} has no tensor {t!r}; choose from: {', '.join(names)}")
+    if enc is None and output is None and sys.stdout.isatty() and not json_out:
+        raise ParameterError(f"{text} is read, not built: pass -o FILE to write its tables (or pipe them)")
+    if enc is None and output is None and json_out:
+        raise ParameterError(f"--json describes a built table; {text} is read: pass -o FILE to write it")
     if output is None and sys.stdout.isatty() and not json_out:
         refuse(
             [("--format", format), ("--force", force)],
@@ -104,7 +123,7 @@ def _source_text(source: str | None, kind: str | None, hf_config: str | None) ->
     """What generate builds from: SOURCE, ``--kind`` or ``--hf-config`` (each given once)."""
     from ..sources import is_config, is_spec
 
-    if source is not None and not (source == "-" or is_spec(source) or is_config(source)):
+    if source is not None and not (source == "-" or is_spec(source) or is_config(source) or _is_onnx(source)):
         from ..sources import looks_like_a_kind
 
         if looks_like_a_kind(source):
@@ -132,10 +151,23 @@ def _source_text(source: str | None, kind: str | None, hf_config: str | None) ->
     return resolve_kind(kind or DEFAULT_KIND)  # unknown encoding ...; did you mean ...
 
 
+def _is_onnx(text: str) -> bool:
+    """An ONNX model: generate writes the rotary caches stored in it (see posenc_cli.models.onnx)."""
+    return text.lower().endswith(".onnx")
+
+
 def _config_source(text: str, kind: str | None, opts: TableOptions, quiet: int):
     from ..sources import open_config
 
-    src = open_config(text, layers=opts.layers(), kind=kind, layer_type=opts.layer_type, max_bytes=opts.max_bytes)
+    src = open_config(
+        text,
+        layers=opts.layers(),
+        kind=kind,
+        layer_type=opts.layer_type,
+        max_bytes=opts.max_bytes,
+        engine=opts.engine,
+        engine_options=opts.engine_options(),
+    )
     say_warnings(src, quiet)
     return src
 

@@ -16,6 +16,9 @@ def run(
     kind: o.KindArg = None,
     hf_config: o.HfConfig = None,
     layer_type: o.LayerType = None,
+    engines: o.EnginesTable = False,
+    max_model_len: o.MaxModelLen = None,
+    n_ctx: o.NCtx = None,
     json_out: o.Json = False,
     quiet: o.Quiet = 0,
 ) -> int:
@@ -28,6 +31,12 @@ def run(
         if hf_config is not None:
             raise ParameterError(f"the model config is given twice: {kind} and --hf-config {hf_config}")
         kind, hf_config = None, kind
+    if hf_config is None and (engines or max_model_len is not None or n_ctx is not None):
+        raise ParameterError("--engines, --max-model-len and --n-ctx apply to a model config; give its config.json")
+    if hf_config is not None and engines:
+        return _engines(hf_config, layer_type, max_model_len, n_ctx, json_out)
+    if max_model_len is not None or n_ctx is not None:
+        raise ParameterError("--max-model-len and --n-ctx apply with --engines")
     if hf_config is not None:
         return _config(hf_config, kind, layer_type, json_out, quiet)
     if layer_type is not None:
@@ -74,4 +83,26 @@ def _config(path: str, kind: str | None, layer_type: str | None, json_out: bool,
             if i:
                 print()
             config_report(report, quiet=quiet)
+    return ExitCode.OK
+
+
+def _engines(path: str, layer_type: str | None, max_model_len: int | None, n_ctx: int | None, json_out: bool) -> int:
+    """kinds CONFIG --engines: per engine, the rules that apply to this model and whether its tables depart
+    from HF's (posenc_cli.models.engines.departures)."""
+    import textwrap
+
+    from ..models.engines import departures
+
+    rows = departures(path, layer_type=layer_type, max_model_len=max_model_len, n_ctx=n_ctx)
+    if json_out:
+        print_json(rows)
+        return ExitCode.OK
+    for row in rows:
+        verdict = "same as hf" if not row["differs"] and not row["note"] else ("DIFFERS" if row["differs"] else "n/a")
+        print(f"{row['engine']:<11} {verdict:<10} {row['version']}")
+        for r in row["rules"]:
+            for i, line in enumerate(textwrap.wrap(f"{r['says']} ({r['source']})", 66)):
+                print(("  rule: " if i == 0 else "        ") + line)
+        for i, line in enumerate(textwrap.wrap(row["note"], 72)):
+            print(("  " if i == 0 else "    ") + line)
     return ExitCode.OK
