@@ -74,7 +74,7 @@ def rotary_model(
     io_dtype: str = "float32",
     layout: str = "initializer",
     threshold: int | None = None,
-    external: str | None = None,
+    kv_num_heads: int | None = None,
 ):
     """A model with one rotary node (``op``: contrib RotaryEmbedding, onnx RotaryEmbedding opset 23, or gqa) that
     rotates ``X`` (batch 1, seq, num_heads * head_size) at ``position_ids``.
@@ -145,7 +145,7 @@ def rotary_model(
                                       ["X", "", "", "", "", "seqlens_k", "total_seq_len", "cos_cache", "sin_cache"],
                                       ["Y"], name="/model/layers.0/attn/GroupQueryAttention", domain="com.microsoft",
                                       do_rotary=1, rotary_interleaved=interleaved, num_heads=num_heads,
-                                      kv_num_heads=num_heads))
+                                      kv_num_heads=kv_num_heads or num_heads))
         opsets.append(helper.make_opsetid("com.microsoft", 1))
         inits += [numpy_helper.from_array(np.array([0], dtype=np.int32), "seqlens_k"),
                   numpy_helper.from_array(np.array(1, dtype=np.int32), "total_seq_len")]

@@ -261,7 +261,6 @@ class _Reader:
     def __init__(self, onnx: Any, path: str, budget: _Budget) -> None:
         self.onnx, self.path, self.budget = onnx, path, budget
         self.base = os.path.dirname(os.path.abspath(path))
-        self._arrays: dict[int, np.ndarray] = {}
 
     # -- the rotary nodes ------------------------------------------------------------------------------------
     def nodes(self, scope: _Scope, depth: int = 0) -> list[tuple[_Scope, Any]]:
@@ -465,8 +464,6 @@ class _Reader:
 
     def array(self, tensor: Any, what: str) -> np.ndarray:
         """A TensorProto's values, checked for size before anything is read."""
-        if id(tensor) in self._arrays:
-            return self._arrays[id(tensor)]
         dtype_name = _DTYPES.get(tensor.data_type)
         if dtype_name is None:
             raise InputError(f"{self.path}: {what} has ONNX data type {tensor.data_type}; caches are float tensors")
@@ -494,9 +491,7 @@ class _Reader:
                 raise InputError(f"{self.path}: {what} holds {arr.size} values for shape {dims}")
             if arr.dtype != dtype:
                 arr = arr.view(dtype) if arr.dtype.itemsize == dtype.itemsize else arr.astype(dtype)
-        arr = arr.reshape(dims)
-        self._arrays[id(tensor)] = arr
-        return arr
+        return arr.reshape(dims)
 
     def _external(self, tensor: Any, what: str, nbytes: int, dtype: np.dtype) -> np.ndarray:
         info = {e.key: e.value for e in tensor.external_data}
@@ -601,8 +596,6 @@ def check_against(path: str, config: str, *, engine: str = "hf", layer_type: str
             continue
         for role, rows, cos, sin in roles:
             where = _name(cache) + (f" [{role} part]" if role and not cache.group else "")
-            if cache.group in ("short", "long") and role != cache.group:
-                pass
             _check_one(where, role, cos, sin, cache, facts, expect, engine, out, matched)
     if longrope:
         _check_swap(model, facts, engine, out)
@@ -671,21 +664,33 @@ def _check_nodes(cache: Cache, facts: Any, out: list[str]) -> None:
                 f"{_name(cache)}: stored as {dt}, but the nodes compute in {io_dtype}: precision lost to a "
                 "narrower dtype"
             )
-    if dt in ("float32", "float64") and cache.cos.size >= 64:
-        for narrow in ("float16", "bfloat16"):
-            nd = _np_dtype(narrow)
-            if np.array_equal(cache.cos.astype(nd).astype(cache.cos.dtype), cache.cos) and np.array_equal(
-                cache.sin.astype(nd).astype(cache.sin.dtype), cache.sin
-            ):
-                out.append(
-                    f"{_name(cache)}: stored as {dt}, but every value is a {narrow} number: computed or rounded "
-                    f"in {narrow}, precision lost to a narrower dtype"
-                )
-                break
+    held = _held_dtype(cache.cos, cache.sin)
+    if held != dt:
+        out.append(
+            f"{_name(cache)}: stored as {dt}, but every value is a {held} number: computed or rounded in {held}, "
+            "precision lost to a narrower dtype"
+        )
 
 
 def _dtype_name(dt: np.dtype) -> str:
     return "bfloat16" if dt.name == "bfloat16" or "bfloat16" in str(dt) else dt.name
+
+
+def _held_dtype(cos: np.ndarray, sin: np.ndarray) -> str:
+    """The narrowest float dtype that holds every value of a cache (its stored dtype unless it was rounded to a
+    narrower one on the way); judged only on caches large enough for that to be no accident."""
+    dt = _dtype_name(cos.dtype)
+    if dt not in ("float32", "float64") or cos.size < 64:
+        return dt
+    for narrow in ("bfloat16", "float16", "float32"):
+        if _WIDTH[narrow] >= _WIDTH[dt]:
+            break
+        nd = _np_dtype(narrow)
+        if np.array_equal(cos.astype(nd).astype(cos.dtype), cos) and np.array_equal(
+            sin.astype(nd).astype(sin.dtype), sin
+        ):
+            return narrow
+    return dt
 
 
 def _expected(params: dict[str, Any], rows: int, role: str, facts: Any) -> tuple[np.ndarray, np.ndarray, float, float]:
@@ -706,7 +711,7 @@ def _expected(params: dict[str, Any], rows: int, role: str, facts: Any) -> tuple
 def _ratio(cos: np.ndarray, sin: np.ndarray, ecos: np.ndarray, esin: np.ndarray, s: float, wmax: float) -> tuple[float, int, int, float]:  # fmt: skip
     """Largest error over its tolerance: float32 angle rounding of the exporter (|t w| 2**-24 with margin) plus
     two ulps of the stored dtype; (ratio, row, column, error)."""
-    dt = _dtype_name(cos.dtype)
+    dt = _held_dtype(cos, sin)  # a float32 cache of float16 values is judged as float16 (its loss named apart)
     a = np.concatenate([cos.astype(np.float64), sin.astype(np.float64)], axis=1)
     e = np.concatenate([ecos, esin], axis=1) * s
     t = np.arange(a.shape[0], dtype=np.float64)[:, None]
@@ -729,7 +734,7 @@ def _check_one(where: str, role: str, cos: np.ndarray, sin: np.ndarray, cache: C
         return
     ecos, esin, s_exp, wmax = _expected(expect, rows, role, facts)
     s_meas = float(cos[0, 0])  # position 0: cos = s exactly
-    dt = _dtype_name(cos.dtype)
+    dt = _held_dtype(cos, sin)
     tol_s = 4 * _ULP1.get(dt, 2.0**-23) * max(1.0, abs(s_exp))
     if abs(s_meas - s_exp) > tol_s:
         if abs(s_meas - 1.0) <= tol_s:
@@ -787,14 +792,12 @@ def _hypotheses(params: dict[str, Any], facts: Any, cos: np.ndarray, role: str) 
         out.append((f"LongRoPE's {other} factors used for the {role} cache", dict(params, **{f"{role}_factor": params[key]})))
     # another base: estimated from the first pair's angle at position 1 (w_0 = 1 always; w_1 = base^(-2/r))
     if cos.shape[0] > 1 and cos.shape[1] > 1:
-        w1 = float(np.arctan2(0, 1))  # placeholder, replaced below
         s = float(cos[0, 0])
         c1 = float(cos[1, 1]) / s
         w1 = float(np.arccos(np.clip(c1, -1, 1)))
         base0 = float(params.get("base", 10000.0))
         r = facts.rot_dim
         if 0 < w1 < 1:
-            _, _, _, _ = 0, 0, 0, 0
             exp_w1 = base0 ** (-2.0 / r)
             est = base0 * (w1 / exp_w1) ** (-r / 2.0)
             nice = float(f"{est:.3g}")

@@ -1,0 +1,310 @@
+"""ONNX models as sources: caches found in onnxruntime-genai's layouts, written bit for bit, checked against the
+model's config with each export mistake named, hostile files refused in one line.
+
+The models are built in the test with onnx.helper (tests/onnx_models.py), their caches computed with plain numpy
+following onnxruntime-genai's builder; each mistake is built the same way with the builder's arithmetic changed,
+never with posenc's generator. Needs the onnx extra (skipped without it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .conftest import cli
+
+onnx = pytest.importorskip("onnx", reason="the onnx extra (pip install 'posenc-cli[onnx]') is not installed")
+
+from .onnx_models import genai_caches, rotary_model, save, su_mscale, yarn_mscale  # noqa: E402
+
+HEAD, HEADS, MAXPOS, ORIG, THETA = 64, 4, 8192, 2048, 10000.0
+YARN = {"original": ORIG, "beta_fast": 32.0, "beta_slow": 1.0, "factor": 4.0}
+YARN_CONFIG = {
+    "model_type": "llama", "hidden_size": HEAD * HEADS, "num_attention_heads": HEADS, "num_key_value_heads": 2,
+    "max_position_embeddings": MAXPOS, "rope_theta": THETA,
+    "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": ORIG,
+                     "beta_fast": 32.0, "beta_slow": 1.0},
+}  # fmt: skip
+rng = np.random.default_rng(7)
+SHORT = [float(x) for x in np.round(1 + rng.random(HEAD // 2) * 0.2, 4)]
+LONG = [float(x) for x in np.round(1 + np.linspace(0, 30, HEAD // 2), 4)]
+PHI_CONFIG = {
+    "model_type": "phi3", "hidden_size": HEAD * HEADS, "num_attention_heads": HEADS, "num_key_value_heads": HEADS,
+    "max_position_embeddings": MAXPOS, "original_max_position_embeddings": ORIG, "rope_theta": THETA,
+    "rope_scaling": {"type": "longrope", "short_factor": SHORT, "long_factor": LONG},
+}  # fmt: skip
+SU = su_mscale(MAXPOS / ORIG, ORIG)
+
+
+def yarn_caches(**kw):
+    args = {"yarn": YARN, "mscale": yarn_mscale(4.0), "round_range": True}
+    length = kw.pop("length", MAXPOS)
+    args.update(kw)
+    return genai_caches(HEAD, kw.pop("theta", THETA), length, **{k: v for k, v in args.items() if k != "theta"})
+
+
+def phi_caches(io_dtype="float32"):
+    small = genai_caches(HEAD, THETA, ORIG, rescale=np.array(SHORT), mscale=SU, io_dtype=io_dtype)
+    large = genai_caches(HEAD, THETA, MAXPOS, rescale=np.array(LONG), mscale=SU, io_dtype=io_dtype)
+    return small, large
+
+
+def write(tmp_path: Path, name: str, model, config: dict, external: str | None = None) -> tuple[str, str]:
+    path = tmp_path / f"{name}.onnx"
+    save(model, str(path), external=external)
+    cfg = tmp_path / f"{name}.json"
+    cfg.write_text(json.dumps(config))
+    return str(path), str(cfg)
+
+
+def check(tmp_path, name, model, config=YARN_CONFIG, external=None):
+    path, cfg = write(tmp_path, name, model, config, external)
+    code, out, err = cli(["check", path, "--against", cfg])
+    return code, out.decode(), err
+
+
+# ----- faithful exports: exit 0 ----------------------------------------------------------------------------
+@pytest.mark.parametrize("op", ["contrib", "onnx", "gqa"])
+@pytest.mark.parametrize("layout", ["initializer", "constant"])
+def test_faithful_yarn_export_passes(tmp_path, op, layout):
+    model = rotary_model({"": yarn_caches()}, num_heads=HEADS, head_size=HEAD, op=op, layout=layout, kv_num_heads=2)
+    code, out, err = check(tmp_path, "good", model)
+    assert code == 0, out + err
+    assert "OK" in out and "equals hf's tables" in out
+
+
+def test_faithful_export_with_external_data_passes(tmp_path):
+    model = rotary_model({"": yarn_caches()}, num_heads=HEADS, head_size=HEAD)
+    code, out, err = check(tmp_path, "ext", model, external="ext.onnx.data")
+    assert (tmp_path / "ext.onnx.data").stat().st_size == 2 * MAXPOS * HEAD // 2 * 4
+    assert code == 0, out + err
+
+
+@pytest.mark.parametrize("layout", ["if", "concat"])
+def test_faithful_phi_longrope_export_passes(tmp_path, layout):
+    small, large = phi_caches()
+    model = rotary_model({"small": small, "large": large}, num_heads=HEADS, head_size=HEAD, layout=layout,
+                         threshold=ORIG)  # fmt: skip
+    code, out, err = check(tmp_path, "phi", model, PHI_CONFIG)
+    assert code == 0, out + err
+    assert out.count("equals hf's tables") == 2
+
+
+# ----- each mistake named: exit 1 ----------------------------------------------------------------------------
+MISTAKES = {
+    "short": (lambda: yarn_caches(length=4096), {}, ["4096 rows, shorter than the model's max_position_embeddings 8192"]),
+    "base": (lambda: yarn_caches(theta=50000.0), {}, ["base 50000 (the config's rope_theta is 10000)"]),
+    "scaling-missing": (lambda: yarn_caches(mscale=1.0), {}, ["attention scaling missing"]),
+    "scaling-twice": (lambda: yarn_caches(mscale=yarn_mscale(4.0) ** 2), {}, ["attention scaling applied twice"]),
+    "yarn-not-applied": (lambda: genai_caches(HEAD, THETA, MAXPOS), {},
+                         ["attention scaling missing", "YaRN not applied"]),
+    "not-rounded": (lambda: yarn_caches(round_range=False), {}, ["YaRN correction range not rounded"]),
+    "rotary-dim": (lambda: yarn_caches(), {"rotary_dim": 32}, ["rotary_embedding_dim=32, but the model rotates 64"]),
+    "interleaved": (lambda: yarn_caches(), {"interleaved": 1}, ["interleaved=1", "layout half (interleaved=0)"]),
+    "narrow-dtype": (lambda: yarn_caches(io_dtype="float16"), {},
+                     ["stored as float16, but the nodes compute in float32: precision lost"]),
+    "rounded-values": (lambda: tuple(c.astype(np.float16).astype(np.float32) for c in yarn_caches()), {},
+                       ["every value is a float16 number"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(MISTAKES))
+def test_each_export_mistake_is_named(tmp_path, name):
+    caches, node, needles = MISTAKES[name]
+    model = rotary_model({"": caches()}, num_heads=HEADS, head_size=HEAD, **node)
+    code, out, err = check(tmp_path, name, model)
+    assert code == 1, out + err
+    for needle in needles:
+        assert needle in out, out
+    assert "not explained" not in out, out
+
+
+def test_partial_cache_width_is_named(tmp_path):
+    model = rotary_model({"": genai_caches(HEAD, THETA, MAXPOS, rot_dim=32)}, num_heads=HEADS, head_size=HEAD, rotary_dim=32)
+    code, out, _ = check(tmp_path, "width", model)
+    assert code == 1
+    assert "16 columns hold rotary dimension 32, but the model rotates 64" in out
+
+
+@pytest.mark.parametrize("layout", ["if", "concat"])
+def test_longrope_small_and_large_swapped_is_named(tmp_path, layout):
+    small, large = phi_caches()
+    # the builder's caches with the factor lists exchanged: small cache from long_factor, large from short_factor
+    swapped_small = genai_caches(HEAD, THETA, ORIG, rescale=np.array(LONG), mscale=SU)
+    swapped_large = genai_caches(HEAD, THETA, MAXPOS, rescale=np.array(SHORT), mscale=SU)
+    model = rotary_model({"small": swapped_small, "large": swapped_large}, num_heads=HEADS, head_size=HEAD,
+                         layout=layout, threshold=ORIG)  # fmt: skip
+    code, out, _ = check(tmp_path, "swap", model, PHI_CONFIG)
+    assert code == 1
+    assert "LongRoPE small/large caches swapped" in out, out
+
+
+def test_json_lists_divergences(tmp_path):
+    path, cfg = write(tmp_path, "j", rotary_model({"": yarn_caches(mscale=1.0)}, num_heads=HEADS, head_size=HEAD),
+                      YARN_CONFIG)  # fmt: skip
+    code, out, _ = cli(["check", path, "--against", cfg, "--json"])
+    data = json.loads(out)
+    assert code == 1 and data["ok"] is False and data["engine"] == "hf"
+    assert any("attention scaling missing" in d for d in data["divergences"])
+
+
+# ----- generate/export: the caches as stored, bit for bit --------------------------------------------------
+@pytest.mark.parametrize("io_dtype", ["float32", "float16"])
+def test_generate_writes_the_caches_bit_for_bit_with_provenance(tmp_path, io_dtype):
+    from safetensors.numpy import load_file
+
+    cos, sin = yarn_caches(io_dtype=io_dtype)
+    path, _ = write(tmp_path, "m", rotary_model({"": (cos, sin)}, num_heads=HEADS, head_size=HEAD,
+                                               io_dtype=io_dtype), YARN_CONFIG, external="m.onnx.data")  # fmt: skip
+    out = tmp_path / "caches.safetensors"
+    code, _, err = cli(["generate", path, "-o", str(out)])
+    assert code == 0, err
+    got = load_file(str(out))
+    assert got["cos_cache"].dtype == cos.dtype and got["cos_cache"].tobytes() == cos.tobytes()
+    assert got["sin_cache"].tobytes() == sin.tobytes()
+    from safetensors import safe_open
+
+    with safe_open(str(out), "np") as fh:
+        meta = fh.metadata()
+    assert meta["onnx.cos_cache.from"] == "initializer cos_cache"
+    assert meta["onnx.nodes"] == "/model/layers.0/attn/q_rotary/RotaryEmbedding"
+    assert meta["onnx.interleaved"] == "0" and meta["onnx.io_dtype"] == io_dtype
+
+
+def test_export_of_if_branches_writes_groups(tmp_path):
+    from safetensors import safe_open
+
+    small, large = phi_caches()
+    path, _ = write(tmp_path, "p", rotary_model({"small": small, "large": large}, num_heads=HEADS, head_size=HEAD,
+                                               layout="if", threshold=ORIG), PHI_CONFIG)  # fmt: skip
+    out = tmp_path / "p.safetensors"
+    code, _, err = cli(["export", path, "-o", str(out)])
+    assert code == 0, err
+    with safe_open(str(out), "np") as fh:
+        meta = fh.metadata()
+        assert fh.get_tensor("short.cos_cache").tobytes() == small[0].tobytes()
+        assert fh.get_tensor("long.sin_cache").tobytes() == large[1].tobytes()
+    assert meta["posenc_groups"] == "long,short"
+    assert meta["long.onnx.cos_cache.from"].startswith("Constant node /large/cos_cache/Constant in If")
+    assert meta["long.onnx.switch_above"] == str(ORIG)
+
+
+# ----- hostile files: one line, exit 2 -------------------------------------------------------------------------
+def _one_line(code, err, needle):
+    assert code == 2, err
+    assert err.count("\n") == 1, err
+    assert needle in err, err
+
+
+def test_not_a_model(tmp_path):
+    bad = tmp_path / "x.onnx"
+    bad.write_bytes(b"\x93NUMPY garbage \xff\xfe" * 10)
+    code, _, err = cli(["generate", str(bad), "-o", str(tmp_path / "o.npz")])
+    _one_line(code, err, "not an ONNX model")
+    (tmp_path / "e.onnx").write_bytes(b"")
+    code, _, err = cli(["export", str(tmp_path / "e.onnx"), "-o", str(tmp_path / "o.npz")])
+    _one_line(code, err, "no graph nodes")
+
+
+def _external_model(location: str, dims=(8, 4), length: int | None = None):
+    from onnx import TensorProto, helper
+
+    model = rotary_model({"": yarn_caches(length=8)}, num_heads=HEADS, head_size=HEAD)
+    for init in model.graph.initializer:
+        if init.name == "cos_cache":
+            init.ClearField("raw_data")
+            del init.dims[:]
+            init.dims.extend(dims)
+            init.data_location = TensorProto.EXTERNAL
+            n = int(np.prod(dims)) * 4 if length is None else length
+            for k, v in (("location", location), ("offset", "0"), ("length", str(n))):
+                e = init.external_data.add()
+                e.key, e.value = k, v
+    return model
+
+
+@pytest.mark.parametrize("location", ["../outside.data", "/etc/passwd", "sub/../../x.data"])
+def test_external_data_outside_the_directory_is_refused(tmp_path, location):
+    (tmp_path / "outside.data").write_bytes(b"\0" * 4096)
+    d = tmp_path / "model"
+    d.mkdir()
+    onnx.save(_external_model(location), str(d / "m.onnx"))
+    code, _, err = cli(["export", str(d / "m.onnx"), "-o", str(tmp_path / "o.npz")])
+    _one_line(code, err, "outside the model's directory")
+
+
+def test_symlink_out_of_the_directory_is_refused(tmp_path):
+    (tmp_path / "outside.data").write_bytes(b"\0" * 4096)
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "link.data").symlink_to(tmp_path / "outside.data")
+    onnx.save(_external_model("link.data"), str(d / "m.onnx"))
+    code, _, err = cli(["export", str(d / "m.onnx"), "-o", str(tmp_path / "o.npz")])
+    _one_line(code, err, "outside the model's directory")
+
+
+def test_huge_initializer_is_refused_before_reading(tmp_path):
+    import resource
+
+    (tmp_path / "m.onnx.data").write_bytes(b"\0" * 64)
+    onnx.save(_external_model("m.onnx.data", dims=(2**20, 2**20)), str(tmp_path / "m.onnx"))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    code, _, err = cli(["export", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "o.npz")])
+    _one_line(code, err, "above the")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024  # kB: nothing of 4 TiB read
+    # a size within the limit that the data file cannot hold
+    onnx.save(_external_model("m.onnx.data", dims=(64, 32)), str(tmp_path / "m2.onnx"))
+    code, _, err = cli(["export", str(tmp_path / "m2.onnx"), "-o", str(tmp_path / "o.npz")])
+    _one_line(code, err, "which holds 64")
+
+
+def test_cycle_inside_a_subgraph_is_refused(tmp_path):
+    from onnx import helper
+
+    small, large = phi_caches()
+    model = rotary_model({"small": small, "large": large}, num_heads=HEADS, head_size=HEAD, layout="if",
+                         threshold=ORIG)  # fmt: skip
+    if_node = next(n for n in model.graph.node if n.op_type == "If")
+    then = next(a.g for a in if_node.attribute if a.name == "then_branch")
+    then.node.append(helper.make_node("Identity", ["loop_b"], ["loop_a"], name="a"))
+    then.node.append(helper.make_node("Identity", ["loop_a"], ["loop_b"], name="b"))
+    then.output[0].name = "loop_a"
+    onnx.save(model, str(tmp_path / "c.onnx"))
+    code, _, err = cli(["export", str(tmp_path / "c.onnx"), "-o", str(tmp_path / "o.npz")])
+    _one_line(code, err, "a cycle in the graph")
+
+
+def test_missing_inputs_are_refused(tmp_path):
+    model = rotary_model({"": yarn_caches(length=8)}, num_heads=HEADS, head_size=HEAD, op="gqa")
+    node = model.graph.node[-1]
+    del node.input[7:]
+    onnx.save(model, str(tmp_path / "a.onnx"))
+    code, _, err = cli(["export", str(tmp_path / "a.onnx"), "-o", str(tmp_path / "o.npz")])
+    _one_line(code, err, "has no cos_cache input (input 7)")
+    model = rotary_model({"": yarn_caches(length=8)}, num_heads=HEADS, head_size=HEAD)
+    model.graph.node[-1].input[2] = "nowhere"
+    onnx.save(model, str(tmp_path / "b.onnx"))
+    code, _, err = cli(["export", str(tmp_path / "b.onnx"), "-o", str(tmp_path / "o.npz")])
+    _one_line(code, err, "reads nowhere, which no initializer, input or node produces")
+
+
+def test_no_rotary_node_is_refused(tmp_path):
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [2])
+    graph = helper.make_graph([helper.make_node("Identity", ["X"], ["Y"])], "g", [x],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2])])  # fmt: skip
+    onnx.save(helper.make_model(graph), str(tmp_path / "n.onnx"))
+    code, _, err = cli(["export", str(tmp_path / "n.onnx"), "-o", str(tmp_path / "o.npz")])
+    _one_line(code, err, "no rotary node")
+
+
+def test_options_that_cannot_apply_are_refused(tmp_path):
+    path, cfg = write(tmp_path, "o", rotary_model({"": yarn_caches(length=8)}, num_heads=HEADS, head_size=HEAD),
+                      YARN_CONFIG)  # fmt: skip
+    code, _, err = cli(["generate", path, "--len", "5", "-o", str(tmp_path / "o.npz")])
+    _one_line(code, err, "--len")
+    code, _, err = cli(["check", path, "--against", cfg, "--dtype", "float16"])
+    _one_line(code, err, "--dtype cannot apply")
