@@ -308,3 +308,50 @@ def test_options_that_cannot_apply_are_refused(tmp_path):
     _one_line(code, err, "--len")
     code, _, err = cli(["check", path, "--against", cfg, "--dtype", "float16"])
     _one_line(code, err, "--dtype cannot apply")
+
+
+# ----- what the runtimes do with the caches (golden outputs of onnxruntime CPU and onnx.reference) -----------
+GOLDEN = json.loads((Path(__file__).parent / "data" / "golden" / "onnx_rotary.json").read_text())
+
+
+def _golden_model(name: str):
+    g = GOLDEN
+    yarn = genai_caches(HEAD, THETA, MAXPOS, yarn=YARN, mscale=yarn_mscale(4.0), round_range=True)
+    su = su_mscale(MAXPOS / ORIG, ORIG)
+    if name == "phi-if-contrib":
+        caches = {"small": genai_caches(HEAD, THETA, ORIG, rescale=np.array(g["short_factor"]), mscale=su),
+                  "large": genai_caches(HEAD, THETA, MAXPOS, rescale=np.array(g["long_factor"]), mscale=su)}  # fmt: skip
+        return rotary_model(caches, num_heads=HEADS, head_size=HEAD, layout="if", threshold=ORIG)
+    if name == "plain-onnx23-interleaved":
+        return rotary_model({"": genai_caches(HEAD, THETA, MAXPOS)}, num_heads=HEADS, head_size=HEAD, op="onnx",
+                            interleaved=1)  # fmt: skip
+    return rotary_model({"": yarn}, num_heads=HEADS, head_size=HEAD, op="contrib" if "contrib" in name else "onnx")
+
+
+@pytest.mark.parametrize("name", ["yarn-contrib", "yarn-onnx23", "plain-onnx23-interleaved"])
+def test_caches_read_are_what_the_runtimes_rotate_with(tmp_path, name):
+    from posenc_cli.models.onnx import read_onnx
+
+    path = tmp_path / "g.onnx"
+    save(_golden_model(name), str(path))
+    (cache,) = read_onnx(str(path)).caches
+    for engine, ref in GOLDEN["cases"][name].items():
+        rows = ref["positions"]
+        np.testing.assert_allclose(cache.cos[rows], ref["cos"], rtol=0, atol=4e-7, err_msg=engine)
+        np.testing.assert_allclose(cache.sin[rows], ref["sin"], rtol=0, atol=4e-7, err_msg=engine)
+
+
+def test_longrope_branch_names_follow_what_onnxruntime_chooses(tmp_path):
+    from posenc_cli.models.onnx import read_onnx
+
+    path = tmp_path / "g.onnx"
+    save(_golden_model("phi-if-contrib"), str(path))
+    caches = {c.group: c for c in read_onnx(str(path)).caches}
+    ref = GOLDEN["cases"]["phi-if-contrib"]
+    at_orig, past = ref[f"onnxruntime@{ORIG}"], ref[f"onnxruntime@{ORIG + 1}"]
+    assert not np.allclose(at_orig["cos"][1], past["cos"][1])  # the runtime did switch caches
+    rows = at_orig["positions"]
+    np.testing.assert_allclose(caches["short"].cos[rows], at_orig["cos"], rtol=0, atol=4e-7)
+    np.testing.assert_allclose(caches["long"].sin[past["positions"]], past["sin"], rtol=0, atol=4e-7)
+    np.testing.assert_allclose(caches["long"].cos[ref[f"onnxruntime@{MAXPOS}"]["positions"]],
+                               ref[f"onnxruntime@{MAXPOS}"]["cos"], rtol=0, atol=4e-7)  # fmt: skip
