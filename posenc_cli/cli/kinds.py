@@ -93,12 +93,18 @@ def _engines(path: str, layer_type: str | None, max_model_len: int | None, n_ctx
 
     from ..models.engines import departures
 
+    from . import _options
+
     rows = departures(path, layer_type=layer_type, max_model_len=max_model_len, n_ctx=n_ctx)
+    for row in rows:  # an option a rule needs, spelled as the flag that gives it
+        exc = row.pop("error")
+        if exc is not None:
+            row["note"] = exc.render(_options.FLAGS.get)
     if json_out:
         print_json(rows)
         return ExitCode.OK
     for row in rows:
-        verdict = "same as hf" if not row["differs"] and not row["note"] else ("DIFFERS" if row["differs"] else "n/a")
+        verdict = "DIFFERS" if row["differs"] else ("n/a" if row["note"] else "same as hf")
         print(f"{row['engine']:<11} {verdict:<10} {row['version']}")
         for r in row["rules"]:
             for i, line in enumerate(textwrap.wrap(f"{r['says']} ({r['source']})", 66)):

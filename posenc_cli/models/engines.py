@@ -99,7 +99,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         Rule("yarn:mscale-direct", ("yarn",),
              "mscale without mscale_all_dim is the multiplier itself", "base.py make_mscale"),
     )),
-    Engine("llamacpp", "llama.cpp (rules as the issue states them; not re-read here)",
+    Engine("llamacpp", "llama.cpp (issue 23's rules; source not re-read)",
            "ggml-org/llama.cpp src/llama-model.cpp, ggml/src/ggml-cpu/ops.cpp ggml_rope_yarn_corr_dims", (
         Rule("yarn:truncate-ignored", ("yarn",),
              "ggml_rope_yarn_corr_dims floors/ceils the correction range; truncate is not read",
@@ -250,6 +250,8 @@ def engine_params(
             p["seq_len"] = o + 1 if seq_len - 1 > o else o
         elif seq_len is not None:
             p["seq_len"] = seq_len
+    if scaling == "dynamic" and seq_len is not None:
+        p["seq_len"] = seq_len
     return p
 
 
@@ -275,54 +277,66 @@ def engine_encoding(
     overrides: dict[str, Any] | None = None,
     max_model_len: int | None = None,
     n_ctx: int | None = None,
+    seq_len: int | None = None,
 ) -> tuple[Any, ModelFacts]:
     """The encoding whose tables ``engine`` computes for ``config`` (``length`` rows, default the model's
-    max_position_embeddings), with ``overrides`` (the user's parameters) on top."""
+    max_position_embeddings), with ``overrides`` (the user's parameters) on top; ``seq_len`` the sequence length
+    of the forward pass (default: offset + length, the rows' last position + 1)."""
     from ..encodings import make_encoding
 
     facts = model_facts(config, layer_type=layer_type)
     n = facts.max_positions if length is None else int(length)
-    p = engine_params(facts, engine, seq_len=n, max_model_len=max_model_len, n_ctx=n_ctx)
-    p = {**p, **(overrides or {}), "length": n}
+    overrides = dict(overrides or {})
+    if seq_len is None:
+        seq_len = int(overrides.get("seq_len") or (int(overrides.get("offset", 0)) + n))
+    p = engine_params(facts, engine, seq_len=seq_len, max_model_len=max_model_len, n_ctx=n_ctx)
+    p = {**p, **{k: v for k, v in overrides.items() if k != "seq_len"}, "length": n}
     enc = llamacpp_encoding(p) if engine == "llamacpp" else make_encoding("rope", p)
     return enc, facts
 
 
 def departures(config: Any, *, layer_type: str | None = None, length: int | None = None,
                max_model_len: int | None = None, n_ctx: int | None = None) -> list[dict[str, Any]]:  # fmt: skip
-    """Per engine: the rules that apply to this model and whether its tables differ from HF's (measured on the
-    inv_freq and the attention scaling, which set every row)."""
+    """Per engine: the rules that apply to this model and at which sequence lengths its tables differ from HF's
+    (``length``, else the original context, one more, and max_position_embeddings: where LongRoPE switches), measured
+    on inv_freq and the attention scaling, which set every row. A rule that needs an option not given is said
+    in ``note`` (its text keeps posenc's parameter marks: :meth:`PosencError.render` spells them)."""
     import numpy as np
 
     from ..encodings import make_encoding
 
     facts = model_facts(config, layer_type=layer_type)
-    n = facts.max_positions if length is None else int(length)
-    ref = make_encoding("rope", {**engine_params(facts, "hf", seq_len=n), "length": 1})
+    lengths = [int(length)] if length is not None else sorted({facts.original, facts.original + 1, facts.max_positions})
     rows = []
     for name in ENGINE_NAMES:
         e = ENGINES[name]
-        row: dict[str, Any] = {"engine": name, "version": e.version, "rules": [], "differs": False, "note": ""}
-        try:
-            p = engine_params(
-                facts,
-                name,
-                seq_len=n,
-                max_model_len=max_model_len if "max_model_len" in e.options else None,
-                n_ctx=n_ctx if "n_ctx" in e.options else None,
-            )
-        except ParameterError as exc:
-            row["note"] = str(exc)
-            rows.append(row)
-            continue
-        enc = make_encoding("rope", {**p, "length": 1})
-        w_ref, w = ref.inv_freq(), enc.inv_freq()  # type: ignore[attr-defined]
-        s_ref, s = float(ref.attention_scaling), float(enc.attention_scaling)  # type: ignore[attr-defined]
-        same = w.shape == w_ref.shape and bool(np.all(w == w_ref)) and s == s_ref
-        row["differs"] = not same
-        row["rules"] = [{"says": r.says, "source": r.source} for r in rules_for(name, facts.params)]
-        if not same:
+        row: dict[str, Any] = {"engine": name, "version": e.version, "reference": e.reference, "differs": False,
+                               "differs_at": [], "note": "", "error": None,
+                               "rules": [{"says": r.says, "source": r.source} for r in rules_for(name, facts.params)]}  # fmt: skip
+        notes = []
+        for n in lengths:
+            ref = make_encoding("rope", {**engine_params(facts, "hf", seq_len=n), "length": 1})
+            try:
+                p = engine_params(
+                    facts,
+                    name,
+                    seq_len=n,
+                    max_model_len=max_model_len if "max_model_len" in e.options else None,
+                    n_ctx=n_ctx if "n_ctx" in e.options else None,
+                )
+            except ParameterError as exc:
+                row["error"] = exc
+                break
+            enc = make_encoding("rope", {**p, "length": 1})
+            w_ref, w = ref.inv_freq(), enc.inv_freq()  # type: ignore[attr-defined]
+            s_ref, s = float(ref.attention_scaling), float(enc.attention_scaling)  # type: ignore[attr-defined]
+            if w.shape == w_ref.shape and bool(np.all(w == w_ref)) and s == s_ref:
+                continue
+            row["differs_at"].append(n)
             rel = float(np.max(np.abs(w / w_ref - 1))) if w.shape == w_ref.shape else float("nan")
-            row["note"] = f"inv_freq off by up to {rel:.3g} (relative); attention scaling {s:.6g} vs HF {s_ref:.6g}"
+            notes.append(f"at sequence length {n}: inv_freq up to {rel:.3g} off (relative)" +
+                         (f", attention scaling {s:.6g} vs {s_ref:.6g}" if s != s_ref else ""))  # fmt: skip
+        row["differs"] = bool(row["differs_at"])
+        row["note"] = "; ".join(notes)
         rows.append(row)
     return rows
