@@ -403,8 +403,8 @@ def open_config(
         raise ParameterError(f"the engine is given twice: {text}@{suffix} and {param('engine')} {engine}")
     engine = engine or suffix
     if engine is None and engine_options and any(v is not None for v in engine_options.values()):
-        given = [param(k) for k, v in engine_options.items() if v is not None]
-        raise ParameterError(f"{', '.join(given)} set an engine's rules; give {param('engine')} or CONFIG@ENGINE")
+        flags = [param(k) for k, v in engine_options.items() if v is not None]
+        raise ParameterError(f"{', '.join(flags)} set an engine's rules; give {param('engine')} or CONFIG@ENGINE")
     config = load_config(text)
     if engine is not None:
         from .models.engines import engine_encoding

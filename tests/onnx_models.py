@@ -81,7 +81,6 @@ def rotary_model(
 
     ``caches``: {"": (cos, sin)} for one cache, {"small": ..., "large": ...} for LongRoPE; ``layout``:
     "initializer", "constant", "if" (then = large) or "concat" ([small; large] as one initializer)."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     def tensor(name, arr):
@@ -95,8 +94,12 @@ def rotary_model(
             inits += [tensor("cos_cache", cos), tensor("sin_cache", sin)]
         else:
             nodes += [
-                helper.make_node("Constant", [], ["cos_cache"], name="/model/cos_cache/Constant", value=tensor("c", cos)),
-                helper.make_node("Constant", [], ["sin_cache"], name="/model/sin_cache/Constant", value=tensor("s", sin)),
+                helper.make_node(
+                    "Constant", [], ["cos_cache"], name="/model/cos_cache/Constant", value=tensor("c", cos)
+                ),
+                helper.make_node(
+                    "Constant", [], ["sin_cache"], name="/model/sin_cache/Constant", value=tensor("s", sin)
+                ),
             ]
     elif layout == "concat":
         (cs, ss), (cl, sl) = caches["small"], caches["large"]
@@ -104,22 +107,42 @@ def rotary_model(
     elif layout == "if":
 
         def branch(name, cos, sin, tag):
-            c = helper.make_node("Constant", [], [f"cos_cache_{tag}"], name=f"/{tag}/cos_cache/Constant", value=tensor("c", cos))
-            s = helper.make_node("Constant", [], [f"sin_cache_{tag}"], name=f"/{tag}/sin_cache/Constant", value=tensor("s", sin))
-            outs = [helper.make_tensor_value_info(f"cos_cache_{tag}", _ONNX_TYPES[str(cos.dtype)], list(cos.shape)),
-                    helper.make_tensor_value_info(f"sin_cache_{tag}", _ONNX_TYPES[str(sin.dtype)], list(sin.shape))]
+            c = helper.make_node(
+                "Constant", [], [f"cos_cache_{tag}"], name=f"/{tag}/cos_cache/Constant", value=tensor("c", cos)
+            )
+            s = helper.make_node(
+                "Constant", [], [f"sin_cache_{tag}"], name=f"/{tag}/sin_cache/Constant", value=tensor("s", sin)
+            )
+            outs = [
+                helper.make_tensor_value_info(f"cos_cache_{tag}", _ONNX_TYPES[str(cos.dtype)], list(cos.shape)),
+                helper.make_tensor_value_info(f"sin_cache_{tag}", _ONNX_TYPES[str(sin.dtype)], list(sin.shape)),
+            ]
             return helper.make_graph([c, s], name, [], outs)
 
         inits.append(numpy_helper.from_array(np.array(threshold, dtype=np.int64), "/model/constants/INT64/original"))
         nodes += [
             helper.make_node("Shape", ["position_ids"], ["/model/pos_shape"], name="/model/rope_caches_subgraph/Shape"),
-            helper.make_node("Gather", ["/model/pos_shape", "/model/constants/INT64/one"], ["/model/seq_len"],
-                             name="/model/rope_caches_subgraph/Gather", axis=0),
-            helper.make_node("Greater", ["/model/seq_len", "/model/constants/INT64/original"], ["/model/greater"],
-                             name="/model/rope_caches_subgraph/Greater"),
-            helper.make_node("If", ["/model/greater"], ["cos_cache", "sin_cache"], name="/model/rope_caches_subgraph/If",
-                             then_branch=branch("large_rope_caches_graph", *caches["large"], "large"),
-                             else_branch=branch("small_rope_caches_graph", *caches["small"], "small")),
+            helper.make_node(
+                "Gather",
+                ["/model/pos_shape", "/model/constants/INT64/one"],
+                ["/model/seq_len"],
+                name="/model/rope_caches_subgraph/Gather",
+                axis=0,
+            ),
+            helper.make_node(
+                "Greater",
+                ["/model/seq_len", "/model/constants/INT64/original"],
+                ["/model/greater"],
+                name="/model/rope_caches_subgraph/Greater",
+            ),
+            helper.make_node(
+                "If",
+                ["/model/greater"],
+                ["cos_cache", "sin_cache"],
+                name="/model/rope_caches_subgraph/If",
+                then_branch=branch("large_rope_caches_graph", *caches["large"], "large"),
+                else_branch=branch("small_rope_caches_graph", *caches["small"], "small"),
+            ),
         ]
         inits.append(numpy_helper.from_array(np.array(1, dtype=np.int64), "/model/constants/INT64/one"))
     hidden = num_heads * head_size
@@ -129,26 +152,51 @@ def rotary_model(
     y = helper.make_tensor_value_info("Y", t_io, [1, "seq", hidden])
     opsets = [helper.make_opsetid("", 23)]
     if op == "contrib":
-        nodes.append(helper.make_node("RotaryEmbedding", ["X", "position_ids", "cos_cache", "sin_cache"], ["Y"],
-                                      name="/model/layers.0/attn/q_rotary/RotaryEmbedding", domain="com.microsoft",
-                                      interleaved=interleaved, num_heads=num_heads if rotary_dim else 0,
-                                      rotary_embedding_dim=rotary_dim))
+        nodes.append(
+            helper.make_node(
+                "RotaryEmbedding",
+                ["X", "position_ids", "cos_cache", "sin_cache"],
+                ["Y"],
+                name="/model/layers.0/attn/q_rotary/RotaryEmbedding",
+                domain="com.microsoft",
+                interleaved=interleaved,
+                num_heads=num_heads if rotary_dim else 0,
+                rotary_embedding_dim=rotary_dim,
+            )
+        )
         opsets.append(helper.make_opsetid("com.microsoft", 1))
     elif op == "onnx":
         x = helper.make_tensor_value_info("X", t_io, [1, num_heads, "seq", head_size])
         y = helper.make_tensor_value_info("Y", t_io, [1, num_heads, "seq", head_size])
-        nodes.append(helper.make_node("RotaryEmbedding", ["X", "cos_cache", "sin_cache", "position_ids"], ["Y"],
-                                      name="/model/layers.0/attn/RotaryEmbedding", interleaved=interleaved,
-                                      rotary_embedding_dim=rotary_dim))
+        nodes.append(
+            helper.make_node(
+                "RotaryEmbedding",
+                ["X", "cos_cache", "sin_cache", "position_ids"],
+                ["Y"],
+                name="/model/layers.0/attn/RotaryEmbedding",
+                interleaved=interleaved,
+                rotary_embedding_dim=rotary_dim,
+            )
+        )
     else:  # GroupQueryAttention(do_rotary=1): the caches are inputs 7 and 8
-        nodes.append(helper.make_node("GroupQueryAttention",
-                                      ["X", "", "", "", "", "seqlens_k", "total_seq_len", "cos_cache", "sin_cache"],
-                                      ["Y"], name="/model/layers.0/attn/GroupQueryAttention", domain="com.microsoft",
-                                      do_rotary=1, rotary_interleaved=interleaved, num_heads=num_heads,
-                                      kv_num_heads=kv_num_heads or num_heads))
+        nodes.append(
+            helper.make_node(
+                "GroupQueryAttention",
+                ["X", "", "", "", "", "seqlens_k", "total_seq_len", "cos_cache", "sin_cache"],
+                ["Y"],
+                name="/model/layers.0/attn/GroupQueryAttention",
+                domain="com.microsoft",
+                do_rotary=1,
+                rotary_interleaved=interleaved,
+                num_heads=num_heads,
+                kv_num_heads=kv_num_heads or num_heads,
+            )
+        )
         opsets.append(helper.make_opsetid("com.microsoft", 1))
-        inits += [numpy_helper.from_array(np.array([0], dtype=np.int32), "seqlens_k"),
-                  numpy_helper.from_array(np.array(1, dtype=np.int32), "total_seq_len")]
+        inits += [
+            numpy_helper.from_array(np.array([0], dtype=np.int32), "seqlens_k"),
+            numpy_helper.from_array(np.array(1, dtype=np.int32), "total_seq_len"),
+        ]
     graph = helper.make_graph(nodes, "rope", [x, pos], [y], initializer=inits)
     model = helper.make_model(graph, opset_imports=opsets, producer_name="tests/onnx_models.py")
     model.ir_version = 10
@@ -162,5 +210,6 @@ def save(model, path: str, external: str | None = None) -> None:
     if external is None:
         onnx.save(model, path)
     else:
-        onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location=external,
-                  size_threshold=0)
+        onnx.save(
+            model, path, save_as_external_data=True, all_tensors_to_one_file=True, location=external, size_threshold=0
+        )

@@ -152,7 +152,7 @@ def test_onnx_genai_yarn_needs_beta_fast_and_ignores_attention_factor(tmp_path):
     assert s == 1.0
     w_hf, s_hf = _inv_freq("hf", tmp_path / "config.json")
     assert s_hf == 2.0 and not np.allclose(w, w_hf)
-    w_sg, s_sg = _inv_freq("sglang", tmp_path / "config.json")
+    _w_sg, s_sg = _inv_freq("sglang", tmp_path / "config.json")
     assert s_sg == pytest.approx(0.1 * math.log(32) + 1)
 
 
@@ -169,7 +169,7 @@ def test_compare_two_engines_is_one_command():
     cfg = str(CONFIGS / "gpt_oss.json")
     code, out, err = cli(["compare", f"{cfg}@mlx", f"{cfg}@hf", "--len", "4096", "--json"])
     assert code == 1, err
-    code, out, err = cli(["compare", f"{cfg}@vllm", f"{cfg}@hf", "--len", "4096"])
+    code, _out, err = cli(["compare", f"{cfg}@vllm", f"{cfg}@hf", "--len", "4096"])
     assert code == 0, err
 
 
@@ -191,7 +191,10 @@ def test_kinds_engines_tabulates_departures():
     code, out, err = cli(["kinds", str(CONFIGS / "gpt_oss.json"), "--engines", "--json"])
     assert code == 0, err
     rows = {r["engine"]: r for r in json.loads(out)}
-    phi = {r["engine"]: r["differs_at"] for r in json.loads(cli(["kinds", str(CONFIGS / "phi3.json"), "--engines", "--json"])[1])}
+    phi = {
+        r["engine"]: r["differs_at"]
+        for r in json.loads(cli(["kinds", str(CONFIGS / "phi3.json"), "--engines", "--json"])[1])
+    }
     assert phi == {"hf": [], "llamacpp": [], "mlx": [4096], "vllm": [4096], "sglang": [4097], "onnx-genai": []}
     assert [r for r in rows] == list(ENGINE_NAMES)
     assert {e for e, r in rows.items() if r["differs"]} == {"mlx", "llamacpp"}

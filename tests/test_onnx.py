@@ -122,7 +122,9 @@ def test_each_export_mistake_is_named(tmp_path, name):
 
 
 def test_partial_cache_width_is_named(tmp_path):
-    model = rotary_model({"": genai_caches(HEAD, THETA, MAXPOS, rot_dim=32)}, num_heads=HEADS, head_size=HEAD, rotary_dim=32)
+    model = rotary_model(
+        {"": genai_caches(HEAD, THETA, MAXPOS, rot_dim=32)}, num_heads=HEADS, head_size=HEAD, rotary_dim=32
+    )
     code, out, _ = check(tmp_path, "width", model)
     assert code == 1
     assert "16 columns hold rotary dimension 32, but the model rotates 64" in out
@@ -130,7 +132,7 @@ def test_partial_cache_width_is_named(tmp_path):
 
 @pytest.mark.parametrize("layout", ["if", "concat"])
 def test_longrope_small_and_large_swapped_is_named(tmp_path, layout):
-    small, large = phi_caches()
+    _small, _large = phi_caches()
     # the builder's caches with the factor lists exchanged: small cache from long_factor, large from short_factor
     swapped_small = genai_caches(HEAD, THETA, ORIG, rescale=np.array(LONG), mscale=SU)
     swapped_large = genai_caches(HEAD, THETA, MAXPOS, rescale=np.array(SHORT), mscale=SU)
@@ -209,7 +211,7 @@ def test_not_a_model(tmp_path):
 
 
 def _external_model(location: str, dims=(8, 4), length: int | None = None):
-    from onnx import TensorProto, helper
+    from onnx import TensorProto
 
     model = rotary_model({"": yarn_caches(length=8)}, num_heads=HEADS, head_size=HEAD)
     for init in model.graph.initializer:
@@ -355,3 +357,14 @@ def test_longrope_branch_names_follow_what_onnxruntime_chooses(tmp_path):
     np.testing.assert_allclose(caches["long"].sin[past["positions"]], past["sin"], rtol=0, atol=4e-7)
     np.testing.assert_allclose(caches["long"].cos[ref[f"onnxruntime@{MAXPOS}"]["positions"]],
                                ref[f"onnxruntime@{MAXPOS}"]["cos"], rtol=0, atol=4e-7)  # fmt: skip
+
+
+def test_check_against_an_engine_expects_that_engine_s_tables(tmp_path):
+    """onnxruntime-genai's own builder never rounds the correction range: faithful to onnx-genai, not to HF."""
+    model = rotary_model({"": yarn_caches(round_range=False)}, num_heads=HEADS, head_size=HEAD)
+    path, cfg = write(tmp_path, "g", model, YARN_CONFIG)
+    assert cli(["check", path, "--against", cfg])[0] == 1
+    code, out, err = cli(["check", path, "--against", cfg, "--engine", "onnx-genai"])
+    assert code == 0, out.decode() + err
+    code, out, err = cli(["check", path, "--against", f"{cfg}@onnx-genai"])
+    assert code == 0, out.decode() + err

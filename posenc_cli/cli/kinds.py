@@ -92,7 +92,6 @@ def _engines(path: str, layer_type: str | None, max_model_len: int | None, n_ctx
     import textwrap
 
     from ..models.engines import departures
-
     from . import _options
 
     rows = departures(path, layer_type=layer_type, max_model_len=max_model_len, n_ctx=n_ctx)

@@ -117,9 +117,7 @@ class OnnxRope:
             c = self.caches[0]
             tensors = {"cos_cache": c.cos, "sin_cache": c.sin}
             meta = {"posenc_version": __version__, **_cache_metadata(c)}
-            return Source(
-                label, dict(tensors), meta, lazy={k: formats.ArrayTensor(k, v) for k, v in tensors.items()}
-            )
+            return Source(label, dict(tensors), meta, lazy={k: formats.ArrayTensor(k, v) for k, v in tensors.items()})
         tensors, meta, groups = {}, {"posenc_version": __version__, GROUPS_KEY: ""}, {}
         for c in self.caches:
             sub = {"cos_cache": c.cos, "sin_cache": c.sin}
@@ -330,14 +328,14 @@ class _Reader:
                     "graphs (one chosen by an If, the other not); posenc cannot pair them"
                 )
             roles = self.branch_roles(cos_name, scope)
-            for (path, c), (_, s) in zip(cos, sin):
-                if c.array.shape != s.array.shape or c.array.ndim != 2:
+            for (path, cl), (_, sl) in zip(cos, sin):
+                if cl.array.shape != sl.array.shape or cl.array.ndim != 2:
                     raise InputError(
-                        f"{self.path}: node {nodes[0].name}: cos_cache {c.array.shape} and sin_cache "
-                        f"{s.array.shape} are not two matrices of one shape"
+                        f"{self.path}: node {nodes[0].name}: cos_cache {cl.array.shape} and sin_cache "
+                        f"{sl.array.shape} are not two matrices of one shape"
                     )
                 group = "/".join(roles[0].get(p, p) for p in path)
-                out.append(Cache(group, c.array, s.array, c.origin, s.origin, nodes, c.parts, roles[1]))
+                out.append(Cache(group, cl.array, sl.array, cl.origin, sl.origin, nodes, cl.parts, roles[1]))
         if len(out) > 1:
             unnamed = [c for c in out if not c.group]
             for i, c in enumerate(unnamed):
@@ -594,7 +592,7 @@ def check_against(path: str, config: str, *, engine: str = "hf", layer_type: str
                 f"({facts.original}) and long ({facts.max_positions}) caches"
             )
             continue
-        for role, rows, cos, sin in roles:
+        for role, _rows, cos, sin in roles:
             where = _name(cache) + (f" [{role} part]" if role and not cache.group else "")
             _check_one(where, role, cos, sin, cache, facts, expect, engine, out, matched)
     if longrope:
@@ -656,7 +654,7 @@ def _check_nodes(cache: Cache, facts: Any, out: list[str]) -> None:
             f"{_name(cache)}: {width} columns hold rotary dimension {2 * width}, but the model rotates {r} of its "
             f"head size {head}; values not compared"
         )
-    io = {n.io_dtype for n in cache.nodes} - {None}
+    io = {n.io_dtype for n in cache.nodes if n.io_dtype is not None}
     dt = _dtype_name(cache.cos.dtype)
     for io_dtype in io:
         if _WIDTH.get(io_dtype, 0) > _WIDTH.get(dt, 0):
@@ -738,11 +736,11 @@ def _check_one(where: str, role: str, cos: np.ndarray, sin: np.ndarray, cache: C
     tol_s = 4 * _ULP1.get(dt, 2.0**-23) * max(1.0, abs(s_exp))
     if abs(s_meas - s_exp) > tol_s:
         if abs(s_meas - 1.0) <= tol_s:
-            out.append(f"{where}: attention scaling missing: cos at position 0 is 1, the model's scaling is {s_exp:.7g}")
-        elif abs(s_meas - s_exp * s_exp) <= 2 * tol_s:
             out.append(
-                f"{where}: attention scaling applied twice: cos at position 0 is {s_meas:.7g} = {s_exp:.7g}**2"
+                f"{where}: attention scaling missing: cos at position 0 is 1, the model's scaling is {s_exp:.7g}"
             )
+        elif abs(s_meas - s_exp * s_exp) <= 2 * tol_s:
+            out.append(f"{where}: attention scaling applied twice: cos at position 0 is {s_meas:.7g} = {s_exp:.7g}**2")
         else:
             out.append(f"{where}: attention scaling {s_meas:.7g}, the model's is {s_exp:.7g}")
     if s_meas == 0 or not np.isfinite(s_meas):
@@ -789,7 +787,9 @@ def _hypotheses(params: dict[str, Any], facts: Any, cos: np.ndarray, role: str) 
     if scaling == "longrope":
         other = "long" if role == "short" else "short"
         key = f"{other}_factor"
-        out.append((f"LongRoPE's {other} factors used for the {role} cache", dict(params, **{f"{role}_factor": params[key]})))
+        out.append(
+            (f"LongRoPE's {other} factors used for the {role} cache", dict(params, **{f"{role}_factor": params[key]}))
+        )
     # another base: estimated from the first pair's angle at position 1 (w_0 = 1 always; w_1 = base^(-2/r))
     if cos.shape[0] > 1 and cos.shape[1] > 1:
         s = float(cos[0, 0])
