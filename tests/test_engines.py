@@ -167,7 +167,7 @@ def test_every_engine_cites_version_and_source():
 # ----- the command line ------------------------------------------------------------------------------------------
 def test_compare_two_engines_is_one_command():
     cfg = str(CONFIGS / "gpt_oss.json")
-    code, out, err = cli(["compare", f"{cfg}@mlx", f"{cfg}@hf", "--len", "4096", "--json"])
+    code, _out, err = cli(["compare", f"{cfg}@mlx", f"{cfg}@hf", "--len", "4096", "--json"])
     assert code == 1, err
     code, _out, err = cli(["compare", f"{cfg}@vllm", f"{cfg}@hf", "--len", "4096"])
     assert code == 0, err

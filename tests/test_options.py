@@ -35,6 +35,7 @@ VALUES = {
     "--name": "x", "--onnx-rope": "", "--all-layer-types": "", "--verbose": "", "--view": "dot",
     "--pair": "1", "--positions": "8", "--at": "2", "--max-offset": "5", "--cosine": "", "--head": "0", "--size": "4x3",
     "--dpi": "50", "--no-explain": "", "--against": "sinusoidal:base=100", "--no-identify": "",
+    "--engine": "mlx", "--max-model-len": "4096", "--n-ctx": "4096", "--engines": "",
 }  # fmt: skip
 
 SMALL = ["--size", "3x2.5", "--dpi", "40"]

@@ -12,6 +12,7 @@ from ._common import (
     byte_limit,
     open_src,
     print_json,
+    refuse,
     refuse_spec_options_for_files,
     say_warnings,
     write_source,
@@ -54,6 +55,11 @@ def run(
 ) -> int:
     from ..sources import Source, is_config, is_spec
 
+    if hf_config is None and (source is None or not is_config(source)):
+        refuse(
+            [("--engine", engine), ("--max-model-len", max_model_len), ("--n-ctx", n_ctx)],
+            "they set an engine's rules for a model config; give the model's config.json",
+        )
     opts = TableOptions(
         length, dim, list(param or []), dtype, grid, layer_type, max_bytes, engine, max_model_len, n_ctx
     )

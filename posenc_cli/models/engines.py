@@ -133,6 +133,7 @@ def _hf_reader() -> tuple[Any, Any]:
 class ModelFacts:
     """What checks and engines need of one model: HF's rope parameters and the model's shape."""
 
+    kind: str
     model_type: str
     params: dict[str, Any]
     rope_dict: dict[str, Any]
@@ -152,16 +153,22 @@ def model_facts(config: Any, *, layer_type: str | None = None) -> ModelFacts:
     load_config, read_model_config = _hf_reader()
     raw = load_config(config)
     model = read_model_config(raw)
-    if model.kind != "rope":
-        raise ParameterError(f"{model.model_type} uses {model.kind}; engine rules and ONNX checks cover rope models")
+    from ..encodings import get_kind
+
+    # engines' rules and ONNX checks speak of scaling rules and half-width caches: a kind without them is refused
+    if not {"scaling", "cache", "seq_len"} <= {f.name for f in get_kind(model.kind).param_fields()}:
+        raise ParameterError(
+            f"{model.model_type} uses {model.kind}, which engines' rules and ONNX checks do not cover yet"
+        )
     params = model.params(layer_type)
-    enc = make_encoding("rope", {**params, "length": 1})
+    enc = make_encoding(model.kind, {**params, "length": 1})
     text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
     rope = text.get("rope_scaling") or text.get("rope_parameters") or {}
     heads = text.get("num_attention_heads", text.get("n_head"))
     kv = text.get("num_key_value_heads")
     mp = int(params["length"])
     return ModelFacts(
+        kind=model.kind,
         model_type=model.model_type,
         params={k: v for k, v in params.items() if k != "length"},
         rope_dict=dict(rope) if isinstance(rope, dict) else {},
@@ -260,12 +267,12 @@ def _plain(p: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in p.items() if k in keep}
 
 
-def llamacpp_encoding(params: dict[str, Any]) -> Any:
+def llamacpp_encoding(kind: str, params: dict[str, Any]) -> Any:
     """The tables llama.cpp computes. Today: posenc's own float64 ``rope`` with llama.cpp's rules (above) applied
     as data. THE place where issue 22's exact float32 ggml emulation (``models/llamacpp.py``) plugs in."""
     from ..encodings import make_encoding
 
-    return make_encoding("rope", params)
+    return make_encoding(kind, params)
 
 
 def engine_encoding(
@@ -291,7 +298,7 @@ def engine_encoding(
         seq_len = int(overrides.get("seq_len") or (int(overrides.get("offset", 0)) + n))
     p = engine_params(facts, engine, seq_len=seq_len, max_model_len=max_model_len, n_ctx=n_ctx)
     p = {**p, **{k: v for k, v in overrides.items() if k != "seq_len"}, "length": n}
-    enc = llamacpp_encoding(p) if engine == "llamacpp" else make_encoding("rope", p)
+    enc = llamacpp_encoding(facts.kind, p) if engine == "llamacpp" else make_encoding(facts.kind, p)
     return enc, facts
 
 
@@ -315,7 +322,7 @@ def departures(config: Any, *, layer_type: str | None = None, length: int | None
                                "rules": [{"says": r.says, "source": r.source} for r in rules_for(name, facts.params)]}  # fmt: skip
         notes = []
         for n in lengths:
-            ref = make_encoding("rope", {**engine_params(facts, "hf", seq_len=n), "length": 1})
+            ref = make_encoding(facts.kind, {**engine_params(facts, "hf", seq_len=n), "length": 1})
             try:
                 p = engine_params(
                     facts,
@@ -327,7 +334,7 @@ def departures(config: Any, *, layer_type: str | None = None, length: int | None
             except ParameterError as exc:
                 row["error"] = exc
                 break
-            enc = make_encoding("rope", {**p, "length": 1})
+            enc = make_encoding(facts.kind, {**p, "length": 1})
             w_ref, w = ref.inv_freq(), enc.inv_freq()  # type: ignore[attr-defined]
             s_ref, s = float(ref.attention_scaling), float(enc.attention_scaling)  # type: ignore[attr-defined]
             if w.shape == w_ref.shape and bool(np.all(w == w_ref)) and s == s_ref:

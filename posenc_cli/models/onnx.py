@@ -700,7 +700,7 @@ def _expected(params: dict[str, Any], rows: int, role: str, facts: Any) -> tuple
     p.update(length=rows, dtype="float64", cache="onnx")
     if p.get("scaling") == "longrope":
         p["seq_len"] = facts.original + 1 if role == "long" else facts.original
-    enc = make_encoding("rope", p)
+    enc = make_encoding(facts.kind, p)
     s = float(enc.attention_scaling)  # type: ignore[attr-defined]
     cos, sin = enc.array("cos_cache") / s, enc.array("sin_cache") / s
     return cos, sin, s, float(np.max(enc.inv_freq()))  # type: ignore[attr-defined]
