@@ -211,5 +211,11 @@ def save(model, path: str, external: str | None = None) -> None:
         onnx.save(model, path)
     else:
         onnx.save(
-            model, path, save_as_external_data=True, all_tensors_to_one_file=True, location=external, size_threshold=0
+            model,
+            path,
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=external,
+            size_threshold=0,
+            convert_attribute=True,
         )

@@ -60,9 +60,15 @@ def write(tmp_path: Path, name: str, model, config: dict, external: str | None =
 
 
 def check(tmp_path, name, model, config=YARN_CONFIG, external=None):
+    """(exit code, the verdict and each divergence and match on a line of its own, stderr): from --json, since the
+    report wraps lines at 80 columns."""
     path, cfg = write(tmp_path, name, model, config, external)
-    code, out, err = cli(["check", path, "--against", cfg])
-    return code, out.decode(), err
+    code, out, err = cli(["check", path, "--against", cfg, "--json"])
+    if code == 2:
+        return code, "", err
+    data = json.loads(out)
+    text = "\n".join(["OK" if data["ok"] else "DIVERGES", *data["divergences"], *data["matched"]])
+    return code, text + "\n", err
 
 
 # ----- faithful exports: exit 0 ----------------------------------------------------------------------------

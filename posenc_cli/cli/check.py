@@ -185,12 +185,17 @@ def _onnx_against(texts, against, opts: TableOptions, verbose: bool, json_out: b
     if json_out:
         print_json([r.to_json() for r in results] if len(results) > 1 else results[0].to_json())
     elif quiet < 2:
+        import textwrap
+
+        def say(text: str, first: str) -> None:
+            print(textwrap.fill(text, 80, initial_indent=first, subsequent_indent="    "))
+
         for r in results:
             verdict = "OK" if r.ok else f"{len(r.divergences)} divergence(s)"
-            print(f"{r.label} against {r.against} ({r.engine}): {verdict}")
+            say(f"{r.label} against {r.against} ({r.engine}): {verdict}", "")
             for d in r.divergences:
-                print(f"  DIVERGES {d}")
+                say(d, "  DIVERGES ")
             if verbose or r.ok:
                 for m in r.matched:
-                    print(f"  ok {m}")
+                    say(m, "  ok ")
     return ExitCode.OK if all(r.ok for r in results) else ExitCode.FAILED

@@ -749,8 +749,8 @@ def _check_one(where: str, role: str, cos: np.ndarray, sin: np.ndarray, cache: C
     ratio, row, col, err = _ratio(cos, sin, ecos, esin, s_meas, wmax)
     if ratio <= 1.0:
         matched.append(
-            f"{where} ({rows} rows, {dt}, {cache.cos_from}): equals {engine}'s tables for the config "
-            f"(largest error {err:.2g}, {ratio:.2f} of the tolerance)"
+            f"{where}: equals {engine}'s tables for the config (largest error {err:.2g}, {ratio:.2f} of the "
+            f"tolerance); {rows} rows of {dt} from {cache.cos_from}"
         )
         return
     for why, variant in _hypotheses(expect, facts, cos, role):
