@@ -374,3 +374,14 @@ def test_check_against_an_engine_expects_that_engine_s_tables(tmp_path):
     assert code == 0, out.decode() + err
     code, out, err = cli(["check", path, "--against", f"{cfg}@onnx-genai"])
     assert code == 0, out.decode() + err
+
+
+def test_an_error_beyond_float32_rounding_is_not_waved_through(tmp_path):
+    """The tolerance is the exporter's float32 rounding (|t w| 2**-24, with margin), not more: a faithful cache
+    with one value off by 0.02 at the last position (float32 rounding there: ~5e-4) is a divergence."""
+    cos, sin = yarn_caches()
+    cos = cos.copy()
+    cos[-1, 5] += np.float32(0.02)
+    code, out, _ = check(tmp_path, "nudged", rotary_model({"": (cos, sin)}, num_heads=HEADS, head_size=HEAD))
+    assert code == 1
+    assert "values differ from hf's tables for the config by 0.02 at position 8191, pair 5" in out, out
