@@ -411,9 +411,11 @@ def open_config(
 
         if kind is not None:
             raise ParameterError(f"{param('kind')} cannot apply with an engine: engines' rules cover rope models")
-        enc, _ = engine_encoding(
-            config, engine, length=length, layer_type=layer_type, overrides=given, **dict(engine_options or {})
-        )
+        from .models.engines import resolve_engine
+
+        # the options this engine reads (a comparison's other side may be an engine that reads the others)
+        reads = {k: v for k, v in (engine_options or {}).items() if k in resolve_engine(engine).options}
+        enc, _ = engine_encoding(config, engine, length=length, layer_type=layer_type, overrides=given, **reads)
         check_size(enc.nbytes(), formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, text)
         label = "stdin" if text == "-" else text
         return Source.from_encoding(enc, f"{label}@{engine}")

@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.onnx_models import genai_caches, rotary_model, save, su_mscale  # noqa: E402
+from tests.onnx_models import genai_caches, rotary_model, save, su_mscale
 
 
 def main() -> None:

@@ -106,6 +106,24 @@ def refuse_spec_options_for_files(opts: TableOptions, sources: Sequence[str], *,
             [("--engine", opts.engine), ("--max-model-len", opts.max_model_len), ("--n-ctx", opts.n_ctx)],
             "they set an engine's rules for a model config; give the model's config.json",
         )
+    refuse_unread_engine_options(opts, sources)
+
+
+def refuse_unread_engine_options(opts: TableOptions, sources: Sequence[str]) -> None:
+    """--max-model-len and --n-ctx set one engine's rule each: refused unless a source's engine reads it."""
+    from ..models.engines import ENGINES, resolve_engine
+    from ..sources import is_config, split_engine
+
+    engines = set()
+    for s in sources:
+        if is_config(s):
+            name = split_engine(s)[1] or opts.engine
+            if name is not None:
+                engines.add(resolve_engine(name).name)
+    for flag, key, value in (("--max-model-len", "max_model_len", opts.max_model_len), ("--n-ctx", "n_ctx", opts.n_ctx)):
+        if value is not None and not any(key in ENGINES[e].options for e in engines):
+            users = ", ".join(n for n, e in ENGINES.items() if key in e.options)
+            raise ParameterError(f"{flag} sets a rule of engine {users}; give --engine {users} or CONFIG@{users}")
 
 
 def open_src(
