@@ -207,7 +207,9 @@ def test_kinds_engines_tabulates_departures():
 
 def test_engine_options_apply_to_the_side_whose_engine_reads_them():
     phi = str(CONFIGS / "phi3.json")
-    assert cli(["compare", f"{phi}@vllm", f"{phi}@hf", "--len", "64", "--max-model-len", "4096", "-t", "inv_freq"])[0] == 0
+    assert (
+        cli(["compare", f"{phi}@vllm", f"{phi}@hf", "--len", "64", "--max-model-len", "4096", "-t", "inv_freq"])[0] == 0
+    )
     assert cli(["compare", f"{phi}@vllm", f"{phi}@hf", "--len", "64", "-t", "inv_freq"])[0] == 1
     code, _, err = cli(["compare", f"{phi}@mlx", f"{phi}@hf", "--len", "64", "--n-ctx", "4096"])
     assert code == 2 and "--n-ctx sets a rule of engine llamacpp" in err

@@ -120,7 +120,10 @@ def refuse_unread_engine_options(opts: TableOptions, sources: Sequence[str]) -> 
             name = split_engine(s)[1] or opts.engine
             if name is not None:
                 engines.add(resolve_engine(name).name)
-    for flag, key, value in (("--max-model-len", "max_model_len", opts.max_model_len), ("--n-ctx", "n_ctx", opts.n_ctx)):
+    for flag, key, value in (
+        ("--max-model-len", "max_model_len", opts.max_model_len),
+        ("--n-ctx", "n_ctx", opts.n_ctx),
+    ):
         if value is not None and not any(key in ENGINES[e].options for e in engines):
             users = ", ".join(n for n, e in ENGINES.items() if key in e.options)
             raise ParameterError(f"{flag} sets a rule of engine {users}; give --engine {users} or CONFIG@{users}")
