@@ -104,6 +104,20 @@ def rotary_model(
     elif layout == "concat":
         (cs, ss), (cl, sl) = caches["small"], caches["large"]
         inits += [tensor("cos_cache", np.concatenate([cs, cl])), tensor("sin_cache", np.concatenate([ss, sl]))]
+    elif layout == "concat-node":  # [small; large] joined by a Concat node in the graph
+        (cs, ss), (cl, sl) = caches["small"], caches["large"]
+        inits += [tensor("cos_small", cs), tensor("cos_large", cl), tensor("sin_small", ss), tensor("sin_large", sl)]
+        nodes += [
+            helper.make_node("Concat", ["cos_small", "cos_large"], ["cos_cache"], name="/model/cos/Concat", axis=0),
+            helper.make_node("Concat", ["sin_small", "sin_large"], ["sin_cache"], name="/model/sin/Concat", axis=0),
+        ]
+    elif layout == "cast":  # narrow caches stored, cast to the I/O dtype in the graph
+        cos, sin = caches[""]
+        inits += [tensor("cos_stored", cos), tensor("sin_stored", sin)]
+        nodes += [
+            helper.make_node("Cast", ["cos_stored"], ["cos_cache"], name="/model/cos/Cast", to=_ONNX_TYPES[io_dtype]),
+            helper.make_node("Cast", ["sin_stored"], ["sin_cache"], name="/model/sin/Cast", to=_ONNX_TYPES[io_dtype]),
+        ]
     elif layout == "if":
 
         def branch(name, cos, sin, tag):

@@ -215,3 +215,9 @@ def test_engine_options_apply_to_the_side_whose_engine_reads_them():
     assert code == 2 and "--n-ctx sets a rule of engine llamacpp" in err
     code, _, err = cli(["generate", phi, "--len", "4", "--max-model-len", "9", "-o", "-"])
     assert code == 2 and "--max-model-len" in err
+
+
+def test_the_command_line_lists_the_engines_the_library_has():
+    from posenc_cli.cli._options import ENGINE_NAMES as CLI_NAMES
+
+    assert CLI_NAMES == ENGINE_NAMES

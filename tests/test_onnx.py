@@ -88,7 +88,7 @@ def test_faithful_export_with_external_data_passes(tmp_path):
     assert code == 0, out + err
 
 
-@pytest.mark.parametrize("layout", ["if", "concat"])
+@pytest.mark.parametrize("layout", ["if", "concat", "concat-node"])
 def test_faithful_phi_longrope_export_passes(tmp_path, layout):
     small, large = phi_caches()
     model = rotary_model({"small": small, "large": large}, num_heads=HEADS, head_size=HEAD, layout=layout,
@@ -386,3 +386,22 @@ def test_an_error_beyond_float32_rounding_is_not_waved_through(tmp_path):
     assert code == 1
     assert "values differ from hf's tables for the config by 0.0" in out, out
     assert "at position 8191, pair 5" in out and "not explained" in out, out
+
+
+def test_float16_caches_behind_a_cast_are_named(tmp_path):
+    cos, sin = yarn_caches(io_dtype="float16")
+    model = rotary_model({"": (cos, sin)}, num_heads=HEADS, head_size=HEAD, layout="cast")
+    code, out, _ = check(tmp_path, "cast", model)
+    assert code == 1
+    assert "every value is a float16 number" in out and "cast to float32 by /model/cos/Cast" in out, out
+
+
+def test_concat_node_parts_are_in_the_metadata(tmp_path):
+    from posenc_cli.models.onnx import read_onnx
+
+    small, large = phi_caches()
+    path, _ = write(tmp_path, "c", rotary_model({"small": small, "large": large}, num_heads=HEADS, head_size=HEAD,
+                                               layout="concat-node"), PHI_CONFIG)  # fmt: skip
+    (cache,) = read_onnx(path).caches
+    assert cache.parts == [(ORIG, "initializer cos_small"), (MAXPOS, "initializer cos_large")]
+    assert cache.cos_from == "Concat node /model/cos/Concat"
