@@ -158,15 +158,10 @@ MaxModelLen = Annotated[
         show_default=False,
     ),
 ]
+# declared as issue 22 (GGUF / llama.cpp) declares it, so that the two branches merge into one option
 NCtx = Annotated[
     Optional[int],
-    typer.Option(
-        "--n-ctx",
-        metavar="N",
-        parser=number(low=1, high=2**31 - 1),
-        help="context size the engine runs with",
-        show_default=False,
-    ),
+    typer.Option("--n-ctx", help="context size the engine runs with", show_default=False),
 ]
 EnginesTable = Annotated[
     bool,

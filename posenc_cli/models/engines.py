@@ -201,8 +201,13 @@ def engine_params(
     ``seq_len`` is the sequence length for the per-pass LongRoPE choice (HF, SGLang; default: the table's length),
     ``max_model_len`` vLLM's (default: the model's max_position_embeddings, as vLLM derives it), ``n_ctx``
     llama.cpp's context size (required for LongRoPE)."""
+    from ..errors import check_int
+
     p = dict(facts.params)
     e = resolve_engine(engine)
+    for opt, value in (("max_model_len", max_model_len), ("n_ctx", n_ctx)):
+        if value is not None:
+            check_int(opt, value, 1, 2**31 - 1)
     for opt, value in (("max_model_len", max_model_len), ("n_ctx", n_ctx)):
         if value is not None and opt not in e.options:
             users = [n for n, x in ENGINES.items() if opt in x.options]
