@@ -405,3 +405,17 @@ def test_concat_node_parts_are_in_the_metadata(tmp_path):
     (cache,) = read_onnx(path).caches
     assert cache.parts == [(ORIG, "initializer cos_small"), (MAXPOS, "initializer cos_large")]
     assert cache.cos_from == "Concat node /model/cos/Concat"
+
+
+@pytest.mark.parametrize("interleaved,code", [(1, 0), (0, 1)])
+def test_interleaved_model_needs_interleaved_nodes(tmp_path, interleaved, code):
+    """Cohere rotates pairs (2k, 2k + 1) (transformers' CohereRotaryEmbedding repeat_interleave): an export must
+    set interleaved=1; the caches themselves are the same half-width tables."""
+    cfg = {"model_type": "cohere", "hidden_size": HEAD * HEADS, "num_attention_heads": HEADS,
+           "max_position_embeddings": 4096, "rope_theta": THETA}  # fmt: skip
+    model = rotary_model({"": genai_caches(HEAD, THETA, 4096)}, num_heads=HEADS, head_size=HEAD, op="onnx",
+                         interleaved=interleaved)  # fmt: skip
+    got, out, _ = check(tmp_path, f"cohere{interleaved}", model, cfg)
+    assert got == code, out
+    if code:
+        assert "interleaved=0 rotates rotate_half pairs (j, j + r/2), but cohere uses layout interleaved" in out

@@ -75,7 +75,12 @@ def run(
             "they apply to a model config",
         )  # fmt: skip
     if all_layer_types:
-        refuse([("--engine", engine)], "--all-layer-types writes HF's tables of every attention type")
+        from ..sources import split_engine
+
+        refuse(
+            [("--engine", engine or split_engine(text)[1]), ("--max-model-len", max_model_len), ("--n-ctx", n_ctx)],
+            "--all-layer-types writes HF's tables of every attention type",
+        )
     if all_layer_types:
         return _all_layer_types(text, kind, opts, output, format, force, tensor, precision, json_out, quiet)
     if _is_onnx(text):

@@ -31,6 +31,15 @@ def run(
         if hf_config is not None:
             raise ParameterError(f"the model config is given twice: {kind} and --hf-config {hf_config}")
         kind, hf_config = None, kind
+    if hf_config is not None and hf_config != "-":
+        from ..sources import split_engine
+
+        hf_config, engine = split_engine(hf_config)
+        if engine is not None:
+            raise ParameterError(
+                f"kinds says what {hf_config} sets; for where engine {engine} departs from it, use "
+                f"posenc kinds {hf_config} --engines"
+            )
     if hf_config is None and (engines or max_model_len is not None or n_ctx is not None):
         raise ParameterError("--engines, --max-model-len and --n-ctx apply to a model config; give its config.json")
     if hf_config is not None and engines:
