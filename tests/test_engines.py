@@ -221,3 +221,16 @@ def test_the_command_line_lists_the_engines_the_library_has():
     from posenc_cli.cli._options import ENGINE_NAMES as CLI_NAMES
 
     assert CLI_NAMES == ENGINE_NAMES
+
+
+def test_yarn_mscale_alone_per_engine(tmp_path):
+    """``mscale`` without ``mscale_all_dim``: HF ignores it (0.1 ln f + 1), mlx multiplies the log term by it,
+    onnxruntime-genai takes it as the multiplier itself (base.py make_mscale)."""
+    cfg = json.loads((CONFIGS / "gpt_oss.json").read_text())
+    cfg["rope_scaling"]["mscale"] = 0.707
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    f = 32.0
+    want = {"hf": 0.1 * math.log(f) + 1, "mlx": 0.1 * 0.707 * math.log(f) + 1, "onnx-genai": 0.707,
+            "vllm": 0.1 * math.log(f) + 1}  # fmt: skip
+    for engine, s in want.items():
+        assert _inv_freq(engine, tmp_path / "config.json")[1] == pytest.approx(s, rel=1e-12), engine
