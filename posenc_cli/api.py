@@ -70,25 +70,33 @@ def from_config(
     *,
     kind: str | None = None,
     layer_type: str | None = None,
+    read_as: str | None = None,
     **params: Any,
 ) -> Encoding:
     """The tables a model uses, from its config.json (a path, a model directory, ``"-"`` or a dict).
 
     ``params`` override what the config says (e.g. ``length=4096``, ``dtype="float64"``); ``layer_type`` picks
-    one attention type of a per-layer config (e.g. ``"sliding_attention"``).
+    one attention type of a per-layer config (e.g. ``"sliding_attention"``); ``read_as`` (e.g. ``"llama"``)
+    reads a config whose keys posenc does not all know with that family's rules (otherwise refused). The
+    Encoding carries parameters only: open the config with :func:`open_table` to keep the assumption in the
+    metadata.
     """
-    from .encodings import from_model_config, make_encoding
+    from .encodings import make_encoding
+    from .models.readers import from_model_config
 
     data = load_config(config)
     length = params.pop("length", params.pop("len", None))
-    name, cfg_params, _warnings = from_model_config(data, kind=kind, length=length, layer_type=layer_type)
+    hints = {k: params[k] for k in ("offset", "seq_len") if isinstance(params.get(k), int)}
+    name, cfg_params, _warnings, _notes = from_model_config(
+        data, kind=kind, length=length, layer_type=layer_type, read_as=read_as, **hints
+    )
     return make_encoding(name, {**cfg_params, **params})
 
 
 def load_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
     """A config.json as a dict: a path, a directory holding config.json, ``"-"`` (stdin) or a dict; refused by
     size before parsing, and on bad UTF-8, bad JSON, deep nesting or a non-object (one-line errors)."""
-    from .encodings.model_config import load_config as load
+    from .models.config_file import load_config as load
 
     return load(config)
 
@@ -707,15 +715,20 @@ def identify(table: TableLike, *, tensor: str | list[str] | tuple[str, ...] | No
 
 
 def from_config_layers(
-    config: str | os.PathLike[str] | Mapping[str, Any], *, kind: str | None = None, **params: Any
+    config: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    kind: str | None = None,
+    read_as: str | None = None,
+    **params: Any,
 ) -> tuple[dict[str, Encoding], list[str]]:
     """One encoding per attention type of a model's config (``{"full_attention": ..., ...}``) and the types that
     apply no position encoding (NoPE); ``params`` override what the config says in every type."""
-    from .encodings import make_encoding, model_config_layers
+    from .encodings import make_encoding
+    from .models.readers import model_config_layers
 
     data = load_config(config)
     length = params.pop("length", params.pop("len", None))
-    layers = model_config_layers(data, kind=kind, length=length)
+    layers = model_config_layers(data, kind=kind, length=length, read_as=read_as)
     built = {lt: make_encoding(k, {**p, **params}) for lt, v in layers.items() if v is not None for k, p in [v]}
     return built, [lt for lt, v in layers.items() if v is None]
 

@@ -23,12 +23,13 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 
-_MARK = re.compile("\x02([A-Za-z_][A-Za-z0-9_]*)\x03")
+_MARK = re.compile("\x02([A-Za-z_][A-Za-z0-9_]*)\x03( (?=[-+0-9'\"\\[(]|True\\b|False\\b|None\\b|nan\\b|inf\\b))?")
 
 
 def param(name: str) -> str:
-    """A reference to the parameter ``name`` inside an error message: rendered ``name=`` for Python callers and
-    as the option that sets it (``--len`` for ``length``) on the command line."""
+    """A reference to the parameter ``name`` inside an error message: spelled as the option that sets it on the
+    command line (``--len 0``, ``pass --force``), and for Python callers as the keyword, joined to a value that
+    follows it (``length=0``, ``pass force``)."""
     return f"\x02{name}\x03"
 
 
@@ -40,9 +41,11 @@ def render_params(text: str, spell: Callable[[str], str | None] | None = None) -
     """``text`` with each :func:`param` reference spelled by ``spell(name)`` (None: the Python spelling)."""
 
     def one(m: re.Match[str]) -> str:
-        name = m.group(1)
+        name, value_follows = m.group(1), m.group(2) is not None
         spelled = spell(name) if spell is not None else None
-        return spelled if spelled is not None else f"{name}="
+        if spelled is not None:
+            return spelled + (" " if value_follows else "")
+        return f"{name}=" if value_follows else name
 
     return _MARK.sub(one, text)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from .encodings.base import Encoding, display_name, format_value
 from .errors import PosencError
+from .models.readers import config_kinds
 
 
 def tensor_names(cls: type[Encoding]) -> list[str]:
@@ -42,5 +43,5 @@ def kind_info(cls: type[Encoding]) -> dict[str, Any]:
         "roles": dict(cls.ROLES),
         "properties": {name: ("required" if required else "reported") for name, required in cls.PROPERTIES.items()},
         "views": list(cls.VIEWS),
-        "reads_model_config": cls.reads_model_config(),
+        "reads_model_config": cls.KIND in config_kinds(),
     }

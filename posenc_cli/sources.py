@@ -289,6 +289,7 @@ def open_source(
     defaults: Mapping[str, Any] | None = None,
     layer_type: str | None = None,
     kind: str | None = None,
+    read_as: str | None = None,
     engine: str | None = None,
     engine_options: Mapping[str, Any] | None = None,
 ) -> Source:
@@ -300,7 +301,8 @@ def open_source(
     the length and dim) fill in only what nobody gave.
 
     A model config (:func:`is_config`) is a source too: the tables the model uses (:func:`open_config`), with
-    ``layer_type`` one attention type of a per-layer config and ``kind`` a kind that reads configs."""
+    ``layer_type`` one attention type of a per-layer config, ``kind`` a kind that reads configs and ``read_as``
+    the family whose rules read it although posenc does not know a key of it."""
     from . import formats
 
     limit = formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
@@ -308,6 +310,11 @@ def open_source(
     if layer_type is not None and not is_config(text):
         raise ParameterError(
             f"{param('layer_type')} {layer_type} applies to a model config, and {text} is not one; drop it or "
+            "give the model's config.json"
+        )
+    if read_as is not None and not is_config(text):
+        raise ParameterError(
+            f"{param('read_as')} {read_as} applies to a model config, and {text} is not one; drop it or "
             "give the model's config.json"
         )
     if is_config(text):
@@ -318,6 +325,7 @@ def open_source(
             layer_type=layer_type,
             like=like,
             max_bytes=limit,
+            read_as=read_as,
             engine=engine,
             engine_options=engine_options,
         )
@@ -343,9 +351,18 @@ def open_source(
             f"parameters apply to specs, but {text} is a file; drop them or use a spec like KIND:key=value"
         )
     if text.lower().endswith(".onnx"):  # an ONNX model: the rotary caches stored in it
-        from .models.onnx import open_onnx
+        from . import __version__
+        from .models.onnx import read_onnx
 
-        return open_onnx(text, max_bytes=limit)
+        tensors, meta = read_onnx(text, max_bytes=limit).tables(GROUPS_KEY)
+        meta = {"posenc_version": __version__, **meta}
+        return Source(
+            text,
+            dict(tensors),
+            meta,
+            lazy={k: formats.ArrayTensor(k, v) for k, v in tensors.items()},
+            groups=_read_groups(text, dict(tensors), meta),
+        )
     table = formats.read_table(text, max_bytes=limit)
     if max_bytes is not None:  # asked for: memory-mapped files too
         check_size(sum(int(a.nbytes) for a in table.tensors.values()), max_bytes, text, built=False)
@@ -370,6 +387,7 @@ def open_config(
     layer_type: str | None = None,
     like: Source | None = None,
     max_bytes: int | None = None,
+    read_as: str | None = None,
     engine: str | None = None,
     engine_options: Mapping[str, Any] | None = None,
 ) -> Source:
@@ -380,10 +398,11 @@ def open_config(
 
     ``layers`` (the user's parameters) override what the config says, except the head dim, which the config
     sets (``dim=`` through ``params`` still overrides it, naming the change). ``like`` gives the length when
-    nobody did: the rows of the table it is compared with."""
+    nobody did: the rows of the table it is compared with. ``read_as`` reads the config with that family's rules
+    although posenc does not know a key of it; the source's metadata then records the assumption."""
     from . import formats
-    from .encodings import from_model_config
-    from .encodings.model_config import load_config
+    from .models.config_file import load_config
+    from .models.readers import from_model_config
 
     given = merge_given(layers)
     for label, values in layers:
@@ -409,8 +428,9 @@ def open_config(
     if engine is not None:
         from .models.engines import engine_encoding
 
-        if kind is not None:
-            raise ParameterError(f"{param('kind')} cannot apply with an engine: engines' rules cover rope models")
+        if kind is not None or read_as is not None:
+            what = param("kind") if kind is not None else param("read_as")
+            raise ParameterError(f"{what} cannot apply with an engine: engines' rules read the config as HF does")
         from .models.engines import resolve_engine
 
         # the options this engine reads (a comparison's other side may be an engine that reads the others)
@@ -419,14 +439,28 @@ def open_config(
         check_size(enc.nbytes(), formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, text)
         label = "stdin" if text == "-" else text
         return Source.from_encoding(enc, f"{label}@{engine}")
-    name, cfg, warnings = from_model_config(config, kind=kind, length=length, layer_type=layer_type)
+    name, cfg, warnings, notes = from_model_config(
+        config, kind=kind, length=length, layer_type=layer_type, read_as=read_as, **_position_hints(given)
+    )
     if length is not None:
         cfg["length"] = length
     enc = make_encoding(name, {**cfg, **given})
     check_size(enc.nbytes(), formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, text)
     src = Source.from_encoding(enc, "stdin" if text == "-" else text)
+    src.metadata.update(notes)  # what the reading assumed (hf_read_as), written with the table
     src.warnings = list(warnings)
     return src
+
+
+def _position_hints(given: dict[str, Any]) -> dict[str, int]:
+    """The user's ``offset`` and ``seq_len`` as ints, for readers whose parameters depend on the sequence length
+    (a value that is no integer is left to the kind's own check, which names it)."""
+    out = {}
+    for key in ("offset", "seq_len"):
+        text = str(given.get(key, "")).strip()
+        if text.lstrip("+-").isdigit():
+            out[key] = int(text)
+    return out
 
 
 def _read_groups(label: str, tensors: dict[str, Any], metadata: dict[str, str]) -> dict[str, Source]:

@@ -294,7 +294,7 @@ FAMILIES_BEGIN, FAMILIES_END = "<!-- families:begin -->", "<!-- families:end -->
 
 def families_reference() -> str:
     """The model families --hf-config reads, from the reader's own table (and the configs the tests use)."""
-    from posenc_cli.encodings.rope.hf_config import FAMILIES, WRAPPERS
+    from posenc_cli.models.hf_config import COMMON_TOP, FAMILIES, WRAPPERS
 
     configs = {p.stem: p for p in sorted((ROOT / "tests" / "data" / "configs").glob("*.json"))}
     out = [
@@ -302,16 +302,19 @@ def families_reference() -> str:
         "",
         "_Generated from the reader's family table by `tests/test_docs.py`._",
         "",
-        "| model_type | kind, layout | per-layer types | follows | try it |",
-        "| --- | --- | --- | --- | --- |",
+        "| model_type | kind, layout | per-layer types | keys of its own | follows | try it |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for name, fam in FAMILIES.items():
         names = [name] + [wrapper for wrapper, text in WRAPPERS.items() if text == name]
         layers = "NoPE: " + ", ".join(fam.nope) if fam.nope else ("yes" if fam.layers else "-")
         example = next((configs[n] for n in names if n in configs), None)
         cmd = f"`posenc kinds --hf-config {example.relative_to(ROOT)}`" if example else "-"
+        own = sorted((fam.known_top() - set(COMMON_TOP)) | set(fam.rope_keys))
+        keys = ", ".join(f"`{k}`" for k in own) or "-"
+        layout = fam.layout if fam.kind == "rope" else f"{fam.layout}, sections {fam.mrope_sections}"
         out.append(
-            f"| {', '.join(f'`{n}`' for n in names)} | {fam.kind}, {fam.layout} | {cell(layers)} | "
+            f"| {', '.join(f'`{n}`' for n in names)} | {fam.kind}, {layout} | {cell(layers)} | {keys} | "
             f"{cell(fam.reference)} | {cmd} |"
         )
     out += ["", FAMILIES_END]

@@ -328,7 +328,7 @@ def test_real_encoding_tensors_stream_to_every_format(tmp_path, small_blocks):
     "fmt, tensors, metadata, fragment",
     [
         ("npy", {"pe": np.zeros(3, BF16)}, {}, "bfloat16 cannot be stored in .npy"),
-        ("npz", {"pe": np.zeros(3, BF16)}, {}, "write .safetensors or pass dtype= float32"),
+        ("npz", {"pe": np.zeros(3, BF16)}, {}, "write .safetensors or pass dtype float32"),
         ("safetensors", {"__metadata__": np.zeros(3)}, {}, "'__metadata__'"),
         ("npz", {"__metadata__": np.zeros(3)}, {}, "'__metadata__'"),
         ("safetensors", {"pe": np.zeros(3)}, {"length": 7}, "not a string"),
@@ -376,7 +376,7 @@ def test_existing_target_is_not_clobbered_without_force(tmp_path, fmt):
     path.write_bytes(b"precious")
     with pytest.raises(OutputError) as exc:
         write_table(str(path), lazy(pe=np.ones((3, 2))), {}, fmt)
-    assert str(exc.value) == f"{path} exists; pass force= to overwrite"
+    assert str(exc.value) == f"{path} exists; pass force to overwrite"
     assert path.read_bytes() == b"precious" and no_temp_files(tmp_path)
     write_table(str(path), lazy(pe=np.ones((3, 2))), {}, fmt, force=True)
     assert same_bits(read_table(str(path)).tensors["pe"], np.ones((3, 2)))
@@ -580,7 +580,7 @@ def test_stdin_pipe_npy_and_safetensors(tmp_path):
     [
         (lambda npy: npy[:-5], DEFAULT_MAX_BYTES, "InputError: <stdin>: truncated"),
         (lambda npy: npy[:30], DEFAULT_MAX_BYTES, "InputError: <stdin>: truncated"),
-        (lambda npy: npy, 1000, "over the 1000 B limit; pass a larger max_bytes= to raise the limit"),
+        (lambda npy: npy, 1000, "over the 1000 B limit; pass a larger max_bytes to raise the limit"),
         (lambda npy: b"", DEFAULT_MAX_BYTES, "InputError: <stdin>: no data"),
         (lambda npy: b"hello world, not a table", DEFAULT_MAX_BYTES, "InputError: <stdin>: not a .npy"),
         (lambda npy: npy + b"extra", DEFAULT_MAX_BYTES, "InputError: <stdin>: unexpected data after the array"),

@@ -153,12 +153,12 @@ def test_length_derived_or_checked():
     assert make_encoding("sinusoidal-2d", {"grid": "8x12", "dim": 16, "cls_token": True}).length == 97
     assert make_encoding("sinusoidal-3d", {"grid": "2x3x4", "dim": 6}).length == 24
     with pytest.raises(
-        ParameterError, match=r"length= 96 does not match grid 8x12 = 96 cells \+ 1 \[CLS\] row = 97 rows"
+        ParameterError, match=r"length=96 does not match grid 8x12 = 96 cells \+ 1 \[CLS\] row = 97 rows"
     ):
         make_encoding("sinusoidal-2d", {"grid": "8x12", "dim": 16, "length": 96, "cls_token": True})
     with pytest.raises(
         ParameterError,
-        match=r"length= 100 does not match grid 8x12 = 96 cells = 96 rows; omit length= or pass length= 96",
+        match=r"length=100 does not match grid 8x12 = 96 cells = 96 rows; omit length or pass length=96",
     ):
         make_encoding("sinusoidal-2d", {"grid": "8x12", "dim": 16, "length": 100})
 
@@ -188,7 +188,7 @@ def test_cls_row_is_zero():
         (
             "sinusoidal-2d",
             {"grid": "14x14", "dim": 66},
-            r"channels=exact needs dim divisible by 4 .* got dim=66; pass dim= 68 or channels=ceil",
+            r"channels=exact needs dim divisible by 4 .* got dim=66; pass dim=68 or channels=ceil",
         ),
         (
             "sinusoidal-2d",
@@ -200,9 +200,9 @@ def test_cls_row_is_zero():
         (
             "sinusoidal-3d",
             {"grid": "2x2x2", "dim": 8, "channels": "exact"},
-            r"needs dim divisible by 6 .* pass dim= 12",
+            r"needs dim divisible by 6 .* pass dim=12",
         ),
-        ("sinusoidal-2d", {"grid": "4x4"}, r"needs dim: pass dim= 128, say"),
+        ("sinusoidal-2d", {"grid": "4x4"}, r"needs dim: pass dim=128, say"),
         (
             "sinusoidal-2d",
             {"grid": "4x4", "dim": 8, "layout": "zigzag"},

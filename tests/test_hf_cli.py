@@ -59,7 +59,7 @@ def test_layer_type_selects_the_tables_and_missing_lists_the_choices(tmp_path):
         bases[lt] = float(table.metadata["base"])
     assert bases == {"full_attention": 1_000_000.0, "sliding_attention": 10_000.0}  # Gemma 3's two bases
     code, _, err = cli(["generate", "--hf-config", cfg, "--layer-type", "global", "--len", "8", "-o", "-"])
-    assert code == 2 and "unknown layer_type 'global'" in err and "sliding_attention" in err
+    assert code == 2 and "unknown --layer-type 'global'" in err and "sliding_attention" in err
 
 
 def test_all_layer_types_writes_one_table_per_type_and_check_reads_each(tmp_path):

@@ -140,7 +140,9 @@ def kind_literals(path: Path) -> list[tuple[int, str]]:
 def test_no_module_outside_encodings_names_a_kind():
     offenders = []
     for path in sorted((ROOT / "posenc_cli").rglob("*.py")):
-        if "encodings" in path.relative_to(ROOT / "posenc_cli").parts:
+        # models/ turns a model's own description into kind specs (STYLE.md), so its readers name the kinds
+        # they build; every other module learns kinds from the registry
+        if {"encodings", "models"} & set(path.relative_to(ROOT / "posenc_cli").parts):
             continue
         offenders += [f"{path.relative_to(ROOT)}:{line}: {value!r}" for line, value in kind_literals(path)]
     assert not offenders, "kind names outside encodings/:\n" + "\n".join(offenders)

@@ -414,7 +414,7 @@ CASES = [
             {"pe.npy": npy("{'descr': '<f8', 'fortran_order': False, 'shape': (1048576,), }", bytes(8 << 20))},
             zipfile.ZIP_DEFLATED,
         ),
-        "member 'pe.npy' is 8.0 MiB, over the 1.0 MiB limit; pass a larger max_bytes=",
+        "member 'pe.npy' is 8.0 MiB, over the 1.0 MiB limit; pass a larger max_bytes",
         max_bytes=1 << 20,
     ),
     Case(

@@ -43,7 +43,7 @@ def test_binary_wide_and_offset():
 
 def test_binary_refuses_positions_beyond_dim_bits():
     with pytest.raises(
-        ParameterError, match=r"dim=4 holds positions below 16, but the last position is 16; pass dim= 5 or more"
+        ParameterError, match=r"dim=4 holds positions below 16, but the last position is 16; pass dim=5 or more"
     ):
         make_encoding("binary", {"length": 17, "dim": 4})
 
@@ -66,7 +66,7 @@ def test_normalized_values():
 
 @pytest.mark.parametrize("kind", ["index", "normalized", "binary"])
 def test_needs_dim_and_rejects_negative_offset(kind):
-    with pytest.raises(ParameterError, match=r"needs dim: pass dim= 128, say"):
+    with pytest.raises(ParameterError, match=r"needs dim: pass dim=128, say"):
         make_encoding(kind, {"length": 4})
     with pytest.raises(ParameterError, match=r"offset=-1 is out of range"):
         make_encoding(kind, {"length": 4, "dim": 4, "offset": -1})

@@ -388,7 +388,7 @@ def test_an_existing_picture_is_refused_without_force_and_replaced_with_it(mpl, 
     out.write_bytes(b"old picture")
     with pytest.raises(OutputError) as err:
         plot("heatmap", [source("sinusoidal", length=8, dim=4)], out)
-    assert str(err.value) == f"{out} exists; pass force= to overwrite"
+    assert str(err.value) == f"{out} exists; pass force to overwrite"
     assert out.read_bytes() == b"old picture" and sorted(os.listdir(tmp_path)) == ["pe.png"]
     result = plot("heatmap", [source("sinusoidal", length=8, dim=4)], out, force=True)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and result.path == str(out)
@@ -433,45 +433,45 @@ def test_plot_result_summary_has_the_wrote_shape(mpl, tmp_path):
 @pytest.mark.parametrize(
     ("view", "spec", "kwargs", "message"),
     [
-        ("heatmap", "sinusoidal", {"dpi": 0}, "dpi= 0 is out of range; pass an integer from 1 to 32768"),
-        ("heatmap", "sinusoidal", {"dpi": 2.5}, "dpi= 2.5 is not an integer; pass an integer from 1 to 32768"),
+        ("heatmap", "sinusoidal", {"dpi": 0}, "dpi=0 is out of range; pass an integer from 1 to 32768"),
+        ("heatmap", "sinusoidal", {"dpi": 2.5}, "dpi=2.5 is not an integer; pass an integer from 1 to 32768"),
         (
             "heatmap",
             "sinusoidal",
             {"dpi": 100000},
-            "dpi= 100000 is out of range; pass an integer from 1 to 32768",
+            "dpi=100000 is out of range; pass an integer from 1 to 32768",
         ),
         (
             "heatmap",
             "sinusoidal",
             {"dpi": 5000},
-            "dpi= 5000 makes a 28000 x 25000 px picture, above the 32768 px a side and 67108864 px in all a "
-            "picture may have; pass dpi= 1548 or less, or a smaller size=",
+            "dpi=5000 makes a 28000 x 25000 px picture, above the 32768 px a side and 67108864 px in all a "
+            "picture may have; pass dpi=1548 or less, or a smaller size",
         ),
-        ("heatmap", "sinusoidal", {"size": (0, 5)}, "size= 0.0 is out of range; pass a finite number > 0 and <= 50"),
-        ("heatmap", "sinusoidal", {"size": (8, float("inf"))}, "size= inf is out of range; pass a finite number > 0"),
-        ("heatmap", "sinusoidal", {"size": (8, float("nan"))}, "size= nan is out of range"),
-        ("heatmap", "sinusoidal", {"size": (-8, 5)}, "size= -8.0 is out of range"),
-        ("heatmap", "sinusoidal", {"size": (51, 5)}, "size= 51.0 is out of range; pass a finite number > 0 and <= 50"),
-        ("heatmap", "sinusoidal", {"size": (8,)}, "size= (8,) is not (width, height) in inches"),
-        ("circle", "sinusoidal", {"pair": -1}, "pair= -1 is out of range; pass an integer >= 0"),
-        ("circle", "sinusoidal", {"pair": 2}, "pair= 2 is outside sinusoidal's 2 frequency pairs; pass 0 <= pair <= 1"),
-        ("circle", "rope", {"pair": 2}, "pair= 2 is outside rope's 2 frequency pairs; pass 0 <= pair <= 1"),
-        ("circle", "rope", {"positions": 0}, "positions= 0 is out of range; pass an integer from 1 to 4096"),
-        ("circle", "rope", {"positions": 5000}, "positions= 5000 is out of range; pass an integer from 1 to 4096"),
-        ("circle", "rope", {"positions": 17}, "positions= 17 asks for more positions than the 16 rows shown"),
-        ("dot", "sinusoidal", {"max_offset": -3}, "max_offset= -3 is out of range; pass an integer from 1 to 4095"),
-        ("dot", "sinusoidal", {"max_offset": 0}, "max_offset= 0 is out of range"),
-        ("dot", "sinusoidal", {"starts": [-1]}, "starts= -1 is out of range; pass an integer >= 0"),
+        ("heatmap", "sinusoidal", {"size": (0, 5)}, "size=0.0 is out of range; pass a finite number > 0 and <= 50"),
+        ("heatmap", "sinusoidal", {"size": (8, float("inf"))}, "size=inf is out of range; pass a finite number > 0"),
+        ("heatmap", "sinusoidal", {"size": (8, float("nan"))}, "size=nan is out of range"),
+        ("heatmap", "sinusoidal", {"size": (-8, 5)}, "size=-8.0 is out of range"),
+        ("heatmap", "sinusoidal", {"size": (51, 5)}, "size=51.0 is out of range; pass a finite number > 0 and <= 50"),
+        ("heatmap", "sinusoidal", {"size": (8,)}, "size=(8,) is not (width, height) in inches"),
+        ("circle", "sinusoidal", {"pair": -1}, "pair=-1 is out of range; pass an integer >= 0"),
+        ("circle", "sinusoidal", {"pair": 2}, "pair=2 is outside sinusoidal's 2 frequency pairs; pass 0 <= pair <= 1"),
+        ("circle", "rope", {"pair": 2}, "pair=2 is outside rope's 2 frequency pairs; pass 0 <= pair <= 1"),
+        ("circle", "rope", {"positions": 0}, "positions=0 is out of range; pass an integer from 1 to 4096"),
+        ("circle", "rope", {"positions": 5000}, "positions=5000 is out of range; pass an integer from 1 to 4096"),
+        ("circle", "rope", {"positions": 17}, "positions=17 asks for more positions than the 16 rows shown"),
+        ("dot", "sinusoidal", {"max_offset": -3}, "max_offset=-3 is out of range; pass an integer from 1 to 4095"),
+        ("dot", "sinusoidal", {"max_offset": 0}, "max_offset=0 is out of range"),
+        ("dot", "sinusoidal", {"starts": [-1]}, "starts=-1 is out of range; pass an integer >= 0"),
         (
             "dot",
             "sinusoidal",
             {"starts": [3, 16]},
-            "starts= holds 16, outside sinusoidal's rows; pass rows t with 0 <= t <= 15",
+            "starts holds 16, outside sinusoidal's rows; pass rows t with 0 <= t <= 15",
         ),
-        ("dot", "sinusoidal", {"starts": []}, "starts= [] names no row"),
-        ("bias", "alibi", {"head": 4}, "head= 4 is outside alibi's 4 heads; pass 0 <= head <= 3"),
-        ("bias", "alibi", {"head": -1}, "head= -1 is out of range; pass an integer >= 0"),
+        ("dot", "sinusoidal", {"starts": []}, "starts=[] names no row"),
+        ("bias", "alibi", {"head": 4}, "head=4 is outside alibi's 4 heads; pass 0 <= head <= 3"),
+        ("bias", "alibi", {"head": -1}, "head=-1 is out of range; pass an integer >= 0"),
         ("heatmap", "sinusoidal", {"max_bytes": 1000}, "a 560 x 500 px picture needs 1.1 MiB of raster, above"),
     ],
 )
@@ -485,7 +485,7 @@ def test_bad_numbers_are_refused_by_name_before_anything_is_written(mpl, tmp_pat
 def test_max_bytes_bounds_the_raster_exactly(mpl, tmp_path):
     """A 560 x 500 px heatmap needs 560 * 500 * 4 bytes of RGBA: that limit draws it, one byte less refuses it."""
     src = [source("sinusoidal", length=16, dim=4)]
-    with pytest.raises(ParameterError, match=r"pass max_bytes= 1120000$"):
+    with pytest.raises(ParameterError, match=r"pass max_bytes=1120000$"):
         plot("heatmap", src, tmp_path / "x.png", max_bytes=560 * 500 * 4 - 1)
     assert plot("heatmap", src, tmp_path / "x.png", max_bytes=560 * 500 * 4).size == (560, 500)
 
@@ -511,5 +511,5 @@ def test_the_dpi_a_refusal_suggests_is_the_largest_that_fits():
 
     _check_raster((5.6, 5.0), 1548, 1 << 40)  # 8669 x 7740 = 67098060 px <= 2**26: accepted
     assert round(5.6 * 1549) * round(5.0 * 1549) > MAX_PIXELS
-    with pytest.raises(ParameterError, match=r"pass dpi= 1548 or less"):
+    with pytest.raises(ParameterError, match=r"pass dpi=1548 or less"):
         _check_raster((5.6, 5.0), 1549, 1 << 40)

@@ -115,7 +115,7 @@ def test_alibi_head_blocks_and_toeplitz(heads, length, causal, data):
 
 
 def test_alibi_needs_heads():
-    with pytest.raises(ParameterError, match=r"needs dim: pass dim= 128, say"):
+    with pytest.raises(ParameterError, match=r"needs dim: pass dim=128, say"):
         make_encoding("alibi", {"length": 8})
     with pytest.raises(ParameterError, match=r"max_bias=0.0 is out of range"):
         make_encoding("alibi", {"length": 8, "dim": 8, "max_bias": 0})
@@ -212,7 +212,7 @@ def test_integer_tables_refuse_a_float_dtype_and_record_int64(kind, tensor):
         make_encoding(kind, {"length": 5, "dtype": "float16"})
     assert (
         str(err.value)
-        == f"{kind}'s tensor {tensor!r} holds int64 integers; dtype= float16 cannot apply to it: drop dtype="
+        == f"{kind}'s tensor {tensor!r} holds int64 integers; dtype float16 cannot apply to it: drop dtype"
     )
     enc = make_encoding(kind, {"length": 5})
     assert enc.tensor_specs()[tensor].dtype == np.dtype("int64") and enc.array().dtype == np.int64

@@ -20,8 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc_cli.encodings import make_encoding
-from posenc_cli.encodings.rope import Rope, XPos, params_from_hf_config
+from posenc_cli.encodings.rope import Rope, XPos
 from posenc_cli.errors import ParameterError
+from posenc_cli.models.hf_config import params_from_hf_config
 
 #: transformers' own YaRN (and every other rule) in float64: tools/golden/make_hf_scaling_golden.py
 HF_SCALING = json.loads((Path(__file__).parent / "data" / "golden" / "hf_scaling.json").read_text())["cases"]
@@ -521,7 +522,7 @@ def test_hf_per_layer_rope_parameters():
     cfg = {"hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128, "max_position_embeddings": 8192,
            "rope_parameters": {"full_attention": {"rope_type": "proportional", "rope_theta": 1e6, "partial_rotary_factor": 0.25},
                                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}}  # fmt: skip
-    with pytest.raises(ParameterError, match=r"pass layer_type=, one of: full_attention, sliding_attention"):
+    with pytest.raises(ParameterError, match=r"pass layer_type, one of: full_attention, sliding_attention"):
         params_from_hf_config(cfg, 8)
     assert_freqs(build(cfg, layer_type="full_attention"), ref_proportional(1e6, 128, 0.25))
     assert_freqs(build(cfg, layer_type="sliding_attention"), ref_default(10000.0, 128))

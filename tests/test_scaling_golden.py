@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from posenc_cli.encodings import make_encoding
-from posenc_cli.encodings.rope.hf_config import read_model_config
+from posenc_cli.models.hf_config import read_model_config
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "golden" / "hf_scaling.json").read_text())
 CASES = GOLDEN["cases"]

@@ -316,9 +316,9 @@ def test_bad_parameters_name_the_value_and_the_fix(params, message):
 
 
 def test_missing_dim_and_len():
-    with pytest.raises(ParameterError, match=r"^sinusoidal needs dim: pass dim= 128, say$"):
+    with pytest.raises(ParameterError, match=r"^sinusoidal needs dim: pass dim=128, say$"):
         make_encoding("sinusoidal", {"length": 8})
-    with pytest.raises(ParameterError, match=r"^sinusoidal needs length: pass length= 512, say$"):
+    with pytest.raises(ParameterError, match=r"^sinusoidal needs length: pass length=512, say$"):
         make_encoding("sinusoidal", {"dim": 8})
 
 

@@ -22,7 +22,7 @@
 #                                                        tests/test_check_thresholds.py test_checks.py
 #     encodings   posenc_cli/encodings/*.py, rope/core.py, rope/xpos.py, rope/mrope.py
 #                                                        tests/test_sinusoidal.py test_rope.py test_grid.py ...
-#     plumbing    encodings/base.py, model_config.py, __init__.py (parameters, metadata, configs)
+#     plumbing    encodings/base.py, models/config_file.py, __init__.py (parameters, metadata, configs)
 #                                                        the encodings tests plus test_cli, test_hf_cli,
 #                                                        test_options, test_trailer, test_house
 #
@@ -102,7 +102,7 @@ TESTS[encodings]="tests/test_sinusoidal.py tests/test_rope.py tests/test_grid.py
 TESTS[encodings]+=" tests/test_encoding_edges.py"
 # the parameter, metadata and model-config plumbing the encodings run does not reach: with the command-line,
 # option-walk, trailer and metadata tests that parse parameters and read them back
-MUTATE[plumbing]="posenc_cli/encodings/base.py posenc_cli/encodings/model_config.py posenc_cli/encodings/__init__.py"
+MUTATE[plumbing]="posenc_cli/encodings/base.py posenc_cli/models/config_file.py posenc_cli/models/hf_config.py posenc_cli/encodings/__init__.py"
 TESTS[plumbing]="${TESTS[encodings]} tests/test_cli.py tests/test_hf_cli.py tests/test_options.py tests/test_trailer.py tests/test_house.py"
 ORDER=(metrics scaling checks encodings plumbing)
 

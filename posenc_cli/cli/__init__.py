@@ -7,9 +7,10 @@ an engine error (:class:`PosencError`) and a usage error are each one line ``Err
 Start-up: the command group is lazy. ``posenc --help`` lists the commands from :data:`COMMANDS` without
 building them, and a run builds only the command it runs; Typer's own Rich integration is off (plain help at
 most 80 columns), so help and completion load Typer and this package's light modules, never NumPy or Rich.
+The modules Typer reads signatures from (the commands, :mod:`._options`, :mod:`._complete`) do not use
+``from __future__ import annotations``: Typer would ``eval`` every annotation string on every run (about 70
+compiles, a tenth of a small ``generate``); ``tests/test_startup.py`` keeps it so.
 """
-
-from __future__ import annotations
 
 import importlib
 import os
@@ -122,7 +123,10 @@ def app() -> Any:
     from typer._completion_classes import completion_init
     from typer.main import get_command
 
+    from ._complete import choices
+
     completion_init()  # Typer's completion classes for bash, zsh, fish and PowerShell
+    shells = choices((*SHELLS, "auto"))
 
     root = typer.Typer(
         name=PROG,
@@ -152,7 +156,7 @@ def app() -> Any:
             callback=_install_completion,
             is_eager=True,
             expose_value=False,
-            autocompletion=lambda incomplete: [s for s in (*SHELLS, "auto") if s.startswith(incomplete)],
+            autocompletion=shells,
             help="Install completion for SHELL: bash, zsh, fish, powershell, or auto (the current shell).",
         ),
         show: str | None = typer.Option(
@@ -162,7 +166,7 @@ def app() -> Any:
             callback=_show_completion,
             is_eager=True,
             expose_value=False,
-            autocompletion=lambda incomplete: [s for s in (*SHELLS, "auto") if s.startswith(incomplete)],
+            autocompletion=shells,
             help="Print the completion script for SHELL (the same names).",
         ),
     ) -> None:

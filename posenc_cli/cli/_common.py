@@ -29,6 +29,7 @@ class TableOptions:
     grid: str | None = None
     layer_type: str | None = None
     max_bytes: int | None = None
+    read_as: str | None = None
     #: --engine, --max-model-len, --n-ctx: a model config's tables as an inference engine computes them
     engine: str | None = None
     max_model_len: int | None = None
@@ -101,6 +102,8 @@ def refuse_spec_options_for_files(opts: TableOptions, sources: Sequence[str], *,
         )
     if opts.layer_type is not None and not any(is_config(s) for s in sources):
         raise ParameterError("--layer-type applies to a model config; drop it or give the model's config.json")
+    if opts.read_as is not None and not any(is_config(s) for s in sources):
+        raise ParameterError("--read-as applies to a model config; drop it or give the model's config.json")
     if not any(is_config(s) for s in sources):
         refuse(
             [("--engine", opts.engine), ("--max-model-len", opts.max_model_len), ("--n-ctx", opts.n_ctx)],
@@ -150,6 +153,7 @@ def open_src(
         max_bytes=opts.max_bytes,
         like=like,
         layer_type=opts.layer_type if is_config(text) else None,
+        read_as=opts.read_as if is_config(text) else None,
         kind=kind,
         engine=opts.engine if is_config(text) else None,
         engine_options=opts.engine_options() if is_config(text) else None,

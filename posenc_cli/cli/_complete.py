@@ -6,8 +6,6 @@ the checks come from :mod:`posenc_cli.encodings._names`, a literal table generat
 (``python -m posenc_cli.cli._complete`` rewrites it; ``tests/test_completions.py`` fails when it is stale).
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Callable
 from typing import Any

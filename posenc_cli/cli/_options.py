@@ -10,8 +10,6 @@ parameter, which :data:`FLAGS` turns into the flag.
 Nothing here imports NumPy or Rich: completion and ``--help`` load only this module and Typer.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Callable
 from typing import Annotated, Any, Optional
@@ -132,6 +130,16 @@ LayerType = Annotated[
         metavar="NAME",
         autocompletion=complete.layer_types,
         help="With a model config: its attention type (e.g. sliding_attention).",
+        show_default=False,
+    ),
+]
+ReadAs = Annotated[
+    Optional[str],
+    typer.Option(
+        "--read-as",
+        metavar="FAMILY",
+        help="With a model config: read it with FAMILY's rules (e.g. llama) although posenc does not know a key "
+        "of it; the output's metadata records the assumption (hf_read_as).",
         show_default=False,
     ),
 ]
@@ -435,6 +443,7 @@ FLAGS: dict[str, str] = {
     "config": "--hf-config",
     "hf_config": "--hf-config",
     "layer_type": "--layer-type",
+    "read_as": "--read-as",
     "tensor": "--tensor",
     "tensors": "--tensor",
     "output": "-o",

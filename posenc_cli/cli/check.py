@@ -1,7 +1,5 @@
 """`posenc check`: measure every property of one or more tables."""
 
-from __future__ import annotations
-
 import os
 import sys
 
@@ -46,6 +44,7 @@ def run(
     dtype: o.Dtype = None,
     grid: o.Grid = None,
     layer_type: o.LayerType = None,
+    read_as: o.ReadAs = None,
     engine: o.Engine = None,
     max_model_len: o.MaxModelLen = None,
     n_ctx: o.NCtx = None,
@@ -69,7 +68,7 @@ def run(
     from ..sources import is_config, is_spec
 
     opts = TableOptions(
-        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, engine, max_model_len, n_ctx
+        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as, engine, max_model_len, n_ctx
     )
     texts = list(sources or []) or [stdin_source("check", "a file, - for stdin, or a spec like sinusoidal")]
     if against is not None and is_config(against) and any(t.lower().endswith(".onnx") for t in texts):

@@ -1,7 +1,5 @@
 """`posenc compare`: metrics between two tables and a verdict."""
 
-from __future__ import annotations
-
 from ..errors import ExitCode, ParameterError
 from . import _options as o
 from ._common import TableOptions, open_src, print_json, refuse_spec_options_for_files
@@ -29,6 +27,7 @@ def run(
     dtype: o.Dtype = None,
     grid: o.Grid = None,
     layer_type: o.LayerType = None,
+    read_as: o.ReadAs = None,
     engine: o.Engine = None,
     max_model_len: o.MaxModelLen = None,
     n_ctx: o.NCtx = None,
@@ -49,7 +48,7 @@ def run(
     if a == "-" and b == "-":
         raise ParameterError("only one source can be - (stdin)")
     opts = TableOptions(
-        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, engine, max_model_len, n_ctx
+        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as, engine, max_model_len, n_ctx
     )
     refuse_spec_options_for_files(opts, [a, b])
 

@@ -1,7 +1,5 @@
 """`posenc export`: the deliberate writer for other frameworks."""
 
-from __future__ import annotations
-
 import dataclasses
 import sys
 
@@ -41,6 +39,7 @@ def run(
     grid: o.Grid = None,
     hf_config: o.HfConfig = None,
     layer_type: o.LayerType = None,
+    read_as: o.ReadAs = None,
     engine: o.Engine = None,
     max_model_len: o.MaxModelLen = None,
     n_ctx: o.NCtx = None,
@@ -61,7 +60,7 @@ def run(
             "they set an engine's rules for a model config; give the model's config.json",
         )
     opts = TableOptions(
-        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, engine, max_model_len, n_ctx
+        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as, engine, max_model_len, n_ctx
     )
     onnx = [("--onnx-rope", {"cache": "onnx"})] if onnx_rope else []
     if output is None:
@@ -86,6 +85,7 @@ def run(
             kind=kind,
             layer_type=layer_type,
             max_bytes=opts.max_bytes,
+            read_as=read_as,
             engine=engine,
             engine_options=opts.engine_options(),
         )
@@ -93,8 +93,9 @@ def run(
     elif source is None:
         raise ParameterError("give a SOURCE to export (a file, -, a spec or a model config) or --hf-config")
     elif is_spec(source) or is_config(source):
-        if layer_type is not None and is_spec(source):
-            raise ParameterError(f"--layer-type applies to a model config, and {source} is a spec; drop it")
+        for flag, value in (("--layer-type", layer_type), ("--read-as", read_as)):
+            if value is not None and is_spec(source):
+                raise ParameterError(f"{flag} applies to a model config, and {source} is a spec; drop it")
         if onnx_rope and is_spec(source):
             _onnx_kind(source.split(":", 1)[0])
         if is_config(source):

@@ -1,7 +1,5 @@
 """`posenc generate`: build a table; preview it on a terminal, stream .npy when piped, write a file with -o."""
 
-from __future__ import annotations
-
 import sys
 
 from ..encodings import DEFAULT_KIND
@@ -48,6 +46,7 @@ def run(
     grid: o.Grid = None,
     hf_config: o.HfConfig = None,
     layer_type: o.LayerType = None,
+    read_as: o.ReadAs = None,
     engine: o.Engine = None,
     max_model_len: o.MaxModelLen = None,
     n_ctx: o.NCtx = None,
@@ -64,14 +63,14 @@ def run(
     from ..sources import is_config
 
     opts = TableOptions(
-        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, engine, max_model_len, n_ctx
+        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as, engine, max_model_len, n_ctx
     )
     text = _source_text(source, kind, hf_config)
     config = text == "-" or is_config(text)
     if not config:
         refuse(
-            [("--layer-type", layer_type), ("--all-layer-types", all_layer_types), ("--engine", engine),
-             ("--max-model-len", max_model_len), ("--n-ctx", n_ctx)],
+            [("--layer-type", layer_type), ("--all-layer-types", all_layer_types), ("--read-as", read_as),
+             ("--engine", engine), ("--max-model-len", max_model_len), ("--n-ctx", n_ctx)],
             "they apply to a model config",
         )  # fmt: skip
     if all_layer_types:
@@ -172,6 +171,7 @@ def _config_source(text: str, kind: str | None, opts: TableOptions, quiet: int):
         kind=kind,
         layer_type=opts.layer_type,
         max_bytes=opts.max_bytes,
+        read_as=opts.read_as,
         engine=opts.engine,
         engine_options=opts.engine_options(),
     )
@@ -196,12 +196,17 @@ def _all_layer_types(text, kind, opts: TableOptions, output, format, force, tens
         raise ParameterError(
             f"--all-layer-types writes several tensors, which {dest} cannot hold; use .safetensors, .npz or .json"
         )
-    encs, nope = from_config_layers(text, kind=kind, **merge_given(opts.layers()))
+    encs, nope = from_config_layers(text, kind=kind, read_as=opts.read_as, **merge_given(opts.layers()))
     for lt in nope:
         msg(f"{lt}: applies no position encoding (NoPE layers); nothing to write for it", quiet)
     if not encs:
         raise ParameterError(f"{text}: no attention type of this model applies a position encoding")
     src = Source.from_groups(encs, dest)
+    if opts.read_as is not None:  # the assumption is recorded with the tables, as for one layer type
+        from ..api import load_config
+        from ..models.readers import model_config_notes
+
+        src.metadata.update(model_config_notes(load_config(text), kind=kind, read_as=opts.read_as))
     check_size(sum(e.nbytes() for e in encs.values()), byte_limit(opts.max_bytes), "the tables")
     written = write_source(dest, src, fmt=format, tensors=None, force=force, quiet=quiet, limit=None)
     if json_out and dest != "-":

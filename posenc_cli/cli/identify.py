@@ -1,7 +1,5 @@
 """`posenc identify`: which kind, preset and parameters reproduce a table."""
 
-from __future__ import annotations
-
 from ..errors import ExitCode, ParameterError
 from . import _options as o
 from ._common import print_json, stdin_source

@@ -1,7 +1,5 @@
 """`posenc kinds`: the registry of encoding kinds, for people and machines."""
 
-from __future__ import annotations
-
 from ..errors import ExitCode, ParameterError
 from . import _options as o
 from ._common import msg, print_json
@@ -16,6 +14,7 @@ def run(
     kind: o.KindArg = None,
     hf_config: o.HfConfig = None,
     layer_type: o.LayerType = None,
+    read_as: o.ReadAs = None,
     engines: o.EnginesTable = False,
     max_model_len: o.MaxModelLen = None,
     n_ctx: o.NCtx = None,
@@ -47,9 +46,10 @@ def run(
     if max_model_len is not None or n_ctx is not None:
         raise ParameterError("--max-model-len and --n-ctx apply with --engines")
     if hf_config is not None:
-        return _config(hf_config, kind, layer_type, json_out, quiet)
-    if layer_type is not None:
-        raise ParameterError("--layer-type applies to a model config; drop it or give the model's config.json")
+        return _config(hf_config, kind, layer_type, read_as, json_out, quiet)
+    for flag, value in (("--layer-type", layer_type), ("--read-as", read_as)):
+        if value is not None:
+            raise ParameterError(f"{flag} applies to a model config; drop it or give the model's config.json")
     if kind is None:
         rows = all_kinds()
         if json_out:
@@ -69,20 +69,22 @@ def run(
     return ExitCode.OK
 
 
-def _config(path: str, kind: str | None, layer_type: str | None, json_out: bool, quiet: int) -> int:
+def _config(
+    path: str, kind: str | None, layer_type: str | None, read_as: str | None, json_out: bool, quiet: int
+) -> int:
     from ..api import load_config
-    from ..encodings import describe_model_config, model_config_layers
+    from ..models.readers import describe_model_config, model_config_layers
     from ..render import config_report
 
     config = load_config(path)
     if layer_type is not None:
         types: list[str | None] = [layer_type]
     else:  # every attention type that applies an encoding, or the one table when all types share it
-        layers = model_config_layers(config, kind=kind)
+        layers = model_config_layers(config, kind=kind, read_as=read_as)
         rotating = [lt for lt, v in layers.items() if v is not None]
         distinct = {repr(v) for v in layers.values() if v is not None}
         types = list(rotating) if len(distinct) > 1 else [None]
-    reports = [describe_model_config(config, kind=kind, layer_type=lt) for lt in types]
+    reports = [describe_model_config(config, kind=kind, layer_type=lt, read_as=read_as) for lt in types]
     if json_out:
         for w in dict.fromkeys(w for r in reports for w in r.get("warnings") or []):
             msg(f"Warning: {w}", quiet)

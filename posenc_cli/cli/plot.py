@@ -1,7 +1,5 @@
 """`posenc plot`: pictures of encodings (matplotlib, with -o) or a heatmap on the terminal."""
 
-from __future__ import annotations
-
 import sys
 from typing import Any
 
@@ -47,6 +45,7 @@ def run(
     dtype: o.Dtype = None,
     grid: o.Grid = None,
     layer_type: o.LayerType = None,
+    read_as: o.ReadAs = None,
     pair: o.Pair = None,
     positions: o.Positions = None,
     at: o.At = None,
@@ -66,7 +65,7 @@ def run(
     texts = list(sources or [])
     if not texts:
         raise ParameterError("give a SOURCE to draw: a file, -, a spec such as sinusoidal, or a model config")
-    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes)
+    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as)
     refuse_spec_options_for_files(opts, texts)
     opened = [open_src(text, opts, quiet=quiet) for text in texts]
     drawn = []

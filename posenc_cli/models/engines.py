@@ -123,8 +123,8 @@ def resolve_engine(name: str) -> Engine:
 
 # ----- the model, as HF reads it (the one place that names the HF reader: issue 21 moves it) ---------------
 def _hf_reader() -> tuple[Any, Any]:
-    from ..encodings.model_config import load_config
-    from ..encodings.rope.hf_config import read_model_config
+    from .config_file import load_config
+    from .hf_config import read_model_config
 
     return load_config, read_model_config
 

@@ -107,34 +107,19 @@ class OnnxRope:
     path: str
     caches: list[Cache]
 
-    def source(self, label: str | None = None) -> Any:
-        """The caches as a posenc :class:`~posenc_cli.sources.Source` (groups when there are several)."""
-        from .. import __version__, formats
-        from ..sources import GROUPS_KEY, Source
-
-        label = label or self.path
+    def tables(self, groups_key: str) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+        """The caches as tensors and metadata: ``cos_cache``/``sin_cache`` for one cache, else one group per
+        cache (tensors ``G.cos_cache``, metadata ``G.KEY``, the group names under ``groups_key``), as posenc's
+        grouped tables hold them."""
         if len(self.caches) == 1 and not self.caches[0].group:
             c = self.caches[0]
-            tensors = {"cos_cache": c.cos, "sin_cache": c.sin}
-            meta = {"posenc_version": __version__, **_cache_metadata(c)}
-            return Source(label, dict(tensors), meta, lazy={k: formats.ArrayTensor(k, v) for k, v in tensors.items()})
-        tensors, meta, groups = {}, {"posenc_version": __version__, GROUPS_KEY: ""}, {}
+            return {"cos_cache": c.cos, "sin_cache": c.sin}, _cache_metadata(c)
+        tensors: dict[str, np.ndarray] = {}
+        meta = {groups_key: ",".join(c.group for c in self.caches)}
         for c in self.caches:
-            sub = {"cos_cache": c.cos, "sin_cache": c.sin}
-            sub_meta = _cache_metadata(c)
-            tensors.update({f"{c.group}.{k}": v for k, v in sub.items()})
-            meta.update({f"{c.group}.{k}": v for k, v in sub_meta.items()})
-            groups[c.group] = Source(
-                f"{label} [{c.group}]", dict(sub), sub_meta, lazy={k: formats.ArrayTensor(k, v) for k, v in sub.items()}
-            )
-        meta[GROUPS_KEY] = ",".join(c.group for c in self.caches)
-        return Source(
-            label,
-            dict(tensors),
-            meta,
-            lazy={k: formats.ArrayTensor(k, v) for k, v in tensors.items()},
-            groups=groups,
-        )
+            tensors.update({f"{c.group}.cos_cache": c.cos, f"{c.group}.sin_cache": c.sin})
+            meta.update({f"{c.group}.{k}": v for k, v in _cache_metadata(c).items()})
+        return tensors, meta
 
 
 def _distinct(values: list[Any]) -> str:
@@ -186,6 +171,8 @@ def read_onnx(path: str, *, max_bytes: int | None = None) -> OnnxRope:
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes)
     onnx = _onnx()
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: no such file; give an .onnx model")
     try:
         size = os.path.getsize(path)
     except OSError as exc:
@@ -536,14 +523,7 @@ def _as_dtype(arr: np.ndarray, name: str) -> np.ndarray:
     return arr.astype(_np_dtype(name))
 
 
-def open_onnx(path: str, *, max_bytes: int | None = None) -> Any:
-    """An ONNX model's rotary caches as a :class:`~posenc_cli.sources.Source`."""
-    if not os.path.isfile(path):
-        raise InputError(f"{path}: no such file; give an .onnx model")
-    return read_onnx(path, max_bytes=max_bytes).source()
-
-
-__all__ = ["EXTRA", "Cache", "OnnxRope", "RotaryNode", "is_onnx", "open_onnx", "read_onnx", "ParameterError"]
+__all__ = ["EXTRA", "Cache", "OnnxCheck", "OnnxRope", "RotaryNode", "check_against", "is_onnx", "read_onnx"]
 
 
 # ----- checking an export against the model's config --------------------------------------------------------

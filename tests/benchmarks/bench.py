@@ -230,6 +230,13 @@ def bench_generate_big(tmp: Path, length: int, dim: int, reps: int) -> None:
 
 def bench_startup(reps: int) -> None:
     print("[startup: posenc --help / completion / small generate]", flush=True)
+    # An installed posenc has its bytecode compiled (pip compiles on install); an editable checkout run with
+    # PYTHONDONTWRITEBYTECODE=1 would recompile every edited module on every call and measure the compiler.
+    import compileall
+
+    import posenc_cli
+
+    compileall.compile_dir(Path(posenc_cli.__file__).parent, quiet=1)
     with tempfile.TemporaryDirectory(prefix="posenc-bench-") as d:
         small = Path(d) / "pe.npy"
         med = interleaved_runs(

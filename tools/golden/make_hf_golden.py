@@ -258,7 +258,7 @@ def golden_family(name: str) -> dict:
 
 
 # ----- M-RoPE ---------------------------------------------------------------------------------------------
-def mrope(name: str) -> dict:
+def mrope(name: str, cases_wanted: tuple[str, ...] = ("text", "image", "video")) -> dict:
     raw, cfg = load(name)
     text = cfg.get_text_config()
     fam = raw["model_type"]
@@ -269,12 +269,14 @@ def mrope(name: str) -> dict:
     fake = types.SimpleNamespace(config=cfg)
     fake.get_vision_position_ids = functools.partial(model_cls.get_vision_position_ids, fake)
     merge = cfg.vision_config.spatial_merge_size
-    head = text.hidden_size // text.num_attention_heads
+    head = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
     cases = []
     # (name, text before, modality 1 image / 2 video, grid_thw before merging, text after, second_per_grid_t)
     plans = [("text", 12, None, None, 0, None), ("image", 5, 1, (1, 4 * merge, 6 * merge), 7, None),
              ("video", 3, 2, (3, 2 * merge, 4 * merge), 4, 2.0)]
     for cname, before, modality, grid, after, spg in plans:
+        if cname not in cases_wanted:
+            continue
         if modality is None:
             pos = torch.arange(before)[None].expand(3, 1, -1)
         else:

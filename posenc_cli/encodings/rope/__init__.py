@@ -1,13 +1,14 @@
-"""The rotary family: RoPE with its scaling registry (:mod:`.scaling`), xPos, and the HF config reader.
+"""The rotary family: RoPE with its scaling registry (:mod:`.scaling`) and xPos.
 
 * :mod:`.core`: :class:`Rope`, the rotary cos/sin tables;
 * :mod:`.scaling`: one entry per HF ``rope_type`` (frequencies, attention factor, HF name, reference);
-* :mod:`.xpos`: :class:`XPos`, the per-position scales of xPos;
-* :mod:`.hf_config`: a model's config.json -> ``rope`` parameters.
+* :mod:`.xpos`: :class:`XPos`, the per-position scales of xPos.
+
+A model's config.json is read by :mod:`posenc_cli.models.hf_config`, which imports this package (never the
+other way round).
 """
 
 from .core import Rope
-from .hf_config import params_from_hf_config
 from .xpos import XPos
 
-__all__ = ["Rope", "XPos", "params_from_hf_config"]
+__all__ = ["Rope", "XPos"]

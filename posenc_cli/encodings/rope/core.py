@@ -214,34 +214,6 @@ class Rope(Encoding):
         return hints_rope(tensors, analysis)
 
     @classmethod
-    def from_model_config(
-        cls, config: dict[str, Any], *, length: int | None = None, layer_type: str | None = None, **options: Any
-    ) -> tuple[str, dict[str, Any], list[str]]:
-        """The kind (``rope``, or ``mrope`` for Qwen2-VL), parameters and warnings of a HF transformers model's
-        rotary tables from its config.json (see :mod:`.hf_config`)."""
-        from .hf_config import read_model_config
-
-        model = read_model_config(config)
-        return model.kind, model.params(layer_type, length), list(model.warnings)
-
-    @classmethod
-    def model_config_layers(
-        cls, config: dict[str, Any], *, length: int | None = None, **options: Any
-    ) -> dict[str, tuple[str, dict[str, Any]] | None]:
-        from .hf_config import read_model_config
-
-        model = read_model_config(config)
-        return {lt: None if p is None else (model.kind, p) for lt, p in model.all_params(length).items()}
-
-    @classmethod
-    def describe_model_config(
-        cls, config: dict[str, Any], *, layer_type: str | None = None, **options: Any
-    ) -> dict[str, Any]:
-        from .hf_config import read_model_config
-
-        return read_model_config(config).report(layer_type)
-
-    @classmethod
     def value_bound(cls, metadata: dict[str, str]) -> float:
         # HF multiplies cos and sin by attention_scaling, which posenc files record
         try:

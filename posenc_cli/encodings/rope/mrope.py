@@ -26,7 +26,14 @@ one image or video:
   ``time_interval`` is 1 for images and Qwen2-VL videos, ``tokens_per_second * second_per_grid_t`` for
   Qwen2.5-VL videos.
 
+``mrope_interleaved`` (Qwen3-VL, ``Qwen3VLTextRotaryEmbedding.recomposition_frequencies``): instead of
+consecutive sections, frequency :math:`k` turns with height when :math:`k \bmod 3 = 1` and
+:math:`k < 3\,\mathrm{section}_1`, with width when :math:`k \bmod 3 = 2` and :math:`k < 3\,\mathrm{section}_2`,
+else with the temporal id.
+
 Angles are exact (:mod:`.._trig`), like ``rope``; HF computes them in float32 (error ~ ``|p w| * 2**-24``).
+``inv_freq_dtype=float32`` takes HF's float32 frequencies (as ``rope`` does) and keeps the angles exact;
+``offset`` adds to every position id (text-only M-RoPE equals ``rope`` at the same offset, row for row).
 """
 
 from __future__ import annotations
@@ -41,8 +48,8 @@ import numpy as np
 from ...errors import ParameterError
 from .. import _trig
 from ..base import Encoding, TensorSpec, param
-from .core import MAX_POSITION
-from .scaling import _default_exact, _exact
+from .core import INV_FREQ_DTYPES, MAX_POSITION
+from .scaling import _default_exact, _default_f32, _exact
 
 if TYPE_CHECKING:
     from ... import analysis as an
@@ -95,6 +102,14 @@ class MRope(Encoding):
     time_interval: float = param(
         1.0, "temporal id step (Qwen2.5-VL video: tokens_per_second * second_per_grid_t)", low=0.0
     )
+    mrope_interleaved: bool = param(
+        False, "sections interleaved T, H, W frequency by frequency (Qwen3-VL); false: consecutive (Qwen2-VL)"
+    )
+    inv_freq_dtype: str = param(
+        "float64", "float32 follows HF's float32 inv_freq arithmetic; angles stay exact", choices=INV_FREQ_DTYPES
+    )
+    offset: int = param(0, "added to every position id (as rope's offset: row i of text is offset + i)",
+                        low=-MAX_POSITION, high=MAX_POSITION)  # fmt: skip
 
     @classmethod
     def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
@@ -105,14 +120,19 @@ class MRope(Encoding):
     def validate(self) -> None:
         if self.dim % 2:
             raise ParameterError(f"dim={self.dim} is odd; rotary tables need an even head dim")
+        if self.mrope_interleaved and len(self.mrope_section) != 3:
+            raise ParameterError(
+                f"mrope_interleaved needs mrope_section of three sizes (T, H, W), got {list(self.mrope_section)}"
+            )
         if sum(self.mrope_section) != self.dim // 2:
             raise ParameterError(
                 f"mrope_section={list(self.mrope_section)} sums to {sum(self.mrope_section)}; it must sum to "
                 f"dim/2 = {self.dim // 2} (the rotated half)"
             )
         # ids do not grow with the row: text after a vision block restarts at s + max(H, W), below the block's
-        # last temporal id. The largest id is in the last row or the block's last row (every axis peaks there).
-        rows = [self.length - 1]
+        # last temporal id. The largest |id| is in the first row (a negative offset), the last row or the
+        # block's last row (every axis peaks there).
+        rows = [0, self.length - 1]
         if self.grid is not None:
             t, h, w = self.grid_thw
             if t * h * w > MAX_POSITION or (t - 1) * self.time_interval > MAX_POSITION:
@@ -120,7 +140,7 @@ class MRope(Encoding):
             block_end = min(self.text_offset + t * h * w, self.length) - 1
             if block_end >= self.text_offset:
                 rows.append(block_end)
-        top = max(int(self.position_ids(r, r + 1).max()) for r in rows) if self.length else 0
+        top = max(int(np.abs(self.position_ids(r, r + 1)).max()) for r in rows) if self.length else 0
         if top > MAX_POSITION:
             raise ParameterError(f"position {top} exceeds {MAX_POSITION}; lower length, the grid or time_interval")
 
@@ -133,6 +153,10 @@ class MRope(Encoding):
     def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
         from decimal import Decimal
 
+        if self.inv_freq_dtype == "float32":
+            hi = _default_f32(self.base, self.dim).astype(np.float64)
+            return hi, np.zeros_like(hi)  # the float32 values are the frequencies, exactly
+
         def rule(_: object) -> list:
             return _default_exact(Decimal(self.base), self.dim, self.dim // 2)
 
@@ -141,6 +165,11 @@ class MRope(Encoding):
     @cached_property
     def axis(self) -> np.ndarray:
         """The position axis (0 temporal, 1 height, 2 width) of each of the dim/2 frequencies."""
+        if self.mrope_interleaved:
+            axis = np.zeros(self.dim // 2, dtype=np.intp)
+            for a in (1, 2):  # Qwen3-VL: freqs_thw[..., a:3 * section[a]:3] = freq[a]
+                axis[a : 3 * self.mrope_section[a] : 3] = a
+            return axis
         return np.concatenate([np.full(n, i % 3) for i, n in enumerate(self.mrope_section)]).astype(np.intp)
 
     def inv_freq(self) -> np.ndarray:
@@ -151,7 +180,7 @@ class MRope(Encoding):
         i = np.arange(start, stop, dtype=np.int64)
         ids = np.repeat(i[:, None], 3, axis=1)
         if self.grid is None:
-            return ids
+            return ids + self.offset
         t, h, w = self.grid_thw
         s, n = self.text_offset, t * h * w
         vis = (i >= s) & (i < s + n)
@@ -164,7 +193,7 @@ class MRope(Encoding):
         # text after the block continues from s + max(H, W) whatever the frames (transformers 5.18's
         # get_rope_index, tests/data/golden/hf_qwen2_5_vl.json: a 3-frame video, time_interval 4)
         ids[after] = (i[after] - n + max(h, w))[:, None]
-        return ids
+        return ids + self.offset
 
     def extra_metadata(self) -> dict[str, str]:
         return {"layout": "half", "attention_scaling": "1.0"}
@@ -174,7 +203,7 @@ class MRope(Encoding):
         return {
             "cos": TensorSpec("cos", (n, d), self.out_dtype),
             "sin": TensorSpec("sin", (n, d), self.out_dtype),
-            "inv_freq": TensorSpec("inv_freq", (d // 2,), np.dtype("float64")),
+            "inv_freq": TensorSpec("inv_freq", (d // 2,), np.dtype(self.inv_freq_dtype)),
         }
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:

@@ -25,8 +25,16 @@ family's ``configuration_<family>.py`` and the rotary class and ``apply_rotary_p
   ModernBERT (a different base per type), Cohere2 (RoPE on sliding layers only, full layers are NoPE), Llama 4
   (``chunked_attention`` layers rotate, ``full_attention`` layers are NoPE).
 
-An unknown ``model_type`` gets the generic (Llama) reading and a warning naming it; keys of ``rope_scaling`` /
-``rope_parameters`` that the rule in force does not read are warned about, never silently dropped.
+Never a table from a guess: a key posenc does not know that could change the table is an error naming it.
+That is any key of ``rope_scaling`` / ``rope_parameters`` outside :data:`ROPE_KEYS` and the family's own
+``rope_keys``, and any top-level key whose name speaks of positions (:data:`POSITIONAL_KEY`: rope, rotary,
+position, mscale, alpha, theta, freq ...) that the family's reader does not know. An unknown ``model_type`` is
+read generically (Llama's rules) only when every such key is one the generic reading reads (a rope key the rule
+in force does not read is then an error too, since the unknown model's class might read it); a known family's
+rope key that transformers' own rule does not read is a warning ("ignored, as transformers does"). The user opts
+in with ``read_as=FAMILY`` (``--read-as``): the config is read with that family's rules, what was not understood
+becomes a warning, and :attr:`ModelConfig.assumption` (recorded in the output's metadata as ``hf_read_as``)
+says so.
 
 Precedence (transformers 5): ``rope_scaling`` (if non-empty) replaces ``rope_parameters``; values inside the
 rope dict win over top-level ``rope_theta`` / ``partial_rotary_factor``; ``rope_type`` falls back to the legacy
@@ -43,12 +51,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import ParameterError, ref
-from ..model_config import _check_depth_obj, _json_type
+from ..errors import ParameterError, ref
+from .config_file import _check_depth_obj, _json_type
 
 #: Largest size (hidden size, head dim, positions...) accepted from a config.
 MAX_SIZE = 2**31 - 1
@@ -63,6 +72,12 @@ ROPE_KEYS: dict[str, tuple[str, ...]] = {
     "truncate": ("yarn",), "low_freq_factor": ("llama3",), "high_freq_factor": ("llama3",),
     "short_factor": ("longrope",), "long_factor": ("longrope",),
 }  # fmt: skip
+#: Top-level key names that speak of positions: such a key the family's reader does not know is an error.
+POSITIONAL_KEY = re.compile(r"rope|rotary|position|pos_emb|mscale|alpha|theta|freq|sinusoid|alibi|bucket", re.I)
+#: Top-level keys every family's reading knows (each family adds its aliases, theta keys and ``top_keys``).
+COMMON_TOP = ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "max_position_embeddings",
+              "original_max_position_embeddings", "head_dim", "layer_types")  # fmt: skip
+
 #: HF rope_type -> posenc ``scaling``.
 HF_SCALINGS = {"default": "none", "linear": "linear", "dynamic": "dynamic", "yarn": "yarn", "llama3": "llama3",
                "longrope": "longrope", "proportional": "proportional"}  # fmt: skip
@@ -107,6 +122,31 @@ class Family:
     text_model_type: str | None = None
     #: rope is applied in float32 math with a fixed base (GPT-J: 10000 hard-coded; rope_theta is ignored)
     fixed_base: float | None = None
+    #: top-level keys (beyond COMMON_TOP, aliases, theta and partial keys) the family's class reads or ignores
+    top_keys: tuple[str, ...] = ()
+    #: rope dict keys of this family only -> the rope_types that read them
+    rope_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: longrope with Phi-3.5-MoE's short_mscale / long_mscale: cos/sin times long_mscale when the sequence is
+    #: longer than original_max_position_embeddings, else short_mscale; inv_freq from short_factor at every length
+    mscale_pair: bool = False
+    #: "dynamic" with ``alpha`` is a fixed NTK base theta * alpha ** (d / (d - 2)) at every length (Hunyuan)
+    ntk_alpha: bool = False
+    #: M-RoPE sections: "chunked" (Qwen2-VL: consecutive blocks) or "interleaved" (Qwen3-VL: T, H, W in turn)
+    mrope_sections: str = "chunked"
+    #: a flat (not per-layer-type) rope_parameters is ignored by the config class (Olmo3Config keeps only its
+    #: full_attention / sliding_attention entries; rope_scaling is how a flat dict reaches full_attention)
+    flat_parameters_ignored: bool = False
+
+    def known_top(self) -> set[str]:
+        """The top-level keys this family's reading knows."""
+        keys = set(COMMON_TOP) | set(self.top_keys) | set(self.partial_key)
+        keys |= {k for names in self.aliases.values() for k in names}
+        keys |= {k for k in self.theta_keys.values()}
+        if self.head_dim == "gpt2":
+            keys.add("rotary_dim")
+        if self.head_dim == "qk_rope":
+            keys.add("qk_rope_head_dim")
+        return keys
 
 
 _LLAMA = Family(
@@ -117,7 +157,11 @@ _LLAMA = Family(
 
 #: An unknown model_type: Llama's reading without any class default (a missing field is an error, not a guess),
 #: plus DeepSeek's qk_rope_head_dim, which only MLA models carry.
-_GENERIC = Family("generic", "generic reading (LlamaRotaryEmbedding rules, rope_scaling rules of modeling_rope_utils)")
+_GENERIC = Family(
+    "generic",
+    "generic reading (LlamaRotaryEmbedding rules, rope_scaling rules of modeling_rope_utils)",
+    top_keys=("qk_rope_head_dim",),
+)
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     _LLAMA,
@@ -139,7 +183,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
                      "qk_rope_head_dim": 64}),
     Family("deepseek_v3", f"{_HF}/deepseek_v3 DeepseekV3Config (head_dim = qk_rope_head_dim), "
            "DeepseekV3RotaryEmbedding, apply_rotary_pos_emb_interleave (rope_interleave, default true)",
-           layout="interleaved", head_dim="qk_rope",
+           layout="interleaved", head_dim="qk_rope", top_keys=("rope_interleave",),
            defaults={"hidden_size": 7168, "num_attention_heads": 128, "max_position_embeddings": 4096,
                      "qk_rope_head_dim": 64, "rope_interleave": True}),
     Family("gpt_neox", f"{_HF}/gpt_neox GPTNeoXConfig.convert_rope_params_to_dict (rotary_emb_base, rotary_pct), "
@@ -149,7 +193,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
                      "partial_rotary_factor": 0.25}),
     Family("gptj", f"{_HF}/gptj GPTJConfig.attribute_map, create_sinusoidal_positions (base 10000), "
            "rotate_every_two on the first rotary_dim features",
-           layout="interleaved", head_dim="gpt2", fixed_base=10000.0,
+           layout="interleaved", head_dim="gpt2", fixed_base=10000.0, top_keys=("rotary",),
            aliases={"hidden_size": ("n_embd", "hidden_size"), "num_attention_heads": ("n_head", "num_attention_heads"),
                     "max_position_embeddings": ("n_positions", "max_position_embeddings")},
            defaults={"hidden_size": 4096, "num_attention_heads": 16, "max_position_embeddings": 2048,
@@ -183,6 +227,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("llama4_text", f"{_HF}/llama4 Llama4TextConfig (no_rope_layers, default_theta 500000), "
            "Llama4TextRotaryEmbedding (torch.polar), apply_rotary_emb (view_as_complex pairs)",
            layout="interleaved", theta_defaults={None: 500000.0}, layers="llama4", nope=("full_attention",),
+           top_keys=("no_rope_layers", "no_rope_layer_interval"),
            defaults={"hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
                      "max_position_embeddings": 131072, "num_hidden_layers": 48}),
     Family("gemma", f"{_HF}/gemma GemmaConfig, GemmaRotaryEmbedding (rotate_half)",
@@ -204,6 +249,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            theta_keys={"full_attention": "global_rope_theta", "sliding_attention": "local_rope_theta"},
            theta_defaults={"full_attention": 160_000.0, "sliding_attention": 10_000.0},
            layers="modernbert", scaling_to=("full_attention", "sliding_attention"),
+           top_keys=("position_embedding_type",),  # a legacy key ModernBertConfig never reads
            defaults={"hidden_size": 768, "num_attention_heads": 12, "max_position_embeddings": 8192,
                      "num_hidden_layers": 22}),
     Family("gpt_oss", f"{_HF}/gpt_oss GptOssConfig (default yarn factor 32, truncate false, default_theta 150000), "
@@ -223,6 +269,50 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            kind="mrope", theta_defaults={None: 1_000_000.0}, renames={"mrope": "default"},
            defaults={"hidden_size": 8192, "num_attention_heads": 64, "max_position_embeddings": 32768,
                      "mrope_section": [16, 24, 24]}),
+    Family("qwen3_vl_text", f"{_HF}/qwen3_vl Qwen3VLTextConfig (default_theta 500000, head_dim 128, "
+           "ignore_keys_at_rope_validation mrope_section/mrope_interleaved), Qwen3VLTextRotaryEmbedding "
+           "(recomposition_frequencies: frequency j turns with T, H or W by j % 3 inside 3 * mrope_section), "
+           "Qwen3VLModel.get_rope_index",
+           kind="mrope", theta_defaults={None: 500_000.0}, renames={"mrope": "default"}, mrope_sections="interleaved",
+           rope_keys={"mrope_interleaved": ("default",)},
+           defaults={"hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128,
+                     "max_position_embeddings": 128000, "mrope_section": [24, 20, 20]}),
+    Family("qwen3_vl_moe_text", f"{_HF}/qwen3_vl_moe Qwen3VLMoeTextConfig (default_theta 500000), "
+           "Qwen3VLMoeTextRotaryEmbedding (recomposition_frequencies as Qwen3-VL: interleaved T, H, W), "
+           "Qwen3VLMoeModel.get_rope_index",
+           kind="mrope", theta_defaults={None: 500_000.0}, renames={"mrope": "default"}, mrope_sections="interleaved",
+           rope_keys={"mrope_interleaved": ("default",)},
+           defaults={"hidden_size": 2048, "num_attention_heads": 16, "max_position_embeddings": 128000,
+                     "mrope_section": [24, 20, 20]}),
+    Family("phimoe", f"{_HF}/phimoe PhimoeConfig (default_theta 1e6; validate_rope: short_mscale, long_mscale), "
+           "PhimoeRotaryEmbedding.forward (inv_freq = rope_init_fn(config) without seq_len, so short_factor at "
+           "every length; cos/sin times long_mscale if max(position_ids) + 1 > original_max_position_embeddings, "
+           "else short_mscale), apply_rotary_pos_emb (rotate_half)",
+           theta_defaults={None: 1_000_000.0}, mscale_pair=True,
+           rope_keys={"short_mscale": ("longrope",), "long_mscale": ("longrope",)},
+           defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072}),
+    Family("olmo3", f"{_HF}/olmo3 Olmo3Config.convert_rope_params_to_dict (rope_scaling -> full_attention only, "
+           "rope_theta -> both, default_theta 500000; layer_types: every 4th full), Olmo3RotaryEmbedding (one "
+           "inv_freq and attention_scaling per layer type), apply_rotary_pos_emb (rotate_half)",
+           theta_keys={"full_attention": "rope_theta", "sliding_attention": "rope_theta"},
+           theta_defaults={"full_attention": 500_000.0, "sliding_attention": 500_000.0},
+           layers="every_nth_full::4", scaling_to=("full_attention",), flat_parameters_ignored=True,
+           defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 2048,
+                     "num_hidden_layers": 32}),
+    Family("ernie4_5", f"{_HF}/ernie4_5 Ernie4_5Config (default_theta 500000, head_dim 128), "
+           "Ernie4_5RotaryEmbedding, apply_rotary_pos_emb (cos[..., :d/2].repeat_interleave(2): interleaved pairs)",
+           layout="interleaved", theta_defaults={None: 500_000.0},
+           defaults={"hidden_size": 1024, "num_attention_heads": 16, "head_dim": 128,
+                     "max_position_embeddings": 131072}),
+    Family("ernie4_5_moe", f"{_HF}/ernie4_5_moe Ernie4_5_MoeConfig (default_theta 500000), "
+           "Ernie4_5_MoeRotaryEmbedding, apply_rotary_pos_emb (cos[..., :d/2].repeat_interleave(2): interleaved)",
+           layout="interleaved", theta_defaults={None: 500_000.0},
+           defaults={"hidden_size": 2560, "num_attention_heads": 20, "max_position_embeddings": 131072}),
+    Family("hunyuan_v1_dense", f"{_HF}/hunyuan_v1_dense HunYuanDenseV1Config, HunYuanDenseV1RotaryEmbedding "
+           "(rope_type dynamic with alpha -> ntk_alpha: base = rope_theta * alpha ** (head_dim / (head_dim - 2)) "
+           "at every length, compute_ntk_alpha_rope_parameters), apply_rotary_pos_emb (rotate_half)",
+           ntk_alpha=True, rope_keys={"alpha": ("dynamic",)},
+           defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 2048}),
 )}  # fmt: skip
 
 #: Multimodal wrappers -> the model_type of their text model when text_config does not say (the wrapper's
@@ -230,7 +320,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 WRAPPERS: dict[str, str] = {
     "gemma3": "gemma3_text", "llama4": "llama4_text", "llava": "llama", "llava_next": "llama",
     "llava_onevision": "qwen2", "mistral3": "mistral", "qwen2_vl": "qwen2_vl_text", "qwen2_5_vl": "qwen2_5_vl_text",
-    "paligemma": "gemma", "cohere2_vision": "cohere2",
+    "paligemma": "gemma", "cohere2_vision": "cohere2", "qwen3_vl": "qwen3_vl_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
 }  # fmt: skip
 #: Wrappers whose text fields may sit at top level (the config class builds text_config from them).
 TOP_LEVEL_TEXT = ("qwen2_vl", "qwen2_5_vl")
@@ -299,6 +390,9 @@ class ModelConfig:
         model whose layers all use one RoPE and say nothing about types.
     warnings : list of str
         One line each: unknown model type, rope keys the rule does not read, values transformers ignores.
+    assumption : str or None
+        What the user told posenc to assume (``read_as``): the family whose rules read the config. Outputs
+        record it in their metadata (``hf_read_as``).
     """
 
     model_type: str
@@ -309,11 +403,21 @@ class ModelConfig:
     _head: dict[str, _Value]
     _ropes: dict[str, dict[str, _Value] | None]
     _where: dict[str, str]
+    assumption: str | None = None
 
     # ----- public ----------------------------------------------------------------------------------------
-    def params(self, layer_type: str | None = None, length: int | None = None) -> dict[str, Any]:
+    def params(
+        self,
+        layer_type: str | None = None,
+        length: int | None = None,
+        *,
+        offset: int = 0,
+        seq_len: int | None = None,
+    ) -> dict[str, Any]:
         """The parameters of :attr:`kind` (names its class accepts) for ``layer_type``; ``length`` defaults
-        to ``max_position_embeddings``."""
+        to ``max_position_embeddings``. ``offset`` and ``seq_len`` (the table's first position and the sequence
+        length a rule sees, as the user will set them) matter where the parameters depend on the sequence
+        length (Phimoe's mscale)."""
         rope = self._rope(layer_type)
         out = {k: v.value for k, v in rope.items() if not k.startswith("_")}
         if length is None:
@@ -322,6 +426,11 @@ class ModelConfig:
                 raise ParameterError(f"config has no max_position_embeddings; pass {ref('length')} N")
             length = mp.value
         out["length"] = _number(length, "length", integer=True)
+        if "_long_mscale" in rope:
+            # Phimoe: max(position_ids) + 1 of the table's rows decides which mscale multiplies cos/sin
+            seq = seq_len if seq_len is not None else max(1, offset + out["length"])
+            long = seq > out["original_max_position_embeddings"]
+            out["attention_factor"] = rope["_long_mscale" if long else "_short_mscale"].value
         return out
 
     def report(self, layer_type: str | None = None) -> dict[str, Any]:
@@ -344,10 +453,19 @@ class ModelConfig:
         r = rope.get("_rot_dim")
         if r is not None:
             out["rotated_dims"] = {"value": r.value, "from": r.origin}
+        for key in ("_short_mscale", "_long_mscale"):
+            if key in rope:
+                out[key[1:]] = {"value": rope[key].value, "from": rope[key].origin}
+        if self.assumption is not None:
+            out["read_as"] = {"value": self.family.name if self.family else None, "from": self.assumption}
         out["attention_scaling"] = {
             "value": _attention_scaling(self.kind, self.params(layer_type, 1)),
             "from": "HF's formula for this rule",
         }
+        if "_long_mscale" in rope:
+            out["attention_scaling"]["from"] = (
+                "short_mscale for tables up to original_max_position_embeddings rows, long_mscale beyond"
+            )
         out["warnings"] = list(self.warnings)
         return out
 
@@ -370,8 +488,14 @@ class ModelConfig:
                 )
             layer_type = rope_types[0]
         if layer_type not in self._ropes:
+            if self.layer_types == ("default",):
+                raise ParameterError(
+                    f"{ref('layer_type')} {layer_type} cannot apply to {self.model_type}: one RoPE serves every "
+                    "layer (the config names no attention types); drop it"
+                )
             raise ParameterError(
-                f"unknown layer_type {layer_type!r} for {self.model_type}; choose from: {', '.join(self.layer_types)}"
+                f"unknown {ref('layer_type')} {layer_type!r} for {self.model_type}; choose from: "
+                f"{', '.join(self.layer_types)}"
             )
         rope = self._ropes[layer_type]
         if rope is None:
@@ -385,24 +509,34 @@ class ModelConfig:
 def _attention_scaling(kind: str, params: dict[str, Any]) -> float:
     if kind != "rope":
         return 1.0
-    from .core import Rope
+    from ..encodings.rope.core import Rope
 
     return float(Rope.from_params(params).attention_scaling)  # type: ignore[attr-defined]
 
 
 # ----- reading ---------------------------------------------------------------------------------------------
-def read_model_config(config: Mapping[str, Any]) -> ModelConfig:
-    """Read a config.json dict with its family's rules (see the module docstring); raise ParameterError."""
+def read_model_config(config: Mapping[str, Any], *, read_as: str | None = None) -> ModelConfig:
+    """Read a config.json dict with its family's rules (see the module docstring); raise ParameterError.
+
+    ``read_as`` (a :data:`FAMILIES` name) reads the config with that family's rules whatever its model_type
+    says, and turns what posenc does not understand into warnings; the result's ``assumption`` says so."""
     if not isinstance(config, Mapping):
         raise ParameterError(f"config must be a JSON object, got {_json_type(config)}")
+    if read_as is not None and read_as not in FAMILIES:
+        raise ParameterError(
+            f"{ref('read_as')} {read_as!r} is no family posenc reads; choose from: {', '.join(sorted(FAMILIES))}"
+        )
     _check_depth_obj(config, "config")
-    return _Reader(dict(config)).read()
+    return _Reader(dict(config), read_as).read()
 
 
 class _Reader:
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], read_as: str | None = None) -> None:
         self.outer = config
+        self.read_as = read_as
         self.warnings: list[str] = []
+        #: keys posenc does not understand that could change the table: an error unless read_as is given
+        self.unknown: list[str] = []
 
     # where a key lives, for messages ("text_config.rope_theta")
     def key(self, name: str) -> str:
@@ -430,17 +564,27 @@ class _Reader:
             mt = WRAPPERS[outer_type]
             self.warnings.append(f"{outer_type} config has no text_config; reading the text model's keys at top level")
         fam = FAMILIES.get(mt or "")
-        if fam is None and mt is not None:  # a bare config without model_type is read generically, unwarned
-            shown = mt
+        assumption = None
+        if self.read_as is not None:
+            fam = FAMILIES[self.read_as]
+            assumption = f"model_type {mt or 'unset'!r} read with {self.read_as}'s rules, as the user asked (read_as)"
+        elif fam is None and mt is not None:  # a bare config without model_type is read generically, unwarned
             self.warnings.append(
-                f"unknown model_type {shown!r}: reading it like llama (rotate_half, base 10000); "
-                "check the model's modeling code"
+                f"unknown model_type {mt!r}: reading it like llama (rotate_half, base 10000), as every key that "
+                "could change the table is one posenc reads; check the model's modeling code"
             )
         self.fam = fam or _GENERIC
         self.known = fam is not None
         self.family_name = self.fam.name
         self.model_type = mt or "unknown"
         head = self.read_head()
+        known = self.fam.known_top()
+        for k in cfg:
+            if POSITIONAL_KEY.search(k) and k not in known:
+                self.unknown.append(
+                    f"config key {self.key(k)} is one {self.family_name if fam else 'the generic'} reading does "
+                    "not know"
+                )
         ropes, layer_types = self.read_ropes(head)
         if fam is not None and fam.fixed_base is not None:
             for name in ("rope_theta",):
@@ -448,7 +592,16 @@ class _Reader:
                     self.warnings.append(
                         f"{self.key(name)} is ignored: transformers' {fam.name} hard-codes base {fam.fixed_base:g}"
                     )
-        return ModelConfig(self.model_type, fam, self.fam.kind, layer_types, self.warnings, head, ropes, {})
+        if self.unknown:
+            if self.read_as is None:
+                more = f" (and {len(self.unknown) - 1} more)" if len(self.unknown) > 1 else ""
+                what = f"model_type {self.model_type!r}" if fam else f"unknown model_type {self.model_type!r}"
+                raise ParameterError(
+                    f"{self.unknown[0]}{more}, and it could change the tables of {what}; check the model's code, "
+                    f"then pass {ref('read_as')} FAMILY (e.g. llama) to read it as that family"
+                )
+            self.warnings.extend(f"{u}; ignored: read with {self.read_as}'s rules, as asked" for u in self.unknown)
+        return ModelConfig(self.model_type, fam, self.fam.kind, layer_types, self.warnings, head, ropes, {}, assumption)
 
     # ----- scalar fields ------------------------------------------------------------------------------------
     def get(self, canonical: str, *, integer: bool = True, required: bool = False, **kw: Any) -> _Value | None:
@@ -531,6 +684,12 @@ class _Reader:
         nested = bool(rope) and all(isinstance(v, dict) or v is None for v in rope.values())
         if nested and not per_layer_keys and not layer_list:
             types_ = sorted(rope)  # transformers 5 per-layer rope_parameters of a family posenc reads generically
+        if rope and not nested and fam.flat_parameters_ignored and where.endswith("rope_parameters."):
+            self.warnings.append(
+                f"{where[:-1]} is flat, and transformers' {fam.name} reads it per layer type only: its keys are "
+                "ignored, as transformers does (rope_scaling applies a flat dict to full_attention)"
+            )
+            rope = {}
         ropes: dict[str, dict[str, _Value] | None] = {}
         for lt in types_:
             if lt in fam.nope:
@@ -581,7 +740,7 @@ class _Reader:
             return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n_layers)]
         if fam.layers.startswith("every_nth_full:"):
             _, key, default = fam.layers.split(":")
-            v = cfg.get(key, cfg.get(f"_{key}"))
+            v = cfg.get(key, cfg.get(f"_{key}")) if key else None  # olmo3: no key, every 4th layer is full
             k = _number(v, self.key(key), integer=True) if v is not None else int(default)
             return ["sliding_attention" if (i + 1) % k else "full_attention" for i in range(n_layers)]
         if fam.layers == "modernbert":
@@ -640,11 +799,29 @@ class _Reader:
                 + (", mrope (Qwen2-VL)" if fam.kind != "mrope" else "")
             )
         scaling = HF_SCALINGS[hf_type]
+        # Hunyuan: "dynamic" with a (truthy) alpha is transformers' ntk_alpha, a fixed NTK base at every length
+        alpha = fam.ntk_alpha and hf_type == "dynamic" and bool(entry.get("alpha"))
+        rule = "ntk_alpha" if alpha else hf_type
         for k in entry:
-            if k not in ROPE_KEYS and not (k == "mrope_section" and fam.kind == "mrope"):
-                self.warnings.append(f"{where}{k} is not a RoPE key posenc knows; ignored (check the model's code)")
-            elif ROPE_KEYS.get(k) and hf_type not in ROPE_KEYS[k]:
-                self.warnings.append(f"{where}{k} is not read by rope_type {hf_type!r}; ignored, as transformers does")
+            if k == "mrope_section" and fam.kind == "mrope":
+                continue
+            if k not in ROPE_KEYS and k not in fam.rope_keys:
+                self.unknown.append(f"{where}{k} is a RoPE key posenc does not know")
+                continue
+            readers = ROPE_KEYS.get(k) or fam.rope_keys.get(k) or ()
+            read = rule in readers if rule != "ntk_alpha" else k in ("rope_type", "type", "rope_theta", "alpha")
+            if readers or rule == "ntk_alpha":
+                if read:
+                    continue
+                if self.known or self.read_as is not None:
+                    self.warnings.append(
+                        f"{where}{k} is not read by {self.family_name}'s rope_type {rule!r}; ignored, as transformers does"
+                    )
+                else:
+                    self.unknown.append(
+                        f"{where}{k} is not read by rope_type {rule!r} in Llama's rules, though this model's class "
+                        "might read it"
+                    )
         out: dict[str, _Value] = {"dim": head["dim"], "base": self.theta(entry, where, lt)}
         out["layout"] = _Value(fam.layout, f"layout of {self.family_name}")
         if fam.kind == "mrope":
@@ -665,6 +842,14 @@ class _Reader:
                     "(the rotated half)"
                 )
             out["mrope_section"] = _Value(tuple(sec), origin)
+            if fam.mrope_sections == "interleaved":
+                flag = entry.get("mrope_interleaved", True)
+                if flag is not True:
+                    raise ParameterError(
+                        f"config key {where}mrope_interleaved={_show(flag)}, but transformers' {fam.name} always "
+                        "interleaves the M-RoPE sections; drop the key or set it to true"
+                    )
+                out["mrope_interleaved"] = _Value(True, f"layout of {self.family_name} (recomposition_frequencies)")
             return out
         out["scaling"] = _Value(
             scaling,
@@ -672,6 +857,19 @@ class _Reader:
             if "rope_type" in entry or "type" in entry
             else f"default of {self.family_name}",
         )
+        if alpha:
+            # transformers' compute_ntk_alpha_rope_parameters reads config.head_dim itself (None fails there)
+            if "head_dim" not in head["dim"].origin:
+                raise ParameterError(
+                    f"{where}alpha needs config key {self.key('head_dim')}: transformers' {fam.name} computes the "
+                    "NTK-alpha base from config.head_dim; add head_dim to config.json"
+                )
+            out["scaling"] = _Value(
+                "ntk", f"config key {where}rope_type 'dynamic' with {where}alpha (transformers' ntk_alpha)"
+            )
+            out["factor"] = _Value(_number(entry["alpha"], f"{where}alpha"), f"config key {where}alpha")
+            out["_rot_dim"] = _Value(head["dim"].value, "the head dim")
+            return out
         dim = head["dim"].value
         # partial rotary: GPT-J's rotary_dim, else partial_rotary_factor (rope dict first, then top level)
         rot_dim = dim
@@ -725,11 +923,42 @@ class _Reader:
             raise ParameterError(f"the head dim {dim} gives {rot_dim} rotated features, an odd number; fix config.json")
         out["_rot_dim"] = _Value(rot_dim, "head dim x partial rotary factor" if rot_dim != dim else "the head dim")
         self.read_scaling(out, entry, where, hf_type, scaling, head, rot_dim)
+        if fam.mscale_pair and scaling != "none":
+            self.read_mscale_pair(out, entry, where, raw_type, scaling)
         if fam.no_attention_scaling and scaling in ("yarn", "longrope"):
             out["attention_factor"] = _Value(
                 1.0, f"transformers' {fam.name} does not multiply cos/sin by attention_scaling"
             )
         return out
+
+    def read_mscale_pair(
+        self, out: dict[str, _Value], entry: dict[str, Any], where: str, raw_type: str, scaling: str
+    ) -> None:
+        """Phimoe: cos/sin times short_mscale or long_mscale (by sequence length), inv_freq from short_factor."""
+        name = self.fam.name
+        if scaling != "longrope":
+            raise ParameterError(
+                f"{where}rope_type {raw_type!r}: posenc reads {name}'s short_mscale/long_mscale with longrope only "
+                "(the rule its published configs use); set rope_type to longrope"
+            )
+        for key in ("short_mscale", "long_mscale"):
+            if entry.get(key) is None:
+                raise ParameterError(
+                    f"{name} with rope_type longrope needs {where}{key} (transformers' PhimoeConfig.validate_rope "
+                    "requires it); add it to config.json"
+                )
+            out[f"_{key}"] = _Value(_number(entry[key], f"{where}{key}"), f"config key {where}{key}")
+        if "attention_factor" in out:
+            self.warnings.append(
+                f"{where}attention_factor is ignored: transformers' {name} multiplies cos/sin by short_mscale or "
+                "long_mscale"
+            )
+            del out["attention_factor"]
+        out["long_factor"] = _Value(
+            out["short_factor"].value,
+            f"config key {where}short_factor (transformers' {name} recomputes inv_freq without seq_len, so "
+            "the short factors apply at every length)",
+        )
 
     def _default_ignores_partial(self, scaling: str) -> bool:
         # Llama-style default rotary classes never read partial_rotary_factor; NeoX, Phi-3, GLM-style do. The
@@ -752,6 +981,11 @@ class _Reader:
                 "llama4_text",
                 "deepseek_v2",
                 "deepseek_v3",
+                "phimoe",
+                "olmo3",
+                "ernie4_5",
+                "ernie4_5_moe",
+                "hunyuan_v1_dense",
             )
         )
 
@@ -869,3 +1103,48 @@ def params_from_hf_config(
     """The parameters that reproduce a HF model's rotary tables from its config.json dict (see
     :func:`read_model_config`; kind ``rope``, or ``mrope`` for Qwen2-VL, as :attr:`ModelConfig.kind` says)."""
     return read_model_config(config).params(layer_type, length)
+
+
+# ----- the reader interface (see :mod:`.readers`) -------------------------------------------------------------
+def claims(config: Mapping[str, Any]) -> bool:
+    """The RoPE table reads every config no other reader claims (an unknown model type: strictly, generically)."""
+    return True
+
+
+def from_model_config(
+    config: dict[str, Any],
+    *,
+    length: int | None = None,
+    layer_type: str | None = None,
+    read_as: str | None = None,
+    offset: int = 0,
+    seq_len: int | None = None,
+    **options: Any,
+) -> tuple[str, dict[str, Any], list[str], dict[str, str]]:
+    """The kind (``rope``, or ``mrope`` for Qwen2-VL), parameters, warnings and metadata notes (``hf_read_as``
+    when ``read_as`` was given) of a HF transformers model's rotary tables from its config.json."""
+    model = read_model_config(config, read_as=read_as)
+    notes = {} if model.assumption is None else {"hf_read_as": model.assumption}
+    params = model.params(layer_type, length, offset=offset, seq_len=seq_len)
+    return model.kind, params, list(model.warnings), notes
+
+
+def model_config_layers(
+    config: dict[str, Any], *, length: int | None = None, read_as: str | None = None, **options: Any
+) -> dict[str, tuple[str, dict[str, Any]] | None]:
+    """Every attention type -> ``(kind, parameters)``, None for a NoPE type."""
+    model = read_model_config(config, read_as=read_as)
+    return {lt: None if p is None else (model.kind, p) for lt, p in model.all_params(length).items()}
+
+
+def model_config_notes(config: dict[str, Any], *, read_as: str | None = None, **options: Any) -> dict[str, str]:
+    """``{"hf_read_as": ...}`` when ``read_as`` made posenc read the config with another family's rules."""
+    model = read_model_config(config, read_as=read_as)
+    return {} if model.assumption is None else {"hf_read_as": model.assumption}
+
+
+def describe_model_config(
+    config: dict[str, Any], *, layer_type: str | None = None, read_as: str | None = None, **options: Any
+) -> dict[str, Any]:
+    """What was read, each value with the key or class default it came from."""
+    return read_model_config(config, read_as=read_as).report(layer_type)

@@ -1,0 +1,150 @@
+"""Imports run one way (shared/STYLE.md): cli -> api -> models -> encodings -> formats, errors.
+
+The scan reads every ``import`` of posenc_cli's modules from their syntax trees, the lazy ones inside functions
+included (they close a circle as surely as top-level ones, only later), ``if TYPE_CHECKING:`` blocks excluded.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "posenc_cli"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(path: Path, modules: set[str], text: str | None = None) -> set[str]:
+    """The posenc_cli modules ``path`` imports (any depth in the file, TYPE_CHECKING blocks excluded)."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target in modules:
+                found.add(target)
+            for a in node.names:
+                if f"{target}.{a.name}" in modules:
+                    found.add(f"{target}.{a.name}")
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text() if text is None else text))
+    found.discard(name)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    paths = sorted(PKG.rglob("*.py"))
+    modules = {module_name(p) for p in paths}
+    return {module_name(p): imports_of(p, modules) for p in paths}
+
+
+def cycles(edges: dict[str, set[str]], nodes: set[str]) -> list[list[str]]:
+    """The import circles among ``nodes`` (strongly connected components of more than one module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(edges.get(v, set()) & nodes):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(nodes):
+        if v not in index:
+            strong(v)
+    return out
+
+
+def _readers_and_rope(edges: dict[str, set[str]]) -> set[str]:
+    return {m for m in edges if m.startswith(("posenc_cli.models", "posenc_cli.encodings.rope"))}
+
+
+def test_no_import_circle_between_rope_and_the_model_readers():
+    edges = graph()
+    nodes = _readers_and_rope(edges)
+    assert "posenc_cli.models.hf_config" in nodes and "posenc_cli.encodings.rope.core" in nodes
+    assert not cycles(edges, nodes)
+
+
+def test_encodings_never_import_the_model_readers():
+    edges = graph()
+    wrong = {
+        f"{m} -> {t}"
+        for m, targets in edges.items()
+        if m.startswith("posenc_cli.encodings")
+        for t in targets
+        if t.startswith(("posenc_cli.models", "posenc_cli.cli", "posenc_cli.api", "posenc_cli.sources"))
+    }
+    assert not wrong, sorted(wrong)
+
+
+def test_the_models_import_encodings_and_not_the_cli():
+    edges = graph()
+    assert "posenc_cli.encodings.rope.core" in edges["posenc_cli.models.hf_config"]
+    wrong = {
+        f"{m} -> {t}"
+        for m, targets in edges.items()
+        if m.startswith("posenc_cli.models")
+        for t in targets
+        if t.startswith(("posenc_cli.cli", "posenc_cli.api", "posenc_cli.sources"))
+    }
+    assert not wrong, sorted(wrong)
+
+
+def test_the_circle_scan_can_fail():
+    """A lazy import inside a function closes a circle (the one the move to models/ ended)."""
+    edges = {k: set(v) for k, v in graph().items()}
+    edges["posenc_cli.encodings.rope.core"].add("posenc_cli.models.hf_config")
+    assert cycles(edges, _readers_and_rope(edges)) == [
+        ["posenc_cli.encodings.rope.core", "posenc_cli.models.hf_config"]
+    ]
+    # and the scan sees a lazy import written in a function body, not one under TYPE_CHECKING
+    src = PKG / "encodings" / "rope" / "core.py"
+    modules = set(edges)
+    lazy = src.read_text() + "\n\ndef _probe():\n    from ...models.hf_config import claims\n"
+    assert "posenc_cli.models.hf_config" in imports_of(src, modules, lazy)
+    typing_only = src.read_text() + "\n\nif TYPE_CHECKING:\n    from ...models import hf_config\n"
+    assert "posenc_cli.models.hf_config" not in imports_of(src, modules, typing_only)
