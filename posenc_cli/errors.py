@@ -23,7 +23,9 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 
-_MARK = re.compile("\x02([A-Za-z_][A-Za-z0-9_]*)\x03( (?=[-+0-9'\"\\[(]|True\\b|False\\b|None\\b|nan\\b|inf\\b))?")
+_MARK = re.compile(
+    "\x02([A-Za-z_][A-Za-z0-9_]*)\x03( (?=[-+0-9'\"\\[(]|[A-Z][A-Z_]+\\b|True\\b|False\\b|None\\b|nan\\b|inf\\b))?"
+)
 
 
 def param(name: str) -> str:

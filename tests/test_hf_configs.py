@@ -316,7 +316,7 @@ def test_per_layer_types():
         with pytest.raises(ParameterError, match=f"NoPE.*choose from: {rope}"):
             m.params("full_attention")
         assert m.params(None, 8) == m.params(rope, 8)
-    with pytest.raises(ParameterError, match="unknown layer_type= 'global' for gemma3_text; choose from"):
+    with pytest.raises(ParameterError, match="unknown layer_type='global' for gemma3_text; choose from"):
         g3.params("global")
 
 

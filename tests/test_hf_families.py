@@ -170,7 +170,7 @@ def test_a_known_family_with_an_unknown_rope_key_is_an_error_too():
 
 
 def test_read_as_names_a_family_or_is_refused(tmp_path):
-    with pytest.raises(ParameterError, match=r"read_as= 'lama' is no family posenc reads; choose from: .*llama"):
+    with pytest.raises(ParameterError, match=r"read_as='lama' is no family posenc reads; choose from: .*llama"):
         read_model_config(FANCY, read_as="lama")
     code, _, err = cli(["generate", "--kind", "rope", "--len", "4", "--dim", "8", "--read-as", "llama",
                         "-o", str(tmp_path / "x.npz")])  # fmt: skip
@@ -180,7 +180,7 @@ def test_read_as_names_a_family_or_is_refused(tmp_path):
 def test_api_from_config_takes_read_as():
     from posenc_cli import api
 
-    with pytest.raises(ParameterError, match="read_as="):
+    with pytest.raises(ParameterError, match="pass read_as=FAMILY "):
         api.from_config({**FANCY, "rotary_scale_base": 2})
     enc = api.from_config({**FANCY, "rotary_scale_base": 2}, read_as="llama", length=4)
     assert enc.KIND == "rope" and enc.dim == 64
