@@ -435,10 +435,12 @@ def open_config(
 
         # the options this engine reads (a comparison's other side may be an engine that reads the others)
         reads = {k: v for k, v in (engine_options or {}).items() if k in resolve_engine(engine).options}
-        enc, _ = engine_encoding(config, engine, length=length, layer_type=layer_type, overrides=given, **reads)
+        enc, facts = engine_encoding(config, engine, length=length, layer_type=layer_type, overrides=given, **reads)
         check_size(enc.nbytes(), formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, text)
         label = "stdin" if text == "-" else text
-        return Source.from_encoding(enc, f"{label}@{engine}")
+        src = Source.from_encoding(enc, f"{label}@{engine}")
+        src.warnings = list(facts.warnings)
+        return src
     name, cfg, warnings, notes = from_model_config(
         config, kind=kind, length=length, layer_type=layer_type, read_as=read_as, **_position_hints(given)
     )

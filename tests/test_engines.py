@@ -234,3 +234,14 @@ def test_yarn_mscale_alone_per_engine(tmp_path):
             "vllm": 0.1 * math.log(f) + 1}  # fmt: skip
     for engine, s in want.items():
         assert _inv_freq(engine, tmp_path / "config.json")[1] == pytest.approx(s, rel=1e-12), engine
+
+
+def test_the_hf_reader_s_warnings_are_said_with_an_engine_too(tmp_path):
+    cfg = json.loads((CONFIGS / "llama.json").read_text())
+    cfg["model_type"] = "mystery"
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    plain = cli(["generate", str(tmp_path / "config.json"), "--len", "4", "-o", str(tmp_path / "a.npz")])
+    code, _, err = cli(["generate", f"{tmp_path / 'config.json'}@mlx", "--len", "4", "-o", str(tmp_path / "b.npz")])
+    assert code == plain[0]
+    if plain[0] == 0:  # an unknown model type read generically: the warning is said on both paths
+        assert "Warning:" in plain[2] and "mystery" in err and "Warning:" in err

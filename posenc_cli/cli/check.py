@@ -7,6 +7,7 @@ from ..errors import ExitCode, ParameterError
 from . import _options as o
 from ._common import (
     TableOptions,
+    msg,
     open_src,
     print_json,
     progress_enabled,
@@ -181,6 +182,8 @@ def _onnx_against(texts, against, opts: TableOptions, verbose: bool, json_out: b
     results = [
         check_against(t, config, engine=engine, layer_type=opts.layer_type, max_bytes=opts.max_bytes) for t in texts
     ]
+    for w in dict.fromkeys(w for r in results for w in r.warnings):
+        msg(f"Warning: {w}", quiet)
     if json_out:
         print_json([r.to_json() for r in results] if len(results) > 1 else results[0].to_json())
     elif quiet < 2:

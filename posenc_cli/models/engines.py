@@ -144,6 +144,8 @@ class ModelFacts:
     kv_heads: int | None
     max_positions: int
     original: int
+    #: what HF's reader had to say (assumptions, unknown model type): for the caller to show
+    warnings: list[str] = field(default_factory=list)
 
 
 def model_facts(config: Any, *, layer_type: str | None = None) -> ModelFacts:
@@ -179,6 +181,7 @@ def model_facts(config: Any, *, layer_type: str | None = None) -> ModelFacts:
         kv_heads=int(kv) if isinstance(kv, int) else None,
         max_positions=mp,
         original=int(params.get("original_max_position_embeddings") or mp),
+        warnings=list(model.warnings),
     )
 
 

@@ -541,6 +541,7 @@ class OnnxCheck:
     engine: str
     divergences: list[str]
     matched: list[str]
+    warnings: list[str] = field(default_factory=list)  # what HF's reader of the config had to say
 
     @property
     def ok(self) -> bool:
@@ -548,7 +549,7 @@ class OnnxCheck:
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.label, "against": self.against, "engine": self.engine, "ok": self.ok,
-                "divergences": self.divergences, "matched": self.matched}  # fmt: skip
+                "divergences": self.divergences, "matched": self.matched, "warnings": self.warnings}  # fmt: skip
 
 
 def check_against(path: str, config: str, *, engine: str = "hf", layer_type: str | None = None,
@@ -577,7 +578,7 @@ def check_against(path: str, config: str, *, engine: str = "hf", layer_type: str
             _check_one(where, role, cos, sin, cache, facts, expect, engine, out, matched)
     if longrope:
         _check_swap(model, facts, engine, out)
-    return OnnxCheck(path, config, engine, list(dict.fromkeys(out)), matched)
+    return OnnxCheck(path, config, engine, list(dict.fromkeys(out)), matched, list(facts.warnings))
 
 
 def _name(cache: Cache) -> str:
