@@ -107,9 +107,21 @@ def is_spec(text: str) -> bool:
     return any(head == k.lower() for k in KINDS)
 
 
+def split_engine(text: str) -> tuple[str, str | None]:
+    """``CONFIG@ENGINE`` -> (CONFIG, ENGINE): the tables that engine computes for the model
+    (:mod:`posenc_cli.models.engines`); any other text -> (text, None). An existing path wins."""
+    head, sep, tail = text.rpartition("@")
+    if not sep or os.path.exists(text):
+        return text, None
+    from .models.engines import ENGINE_NAMES
+
+    return (head, tail) if tail in ENGINE_NAMES else (text, None)
+
+
 def is_config(text: str) -> bool:
     """Whether ``text`` is a model's description: a directory holding ``config.json``, or a ``.json`` file that is
-    not a posenc JSON table (whose first key is ``metadata`` or ``tensors``)."""
+    not a posenc JSON table (whose first key is ``metadata`` or ``tensors``); ``CONFIG@ENGINE`` too."""
+    text = split_engine(text)[0]
     if text == "-" or is_spec(text):
         return False
     if os.path.isdir(text):
@@ -288,6 +300,8 @@ def open_source(
     kind: str | None = None,
     read_as: str | None = None,
     n_ctx: int | None = None,
+    engine: str | None = None,
+    engine_options: Mapping[str, Any] | None = None,
 ) -> Source:
     """Open a file, stdin or spec.
 
@@ -320,8 +334,18 @@ def open_source(
         )
     if is_config(text):
         return open_config(
-            text, layers=layers, kind=kind, layer_type=layer_type, like=like, max_bytes=limit, read_as=read_as
+            text,
+            layers=layers,
+            kind=kind,
+            layer_type=layer_type,
+            like=like,
+            max_bytes=limit,
+            read_as=read_as,
+            engine=engine,
+            engine_options=engine_options,
         )
+    if engine is not None:
+        raise ParameterError(f"{param('engine')} {engine} applies to a model config, and {text} is not one")
     if kind is not None and not is_spec(text):
         raise ParameterError(f"{param('kind')} {kind} applies to a spec or a model config; {text} is a file")
     if is_spec(text):
@@ -340,6 +364,19 @@ def open_source(
     if any(values for _, values in layers):
         raise ParameterError(
             f"parameters apply to specs, but {text} is a file; drop them or use a spec like KIND:key=value"
+        )
+    if text.lower().endswith(".onnx"):  # an ONNX model: the rotary caches stored in it
+        from . import __version__
+        from .models.onnx import read_onnx
+
+        tensors, meta = read_onnx(text, max_bytes=limit).tables(GROUPS_KEY)
+        meta = {"posenc_version": __version__, **meta}
+        return Source(
+            text,
+            dict(tensors),
+            meta,
+            lazy={k: formats.ArrayTensor(k, v) for k, v in tensors.items()},
+            groups=_read_groups(text, dict(tensors), meta),
         )
     table = formats.read_table(text, max_bytes=limit)
     if max_bytes is not None:  # asked for: memory-mapped files too
@@ -366,8 +403,13 @@ def open_config(
     like: Source | None = None,
     max_bytes: int | None = None,
     read_as: str | None = None,
+    engine: str | None = None,
+    engine_options: Mapping[str, Any] | None = None,
 ) -> Source:
     """The tables a model's config.json (a path, its directory, or ``-``) describes, as a source.
+
+    ``engine`` (or ``CONFIG@ENGINE``): the tables that inference engine computes for the model, by its rules in
+    :mod:`posenc_cli.models.engines` (``engine_options``: ``max_model_len``, ``n_ctx``); ``hf`` is transformers'.
 
     ``layers`` (the user's parameters) override what the config says, except the head dim, which the config
     sets (``dim=`` through ``params`` still overrides it, naming the change). ``like`` gives the length when
@@ -390,7 +432,30 @@ def open_config(
         ref = like.tensors.get(name, like.lazy.get(name))
         shape = tuple(int(s) for s in getattr(ref, "shape", ()))
         length = shape[0] if shape else None
+    text, suffix = split_engine(text)
+    if suffix is not None and engine is not None and suffix != engine:
+        raise ParameterError(f"the engine is given twice: {text}@{suffix} and {param('engine')} {engine}")
+    engine = engine or suffix
+    if engine is None and engine_options and any(v is not None for v in engine_options.values()):
+        flags = [param(k) for k, v in engine_options.items() if v is not None]
+        raise ParameterError(f"{', '.join(flags)} set an engine's rules; give {param('engine')} or CONFIG@ENGINE")
     config = load_config(text)
+    if engine is not None:
+        from .models.engines import engine_encoding
+
+        if kind is not None or read_as is not None:
+            what = param("kind") if kind is not None else param("read_as")
+            raise ParameterError(f"{what} cannot apply with an engine: engines' rules read the config as HF does")
+        from .models.engines import resolve_engine
+
+        # the options this engine reads (a comparison's other side may be an engine that reads the others)
+        reads = {k: v for k, v in (engine_options or {}).items() if k in resolve_engine(engine).options}
+        enc, facts = engine_encoding(config, engine, length=length, layer_type=layer_type, overrides=given, **reads)
+        check_size(enc.nbytes(), formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, text)
+        label = "stdin" if text == "-" else text
+        src = Source.from_encoding(enc, f"{label}@{engine}")
+        src.warnings = list(facts.warnings)
+        return src
     from .models.hf_positions import learned_table
 
     if (learned := learned_table(text, config, length=length, layer_type=layer_type, read_as=read_as)) is not None:

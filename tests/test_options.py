@@ -34,7 +34,8 @@ VALUES = {
     "--expect": "learned", "--require": "finite", "--probes": "3", "--seed": "7", "--atol": "0.5", "--rtol": "0.5",
     "--name": "x", "--onnx-rope": "", "--all-layer-types": "", "--verbose": "", "--view": "dot",
     "--pair": "1", "--positions": "8", "--at": "2", "--max-offset": "5", "--cosine": "", "--head": "0", "--size": "4x3",
-    "--dpi": "50", "--no-explain": "", "--against": "sinusoidal:base=100", "--no-identify": "", "--read-as": "llama", "--n-ctx": "4096",
+    "--dpi": "50", "--no-explain": "", "--against": "sinusoidal:base=100", "--no-identify": "", "--read-as": "llama",
+    "--engine": "mlx", "--max-model-len": "4096", "--n-ctx": "4096", "--engines": "",
 }  # fmt: skip
 
 SMALL = ["--size", "3x2.5", "--dpi", "40"]

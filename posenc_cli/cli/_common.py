@@ -30,7 +30,14 @@ class TableOptions:
     layer_type: str | None = None
     max_bytes: int | None = None
     read_as: str | None = None
-    n_ctx: int | None = None  # --n-ctx: a GGUF file's llama.cpp context
+    #: --engine, --max-model-len, --n-ctx: a model config's tables as an inference engine computes them
+    #: (--n-ctx is also a GGUF file's llama.cpp context)
+    engine: str | None = None
+    max_model_len: int | None = None
+    n_ctx: int | None = None
+
+    def engine_options(self) -> dict[str, Any]:
+        return {"max_model_len": self.max_model_len, "n_ctx": self.n_ctx}
 
     def layers(self, *, dtype: bool = True) -> list[Any]:
         """Each option as a labelled layer (:func:`posenc_cli.sources.merge_given` refuses a value given twice,
@@ -86,8 +93,11 @@ def refuse_spec_options_for_files(opts: TableOptions, sources: Sequence[str], *,
     for s in sources:
         if looks_like_a_kind(s):  # a mistyped kind, not a file: say so first
             resolve_kind(s.split(":", 1)[0])
-    if opts.n_ctx is not None and not any(is_gguf(s) for s in sources):
-        raise ParameterError(f"--n-ctx {opts.n_ctx} applies to a GGUF file; drop it or give a .gguf model")
+    gguf = any(is_gguf(s) for s in sources)
+    if opts.n_ctx is not None and not gguf and not any(is_config(s) for s in sources):
+        raise ParameterError(
+            f"--n-ctx {opts.n_ctx} applies to a GGUF file or a model config read by an engine; drop it or give one"
+        )
     if not any(is_spec(s) or is_config(s) or is_gguf(s) for s in sources):
         what = "the source is a file" if len(sources) == 1 else "the sources are files"
         if "-" in sources:
@@ -100,6 +110,36 @@ def refuse_spec_options_for_files(opts: TableOptions, sources: Sequence[str], *,
         raise ParameterError("--layer-type applies to a model config; drop it or give the model's config.json")
     if opts.read_as is not None and not any(is_config(s) for s in sources):
         raise ParameterError("--read-as applies to a model config; drop it or give the model's config.json")
+    if not any(is_config(s) for s in sources):
+        refuse(
+            [
+                ("--engine", opts.engine),
+                ("--max-model-len", opts.max_model_len),
+                ("--n-ctx", None if gguf else opts.n_ctx),
+            ],
+            "they set an engine's rules for a model config; give the model's config.json",
+        )
+    refuse_unread_engine_options(opts, sources)
+
+
+def refuse_unread_engine_options(opts: TableOptions, sources: Sequence[str]) -> None:
+    """--max-model-len and --n-ctx set one engine's rule each: refused unless a source's engine reads it."""
+    from ..models.engines import ENGINES, resolve_engine
+    from ..sources import is_config, is_gguf, split_engine
+
+    engines = set()
+    for s in sources:
+        if is_config(s):
+            name = split_engine(s)[1] or opts.engine
+            if name is not None:
+                engines.add(resolve_engine(name).name)
+    for flag, key, value in (
+        ("--max-model-len", "max_model_len", opts.max_model_len),
+        ("--n-ctx", "n_ctx", None if any(is_gguf(s) for s in sources) else opts.n_ctx),  # a GGUF's own context
+    ):
+        if value is not None and not any(key in ENGINES[e].options for e in engines):
+            users = ", ".join(n for n, e in ENGINES.items() if key in e.options)
+            raise ParameterError(f"{flag} sets a rule of engine {users}; give --engine {users} or CONFIG@{users}")
 
 
 def open_src(
@@ -127,6 +167,8 @@ def open_src(
         read_as=opts.read_as if is_config(text) else None,
         kind=kind,
         n_ctx=opts.n_ctx if gguf else None,
+        engine=opts.engine if is_config(text) else None,
+        engine_options=opts.engine_options() if is_config(text) else None,
     )
     say_warnings(src, quiet)
     return src

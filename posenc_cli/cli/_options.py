@@ -144,6 +144,34 @@ ReadAs = Annotated[
     ),
 ]
 
+ENGINE_NAMES = ("hf", "llamacpp", "mlx", "vllm", "sglang", "onnx-genai")  # posenc_cli.models.engines.ENGINE_NAMES
+Engine = Annotated[
+    Optional[str],
+    typer.Option(
+        "--engine",
+        metavar="NAME",
+        autocompletion=complete.choices(ENGINE_NAMES),
+        help=f"With a model config: the tables this engine computes ({', '.join(ENGINE_NAMES)}); "
+        "or write CONFIG@ENGINE.",
+        show_default=False,
+    ),
+]
+MaxModelLen = Annotated[
+    Optional[int],
+    typer.Option(
+        "--max-model-len",
+        metavar="N",
+        parser=number(low=1, high=2**31 - 1),
+        help="vllm: the max_model_len it runs with (fixes LongRoPE's choice; default the model's).",
+        show_default=False,
+    ),
+]
+# declared as issue 22 (GGUF / llama.cpp) declares it, so that the two branches merge into one option
+EnginesTable = Annotated[
+    bool,
+    typer.Option("--engines", help="With a model config: per engine, where its tables depart from HF's."),
+]
+
 # ----- sources ----------------------------------------------------------------------------------------
 _SOURCE_HELP = (
     "A file, - for stdin, a spec KIND[:key=value,...], a model's config.json (or its directory), or a GGUF file."
@@ -202,8 +230,8 @@ NCtx = Annotated[
         "--n-ctx",
         metavar="C",
         parser=number(low=1, high=2**31 - 1),
-        help="With a GGUF file: llama.cpp's context size (-c), which picks LongRoPE factors; default: the file's "
-        "training context.",
+        help="The context size the model runs with (llama.cpp's -c): a GGUF file's, or an --engine's that reads it; "
+        "it picks LongRoPE factors (default: the training context).",
         show_default=False,
     ),
 ]
@@ -454,4 +482,7 @@ FLAGS: dict[str, str] = {
     "head": "--head",
     "size": "--size",
     "dpi": "--dpi",
+    "engine": "--engine",
+    "max_model_len": "--max-model-len",
+    "n_ctx": "--n-ctx",
 }

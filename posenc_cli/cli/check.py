@@ -7,9 +7,11 @@ from ..errors import ExitCode, ParameterError
 from . import _options as o
 from ._common import (
     TableOptions,
+    msg,
     open_src,
     print_json,
     progress_enabled,
+    refuse,
     refuse_spec_options_for_files,
     stdin_source,
 )
@@ -44,6 +46,8 @@ def run(
     grid: o.Grid = None,
     layer_type: o.LayerType = None,
     read_as: o.ReadAs = None,
+    engine: o.Engine = None,
+    max_model_len: o.MaxModelLen = None,
     n_ctx: o.NCtx = None,
     tensor: o.Tensors = None,
     expect: o.Expect = None,
@@ -65,16 +69,29 @@ def run(
     from ..sources import is_config, is_gguf, is_spec
 
     opts = TableOptions(
-        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as=read_as, n_ctx=n_ctx
+        length,
+        dim,
+        list(param or []),
+        dtype,
+        grid,
+        layer_type,
+        max_bytes,
+        read_as=read_as,
+        engine=engine,
+        max_model_len=max_model_len,
+        n_ctx=n_ctx,
     )
     texts = list(sources or []) or [stdin_source("check", "a file, - for stdin, or a spec like sinusoidal")]
     if against is not None and is_config(against) and any(is_gguf(t) for t in texts):
         from ._common import refuse
 
         given = [("--dim", dim), ("-p", param), ("--dtype", dtype), ("--grid", grid), ("--layer-type", layer_type),
-                 ("--tensor", tensor), ("--expect", expect), ("--require", require), ("--no-identify", no_identify)]  # fmt: skip
+                 ("--tensor", tensor), ("--expect", expect), ("--require", require), ("--no-identify", no_identify),
+                 ("--engine", engine), ("--max-model-len", max_model_len)]  # fmt: skip
         refuse(given, "a GGUF file checked --against a model config is judged on llama.cpp's RoPE as a whole")
         return gguf_verdicts(texts, against, n_ctx, length, json_out, quiet)
+    if against is not None and is_config(against) and any(t.lower().endswith(".onnx") for t in texts):
+        return _onnx_against(texts, against, opts, verbose, json_out, quiet)
     if expect is not None:
         from ..encodings import resolve_kind
 
@@ -182,3 +199,44 @@ def gguf_verdicts(texts: list[str], config: str, n_ctx, length, json_out: bool, 
                 indent = "  " if line.startswith("  ") else ""
                 print(textwrap.fill(line, 80, subsequent_indent=indent + "    ") if len(line) > 80 else line)
     return ExitCode.OK if all(v.ok for v in results) else ExitCode.FAILED
+
+
+def _onnx_against(texts, against, opts: TableOptions, verbose: bool, json_out: bool, quiet: int) -> int:
+    """check MODEL.onnx --against config.json: the stored caches against the model's tables, each export mistake
+    named (posenc_cli.models.onnx.check_against)."""
+    from ..models.onnx import check_against
+    from ..sources import split_engine
+
+    refuse(
+        [("--len", opts.length), ("--dim", opts.dim), ("-p", opts.params), ("--grid", opts.grid),
+         ("--dtype", opts.dtype), ("--max-model-len", opts.max_model_len), ("--n-ctx", opts.n_ctx)],
+        "an ONNX model is checked against its config as stored",
+    )  # fmt: skip
+    if not all(t.lower().endswith(".onnx") for t in texts):
+        raise ParameterError("check --against a config takes ONNX models, or other tables, not both at once")
+    config, engine = split_engine(against)
+    if engine is not None and opts.engine is not None and engine != opts.engine:
+        raise ParameterError(f"the engine is given twice: {against} and --engine {opts.engine}")
+    engine = engine or opts.engine or "hf"
+    results = [
+        check_against(t, config, engine=engine, layer_type=opts.layer_type, max_bytes=opts.max_bytes) for t in texts
+    ]
+    for w in dict.fromkeys(w for r in results for w in r.warnings):
+        msg(f"Warning: {w}", quiet)
+    if json_out:
+        print_json([r.to_json() for r in results] if len(results) > 1 else results[0].to_json())
+    elif quiet < 2:
+        import textwrap
+
+        def say(text: str, first: str) -> None:
+            print(textwrap.fill(text, 80, initial_indent=first, subsequent_indent="    "))
+
+        for r in results:
+            verdict = "OK" if r.ok else f"{len(r.divergences)} divergence(s)"
+            say(f"{r.label} against {r.against} ({r.engine}): {verdict}", "")
+            for d in r.divergences:
+                say(d, "  DIVERGES ")
+            if verbose or r.ok:
+                for m in r.matched:
+                    say(m, "  ok ")
+    return ExitCode.OK if all(r.ok for r in results) else ExitCode.FAILED

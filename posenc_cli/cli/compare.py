@@ -28,6 +28,8 @@ def run(
     grid: o.Grid = None,
     layer_type: o.LayerType = None,
     read_as: o.ReadAs = None,
+    engine: o.Engine = None,
+    max_model_len: o.MaxModelLen = None,
     n_ctx: o.NCtx = None,
     tensor: o.Tensors = None,
     atol: o.Atol = None,
@@ -51,11 +53,22 @@ def run(
         from .check import gguf_verdicts
 
         given = [("--dim", dim), ("-p", param), ("--dtype", dtype), ("--grid", grid), ("--layer-type", layer_type),
-                 ("--tensor", tensor), ("--atol", atol), ("--rtol", rtol or None), ("--no-explain", no_explain)]  # fmt: skip
+                 ("--tensor", tensor), ("--atol", atol), ("--rtol", rtol or None), ("--no-explain", no_explain),
+                 ("--engine", engine), ("--max-model-len", max_model_len)]  # fmt: skip
         refuse(given, "a GGUF file and a model config are compared on llama.cpp's RoPE as a whole")
         return gguf_verdicts([pair[0]], pair[1], n_ctx, length, json_out, quiet)
     opts = TableOptions(
-        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as=read_as, n_ctx=n_ctx
+        length,
+        dim,
+        list(param or []),
+        dtype,
+        grid,
+        layer_type,
+        max_bytes,
+        read_as=read_as,
+        engine=engine,
+        max_model_len=max_model_len,
+        n_ctx=n_ctx,
     )
     refuse_spec_options_for_files(opts, [a, b])
 

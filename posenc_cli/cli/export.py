@@ -10,6 +10,7 @@ from ._common import (
     byte_limit,
     open_src,
     print_json,
+    refuse,
     refuse_spec_options_for_files,
     say_warnings,
     write_source,
@@ -39,6 +40,9 @@ def run(
     hf_config: o.HfConfig = None,
     layer_type: o.LayerType = None,
     read_as: o.ReadAs = None,
+    engine: o.Engine = None,
+    max_model_len: o.MaxModelLen = None,
+    n_ctx: o.NCtx = None,
     tensor: o.Tensors = None,
     name: o.Names = None,
     format: o.Format = None,
@@ -50,7 +54,24 @@ def run(
 ) -> int:
     from ..sources import Source, is_config, is_spec
 
-    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as=read_as)
+    if hf_config is None and (source is None or not is_config(source)):
+        refuse(
+            [("--engine", engine), ("--max-model-len", max_model_len), ("--n-ctx", n_ctx)],
+            "they set an engine's rules for a model config; give the model's config.json",
+        )
+    opts = TableOptions(
+        length,
+        dim,
+        list(param or []),
+        dtype,
+        grid,
+        layer_type,
+        max_bytes,
+        read_as=read_as,
+        engine=engine,
+        max_model_len=max_model_len,
+        n_ctx=n_ctx,
+    )
     onnx = [("--onnx-rope", {"cache": "onnx"})] if onnx_rope else []
     if output is None:
         if sys.stdout.isatty():
@@ -62,6 +83,9 @@ def run(
         if source is not None and not is_spec(source):
             raise ParameterError(f"--hf-config {hf_config} and SOURCE {source}: both say what to export; give one")
         from ..sources import open_config, parse_spec, spec_label
+        from ._common import refuse_unread_engine_options
+
+        refuse_unread_engine_options(opts, [hf_config])
 
         kind, pairs = parse_spec(source) if source is not None else (None, {})
         spec = [(spec_label(source), pairs)] if source is not None and pairs else []
@@ -72,6 +96,8 @@ def run(
             layer_type=layer_type,
             max_bytes=opts.max_bytes,
             read_as=read_as,
+            engine=engine,
+            engine_options=opts.engine_options(),
         )
         builds = True
     elif source is None:
@@ -82,6 +108,10 @@ def run(
                 raise ParameterError(f"{flag} applies to a model config, and {source} is a spec; drop it")
         if onnx_rope and is_spec(source):
             _onnx_kind(source.split(":", 1)[0])
+        if is_config(source):
+            from ._common import refuse_unread_engine_options
+
+            refuse_unread_engine_options(opts, [source])
         src = open_src(source, opts, quiet=quiet, extra=onnx)
         builds = True
     else:

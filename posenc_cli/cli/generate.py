@@ -12,6 +12,7 @@ from ._common import (
     open_src,
     print_json,
     refuse,
+    refuse_spec_options_for_files,
     say_warnings,
     write_source,
     wrote,
@@ -46,6 +47,8 @@ def run(
     hf_config: o.HfConfig = None,
     layer_type: o.LayerType = None,
     read_as: o.ReadAs = None,
+    engine: o.Engine = None,
+    max_model_len: o.MaxModelLen = None,
     n_ctx: o.NCtx = None,
     all_layer_types: o.AllLayerTypes = False,
     output: o.Output = None,
@@ -60,25 +63,44 @@ def run(
     from ..sources import is_config, is_gguf
 
     opts = TableOptions(
-        length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as=read_as, n_ctx=n_ctx
+        length,
+        dim,
+        list(param or []),
+        dtype,
+        grid,
+        layer_type,
+        max_bytes,
+        read_as=read_as,
+        engine=engine,
+        max_model_len=max_model_len,
+        n_ctx=n_ctx,
     )
     text = _source_text(source, kind, hf_config)
     config = text == "-" or is_config(text)
     gguf = is_gguf(text)
-    if not gguf:
-        refuse([("--n-ctx", n_ctx)], "it applies to a GGUF file")
     if gguf:
         refuse(
-            [("--all-layer-types", all_layer_types), ("--kind", kind), ("--read-as", read_as)],
+            [("--all-layer-types", all_layer_types), ("--kind", kind), ("--read-as", read_as), ("--engine", engine),
+             ("--max-model-len", max_model_len)],
             "a GGUF file says its own RoPE",
-        )
+        )  # fmt: skip
     elif not config:
         refuse(
-            [("--layer-type", layer_type), ("--all-layer-types", all_layer_types), ("--read-as", read_as)],
-            "they apply to a model config",
-        )
+            [("--layer-type", layer_type), ("--all-layer-types", all_layer_types), ("--read-as", read_as),
+             ("--engine", engine), ("--max-model-len", max_model_len), ("--n-ctx", n_ctx)],
+            "they apply to a model config (--layer-type and --n-ctx also to a GGUF file)",
+        )  # fmt: skip
     if all_layer_types:
+        from ..sources import split_engine
+
+        refuse(
+            [("--engine", engine or split_engine(text)[1]), ("--max-model-len", max_model_len), ("--n-ctx", n_ctx)],
+            "--all-layer-types writes HF's tables of every attention type",
+        )
         return _all_layer_types(text, kind, opts, output, format, force, tensor, precision, json_out, quiet)
+    if _is_onnx(text):
+        refuse_spec_options_for_files(opts, [text])
+        refuse([("--kind", kind)], f"{text} is an ONNX model: its caches are read, not built")
     src = _config_source(text, kind, opts, quiet) if config else open_src(text, opts, quiet=quiet)
     enc = src.encoding
     if enc is None and config:  # a learned table read from a model's weights: data to export, not a table to build
@@ -91,6 +113,10 @@ def run(
             raise ParameterError(f"{src.label} has no tensor {t!r}; choose from: {', '.join(names)}")
     if gguf and output is None and (sys.stdout.isatty() or json_out):
         raise ParameterError(f"{text}: llama.cpp's tables have no terminal preview; pass -o FILE (or pipe)")
+    if enc is None and output is None and sys.stdout.isatty() and not json_out:
+        raise ParameterError(f"{text} is read, not built: pass -o FILE to write its tables (or pipe them)")
+    if enc is None and output is None and json_out:
+        raise ParameterError(f"--json describes a built table; {text} is read: pass -o FILE to write it")
     if output is None and sys.stdout.isatty() and not json_out:
         refuse(
             [("--format", format), ("--force", force)],
@@ -123,7 +149,9 @@ def _source_text(source: str | None, kind: str | None, hf_config: str | None) ->
     """What generate builds from: SOURCE, ``--kind`` or ``--hf-config`` (each given once)."""
     from ..sources import is_config, is_gguf, is_spec
 
-    if source is not None and not (source == "-" or is_spec(source) or is_config(source) or is_gguf(source)):
+    if source is not None and not (
+        source == "-" or is_spec(source) or is_config(source) or is_gguf(source) or _is_onnx(source)
+    ):
         from ..sources import looks_like_a_kind
 
         if looks_like_a_kind(source):
@@ -151,9 +179,16 @@ def _source_text(source: str | None, kind: str | None, hf_config: str | None) ->
     return resolve_kind(kind or DEFAULT_KIND)  # unknown encoding ...; did you mean ...
 
 
+def _is_onnx(text: str) -> bool:
+    """An ONNX model: generate writes the rotary caches stored in it (see posenc_cli.models.onnx)."""
+    return text.lower().endswith(".onnx")
+
+
 def _config_source(text: str, kind: str | None, opts: TableOptions, quiet: int):
     from ..sources import open_config
+    from ._common import refuse_unread_engine_options
 
+    refuse_unread_engine_options(opts, [text])
     src = open_config(
         text,
         layers=opts.layers(),
@@ -161,6 +196,8 @@ def _config_source(text: str, kind: str | None, opts: TableOptions, quiet: int):
         layer_type=opts.layer_type,
         max_bytes=opts.max_bytes,
         read_as=opts.read_as,
+        engine=opts.engine,
+        engine_options=opts.engine_options(),
     )
     say_warnings(src, quiet)
     return src

@@ -2,7 +2,7 @@
 
 from ..errors import ExitCode, ParameterError
 from . import _options as o
-from ._common import msg, print_json
+from ._common import msg, print_json, refuse
 
 DESCRIPTION = """\
 List the encoding kinds, or show one kind's tensors, parameters, presets and
@@ -16,6 +16,8 @@ def run(
     hf_config: o.HfConfig = None,
     layer_type: o.LayerType = None,
     read_as: o.ReadAs = None,
+    engines: o.EnginesTable = False,
+    max_model_len: o.MaxModelLen = None,
     n_ctx: o.NCtx = None,
     json_out: o.Json = False,
     quiet: o.Quiet = 0,
@@ -26,15 +28,32 @@ def run(
     from ..sources import is_config, is_gguf
 
     if kind is not None and is_gguf(kind):
-        if hf_config is not None or layer_type is not None or read_as is not None:
-            raise ParameterError(f"{kind} is a GGUF file: --hf-config, --layer-type and --read-as cannot apply")
+        given = [("--hf-config", hf_config), ("--layer-type", layer_type), ("--read-as", read_as),
+                 ("--engines", engines), ("--max-model-len", max_model_len)]  # fmt: skip
+        refuse(given, f"{kind} is a GGUF file: kinds says what llama.cpp reads from it")
         return _gguf(kind, n_ctx, json_out, quiet)
-    if n_ctx is not None:
-        raise ParameterError(f"--n-ctx {n_ctx} applies to a GGUF file; drop it or give a .gguf model")
     if kind is not None and (kind == "-" or is_config(kind)):
         if hf_config is not None:
             raise ParameterError(f"the model config is given twice: {kind} and --hf-config {hf_config}")
         kind, hf_config = None, kind
+    if hf_config is not None and hf_config != "-":
+        from ..sources import split_engine
+
+        hf_config, engine = split_engine(hf_config)
+        if engine is not None:
+            raise ParameterError(
+                f"kinds says what {hf_config} sets; for where engine {engine} departs from it, use "
+                f"posenc kinds {hf_config} --engines"
+            )
+    if hf_config is None and (engines or max_model_len is not None or n_ctx is not None):
+        raise ParameterError(
+            "--engines, --max-model-len and --n-ctx apply to a model config (--n-ctx also to a GGUF file); give its "
+            "config.json"
+        )
+    if hf_config is not None and engines:
+        return _engines(hf_config, layer_type, max_model_len, n_ctx, json_out)
+    if max_model_len is not None or n_ctx is not None:
+        raise ParameterError("--max-model-len and --n-ctx apply with --engines")
     if hf_config is not None:
         return _config(hf_config, kind, layer_type, read_as, json_out, quiet)
     for flag, value in (("--layer-type", layer_type), ("--read-as", read_as)):
@@ -103,4 +122,31 @@ def _gguf(path: str, n_ctx: int | None, json_out: bool, quiet: int) -> int:
             continue
         line = f"{name:<22} {value}" + (f"  ({origin})" if origin else "")
         print(textwrap.fill(line, 80, subsequent_indent=" " * 23) if len(line) > 80 else line)
+    return ExitCode.OK
+
+
+def _engines(path: str, layer_type: str | None, max_model_len: int | None, n_ctx: int | None, json_out: bool) -> int:
+    """kinds CONFIG --engines: per engine, the rules that apply to this model and whether its tables depart
+    from HF's (posenc_cli.models.engines.departures)."""
+    import textwrap
+
+    from ..models.engines import departures
+    from . import _options
+
+    rows = departures(path, layer_type=layer_type, max_model_len=max_model_len, n_ctx=n_ctx)
+    for row in rows:  # an option a rule needs, spelled as the flag that gives it
+        exc = row.pop("error")
+        if exc is not None:
+            row["note"] = exc.render(_options.FLAGS.get)
+    if json_out:
+        print_json(rows)
+        return ExitCode.OK
+    for row in rows:
+        verdict = "DIFFERS" if row["differs"] else ("n/a" if row["note"] else "same as hf")
+        print(f"{row['engine']:<11} {verdict:<10} {row['version']}")
+        for r in row["rules"]:
+            for i, line in enumerate(textwrap.wrap(f"{r['says']} ({r['source']})", 66)):
+                print(("  rule: " if i == 0 else "        ") + line)
+        for i, line in enumerate(textwrap.wrap(row["note"], 72)):
+            print(("  " if i == 0 else "    ") + line)
     return ExitCode.OK
