@@ -33,7 +33,10 @@ def genai_caches(
     f32 = np.float32
     dim = rot_dim or head_size
     expo = np.arange(0, dim, 2).astype(f32) / f32(dim)
-    inv_freq = (f32(1.0) / (np.asarray(rescale, dtype=f32) * np.power(f32(theta), expo))).astype(f32)
+    # float32 steps, each correctly rounded (computed in float64, rounded once): NumPy's own float32 power and
+    # cos/sin differ in the last bit with the CPU's vector width, and the stored runtime outputs must not
+    pw = np.power(np.float64(f32(theta)), expo.astype(np.float64)).astype(f32)
+    inv_freq = (f32(1.0) / (np.asarray(rescale, dtype=f32) * pw)).astype(f32)
     if yarn is not None:
         d_half = head_size / 2
         orig, bf, bs, factor = yarn["original"], yarn["beta_fast"], yarn["beta_slow"], yarn["factor"]
@@ -47,8 +50,8 @@ def genai_caches(
         inv_freq = (interp * (f32(1) - mask) + inv_freq * mask).astype(f32)
     t = np.arange(length, dtype=np.int64).astype(f32)
     freqs = np.outer(t, inv_freq).astype(f32)
-    cos = (np.cos(freqs).astype(f32) * f32(mscale)).astype(f32)
-    sin = (np.sin(freqs).astype(f32) * f32(mscale)).astype(f32)
+    cos = (np.cos(freqs.astype(np.float64)).astype(f32) * f32(mscale)).astype(f32)
+    sin = (np.sin(freqs.astype(np.float64)).astype(f32) * f32(mscale)).astype(f32)
     return cos.astype(io_dtype), sin.astype(io_dtype)
 
 
