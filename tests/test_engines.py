@@ -245,3 +245,28 @@ def test_the_hf_reader_s_warnings_are_said_with_an_engine_too(tmp_path):
     assert code == plain[0]
     if plain[0] == 0:  # an unknown model type read generically: the warning is said on both paths
         assert "Warning:" in plain[2] and "mystery" in err and "Warning:" in err
+
+
+@pytest.mark.parametrize("name", ["llama31", "phi3", "qwen2", "gpt_oss", "deepseek_v2", "gemma3"])
+@pytest.mark.parametrize("n_ctx", [4096, 131072])
+def test_llamacpp_rules_agree_with_the_ggml_emulation(name, n_ctx):
+    """Two independent readings of llama.cpp: the engine table's rules (applied to posenc's rope) and the float32
+    emulation of ggml behind GGUF sources (models/llamacpp.py, itself checked against real ggml) give the same
+    frequencies (to ggml's float32 rounding) and the same attention factor, for each converted model and context:
+    the LongRoPE choice, YaRN's rounding and llama3's factors agree."""
+    from posenc_cli.models.llamacpp import llamacpp_tables_for
+
+    cfg = str(Path(__file__).parent / "data" / "llamacpp" / f"{name}.config.json")
+    types = ["full_attention", "sliding_attention"] if name == "gemma3" else [None]
+    for lt in types:
+        ggml = llamacpp_tables_for(cfg, n_ctx, 64, layer_type=lt)
+        enc, _ = engine_encoding(cfg, "llamacpp", length=64, n_ctx=n_ctx, layer_type=lt)
+        ours = enc.array("inv_freq").astype(np.float64)
+        theirs = np.asarray(ggml["inv_freq"], dtype=np.float64)
+        assert ours.shape == theirs.shape
+        np.testing.assert_allclose(theirs, ours, rtol=4 * 2.0**-23, atol=0)
+        assert float(ggml["cos"][0, 0]) == pytest.approx(float(enc.array("cos")[0, 0]), rel=2.0**-23)
+    if name == "phi3":  # the context picks the factors: the comparison can tell short from long
+        short = llamacpp_tables_for(cfg, 4096, 64)["inv_freq"]
+        long = llamacpp_tables_for(cfg, 131072, 64)["inv_freq"]
+        assert not np.allclose(short, long, rtol=1e-3)
