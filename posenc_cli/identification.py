@@ -28,12 +28,13 @@ from typing import Any
 import numpy as np
 
 from . import analysis as an
+from . import tolerance as tol
 from .errors import ParameterError
 
 #: A hint: the tensors and their analysis -> candidate parameter sets for one kind.
 Hint = Callable[[dict[str, Any], an.TableAnalysis], list["Candidate"]]
-#: Elementwise tolerance of "reproduces": ulps of the table's dtype (or compare's atol).
-ULP_TOL = 2.0
+#: Elementwise tolerance of "reproduces" (posenc_cli.tolerance holds every tolerance).
+ULP_TOL = tol.ULP_TOL
 #: Candidates verified at most per kind (structure proposes few; this bounds a pathological hint).
 MAX_VERIFY = 24
 
@@ -70,6 +71,7 @@ class Candidate:
     explicit: dict[str, Any] = field(default_factory=dict)
     command: str = ""
     tolerance: str = ""
+    formula: tol.FormulaVerdict | None = None
 
     def key(self) -> tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
         from .encodings.base import format_value
@@ -110,6 +112,7 @@ class Candidate:
             "cosine": num(self.cosine),
             "rows_checked": self.rows_checked,
             "tolerance": self.tolerance,
+            "formula_bound": None if self.formula is None else self.formula.to_json(),
             "why": self.why,
             "command": self.command,
         }
@@ -150,10 +153,10 @@ class Identification:
         if self.best is None:
             return self.reason
         b = self.best
-        if b.tolerance == "float32-formula":
+        if b.tolerance == tol.FORMULA and b.formula is not None:
             return (
-                f"{b.label()}: regenerated, it agrees within {b.max_abs:.2g}, the error of evaluating the formula "
-                f"in float32 (growing with position), on {b.rows_checked} rows"
+                f"{b.label()}: regenerated, it agrees within {b.max_abs:.2g}, {b.formula.text()}: the formula "
+                f"evaluated in float32, on {b.rows_checked} rows"
             )
         return (
             f"{b.label()}: regenerated, it agrees within {b.max_abs:.2g} ({_ulps(b.ulp)} {b.ulp_dtype} ulp) "
@@ -256,7 +259,7 @@ def identify(
     )
     if not good:
         # nothing exact: a candidate within the error of the usual float32 formula still names the table
-        near = sorted((c for c in bad if c.tolerance == "float32-formula"), key=lambda c: (_complexity(c), c.max_abs))
+        near = sorted((c for c in bad if c.tolerance == tol.FORMULA), key=lambda c: (_complexity(c), c.max_abs))
         if near:
             near[0].accounts = True
             near[0].why = ""
@@ -362,6 +365,7 @@ def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) ->
         return
     worst_abs, worst_ulp, cosines, ok, rows_checked = 0.0, 0.0, [], True, 0
     loose = True
+    formula: tol.FormulaVerdict | None = None
     ulp_dtype = ""
     for in_name, enc_name in tmap.items():
         x = tensors[in_name]
@@ -389,15 +393,15 @@ def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) ->
         res = an.residual(
             xs, ys, np.dtype(x.dtype), spec.dtype, rows_checked=int(rows.size), row_index=rows, ulp_tol=ULP_TOL
         )
-        if len(spec.shape) == 2 and not res.within and np.dtype(x.dtype) == np.float32 and not cand.fallback:
-            # a table computed with the usual float32 formula is off by ~|t w| 2^-24: within 2^-22 (t + 1) of the
-            # exact one (frequencies below 1 rad per position) is "reproduced to float32-formula accuracy"; the
-            # offset counts at most the table's length, so that a wild offset cannot widen the bound
-            shift = min(abs(int(cand.params.get("offset", 0) or 0)), int(spec.shape[0]))
-            t = (rows + shift).astype(np.float64) + 1
-            mag = np.maximum(1.0, np.maximum(np.abs(xs), np.abs(ys)))
-            with np.errstate(invalid="ignore"):
-                loose &= bool(np.all(np.abs(xs - ys) <= 2.0**-22 * t[:, None] * mag))
+        terms = enc.angle_terms(enc_name) if len(spec.shape) == 2 and not res.within and not cand.fallback else None
+        if terms is not None:
+            # a table computed with the usual float32 formula (HF, fairseq, ...) is off by an error that grows
+            # with position: within the bound of posenc_cli.tolerance it is "reproduced to float32-formula
+            # accuracy"
+            fv = tol.formula_check(xs, ys, rows, terms, np.dtype(x.dtype), spec.dtype)
+            loose &= fv.ok
+            if formula is None or fv.bound > formula.bound:
+                formula = fv
         elif not res.within:
             loose = False
         worst_abs = max(worst_abs, res.max_abs)
@@ -409,7 +413,8 @@ def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) ->
     cand.max_abs, cand.ulp, cand.ulp_dtype = worst_abs, worst_ulp, ulp_dtype
     cand.cosine = float(min(cosines)) if cosines else float("nan")
     cand.accounts, cand.rows_checked = bool(ok), rows_checked
-    cand.tolerance = "ulp" if ok else "float32-formula" if loose and math.isfinite(worst_abs) else ""
+    cand.tolerance = "ulp" if ok else tol.FORMULA if loose and formula is not None and math.isfinite(worst_abs) else ""
+    cand.formula = formula if cand.tolerance == tol.FORMULA else None
     if not ok:
         cand.why = f"regenerated, it differs by up to {worst_abs:.3g} ({_ulps(worst_ulp)} ulp)"
         if cand.note and not cand.structural:

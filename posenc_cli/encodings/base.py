@@ -92,6 +92,17 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class AngleTerms:
+    """How a tensor's values follow angles, as data for the inspection code's error model
+    (:mod:`posenc_cli.tolerance`): column ``c`` holds ``amplitude`` times the sin or cos of
+    ``(offset + row) * freq[c]`` (``freq`` 0: a constant or zero column)."""
+
+    freq: np.ndarray
+    amplitude: float
+    offset: int = 0
+
+
+@dataclass(frozen=True)
 class ParamInfo:
     """What ``posenc kinds`` shows of one parameter."""
 
@@ -310,6 +321,11 @@ class Encoding:
         column frequencies, pairs and layout, Toeplitz structure, slopes); :func:`posenc_cli.identification.identify`
         regenerates each candidate and keeps those that reproduce the table. Default: none (never proposed)."""
         return []
+
+    def angle_terms(self, name: str) -> AngleTerms | None:
+        """Tensor ``name`` as sines and cosines of ``position * frequency`` per column (for the float32
+        formula's error model), or None when its values are not such angles. Default: None."""
+        return None
 
     @classmethod
     def metadata_param(cls, metadata: dict[str, str], name: str) -> Any:

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import ParameterError, ref
 from . import _angleadd, _trig
-from .base import Encoding, TensorSpec, param
+from .base import AngleTerms, Encoding, TensorSpec, param
 
 if TYPE_CHECKING:
     from .. import analysis as an
@@ -193,6 +193,13 @@ class Sinusoidal(Encoding):
             tiny = _angleadd.tiny_threshold(dtype) if ok else None
             cache[dtype] = (self._adder, self._adder.refiner(self._columns, dtype, tiny)) if ok else None
         return cache[dtype]
+
+    def angle_terms(self, name: str) -> AngleTerms | None:
+        if name != "pe":
+            return None
+        cols = self._columns
+        freq = np.where(cols.freq >= 0, self._freqs[0][np.maximum(cols.freq, 0)], 0.0)
+        return AngleTerms(freq, 1.0, self.offset)
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         n, n_sin, n_cos, pad = self._plan

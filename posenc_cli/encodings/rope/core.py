@@ -80,7 +80,7 @@ import numpy as np
 
 from ...errors import ParameterError, ref
 from .. import _angleadd, _trig
-from ..base import Encoding, TensorSpec, format_value, param
+from ..base import AngleTerms, Encoding, TensorSpec, format_value, param
 from .scaling import SCALINGS, attention_scaling, optional_parameters
 
 if TYPE_CHECKING:
@@ -430,6 +430,13 @@ class Rope(Encoding):
             refine = self._adder.refiner(self._column_maps[name], dtype, tiny, scale) if ok else None
             cache[key] = (self._adder, refine) if refine is not None else None
         return cache[key]
+
+    def angle_terms(self, name: str) -> AngleTerms | None:
+        cols = self._column_maps.get(name)
+        if cols is None:
+            return None
+        freq = np.where(cols.freq >= 0, self._freqs[0][np.maximum(cols.freq, 0)], 0.0)
+        return AngleTerms(freq, float(self.attention_scaling), self.offset)
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         w_hi, w_lo = self._freqs
