@@ -498,7 +498,7 @@ def spectrum(
             fit = amplitude * np.exp(1j * (w * pos + phase))
             dev = np.abs(z - fit)
             res = float(np.max(dev))
-            if est.ok[k] and _fits(dev, tol * max(amplitude, 1e-300) * 8, amplitude, w, pos):
+            if est.ok[k] and _fits(dev, tol * max(amplitude, 1e-300) * 8, amplitude, w, pos, float(est.err[k])):
                 oscillators.append(Oscillator(w, float(est.err[k]), amplitude, phase, s_col, c_col, res))
                 paired.update((s_col, c_col))
     singles = np.array([c for c in range(width) if c not in paired and not zero[c] and finite[c]], dtype=np.int64)
@@ -550,7 +550,9 @@ def spectrum(
             est.err = np.where(use, np.maximum(np.nan_to_num(gn_err, nan=np.inf), eps * 1e-3), est.err)
         dev_s = np.abs(xs - amp_s[None, :] * np.cos(np.outer(pos, w_s) + phase_s[None, :]))
         for k, col in enumerate(singles.tolist()):
-            if est.ok[k] and _fits(dev_s[:, k], tol * max(float(amp_s[k]), 1e-300) * 8, float(amp_s[k]), w_s[k], pos):
+            if est.ok[k] and _fits(
+                dev_s[:, k], tol * max(float(amp_s[k]), 1e-300) * 8, float(amp_s[k]), w_s[k], pos, float(est.err[k])
+            ):
                 oscillators.append(
                     Oscillator(
                         float(w_s[k]), float(est.err[k]), float(amp_s[k]), float(phase_s[k]), None, col, float(res_s[k])
@@ -562,13 +564,19 @@ def spectrum(
     return Spectrum(width, oscillators, zero_cols.tolist(), sorted(other), tol, n)
 
 
-def _fits(dev: np.ndarray, tol: float, amplitude: float, w: float, pos: np.ndarray) -> bool:
+def _fits(dev: np.ndarray, tol: float, amplitude: float, w: float, pos: np.ndarray, err: float = 0.0) -> bool:
     """Whether a sinusoid's fit deviations ``dev`` (per sampled row) are rounding: within ``tol``, plus the
     angle error of the float32 formula at each position (:func:`posenc_cli.tolerance.angle_allowance`), which
-    grows with the position and would otherwise hide every long float32-computed table's sinusoids."""
+    grows with the position and would otherwise hide every long float32-computed table's sinusoids. Where that
+    error is present, the fitted frequency is off by up to a few of its own 1-sigma ``err`` too."""
     from .tolerance import angle_allowance
 
-    return bool(np.all(dev <= tol + abs(amplitude) * angle_allowance(float(w), pos)))
+    if bool(np.all(dev <= tol)):
+        return True
+    allow = angle_allowance(float(w), pos)
+    centre = float(np.mean(pos))
+    fit_err = 8.0 * (err if math.isfinite(err) else 0.0) * np.abs(pos - centre) + float(np.max(allow))
+    return bool(np.all(dev <= tol + abs(amplitude) * np.minimum(2.0, allow + fit_err)))
 
 
 def _refine_singles(

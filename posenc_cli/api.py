@@ -765,6 +765,8 @@ class Comparison:
     tensors: list[TensorComparison]
     only_a: list[str] = field(default_factory=list)
     only_b: list[str] = field(default_factory=list)
+    #: tensors a spec computes that the table does not hold: not compared, said, not a difference
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def same(self) -> bool:
@@ -793,6 +795,7 @@ class Comparison:
             "tensors": [t.to_json() for t in self.tensors],
             "only_in_a": self.only_a,
             "only_in_b": self.only_b,
+            "skipped": self.skipped,
         }
 
 
@@ -846,6 +849,10 @@ def compare(
     rtol = check_float("rtol", rtol, 0.0)
     src_a, src_b = _open_pair(a, b)
     pairs, only_a, only_b = pair_tensors(src_a, src_b, tensor)
+    skipped: list[str] = []
+    if src_b.encoding is not None and not src_b.tensors and only_b:
+        # a spec computes every tensor of its kind; those the table does not hold are skipped, and said
+        skipped, only_b = only_b, []
     compared = []
     for ta, tb in pairs:
         arr_a, arr_b = src_a.array(ta), src_b.array(tb)
@@ -854,6 +861,8 @@ def compare(
         res = compare_arrays(arr_a, arr_b, atol=atol, rtol=rtol)
         res.labels = {"a": f"{src_a.label} [{ta}]", "b": f"{src_b.label} [{tb}]"}
         why = None
+        if not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
+            _within_formula(res, src_a, src_b, arr_a, arr_b, ta, tb)
         if explain and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
             from .diagnose import diagnose
 
@@ -866,7 +875,26 @@ def compare(
                 tensors_b=_pair_by_role(src_b),
             )
         compared.append(TensorComparison(ta, tb, res, why))
-    return Comparison(src_a.label, src_b.label, compared, only_a, only_b)
+    return Comparison(src_a.label, src_b.label, compared, only_a, only_b, skipped)
+
+
+def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: Any, ta: str, tb: str) -> None:
+    """A table that differs from a spec (``rope:preset=llama3.1``) only by the float32 formula's error is the
+    same within that error: ``res`` says so, with the bound (:mod:`posenc_cli.tolerance`)."""
+    from .tolerance import formula_check_table
+
+    if src_b.encoding is not None and src_a.encoding is None:
+        table, enc, name = arr_a, src_b.encoding, tb
+    elif src_a.encoding is not None and src_b.encoding is None:
+        table, enc, name = arr_b, src_a.encoding, ta
+    else:
+        return
+    try:
+        verdict = formula_check_table(table, enc, name)
+    except (ParameterError, ValueError):
+        return
+    if verdict is not None and verdict.ok:
+        res.same, res.reason, res.formula = True, "", verdict.to_json()
 
 
 def _pair_by_role(src: Source) -> dict[str, Any] | None:

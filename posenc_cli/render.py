@@ -632,6 +632,9 @@ def compare_lines(res: Any, label_a: str, label_b: str, *, width: int = DEFAULT_
         share = f" ({100 * res.mismatched / res.total:.3g}%)" if res.total and res.mismatched else ""
         rows.append(("elements beyond tolerance", f"{res.mismatched} of {res.total}{share}"))
     rows.append(("tolerance", f"atol {num(res.atol)}, rtol {num(res.rtol)}"))
+    if getattr(res, "formula", None):
+        f = res.formula
+        rows.append(("float32 formula", f"bound {num(f['bound'], 3)} at row {f['bound_row']} (the error grows with position)"))
     key_w = max(len(k) for k, _ in rows)
     for key, value in rows:
         out.extend((s, None) for s in wrap(f"{key:<{key_w}}  {value}", width, "", " " * (key_w + 2)))
@@ -641,6 +644,10 @@ def compare_lines(res: Any, label_a: str, label_b: str, *, width: int = DEFAULT_
 def compare_verdict(res: Any, label_a: str, label_b: str) -> str:
     """``A vs B: SAME`` or ``A vs B: DIFFERENT: <reason>`` on one line."""
     word = "SAME" if res.same else "DIFFERENT"
+    formulas = [t.result.formula for t in getattr(res, "tensors", [])] or [getattr(res, "formula", None)]
+    worst = max((f for f in formulas if f), key=lambda f: f["bound"], default=None)
+    if res.same and worst is not None:
+        word += f" within the float32 formula's error (bound {worst['bound']:.2g} at row {worst['bound_row']})"
     return f"{label_a} vs {label_b}: {word}" + (f": {res.reason}" if res.reason else "")
 
 
@@ -721,6 +728,9 @@ def comparison_report(cmp: Any, *, quiet: int = QUIET_NONE, verbose: bool = Fals
         for label, names in ((cmp.label_a, cmp.only_a), (cmp.label_b, cmp.only_b)):
             if names:
                 _emit([(s, "red") for s in wrap(f"only in {label}: {', '.join(names)}", width)], stream)
+        if getattr(cmp, "skipped", None):
+            note = f"not compared: {', '.join(cmp.skipped)} (computed by {cmp.label_b}, not in {cmp.label_a})"
+            _emit([(s, None) for s in wrap(note, width)], stream)
     compare_summary(cmp, cmp.label_a, cmp.label_b, quiet=quiet)
 
 

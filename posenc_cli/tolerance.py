@@ -161,3 +161,28 @@ def formula_check(
     if widened and x.size and not np.array_equal(x.astype(np.float32).astype(np.float64), x, equal_nan=True):
         return FormulaVerdict(False, ratio, top, int(rows[k]) if len(rows) else 0, informative)
     return FormulaVerdict(bool(informative and ratio <= 1.0), ratio, top, int(rows[k]) if len(rows) else 0, informative)
+
+
+def formula_check_table(table: Any, encoding: Any, name: str, *, block_rows: int = 4096) -> FormulaVerdict | None:
+    """:func:`formula_check` of a whole 2-D ``table`` against tensor ``name`` of ``encoding`` (read block by
+    block); None when that tensor is not made of angles (``encoding.angle_terms`` is None) or the shapes differ."""
+    terms = encoding.angle_terms(name)
+    spec = encoding.tensor_specs().get(name)
+    if terms is None or spec is None or len(spec.shape) != 2 or tuple(table.shape) != tuple(spec.shape):
+        return None
+    n = int(spec.shape[0])
+    out: FormulaVerdict | None = None
+    for start in range(0, n, block_rows):
+        stop = min(n, start + block_rows)
+        rows = np.arange(start, stop, dtype=np.int64)
+        x = np.asarray(table[start:stop], dtype=np.float64)
+        y = np.asarray(encoding.rows(name, start, stop), dtype=np.float64)
+        v = formula_check(x, y, rows, terms, np.dtype(table.dtype), spec.dtype)
+        if out is None:
+            out = v
+        else:
+            top = v if v.bound > out.bound else out
+            out = FormulaVerdict(
+                out.ok and v.ok, max(out.ratio, v.ratio), top.bound, top.bound_row, out.informative and v.informative
+            )
+    return out
