@@ -5,7 +5,9 @@ bound stated), and pass ``check --against``: tables built independently with pla
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -110,3 +112,90 @@ def _show(v):
     if isinstance(v, tuple):
         return ";".join(repr(x) for x in v)
     return repr(v) if isinstance(v, float) else str(v)
+
+
+# ----- golden rows made by torch / transformers (tools/golden/make_formula_golden.py) ---------------------------
+GOLDEN = json.loads((Path(__file__).parent / "data" / "golden" / "formula_rows.json").read_text())
+GOLDEN_SPECS = {
+    "hf-default": ("rope", {"base": 5e5}),
+    "hf-llama3": ("rope", {"preset": "llama3.1"}),
+    "hf-default-bf16": ("rope", {"base": 5e5, "dtype": "bfloat16"}),
+    "tutorial": ("sinusoidal", {}),
+    "fairseq": ("sinusoidal", {"freq": "t2t", "layout": "split"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN_SPECS))
+def test_golden_rows_within_the_bound(case: str) -> None:
+    """torch's rows of 131072-position tables lie within the bound of their exact spec, and the bound is not
+    loose by orders of magnitude (some row uses a tenth of it at least)."""
+    data = GOLDEN["cases"][case]
+    kind, params = GOLDEN_SPECS[case]
+    rows = np.array(GOLDEN["rows"])
+    enc = pe.generate(kind, length=GOLDEN["length"], dim=data["dim"], **params)
+    for name in [n for n in ("cos", "sin", "pe") if n in data]:
+        x = np.array(data[name], dtype=np.float64)
+        y = np.concatenate([np.asarray(enc.rows(name, r, r + 1), dtype=np.float64) for r in rows])
+        stored = np.dtype(enc.spec(name).dtype)
+        v = tol.formula_check(x, y, rows, enc.angle_terms(name), stored, stored)
+        assert v.ok and v.informative, (name, v)
+        assert v.ratio > 0.01, (name, v)  # torch's float32 error is really there, and the bound is not absurd
+        assert np.max(np.abs(x - y)) > 1e-4  # not an exact table: the model is what accepts it
+
+
+def test_golden_hf_rows_agree_with_the_numpy_formula() -> None:
+    """tests/formula_tables.py follows transformers' float32 arithmetic, but torch's pow and cos are not NumPy's:
+    the two float32 tables agree exactly where the angle is small and within twice the error bound everywhere
+    (each is within the bound of the exact table), and differ somewhere (they are independent computations)."""
+    rows = np.array(GOLDEN["rows"])
+    enc = pe.generate("rope", length=GOLDEN["length"], dim=128, base=5e5)
+    bound = tol.formula_bound(enc.angle_terms("cos"), rows, np.float32, np.float32)
+    for name, build in (
+        ("hf-default", ft.hf_inv_freq(128, 5e5)),
+        ("hf-llama3", ft.hf_llama3(ft.hf_inv_freq(128, 5e5), 8, 1, 4, 8192)),
+    ):
+        cos, sin = ft.hf_cos_sin(build, GOLDEN["length"])
+        for mine, theirs in ((cos[rows], GOLDEN["cases"][name]["cos"]), (sin[rows], GOLDEN["cases"][name]["sin"])):
+            diff = np.abs(mine - np.array(theirs))
+            assert np.all(diff <= 2 * bound)
+            assert np.all(diff[:2] <= 4 * 2.0**-24)  # positions 0 and 1: the angle is inv_freq itself
+
+
+def test_bound_grows_with_position_and_counts_the_cast() -> None:
+    """The bound's terms, from its formula: zero-frequency columns only carry the trig/cast terms; the angle term
+    is linear in position; a bfloat16 cast adds half a bfloat16 ulp."""
+    from posenc_cli.encodings.base import AngleTerms
+
+    terms = AngleTerms(np.array([0.0, 1.0, 1e-3]), 1.0)
+    rows = np.array([0, 1000, 2000])
+    b32 = tol.formula_bound(terms, rows, np.float32, np.float32)
+    u = 2.0**-24
+    assert b32[0, 0] == pytest.approx(tol.K_TRIG * u + u, rel=1e-12)  # trig + the float32 reference's half ulp
+    angle = b32[:, 1] - b32[0, 1]
+    assert angle[2] == pytest.approx(2 * angle[1], rel=1e-12)
+    assert angle[1] == pytest.approx(1000 * u * tol.K_OMEGA, rel=1e-9)  # w = 1: ln w = 0
+    import ml_dtypes
+
+    bf = tol.formula_bound(terms, rows, ml_dtypes.bfloat16, ml_dtypes.bfloat16)
+    assert bf[0, 0] - b32[0, 0] == pytest.approx(2.0**-8 * (1 + tol.K_TRIG * u) + 2.0**-8 - u, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "table",
+    ["noise", "trained", "nan", "constant"],
+)
+def test_bad_tables_are_never_identified(table: str) -> None:
+    rng = np.random.default_rng(0)
+    cos, _ = ft.hf_cos_sin(ft.hf_inv_freq(64, 1e4), 8192)
+    if table == "noise":
+        x = rng.standard_normal((8192, 64)).astype(np.float32)
+    elif table == "trained":  # a float32 cache after updates: within no formula's error
+        x = (cos + 0.02 * rng.standard_normal(cos.shape)).astype(np.float32)
+    elif table == "nan":
+        x = cos.copy()
+        x[100, 3] = np.nan
+    else:
+        x = np.full((8192, 64), 0.5, dtype=np.float32)
+    found = pe.identify(x)
+    assert found.best is None
+    assert found.reason

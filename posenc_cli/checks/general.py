@@ -126,5 +126,5 @@ def check_matches_spec(ctx: CheckContext) -> CheckResult:
         "exact (regenerated block by block)" if formula is None else "float32 formula's error bound",
         per_tensor=per,
         missing=missing,
-        formula=None if formula is None else formula.to_json(),
+        **({} if formula is None else {"formula": formula.to_json()}),
     )
