@@ -703,7 +703,34 @@ def identify(table: TableLike, *, tensor: str | list[str] | tuple[str, ...] | No
 
     src = open_table(table)
     chosen = _chosen_tensors(src, tensor)
-    return identify_tensors({n: src.array(n) for n in chosen}, dict(src.metadata))
+    groups = _tensor_groups(src, chosen)
+    if len(groups) <= 1:
+        return identify_tensors({n: src.array(n) for n in chosen}, dict(src.metadata))
+    found = {
+        g: identify_tensors({n[len(g) + 1 :]: src.array(n) for n in names}, _group_metadata(src, g))
+        for g, names in groups.items()
+    }
+    import dataclasses
+
+    return dataclasses.replace(next(iter(found.values())), groups=found)  # a copy: the groups hold the first
+
+
+def _tensor_groups(src: Source, chosen: list[str]) -> dict[str, list[str]]:
+    """A source's tensor groups, ``{prefix: [full tensor names]}``: its ``posenc_groups``, or for a file without
+    them the prefixes before the last ``.`` of names that share suffixes (``full_attention.cos``,
+    ``sliding_attention.cos``); ``{}`` when the tensors are one group."""
+    names = list(src.groups) or sorted({n.rsplit(".", 1)[0] for n in chosen if "." in n})
+    if len(names) < 2 or any("." not in n for n in chosen):
+        return {}
+    out = {g: [n for n in chosen if n.startswith(g + ".") and "." not in n[len(g) + 1 :]] for g in names}
+    if sum(len(v) for v in out.values()) != len(chosen) or not all(out.values()):
+        return {}
+    return out
+
+
+def _group_metadata(src: Source, group: str) -> dict[str, str]:
+    pre = group + "."
+    return {k[len(pre) :]: v for k, v in src.metadata.items() if k.startswith(pre)}
 
 
 def from_config_layers(

@@ -142,6 +142,17 @@ class Identification:
     candidates: list[Candidate]
     best: Candidate | None
     reason: str = ""
+    #: tensors of the source the answer does not account for, each with why (none is skipped silently)
+    skipped: dict[str, str] = field(default_factory=dict)
+    #: a source of several tensor groups (each layer type of a Gemma 3 file): every group's identification,
+    #: this one being the first group's
+    groups: dict[str, Identification] = field(default_factory=dict)
+
+    @property
+    def identified(self) -> bool:
+        """Every group (or the one table) is identified."""
+        found = list(self.groups.values()) or [self]
+        return all(g.best is not None for g in found)
 
     @property
     def command(self) -> str | None:
@@ -173,6 +184,8 @@ class Identification:
             "command": self.command,
             "reason": self.reason,
             "candidates": [c.to_json() for c in self.candidates],
+            "skipped": self.skipped,
+            "groups": {g: r.to_json() for g, r in self.groups.items() if r is not self},
         }
 
 
@@ -273,7 +286,14 @@ def identify(
             reason = f"no analytic kind reproduces it; closest {c.label()}, {cos} ({c.why})"
         else:
             reason = f"no analytic kind reproduces it; no kind fits a {'x'.join(map(str, shape))} {dtype} table"
-    return Identification(shape, dtype, good + bad, best, reason)
+    skipped = {}
+    if best is not None and best.tensor_map:
+        skipped = {
+            n: f"{best.kind} accounts for {', '.join(best.tensor_map)}; {n} was not compared"
+            for n in tensors
+            if n not in best.tensor_map
+        }
+    return Identification(shape, dtype, good + bad, best, reason, skipped)
 
 
 def registry_hints() -> list[tuple[str, Hint]]:

@@ -779,6 +779,8 @@ def identification_lines(
                 line(f"- {c['command']}", None, "  ", "    ")
     else:
         line(f"not identified: {d['reason']}", "red", "", "  ")
+    for name, why in (d.get("skipped") or {}).items():
+        line(f"skipped {name}: {why}", None, "", "  ")
     tried = [c for c in d["candidates"] if not c["accounts"]]
     if tried:
         # the closest is named in the reason already
@@ -795,12 +797,19 @@ def identification_lines(
 def identification_report(found: Any, label: str, *, verbose: bool = False, quiet: int = QUIET_NONE) -> None:
     """The human output of ``posenc identify``: the report on stdout (:func:`identification_lines`) and a verdict
     line on stderr."""
+    groups = dict(getattr(found, "groups", {}) or {}) or {"": found}
     if quiet < QUIET_VERDICT:
-        _emit(identification_lines(found, label, verbose=verbose, width=term_width(sys.stdout)), sys.stdout)
+        for i, (g, one) in enumerate(groups.items()):
+            if i:
+                sys.stdout.write("\n")
+            where = f"{label} [{g}]" if g else label
+            _emit(identification_lines(one, where, verbose=verbose, width=term_width(sys.stdout)), sys.stdout)
     if quiet < QUIET_ALL:
-        ok = found.best is not None
-        text = f"{label}: identified as {found.best.label()}" if ok else f"{label}: not identified"
-        _emit([(text, "green" if ok else "red")], sys.stderr)
+        for g, one in groups.items():
+            where = f"{label} [{g}]" if g else label
+            ok = one.best is not None
+            text = f"{where}: identified as {one.best.label()}" if ok else f"{where}: not identified"
+            _emit([(text, "green" if ok else "red")], sys.stderr)
 
 
 # ----- generate: the preview -------------------------------------------------------------------------
