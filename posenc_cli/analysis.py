@@ -574,8 +574,10 @@ def _fits(dev: np.ndarray, tol: float, amplitude: float, w: float, pos: np.ndarr
     if bool(np.all(dev <= tol)):
         return True
     allow = angle_allowance(float(w), pos)
+    top = float(np.max(allow))
     centre = float(np.mean(pos))
-    fit_err = 8.0 * (err if math.isfinite(err) else 0.0) * np.abs(pos - centre) + float(np.max(allow))
+    # the fit's own error counts only as far as the formula's error explains it (never widened by noise)
+    fit_err = np.minimum(8.0 * (err if math.isfinite(err) else 0.0) * np.abs(pos - centre), top) + top
     return bool(np.all(dev <= tol + abs(amplitude) * np.minimum(2.0, allow + fit_err)))
 
 

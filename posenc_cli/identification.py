@@ -7,7 +7,7 @@ proposed candidate with posenc's own engine (``make_encoding(kind, params).rows(
 of rows (every row of tables below 4M elements). A candidate *accounts* for the table when every compared value is
 within 2 ulps of the table's dtype (or within compare's ``atol``); the simplest such candidate is ``best`` and
 :attr:`Identification.command` is the ``posenc generate`` line that regenerates it. When none is exact but one
-agrees within the error of the usual float32 formula (``2^-22 (t + 1)`` at position ``t``: published code that
+agrees within the error of the usual float32 formula (the bound of :mod:`posenc_cli.tolerance`: published code that
 computes frequencies and angles in float32), that one is ``best`` with ``tolerance="float32-formula"``. When none
 accounts (a trained table, noise), ``best`` is None and the candidates, closest first, each say why they fail.
 
@@ -554,8 +554,8 @@ def base_readings(value: float, coarse: bool = False) -> list[float]:
 
 def round_base(value: float) -> float | None:
     """``value`` as a base of at most three significant digits within 1e-9 .. 1e-5 (None if it is not one)."""
-    for tol in (1e-9, 1e-7, 1e-5):
-        nice = an.nice_number(value, tol)
+    for rel in (1e-9, 1e-7, 1e-5):
+        nice = an.nice_number(value, rel)
         if an.nice_digits(nice) <= 3 and nice > 1:
             return nice
     return None

@@ -593,7 +593,16 @@ def check_notes(
     cmp = d.get("against")
     if cmp is not None:
         if cmp["same"]:
-            note(f"against {cmp['b']}: SAME (every tensor)", "green")
+            formulas = [tc["formula"] for tc in cmp["tensors"] if tc.get("formula")]
+            worst = max(formulas, key=lambda f: f["bound"], default=None)
+            within = (
+                f" within the float32 formula's error (bound {worst['bound']:.2g} at row {worst['bound_row']})"
+                if worst
+                else ""
+            )
+            note(f"against {cmp['b']}: SAME (every tensor){within}", "green")
+            if cmp.get("skipped"):
+                note(f"not compared: {', '.join(cmp['skipped'])} (only the spec computes them)", None)
         for tc in cmp["tensors"]:
             if tc["same"]:
                 continue
@@ -634,7 +643,9 @@ def compare_lines(res: Any, label_a: str, label_b: str, *, width: int = DEFAULT_
     rows.append(("tolerance", f"atol {num(res.atol)}, rtol {num(res.rtol)}"))
     if getattr(res, "formula", None):
         f = res.formula
-        rows.append(("float32 formula", f"bound {num(f['bound'], 3)} at row {f['bound_row']} (the error grows with position)"))
+        rows.append(
+            ("float32 formula", f"bound {num(f['bound'], 3)} at row {f['bound_row']} (the error grows with position)")
+        )
     key_w = max(len(k) for k, _ in rows)
     for key, value in rows:
         out.extend((s, None) for s in wrap(f"{key:<{key_w}}  {value}", width, "", " " * (key_w + 2)))

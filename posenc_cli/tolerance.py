@@ -89,9 +89,7 @@ def angle_allowance(w: float, pos: np.ndarray) -> np.ndarray:
     return np.minimum(2.0, np.abs(np.asarray(pos, dtype=np.float64)) * (w * rel * U32))
 
 
-def formula_bound(
-    terms: AngleTerms, rows: np.ndarray, stored: Any, ref: Any, compute: Any = np.float32
-) -> np.ndarray:
+def formula_bound(terms: AngleTerms, rows: np.ndarray, stored: Any, ref: Any, compute: Any = np.float32) -> np.ndarray:
     """The bound on ``|table - exact|`` of :mod:`this module's docstring <posenc_cli.tolerance>`, per element of
     ``rows`` (rows x columns): a table computed in ``compute`` arithmetic and stored as ``stored``, against a
     reference regenerated in ``ref``."""

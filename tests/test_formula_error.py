@@ -6,7 +6,6 @@ bound stated), and pass ``check --against``: tables built independently with pla
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np

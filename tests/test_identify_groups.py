@@ -62,8 +62,14 @@ def test_identify_cli_reports_each_group_and_fails_if_one_fails(tmp_path) -> Non
 def test_gemma3_all_layer_types_file_reports_both(tmp_path) -> None:
     out = tmp_path / "g3.safetensors"
     r = run_cli(
-        "generate", "--hf-config", "tests/data/configs/gemma3_text.json", "--all-layer-types", "--len", "256",
-        "-o", str(out),
+        "generate",
+        "--hf-config",
+        "tests/data/configs/gemma3_text.json",
+        "--all-layer-types",
+        "--len",
+        "256",
+        "-o",
+        str(out),
     )
     assert r.exit_code == 0, r.stderr
     found = pe.identify(str(out))
