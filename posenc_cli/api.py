@@ -497,7 +497,8 @@ def check(
         are refused before anything is allocated, naming ``probes`` and ``max_bytes``.
     """
     from . import checks
-    from .checks.base import MAX_PROBES, MAX_SEED, CheckContext, probe_bytes, rtol_for
+    from .checks import probe_bytes
+    from .checks.base import MAX_PROBES, MAX_SEED, CheckContext, rtol_for
     from .encodings import get_kind, resolve_kind
     from .errors import check_int, param
     from .formats import DEFAULT_MAX_BYTES, human_bytes, validate_table_array
@@ -662,9 +663,11 @@ def _open_against(against: TableLike, src: Source) -> Source:
 def _identify_for_check(tensors: dict[str, Any], metadata: Mapping[str, str], kind_cls: Any) -> Any:
     """:func:`identify` of the judged tensors (only ``kind_cls``'s readings when a kind is expected); None when
     identification cannot apply (a table with no floating values to read structure from)."""
+    from .hints import reader
     from .identification import identify as identify_tensors
 
-    hints = None if kind_cls is None else [(kind_cls.KIND, kind_cls.identify_hints)]
+    fn = None if kind_cls is None else reader(kind_cls)
+    hints = None if kind_cls is None else ([(kind_cls.KIND, fn)] if fn is not None else [])
     try:
         return identify_tensors(tensors, dict(metadata), hints=hints)
     except ValueError:

@@ -11,8 +11,8 @@ agrees within the error of the usual float32 formula (the bound of :mod:`posenc_
 computes frequencies and angles in float32), that one is ``best`` with ``tolerance="float32-formula"``. When none
 accounts (a trained table, noise), ``best`` is None and the candidates, closest first, each say why they fail.
 
-The hints belong to the kinds: each kind's class answers ``identify_hints(tensors, analysis) -> list[Candidate]``
-(:meth:`posenc_cli.encodings.base.Encoding.identify_hints`), and the driver asks every registered kind in registry
+The hints belong to the kinds: each kind's class names its structure reader (``IDENTIFY``, data) in :mod:`posenc_cli.hints`, a function ``(tensors, analysis) -> list[Candidate]``
+(``IDENTIFY``, resolved by :mod:`posenc_cli.hints`), and the driver asks every registered kind in registry
 order; this module names no kind. The helpers at the bottom are shared by the kinds' hints.
 """
 
@@ -72,6 +72,8 @@ class Candidate:
     command: str = ""
     tolerance: str = ""
     formula: tol.FormulaVerdict | None = None
+    #: the framework convention the parameters follow, when the reading knows it ("slopes as MLX computes them")
+    convention: str = ""
 
     def key(self) -> tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
         from .encodings.base import format_value
@@ -113,6 +115,7 @@ class Candidate:
             "rows_checked": self.rows_checked,
             "tolerance": self.tolerance,
             "formula_bound": None if self.formula is None else self.formula.to_json(),
+            "convention": self.convention,
             "why": self.why,
             "command": self.command,
         }
@@ -164,13 +167,14 @@ class Identification:
         if self.best is None:
             return self.reason
         b = self.best
+        name = f"{b.label()} ({b.convention})" if b.convention else b.label()
         if b.tolerance == tol.FORMULA and b.formula is not None:
             return (
-                f"{b.label()}: regenerated, it agrees within {b.max_abs:.2g}, {b.formula.text()}: the formula "
+                f"{name}: regenerated, it agrees within {b.max_abs:.2g}, {b.formula.text()}: the formula "
                 f"evaluated in float32, on {b.rows_checked} rows"
             )
         return (
-            f"{b.label()}: regenerated, it agrees within {b.max_abs:.2g} ({_ulps(b.ulp)} {b.ulp_dtype} ulp) "
+            f"{name}: regenerated, it agrees within {b.max_abs:.2g} ({_ulps(b.ulp)} {b.ulp_dtype} ulp) "
             f"on {b.rows_checked} rows"
         )
 
@@ -211,7 +215,7 @@ def identify(
     metadata : dict, optional
         String metadata of the source (e.g. ``dim`` for a partial-rotary table whose head is wider than it).
     hints : list of (kind, hint function), optional
-        The per-kind hints to ask, in order (default: every registered kind's ``identify_hints``).
+        The per-kind hints to ask, in order (default: every registered kind's reader, :func:`registry_hints`).
 
     Returns
     -------
@@ -297,10 +301,11 @@ def identify(
 
 
 def registry_hints() -> list[tuple[str, Hint]]:
-    """Every registered kind's ``identify_hints``, in registry order."""
+    """Every registered kind's structure reader (:func:`posenc_cli.hints.reader`), in registry order."""
     from .encodings import kind_classes
+    from .hints import reader
 
-    return [(name, cls.identify_hints) for name, cls in kind_classes().items()]
+    return [(name, fn) for name, cls in kind_classes().items() if (fn := reader(cls)) is not None]
 
 
 def _dtype_name(dt: np.dtype) -> str:

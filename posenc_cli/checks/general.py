@@ -6,7 +6,8 @@ import numpy as np
 
 from ..formats import is_float
 from .base import CheckContext, CheckResult
-from .common import blocks, fmt, scan, tensor, verdict
+from .common import blocks, fmt, tensor, verdict
+from .sweep import scan
 
 
 def check_finite(ctx: CheckContext) -> CheckResult:

@@ -49,7 +49,7 @@ PARAMS = {
     "index": ("length", "dim", "dtype", "offset"),
     "normalized": ("length", "dim", "dtype", "offset"),
     "binary": ("length", "dim", "dtype", "offset"),
-    "alibi": ("length", "dim", "dtype", "causal", "max_bias"),
+    "alibi": ("length", "dim", "dtype", "causal", "max_bias", "slopes"),
     "t5": ("length", "dim", "dtype", "num_buckets", "max_distance", "bidirectional"),
     "relative": ("length", "dim", "dtype", "max_relative_position"),
 }
@@ -64,7 +64,7 @@ PRESETS = {
     "index": (),
     "normalized": (),
     "binary": (),
-    "alibi": (),
+    "alibi": ("mlx",),
     "t5": (),
     "relative": ("paper-base", "paper-big", "tensor2tensor"),
 }

@@ -74,7 +74,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -82,10 +82,6 @@ from ...errors import ParameterError, ref
 from .. import _angleadd, _trig
 from ..base import AngleTerms, Encoding, TensorSpec, format_value, param
 from .scaling import SCALINGS, attention_scaling, optional_parameters
-
-if TYPE_CHECKING:
-    from ... import analysis as an
-    from ...identification import Candidate
 
 LAYOUTS = ("half", "interleaved")
 CACHES = ("full", "onnx")
@@ -207,11 +203,8 @@ class Rope(Encoding):
 
     # ----- validation ---------------------------------------------------------------------------
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
-        from .identify import hints_rope
-
-        return hints_rope(tensors, analysis)
+    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "rotary:hints_rope"
 
     @classmethod
     def from_model_config(

@@ -34,7 +34,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,10 +42,6 @@ from .. import _trig
 from ..base import Encoding, TensorSpec, param
 from .core import MAX_POSITION
 from .scaling import _default_exact, _exact
-
-if TYPE_CHECKING:
-    from ... import analysis as an
-    from ...identification import Candidate
 
 
 def parse_grid(text: str) -> tuple[int, int, int]:
@@ -96,11 +91,8 @@ class MRope(Encoding):
         1.0, "temporal id step (Qwen2.5-VL video: tokens_per_second * second_per_grid_t)", low=0.0
     )
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
-        from .identify import hints_mrope
-
-        return hints_mrope(tensors, analysis)
+    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "rotary:hints_mrope"
 
     def validate(self) -> None:
         if self.dim % 2:

@@ -1,5 +1,5 @@
 """Identification hints of the rotary kinds: which rope / xpos parameters a cos/sin (or scale) table's structure
-implies. Imported only by :mod:`posenc_cli.identification` (through ``Rope.identify_hints`` / ``XPos.identify_hints``),
+implies. Imported only by :mod:`posenc_cli.identification` (through ``IDENTIFY`` of Rope, XPos and MRope),
 never when generating."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ... import analysis as an
-from ...identification import Candidate, base_params, base_readings, near_one, phase_tol, round_base, round_variants
+from .. import analysis as an
+from ..identification import Candidate, base_params, base_readings, near_one, phase_tol, round_base, round_variants
 
 #: Factors tried for NTK's base change b' = b * f^(d/(d-2)) when the plain base is not a round number.
 _NTK_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 1.5, 3.0, 5.0, 10.0, 20.0)
@@ -87,7 +87,7 @@ def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
     }
 
 
-def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
+def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """Rotary tables: duplicated columns (half or interleaved), one frequency per pair, an amplitude (attention
     scaling) and a frequency law: geometric (none, linear, NTK), ramps (llama3, YaRN), per column (longrope), or
     trailing zero frequencies (proportional)."""
@@ -159,11 +159,11 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate
     scaled_amp = not near_one(amp, amp_tol)
 
     def add(p: dict[str, Any], why: str, fallback: bool = False) -> None:
-        out.append(Candidate("rope", p, tensor_map=dict(tmap), note=f"{note}; {why}", fallback=fallback))
+        out.append(Candidate(kind_cls.KIND, p, tensor_map=dict(tmap), note=f"{note}; {why}", fallback=fallback))
         if inv_dtype == "float64" and "inv_freq_dtype" not in p:
             out.append(
                 Candidate(
-                    "rope",
+                    kind_cls.KIND,
                     {**p, "inv_freq_dtype": "float32"},
                     tensor_map=dict(tmap),
                     note=f"{note}; {why}; float32 inv_freq",
@@ -455,7 +455,7 @@ def _round_lengths(low: float, high: float) -> list[int]:
     return out[:3]
 
 
-def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
+def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """Positive scales whose logarithm is rank one: (t - center) / scale_base times log zeta_k with
     zeta_k = (2k + 0.4 d) / (1.4 d), written to both columns of each pair."""
     if ana.ndim != 2 or not ana.floating or ana.width < 2 or ana.width % 2:
@@ -485,7 +485,7 @@ def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate
         p = {**params, "scale_base": sb}
         if c != ana.n // 2:
             p["center"] = c
-        out.append(Candidate("xpos", p, note=f"{layout} pairs, log scale rank one in (position, zeta_k)"))
+        out.append(Candidate(kind_cls.KIND, p, note=f"{layout} pairs, log scale rank one in (position, zeta_k)"))
     return out
 
 
@@ -493,7 +493,7 @@ def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate
 _MROPE_MAX_CELLS = 1 << 24
 
 
-def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
+def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """Multimodal RoPE (Qwen2-VL): a half-layout cos/sin pair whose frequency chunks (temporal | height | width)
     follow three position ids. Text rows advance every column; inside the vision block, moving one cell leaves
     the chunks of the axes that did not move unchanged (bit for bit), so the columns that move together give
@@ -607,7 +607,7 @@ def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidat
                         note = (
                             f"{frames}x{height}x{width} vision block after {offset} text rows, chunks {st_}/{sh}/{sw}"
                         )
-                        out.append(Candidate("mrope", p, note=note))
+                        out.append(Candidate(kind_cls.KIND, p, note=note))
     # every chunk reading gets its turn within the driver's budget of candidates per kind
     merged = [c for group in zip_longest(*per_section) for c in group if c is not None]
     return merged[:24]
