@@ -1,28 +1,5 @@
-"""Why two tables differ: a catalogue of explanations, each tested by undoing it and measuring what is left.
-
-``compare`` says *whether* a table ``A`` matches the reference ``B``; :func:`diagnose` says *why not*. Each
-explanation is a forward model "``A`` is ``B`` changed by these steps"; it is reported only when predicting ``A``
-from ``B`` through the steps leaves a residual within tolerance (2 ulps of the coarser dtype, or compare's
-``atol``), and the residual is stated. The catalogue (``Explanation.name`` slugs; several combine, e.g.
-``row-offset+layout-half-to-interleaved``):
-
-* geometry: ``transpose``, ``row-offset`` (A's row r is B's row r + k), ``sub-range`` (A is rows i..j of B, or
-  B of A), ``partial-rotary`` (one table's columns are a subset of the other's);
-* columns: ``layout-half-to-interleaved`` / ``layout-interleaved-to-half`` (rotary pairs written as
-  ``cat(f, f)`` vs ``(2k, 2k+1)``), ``layout-split-to-interleaved`` / ``layout-interleaved-to-split``
-  (``[sin | cos]`` vs alternating columns), ``sin-cos-order`` (``[sin | cos]`` vs ``[cos | sin]``, or the two
-  members of every pair swapped), ``column-permutation`` (any other reordering, found by matching columns),
-  ``sign-flip`` (some columns negated), ``cos-sin-swap`` (a rotary pair's cos and sin tensors exchanged);
-* values: ``constant-scale`` (attention scaling), ``precision-float16`` / ``precision-bfloat16`` (one table is
-  the other rounded), ``float32-angle-error`` (angles evaluated in float32: an error growing with position);
-* frequencies (from each table's own columns, see :mod:`.analysis`): ``base`` (another base: frequencies
-  ``w**alpha``, NTK included), ``frequency-scaling`` (linear, ramps in frequency or index, per column) and
-  ``partial-rotary`` (a narrower table whose exponent runs over its own width).
-
-Nothing here names an encoding kind: layouts are recognised from the tables' structure (duplicated halves,
-sin/cos pairs). Work is bounded: tables are read on a few hundred rows (all rows below 4M elements), plus one
-streaming pass over the reference when a row offset has to be searched for.
-"""
+"""The models of the diagnosis: each explanation's forward model, how it is fitted on sampled rows and verified
+on others (see :mod:`posenc_cli.diagnose` for the catalogue and the driver)."""
 
 from __future__ import annotations
 
@@ -33,11 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from . import analysis as an
-from .metrics import coarser_dtype, finfo
+from .. import analysis as an
+from .. import tolerance
+from ..metrics import coarser_dtype, finfo
 
-#: Elementwise tolerance of "they agree": this many ulps of the dtype compared in, or compare's atol.
-ULP_TOL = 2.0
+#: Elementwise tolerance of "they agree" (posenc_cli.tolerance holds every tolerance).
+ULP_TOL = tolerance.ULP_TOL
 #: Rows read to find an explanation (a second, independent sample verifies it).
 MATCH_ROWS = 256
 CHECK_ROWS = 512
@@ -503,7 +481,7 @@ def _within(res: an.Residual, stored: np.dtype) -> str:
 
 
 def _dtype_name(dt: np.dtype) -> str:
-    from .encodings.base import dtype_name
+    from ..encodings.base import dtype_name
 
     return dtype_name(np.dtype(dt))
 
@@ -1358,127 +1336,6 @@ def _diagnose_3d(a: Any, b: Any, a_name: str, b_name: str) -> tuple[list[Explana
 
 
 # ----- the entry point ----------------------------------------------------------------------------------------------
-def diagnose(
-    a: Any,
-    b: Any,
-    *,
-    a_name: str = "A",
-    b_name: str = "B",
-    tensors_a: dict[str, Any] | None = None,
-    tensors_b: dict[str, Any] | None = None,
-) -> Diagnosis:
-    """Explain why table ``a`` differs from the reference ``b``.
-
-    Parameters
-    ----------
-    a, b : array_like or LazyTensor
-        2-D tables (rows = positions) or 3-D heads x len x len tables; memory maps are read on a sample of rows.
-    a_name, b_name : str
-        How summaries call the tables.
-    tensors_a, tensors_b : dict, optional
-        A rotary pair for each side, keyed by role (``cos``, ``sin``) or by tensor names that start with them
-        (``cos_cache``); when both are given the pair is diagnosed as one table, so that a negated sin or
-        exchanged cos/sin can be named.
-
-    Returns
-    -------
-    Diagnosis
-        ``explanations`` that account for the difference, best (fewest steps, then smallest residual) first.
-    """
-    shape_a, shape_b = tuple(int(s) for s in a.shape), tuple(int(s) for s in b.shape)
-    pa, pb = _rotary_pair(tensors_a), _rotary_pair(tensors_b)
-    blocks = None
-    if pa is not None and pb is not None:
-        a, b = _Stacked(list(pa)), _Stacked(list(pb))
-        blocks = ["cos", "sin"]
-    diag = Diagnosis(a_name, b_name, shape_a, shape_b, False)
-    if len(a.shape) == 1:
-        a = np.asarray(a).reshape(-1, 1)
-    if len(b.shape) == 1:
-        b = np.asarray(b).reshape(-1, 1)
-    if len(a.shape) == 3 and len(b.shape) == 3:
-        exps, tried_3d, reason = _diagnose_3d(a, b, a_name, b_name)
-        if reason == "same":
-            diag.same = True
-            return diag
-        return _finish(diag, exps, tried_3d, reason)
-    if len(a.shape) != 2 or len(b.shape) != 2:
-        diag.reason = f"shapes {shape_a} and {shape_b}: diagnosis needs two 2-D tables or two heads x len x len tables"
-        return diag
-    # the wider table plays B: a partial-rotary A is a subset of B's columns
-    if int(a.shape[1]) > int(b.shape[1]) and int(a.shape[1]) != int(b.shape[0]):
-        flipped = diagnose(b, a, a_name=b_name, b_name=a_name)
-        flipped.a_name, flipped.b_name, flipped.shape_a, flipped.shape_b = a_name, b_name, shape_a, shape_b
-        return flipped
-    ctx = _make_ctx(a, b, a_name, b_name, blocks)
-    if ctx is None:
-        diag.reason = f"{a_name} or {b_name} is empty"
-        return diag
-    if shape_a == shape_b or (blocks and a.shape == b.shape):
-        model = _Model()
-        res = _verify(ctx, model)
-        if res.within and ctx.precision is None:
-            diag.same = True
-            return diag
-    explanations: list[Explanation] = []
-    tried: list[Explanation] = []
-
-    def run(shift: int, transpose: bool) -> None:
-        exp, near = _try_columns(ctx, shift, transpose)
-        if exp is not None:
-            explanations.append(exp)
-        if near is not None and shift == 0:
-            tried.append(near)
-
-    n_a, n_b, d_a, d_b = ctx.n_a, ctx.n_b, ctx.d_a, ctx.d_b
-    transposable = (n_a, d_a) == (d_b, n_b)
-    if d_a <= d_b:
-        run(0, False)
-    if transposable and not explanations:
-        run(0, True)
-    if not explanations and d_a <= d_b:
-        for s in SMALL_SHIFTS:
-            lo, hi = _valid_rows(ctx, s, False)
-            if hi - lo >= max(2, min(n_a, n_b) // 2):
-                run(s, False)
-            if explanations:
-                break
-    if not explanations and d_a <= d_b:
-        probe, target = (ctx.a, ctx.b) if n_a <= n_b else (ctx.b, ctx.a)
-        for r in _scan_offsets(probe, target):
-            shift = r if n_a <= n_b else -r
-            if shift in (0, *SMALL_SHIFTS):
-                continue
-            run(shift, False)
-            if explanations:
-                break
-    if not explanations:
-        exps, near = _try_frequencies(ctx)
-        explanations += exps
-        tried += near
-    if not explanations:
-        exps, near = _try_float32_angles(ctx)
-        explanations += exps
-        tried += near
-    reason = ""
-    if not explanations:
-        if shape_a != shape_b and not (transposable or n_a == n_b or d_a == d_b):
-            reason = (
-                f"shapes {shape_a} and {shape_b} differ and neither is a slice, transpose or partial-rotary part "
-                f"of the other"
-            )
-        else:
-            reason = "no explanation in the catalogue accounts for the difference"
-            plain = [e for e in tried if e.name in ("identity", "sub-range", "transpose")]
-            others = [e for e in tried if e not in plain]
-            if plain:
-                reason += f" (max abs difference {plain[0].residual_max_abs:.3g} on {plain[0].rows_checked} rows"
-                reason += f"; closest explanation: {others[0].summary})" if others else ")"
-            elif others:
-                reason += f" (closest: {others[0].summary})"
-    return _finish(diag, explanations, tried, reason)
-
-
 def _make_ctx(a: Any, b: Any, a_name: str, b_name: str, blocks: list[str] | None) -> _Ctx | None:
     if a.shape[0] == 0 or b.shape[0] == 0:
         return None
