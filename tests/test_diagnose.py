@@ -104,12 +104,13 @@ def test_rope_half_vs_interleaved_as_the_issue_words_it():
     _d, e = one(cos_half, cos_int)
     assert e.name == "layout-half-to-interleaved"
     assert e.summary == (
-        "B is A with interleaved pairs (half -> interleaved): after reordering columns they agree exactly"
+        "B is A with interleaved pairs (half -> interleaved: HF rotate_half's layout -> GPT-J, llama.cpp NORM and "
+        "MLX traditional=True): after reordering columns they agree exactly"
     )
     assert e.residual_max_abs == 0 and e.residual_ulp == 0 and e.rows_checked == 512
     _, back = one(cos_int, cos_half)
     assert back.name == "layout-interleaved-to-half"
-    assert back.summary.startswith("B is A with its pairs in two halves (interleaved -> half)")
+    assert back.summary.startswith("B is A with its pairs in two halves (interleaved -> half: GPT-J, llama.cpp NORM")
 
 
 def test_sinusoidal_split_vs_interleaved():

@@ -417,7 +417,8 @@ def _layout_step(tag: str, xa: np.ndarray, xb: np.ndarray, dt: np.dtype, ctx: _C
         if _dup_halves(xa, dt):
             return Step(
                 "layout-half-to-interleaved",
-                f"{B}{of} is {A}{of} with interleaved pairs (half -> interleaved)",
+                f"{B}{of} is {A}{of} with interleaved pairs (half -> interleaved: HF rotate_half's layout -> GPT-J, "
+                "llama.cpp NORM and MLX traditional=True)",
                 "reordering columns",
                 {"from": "half", "to": "interleaved"},
             )
@@ -431,7 +432,8 @@ def _layout_step(tag: str, xa: np.ndarray, xb: np.ndarray, dt: np.dtype, ctx: _C
         if _dup_halves(xb, dt):
             return Step(
                 "layout-interleaved-to-half",
-                f"{B}{of} is {A}{of} with its pairs in two halves (interleaved -> half)",
+                f"{B}{of} is {A}{of} with its pairs in two halves (interleaved -> half: GPT-J, llama.cpp NORM and "
+                "MLX traditional=True -> HF rotate_half's layout)",
                 "reordering columns",
                 {"from": "interleaved", "to": "half"},
             )

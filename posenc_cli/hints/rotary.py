@@ -13,6 +13,12 @@ import numpy as np
 from .. import analysis as an
 from ..identification import Candidate, base_params, base_readings, near_one, phase_tol, round_base, round_variants
 
+#: The frameworks that pair rotary columns each way (named in identify's answer).
+PAIRINGS = {
+    "half": "pairs (k, k + d/2) as HF rotate_half and GPT-NeoX rotate them",
+    "interleaved": "pairs (2k, 2k+1) as GPT-J, llama.cpp NORM and MLX traditional=True rotate them",
+    "onnx": "half-width caches as ONNX Runtime's RotaryEmbedding reads them",
+}
 #: Factors tried for NTK's base change b' = b * f^(d/(d-2)) when the plain base is not a round number.
 _NTK_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 1.5, 3.0, 5.0, 10.0, 20.0)
 
@@ -153,13 +159,18 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     if inv is not None and inv[0] not in tmap:
         tmap[inv[0]] = "inv_freq"
     note = f"{st['layout'] or 'onnx'} rotary pairs, {m} frequencies"
+    convention = PAIRINGS.get(st["layout"] or "onnx", "")
     out: list[Candidate] = []
     nz = int(np.sum(freqs > 0))
     amp_tol = max(1e-6, 8 * an.data_eps(np.dtype(st["dtype"])))
     scaled_amp = not near_one(amp, amp_tol)
 
     def add(p: dict[str, Any], why: str, fallback: bool = False) -> None:
-        out.append(Candidate(kind_cls.KIND, p, tensor_map=dict(tmap), note=f"{note}; {why}", fallback=fallback))
+        out.append(
+            Candidate(
+                kind_cls.KIND, p, tensor_map=dict(tmap), note=f"{note}; {why}", fallback=fallback, convention=convention
+            )
+        )
         if inv_dtype == "float64" and "inv_freq_dtype" not in p:
             out.append(
                 Candidate(
@@ -168,6 +179,7 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
                     tensor_map=dict(tmap),
                     note=f"{note}; {why}; float32 inv_freq",
                     fallback=True,
+                    convention=convention,
                 )
             )
 

@@ -1,4 +1,4 @@
-"""ALiBi slopes as each framework computes them, built with plain NumPy from each framework's own formula
+"""Framework conventions: ALiBi slopes as each framework computes them, built with plain NumPy from each framework's own formula
 (the paper's fairseq get_slopes, MPT's gen_slopes, MLX's nn.ALiBi.create_alibi_slope up to ml-explore/mlx
 3576b547), generated (``alibi:preset=mlx``) and named by identify."""
 
@@ -79,3 +79,24 @@ def test_other_slopes_are_not_named_as_a_framework() -> None:
     rng = np.random.default_rng(0)
     found = pe.identify(symmetric_bias(np.sort(rng.uniform(0.01, 0.9, 12))[::-1], 32))
     assert found.best is None or "MLX" not in found.summary
+
+
+# ----- RoPE pairings, by the frameworks that use them --------------------------------------------------------------
+def rope_cos(n: int, d: int, layout: str) -> np.ndarray:
+    w = 10000.0 ** (-np.arange(0, d, 2) / d)
+    ang = np.arange(n, dtype=np.float64)[:, None] * w
+    cols = np.concatenate([ang, ang], axis=1) if layout == "half" else np.repeat(ang, 2, axis=1)
+    return np.cos(cols).astype(np.float32)
+
+
+def test_identify_names_the_pairing_frameworks() -> None:
+    half = pe.identify(rope_cos(64, 32, "half"))
+    assert "pairs (k, k + d/2) as HF rotate_half and GPT-NeoX rotate them" in half.summary
+    inter = pe.identify(rope_cos(64, 32, "interleaved"))
+    assert "pairs (2k, 2k+1) as GPT-J, llama.cpp NORM and MLX traditional=True rotate them" in inter.summary
+
+
+def test_compare_names_the_pairing_frameworks() -> None:
+    cmp = pe.compare(rope_cos(64, 32, "interleaved"), rope_cos(64, 32, "half"))
+    why = cmp.tensors[0].diagnosis.best.summary
+    assert "GPT-J, llama.cpp NORM and MLX traditional=True -> HF rotate_half's layout" in why
