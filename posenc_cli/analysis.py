@@ -420,9 +420,10 @@ def find_pairs(x: np.ndarray, tol: float, *, skip: np.ndarray | None = None) -> 
 
 
 def data_eps(dtype: np.dtype) -> float:
-    """Machine epsilon of a table's dtype (float64 for integers)."""
-    info = finfo(dtype)
-    return float(info.eps) if info is not None else float(np.finfo(np.float64).eps)
+    """Machine epsilon of a table's dtype (float64 for integers): :func:`posenc_cli.tolerance.eps`."""
+    from .tolerance import eps
+
+    return eps(dtype)
 
 
 def spectrum(

@@ -293,9 +293,9 @@ def _cast_to(src: Source, name: str, dtype: str) -> str:
 
 
 def _eps(dtype: Any) -> float:
-    from .metrics import finfo
+    from .tolerance import eps
 
-    return float(finfo(dtype).eps)
+    return eps(dtype)
 
 
 def _coarsest_float(dtypes: list[Any]) -> Any:

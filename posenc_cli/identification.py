@@ -37,6 +37,9 @@ Hint = Callable[[dict[str, Any], an.TableAnalysis], list["Candidate"]]
 ULP_TOL = tol.ULP_TOL
 #: Candidates verified at most per kind (structure proposes few; this bounds a pathological hint).
 MAX_VERIFY = 24
+#: Fallback readings verified at most per kind (each structural reading may bring a float32-inv_freq twin, and
+#: per-column readings such as LongRoPE's come last by complexity).
+MAX_FALLBACKS = 64
 
 
 @dataclass
@@ -256,14 +259,15 @@ def identify(
         if cand.accounts:
             accounted_kinds.add(cand.kind)
 
-    per_kind: dict[str, int] = {}
     for fallback in (False, True):
-        # simplest first within each kind: once one accounts, the more complex readings of that kind are moot
+        # simplest first within each kind: once one accounts, the more complex readings of that kind are moot;
+        # fallbacks have a budget of their own (many structural readings must not starve them)
+        per_kind: dict[str, int] = {}
         todo = sorted((c for c in proposed if c.fallback == fallback), key=_rough_complexity)
         for cand in todo:
             if cand.kind in accounted_kinds:
                 continue
-            if per_kind.get(cand.kind, 0) >= MAX_VERIFY:
+            if per_kind.get(cand.kind, 0) >= (MAX_FALLBACKS if fallback else MAX_VERIFY):
                 continue
             per_kind[cand.kind] = per_kind.get(cand.kind, 0) + 1
             check(cand)
@@ -418,7 +422,7 @@ def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) ->
         res = an.residual(
             xs, ys, np.dtype(x.dtype), spec.dtype, rows_checked=int(rows.size), row_index=rows, ulp_tol=ULP_TOL
         )
-        terms = enc.angle_terms(enc_name) if len(spec.shape) == 2 and not res.within and not cand.fallback else None
+        terms = enc.angle_terms(enc_name) if len(spec.shape) == 2 and not res.within else None
         if terms is not None:
             # a table computed with the usual float32 formula (HF, fairseq, ...) is off by an error that grows
             # with position: within the bound of posenc_cli.tolerance it is "reproduced to float32-formula

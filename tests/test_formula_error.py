@@ -6,6 +6,7 @@ bound stated), and pass ``check --against``: tables built independently with pla
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,23 @@ def _dynamic(n: int):
     return ft.hf_cos_sin(ft.hf_inv_freq(dim, b2), n), {"base": b2}
 
 
+def _longrope(n: int, long: bool):
+    short = [1.0 + 0.01 * k for k in range(32)]
+    longf = [1.0 + 0.25 * k for k in range(32)]
+    att = math.sqrt(1 + math.log(4.0) / math.log(4096))
+    inv = ft.hf_longrope(64, 1e4, longf if long else short)
+    params = {
+        "scaling": "longrope",
+        "factor": 4.0,
+        "original_max_position_embeddings": 4096,
+        "short_factor": tuple(short),
+        "long_factor": tuple(longf),
+    }
+    if long:
+        params["seq_len"] = n
+    return ft.hf_cos_sin(inv, n, att), params
+
+
 CASES = {
     "default-1k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(128, 1e4), 1024), {"base": 1e4}),
     "base5e5-8k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(128, 5e5), 8192), {"base": 5e5}),
@@ -50,6 +68,8 @@ CASES = {
     ),
     "yarn-32k": lambda: _yarn(32768),
     "dynamic-8k": lambda: _dynamic(8192),
+    "longrope-short-4k": lambda: _longrope(4096, False),
+    "longrope-long-32k": lambda: _longrope(32768, True),
     "partial-8k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(32, 1e4), 8192), {"dim": 32}),
     "bf16-8k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(128, 1e4), 8192, cast="bfloat16"), {"base": 1e4}),
     "bf16-131k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(64, 5e5), 131072, cast="bfloat16"), {"base": 5e5}),
@@ -69,6 +89,8 @@ def _expect(best, want: dict, cos: np.ndarray) -> None:
     for k, v in want.items():
         if k == "base" and params.get("scaling") != "none":
             continue
+        if params.get("scaling") == "longrope" and k != "scaling":
+            continue  # read back as one factor per column and its attention factor: the same table
         got = params[k]
         if isinstance(v, float):
             assert got == pytest.approx(v, rel=1e-6), (k, got, v)

@@ -132,3 +132,25 @@ def test_compare_against_a_wrong_spec_still_differs(n, tmp_path) -> None:
     cmp = pe.compare(str(path), "rope:base=10000")
     assert not cmp.same
     assert cmp.tensors[0].result.formula is None
+
+
+def test_a_longrope_file_posenc_wrote_is_identified(tmp_path) -> None:
+    out = tmp_path / "lr.safetensors"
+    short = ";".join(str(1 + 0.01 * k) for k in range(32))
+    long = ";".join(str(1 + 0.25 * k) for k in range(32))
+    params = f"scaling=longrope,factor=4,original_max_position_embeddings=1024,short_factor={short},long_factor={long}"
+    r = run_cli("generate", "--kind", "rope", "--len", "4096", "--dim", "64", "-p", params, "-o", str(out))
+    assert r.exit_code == 0, r.stderr
+    found = pe.identify(str(out))
+    assert found.best is not None and found.best.params["scaling"] == "longrope"
+    want = pe.generate(
+        "rope",
+        length=4096,
+        dim=64,
+        scaling="longrope",
+        factor=4.0,
+        original_max_position_embeddings=1024,
+        short_factor=tuple(1 + 0.01 * k for k in range(32)),
+        long_factor=tuple(1 + 0.25 * k for k in range(32)),
+    )
+    np.testing.assert_allclose(make_encoding("rope", found.best.params).inv_freq(), want.inv_freq(), rtol=1e-9)

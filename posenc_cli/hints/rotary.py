@@ -19,6 +19,8 @@ PAIRINGS = {
     "interleaved": "pairs (2k, 2k+1) as GPT-J, llama.cpp NORM and MLX traditional=True rotate them",
     "onnx": "half-width caches as ONNX Runtime's RotaryEmbedding reads them",
 }
+#: Bases tried when per-column factors hide the ladder (LongRoPE).
+LONGROPE_BASES = (10000.0, 500000.0, 1000000.0)
 #: Factors tried for NTK's base change b' = b * f^(d/(d-2)) when the plain base is not a round number.
 _NTK_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 1.5, 3.0, 5.0, 10.0, 20.0)
 
@@ -279,6 +281,9 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     ):
         if run >= 2 and 0 < ratio < 1:
             ratios.append(ratio)
+    # per-column factors (LongRoPE) leave no geometric run to read the base from: the bases published
+    # LongRoPE models use (Phi-3/3.5: 10000), then the other usual ones
+    ratios += [b ** (-2.0 / r) for b in LONGROPE_BASES]
     w0 = an.nice_number(float(freqs[0]), 1e-6)
     bases_seen: set[float] = set()
     k = np.arange(m, dtype=np.float64)
@@ -322,19 +327,21 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
                     p["attention_factor"] = amp
                 add(p, f"frequencies divided by up to {f_y:g}, ramp in the index not reaching its end (YaRN)")
             div = ref / freqs
-            factors = tuple(an.nice_number(float(x), 1e-7) for x in div)
-            p = {
-                **params,
-                "base": b,
-                "scaling": "longrope",
-                "short_factor": factors,
-                "long_factor": factors,
-                "original_max_position_embeddings": max(n + offset, 1),
-                "factor": 1.0,
-            }
-            if scaled_amp:
-                p["attention_factor"] = amp
-            add(p, "each frequency divided by its own factor (longrope)", fallback=True)
+            # the factors as published (short decimals) when the reading allows, else as read
+            for rel in (1e-5, 1e-7):
+                factors = tuple(an.nice_number(float(x), rel) for x in div)
+                p = {
+                    **params,
+                    "base": b,
+                    "scaling": "longrope",
+                    "short_factor": factors,
+                    "long_factor": factors,
+                    "original_max_position_embeddings": max(n + offset, 1),
+                    "factor": 1.0,
+                }
+                if scaled_amp:
+                    p["attention_factor"] = amp
+                add(p, "each frequency divided by its own factor (longrope)", fallback=True)
     return out
 
 
