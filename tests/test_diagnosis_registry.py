@@ -70,8 +70,18 @@ def pairs() -> dict[str, tuple]:
         "precision-bfloat16": (_bf16(b).astype(np.float32), b, {}),
         "float32-angle-error": (f32_long, _rope(n=long_n, dtype=np.float64), {}),
         "base": (_sinusoid(base=5e5), b, {}),
+        "head-scale": (_alibi([2 ** (-8 * k / 12) for k in range(1, 13)]), _alibi(_paper12()), {}),
         "frequency-scaling": (_rope(inv=1e4 ** (-np.arange(0, D, 2) / D) / 4), _rope(), {}),
     }
+
+
+def _alibi(slopes, n=24):
+    d = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+    return (-np.asarray(slopes, dtype=np.float64)[:, None, None] * d).astype(np.float32)
+
+
+def _paper12():
+    return [2.0**-k for k in range(1, 9)] + [2.0 ** (-(2 * k + 1) / 2) for k in range(4)]
 
 
 def _bf16(x):
@@ -89,7 +99,7 @@ def test_registry_is_literal_and_consistent() -> None:
     assert len(slugs) == len(set(slugs))
     tiers = [t.name for t in TIERS]
     assert len(tiers) == len(set(tiers))
-    assert all(e.tier in tiers for e in EXPLANATIONS)
+    assert all(e.tier in tiers or e.tier == "heads" for e in EXPLANATIONS)  # heads: the 3-D tables' search
     assert all(t.cost in (1, 2, 3) for t in TIERS)
     assert [t.cost for t in TIERS if t.name in ("columns", "transpose")] == [1, 1]  # cheapest first
     assert set(PAIRS) == set(slugs)

@@ -100,3 +100,14 @@ def test_compare_names_the_pairing_frameworks() -> None:
     cmp = pe.compare(rope_cos(64, 32, "interleaved"), rope_cos(64, 32, "half"))
     why = cmp.tensors[0].diagnosis.best.summary
     assert "GPT-J, llama.cpp NORM and MLX traditional=True -> HF rotate_half's layout" in why
+
+
+def test_compare_names_the_slope_rules() -> None:
+    """An MLX-slope bias against posenc's default (the paper's rule): the diagnosis names both frameworks."""
+    cmp = pe.compare(symmetric_bias(mlx_slopes(12), 24), "alibi")
+    assert not cmp.same
+    why = cmp.tensors[0].diagnosis.best
+    assert why.name == "head-scale"
+    assert "slopes as MLX computes them for 12 heads" in why.summary
+    assert "as the paper, HF Bloom and MPT compute them for 12 heads" in why.summary
+    assert pe.compare(symmetric_bias(mlx_slopes(12), 24), "alibi:preset=mlx").same

@@ -3,7 +3,8 @@
 :data:`EXPLANATIONS` lists every step slug a diagnosis can name (several combine, ``row-offset+sign-flip``):
 its documentation, which tier proposes it, the candidate models it tries and the cost of that tier.
 :data:`TIERS` lists the searches, cheapest first; :func:`drive` runs them in order and stops at the first tier
-that accounts for the difference. tests/test_diagnosis_registry.py holds every entry to its documentation in
+that accounts for the difference (3-D heads x len x len tables have their own search, tier ``heads``:
+transposition, heads reordered, negated, scaled, rounded). tests/test_diagnosis_registry.py holds every entry to its documentation in
 docs/inspect.md and to an independently built (A, B) pair that it explains.
 """
 
@@ -101,6 +102,12 @@ EXPLANATIONS: tuple[ExplanationInfo, ...] = (
         "angles evaluated in float32: an error growing with position",
         "float32-angles",
         "sin/cos(fl32(t) * w32) with B's frequencies in float32",
+    ),
+    ExplanationInfo(
+        "head-scale",
+        "each head of a heads x len x len table scaled by its own factor (other ALiBi slopes, rule named)",
+        "heads",
+        "A[h] = k_h B[h]; the slopes read as -T[h, 1, 0] and matched to the paper's and MLX's rules",
     ),
     ExplanationInfo(
         "base",

@@ -1334,7 +1334,57 @@ def _diagnose_3d(a: Any, b: Any, a_name: str, b_name: str) -> tuple[list[Explana
         (explanations if res.within and matched.all() else tried).append(exp)
         if explanations:
             break
+    if not explanations and na == nb:
+        scaled = _head_scales(a, b, xa, sample(b, False), ctx, int(q.size))
+        if scaled is not None:
+            explanations.append(scaled)
     return explanations, tried, ""
+
+
+def _head_scales(a: Any, b: Any, xa: np.ndarray, xb: np.ndarray, ctx: _Ctx, rows: int) -> Explanation | None:
+    """Each head of ``a`` is the same head of ``b`` times its own factor (linear biases with other slopes); when
+    both tables' slopes follow a known rule, the rule is named by the frameworks that use it."""
+    fa, fb = np.nan_to_num(xa, posinf=0, neginf=0), np.nan_to_num(xb, posinf=0, neginf=0)
+    den = np.einsum("ij,ij->j", fb, fb)
+    if not np.all(den > 0):
+        return None
+    k = np.einsum("ij,ij->j", fa, fb) / den
+    with np.errstate(invalid="ignore"):
+        pred = xb * k[None, :]
+    res = an.residual(xa, pred, ctx.match_dtype, ctx.match_dtype, rows_checked=rows)
+    if not res.within or np.allclose(k, k[0], rtol=1e-9):
+        return None  # not per-head factors (one common factor is constant-scale's business)
+    heads = int(xa.shape[1])
+    rule_a, rule_b = _slope_rule(a, heads), _slope_rule(b, heads)
+    summary = f"{ctx.a_name} is {ctx.b_name} with each head scaled by its own factor (other slopes)"
+    if rule_a and rule_b and rule_a != rule_b:
+        summary = f"{ctx.a_name} has slopes {rule_a}; {ctx.b_name} {rule_b}"
+    step = Step("head-scale", summary, "scaling each head", {"factors": k, "rule_a": rule_a, "rule_b": rule_b})
+    return Explanation("head-scale", summary, [step], res.max_abs, res.ulp, res.ulp_dtype, True, res.rows_checked, None)
+
+
+#: Slope rules of linear attention biases, by the frameworks that compute them (see ``alibi_slopes``).
+SLOPE_RULES = {
+    "paper": "as the paper, HF Bloom and MPT compute them for {n} heads",
+    "geometric": "as MLX computes them for {n} heads (2^(-8k/n))",
+}
+
+
+def _slope_rule(t: Any, heads: int) -> str:
+    """Which published rule the per-head slopes of a linear-bias table follow (slope = -T[h, 1, 0]), or ''."""
+    from ..encodings.relative import alibi_slopes
+
+    if int(t.shape[1]) < 2:
+        return ""
+    got = np.array(
+        [-float(np.asarray(t[h] if isinstance(t, np.ndarray) else t.rows(h, h + 1)[0])[1, 0]) for h in range(heads)]
+    )
+    if heads & (heads - 1) == 0:
+        return ""  # the rules agree for powers of two
+    for rule, text in SLOPE_RULES.items():
+        if np.allclose(got, alibi_slopes(heads, 8.0, rule), rtol=4 * float(finfo(np.dtype(t.dtype)).eps), atol=0):
+            return text.format(n=heads)
+    return ""
 
 
 # ----- the entry point ----------------------------------------------------------------------------------------------
