@@ -420,9 +420,10 @@ def find_pairs(x: np.ndarray, tol: float, *, skip: np.ndarray | None = None) -> 
 
 
 def data_eps(dtype: np.dtype) -> float:
-    """Machine epsilon of a table's dtype (float64 for integers)."""
-    info = finfo(dtype)
-    return float(info.eps) if info is not None else float(np.finfo(np.float64).eps)
+    """Machine epsilon of a table's dtype (float64 for integers): :func:`posenc_cli.tolerance.eps`."""
+    from .tolerance import eps
+
+    return eps(dtype)
 
 
 def spectrum(
@@ -496,8 +497,9 @@ def spectrum(
             coef = np.mean(z * np.exp(-1j * w * pos))
             amplitude, phase = float(abs(coef)), float(np.angle(coef))
             fit = amplitude * np.exp(1j * (w * pos + phase))
-            res = float(np.max(np.abs(z - fit)))
-            if est.ok[k] and res <= tol * max(amplitude, 1e-300) * 8:
+            dev = np.abs(z - fit)
+            res = float(np.max(dev))
+            if est.ok[k] and _fits(dev, tol * max(amplitude, 1e-300) * 8, amplitude, w, pos, float(est.err[k])):
                 oscillators.append(Oscillator(w, float(est.err[k]), amplitude, phase, s_col, c_col, res))
                 paired.update((s_col, c_col))
     singles = np.array([c for c in range(width) if c not in paired and not zero[c] and finite[c]], dtype=np.int64)
@@ -547,8 +549,11 @@ def spectrum(
             w_s, phase_s, res_s = np.where(use, w2, w_s), np.where(use, p2, phase_s), np.where(use, r2, res_s)
             amp_s = np.where(use, amp, amp_s)
             est.err = np.where(use, np.maximum(np.nan_to_num(gn_err, nan=np.inf), eps * 1e-3), est.err)
+        dev_s = np.abs(xs - amp_s[None, :] * np.cos(np.outer(pos, w_s) + phase_s[None, :]))
         for k, col in enumerate(singles.tolist()):
-            if est.ok[k] and res_s[k] <= tol * max(float(amp_s[k]), 1e-300) * 8:
+            if est.ok[k] and _fits(
+                dev_s[:, k], tol * max(float(amp_s[k]), 1e-300) * 8, float(amp_s[k]), w_s[k], pos, float(est.err[k])
+            ):
                 oscillators.append(
                     Oscillator(
                         float(w_s[k]), float(est.err[k]), float(amp_s[k]), float(phase_s[k]), None, col, float(res_s[k])
@@ -558,6 +563,23 @@ def spectrum(
                 other.append(col)
     oscillators.sort(key=lambda o: min(o.columns))
     return Spectrum(width, oscillators, zero_cols.tolist(), sorted(other), tol, n)
+
+
+def _fits(dev: np.ndarray, tol: float, amplitude: float, w: float, pos: np.ndarray, err: float = 0.0) -> bool:
+    """Whether a sinusoid's fit deviations ``dev`` (per sampled row) are rounding: within ``tol``, plus the
+    angle error of the float32 formula at each position (:func:`posenc_cli.tolerance.angle_allowance`), which
+    grows with the position and would otherwise hide every long float32-computed table's sinusoids. Where that
+    error is present, the fitted frequency is off by up to a few of its own 1-sigma ``err`` too."""
+    from .tolerance import angle_allowance
+
+    if bool(np.all(dev <= tol)):
+        return True
+    allow = angle_allowance(float(w), pos)
+    top = float(np.max(allow))
+    centre = float(np.mean(pos))
+    # the fit's own error counts only as far as the formula's error explains it (never widened by noise)
+    fit_err = np.minimum(8.0 * (err if math.isfinite(err) else 0.0) * np.abs(pos - centre), top) + top
+    return bool(np.all(dev <= tol + abs(amplitude) * np.minimum(2.0, allow + fit_err)))
 
 
 def _refine_singles(

@@ -301,9 +301,9 @@ def _cast_to(src: Source, name: str, dtype: str) -> str:
 
 
 def _eps(dtype: Any) -> float:
-    from .metrics import finfo
+    from .tolerance import eps
 
-    return float(finfo(dtype).eps)
+    return eps(dtype)
 
 
 def _coarsest_float(dtypes: list[Any]) -> Any:
@@ -505,7 +505,8 @@ def check(
         are refused before anything is allocated, naming ``probes`` and ``max_bytes``.
     """
     from . import checks
-    from .checks.base import MAX_PROBES, MAX_SEED, CheckContext, probe_bytes, rtol_for
+    from .checks import probe_bytes
+    from .checks.base import MAX_PROBES, MAX_SEED, CheckContext, rtol_for
     from .encodings import get_kind, resolve_kind
     from .errors import check_int, param
     from .formats import DEFAULT_MAX_BYTES, human_bytes, validate_table_array
@@ -670,9 +671,11 @@ def _open_against(against: TableLike, src: Source) -> Source:
 def _identify_for_check(tensors: dict[str, Any], metadata: Mapping[str, str], kind_cls: Any) -> Any:
     """:func:`identify` of the judged tensors (only ``kind_cls``'s readings when a kind is expected); None when
     identification cannot apply (a table with no floating values to read structure from)."""
+    from .hints import reader
     from .identification import identify as identify_tensors
 
-    hints = None if kind_cls is None else [(kind_cls.KIND, kind_cls.identify_hints)]
+    fn = None if kind_cls is None else reader(kind_cls)
+    hints = None if kind_cls is None else ([(kind_cls.KIND, fn)] if fn is not None else [])
     try:
         return identify_tensors(tensors, dict(metadata), hints=hints)
     except ValueError:
@@ -711,7 +714,34 @@ def identify(table: TableLike, *, tensor: str | list[str] | tuple[str, ...] | No
 
     src = open_table(table)
     chosen = _chosen_tensors(src, tensor)
-    return identify_tensors({n: src.array(n) for n in chosen}, dict(src.metadata))
+    groups = _tensor_groups(src, chosen)
+    if len(groups) <= 1:
+        return identify_tensors({n: src.array(n) for n in chosen}, dict(src.metadata))
+    found = {
+        g: identify_tensors({n[len(g) + 1 :]: src.array(n) for n in names}, _group_metadata(src, g))
+        for g, names in groups.items()
+    }
+    import dataclasses
+
+    return dataclasses.replace(next(iter(found.values())), groups=found)  # a copy: the groups hold the first
+
+
+def _tensor_groups(src: Source, chosen: list[str]) -> dict[str, list[str]]:
+    """A source's tensor groups, ``{prefix: [full tensor names]}``: its ``posenc_groups``, or for a file without
+    them the prefixes before the last ``.`` of names that share suffixes (``full_attention.cos``,
+    ``sliding_attention.cos``); ``{}`` when the tensors are one group."""
+    names = list(src.groups) or sorted({n.rsplit(".", 1)[0] for n in chosen if "." in n})
+    if len(names) < 2 or any("." not in n for n in chosen):
+        return {}
+    out = {g: [n for n in chosen if n.startswith(g + ".") and "." not in n[len(g) + 1 :]] for g in names}
+    if sum(len(v) for v in out.values()) != len(chosen) or not all(out.values()):
+        return {}
+    return out
+
+
+def _group_metadata(src: Source, group: str) -> dict[str, str]:
+    pre = group + "."
+    return {k[len(pre) :]: v for k, v in src.metadata.items() if k.startswith(pre)}
 
 
 def from_config_layers(
@@ -784,6 +814,8 @@ class Comparison:
     tensors: list[TensorComparison]
     only_a: list[str] = field(default_factory=list)
     only_b: list[str] = field(default_factory=list)
+    #: tensors a spec computes that the table does not hold: not compared, said, not a difference
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def same(self) -> bool:
@@ -812,6 +844,7 @@ class Comparison:
             "tensors": [t.to_json() for t in self.tensors],
             "only_in_a": self.only_a,
             "only_in_b": self.only_b,
+            "skipped": self.skipped,
         }
 
 
@@ -865,6 +898,10 @@ def compare(
     rtol = check_float("rtol", rtol, 0.0)
     src_a, src_b = _open_pair(a, b)
     pairs, only_a, only_b = pair_tensors(src_a, src_b, tensor)
+    skipped: list[str] = []
+    if src_b.encoding is not None and not src_b.tensors and only_b:
+        # a spec computes every tensor of its kind; those the table does not hold are skipped, and said
+        skipped, only_b = only_b, []
     compared = []
     for ta, tb in pairs:
         arr_a, arr_b = src_a.array(ta), src_b.array(tb)
@@ -873,6 +910,8 @@ def compare(
         res = compare_arrays(arr_a, arr_b, atol=atol, rtol=rtol)
         res.labels = {"a": f"{src_a.label} [{ta}]", "b": f"{src_b.label} [{tb}]"}
         why = None
+        if not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
+            _within_formula(res, src_a, src_b, arr_a, arr_b, ta, tb)
         if explain and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
             from .diagnose import diagnose
 
@@ -885,7 +924,26 @@ def compare(
                 tensors_b=_pair_by_role(src_b),
             )
         compared.append(TensorComparison(ta, tb, res, why))
-    return Comparison(src_a.label, src_b.label, compared, only_a, only_b)
+    return Comparison(src_a.label, src_b.label, compared, only_a, only_b, skipped)
+
+
+def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: Any, ta: str, tb: str) -> None:
+    """A table that differs from a spec (``rope:preset=llama3.1``) only by the float32 formula's error is the
+    same within that error: ``res`` says so, with the bound (:mod:`posenc_cli.tolerance`)."""
+    from .tolerance import formula_check_table
+
+    if src_b.encoding is not None and src_a.encoding is None:
+        table, enc, name = arr_a, src_b.encoding, tb
+    elif src_a.encoding is not None and src_b.encoding is None:
+        table, enc, name = arr_b, src_a.encoding, ta
+    else:
+        return
+    try:
+        verdict = formula_check_table(table, enc, name)
+    except (ParameterError, ValueError):
+        return
+    if verdict is not None and verdict.ok:
+        res.same, res.reason, res.formula = True, "", verdict.to_json()
 
 
 def _pair_by_role(src: Source) -> dict[str, Any] | None:

@@ -7,12 +7,12 @@ proposed candidate with posenc's own engine (``make_encoding(kind, params).rows(
 of rows (every row of tables below 4M elements). A candidate *accounts* for the table when every compared value is
 within 2 ulps of the table's dtype (or within compare's ``atol``); the simplest such candidate is ``best`` and
 :attr:`Identification.command` is the ``posenc generate`` line that regenerates it. When none is exact but one
-agrees within the error of the usual float32 formula (``2^-22 (t + 1)`` at position ``t``: published code that
+agrees within the error of the usual float32 formula (the bound of :mod:`posenc_cli.tolerance`: published code that
 computes frequencies and angles in float32), that one is ``best`` with ``tolerance="float32-formula"``. When none
 accounts (a trained table, noise), ``best`` is None and the candidates, closest first, each say why they fail.
 
-The hints belong to the kinds: each kind's class answers ``identify_hints(tensors, analysis) -> list[Candidate]``
-(:meth:`posenc_cli.encodings.base.Encoding.identify_hints`), and the driver asks every registered kind in registry
+The hints belong to the kinds: each kind's class names its structure reader (``IDENTIFY``, data) in :mod:`posenc_cli.hints`, a function ``(tensors, analysis) -> list[Candidate]``
+(``IDENTIFY``, resolved by :mod:`posenc_cli.hints`), and the driver asks every registered kind in registry
 order; this module names no kind. The helpers at the bottom are shared by the kinds' hints.
 """
 
@@ -28,14 +28,18 @@ from typing import Any
 import numpy as np
 
 from . import analysis as an
+from . import tolerance as tol
 from .errors import ParameterError
 
 #: A hint: the tensors and their analysis -> candidate parameter sets for one kind.
 Hint = Callable[[dict[str, Any], an.TableAnalysis], list["Candidate"]]
-#: Elementwise tolerance of "reproduces": ulps of the table's dtype (or compare's atol).
-ULP_TOL = 2.0
+#: Elementwise tolerance of "reproduces" (posenc_cli.tolerance holds every tolerance).
+ULP_TOL = tol.ULP_TOL
 #: Candidates verified at most per kind (structure proposes few; this bounds a pathological hint).
 MAX_VERIFY = 24
+#: Fallback readings verified at most per kind (each structural reading may bring a float32-inv_freq twin, and
+#: per-column readings such as LongRoPE's come last by complexity).
+MAX_FALLBACKS = 64
 
 
 @dataclass
@@ -70,6 +74,9 @@ class Candidate:
     explicit: dict[str, Any] = field(default_factory=dict)
     command: str = ""
     tolerance: str = ""
+    formula: tol.FormulaVerdict | None = None
+    #: the framework convention the parameters follow, when the reading knows it ("slopes as MLX computes them")
+    convention: str = ""
 
     def key(self) -> tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
         from .encodings.base import format_value
@@ -110,6 +117,8 @@ class Candidate:
             "cosine": num(self.cosine),
             "rows_checked": self.rows_checked,
             "tolerance": self.tolerance,
+            "formula_bound": None if self.formula is None else self.formula.to_json(),
+            "convention": self.convention,
             "why": self.why,
             "command": self.command,
         }
@@ -139,6 +148,17 @@ class Identification:
     candidates: list[Candidate]
     best: Candidate | None
     reason: str = ""
+    #: tensors of the source the answer does not account for, each with why (none is skipped silently)
+    skipped: dict[str, str] = field(default_factory=dict)
+    #: a source of several tensor groups (each layer type of a Gemma 3 file): every group's identification,
+    #: this one being the first group's
+    groups: dict[str, Identification] = field(default_factory=dict)
+
+    @property
+    def identified(self) -> bool:
+        """Every group (or the one table) is identified."""
+        found = list(self.groups.values()) or [self]
+        return all(g.best is not None for g in found)
 
     @property
     def command(self) -> str | None:
@@ -150,13 +170,14 @@ class Identification:
         if self.best is None:
             return self.reason
         b = self.best
-        if b.tolerance == "float32-formula":
+        name = f"{b.label()} ({b.convention})" if b.convention else b.label()
+        if b.tolerance == tol.FORMULA and b.formula is not None:
             return (
-                f"{b.label()}: regenerated, it agrees within {b.max_abs:.2g}, the error of evaluating the formula "
-                f"in float32 (growing with position), on {b.rows_checked} rows"
+                f"{name}: regenerated, it agrees within {b.max_abs:.2g}, {b.formula.text()}: the formula "
+                f"evaluated in float32, on {b.rows_checked} rows"
             )
         return (
-            f"{b.label()}: regenerated, it agrees within {b.max_abs:.2g} ({_ulps(b.ulp)} {b.ulp_dtype} ulp) "
+            f"{name}: regenerated, it agrees within {b.max_abs:.2g} ({_ulps(b.ulp)} {b.ulp_dtype} ulp) "
             f"on {b.rows_checked} rows"
         )
 
@@ -170,6 +191,8 @@ class Identification:
             "command": self.command,
             "reason": self.reason,
             "candidates": [c.to_json() for c in self.candidates],
+            "skipped": self.skipped,
+            "groups": {g: r.to_json() for g, r in self.groups.items() if r is not self},
         }
 
 
@@ -195,7 +218,7 @@ def identify(
     metadata : dict, optional
         String metadata of the source (e.g. ``dim`` for a partial-rotary table whose head is wider than it).
     hints : list of (kind, hint function), optional
-        The per-kind hints to ask, in order (default: every registered kind's ``identify_hints``).
+        The per-kind hints to ask, in order (default: every registered kind's reader, :func:`registry_hints`).
 
     Returns
     -------
@@ -236,14 +259,15 @@ def identify(
         if cand.accounts:
             accounted_kinds.add(cand.kind)
 
-    per_kind: dict[str, int] = {}
     for fallback in (False, True):
-        # simplest first within each kind: once one accounts, the more complex readings of that kind are moot
+        # simplest first within each kind: once one accounts, the more complex readings of that kind are moot;
+        # fallbacks have a budget of their own (many structural readings must not starve them)
+        per_kind: dict[str, int] = {}
         todo = sorted((c for c in proposed if c.fallback == fallback), key=_rough_complexity)
         for cand in todo:
             if cand.kind in accounted_kinds:
                 continue
-            if per_kind.get(cand.kind, 0) >= MAX_VERIFY:
+            if per_kind.get(cand.kind, 0) >= (MAX_FALLBACKS if fallback else MAX_VERIFY):
                 continue
             per_kind[cand.kind] = per_kind.get(cand.kind, 0) + 1
             check(cand)
@@ -256,7 +280,7 @@ def identify(
     )
     if not good:
         # nothing exact: a candidate within the error of the usual float32 formula still names the table
-        near = sorted((c for c in bad if c.tolerance == "float32-formula"), key=lambda c: (_complexity(c), c.max_abs))
+        near = sorted((c for c in bad if c.tolerance == tol.FORMULA), key=lambda c: (_complexity(c), c.max_abs))
         if near:
             near[0].accounts = True
             near[0].why = ""
@@ -270,14 +294,22 @@ def identify(
             reason = f"no analytic kind reproduces it; closest {c.label()}, {cos} ({c.why})"
         else:
             reason = f"no analytic kind reproduces it; no kind fits a {'x'.join(map(str, shape))} {dtype} table"
-    return Identification(shape, dtype, good + bad, best, reason)
+    skipped = {}
+    if best is not None and best.tensor_map:
+        skipped = {
+            n: f"{best.kind} accounts for {', '.join(best.tensor_map)}; {n} was not compared"
+            for n in tensors
+            if n not in best.tensor_map
+        }
+    return Identification(shape, dtype, good + bad, best, reason, skipped)
 
 
 def registry_hints() -> list[tuple[str, Hint]]:
-    """Every registered kind's ``identify_hints``, in registry order."""
+    """Every registered kind's structure reader (:func:`posenc_cli.hints.reader`), in registry order."""
     from .encodings import kind_classes
+    from .hints import reader
 
-    return [(name, cls.identify_hints) for name, cls in kind_classes().items()]
+    return [(name, fn) for name, cls in kind_classes().items() if (fn := reader(cls)) is not None]
 
 
 def _dtype_name(dt: np.dtype) -> str:
@@ -362,6 +394,7 @@ def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) ->
         return
     worst_abs, worst_ulp, cosines, ok, rows_checked = 0.0, 0.0, [], True, 0
     loose = True
+    formula: tol.FormulaVerdict | None = None
     ulp_dtype = ""
     for in_name, enc_name in tmap.items():
         x = tensors[in_name]
@@ -389,15 +422,15 @@ def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) ->
         res = an.residual(
             xs, ys, np.dtype(x.dtype), spec.dtype, rows_checked=int(rows.size), row_index=rows, ulp_tol=ULP_TOL
         )
-        if len(spec.shape) == 2 and not res.within and np.dtype(x.dtype) == np.float32 and not cand.fallback:
-            # a table computed with the usual float32 formula is off by ~|t w| 2^-24: within 2^-22 (t + 1) of the
-            # exact one (frequencies below 1 rad per position) is "reproduced to float32-formula accuracy"; the
-            # offset counts at most the table's length, so that a wild offset cannot widen the bound
-            shift = min(abs(int(cand.params.get("offset", 0) or 0)), int(spec.shape[0]))
-            t = (rows + shift).astype(np.float64) + 1
-            mag = np.maximum(1.0, np.maximum(np.abs(xs), np.abs(ys)))
-            with np.errstate(invalid="ignore"):
-                loose &= bool(np.all(np.abs(xs - ys) <= 2.0**-22 * t[:, None] * mag))
+        terms = enc.angle_terms(enc_name) if len(spec.shape) == 2 and not res.within else None
+        if terms is not None:
+            # a table computed with the usual float32 formula (HF, fairseq, ...) is off by an error that grows
+            # with position: within the bound of posenc_cli.tolerance it is "reproduced to float32-formula
+            # accuracy"
+            fv = tol.formula_check(xs, ys, rows, terms, np.dtype(x.dtype), spec.dtype)
+            loose &= fv.ok
+            if formula is None or fv.bound > formula.bound:
+                formula = fv
         elif not res.within:
             loose = False
         worst_abs = max(worst_abs, res.max_abs)
@@ -409,7 +442,8 @@ def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) ->
     cand.max_abs, cand.ulp, cand.ulp_dtype = worst_abs, worst_ulp, ulp_dtype
     cand.cosine = float(min(cosines)) if cosines else float("nan")
     cand.accounts, cand.rows_checked = bool(ok), rows_checked
-    cand.tolerance = "ulp" if ok else "float32-formula" if loose and math.isfinite(worst_abs) else ""
+    cand.tolerance = "ulp" if ok else tol.FORMULA if loose and formula is not None and math.isfinite(worst_abs) else ""
+    cand.formula = formula if cand.tolerance == tol.FORMULA else None
     if not ok:
         cand.why = f"regenerated, it differs by up to {worst_abs:.3g} ({_ulps(worst_ulp)} ulp)"
         if cand.note and not cand.structural:
@@ -529,8 +563,8 @@ def base_readings(value: float, coarse: bool = False) -> list[float]:
 
 def round_base(value: float) -> float | None:
     """``value`` as a base of at most three significant digits within 1e-9 .. 1e-5 (None if it is not one)."""
-    for tol in (1e-9, 1e-7, 1e-5):
-        nice = an.nice_number(value, tol)
+    for rel in (1e-9, 1e-7, 1e-5):
+        nice = an.nice_number(value, rel)
         if an.nice_digits(nice) <= 3 and nice > 1:
             return nice
     return None

@@ -70,6 +70,8 @@ class CompareResult:
     mismatched: int = 0
     total: int = 0
     labels: dict[str, str] = field(default_factory=dict)
+    #: set when the values differ but lie within the float32 formula's error of a spec (posenc_cli.tolerance)
+    formula: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         def clean(v: Any) -> Any:

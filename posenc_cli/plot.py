@@ -234,25 +234,22 @@ def _rows(a: Any, limit: int = MAX_ROWS) -> np.ndarray:
 
 # ----- frequencies, measured or given ------------------------------------------------------------------
 def estimate_frequencies(z: np.ndarray) -> np.ndarray:
-    """Angular frequency of each column of ``z`` (rows = positions, ``z[t] = r e^{i(omega t + phi)}``).
+    """Angular frequency of each column of ``z`` (rows = positions, ``z[t] = r e^{i(omega t + phi)}``), measured by
+    the table analysis that identify and diagnose use (:func:`posenc_cli.analysis.pair_frequencies`: lag triples,
+    unwrapped from lag 1 up)."""
+    from . import analysis as an
 
-    The mean of ``z[t + k] conj(z[t])`` has angle ``omega k (mod 2 pi)``; starting from lag 1 (``|omega| <= pi``),
-    each doubled lag's angle is unwrapped to the nearest turn of the current estimate and divided by the lag, so
-    the error shrinks like 1/lag.
-    """
     n = z.shape[0]
     if n < 2:
         raise ParameterError(
             f"measuring frequencies needs at least 2 positions; pass a longer table ({param('length')})"
         )
-    w = np.angle(np.sum(z[1:] * np.conj(z[:-1]), axis=0))
-    k = 2
-    while k < n:
-        meas = np.angle(np.sum(z[k:] * np.conj(z[:-k]), axis=0))
-        pred = w * k
-        w = (meas + 2 * np.pi * np.round((pred - meas) / (2 * np.pi))) / k
-        k *= 2
-    return np.abs(w)
+    if n == 2:  # no lag triple fits: the one step's angle
+        return np.abs(np.angle(z[1] * np.conj(z[0])))
+    sample = an.lag_sample(n, centers=128)  # a plot reads few rows: many centres per lag average rounding out
+    zs = np.asarray(z)[sample.rows]
+    est = an.pair_frequencies(zs.imag, zs.real, sample, float(np.finfo(np.float32).eps))
+    return np.abs(est.freq)
 
 
 def sinusoid_pairs(table: np.ndarray, tol: float = 0.05) -> list[tuple[int, int]] | None:

@@ -593,7 +593,16 @@ def check_notes(
     cmp = d.get("against")
     if cmp is not None:
         if cmp["same"]:
-            note(f"against {cmp['b']}: SAME (every tensor)", "green")
+            formulas = [tc["formula"] for tc in cmp["tensors"] if tc.get("formula")]
+            worst = max(formulas, key=lambda f: f["bound"], default=None)
+            within = (
+                f" within the float32 formula's error (bound {worst['bound']:.2g} at row {worst['bound_row']})"
+                if worst
+                else ""
+            )
+            note(f"against {cmp['b']}: SAME (every tensor){within}", "green")
+            if cmp.get("skipped"):
+                note(f"not compared: {', '.join(cmp['skipped'])} (only the spec computes them)", None)
         for tc in cmp["tensors"]:
             if tc["same"]:
                 continue
@@ -632,6 +641,11 @@ def compare_lines(res: Any, label_a: str, label_b: str, *, width: int = DEFAULT_
         share = f" ({100 * res.mismatched / res.total:.3g}%)" if res.total and res.mismatched else ""
         rows.append(("elements beyond tolerance", f"{res.mismatched} of {res.total}{share}"))
     rows.append(("tolerance", f"atol {num(res.atol)}, rtol {num(res.rtol)}"))
+    if getattr(res, "formula", None):
+        f = res.formula
+        rows.append(
+            ("float32 formula", f"bound {num(f['bound'], 3)} at row {f['bound_row']} (the error grows with position)")
+        )
     key_w = max(len(k) for k, _ in rows)
     for key, value in rows:
         out.extend((s, None) for s in wrap(f"{key:<{key_w}}  {value}", width, "", " " * (key_w + 2)))
@@ -641,6 +655,10 @@ def compare_lines(res: Any, label_a: str, label_b: str, *, width: int = DEFAULT_
 def compare_verdict(res: Any, label_a: str, label_b: str) -> str:
     """``A vs B: SAME`` or ``A vs B: DIFFERENT: <reason>`` on one line."""
     word = "SAME" if res.same else "DIFFERENT"
+    formulas = [t.result.formula for t in getattr(res, "tensors", [])] or [getattr(res, "formula", None)]
+    worst = max((f for f in formulas if f), key=lambda f: f["bound"], default=None)
+    if res.same and worst is not None:
+        word += f" within the float32 formula's error (bound {worst['bound']:.2g} at row {worst['bound_row']})"
     return f"{label_a} vs {label_b}: {word}" + (f": {res.reason}" if res.reason else "")
 
 
@@ -721,6 +739,9 @@ def comparison_report(cmp: Any, *, quiet: int = QUIET_NONE, verbose: bool = Fals
         for label, names in ((cmp.label_a, cmp.only_a), (cmp.label_b, cmp.only_b)):
             if names:
                 _emit([(s, "red") for s in wrap(f"only in {label}: {', '.join(names)}", width)], stream)
+        if getattr(cmp, "skipped", None):
+            note = f"not compared: {', '.join(cmp.skipped)} (computed by {cmp.label_b}, not in {cmp.label_a})"
+            _emit([(s, None) for s in wrap(note, width)], stream)
     compare_summary(cmp, cmp.label_a, cmp.label_b, quiet=quiet)
 
 
@@ -769,6 +790,8 @@ def identification_lines(
                 line(f"- {c['command']}", None, "  ", "    ")
     else:
         line(f"not identified: {d['reason']}", "red", "", "  ")
+    for name, why in (d.get("skipped") or {}).items():
+        line(f"skipped {name}: {why}", None, "", "  ")
     tried = [c for c in d["candidates"] if not c["accounts"]]
     if tried:
         # the closest is named in the reason already
@@ -785,12 +808,19 @@ def identification_lines(
 def identification_report(found: Any, label: str, *, verbose: bool = False, quiet: int = QUIET_NONE) -> None:
     """The human output of ``posenc identify``: the report on stdout (:func:`identification_lines`) and a verdict
     line on stderr."""
+    groups = dict(getattr(found, "groups", {}) or {}) or {"": found}
     if quiet < QUIET_VERDICT:
-        _emit(identification_lines(found, label, verbose=verbose, width=term_width(sys.stdout)), sys.stdout)
+        for i, (g, one) in enumerate(groups.items()):
+            if i:
+                sys.stdout.write("\n")
+            where = f"{label} [{g}]" if g else label
+            _emit(identification_lines(one, where, verbose=verbose, width=term_width(sys.stdout)), sys.stdout)
     if quiet < QUIET_ALL:
-        ok = found.best is not None
-        text = f"{label}: identified as {found.best.label()}" if ok else f"{label}: not identified"
-        _emit([(text, "green" if ok else "red")], sys.stderr)
+        for g, one in groups.items():
+            where = f"{label} [{g}]" if g else label
+            ok = one.best is not None
+            text = f"{where}: identified as {one.best.label()}" if ok else f"{where}: not identified"
+            _emit([(text, "green" if ok else "red")], sys.stderr)
 
 
 # ----- generate: the preview -------------------------------------------------------------------------

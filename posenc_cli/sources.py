@@ -352,7 +352,9 @@ def open_source(
         kind, pairs = parse_spec(text)
         merged = {**(defaults or {}), **merge_given([(spec_label(text), pairs), *layers])}
         if like is not None and ("length" not in merged or "dim" not in merged):
-            name = like.tensor_name(None)
+            primary = get_kind(kind).PRIMARY
+            # several tensors without metadata (cos, sin, inv_freq): the one named like the kind's primary
+            name = primary if primary in like.names else like.tensor_name(None)
             ref = like.tensors.get(name, like.lazy.get(name))  # read, or computable: its shape is known
             shaped = get_kind(kind).shape_params(tuple(int(s) for s in getattr(ref, "shape", ())))
             merged = {**{k: v for k, v in shaped.items() if k in ("length", "dim")}, **merged}

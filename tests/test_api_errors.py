@@ -13,7 +13,8 @@ import pytest
 
 import posenc_cli as pe
 from posenc_cli import formats
-from posenc_cli.checks.base import MAX_PROBES, probe_bytes
+from posenc_cli.checks import probe_bytes
+from posenc_cli.checks.base import MAX_PROBES
 from posenc_cli.errors import ParameterError, PosencError, UnknownTensorError
 from posenc_cli.formats import ArrayTensor
 

@@ -104,12 +104,13 @@ def test_rope_half_vs_interleaved_as_the_issue_words_it():
     _d, e = one(cos_half, cos_int)
     assert e.name == "layout-half-to-interleaved"
     assert e.summary == (
-        "B is A with interleaved pairs (half -> interleaved): after reordering columns they agree exactly"
+        "B is A with interleaved pairs (half -> interleaved: HF rotate_half's layout -> GPT-J, llama.cpp NORM and "
+        "MLX traditional=True): after reordering columns they agree exactly"
     )
     assert e.residual_max_abs == 0 and e.residual_ulp == 0 and e.rows_checked == 512
     _, back = one(cos_int, cos_half)
     assert back.name == "layout-interleaved-to-half"
-    assert back.summary.startswith("B is A with its pairs in two halves (interleaved -> half)")
+    assert back.summary.startswith("B is A with its pairs in two halves (interleaved -> half: GPT-J, llama.cpp NORM")
 
 
 def test_sinusoidal_split_vs_interleaved():
@@ -385,7 +386,7 @@ def test_json_carries_the_diagnosis():
 
 def test_generic_modules_name_no_kind():
     root = Path(__file__).resolve().parent.parent / "posenc_cli"
-    for module in ("diagnose.py", "analysis.py"):
+    for module in ("diagnose/__init__.py", "diagnose/registry.py", "diagnose/search.py", "analysis.py", "tolerance.py"):
         text = (root / module).read_text()
         for kind in KINDS:
             assert f'"{kind}"' not in text and f"'{kind}'" not in text, (module, kind)

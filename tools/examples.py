@@ -7,6 +7,9 @@ finding out what someone else's code computed). Run from the repository root: ``
 - ``docs/examples/fixed_cos.npy``: the same cache after the fix, ``cat(freqs, freqs)``.
 - ``docs/examples/trained_pe.npy``: a "trained" table: Vaswani's sinusoidal table (32 positions, dim 16) after
   500 steps of small random updates; no analytic kind reproduces it.
+- ``docs/examples/hf_cos.npy``: the cos cache Hugging Face's ``LlamaRotaryEmbedding`` computes for Llama 3.1's
+  rope (base 500000, llama3 scaling; head dim 32 to keep the file small), 2048 positions, in float32 as
+  transformers does: ``inv_freq`` in float32, ``freqs = inv_freq @ positions`` in float32, ``cos`` in float32.
 """
 
 from __future__ import annotations
@@ -32,6 +35,22 @@ def main() -> None:
     pe[:, 0::2], pe[:, 1::2] = np.sin(t * w), np.cos(t * w)
     steps = np.random.default_rng(0).normal(0.0, 0.01, size=(500, 32, 16))
     np.save(OUT / "trained_pe.npy", (pe + steps.sum(axis=0)).astype(np.float32))
+    np.save(OUT / "hf_cos.npy", hf_llama31_cos(2048, 32))
+
+
+def hf_llama31_cos(n: int, d: int) -> np.ndarray:
+    """transformers' float32 arithmetic step by step (NumPy's float32 ufuncs round each operation as torch's do)."""
+    f32 = np.float32
+    inv = f32(1.0) / np.power(f32(500000.0), np.arange(0, d, 2, dtype=np.int64).astype(f32) / f32(d))
+    factor, low, high, old = 8.0, 1.0, 4.0, 8192
+    wavelen = f32(2 * np.pi) / inv
+    llama = np.where(wavelen > f32(old / low), inv / f32(factor), inv)
+    smooth = (f32(old) / wavelen - f32(low)) / f32(high - low)
+    smoothed = (f32(1) - smooth) * llama / f32(factor) + smooth * llama
+    medium = ~(wavelen < f32(old / high)) & ~(wavelen > f32(old / low))
+    inv = np.where(medium, smoothed, llama).astype(f32)
+    freqs = np.multiply.outer(np.arange(n, dtype=f32), inv)
+    return np.cos(np.concatenate([freqs, freqs], axis=1)).astype(f32)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ position), :mod:`.rotary` (cos/sin tables) and :mod:`.matrix` (len x len matrice
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -27,10 +28,18 @@ from .absolute import (
     check_unique,
 )
 from .base import CheckContext, CheckResult
-from .common import tensor
+from .common import rows_per_block, tensor
 from .general import check_finite, check_matches_spec
 from .matrix import check_monotone, check_t5_saturation, check_toeplitz, has_matrix
-from .rotary import check_long_term_decay, check_norm_preserving, check_pythagorean, check_relative, has_tables
+from .rotary import (
+    RELATIVE_PAIRS,
+    check_long_term_decay,
+    check_norm_preserving,
+    check_pythagorean,
+    check_relative,
+    has_tables,
+)
+from .sweep import BLOCK_ELEMS
 
 __all__ = ["CHECKS", "CheckContext", "CheckDef", "CheckResult", "applicable", "required_for", "run_checks"]
 
@@ -126,3 +135,20 @@ def required_for(kind: str | type | None, require: list[str] | None, available: 
         return [name for name in UNKNOWN_KIND_REQUIRES if name in available]
     declared = kind_cls.PROPERTIES
     return [name for name in CHECKS if declared.get(name) and name in available]
+
+
+def probe_bytes(shape: tuple[int, ...], probes: int) -> int:
+    """An upper bound on the float64 bytes the probes allocate on a table of ``shape`` (rows ``n``, width ``d``,
+    the columns of every further axis).
+
+    Per probe: the Gram probe (:func:`.absolute.gram_toeplitz_probe`) holds ``x``, ``xa``, ``xb`` (``n`` each),
+    ``[xa | xb]`` and ``w = P u`` (``2 n`` each); shift-linear holds ``w = P [x | M_k x]`` for up to 3 offsets
+    (``4 n``) and its residual (``n``), with ``d``-long vectors of both (``16 d``) and one ``(d, 2)`` partial per
+    block of the shared read; the rotary ``relative`` check rotates ``RELATIVE_PAIRS`` rows for q and k (about
+    6 temporaries of ``RELATIVE_PAIRS x d``)."""
+    # the shared read's blocks (BLOCK_ELEMS), the rotary check's pairs: this module imports every check module
+    n = int(shape[0]) if shape else 1
+    d = math.prod(int(s) for s in shape[1:]) if len(shape) > 1 else 1
+    blocks = -(-n // rows_per_block(d, BLOCK_ELEMS))
+    per_probe = 12 * n + (16 + 2 * blocks) * d + 6 * RELATIVE_PAIRS * d
+    return 8 * probes * per_probe

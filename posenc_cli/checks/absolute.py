@@ -24,11 +24,10 @@ from .common import (
     fmt,
     hash_block,
     raw_positions_distinct,
-    scan,
     skipped,
     verdict,
 )
-from .sweep import Block, Feed, register, shared
+from .sweep import Block, Feed, register, scan, shared
 
 #: Exact Gram-matrix search for the closest pair up to this many rows; beyond it a sampled search.
 EXACT_UNIQUE_ROWS = 4096

@@ -7,7 +7,6 @@ is quadratic use a sound randomized or sampled method and say so in ``method``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,23 +137,3 @@ class CheckContext:
 MAX_PROBES = 1 << 16
 #: The seeds ``check`` takes: what ``numpy.random.SeedSequence`` takes as a 32-bit word.
 MAX_SEED = 2**32 - 1
-
-
-def probe_bytes(shape: tuple[int, ...], probes: int) -> int:
-    """An upper bound on the float64 bytes the probes allocate on a table of ``shape`` (rows ``n``, width ``d``,
-    the columns of every further axis).
-
-    Per probe: the Gram probe (:func:`.absolute.gram_toeplitz_probe`) holds ``x``, ``xa``, ``xb`` (``n`` each),
-    ``[xa | xb]`` and ``w = P u`` (``2 n`` each); shift-linear holds ``w = P [x | M_k x]`` for up to 3 offsets
-    (``4 n``) and its residual (``n``), with ``d``-long vectors of both (``16 d``) and one ``(d, 2)`` partial per
-    block of the shared read; the rotary ``relative`` check rotates ``RELATIVE_PAIRS`` rows for q and k (about
-    6 temporaries of ``RELATIVE_PAIRS x d``)."""
-    from .common import rows_per_block
-    from .rotary import RELATIVE_PAIRS
-    from .sweep import BLOCK_ELEMS  # the shared read's blocks
-
-    n = int(shape[0]) if shape else 1
-    d = math.prod(int(s) for s in shape[1:]) if len(shape) > 1 else 1
-    blocks = -(-n // rows_per_block(d, BLOCK_ELEMS))
-    per_probe = 12 * n + (16 + 2 * blocks) * d + 6 * RELATIVE_PAIRS * d
-    return 8 * probes * per_probe

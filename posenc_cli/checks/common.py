@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -69,86 +68,6 @@ def skipped(
 
 def fmt(x: float) -> str:
     return f"{x:.4g}"
-
-
-# ----- one scan of the primary table ---------------------------------------------------------------
-@dataclass
-class Scan:
-    """What one pass over a 2-D table measures: finiteness, magnitude and row norms."""
-
-    rows: int
-    cols: int
-    nan: int
-    inf: int
-    max_abs: float  # over finite entries
-    norms: np.ndarray  # float64 row norms (NaN for rows with non-finite entries)
-
-    @property
-    def finite(self) -> bool:
-        return self.nan == 0 and self.inf == 0
-
-    @property
-    def max_norm(self) -> float:
-        return float(np.nanmax(self.norms)) if self.rows and not np.all(np.isnan(self.norms)) else 0.0
-
-    @property
-    def rms_norm(self) -> float:
-        return float(np.sqrt(np.nanmean(self.norms**2))) if self.rows else 0.0
-
-
-def scan(ctx: CheckContext) -> Scan:
-    """Finiteness, magnitude and row norms of ``ctx.table`` (the ``scan`` feed of the shared sweep)."""
-    from .sweep import shared
-
-    return shared(ctx, "scan")
-
-
-def _scan_feed(ctx: CheckContext) -> Any:
-    from .sweep import Block, Feed
-
-    t = ctx.table
-    norms = np.empty(t.shape[0], dtype=np.float64)
-
-    def chunk(blk: Block, s: int, e: int) -> None:
-        b = blk.x[s:e]
-        sq = np.einsum("ij,ij->i", b, b)
-        a = blk.start + s
-        if np.isfinite(sq).all():  # a non-finite entry makes its row's sum non-finite: nothing to count
-            norms[a : a + len(b)] = np.sqrt(sq)
-            blk.acc.setdefault("scan", []).append((0, 0, max(float(b.max()), -float(b.min())) if b.size else 0.0))
-            return
-        nan = inf = 0
-        fin = np.isfinite(b)
-        bad = None
-        if not fin.all():
-            nan = int(np.isnan(b).sum())
-            inf = int(np.isinf(b).sum())
-            bad = ~fin.all(axis=1)
-            b = np.where(fin, b, 0.0)
-        n = np.sqrt(np.einsum("ij,ij->i", b, b))
-        if bad is not None:
-            n[bad] = np.nan
-        norms[a : a + len(b)] = n
-        blk.acc.setdefault("scan", []).append((nan, inf, float(np.abs(b).max()) if b.size else 0.0))
-
-    def finish(parts: list[list[tuple[int, int, float]]]) -> Scan:
-        flat = [c for p in parts for c in p]
-        return Scan(
-            t.shape[0],
-            t.shape[1],
-            sum(c[0] for c in flat),
-            sum(c[1] for c in flat),
-            max([c[2] for c in flat], default=0.0),
-            norms,
-        )
-
-    return Feed(
-        "scan",
-        "non-finite counts, largest magnitude, row norms",
-        None,
-        finish,
-        chunk=chunk,
-    )
 
 
 # ----- row hashes ----------------------------------------------------------------------------------

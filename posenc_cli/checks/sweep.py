@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .base import CheckContext
-from .common import _scan_feed, rows_per_block
+from .common import rows_per_block
 
 #: Offsets up to this many rows read their second row from the block's own float64 copy (extended by them).
 HALO = 8
@@ -86,7 +86,7 @@ class Pass:
 
 #: key -> the function building that feed for a context, in the order feeds finish (a feed's ``finish`` may
 #: read the results of feeds before it: every ``finish`` reads ``scan``).
-FEEDS: dict[str, Callable[[CheckContext], Feed]] = {"scan": _scan_feed}
+FEEDS: dict[str, Callable[[CheckContext], Feed]] = {}
 #: key -> the feeds whose results its ``finish`` reads (swept with it when not computed yet).
 AFTER: dict[str, tuple[str, ...]] = {}
 #: Feeds that need another feed's complete result to start (the second read of the table).
@@ -194,3 +194,82 @@ def run(ctx: CheckContext, keys: list[str], planned: tuple[str, ...] = ()) -> No
         memo[f.key] = f.finish([r[i] for r in results])
     served = [p for p in planned if p in NEEDS and set(NEEDS[p](ctx)) & set(keys)]
     passes(ctx).append(Pass("table", len(starts), n, [f.what for f in feeds], served))
+
+
+# ----- one scan of the primary table ---------------------------------------------------------------
+@dataclass
+class Scan:
+    """What one pass over a 2-D table measures: finiteness, magnitude and row norms."""
+
+    rows: int
+    cols: int
+    nan: int
+    inf: int
+    max_abs: float  # over finite entries
+    norms: np.ndarray  # float64 row norms (NaN for rows with non-finite entries)
+
+    @property
+    def finite(self) -> bool:
+        return self.nan == 0 and self.inf == 0
+
+    @property
+    def max_norm(self) -> float:
+        return float(np.nanmax(self.norms)) if self.rows and not np.all(np.isnan(self.norms)) else 0.0
+
+    @property
+    def rms_norm(self) -> float:
+        return float(np.sqrt(np.nanmean(self.norms**2))) if self.rows else 0.0
+
+
+def scan(ctx: CheckContext) -> Scan:
+    """Finiteness, magnitude and row norms of ``ctx.table`` (the ``scan`` feed of the shared sweep)."""
+    return shared(ctx, "scan")
+
+
+def _scan_feed(ctx: CheckContext) -> Any:
+    t = ctx.table
+    norms = np.empty(t.shape[0], dtype=np.float64)
+
+    def chunk(blk: Block, s: int, e: int) -> None:
+        b = blk.x[s:e]
+        sq = np.einsum("ij,ij->i", b, b)
+        a = blk.start + s
+        if np.isfinite(sq).all():  # a non-finite entry makes its row's sum non-finite: nothing to count
+            norms[a : a + len(b)] = np.sqrt(sq)
+            blk.acc.setdefault("scan", []).append((0, 0, max(float(b.max()), -float(b.min())) if b.size else 0.0))
+            return
+        nan = inf = 0
+        fin = np.isfinite(b)
+        bad = None
+        if not fin.all():
+            nan = int(np.isnan(b).sum())
+            inf = int(np.isinf(b).sum())
+            bad = ~fin.all(axis=1)
+            b = np.where(fin, b, 0.0)
+        n = np.sqrt(np.einsum("ij,ij->i", b, b))
+        if bad is not None:
+            n[bad] = np.nan
+        norms[a : a + len(b)] = n
+        blk.acc.setdefault("scan", []).append((nan, inf, float(np.abs(b).max()) if b.size else 0.0))
+
+    def finish(parts: list[list[tuple[int, int, float]]]) -> Scan:
+        flat = [c for p in parts for c in p]
+        return Scan(
+            t.shape[0],
+            t.shape[1],
+            sum(c[0] for c in flat),
+            sum(c[1] for c in flat),
+            max([c[2] for c in flat], default=0.0),
+            norms,
+        )
+
+    return Feed(
+        "scan",
+        "non-finite counts, largest magnitude, row norms",
+        None,
+        finish,
+        chunk=chunk,
+    )
+
+
+FEEDS["scan"] = _scan_feed

@@ -51,4 +51,4 @@ def run(
         from ..render import identification_report
 
         identification_report(found, src.label, verbose=verbose, quiet=quiet)
-    return ExitCode.OK if found.best is not None else ExitCode.FAILED
+    return ExitCode.OK if found.identified else ExitCode.FAILED

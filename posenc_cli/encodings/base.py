@@ -19,15 +19,11 @@ import sys
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import ParameterError, ref
-
-if TYPE_CHECKING:
-    from ..analysis import TableAnalysis
-    from ..identification import Candidate
 
 #: The dtype of every integer table (``INTEGER_TABLE`` kinds: T5 buckets, Shaw indices), and of their ``dtype``.
 INTEGER_DTYPE = "int64"
@@ -90,6 +86,17 @@ class TensorSpec:
     @property
     def nbytes(self) -> int:
         return math.prod(self.shape) * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class AngleTerms:
+    """How a tensor's values follow angles, as data for the inspection code's error model
+    (:mod:`posenc_cli.tolerance`): column ``c`` holds ``amplitude`` times the sin or cos of
+    ``(offset + row) * freq[c]`` (``freq`` 0: a constant or zero column)."""
+
+    freq: np.ndarray
+    amplitude: float
+    offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -241,6 +248,9 @@ class Encoding:
     """
 
     KIND: ClassVar[str] = ""
+    #: Which structure reader of :mod:`posenc_cli.hints` proposes this kind's parameters from a table
+    #: (``"module:function"``), or None (never proposed by identify). Data: the kinds import no inspection code.
+    IDENTIFY: ClassVar[str | None] = None
     SUMMARY: ClassVar[str] = ""
     #: The public implementations each convention reproduces, one line each.
     REFERENCES: ClassVar[tuple[str, ...]] = ()
@@ -300,12 +310,10 @@ class Encoding:
             return {"length": shape[1], "dim": shape[0]} if len(shape) == 3 else {"length": shape[0]}
         return {"length": shape[0], "dim": shape[1]} if len(shape) >= 2 else {"length": shape[0]}
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: TableAnalysis) -> list[Candidate]:
-        """Parameter sets of this kind that the structure of ``tensors`` implies (``analysis`` measured it once:
-        column frequencies, pairs and layout, Toeplitz structure, slopes); :func:`posenc_cli.identification.identify`
-        regenerates each candidate and keeps those that reproduce the table. Default: none (never proposed)."""
-        return []
+    def angle_terms(self, name: str) -> AngleTerms | None:
+        """Tensor ``name`` as sines and cosines of ``position * frequency`` per column (for the float32
+        formula's error model), or None when its values are not such angles. Default: None."""
+        return None
 
     @classmethod
     def metadata_param(cls, metadata: dict[str, str], name: str) -> Any:

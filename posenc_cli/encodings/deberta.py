@@ -24,17 +24,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ParameterError
 from .base import INTEGER_DTYPE, Encoding, TensorSpec, param
-from .relative import _integer_toeplitz, _log_float32, _toeplitz_rows
-
-if TYPE_CHECKING:
-    from .. import analysis as an
-    from ..identification import Candidate
+from .relative import _log_float32, _toeplitz_rows
 
 INT64 = np.dtype("int64")
 
@@ -81,9 +76,8 @@ class Deberta(Encoding):
     position_buckets: int = param(256, "log buckets per side B (0: none, the config's -1)", low=0)
     max_relative_positions: int = param(512, "P: the largest relative position the buckets reach", low=1)
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
-        return hints_deberta(tensors, analysis)
+    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "deberta:hints_deberta"
 
     def validate(self) -> None:
         if self.position_buckets and self.position_buckets // 2 < 2:
@@ -120,33 +114,4 @@ class Deberta(Encoding):
 
 # ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
 #: max_relative_positions tried first (DeBERTa-v2/v3 checkpoints: max_position_embeddings 512)
-_COMMON_P = (512, 256, 1024, 2048, 4096, 128, 8192)
-
-
-def hints_deberta(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
-    """Integer Toeplitz ``i - j`` (decreasing along a row), exact up to B/2 then logarithmic buckets; a table
-    shorter than B/2 cannot show the buckets, so DeBERTa-v3's published values are proposed first."""
-    from ..identification import Candidate
-
-    fit = _integer_toeplitz(ana)
-    if fit is None:
-        return []
-    n = fit.n
-    r = -np.arange(-(n - 1), n, dtype=np.int64)  # i - j along the lookup
-    lut = fit.lut.astype(np.int64)
-    if np.array_equal(lut, r):
-        out = [Candidate("deberta", {"length": n, "position_buckets": 256, "max_relative_positions": 512},
-                         note="i - j, no bucket reached at this length (DeBERTa-v3 values)")]  # fmt: skip
-        out.append(Candidate("deberta", {"length": n, "position_buckets": 0, "max_relative_positions": 512},
-                             note="i - j without buckets"))  # fmt: skip
-        return out
-    # the first |r| off the diagonal rule bounds B/2 from above (a few buckets past B/2 still equal r)
-    first = int(np.abs(r)[lut != r].min())
-    sizes = sorted({2**k for k in range(2, 14) if 2 ** (k - 1) < first} | {2 * (first - 1)})
-    out = []
-    for b in sizes:
-        for p in _COMMON_P:
-            if b // 2 >= 2 and p - 1 > b // 2 and np.array_equal(deberta_log_bucket(r, b, p), lut):
-                params = {"length": n, "position_buckets": b, "max_relative_positions": p}
-                out.append(Candidate("deberta", params, note=f"i - j, log buckets beyond {b // 2}"))
-    return out[:6]
+COMMON_P = (512, 256, 1024, 2048, 4096, 128, 8192)

@@ -50,7 +50,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -58,10 +58,6 @@ from numpy.lib.stride_tricks import as_strided
 from ..errors import ParameterError, ref
 from . import _trig
 from .base import Encoding, TensorSpec, param
-
-if TYPE_CHECKING:
-    from .. import analysis as an
-    from ..identification import Candidate
 
 AXIS_ORDERS = ("reversed", "grid")
 LAYOUTS = ("split", "interleaved", "sin-block")
@@ -118,9 +114,8 @@ class _GridSinusoidal(Encoding):
         "exact", "exact: dim divisible by 2*axes; ceil: round up and drop extra columns", choices=CHANNELS
     )
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
-        return _grid_hints(cls.KIND, cls.NDIM, analysis)
+    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "grid:grid_hints"
 
     # ----- grid and length --------------------------------------------------------------------------
 
@@ -327,186 +322,3 @@ class Sinusoidal3D(_GridSinusoidal):
         "interleaved", "per-axis [sin|cos], interleaved sin/cos, or sin-block [all sin | all cos]", choices=LAYOUTS
     )
     channels: str = param("ceil", "exact: dim divisible by 6; ceil: round up and drop extra columns", choices=CHANNELS)
-
-
-# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
-def _grid_plan(
-    ndim_grid: int, f: int, d: int, axis_order: str, layout: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per column: grid axis (0 = slowest), 0 for sin / 1 for cos, and frequency index k, for one convention."""
-    axes = list(range(ndim_grid))
-    if axis_order == "reversed":
-        axes.reverse()
-    width = 2 * ndim_grid * f
-    ax, trig, k = np.full(width, -1), np.full(width, -1), np.full(width, -1)
-    ks = np.arange(f)
-    for slot, axis in enumerate(axes):
-        if layout == "split":
-            spans = [
-                (0, np.arange(2 * f * slot, 2 * f * slot + f)),
-                (1, np.arange(2 * f * slot + f, 2 * f * (slot + 1))),
-            ]
-        elif layout == "interleaved":
-            spans = [
-                (0, np.arange(2 * f * slot, 2 * f * (slot + 1), 2)),
-                (1, np.arange(2 * f * slot + 1, 2 * f * (slot + 1), 2)),
-            ]
-        else:
-            spans = [
-                (0, np.arange(f * slot, f * (slot + 1))),
-                (1, np.arange(f * (ndim_grid + slot), f * (ndim_grid + slot + 1))),
-            ]
-        for t, cols in spans:
-            ax[cols], trig[cols], k[cols] = axis, t, ks
-    return ax[:d], trig[:d], k[:d]
-
-
-def _axis_frequencies(
-    table: Any, first: int, stride: int, side: int, sin_cols: np.ndarray, cos_cols: np.ndarray
-) -> np.ndarray:
-    """Angular frequencies of one grid axis: the angle atan2(sin, cos) at coordinates 1, 2, 4, ..., side - 1,
-    each unwrapped with the estimate from the shorter ones (error ~ ulp / coordinate)."""
-    from .. import analysis as an
-
-    coords = sorted({1, *[2**i for i in range(1, max(1, side - 1).bit_length())], side - 1} - {0})
-    coords = [c for c in coords if c < side]
-    x = an.read_rows(table, [first + stride * c for c in coords]).reshape(len(coords), -1)
-    has_cos = cos_cols >= 0
-    cc = np.where(has_cos, cos_cols, 0)
-    # a sin column whose cos was truncated away: arcsin at coordinate 1 (w < pi/2 beyond the first frequency)
-    w = np.where(has_cos, np.arctan2(x[0, sin_cols], x[0, cc]), np.arcsin(np.clip(x[0, sin_cols], -1, 1)))
-    for row, c in zip(x[1:], coords[1:]):
-        theta = np.arctan2(row[sin_cols], row[cc])
-        pred = c * w
-        w = np.where(has_cos, (theta + an.TWO_PI * np.round((pred - theta) / an.TWO_PI)) / c, w)
-    return w
-
-
-def _factorizations(cells: int, k: int) -> list[tuple[int, ...]]:
-    """Every ordered way to write ``cells`` as a product of ``k`` positive integers."""
-    if k == 1:
-        return [(cells,)]
-    out = []
-    for a in range(1, cells + 1):
-        if cells % a == 0:
-            out += [(a, *rest) for rest in _factorizations(cells // a, k - 1)]
-    return out
-
-
-def _grid_hints(kind: str, ndim_grid: int, ana: an.TableAnalysis) -> list[Candidate]:
-    """Find the grid shape, axis order and layout by exact equalities: moving one step along axis ``a`` changes
-    exactly the columns the layout gives to ``a`` (values at equal coordinates are computed identically, so
-    this holds bit for bit whatever the dtype); then each axis' frequencies give the base."""
-    from .. import analysis as an
-    from ..identification import Candidate, round_variants
-
-    if ana.ndim != 2 or not ana.floating or ana.n < 1:
-        return []
-    first = 1 if ana.n > 1 and 0 in ana.zero_rows.tolist() else 0
-    cells = ana.n - first
-    if cells < 1 or cells > 1 << 24:
-        return []
-    d = ana.width
-    f = -(-d // (2 * ndim_grid))
-    row0 = an.read_rows(ana.table, [first])[0]
-    trig_of = np.where(row0 == 0, 0, np.where(row0 == 1, 1, -1))
-    plans = []
-    for axis_order in ("reversed", "grid"):
-        for layout in ("split", "interleaved", "sin-block"):
-            exp_axis, exp_trig, exp_k = _grid_plan(ndim_grid, f, d, axis_order, layout)
-            if np.array_equal(exp_trig, trig_of):
-                plans.append((axis_order, layout, exp_axis, exp_k))
-    if not plans:
-        return []
-    rng = np.random.default_rng(0)
-    cache: dict[int, np.ndarray] = {}
-
-    def row(r: int) -> np.ndarray:
-        if r not in cache:
-            cache[r] = an.read_rows(ana.table, [first + r])[0]
-        return cache[r]
-
-    out = []
-    shapes = _factorizations(cells, ndim_grid)
-    for shape in shapes:
-        strides = [math.prod(shape[a + 1 :]) for a in range(ndim_grid)]
-        for axis_order, layout, exp_axis, exp_k in plans:
-            ok = True
-            for a in range(ndim_grid):
-                if shape[a] < 2:
-                    # an axis of length 1 never changes: its columns equal the first row's everywhere
-                    mine_all = exp_axis == a
-                    if mine_all.any() and any(
-                        not np.array_equal(row(int(r))[mine_all], row0[mine_all])
-                        for r in rng.integers(0, cells, size=6)
-                    ):
-                        ok = False
-                        break
-                    continue
-                others = exp_axis != a
-                mine = (exp_axis == a) & (exp_k == 0)
-                # cells r (coordinate a below its last value) and r + stride_a differ in axis a only: along the
-                # whole line of axis a through the origin (a wrong side length crosses a true boundary there), and
-                # at a few random cells
-                line = [c * strides[a] for c in range(min(shape[a] - 1, 512))]
-                starts = line + [int(x) for x in rng.integers(0, cells, size=6)]
-                for r in starts:
-                    coord = (r // strides[a]) % shape[a]
-                    if coord == shape[a] - 1:
-                        r -= strides[a]
-                    x0, x1 = row(r), row(r + strides[a])
-                    moved = not mine.any() or not np.array_equal(x0[mine], x1[mine])
-                    if not np.array_equal(x0[others], x1[others]) or not moved:
-                        ok = False
-                        break
-                if not ok:
-                    break
-            if not ok:
-                continue
-            grid = "x".join(map(str, shape))
-            params = {
-                "length": ana.n,
-                "dim": d,
-                "grid": grid,
-                "cls_token": bool(first),
-                "axis_order": axis_order,
-                "layout": layout,
-                "channels": "exact" if d % (2 * ndim_grid) == 0 else "ceil",
-            }
-            # with dim divisible, ceil builds the same table: offer it too, so a preset that says ceil is named
-            channel_options = ["exact", "ceil"] if params["channels"] == "exact" else ["ceil"]
-            if ana.dtype_param:
-                params["dtype"] = ana.dtype_param
-            bases = [10000.0]
-            _, exp_trig, _ = _grid_plan(ndim_grid, f, d, axis_order, layout)
-            # the longest axis that has a sin/cos pair beyond k = 0 (truncated columns may lack one)
-            for axis in sorted(range(ndim_grid), key=lambda a: -shape[a]):
-                pairs = []
-                for k in range(1, f):
-                    sc = np.flatnonzero((exp_axis == axis) & (exp_trig == 0) & (exp_k == k))
-                    cc = np.flatnonzero((exp_axis == axis) & (exp_trig == 1) & (exp_k == k))
-                    if sc.size:
-                        pairs.append((k, sc[0], cc[0] if cc.size else -1))
-                if shape[axis] < 2 or not pairs:
-                    continue
-                w = _axis_frequencies(
-                    ana.table,
-                    first,
-                    strides[axis],
-                    shape[axis],
-                    np.array([p[1] for p in pairs]),
-                    np.array([p[2] for p in pairs]),
-                )
-                e = np.array([p[0] for p in pairs]) / f
-                good = w > 0
-                if good.any():
-                    log_base = -float(np.sum(e[good] * np.log(w[good])) / np.sum(e[good] ** 2))
-                    bases = round_variants(math.exp(log_base), tols=(1e-8, 1e-6, 1e-4, 1e-3, 1e-2))
-                break
-            note = f"{grid} grid, {layout} per axis, {axis_order} axes"
-            for b in bases:
-                for ch in channel_options:
-                    out.append(Candidate(kind, {**params, "base": b, "channels": ch}, note=note))
-        if len(out) >= 24:
-            break
-    return out

@@ -37,16 +37,11 @@ in float16/bfloat16 loses exactness above 2048/256, which is part of why it fail
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ParameterError, ref
 from .base import Encoding, TensorSpec, param
-
-if TYPE_CHECKING:
-    from .. import analysis as an
-    from ..identification import Candidate
 
 #: Positions stay below this so that int64 arithmetic and float64 values are exact.
 MAX_POSITION = 2**53
@@ -92,9 +87,8 @@ class Index(_Naive):
     SUMMARY = "naive baseline: the position index itself in every column (unbounded)"
     REFERENCES = ("seed: the 'use the index as the encoding' strawman of positional-encoding tutorials (pe[t, :] = t)",)
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
-        return hints_index(tensors, analysis)
+    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "naive:hints_index"
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         out[...] = self._positions(start, stop).astype(np.float64)[:, None]
@@ -124,9 +118,8 @@ class Normalized(_Naive):
         "seed: the 'normalise the index to [0, 1]' strawman: pe[t, :] = t / (len - 1), 0 for a one-row table",
     )
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
-        return hints_normalized(tensors, analysis)
+    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "naive:hints_normalized"
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         denom = self.offset + self.length - 1
@@ -158,9 +151,8 @@ class Binary(_Naive):
     SUMMARY = "naive baseline: the bits of the position, most significant first (discrete)"
     REFERENCES = ("seed: the binary-counter table (positions 0..15 in 4 bits, most significant bit first)",)
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
-        return hints_binary(tensors, analysis)
+    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "naive:hints_binary"
 
     def validate(self) -> None:
         super().validate()
@@ -179,63 +171,3 @@ class Binary(_Naive):
         bits = (t[:, None] >> np.minimum(shifts, 62)[None, :]) & 1
         bits[:, shifts >= 62] = 0
         out[...] = bits
-
-
-# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
-def _row_constant(ana: an.TableAnalysis) -> np.ndarray | None:
-    """The per-row value when every column of each sampled row is equal (else None)."""
-    from .. import analysis as an
-
-    if ana.ndim != 2 or not ana.floating:
-        return None
-    rows = np.unique(np.concatenate([np.arange(min(ana.n, 16)), an.spread_rows(ana.n, 64)]))
-    x = an.read_rows(ana.table, rows).reshape(rows.size, -1)
-    if not np.all(x == x[:, :1]):
-        return None
-    return x[:, 0]
-
-
-def hints_index(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
-    """Every column holds the position itself: t = offset + row."""
-    from ..identification import Candidate, base_params
-
-    v = _row_constant(ana)
-    if v is None or v[0] < 0 or v[0] != round(v[0]):
-        return []
-    offset = int(v[0])
-    p = {**base_params(ana)}
-    if offset:
-        p["offset"] = offset
-    return [Candidate("index", p, note=f"every column is the position (first {offset})")]
-
-
-def hints_normalized(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
-    """Every column holds (offset + row) / (offset + len - 1): the first value gives the offset."""
-    from ..identification import Candidate, base_params
-
-    v = _row_constant(ana)
-    if v is None or not (0 <= v[0] < 1) or ana.n < 2:
-        return [] if v is None or ana.n >= 2 or v[0] != 0 else [Candidate("normalized", base_params(ana))]
-    x0 = float(v[0])
-    offset = round(x0 * (ana.n - 1) / (1 - x0))
-    p = {**base_params(ana)}
-    if offset:
-        p["offset"] = offset
-    return [Candidate("normalized", p, note=f"every column is position / last position (offset {offset})")]
-
-
-def hints_binary(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
-    """0/1 values: the bits of offset + row, most significant first."""
-    from ..identification import Candidate, base_params
-
-    if ana.ndim != 2 or not ana.floating:
-        return []
-    head = ana.head
-    if not np.all((head == 0) | (head == 1)):
-        return []
-    bits = head[0].astype(np.int64)
-    offset = int("".join(map(str, bits.tolist())) or "0", 2) if bits.size <= 62 else 0
-    p = {**base_params(ana)}
-    if offset:
-        p["offset"] = offset
-    return [Candidate("binary", p, note=f"rows are bit patterns (first {offset})")]

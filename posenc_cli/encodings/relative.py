@@ -83,17 +83,12 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import ParameterError
 from .base import INTEGER_DTYPE, Encoding, TensorSpec, param
-
-if TYPE_CHECKING:
-    from .. import analysis as an
-    from ..identification import Candidate
 
 INT64 = np.dtype("int64")
 
@@ -111,8 +106,17 @@ def _relative_positions(length: int) -> np.ndarray:
 
 
 # ----- ALiBi -------------------------------------------------------------------------------------------------
-def alibi_slopes(heads: int, max_bias: float = 8.0) -> np.ndarray:
-    """The ALiBi slope of every head (float64), by the published power-of-two interleaving rule."""
+#: How the slopes follow the head count: ``paper`` is the published power-of-two interleaving rule (the paper's
+#: fairseq code, HF Bloom, MPT's gen_slopes, current MLX); ``geometric`` is 2^(-b k / n) for k = 1..n at every n
+#: (MLX's nn.ALiBi.create_alibi_slope up to ml-explore/mlx 3576b547, and ports of it). They agree for powers of two.
+SLOPE_RULES = ("paper", "geometric")
+
+
+def alibi_slopes(heads: int, max_bias: float = 8.0, rule: str = "paper") -> np.ndarray:
+    """The ALiBi slope of every head (float64), by the published power-of-two interleaving rule, or (``rule``
+    geometric) as 2^(-max_bias k / heads) for every head count."""
+    if rule == "geometric":
+        return np.array([2.0 ** (-max_bias * (h + 1) / heads) for h in range(heads)], dtype=np.float64)
     c = 1 << (heads.bit_length() - 1)  # closest power of two <= heads
     slopes = [2.0 ** (-max_bias * (h + 1) / c) for h in range(c)]
     slopes += [2.0 ** (-max_bias * (2 * k + 1) / (2 * c)) for k in range(heads - c)]
@@ -158,7 +162,11 @@ class Alibi(Encoding):
         "slopes: huggingface/transformers models/bloom/modeling_bloom.py build_alibi_tensor (same values)",
         "slopes+bias: mosaicml/llm-foundry MPT gen_slopes / build_alibi_bias (alibi_bias_max = max_bias)",
         "bias: paper Figure 3, -m*(i-j) for j <= i; causal=false is MPT's full=True -m*|i-j|",
+        "slopes=geometric: ml-explore/mlx python/mlx/nn/layers/positional_encoding.py ALiBi.create_alibi_slope "
+        "(2^(-8k/n) for every n, up to commit 3576b547; later MLX uses the paper's rule)",
     )
+    PRESETS = {"mlx": {"slopes": "geometric", "max_bias": 8.0, "causal": False}}
+    PRESET_DOCS = {"mlx": "ml-explore/mlx nn.ALiBi up to 3576b547: slopes 2^(-8k/n) for every n, bias -slope*|i-j|"}
     PRIMARY = "bias"
     ROLES = {"bias": "matrix", "slopes": "slopes"}
     PROPERTIES = {"finite": True, "matches-spec": True, "toeplitz": True, "monotone": True}
@@ -174,16 +182,22 @@ class Alibi(Encoding):
     )
     divide_by: float = param(1.0, "form=falcon: divisor of the bias (FalconModel: sqrt(head_dim))", low=0.0,
                              low_open=True)  # fmt: skip
+    slopes: str = param(
+        "paper",
+        "slope rule for non-power-of-two head counts: paper (fairseq, Bloom, MPT) or geometric 2^(-bk/n) (MLX)",
+        choices=SLOPE_RULES,
+    )
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
-        return hints_alibi(tensors, analysis)
+    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "relative:hints_alibi"
 
     def validate(self) -> None:
         if self.form != "paper" and self.causal:
             raise ParameterError(f"form={self.form} is the model's unmasked bias; drop causal=true or use form=paper")
         if self.form in ("bloom", "falcon") and self.max_bias != 8.0:
             raise ParameterError(f"form={self.form} fixes max_bias at 8 (its slope rule); drop max_bias")
+        if self.form != "paper" and self.slopes != "paper":
+            raise ParameterError(f"slopes={self.slopes} applies to form=paper; form={self.form} has its model's rule")
         if self.form != "falcon" and self.divide_by != 1.0:
             raise ParameterError("divide_by applies to form=falcon only; drop it or pass form=falcon")
 
@@ -193,7 +207,7 @@ class Alibi(Encoding):
             return bloom_slopes(self.dim).astype(np.float64)
         if self.form == "mpt":
             return mpt_slopes(self.dim, self.max_bias).astype(np.float64)
-        return alibi_slopes(self.dim, self.max_bias)
+        return alibi_slopes(self.dim, self.max_bias, self.slopes)
 
     @classmethod
     def causal_mask(cls, metadata: dict[str, str]) -> bool:
@@ -322,9 +336,8 @@ class T5(Encoding):
     max_distance: int = param(128, "distance from which every position shares the last bucket", low=1)
     bidirectional: bool = param(True, "true: separate buckets for keys after the query (encoder); false: decoder")
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
-        return hints_t5(tensors, analysis)
+    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "relative:hints_t5"
 
     def validate(self) -> None:
         n = self.num_buckets // 2 if self.bidirectional else self.num_buckets
@@ -387,9 +400,8 @@ class ShawRelative(Encoding):
 
     max_relative_position: int = param(16, "clipping distance k: 2k+1 relative embeddings", low=0)
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
-        return hints_relative(tensors, analysis)
+    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "relative:hints_relative"
 
     @cached_property
     def _lut(self) -> np.ndarray:
@@ -401,133 +413,3 @@ class ShawRelative(Encoding):
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         out[...] = _toeplitz_rows(self._lut, self.length, start, stop)
-
-
-# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
-def hints_alibi(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
-    """Heads x len x len biases, each head -slope * distance (causal: -inf above the diagonal); the slopes give
-    the head count and max_bias."""
-    from .. import analysis as an
-    from ..identification import Candidate, round_variants
-
-    if ana.ndim != 3 or ana.shape[1] != ana.shape[2] or not ana.floating:
-        return []
-    heads, n = ana.shape[0], ana.shape[1]
-    slopes, causal = [], None
-    for h in range(heads):
-        head = np.asarray(ana.table[h] if isinstance(ana.table, np.ndarray) else ana.table.rows(h, h + 1)[0])
-        fit = an.toeplitz_fit(head, an.spread_rows(n, 16))
-        if fit is None or fit.max_dev > 0:
-            return []
-        lin = an.linear_distance_fit(fit.lut)
-        # rounding to the table's dtype bends the line by up to half an ulp of its largest value
-        tol = 4 * an.data_eps(ana.dtype) * abs(lin.slope) * max(n - 1, 1) + 1e-300
-        if not math.isfinite(lin.slope) or lin.max_dev > tol:
-            return []
-        slopes.append(lin.slope)
-        causal = lin.causal if causal is None else causal
-    c = 1 << (heads.bit_length() - 1)
-    params: dict[str, Any] = {"length": n, "dim": heads, "causal": bool(causal)}
-    if n < 2 or not slopes[0] > 0:
-        return [Candidate("alibi", params, note="one position: any slope gives this table")]
-    max_bias = -c * math.log2(slopes[0])
-    params = {"length": n, "dim": heads, "causal": bool(causal)}
-    if ana.dtype_param:
-        params["dtype"] = ana.dtype_param
-    return [
-        Candidate("alibi", {**params, "max_bias": b}, note=f"{heads} heads of linear biases, slope 2^-(b/{c})")
-        for b in round_variants(max_bias, tols=(1e-6, 1e-4, 1e-3, 1e-2))
-    ]
-
-
-def _integer_toeplitz(ana: an.TableAnalysis) -> an.ToeplitzFit | None:
-    from .. import analysis as an
-
-    if ana.ndim != 2 or ana.shape[0] != ana.shape[1] or not ana.values.integer:
-        return None
-    fit = an.toeplitz_fit(ana.table)
-    return fit if fit is not None and fit.max_dev == 0 else None
-
-
-def hints_t5(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
-    """Integer Toeplitz buckets: exact small distances, then logarithmic buckets up to max_distance; keys after
-    the query get their own buckets when bidirectional."""
-    from ..identification import Candidate
-
-    fit = _integer_toeplitz(ana)
-    if fit is None:
-        return []
-    n = fit.n
-    lut = fit.lut.astype(np.int64)
-    rel = np.arange(-(n - 1), n)
-    back = lut[rel <= 0][::-1]  # distance d = 0, 1, ... looking backwards (r = -d)
-    fwd = lut[rel > 0]
-    bidirectional = bool(fwd.size and np.any(fwd != 0))
-    if bidirectional:
-        half = int(fwd[0]) - 1 if fwd.size else 0
-        if half < 2:
-            return []
-        nb_options = [(2 * half, half)]
-    else:
-        top = int(back.max()) + 1
-        nb_options = [(nb, nb) for nb in range(max(top, 2), 2 * top + 2)]
-    out = []
-    for num_buckets, per_dir in nb_options:
-        exact = per_dir // 2
-        if exact < 1 or not np.array_equal(back[: min(exact, back.size)], np.arange(min(exact, back.size))):
-            continue
-        for md in _t5_distances(back, per_dir, exact):
-            direction = "bidirectional" if bidirectional else "unidirectional"
-            out.append(
-                Candidate(
-                    "t5",
-                    {"length": n, "num_buckets": num_buckets, "max_distance": md, "bidirectional": bidirectional},
-                    note=f"Toeplitz buckets, {exact} exact, {direction}",
-                )
-            )
-        if len(out) >= 6:
-            break
-    return out
-
-
-def _t5_distances(back: np.ndarray, n: int, exact: int) -> list[int]:
-    """max_distance values consistent with the logarithmic buckets observed (128 and round ones first)."""
-    lo, hi = exact + 1.0, math.inf  # max_distance > exact
-    for dist in range(exact + 1, back.size):
-        b = int(back[dist]) - exact
-        if b < 0:
-            return []
-        frac = math.log(dist / exact) * (n - exact)
-        if b >= n - 1 - exact:
-            # saturated: frac / ln(D/E) >= n-1-E  ->  D <= E * exp(frac / (n-1-E))
-            hi = min(hi, exact * math.exp(frac / max(n - 1 - exact, 1e-300)))
-        else:
-            # b <= frac / ln(D/E) < b + 1
-            if b > 0:
-                hi = min(hi, exact * math.exp(frac / b))
-            lo = max(lo, exact * math.exp(frac / (b + 1)))
-    picks = []
-    if hi == math.inf:
-        hi = max(lo * 64, 128.0)
-    for cand in (128, 256, 64, 512, 32, 1024, 16, 2048, 4096):
-        if lo * (1 - 1e-6) <= cand <= hi * (1 + 1e-6):
-            picks.append(cand)
-    for cand in (math.ceil(lo), math.floor(hi)):
-        if lo * (1 - 1e-6) <= cand <= hi * (1 + 1e-6) and cand not in picks and cand > exact:
-            picks.append(int(cand))
-    return picks[:3]
-
-
-def hints_relative(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
-    """Integer Toeplitz indices clip(j - i, -k, k) + k: k is the value on the diagonal."""
-    from ..identification import Candidate
-
-    fit = _integer_toeplitz(ana)
-    if fit is None:
-        return []
-    n = fit.n
-    k = int(fit.value(0))
-    rel = np.arange(-(n - 1), n)
-    if k < 0 or not np.array_equal(fit.lut, np.clip(rel, -k, k) + k):
-        return []
-    return [Candidate("relative", {"length": n, "max_relative_position": k}, note=f"Toeplitz indices clipped at {k}")]

@@ -40,17 +40,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ParameterError, ref
 from . import _angleadd, _trig
-from .base import Encoding, TensorSpec, param
-
-if TYPE_CHECKING:
-    from .. import analysis as an
-    from ..identification import Candidate
+from .base import AngleTerms, Encoding, TensorSpec, param
 
 LAYOUTS = ("interleaved", "split", "split-cos-first")
 ANGLE_DTYPES = ("float64", "float32")
@@ -131,9 +126,8 @@ class Sinusoidal(Encoding):
         choices=ANGLE_DTYPES,
     )
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
-        return hints_sinusoidal(tensors, analysis)
+    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "sinusoid:hints_sinusoidal"
 
     def validate(self) -> None:
         if self.offset + self.length - 1 > MAX_POSITION:
@@ -223,6 +217,13 @@ class Sinusoidal(Encoding):
             cache[dtype] = (self._adder, self._adder.refiner(self._columns, dtype, tiny)) if ok else None
         return cache[dtype]
 
+    def angle_terms(self, name: str) -> AngleTerms | None:
+        if name != "pe":
+            return None
+        cols = self._columns
+        freq = np.where(cols.freq >= 0, self._freqs[0][np.maximum(cols.freq, 0)], 0.0)
+        return AngleTerms(freq, 1.0, self.offset)
+
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         n, n_sin, n_cos, pad = self._plan
         n_second = self.dim - n - pad
@@ -274,79 +275,3 @@ class Sinusoidal(Encoding):
             row = self.padding_idx - self.offset
             if start <= row < stop:
                 out[row - start] = 0
-
-
-# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
-def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
-    """sin/cos pairs in an interleaved, split or cos-first layout with a geometric frequency ladder."""
-    from .. import analysis as an
-    from ..identification import Candidate, base_params, base_readings, ladder, near_one, phase_tol, round_variants
-
-    if ana.ndim != 2 or not ana.floating or ana.width < 2:
-        return []
-    d = ana.width
-    base = base_params(ana)
-    guess = [Candidate("sinusoidal", dict(base), structural=False)]
-    if ana.zero_rows.size == 1:
-        guess[0].params["padding_idx"] = int(ana.zero_rows[0])
-    spec = ana.spectrum
-    if spec is None or not spec.oscillators:
-        guess[0].note = "its columns are not sinusoids of the position"
-        return guess
-    layout = an.pair_layout(spec.pairs, d)
-    if layout not in ("interleaved", "split", "split-cos-first"):
-        guess[0].note = "its columns are not sin/cos pairs in an interleaved or split layout"
-        return guess
-    if spec.other_cols:
-        guess[0].note = f"{len(spec.other_cols)} of {d} columns are not sinusoids"
-        guess[0].params["layout"] = layout
-        return guess
-    freqs, errs, _osc = ladder(spec)
-    geo = an.geometric_fit(freqs, errs)
-    # the lowest frequencies of a coarse (float16) or very long-wavelength table are measured poorly: a leading
-    # geometric run of three or more still gives the ladder, and regeneration has the last word
-    if geo is None or geo.count < min(len(freqs), 3):
-        guess[0].note = "its frequencies are not a geometric ladder"
-        guess[0].params["layout"] = layout
-        return guess
-    ptol = phase_tol(ana.dtype)
-    # the odd column of an odd dim has no partner: a sin column, or a cos one when cos comes first
-    single = 0.0 if layout == "split-cos-first" else -math.pi / 2
-    found = an.position_offsets(spec, single_phase=single, tol=ptol)
-    # alternatives only when the phases are too coarse to single one offset out (float16, bfloat16)
-    offsets = [o for o, mis in found if found[0][1] > 1e-4 or o == found[0][0]] or [0]
-    n = len(freqs)
-    out: list[Candidate] = []
-    for offset, freq in [(o, f) for o in offsets for f in ("paper", "t2t")]:
-        params: dict[str, Any] = {**base, "layout": layout, "freq": freq}
-        if offset:
-            params["offset"] = offset
-        if ana.zero_rows.size == 1:
-            params["padding_idx"] = int(ana.zero_rows[0]) + offset
-        if d % 2:
-            rule = "zero-pad" if (d - 1) in spec.zero_cols else "ceil"
-            auto = "zero-pad" if (freq == "t2t" and layout != "interleaved") else "ceil"
-            if rule != auto:
-                params["odd_dim"] = rule
-        if n == 1:
-            out.append(Candidate("sinusoidal", params, note="one frequency: any base gives this table"))
-            continue
-        if freq == "paper":
-            if not near_one(geo.w0, 1e-6):
-                continue
-            for b in base_readings(geo.ratio ** (-d / 2.0), an.data_eps(ana.dtype) > 1e-4):
-                out.append(
-                    Candidate("sinusoidal", {**params, "base": b}, note=f"{layout} sin/cos pairs, w_k = base^(-2k/{d})")
-                )
-        else:
-            min_ts = 1.0 / geo.w0
-            span = geo.ratio ** (-float(max(d // 2 - 1, 1)))
-            for m in round_variants(min_ts, tols=(1e-8, 1e-6)):
-                for mx in round_variants(m * span):
-                    p = dict(params)
-                    if near_one(m, 1e-12):
-                        p["base"] = mx
-                    else:
-                        p.update(min_timescale=m, max_timescale=mx)
-                    out.append(Candidate("sinusoidal", p, note=f"{layout} sin/cos pairs, geometric timescales"))
-    return out or guess

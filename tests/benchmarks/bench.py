@@ -356,6 +356,62 @@ def bench_accuracy(quick: bool) -> None:
         )
 
 
+def hf_cos(length: int, dim: int, base: float = 500000.0) -> np.ndarray:
+    """A cos cache as transformers computes it, in float32 (tests/formula_tables.py, plain NumPy)."""
+    from tests.formula_tables import hf_cos_sin, hf_inv_freq
+
+    return hf_cos_sin(hf_inv_freq(dim, base), length)[0]
+
+
+def bench_inspect(tmp: Path, length: int, dim: int, reps: int) -> None:
+    """identify, and compare with its diagnosis, of a float32-formula table against compare without diagnosis."""
+    import posenc_cli as pe
+
+    what = f"identify / diagnosis of a {length} x {dim} HF-style float32 cache"
+    print(f"[{what}]", flush=True)
+    a_path, b_path = tmp / "hf_cos.npy", tmp / "exact_interleaved.npy"
+    np.save(a_path, hf_cos(length, dim))
+    np.save(
+        b_path,
+        make_encoding("rope", {"length": length, "dim": dim, "base": 500000.0, "layout": "interleaved"}).array("cos"),
+    )
+    med = interleaved(
+        {
+            "compare": lambda: pe.compare(str(a_path), str(b_path), explain=False),
+            "compare + diagnosis": lambda: pe.compare(str(a_path), str(b_path)),
+            "identify": lambda: pe.identify(str(a_path)),
+        },
+        reps,
+    )
+    for name in ("identify", "compare + diagnosis"):
+        r = med[name] / med["compare"]
+        report(f"{name} of a {length} x {dim} HF-style cache", f"{r:.2f}x compare without diagnosis", "<= 3x", r <= 3)
+    a_path.unlink(missing_ok=True)
+    b_path.unlink(missing_ok=True)
+
+
+def bench_check_formula(tmp: Path, length: int, dim: int, reps: int) -> None:
+    """check of a metadata-free .npy (identified first, judged within the float32 formula's error)."""
+    what = f"posenc check of a metadata-free {length} x {dim} HF-style .npy"
+    print(f"[{what}]", flush=True)
+    path = tmp / "hf_check.npy"
+    np.save(path, hf_cos(length, dim))
+    script = (
+        f"import numpy as np; a = np.load({str(path)!r}); "
+        "d = np.sqrt(np.einsum('ij,ij->i', np.diff(a, axis=0), np.diff(a, axis=0))); print(d.min(), d.max())"
+    )
+    med = interleaved_runs(
+        {
+            "posenc check": lambda: run([*posenc_cmd(), "check", str(path), "-q"]),
+            "numpy script": lambda: run([sys.executable, "-c", script]),
+        },
+        reps,
+    )
+    r = med["posenc check"][0] / med["numpy script"][0]
+    report(what, f"{r:.2f}x a load + row-distance script", "<= 4x", r <= 4)
+    path.unlink(missing_ok=True)
+
+
 def _want(only: set[str], name: str) -> bool:
     return not only or name in only
 
@@ -387,7 +443,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repetitions (smoke run)")
     ap.add_argument("--reps", type=int, default=None, help="repetitions per contender (median of N)")
-    ap.add_argument("--only", default="", help="comma-separated subset: memory,generate,startup,check,export,accuracy")
+    ap.add_argument(
+        "--only",
+        default="",
+        help="comma-separated subset: memory,generate,startup,check,inspect,check-formula,export,accuracy",
+    )
     args = ap.parse_args()
     quick = args.quick
     reps = args.reps or (3 if quick else 5)
@@ -408,6 +468,10 @@ def main() -> None:
             bench_startup(reps if quick else max(reps, 7))
         if _want(only, "check"):
             bench_check(tmp, 16384 if quick else 65536, 1024, reps)
+        if _want(only, "inspect"):
+            bench_inspect(tmp, 32768 if quick else 131072, 1024, reps)
+        if _want(only, "check-formula"):
+            bench_check_formula(tmp, 16384 if quick else 65536, 1024, reps)
         if _want(only, "export"):
             bench_export(tmp, 262144 if quick else 1048576, 1024)
         if _want(only, "accuracy"):

@@ -74,18 +74,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ...errors import ParameterError, ref
 from .. import _angleadd, _trig
-from ..base import Encoding, TensorSpec, format_value, param
+from ..base import AngleTerms, Encoding, TensorSpec, format_value, param
 from .scaling import SCALINGS, attention_scaling, optional_parameters
-
-if TYPE_CHECKING:
-    from ... import analysis as an
-    from ...identification import Candidate
 
 LAYOUTS = ("half", "interleaved")
 CACHES = ("full", "onnx")
@@ -207,11 +203,8 @@ class Rope(Encoding):
 
     # ----- validation ---------------------------------------------------------------------------
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
-        from .identify import hints_rope
-
-        return hints_rope(tensors, analysis)
+    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "rotary:hints_rope"
 
     @classmethod
     def value_bound(cls, metadata: dict[str, str]) -> float:
@@ -402,6 +395,13 @@ class Rope(Encoding):
             refine = self._adder.refiner(self._column_maps[name], dtype, tiny, scale) if ok else None
             cache[key] = (self._adder, refine) if refine is not None else None
         return cache[key]
+
+    def angle_terms(self, name: str) -> AngleTerms | None:
+        cols = self._column_maps.get(name)
+        if cols is None:
+            return None
+        freq = np.where(cols.freq >= 0, self._freqs[0][np.maximum(cols.freq, 0)], 0.0)
+        return AngleTerms(freq, float(self.attention_scaling), self.offset)
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         w_hi, w_lo = self._freqs

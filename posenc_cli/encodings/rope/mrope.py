@@ -41,7 +41,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,10 +49,6 @@ from .. import _trig
 from ..base import Encoding, TensorSpec, param
 from .core import INV_FREQ_DTYPES, MAX_POSITION
 from .scaling import _default_exact, _default_f32, _exact
-
-if TYPE_CHECKING:
-    from ... import analysis as an
-    from ...identification import Candidate
 
 
 def parse_grid(text: str) -> tuple[int, int, int]:
@@ -111,11 +106,8 @@ class MRope(Encoding):
     offset: int = param(0, "added to every position id (as rope's offset: row i of text is offset + i)",
                         low=-MAX_POSITION, high=MAX_POSITION)  # fmt: skip
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
-        from .identify import hints_mrope
-
-        return hints_mrope(tensors, analysis)
+    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "rotary:hints_mrope"
 
     def validate(self) -> None:
         if self.dim % 2:

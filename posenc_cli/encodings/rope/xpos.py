@@ -15,17 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...errors import ParameterError, ref
 from ..base import Encoding, TensorSpec, param
 from .core import LAYOUTS, MAX_POSITION, place_pairs
-
-if TYPE_CHECKING:
-    from ... import analysis as an
-    from ...identification import Candidate
 
 
 @dataclass(frozen=True)
@@ -52,11 +47,8 @@ class XPos(Encoding):
     center: int | None = param(None, "position with scale 1 (default len // 2, rotary-embedding-torch's len(t) // 2)")
     interpolate_factor: float = param(1.0, "positions are divided by this first (rotary-embedding-torch)", low=1.0)
 
-    @classmethod
-    def identify_hints(cls, tensors: dict[str, Any], analysis: an.TableAnalysis) -> list[Candidate]:
-        from .identify import hints_xpos
-
-        return hints_xpos(tensors, analysis)
+    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "rotary:hints_xpos"
 
     def validate(self) -> None:
         if self.dim % 2:

@@ -1,5 +1,5 @@
 """Identification hints of the rotary kinds: which rope / xpos parameters a cos/sin (or scale) table's structure
-implies. Imported only by :mod:`posenc_cli.identification` (through ``Rope.identify_hints`` / ``XPos.identify_hints``),
+implies. Imported only by :mod:`posenc_cli.identification` (through ``IDENTIFY`` of Rope, XPos and MRope),
 never when generating."""
 
 from __future__ import annotations
@@ -10,9 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from ... import analysis as an
-from ...identification import Candidate, base_params, base_readings, near_one, phase_tol, round_base, round_variants
+from .. import analysis as an
+from ..identification import Candidate, base_params, base_readings, near_one, phase_tol, round_base, round_variants
 
+#: The frameworks that pair rotary columns each way (named in identify's answer).
+PAIRINGS = {
+    "half": "pairs (k, k + d/2) as HF rotate_half and GPT-NeoX rotate them",
+    "interleaved": "pairs (2k, 2k+1) as GPT-J, llama.cpp NORM and MLX traditional=True rotate them",
+    "onnx": "half-width caches as ONNX Runtime's RotaryEmbedding reads them",
+}
+#: Bases tried when per-column factors hide the ladder (LongRoPE).
+LONGROPE_BASES = (10000.0, 500000.0, 1000000.0)
 #: Factors tried for NTK's base change b' = b * f^(d/(d-2)) when the plain base is not a round number.
 _NTK_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 1.5, 3.0, 5.0, 10.0, 20.0)
 
@@ -87,7 +95,7 @@ def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
     }
 
 
-def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
+def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """Rotary tables: duplicated columns (half or interleaved), one frequency per pair, an amplitude (attention
     scaling) and a frequency law: geometric (none, linear, NTK), ramps (llama3, YaRN), per column (longrope), or
     trailing zero frequencies (proportional)."""
@@ -153,21 +161,27 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate
     if inv is not None and inv[0] not in tmap:
         tmap[inv[0]] = "inv_freq"
     note = f"{st['layout'] or 'onnx'} rotary pairs, {m} frequencies"
+    convention = PAIRINGS.get(st["layout"] or "onnx", "")
     out: list[Candidate] = []
     nz = int(np.sum(freqs > 0))
     amp_tol = max(1e-6, 8 * an.data_eps(np.dtype(st["dtype"])))
     scaled_amp = not near_one(amp, amp_tol)
 
     def add(p: dict[str, Any], why: str, fallback: bool = False) -> None:
-        out.append(Candidate("rope", p, tensor_map=dict(tmap), note=f"{note}; {why}", fallback=fallback))
+        out.append(
+            Candidate(
+                kind_cls.KIND, p, tensor_map=dict(tmap), note=f"{note}; {why}", fallback=fallback, convention=convention
+            )
+        )
         if inv_dtype == "float64" and "inv_freq_dtype" not in p:
             out.append(
                 Candidate(
-                    "rope",
+                    kind_cls.KIND,
                     {**p, "inv_freq_dtype": "float32"},
                     tensor_map=dict(tmap),
                     note=f"{note}; {why}; float32 inv_freq",
                     fallback=True,
+                    convention=convention,
                 )
             )
 
@@ -267,6 +281,9 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate
     ):
         if run >= 2 and 0 < ratio < 1:
             ratios.append(ratio)
+    # per-column factors (LongRoPE) leave no geometric run to read the base from: the bases published
+    # LongRoPE models use (Phi-3/3.5: 10000), then the other usual ones
+    ratios += [b ** (-2.0 / r) for b in LONGROPE_BASES]
     w0 = an.nice_number(float(freqs[0]), 1e-6)
     bases_seen: set[float] = set()
     k = np.arange(m, dtype=np.float64)
@@ -310,19 +327,21 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate
                     p["attention_factor"] = amp
                 add(p, f"frequencies divided by up to {f_y:g}, ramp in the index not reaching its end (YaRN)")
             div = ref / freqs
-            factors = tuple(an.nice_number(float(x), 1e-7) for x in div)
-            p = {
-                **params,
-                "base": b,
-                "scaling": "longrope",
-                "short_factor": factors,
-                "long_factor": factors,
-                "original_max_position_embeddings": max(n + offset, 1),
-                "factor": 1.0,
-            }
-            if scaled_amp:
-                p["attention_factor"] = amp
-            add(p, "each frequency divided by its own factor (longrope)", fallback=True)
+            # the factors as published (short decimals) when the reading allows, else as read
+            for rel in (1e-5, 1e-7):
+                factors = tuple(an.nice_number(float(x), rel) for x in div)
+                p = {
+                    **params,
+                    "base": b,
+                    "scaling": "longrope",
+                    "short_factor": factors,
+                    "long_factor": factors,
+                    "original_max_position_embeddings": max(n + offset, 1),
+                    "factor": 1.0,
+                }
+                if scaled_amp:
+                    p["attention_factor"] = amp
+                add(p, "each frequency divided by its own factor (longrope)", fallback=True)
     return out
 
 
@@ -455,7 +474,7 @@ def _round_lengths(low: float, high: float) -> list[int]:
     return out[:3]
 
 
-def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
+def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """Positive scales whose logarithm is rank one: (t - center) / scale_base times log zeta_k with
     zeta_k = (2k + 0.4 d) / (1.4 d), written to both columns of each pair."""
     if ana.ndim != 2 or not ana.floating or ana.width < 2 or ana.width % 2:
@@ -485,7 +504,7 @@ def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate
         p = {**params, "scale_base": sb}
         if c != ana.n // 2:
             p["center"] = c
-        out.append(Candidate("xpos", p, note=f"{layout} pairs, log scale rank one in (position, zeta_k)"))
+        out.append(Candidate(kind_cls.KIND, p, note=f"{layout} pairs, log scale rank one in (position, zeta_k)"))
     return out
 
 
@@ -493,7 +512,7 @@ def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate
 _MROPE_MAX_CELLS = 1 << 24
 
 
-def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidate]:
+def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """Multimodal RoPE (Qwen2-VL): a half-layout cos/sin pair whose frequency chunks (temporal | height | width)
     follow three position ids. Text rows advance every column; inside the vision block, moving one cell leaves
     the chunks of the axes that did not move unchanged (bit for bit), so the columns that move together give
@@ -607,7 +626,7 @@ def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis) -> list[Candidat
                         note = (
                             f"{frames}x{height}x{width} vision block after {offset} text rows, chunks {st_}/{sh}/{sw}"
                         )
-                        out.append(Candidate("mrope", p, note=note))
+                        out.append(Candidate(kind_cls.KIND, p, note=note))
     # every chunk reading gets its turn within the driver's budget of candidates per kind
     merged = [c for group in zip_longest(*per_section) for c in group if c is not None]
     return merged[:24]

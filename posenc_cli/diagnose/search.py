@@ -1,28 +1,5 @@
-"""Why two tables differ: a catalogue of explanations, each tested by undoing it and measuring what is left.
-
-``compare`` says *whether* a table ``A`` matches the reference ``B``; :func:`diagnose` says *why not*. Each
-explanation is a forward model "``A`` is ``B`` changed by these steps"; it is reported only when predicting ``A``
-from ``B`` through the steps leaves a residual within tolerance (2 ulps of the coarser dtype, or compare's
-``atol``), and the residual is stated. The catalogue (``Explanation.name`` slugs; several combine, e.g.
-``row-offset+layout-half-to-interleaved``):
-
-* geometry: ``transpose``, ``row-offset`` (A's row r is B's row r + k), ``sub-range`` (A is rows i..j of B, or
-  B of A), ``partial-rotary`` (one table's columns are a subset of the other's);
-* columns: ``layout-half-to-interleaved`` / ``layout-interleaved-to-half`` (rotary pairs written as
-  ``cat(f, f)`` vs ``(2k, 2k+1)``), ``layout-split-to-interleaved`` / ``layout-interleaved-to-split``
-  (``[sin | cos]`` vs alternating columns), ``sin-cos-order`` (``[sin | cos]`` vs ``[cos | sin]``, or the two
-  members of every pair swapped), ``column-permutation`` (any other reordering, found by matching columns),
-  ``sign-flip`` (some columns negated), ``cos-sin-swap`` (a rotary pair's cos and sin tensors exchanged);
-* values: ``constant-scale`` (attention scaling), ``precision-float16`` / ``precision-bfloat16`` (one table is
-  the other rounded), ``float32-angle-error`` (angles evaluated in float32: an error growing with position);
-* frequencies (from each table's own columns, see :mod:`.analysis`): ``base`` (another base: frequencies
-  ``w**alpha``, NTK included), ``frequency-scaling`` (linear, ramps in frequency or index, per column) and
-  ``partial-rotary`` (a narrower table whose exponent runs over its own width).
-
-Nothing here names an encoding kind: layouts are recognised from the tables' structure (duplicated halves,
-sin/cos pairs). Work is bounded: tables are read on a few hundred rows (all rows below 4M elements), plus one
-streaming pass over the reference when a row offset has to be searched for.
-"""
+"""The models of the diagnosis: each explanation's forward model, how it is fitted on sampled rows and verified
+on others (see :mod:`posenc_cli.diagnose` for the catalogue and the driver)."""
 
 from __future__ import annotations
 
@@ -33,11 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from . import analysis as an
-from .metrics import coarser_dtype, finfo
+from .. import analysis as an
+from .. import tolerance
+from ..metrics import coarser_dtype, finfo
 
-#: Elementwise tolerance of "they agree": this many ulps of the dtype compared in, or compare's atol.
-ULP_TOL = 2.0
+#: Elementwise tolerance of "they agree" (posenc_cli.tolerance holds every tolerance).
+ULP_TOL = tolerance.ULP_TOL
 #: Rows read to find an explanation (a second, independent sample verifies it).
 MATCH_ROWS = 256
 CHECK_ROWS = 512
@@ -439,7 +417,8 @@ def _layout_step(tag: str, xa: np.ndarray, xb: np.ndarray, dt: np.dtype, ctx: _C
         if _dup_halves(xa, dt):
             return Step(
                 "layout-half-to-interleaved",
-                f"{B}{of} is {A}{of} with interleaved pairs (half -> interleaved)",
+                f"{B}{of} is {A}{of} with interleaved pairs (half -> interleaved: HF rotate_half's layout -> GPT-J, "
+                "llama.cpp NORM and MLX traditional=True)",
                 "reordering columns",
                 {"from": "half", "to": "interleaved"},
             )
@@ -453,7 +432,8 @@ def _layout_step(tag: str, xa: np.ndarray, xb: np.ndarray, dt: np.dtype, ctx: _C
         if _dup_halves(xb, dt):
             return Step(
                 "layout-interleaved-to-half",
-                f"{B}{of} is {A}{of} with its pairs in two halves (interleaved -> half)",
+                f"{B}{of} is {A}{of} with its pairs in two halves (interleaved -> half: GPT-J, llama.cpp NORM and "
+                "MLX traditional=True -> HF rotate_half's layout)",
                 "reordering columns",
                 {"from": "interleaved", "to": "half"},
             )
@@ -503,7 +483,7 @@ def _within(res: an.Residual, stored: np.dtype) -> str:
 
 
 def _dtype_name(dt: np.dtype) -> str:
-    from .encodings.base import dtype_name
+    from ..encodings.base import dtype_name
 
     return dtype_name(np.dtype(dt))
 
@@ -1354,131 +1334,60 @@ def _diagnose_3d(a: Any, b: Any, a_name: str, b_name: str) -> tuple[list[Explana
         (explanations if res.within and matched.all() else tried).append(exp)
         if explanations:
             break
+    if not explanations and na == nb:
+        scaled = _head_scales(a, b, xa, sample(b, False), ctx, int(q.size))
+        if scaled is not None:
+            explanations.append(scaled)
     return explanations, tried, ""
 
 
+def _head_scales(a: Any, b: Any, xa: np.ndarray, xb: np.ndarray, ctx: _Ctx, rows: int) -> Explanation | None:
+    """Each head of ``a`` is the same head of ``b`` times its own factor (linear biases with other slopes); when
+    both tables' slopes follow a known rule, the rule is named by the frameworks that use it."""
+    fa, fb = np.nan_to_num(xa, posinf=0, neginf=0), np.nan_to_num(xb, posinf=0, neginf=0)
+    den = np.einsum("ij,ij->j", fb, fb)
+    if not np.all(den > 0):
+        return None
+    k = np.einsum("ij,ij->j", fa, fb) / den
+    with np.errstate(invalid="ignore"):
+        pred = xb * k[None, :]
+    res = an.residual(xa, pred, ctx.match_dtype, ctx.match_dtype, rows_checked=rows)
+    if not res.within or np.allclose(k, k[0], rtol=1e-9):
+        return None  # not per-head factors (one common factor is constant-scale's business)
+    heads = int(xa.shape[1])
+    rule_a, rule_b = _slope_rule(a, heads), _slope_rule(b, heads)
+    summary = f"{ctx.a_name} is {ctx.b_name} with each head scaled by its own factor (other slopes)"
+    if rule_a and rule_b and rule_a != rule_b:
+        summary = f"{ctx.a_name} has slopes {rule_a}; {ctx.b_name} {rule_b}"
+    step = Step("head-scale", summary, "scaling each head", {"factors": k, "rule_a": rule_a, "rule_b": rule_b})
+    return Explanation("head-scale", summary, [step], res.max_abs, res.ulp, res.ulp_dtype, True, res.rows_checked, None)
+
+
+#: Slope rules of linear attention biases, by the frameworks that compute them (see ``alibi_slopes``).
+SLOPE_RULES = {
+    "paper": "as the paper, HF Bloom and MPT compute them for {n} heads",
+    "geometric": "as MLX computes them for {n} heads (2^(-8k/n))",
+}
+
+
+def _slope_rule(t: Any, heads: int) -> str:
+    """Which published rule the per-head slopes of a linear-bias table follow (slope = -T[h, 1, 0]), or ''."""
+    from ..encodings.relative import alibi_slopes
+
+    if int(t.shape[1]) < 2:
+        return ""
+    got = np.array(
+        [-float(np.asarray(t[h] if isinstance(t, np.ndarray) else t.rows(h, h + 1)[0])[1, 0]) for h in range(heads)]
+    )
+    if heads & (heads - 1) == 0:
+        return ""  # the rules agree for powers of two
+    for rule, text in SLOPE_RULES.items():
+        if np.allclose(got, alibi_slopes(heads, 8.0, rule), rtol=4 * float(finfo(np.dtype(t.dtype)).eps), atol=0):
+            return text.format(n=heads)
+    return ""
+
+
 # ----- the entry point ----------------------------------------------------------------------------------------------
-def diagnose(
-    a: Any,
-    b: Any,
-    *,
-    a_name: str = "A",
-    b_name: str = "B",
-    tensors_a: dict[str, Any] | None = None,
-    tensors_b: dict[str, Any] | None = None,
-) -> Diagnosis:
-    """Explain why table ``a`` differs from the reference ``b``.
-
-    Parameters
-    ----------
-    a, b : array_like or LazyTensor
-        2-D tables (rows = positions) or 3-D heads x len x len tables; memory maps are read on a sample of rows.
-    a_name, b_name : str
-        How summaries call the tables.
-    tensors_a, tensors_b : dict, optional
-        A rotary pair for each side, keyed by role (``cos``, ``sin``) or by tensor names that start with them
-        (``cos_cache``); when both are given the pair is diagnosed as one table, so that a negated sin or
-        exchanged cos/sin can be named.
-
-    Returns
-    -------
-    Diagnosis
-        ``explanations`` that account for the difference, best (fewest steps, then smallest residual) first.
-    """
-    shape_a, shape_b = tuple(int(s) for s in a.shape), tuple(int(s) for s in b.shape)
-    pa, pb = _rotary_pair(tensors_a), _rotary_pair(tensors_b)
-    blocks = None
-    if pa is not None and pb is not None:
-        a, b = _Stacked(list(pa)), _Stacked(list(pb))
-        blocks = ["cos", "sin"]
-    diag = Diagnosis(a_name, b_name, shape_a, shape_b, False)
-    if len(a.shape) == 1:
-        a = np.asarray(a).reshape(-1, 1)
-    if len(b.shape) == 1:
-        b = np.asarray(b).reshape(-1, 1)
-    if len(a.shape) == 3 and len(b.shape) == 3:
-        exps, tried_3d, reason = _diagnose_3d(a, b, a_name, b_name)
-        if reason == "same":
-            diag.same = True
-            return diag
-        return _finish(diag, exps, tried_3d, reason)
-    if len(a.shape) != 2 or len(b.shape) != 2:
-        diag.reason = f"shapes {shape_a} and {shape_b}: diagnosis needs two 2-D tables or two heads x len x len tables"
-        return diag
-    # the wider table plays B: a partial-rotary A is a subset of B's columns
-    if int(a.shape[1]) > int(b.shape[1]) and int(a.shape[1]) != int(b.shape[0]):
-        flipped = diagnose(b, a, a_name=b_name, b_name=a_name)
-        flipped.a_name, flipped.b_name, flipped.shape_a, flipped.shape_b = a_name, b_name, shape_a, shape_b
-        return flipped
-    ctx = _make_ctx(a, b, a_name, b_name, blocks)
-    if ctx is None:
-        diag.reason = f"{a_name} or {b_name} is empty"
-        return diag
-    if shape_a == shape_b or (blocks and a.shape == b.shape):
-        model = _Model()
-        res = _verify(ctx, model)
-        if res.within and ctx.precision is None:
-            diag.same = True
-            return diag
-    explanations: list[Explanation] = []
-    tried: list[Explanation] = []
-
-    def run(shift: int, transpose: bool) -> None:
-        exp, near = _try_columns(ctx, shift, transpose)
-        if exp is not None:
-            explanations.append(exp)
-        if near is not None and shift == 0:
-            tried.append(near)
-
-    n_a, n_b, d_a, d_b = ctx.n_a, ctx.n_b, ctx.d_a, ctx.d_b
-    transposable = (n_a, d_a) == (d_b, n_b)
-    if d_a <= d_b:
-        run(0, False)
-    if transposable and not explanations:
-        run(0, True)
-    if not explanations and d_a <= d_b:
-        for s in SMALL_SHIFTS:
-            lo, hi = _valid_rows(ctx, s, False)
-            if hi - lo >= max(2, min(n_a, n_b) // 2):
-                run(s, False)
-            if explanations:
-                break
-    if not explanations and d_a <= d_b:
-        probe, target = (ctx.a, ctx.b) if n_a <= n_b else (ctx.b, ctx.a)
-        for r in _scan_offsets(probe, target):
-            shift = r if n_a <= n_b else -r
-            if shift in (0, *SMALL_SHIFTS):
-                continue
-            run(shift, False)
-            if explanations:
-                break
-    if not explanations:
-        exps, near = _try_frequencies(ctx)
-        explanations += exps
-        tried += near
-    if not explanations:
-        exps, near = _try_float32_angles(ctx)
-        explanations += exps
-        tried += near
-    reason = ""
-    if not explanations:
-        if shape_a != shape_b and not (transposable or n_a == n_b or d_a == d_b):
-            reason = (
-                f"shapes {shape_a} and {shape_b} differ and neither is a slice, transpose or partial-rotary part "
-                f"of the other"
-            )
-        else:
-            reason = "no explanation in the catalogue accounts for the difference"
-            plain = [e for e in tried if e.name in ("identity", "sub-range", "transpose")]
-            others = [e for e in tried if e not in plain]
-            if plain:
-                reason += f" (max abs difference {plain[0].residual_max_abs:.3g} on {plain[0].rows_checked} rows"
-                reason += f"; closest explanation: {others[0].summary})" if others else ")"
-            elif others:
-                reason += f" (closest: {others[0].summary})"
-    return _finish(diag, explanations, tried, reason)
-
-
 def _make_ctx(a: Any, b: Any, a_name: str, b_name: str, blocks: list[str] | None) -> _Ctx | None:
     if a.shape[0] == 0 or b.shape[0] == 0:
         return None

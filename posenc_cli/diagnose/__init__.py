@@ -1,0 +1,121 @@
+"""Why two tables differ: a catalogue of explanations, each tested by undoing it and measuring what is left.
+
+``compare`` says *whether* a table ``A`` matches the reference ``B``; :func:`diagnose` says *why not*. Each
+explanation is a forward model "``A`` is ``B`` changed by these steps"; it is reported only when predicting ``A``
+from ``B`` through the steps leaves a residual within tolerance (2 ulps of the coarser dtype, or compare's
+``atol``), and the residual is stated.
+
+The catalogue is a literal registry (:data:`.registry.EXPLANATIONS`: slug, documentation, the tier that proposes
+it and the candidate models it tries), searched by a short driver over cost tiers (:data:`.registry.TIERS`);
+:mod:`.search` holds the models. Nothing here names an encoding kind: layouts are recognised from the tables'
+structure (duplicated halves, sin/cos pairs). Work is bounded: tables are read on a few hundred rows (all rows
+below 4M elements), plus one streaming pass over the reference when a row offset has to be searched for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .registry import EXPLANATIONS, TIERS, ExplanationInfo, Tier, drive
+from .search import (
+    Diagnosis,
+    Explanation,
+    Step,
+    _diagnose_3d,
+    _finish,
+    _make_ctx,
+    _Model,
+    _rotary_pair,
+    _Stacked,
+    _verify,
+    undo,
+)
+
+__all__ = ["EXPLANATIONS", "TIERS", "Diagnosis", "Explanation", "ExplanationInfo", "Step", "Tier", "diagnose", "undo"]
+
+
+def diagnose(
+    a: Any,
+    b: Any,
+    *,
+    a_name: str = "A",
+    b_name: str = "B",
+    tensors_a: dict[str, Any] | None = None,
+    tensors_b: dict[str, Any] | None = None,
+) -> Diagnosis:
+    """Explain why table ``a`` differs from the reference ``b``.
+
+    Parameters
+    ----------
+    a, b : array_like or LazyTensor
+        2-D tables (rows = positions) or 3-D heads x len x len tables; memory maps are read on a sample of rows.
+    a_name, b_name : str
+        How summaries call the tables.
+    tensors_a, tensors_b : dict, optional
+        A rotary pair for each side, keyed by role (``cos``, ``sin``) or by tensor names that start with them
+        (``cos_cache``); when both are given the pair is diagnosed as one table, so that a negated sin or
+        exchanged cos/sin can be named.
+
+    Returns
+    -------
+    Diagnosis
+        ``explanations`` that account for the difference, best (fewest steps, then smallest residual) first.
+    """
+    shape_a, shape_b = tuple(int(s) for s in a.shape), tuple(int(s) for s in b.shape)
+    pa, pb = _rotary_pair(tensors_a), _rotary_pair(tensors_b)
+    blocks = None
+    if pa is not None and pb is not None:
+        a, b = _Stacked(list(pa)), _Stacked(list(pb))
+        blocks = ["cos", "sin"]
+    diag = Diagnosis(a_name, b_name, shape_a, shape_b, False)
+    if len(a.shape) == 1:
+        a = np.asarray(a).reshape(-1, 1)
+    if len(b.shape) == 1:
+        b = np.asarray(b).reshape(-1, 1)
+    if len(a.shape) == 3 and len(b.shape) == 3:
+        exps, tried_3d, reason = _diagnose_3d(a, b, a_name, b_name)
+        if reason == "same":
+            diag.same = True
+            return diag
+        return _finish(diag, exps, tried_3d, reason)
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        diag.reason = f"shapes {shape_a} and {shape_b}: diagnosis needs two 2-D tables or two heads x len x len tables"
+        return diag
+    # the wider table plays B: a partial-rotary A is a subset of B's columns
+    if int(a.shape[1]) > int(b.shape[1]) and int(a.shape[1]) != int(b.shape[0]):
+        flipped = diagnose(b, a, a_name=b_name, b_name=a_name)
+        flipped.a_name, flipped.b_name, flipped.shape_a, flipped.shape_b = a_name, b_name, shape_a, shape_b
+        return flipped
+    ctx = _make_ctx(a, b, a_name, b_name, blocks)
+    if ctx is None:
+        diag.reason = f"{a_name} or {b_name} is empty"
+        return diag
+    if shape_a == shape_b or (blocks and a.shape == b.shape):
+        model = _Model()
+        res = _verify(ctx, model)
+        if res.within and ctx.precision is None:
+            diag.same = True
+            return diag
+    st = drive(ctx)
+    explanations, tried = st.explanations, st.tried
+    n_a, n_b, d_a, d_b = ctx.n_a, ctx.n_b, ctx.d_a, ctx.d_b
+    transposable = st.transposable
+    reason = ""
+    if not explanations:
+        if shape_a != shape_b and not (transposable or n_a == n_b or d_a == d_b):
+            reason = (
+                f"shapes {shape_a} and {shape_b} differ and neither is a slice, transpose or partial-rotary part "
+                f"of the other"
+            )
+        else:
+            reason = "no explanation in the catalogue accounts for the difference"
+            plain = [e for e in tried if e.name in ("identity", "sub-range", "transpose")]
+            others = [e for e in tried if e not in plain]
+            if plain:
+                reason += f" (max abs difference {plain[0].residual_max_abs:.3g} on {plain[0].rows_checked} rows"
+                reason += f"; closest explanation: {others[0].summary})" if others else ")"
+            elif others:
+                reason += f" (closest: {others[0].summary})"
+    return _finish(diag, explanations, tried, reason)

@@ -1,0 +1,42 @@
+"""Identification hints of the learned kinds: which parameters a table's structure implies (moved out of
+``encodings/learned.py`` so that the kinds do not import the inspection code; the kind names its reader in
+``IDENTIFY``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import analysis as an
+from ..identification import Candidate
+
+
+# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
+def hints_learned(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
+    """A freshly initialised table: zero-mean values of standard deviation std; reproducible only with its seed
+    (from the metadata, else the default 0). A trained table is not reproduced by any seed."""
+    from ..identification import Candidate, base_params, round_variants
+
+    if ana.ndim != 2 or not ana.floating:
+        return []
+    x = ana.x if ana.sample.usable else ana.head
+    rms = float(np.sqrt(np.mean(x * x))) if x.size else 0.0
+    if not rms > 0:
+        return []
+    seed = ana.metadata.get("seed", "0")
+    seed_i = int(seed) if seed.isdigit() else 0
+    peak = float(np.max(np.abs(x))) / rms
+    out = []
+    for init, trunc, shrink in (("normal", None, 1.0), ("truncated-normal", 2.0, 0.8796)):
+        # a normal cut at 2 std has a standard deviation of 0.88 std and no value beyond 2 std
+        if trunc is not None and peak > trunc / shrink * 1.25:
+            continue
+        for std in round_variants(rms / shrink, tols=(0.25, 0.15, 0.1, 0.05), keep=False):
+            p = {**base_params(ana), "init": init, "std": std, "seed": seed_i}
+            if trunc is not None:
+                p["truncation"] = trunc
+            out.append(
+                Candidate(kind_cls.KIND, p, note=f"zero-mean values, std ~{rms:.3g}, seed {seed_i}", structural=False)
+            )
+    return out

@@ -1,0 +1,89 @@
+"""Identification hints of the sinusoidal kinds: which parameters a table's structure implies (moved out of
+``encodings/sinusoidal.py`` so that the kinds do not import the inspection code; the kind names its reader in
+``IDENTIFY``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import analysis as an
+from ..identification import Candidate
+
+
+# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
+def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
+    """sin/cos pairs in an interleaved, split or cos-first layout with a geometric frequency ladder."""
+    from .. import analysis as an
+    from ..identification import Candidate, base_params, base_readings, ladder, near_one, phase_tol, round_variants
+
+    if ana.ndim != 2 or not ana.floating or ana.width < 2:
+        return []
+    d = ana.width
+    base = base_params(ana)
+    guess = [Candidate(kind_cls.KIND, dict(base), structural=False)]
+    if ana.zero_rows.size == 1:
+        guess[0].params["padding_idx"] = int(ana.zero_rows[0])
+    spec = ana.spectrum
+    if spec is None or not spec.oscillators:
+        guess[0].note = "its columns are not sinusoids of the position"
+        return guess
+    layout = an.pair_layout(spec.pairs, d)
+    if layout not in ("interleaved", "split", "split-cos-first"):
+        guess[0].note = "its columns are not sin/cos pairs in an interleaved or split layout"
+        return guess
+    if spec.other_cols:
+        guess[0].note = f"{len(spec.other_cols)} of {d} columns are not sinusoids"
+        guess[0].params["layout"] = layout
+        return guess
+    freqs, errs, _osc = ladder(spec)
+    geo = an.geometric_fit(freqs, errs)
+    # the lowest frequencies of a coarse (float16) or very long-wavelength table are measured poorly: a leading
+    # geometric run of three or more still gives the ladder, and regeneration has the last word
+    if geo is None or geo.count < min(len(freqs), 3):
+        guess[0].note = "its frequencies are not a geometric ladder"
+        guess[0].params["layout"] = layout
+        return guess
+    ptol = phase_tol(ana.dtype)
+    # the odd column of an odd dim has no partner: a sin column, or a cos one when cos comes first
+    single = 0.0 if layout == "split-cos-first" else -math.pi / 2
+    found = an.position_offsets(spec, single_phase=single, tol=ptol)
+    # alternatives only when the phases are too coarse to single one offset out (float16, bfloat16)
+    offsets = [o for o, mis in found if found[0][1] > 1e-4 or o == found[0][0]] or [0]
+    n = len(freqs)
+    out: list[Candidate] = []
+    for offset, freq in [(o, f) for o in offsets for f in ("paper", "t2t")]:
+        params: dict[str, Any] = {**base, "layout": layout, "freq": freq}
+        if offset:
+            params["offset"] = offset
+        if ana.zero_rows.size == 1:
+            params["padding_idx"] = int(ana.zero_rows[0]) + offset
+        if d % 2:
+            rule = "zero-pad" if (d - 1) in spec.zero_cols else "ceil"
+            auto = "zero-pad" if (freq == "t2t" and layout != "interleaved") else "ceil"
+            if rule != auto:
+                params["odd_dim"] = rule
+        if n == 1:
+            out.append(Candidate(kind_cls.KIND, params, note="one frequency: any base gives this table"))
+            continue
+        if freq == "paper":
+            if not near_one(geo.w0, 1e-6):
+                continue
+            for b in base_readings(geo.ratio ** (-d / 2.0), an.data_eps(ana.dtype) > 1e-4):
+                out.append(
+                    Candidate(
+                        kind_cls.KIND, {**params, "base": b}, note=f"{layout} sin/cos pairs, w_k = base^(-2k/{d})"
+                    )
+                )
+        else:
+            min_ts = 1.0 / geo.w0
+            span = geo.ratio ** (-float(max(d // 2 - 1, 1)))
+            for m in round_variants(min_ts, tols=(1e-8, 1e-6)):
+                for mx in round_variants(m * span):
+                    p = dict(params)
+                    if near_one(m, 1e-12):
+                        p["base"] = mx
+                    else:
+                        p.update(min_timescale=m, max_timescale=mx)
+                    out.append(Candidate(kind_cls.KIND, p, note=f"{layout} sin/cos pairs, geometric timescales"))
+    return out or guess

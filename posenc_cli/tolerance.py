@@ -1,0 +1,186 @@
+r"""Tolerances of inspection, in one place, and the error model of tables computed in float32 arithmetic.
+
+``identify``, ``compare`` (with its diagnosis) and ``check --against`` / ``matches-spec`` read every tolerance
+from here, so "reproduces" means the same thing in all of them.
+
+Exact agreement
+    A regenerated value reproduces a table's value when it is within :data:`ULP_TOL` ulps of the table's dtype
+    (or within ``atol`` times the magnitude).
+
+The float32 formula's error
+    Published code computes a sinusoid table in float32: Hugging Face's ``inv_freq = 1 / base **
+    (arange(0, d, 2).float() / d)``, ``freqs = inv_freq @ positions`` (one rounding per product),
+    ``cos(cat(freqs, freqs)) * attention_scaling``; rotary-embedding-torch the same; the PyTorch tutorial, fairseq
+    and tensor2tensor ``exp(k * -log(base) / n)`` frequencies times the position, then ``sin``/``cos``; often the
+    result is then cast to bfloat16 or float16. With :math:`u = 2^{-24}` (float32's unit roundoff), an exact
+    value :math:`A\cos(p\,\omega)` at position :math:`p` and angular frequency :math:`\omega` (radians per
+    position), such a table holds
+
+    .. math::
+
+        |x - A\cos(p\omega)| \le A\Big(\min\big(2,\ |p|\,\omega\,u\,(2|\ln\omega| + K_\omega)\big)
+        + K_{\mathrm{trig}}\,u\Big) + \tfrac12\varepsilon_{\mathrm{stored}}(A + e_{32})
+        + \tfrac12\varepsilon_{\mathrm{ref}}A
+
+    term by term: the frequency's relative error (the exponent ``k/d`` rounded, amplified by
+    :math:`\ln\omega`; ``pow``/``exp`` within an ulp; the division and a scaling rule's few operations:
+    :data:`K_OMEGA`), times the angle :math:`p\omega`, plus the product ``t * inv_freq`` and a position above
+    :math:`2^{24}` rounded to float32 (cos is 1-Lipschitz, so an angle error is a value error); ``cos``/``sin``
+    within two ulps and the attention scaling rounded and multiplied (:data:`K_TRIG`); a final cast to the
+    stored dtype (half an ulp of the value, :math:`e_{32}` the float32 error so far) and the reference's own
+    rounding to its dtype (half an ulp). It grows with position; it does not depend on the CPU's vector width
+    (NumPy's and torch's SIMD ``sin``/``cos`` are within two ulps either way).
+
+    The model vouches for a table only while it says something: where the bound reaches the amplitude the
+    values no longer pin the formula, and :func:`formula_check` refuses (``informative`` False).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .encodings.base import AngleTerms
+
+#: Elementwise tolerance of "reproduces": ulps of the table's dtype.
+ULP_TOL = 2.0
+#: Unit roundoff of the float32 arithmetic the published formulas use.
+U32 = 2.0**-24
+#: The frequency's relative error beyond the exponent's rounding, in units of U32 (pow/exp within an ulp: 2,
+#: the division: 1, a scaling rule's blend: 2, the angle product: 1, a position above 2**24 rounded: 1, margin).
+K_OMEGA = 8.0
+#: cos/sin within two ulps of a value below 1 (2 U32), the attention scaling rounded and multiplied (2 U32).
+K_TRIG = 6.0
+#: The model vouches for a table only while its bound stays below this fraction of the amplitude.
+INFORMATIVE = 0.5
+#: How the float32 formula's tolerance is named in reports and JSON.
+FORMULA = "float32-formula"
+
+
+def eps(dtype: Any) -> float:
+    """Machine epsilon of a floating dtype (bfloat16 included); float64's for anything else."""
+    from .metrics import finfo
+
+    info = finfo(np.dtype(dtype))
+    return float(info.eps) if info is not None else float(np.finfo(np.float64).eps)
+
+
+def _floor(dtype: Any) -> float:
+    """Half the smallest subnormal of a floating dtype: the absolute rounding error near zero."""
+    from .metrics import finfo
+
+    info = finfo(np.dtype(dtype))
+    if info is None:
+        return 0.0
+    tiny = float(getattr(info, "smallest_subnormal", 0.0) or info.tiny * info.eps)
+    return tiny / 2
+
+
+def angle_allowance(w: float, pos: np.ndarray) -> np.ndarray:
+    """The float32 formula's angle error at positions ``pos`` for frequency ``w`` (radians; at most 2): what a
+    sinusoid fitted to a float32-computed column may deviate by beyond the values' own rounding."""
+    w = abs(float(w))
+    if not (w > 0 and math.isfinite(w)):
+        return np.zeros(np.shape(pos))
+    rel = 2.0 * abs(math.log(w)) + K_OMEGA
+    return np.minimum(2.0, np.abs(np.asarray(pos, dtype=np.float64)) * (w * rel * U32))
+
+
+def formula_bound(terms: AngleTerms, rows: np.ndarray, stored: Any, ref: Any, compute: Any = np.float32) -> np.ndarray:
+    """The bound on ``|table - exact|`` of :mod:`this module's docstring <posenc_cli.tolerance>`, per element of
+    ``rows`` (rows x columns): a table computed in ``compute`` arithmetic and stored as ``stored``, against a
+    reference regenerated in ``ref``."""
+    u = eps(compute) / 2
+    w = np.abs(np.asarray(terms.freq, dtype=np.float64))
+    p = np.abs(np.asarray(rows, dtype=np.float64) + float(terms.offset))
+    amp = abs(float(terms.amplitude))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel_w = np.where(w > 0, 2.0 * np.abs(np.log(np.where(w > 0, w, 1.0))) + K_OMEGA, 0.0)
+    angle = np.minimum(2.0, p[:, None] * (w * rel_w * u)[None, :])
+    e32 = amp * (angle + K_TRIG * u)
+    e_stored = eps(stored) / 2 if eps(stored) > 2 * u else 0.0  # a cast to a coarser dtype than the arithmetic
+    e_ref = eps(ref) / 2
+    return e32 + e_stored * (amp + e32) + e_ref * amp + _floor(stored) + _floor(ref)
+
+
+@dataclass
+class FormulaVerdict:
+    """:func:`formula_check`'s answer: whether every value lies within the bound (``ok``), the largest
+    difference relative to its bound (``ratio``; at most 1 when ``ok``), the largest bound on the rows checked
+    (``bound``) and where (``bound_row``), and whether the bound says anything there (``informative``)."""
+
+    ok: bool
+    ratio: float
+    bound: float
+    bound_row: int
+    informative: bool
+    compute: str = "float32"
+
+    def text(self) -> str:
+        """``within the float32 formula's error (bound 1.2e-03 at row 8191)``."""
+        return f"within the {self.compute} formula's error (bound {self.bound:.2g} at row {self.bound_row})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tolerance": FORMULA,
+            "ok": self.ok,
+            "ratio": self.ratio,
+            "bound": self.bound,
+            "bound_row": self.bound_row,
+            "informative": self.informative,
+            "compute": self.compute,
+        }
+
+
+def formula_check(
+    x: np.ndarray, y: np.ndarray, rows: np.ndarray, terms: AngleTerms, stored: Any, ref: Any
+) -> FormulaVerdict:
+    """Whether table values ``x`` (rows x columns, read on ``rows``) are the exact ``y`` up to the float32
+    formula's error. A float64 table must hold float32 values (it was computed in float32 and widened)."""
+    x = np.asarray(x, dtype=np.float64).reshape(len(rows), -1)
+    y = np.asarray(y, dtype=np.float64).reshape(len(rows), -1)
+    bound = formula_bound(terms, rows, stored, ref)
+    if bound.shape != x.shape:
+        return FormulaVerdict(False, math.inf, math.nan, -1, False)
+    amp = abs(float(terms.amplitude))
+    row_bound = bound.max(axis=1) if bound.size else np.zeros(len(rows))
+    k = int(np.argmax(row_bound)) if row_bound.size else 0
+    top = float(row_bound[k]) if row_bound.size else 0.0
+    informative = bool(amp > 0 and top <= INFORMATIVE * amp)
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(x - y)
+        ratio_all = np.where(diff == 0, 0.0, diff / np.maximum(bound, 1e-300))
+    ratio_all = np.where(np.isnan(ratio_all), np.inf, ratio_all)
+    ratio = float(ratio_all.max()) if ratio_all.size else 0.0
+    widened = eps(stored) < eps(np.float32)
+    if widened and x.size and not np.array_equal(x.astype(np.float32).astype(np.float64), x, equal_nan=True):
+        return FormulaVerdict(False, ratio, top, int(rows[k]) if len(rows) else 0, informative)
+    return FormulaVerdict(bool(informative and ratio <= 1.0), ratio, top, int(rows[k]) if len(rows) else 0, informative)
+
+
+def formula_check_table(table: Any, encoding: Any, name: str, *, block_rows: int = 4096) -> FormulaVerdict | None:
+    """:func:`formula_check` of a whole 2-D ``table`` against tensor ``name`` of ``encoding`` (read block by
+    block); None when that tensor is not made of angles (``encoding.angle_terms`` is None) or the shapes differ."""
+    terms = encoding.angle_terms(name)
+    spec = encoding.tensor_specs().get(name)
+    if terms is None or spec is None or len(spec.shape) != 2 or tuple(table.shape) != tuple(spec.shape):
+        return None
+    n = int(spec.shape[0])
+    out: FormulaVerdict | None = None
+    for start in range(0, n, block_rows):
+        stop = min(n, start + block_rows)
+        rows = np.arange(start, stop, dtype=np.int64)
+        x = np.asarray(table[start:stop], dtype=np.float64)
+        y = np.asarray(encoding.rows(name, start, stop), dtype=np.float64)
+        v = formula_check(x, y, rows, terms, np.dtype(table.dtype), spec.dtype)
+        if out is None:
+            out = v
+        else:
+            top = v if v.bound > out.bound else out
+            out = FormulaVerdict(
+                out.ok and v.ok, max(out.ratio, v.ratio), top.bound, top.bound_row, out.informative and v.informative
+            )
+    return out

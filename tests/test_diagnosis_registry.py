@@ -1,0 +1,129 @@
+"""The diagnosis registry's integrity, like scipy's ``test_WIN_FUNC_DATA_integrity``: every explanation is
+documented in docs/inspect.md, is proposed by a registered tier, and has an (A, B) pair built with plain NumPy
+(not with posenc's generator) that differs, and that the diagnosis explains with that explanation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from posenc_cli.diagnose import EXPLANATIONS, TIERS, diagnose
+from posenc_cli.metrics import compare
+
+N, D = 64, 16
+
+
+def _sinusoid(n=N, d=D, base=1e4, start=0, layout="interleaved", dtype=np.float32):
+    t = np.arange(start, start + n, dtype=np.float64)[:, None]
+    w = base ** (-np.arange(0, d, 2) / d)
+    s, c = np.sin(t * w), np.cos(t * w)
+    if layout == "interleaved":
+        out = np.empty((n, d))
+        out[:, 0::2], out[:, 1::2] = s, c
+    elif layout == "split":
+        out = np.concatenate([s, c], axis=1)
+    else:
+        out = np.concatenate([c, s], axis=1)
+    return out.astype(dtype)
+
+
+def _rope(n=N, d=D, base=1e4, layout="half", inv=None, part="cos", dtype=np.float32):
+    w = base ** (-np.arange(0, d, 2) / d) if inv is None else inv
+    ang = np.arange(n, dtype=np.float64)[:, None] * w
+    f = np.cos if part == "cos" else np.sin
+    v = f(ang)
+    out = np.concatenate([v, v], axis=1) if layout == "half" else np.repeat(v, 2, axis=1)
+    return out.astype(dtype)
+
+
+def pairs() -> dict[str, tuple]:
+    """slug -> (A, B, diagnose keyword arguments)."""
+    b = _sinusoid()
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(D)
+    flip = b.copy()
+    flip[:, 0:6:2] *= -1
+    cos, sin = _rope(), _rope(part="sin")
+    w32 = (np.float32(1) / np.power(np.float32(1e4), np.arange(0, D, 2, dtype=np.float32) / np.float32(D))).astype(
+        np.float32
+    )
+    long_n = 4096
+    t_long = np.arange(long_n, dtype=np.float32)[:, None]
+    f32_long = np.cos(np.concatenate([t_long * w32, t_long * w32], axis=1)).astype(np.float32)
+    return {
+        "transpose": (np.ascontiguousarray(b.T), b, {}),
+        "row-offset": (_sinusoid(start=3), b, {}),
+        "sub-range": (b[10:40].copy(), b, {}),
+        "partial-rotary": (_rope(d=8, inv=1e4 ** (-np.arange(0, D, 2) / D)[:4]), _rope(), {}),
+        "layout-half-to-interleaved": (_rope(), _rope(layout="interleaved"), {}),
+        "layout-interleaved-to-half": (_rope(layout="interleaved"), _rope(), {}),
+        "layout-split-to-interleaved": (_sinusoid(layout="split"), b, {}),
+        "layout-interleaved-to-split": (b, _sinusoid(layout="split"), {}),
+        "sin-cos-order": (_sinusoid(layout="split-cos-first"), _sinusoid(layout="split"), {}),
+        "column-permutation": (np.ascontiguousarray(b[:, perm]), b, {}),
+        "sign-flip": (flip, b, {}),
+        "cos-sin-swap": (sin, cos, {"tensors_a": {"cos": sin, "sin": cos}, "tensors_b": {"cos": cos, "sin": sin}}),
+        "constant-scale": ((1.25 * b.astype(np.float64)).astype(np.float32), b, {}),
+        "precision-float16": (b.astype(np.float16).astype(np.float32), b, {}),
+        "precision-bfloat16": (_bf16(b).astype(np.float32), b, {}),
+        "float32-angle-error": (f32_long, _rope(n=long_n, dtype=np.float64), {}),
+        "base": (_sinusoid(base=5e5), b, {}),
+        "head-scale": (_alibi([2 ** (-8 * k / 12) for k in range(1, 13)]), _alibi(_paper12()), {}),
+        "frequency-scaling": (_rope(inv=1e4 ** (-np.arange(0, D, 2) / D) / 4), _rope(), {}),
+    }
+
+
+def _alibi(slopes, n=24):
+    d = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+    return (-np.asarray(slopes, dtype=np.float64)[:, None, None] * d).astype(np.float32)
+
+
+def _paper12():
+    return [2.0**-k for k in range(1, 9)] + [2.0 ** (-(2 * k + 1) / 2) for k in range(4)]
+
+
+def _bf16(x):
+    import ml_dtypes
+
+    return x.astype(ml_dtypes.bfloat16)
+
+
+PAIRS = pairs()
+DOC = (Path(__file__).resolve().parent.parent / "docs" / "inspect.md").read_text()
+
+
+def test_registry_is_literal_and_consistent() -> None:
+    slugs = [e.slug for e in EXPLANATIONS]
+    assert len(slugs) == len(set(slugs))
+    tiers = [t.name for t in TIERS]
+    assert len(tiers) == len(set(tiers))
+    assert all(e.tier in tiers or e.tier == "heads" for e in EXPLANATIONS)  # heads: the 3-D tables' search
+    assert all(t.cost in (1, 2, 3) for t in TIERS)
+    assert [t.cost for t in TIERS if t.name in ("columns", "transpose")] == [1, 1]  # cheapest first
+    assert set(PAIRS) == set(slugs)
+
+
+@pytest.mark.parametrize("slug", [e.slug for e in EXPLANATIONS])
+def test_every_explanation_is_documented(slug: str) -> None:
+    assert f"`{slug}`" in DOC, f"{slug} is not documented in docs/inspect.md"
+
+
+@pytest.mark.parametrize("slug", [e.slug for e in EXPLANATIONS])
+def test_every_explanation_explains_its_pair(slug: str) -> None:
+    a, b, kw = PAIRS[slug]
+    if a.shape == b.shape:
+        assert not compare(np.asarray(a), np.asarray(b)).same
+    d = diagnose(a, b, **kw)
+    assert not d.same
+    assert d.best is not None, d.reason
+    assert slug in d.best.name.split("+"), (slug, d.best.name)
+
+
+def test_a_pair_no_explanation_covers_says_so() -> None:
+    rng = np.random.default_rng(1)
+    b = _sinusoid()
+    a = (b + rng.normal(0, 0.3, b.shape)).astype(np.float32)
+    d = diagnose(a, b)
+    assert d.best is None and d.reason.startswith("no explanation in the catalogue accounts for the difference")

@@ -1,0 +1,222 @@
+"""Tables computed the way Hugging Face (and other libraries) compute them, in float32 arithmetic, are
+identified with the right parameters, compare the same as their spec within the float32 formula's error (the
+bound stated), and pass ``check --against``: tables built independently with plain NumPy
+(tests/formula_tables.py), and rows of torch-made tables (tests/data/golden/formula_rows.json)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import posenc_cli as pe
+from posenc_cli import tolerance as tol
+from posenc_cli.encodings import make_encoding
+from tests import formula_tables as ft
+
+LONG = {"original_max_position_embeddings": 8192, "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+
+
+def _yarn(n: int):
+    inv, att = ft.hf_yarn(64, 1e4, 4.0, 4096)
+    return ft.hf_cos_sin(inv, n, att), {"scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
+
+
+def _dynamic(n: int):
+    # transformers' dynamic rule past max_position_embeddings: a new base for the whole cache
+    base, factor, old, dim = 1e4, 2.0, 4096, 64
+    b2 = base * ((factor * n / old) - (factor - 1)) ** (dim / (dim - 2))
+    return ft.hf_cos_sin(ft.hf_inv_freq(dim, b2), n), {"base": b2}
+
+
+def _longrope(n: int, long: bool):
+    short = [1.0 + 0.01 * k for k in range(32)]
+    longf = [1.0 + 0.25 * k for k in range(32)]
+    att = math.sqrt(1 + math.log(4.0) / math.log(4096))
+    inv = ft.hf_longrope(64, 1e4, longf if long else short)
+    params = {
+        "scaling": "longrope",
+        "factor": 4.0,
+        "original_max_position_embeddings": 4096,
+        "short_factor": tuple(short),
+        "long_factor": tuple(longf),
+    }
+    if long:
+        params["seq_len"] = n
+    return ft.hf_cos_sin(inv, n, att), params
+
+
+CASES = {
+    "default-1k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(128, 1e4), 1024), {"base": 1e4}),
+    "base5e5-8k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(128, 5e5), 8192), {"base": 5e5}),
+    "base1e6-32k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(128, 1e6), 32768), {"base": 1e6}),
+    "default-131k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(64, 1e4), 131072), {"base": 1e4}),
+    "llama3-8k": lambda: (
+        ft.hf_cos_sin(ft.hf_llama3(ft.hf_inv_freq(128, 5e5), 8, 1, 4, 8192), 8192),
+        {"scaling": "llama3", "base": 5e5, **LONG},
+    ),
+    "llama3-131k": lambda: (
+        ft.hf_cos_sin(ft.hf_llama3(ft.hf_inv_freq(64, 5e5), 8, 1, 4, 8192), 131072),
+        {"scaling": "llama3", "base": 5e5, **LONG},
+    ),
+    "linear-8k": lambda: (
+        ft.hf_cos_sin((ft.hf_inv_freq(64, 1e4) / np.float32(4)).astype(np.float32), 8192),
+        {"scaling": "linear", "factor": 4.0},
+    ),
+    "yarn-32k": lambda: _yarn(32768),
+    "dynamic-8k": lambda: _dynamic(8192),
+    "longrope-short-4k": lambda: _longrope(4096, False),
+    "longrope-long-32k": lambda: _longrope(32768, True),
+    "partial-8k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(32, 1e4), 8192), {"dim": 32}),
+    "bf16-8k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(128, 1e4), 8192, cast="bfloat16"), {"base": 1e4}),
+    "bf16-131k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(64, 5e5), 131072, cast="bfloat16"), {"base": 5e5}),
+    "fp16-32k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(64, 1e4), 32768, cast="float16"), {"base": 1e4}),
+}
+
+
+def _expect(best, want: dict, cos: np.ndarray) -> None:
+    """The identified rope has the wanted frequencies and attention scaling (two spellings of one table, such
+    as dynamic NTK and its new base, are both right), and every parameter of ``want`` but the equivalent ones."""
+    assert best.kind == "rope"
+    enc = make_encoding("rope", best.params)
+    ref = make_encoding("rope", {"length": cos.shape[0], "dim": cos.shape[1], **want})
+    np.testing.assert_allclose(enc.inv_freq(), ref.inv_freq(), rtol=1e-6)
+    assert enc.attention_scaling == pytest.approx(ref.attention_scaling, rel=1e-6)
+    params = enc.params()
+    for k, v in want.items():
+        if k == "base" and params.get("scaling") != "none":
+            continue
+        if params.get("scaling") == "longrope" and k != "scaling":
+            continue  # read back as one factor per column and its attention factor: the same table
+        got = params[k]
+        if isinstance(v, float):
+            assert got == pytest.approx(v, rel=1e-6), (k, got, v)
+        elif isinstance(v, tuple):
+            np.testing.assert_allclose(got, v, rtol=1e-6)
+        else:
+            assert got == v, (k, got, v)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hf_cache_identified_compared_checked(case: str, tmp_path) -> None:
+    (cos, sin), want = CASES[case]()
+    found = pe.identify(cos)
+    assert found.best is not None, found.reason
+    _expect(found.best, want, cos)
+    assert found.best.tolerance in ("ulp", tol.FORMULA)
+    # the spec the identification names, compared: the same, within the float32 formula's error (bound stated)
+    if cos.dtype.name == "bfloat16":  # .npy cannot hold bfloat16: a metadata-free safetensors with both tables
+        from safetensors.numpy import save_file
+
+        path = tmp_path / "cache.safetensors"
+        save_file({"cos": cos, "sin": sin}, str(path))
+        assert pe.identify(str(path)).best is not None
+    else:
+        path = tmp_path / "cos.npy"
+        np.save(path, cos)
+    # the spec as a person writes it from the model's config (not from the identification)
+    spec = "rope:" + ",".join(f"{k}={_show(v)}" for k, v in want.items() if k != "dim")
+    cmp = pe.compare(str(path), spec, tensor=None)
+    assert cmp.same, cmp.reason
+    f = cmp.tensors[0].result.formula
+    if f is not None:
+        assert f["ok"] and f["bound"] > 0 and f["bound_row"] == cos.shape[0] - 1
+    report = pe.check(str(path), against=spec)
+    failed = [r.name for r in report.results if r.passed is False]
+    assert report.ok, failed
+
+
+def _show(v):
+    if isinstance(v, tuple):
+        return ";".join(repr(x) for x in v)
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+# ----- golden rows made by torch / transformers (tools/golden/make_formula_golden.py) ---------------------------
+GOLDEN = json.loads((Path(__file__).parent / "data" / "golden" / "formula_rows.json").read_text())
+GOLDEN_SPECS = {
+    "hf-default": ("rope", {"base": 5e5}),
+    "hf-llama3": ("rope", {"preset": "llama3.1"}),
+    "hf-default-bf16": ("rope", {"base": 5e5, "dtype": "bfloat16"}),
+    "tutorial": ("sinusoidal", {}),
+    "fairseq": ("sinusoidal", {"freq": "t2t", "layout": "split"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN_SPECS))
+def test_golden_rows_within_the_bound(case: str) -> None:
+    """torch's rows of 131072-position tables lie within the bound of their exact spec, and the bound is not
+    loose by orders of magnitude (some row uses a tenth of it at least)."""
+    data = GOLDEN["cases"][case]
+    kind, params = GOLDEN_SPECS[case]
+    rows = np.array(GOLDEN["rows"])
+    enc = pe.generate(kind, length=GOLDEN["length"], dim=data["dim"], **params)
+    for name in [n for n in ("cos", "sin", "pe") if n in data]:
+        x = np.array(data[name], dtype=np.float64)
+        y = np.concatenate([np.asarray(enc.rows(name, r, r + 1), dtype=np.float64) for r in rows])
+        stored = np.dtype(enc.spec(name).dtype)
+        v = tol.formula_check(x, y, rows, enc.angle_terms(name), stored, stored)
+        assert v.ok and v.informative, (name, v)
+        assert v.ratio > 0.01, (name, v)  # torch's float32 error is really there, and the bound is not absurd
+        assert np.max(np.abs(x - y)) > 1e-4  # not an exact table: the model is what accepts it
+
+
+def test_golden_hf_rows_agree_with_the_numpy_formula() -> None:
+    """tests/formula_tables.py follows transformers' float32 arithmetic, but torch's pow and cos are not NumPy's:
+    the two float32 tables agree exactly where the angle is small and within twice the error bound everywhere
+    (each is within the bound of the exact table), and differ somewhere (they are independent computations)."""
+    rows = np.array(GOLDEN["rows"])
+    enc = pe.generate("rope", length=GOLDEN["length"], dim=128, base=5e5)
+    bound = tol.formula_bound(enc.angle_terms("cos"), rows, np.float32, np.float32)
+    for name, build in (
+        ("hf-default", ft.hf_inv_freq(128, 5e5)),
+        ("hf-llama3", ft.hf_llama3(ft.hf_inv_freq(128, 5e5), 8, 1, 4, 8192)),
+    ):
+        cos, sin = ft.hf_cos_sin(build, GOLDEN["length"])
+        for mine, theirs in ((cos[rows], GOLDEN["cases"][name]["cos"]), (sin[rows], GOLDEN["cases"][name]["sin"])):
+            diff = np.abs(mine - np.array(theirs))
+            assert np.all(diff <= 2 * bound)
+            assert np.all(diff[:2] <= 4 * 2.0**-24)  # positions 0 and 1: the angle is inv_freq itself
+
+
+def test_bound_grows_with_position_and_counts_the_cast() -> None:
+    """The bound's terms, from its formula: zero-frequency columns only carry the trig/cast terms; the angle term
+    is linear in position; a bfloat16 cast adds half a bfloat16 ulp."""
+    from posenc_cli.encodings.base import AngleTerms
+
+    terms = AngleTerms(np.array([0.0, 1.0, 1e-3]), 1.0)
+    rows = np.array([0, 1000, 2000])
+    b32 = tol.formula_bound(terms, rows, np.float32, np.float32)
+    u = 2.0**-24
+    assert b32[0, 0] == pytest.approx(tol.K_TRIG * u + u, rel=1e-12)  # trig + the float32 reference's half ulp
+    angle = b32[:, 1] - b32[0, 1]
+    assert angle[2] == pytest.approx(2 * angle[1], rel=1e-12)
+    assert angle[1] == pytest.approx(1000 * u * tol.K_OMEGA, rel=1e-9)  # w = 1: ln w = 0
+    import ml_dtypes
+
+    bf = tol.formula_bound(terms, rows, ml_dtypes.bfloat16, ml_dtypes.bfloat16)
+    assert bf[0, 0] - b32[0, 0] == pytest.approx(2.0**-8 * (1 + tol.K_TRIG * u) + 2.0**-8 - u, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "table",
+    ["noise", "trained", "nan", "constant"],
+)
+def test_bad_tables_are_never_identified(table: str) -> None:
+    rng = np.random.default_rng(0)
+    cos, _ = ft.hf_cos_sin(ft.hf_inv_freq(64, 1e4), 8192)
+    if table == "noise":
+        x = rng.standard_normal((8192, 64)).astype(np.float32)
+    elif table == "trained":  # a float32 cache after updates: within no formula's error
+        x = (cos + 0.02 * rng.standard_normal(cos.shape)).astype(np.float32)
+    elif table == "nan":
+        x = cos.copy()
+        x[100, 3] = np.nan
+    else:
+        x = np.full((8192, 64), 0.5, dtype=np.float32)
+    found = pe.identify(x)
+    assert found.best is None
+    assert found.reason

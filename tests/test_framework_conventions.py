@@ -1,0 +1,113 @@
+"""Framework conventions: ALiBi slopes as each framework computes them, built with plain NumPy from each framework's own formula
+(the paper's fairseq get_slopes, MPT's gen_slopes, MLX's nn.ALiBi.create_alibi_slope up to ml-explore/mlx
+3576b547), generated (``alibi:preset=mlx``) and named by identify."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import posenc_cli as pe
+
+
+def paper_slopes(n: int) -> list[float]:
+    def pow2(k: int) -> list[float]:
+        start = 2 ** (-(2 ** -(math.log2(k) - 3)))
+        return [start * start**i for i in range(k)]
+
+    if math.log2(n).is_integer():
+        return pow2(n)
+    c = 2 ** math.floor(math.log2(n))
+    return pow2(c) + paper_slopes(2 * c)[0::2][: n - c]
+
+
+def mpt_slopes(n: int, alibi_bias_max: float = 8.0) -> np.ndarray:
+    big = 2 ** math.ceil(math.log2(n))
+    m = np.arange(1, big + 1, dtype=np.float32) * np.float32(alibi_bias_max / big)
+    slopes = np.float32(1.0) / np.power(np.float32(2), m)
+    if big != n:
+        slopes = np.concatenate([slopes[1::2], slopes[::2]])[:n]
+    return slopes
+
+
+def mlx_slopes(n: int) -> np.ndarray:
+    x = (2**8) ** (1 / n)
+    return np.power(x, -np.arange(1, n + 1, dtype=np.float64))
+
+
+def symmetric_bias(slopes, n: int) -> np.ndarray:
+    d = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+    return (-np.asarray(slopes, dtype=np.float64)[:, None, None] * d).astype(np.float32)
+
+
+@pytest.mark.parametrize("heads", [1, 2, 3, 5, 6, 8, 12, 16, 20, 24, 40, 64])
+def test_generated_slopes_follow_each_framework(heads: int) -> None:
+    np.testing.assert_allclose(
+        pe.generate("alibi", length=2, dim=heads).array("slopes"), paper_slopes(heads), rtol=1e-7
+    )
+    np.testing.assert_allclose(mpt_slopes(heads), paper_slopes(heads), rtol=1e-6)  # MPT's rule: the paper's values
+    mlx = pe.generate("alibi", length=2, dim=heads, preset="mlx").array("slopes")
+    np.testing.assert_allclose(mlx, mlx_slopes(heads), rtol=1e-7)
+    if heads & (heads - 1) == 0:
+        np.testing.assert_allclose(mlx_slopes(heads), paper_slopes(heads), rtol=1e-12)
+    else:
+        assert not np.allclose(mlx_slopes(heads), paper_slopes(heads), rtol=1e-3)
+
+
+def test_identify_names_mlx_slopes_for_12_heads() -> None:
+    found = pe.identify(symmetric_bias(mlx_slopes(12), 48))
+    assert found.best is not None and found.best.preset == "mlx"
+    assert "slopes as MLX computes them for 12 heads" in found.summary
+    assert found.command == "posenc generate --kind alibi --len 48 --dim 12 -p preset=mlx"
+
+
+def test_identify_names_paper_slopes_for_12_heads() -> None:
+    found = pe.identify(symmetric_bias(paper_slopes(12), 48))
+    assert found.best is not None and found.best.params.get("slopes", "paper") == "paper"
+    assert "slopes as the paper, HF Bloom and MPT compute them for 12 heads" in found.summary
+
+
+def test_powers_of_two_say_the_frameworks_agree() -> None:
+    found = pe.identify(symmetric_bias(mlx_slopes(8), 32))
+    assert found.best is not None and found.best.preset is None
+    assert "the paper, HF Bloom, MPT and MLX agree" in found.summary
+
+
+def test_other_slopes_are_not_named_as_a_framework() -> None:
+    rng = np.random.default_rng(0)
+    found = pe.identify(symmetric_bias(np.sort(rng.uniform(0.01, 0.9, 12))[::-1], 32))
+    assert found.best is None or "MLX" not in found.summary
+
+
+# ----- RoPE pairings, by the frameworks that use them --------------------------------------------------------------
+def rope_cos(n: int, d: int, layout: str) -> np.ndarray:
+    w = 10000.0 ** (-np.arange(0, d, 2) / d)
+    ang = np.arange(n, dtype=np.float64)[:, None] * w
+    cols = np.concatenate([ang, ang], axis=1) if layout == "half" else np.repeat(ang, 2, axis=1)
+    return np.cos(cols).astype(np.float32)
+
+
+def test_identify_names_the_pairing_frameworks() -> None:
+    half = pe.identify(rope_cos(64, 32, "half"))
+    assert "pairs (k, k + d/2) as HF rotate_half and GPT-NeoX rotate them" in half.summary
+    inter = pe.identify(rope_cos(64, 32, "interleaved"))
+    assert "pairs (2k, 2k+1) as GPT-J, llama.cpp NORM and MLX traditional=True rotate them" in inter.summary
+
+
+def test_compare_names_the_pairing_frameworks() -> None:
+    cmp = pe.compare(rope_cos(64, 32, "interleaved"), rope_cos(64, 32, "half"))
+    why = cmp.tensors[0].diagnosis.best.summary
+    assert "GPT-J, llama.cpp NORM and MLX traditional=True -> HF rotate_half's layout" in why
+
+
+def test_compare_names_the_slope_rules() -> None:
+    """An MLX-slope bias against posenc's default (the paper's rule): the diagnosis names both frameworks."""
+    cmp = pe.compare(symmetric_bias(mlx_slopes(12), 24), "alibi")
+    assert not cmp.same
+    why = cmp.tensors[0].diagnosis.best
+    assert why.name == "head-scale"
+    assert "slopes as MLX computes them for 12 heads" in why.summary
+    assert "as the paper, HF Bloom and MPT compute them for 12 heads" in why.summary
+    assert pe.compare(symmetric_bias(mlx_slopes(12), 24), "alibi:preset=mlx").same
