@@ -576,6 +576,8 @@ def _fits(dev: np.ndarray, tol: float, amplitude: float, w: float, pos: np.ndarr
         return True
     allow = angle_allowance(float(w), pos)
     top = float(np.max(allow))
+    if top == 0.0:  # no formula error to allow (w = 0, a constant column): the plain tolerance decided
+        return False
     centre = float(np.mean(pos))
     # the fit's own error counts only as far as the formula's error explains it (never widened by noise)
     fit_err = np.minimum(8.0 * (err if math.isfinite(err) else 0.0) * np.abs(pos - centre), top) + top

@@ -111,3 +111,15 @@ def test_compare_names_the_slope_rules() -> None:
     assert "slopes as MLX computes them for 12 heads" in why.summary
     assert "as the paper, HF Bloom and MPT compute them for 12 heads" in why.summary
     assert pe.compare(symmetric_bias(mlx_slopes(12), 24), "alibi:preset=mlx").same
+
+
+def test_a_model_form_keeps_its_own_slope_rule():
+    """form=bloom/falcon/mpt compute their model's slopes; slopes=geometric (MLX's rule) cannot apply to them and
+    is refused by name rather than ignored."""
+    import posenc_cli as pe
+    from posenc_cli.errors import ParameterError
+
+    for form in ("bloom", "falcon", "mpt"):
+        with pytest.raises(ParameterError, match=rf"^slopes=geometric applies to form=paper; form={form} has"):
+            pe.generate("alibi", length=4, dim=12, form=form, slopes="geometric")
+    assert pe.generate("alibi", length=4, dim=12, form="paper", slopes="geometric").slopes == "geometric"
