@@ -36,12 +36,12 @@ _EXPORTS = {
     "compare": "api",
     "identify": "api",
     "kinds": "api",
-    "CheckReport": "api",
+    "CheckReport": "reports",
     "Written": "api",
     "CheckResult": "checks.base",
     "CompareResult": "metrics",
-    "Comparison": "api",
-    "TensorComparison": "api",
+    "Comparison": "reports",
+    "TensorComparison": "reports",
     "Identification": "identification",
     "Candidate": "identification",
     "Encoding": "encodings.base",
@@ -88,9 +88,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .api import (
-        CheckReport,
-        Comparison,
-        TensorComparison,
         Written,
         check,
         check_all,
@@ -110,6 +107,7 @@ if TYPE_CHECKING:
     from .errors import ExitCode, InputError, OutputError, ParameterError, PosencError, UnknownTensorError
     from .identification import Candidate, Identification
     from .metrics import CompareResult
+    from .reports import CheckReport, Comparison, TensorComparison
     from .sources import Source
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, ParameterError, param
@@ -30,8 +30,21 @@ if TYPE_CHECKING:
     from .checks.base import CheckResult
     from .encodings.base import Encoding
     from .identification import Identification
-    from .metrics import CompareResult
+    from .reports import CheckReport, Comparison, Preview, TensorComparison
     from .sources import Source
+
+#: The result classes live in :mod:`posenc_cli.reports` (built on first use, not at start-up); ``api.CheckReport``
+#: and the others still name them.
+_REPORTS = ("Preview", "CheckReport", "TensorComparison", "Comparison")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REPORTS:
+        from . import reports
+
+        return getattr(reports, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: What the API accepts as a table: a file path, ``"-"`` (stdin), a spec string, an Encoding, a Source, an array,
 #: or a dict of arrays.
@@ -329,42 +342,6 @@ def _renamed(lazy: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-@dataclass
-class Preview:
-    """What a person sees first of an encoding: tensors, parameters, value range and the table's corner."""
-
-    title: str
-    specs: list[tuple[str, tuple[int, ...], str]]
-    params: dict[str, str]
-    primary: str
-    corner: Any
-    shape: tuple[int, ...]
-    value_range: tuple[float, float]
-    range_note: str
-    small: dict[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        """What ``posenc generate --json`` prints without ``-o``: the tensors, parameters, value range and the
-        corner of the primary tensor (as floats; ``null`` for non-finite values)."""
-        import math
-
-        import numpy as np
-
-        def num(x: Any) -> Any:
-            x = float(x)
-            return x if math.isfinite(x) else None
-
-        return {
-            "title": self.title,
-            "tensors": [{"name": n, "shape": list(shape), "dtype": dtype} for n, shape, dtype in self.specs],
-            "parameters": dict(self.params),
-            "primary": self.primary,
-            "shape": list(self.shape),
-            "value_range": [num(v) for v in self.value_range],
-            "corner": [[num(v) for v in np.atleast_1d(row)] for row in np.asarray(self.corner, dtype=np.float64)],
-        }
-
-
 def preview(enc: Encoding, rows: int = 10, cols: int = 8, tensor: str | None = None) -> Preview:
     """The corner (``rows`` x ``cols``; the first head of a 3-D table) of ``tensor`` (default: the primary one),
     its value range (over the whole tensor when it is at most 256 MiB, else over three sampled row blocks) and
@@ -395,6 +372,8 @@ def preview(enc: Encoding, rows: int = 10, cols: int = 8, tensor: str | None = N
         for name, spec in specs.items()
         if name != primary.name and len(spec.shape) == 1 and spec.shape[0] <= 64
     }
+    from .reports import Preview
+
     return Preview(
         title=f"{enc.KIND} positional encoding",
         specs=[(s.name, s.shape, dtype_name(s.dtype)) for s in specs.values()],
@@ -409,56 +388,6 @@ def preview(enc: Encoding, rows: int = 10, cols: int = 8, tensor: str | None = N
 
 
 # ----- checking ---------------------------------------------------------------------------------------
-@dataclass
-class CheckReport:
-    """What ``check`` measured on one source: every property, which were required, and the verdict.
-
-    ``tensor`` is the primary table judged; ``tensors`` every tensor judged (a RoPE source: cos, sin and
-    inv_freq), ``not_checked`` the source's tensors left out (``tensor=`` narrowed), ``unmeasured`` the kind's
-    required properties that the judged tensors cannot show (e.g. a rotary pair property with only ``sin``).
-    ``assumed`` says what the table was taken to be when it carries no kind (its identification, or why none was
-    found); ``against`` is the comparison with the spec it was checked against (``check --against``).
-    """
-
-    source: str
-    tensor: str
-    kind: str | None
-    ok: bool
-    required: list[str]
-    failed: list[str]
-    results: list[CheckResult] = field(default_factory=list)
-    #: the properties that could not be measured because one they need failed (e.g. every one after a NaN)
-    not_run: list[str] = field(default_factory=list)
-    tensors: list[str] = field(default_factory=list)
-    not_checked: list[str] = field(default_factory=list)
-    unmeasured: list[str] = field(default_factory=list)
-    assumed: str = ""
-    assumed_command: str | None = None
-    against: Comparison | None = None
-    #: the reads of the table that several properties shared (``check --verbose``): for each, the properties it
-    #: served, what it computed, and its blocks
-    passes: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "tensor": self.tensor,
-            "tensors": self.tensors,
-            "not_checked": self.not_checked,
-            "kind": self.kind,
-            "assumed": self.assumed,
-            "assumed_command": self.assumed_command,
-            "ok": self.ok,
-            "required": self.required,
-            "failed": self.failed,
-            "not_run": self.not_run,
-            "unmeasured": self.unmeasured,
-            "against": None if self.against is None else self.against.to_json(),
-            "results": [r.to_json() for r in self.results],
-            "passes": self.passes,
-        }
-
-
 def check(
     table: TableLike,
     *,
@@ -605,6 +534,8 @@ def check(
     from .checks.sweep import passes
 
     reads = [{"properties": p.properties, "computed": p.feeds, "blocks": p.blocks, "rows": p.rows} for p in passes(ctx)]
+    from .reports import CheckReport
+
     return CheckReport(
         src.label,
         name,
@@ -789,65 +720,6 @@ def _known_kind(kind: str) -> bool:
 
 
 # ----- comparing --------------------------------------------------------------------------------------
-@dataclass
-class TensorComparison:
-    """One pair of tensors compared: their names, the metrics, and (when they differ) why."""
-
-    name_a: str
-    name_b: str
-    result: CompareResult
-    diagnosis: Any = None  # posenc_cli.diagnose.Diagnosis, when the tensors differ and diagnosis was asked for
-
-    def to_json(self) -> dict[str, Any]:
-        out = {"a": self.name_a, "b": self.name_b, **self.result.to_json()}
-        out["diagnosis"] = None if self.diagnosis is None else self.diagnosis.to_json()
-        return out
-
-
-@dataclass
-class Comparison:
-    """Every tensor two tables share, compared; a tensor on one side only is a difference (``only_a``,
-    ``only_b``) unless the comparison was narrowed to one tensor."""
-
-    label_a: str
-    label_b: str
-    tensors: list[TensorComparison]
-    only_a: list[str] = field(default_factory=list)
-    only_b: list[str] = field(default_factory=list)
-    #: tensors a spec computes that the table does not hold: not compared, said, not a difference
-    skipped: list[str] = field(default_factory=list)
-
-    @property
-    def same(self) -> bool:
-        return all(t.result.same for t in self.tensors) and not self.only_a and not self.only_b
-
-    @property
-    def reason(self) -> str:
-        """One line: what differs."""
-        parts = []
-        for tc in self.tensors:
-            if not tc.result.same:
-                why = tc.diagnosis.best.summary if tc.diagnosis is not None and tc.diagnosis.best else ""
-                parts.append(f"{tc.name_a}: {tc.result.reason}" + (f" ({why})" if why else ""))
-        if self.only_a:
-            parts.append(f"only in {self.label_a}: {', '.join(self.only_a)}")
-        if self.only_b:
-            parts.append(f"only in {self.label_b}: {', '.join(self.only_b)}")
-        return "; ".join(parts)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "a": self.label_a,
-            "b": self.label_b,
-            "same": self.same,
-            "reason": self.reason,
-            "tensors": [t.to_json() for t in self.tensors],
-            "only_in_a": self.only_a,
-            "only_in_b": self.only_b,
-            "skipped": self.skipped,
-        }
-
-
 def pair_tensors(
     src_a: Source, src_b: Source, tensor: str | list[str] | tuple[str, ...] | None = None
 ) -> tuple[list[tuple[str, str]], list[str], list[str]]:
@@ -892,6 +764,7 @@ def compare(
     from .errors import check_float
     from .formats import validate_table_array
     from .metrics import compare as compare_arrays
+    from .reports import Comparison, TensorComparison
 
     if atol is not None:
         atol = check_float("atol", atol, 0.0)

@@ -138,6 +138,8 @@ def is_config(text: str) -> bool:
 
 def is_gguf(text: str) -> bool:
     """Whether ``text`` is a GGUF model file (a ``.gguf`` path, or a file starting with ``GGUF``)."""
+    if not (text.lower().endswith(".gguf") or os.path.isfile(text)):
+        return False  # a spec or a missing path: the reader's module is not loaded for it
     from .models.gguf import is_gguf as _is_gguf
 
     return _is_gguf(text)

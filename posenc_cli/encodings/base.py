@@ -88,20 +88,19 @@ class TensorSpec:
         return math.prod(self.shape) * self.dtype.itemsize
 
 
-@dataclass(frozen=True)
-class AngleTerms:
+class AngleTerms(typing.NamedTuple):
     """How a tensor's values follow angles, as data for the inspection code's error model
     (:mod:`posenc_cli.tolerance`): column ``c`` holds ``amplitude`` times the sin or cos of
-    ``(offset + row) * freq[c]`` (``freq`` 0: a constant or zero column)."""
+    ``(offset + row) * freq[c]`` (``freq`` 0: a constant or zero column). A named tuple, not a dataclass: records
+    built at import cost start-up (a dataclass compiles five methods)."""
 
     freq: np.ndarray
     amplitude: float
     offset: int = 0
 
 
-@dataclass(frozen=True)
-class ParamInfo:
-    """What ``posenc kinds`` shows of one parameter."""
+class ParamInfo(typing.NamedTuple):
+    """What ``posenc kinds`` shows of one parameter (a named tuple, like :class:`AngleTerms`)."""
 
     name: str
     type: str

@@ -1,0 +1,160 @@
+"""The result objects of :func:`posenc_cli.api.preview`, :func:`~posenc_cli.api.check` and
+:func:`~posenc_cli.api.compare` (also ``posenc_cli.api.Preview`` etc., and ``posenc_cli.Comparison``).
+
+They live apart from the functions so that a command that only writes a table (``posenc generate -o``) does not
+build their classes at start-up: each dataclass costs about as much as 1.5% of ``import numpy``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .checks.base import CheckResult
+    from .metrics import CompareResult
+
+
+@dataclass
+class Preview:
+    """What a person sees first of an encoding: tensors, parameters, value range and the table's corner."""
+
+    title: str
+    specs: list[tuple[str, tuple[int, ...], str]]
+    params: dict[str, str]
+    primary: str
+    corner: Any
+    shape: tuple[int, ...]
+    value_range: tuple[float, float]
+    range_note: str
+    small: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``posenc generate --json`` prints without ``-o``: the tensors, parameters, value range and the
+        corner of the primary tensor (as floats; ``null`` for non-finite values)."""
+        import math
+
+        import numpy as np
+
+        def num(x: Any) -> Any:
+            x = float(x)
+            return x if math.isfinite(x) else None
+
+        return {
+            "title": self.title,
+            "tensors": [{"name": n, "shape": list(shape), "dtype": dtype} for n, shape, dtype in self.specs],
+            "parameters": dict(self.params),
+            "primary": self.primary,
+            "shape": list(self.shape),
+            "value_range": [num(v) for v in self.value_range],
+            "corner": [[num(v) for v in np.atleast_1d(row)] for row in np.asarray(self.corner, dtype=np.float64)],
+        }
+
+
+@dataclass
+class CheckReport:
+    """What ``check`` measured on one source: every property, which were required, and the verdict.
+
+    ``tensor`` is the primary table judged; ``tensors`` every tensor judged (a RoPE source: cos, sin and
+    inv_freq), ``not_checked`` the source's tensors left out (``tensor=`` narrowed), ``unmeasured`` the kind's
+    required properties that the judged tensors cannot show (e.g. a rotary pair property with only ``sin``).
+    ``assumed`` says what the table was taken to be when it carries no kind (its identification, or why none was
+    found); ``against`` is the comparison with the spec it was checked against (``check --against``).
+    """
+
+    source: str
+    tensor: str
+    kind: str | None
+    ok: bool
+    required: list[str]
+    failed: list[str]
+    results: list[CheckResult] = field(default_factory=list)
+    #: the properties that could not be measured because one they need failed (e.g. every one after a NaN)
+    not_run: list[str] = field(default_factory=list)
+    tensors: list[str] = field(default_factory=list)
+    not_checked: list[str] = field(default_factory=list)
+    unmeasured: list[str] = field(default_factory=list)
+    assumed: str = ""
+    assumed_command: str | None = None
+    against: Comparison | None = None
+    #: the reads of the table that several properties shared (``check --verbose``): for each, the properties it
+    #: served, what it computed, and its blocks
+    passes: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "tensor": self.tensor,
+            "tensors": self.tensors,
+            "not_checked": self.not_checked,
+            "kind": self.kind,
+            "assumed": self.assumed,
+            "assumed_command": self.assumed_command,
+            "ok": self.ok,
+            "required": self.required,
+            "failed": self.failed,
+            "not_run": self.not_run,
+            "unmeasured": self.unmeasured,
+            "against": None if self.against is None else self.against.to_json(),
+            "results": [r.to_json() for r in self.results],
+            "passes": self.passes,
+        }
+
+
+@dataclass
+class TensorComparison:
+    """One pair of tensors compared: their names, the metrics, and (when they differ) why."""
+
+    name_a: str
+    name_b: str
+    result: CompareResult
+    diagnosis: Any = None  # posenc_cli.diagnose.Diagnosis, when the tensors differ and diagnosis was asked for
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"a": self.name_a, "b": self.name_b, **self.result.to_json()}
+        out["diagnosis"] = None if self.diagnosis is None else self.diagnosis.to_json()
+        return out
+
+
+@dataclass
+class Comparison:
+    """Every tensor two tables share, compared; a tensor on one side only is a difference (``only_a``,
+    ``only_b``) unless the comparison was narrowed to one tensor."""
+
+    label_a: str
+    label_b: str
+    tensors: list[TensorComparison]
+    only_a: list[str] = field(default_factory=list)
+    only_b: list[str] = field(default_factory=list)
+    #: tensors a spec computes that the table does not hold: not compared, said, not a difference
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def same(self) -> bool:
+        return all(t.result.same for t in self.tensors) and not self.only_a and not self.only_b
+
+    @property
+    def reason(self) -> str:
+        """One line: what differs."""
+        parts = []
+        for tc in self.tensors:
+            if not tc.result.same:
+                why = tc.diagnosis.best.summary if tc.diagnosis is not None and tc.diagnosis.best else ""
+                parts.append(f"{tc.name_a}: {tc.result.reason}" + (f" ({why})" if why else ""))
+        if self.only_a:
+            parts.append(f"only in {self.label_a}: {', '.join(self.only_a)}")
+        if self.only_b:
+            parts.append(f"only in {self.label_b}: {', '.join(self.only_b)}")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "a": self.label_a,
+            "b": self.label_b,
+            "same": self.same,
+            "reason": self.reason,
+            "tensors": [t.to_json() for t in self.tensors],
+            "only_in_a": self.only_a,
+            "only_in_b": self.only_b,
+            "skipped": self.skipped,
+        }
