@@ -9,22 +9,21 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import OutputError, ParameterError
 
 DEFAULT_MAX_BYTES = 8 * 1024**3
 
 
-@dataclass
-class TableOptions:
+class TableOptions(NamedTuple):
     """The options that set the parameters of the tables a command builds (``--len``, ``--dim``, ``-p``,
-    ``--dtype``, ``--grid``), with ``--layer-type`` for model configs and ``--max-bytes``."""
+    ``--dtype``, ``--grid``), with ``--layer-type`` for model configs and ``--max-bytes`` (a named tuple: a
+    dataclass would compile its methods on every start-up)."""
 
     length: int | None = None
     dim: int | None = None
-    params: list[str] = field(default_factory=list)
+    params: Sequence[str] = ()
     dtype: str | None = None
     grid: str | None = None
     layer_type: str | None = None

@@ -75,9 +75,8 @@ def display_name(name: str) -> str:
     return name
 
 
-@dataclass(frozen=True)
-class TensorSpec:
-    """Shape and dtype of one named tensor; rows run along axis 0."""
+class TensorSpec(typing.NamedTuple):
+    """Shape and dtype of one named tensor; rows run along axis 0 (a named tuple, like :class:`AngleTerms`)."""
 
     name: str
     shape: tuple[int, ...]
@@ -515,9 +514,9 @@ class Encoding:
         return {name: EncodingTensor(self, name) for name in self.tensor_specs()}
 
 
-@dataclass(frozen=True)
-class EncodingTensor:
-    """One tensor of an encoding, computed on demand: the :class:`LazyTensor` protocol.
+class EncodingTensor(typing.NamedTuple):
+    """One tensor of an encoding, computed on demand: the :class:`LazyTensor` protocol (a named tuple, like
+    :class:`AngleTerms`).
 
     The protocol (shared with ``formats.ArrayTensor`` for arrays read from files) is: ``name``, ``shape``,
     ``dtype`` and ``rows(start, stop) -> np.ndarray`` returning rows ``[start, stop)`` along axis 0.
