@@ -197,7 +197,11 @@ def gguf_verdicts(texts: list[str], config: str, n_ctx, length, json_out: bool, 
         for v in results:
             for line in v.lines():
                 indent = "  " if line.startswith("  ") else ""
-                print(textwrap.fill(line, 80, subsequent_indent=indent + "    ") if len(line) > 80 else line)
+                print(
+                    textwrap.fill(line, 80, subsequent_indent=indent + "    ", break_on_hyphens=False)
+                    if len(line) > 80
+                    else line
+                )
     return ExitCode.OK if all(v.ok for v in results) else ExitCode.FAILED
 
 

@@ -533,7 +533,7 @@ class Verdict:
         """The report for people, one finding a line."""
         head = "agree" if self.ok else f"DIFFER ({len(self.divergences)} divergence(s))"
         out = [
-            f"llama.cpp ({LLAMACPP_VERSION}) tables of {self.gguf} vs HF's for {self.config}",
+            f"{self.gguf}: the tables llama.cpp computes vs HF's for {self.config} (as {LLAMACPP_VERSION})",
             f"at --n-ctx {self.n_ctx}, --len {self.length}: {head}",
         ]
         out += [f"  divergence: {d}" for d in self.divergences]
