@@ -115,7 +115,15 @@ def split_engine(text: str) -> tuple[str, str | None]:
         return text, None
     from .models.engines import ENGINE_NAMES
 
-    return (head, tail) if tail in ENGINE_NAMES else (text, None)
+    if tail in ENGINE_NAMES:
+        return head, tail
+    if head and os.path.exists(head):  # a model config with a mistyped engine: say so, not "no such file"
+        import difflib
+
+        close = difflib.get_close_matches(tail, ENGINE_NAMES, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ParameterError(f"unknown engine {tail!r} in {text}; {hint}choose from: {', '.join(ENGINE_NAMES)}")
+    return text, None
 
 
 def is_config(text: str) -> bool:

@@ -270,3 +270,11 @@ def test_llamacpp_rules_agree_with_the_ggml_emulation(name, n_ctx):
         short = llamacpp_tables_for(cfg, 4096, 64)["inv_freq"]
         long = llamacpp_tables_for(cfg, 131072, 64)["inv_freq"]
         assert not np.allclose(short, long, rtol=1e-3)
+
+
+def test_a_mistyped_engine_after_a_config_is_named():
+    """CONFIG@ENGINE with an engine posenc does not know is that mistake, said with the choices (not "no such
+    file" or "not a model config")."""
+    phi = str(DATA / "configs" / "phi3.json")
+    code, _, err = cli(["generate", f"{phi}@mxl", "--len", "4", "-o", "x.npz"])
+    assert code == 2 and f"unknown engine 'mxl' in {phi}@mxl; did you mean 'mlx'? choose from: " in err
