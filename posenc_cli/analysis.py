@@ -719,8 +719,14 @@ def pair_layout(pairs: list[tuple[int, int]], width: int) -> str | None:
     return None
 
 
+#: :func:`duplicate_layout`'s answers: each value in columns (k, k + w/2), or in columns (2k, 2k + 1).
+DUPLICATE_HALF = "half"
+DUPLICATE_INTERLEAVED = "interleaved"
+
+
 def duplicate_layout(x: np.ndarray, tol: float) -> str | None:
-    """Whether each value is written to two columns: ``half`` (k, k + w/2) or ``interleaved`` (2k, 2k + 1).
+    """Whether each value is written to two columns: :data:`DUPLICATE_HALF` (k, k + w/2) or
+    :data:`DUPLICATE_INTERLEAVED` (2k, 2k + 1).
 
     ``x`` is the table on sample rows; ``tol`` the allowed absolute difference. None when neither holds.
     """
@@ -729,9 +735,9 @@ def duplicate_layout(x: np.ndarray, tol: float) -> str | None:
         return None
     h = width // 2
     if np.all(np.abs(x[:, :h] - x[:, h:]) <= tol):
-        return "half"
+        return DUPLICATE_HALF
     if np.all(np.abs(x[:, 0::2] - x[:, 1::2]) <= tol):
-        return "interleaved"
+        return DUPLICATE_INTERLEAVED
     return None
 
 

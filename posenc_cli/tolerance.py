@@ -68,6 +68,12 @@ def eps(dtype: Any) -> float:
     return float(info.eps) if info is not None else float(np.finfo(np.float64).eps)
 
 
+def duplicate_tol(dtype: Any) -> float:
+    """Two columns that hold the same value (a rotary table's ``cat(f, f)`` or interleaved copies) differ by at most
+    4 ulps of 1.0 in ``dtype`` (at least 1e-12): :func:`posenc_cli.analysis.duplicate_layout`'s tolerance."""
+    return max(4 * eps(dtype), 1e-12)
+
+
 def _floor(dtype: Any) -> float:
     """Half the smallest subnormal of a floating dtype: the absolute rounding error near zero."""
     from .metrics import finfo
