@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from . import tolerance
 from .metrics import coarser_dtype, finfo
 
 TWO_PI = 2.0 * math.pi
@@ -421,9 +422,7 @@ def find_pairs(x: np.ndarray, tol: float, *, skip: np.ndarray | None = None) -> 
 
 def data_eps(dtype: np.dtype) -> float:
     """Machine epsilon of a table's dtype (float64 for integers): :func:`posenc_cli.tolerance.eps`."""
-    from .tolerance import eps
-
-    return eps(dtype)
+    return tolerance.eps(dtype)
 
 
 def spectrum(
@@ -450,7 +449,8 @@ def spectrum(
     pairs : list of (int, int), optional
         Known (sin, cos) column pairs; otherwise found with :func:`find_pairs` when ``find``.
     tol : float, optional
-        Fit tolerance relative to the amplitude (default: 64 ulps of the table's dtype, at least 1e-12).
+        Fit tolerance relative to the amplitude (default :func:`posenc_cli.tolerance.fit_tol`: 64 ulps of the
+        table's dtype, at least 1e-12).
     dtype : numpy dtype, optional
         The dtype the table was stored in (default: ``table.dtype``).
     amplitude : float, optional
@@ -468,7 +468,7 @@ def spectrum(
     x = x.reshape(x.shape[0], -1)
     dt = np.dtype(dtype if dtype is not None else getattr(table, "dtype", np.float64))
     eps = data_eps(dt)
-    tol = max(64 * eps, 1e-12) if tol is None else tol
+    tol = tolerance.fit_tol(dt) if tol is None else tol
     width = x.shape[1]
     pos = sample.pos
     finite = np.all(np.isfinite(x), axis=0)
@@ -479,7 +479,11 @@ def spectrum(
         return Spectrum(width, [], zero_cols.tolist(), [c for c in range(width) if not zero[c]], tol, n)
     if pairs is None:
         # x^2 + y^2 of a rounded pair is off by about 2 ulps of the larger member
-        pairs = find_pairs(np.where(finite, x, 0.0), 8 * eps, skip=np.concatenate([zero_cols, bad])) if find else []
+        pairs = (
+            find_pairs(np.where(finite, x, 0.0), tolerance.pair_tol(dt), skip=np.concatenate([zero_cols, bad]))
+            if find
+            else []
+        )
     oscillators: list[Oscillator] = []
     paired: set[int] = set()
     if pairs:
@@ -545,10 +549,12 @@ def spectrum(
                 w2, p2 = np.where(better, w3, w2), np.where(better, p3, p2)
                 r2, gn_err = np.where(better, r3, r2), np.where(better, e3, gn_err)
             # the free-amplitude fit can look as good on a few rows; the fixed amplitude wins if it fits the data
-            use = np.isfinite(w2) & (r2 <= np.maximum(10 * res_s, 16 * eps * amp))
+            use = np.isfinite(w2) & (r2 <= np.maximum(tolerance.REFIT_FREE * res_s, tolerance.refit_tol(dt, amp)))
             w_s, phase_s, res_s = np.where(use, w2, w_s), np.where(use, p2, phase_s), np.where(use, r2, res_s)
             amp_s = np.where(use, amp, amp_s)
-            est.err = np.where(use, np.maximum(np.nan_to_num(gn_err, nan=np.inf), eps * 1e-3), est.err)
+            est.err = np.where(
+                use, np.maximum(np.nan_to_num(gn_err, nan=np.inf), tolerance.freq_err_floor(dt)), est.err
+            )
         dev_s = np.abs(xs - amp_s[None, :] * np.cos(np.outer(pos, w_s) + phase_s[None, :]))
         for k, col in enumerate(singles.tolist()):
             if est.ok[k] and _fits(
@@ -1205,7 +1211,7 @@ def residual(
     *,
     rows_checked: int,
     row_index: np.ndarray | None = None,
-    ulp_tol: float = 2.0,
+    ulp_tol: float = tolerance.ULP_TOL,
     atol: float | None = None,
     ulp_dtype: Any = None,
 ) -> Residual:
@@ -1214,8 +1220,7 @@ def residual(
     (default 2 ulps of 1.0 in that dtype, compare's default), scaled by the larger magnitude when values exceed 1.
     """
     dt = np.dtype(ulp_dtype) if ulp_dtype is not None else coarser_dtype(np.dtype(dtype_x), np.dtype(dtype_y))
-    eps = data_eps(dt)
-    atol = 2 * eps if atol is None else atol
+    atol = tolerance.default_atol(dt) if atol is None else atol
     with np.errstate(invalid="ignore", over="ignore"):
         d = np.abs(x - y)
     same = (x == y) | (np.isnan(x) & np.isnan(y))

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from .. import analysis as an
-from ..identification import Candidate, base_params, base_readings, near_one, phase_tol, round_base, round_variants
+from .. import tolerance
+from ..identification import Candidate, base_params, base_readings, near_one, round_base, round_variants
 
 #: The frameworks that pair rotary columns each way (named in identify's answer).
 PAIRINGS = {
@@ -47,8 +48,7 @@ def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
     if not sample.usable:
         return None
     xs = {role: ana.read(name, sample.rows) for role, name in names.items()}
-    eps = an.data_eps(np.dtype(first.dtype))
-    tol = max(4 * eps, 1e-12)
+    tol = tolerance.duplicate_tol(first.dtype)
     layout = None if onnx else an.duplicate_layout(next(iter(xs.values())), tol)
     if layout is None and not onnx:
         # no duplicated columns: an ONNX half-width cache if every column is a lone cos (or sin) of the position
@@ -104,7 +104,7 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
         return []
     spec: an.Spectrum = st["spec"]
     n, m, r = st["n"], st["m"], st["rot"]
-    coarse = an.data_eps(np.dtype(st["dtype"])) > 1e-4
+    coarse = tolerance.coarse(st["dtype"])
     # one entry per rotation pair, in column order (zero-frequency pairs are zero sin columns)
     by_col: dict[int, an.Oscillator] = {}
     for o in spec.oscillators:
@@ -122,7 +122,7 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     amps = [o.amplitude for o in spec.oscillators if o.amplitude > 0]
     amp = float(np.median(amps)) if amps else 1.0
     role = st["role"]
-    ptol = phase_tol(st["dtype"])
+    ptol = tolerance.phase_tol(st["dtype"])
     off = an.position_offset(spec, single_phase=-math.pi / 2 if role == "sin" else 0.0, tol=ptol)
     offset = off[0] if off is not None and off[1] < ptol else 0
     params: dict[str, Any] = {"length": n}
@@ -164,7 +164,7 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     convention = PAIRINGS.get(st["layout"] or "onnx", "")
     out: list[Candidate] = []
     nz = int(np.sum(freqs > 0))
-    amp_tol = max(1e-6, 8 * an.data_eps(np.dtype(st["dtype"])))
+    amp_tol = tolerance.amp_tol(st["dtype"])
     scaled_amp = not near_one(amp, amp_tol)
 
     def add(p: dict[str, Any], why: str, fallback: bool = False) -> None:
@@ -484,7 +484,7 @@ def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     if not np.all(x > 0):
         return []
     d = ana.width
-    layout = an.duplicate_layout(x, 4 * an.data_eps(ana.dtype))
+    layout = an.duplicate_layout(x, tolerance.duplicate_tol(ana.dtype))
     if layout is None:
         return []
     uniq = np.arange(d // 2) if layout == "half" else np.arange(0, d, 2)

@@ -15,7 +15,8 @@ from ..identification import Candidate
 def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """sin/cos pairs in an interleaved, split or cos-first layout with a geometric frequency ladder."""
     from .. import analysis as an
-    from ..identification import Candidate, base_params, base_readings, ladder, near_one, phase_tol, round_variants
+    from ..identification import Candidate, base_params, base_readings, ladder, near_one, round_variants
+    from ..tolerance import coarse, phase_tol
 
     if ana.ndim != 2 or not ana.floating or ana.width < 2:
         return []
@@ -69,7 +70,7 @@ def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: A
         if freq == "paper":
             if not near_one(geo.w0, 1e-6):
                 continue
-            for b in base_readings(geo.ratio ** (-d / 2.0), an.data_eps(ana.dtype) > 1e-4):
+            for b in base_readings(geo.ratio ** (-d / 2.0), coarse(ana.dtype)):
                 out.append(
                     Candidate(
                         kind_cls.KIND, {**params, "base": b}, note=f"{layout} sin/cos pairs, w_k = base^(-2k/{d})"
