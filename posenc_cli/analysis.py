@@ -701,11 +701,20 @@ def position_offsets(
 
 
 # ----- layouts ------------------------------------------------------------------------------------------------------
+#: :func:`pair_layout`'s answers: sin at 2k and cos at 2k+1 (or the reverse), a sin block then the cos block at a
+#: fixed distance (or the reverse).
+PAIR_INTERLEAVED = "interleaved"
+PAIR_INTERLEAVED_COS_FIRST = "interleaved-cos-first"
+PAIR_SPLIT = "split"
+PAIR_SPLIT_COS_FIRST = "split-cos-first"
+
+
 def pair_layout(pairs: list[tuple[int, int]], width: int) -> str | None:
     """Name the placement of (sin, cos) column pairs.
 
-    Returns ``interleaved`` (sin at 2k, cos at 2k+1), ``interleaved-cos-first``, ``split`` (sin block, then the
-    cos block at a fixed distance), ``split-cos-first``, or None for any other placement.
+    Returns :data:`PAIR_INTERLEAVED` (sin at 2k, cos at 2k+1), :data:`PAIR_INTERLEAVED_COS_FIRST`,
+    :data:`PAIR_SPLIT` (sin block, then the cos block at a fixed distance), :data:`PAIR_SPLIT_COS_FIRST`, or None
+    for any other placement.
     """
     if not pairs:
         return None
@@ -714,14 +723,14 @@ def pair_layout(pairs: list[tuple[int, int]], width: int) -> str | None:
     pc = np.array([p[1] for p in ordered])
     k = np.arange(len(ordered))
     if np.array_equal(ps, 2 * k) and np.array_equal(pc, 2 * k + 1):
-        return "interleaved"
+        return PAIR_INTERLEAVED
     if np.array_equal(pc, 2 * k) and np.array_equal(ps, 2 * k + 1):
         # one pair [cos, sin] is also the split cos-first layout
-        return "split-cos-first" if len(ordered) == 1 else "interleaved-cos-first"
+        return PAIR_SPLIT_COS_FIRST if len(ordered) == 1 else PAIR_INTERLEAVED_COS_FIRST
     if np.array_equal(ps, k) and np.all(pc - ps == pc[0] - ps[0]) and pc[0] - ps[0] >= len(ordered):
-        return "split"
+        return PAIR_SPLIT
     if np.array_equal(pc, k) and np.all(ps - pc == ps[0] - pc[0]) and ps[0] - pc[0] >= len(ordered):
-        return "split-cos-first"
+        return PAIR_SPLIT_COS_FIRST
     return None
 
 
