@@ -408,6 +408,22 @@ def _dup_halves(x: np.ndarray, dt: np.dtype) -> bool:
     return d % 2 == 0 and d > 0 and bool(np.all(_close(x[:, : d // 2], x[:, d // 2 :], dt)))
 
 
+def _qk_permutation_step(layout: Step, ctx: _Ctx) -> Step:
+    """What a rotary pairing change means for llama.cpp: the table in consecutive pairs uses the pairing of
+    llama.cpp's NORM rope type, and convert_hf_to_gguf.py permutes the Q/K weights of those architectures
+    (``LlamaModel.permute``) so that attention scores equal HF's rotate_half (see posenc_cli/models/llamacpp.py)."""
+    consecutive, halves = (
+        (ctx.a_name, ctx.b_name) if layout.detail["from"] == "interleaved" else (ctx.b_name, ctx.a_name)
+    )
+    return Step(
+        "qk-permutation",
+        f"{consecutive}'s consecutive pairs are the pairing llama.cpp NORM uses; convert_hf_to_gguf.py permutes "
+        f"Q/K so scores match {halves}'s rotate_half",
+        "",
+        {"consecutive": consecutive, "rotate_half": halves},
+    )
+
+
 def _layout_step(tag: str, xa: np.ndarray, xb: np.ndarray, dt: np.dtype, ctx: _Ctx, block: str = "") -> Step:
     """Name a conventional column map from the tables' own structure (duplicated halves = rotary ``half``)."""
     A, B = ctx.a_name, ctx.b_name
@@ -636,6 +652,9 @@ def _column_steps(
                     xa1, xb1 = xa[:, :block_d], xb[:, :block_d]
                     steps.append(_layout_step(tag, xa1, xb1, dt, ctx))
             steps = sorted(steps, key=lambda s: s.name == "cos-sin-swap")
+            rotary = [s for s in steps if s.name in ("layout-interleaved-to-half", "layout-half-to-interleaved")]
+            if rotary:
+                steps.append(_qk_permutation_step(rotary[0], ctx))
     else:
         subset = None
         for label, p in _subset_maps(d_a, d_b):
