@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from . import tolerance
 from .metrics import coarser_dtype, finfo
 
 TWO_PI = 2.0 * math.pi
@@ -421,9 +422,7 @@ def find_pairs(x: np.ndarray, tol: float, *, skip: np.ndarray | None = None) -> 
 
 def data_eps(dtype: np.dtype) -> float:
     """Machine epsilon of a table's dtype (float64 for integers): :func:`posenc_cli.tolerance.eps`."""
-    from .tolerance import eps
-
-    return eps(dtype)
+    return tolerance.eps(dtype)
 
 
 def spectrum(
@@ -450,7 +449,8 @@ def spectrum(
     pairs : list of (int, int), optional
         Known (sin, cos) column pairs; otherwise found with :func:`find_pairs` when ``find``.
     tol : float, optional
-        Fit tolerance relative to the amplitude (default: 64 ulps of the table's dtype, at least 1e-12).
+        Fit tolerance relative to the amplitude (default :func:`posenc_cli.tolerance.fit_tol`: 64 ulps of the
+        table's dtype, at least 1e-12).
     dtype : numpy dtype, optional
         The dtype the table was stored in (default: ``table.dtype``).
     amplitude : float, optional
@@ -468,7 +468,7 @@ def spectrum(
     x = x.reshape(x.shape[0], -1)
     dt = np.dtype(dtype if dtype is not None else getattr(table, "dtype", np.float64))
     eps = data_eps(dt)
-    tol = max(64 * eps, 1e-12) if tol is None else tol
+    tol = tolerance.fit_tol(dt) if tol is None else tol
     width = x.shape[1]
     pos = sample.pos
     finite = np.all(np.isfinite(x), axis=0)
@@ -479,7 +479,11 @@ def spectrum(
         return Spectrum(width, [], zero_cols.tolist(), [c for c in range(width) if not zero[c]], tol, n)
     if pairs is None:
         # x^2 + y^2 of a rounded pair is off by about 2 ulps of the larger member
-        pairs = find_pairs(np.where(finite, x, 0.0), 8 * eps, skip=np.concatenate([zero_cols, bad])) if find else []
+        pairs = (
+            find_pairs(np.where(finite, x, 0.0), tolerance.pair_tol(dt), skip=np.concatenate([zero_cols, bad]))
+            if find
+            else []
+        )
     oscillators: list[Oscillator] = []
     paired: set[int] = set()
     if pairs:
@@ -545,10 +549,12 @@ def spectrum(
                 w2, p2 = np.where(better, w3, w2), np.where(better, p3, p2)
                 r2, gn_err = np.where(better, r3, r2), np.where(better, e3, gn_err)
             # the free-amplitude fit can look as good on a few rows; the fixed amplitude wins if it fits the data
-            use = np.isfinite(w2) & (r2 <= np.maximum(10 * res_s, 16 * eps * amp))
+            use = np.isfinite(w2) & (r2 <= np.maximum(tolerance.REFIT_FREE * res_s, tolerance.refit_tol(dt, amp)))
             w_s, phase_s, res_s = np.where(use, w2, w_s), np.where(use, p2, phase_s), np.where(use, r2, res_s)
             amp_s = np.where(use, amp, amp_s)
-            est.err = np.where(use, np.maximum(np.nan_to_num(gn_err, nan=np.inf), eps * 1e-3), est.err)
+            est.err = np.where(
+                use, np.maximum(np.nan_to_num(gn_err, nan=np.inf), tolerance.freq_err_floor(dt)), est.err
+            )
         dev_s = np.abs(xs - amp_s[None, :] * np.cos(np.outer(pos, w_s) + phase_s[None, :]))
         for k, col in enumerate(singles.tolist()):
             if est.ok[k] and _fits(
@@ -695,11 +701,20 @@ def position_offsets(
 
 
 # ----- layouts ------------------------------------------------------------------------------------------------------
+#: :func:`pair_layout`'s answers: sin at 2k and cos at 2k+1 (or the reverse), a sin block then the cos block at a
+#: fixed distance (or the reverse).
+PAIR_INTERLEAVED = "interleaved"
+PAIR_INTERLEAVED_COS_FIRST = "interleaved-cos-first"
+PAIR_SPLIT = "split"
+PAIR_SPLIT_COS_FIRST = "split-cos-first"
+
+
 def pair_layout(pairs: list[tuple[int, int]], width: int) -> str | None:
     """Name the placement of (sin, cos) column pairs.
 
-    Returns ``interleaved`` (sin at 2k, cos at 2k+1), ``interleaved-cos-first``, ``split`` (sin block, then the
-    cos block at a fixed distance), ``split-cos-first``, or None for any other placement.
+    Returns :data:`PAIR_INTERLEAVED` (sin at 2k, cos at 2k+1), :data:`PAIR_INTERLEAVED_COS_FIRST`,
+    :data:`PAIR_SPLIT` (sin block, then the cos block at a fixed distance), :data:`PAIR_SPLIT_COS_FIRST`, or None
+    for any other placement.
     """
     if not pairs:
         return None
@@ -708,19 +723,25 @@ def pair_layout(pairs: list[tuple[int, int]], width: int) -> str | None:
     pc = np.array([p[1] for p in ordered])
     k = np.arange(len(ordered))
     if np.array_equal(ps, 2 * k) and np.array_equal(pc, 2 * k + 1):
-        return "interleaved"
+        return PAIR_INTERLEAVED
     if np.array_equal(pc, 2 * k) and np.array_equal(ps, 2 * k + 1):
         # one pair [cos, sin] is also the split cos-first layout
-        return "split-cos-first" if len(ordered) == 1 else "interleaved-cos-first"
+        return PAIR_SPLIT_COS_FIRST if len(ordered) == 1 else PAIR_INTERLEAVED_COS_FIRST
     if np.array_equal(ps, k) and np.all(pc - ps == pc[0] - ps[0]) and pc[0] - ps[0] >= len(ordered):
-        return "split"
+        return PAIR_SPLIT
     if np.array_equal(pc, k) and np.all(ps - pc == ps[0] - pc[0]) and ps[0] - pc[0] >= len(ordered):
-        return "split-cos-first"
+        return PAIR_SPLIT_COS_FIRST
     return None
 
 
+#: :func:`duplicate_layout`'s answers: each value in columns (k, k + w/2), or in columns (2k, 2k + 1).
+DUPLICATE_HALF = "half"
+DUPLICATE_INTERLEAVED = "interleaved"
+
+
 def duplicate_layout(x: np.ndarray, tol: float) -> str | None:
-    """Whether each value is written to two columns: ``half`` (k, k + w/2) or ``interleaved`` (2k, 2k + 1).
+    """Whether each value is written to two columns: :data:`DUPLICATE_HALF` (k, k + w/2) or
+    :data:`DUPLICATE_INTERLEAVED` (2k, 2k + 1).
 
     ``x`` is the table on sample rows; ``tol`` the allowed absolute difference. None when neither holds.
     """
@@ -729,9 +750,9 @@ def duplicate_layout(x: np.ndarray, tol: float) -> str | None:
         return None
     h = width // 2
     if np.all(np.abs(x[:, :h] - x[:, h:]) <= tol):
-        return "half"
+        return DUPLICATE_HALF
     if np.all(np.abs(x[:, 0::2] - x[:, 1::2]) <= tol):
-        return "interleaved"
+        return DUPLICATE_INTERLEAVED
     return None
 
 
@@ -1199,7 +1220,7 @@ def residual(
     *,
     rows_checked: int,
     row_index: np.ndarray | None = None,
-    ulp_tol: float = 2.0,
+    ulp_tol: float = tolerance.ULP_TOL,
     atol: float | None = None,
     ulp_dtype: Any = None,
 ) -> Residual:
@@ -1208,8 +1229,7 @@ def residual(
     (default 2 ulps of 1.0 in that dtype, compare's default), scaled by the larger magnitude when values exceed 1.
     """
     dt = np.dtype(ulp_dtype) if ulp_dtype is not None else coarser_dtype(np.dtype(dtype_x), np.dtype(dtype_y))
-    eps = data_eps(dt)
-    atol = 2 * eps if atol is None else atol
+    atol = tolerance.default_atol(dt) if atol is None else atol
     with np.errstate(invalid="ignore", over="ignore"):
         d = np.abs(x - y)
     same = (x == y) | (np.isnan(x) & np.isnan(y))

@@ -548,11 +548,6 @@ def ladder(spec: an.Spectrum) -> tuple[np.ndarray, np.ndarray, list[an.Oscillato
     return np.array([o.freq for o in osc]), np.array([o.err for o in osc]), osc
 
 
-def phase_tol(dtype: Any) -> float:
-    """How far (rad) a phase read from a table of ``dtype`` may be off: 1e-3, or 4 ulps for coarse dtypes."""
-    return max(1e-3, 4 * an.data_eps(np.dtype(dtype)))
-
-
 def base_readings(value: float, coarse: bool = False) -> list[float]:
     """Round readings of a frequency base (``coarse``: a float16/bfloat16 table, read to 1e-3 .. 1e-2 too); a base
     of 1 or below is degenerate (no frequency ladder) and dropped."""

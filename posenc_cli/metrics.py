@@ -18,19 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from . import tolerance
+from .tolerance import finfo
+
 BLOCK_ROWS = 8192
-
-
-def finfo(dtype: np.dtype):
-    """Float info of a floating dtype, ml_dtypes' bfloat16 included (its kind is 'V'); None otherwise."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return np.finfo(dtype)
-    if dtype.name == "bfloat16":
-        import ml_dtypes
-
-        return ml_dtypes.finfo(dtype)
-    return None
 
 
 def coarser_dtype(a: np.dtype, b: np.dtype) -> np.dtype:
@@ -85,8 +76,9 @@ class CompareResult:
 
 
 def default_atol(a: np.dtype, b: np.dtype) -> float:
-    """Two ulps of 1.0 in the coarser dtype: what two correct implementations may differ by."""
-    return 2.0 * float(finfo(coarser_dtype(a, b)).eps)
+    """Two ulps of 1.0 in the coarser dtype: what two correct implementations may differ by
+    (:func:`posenc_cli.tolerance.default_atol`)."""
+    return tolerance.default_atol(coarser_dtype(a, b))
 
 
 def compare(a: np.ndarray, b: np.ndarray, atol: float | None = None, rtol: float = 0.0) -> CompareResult:

@@ -24,10 +24,12 @@ A view finds its data by tensor *role*, never by kind (:data:`ROLES`): ``table``
 ``rotary`` (a cos/sin pair: roles ``cos``/``sin``, ``cos-cache``/``sin-cache``, or ``rotary`` on tensors whose names
 contain cos and sin), ``inv-freq`` (1-D angular frequencies), ``scale`` (xPos), ``matrix`` (len x len or heads x
 len x len). A tensor without a role is inferred from its name and shape. Frequencies come from an ``inv-freq``
-tensor when there is one, else they are measured from the data: each pair's angle ``theta(t)`` is read with
-``atan2`` and :math:`\omega` refined over lags 1, 2, 4, ... (each lag's angle unwrapped with the previous
-estimate), which resolves wavelengths far beyond the table's length. A ``table`` qualifies for ``circle`` and
-``spectrum`` only when its columns are sin/cos pairs of the position (checked on the data).
+tensor when there is one, else they are measured from the data by the table analysis that ``identify`` and
+``compare``'s diagnosis use (:mod:`posenc_cli.analysis`): each pair's angle ``theta(t)`` is read with ``atan2`` and
+:math:`\omega` refined over lags 1, 2, 3, 5, ... (each lag's angle unwrapped with the previous estimate), which
+resolves wavelengths far beyond the table's length. A ``table`` qualifies for ``circle`` and ``spectrum`` only when
+that analysis finds every column in a sin/cos pair of the position, within its dtype's tolerance; a rotary
+source's duplicated columns are read by the same analysis (:func:`posenc_cli.analysis.duplicate_layout`).
 
 Output is deterministic: Agg, a fixed size and dpi, no dates or versions in the file, a fixed SVG hash salt.
 """
@@ -151,7 +153,7 @@ class PlotSource:
             if c and s:
                 cos, sin = _rows(self.tensors[c]), _rows(self.tensors[s])
                 if cos.ndim == 2 and cos.shape == sin.shape:
-                    return Rotary(c, s, cos, sin, cache)
+                    return Rotary(c, s, cos, sin, cache, _stored_dtype(self.tensors[c]))
         return None
 
     def matrix(self) -> tuple[str, np.ndarray, int] | None:
@@ -204,25 +206,31 @@ class PlotSource:
 
 @dataclass(frozen=True)
 class Rotary:
-    """A rotary source's tables (at most :data:`MAX_ROWS` rows, float64); ``cache``: each angle stored once."""
+    """A rotary source's tables (at most :data:`MAX_ROWS` rows, float64); ``cache``: each angle stored once;
+    ``dtype``: the dtype the tables were stored in."""
 
     cos_name: str
     sin_name: str
     cos: np.ndarray
     sin: np.ndarray
     cache: bool
+    dtype: np.dtype
 
     def pair_columns(self) -> np.ndarray:
         """One column per frequency: the first half (``cat(f, f)`` layout), even columns (interleaved), or every
-        column (caches, or a layout the data does not show)."""
+        column (caches, or a layout the data does not show), as the table analysis reads the duplicated columns
+        (:func:`posenc_cli.analysis.duplicate_layout`)."""
+        from . import analysis as an
+        from .tolerance import duplicate_tol
+
         w = self.cos.shape[1]
         if self.cache or self.cos.shape[0] < 2 or w < 2:
             return np.arange(w)
-        c, s = self.cos[:64], self.sin[:64]
-        h = w // 2
-        if w % 2 == 0 and np.allclose(c[:, :h], c[:, h:]) and np.allclose(s[:, :h], s[:, h:]):
-            return np.arange(h)
-        if w % 2 == 0 and np.allclose(c[:, 0::2], c[:, 1::2]) and np.allclose(s[:, 0::2], s[:, 1::2]):
+        both = np.concatenate([self.cos[:64], self.sin[:64]])
+        layout = an.duplicate_layout(both, duplicate_tol(self.dtype))
+        if layout == an.DUPLICATE_HALF:
+            return np.arange(w // 2)
+        if layout == an.DUPLICATE_INTERLEAVED:
             return np.arange(0, w, 2)
         return np.arange(w)
 
@@ -252,35 +260,32 @@ def estimate_frequencies(z: np.ndarray) -> np.ndarray:
     return np.abs(est.freq)
 
 
-def sinusoid_pairs(table: np.ndarray, tol: float = 0.05) -> list[tuple[int, int]] | None:
-    """Columns of ``table`` that are sin/cos pairs of the position, highest frequency first, or None.
+def _stored_dtype(a: Any) -> np.dtype:
+    return np.dtype(getattr(a, "dtype", np.float64))
 
-    Every column must follow ``c(t+1) + c(t-1) = 2 cos(omega) c(t)`` (a sinusoid of ``t``) and pair with another of
-    the same frequency so that ``a^2 + b^2`` is constant, on all but 1% of rows (a padding row of zeros, say).
+
+def oscillators(table: Any) -> list[Any] | None:
+    """The sin/cos pairs of a ``table`` tensor's first :data:`MAX_ROWS` rows as identify and diagnose measure them
+    (:class:`posenc_cli.analysis.TableAnalysis`'s spectrum, with the tolerance of the table's dtype), highest
+    frequency first; None unless every column belongs to a pair.
     """
-    p = np.asarray(table, dtype=np.float64)
-    n, m = p.shape
-    if n < 4 or m < 2 or m % 2:
+    from . import analysis as an
+
+    head = np.asarray(table[:MAX_ROWS])
+    if head.ndim != 2 or head.shape[0] < 4 or head.shape[1] < 2 or head.shape[1] % 2:
         return None
-    mid, nb = p[1:-1], p[2:] + p[:-2]
-    den = 2 * np.sum(mid * mid, axis=0)
-    if not np.all(den > 0):
+    spec = an.TableAnalysis({"table": head}).spectrum
+    if spec is None or not spec.sinusoidal or spec.zero_cols or not all(o.paired for o in spec.oscillators):
         return None
-    cw = np.sum(mid * nb, axis=0) / den  # least-squares cos(omega) per column
-    scale = np.sqrt(np.mean(p * p, axis=0)) + 1e-300
-    resid = np.abs(nb - 2 * cw * mid) / scale
-    if np.mean(resid > tol, axis=0).max() > 0.01:
-        return None
-    order = np.argsort(cw, kind="stable")  # highest frequency (lowest cos omega) first
-    pairs = []
-    for a, b in zip(order[0::2], order[1::2]):
-        r2 = p[:, a] ** 2 + p[:, b] ** 2
-        med = float(np.median(r2))
-        if med <= 0 or np.mean(np.abs(r2 - med) > tol * med) > 0.01:
-            return None
-        # x axis: the cos-like column (largest |value| at the first row)
-        pairs.append((int(a), int(b)) if abs(p[0, a]) > abs(p[0, b]) else (int(b), int(a)))
-    return pairs
+    return spec.by_frequency()
+
+
+def sinusoid_pairs(table: Any) -> list[tuple[int, int]] | None:
+    """Columns of ``table`` that are (cos, sin) pairs of the position, highest frequency first, or None: the pairs
+    of :func:`oscillators` (the cos column leads the sin column by a quarter turn, so the points go round
+    counter-clockwise)."""
+    osc = oscillators(table)
+    return None if osc is None else [(int(o.cos_col), int(o.sin_col)) for o in osc]
 
 
 def frequencies(src: PlotSource) -> tuple[np.ndarray, str]:
@@ -293,15 +298,13 @@ def frequencies(src: PlotSource) -> tuple[np.ndarray, str]:
     if rot is not None:
         cols = rot.pair_columns()
         return estimate_frequencies(rot.cos[:, cols] + 1j * rot.sin[:, cols]), "measured on cos/sin"
-    got = src.table()
-    pairs = sinusoid_pairs(got[1]) if got is not None else None
-    if got is None or not pairs:
+    names = src.with_role("table")
+    osc = oscillators(src.tensors[names[0]]) if names else None
+    if not osc:
         raise ParameterError(
             f"{src.label}: no frequencies to show (needs inv_freq, a cos/sin pair, or a table of sin/cos columns)"
         )
-    name, p = got
-    z = np.stack([p[:, b] + 1j * p[:, a] for a, b in pairs], axis=1)
-    return estimate_frequencies(z), f"measured on {name}"
+    return np.array([abs(o.freq) for o in osc], dtype=np.float64), f"measured on {names[0]}"
 
 
 # ----- the registry ------------------------------------------------------------------------------------
@@ -323,18 +326,17 @@ class View:
         return all(any(s.has(r) for r in self.needs) and (self.fits is None or self.fits(s)) for s in sources)
 
 
+def _has_sinusoid_table(src: PlotSource) -> bool:
+    names = src.with_role("table")
+    return bool(names) and oscillators(src.tensors[names[0]]) is not None
+
+
 def _has_frequencies(src: PlotSource) -> bool:
-    if src.inv_freq() is not None or src.rotary() is not None:
-        return True
-    got = src.table()
-    return got is not None and sinusoid_pairs(got[1]) is not None
+    return src.inv_freq() is not None or src.rotary() is not None or _has_sinusoid_table(src)
 
 
 def _has_pairs(src: PlotSource) -> bool:
-    if src.rotary() is not None:
-        return True
-    got = src.table()
-    return got is not None and sinusoid_pairs(got[1]) is not None
+    return src.rotary() is not None or _has_sinusoid_table(src)
 
 
 def _has_primary(src: PlotSource) -> bool:
@@ -635,17 +637,17 @@ def _circle_points(src: PlotSource, pair: int) -> tuple[np.ndarray, np.ndarray, 
             w = float(estimate_frequencies((x + 1j * y)[:, None])[0])
         return x, y, w, f"{rot.cos_name}[:, {c}]", f"{rot.sin_name}[:, {c}]"
     got = src.table()
-    pairs = sinusoid_pairs(got[1]) if got is not None else None
-    if got is None or not pairs:
+    osc = oscillators(src.tensors[got[0]]) if got is not None else None
+    if got is None or not osc:
         raise ParameterError(f"{src.label}: circle needs a cos/sin pair or a table of sin/cos columns")
-    if not 0 <= pair < len(pairs):
+    if not 0 <= pair < len(osc):
         raise ParameterError(
-            f"{param('pair')} {pair} is outside {src.label}'s {len(pairs)} frequency pairs; pass 0 <= pair <= {len(pairs) - 1}"
+            f"{param('pair')} {pair} is outside {src.label}'s {len(osc)} frequency pairs; pass 0 <= pair <= {len(osc) - 1}"
         )
-    a, b = pairs[pair]
+    o = osc[pair]
+    a, b = int(o.cos_col), int(o.sin_col)
     name, p = got
-    w = float(estimate_frequencies((p[:, a] + 1j * p[:, b])[:, None])[0])
-    return p[:, a], p[:, b], w, f"{name}[:, {a}]", f"{name}[:, {b}]"
+    return p[:, a], p[:, b], abs(float(o.freq)), f"{name}[:, {a}]", f"{name}[:, {b}]"
 
 
 def _view_circle(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]) -> Any:
@@ -1082,6 +1084,7 @@ __all__ = [
     "frequencies",
     "heatmap_panels",
     "output_format",
+    "oscillators",
     "plot",
     "sinusoid_pairs",
     "terminal_panels",

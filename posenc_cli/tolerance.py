@@ -1,7 +1,9 @@
 r"""Tolerances of inspection, in one place, and the error model of tables computed in float32 arithmetic.
 
-``identify``, ``compare`` (with its diagnosis) and ``check --against`` / ``matches-spec`` read every tolerance
-from here, so "reproduces" means the same thing in all of them.
+``identify``, ``compare`` (with its diagnosis), ``plot`` and ``check --against`` / ``matches-spec`` read every
+tolerance from here, so "reproduces" means the same thing in all of them. Every threshold that is a multiple of a
+dtype's machine epsilon is a named constant below, with a function that applies it; no other module multiplies an
+epsilon by a number of its own (``tests/test_tolerance_home.py`` reads the source to keep it so).
 
 Exact agreement
     A regenerated value reproduces a table's value when it is within :data:`ULP_TOL` ulps of the table's dtype
@@ -39,11 +41,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .encodings.base import AngleTerms
+if TYPE_CHECKING:
+    from .encodings.base import AngleTerms
 
 #: Elementwise tolerance of "reproduces": ulps of the table's dtype.
 ULP_TOL = 2.0
@@ -60,18 +63,137 @@ INFORMATIVE = 0.5
 FORMULA = "float32-formula"
 
 
+#: No ulp-based tolerance goes below this (float64 arithmetic on values near 1 needs some room).
+TOL_FLOOR = 1e-12
+#: compare's default ``atol``, in ulps of 1.0 of the coarser dtype: what two correct implementations may differ by
+#: (``compare``, the diagnosis's residuals, identify's verification).
+ATOL_ULPS = 2.0
+#: A sinusoid fitted to a table's column reproduces it within this many ulps of the dtype, relative to its
+#: amplitude (the table analysis's default fit tolerance), and never less than :data:`TOL_FLOOR`.
+FIT_ULPS = 64.0
+#: ``x^2 + y^2`` of a rounded sin/cos pair is off by about 2 ulps of the larger member: two columns pair when their
+#: squares' sum stays constant within this many ulps (relative to the squared amplitude).
+PAIR_ULPS = 8.0
+#: A single column refitted with the pairs' amplitude fixed keeps the fixed amplitude while its residual stays
+#: within this many ulps of the amplitude (or within :data:`REFIT_FREE` times the free fit's residual).
+REFIT_ULPS = 16.0
+REFIT_FREE = 10.0
+#: The smallest 1-sigma error claimed for a refitted single column's frequency, as a fraction of an ulp.
+FREQ_ERR_ULPS = 1e-3
+#: Two columns that hold the same value (a rotary table's ``cat(f, f)`` or interleaved copies) differ by at most
+#: this many ulps of 1.0, and at least :data:`TOL_FLOOR` is allowed.
+DUPLICATE_ULPS = 4.0
+#: A phase (radians) read from a table is off by at most :data:`PHASE_TOL`, or this many ulps of a coarse dtype.
+PHASE_ULPS = 4.0
+PHASE_TOL = 1e-3
+#: An amplitude (attention scaling) read from a table counts as 1 within :data:`AMP_TOL`, or this many ulps.
+AMP_ULPS = 8.0
+AMP_TOL = 1e-6
+#: A linear distance bias (ALiBi) rounded to its dtype bends by up to half an ulp of its largest value: a fitted
+#: line may deviate by this many ulps of ``|slope| * (n - 1)``.
+LINE_ULPS = 4.0
+#: A common factor between two tables counts as a scale (the diagnosis's ``scale`` step) only when it differs from
+#: 1 by more than this many ulps.
+SCALE_ULPS = 4.0
+#: ALiBi slopes read off a table follow a slope rule when each is within this many ulps, relative.
+SLOPE_ULPS = 4.0
+#: A dtype whose epsilon exceeds this (float16, bfloat16) is coarse: bases read from it are known to 1e-3 .. 1e-2.
+COARSE_EPS = 1e-4
+#: float64 evaluation of ``sin(w t)`` rounds the angle by up to this many float64 ulps of ``w t`` (plus one).
+ANGLE64_ULPS = 4.0
+
+
+def finfo(dtype: Any) -> Any:
+    """Float info of a floating dtype, ml_dtypes' bfloat16 included (its kind is 'V'); None otherwise."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.finfo(dtype)
+    if dtype.name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.finfo(dtype)
+    return None
+
+
 def eps(dtype: Any) -> float:
     """Machine epsilon of a floating dtype (bfloat16 included); float64's for anything else."""
-    from .metrics import finfo
-
     info = finfo(np.dtype(dtype))
     return float(info.eps) if info is not None else float(np.finfo(np.float64).eps)
 
 
+def default_atol(dtype: Any) -> float:
+    """compare's default absolute tolerance for a table of ``dtype`` (the coarser of two): :data:`ATOL_ULPS` ulps
+    of 1.0."""
+    return ATOL_ULPS * eps(dtype)
+
+
+def fit_tol(dtype: Any) -> float:
+    """The table analysis's default fit tolerance, relative to the amplitude: :data:`FIT_ULPS` ulps."""
+    return max(FIT_ULPS * eps(dtype), TOL_FLOOR)
+
+
+def pair_tol(dtype: Any) -> float:
+    """How far ``x^2 + y^2`` of a sin/cos pair may stray, relative to the squared amplitude: :data:`PAIR_ULPS`."""
+    return PAIR_ULPS * eps(dtype)
+
+
+def refit_tol(dtype: Any, amplitude: float) -> float:
+    """The residual up to which a fixed-amplitude refit of a single column is kept: :data:`REFIT_ULPS` ulps of
+    the amplitude."""
+    return REFIT_ULPS * eps(dtype) * amplitude
+
+
+def freq_err_floor(dtype: Any) -> float:
+    """The smallest frequency error claimed for a refitted single column: :data:`FREQ_ERR_ULPS` of an ulp."""
+    return FREQ_ERR_ULPS * eps(dtype)
+
+
+def duplicate_tol(dtype: Any) -> float:
+    """Two columns that hold the same value differ by at most :data:`DUPLICATE_ULPS` ulps of 1.0 in ``dtype``:
+    :func:`posenc_cli.analysis.duplicate_layout`'s tolerance."""
+    return max(DUPLICATE_ULPS * eps(dtype), TOL_FLOOR)
+
+
+def phase_tol(dtype: Any) -> float:
+    """How far (rad) a phase read from a table of ``dtype`` may be off: :data:`PHASE_TOL`, or :data:`PHASE_ULPS`
+    ulps for coarse dtypes."""
+    return max(PHASE_TOL, PHASE_ULPS * eps(dtype))
+
+
+def amp_tol(dtype: Any) -> float:
+    """How far from 1 an amplitude read from a table of ``dtype`` may be and still be 1: :data:`AMP_TOL`, or
+    :data:`AMP_ULPS` ulps for coarse dtypes."""
+    return max(AMP_TOL, AMP_ULPS * eps(dtype))
+
+
+def line_tol(dtype: Any, slope: float, n: int) -> float:
+    """How far a linear distance bias of ``n`` positions stored as ``dtype`` may stray from its fitted line."""
+    return LINE_ULPS * eps(dtype) * abs(slope) * max(n - 1, 1) + 1e-300
+
+
+def scale_tol(dtype: Any) -> float:
+    """How far from 1 a common factor between two tables of ``dtype`` stays before it is a scale."""
+    return SCALE_ULPS * eps(dtype)
+
+
+def slope_rtol(dtype: Any) -> float:
+    """Relative tolerance of ALiBi slopes read off a table of ``dtype`` against a slope rule."""
+    return SLOPE_ULPS * eps(dtype)
+
+
+def coarse(dtype: Any) -> bool:
+    """Whether ``dtype`` is coarse (float16, bfloat16): its epsilon exceeds :data:`COARSE_EPS`."""
+    return eps(dtype) > COARSE_EPS
+
+
+def synth_atol(dtype: Any, t_max: float, w_max: float, amplitude: float) -> float:
+    """What a sinusoid table re-evaluated in float64 up to position ``t_max`` (largest frequency ``w_max``) may
+    differ by: :data:`ATOL_ULPS` ulps of ``dtype`` plus :data:`ANGLE64_ULPS` float64 ulps of the angle."""
+    return default_atol(dtype) + ANGLE64_ULPS * 2.0**-52 * (t_max * w_max + 1) * max(amplitude, 1.0)
+
+
 def _floor(dtype: Any) -> float:
     """Half the smallest subnormal of a floating dtype: the absolute rounding error near zero."""
-    from .metrics import finfo
-
     info = finfo(np.dtype(dtype))
     if info is None:
         return 0.0

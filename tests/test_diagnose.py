@@ -102,14 +102,15 @@ def test_rope_half_vs_interleaved_as_the_issue_words_it():
     cos_half, _ = rotary(512, 128)
     cos_int, _ = rotary(512, 128, layout="interleaved")
     _d, e = one(cos_half, cos_int)
-    assert e.name == "layout-half-to-interleaved"
+    assert e.name == "layout-half-to-interleaved+qk-permutation"
     assert e.summary == (
         "B is A with interleaved pairs (half -> interleaved: HF rotate_half's layout -> GPT-J, llama.cpp NORM and "
-        "MLX traditional=True): after reordering columns they agree exactly"
+        "MLX traditional=True); B's consecutive pairs are the pairing llama.cpp NORM uses; convert_hf_to_gguf.py "
+        "permutes Q/K so scores match A's rotate_half: after reordering columns they agree exactly"
     )
     assert e.residual_max_abs == 0 and e.residual_ulp == 0 and e.rows_checked == 512
     _, back = one(cos_int, cos_half)
-    assert back.name == "layout-interleaved-to-half"
+    assert back.name == "layout-interleaved-to-half+qk-permutation"
     assert back.summary.startswith("B is A with its pairs in two halves (interleaved -> half: GPT-J, llama.cpp NORM")
 
 
@@ -159,7 +160,7 @@ def test_rotary_pair_negated_sin_and_swapped_cos_sin():
     assert e.name == "cos-sin-swap" and e.summary.startswith("A's cos and sin are B's sin and cos")
     ci, si = rotary(256, 64, layout="interleaved")
     _, e = one(cos, ci, tensors_a={"cos": cos, "sin": sin}, tensors_b={"cos": ci, "sin": si})
-    assert e.name == "layout-half-to-interleaved"
+    assert e.name == "layout-half-to-interleaved+qk-permutation"
 
 
 # ----- geometry --------------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ documented in docs/inspect.md, is proposed by a registered tier, and has an (A, 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,18 @@ def _rope(n=N, d=D, base=1e4, layout="half", inv=None, part="cos", dtype=np.floa
     return out.astype(dtype)
 
 
+def _norm_vs_rotate_half(n=N, d=D, base=1e4) -> tuple[np.ndarray, np.ndarray]:
+    """sin tables as llama.cpp's NORM rope writes them (pair i in columns 2i, 2i+1) and as HF's rotate_half does
+    (pair i in columns i, i + d/2), element by element, angles p * exp(-2i/d ln base)."""
+    norm, halves = np.empty((n, d)), np.empty((n, d))
+    for p in range(n):
+        for i in range(d // 2):
+            v = math.sin(p * math.exp(-2.0 * i / d * math.log(base)))
+            norm[p, 2 * i] = norm[p, 2 * i + 1] = v
+            halves[p, i] = halves[p, i + d // 2] = v
+    return norm.astype(np.float32), halves.astype(np.float32)
+
+
 def pairs() -> dict[str, tuple]:
     """slug -> (A, B, diagnose keyword arguments)."""
     b = _sinusoid()
@@ -59,6 +72,7 @@ def pairs() -> dict[str, tuple]:
         "partial-rotary": (_rope(d=8, inv=1e4 ** (-np.arange(0, D, 2) / D)[:4]), _rope(), {}),
         "layout-half-to-interleaved": (_rope(), _rope(layout="interleaved"), {}),
         "layout-interleaved-to-half": (_rope(layout="interleaved"), _rope(), {}),
+        "qk-permutation": (*_norm_vs_rotate_half(), {}),
         "layout-split-to-interleaved": (_sinusoid(layout="split"), b, {}),
         "layout-interleaved-to-split": (b, _sinusoid(layout="split"), {}),
         "sin-cos-order": (_sinusoid(layout="split-cos-first"), _sinusoid(layout="split"), {}),
@@ -127,3 +141,19 @@ def test_a_pair_no_explanation_covers_says_so() -> None:
     a = (b + rng.normal(0, 0.3, b.shape)).astype(np.float32)
     d = diagnose(a, b)
     assert d.best is None and d.reason.startswith("no explanation in the catalogue accounts for the difference")
+
+
+def test_the_qk_permutation_is_named_in_both_directions() -> None:
+    """A llama.cpp NORM table against HF's rotate_half one of the same spec (and the reverse): the layout change, and
+    what it means (convert_hf_to_gguf.py permutes Q/K); a split/interleaved sinusoid change is not a rotary one."""
+    norm, halves = _norm_vs_rotate_half()
+    for a, b, consecutive in ((norm, halves, "A"), (halves, norm, "B")):
+        best = diagnose(a, b).best
+        assert best is not None and best.name.endswith("+qk-permutation"), best
+        assert (
+            f"{consecutive}'s consecutive pairs are the pairing llama.cpp NORM uses; convert_hf_to_gguf.py permutes "
+            "Q/K so scores match"
+        ) in best.summary
+        assert best.steps[-1].detail == {"consecutive": consecutive, "rotate_half": "B" if consecutive == "A" else "A"}
+    best = diagnose(_sinusoid(layout="split"), _sinusoid()).best
+    assert best is not None and "qk-permutation" not in best.name.split("+")

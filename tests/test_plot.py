@@ -513,3 +513,19 @@ def test_the_dpi_a_refusal_suggests_is_the_largest_that_fits():
     assert round(5.6 * 1549) * round(5.0 * 1549) > MAX_PIXELS
     with pytest.raises(ParameterError, match=r"pass dpi=1548 or less"):
         _check_raster((5.6, 5.0), 1549, 1 << 40)
+
+
+def test_pairs_and_frequencies_of_a_split_table_come_from_the_table_analysis():
+    """A NumPy-built float32 table, sin block then cos block, positions from 5: plot's pairs and frequencies are the
+    spectrum identify and diagnose measure (the cos column of each pair first, highest frequency first)."""
+    from posenc_cli import analysis as an
+
+    w = np.array([0.9, 0.05, 0.3, 2e-4])
+    t = np.arange(5, 205, dtype=np.float64)[:, None]
+    table = np.concatenate([np.sin(t * w), np.cos(t * w)], axis=1).astype(np.float32)
+    pairs = sinusoid_pairs(table)
+    assert pairs == [(4, 0), (6, 2), (5, 1), (7, 3)]
+    got, how = frequencies(PlotSource("split", {"pe": table}))
+    np.testing.assert_allclose(got, np.sort(w)[::-1], rtol=1e-5)
+    spec = an.TableAnalysis({"pe": table}).spectrum
+    assert sorted(pairs) == sorted((c, s) for s, c in spec.pairs) and how == "measured on pe"

@@ -58,6 +58,13 @@ EXPLANATIONS: tuple[ExplanationInfo, ...] = (
         "the column maps between the two rotary layouts",
     ),
     ExplanationInfo(
+        "qk-permutation",
+        "rotary consecutive pairs (llama.cpp NORM, GPT-J, MLX traditional=True) vs rotate_half: the pairing "
+        "llama.cpp NORM uses; convert_hf_to_gguf.py permutes Q/K so scores match",
+        "columns",
+        "named beside either rotary layout map",
+    ),
+    ExplanationInfo(
         "layout-split-to-interleaved",
         "[sin | cos] in one, alternating columns in the other",
         "columns",

@@ -260,8 +260,7 @@ class _Ctx:
 
 def _close(x: np.ndarray, y: np.ndarray, dt: np.dtype, atol: float | None = None) -> np.ndarray:
     """Elementwise agreement: within ULP_TOL ulps of ``dt`` or within ``atol`` (2 ulps of 1.0) times the size."""
-    eps = an.data_eps(dt)
-    tol = 2 * eps if atol is None else atol
+    tol = tolerance.default_atol(dt) if atol is None else atol
     with np.errstate(invalid="ignore", over="ignore"):
         d = np.abs(x - y)
     same = (x == y) | (np.isnan(x) & np.isnan(y))
@@ -407,6 +406,22 @@ def _cols_text(cols: np.ndarray, width: int) -> str:
 def _dup_halves(x: np.ndarray, dt: np.dtype) -> bool:
     d = x.shape[1]
     return d % 2 == 0 and d > 0 and bool(np.all(_close(x[:, : d // 2], x[:, d // 2 :], dt)))
+
+
+def _qk_permutation_step(layout: Step, ctx: _Ctx) -> Step:
+    """What a rotary pairing change means for llama.cpp: the table in consecutive pairs uses the pairing of
+    llama.cpp's NORM rope type, and convert_hf_to_gguf.py permutes the Q/K weights of those architectures
+    (``LlamaModel.permute``) so that attention scores equal HF's rotate_half (see posenc_cli/models/llamacpp.py)."""
+    consecutive, halves = (
+        (ctx.a_name, ctx.b_name) if layout.detail["from"] == "interleaved" else (ctx.b_name, ctx.a_name)
+    )
+    return Step(
+        "qk-permutation",
+        f"{consecutive}'s consecutive pairs are the pairing llama.cpp NORM uses; convert_hf_to_gguf.py permutes "
+        f"Q/K so scores match {halves}'s rotate_half",
+        "",
+        {"consecutive": consecutive, "rotate_half": halves},
+    )
 
 
 def _layout_step(tag: str, xa: np.ndarray, xb: np.ndarray, dt: np.dtype, ctx: _Ctx, block: str = "") -> Step:
@@ -637,6 +652,9 @@ def _column_steps(
                     xa1, xb1 = xa[:, :block_d], xb[:, :block_d]
                     steps.append(_layout_step(tag, xa1, xb1, dt, ctx))
             steps = sorted(steps, key=lambda s: s.name == "cos-sin-swap")
+            rotary = [s for s in steps if s.name in ("layout-interleaved-to-half", "layout-half-to-interleaved")]
+            if rotary:
+                steps.append(_qk_permutation_step(rotary[0], ctx))
     else:
         subset = None
         for label, p in _subset_maps(d_a, d_b):
@@ -722,7 +740,7 @@ def _try_columns(ctx: _Ctx, shift: int, transpose: bool) -> tuple[Explanation | 
         )
         if consistent:
             s = float(np.median(ratios))
-            if abs(s - 1) > 4 * an.data_eps(dt) and math.isfinite(s):
+            if abs(s - 1) > tolerance.scale_tol(dt) and math.isfinite(s):
                 c2, g2, m2 = _match_columns(xa, xb * s, dt)
                 if m2.all():
                     cols, signs, matched, scale = c2, g2, m2, s
@@ -892,7 +910,7 @@ def _synth_model(
 def _synth_atol(n: int, w: np.ndarray, offset: int, amp: float, dt: np.dtype) -> float:
     """What float64 evaluation of sin(w t) may be off by (angle rounding), next to the table's own ulps."""
     t_max = abs(offset) + n
-    return 2 * an.data_eps(dt) + 4 * 2.0**-52 * (t_max * float(np.max(np.abs(w), initial=0.0)) + 1) * max(amp, 1.0)
+    return tolerance.synth_atol(dt, t_max, float(np.max(np.abs(w), initial=0.0)), amp)
 
 
 def _try_frequencies(ctx: _Ctx) -> tuple[list[Explanation], list[Explanation]]:
@@ -1382,7 +1400,7 @@ def _slope_rule(t: Any, heads: int) -> str:
     if heads & (heads - 1) == 0:
         return ""  # the rules agree for powers of two
     for rule, text in SLOPE_RULES.items():
-        if np.allclose(got, alibi_slopes(heads, 8.0, rule), rtol=4 * float(finfo(np.dtype(t.dtype)).eps), atol=0):
+        if np.allclose(got, alibi_slopes(heads, 8.0, rule), rtol=tolerance.slope_rtol(t.dtype), atol=0):
             return text.format(n=heads)
     return ""
 

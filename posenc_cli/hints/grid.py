@@ -12,25 +12,32 @@ import numpy as np
 from .. import analysis as an
 from ..identification import Candidate
 
-
 # ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
+#: The column structures the reader knows, in the order a grid kind declares its layouts: per axis [sin | cos],
+#: per axis interleaved sin/cos, [all sin | all cos].
+_SPLIT, _INTERLEAVED, _SIN_BLOCK = range(3)
+#: The axis orders it knows, in the order the kind declares them: the last axis first, or grid order.
+_REVERSED, _GRID_ORDER = range(2)
+
+
 def _grid_plan(
-    ndim_grid: int, f: int, d: int, axis_order: str, layout: str
+    ndim_grid: int, f: int, d: int, axis_order: int, layout: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per column: grid axis (0 = slowest), 0 for sin / 1 for cos, and frequency index k, for one convention."""
+    """Per column: grid axis (0 = slowest), 0 for sin / 1 for cos, and frequency index k, for one convention
+    (``axis_order`` and ``layout`` are the structures above)."""
     axes = list(range(ndim_grid))
-    if axis_order == "reversed":
+    if axis_order == _REVERSED:
         axes.reverse()
     width = 2 * ndim_grid * f
     ax, trig, k = np.full(width, -1), np.full(width, -1), np.full(width, -1)
     ks = np.arange(f)
     for slot, axis in enumerate(axes):
-        if layout == "split":
+        if layout == _SPLIT:
             spans = [
                 (0, np.arange(2 * f * slot, 2 * f * slot + f)),
                 (1, np.arange(2 * f * slot + f, 2 * f * (slot + 1))),
             ]
-        elif layout == "interleaved":
+        elif layout == _INTERLEAVED:
             spans = [
                 (0, np.arange(2 * f * slot, 2 * f * (slot + 1), 2)),
                 (1, np.arange(2 * f * slot + 1, 2 * f * (slot + 1), 2)),
@@ -79,10 +86,14 @@ def _factorizations(cells: int, k: int) -> list[tuple[int, ...]]:
 
 def grid_hints(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """2-D / 3-D grid tables: the kind class says its name and grid rank (``KIND``, ``NDIM``)."""
-    return _grid_hints(kind_cls.KIND, kind_cls.NDIM, ana)
+    from . import declared, layouts
+
+    return _grid_hints(kind_cls.KIND, kind_cls.NDIM, ana, layouts(kind_cls, 3), declared(kind_cls, "axis_order", 2))
 
 
-def _grid_hints(kind: str, ndim_grid: int, ana: an.TableAnalysis) -> list[Candidate]:
+def _grid_hints(
+    kind: str, ndim_grid: int, ana: an.TableAnalysis, layout_names: tuple[str, ...], order_names: tuple[str, ...]
+) -> list[Candidate]:
     """Find the grid shape, axis order and layout by exact equalities: moving one step along axis ``a`` changes
     exactly the columns the layout gives to ``a`` (values at equal coordinates are computed identically, so
     this holds bit for bit whatever the dtype); then each axis' frequencies give the base."""
@@ -100,11 +111,11 @@ def _grid_hints(kind: str, ndim_grid: int, ana: an.TableAnalysis) -> list[Candid
     row0 = an.read_rows(ana.table, [first])[0]
     trig_of = np.where(row0 == 0, 0, np.where(row0 == 1, 1, -1))
     plans = []
-    for axis_order in ("reversed", "grid"):
-        for layout in ("split", "interleaved", "sin-block"):
-            exp_axis, exp_trig, exp_k = _grid_plan(ndim_grid, f, d, axis_order, layout)
+    for order_i, axis_order in enumerate(order_names):
+        for layout_i, layout in enumerate(layout_names):
+            exp_axis, exp_trig, exp_k = _grid_plan(ndim_grid, f, d, order_i, layout_i)
             if np.array_equal(exp_trig, trig_of):
-                plans.append((axis_order, layout, exp_axis, exp_k))
+                plans.append((axis_order, layout, exp_axis, exp_k, exp_trig))
     if not plans:
         return []
     rng = np.random.default_rng(0)
@@ -119,7 +130,7 @@ def _grid_hints(kind: str, ndim_grid: int, ana: an.TableAnalysis) -> list[Candid
     shapes = _factorizations(cells, ndim_grid)
     for shape in shapes:
         strides = [math.prod(shape[a + 1 :]) for a in range(ndim_grid)]
-        for axis_order, layout, exp_axis, exp_k in plans:
+        for axis_order, layout, exp_axis, exp_k, exp_trig in plans:
             ok = True
             for a in range(ndim_grid):
                 if shape[a] < 2:
@@ -167,7 +178,6 @@ def _grid_hints(kind: str, ndim_grid: int, ana: an.TableAnalysis) -> list[Candid
             if ana.dtype_param:
                 params["dtype"] = ana.dtype_param
             bases = [10000.0]
-            _, exp_trig, _ = _grid_plan(ndim_grid, f, d, axis_order, layout)
             # the longest axis that has a sin/cos pair beyond k = 0 (truncated columns may lack one)
             for axis in sorted(range(ndim_grid), key=lambda a: -shape[a]):
                 pairs = []

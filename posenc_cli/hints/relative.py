@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import analysis as an
+from .. import tolerance
 from ..identification import Candidate
 
 
@@ -31,7 +32,7 @@ def hints_alibi(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -
             return []
         lin = an.linear_distance_fit(fit.lut)
         # rounding to the table's dtype bends the line by up to half an ulp of its largest value
-        tol = 4 * an.data_eps(ana.dtype) * abs(lin.slope) * max(n - 1, 1) + 1e-300
+        tol = tolerance.line_tol(ana.dtype, lin.slope, n)
         if not math.isfinite(lin.slope) or lin.max_dev > tol:
             return []
         slopes.append(lin.slope)

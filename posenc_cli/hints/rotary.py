@@ -11,14 +11,29 @@ from typing import Any
 import numpy as np
 
 from .. import analysis as an
-from ..identification import Candidate, base_params, base_readings, near_one, phase_tol, round_base, round_variants
+from .. import tolerance
+from ..identification import Candidate, base_params, base_readings, near_one, round_base, round_variants
+from . import declared, layouts
 
-#: The frameworks that pair rotary columns each way (named in identify's answer).
+#: The frameworks that pair rotary columns each way (named in identify's answer), by the analysis's measurement
+#: (None: a half-width cache, no duplicated columns).
 PAIRINGS = {
-    "half": "pairs (k, k + d/2) as HF rotate_half and GPT-NeoX rotate them",
-    "interleaved": "pairs (2k, 2k+1) as GPT-J, llama.cpp NORM and MLX traditional=True rotate them",
-    "onnx": "half-width caches as ONNX Runtime's RotaryEmbedding reads them",
+    an.DUPLICATE_HALF: "pairs (k, k + d/2) as HF rotate_half and GPT-NeoX rotate them",
+    an.DUPLICATE_INTERLEAVED: "pairs (2k, 2k+1) as GPT-J, llama.cpp NORM and MLX traditional=True rotate them",
+    None: "half-width caches as ONNX Runtime's RotaryEmbedding reads them",
 }
+
+
+def _layout_names(kind_cls: Any) -> dict[str | None, str]:
+    """The analysis's duplicated-column measurements by the layout names a rotary kind declares (half-split first,
+    then interleaved), and None (no duplicated columns) by its half-width cache's name (``cache``'s second)."""
+    half, interleaved = layouts(kind_cls, 2)
+    out: dict[str | None, str] = {an.DUPLICATE_HALF: half, an.DUPLICATE_INTERLEAVED: interleaved}
+    if any(f.name == "cache" for f in kind_cls.param_fields()):
+        out[None] = declared(kind_cls, "cache", 2)[1]
+    return out
+
+
 #: Bases tried when per-column factors hide the ladder (LongRoPE).
 LONGROPE_BASES = (10000.0, 500000.0, 1000000.0)
 #: Factors tried for NTK's base change b' = b * f^(d/(d-2)) when the plain base is not a round number.
@@ -47,8 +62,7 @@ def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
     if not sample.usable:
         return None
     xs = {role: ana.read(name, sample.rows) for role, name in names.items()}
-    eps = an.data_eps(np.dtype(first.dtype))
-    tol = max(4 * eps, 1e-12)
+    tol = tolerance.duplicate_tol(first.dtype)
     layout = None if onnx else an.duplicate_layout(next(iter(xs.values())), tol)
     if layout is None and not onnx:
         # no duplicated columns: an ONNX half-width cache if every column is a lone cos (or sin) of the position
@@ -62,7 +76,9 @@ def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
         if not single.sinusoidal or any(o.paired for o in single.oscillators):
             return None
         onnx = True
-    uniq = np.arange(width) if onnx else np.arange(width // 2) if layout == "half" else np.arange(0, width, 2)
+    uniq = (
+        np.arange(width) if onnx else np.arange(width // 2) if layout == an.DUPLICATE_HALF else np.arange(0, width, 2)
+    )
     m = uniq.size
     if "cos" in xs and "sin" in xs:
         x = np.concatenate([xs["sin"][:, uniq], xs["cos"][:, uniq]], axis=1)
@@ -84,7 +100,7 @@ def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
     return {
         "names": names,
         "layout": layout,
-        "onnx": onnx,
+        "half_width": onnx,
         "width": width,
         "rot": 2 * m,
         "spec": spec,
@@ -104,7 +120,7 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
         return []
     spec: an.Spectrum = st["spec"]
     n, m, r = st["n"], st["m"], st["rot"]
-    coarse = an.data_eps(np.dtype(st["dtype"])) > 1e-4
+    coarse = tolerance.coarse(st["dtype"])
     # one entry per rotation pair, in column order (zero-frequency pairs are zero sin columns)
     by_col: dict[int, an.Oscillator] = {}
     for o in spec.oscillators:
@@ -122,7 +138,7 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     amps = [o.amplitude for o in spec.oscillators if o.amplitude > 0]
     amp = float(np.median(amps)) if amps else 1.0
     role = st["role"]
-    ptol = phase_tol(st["dtype"])
+    ptol = tolerance.phase_tol(st["dtype"])
     off = an.position_offset(spec, single_phase=-math.pi / 2 if role == "sin" else 0.0, tol=ptol)
     offset = off[0] if off is not None and off[1] < ptol else 0
     params: dict[str, Any] = {"length": n}
@@ -134,10 +150,11 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
         params["dim"] = dim
     if ana.dtype_param:
         params["dtype"] = ana.dtype_param
+    named = _layout_names(kind_cls)
     if st["layout"] is not None:
-        params["layout"] = st["layout"]
-    if st["onnx"]:
-        params["cache"] = "onnx"
+        params["layout"] = named[st["layout"]]
+    if st["half_width"]:
+        params["cache"] = named[None]
     if offset:
         params["offset"] = offset
     if inv_dtype == "float32":
@@ -145,7 +162,7 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     tmap = {
         name: (
             {"cos": "cos", "sin": "sin", "table": "cos"}[role_]
-            if not st["onnx"]
+            if not st["half_width"]
             else {"cos": "cos_cache", "sin": "sin_cache", "table": "cos_cache"}[role_]
         )
         for role_, name in st["names"].items()
@@ -157,14 +174,14 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
             params["offset"] = offset
             if not offset:
                 params.pop("offset")
-            tmap = {st["names"]["table"]: "sin_cache" if st["onnx"] else "sin"}
+            tmap = {st["names"]["table"]: "sin_cache" if st["half_width"] else "sin"}
     if inv is not None and inv[0] not in tmap:
         tmap[inv[0]] = "inv_freq"
-    note = f"{st['layout'] or 'onnx'} rotary pairs, {m} frequencies"
-    convention = PAIRINGS.get(st["layout"] or "onnx", "")
+    note = f"{named[st['layout'] if st['layout'] is not None else None]} rotary pairs, {m} frequencies"
+    convention = PAIRINGS.get(st["layout"], "")
     out: list[Candidate] = []
     nz = int(np.sum(freqs > 0))
-    amp_tol = max(1e-6, 8 * an.data_eps(np.dtype(st["dtype"])))
+    amp_tol = tolerance.amp_tol(st["dtype"])
     scaled_amp = not near_one(amp, amp_tol)
 
     def add(p: dict[str, Any], why: str, fallback: bool = False) -> None:
@@ -484,10 +501,10 @@ def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     if not np.all(x > 0):
         return []
     d = ana.width
-    layout = an.duplicate_layout(x, 4 * an.data_eps(ana.dtype))
+    layout = an.duplicate_layout(x, tolerance.duplicate_tol(ana.dtype))
     if layout is None:
         return []
-    uniq = np.arange(d // 2) if layout == "half" else np.arange(0, d, 2)
+    uniq = np.arange(d // 2) if layout == an.DUPLICATE_HALF else np.arange(0, d, 2)
     v = np.log((np.arange(0, d, 2) + 0.4 * d) / (1.4 * d))
     lx = np.log(x[:, uniq])
     u = lx @ v / (v @ v)  # per row: (t - center) / scale_base
@@ -496,7 +513,7 @@ def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     slope, icpt = np.polyfit(rows.astype(np.float64), u, 1)
     if slope <= 0:
         return []
-    params = {**base_params(ana), "layout": layout}
+    params = {**base_params(ana), "layout": _layout_names(kind_cls)[layout]}
     out = []
     for sb in round_variants(1.0 / slope, tols=(1e-6, 1e-4, 1e-3)):
         center = -icpt * sb
@@ -504,7 +521,9 @@ def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
         p = {**params, "scale_base": sb}
         if c != ana.n // 2:
             p["center"] = c
-        out.append(Candidate(kind_cls.KIND, p, note=f"{layout} pairs, log scale rank one in (position, zeta_k)"))
+        out.append(
+            Candidate(kind_cls.KIND, p, note=f"{params['layout']} pairs, log scale rank one in (position, zeta_k)")
+        )
     return out
 
 

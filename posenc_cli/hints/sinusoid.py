@@ -15,7 +15,13 @@ from ..identification import Candidate
 def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """sin/cos pairs in an interleaved, split or cos-first layout with a geometric frequency ladder."""
     from .. import analysis as an
-    from ..identification import Candidate, base_params, base_readings, ladder, near_one, phase_tol, round_variants
+    from ..identification import Candidate, base_params, base_readings, ladder, near_one, round_variants
+    from ..tolerance import coarse, phase_tol
+    from . import layouts
+
+    interleaved, split, split_cos_first = layouts(kind_cls, 3)
+    # the analysis's measured placements, by the names the kind declares
+    named = {an.PAIR_INTERLEAVED: interleaved, an.PAIR_SPLIT: split, an.PAIR_SPLIT_COS_FIRST: split_cos_first}
 
     if ana.ndim != 2 or not ana.floating or ana.width < 2:
         return []
@@ -28,8 +34,8 @@ def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: A
     if spec is None or not spec.oscillators:
         guess[0].note = "its columns are not sinusoids of the position"
         return guess
-    layout = an.pair_layout(spec.pairs, d)
-    if layout not in ("interleaved", "split", "split-cos-first"):
+    layout = named.get(an.pair_layout(spec.pairs, d) or "")
+    if layout is None:
         guess[0].note = "its columns are not sin/cos pairs in an interleaved or split layout"
         return guess
     if spec.other_cols:
@@ -46,7 +52,7 @@ def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: A
         return guess
     ptol = phase_tol(ana.dtype)
     # the odd column of an odd dim has no partner: a sin column, or a cos one when cos comes first
-    single = 0.0 if layout == "split-cos-first" else -math.pi / 2
+    single = 0.0 if layout == split_cos_first else -math.pi / 2
     found = an.position_offsets(spec, single_phase=single, tol=ptol)
     # alternatives only when the phases are too coarse to single one offset out (float16, bfloat16)
     offsets = [o for o, mis in found if found[0][1] > 1e-4 or o == found[0][0]] or [0]
@@ -60,7 +66,7 @@ def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: A
             params["padding_idx"] = int(ana.zero_rows[0]) + offset
         if d % 2:
             rule = "zero-pad" if (d - 1) in spec.zero_cols else "ceil"
-            auto = "zero-pad" if (freq == "t2t" and layout != "interleaved") else "ceil"
+            auto = "zero-pad" if (freq == "t2t" and layout != interleaved) else "ceil"
             if rule != auto:
                 params["odd_dim"] = rule
         if n == 1:
@@ -69,7 +75,7 @@ def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: A
         if freq == "paper":
             if not near_one(geo.w0, 1e-6):
                 continue
-            for b in base_readings(geo.ratio ** (-d / 2.0), an.data_eps(ana.dtype) > 1e-4):
+            for b in base_readings(geo.ratio ** (-d / 2.0), coarse(ana.dtype)):
                 out.append(
                     Candidate(
                         kind_cls.KIND, {**params, "base": b}, note=f"{layout} sin/cos pairs, w_k = base^(-2k/{d})"

@@ -1,0 +1,82 @@
+"""Tolerances live in one place: no module but posenc_cli/tolerance.py multiplies a machine epsilon by a number of its
+own (``64 * eps``, ``4 * an.data_eps(dt)``, ``finfo(dt).eps * 4``), read with ast; every such threshold is a named
+constant of :mod:`posenc_cli.tolerance` with a function that applies it. The numbers themselves are pinned below."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+from posenc_cli import tolerance
+
+PKG = Path(__file__).resolve().parent.parent / "posenc_cli"
+#: Not a tolerance on table values: a least-squares cutoff on singular values (the check's own conditioning).
+ALLOWED = {("checks/absolute.py", "np.finfo(np.float64).eps * 4")}
+
+
+def _is_eps(node: ast.AST) -> bool:
+    """A machine epsilon: a name ``eps``, an attribute ``.eps``, a call of a function named ``*eps``, or
+    ``float()`` of one of these."""
+    if isinstance(node, ast.Name):
+        return node.id == "eps"
+    if isinstance(node, ast.Attribute):
+        return node.attr == "eps"
+    if isinstance(node, ast.Call):
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        return name.endswith("eps") or (name == "float" and len(node.args) == 1 and _is_eps(node.args[0]))
+    return False
+
+
+def eps_multiples(source: str) -> list[str]:
+    """Every ``number * eps`` or ``eps * number`` product in ``source``."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            sides = (node.left, node.right)
+            if any(isinstance(s, ast.Constant) and isinstance(s.value, (int, float)) for s in sides) and any(
+                _is_eps(s) for s in sides
+            ):
+                out.append(ast.unparse(node))
+    return sorted(out)
+
+
+def test_no_module_but_tolerance_multiplies_an_epsilon() -> None:
+    found = {}
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).as_posix()
+        if rel == "tolerance.py":
+            continue
+        hits = [h for h in eps_multiples(path.read_text()) if (rel, h) not in ALLOWED]
+        if hits:
+            found[rel] = hits
+    assert found == {}
+
+
+def test_the_walker_sees_an_epsilon_multiple() -> None:
+    """The test above can fail: the forms the old code used are found."""
+    src = "tol = max(64 * eps, 1e-12)\nx = 4 * an.data_eps(dt) * s\ny = float(finfo(d).eps) * 2\nz = eps * 1e-3\n"
+    assert eps_multiples(src) == sorted(["64 * eps", "4 * an.data_eps(dt)", "float(finfo(d).eps) * 2", "eps * 0.001"])
+
+
+def test_the_thresholds_keep_their_numbers() -> None:
+    """The same numbers as before they moved here, per dtype (float64, float32, float16, bfloat16)."""
+    for dt in (np.float64, np.float32, np.float16, ml_dtypes.bfloat16):
+        e = float(ml_dtypes.finfo(dt).eps)
+        assert tolerance.eps(dt) == e
+        assert tolerance.default_atol(dt) == 2 * e
+        assert tolerance.fit_tol(dt) == max(64 * e, 1e-12)
+        assert tolerance.pair_tol(dt) == 8 * e
+        assert tolerance.refit_tol(dt, 0.5) == 16 * e * 0.5
+        assert tolerance.freq_err_floor(dt) == e * 1e-3
+        assert tolerance.duplicate_tol(dt) == max(4 * e, 1e-12)
+        assert tolerance.phase_tol(dt) == max(1e-3, 4 * e)
+        assert tolerance.amp_tol(dt) == max(1e-6, 8 * e)
+        assert tolerance.line_tol(dt, -0.25, 101) == 4 * e * 0.25 * 100 + 1e-300
+        assert tolerance.scale_tol(dt) == tolerance.slope_rtol(dt) == 4 * e
+        assert tolerance.coarse(dt) == (dt in (np.float16, ml_dtypes.bfloat16))
+        assert tolerance.synth_atol(dt, 100, 0.5, 2.0) == 2 * e + 4 * 2.0**-52 * (100 * 0.5 + 1) * 2.0
+    assert tolerance.ULP_TOL == 2.0
