@@ -123,3 +123,60 @@ def test_a_model_form_keeps_its_own_slope_rule():
         with pytest.raises(ParameterError, match=rf"^slopes=geometric applies to form=paper; form={form} has"):
             pe.generate("alibi", length=4, dim=12, form=form, slopes="geometric")
     assert pe.generate("alibi", length=4, dim=12, form="paper", slopes="geometric").slopes == "geometric"
+
+
+# ----- the models' own ALiBi tensors (heads x 1 x len), built with plain NumPy as transformers builds them ---------
+def hf_bloom_slopes(heads: int) -> np.ndarray:
+    """transformers' build_alibi_tensor / _get_alibi_slopes, in float32."""
+    c = 2 ** math.floor(math.log2(heads))
+    base = np.float32(2 ** (-(2 ** -(math.log2(c) - 3))))
+    slopes = [base ** np.float32(k) for k in range(1, c + 1)]
+    if c != heads:
+        extra = np.float32(2 ** (-(2 ** -(math.log2(2 * c) - 3))))
+        slopes += [extra ** np.float32(k) for k in range(1, 1 + 2 * min(c, heads - c), 2)]
+    return np.array(slopes, dtype=np.float32)
+
+
+def hf_mpt_slopes(heads: int, alibi_bias_max: float = 8.0) -> np.ndarray:
+    """transformers' build_mpt_alibi_tensor slopes, in float32."""
+    c = 2 ** math.ceil(math.log2(heads))
+    m = np.arange(1, c + 1, dtype=np.float32) * np.float32(alibi_bias_max / c)
+    slopes = (np.float32(1.0) / np.power(np.float32(2.0), m)).astype(np.float32)
+    if c != heads:
+        slopes = np.concatenate([slopes[1::2], slopes[::2]])[:heads]
+    return slopes
+
+
+@pytest.mark.parametrize("heads", [12, 16])
+def test_identify_names_the_models_own_alibi_tensors(heads: int) -> None:
+    """Bloom's key vector +slope*j, Falcon's bfloat16 one divided by sqrt(head_dim) and MPT's slope*(j - L + 1)
+    are named as those models' forms, with their parameters."""
+    import ml_dtypes
+
+    n = 9
+    j = np.arange(n)
+    bloom = (hf_bloom_slopes(heads)[:, None] * j.astype(np.float32)).astype(np.float32)[:, None, :]
+    found = pe.identify({"bias": bloom})
+    assert found.best is not None and found.best.params.get("form") == "bloom", found.summary
+    assert f"Bloom's key-position vector +slope*j (HF BloomModel build_alibi_tensor) for {heads} heads" in found.summary
+
+    bf = ml_dtypes.bfloat16
+    s16 = hf_bloom_slopes(heads).astype(bf).astype(np.float32)
+    falcon = ((s16[:, None] * j).astype(bf).astype(np.float32) / np.float32(8.0)).astype(np.float32)[:, None, :]
+    found = pe.identify({"bias": falcon})
+    assert found.best is not None and found.best.params.get("form") == "falcon", found.summary
+    assert found.best.params.get("divide_by") == 8.0 and "Falcon's bfloat16" in found.summary
+
+    for b in (8.0, 16.0):
+        mpt = (hf_mpt_slopes(heads, b)[:, None] * (j - (n - 1)).astype(np.float32)).astype(np.float32)[:, None, :]
+        found = pe.identify({"bias": mpt})
+        assert found.best is not None and found.best.params.get("form") == "mpt", found.summary
+        assert found.best.params.get("max_bias", 8.0) == b and "MPT's (j - len + 1)*slope" in found.summary
+
+
+def test_a_heads_by_one_table_that_is_no_line_is_not_named() -> None:
+    rng = np.random.default_rng(3)
+    noise = rng.uniform(0, 1, (12, 1, 9)).astype(np.float32)
+    noise[:, 0, 0] = 0  # zero at the first key, like Bloom's, but no line
+    found = pe.identify({"bias": noise})
+    assert found.best is None
