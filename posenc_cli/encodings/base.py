@@ -127,10 +127,8 @@ def _type_hints(cls: type) -> dict[str, Any]:
             if isinstance(tp, str):
                 owner = next(c for c in cls.__mro__ if f.name in vars(c).get("__annotations__", {}))
                 key = (owner.__module__, tp)
-                if key not in _ANNOTATIONS:
-                    _ANNOTATIONS[key] = eval(
-                        tp, vars(sys.modules[owner.__module__])
-                    )  # our own source: the kinds' annotations
+                if key not in _ANNOTATIONS:  # the kinds' own annotations, in their module's namespace
+                    _ANNOTATIONS[key] = eval(tp, vars(sys.modules[owner.__module__]))
                 tp = _ANNOTATIONS[key]
             hints[f.name] = tp
         _TYPE_HINTS[cls] = hints
