@@ -122,13 +122,6 @@ def resolve_engine(name: str) -> Engine:
 
 
 # ----- the model, as HF reads it (the one place that names the HF reader: issue 21 moves it) ---------------
-def _hf_reader() -> tuple[Any, Any]:
-    from .config_file import load_config
-    from .hf_config import read_model_config
-
-    return load_config, read_model_config
-
-
 @dataclass
 class ModelFacts:
     """What checks and engines need of one model: HF's rope parameters and the model's shape."""
@@ -151,8 +144,9 @@ class ModelFacts:
 def model_facts(config: Any, *, layer_type: str | None = None) -> ModelFacts:
     """Read a config (path, directory, ``-`` or dict) with HF's rules."""
     from ..encodings import make_encoding
+    from .config_file import load_config
+    from .hf_config import read_model_config
 
-    load_config, read_model_config = _hf_reader()
     raw = load_config(config)
     model = read_model_config(raw)
     from ..encodings import get_kind
@@ -164,7 +158,7 @@ def model_facts(config: Any, *, layer_type: str | None = None) -> ModelFacts:
         )
     params = model.params(layer_type)
     enc = make_encoding(model.kind, {**params, "length": 1})
-    text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+    text: dict[str, Any] = raw["text_config"] if isinstance(raw.get("text_config"), dict) else raw
     rope = text.get("rope_scaling") or text.get("rope_parameters") or {}
     heads = text.get("num_attention_heads", text.get("n_head"))
     kv = text.get("num_key_value_heads")

@@ -487,14 +487,6 @@ def from_gguf(g: Any, layer_type: str | None = None) -> tuple[LlamaRope, list[st
 
 
 # ----- the verdict against a HF config ---------------------------------------------------------------------
-def _hf_reader() -> tuple[Any, Any]:
-    """The HF config reader (the one place this module imports it)."""
-    from .config_file import load_config
-    from .hf_config import read_model_config
-
-    return read_model_config, load_config
-
-
 #: Most memory the verdict's tables may take (it holds both sides' cos and sin, float64, while comparing).
 MAX_VERDICT_BYTES = 8 * 2**30
 
@@ -760,9 +752,10 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
     """llama.cpp's tables for ``gguf_path`` against HF's for ``config`` (a config.json path, its directory or a
     dict) at ``n_ctx`` (default: the GGUF's training context) and ``length`` positions (default: ``n_ctx``)."""
     from ..encodings import make_encoding
+    from .config_file import load_config
     from .gguf import read_gguf
+    from .hf_config import read_model_config
 
-    read_model_config, load_config = _hf_reader()
     g = read_gguf(gguf_path)
     cfg = read_model_config(load_config(config))
     full, warnings = from_gguf(g)
@@ -914,7 +907,9 @@ def rope_from_hf_config(config: Any, layer_type: str | None = None) -> LlamaRope
     float32 ``rope_freqs``, computed as the converter does; LongRoPE factors and the converter's attention factor;
     YaRN type, factor and original context; DeepSeek-V2's ``0.1 * mscale_all_dim``; M-RoPE sections), read back
     as llama.cpp reads them. What an engine running the HF model through llama.cpp would compute."""
-    read_model_config, load_config = _hf_reader()
+    from .config_file import load_config
+    from .hf_config import read_model_config
+
     raw = load_config(config)
     cfg = read_model_config(raw)
     arch = HF_ARCH.get(cfg.model_type)
