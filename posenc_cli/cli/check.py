@@ -182,9 +182,8 @@ def _run_one(src, tensor, expect, against, required, no_identify, probes, seed, 
 
 def gguf_verdicts(texts: list[str], config: str, n_ctx, length, json_out: bool, quiet: int) -> int:
     """``check MODEL.gguf --against config.json``: llama.cpp's tables against HF's, each divergence named."""
-    import textwrap
-
     from ..models.llamacpp import verdict
+    from ..render import wrap
     from ..sources import is_gguf
 
     bad = [t for t in texts if not is_gguf(t)]
@@ -197,11 +196,7 @@ def gguf_verdicts(texts: list[str], config: str, n_ctx, length, json_out: bool, 
         for v in results:
             for line in v.lines():
                 indent = "  " if line.startswith("  ") else ""
-                print(
-                    textwrap.fill(line, 80, subsequent_indent=indent + "    ", break_on_hyphens=False)
-                    if len(line) > 80
-                    else line
-                )
+                print("\n".join(wrap(line[len(indent) :], 80, indent, indent + "    ")))
     return ExitCode.OK if all(v.ok for v in results) else ExitCode.FAILED
 
 
@@ -230,10 +225,10 @@ def _onnx_against(texts, against, opts: TableOptions, verbose: bool, json_out: b
     if json_out:
         print_json([r.to_json() for r in results] if len(results) > 1 else results[0].to_json())
     elif quiet < 2:
-        import textwrap
+        from ..render import wrap
 
         def say(text: str, first: str) -> None:
-            print(textwrap.fill(text, 80, initial_indent=first, subsequent_indent="    "))
+            print("\n".join(wrap(text, 80, first, "    ")))
 
         for r in results:
             verdict = "OK" if r.ok else f"{len(r.divergences)} divergence(s)"

@@ -114,23 +114,22 @@ def _gguf(path: str, n_ctx: int | None, json_out: bool, quiet: int) -> int:
     if json_out:
         print_json([{"name": n, "value": v, "from": f} for n, v, f in rows])
         return ExitCode.OK
-    import textwrap
+    from ..render import wrap
 
     for name, value, origin in rows:
         if name == "warning":
             msg(f"Warning: {value}", quiet)
             continue
         line = f"{name:<22} {value}" + (f"  ({origin})" if origin else "")
-        print(textwrap.fill(line, 80, subsequent_indent=" " * 23) if len(line) > 80 else line)
+        print("\n".join(wrap(line, 80, "", " " * 23)))
     return ExitCode.OK
 
 
 def _engines(path: str, layer_type: str | None, max_model_len: int | None, n_ctx: int | None, json_out: bool) -> int:
     """kinds CONFIG --engines: per engine, the rules that apply to this model and whether its tables depart
     from HF's (posenc_cli.models.engines.departures)."""
-    import textwrap
-
     from ..models.engines import departures
+    from ..render import wrap
     from . import _options
 
     rows = departures(path, layer_type=layer_type, max_model_len=max_model_len, n_ctx=n_ctx)
@@ -145,8 +144,7 @@ def _engines(path: str, layer_type: str | None, max_model_len: int | None, n_ctx
         verdict = "DIFFERS" if row["differs"] else ("n/a" if row["note"] else "same as hf")
         print(f"{row['engine']:<11} {verdict:<10} {row['version']}")
         for r in row["rules"]:
-            for i, line in enumerate(textwrap.wrap(f"{r['says']} ({r['source']})", 66)):
-                print(("  rule: " if i == 0 else "        ") + line)
-        for i, line in enumerate(textwrap.wrap(row["note"], 72)):
-            print(("  " if i == 0 else "    ") + line)
+            print("\n".join(wrap(f"{r['says']} ({r['source']})", 74, "  rule: ", " " * 8)))
+        if row["note"]:
+            print("\n".join(wrap(row["note"], 76, "  ", "    ")))
     return ExitCode.OK
