@@ -1,4 +1,4 @@
-from posenc_cli.cli import main
+from posenc_cli.cli import console
 
 if __name__ == "__main__":
-    main()
+    console()

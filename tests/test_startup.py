@@ -1,8 +1,8 @@
 """Startup guard: help, version and shell completion never import NumPy, Rich, safetensors or ml_dtypes.
 
-Like ``pipx/tests/test_imports.py``: each command runs in a fresh interpreter exactly as the console script
-would (``posenc_cli.cli:main`` with ``sys.argv`` set), then the interpreter reports which heavy top-level
-packages ended up in ``sys.modules``. A slow ``posenc --help`` or a laggy TAB is the symptom this catches.
+Like ``pipx/tests/test_imports.py``: each command runs in a fresh interpreter as the console script runs it
+(``posenc_cli.cli.main`` with ``sys.argv`` set), then the interpreter reports which heavy top-level packages
+ended up in ``sys.modules``. A slow ``posenc --help`` or a laggy TAB is the symptom this catches.
 """
 
 from __future__ import annotations

@@ -15,12 +15,12 @@ compiles, a tenth of a small ``generate``); ``tests/test_startup.py`` keeps it s
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import __version__
 from ..errors import ExitCode, PosencError
 
-__all__ = ["COMMANDS", "PROG", "app", "build_command", "main"]
+__all__ = ["COMMANDS", "PROG", "app", "build_command", "console", "main"]
 
 PROG = "posenc"
 
@@ -223,12 +223,14 @@ def _install_completion(ctx: Any, param: Any, value: str | None) -> None:
 COMPLETE_VAR = "_POSENC_COMPLETE"
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> NoReturn:
     """Console-script entry point: run one command and turn every way out into one line and an exit code."""
     import typer
     from typer import _click
 
     args = sys.argv[1:] if argv is None else list(argv)
+    if sys.stdout is None:  # `posenc ... >&-`: what is written there fails by name, as on any broken stdout
+        sys.stdout = _closed_stdout()
     if os.environ.get("_POSENC_COMPLETE"):
         _plain_completion_help()
     try:
@@ -269,7 +271,77 @@ def main(argv: list[str] | None = None) -> None:
 
         quiet_broken_pipe()
         code = 141
+    except OSError as exc:  # stdout failing under posenc (`> /dev/full`, `>&-`); the readers name their files
+        where = "stdout" if exc.filename is None else exc.filename
+        sys.stderr.write(f"Error: cannot write {where}: {exc.strerror or exc}; nothing more was written\n")
+        _drop_stdout()
+        code = ExitCode.ERROR
     sys.exit(int(code or 0))
+
+
+def console() -> NoReturn:
+    """The ``posenc`` console script (and ``python -m posenc_cli``): :func:`main`, then out without the
+    interpreter's teardown.
+
+    After the last line is written, CPython frees every module and object one by one (NumPy's and Typer's): 17-19 ms
+    of a 130 ms ``posenc generate`` here, against 9 ms for ``python -c 'import numpy'`` (tests/benchmarks). Nobody
+    waits for that memory, so this does what the interpreter does first at exit and then leaves, as Instagram's
+    servers do (``os._exit`` after ``atexit``): threads are joined (a pool's idle workers), ``atexit`` handlers run,
+    stdout and stderr are flushed. Where any of that fails or is missing, the normal exit runs instead.
+    """
+    try:
+        main()
+    except SystemExit as exc:
+        _leave(exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1))
+
+
+def _leave(code: int) -> NoReturn:
+    import atexit
+
+    threading = sys.modules.get("threading")
+    join_threads = getattr(threading, "_shutdown", None) if threading is not None else None
+    run_atexit = getattr(atexit, "_run_exitfuncs", None)
+    if run_atexit is None or (threading is not None and join_threads is None):
+        sys.exit(code)  # not CPython as we know it: the interpreter's own exit
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        sys.exit(code)  # the interpreter's own exit says what it always says of a failed flush
+    if join_threads is not None:
+        join_threads()
+    run_atexit()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def _closed_stdout() -> Any:
+    """A text stdout whose writes fail with EBADF (stdout was closed)."""
+    import errno
+    import io
+
+    class Closed(io.RawIOBase):
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data: Any) -> int:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    return io.TextIOWrapper(io.BufferedWriter(Closed()), encoding="utf-8")
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null for good (what is still buffered goes there), so that no flush at exit fails
+    again: the error was said."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # not a descriptor (an in-process caller's buffer) or closed
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (stdout until the exit)
 
 
 def _plain_completion_help() -> None:
