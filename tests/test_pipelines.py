@@ -163,11 +163,20 @@ EXIT_PROBE = """
 import atexit, json, sys, threading, time
 
 class Loud:
-    def __del__(self):
-        sys.stderr.write("teardown\\n")
+    def __del__(self, write=sys.stderr.write):  # bound now: teardown may clear sys first
+        write("teardown\\n")
 
 KEEP = Loud()  # a global of __main__: freed only by the interpreter's teardown
 atexit.register(lambda: sys.stderr.write("atexit\\n"))
+import gc
+collections = []
+gc.callbacks.append(lambda phase, info: collections.append(info["generation"]) if phase == "start" else None)
+
+def report_gc():
+    gc.callbacks.clear()
+    sys.stderr.write("gc " + json.dumps([gc.isenabled(), gc.get_freeze_count() > 0, [collections.count(g) for g in (0, 1, 2)]]) + "\\n")
+
+atexit.register(report_gc)
 
 def late():
     time.sleep(0.3)
@@ -198,16 +207,24 @@ def _exit_probe(entry: str, args: list[str]) -> subprocess.CompletedProcess:
 )
 def test_console_exit_skips_only_the_teardown(args, code):
     """``posenc`` leaves without the interpreter's teardown (17-19 ms of a small generate), after doing what the
-    interpreter does first: non-daemon threads joined, atexit handlers run, stdout flushed; the exit code kept."""
+    interpreter does first: non-daemon threads joined, atexit handlers run, stdout flushed; the exit code kept.
+    Its start-up runs without the cyclic garbage collector (3-4 ms)."""
     normal = _exit_probe("main", args)
     fast = _exit_probe("console", args)
     assert normal.returncode == fast.returncode == code, fast.stderr.decode()
     assert normal.stdout == fast.stdout  # everything written reached the pipe
     if code == 0:
         assert json.loads(fast.stdout)["shape"] == [3, 4]
-    tail = [line for line in fast.stderr.decode().splitlines() if line in ("thread", "atexit", "teardown")]
-    assert tail == ["thread", "atexit"], fast.stderr.decode()
-    assert normal.stderr.decode().splitlines()[-3:] == ["thread", "atexit", "teardown"]  # the probe sees it
+    fast_tail, normal_tail = (
+        [line for line in p.stderr.decode().splitlines() if line in ("thread", "atexit", "teardown")]
+        for p in (fast, normal)
+    )
+    assert fast_tail == ["thread", "atexit"], fast.stderr.decode()
+    assert normal_tail == ["thread", "atexit", "teardown"]  # the probe sees a teardown
+    # start-up ran without the cyclic collector, which is on again (start-up's objects frozen) for the command
+    gc_fast, gc_normal = (json.loads(p.stderr.decode().split("\ngc ")[1].split("\n")[0]) for p in (fast, normal))
+    assert gc_fast[:2] == [True, True] and gc_normal[:2] == [True, False]
+    assert sum(gc_fast[2]) < 0.7 * sum(gc_normal[2]), (gc_fast, gc_normal)  # collections of generations 0, 1, 2
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
@@ -221,3 +238,15 @@ def test_a_full_or_closed_stdout_is_one_line_and_exit_2(args, redirect):
     why = "No space left on device" if "full" in redirect else "Bad file descriptor"
     assert proc.returncode == 2, err
     assert err == f"Error: cannot write stdout: {why}; nothing more was written\n"
+
+
+def test_main_in_process_leaves_the_callers_garbage_collector_alone():
+    """Only the console script pauses the collector for its start-up: ``main()`` called from Python does not."""
+    import gc
+
+    from .conftest import cli
+
+    frozen = gc.get_freeze_count()
+    code, out, _ = cli(["generate", "--len", "3", "--dim", "4", "--json"])
+    assert code == 0 and json.loads(out)["shape"] == [3, 4]
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
