@@ -35,6 +35,13 @@ class TableOptions(NamedTuple):
     max_model_len: int | None = None
     n_ctx: int | None = None
 
+    @classmethod
+    def of(cls, args: dict[str, Any]) -> TableOptions:
+        """The table options among a command's arguments, each by its own name (``-p`` is ``param``): a command's
+        ``run`` passes ``locals()`` first thing, so that no command lists them again (or forgets one)."""
+        given = {f: args.get(f) for f in cls._fields if f != "params"}
+        return cls(params=list(args.get("param") or []), **given)
+
     def engine_options(self) -> dict[str, Any]:
         return {"max_model_len": self.max_model_len, "n_ctx": self.n_ctx}
 

@@ -68,19 +68,7 @@ def run(
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from ..sources import is_config, is_gguf, is_spec
 
-    opts = TableOptions(
-        length,
-        dim,
-        list(param or []),
-        dtype,
-        grid,
-        layer_type,
-        max_bytes,
-        read_as=read_as,
-        engine=engine,
-        max_model_len=max_model_len,
-        n_ctx=n_ctx,
-    )
+    opts = TableOptions.of(locals())
     texts = list(sources or []) or [stdin_source("check", "a file, - for stdin, or a spec like sinusoidal")]
     if against is not None and is_config(against) and any(is_gguf(t) for t in texts):
         from ._common import refuse

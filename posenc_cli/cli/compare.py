@@ -57,19 +57,7 @@ def run(
                  ("--engine", engine), ("--max-model-len", max_model_len)]  # fmt: skip
         refuse(given, "a GGUF file and a model config are compared on llama.cpp's RoPE as a whole")
         return gguf_verdicts([pair[0]], pair[1], n_ctx, length, json_out, quiet)
-    opts = TableOptions(
-        length,
-        dim,
-        list(param or []),
-        dtype,
-        grid,
-        layer_type,
-        max_bytes,
-        read_as=read_as,
-        engine=engine,
-        max_model_len=max_model_len,
-        n_ctx=n_ctx,
-    )
+    opts = TableOptions.of(locals())
     refuse_spec_options_for_files(opts, [a, b])
 
     def builds(text: str) -> bool:

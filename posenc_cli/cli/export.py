@@ -59,19 +59,7 @@ def run(
             [("--engine", engine), ("--max-model-len", max_model_len), ("--n-ctx", n_ctx)],
             "they set an engine's rules for a model config; give the model's config.json",
         )
-    opts = TableOptions(
-        length,
-        dim,
-        list(param or []),
-        dtype,
-        grid,
-        layer_type,
-        max_bytes,
-        read_as=read_as,
-        engine=engine,
-        max_model_len=max_model_len,
-        n_ctx=n_ctx,
-    )
+    opts = TableOptions.of(locals())
     onnx = [("--onnx-rope", {"cache": "onnx"})] if onnx_rope else []
     if output is None:
         if sys.stdout.isatty():

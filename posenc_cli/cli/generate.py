@@ -62,19 +62,7 @@ def run(
 ) -> int:
     from ..sources import is_config, is_gguf
 
-    opts = TableOptions(
-        length,
-        dim,
-        list(param or []),
-        dtype,
-        grid,
-        layer_type,
-        max_bytes,
-        read_as=read_as,
-        engine=engine,
-        max_model_len=max_model_len,
-        n_ctx=n_ctx,
-    )
+    opts = TableOptions.of(locals())
     text = _source_text(source, kind, hf_config)
     config = text == "-" or is_config(text)
     gguf = is_gguf(text)

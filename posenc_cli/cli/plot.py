@@ -65,7 +65,7 @@ def run(
     texts = list(sources or [])
     if not texts:
         raise ParameterError("give a SOURCE to draw: a file, -, a spec such as sinusoidal, or a model config")
-    opts = TableOptions(length, dim, list(param or []), dtype, grid, layer_type, max_bytes, read_as=read_as)
+    opts = TableOptions.of(locals())
     refuse_spec_options_for_files(opts, texts)
     opened = [open_src(text, opts, quiet=quiet) for text in texts]
     drawn = []
