@@ -225,7 +225,8 @@ COMPLETE_VAR = "_POSENC_COMPLETE"
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
-    """Console-script entry point: run one command and turn every way out into one line and an exit code."""
+    """Run one command and turn every way out into one line and an exit code (:class:`SystemExit`); the console
+    script runs it through :func:`console`."""
     import typer
     from typer import _click
 
@@ -273,9 +274,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
         quiet_broken_pipe()
         code = 141
     except OSError as exc:  # stdout failing under posenc (`> /dev/full`, `>&-`); the readers name their files
-        where = "stdout" if exc.filename is None else exc.filename
-        sys.stderr.write(f"Error: cannot write {where}: {exc.strerror or exc}; nothing more was written\n")
-        _drop_stdout()
+        from ._common import stdout_to_devnull
+
+        where = "cannot write stdout" if exc.filename is None else exc.filename
+        sys.stderr.write(f"Error: {where}: {exc.strerror or exc}; nothing more was written\n")
+        stdout_to_devnull()  # what is still buffered goes there: no flush at exit fails again
         code = ExitCode.ERROR
     sys.exit(int(code or 0))
 
@@ -361,17 +364,6 @@ def _closed_stdout() -> Any:
             raise OSError(errno.EBADF, os.strerror(errno.EBADF))
 
     return io.TextIOWrapper(io.BufferedWriter(Closed()), encoding="utf-8")
-
-
-def _drop_stdout() -> None:
-    """Point stdout at /dev/null for good (what is still buffered goes there), so that no flush at exit fails
-    again: the error was said."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):  # not a descriptor (an in-process caller's buffer) or closed
-        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (stdout until the exit)
 
 
 def _plain_completion_help() -> None:

@@ -279,13 +279,19 @@ def print_json(data: Any) -> None:
     emit(data)
 
 
-def _exit_without_stdout(code: int) -> None:
-    """Exit with ``code`` now, with stdout pointed at /dev/null for good (no flush may raise at exit)."""
+def stdout_to_devnull() -> None:
+    """Point stdout at /dev/null for good, so that no flush of it can fail any more (its failure was said)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    except OSError:
-        pass
+        os.close(devnull)
+    except (OSError, ValueError):  # not a descriptor (an in-process caller's buffer), or closed
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (stdout until the exit)
+
+
+def _exit_without_stdout(code: int) -> None:
+    """Exit with ``code`` now, with stdout pointed at /dev/null for good (no flush may raise at exit)."""
+    stdout_to_devnull()
     os._exit(code)
 
 
