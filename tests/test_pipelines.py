@@ -250,3 +250,24 @@ def test_main_in_process_leaves_the_callers_garbage_collector_alone():
     code, out, _ = cli(["generate", "--len", "3", "--dim", "4", "--json"])
     assert code == 0 and json.loads(out)["shape"] == [3, 4]
     assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
+@pytest.mark.parametrize(
+    ("script", "code"),
+    [
+        ("generate -n 3 -d 4 -o {out} 2>&-", 0),  # its "wrote" line is dropped, the file written
+        ("generate -n -3 -d 4 2>&-", 2),
+        ("check - <&- 2>{err}", 2),
+        ("generate -n 3 -d 4 -o {out} <&-", 0),
+    ],
+    ids=["stderr closed", "stderr closed, bad input", "stdin closed", "stdin closed, unread"],
+)
+def test_closed_stderr_or_stdin_is_no_traceback(tmp_path, script, code):
+    out, err = tmp_path / "pe.npy", tmp_path / "err.txt"
+    proc = sh(f"{POSENC} {script.format(out=out, err=err)}")
+    assert proc.returncode == code, proc.stderr.decode()
+    assert b"Traceback" not in proc.stderr
+    if "-o" in script:
+        assert np.load(out).shape == (3, 4)
+    if "{err}" in script:
+        assert err.read_text().startswith("Error: <stdin>: ") and err.read_text().count("\n") == 1

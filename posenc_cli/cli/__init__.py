@@ -231,8 +231,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     from typer import _click
 
     args = sys.argv[1:] if argv is None else list(argv)
-    if sys.stdout is None:  # `posenc ... >&-`: what is written there fails by name, as on any broken stdout
-        sys.stdout = _closed_stdout()
+    _closed_streams()
     if os.environ.get("_POSENC_COMPLETE"):
         _plain_completion_help()
     try:
@@ -349,6 +348,18 @@ def _leave(code: int) -> NoReturn:
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _closed_streams() -> None:
+    """Closed standard streams (``>&-``, ``2>&-``, ``<&-``; Python makes them None): what is written to stdout
+    fails by name, as on any broken stdout; messages to a closed stderr are dropped, as every Unix tool drops them;
+    a closed stdin reads as empty."""
+    if sys.stdout is None:
+        sys.stdout = _closed_stdout()
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (stderr until the exit)
+    if sys.stdin is None:
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 (stdin until the exit)
 
 
 def _closed_stdout() -> Any:
