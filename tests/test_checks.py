@@ -517,6 +517,17 @@ def test_matches_spec_fails_on_a_changed_entry():
     assert r.passed is False and "pe[42, 3]" in r.detail
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_matches_spec_fails_on_a_non_finite_entry(bad):
+    """A nan or an infinity where the spec has a number is a difference (the largest), named where it is; and
+    the rest of the table still counts."""
+    enc = make_encoding("sinusoidal", {"length": 100, "dim": 16})
+    t = enc.array()
+    t[7, 5] = bad
+    r = run(ctx_for(t, "sinusoidal", rtol=1e-5, encoding=enc), "matches-spec")
+    assert r.passed is False and "pe[7, 5]" in r.detail and "inf" in r.detail
+
+
 # ----- scale: linear time, no len x len memory ---------------------------------------------------------
 def test_large_table_all_checks_linear_memory():
     enc = make_encoding("sinusoidal", {"length": 65536, "dim": 256, "dtype": "float32"})

@@ -220,3 +220,32 @@ def test_bad_tables_are_never_identified(table: str) -> None:
     found = pe.identify(x)
     assert found.best is None
     assert found.reason
+
+
+@pytest.mark.parametrize("stored", ["float32", "float16", "bfloat16", "float64"])
+@pytest.mark.parametrize("seed", range(5))
+def test_bound_in_place_equals_its_formula_term_by_term(stored: str, seed: int) -> None:
+    """``formula_bound`` computes ``a angle + b`` in place; the module docstring's terms, spelled out one by one
+    in plain NumPy here, give the same bound (random frequencies, offsets, amplitudes and positions)."""
+    import ml_dtypes
+
+    from posenc_cli.encodings.base import AngleTerms
+
+    rng = np.random.default_rng(seed)
+    stored_dt = ml_dtypes.bfloat16 if stored == "bfloat16" else np.dtype(stored)
+    w = np.concatenate([[0.0], 10.0 ** rng.uniform(-6, 0.5, 31)])
+    terms = AngleTerms(w, float(rng.uniform(0.1, 3)), int(rng.integers(-1000, 1000)))
+    rows = np.sort(rng.integers(0, 2**20, 64))
+    u = 2.0**-24
+    p = np.abs(rows.astype(np.float64) + terms.offset)
+    rel_w = np.zeros_like(w)
+    rel_w[1:] = 2 * np.abs(np.log(w[1:])) + tol.K_OMEGA
+    angle = np.minimum(2.0, p[:, None] * (w * rel_w * u)[None, :])
+    e32 = terms.amplitude * (angle + tol.K_TRIG * u)
+    e_stored = {"float32": 0.0, "float64": 0.0, "float16": 2.0**-11, "bfloat16": 2.0**-8}[stored]
+    floors = {"float32": 2.0**-150, "float64": 2.0**-1075, "float16": 2.0**-25, "bfloat16": 2.0**-134}[stored]
+    want = e32 + e_stored * (terms.amplitude + e32) + (e_stored or u) * terms.amplitude + 2 * floors
+    got = tol.formula_bound(terms, rows, stored_dt, stored_dt)
+    if stored == "float64":  # a float64 reference: half a float64 ulp, not a float32 one
+        want = want - u * terms.amplitude + 2.0**-53 * terms.amplitude
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..formats import is_float
@@ -85,12 +87,20 @@ def check_matches_spec(ctx: CheckContext) -> CheckResult:
             ):
                 continue  # the block is bit for bit the regenerated one (the usual case): one pass, no float64 copy
             want, got = want_raw.astype(np.float64), got_raw.astype(np.float64)
-            same = (got == want) | (np.isnan(got) & np.isnan(want))
-            with np.errstate(invalid="ignore"):
-                rel = np.where(same, 0.0, np.abs(got - want) / np.maximum(1.0, np.abs(want)))
-            rel = np.where(np.isnan(rel), np.inf, rel)
-            if rel.size and rel.max() > err:
-                err = float(rel.max())
+            with np.errstate(invalid="ignore"):  # |got - want| / max(1, |want|), in place
+                rel = np.subtract(got, want, out=got)
+                np.abs(rel, out=rel)
+                np.abs(want, out=want)
+                np.maximum(want, 1.0, out=want)
+                rel /= want
+            top = float(rel.max()) if rel.size else 0.0
+            if math.isnan(top):  # a nan or an inf somewhere: equal values (both nan, the same inf) differ by 0
+                want, got = want_raw.astype(np.float64), got_raw.astype(np.float64)
+                rel[(got == want) | (np.isnan(got) & np.isnan(want))] = 0.0
+                rel[np.isnan(rel)] = np.inf
+                top = float(rel.max())
+            if top > err:
+                err = top
                 if err > worst:
                     idx = np.unravel_index(int(rel.argmax()), rel.shape)
                     worst, where = err, f"{name}[{s + idx[0]}{''.join(f', {i}' for i in idx[1:])}]"
