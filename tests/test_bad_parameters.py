@@ -120,3 +120,20 @@ def test_kind_names_match_case_insensitively(tmp_path):
     proc = run(["check", "SINUSOIDAL:preset=tf-tutorial", "-n", "5", "-d", "6", "--json"])
     assert proc.returncode == 0, proc.stderr
     assert b'"kind": "sinusoidal"' in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("typed", "hint"),
+    [
+        ("genrate", "Did you mean 'generate'?"),  # a typo
+        ("gen", "Did you mean 'generate'?"),  # the start of one
+        ("c", "Did you mean 'check' or 'compare'?"),  # the start of two
+        ("xyz", ""),
+    ],
+)
+def test_unknown_command_says_which_one_was_meant(typed, hint):
+    proc = run([typed])
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and proc.stdout == b""
+    end = f" {hint} (see posenc --help)\n" if hint else " (see posenc --help)\n"
+    assert err == f"Error: No such command '{typed}'.{end}", err

@@ -110,9 +110,12 @@ def _group_class() -> Any:
             try:
                 return super().resolve_command(ctx, args)
             except _click.exceptions.UsageError as e:  # did you mean, from every command (built or not)
-                close = get_close_matches(args[0], list(COMMANDS)) if args else []
+                typed = args[0] if args else ""
+                close = [c for c in COMMANDS if typed and c.startswith(typed)] or get_close_matches(
+                    typed, list(COMMANDS)
+                )
                 if close and "Did you mean" not in e.message:
-                    e.message = f"{e.message.rstrip('.')}. Did you mean {', '.join(repr(c) for c in close)}?"
+                    e.message = f"{e.message.rstrip('.')}. Did you mean {' or '.join(repr(c) for c in close)}?"
                 raise
 
     return LazyGroup
