@@ -331,6 +331,7 @@ def _start_up_done() -> None:
 
 
 def _leave(code: int) -> NoReturn:
+    """Exit with ``code`` as :func:`console` says: the interpreter's first steps of an exit, then ``os._exit``."""
     import atexit
 
     threading = sys.modules.get("threading")
