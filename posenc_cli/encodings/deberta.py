@@ -28,7 +28,8 @@ from functools import cached_property
 import numpy as np
 
 from ..errors import ParameterError
-from .base import INTEGER_DTYPE, Encoding, TensorSpec, param
+from ._integer import IntegerTable
+from .base import TensorSpec, param
 from .relative import _log_float32, _toeplitz_rows
 
 INT64 = np.dtype("int64")
@@ -50,7 +51,7 @@ def deberta_log_bucket(relative_pos: np.ndarray, bucket_size: int, max_position:
 
 
 @dataclass(frozen=True)
-class Deberta(Encoding):
+class Deberta(IntegerTable):
     """DeBERTa-v2/v3 relative positions ``rel_pos[i, j]`` (log buckets of ``i - j``) and the index ``c2p``."""
 
     KIND = "deberta"
@@ -65,13 +66,6 @@ class Deberta(Encoding):
     PRIMARY = "rel_pos"
     ROLES = {"rel_pos": "matrix", "c2p": "matrix"}
     PROPERTIES = {"finite": True, "matches-spec": True, "toeplitz": True}
-    VIEWS = ("bias",)
-    EXAMPLE = {"length": 4}
-    NEEDS_DIM = False
-    dim: int | None = param(None, "unused by this kind", low=1)  # type: ignore[assignment]
-    dtype: str = param(INTEGER_DTYPE, "dtype of the integer table (int64 only; a float dtype is refused)",
-                       choices=(INTEGER_DTYPE,))  # fmt: skip
-    INTEGER_TABLE = True
 
     position_buckets: int = param(256, "log buckets per side B (0: none, the config's -1)", low=0)
     max_relative_positions: int = param(512, "P: the largest relative position the buckets reach", low=1)

@@ -88,7 +88,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import ParameterError
-from .base import INTEGER_DTYPE, Encoding, TensorSpec, param
+from ._integer import IntegerTable
+from .base import Encoding, TensorSpec, param
 
 INT64 = np.dtype("int64")
 
@@ -311,7 +312,7 @@ def t5_relative_position_bucket(
 
 
 @dataclass(frozen=True)
-class T5(Encoding):
+class T5(IntegerTable):
     """T5 relative position buckets: ``buckets[i, j] = bucket(j - i)``, int64."""
 
     KIND = "t5"
@@ -324,13 +325,6 @@ class T5(Encoding):
     ROLES = {"buckets": "matrix"}
     PROPERTIES = {"finite": True, "matches-spec": True, "toeplitz": True, "monotone": True, "t5-saturation": True}
     MONOTONE = "non-decreasing-in-distance-each-side"
-    VIEWS = ("bias",)
-    EXAMPLE = {"length": 4}
-    NEEDS_DIM = False
-    dim: int | None = param(None, "unused by this kind", low=1)  # type: ignore[assignment]
-    dtype: str = param(INTEGER_DTYPE, "dtype of the integer table (int64 only; a float dtype is refused)",
-                       choices=(INTEGER_DTYPE,))  # fmt: skip
-    INTEGER_TABLE = True
 
     num_buckets: int = param(32, "number of buckets (halved per direction when bidirectional)", low=2)
     max_distance: int = param(128, "distance from which every position shares the last bucket", low=1)
@@ -367,7 +361,7 @@ class T5(Encoding):
 
 # ----- Shaw et al. -------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class ShawRelative(Encoding):
+class ShawRelative(IntegerTable):
     """Shaw et al. clipped relative position indices: ``index[i, j] = clip(j - i, -k, k) + k``, int64."""
 
     KIND = "relative"
@@ -390,13 +384,6 @@ class ShawRelative(Encoding):
     ROLES = {"index": "matrix"}
     PROPERTIES = {"finite": True, "matches-spec": True, "toeplitz": True, "monotone": True}
     MONOTONE = "non-decreasing-in-signed-distance"
-    VIEWS = ("bias",)
-    EXAMPLE = {"length": 4}
-    NEEDS_DIM = False
-    dim: int | None = param(None, "unused by this kind", low=1)  # type: ignore[assignment]
-    dtype: str = param(INTEGER_DTYPE, "dtype of the integer table (int64 only; a float dtype is refused)",
-                       choices=(INTEGER_DTYPE,))  # fmt: skip
-    INTEGER_TABLE = True
 
     max_relative_position: int = param(16, "clipping distance k: 2k+1 relative embeddings", low=0)
 
