@@ -271,12 +271,9 @@ def bench_startup(reps: int) -> None:
     )
 
 
-def bench_check(tmp: Path, length: int, dim: int, reps: int) -> None:
-    what = f"posenc check of a {length} x {dim} float32 file"
-    print(f"[{what}]", flush=True)
-    path = tmp / "check.npy"
-    run([*posenc_cmd(), "generate", "--len", str(length), "--dim", str(dim), "-o", str(path), "--force", "-q"])
-    size = path.stat().st_size
+def check_against_script(what: str, path: Path, reps: int) -> dict[str, tuple[float, int]]:
+    """``posenc check PATH -q`` side by side with a NumPy script that loads the file and measures its row
+    distances (what a user would write); reports the time ratio (target 4x) and returns both medians."""
     script = (
         f"import numpy as np; a = np.load({str(path)!r}); "
         "d = np.sqrt(np.einsum('ij,ij->i', np.diff(a, axis=0), np.diff(a, axis=0))); print(d.min(), d.max())"
@@ -290,6 +287,16 @@ def bench_check(tmp: Path, length: int, dim: int, reps: int) -> None:
     )
     r = med["posenc check"][0] / med["numpy script"][0]
     report(what, f"{r:.2f}x a load + row-distance script", "<= 4x", r <= 4)
+    return med
+
+
+def bench_check(tmp: Path, length: int, dim: int, reps: int) -> None:
+    what = f"posenc check of a {length} x {dim} float32 file"
+    print(f"[{what}]", flush=True)
+    path = tmp / "check.npy"
+    run([*posenc_cmd(), "generate", "--len", str(length), "--dim", str(dim), "-o", str(path), "--force", "-q"])
+    size = path.stat().st_size
+    med = check_against_script(what, path, reps)
     peak = med["posenc check"][1]
     report(
         what,
@@ -400,19 +407,7 @@ def bench_check_formula(tmp: Path, length: int, dim: int, reps: int) -> None:
     print(f"[{what}]", flush=True)
     path = tmp / "hf_check.npy"
     np.save(path, hf_cos(length, dim))
-    script = (
-        f"import numpy as np; a = np.load({str(path)!r}); "
-        "d = np.sqrt(np.einsum('ij,ij->i', np.diff(a, axis=0), np.diff(a, axis=0))); print(d.min(), d.max())"
-    )
-    med = interleaved_runs(
-        {
-            "posenc check": lambda: run([*posenc_cmd(), "check", str(path), "-q"]),
-            "numpy script": lambda: run([sys.executable, "-c", script]),
-        },
-        reps,
-    )
-    r = med["posenc check"][0] / med["numpy script"][0]
-    report(what, f"{r:.2f}x a load + row-distance script", "<= 4x", r <= 4)
+    check_against_script(what, path, reps)
     path.unlink(missing_ok=True)
 
 
