@@ -115,7 +115,7 @@ def split_engine(text: str) -> tuple[str, str | None]:
         return text, None
     from .models.engines import ENGINE_NAMES
 
-    if tail in ENGINE_NAMES:
+    if tail.partition("==")[0] in ENGINE_NAMES:  # ENGINE or ENGINE==VERSION (the version is checked by the engine)
         return head, tail
     if head and os.path.exists(head):  # a model config with a mistyped engine: say so, not "no such file"
         import difflib

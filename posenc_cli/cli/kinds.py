@@ -145,6 +145,9 @@ def _engines(path: str, layer_type: str | None, max_model_len: int | None, n_ctx
         print(f"{row['engine']:<11} {verdict:<10} {row['version']}")
         for r in row["rules"]:
             print("\n".join(wrap(f"{r['says']} ({r['source']})", 74, "  rule: ", " " * 8)))
+        for lim in row["limits"]:
+            text = f"no table from position {lim['from_position']} on: {lim['says']} ({lim['source']})"
+            print("\n".join(wrap(text, 73, "  limit: ", " " * 9)))
         if row["note"]:
             print("\n".join(wrap(row["note"], 76, "  ", "    ")))
     return ExitCode.OK

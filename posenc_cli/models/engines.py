@@ -1,95 +1,183 @@
-"""Inference engines' RoPE rules as data: the tables each engine computes for one model config.
+"""Inference engines' RoPE as data: the tables each engine computes for one model config, by its rules and in
+its arithmetic.
 
-The same config.json gives different cos/sin tables in different runtimes. :data:`ENGINES` lists, per engine, the
-version whose source was read and each rule where it departs from HF transformers (the reference, ``hf``), with
-the file and function it comes from. A rule's ``effect`` is one of a small closed set that :func:`engine_params`
-interprets, turning HF's parameters (read by the HF config reader) into the parameters of posenc's own ``rope``
-kind that reproduce the engine's tables:
+The same config.json gives different cos/sin tables in different runtimes. :data:`ENGINES` holds, per engine,
+the one version posenc mirrors, the arithmetic it computes in, and each rule where it departs from HF
+transformers (the reference, ``hf``) with the file and line of that version's source it was read from. A rule's
+``effect`` is one of a small closed set that :func:`engine_params` (the table's parameters) and
+:func:`engine_limits` (the rows the engine computes at all) interpret:
 
-========================  ================================================================================
-effect                    meaning
-========================  ================================================================================
-longrope:always-long      LongRoPE's long factors at every length
-longrope:max-model-len    long factors iff ``--max-model-len`` > original (fixed for the whole run)
-longrope:n-ctx            long factors iff ``--n-ctx`` > original (fixed by the context size)
-longrope:positions        long factors iff the largest position > original (HF: position + 1 > original)
-yarn:truncate-ignored     the correction range is always floored/ceiled (``truncate: false`` ignored)
-yarn:never-rounds         the correction range is never floored/ceiled (``truncate: true`` ignored)
-yarn:needs-beta-fast      YaRN only when the config's rope dict has ``beta_fast``; plain RoPE otherwise
-yarn:attention-factor-    the config's ``attention_factor`` is ignored (0.1 ln f + 1 instead)
+===========================  =============================================================================
+effect                       meaning
+===========================  =============================================================================
+longrope:always-long         LongRoPE's long factors at every length
+longrope:max-model-len       long factors iff ``--max-model-len`` > original (fixed for the whole run)
+longrope:n-ctx               long factors iff ``--n-ctx`` > original (fixed by the context size)
+longrope:positions-boundary  per batch: long factors iff the largest position > original; a batch whose
+                             largest position *is* original reads the long table's position 0 there
+                             (cos = its scale, sin = 0) and the short table before it
+dynamic:static               dynamic NTK computed once at ``factor * max_position_embeddings``: a fixed
+                             base ``b (f^2 - f + 1)^(d/(d-2))`` at every position
+dynamic:plain                dynamic NTK with the trained length as its own target: plain RoPE
+yarn:truncate-ignored        the correction range is always floored/ceiled (``truncate: false`` ignored)
+yarn:never-rounds            the correction range is never floored/ceiled (``truncate: true`` ignored)
+yarn:needs-beta-fast         YaRN only when the config's rope dict has ``beta_fast``; plain RoPE otherwise
+yarn:attention-factor-       the config's ``attention_factor`` is ignored (0.1 ln f + 1 instead)
 ignored
-yarn:mscale-direct        ``mscale`` alone (no ``mscale_all_dim``) is the cos/sin multiplier itself
-yarn:mscale-numerator     ``mscale`` alone multiplies the log term: 0.1 mscale ln f + 1
-pairing:by-arch           rotation pairs follow the GGUF architecture (NORM or NEOX); convert_hf_to_gguf
-                          permutes Q/K weights so that scores equal HF's: the table is HF's
-========================  ================================================================================
+yarn:mscale-direct           ``mscale`` alone (no ``mscale_all_dim``) is the cos/sin multiplier itself
+yarn:mscale-numerator        ``mscale`` alone multiplies the log term: 0.1 mscale ln f + 1
+linear:divides-positions     linear scaling divides the float32 positions, not the frequencies
+partial:ignored              the model file rotates the whole head (``partial_rotary_factor`` unread)
+pairing:by-arch              rotation pairs follow the GGUF architecture (NORM or NEOX); convert_hf_to_gguf
+                             permutes Q/K weights so that scores equal HF's: the table is HF's
+limit:max-model-len          positions at or past ``max_model_len`` are refused (a longer request is
+                             rejected); a ``--max-model-len`` above the length derived from the config is
+                             refused at start-up
+limit:cache-rows             the cos/sin cache holds fewer rows than the engine's ``max_model_len``: the
+                             positions past it are out of the cache
+===========================  =============================================================================
 
-``--engine llamacpp`` computes through posenc's own float64 ``rope`` with these rules;
-:func:`llamacpp_encoding` is the one place where the exact float32 emulation of ggml (issue 22,
-``posenc_cli/models/llamacpp.py``) replaces it.
+Arithmetic (``Engine.arithmetic``): ``exact`` (posenc's correctly rounded tables: ``onnx-genai``, whose
+arithmetic posenc does not mirror: its rules only), ``torch-float32`` (HF transformers' rotary
+classes, vLLM, SGLang: float32 ``inv_freq`` as HF's float32 formula, float32 angles ``fl(t w)``,
+float32 cos/sin, times the float32 scale), ``mlx-float32`` (mlx's CPU rope, ``mlx/fast.cpp``: ``exp(-k ln b /
+(d/2))`` in float32 or ``1 / freqs`` of mlx-lm's own float32 frequencies, float32 angles), ``ggml-float32``
+(llama.cpp: the float32 emulation of ggml in :mod:`posenc_cli.models.llamacpp`, iterated ``powf``). The stored
+tables of ``tests/data/engines`` were made by each engine's own code (``tools/golden/engines_*``).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from ..encodings.rope.core import Rope, place_pairs
 from ..errors import ParameterError, param
 
 #: Engine names, in the order tables and messages list them.
 ENGINE_NAMES = ("hf", "llamacpp", "mlx", "vllm", "sglang", "onnx-genai")
+#: How the arithmetic is named in messages and metadata.
+ARITHMETIC = {
+    "exact": "exact (correctly rounded)",
+    "torch-float32": "torch float32 (inv_freq, angles, cos/sin)",
+    "mlx-float32": "mlx float32 (exp-based inv_freq or 1/freqs, angles, cos/sin)",
+    "ggml-float32": "ggml float32 (iterated powf theta, cos/sin)",
+}
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One way an engine departs from HF transformers."""
+    """One way an engine departs from HF transformers, read from ``source`` (file:line of the mirrored version)."""
 
     effect: str
     scalings: tuple[str, ...]
     says: str
+    source: str
+    #: the HF model types whose model file the rule is in ("*": every model)
+    model_types: tuple[str, ...] = ("*",)
+
+
+@dataclass(frozen=True)
+class MaxLen:
+    """How an engine derives its default context (vLLM's ``_get_and_verify_max_len``), as data."""
+
+    keys: tuple[str, ...]  # the smallest present wins
+    override: str  # a key that replaces the smallest when present
+    unscaled: tuple[str, ...]  # HF rope types whose factor does not multiply it
+    longrope_default: str  # the key the default falls back to for LongRoPE models
     source: str
 
 
 @dataclass(frozen=True)
 class Engine:
     name: str
+    package: str
     version: str
     reference: str
+    arithmetic: str = "exact"
     rules: tuple[Rule, ...] = field(default_factory=tuple)
     #: engine options (the CLI flags' parameters) that its rules read
     options: tuple[str, ...] = ()
+    max_len: MaxLen | None = None
 
+    @property
+    def label(self) -> str:
+        return f"{self.package} {self.version}"
+
+
+VLLM_CFG = "vllm/config/model.py"
+VLLM_ROPE = "vllm/model_executor/layers/rotary_embedding"
+SGL_ROPE = "sglang/srt/layers/rotary_embedding"
+MLX_ROPE = "mlx_lm/models/rope_utils.py"
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (
-    Engine("hf", "transformers 5.x", "huggingface/transformers src/transformers/modeling_rope_utils.py "
-           "ROPE_INIT_FUNCTIONS; LongRoPE per forward pass: max(position_ids) + 1 > original"),
-    Engine("mlx", "mlx-lm 0.32.2", "ml-explore/mlx-lm mlx_lm/models/rope_utils.py (read from the 0.32.2 wheel)", (
+    Engine("hf", "transformers", "5.24.0", "huggingface/transformers src/transformers/modeling_rope_utils.py "
+           "ROPE_INIT_FUNCTIONS; LongRoPE per forward pass: max(position_ids) + 1 > original; the rotary "
+           "classes' forward: float32 inv_freq @ float32 positions, cos() * attention_scaling",
+           "torch-float32"),
+    Engine("mlx", "mlx-lm", "0.32.2", "ml-explore/mlx-lm mlx_lm/models (0.32.2 wheel) on mlx 0.32.4 mlx/fast.cpp "
+           "(CPU: the pure-mlx rope fallback)", "mlx-float32", (
         Rule("longrope:always-long", ("longrope",),
-             "SuScaledRoPE uses long_factor at every length", "rope_utils.py SuScaledRoPE.__init__"),
+             "SuScaledRoPE uses long_factor at every length", f"{MLX_ROPE}:50, phi3.py:66"),
         Rule("yarn:truncate-ignored", ("yarn",),
-             "YarnRoPE floors/ceils the correction range; truncate is not read",
-             "rope_utils.py YarnRoPE.yarn_find_correction_range, initialize_rope (keys passed)"),
+             "YarnRoPE floors/ceils the correction range; truncate is not read", f"{MLX_ROPE}:151, :330"),
         Rule("yarn:attention-factor-ignored", ("yarn",),
-             "attention_factor is not passed to YarnRoPE", "rope_utils.py initialize_rope"),
+             "attention_factor is not passed to YarnRoPE", f"{MLX_ROPE}:330"),
         Rule("yarn:mscale-numerator", ("yarn",),
              "mscale without mscale_all_dim: 0.1 mscale ln f + 1 (HF: 0.1 ln f + 1)",
-             "rope_utils.py YarnRoPE.__init__ (mscale_all_dim default 0)"),
+             f"{MLX_ROPE}:138, :169 (mscale_all_dim default 0)"),
+        Rule("partial:ignored", ("*",),
+             "glm.py rotates the whole head: nn.RoPE(dims=head_dim), partial_rotary_factor unread",
+             "mlx_lm/models/glm.py:58", ("glm",)),
     )),
-    Engine("vllm", "vllm 0.33.0", "vllm-project/vllm vllm/model_executor/layers/rotary_embedding/ (0.33.0 wheel)", (
+    Engine("vllm", "vllm", "0.33.0", "vllm-project/vllm vllm/model_executor/layers/rotary_embedding/ and "
+           "vllm/config/model.py (0.33.0 wheel)", "torch-float32", (
         Rule("longrope:max-model-len", ("longrope",),
-             "long factors for the whole run iff max_model_len > original_max_position_embeddings",
-             "rotary_embedding/phi3_long_rope_scaled_rope.py Phi3LongRoPEScaledRotaryEmbedding.__init__"),
-    ), options=("max_model_len",)),
-    Engine("sglang", "sglang 0.5.23", "sgl-project/sglang python/sglang/srt/layers/rotary_embedding/ (0.5.23 wheel)", (
-        Rule("longrope:positions", ("longrope",),
-             "long factors per batch iff any position > original (HF: position + 1 > original): one position off",
-             "rotary_embedding/rope_variant.py Phi3LongRoPEScaledRotaryEmbedding.forward"),
+             "long factors for the whole run iff max_model_len > original_max_position_embeddings; the default "
+             "max_model_len of a LongRoPE model is original_max_position_embeddings",
+             f"{VLLM_ROPE}/phi3_long_rope_scaled_rope.py:55, {VLLM_CFG}:2643"),
+        Rule("dynamic:plain", ("dynamic",),
+             "get_rope passes max_trained_positions = max_position: the NTK base is never raised",
+             f"{VLLM_ROPE}/__init__.py:226, dynamic_ntk_scaling_rope.py:59"),
+        Rule("linear:divides-positions", ("linear",),
+             "linear scaling divides the float32 positions by the factor (HF: the frequencies)",
+             f"{VLLM_ROPE}/linear_scaling_rope.py:92"),
+        Rule("limit:cache-rows", ("dynamic",),
+             "the dynamic-NTK cache holds max_position_embeddings rows while max_model_len is factor times it",
+             f"{VLLM_ROPE}/dynamic_ntk_scaling_rope.py:67, {VLLM_CFG}:2634"),
+        Rule("limit:cache-rows", ("yarn",),
+             "the YaRN cache holds original_max_position_embeddings * factor rows",
+             f"{VLLM_ROPE}/yarn_scaling_rope.py:79"),
+        Rule("limit:max-model-len", ("*",),
+             "positions at or past max_model_len are refused; a --max-model-len above the length derived from "
+             "the config is refused at start-up", f"{VLLM_CFG}:2664"),
+    ), options=("max_model_len",), max_len=MaxLen(
+        ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+         "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len"), "model_max_length",
+        ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling"),
+        "original_max_position_embeddings", f"{VLLM_CFG}:2545 _get_and_verify_max_len")),
+    Engine("sglang", "sglang", "0.5.23", "sgl-project/sglang python/sglang/srt/layers/rotary_embedding/ "
+           "(0.5.23 wheel)", "torch-float32", (
+        Rule("longrope:positions-boundary", ("longrope",),
+             "long factors per batch iff any position > original (HF: position + 1 > original); a batch whose "
+             "largest position is original reads the long table's position 0 there (cos = scale, sin = 0)",
+             f"{SGL_ROPE}/rope_variant.py:143"),
+        Rule("dynamic:static", ("dynamic",),
+             "dynamic NTK computed once for factor * max_position_embeddings: base b (f^2 - f + 1)^(d/(d-2)) at "
+             "every position", f"{SGL_ROPE}/rope_variant.py:881"),
+        Rule("linear:divides-positions", ("linear",),
+             "linear scaling divides the float32 positions by the factor (HF: the frequencies)",
+             f"{SGL_ROPE}/base.py:662"),
         Rule("yarn:attention-factor-ignored", ("yarn",),
              "attention_factor is not passed on (mscale from the factor, times attn_factor 1)",
-             "rotary_embedding/factory.py get_rope (yarn extra_kwargs), yarn.py YaRNScalingRotaryEmbedding"),
+             f"{SGL_ROPE}/factory.py:320, yarn.py:122"),
     )),
-    Engine("onnx-genai", "onnxruntime-genai 0.16 (builder, commit a0c04eb)",
-           "microsoft/onnxruntime-genai src/python/py/models/builders/base.py", (
+    Engine("onnx-genai", "onnxruntime-genai", "0.16 (builder, commit a0c04eb)",
+           "microsoft/onnxruntime-genai src/python/py/models/builders/base.py", "exact", (
         Rule("yarn:needs-beta-fast", ("yarn",),
              "YaRN only when the rope dict has beta_fast (else plain RoPE)", "base.py make_rope_init"),
         Rule("yarn:never-rounds", ("yarn",),
@@ -99,11 +187,11 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         Rule("yarn:mscale-direct", ("yarn",),
              "mscale without mscale_all_dim is the multiplier itself", "base.py make_mscale"),
     )),
-    Engine("llamacpp", "llama.cpp master (read 2026-11)",
-           "ggml-org/llama.cpp src/llama-model.cpp, ggml/src/ggml-cpu/ops.cpp", (
+    Engine("llamacpp", "llama-cpp-python", "0.3.36", "llama.cpp vendored in llama-cpp-python 0.3.36: "
+           "src/llama-model.cpp, src/llama-context.cpp, ggml/src/ggml-cpu/ops.cpp", "ggml-float32", (
         Rule("yarn:truncate-ignored", ("yarn",),
              "ggml_rope_yarn_corr_dims floors/ceils the correction range; truncate is not read",
-             "ggml/src/ggml-cpu/ops.cpp ggml_rope_yarn_corr_dims"),
+             "ggml/src/ggml.c ggml_rope_yarn_corr_dims"),
         Rule("longrope:n-ctx", ("longrope",),
              "long factors iff n_ctx per sequence (n_ctx / n_seq_max) > original, chosen once",
              "src/llama-model.cpp llama_model::get_rope_factors"),
@@ -115,13 +203,21 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
 
 
 def resolve_engine(name: str) -> Engine:
-    """The engine named ``name``; an unknown name is refused listing the choices."""
-    if name not in ENGINES:
-        raise ParameterError(f"unknown engine {name!r}; choose {param('engine')} from: {', '.join(ENGINE_NAMES)}")
-    return ENGINES[name]
+    """The engine named ``name`` (``NAME`` or ``NAME==VERSION``); an unknown name, or a version posenc does not
+    mirror, is refused naming the choices."""
+    base, sep, version = name.partition("==")
+    if base not in ENGINES:
+        raise ParameterError(f"unknown engine {base!r}; choose {param('engine')} from: {', '.join(ENGINE_NAMES)}")
+    e = ENGINES[base]
+    if sep and version.strip() != e.version:
+        raise ParameterError(
+            f"posenc mirrors {e.label} only, not {e.package} {version.strip() or '(empty)'}; "
+            f"write {param('engine')} {base} or {base}=={e.version}"
+        )
+    return e
 
 
-# ----- the model, as HF reads it (the one place that names the HF reader: issue 21 moves it) ---------------
+# ----- the model, as HF reads it (the one place that names the HF reader) -----------------------------------
 @dataclass
 class ModelFacts:
     """What checks and engines need of one model: HF's rope parameters and the model's shape."""
@@ -139,6 +235,11 @@ class ModelFacts:
     original: int
     #: what HF's reader had to say (assumptions, unknown model type): for the caller to show
     warnings: list[str] = field(default_factory=list)
+    #: the text config's own keys (engines read some HF does not: vLLM's max-length keys)
+    text: dict[str, Any] = field(default_factory=dict)
+    #: the config as read (engines whose reader starts from the config itself: llama.cpp's conversion)
+    raw: dict[str, Any] = field(default_factory=dict)
+    layer_type: str | None = None
 
 
 def model_facts(config: Any, *, layer_type: str | None = None) -> ModelFacts:
@@ -176,13 +277,83 @@ def model_facts(config: Any, *, layer_type: str | None = None) -> ModelFacts:
         max_positions=mp,
         original=int(params.get("original_max_position_embeddings") or mp),
         warnings=list(model.warnings),
+        text=dict(text),
+        raw=dict(raw),
+        layer_type=layer_type,
     )
 
 
-def rules_for(engine: str, params: dict[str, Any]) -> list[Rule]:
-    """The rules of ``engine`` that apply to a model with these HF parameters."""
+def rules_for(engine: str, params: dict[str, Any], model_type: str | None = None) -> list[Rule]:
+    """The rules of ``engine`` that apply to a model with these HF parameters (and model type)."""
     scaling = params.get("scaling", "none")
-    return [r for r in resolve_engine(engine).rules if "*" in r.scalings or scaling in r.scalings]
+    return [
+        r
+        for r in resolve_engine(engine).rules
+        if ("*" in r.scalings or scaling in r.scalings)
+        and ("*" in r.model_types or (model_type is not None and model_type in r.model_types))
+    ]
+
+
+def _hf_rope_type(facts: ModelFacts) -> str:
+    d = facts.rope_dict
+    return str(d.get("rope_type") or d.get("type") or "default")
+
+
+def default_max_model_len(facts: ModelFacts, engine: str = "vllm") -> tuple[int, int]:
+    """(the default max_model_len, the largest one the engine accepts) as the engine derives them from the config
+    (vLLM's ``_get_and_verify_max_len``, rules in :class:`MaxLen`)."""
+    m = resolve_engine(engine).max_len
+    if m is None:
+        return facts.max_positions, facts.max_positions
+    present = [facts.text[k] for k in m.keys if isinstance(facts.text.get(k), (int, float))]
+    derived = float(min(present)) if present else 2048.0
+    if isinstance(facts.text.get(m.override), (int, float)) and facts.text[m.override]:
+        derived = float(facts.text[m.override])
+    rope_type = _hf_rope_type(facts)
+    if rope_type != "default" and rope_type not in m.unscaled and "gemma3" not in facts.model_type:
+        derived *= float(facts.rope_dict.get("factor") or 1.0)
+    if rope_type == "longrope":
+        top = facts.text.get(m.longrope_default)
+        default = int(top) if isinstance(top, (int, float)) else int(derived)
+    else:
+        default = int(derived)
+    return default, int(derived)
+
+
+@dataclass(frozen=True)
+class Limit:
+    """Rows an engine computes no table for: positions ``>= rows``, and why."""
+
+    rows: int
+    says: str
+    source: str
+
+
+def engine_limits(facts: ModelFacts, engine: str, *, max_model_len: int | None = None) -> list[Limit]:
+    """The engine's limits for this model: each a first position it computes no table for (refused or out of its
+    cache), with the rule's words and source. A ``max_model_len`` the engine refuses raises."""
+    e = resolve_engine(engine)
+    out: list[Limit] = []
+    effects = {r.effect: r for r in rules_for(e.name, facts.params, facts.model_type)}
+    cache_rules = [r for r in rules_for(e.name, facts.params, facts.model_type) if r.effect == "limit:cache-rows"]
+    if "limit:max-model-len" in effects:
+        default, largest = default_max_model_len(facts, e.name)
+        mml = default if max_model_len is None else max_model_len
+        rule = effects["limit:max-model-len"]
+        if mml > largest:
+            raise ParameterError(
+                f"{e.label} refuses {param('max_model_len')} {mml}: larger than the {largest} it derives from the "
+                f"config ({rule.source}); give at most {largest}"
+            )
+        how = "its default max_model_len" if max_model_len is None else "max_model_len"
+        out.append(Limit(mml, f"{e.label} refuses positions >= {how} {mml}", rule.source))
+    scaling = facts.params.get("scaling", "none")
+    for r in cache_rules:
+        rows = facts.max_positions
+        if scaling == "yarn":
+            rows = int(facts.original * float(facts.params.get("factor", 1.0)))
+        out.append(Limit(rows, f"{e.label}'s cos/sin cache holds {rows} rows: {r.says}", r.source))
+    return out
 
 
 def engine_params(
@@ -195,13 +366,15 @@ def engine_params(
 ) -> dict[str, Any]:
     """posenc ``rope`` parameters reproducing the tables ``engine`` computes for the model (without length).
 
-    ``seq_len`` is the sequence length for the per-pass LongRoPE choice (HF, SGLang; default: the table's length),
-    ``max_model_len`` vLLM's (default: the model's max_position_embeddings, as vLLM derives it), ``n_ctx``
-    llama.cpp's context size (required for LongRoPE)."""
+    ``seq_len`` is the sequence length for the per-pass choices (HF, SGLang, mlx; default: the table's
+    length), ``max_model_len`` vLLM's (default: what vLLM derives, :func:`default_max_model_len`), ``n_ctx``
+    llama.cpp's context size (required for LongRoPE). SGLang's LongRoPE boundary row is not a parameter: see
+    :func:`boundary_row`."""
     from ..errors import check_int
 
     p = dict(facts.params)
     e = resolve_engine(engine)
+    engine = e.name
     for opt, value in (("max_model_len", max_model_len), ("n_ctx", n_ctx)):
         if value is not None:
             check_int(opt, value, 1, 2**31 - 1)
@@ -210,11 +383,14 @@ def engine_params(
             users = [n for n, x in ENGINES.items() if opt in x.options]
             raise ParameterError(f"{param(opt)} applies to engine {', '.join(users)}, not {engine}; drop it")
     scaling = p.get("scaling", "none")
-    effects = {r.effect for r in rules_for(engine, p)}
+    effects = {r.effect for r in rules_for(engine, p, facts.model_type)}
     if engine == "onnx-genai" and scaling not in ("none", "linear", "yarn", "longrope"):
         raise ParameterError(
             f"onnx-genai's rules for scaling {scaling} are not tabulated in posenc; compare with another engine"
         )
+    if "partial:ignored" in effects:
+        p.pop("partial_rotary_factor", None)
+        p.pop("rotary_dim", None)
     if scaling == "yarn":
         if "yarn:needs-beta-fast" in effects and "beta_fast" not in facts.rope_dict:
             return _plain(p)
@@ -237,8 +413,6 @@ def engine_params(
                 p.pop("mscale", None)
                 p.pop("mscale_all_dim", None)
             elif "yarn:mscale-numerator" in effects and "attention_factor" not in p:
-                import math
-
                 p["attention_factor"] = 0.1 * float(mscale) * math.log(f) + 1.0 if f > 1 else 1.0
                 p.pop("mscale", None)
                 p.pop("mscale_all_dim", None)
@@ -247,7 +421,7 @@ def engine_params(
         if "longrope:always-long" in effects:
             p["seq_len"] = o + 1
         elif "longrope:max-model-len" in effects:
-            mml = facts.max_positions if max_model_len is None else max_model_len
+            mml = default_max_model_len(facts, engine)[0] if max_model_len is None else max_model_len
             p["seq_len"] = o + 1 if mml > o else o
         elif "longrope:n-ctx" in effects:
             if n_ctx is None:
@@ -255,13 +429,30 @@ def engine_params(
                     f"llama.cpp chooses LongRoPE's factors by its context size; pass {param('n_ctx')} N"
                 )
             p["seq_len"] = o + 1 if n_ctx > o else o
-        elif "longrope:positions" in effects and seq_len is not None:
+        elif "longrope:positions-boundary" in effects and seq_len is not None:
             p["seq_len"] = o + 1 if seq_len - 1 > o else o
         elif seq_len is not None:
             p["seq_len"] = seq_len
-    if scaling == "dynamic" and seq_len is not None:
-        p["seq_len"] = seq_len
+    if scaling == "dynamic":
+        if "dynamic:plain" in effects:
+            return _plain(p)
+        if "dynamic:static" in effects:
+            p["seq_len"] = round(float(p.get("factor", 1.0)) * facts.max_positions)
+        elif seq_len is not None:
+            p["seq_len"] = seq_len
     return p
+
+
+def boundary_row(facts: ModelFacts, engine: str, seq_len: int) -> tuple[int, float] | None:
+    """SGLang's LongRoPE boundary: (the position, the long table's scale) when a batch of ``seq_len`` rows (largest
+    position ``seq_len - 1``) reads the long table's position 0 at position ``original``; else None."""
+    effects = {r.effect for r in rules_for(engine, facts.params, facts.model_type)}
+    if "longrope:positions-boundary" not in effects or seq_len - 1 != facts.original:
+        return None
+    from ..encodings import make_encoding
+
+    long = make_encoding(facts.kind, {**facts.params, "seq_len": facts.original + 1, "length": 1})
+    return facts.original, float(long.attention_scaling)  # type: ignore[attr-defined]
 
 
 def _plain(p: dict[str, Any]) -> dict[str, Any]:
@@ -269,12 +460,237 @@ def _plain(p: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in p.items() if k in keep}
 
 
-def llamacpp_encoding(kind: str, params: dict[str, Any]) -> Any:
-    """The tables llama.cpp computes. Today: posenc's own float64 ``rope`` with llama.cpp's rules (above) applied
-    as data. THE place where issue 22's exact float32 ggml emulation (``models/llamacpp.py``) plugs in."""
-    from ..encodings import make_encoding
+# ----- the engines' arithmetic ------------------------------------------------------------------------------
+f32 = np.float32
+#: rows -> (cos, sin), float32 (len(positions), pairs): one engine's table at these positions
+Pairs = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
-    return make_encoding(kind, params)
+
+def _f32_trig(angles: np.ndarray, scale: np.float32) -> tuple[np.ndarray, np.ndarray]:
+    """cos/sin of float32 angles rounded to float32 (as a correctly rounded float32 libm would), times the
+    float32 scale rounded to float32."""
+    a = angles.astype(np.float64)
+    cos = np.cos(a).astype(f32)
+    sin = np.sin(a).astype(f32)
+    if scale != f32(1):
+        cos = (cos * scale).astype(f32)
+        sin = (sin * scale).astype(f32)
+    return cos, sin
+
+
+def _torch_pairs(rope: Rope, linear_positions: bool) -> Pairs:
+    """vLLM / SGLang: ``freqs = einsum(t, inv_freq)`` in float32, ``cos() * mscale``. inv_freq follows HF's float32
+    formula (both engines' ``_compute_inv_freq`` are the same torch expressions). vLLM's and SGLang's linear
+    scaling divides the positions instead (``t = t / scaling_factor``)."""
+    from ..encodings.rope.scaling import SCALINGS
+
+    if linear_positions:
+        inv = SCALINGS["none"].float32(rope)
+        div = f32(rope.opt["factor"])
+    else:
+        inv = SCALINGS[rope.scaling].float32(rope)
+        div = None
+    scale = f32(rope.attention_scaling)
+
+    def pairs(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        tt = t.astype(f32)
+        if div is not None:
+            tt = (tt / div).astype(f32)
+        return _f32_trig((tt[:, None] * inv[None, :]).astype(f32), scale)
+
+    return pairs
+
+
+#: mlx/backend/cpu/simd/math.h exp: Cephes' polynomial for 2**fpart, fused multiply-adds in float32
+_MLX_EXP_POLY = (1.535336188319500e-4, 1.339887440266574e-3, 9.618437357674640e-3, 5.550332471162809e-2,
+                 2.402264791363012e-1, 6.931472028550421e-1, 1.0)  # fmt: skip
+
+
+def mlx_exp(x: np.ndarray) -> np.ndarray:
+    """mlx's CPU ``exp`` in float32 (``simd::exp``: not correctly rounded, up to ~8 ulp off), step by step."""
+    x = np.asarray(x, dtype=f32)
+    y = (x * f32(1.442695)).astype(f32)
+    ipart = np.floor((y + f32(0.5)).astype(f32))
+    fpart = (y - ipart).astype(f32)
+    p = np.full(x.shape, f32(_MLX_EXP_POLY[0]))
+    for c in _MLX_EXP_POLY[1:]:  # fma: the float32 product is exact in float64, one rounding to float32
+        p = (p.astype(np.float64) * fpart.astype(np.float64) + float(f32(c))).astype(f32)
+    out = np.ldexp(p, ipart.astype(np.int32)).astype(f32)
+    out = np.where(x > f32(88.0), f32(np.inf), out)
+    return np.where(x < f32(-88.0), f32(0), out).astype(f32)
+
+
+def _mlx_pow(base: float, expo: np.ndarray) -> np.ndarray:
+    return np.power(np.float64(f32(base)), expo.astype(np.float64)).astype(f32)
+
+
+def _mlx_freqs(rope: Rope, facts: ModelFacts) -> tuple[np.ndarray, np.float32, np.float32]:
+    """mlx's (inv_freq, position scale, amplitude) in float32, as mlx-lm builds its rope and mlx/fast.cpp's CPU
+    fallback evaluates it: ``exp(arange(0, -d/2, -1) * (log(base) / (d/2)))`` for a plain ``base``, else
+    ``1 / freqs`` of mlx-lm's own float32 ``freqs`` (Llama3RoPE, YarnRoPE, SuScaledRoPE)."""
+    d = rope.rot_dim
+    h = d // 2
+    o = rope.opt
+    scaling = rope.scaling
+
+    def exp_based(base: float) -> np.ndarray:
+        c = f32(f32(math.log(float(f32(base)))) / f32(h))  # std::log(float) / half_dims, in float
+        k = -np.arange(h, dtype=f32)
+        return mlx_exp((k * c).astype(f32))
+
+    expo = (np.arange(0, d, 2, dtype=f32) / f32(d)).astype(f32)
+    one = f32(1)
+    if scaling in ("none", "linear", "dynamic", "ntk"):
+        base = rope.base
+        if scaling == "dynamic":  # DynamicNTKScalingRoPE: the base in float64, mlx takes it as float
+            r = d
+            S = max(rope.effective_seq_len, o["original_max_position_embeddings"])
+            f = o["factor"]
+            base = rope.base * ((f * S / o["original_max_position_embeddings"]) - (f - 1)) ** (r / (r - 2))
+        pscale = f32(1 / o["factor"]) if scaling == "linear" else one
+        return exp_based(base), pscale, one
+    if scaling == "llama3":
+        freqs = _mlx_pow(rope.base, expo)
+        wl = (f32(2 * math.pi) * freqs).astype(f32)
+        lo_f, hi_f, old, factor = o["low_freq_factor"], o["high_freq_factor"], o["original_max_position_embeddings"], o["factor"]  # fmt: skip
+        low_wl, high_wl = old / lo_f, old / hi_f
+        freqs = np.where(wl > f32(low_wl), (freqs * f32(factor)).astype(f32), freqs)
+        medium = (wl > f32(high_wl)) & (wl < f32(low_wl))
+        smooth = (((f32(old) / wl).astype(f32) - f32(lo_f)).astype(f32) / f32(hi_f - lo_f)).astype(f32)
+        den = (((one - smooth).astype(f32) / f32(factor)).astype(f32) + smooth).astype(f32)
+        freqs = np.where(medium, (freqs / den).astype(f32), freqs)
+        return (one / freqs).astype(f32), one, one
+    if scaling == "yarn":
+        f = float(o["factor"])
+        freq_extra = _mlx_pow(rope.base, expo)
+        freq_inter = (f32(f) * freq_extra).astype(f32)
+        from ..encodings.rope.scaling import yarn_correction_range
+
+        low, high = yarn_correction_range(o["beta_fast"], o["beta_slow"], d, rope.base,
+                                          o["original_max_position_embeddings"], True)  # fmt: skip
+        if low == high:
+            high += 0.001
+        ramp = np.clip(((np.arange(h, dtype=f32) - f32(low)).astype(f32) / f32(high - low)).astype(f32), 0, 1)
+        mask = (one - ramp).astype(f32)
+        num = (freq_inter * freq_extra).astype(f32)
+        den = ((freq_inter * mask).astype(f32) + (freq_extra * (one - mask).astype(f32)).astype(f32)).astype(f32)
+        return (one / (num / den).astype(f32)).astype(f32), one, f32(rope.attention_scaling)
+    if scaling == "longrope":
+        freqs = (np.asarray(rope.ext_factors(), dtype=f32) * _mlx_pow(rope.base, expo)).astype(f32)
+        return (one / freqs).astype(f32), one, f32(rope.attention_scaling)
+    from ..encodings.rope.scaling import SCALINGS
+
+    return SCALINGS[scaling].float32(rope), one, f32(rope.attention_scaling)
+
+
+def _mlx_pairs(rope: Rope, facts: ModelFacts) -> tuple[Pairs, np.ndarray]:
+    inv, pscale, amp = _mlx_freqs(rope, facts)
+
+    def pairs(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pos = (t.astype(f32) * pscale).astype(f32)
+        return _f32_trig((pos[:, None] * inv[None, :]).astype(f32), amp)
+
+    return pairs, (inv.astype(np.float64) * float(pscale))
+
+
+def _ggml_pairs(facts: ModelFacts, n_ctx: int | None) -> tuple[Pairs, np.ndarray]:
+    """llama.cpp: ggml's float32 rope cache for a faithful conversion of the config at context ``n_ctx``
+    (:mod:`posenc_cli.models.llamacpp`), and the frequencies llama.cpp means."""
+    from . import llamacpp as lc
+
+    rope = lc.rope_from_hf_config(facts.raw, facts.layer_type)
+    ctx = lc.context(rope, n_ctx)
+    if rope.rope_type == "NONE":
+        raise ParameterError(f"architecture {rope.arch} applies no RoPE (llama.cpp's rope type NONE)")
+    kw: dict[str, Any] = dict(
+        freq_base=rope.freq_base, freq_scale=ctx.freq_scale, ext_factor=ctx.ext_factor, attn_factor=ctx.attn_factor,
+        beta_fast=rope.beta_fast, beta_slow=rope.beta_slow, n_ctx_orig=rope.n_ctx_orig, freq_factors=ctx.factors,
+        mode=rope.rope_type,
+    )  # fmt: skip
+    if rope.rope_type in lc.M_ROPE:
+        kw["sections"] = tuple(rope.sections) + (0,) * (4 - len(rope.sections))
+    h = rope.n_rot // 2
+
+    def pairs(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        c, s = lc.rope_cache(t, rope.n_rot, **kw)
+        return c[:, :h], s[:, :h]
+
+    return pairs, lc.intended_inv_freq(rope, ctx)
+
+
+@dataclass(frozen=True)
+class EngineRope(Rope):
+    """A ``rope`` table as an engine computes it: the parameters say the rules (as posenc's ``rope`` reads them),
+    the cos/sin rows come from the engine's own arithmetic (:data:`ARITHMETIC`). Made by :func:`engine_rope`; the
+    three fields below are no parameters (a copy with another dtype keeps them)."""
+
+    engine_name: str = field(default="hf", compare=False)
+    arithmetic: str = field(default="exact", compare=False)
+    #: (rows -> float32 cos/sin pairs, the engine's inv_freq or None, SGLang's boundary row or None)
+    engine_state: Any = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def param_fields(cls) -> list[Any]:
+        return [f for f in super().param_fields() if f.name not in ("engine_name", "arithmetic", "engine_state")]
+
+    def extra_metadata(self) -> dict[str, str]:
+        e = ENGINES[self.engine_name]
+        return {**super().extra_metadata(), "engine": e.name, "engine_version": e.version,
+                "engine_arithmetic": self.arithmetic}  # fmt: skip
+
+    def _pairs_at(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pairs, _inv, boundary = self.engine_state
+        cos, sin = pairs(t)
+        if boundary is not None:
+            hit = t == boundary[0]
+            cos[hit] = f32(boundary[1])
+            sin[hit] = f32(0)
+        return cos, sin
+
+    def inv_freq(self) -> np.ndarray:
+        inv = self.engine_state[1]
+        return super().inv_freq() if inv is None else np.asarray(inv, dtype=np.float64).copy()
+
+    def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
+        if name == "inv_freq" and self.engine_state[1] is not None:
+            out[...] = self.inv_freq()[start:stop]
+            return
+        if name == "inv_freq" or name not in self.tensor_specs():
+            super().fill(name, start, stop, out)
+            return
+        t = np.arange(self.offset + start, self.offset + stop, dtype=np.int64)
+        cos, sin = self._pairs_at(t)
+        place_pairs(sin if name.startswith("sin") else cos, out, "cache" if name.endswith("_cache") else self.layout)
+
+
+def engine_rope(e: Engine, facts: ModelFacts, params: dict[str, Any], *, n_ctx: int | None = None,
+                boundary: tuple[int, float] | None = None) -> Rope:  # fmt: skip
+    """The ``rope`` encoding of ``params`` with engine ``e``'s arithmetic (exact engines: posenc's own rope)."""
+    from ..encodings import get_kind, make_encoding
+
+    if e.arithmetic == "exact" or facts.kind != "rope" or params.get("scaling") == "proportional":
+        return make_encoding(facts.kind, params)  # type: ignore[return-value]
+    base = get_kind("rope").from_params(params)
+    kw = {f.name: getattr(base, f.name) for f in base.param_fields()}
+    inv: np.ndarray | None = None
+    if e.arithmetic == "torch-float32":
+        effects = {r.effect for r in rules_for(e.name, params, facts.model_type)}
+        pairs = _torch_pairs(base, "linear:divides-positions" in effects)  # type: ignore[arg-type]
+    elif e.arithmetic == "mlx-float32":
+        pairs, inv = _mlx_pairs(base, facts)  # type: ignore[arg-type]
+    else:
+        pairs, inv = _ggml_pairs(facts, n_ctx)
+    return EngineRope(**kw, engine_name=e.name, arithmetic=e.arithmetic, engine_state=(pairs, inv, boundary))
+
+
+def llamacpp_encoding(kind: str, params: dict[str, Any], facts: ModelFacts | None = None,
+                      n_ctx: int | None = None) -> Any:  # fmt: skip
+    """The tables llama.cpp computes: ggml's float32 arithmetic (``models/llamacpp.py``) on llama.cpp's rules."""
+    if facts is None:
+        from ..encodings import make_encoding
+
+        return make_encoding(kind, params)
+    return engine_rope(ENGINES["llamacpp"], facts, params, n_ctx=n_ctx)
 
 
 def engine_encoding(
@@ -288,28 +704,40 @@ def engine_encoding(
     n_ctx: int | None = None,
     seq_len: int | None = None,
 ) -> tuple[Any, ModelFacts]:
-    """The encoding whose tables ``engine`` computes for ``config`` (``length`` rows, default the model's
-    max_position_embeddings), with ``overrides`` (the user's parameters) on top; ``seq_len`` the sequence length
-    of the forward pass (default: offset + length, the rows' last position + 1)."""
-    from ..encodings import make_encoding
-
+    """The encoding whose tables ``engine`` computes for ``config`` (``length`` rows, default the engine's own
+    context: vLLM's max_model_len, else the model's max_position_embeddings), with ``overrides`` (the user's
+    parameters) on top; ``seq_len`` the sequence length of the forward pass (default: offset + length, the rows'
+    last position + 1). Rows the engine computes no table for (:func:`engine_limits`) are refused by name."""
+    e = resolve_engine(engine)
     facts = model_facts(config, layer_type=layer_type)
-    n = facts.max_positions if length is None else int(length)
     overrides = dict(overrides or {})
+    offset = int(overrides.get("offset", 0))
+    limits = engine_limits(facts, e.name, max_model_len=max_model_len)
+    first = min((lim.rows for lim in limits), default=None)
+    n = (facts.max_positions if first is None else max(1, first - offset)) if length is None else int(length)
+    for lim in sorted(limits, key=lambda x: x.rows):
+        if offset + n > lim.rows:
+            raise ParameterError(
+                f"{e.label} computes no table for position {max(lim.rows, offset)}: {lim.says} ({lim.source}); "
+                f"lower {param('length')} to {max(lim.rows - offset, 0)}"
+            )
     if seq_len is None:
-        seq_len = int(overrides.get("seq_len") or (int(overrides.get("offset", 0)) + n))
-    p = engine_params(facts, engine, seq_len=seq_len, max_model_len=max_model_len, n_ctx=n_ctx)
+        seq_len = int(overrides.get("seq_len") or (offset + n))
+    p = engine_params(facts, e.name, seq_len=seq_len, max_model_len=max_model_len, n_ctx=n_ctx)
     p = {**p, **{k: v for k, v in overrides.items() if k != "seq_len"}, "length": n}
-    enc = llamacpp_encoding(facts.kind, p) if engine == "llamacpp" else make_encoding(facts.kind, p)
+    if e.arithmetic in ("torch-float32", "mlx-float32") and facts.kind == "rope":
+        p.setdefault("inv_freq_dtype", "float32")
+    enc = engine_rope(e, facts, p, n_ctx=n_ctx, boundary=boundary_row(facts, e.name, seq_len))
     return enc, facts
 
 
 def departures(config: Any, *, layer_type: str | None = None, length: int | None = None,
                max_model_len: int | None = None, n_ctx: int | None = None) -> list[dict[str, Any]]:  # fmt: skip
-    """Per engine: the rules that apply to this model and at which sequence lengths its tables differ from HF's
-    (``length``, else the original context, one more, and max_position_embeddings: where LongRoPE switches), measured
-    on inv_freq and the attention scaling, which set every row. A rule that needs an option not given is said
-    in ``note`` (its text keeps posenc's parameter marks: :meth:`PosencError.render` spells them)."""
+    """Per engine: the rules that apply to this model, its limits, and at which sequence lengths its tables differ
+    from HF's (``length``, else the original context, one more, and max_position_embeddings: where LongRoPE
+    switches), measured on inv_freq and the attention scaling, which set every row (and SGLang's boundary row).
+    A rule that needs an option not given is said in ``note`` (its text keeps posenc's parameter marks:
+    :meth:`PosencError.render` spells them)."""
     import numpy as np
 
     from ..encodings import make_encoding
@@ -319,10 +747,21 @@ def departures(config: Any, *, layer_type: str | None = None, length: int | None
     rows = []
     for name in ENGINE_NAMES:
         e = ENGINES[name]
-        row: dict[str, Any] = {"engine": name, "version": e.version, "reference": e.reference, "differs": False,
-                               "differs_at": [], "note": "", "error": None,
-                               "rules": [{"says": r.says, "source": r.source} for r in rules_for(name, facts.params)]}  # fmt: skip
+        row: dict[str, Any] = {"engine": name, "version": e.label, "reference": e.reference, "differs": False,
+                               "arithmetic": ARITHMETIC[e.arithmetic], "differs_at": [], "note": "", "error": None,
+                               "limits": [],
+                               "rules": [{"says": r.says, "source": f"{e.label} {r.source}"}
+                                         for r in rules_for(name, facts.params, facts.model_type)
+                                         if not r.effect.startswith("limit:")]}  # fmt: skip
         notes = []
+        try:
+            limits = engine_limits(facts, name, max_model_len=max_model_len if "max_model_len" in e.options else None)
+        except ParameterError as exc:
+            row["error"] = exc
+            rows.append(row)
+            continue
+        row["limits"] = [{"from_position": lim.rows, "says": lim.says, "source": f"{e.label} {lim.source}"}
+                         for lim in sorted(limits, key=lambda x: x.rows)]  # fmt: skip
         for n in lengths:
             ref = make_encoding(facts.kind, {**engine_params(facts, "hf", seq_len=n), "length": 1})
             try:
@@ -339,11 +778,16 @@ def departures(config: Any, *, layer_type: str | None = None, length: int | None
             enc = make_encoding(facts.kind, {**p, "length": 1})
             w_ref, w = ref.inv_freq(), enc.inv_freq()  # type: ignore[attr-defined]
             s_ref, s = float(ref.attention_scaling), float(enc.attention_scaling)  # type: ignore[attr-defined]
-            if w.shape == w_ref.shape and bool(np.all(w == w_ref)) and s == s_ref:
+            edge = boundary_row(facts, name, n)
+            if w.shape == w_ref.shape and bool(np.all(w == w_ref)) and s == s_ref and edge is None:
                 continue
             row["differs_at"].append(n)
             rel = float(np.max(np.abs(w / w_ref - 1))) if w.shape == w_ref.shape else float("nan")
-            notes.append(f"at sequence length {n}: inv_freq up to {rel:.3g} off (relative)" +
+            what = (f"inv_freq up to {rel:.3g} off (relative)" if w.shape == w_ref.shape
+                    else f"{2 * len(w)} rotated features vs {2 * len(w_ref)}")  # fmt: skip
+            if edge is not None and w.shape == w_ref.shape:
+                what += f"; position {edge[0]} reads the long table's position 0 (cos {edge[1]:.5g}, sin 0)"
+            notes.append(f"at sequence length {n}: {what}" +
                          (f", attention scaling {s:.6g} vs {s_ref:.6g}" if s != s_ref else ""))  # fmt: skip
         row["differs"] = bool(row["differs_at"])
         row["note"] = "; ".join(notes)
