@@ -352,7 +352,8 @@ def engine_limits(facts: ModelFacts, engine: str, *, max_model_len: int | None =
         rows = facts.max_positions
         if scaling == "yarn":
             rows = int(facts.original * float(facts.params.get("factor", 1.0)))
-        out.append(Limit(rows, f"{e.label}'s cos/sin cache holds {rows} rows: {r.says}", r.source))
+        if all(rows < lim.rows for lim in out):  # a cache as long as the context limits nothing more
+            out.append(Limit(rows, f"{e.label}'s cos/sin cache holds {rows} rows: {r.says}", r.source))
     return out
 
 
