@@ -256,7 +256,7 @@ def test_the_hf_reader_s_warnings_are_said_with_an_engine_too(tmp_path):
     cfg["model_type"] = "mystery"
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     plain = cli(["generate", str(tmp_path / "config.json"), "--len", "4", "-o", str(tmp_path / "a.npz")])
-    code, _, err = cli(["generate", f"{tmp_path / 'config.json'}@mlx", "--len", "4", "-o", str(tmp_path / "b.npz")])
+    code, _, err = cli(["generate", f"{tmp_path / 'config.json'}@vllm", "--len", "4", "-o", str(tmp_path / "b.npz")])
     assert code == plain[0]
     if plain[0] == 0:  # an unknown model type read generically: the warning is said on both paths
         assert "Warning:" in plain[2] and "mystery" in err and "Warning:" in err
@@ -293,3 +293,35 @@ def test_a_mistyped_engine_after_a_config_is_named():
     phi = str(DATA / "configs" / "phi3.json")
     code, _, err = cli(["generate", f"{phi}@mxl", "--len", "4", "-o", "x.npz"])
     assert code == 2 and f"unknown engine 'mxl' in {phi}@mxl; did you mean 'mlx'? choose from: " in err
+
+
+def test_a_model_type_an_engine_does_not_load_is_named():
+    """mlx-lm loads a model type only through a module of mlx_lm/models (or its remapping); llama.cpp only what
+    convert_hf_to_gguf.py converts: a model type either lacks is refused by the engine, and kinds --engines says so."""
+    cfg = str(CONFIGS / "codegen.json")
+    code, _, err = cli(["generate", cfg, "--engine", "mlx", "--len", "4", "-o", "-"])
+    assert code == 2 and "mlx-lm 0.32.2 does not support model_type 'codegen'" in err
+    rows = {r["engine"]: r for r in json.loads(cli(["kinds", cfg, "--engines", "--json"])[1])}
+    assert "does not support model_type 'codegen'" in rows["mlx"]["note"]
+    assert "does not support model_type 'codegen'" in rows["llamacpp"]["note"]
+    assert rows["vllm"]["note"] == "" and rows["hf"]["note"] == ""
+
+
+def test_engine_versions_and_options_are_refused_by_name():
+    phi = str(CONFIGS / "phi3.json")
+    code, _, err = cli(["generate", f"{phi}@vllm==0.30.0", "--len", "4", "-o", "-"])
+    assert code == 2 and "posenc mirrors vllm 0.33.0 only, not vllm 0.30.0" in err and len(err.splitlines()) == 1
+    assert cli(["generate", phi, "--engine", "sglang==0.5.23", "--len", "4", "-o", "-"])[0] == 0
+    code, _, err = cli(["generate", phi, "--engine", "mlx", "--max-model-len", "4096", "--len", "4", "-o", "-"])
+    assert code == 2 and "--max-model-len sets a rule of engine vllm" in err
+    code, _, err = cli(["generate", phi, "--engine", "vllm", "--max-model-len", "200000", "--len", "4", "-o", "-"])
+    assert code == 2 and "vllm 0.33.0 refuses --max-model-len 200000" in err and "at most 131072" in err
+
+
+def test_kinds_engines_names_the_version_of_every_rule_and_the_limits():
+    rows = json.loads(cli(["kinds", str(DATA / "engines" / "llama2_dynamic.json"), "--engines", "--json"])[1])
+    for row in rows:
+        for r in row["rules"]:
+            assert r["source"].startswith(row["version"] + " "), r
+    vllm = next(r for r in rows if r["engine"] == "vllm")
+    assert [lim["from_position"] for lim in vllm["limits"]] == [4096, 8192]

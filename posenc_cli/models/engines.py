@@ -57,6 +57,7 @@ import numpy as np
 
 from ..encodings.rope.core import Rope, place_pairs
 from ..errors import ParameterError, param
+from .llamacpp import HF_ARCH
 
 #: Engine names, in the order tables and messages list them.
 ENGINE_NAMES = ("hf", "llamacpp", "mlx", "vllm", "sglang", "onnx-genai")
@@ -103,11 +104,18 @@ class Engine:
     #: engine options (the CLI flags' parameters) that its rules read
     options: tuple[str, ...] = ()
     max_len: MaxLen | None = None
+    #: the model types the engine loads, where it refuses the others (None: not tabulated)
+    model_types: frozenset[str] | None = None
+    model_types_source: str = ""
 
     @property
     def label(self) -> str:
         return f"{self.package} {self.version}"
 
+
+#: The model types mlx-lm 0.32.2 loads (a module of mlx_lm/models, or MODEL_REMAPPING; mlx_lm/utils.py:220 refuses
+#: any other): printed by tools/golden/engines_support.py.
+MLX_MODEL_TYPES = frozenset(['Klear', 'afm7', 'afmoe', 'apertus', 'baichuan_m1', 'bailing_hybrid', 'bailing_moe', 'bailing_moe_linear', 'bailing_moe_v3', 'bitnet', 'cohere', 'cohere2', 'dbrx', 'deepseek', 'deepseek_v2', 'deepseek_v3', 'deepseek_v32', 'deepseek_v41', 'deepseek_v41_text', 'dots1', 'ernie4_5', 'ernie4_5_moe', 'exaone', 'exaone4', 'exaone_moe', 'falcon_h1', 'falcon_mamba', 'gear', 'gemma', 'gemma2', 'gemma3', 'gemma3_text', 'gemma3n', 'gemma4', 'gemma4_text', 'gemma4_unified', 'glm', 'glm4', 'glm4_moe', 'glm4_moe_lite', 'glm_moe_dsa', 'gpt2', 'gpt_bigcode', 'gpt_neox', 'gpt_oss', 'gptj', 'granite', 'granitemoe', 'granitemoehybrid', 'helium', 'hunyuan', 'hunyuan_v1_dense', 'internlm2', 'internlm3', 'iquestcoder', 'iquestloopcoder', 'jamba', 'joyai_llm_flash', 'kimi_k2', 'kimi_k25', 'kimi_k3', 'kimi_linear', 'kimi_vl', 'laguna', 'lfm2', 'lfm2-vl', 'lfm2_moe', 'lille-130m', 'llama', 'llama4', 'llama4_text', 'llava', 'longcat_flash', 'longcat_flash_ngram', 'mamba', 'mamba2', 'mellum', 'mimo', 'mimo_v2_flash', 'minicpm', 'minicpm3', 'minimax', 'minimax_m2', 'minimax_m3_vl', 'ministral3', 'mistral', 'mistral3', 'mistral4', 'mixtral', 'muse_glimmer', 'muse_spark', 'nanbeige', 'nanochat', 'nemotron', 'nemotron-nas', 'nemotron_h', 'olmo', 'olmo2', 'olmo3', 'olmo_hybrid', 'olmoe', 'openelm', 'phi', 'phi-msft', 'phi3', 'phi3small', 'phimoe', 'phixtral', 'pixtral', 'plamo', 'plamo2', 'plamo3', 'prism_hadamard_qwen35', 'qwen', 'qwen2', 'qwen2_5_vl', 'qwen2_moe', 'qwen2_vl', 'qwen3', 'qwen3_5', 'qwen3_5_moe', 'qwen3_moe', 'qwen3_next', 'qwen3_vl', 'qwen3_vl_moe', 'recurrent_gemma', 'rwkv7', 'seed_oss', 'smollm3', 'solar_open', 'spark2_5', 'stablelm', 'starcoder2', 'step3p5', 'talkie', 'telechat3', 'xverse', 'youtu_llm'])  # fmt: skip
 
 VLLM_CFG = "vllm/config/model.py"
 VLLM_ROPE = "vllm/model_executor/layers/rotary_embedding"
@@ -133,7 +141,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         Rule("partial:ignored", ("*",),
              "glm.py rotates the whole head: nn.RoPE(dims=head_dim), partial_rotary_factor unread",
              "mlx_lm/models/glm.py:58", ("glm",)),
-    )),
+    ), model_types=MLX_MODEL_TYPES, model_types_source="mlx_lm/utils.py:220: no module mlx_lm.models.<model_type>"),
     Engine("vllm", "vllm", "0.33.0", "vllm-project/vllm vllm/model_executor/layers/rotary_embedding/ and "
            "vllm/config/model.py (0.33.0 wheel)", "torch-float32", (
         Rule("longrope:max-model-len", ("longrope",),
@@ -198,7 +206,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         Rule("pairing:by-arch", ("*",),
              "NORM (adjacent pairs) or NEOX by architecture; convert_hf_to_gguf permutes Q/K to match",
              "src/llama-model.cpp llama_model_rope_type"),
-    ), options=("n_ctx",)),
+    ), options=("n_ctx",), model_types=frozenset(HF_ARCH),
+           model_types_source="convert_hf_to_gguf.py converts no model of this type: llamacpp.py HF_ARCH"),
 )}  # fmt: skip
 
 
@@ -329,10 +338,21 @@ class Limit:
     source: str
 
 
+def check_supported(facts: ModelFacts, e: Engine) -> None:
+    """Refuse a model type the engine does not load, naming it and the engine's source."""
+    if e.model_types is not None and facts.model_type not in e.model_types:
+        raise ParameterError(
+            f"{e.label} does not support model_type {facts.model_type!r} ({e.model_types_source}); "
+            "compare with another engine"
+        )
+
+
 def engine_limits(facts: ModelFacts, engine: str, *, max_model_len: int | None = None) -> list[Limit]:
     """The engine's limits for this model: each a first position it computes no table for (refused or out of its
-    cache), with the rule's words and source. A ``max_model_len`` the engine refuses raises."""
+    cache), with the rule's words and source. A ``max_model_len`` the engine refuses, or a model type it does not
+    load, raises."""
     e = resolve_engine(engine)
+    check_supported(facts, e)
     out: list[Limit] = []
     effects = {r.effect: r for r in rules_for(e.name, facts.params, facts.model_type)}
     cache_rules = [r for r in rules_for(e.name, facts.params, facts.model_type) if r.effect == "limit:cache-rows"]
