@@ -21,6 +21,7 @@ from posenc_cli.models.engines import engine_encoding
 DATA = Path(__file__).parent / "data"
 TORCH = np.load(DATA / "engines" / "torch.npz")
 MLX = np.load(DATA / "engines" / "mlx.npz")
+GGML = np.load(DATA / "engines" / "llamacpp.npz")
 EPS = 2.0**-24
 
 
@@ -87,6 +88,40 @@ def test_mlx_equals_its_own_code(case):
     scale = float(np.abs(want_c[0]).max())
     assert _within(cos, want_c, pos, w, scale).all(), case
     assert _within(sin, want_s, pos, w, scale).all(), case
+
+
+@pytest.mark.parametrize("case", _cases(GGML))
+def test_llamacpp_equals_ggml(case):
+    """ggml's own float32 rope (iterated powf theta) for a faithful conversion at the stored context size."""
+    meta = _meta(GGML, case)
+    pos = GGML[f"{case}.positions"]
+    enc, _ = engine_encoding(DATA / meta["config"], "llamacpp", length=int(pos.max()) + 1, n_ctx=meta["n_ctx"])
+    cos, sin = _pairs(enc, pos)
+    want_c, want_s = GGML[f"{case}.cos"], GGML[f"{case}.sin"]
+    assert cos.shape == want_c.shape, case
+    w = enc.inv_freq()[: cos.shape[1]]
+    scale = float(np.abs(want_c[0]).max())
+    assert _within(cos, want_c, pos, w, scale).all(), case
+    assert _within(sin, want_s, pos, w, scale).all(), case
+
+
+@pytest.mark.parametrize("case", ["llama31", "gpt_oss", "mistral"])
+def test_llamacpp_old_float64_tables_are_not_ggml_s(case):
+    """posenc's old --engine llamacpp (exact float64 rope with llama.cpp's rules) is outside float32 rounding of
+    ggml's iterated powf at the far positions: the arithmetic matters."""
+    from posenc_cli.encodings import make_encoding
+    from posenc_cli.models.engines import engine_params, model_facts
+
+    meta = _meta(GGML, case)
+    pos = GGML[f"{case}.positions"]
+    facts = model_facts(DATA / meta["config"])
+    old = make_encoding("rope", {**engine_params(facts, "llamacpp", n_ctx=meta["n_ctx"]), "length": 1,
+                                 "dtype": "float64"})  # fmt: skip
+    w = old.inv_freq()
+    h = len(w)
+    cos = GGML[f"{case}.cos"]
+    mine = float(cos[0, 0]) * np.cos(pos[:, None].astype(np.float64) * w[None, :])
+    assert not _within(mine[:, :h], cos, pos, w, float(cos[0, 0])).all()
 
 
 def test_mlx_exp_is_mlx_s_own():

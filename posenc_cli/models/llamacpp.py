@@ -895,10 +895,26 @@ def describe(path: str, *, n_ctx: int | None = None) -> list[tuple[str, str, str
 #: HF ``model_type`` (of the text model) -> the GGUF architecture convert_hf_to_gguf.py writes, for the families
 #: whose rope keys :func:`rope_from_hf_config` writes as the converter does (conversion/*.py of LLAMACPP_VERSION).
 HF_ARCH = {
+    "deepseek_v3": "deepseek2",  # conversion/deepseek.py:225 DeepseekV2Model registers DeepseekV3ForCausalLM
+    "cohere": "command-r",  # conversion/command_r.py:14 (rope scaling NONE, rope_theta as freq_base)
+    "glm": "chatglm",  # conversion/chatglm.py:11 GlmForCausalLM (freq_base 10000 * rope_ratio: :154)
     "llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "phi3": "phi3",
     "gemma3_text": "gemma3", "gemma2": "gemma2", "gpt_oss": "gpt-oss", "deepseek_v2": "deepseek2",
     "qwen2_vl_text": "qwen2vl", "qwen2_5_vl_text": "qwen2vl", "qwen2_vl": "qwen2vl", "qwen2_5_vl": "qwen2vl",
 }  # fmt: skip
+
+
+#: Architectures whose converter writes its own freq_base, not the config's rope_theta (conversion/*.py).
+CONVERTER_FREQ_BASE = {"chatglm": (10000.0, "rope_ratio")}  # conversion/chatglm.py:154: 10000 * rope_ratio
+
+
+def _converter_base(arch: str, raw: dict[str, Any], base: float) -> float:
+    if arch not in CONVERTER_FREQ_BASE:
+        return base
+    fixed, ratio = CONVERTER_FREQ_BASE[arch]
+    tc = raw.get("text_config")
+    text: dict[str, Any] = tc if isinstance(tc, dict) else raw
+    return fixed * float(text.get(ratio, 1.0))
 
 
 def rope_from_hf_config(config: Any, layer_type: str | None = None) -> LlamaRope:
@@ -934,7 +950,8 @@ def rope_from_hf_config(config: Any, layer_type: str | None = None) -> LlamaRope
     o = {"source": "the HF config, as convert_hf_to_gguf.py writes it"}
     rope = LlamaRope(
         arch=arch, rope_type=rope_type, known_arch=True, n_rot=n_rot, head_dim=int(p["dim"]),
-        freq_base=float(_f32(p["base"])), freq_scale=1.0, scaling_type="linear", n_ctx_train=max_pos,
+        freq_base=float(_f32(_converter_base(arch, raw, p["base"]))), freq_scale=1.0, scaling_type="linear",
+        n_ctx_train=max_pos,
         n_ctx_orig=max_pos, sections=sections, origins=o, layer_type=lt,
     )  # fmt: skip
     if scaling == "llama3" and not sliding:
