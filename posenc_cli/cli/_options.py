@@ -151,8 +151,8 @@ Engine = Annotated[
         "--engine",
         metavar="NAME",
         autocompletion=complete.choices(ENGINE_NAMES),
-        help=f"With a model config: the tables this engine computes ({', '.join(ENGINE_NAMES)}); "
-        "or write CONFIG@ENGINE.",
+        help=f"With a model config: the tables this engine computes ({', '.join(ENGINE_NAMES)}; "
+        "NAME==VERSION names the version posenc mirrors); or write CONFIG@ENGINE.",
         show_default=False,
     ),
 ]
@@ -162,7 +162,8 @@ MaxModelLen = Annotated[
         "--max-model-len",
         metavar="N",
         parser=number(low=1, high=2**31 - 1),
-        help="vllm: the max_model_len it runs with (fixes LongRoPE's choice; default the model's).",
+        help="vllm: the max_model_len it runs with (fixes LongRoPE's choice and the last position; default: "
+        "what vLLM derives from the config).",
         show_default=False,
     ),
 ]
