@@ -325,3 +325,20 @@ def test_kinds_engines_names_the_version_of_every_rule_and_the_limits():
             assert r["source"].startswith(row["version"] + " "), r
     vllm = next(r for r in rows if r["engine"] == "vllm")
     assert [lim["from_position"] for lim in vllm["limits"]] == [4096, 8192]
+
+
+def test_an_architecture_served_by_the_transformers_backend_gets_hf_s_rules(tmp_path):
+    """vLLM and SGLang run an architecture without a model file of their own (vLLM's registry maps GlmForCausalLM
+    to its Transformers backend; SGLang has no EntryClass for it) through HF's modeling code: HF's rotary rules,
+    with the engine's context limit only."""
+    cfg = json.loads((DATA / "engines" / "llama2_dynamic.json").read_text())
+    native = model_facts(DATA / "engines" / "llama2_dynamic.json")
+    assert engine_params(native, "sglang", seq_len=100) != engine_params(native, "hf", seq_len=100)
+    cfg["architectures"] = ["GlmForCausalLM"]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    facts = model_facts(tmp_path / "config.json")
+    for engine in ("vllm", "sglang"):
+        assert engine_params(facts, engine, seq_len=100) == engine_params(facts, "hf", seq_len=100), engine
+    rows = {r["engine"]: r for r in json.loads(cli(["kinds", str(tmp_path / "config.json"), "--engines", "--json"])[1])}
+    assert "Transformers backend" in rows["vllm"]["rules"][0]["says"]
+    assert [lim["from_position"] for lim in rows["vllm"]["limits"]] == [8192]  # no cache of vLLM's own

@@ -238,6 +238,8 @@ CASES = {  # name: (config, neox pairing as the model file passes it)
     "qwen25_yarn": ("engines/qwen2_5_yarn.json", True),
     "deepseek_v3": ("configs/deepseek_v3.json", False),
     "cohere": ("configs/cohere.json", False),
+    # GlmForCausalLM has no model file in vLLM (registry: Transformers backend) nor SGLang: both run HF's rotary
+    # code for it; get_rope with GLM's settings (interleaved, half rotated) is what their glm4.py files build
     "glm4": ("configs/glm.json", False),
     "llama2_dynamic": ("engines/llama2_dynamic.json", True),
 }
