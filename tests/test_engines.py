@@ -249,6 +249,13 @@ def test_yarn_mscale_alone_per_engine(tmp_path):
             "vllm": 0.1 * math.log(f) + 1}  # fmt: skip
     for engine, s in want.items():
         assert _inv_freq(engine, tmp_path / "config.json")[1] == pytest.approx(s, rel=1e-12), engine
+    # mscale_all_dim 0 given: SGLang takes the ratio of the two (yarn.py:122 tests "is not None"), HF and vLLM
+    # only nonzero pairs
+    cfg["rope_scaling"]["mscale_all_dim"] = 0
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    want = {"hf": 0.1 * math.log(f) + 1, "vllm": 0.1 * math.log(f) + 1, "sglang": 0.1 * 0.707 * math.log(f) + 1}
+    for engine, s in want.items():
+        assert _inv_freq(engine, tmp_path / "config.json")[1] == pytest.approx(s, rel=1e-12), engine
 
 
 def test_the_hf_reader_s_warnings_are_said_with_an_engine_too(tmp_path):

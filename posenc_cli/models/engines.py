@@ -26,6 +26,8 @@ yarn:attention-factor-       the config's ``attention_factor`` is ignored (0.1 l
 ignored
 yarn:mscale-direct           ``mscale`` alone (no ``mscale_all_dim``) is the cos/sin multiplier itself
 yarn:mscale-numerator        ``mscale`` alone multiplies the log term: 0.1 mscale ln f + 1
+yarn:mscale-given            ``mscale`` and ``mscale_all_dim`` both present, even 0: their ratio
+                             ``(0.1 mscale ln f + 1) / (0.1 mscale_all_dim ln f + 1)``
 linear:divides-positions     linear scaling divides the float32 positions, not the frequencies
 partial:ignored              the model file rotates the whole head (``partial_rotary_factor`` unread)
 pairing:by-arch              rotation pairs follow the GGUF architecture (NORM or NEOX); convert_hf_to_gguf
@@ -193,6 +195,9 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         Rule("yarn:attention-factor-ignored", ("yarn",),
              "attention_factor is not passed on (mscale from the factor, times attn_factor 1)",
              f"{SGL_ROPE}/factory.py:320, yarn.py:122"),
+        Rule("yarn:mscale-given", ("yarn",),
+             "mscale and mscale_all_dim both given (even 0): their ratio (HF: only when both are nonzero)",
+             f"{SGL_ROPE}/yarn.py:122"),
     ), native=SGLANG_NATIVE_ARCHITECTURES,
        native_source="sglang/srt/models/registry.py, transformers.py (no EntryClass: Transformers backend)"),
     Engine("onnx-genai", "onnxruntime-genai", "0.16 (builder, commit a0c04eb)",
@@ -462,7 +467,16 @@ def engine_params(
         if "yarn:attention-factor-ignored" in effects:
             p.pop("attention_factor", None)
         f = float(p.get("factor", 1.0))
-        if mscale and not mscale_all:
+        given = mscale is not None and mscale_all is not None
+        if "yarn:mscale-given" in effects and given and not (mscale and mscale_all):
+
+            def get_mscale(m: Any) -> float:
+                return 1.0 if f <= 1 else 0.1 * float(m) * math.log(f) + 1.0
+
+            p["attention_factor"] = get_mscale(mscale) / get_mscale(mscale_all)
+            p.pop("mscale", None)
+            p.pop("mscale_all_dim", None)
+        elif mscale and not mscale_all:
             if "yarn:mscale-direct" in effects:
                 p["attention_factor"] = float(mscale)
                 p.pop("mscale", None)
