@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -173,6 +174,8 @@ def test_every_engine_cites_version_and_source():
         for r in e.rules:
             assert r.source and r.says
             assert r.effect.split(":")[0] in ("longrope", "yarn", "pairing", "dynamic", "partial", "limit", "linear")
+            if e.name in ("vllm", "sglang", "mlx", "llamacpp"):  # read from the mirrored version: file:line
+                assert re.search(r"\.(py|cpp|c):\d+", r.source), (e.name, r.source)
 
 
 # ----- the command line ------------------------------------------------------------------------------------------

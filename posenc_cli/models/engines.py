@@ -215,13 +215,13 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
            "src/llama-model.cpp, src/llama-context.cpp, ggml/src/ggml-cpu/ops.cpp", "ggml-float32", (
         Rule("yarn:truncate-ignored", ("yarn",),
              "ggml_rope_yarn_corr_dims floors/ceils the correction range; truncate is not read",
-             "ggml/src/ggml.c ggml_rope_yarn_corr_dims"),
+             "ggml/src/ggml.c:4486 ggml_rope_yarn_corr_dims"),
         Rule("longrope:n-ctx", ("longrope",),
              "long factors iff n_ctx per sequence (n_ctx / n_seq_max) > original, chosen once",
-             "src/llama-model.cpp llama_model::get_rope_factors"),
+             "src/llama-model.cpp:2345 llama_model::get_rope_factors"),
         Rule("pairing:by-arch", ("*",),
              "NORM (adjacent pairs) or NEOX by architecture; convert_hf_to_gguf permutes Q/K to match",
-             "src/llama-model.cpp llama_model_rope_type"),
+             "src/llama-model.cpp:3023 llama_model_rope_type"),
     ), options=("n_ctx",), model_types=frozenset(HF_ARCH),
            model_types_source="convert_hf_to_gguf.py converts no model of this type: llamacpp.py HF_ARCH"),
 )}  # fmt: skip
