@@ -276,9 +276,14 @@ def encoding_from_metadata(metadata: dict[str, str]) -> tuple[Any, str]:
         # files written before integer tables declared their dtype recorded an ignored float dtype
         params.pop("dtype", None)
     try:
-        return cls.from_params(params), ""
+        enc = cls.from_params(params)
     except ParameterError as exc:
         return None, f"metadata does not describe a valid {kind}: {exc}"
+    if "engine_arithmetic" in metadata:  # written by --engine: the engine's arithmetic, as recorded
+        from .models.engines import engine_rope_from_metadata
+
+        return engine_rope_from_metadata(enc, metadata)
+    return enc, ""
 
 
 def keyword_layers(length: int | None = None, dim: int | None = None, dtype: str | None = None) -> list[Layer]:

@@ -352,3 +352,25 @@ def test_an_architecture_served_by_the_transformers_backend_gets_hf_s_rules(tmp_
     rows = {r["engine"]: r for r in json.loads(cli(["kinds", str(tmp_path / "config.json"), "--engines", "--json"])[1])}
     assert "Transformers backend" in rows["vllm"]["rules"][0]["says"]
     assert [lim["from_position"] for lim in rows["vllm"]["limits"]] == [8192]  # no cache of vLLM's own
+
+
+@pytest.mark.parametrize("engine", ["hf", "vllm", "sglang", "mlx"])
+def test_an_engine_table_s_metadata_rebuilds_its_bytes(tmp_path, engine):
+    """The metadata of a table written by --engine names the engine's arithmetic (and SGLang's boundary row), so
+    matches-spec regenerates the same bytes, not posenc's exact table (which differs by the float32 angles)."""
+    from posenc_cli.sources import encoding_from_metadata, open_source
+
+    out = tmp_path / "t.npz"
+    args = ["generate", str(CONFIGS / "phi3.json"), "--engine", engine, "--len", "4097", "-o", str(out)]
+    if engine == "vllm":
+        args += ["--max-model-len", "131072"]
+    assert cli(args)[0] == 0
+    src = open_source(str(out))
+    assert src.metadata["engine"] == engine and src.metadata["engine_arithmetic"] != "exact"
+    enc, why = encoding_from_metadata(src.metadata)
+    assert enc is not None, why
+    assert np.array_equal(enc.array("cos"), np.load(out)["cos"])
+    _code, stdout, _ = cli(["check", str(out), "--json"])
+    report = json.loads(stdout)[0]
+    spec = next(c for c in report["results"] if c["name"] == "matches-spec")
+    assert spec["status"] == "PASS", spec

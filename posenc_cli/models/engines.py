@@ -593,7 +593,7 @@ def _mlx_pow(base: float, expo: np.ndarray) -> np.ndarray:
     return np.power(np.float64(f32(base)), expo.astype(np.float64)).astype(f32)
 
 
-def _mlx_freqs(rope: Rope, facts: ModelFacts) -> tuple[np.ndarray, np.float32, np.float32]:
+def _mlx_freqs(rope: Rope) -> tuple[np.ndarray, np.float32, np.float32]:
     """mlx's (inv_freq, position scale, amplitude) in float32, as mlx-lm builds its rope and mlx/fast.cpp's CPU
     fallback evaluates it: ``exp(arange(0, -d/2, -1) * (log(base) / (d/2)))`` for a plain ``base``, else
     ``1 / freqs`` of mlx-lm's own float32 ``freqs`` (Llama3RoPE, YarnRoPE, SuScaledRoPE)."""
@@ -652,8 +652,8 @@ def _mlx_freqs(rope: Rope, facts: ModelFacts) -> tuple[np.ndarray, np.float32, n
     return SCALINGS[scaling].float32(rope), one, f32(rope.attention_scaling)
 
 
-def _mlx_pairs(rope: Rope, facts: ModelFacts) -> tuple[Pairs, np.ndarray]:
-    inv, pscale, amp = _mlx_freqs(rope, facts)
+def _mlx_pairs(rope: Rope) -> tuple[Pairs, np.ndarray]:
+    inv, pscale, amp = _mlx_freqs(rope)
 
     def pairs(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         pos = (t.astype(f32) * pscale).astype(f32)
@@ -695,7 +695,8 @@ class EngineRope(Rope):
 
     engine_name: str = field(default="hf", compare=False)
     arithmetic: str = field(default="exact", compare=False)
-    #: (rows -> float32 cos/sin pairs, the engine's inv_freq or None, SGLang's boundary row or None)
+    #: (rows -> float32 cos/sin pairs, the engine's inv_freq or None, SGLang's boundary row or None, whether
+    #: linear scaling divides the positions)
     engine_state: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
@@ -704,11 +705,17 @@ class EngineRope(Rope):
 
     def extra_metadata(self) -> dict[str, str]:
         e = ENGINES[self.engine_name]
-        return {**super().extra_metadata(), "engine": e.name, "engine_version": e.version,
-                "engine_arithmetic": self.arithmetic}  # fmt: skip
+        out = {**super().extra_metadata(), "engine": e.name, "engine_version": e.version,
+               "engine_arithmetic": self.arithmetic}  # fmt: skip
+        _pairs, _inv, boundary, divides = self.engine_state
+        if divides:
+            out["engine_divides_positions"] = "true"
+        if boundary is not None:
+            out["engine_boundary_row"] = f"{boundary[0]}:{boundary[1]!r}"
+        return out
 
     def _pairs_at(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        pairs, _inv, boundary = self.engine_state
+        pairs, _inv, boundary, _divides = self.engine_state
         cos, sin = pairs(t)
         if boundary is not None:
             hit = t == boundary[0]
@@ -740,16 +747,42 @@ def engine_rope(e: Engine, facts: ModelFacts, params: dict[str, Any], *, n_ctx: 
     if e.arithmetic == "exact" or facts.kind != "rope" or params.get("scaling") == "proportional":
         return make_encoding(facts.kind, params)  # type: ignore[return-value]
     base = get_kind("rope").from_params(params)
+    assert isinstance(base, Rope)
     kw = {f.name: getattr(base, f.name) for f in base.param_fields()}
     inv: np.ndarray | None = None
+    effects = {r.effect for r in engine_rules(facts, e.name)}
+    divides = e.arithmetic == "torch-float32" and base.scaling == "linear" and "linear:divides-positions" in effects
     if e.arithmetic == "torch-float32":
-        effects = {r.effect for r in engine_rules(facts, e.name)}
-        pairs = _torch_pairs(base, "linear:divides-positions" in effects)  # type: ignore[arg-type]
+        pairs = _torch_pairs(base, divides)
     elif e.arithmetic == "mlx-float32":
-        pairs, inv = _mlx_pairs(base, facts)  # type: ignore[arg-type]
+        pairs, inv = _mlx_pairs(base)
     else:
         pairs, inv = _ggml_pairs(facts, n_ctx)
-    return EngineRope(**kw, engine_name=e.name, arithmetic=e.arithmetic, engine_state=(pairs, inv, boundary))
+    state = (pairs, inv, boundary, divides)
+    return EngineRope(**kw, engine_name=e.name, arithmetic=e.arithmetic, engine_state=state)
+
+
+def engine_rope_from_metadata(base: Any, metadata: dict[str, str]) -> tuple[Any, str]:
+    """A file's table written by an ``--engine``: its ``rope`` parameters (``base``) in the engine's arithmetic,
+    as its metadata records it (engine, arithmetic, boundary row, divided positions); (None, why) where the
+    metadata cannot rebuild it (llama.cpp's ggml tables need the model's conversion, not only rope's
+    parameters)."""
+    name, arith = metadata.get("engine"), metadata.get("engine_arithmetic")
+    if name not in ENGINES or arith != ENGINES[name].arithmetic or not isinstance(base, Rope):
+        return None, f"metadata names engine {name!r} with arithmetic {arith!r}, which posenc does not mirror"
+    if arith == "ggml-float32":
+        return None, "a llama.cpp table: ggml's arithmetic is rebuilt from the model's config (--engine llamacpp)"
+    boundary = None
+    if "engine_boundary_row" in metadata:
+        at, _, scale = metadata["engine_boundary_row"].partition(":")
+        boundary = (int(at), float(scale))
+    divides = metadata.get("engine_divides_positions") == "true"
+    if arith == "torch-float32":
+        pairs, inv = _torch_pairs(base, divides), None
+    else:
+        pairs, inv = _mlx_pairs(base)
+    kw = {f.name: getattr(base, f.name) for f in base.param_fields()}
+    return EngineRope(**kw, engine_name=name, arithmetic=arith, engine_state=(pairs, inv, boundary, divides)), ""
 
 
 def llamacpp_encoding(kind: str, params: dict[str, Any], facts: ModelFacts | None = None,
