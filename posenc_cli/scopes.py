@@ -15,7 +15,7 @@ file against a config as a whole: ``gguf-verdict`` and ``onnx-verdict``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from .errors import ParameterError, param
@@ -145,13 +145,14 @@ def source_kinds(text: str, engine: str | None = None, *, stdin_config: bool = F
             return {"config"}
         from .models.engines import resolve_engine
 
-        return {"config", "engine", *(f"reads:{o}" for o in resolve_engine(name).options)}
+        engine_rules = resolve_engine(name)
+        return {"config", "engine", f"engine:{engine_rules.name}", *(f"reads:{o}" for o in engine_rules.options)}
     if text.lower().endswith(".onnx"):
         return {"onnx"}
     return {"file"}
 
 
-def describe(kinds: Iterable[set[str]]) -> str:
+def describe(kinds: Sequence[set[str]]) -> str:
     """What the sources are, in words: ``the source is a file``, ``the sources are a spec and a file``."""
     names: list[str] = []
     for k in kinds:
@@ -169,10 +170,11 @@ def describe(kinds: Iterable[set[str]]) -> str:
             if v in k
         ]
         main = (first or sorted(k & set(_WHAT)) or ["file"])[0]
-        names.append(_WHAT[main])
+        named = sorted(e.split(":", 1)[1] for e in k if e.startswith("engine:"))
+        names.append(f"a model config read by engine {named[0]}" if main == "engine" and named else _WHAT[main])
     names = list(dict.fromkeys(names))
     if len(names) == 1:
-        return f"the source is {names[0]}" if len(list(kinds)) <= 1 else f"the sources are each {names[0]}"
+        return f"the source is {names[0]}" if len(list(kinds)) <= 1 else f"every source is {names[0]}"
     return "the sources are " + ", ".join(names[:-1]) + f" and {names[-1]}"
 
 

@@ -180,3 +180,64 @@ def test_plot_draws_every_layer_type_by_default(tmp_path):
     )  # fmt: skip
     assert code == 0, err
     assert len(json.loads(stdout)["sources"]) == 1
+
+
+# ----- ONNX: each cache matched to its layer type through the config -------------------------------------------
+def two_cache_model(caches: dict, path: Path, num_heads: int = 4, head_size: int = 256) -> str:
+    """An onnxruntime-genai-style model whose layers 0 and 1 rotate with their own caches (initializers), as an
+    export of a model with local and global attention holds them."""
+    from onnx import TensorProto, helper, numpy_helper, save
+
+    inits, nodes, prev = [], [], "X"
+    for i, (tag, (cos, sin)) in enumerate(caches.items()):
+        inits += [numpy_helper.from_array(cos, f"cos_cache_{tag}"), numpy_helper.from_array(sin, f"sin_cache_{tag}")]
+        out = "Y" if i == len(caches) - 1 else f"Y{i}"
+        nodes.append(
+            helper.make_node(
+                "RotaryEmbedding",
+                [prev, "position_ids", f"cos_cache_{tag}", f"sin_cache_{tag}"],
+                [out],
+                name=f"/model/layers.{i}/attn/q_rotary/RotaryEmbedding",
+                domain="com.microsoft",
+                interleaved=0,
+            )
+        )
+        prev = out
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, "seq", num_heads * head_size])
+    pos = helper.make_tensor_value_info("position_ids", TensorProto.INT64, [1, "seq"])
+    y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, "seq", num_heads * head_size])
+    model = helper.make_model(
+        helper.make_graph(nodes, "rope", [x, pos], [y], initializer=inits),
+        opset_imports=[helper.make_opsetid("", 23), helper.make_opsetid("com.microsoft", 1)],
+    )
+    model.ir_version = 10
+    save(model, str(path))
+    return str(path)
+
+
+def test_onnx_caches_are_matched_to_their_layer_types_through_the_config(tmp_path):
+    """An export of Gemma 3 with its local (base 1e4) and global (base 1e6) caches: each checked against its own
+    layer type, one verdict each (it used to need --layer-type, and then checked every cache against that one)."""
+    pytest.importorskip("onnx")
+    from .onnx_models import genai_caches
+
+    cfg = json.loads(Path(GEMMA3).read_text())
+    cfg["max_position_embeddings"] = 128
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(cfg))
+    local, glob = genai_caches(256, 1e4, 128), genai_caches(256, 1e6, 128)
+    good = two_cache_model({"local": local, "global": glob}, tmp_path / "good.onnx")
+    code, out, err = cli(["check", good, "--against", str(config), "--json"])
+    assert code == 0, err
+    reports = json.loads(out)
+    assert [r["source"].rsplit("[", 1)[1] for r in reports] == ["full_attention]", "sliding_attention]"]
+    assert all(r["ok"] and r["matched"] for r in reports), reports
+    # the global cache stored for both layers: the sliding type has no cache, named
+    bad = two_cache_model({"local": glob, "global": glob}, tmp_path / "bad.onnx")
+    code, out, err = cli(["check", bad, "--against", str(config)])
+    assert code == 1, err
+    assert b"no cache of" in out and b"sliding_attention layers' tables" in out, out
+    # --layer-type narrows: every cache against that type
+    code, out, err = cli(["check", good, "--against", str(config), "--layer-type", "full_attention", "--json"])
+    one = json.loads(out)  # one report: the object itself
+    assert code == 1 and one["source"].endswith("[full_attention]") and not one["ok"], out
