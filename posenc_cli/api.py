@@ -1217,19 +1217,26 @@ def compare_sources(
     def builds(text: str) -> bool:
         return is_spec(text) or is_config(text)
 
-    types = list(dict.fromkeys(lt for t in (a, b) for lt in layer_types(t, opts)))
+    own_types = {t: layer_types(t, opts) for t in (a, b)}
+    types = list(dict.fromkeys(lt for t in (a, b) for lt in own_types[t]))
     if len(types) > 1:
         types = [lt for lt in types if lt is not None]
     narrowed = None if not tensor else (tensor[0] if len(tensor) == 1 else list(tensor))
     items: list[Any] = []
     warnings: list[str] = []
+
+    def side(text: str, lt: str | None, like: Source | None = None) -> Source:
+        """One side of one attention type: a model of one table serves every type."""
+        mine = lt if lt in own_types[text] or opts.layer_type is not None else None
+        return _group_of(open_source(text, opts, like=like, layer_type=mine), lt)
+
     for lt in types:
         if builds(a) and not builds(b):  # built first, file second: the file gives the spec its shape
-            src_b = _group_of(open_source(b, opts, layer_type=lt), lt)
-            src_a = open_source(a, opts, like=src_b, layer_type=lt)
+            src_b = side(b, lt)
+            src_a = side(a, lt, src_b)
         else:
-            src_a = _group_of(open_source(a, opts, layer_type=lt), lt)
-            src_b = _group_of(open_source(b, opts, like=src_a, layer_type=lt), lt)
+            src_a = side(a, lt)
+            src_b = side(b, lt, src_a)
         if len(types) > 1:  # each side named with the attention type compared (a group's label says it)
             for src in (src_a, src_b):
                 src.label = src.label if src.label.endswith(f"[{lt}]") else f"{src.label} [{lt}]"

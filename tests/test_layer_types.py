@@ -241,3 +241,14 @@ def test_onnx_caches_are_matched_to_their_layer_types_through_the_config(tmp_pat
     code, out, err = cli(["check", good, "--against", str(config), "--layer-type", "full_attention", "--json"])
     one = json.loads(out)  # one report: the object itself
     assert code == 1 and one["source"].endswith("[full_attention]") and not one["ok"], out
+
+
+def test_a_model_of_one_table_is_compared_with_each_type_of_the_other(tmp_path):
+    """A side with one table serves every attention type of the other side (it is not asked for a type it does
+    not have); a spec takes each type's shape."""
+    code, _, err = cli(["compare", GEMMA3, LLAMA, "--len", "16", "--no-explain"])
+    assert code == 1 and not err.startswith("Error"), err
+    assert len(verdict_lines(err)) == 2, err
+    code, _, err = cli(["compare", GEMMA3, "rope:base=10000", "--len", "16"])
+    full, sliding = verdict_lines(err)
+    assert code == 1 and ": DIFFERENT" in full and ": SAME" in sliding, err
