@@ -1074,7 +1074,7 @@ def check_sources(
     elif expect is not None and not builds and (opts.params or opts.grid):
         against = expect  # --expect KIND -p key=value on files: the table must equal that spec
     refuse_options(opts, [*texts, *([against] if against is not None else [])], own)
-    srcs = [open_source(text, opts) for text in texts]
+    srcs = [src for text in texts for src in _typed_sources(text, opts)]
     warnings = [w for s in srcs for w in s.warnings]
     if not identify:
         if against is not None:
@@ -1103,6 +1103,19 @@ def check_sources(
             for ref in refs:
                 items.append(_check_one(group, ref, expect, require, tensor, identify, probes, seed, opts, progress))
     return Verdicts("check", items, list(dict.fromkeys(warnings)))
+
+
+def _typed_sources(text: str, opts: SourceOptions) -> list[Source]:
+    """A source opened once per attention type of a model with several (a config, ``CONFIG@ENGINE``, a GGUF
+    file), each labelled with its type; else once."""
+    types = layer_types(text, opts)
+    out = []
+    for lt in types:
+        src = open_source(text, opts, layer_type=lt)
+        if lt is not None and len(types) > 1:
+            src.label = f"{src.label} [{lt}]"
+        out.append(src)
+    return out
 
 
 def _typed_ref(against: str, opts: SourceOptions, like: Source, lt: str | None, group: Source) -> Source:

@@ -252,3 +252,18 @@ def test_a_model_of_one_table_is_compared_with_each_type_of_the_other(tmp_path):
     code, _, err = cli(["compare", GEMMA3, "rope:base=10000", "--len", "16"])
     full, sliding = verdict_lines(err)
     assert code == 1 and ": DIFFERENT" in full and ": SAME" in sliding, err
+
+
+def test_check_of_a_model_with_two_layer_types_checks_each():
+    """check gemma3.json (its properties) and check gemma3.gguf --against a spec: one report per attention type;
+    llama.cpp's full-attention table is base 1e6, so only the sliding one equals rope base 1e4."""
+    code, out, err = cli(["check", GEMMA3, "--len", "64", "--json"])
+    assert code == 0, err
+    assert [r["source"].rsplit("[", 1)[1] for r in json.loads(out)] == ["full_attention]", "sliding_attention]"]
+    gguf = str(DATA / "llamacpp" / "gemma3.gguf")
+    code, out, err = cli(["check", gguf, "--against", "rope:base=10000", "--len", "64", "--json"])
+    assert code == 1, err
+    assert [(r["source"].rsplit("[", 1)[1], r["ok"]) for r in json.loads(out)] == [
+        ("full_attention]", False),
+        ("sliding_attention]", True),
+    ]
