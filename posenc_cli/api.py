@@ -962,6 +962,8 @@ def check_onnx(
     computes for its config, each export mistake named: one :class:`posenc_cli.models.onnx.OnnxCheck` per
     attention type of a model with several (its caches matched to their types through the config: each cache to
     the type whose tables it equals, else to the one it departs from least), else one."""
+    import dataclasses
+
     from .models.onnx import check_against, read_onnx
     from .sources import split_engine
 
@@ -978,16 +980,24 @@ def check_onnx(
             lt = _closest_type(path, config, engine, types, model, None)
         found = check_against(path, config, engine=engine, layer_type=lt, model=model)
         return [_typed(found, lt if types != [None] else None)]
-    by_type: dict[str, list[str]] = {}
-    for cache in model.caches:
-        lt = _closest_type(path, config, engine, types, model, [cache.group])
-        by_type.setdefault(lt, []).append(cache.group)
+    by_type: dict[str, list[Any]] = {}
+    for cache in model.caches:  # each cache judged against every type; it belongs to the one it departs from least
+        tried = [
+            check_against(path, config, engine=engine, layer_type=lt, model=model, caches=[cache.group]) for lt in types
+        ]
+        best = min(range(len(types)), key=lambda i: (len(tried[i].divergences), i))
+        by_type.setdefault(str(types[best]), []).append(tried[best])
     out = []
     for lt in types:
         if lt is None or lt not in by_type:
             continue
-        found = check_against(path, config, engine=engine, layer_type=lt, model=model, caches=by_type[lt])
-        out.append(_typed(found, lt))
+        parts = by_type[lt]
+        merged = dataclasses.replace(
+            parts[0],
+            divergences=list(dict.fromkeys(d for p in parts for d in p.divergences)),
+            matched=[m for p in parts for m in p.matched],
+        )
+        out.append(_typed(merged, lt))
     for lt in types:  # a type of the config with no cache in the model: the export lacks its tables
         if lt is not None and lt not in by_type:
             out[-1].divergences.append(f"no cache of {path} holds the {lt} layers' tables")
