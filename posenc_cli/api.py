@@ -480,8 +480,12 @@ def check(
             if kind is None or expect is None:
                 kind, kind_cls = ref.encoding.KIND, type(ref.encoding)
             metadata = {**src.metadata, **ref.encoding.metadata()}
+            # the table's tensors under the spec's names, as the comparison paired them (cos_cached is cos)
+            renamed = {tc.name_a: tc.name_b for tc in comparison.tensors if tc.name_a != tc.name_b}
             if len(src.names) == 1 and not src.metadata:
                 tensors = _as_spec_tensors(tensors, ref.encoding)
+            elif renamed:
+                tensors = _as_spec_tensors(tensors, ref.encoding, renamed)
     elif encoding is None and identify and (src.kind is None or not _known_kind(src.kind)):
         found = _identify_for_check(tensors, src.metadata, kind_cls)
         if found is not None:
@@ -732,7 +736,12 @@ def pair_tensors(
     tensor. Several names narrow that pairing to those tensors of ``a``. Returns (pairs, names only in a, names
     only in b)."""
     if isinstance(tensor, str):
-        return [(src_a.tensor_name(tensor), src_b.tensor_name(tensor))], [], []
+        name_a = src_a.tensor_name(tensor)
+        if tensor not in src_b.names and len(src_b.names) > 1:  # cos_cached here, cos there: by its role's name
+            role_of = dict(_pairs_by_role_name(src_a.names, src_b.names))
+            if name_a in role_of:
+                return [(name_a, role_of[name_a])], [], []
+        return [(name_a, src_b.tensor_name(tensor))], [], []
     if tensor is not None:
         keep = {src_a.tensor_name(n) for n in tensor}
         pairs, only_a, _ = pair_tensors(src_a, src_b)
@@ -743,13 +752,37 @@ def pair_tensors(
     if nameless_a or nameless_b:
         return [(src_a.tensor_name(None), src_b.tensor_name(None))], [], []
     shared = [n for n in names_a if n in names_b]
-    if not shared:  # different names throughout: the two primary tensors
+    if not shared:  # different names throughout: by their roles' names (cos_cached and cos), else the primaries
+        by_role = _pairs_by_role_name(names_a, names_b)
+        if by_role:
+            paired_a, paired_b = {a for a, _ in by_role}, {b for _, b in by_role}
+            return (
+                by_role,
+                [n for n in names_a if n not in paired_a],
+                [n for n in names_b if n not in paired_b],
+            )
         return [(src_a.tensor_name(None), src_b.tensor_name(None))], [], []
     return (
         [(n, n) for n in shared],
         [n for n in names_a if n not in names_b],
         [n for n in names_b if n not in names_a],
     )
+
+
+def _pairs_by_role_name(names_a: list[str], names_b: list[str]) -> list[tuple[str, str]]:
+    """Tensors of two tables paired by the name of their role: a name of ``b`` that is one word of a name of
+    ``a`` (``cos_cached``, ``rotary.cos`` and ``cos`` hold the cosines), where that pairing is one to one."""
+    import re
+
+    pairs = []
+    for a in names_a:
+        words = set(re.split(r"[._\-]+", a))
+        found = [b for b in names_b if b in words]
+        if len(found) == 1:
+            pairs.append((a, found[0]))
+    if len({b for _, b in pairs}) != len(pairs):
+        return []
+    return pairs
 
 
 def compare(
