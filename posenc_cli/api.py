@@ -1133,7 +1133,8 @@ def check_sources(
     types: list[str | None] = layer_types(against, opts) if builds_ref and against is not None else [None]
     items: list[Any] = []
     for src in srcs:
-        tables = _tables(src, tensor)
+        narrowed = opts.layer_type is not None and builds_ref
+        tables = _by_type(src, types, True) if narrowed else _tables(src, tensor)
         if len(types) > 1 and len(tables) == 1:
             tables = _by_type(src, types)
         for group in tables:
@@ -1322,15 +1323,15 @@ def _group_of(src: Source, layer_type: str | None) -> Source:
     return Source(f"{src.label} [{layer_type}]", arrays, meta, lazy={k: ArrayTensor(k, v) for k, v in arrays.items()})
 
 
-def _by_type(src: Source, types: list[str | None]) -> list[Source]:
+def _by_type(src: Source, types: list[str | None], narrowed: bool = False) -> list[Source]:
     """The tables of a file against a model of several attention types: its groups (posenc's, or ``TYPE.NAME``
-    tensors of those types), else the file whole."""
-    if src.groups:
+    tensors of those types), else the file whole; ``narrowed`` (``--layer-type``): the groups of those types."""
+    if src.groups and not narrowed:
         return list(src.groups.values())
     parts = [_group_of(src, lt) for lt in types if lt is not None]
     split = [p for p in parts if p is not src]
     covered = sum(len(p.names) for p in split)
-    return split if split and covered == len(src.names) else [src]
+    return split if split and (narrowed or covered == len(src.names)) else [src]
 
 
 def built_source(

@@ -93,6 +93,11 @@ def test_check_against_a_model_checks_each_layer_type(tmp_path):
     code, out, _ = cli(["check", bad, "--against", GEMMA3, "--json"])
     assert code == 1
     assert [r["ok"] for r in json.loads(out)] == [True, False]
+    # --layer-type narrows to that type's group
+    for lt, ok in (("full_attention", True), ("sliding_attention", False)):
+        code, out, err = cli(["check", bad, "--against", GEMMA3, "--layer-type", lt, "--json"])
+        (report,) = json.loads(out)
+        assert code == (0 if ok else 1) and report["source"].endswith(f"[{lt}]") and report["ok"] is ok, err
 
 
 def test_one_table_is_checked_against_the_layer_type_it_equals(tmp_path):
