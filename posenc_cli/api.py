@@ -20,22 +20,23 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, ParameterError, param
+from .errors import InputError, ParameterError, PosencError, param
+from .scopes import SourceOptions
 
 if TYPE_CHECKING:
     from .checks.base import CheckResult
     from .encodings.base import Encoding
     from .identification import Identification
-    from .reports import CheckReport, Comparison, Preview, TensorComparison
+    from .reports import CheckReport, Comparison, Description, Preview, TensorComparison, Verdicts
     from .sources import Source
 
 #: The result classes live in :mod:`posenc_cli.reports` (built on first use, not at start-up); ``api.CheckReport``
 #: and the others still name them.
-_REPORTS = ("Preview", "CheckReport", "TensorComparison", "Comparison")
+_REPORTS = ("Preview", "CheckReport", "TensorComparison", "Comparison", "Verdicts", "Description")
 
 
 def __getattr__(name: str) -> Any:
@@ -479,8 +480,12 @@ def check(
             if kind is None or expect is None:
                 kind, kind_cls = ref.encoding.KIND, type(ref.encoding)
             metadata = {**src.metadata, **ref.encoding.metadata()}
+            # the table's tensors under the spec's names, as the comparison paired them (cos_cached is cos)
+            renamed = {tc.name_a: tc.name_b for tc in comparison.tensors if tc.name_a != tc.name_b}
             if len(src.names) == 1 and not src.metadata:
                 tensors = _as_spec_tensors(tensors, ref.encoding)
+            elif renamed:
+                tensors = _as_spec_tensors(tensors, ref.encoding, renamed)
     elif encoding is None and identify and (src.kind is None or not _known_kind(src.kind)):
         found = _identify_for_check(tensors, src.metadata, kind_cls)
         if found is not None:
@@ -565,11 +570,14 @@ def _chosen_tensors(src: Source, tensor: str | list[str] | tuple[str, ...] | Non
             # several tensors and no kind to say which is which: one table in parts (a cos/sin pair: every 2-D
             # tensor of one shape, with 1-D ones no longer than its sides, e.g. inv_freq) is judged whole;
             # anything else (a model checkpoint) needs --tensor
-            shapes = {tuple(getattr(src.lazy.get(n, src.tensors.get(n)), "shape", ())) for n in src.names}
+            shape_of = {n: tuple(getattr(src.lazy.get(n, src.tensors.get(n)), "shape", ())) for n in src.names}
+            shapes = set(shape_of.values())
             tables = {s for s in shapes if len(s) >= 2}
             if len(tables) != 1 or any(len(s) == 1 and s[0] > max(next(iter(tables))) for s in shapes):
                 raise
-            primary = src.names[0]
+            # the primary is a table (cos before sin, whatever order the file keeps), never the 1-D inv_freq
+            two_d = [n for n in src.names if len(shape_of[n]) >= 2]
+            primary = "cos" if "cos" in two_d else two_d[0]
         return [primary, *[n for n in src.names if n != primary]]
     wanted = [tensor] if isinstance(tensor, str) else list(tensor)
     if not wanted:
@@ -728,7 +736,12 @@ def pair_tensors(
     tensor. Several names narrow that pairing to those tensors of ``a``. Returns (pairs, names only in a, names
     only in b)."""
     if isinstance(tensor, str):
-        return [(src_a.tensor_name(tensor), src_b.tensor_name(tensor))], [], []
+        name_a = src_a.tensor_name(tensor)
+        if tensor not in src_b.names and len(src_b.names) > 1:  # cos_cached here, cos there: by its role's name
+            role_of = dict(_pairs_by_role_name(src_a.names, src_b.names))
+            if name_a in role_of:
+                return [(name_a, role_of[name_a])], [], []
+        return [(name_a, src_b.tensor_name(tensor))], [], []
     if tensor is not None:
         keep = {src_a.tensor_name(n) for n in tensor}
         pairs, only_a, _ = pair_tensors(src_a, src_b)
@@ -739,13 +752,37 @@ def pair_tensors(
     if nameless_a or nameless_b:
         return [(src_a.tensor_name(None), src_b.tensor_name(None))], [], []
     shared = [n for n in names_a if n in names_b]
-    if not shared:  # different names throughout: the two primary tensors
+    if not shared:  # different names throughout: by their roles' names (cos_cached and cos), else the primaries
+        by_role = _pairs_by_role_name(names_a, names_b)
+        if by_role:
+            paired_a, paired_b = {a for a, _ in by_role}, {b for _, b in by_role}
+            return (
+                by_role,
+                [n for n in names_a if n not in paired_a],
+                [n for n in names_b if n not in paired_b],
+            )
         return [(src_a.tensor_name(None), src_b.tensor_name(None))], [], []
     return (
         [(n, n) for n in shared],
         [n for n in names_a if n not in names_b],
         [n for n in names_b if n not in names_a],
     )
+
+
+def _pairs_by_role_name(names_a: list[str], names_b: list[str]) -> list[tuple[str, str]]:
+    """Tensors of two tables paired by the name of their role: a name of ``b`` that is one word of a name of
+    ``a`` (``cos_cached``, ``rotary.cos`` and ``cos`` hold the cosines), where that pairing is one to one."""
+    import re
+
+    pairs = []
+    for a in names_a:
+        words = set(re.split(r"[._\-]+", a))
+        found = [b for b in names_b if b in words]
+        if len(found) == 1:
+            pairs.append((a, found[0]))
+    if len({b for _, b in pairs}) != len(pairs):
+        return []
+    return pairs
 
 
 def compare(
@@ -802,21 +839,37 @@ def compare(
 
 def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: Any, ta: str, tb: str) -> None:
     """A table that differs from a spec (``rope:preset=llama3.1``) only by the float32 formula's error is the
-    same within that error: ``res`` says so, with the bound (:mod:`posenc_cli.tolerance`)."""
+    same within that error: ``res`` says so, with the bound (:mod:`posenc_cli.tolerance`). Two engines' tables
+    of one model (``CONFIG@mlx`` vs ``CONFIG@hf``) are the same when they share their parameters and each is
+    within that error of the correctly rounded table of those parameters."""
     from .tolerance import formula_check_table
 
-    if src_b.encoding is not None and src_a.encoding is None:
-        table, enc, name = arr_a, src_b.encoding, tb
-    elif src_a.encoding is not None and src_b.encoding is None:
-        table, enc, name = arr_b, src_a.encoding, ta
+    def reference(src: Source) -> tuple[Any, bool]:  # (the exact encoding the table approximates, is it exact)
+        exact = getattr(src.encoding, "exact_reference", None)
+        return (exact(), False) if exact is not None else (src.encoding, True)
+
+    if src_a.encoding is not None and src_b.encoding is not None:
+        (ref_a, exact_a), (ref_b, exact_b) = reference(src_a), reference(src_b)
+        if (exact_a and exact_b) or ref_a != ref_b:
+            return
+        checks = [(arr, ref_a, name) for arr, name, exact in ((arr_a, ta, exact_a), (arr_b, tb, exact_b)) if not exact]
+    elif src_b.encoding is not None:
+        checks = [(arr_a, src_b.encoding, tb)]
+    elif src_a.encoding is not None:
+        checks = [(arr_b, src_a.encoding, ta)]
     else:
         return
-    try:
-        verdict = formula_check_table(table, enc, name)
-    except (ParameterError, ValueError):
-        return
-    if verdict is not None and verdict.ok:
-        res.same, res.reason, res.formula = True, "", verdict.to_json()
+    verdicts = []
+    for table, enc, name in checks:
+        try:
+            verdict = formula_check_table(table, enc, name)
+        except (ParameterError, ValueError):
+            return
+        if verdict is None or not verdict.ok:
+            return
+        verdicts.append(verdict)
+    worst = max(verdicts, key=lambda v: v.ratio)
+    res.same, res.reason, res.formula = True, "", worst.to_json()
 
 
 def _pair_by_role(src: Source) -> dict[str, Any] | None:
@@ -846,6 +899,752 @@ def _open_pair(a: TableLike, b: TableLike) -> tuple[Source, Source]:
     return open_table(a), open_table(b)
 
 
+# ----- the commands' verbs: sources as the command line names them, every verdict a typed report ---------------
+def source_kinds(text: str, options: SourceOptions | None = None, *, stdin_config: bool = False) -> set[str]:
+    """The kinds of a source as the command line names it (:func:`posenc_cli.scopes.source_kinds`): ``spec``,
+    ``config``, ``engine``, ``gguf``, ``onnx``, ``file``, ``stdin`` (``stdin_config``: ``-`` is a config)."""
+    from .scopes import source_kinds as kinds_of
+
+    return kinds_of(text, None if options is None else options.engine, stdin_config=stdin_config)
+
+
+def open_source(
+    text: str,
+    options: SourceOptions | None = None,
+    *,
+    like: Source | None = None,
+    dtype: bool = True,
+    kind: str | None = None,
+    extra: Sequence[Any] = (),
+    layer_type: str | None = None,
+    stdin_config: bool = False,
+) -> Source:
+    """A source as the command line names it (a file, ``-``, a spec, a model config, ``CONFIG@ENGINE``, a GGUF or
+    ONNX file), read or built with ``options``; ``like`` (another source) gives a spec or a config the rows (and
+    a spec the dim) of the table it is compared with. What reading it had to say is in ``.warnings``."""
+    from .sources import is_config, is_gguf, is_spec
+    from .sources import open_source as open_text
+
+    opts = options or SourceOptions()
+    gguf = is_gguf(text)
+    config = is_config(text) or (stdin_config and text == "-")
+    builds = is_spec(text) or config or gguf
+    lt = layer_type if layer_type is not None else opts.layer_type
+    if config and text == "-":  # a model config on stdin (generate -, export --hf-config -)
+        from .sources import open_config
+
+        return open_config(text, layers=[*opts.layers(dtype=dtype), *extra], kind=kind, layer_type=lt,
+                           max_bytes=opts.max_bytes, read_as=opts.read_as, engine=opts.engine,
+                           engine_options=opts.engine_options())  # fmt: skip
+    return open_text(
+        text,
+        params=[*opts.layers(dtype=dtype), *extra] if builds else None,
+        max_bytes=opts.max_bytes,
+        like=like,
+        layer_type=lt if (config or gguf) else None,
+        read_as=opts.read_as if config else None,
+        kind=kind,
+        n_ctx=opts.n_ctx if gguf else None,
+        engine=opts.engine if config else None,
+        engine_options=opts.engine_options() if config else None,
+    )
+
+
+def layer_types(text: str, options: SourceOptions | None = None) -> list[str | None]:
+    """The attention types of a model (a config, ``CONFIG@ENGINE`` or a GGUF file) whose tables differ, each
+    compared on its own; ``[None]`` for a model with one table (or one RoPE every type shares) and for any
+    other source. ``options.layer_type`` narrows it to that type."""
+    from .sources import is_config, is_gguf, split_engine
+
+    opts = options or SourceOptions()
+    if opts.layer_type is not None:
+        return [opts.layer_type]
+    if is_config(text):
+        from .models.readers import model_config_layers
+
+        if opts.engine is None and split_engine(text)[1] is None and opts.read_as is None:
+            layers = model_config_layers(load_config(split_engine(text)[0]))
+        else:
+            layers = model_config_layers(load_config(split_engine(text)[0]), read_as=opts.read_as)
+        rotating = [lt for lt, v in layers.items() if v is not None]
+        distinct = {repr(v) for v in layers.values() if v is not None}
+        return list(rotating) if len(distinct) > 1 else [None]
+    if is_gguf(text):
+        from .errors import PosencError
+        from .models.gguf import read_gguf
+        from .models.llamacpp import from_gguf
+
+        try:
+            from_gguf(read_gguf(text), "sliding_attention")
+        except PosencError:
+            return [None]
+        return ["full_attention", "sliding_attention"]
+    return [None]
+
+
+def check_gguf(
+    gguf: str | os.PathLike[str],
+    config: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    n_ctx: int | None = None,
+    length: int | None = None,
+    layer_type: str | None = None,
+) -> Any:
+    """llama.cpp's tables for a GGUF file against HF's for its config (every attention type; ``layer_type``
+    narrows it), each divergence named: a :class:`posenc_cli.models.llamacpp.Verdict` (``.ok``,
+    ``.divergences``, ``.equivalences``, ``.notes``, ``.to_json()``)."""
+    from .models.llamacpp import verdict
+
+    path = config if isinstance(config, Mapping) else os.fspath(config)
+    return verdict(os.fspath(gguf), path, n_ctx=n_ctx, length=length, layer_type=layer_type)
+
+
+def check_onnx(
+    onnx: str | os.PathLike[str],
+    config: str,
+    *,
+    engine: str | None = None,
+    layer_type: str | None = None,
+    max_bytes: int | None = None,
+) -> list[Any]:
+    """The rotary caches of an ONNX model against the tables ``engine`` (default ``hf``; or ``CONFIG@ENGINE``)
+    computes for its config, each export mistake named: one :class:`posenc_cli.models.onnx.OnnxCheck` per
+    attention type of a model with several (its caches matched to their types through the config: each cache to
+    the type whose tables it equals, else to the one it departs from least), else one."""
+    import dataclasses
+
+    from .models.onnx import check_against, read_onnx
+    from .sources import split_engine
+
+    path = os.fspath(onnx)
+    config, named = split_engine(config)
+    if named is not None and engine is not None and named != engine:
+        raise ParameterError(f"the engine is given twice: {config}@{named} and {param('engine')} {engine}")
+    engine = named or engine or "hf"
+    types = layer_types(config, SourceOptions(layer_type=layer_type))
+    model = read_onnx(path, max_bytes=max_bytes)
+    if types == [None] or len(model.caches) < 2:
+        lt = types[0] if len(types) == 1 else None
+        if lt is None and types != [None]:  # one cache of a model with several types: the type it matches
+            lt = _closest_type(path, config, engine, types, model, None)
+        found = check_against(path, config, engine=engine, layer_type=lt, model=model)
+        return [_typed(found, lt if types != [None] else None)]
+    by_type: dict[str, list[Any]] = {}
+    for cache in model.caches:  # each cache judged against every type; it belongs to the one it departs from least
+        tried = [
+            check_against(path, config, engine=engine, layer_type=lt, model=model, caches=[cache.group]) for lt in types
+        ]
+        best = min(range(len(types)), key=lambda i: (len(tried[i].divergences), i))
+        by_type.setdefault(str(types[best]), []).append(tried[best])
+    out = []
+    for lt in types:
+        if lt is None or lt not in by_type:
+            continue
+        parts = by_type[lt]
+        merged = dataclasses.replace(
+            parts[0],
+            divergences=list(dict.fromkeys(d for p in parts for d in p.divergences)),
+            matched=[m for p in parts for m in p.matched],
+        )
+        out.append(_typed(merged, lt))
+    for lt in types:  # a type of the config with no cache in the model: the export lacks its tables
+        if lt is not None and lt not in by_type:
+            out[-1].divergences.append(f"no cache of {path} holds the {lt} layers' tables")
+    return out
+
+
+def _closest_type(path: str, config: str, engine: str, types: list[Any], model: Any, caches: Any) -> Any:
+    """The attention type whose tables the caches equal, else the one with the fewest divergences."""
+    from .models.onnx import check_against
+
+    scored = [
+        (len(check_against(path, config, engine=engine, layer_type=lt, model=model, caches=caches).divergences), i)
+        for i, lt in enumerate(types)
+    ]
+    return types[min(scored)[1]]
+
+
+def _typed(found: Any, layer_type: str | None) -> Any:
+    if layer_type is not None:
+        found.label = f"{found.label} [{layer_type}]"
+    return found
+
+
+def check_sources(
+    sources: Sequence[str],
+    *,
+    against: str | None = None,
+    options: SourceOptions | None = None,
+    expect: str | None = None,
+    require: list[str] | None = None,
+    tensor: list[str] | None = None,
+    identify: bool = True,
+    probes: int = 8,
+    seed: int = 0,
+    progress: Callable[[str, int], Any] | None = None,
+) -> Verdicts:
+    """``posenc check``: every source as the command line names it, judged. A table's properties (and with
+    ``against`` a spec, file or model config, whether it equals it: the rows of a config come from the table,
+    one report per attention type of a model with several); a GGUF file against a config: llama.cpp's tables
+    against HF's (:func:`check_gguf`); an ONNX model against a config: its caches (:func:`check_onnx`).
+
+    ``progress(label, nbytes)``, when given, is called before each table is checked and returns a context manager
+    that yields a callback ``(done, total)`` (or None), for a progress bar. Options that cannot apply to the
+    sources are refused by name (:mod:`posenc_cli.scopes`)."""
+    from .reports import Verdicts
+    from .scopes import refuse_out_of_scope
+    from .sources import is_config, is_gguf, is_spec
+
+    opts = options or SourceOptions()
+    texts = list(sources)
+    own = {"expect": expect, "require": require, "tensor": tensor, "identify": not identify}
+    if against is not None and is_config(against) and any(is_gguf(t) for t in texts):
+        refuse_out_of_scope(opts.scoped(**own), [{"gguf-verdict"}])
+        bad = [t for t in texts if not is_gguf(t)]
+        if bad:
+            raise ParameterError(f"{bad[0]} is not a GGUF file; check GGUF files --against a config one kind at a time")
+        verdicts = [
+            check_gguf(t, against, n_ctx=opts.n_ctx, length=opts.length, layer_type=opts.layer_type) for t in texts
+        ]
+        return Verdicts("gguf", verdicts)
+    if against is not None and is_config(against) and any(t.lower().endswith(".onnx") for t in texts):
+        refuse_out_of_scope(opts.scoped(**own), [{"onnx-verdict"}])
+        if not all(t.lower().endswith(".onnx") for t in texts):
+            raise ParameterError("check --against a config takes ONNX models, or other tables, not both at once")
+        onnx = [c for t in texts for c in check_onnx(t, against, engine=opts.engine, layer_type=opts.layer_type,
+                                                     max_bytes=opts.max_bytes)]  # fmt: skip
+        return Verdicts("onnx", onnx, list(dict.fromkeys(w for r in onnx for w in r.warnings)))
+    if expect is not None:
+        from .encodings import resolve_kind
+
+        expect = resolve_kind(expect)
+    builds = [t for t in texts if is_spec(t) or is_config(t)]
+    if against is not None:
+        if not is_spec(against) and expect is not None:
+            raise ParameterError(
+                f"{param('expect')} {expect} and {param('against')} {against}: {against} says what the table is; "
+                "give one of them"
+            )
+        if builds:
+            raise ParameterError(
+                f"{param('against')} compares files with a spec; {builds[0]} is built already: compare two specs "
+                "with posenc compare"
+            )
+    elif expect is not None and not builds and (opts.params or opts.grid):
+        against = expect  # --expect KIND -p key=value on files: the table must equal that spec
+    refuse_options(opts, [*texts, *([against] if against is not None else [])], own)
+    srcs = [src for text in texts for src in _typed_sources(text, opts)]
+    warnings = [w for s in srcs for w in s.warnings]
+    if not identify:
+        if against is not None:
+            raise ParameterError(f"{param('identify')} cannot apply with {param('against')}: it says what the table is")
+        known = [s for s in srcs if s.kind is not None and _known_kind(s.kind)]
+        if len(known) == len(srcs):
+            raise ParameterError(
+                f"{param('identify')} cannot apply: {known[0].label} says its kind ({known[0].kind}); only a table "
+                "without one is identified"
+            )
+    builds_ref = against is not None and (is_spec(against) or is_config(against))
+    ref_file = open_source(against, opts) if against is not None and not builds_ref else None
+    types: list[str | None] = layer_types(against, opts) if builds_ref and against is not None else [None]
+    items: list[Any] = []
+    for src in srcs:
+        narrowed = opts.layer_type is not None and builds_ref
+        tables = _by_type(src, types, True) if narrowed else _tables(src, tensor)
+        if len(types) > 1 and len(tables) == 1:
+            tables = _by_type(src, types)
+        for group in tables:
+            refs: list[Any] = [ref_file]
+            if builds_ref and against is not None:
+                like = group.narrowed(tensor) if tensor else group
+                refs = [_typed_ref(against, opts, like, lt, group) for lt in types]
+                warnings += [w for r in refs for w in r.warnings]
+                refs = _matching_refs(group, refs, types)
+            for ref in refs:
+                items.append(_check_one(group, ref, expect, require, tensor, identify, probes, seed, opts, progress))
+    return Verdicts("check", items, list(dict.fromkeys(warnings)))
+
+
+def _typed_sources(text: str, opts: SourceOptions) -> list[Source]:
+    """A source opened once per attention type of a model with several (a config, ``CONFIG@ENGINE``, a GGUF
+    file), each labelled with its type; else once."""
+    types = layer_types(text, opts)
+    out = []
+    for lt in types:
+        src = open_source(text, opts, layer_type=lt)
+        if lt is not None and len(types) > 1:
+            src.label = f"{src.label} [{lt}]"
+        out.append(src)
+    return out
+
+
+def _typed_ref(against: str, opts: SourceOptions, like: Source, lt: str | None, group: Source) -> Source:
+    """The reference of one attention type (a grouped table's group of that name gives its own type)."""
+    from .sources import is_config
+
+    if lt is None and is_config(against) and group.label.endswith("]") and "[" in group.label:
+        name = group.label.rsplit("[", 1)[1][:-1]
+        if name in _all_types(against, opts):
+            lt = name
+    ref = open_source(against, opts, like=like, layer_type=lt)
+    if lt is not None:
+        ref.label = f"{ref.label} [{lt}]"
+    return ref
+
+
+def _all_types(text: str, opts: SourceOptions) -> list[str]:
+    try:
+        return [t for t in layer_types(text, opts._replace(layer_type=None)) if t is not None]
+    except PosencError:
+        return []
+
+
+def _matching_refs(group: Source, refs: list[Source], types: list[str | None]) -> list[Source]:
+    """A table checked against a model of several attention types: the type named by its group, else the type
+    whose tables it equals, else every type (each then says how it differs)."""
+    if len(refs) == 1:
+        return refs
+    name = group.label.rsplit("[", 1)[1][:-1] if group.label.endswith("]") and "[" in group.label else None
+    for lt, ref in zip(types, refs):
+        if lt == name:
+            return [ref]
+    for ref in refs:
+        try:
+            if compare(group, ref, explain=False).same:
+                return [ref]
+        except PosencError:
+            continue
+    return refs
+
+
+def _tables(src: Source, tensor: Any) -> list[Source]:
+    """The tables of a source: each group of a grouped file, else the source."""
+    if src.groups and tensor:
+        raise ParameterError(
+            f"{src.label} holds one table per group ({', '.join(src.groups)}); {param('tensor')} cannot "
+            "apply: every group's tables are checked"
+        )
+    return list(src.groups.values()) or [src]
+
+
+def _check_one(group: Source, ref: Any, expect: Any, require: Any, tensor: Any, identify: bool, probes: int,
+               seed: int, opts: SourceOptions, progress: Any) -> CheckReport:  # fmt: skip
+    kwargs: dict[str, Any] = {"expect": expect, "against": ref, "require": require, "tensor": tensor or None,
+                              "identify": identify, "probes": probes, "seed": seed}  # fmt: skip
+    if opts.max_bytes is not None:
+        kwargs["max_bytes"] = opts.max_bytes
+    if progress is None:
+        return check(group, **kwargs)
+    size = sum(int(getattr(group.tensors.get(n), "nbytes", 0)) for n in _chosen_tensors(group, tensor or None))
+    with progress(f"checking {group.label}", size) as advance:
+        if advance is None:
+            return check(group, **kwargs)
+        return check(group, on_check=lambda _name, total: advance(1, total), **kwargs)
+
+
+def refuse_options(
+    opts: SourceOptions, texts: Sequence[str], own: Mapping[str, Any] | None = None, *, stdin_config: bool = False
+) -> None:
+    """Refuse by name the options (``opts`` and a command's own scoped ones, ``own``) that apply to none of the
+    sources ``texts`` (:mod:`posenc_cli.scopes`); a mistyped kind is said first."""
+    from .encodings import resolve_kind
+    from .scopes import refuse_out_of_scope
+    from .sources import looks_like_a_kind
+
+    for t in texts:
+        if looks_like_a_kind(t):  # a mistyped kind, not a file: say so first
+            resolve_kind(t.split(":", 1)[0])
+    kinds = [source_kinds(t, opts, stdin_config=stdin_config) for t in texts]
+    refuse_out_of_scope(opts.scoped(**(own or {})), kinds)
+
+
+def compare_sources(
+    a: str,
+    b: str,
+    *,
+    options: SourceOptions | None = None,
+    tensor: list[str] | None = None,
+    atol: float | None = None,
+    rtol: float = 0.0,
+    explain: bool = True,
+) -> Verdicts:
+    """``posenc compare``: two sources as the command line names them. A GGUF file and a model config: llama.cpp's
+    tables against HF's (:func:`check_gguf`); else :func:`compare` of their tables, one comparison per attention
+    type when a side is a model with several (``options.layer_type`` narrows it to one)."""
+    from .reports import Verdicts
+    from .sources import is_config, is_gguf, is_spec
+
+    opts = options or SourceOptions()
+    if a == "-" and b == "-":
+        raise ParameterError("only one source can be - (stdin)")
+    own = {"tensor": tensor, "atol": atol, "rtol": rtol or None, "explain": not explain}
+    pair = (a, b) if is_gguf(a) and is_config(b) else (b, a) if is_gguf(b) and is_config(a) else None
+    if pair is not None:  # llama.cpp's RoPE for a GGUF against HF's for its config: the divergences named
+        from .scopes import refuse_out_of_scope
+
+        refuse_out_of_scope(opts.scoped(**own), [{"gguf-verdict"}])
+        found = check_gguf(pair[0], pair[1], n_ctx=opts.n_ctx, length=opts.length, layer_type=opts.layer_type)
+        return Verdicts("gguf", [found])
+    refuse_options(opts, [a, b], own)
+
+    def builds(text: str) -> bool:
+        return is_spec(text) or is_config(text)
+
+    own_types = {t: layer_types(t, opts) for t in (a, b)}
+    types = list(dict.fromkeys(lt for t in (a, b) for lt in own_types[t]))
+    if len(types) > 1:
+        types = [lt for lt in types if lt is not None]
+    narrowed = None if not tensor else (tensor[0] if len(tensor) == 1 else list(tensor))
+    items: list[Any] = []
+    warnings: list[str] = []
+
+    def side(text: str, lt: str | None, like: Source | None = None) -> Source:
+        """One side of one attention type: a model of one table serves every type."""
+        mine = lt if lt in own_types[text] or opts.layer_type is not None else None
+        return _group_of(open_source(text, opts, like=like, layer_type=mine), lt)
+
+    for lt in types:
+        if builds(a) and not builds(b):  # built first, file second: the file gives the spec its shape
+            src_b = side(b, lt)
+            src_a = side(a, lt, src_b)
+        else:
+            src_a = side(a, lt)
+            src_b = side(b, lt, src_a)
+        if len(types) > 1:  # each side named with the attention type compared (a group's label says it)
+            for src in (src_a, src_b):
+                src.label = src.label if src.label.endswith(f"[{lt}]") else f"{src.label} [{lt}]"
+        warnings += src_a.warnings + src_b.warnings
+        res = compare(src_a, src_b, tensor=narrowed, atol=atol, rtol=rtol, explain=explain)
+        res.layer_type = lt if len(types) > 1 or opts.layer_type is not None else None
+        items.append(res)
+    return Verdicts("compare", items, list(dict.fromkeys(warnings)))
+
+
+def _group_of(src: Source, layer_type: str | None) -> Source:
+    """A grouped table's group of one attention type, when it has one of that name (a posenc group, or the
+    tensors ``TYPE.NAME`` of a file without metadata); else the table."""
+    if layer_type is None:
+        return src
+    if layer_type in src.groups:
+        return src.groups[layer_type]
+    pre = layer_type + "."
+    names = [n for n in src.names if n.startswith(pre)]
+    if src.groups or not names:
+        return src
+    from .formats import ArrayTensor
+    from .sources import Source
+
+    arrays = {n[len(pre) :]: src.array(n) for n in names}
+    meta = {k[len(pre) :]: v for k, v in src.metadata.items() if k.startswith(pre)}
+    return Source(f"{src.label} [{layer_type}]", arrays, meta, lazy={k: ArrayTensor(k, v) for k, v in arrays.items()})
+
+
+def _by_type(src: Source, types: list[str | None], narrowed: bool = False) -> list[Source]:
+    """The tables of a file against a model of several attention types: its groups (posenc's, or ``TYPE.NAME``
+    tensors of those types), else the file whole; ``narrowed`` (``--layer-type``): the groups of those types."""
+    if src.groups and not narrowed:
+        return list(src.groups.values())
+    parts = [_group_of(src, lt) for lt in types if lt is not None]
+    split = [p for p in parts if p is not src]
+    covered = sum(len(p.names) for p in split)
+    return split if split and (narrowed or covered == len(src.names)) else [src]
+
+
+def built_source(
+    source: str | None = None,
+    *,
+    kind: str | None = None,
+    hf_config: str | None = None,
+    options: SourceOptions | None = None,
+    all_layer_types: bool = False,
+    tensor: Sequence[str] | None = None,
+) -> tuple[Source, list[str]]:
+    """What ``posenc generate`` builds: SOURCE (a spec, a model config, ``-`` for a config on stdin, a GGUF or
+    ONNX file), ``kind`` (``--kind``) or ``hf_config`` (``--hf-config``), each given once; with
+    ``all_layer_types``, every attention type's tables of a config in one grouped table (tensors ``TYPE.NAME``).
+    ``tensor``: the tensors to be written (refused where the tables are written whole). Returns the source and
+    the attention types that apply no position encoding (NoPE: nothing built for them).
+    Options that cannot apply are refused by name (:mod:`posenc_cli.scopes`)."""
+    from .sources import is_gguf, is_spec, split_engine
+
+    opts = options or SourceOptions()
+    text = _generate_text(source, kind, hf_config)
+    own = {"kind": kind if not is_spec(text) else None, "all_layer_types": all_layer_types, "tensor": tensor}
+    kinds = source_kinds(text, opts, stdin_config=True)
+    config = "config" in kinds
+    if all_layer_types and config and "engine" not in kinds:
+        kinds = {"config-layers"}
+    from .scopes import refuse_out_of_scope
+
+    refuse_out_of_scope(opts.scoped(**own), [kinds])
+    if all_layer_types:
+        return _all_layer_types(split_engine(text)[0], kind, opts)
+    if config:
+        src = open_source(text, opts, kind=kind, stdin_config=True)
+        if src.encoding is None:  # a learned table read from a model's weights: data to export, not to build
+            raise ParameterError(
+                f"{text} holds a trained position table in its weights; export it: posenc export {text} -o FILE"
+            )
+        return src, []
+    if not (is_gguf(text) or is_spec(text) or text.lower().endswith(".onnx")):
+        raise ParameterError(f"{text} is not a spec or a model config: generate builds tables")
+    return open_source(text, opts), []
+
+
+def _generate_text(source: str | None, kind: str | None, hf_config: str | None) -> str:
+    """What generate builds from: SOURCE, ``--kind`` or ``--hf-config`` (each given once)."""
+    from .encodings import DEFAULT_KIND, resolve_kind
+    from .sources import is_config, is_gguf, is_spec, looks_like_a_kind
+
+    if source is not None and not (
+        source == "-" or is_spec(source) or is_config(source) or is_gguf(source) or source.lower().endswith(".onnx")
+    ):
+        if looks_like_a_kind(source):
+            resolve_kind(source.split(":", 1)[0])  # unknown encoding ...; did you mean ...
+        raise ParameterError(
+            f"{source} is not a spec or a model config: generate builds tables (to write a file's table in "
+            "another format, use posenc export)"
+        )
+    if source is not None and hf_config is not None:
+        if is_spec(source):
+            raise ParameterError(
+                f"SOURCE {source} and {param('hf_config')} {hf_config} both say what to build; name the kind with "
+                f"{param('kind')}"
+            )
+        raise ParameterError(f"the model config is given twice: SOURCE {source} and {param('hf_config')} {hf_config}")
+    if source is not None and kind is not None and is_spec(source):
+        raise ParameterError(f"the kind is given twice: SOURCE {source} and {param('kind')} {kind}; give it once")
+    if hf_config is not None:
+        return hf_config
+    if source is not None:
+        return source
+    return resolve_kind(kind or DEFAULT_KIND)  # unknown encoding ...; did you mean ...
+
+
+def _all_layer_types(text: str, kind: str | None, opts: SourceOptions) -> tuple[Source, list[str]]:
+    """Every attention type's tables in one grouped table, tensors ``TYPE.NAME``; and the NoPE types."""
+    from . import formats
+    from .sources import Source, check_size, merge_given
+
+    encs, nope = from_config_layers(text, kind=kind, read_as=opts.read_as, **merge_given(opts.layers()))
+    if not encs:
+        raise ParameterError(f"{text}: no attention type of this model applies a position encoding")
+    src = Source.from_groups(encs, text)
+    if opts.read_as is not None:  # the assumption is recorded with the tables, as for one layer type
+        from .models.readers import model_config_notes
+
+        src.metadata.update(model_config_notes(load_config(text), kind=kind, read_as=opts.read_as))
+    limit = formats.DEFAULT_MAX_BYTES if opts.max_bytes is None else opts.max_bytes
+    check_size(sum(e.nbytes() for e in encs.values()), limit, "the tables")
+    return src, nope
+
+
+def export_source(
+    source: str | None = None,
+    *,
+    hf_config: str | None = None,
+    options: SourceOptions | None = None,
+    onnx_rope: bool = False,
+) -> tuple[Source, bool]:
+    """What ``posenc export`` writes: SOURCE (a file, ``-``, a spec or a model config) or ``hf_config`` (with
+    SOURCE a spec naming the kind that reads it, and parameters); ``onnx_rope``: RoPE's ONNX cache layout (a
+    posenc-written file is rebuilt from its metadata). Returns the source and whether it was built (in
+    ``options.dtype`` already) rather than read (cast to it when written)."""
+    import dataclasses
+
+    from .sources import Source, is_config, is_spec, parse_spec, spec_label
+
+    opts = options or SourceOptions()
+    onnx = [("--onnx-rope", {"cache": "onnx"})] if onnx_rope else []
+    if hf_config is not None:  # SOURCE, if any, is a spec naming the kind that reads the config (and parameters)
+        if source is not None and not is_spec(source):
+            raise ParameterError(
+                f"{param('hf_config')} {hf_config} and SOURCE {source}: both say what to export; give one"
+            )
+        refuse_options(opts, [hf_config], stdin_config=True)
+        kind, pairs = parse_spec(source) if source is not None else (None, {})
+        spec = [(spec_label(source), pairs)] if source is not None and pairs else []
+        src = open_source(hf_config, opts, kind=kind, extra=[*spec, *onnx], stdin_config=True)
+        _onnx_kind(src, onnx_rope)
+        return src, True
+    if source is None:
+        raise ParameterError(f"give a SOURCE to export (a file, -, a spec or a model config) or {param('hf_config')}")
+    if is_spec(source) or is_config(source):
+        refuse_options(opts, [source])
+        if onnx_rope and is_spec(source):
+            _onnx_kind(parse_spec(source)[0], True)
+        src = open_source(source, opts, extra=onnx)
+        _onnx_kind(src, onnx_rope)
+        return src, True
+    refuse_options(opts._replace(dtype=None), [source])  # --dtype casts a file's tensors
+    src = open_source(source, opts, dtype=False)
+    if not onnx_rope:
+        return src, False
+    enc = src.encoding  # a posenc rope file: regenerate its encoding with the ONNX cache layout
+    if enc is None:
+        raise ParameterError("--onnx-rope needs a spec or a posenc-written file (its metadata rebuilds the table)")
+    _onnx_kind(enc.KIND, True)
+    rebuilt = dataclasses.replace(enc, cache="onnx", **({"dtype": opts.dtype} if opts.dtype else {}))
+    return Source.from_encoding(rebuilt, src.label), True  # rebuilt: in --dtype already
+
+
+def _onnx_kind(of: Any, asked: bool) -> None:
+    """The ONNX cache layout applies to the kinds whose ``cache`` parameter offers it (``of``: a kind or a
+    source)."""
+    from .encodings import get_kind, kind_classes
+
+    if not asked:
+        return
+    kind = of if isinstance(of, str) or of is None else (of.encoding.KIND if of.encoding is not None else None)
+
+    def onnx(cls: Any) -> bool:
+        return any(f.name == "cache" and "onnx" in (f.metadata.get("choices") or ()) for f in cls.param_fields())
+
+    if kind is None or not onnx(get_kind(kind)):
+        kinds = [k for k, cls in kind_classes().items() if onnx(cls)]
+        raise ParameterError(f"--onnx-rope cannot apply to {kind}: it writes the ONNX caches of {', '.join(kinds)}")
+
+
+def identify_source(
+    source: str,
+    *,
+    length: int | None = None,
+    n_ctx: int | None = None,
+    tensor: list[str] | None = None,
+    max_bytes: int | None = None,
+) -> tuple[str, Identification, list[str]]:
+    """What ``posenc identify`` reads: a file, ``-`` or a GGUF file (llama.cpp's tables at ``length`` rows and
+    context ``n_ctx``), identified (:func:`identify`). Returns the source's label, the identification and the
+    warnings of reading it. A spec or a model config, whose tables are known, is refused."""
+    from .scopes import refuse_out_of_scope
+    from .sources import is_config, is_spec
+    from .sources import open_source as open_text
+
+    if is_spec(source) or is_config(source):
+        what = "a spec" if is_spec(source) else "a model config"
+        raise ParameterError(f"{source!r} is {what}, whose tables are known; identify reads files and stdin")
+    kinds = source_kinds(source)
+    refuse_out_of_scope({"length": length, "n_ctx": n_ctx}, [kinds & {"gguf", "file", "stdin", "onnx"}])
+    if "gguf" in kinds:
+        src = open_text(source, length=length, n_ctx=n_ctx, max_bytes=max_bytes)
+    else:
+        src = open_text(source, max_bytes=max_bytes)  # a mistyped kind gets "unknown encoding ... did you mean"
+    return src.label, identify(src, tensor=tensor or None), list(src.warnings)
+
+
+def describe(
+    source: str | None = None,
+    *,
+    hf_config: str | None = None,
+    layer_type: str | None = None,
+    read_as: str | None = None,
+    engines: bool = False,
+    max_model_len: int | None = None,
+    n_ctx: int | None = None,
+) -> Description:
+    """What ``posenc kinds`` shows: every kind (no source), one kind (SOURCE names it), what a model config sets
+    and from which key (every attention type whose RoPE differs; ``layer_type`` narrows), per engine where its
+    tables depart from HF's (``engines``), or what llama.cpp reads from a GGUF file and its choices at
+    ``n_ctx``."""
+    from .reports import Description
+    from .scopes import refuse_out_of_scope
+    from .sources import is_config, is_gguf, split_engine
+
+    options = {"layer_type": layer_type, "read_as": read_as, "engines": engines, "max_model_len": max_model_len,
+               "n_ctx": n_ctx}  # fmt: skip
+    if source is not None and is_gguf(source):
+        refuse_out_of_scope({**options, "hf_config": hf_config}, [{"gguf-keys"}])
+        from .models.llamacpp import describe as gguf_rows
+
+        return Description("gguf", source, gguf_rows(source, n_ctx=n_ctx))
+    if source is not None and (source == "-" or is_config(source)):
+        if hf_config is not None:
+            raise ParameterError(f"the model config is given twice: {source} and {param('hf_config')} {hf_config}")
+        source, hf_config = None, source
+    if hf_config is not None and hf_config != "-":
+        hf_config, engine = split_engine(hf_config)
+        if engine is not None:
+            raise ParameterError(
+                f"kinds says what {hf_config} sets; for where engine {engine} departs from it, use "
+                f"posenc kinds {hf_config} --engines"
+            )
+    if hf_config is None:
+        refuse_out_of_scope(options, [{"registry"}])
+    elif engines:
+        from .models.engines import ENGINES
+
+        reads = {f"reads:{o}" for e in ENGINES.values() for o in e.options}
+        refuse_out_of_scope(options, [{"config", "engines-table", *reads}])
+        from .models.engines import departures
+
+        rows = departures(hf_config, layer_type=layer_type, max_model_len=max_model_len, n_ctx=n_ctx)
+        return Description("engines", hf_config, rows)
+    else:
+        refuse_out_of_scope(options, [{"config"}])
+        from .models.readers import describe_model_config, model_config_layers
+
+        config = load_config(hf_config)
+        if layer_type is not None:
+            types: list[str | None] = [layer_type]
+        else:  # every attention type that applies an encoding, or the one table when all types share it
+            layers = model_config_layers(config, kind=source, read_as=read_as)
+            rotating = [lt for lt, v in layers.items() if v is not None]
+            distinct = {repr(v) for v in layers.values() if v is not None}
+            types = list(rotating) if len(distinct) > 1 else [None]
+        found = [describe_model_config(config, kind=source, layer_type=lt, read_as=read_as) for lt in types]
+        return Description("config", hf_config, found, several=layer_type is None and len(found) > 1)
+    if source is None:
+        return Description("kinds", None, kinds())
+    from .encodings import get_kind
+    from .kindinfo import kind_info
+
+    return Description("kind", source, kind_info(get_kind(source)))
+
+
+def plot_tables(
+    sources: Sequence[str], *, options: SourceOptions | None = None, view: str | None = None
+) -> tuple[str, list[Any], list[str]]:
+    """What ``posenc plot`` draws: the view (``view``, else compare for two tables, else the first view the kind
+    declares that can draw them), one :class:`posenc_cli.plot.PlotSource` per table (each group of a grouped
+    file, each attention type of a model with several: ``options.layer_type`` narrows it) and the warnings of
+    reading the sources."""
+    from . import plot
+    from .encodings import KINDS, get_kind
+
+    opts = options or SourceOptions()
+    texts = list(sources)
+    if not texts:
+        raise ParameterError("give a SOURCE to draw: a file, -, a spec such as sinusoidal, or a model config")
+    refuse_options(opts, texts)
+    opened: list[Source] = []
+    for text in texts:
+        types = layer_types(text, opts)
+        for lt in types:
+            src = open_source(text, opts, layer_type=lt)
+            if lt is not None and len(types) > 1:
+                src.label = f"{src.label} [{lt}]"
+            opened.append(src)
+    drawn = []
+    for src in opened:
+        for part in list(src.groups.values()) or [src]:
+            roles = dict(get_kind(part.kind).ROLES) if part.kind in KINDS else {}
+            drawn.append(
+                plot.PlotSource(part.label, {n: part.array(n) for n in part.names}, roles, dict(part.metadata))
+            )
+    warnings = list(dict.fromkeys(w for s in opened for w in s.warnings))
+    if view is not None:
+        return view, drawn, warnings
+    if len(opened) == 2 and len(drawn) == 2 and len(texts) == 2:
+        return "compare", drawn, warnings
+    fits = plot.applicable(drawn)
+    known = [s.kind for s in opened if s.kind in KINDS]
+    declared = get_kind(known[0]).VIEWS if known else ()
+    for name in (*declared, *fits):
+        if name in fits:
+            return name, drawn, warnings
+    raise ParameterError(f"no view can draw {', '.join(s.label for s in drawn)}")
+
+
 def kinds() -> list[dict[str, Any]]:
     """What ``posenc kinds --json`` prints: every kind's tensors, parameters, presets and references."""
     from .encodings import KINDS, get_kind
@@ -862,7 +1661,23 @@ __all__ = [
     "Preview",
     "check",
     "check_all",
+    "check_gguf",
+    "check_onnx",
+    "check_sources",
     "compare",
+    "compare_sources",
+    "Verdicts",
+    "SourceOptions",
+    "layer_types",
+    "open_source",
+    "built_source",
+    "describe",
+    "identify_source",
+    "Description",
+    "export_source",
+    "plot_tables",
+    "refuse_options",
+    "source_kinds",
     "from_config",
     "from_config_layers",
     "generate",

@@ -244,6 +244,43 @@ class Source:
             f"{self.label} holds several tensors; pick one with {param('tensor')} from: {', '.join(names)}"
         )
 
+    def rows(self) -> int | None:
+        """The row count of the table (:meth:`table_shape`); None for a table of one value."""
+        shape = self.table_shape()
+        return shape[0] if shape else None
+
+    def table_shape(self, primary: str | None = None) -> tuple[int, ...]:
+        """The shape of the table: tensor ``primary`` when the table holds it, else its primary tensor's; for a
+        table that names no primary (a metadata-free file of cos and sin, with inv_freq, under any names), the
+        shape every tensor of two or more dimensions shares."""
+
+        def shape(n: str) -> tuple[int, ...]:
+            return tuple(int(x) for x in getattr(self.lazy.get(n, self.tensors.get(n)), "shape", ()))
+
+        if primary is not None and primary in self.names:
+            return shape(primary)
+        try:
+            name = self.tensor_name(None)
+        except InputError:
+            tables = {shape(n) for n in self.names if len(shape(n)) >= 2}
+            if len(tables) != 1:
+                raise
+            return tables.pop()
+        return shape(name)
+
+    def narrowed(self, names: Sequence[str]) -> Source:
+        """This table with only the tensors ``names`` (each checked: an unknown name is refused naming the
+        tensors there are), its metadata and encoding kept."""
+        keep = [self.tensor_name(n) for n in names]
+        return Source(
+            self.label,
+            {n: self.tensors[n] for n in keep if n in self.tensors},
+            dict(self.metadata),
+            encoding=self.encoding,
+            encoding_note=self.encoding_note,
+            lazy={n: self.lazy[n] for n in keep if n in self.lazy},
+        )
+
     def array(self, name: str):
         """The whole tensor ``name`` as an array (computed for specs, memory-mapped for files); an unknown name
         is an :class:`~posenc_cli.errors.UnknownTensorError` naming the choices."""
@@ -367,11 +404,8 @@ def open_source(
         kind, pairs = parse_spec(text)
         merged = {**(defaults or {}), **merge_given([(spec_label(text), pairs), *layers])}
         if like is not None and ("length" not in merged or "dim" not in merged):
-            primary = get_kind(kind).PRIMARY
             # several tensors without metadata (cos, sin, inv_freq): the one named like the kind's primary
-            name = primary if primary in like.names else like.tensor_name(None)
-            ref = like.tensors.get(name, like.lazy.get(name))  # read, or computable: its shape is known
-            shaped = get_kind(kind).shape_params(tuple(int(s) for s in getattr(ref, "shape", ())))
+            shaped = get_kind(kind).shape_params(like.table_shape(get_kind(kind).PRIMARY))
             merged = {**{k: v for k, v in shaped.items() if k in ("length", "dim")}, **merged}
         enc = make_encoding(kind, merged)
         check_size(enc.nbytes(), limit, text)
@@ -445,10 +479,7 @@ def open_config(
             )
     length = given.pop("length", None)
     if length is None and like is not None:
-        name = like.tensor_name(None)
-        ref = like.tensors.get(name, like.lazy.get(name))
-        shape = tuple(int(s) for s in getattr(ref, "shape", ()))
-        length = shape[0] if shape else None
+        length = like.rows()
     text, suffix = split_engine(text)
     if suffix is not None and engine is not None and suffix != engine:
         raise ParameterError(f"the engine is given twice: {text}@{suffix} and {param('engine')} {engine}")
@@ -538,10 +569,7 @@ def open_gguf(
             f"{param('n_ctx')} choose what to compute"
         )
     if length is None and like is not None:
-        name = like.tensor_name(None)
-        ref = like.tensors.get(name, like.lazy.get(name))
-        shape = tuple(int(s) for s in getattr(ref, "shape", ()))
-        length = shape[0] if shape else None
+        length = like.rows()
     if length is not None:
         length = int(length)
     from .models.gguf import read_gguf

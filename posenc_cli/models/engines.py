@@ -703,6 +703,11 @@ class EngineRope(Rope):
     def param_fields(cls) -> list[Any]:
         return [f for f in super().param_fields() if f.name not in ("engine_name", "arithmetic", "engine_state")]
 
+    def exact_reference(self) -> Rope:
+        """The correctly rounded ``rope`` of the same parameters: the table this engine's arithmetic approximates
+        (``compare`` judges two engines' tables of one model against it, within the float32 formula's error)."""
+        return Rope(**{f.name: getattr(self, f.name) for f in Rope.param_fields()})
+
     def extra_metadata(self) -> dict[str, str]:
         e = ENGINES[self.engine_name]
         out = {**super().extra_metadata(), "engine": e.name, "engine_version": e.version,
