@@ -693,11 +693,13 @@ def from_config_layers(
     """One encoding per attention type of a model's config (``{"full_attention": ..., ...}``) and the types that
     apply no position encoding (NoPE); ``params`` override what the config says in every type."""
     from .encodings import make_encoding
+    from .models.hf_positions import rows_option
     from .models.readers import model_config_layers
 
     data = load_config(config)
     length = params.pop("length", params.pop("len", None))
-    layers = model_config_layers(data, kind=kind, length=length, read_as=read_as)
+    rows = rows_option(data, params.pop("rows", None), "the config")
+    layers = model_config_layers(data, kind=kind, length=length, read_as=read_as, **rows)
     for lt, v in layers.items():  # a learned table is data in the weights, not parameters (models.hf_positions)
         if v is not None and "weights_tensor" in v[1]:
             raise ParameterError(
@@ -1426,14 +1428,16 @@ def _all_layer_types(text: str, kind: str | None, opts: SourceOptions) -> tuple[
     from . import formats
     from .sources import Source, check_size, merge_given
 
-    encs, nope = from_config_layers(text, kind=kind, read_as=opts.read_as, **merge_given(opts.layers()))
+    given = merge_given(opts.layers())
+    rows = {"rows": given["rows"]} if "rows" in given else {}
+    encs, nope = from_config_layers(text, kind=kind, read_as=opts.read_as, **given)
     if not encs:
         raise ParameterError(f"{text}: no attention type of this model applies a position encoding")
     src = Source.from_groups(encs, text)
-    if opts.read_as is not None:  # the assumption is recorded with the tables, as for one layer type
-        from .models.readers import model_config_notes
+    # what the reading assumed (hf_read_as) and which rows the tables hold (position_rows), as for one layer type
+    from .models.readers import model_config_notes
 
-        src.metadata.update(model_config_notes(load_config(text), kind=kind, read_as=opts.read_as))
+    src.metadata.update(model_config_notes(load_config(text), kind=kind, read_as=opts.read_as, **rows))
     limit = formats.DEFAULT_MAX_BYTES if opts.max_bytes is None else opts.max_bytes
     check_size(sum(e.nbytes() for e in encs.values()), limit, "the tables")
     return src, nope

@@ -504,12 +504,15 @@ def open_config(
         src = Source.from_encoding(enc, f"{label}@{engine}")
         src.warnings = list(facts.warnings)
         return src
-    from .models.hf_positions import learned_table
+    from .models.hf_positions import learned_table, rows_option
 
-    if (learned := learned_table(text, config, length=length, layer_type=layer_type, read_as=read_as)) is not None:
+    # -p rows=buffer: the module's raw buffer instead of the rows the model adds to tokens 0..N-1
+    rows = rows_option(config, given.pop("rows", None), text)
+    learned = learned_table(text, config, length=length, layer_type=layer_type, read_as=read_as, **rows)
+    if learned is not None:
         return _weights_source(text, *learned, given)
     name, cfg, warnings, notes = from_model_config(
-        config, kind=kind, length=length, layer_type=layer_type, read_as=read_as, **_position_hints(given)
+        config, kind=kind, length=length, layer_type=layer_type, read_as=read_as, **rows, **_position_hints(given)
     )
     if length is not None:
         cfg["length"] = length
