@@ -63,6 +63,13 @@ class Layer:
     #: learned tables: the tensor's name in the weights (a suffix of the saved name) and the first row read
     tensor: str | None = None
     first_row: int | str = 0
+    #: named rules where the model's code derives a parameter (see :data:`LAYER_RULES`)
+    rules: tuple[str, ...] = ()
+
+    @property
+    def learned(self) -> bool:
+        """The table lives in the weights (a tensor name), not in the config."""
+        return self.tensor is not None
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,7 @@ class Family:
     layers: dict[str, Layer]
     when: tuple[str, Any] | None = None
     ignored: dict[str, Any] = field(default_factory=dict)
-    #: keys whose names speak of positions (see :data:`_POSITION_WORDS`) that the family reads elsewhere or that
+    #: keys the family reads elsewhere or that
     #: cannot change its table (checked, so that no other such key passes unread)
     harmless: tuple[str, ...] = ()
     #: keys older configs carry that the family's transformers 5 config class no longer reads -> the key it reads
@@ -118,6 +125,7 @@ def _fairseq_sinusoids(length: tuple[str, ...], length_default: int, dim_default
         {"dim": ("d_model",), "length": length, "padding_idx": ("pad_token_id",)},
         {"dim": dim_default, "length": length_default, "padding_idx": 1},
         {"layout": "split", "freq": "t2t", "offset": 0, "base": 10000.0, "angle_dtype": "float32", "_extra_rows": 2},
+        rules=("extra_rows",),
     )
 
 
@@ -135,7 +143,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            "(alibi / sqrt(head_dim))",
            {"default": Layer("alibi", {"dim": ("num_attention_heads",), "length": ("max_position_embeddings",),
                                        "=divide_by": ("n_embed", "hidden_size")},
-                             {"dim": 71, "length": 2048, "=divide_by": 4544}, {"form": "falcon"})},
+                             {"dim": 71, "length": 2048, "=divide_by": 4544}, {"form": "falcon"},
+                             rules=("divide_by_sqrt_head_dim",))},
            when=("alibi", True), unread={"n_head": "num_attention_heads"},
            harmless=("rope_theta", "rope_scaling", "rope_parameters")),
     Family("mpt", f"{_HF}/mpt/modeling_mpt.py build_mpt_alibi_tensor (max_seq_len; alibi_bias_max not passed: 8)",
@@ -163,7 +172,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            "WhisperPositionalEmbedding (decoder, learned)",
            {"encoder": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_source_positions",)},
                              {"dim": 384, "length": 1500}, {"layout": "split", "freq": "t2t", "offset": 0,
-                                                            "base": 10000.0, "angle_dtype": "float32"}),
+                                                            "base": 10000.0, "angle_dtype": "float32"},
+                             rules=("even_dim",)),
             "decoder": Layer("learned", {"dim": ("d_model",), "length": ("max_target_positions",)},
                              {"dim": 384, "length": 448}, tensor="decoder.embed_positions.weight")}),
     Family("deberta-v2", f"{_HF}/deberta_v2/modeling_deberta_v2.py build_relative_position, make_log_bucket_position "
@@ -171,7 +181,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            {"default": Layer("deberta", {"position_buckets": ("position_buckets",),
                                          "max_relative_positions": ("max_relative_positions",),
                                          "length": ("max_position_embeddings",)},
-                             {"position_buckets": -1, "max_relative_positions": -1, "length": 512})},
+                             {"position_buckets": -1, "max_relative_positions": -1, "length": 512},
+                             rules=("deberta_relative",))},
            harmless=("position_biased_input", "relative_attention")),
     _learned("gpt2", f"{_HF}/gpt2/modeling_gpt2.py GPT2Model.wpe (nn.Embedding(n_positions, n_embd))",
              ("n_embd", "hidden_size"), ("n_positions", "max_position_embeddings"), {"dim": 768, "length": 1024},
@@ -212,9 +223,6 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 _ABSOLUTE = ("absolute",)
 #: position_embedding_type values of rotary models (the RoPE reader's, not ours)
 _ROTARY = ("rotary", "rope")
-#: Words that mark a config key as one that may change a position table: such a key the family does not read
-#: (and does not list as harmless) is an error, never silently dropped.
-_POSITION_WORDS = ("position", "rotary", "rope", "alibi", "bucket", "relative", "theta", "mscale", "sinusoid")
 
 
 # ----- values ----------------------------------------------------------------------------------------------
@@ -251,6 +259,8 @@ class PositionsConfig:
     family: Family
     config: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    #: config keys the family's code never reads -> why they are ignored
+    ignored: dict[str, str] = field(default_factory=dict)
 
     @property
     def layer_types(self) -> tuple[str, ...]:
@@ -265,7 +275,7 @@ class PositionsConfig:
         lives (read it with :func:`learned_table`)."""
         lt = self._layer(layer_type)
         layer = self.family.layers[lt]
-        if layer.kind == "learned":
+        if layer.learned:
             raise ParameterError(self._weights_hint(layer))
         values = self._values(lt, length)
         if "length" not in values:
@@ -281,8 +291,8 @@ class PositionsConfig:
         out: dict[str, tuple[str, dict[str, Any]]] = {}
         for lt, layer in self.family.layers.items():
             values = self._values(lt, length)
-            if layer.kind == "learned":
-                out[lt] = ("learned", {"weights_tensor": layer.tensor, **{k: v.value for k, v in values.items()}})
+            if layer.learned:
+                out[lt] = (layer.kind, {"weights_tensor": layer.tensor, **{k: v.value for k, v in values.items()}})
             else:
                 out[lt] = (layer.kind, {k: v.value for k, v in values.items() if not k.startswith("_")})
         return out
@@ -298,9 +308,10 @@ class PositionsConfig:
         }  # fmt: skip
         for key, val in self._values(lt, None).items():
             out[key.lstrip("_")] = {"value": val.value, "from": val.origin}
-        if layer.kind == "learned":
+        if layer.learned:
             out["weights_tensor"] = {"value": layer.tensor, "from": f"{self.family.name}'s module in transformers"}
             out["first_row"] = {"value": self._first_row(layer).value, "from": self._first_row(layer).origin}
+        out["ignored"] = dict(self.ignored)
         out["warnings"] = list(self.warnings)
         return out
 
@@ -353,7 +364,7 @@ class PositionsConfig:
         if "padding_idx" in out:
             v = out["padding_idx"]
             out["padding_idx"] = _Value(_int(v.value, v.origin.removeprefix("config key "), low=0), v.origin)
-        if layer.kind == "alibi" and "=divide_by" in out:  # Falcon: alibi / sqrt(hidden_size // heads)
+        if "divide_by_sqrt_head_dim" in layer.rules:  # Falcon: alibi / sqrt(hidden_size // heads)
             hidden = out.pop("=divide_by")
             heads = out["dim"].value
             if hidden.value % heads:
@@ -362,9 +373,9 @@ class PositionsConfig:
                     f"{heads} heads; fix config.json"
                 )
             out["divide_by"] = _Value(math.sqrt(hidden.value // heads), f"sqrt(head_dim), {hidden.origin} / heads")
-        if layer.kind == "deberta":
+        if "deberta_relative" in layer.rules:
             self._deberta(out)
-        if layer.kind == "sinusoidal" and layer.fixed.get("_extra_rows"):
+        if "extra_rows" in layer.rules:
             extra = out.pop("_extra_rows").value
             n = out["length"]
             out["length"] = _Value(n.value + extra, f"{n.origin} + {extra} (offset rows, padding_idx row zero)")
@@ -373,8 +384,9 @@ class PositionsConfig:
                     f"config key pad_token_id={out['padding_idx'].value} is outside the {out['length'].value} "
                     "position rows; fix config.json"
                 )
-        if layer.kind == "sinusoidal" and self.family.name == "whisper" and out["dim"].value % 2:
-            raise ParameterError(f"config key d_model={out['dim'].value} is odd; Whisper's sinusoids need it even")
+        if "even_dim" in layer.rules and out["dim"].value % 2:
+            where = out["dim"].origin.removeprefix("config key ")
+            raise ParameterError(f"{where}={out['dim'].value} is odd; {self.family.name}'s sinusoids need it even")
         if length is not None:
             out["length"] = _Value(_int(length, "length"), "--len")
         return out
@@ -451,7 +463,7 @@ def read_positions(config: Mapping[str, Any]) -> PositionsConfig | None:
                 f"config key {key}={_show(config[key])} is not read by transformers' {fam.name} (it reads {read}); "
                 f"rename it to {read} in config.json"
             )
-    _refuse_unread(config, fam)
+    reader.ignored = _ignored_keys(config, fam)
     for key, same in fam.ignored.items():
         value = reader._get(key)
         if value is not None and value != same:
@@ -468,22 +480,17 @@ def read_positions(config: Mapping[str, Any]) -> PositionsConfig | None:
     return reader
 
 
-def _refuse_unread(config: Mapping[str, Any], fam: Family) -> None:
-    """A key (top level, or one level down as ``parent.key``) whose name speaks of positions and that the
-    family neither reads nor knows to be harmless: an error naming it, never a table that ignored it."""
+def _ignored_keys(config: Mapping[str, Any], fam: Family) -> dict[str, str]:
+    """Keys (top level, or one level down as ``parent.key``) the family's code never reads -> why they are
+    ignored: the family's table lists every key its positional code reads (from transformers' source), so any
+    other key cannot change the table, whatever its name (BLOOM's ``offset_alibi``)."""
     known = {k for layer in fam.layers.values() for keys in layer.keys.values() for k in keys}
-    known |= set(fam.ignored) | set(fam.unread) | set(fam.harmless) | {"position_embedding_type"}
+    known |= set(fam.ignored) | set(fam.unread) | set(fam.harmless) | {"position_embedding_type", "model_type"}
     if fam.when is not None:
         known.add(fam.when[0])
-    names = [k for k in config]
+    names = [k for k, v in config.items() if not isinstance(v, Mapping)]
     names += [f"{k}.{sub}" for k, v in config.items() if isinstance(v, Mapping) for sub in v]
-    for name in names:
-        low = name.lower()
-        if name not in known and any(w in low for w in _POSITION_WORDS):
-            raise ParameterError(
-                f"config key {name} may change the positions, and transformers' {fam.name} code as posenc reads "
-                "it has no such key; remove it from config.json if the model does not use it"
-            )
+    return {n: f"transformers' {fam.name} positional code never reads it" for n in names if n not in known}
 
 
 # ----- the reader interface (models/readers.py READERS) ----------------------------------------------------------
@@ -571,7 +578,7 @@ def learned_table(
     _reader(config, read_as)  # refuses read_as
     lt = reader._layer(layer_type)
     layer = reader.family.layers[lt]
-    if layer.kind != "learned":
+    if not layer.learned:
         return None
     single = os.path.join(path, "model.safetensors")
     index = os.path.join(path, "model.safetensors.index.json")

@@ -1,0 +1,526 @@
+r"""One record per ``model_type``: everything posenc knows about the positions of a transformers model type.
+
+A :class:`Record` is data - the scheme, the pairing, the key aliases and the config class's defaults, the layer
+types and which apply no positions, the keys its positional code reads, the transformers file and class it
+mirrors, the GGUF architecture ``convert_hf_to_gguf.py`` writes for it - plus the names of the small rules
+where its arithmetic differs from the plain reading (:data:`RULES` documents each; the readers hold their
+functions). Config reading (:mod:`.hf_config`, :mod:`.hf_positions`), the GGUF check's HF side
+(:mod:`.llamacpp`) and ``--engine`` (:mod:`.engines`) all look a model type up here, so adding a family is one
+record.
+
+Records come from two places:
+
+* :data:`RECORDS` below, written from each family's ``configuration_<m>.py`` and ``modeling_<m>.py`` of
+  transformers :data:`TRANSFORMERS_VERSION`;
+* the inventory (``data/transformers_inventory.json``, made by ``tools/inventory`` from transformers' own code,
+  every ``model_type`` of its ``CONFIG_MAPPING``): a model type without a record here is read from its inventory
+  entry when that entry's reading is plain (:func:`record_for`), and the keys its positional code reads
+  (``keys_read``) make the guard of :mod:`.hf_config`: a key that code reads and posenc does not model is an
+  error, a key it never reads is reported as ignored, whatever its name.
+
+Imports: this module is data only (no numpy), imported by the readers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+#: The transformers release the records mirror.
+TRANSFORMERS_VERSION = "5.24.0"
+_HF = "huggingface/transformers src/transformers/models"
+INVENTORY = Path(__file__).resolve().parent / "data" / "transformers_inventory.json"
+
+#: The named rules a record may list in ``rules`` (the readers implement each; a test checks the names).
+RULES: dict[str, str] = {
+    "no_attention_scaling": "cos/sin are not multiplied by attention_scaling (DeepSeek-V2's complex freqs_cis)",
+    "fixed_base": "the base is fixed in the modeling code (GPT-J's create_sinusoidal_positions: 10000); "
+    "rope_theta is never read",
+    "mscale_pair": "longrope with short_mscale / long_mscale by sequence length, short factors everywhere (Phimoe)",
+    "ntk_alpha": "rope_type dynamic with alpha is a fixed NTK base theta * alpha ** (d / (d - 2)) (Hunyuan)",
+    "per_layer_parameters_only": "a flat rope_parameters is ignored: the class keeps per-layer-type entries "
+    "(Olmo3Config)",
+    "default_ignores_partial": "the default rotary class rotates the whole head: partial_rotary_factor is read by "
+    "the scaling rules of modeling_rope_utils only",
+}
+
+#: Named rules for the head width the rotary embedding sees.
+HEAD_DIM_RULES: dict[str, str] = {
+    "config": "head_dim, else hidden_size // num_attention_heads",
+    "computed": "hidden_size // num_attention_heads (head_dim is never read)",
+    "qk_rope": "qk_rope_head_dim (MLA: the rotated part of each query/key head)",
+    "rotary_dim": "rotary_dim features of hidden_size // n_head (GPT-J, CodeGen)",
+}
+
+#: Named rules that derive each layer's attention type when config.json has no ``layer_types``.
+LAYER_RULES: dict[str, str] = {
+    "alternate": "sliding, full, sliding, full, ... (Gemma 2, gpt-oss)",
+    "every_nth_full": "every n-th layer full, the rest sliding (n from a config key or the class default)",
+    "every_nth_sliding_from_zero": "layer i is full when i % n == 0 (ModernBERT's global_attn_every_n_layers)",
+    "no_rope_layers": "no_rope_layers[i] == 0 marks a NoPE layer, else no_rope_layer_interval (every n-th NoPE)",
+    "llama4": "Llama 4's no_rope_layers / no_rope_layer_interval: chunked layers rotate, full layers are NoPE",
+}
+
+
+@dataclass(frozen=True)
+class Record:
+    """How one ``model_type`` places positions (transformers :data:`TRANSFORMERS_VERSION`).
+
+    ``aliases`` maps posenc's canonical key to the keys the config accepts, first wins; ``defaults`` holds the
+    config class's values for missing fields. ``theta`` maps each per-layer rope entry (``None``: one shared
+    entry) to ``(top-level key holding its base, class default)``. ``layers`` names a :data:`LAYER_RULES`
+    entry and its argument; ``nope`` lists the layer types that apply no positions. ``rules`` names
+    :data:`RULES` entries. ``reads``: the top-level keys the family's positional code reads beyond posenc's
+    common ones (a key outside every list is ignored: that code never reads it).
+    """
+
+    model_type: str
+    reference: str
+    scheme: str = "rope"
+    pairing: str = "half"
+    aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+    theta: dict[str | None, tuple[str, float]] = field(default_factory=lambda: {None: ("rope_theta", 10000.0)})
+    head_dim: str = "config"
+    partial_keys: tuple[str, ...] = ("partial_rotary_factor",)
+    layers: tuple[str, str | int] | None = None
+    nope: tuple[str, ...] = ()
+    #: rope_scaling given at top level applies to these per-layer entries (Gemma 3: full only)
+    scaling_to: tuple[str, ...] = ()
+    #: rope_type renamed by the config class (Phi-3: su/yarn -> longrope; Qwen2-VL: mrope -> default)
+    renames: dict[str, str] = field(default_factory=dict)
+    #: a rope dict the class fills in when the config has none (gpt-oss)
+    default_rope: dict[str, Any] | None = None
+    #: rope dict keys of this family only -> the rope_types that read them
+    rope_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: M-RoPE sections: "chunked" (Qwen2-VL) or "interleaved" (Qwen3-VL)
+    mrope_sections: str = "chunked"
+    rules: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+    #: a multimodal wrapper: the sub-config holding the text model, and its default model_type
+    text_config: str | None = None
+    text_model_type: str | None = None
+    #: the wrapper's text fields may sit at top level (Qwen2-VL before transformers 5)
+    text_at_top: bool = False
+    #: top-level ``(key, value)`` the config must hold for this record; else ``otherwise`` reads it (Falcon's
+    #: ``alibi``)
+    when: tuple[str, Any] | None = None
+    otherwise: str | None = None
+    #: the GGUF architecture convert_hf_to_gguf.py writes for this type, when posenc mirrors the conversion
+    gguf_arch: str | None = None
+    #: where the record came from: "record" (written here) or "inventory"
+    origin: str = "record"
+    #: non-rotary schemes: the layer tables of :mod:`.hf_positions` (kind per attention type)
+    positions: Any = None
+
+    def known_top(self) -> set[str]:
+        """The top-level keys this record's reading uses."""
+        keys = set(COMMON_TOP) | set(self.reads) | set(self.partial_keys)
+        keys |= {k for names in self.aliases.values() for k in names}
+        keys |= {key for key, _ in self.theta.values()}
+        if self.head_dim == "rotary_dim":
+            keys.add("rotary_dim")
+        if self.head_dim == "qk_rope":
+            keys.add("qk_rope_head_dim")
+        if self.layers is not None and isinstance(self.layers[1], str) and self.layers[1]:
+            keys.add(self.layers[1])
+        if self.when is not None:
+            keys.add(self.when[0])
+        return keys
+
+    def has(self, rule: str) -> bool:
+        return rule in self.rules
+
+    @property
+    def sectioned(self) -> bool:
+        """The rotary splits its frequencies into M-RoPE sections (temporal, height, width)."""
+        return "mrope_section" in self.defaults
+
+
+#: Top-level keys every rotary record's reading knows.
+COMMON_TOP = ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "max_position_embeddings",
+              "original_max_position_embeddings", "head_dim", "layer_types", "hidden_size", "num_attention_heads",
+              "num_hidden_layers")  # fmt: skip
+
+_DEFAULT_FULL = ("default_ignores_partial",)
+_GPT2_NAMES: dict[str, tuple[str, ...]] = {"hidden_size": ("n_embd", "hidden_size"), "num_attention_heads": ("n_head", "num_attention_heads"),
+               "max_position_embeddings": ("n_positions", "max_position_embeddings")}  # fmt: skip
+
+
+def _dims(hidden: int, heads: int, max_pos: int, **more: Any) -> dict[str, Any]:
+    return {"hidden_size": hidden, "num_attention_heads": heads, "max_position_embeddings": max_pos, **more}
+
+
+def _wrapper(model_type: str, text: str, reference: str, **kw: Any) -> Record:
+    return Record(model_type, reference, scheme="wrapper", text_config="text_config", text_model_type=text, **kw)
+
+
+_RECORDS: tuple[Record, ...] = (
+    Record("llama", f"{_HF}/llama LlamaConfig, LlamaRotaryEmbedding, apply_rotary_pos_emb (rotate_half)",
+           defaults=_dims(4096, 32, 2048), rules=_DEFAULT_FULL, gguf_arch="llama"),
+    Record("phi", f"{_HF}/phi PhiConfig (partial_rotary_factor 0.5), PhiRotaryEmbedding (rotate_half, partial)",
+           defaults=_dims(2048, 32, 2048, partial_rotary_factor=0.5)),
+    Record("mistral", f"{_HF}/mistral MistralConfig, MistralRotaryEmbedding (rotate_half)",
+           defaults=_dims(4096, 32, 131072), rules=_DEFAULT_FULL, gguf_arch="llama"),
+    Record("qwen2", f"{_HF}/qwen2 Qwen2Config, Qwen2RotaryEmbedding (rotate_half); use_mrope is never read",
+           defaults=_dims(4096, 32, 32768), rules=_DEFAULT_FULL, gguf_arch="qwen2"),
+    Record("qwen3", f"{_HF}/qwen3 Qwen3Config (head_dim 128), Qwen3RotaryEmbedding, apply_rotary_pos_emb "
+           "(rotate_half)", defaults=_dims(4096, 32, 32768, head_dim=128), rules=_DEFAULT_FULL, gguf_arch="qwen3"),
+    Record("olmo2", f"{_HF}/olmo2 Olmo2Config, Olmo2RotaryEmbedding, apply_rotary_pos_emb (rotate_half)",
+           defaults=_dims(4096, 32, 2048), rules=_DEFAULT_FULL),
+    Record("ministral3", f"{_HF}/ministral3 Ministral3Config (default_theta 1e6, head_dim 128; rope dict's "
+           "llama_4_scaling_beta scales queries in the attention, never the rotary table), "
+           "Ministral3RotaryEmbedding (rotate_half)",
+           theta={None: ("rope_theta", 1_000_000.0)}, defaults=_dims(4096, 32, 262144, head_dim=128),
+           rope_keys={"llama_4_scaling_beta": ()}, rules=_DEFAULT_FULL),
+    Record("minimax_m2", f"{_HF}/minimax_m2 MiniMaxM2Config (legacy rotary_dim -> partial_rotary_factor = "
+           "rotary_dim / head_dim, default_theta 5e6), MiniMaxM2RotaryEmbedding (partial), apply_rotary_pos_emb",
+           theta={None: ("rope_theta", 5_000_000.0)}, partial_keys=("partial_rotary_factor", "=rotary_dim"),
+           defaults=_dims(3072, 48, 196608, head_dim=128)),
+    Record("phi3", f"{_HF}/phi3 Phi3Config.convert_rope_params_to_dict (su/yarn -> longrope), Phi3RotaryEmbedding",
+           defaults=_dims(3072, 32, 4096, original_max_position_embeddings=4096, partial_rotary_factor=1.0),
+           renames={"su": "longrope", "yarn": "longrope"}, gguf_arch="phi3"),
+    Record("deepseek_v2", f"{_HF}/deepseek_v2 DeepseekV2Config (head_dim = qk_rope_head_dim), "
+           "DeepseekV2RotaryEmbedding (complex freqs_cis times attention_scaling), apply_rotary_emb",
+           pairing="interleaved", head_dim="qk_rope", rules=_DEFAULT_FULL,
+           defaults=_dims(4096, 32, 2048, qk_rope_head_dim=64), gguf_arch="deepseek2"),
+    Record("deepseek_v3", f"{_HF}/deepseek_v3 DeepseekV3Config (head_dim = qk_rope_head_dim), "
+           "DeepseekV3RotaryEmbedding, apply_rotary_pos_emb_interleave (rope_interleave, default true)",
+           pairing="interleaved", head_dim="qk_rope", reads=("rope_interleave",), rules=_DEFAULT_FULL,
+           defaults=_dims(7168, 128, 4096, qk_rope_head_dim=64, rope_interleave=True)),
+    Record("gpt_neox", f"{_HF}/gpt_neox GPTNeoXConfig.convert_rope_params_to_dict (rotary_emb_base, rotary_pct), "
+           "GPTNeoXRotaryEmbedding (rotate_half on the first rotary_pct of the head)",
+           theta={None: ("rotary_emb_base", 10000.0)}, partial_keys=("rotary_pct",),
+           defaults=_dims(6144, 64, 2048, partial_rotary_factor=0.25)),
+    Record("gptj", f"{_HF}/gptj GPTJConfig.attribute_map, create_sinusoidal_positions (base 10000), "
+           "rotate_every_two on the first rotary_dim features",
+           pairing="interleaved", head_dim="rotary_dim", rules=("fixed_base",), reads=("rotary",),
+           aliases=_GPT2_NAMES, defaults=_dims(4096, 16, 2048, rotary_dim=64)),
+    Record("codegen", f"{_HF}/codegen CodeGenConfig.attribute_map, create_sinusoidal_positions (base 10000), "
+           "rotate_every_two on the first rotary_dim features",
+           pairing="interleaved", head_dim="rotary_dim", rules=("fixed_base",),
+           aliases=_GPT2_NAMES, defaults=_dims(4096, 16, 2048, rotary_dim=64)),
+    Record("cohere", f"{_HF}/cohere CohereConfig (default_theta 500000), CohereRotaryEmbedding "
+           "(repeat_interleave), rotate_half on (2k, 2k+1)",
+           pairing="interleaved", theta={None: ("rope_theta", 500000.0)}, rules=_DEFAULT_FULL,
+           defaults=_dims(8192, 64, 8192)),
+    Record("cohere2", f"{_HF}/cohere2 Cohere2Config (head_dim = hidden_size // num_attention_heads, "
+           "sliding_window_pattern 4), Cohere2Attention (RoPE only where sliding_window is set)",
+           pairing="interleaved", head_dim="computed", layers=("every_nth_full", "sliding_window_pattern"),
+           nope=("full_attention",), rules=_DEFAULT_FULL,
+           defaults=_dims(8192, 64, 8192, num_hidden_layers=40, sliding_window_pattern=4)),
+    Record("glm", f"{_HF}/glm GlmConfig (partial_rotary_factor 0.5), apply_rotary_pos_emb "
+           "(cos[..., :r/2].repeat_interleave(2) on the first r features)",
+           pairing="interleaved", defaults=_dims(4096, 32, 131072, head_dim=128, partial_rotary_factor=0.5)),
+    Record("glm4", f"{_HF}/glm4 Glm4Config, apply_rotary_pos_emb as GLM (partial interleaved)",
+           pairing="interleaved", defaults=_dims(4096, 32, 131072, head_dim=128, partial_rotary_factor=0.5)),
+    Record("llama4_text", f"{_HF}/llama4 Llama4TextConfig (no_rope_layers, default_theta 500000), "
+           "Llama4TextRotaryEmbedding (torch.polar), apply_rotary_emb (view_as_complex pairs)",
+           pairing="interleaved", theta={None: ("rope_theta", 500000.0)}, layers=("llama4", ""),
+           nope=("full_attention",), reads=("no_rope_layers", "no_rope_layer_interval"), rules=_DEFAULT_FULL,
+           defaults=_dims(5120, 40, 131072, head_dim=128, num_hidden_layers=48)),
+    Record("smollm3", f"{_HF}/smollm3 SmolLM3Config (no_rope_layers from no_rope_layer_interval 4, default_theta "
+           "2e6), SmolLM3Attention (use_rope = no_rope_layers[layer_idx]), SmolLM3RotaryEmbedding (rotate_half)",
+           theta={None: ("rope_theta", 2_000_000.0)}, layers=("no_rope_layers", "no_rope_layer_interval"),
+           nope=("no_rope",), reads=("no_rope_layers",), rules=_DEFAULT_FULL,
+           defaults=_dims(2048, 16, 32768, num_hidden_layers=36, no_rope_layer_interval=4)),
+    Record("gemma", f"{_HF}/gemma GemmaConfig, GemmaRotaryEmbedding (rotate_half)", rules=_DEFAULT_FULL,
+           defaults=_dims(3072, 16, 8192, head_dim=256)),
+    Record("gemma2", f"{_HF}/gemma2 Gemma2Config (layer_types alternate sliding/full), Gemma2RotaryEmbedding "
+           "(one RoPE for every layer)", layers=("alternate", ""), rules=_DEFAULT_FULL, gguf_arch="gemma2",
+           defaults=_dims(2304, 8, 8192, head_dim=256, num_hidden_layers=26)),
+    Record("gemma3_text", f"{_HF}/gemma3 Gemma3TextConfig.convert_rope_params_to_dict (rope_theta -> full, "
+           "rope_local_base_freq -> sliding, rope_scaling -> full), Gemma3RotaryEmbedding per layer type",
+           theta={"full_attention": ("rope_theta", 1_000_000.0),
+                  "sliding_attention": ("rope_local_base_freq", 10_000.0)},
+           layers=("every_nth_full", "sliding_window_pattern"), scaling_to=("full_attention",), rules=_DEFAULT_FULL,
+           defaults=_dims(2304, 8, 131072, head_dim=256, num_hidden_layers=26, sliding_window_pattern=6),
+           gguf_arch="gemma3"),
+    Record("gemma3n_text", f"{_HF}/gemma3n Gemma3nTextConfig.convert_rope_params_to_dict (rope_theta -> full, "
+           "rope_local_base_freq -> sliding, rope_scaling -> full; every 5th layer full), Gemma3nRotaryEmbedding "
+           "per layer type", theta={"full_attention": ("rope_theta", 1_000_000.0),
+                                    "sliding_attention": ("rope_local_base_freq", 10_000.0)},
+           layers=("every_nth_full", "=5"), scaling_to=("full_attention",), rules=_DEFAULT_FULL,
+           defaults=_dims(2048, 8, 32768, head_dim=256, num_hidden_layers=35)),
+    Record("modernbert", f"{_HF}/modernbert ModernBertConfig.convert_rope_params_to_dict (global_rope_theta -> "
+           "full, local_rope_theta -> sliding, rope_scaling -> both), ModernBertRotaryEmbedding per layer type",
+           theta={"full_attention": ("global_rope_theta", 160_000.0),
+                  "sliding_attention": ("local_rope_theta", 10_000.0)},
+           layers=("every_nth_sliding_from_zero", "global_attn_every_n_layers"),
+           scaling_to=("full_attention", "sliding_attention"), rules=_DEFAULT_FULL,
+           defaults=_dims(768, 12, 8192, num_hidden_layers=22, global_attn_every_n_layers=3)),
+    Record("gpt_oss", f"{_HF}/gpt_oss GptOssConfig (default yarn factor 32, truncate false, default_theta 150000), "
+           "GptOssRotaryEmbedding, _apply_rotary_emb (halves)",
+           theta={None: ("rope_theta", 150000.0)}, layers=("alternate", ""), rules=_DEFAULT_FULL, gguf_arch="gpt-oss",
+           default_rope={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                         "truncate": False, "original_max_position_embeddings": 4096},
+           defaults=_dims(2880, 64, 131072, head_dim=64, num_hidden_layers=24)),
+    Record("qwen2_vl_text", f"{_HF}/qwen2_vl Qwen2VLTextConfig (mrope -> default, default_theta 1e6), "
+           "Qwen2VLRotaryEmbedding (mrope_section), Qwen2VLModel.get_rope_index",
+           scheme="mrope", theta={None: ("rope_theta", 1_000_000.0)}, renames={"mrope": "default"},
+           defaults=_dims(8192, 64, 32768, mrope_section=[16, 24, 24]), gguf_arch="qwen2vl"),
+    Record("qwen2_5_vl_text", f"{_HF}/qwen2_5_vl Qwen2_5_VLTextConfig (mrope -> default, default_theta 1e6), "
+           "Qwen2_5_VLRotaryEmbedding (mrope_section), Qwen2_5_VLModel.get_rope_index",
+           scheme="mrope", theta={None: ("rope_theta", 1_000_000.0)}, renames={"mrope": "default"},
+           defaults=_dims(8192, 64, 32768, mrope_section=[16, 24, 24]), gguf_arch="qwen2vl"),
+    Record("qwen3_vl_text", f"{_HF}/qwen3_vl Qwen3VLTextConfig (default_theta 500000, head_dim 128, "
+           "ignore_keys_at_rope_validation mrope_section/mrope_interleaved), Qwen3VLTextRotaryEmbedding "
+           "(recomposition_frequencies: frequency j turns with T, H or W by j % 3 inside 3 * mrope_section), "
+           "Qwen3VLModel.get_rope_index",
+           scheme="mrope", theta={None: ("rope_theta", 500_000.0)}, renames={"mrope": "default"},
+           mrope_sections="interleaved", rope_keys={"mrope_interleaved": ("default",)},
+           defaults=_dims(4096, 32, 128000, head_dim=128, mrope_section=[24, 20, 20])),
+    Record("qwen3_vl_moe_text", f"{_HF}/qwen3_vl_moe Qwen3VLMoeTextConfig (default_theta 500000), "
+           "Qwen3VLMoeTextRotaryEmbedding (recomposition_frequencies as Qwen3-VL: interleaved T, H, W), "
+           "Qwen3VLMoeModel.get_rope_index",
+           scheme="mrope", theta={None: ("rope_theta", 500_000.0)}, renames={"mrope": "default"},
+           mrope_sections="interleaved", rope_keys={"mrope_interleaved": ("default",)},
+           defaults=_dims(2048, 16, 128000, mrope_section=[24, 20, 20])),
+    Record("phimoe", f"{_HF}/phimoe PhimoeConfig (default_theta 1e6; validate_rope: short_mscale, long_mscale), "
+           "PhimoeRotaryEmbedding.forward (inv_freq = rope_init_fn(config) without seq_len, so short_factor at "
+           "every length; cos/sin times long_mscale if max(position_ids) + 1 > original_max_position_embeddings, "
+           "else short_mscale), apply_rotary_pos_emb (rotate_half)",
+           theta={None: ("rope_theta", 1_000_000.0)}, rules=("mscale_pair", *_DEFAULT_FULL),
+           rope_keys={"short_mscale": ("longrope",), "long_mscale": ("longrope",)},
+           defaults=_dims(4096, 32, 131072)),
+    Record("olmo3", f"{_HF}/olmo3 Olmo3Config.convert_rope_params_to_dict (rope_scaling -> full_attention only, "
+           "rope_theta -> both, default_theta 500000; layer_types: every 4th full), Olmo3RotaryEmbedding (one "
+           "inv_freq and attention_scaling per layer type), apply_rotary_pos_emb (rotate_half)",
+           theta={"full_attention": ("rope_theta", 500_000.0), "sliding_attention": ("rope_theta", 500_000.0)},
+           layers=("every_nth_full", "=4"), scaling_to=("full_attention",),
+           rules=("per_layer_parameters_only", *_DEFAULT_FULL), defaults=_dims(4096, 32, 2048, num_hidden_layers=32)),
+    Record("ernie4_5", f"{_HF}/ernie4_5 Ernie4_5Config (default_theta 500000, head_dim 128), "
+           "Ernie4_5RotaryEmbedding, apply_rotary_pos_emb (cos[..., :d/2].repeat_interleave(2): interleaved pairs)",
+           pairing="interleaved", theta={None: ("rope_theta", 500_000.0)}, rules=_DEFAULT_FULL,
+           defaults=_dims(1024, 16, 131072, head_dim=128)),
+    Record("ernie4_5_moe", f"{_HF}/ernie4_5_moe Ernie4_5_MoeConfig (default_theta 500000), "
+           "Ernie4_5_MoeRotaryEmbedding, apply_rotary_pos_emb (cos[..., :d/2].repeat_interleave(2): interleaved)",
+           pairing="interleaved", theta={None: ("rope_theta", 500_000.0)}, rules=_DEFAULT_FULL,
+           defaults=_dims(2560, 20, 131072)),
+    Record("hunyuan_v1_dense", f"{_HF}/hunyuan_v1_dense HunYuanDenseV1Config, HunYuanDenseV1RotaryEmbedding "
+           "(rope_type dynamic with alpha -> ntk_alpha: base = rope_theta * alpha ** (head_dim / (head_dim - 2)) "
+           "at every length, compute_ntk_alpha_rope_parameters), apply_rotary_pos_emb (rotate_half)",
+           rules=("ntk_alpha", *_DEFAULT_FULL), rope_keys={"alpha": ("dynamic",)}, defaults=_dims(4096, 32, 2048)),
+    Record("hunyuan_v1_moe", f"{_HF}/hunyuan_v1_moe HunYuanMoEV1Config, HunYuanMoEV1RotaryEmbedding "
+           "(rope_type dynamic with alpha -> ntk_alpha, as the dense model), apply_rotary_pos_emb (rotate_half)",
+           rules=("ntk_alpha", *_DEFAULT_FULL), rope_keys={"alpha": ("dynamic",)}, defaults=_dims(4096, 32, 2048)),
+    Record("falcon", f"{_HF}/falcon FalconConfig (alibi false: rotary), FalconRotaryEmbedding, "
+           "apply_rotary_pos_emb (rotate_half); head_dim = hidden_size // num_attention_heads",
+           when=("alibi", False), otherwise="falcon_alibi", rules=_DEFAULT_FULL,
+           defaults=_dims(4544, 71, 2048)),
+    Record("granitemoehybrid", f"{_HF}/granitemoehybrid GraniteMoeHybridConfig (position_embedding_type 'rope' "
+           "builds GraniteMoeHybridRotaryEmbedding, else no positions), apply_rotary_pos_emb (rotate_half)",
+           when=("position_embedding_type", "rope"), otherwise="nope", rules=_DEFAULT_FULL,
+           nope=("linear_attention",), aliases={"layer_types": ("layer_types", "layers_block_type")},
+           defaults=_dims(4096, 32, 2048)),
+    _wrapper("gemma3", "gemma3_text", f"{_HF}/gemma3 Gemma3Config (text_config: Gemma3TextConfig)",
+             gguf_arch="gemma3"),
+    _wrapper("gemma3n", "gemma3n_text", f"{_HF}/gemma3n Gemma3nConfig (text_config: Gemma3nTextConfig)"),
+    _wrapper("llama4", "llama4_text", f"{_HF}/llama4 Llama4Config (text_config: Llama4TextConfig)"),
+    _wrapper("llava", "llama", f"{_HF}/llava LlavaConfig (text_config: LlamaConfig by default)"),
+    _wrapper("llava_next", "llama", f"{_HF}/llava_next LlavaNextConfig (text_config: LlamaConfig by default)"),
+    _wrapper("llava_onevision", "qwen2", f"{_HF}/llava_onevision LlavaOnevisionConfig (text_config: Qwen2Config)"),
+    _wrapper("mistral3", "mistral", f"{_HF}/mistral3 Mistral3Config (text_config: MistralConfig by default)"),
+    _wrapper("qwen2_vl", "qwen2_vl_text", f"{_HF}/qwen2_vl Qwen2VLConfig (text_config, or text fields at top)",
+             text_at_top=True, gguf_arch="qwen2vl"),
+    _wrapper("qwen2_5_vl", "qwen2_5_vl_text", f"{_HF}/qwen2_5_vl Qwen2_5_VLConfig (text_config, or text fields at "
+             "top)", text_at_top=True, gguf_arch="qwen2vl"),
+    _wrapper("paligemma", "gemma", f"{_HF}/paligemma PaliGemmaConfig (text_config: GemmaConfig)"),
+    _wrapper("cohere2_vision", "cohere2", f"{_HF}/cohere2_vision Cohere2VisionConfig (text_config: Cohere2Config)"),
+    _wrapper("qwen3_vl", "qwen3_vl_text", f"{_HF}/qwen3_vl Qwen3VLConfig (text_config: Qwen3VLTextConfig)"),
+    _wrapper("qwen3_vl_moe", "qwen3_vl_moe_text", f"{_HF}/qwen3_vl_moe Qwen3VLMoeConfig (text_config)"),
+)  # fmt: skip
+
+#: model_type -> its record (rotary, M-RoPE and multimodal wrappers; non-rotary records join from hf_positions).
+RECORDS: dict[str, Record] = {r.model_type: r for r in _RECORDS}
+
+
+@cache
+def inventory() -> dict[str, Any]:
+    """The inventory of transformers' model types (``{}`` when the data file is absent)."""
+    if not INVENTORY.is_file():
+        return {}
+    data: dict[str, Any] = json.loads(INVENTORY.read_text(encoding="utf-8"))
+    return data
+
+
+def inventory_entry(model_type: str) -> dict[str, Any] | None:
+    """The inventory's entry of ``model_type``, or None."""
+    types = inventory().get("model_types", {})
+    entry = types.get(model_type) if isinstance(types, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+#: transformers' remap of legacy layer type names (configuration_utils._LEGACY_LAYER_TYPE_REMAP)
+LEGACY_LAYER_TYPES = {
+    "mamba": "linear_attention",
+    "attention": "full_attention",
+    "deepseek_sparse_attention": "indexed_attention",
+    "qwen_sparse_attention": "indexed_attention",
+}
+#: Top-level keys a derived record's rotary code may read: posenc models each of them.
+_PLAIN_READS = {
+    "head_dim",
+    "hidden_size",
+    "num_attention_heads",
+    "max_position_embeddings",
+    "rope_parameters",
+    "rope_scaling",
+    "rope_theta",
+    "partial_rotary_factor",
+    "layer_types",
+}
+#: Keys of the same meaning under another name, as the inventory saw them read (config attribute_map or a
+#: rotary class that reads the other name).
+_READ_ALIASES = {"num_heads": "num_attention_heads", "kv_channels": "head_dim"}
+
+
+#: The inventory's words for a layer type whose layers rotate, or apply no positions (``layer_positions``)
+_ROTATES, _NONE = "rope", "none"
+#: The schemes a record can be derived from the inventory for (the others need a record written here).
+DERIVABLE = ("rope",)
+
+
+class Refused(Exception):
+    """A model type posenc does not read, with the one-line reason (what is missing)."""
+
+
+def record_for(model_type: str) -> Record | None:
+    """The record of ``model_type``: written here, else derived from its inventory entry (None: neither).
+    Raises :class:`Refused` when the inventory has the type and its reading is not one posenc has."""
+    rec = RECORDS.get(model_type)
+    if rec is not None:
+        return rec
+    entry = inventory_entry(model_type)
+    if entry is None:
+        return None
+    return derived(model_type, entry)
+
+
+@cache
+def _derived(model_type: str) -> Record | str:
+    entry = inventory_entry(model_type)
+    assert entry is not None
+    try:
+        return _derive(model_type, entry)
+    except Refused as exc:
+        return str(exc)
+
+
+def derived(model_type: str, entry: dict[str, Any]) -> Record:
+    """The record of an inventory entry whose rotary reading is plain (see :func:`_derive`)."""
+    out = _derived(model_type)
+    if isinstance(out, str):
+        raise Refused(out)
+    return out
+
+
+def _derive(model_type: str, entry: dict[str, Any]) -> Record:
+    """A record from what the inventory observed: the rotary class reads only keys posenc models (head and
+    rotated widths, max positions, the rope dict, layer types), its pairing is rotate_half or pairs, each layer
+    type applies RoPE or none, and the rotated width is the head's or its partial_rotary_factor's share."""
+    scheme = entry.get("scheme")
+    if scheme not in DERIVABLE:
+        raise Refused(f"its positions are {scheme}, which no record of posenc reads")
+    if entry.get("status") != "ok":
+        raise Refused(f"the inventory could not observe its rotary class ({str(entry.get('status'))[:60]})")
+    sub = entry.get("sub_config") or []
+    if len(sub) > 1 or (sub and sub[0] != "text_config"):
+        raise Refused(f"its rotary settings sit in the sub-config {'.'.join(sub)}, which posenc does not read")
+    pairing = entry.get("pairing")
+    if pairing not in ("half", "interleaved", "deinterleave"):
+        raise Refused(f"its attention pairs features in a way posenc does not reproduce ({pairing})")
+    reads: dict[str, list[str]] = entry.get("keys_read") or {}
+    default_reads = set(reads.get("default", []))
+    top = {k.split(".")[0] for k in default_reads}
+    aliases: dict[str, tuple[str, ...]] = {}
+    for key in sorted(top - _PLAIN_READS):
+        if key not in _READ_ALIASES:
+            raise Refused(f"its rotary class reads config key {key}, which posenc does not model")
+        aliases[_READ_ALIASES[key]] = (key, _READ_ALIASES[key])
+    positions = entry.get("layer_positions") or {}
+    if any(v not in (_ROTATES, _NONE) for v in positions.values()):
+        raise Refused("some layers of one layer type rotate and others do not (a rule posenc has no record of)")
+    nope = tuple(sorted(lt for lt, v in positions.items() if v == _NONE))
+    if positions and _ROTATES not in positions.values():
+        raise Refused("no layer applies its rotary embedding at the default config")
+    defaults: dict[str, Any] = {}
+    prefix = "".join(f"{p}." for p in sub)
+    raw = {k.removeprefix(prefix): v for k, v in (entry.get("defaults") or {}).items()}
+    for key in ("hidden_size", "num_attention_heads", "head_dim", "max_position_embeddings"):
+        for name in aliases.get(key, (key,)):
+            if isinstance(raw.get(name), int):
+                defaults[key] = raw[name]
+                break
+    theta: dict[str | None, tuple[str, float]] = {
+        None: ("rope_theta", float(raw.get("rope_parameters.rope_theta", 10000.0)))
+    }
+    per_layer = sorted({k.split(".")[1] for k in raw if k.count(".") == 2 and k.startswith("rope_parameters.")})
+    if per_layer:
+        theta = {lt: ("rope_theta", float(raw.get(f"rope_parameters.{lt}.rope_theta", 10000.0))) for lt in per_layer}
+    partial_read = any(k.endswith("partial_rotary_factor") for k in default_reads)
+    prf = raw.get("rope_parameters.partial_rotary_factor")
+    if isinstance(prf, (int, float)) and partial_read:
+        defaults["partial_rotary_factor"] = float(prf)
+    saved = {str(k).removeprefix(prefix).split(".")[0] for k in entry.get("saved_keys") or []}
+    if "original_max_position_embeddings" in saved:
+        # standardize_rope_params lets this class attribute win over the rope dict's (Phi-3's exception)
+        raise Refused(
+            "its config class keeps original_max_position_embeddings at top level, whose default "
+            "the inventory does not record"
+        )
+    head, rot = entry.get("head_dim"), entry.get("rotary_dim")
+    if not isinstance(rot, int) or not isinstance(head, int):
+        raise Refused(f"its rotated width differs by layer type ({rot}), a rule posenc has no record of")
+    share = float(defaults.get("partial_rotary_factor", 1.0))
+    if rot != int(head * share):
+        raise Refused(f"its rotary class rotates {rot} of {head} features, a width posenc does not derive")
+    if rot % 2:
+        raise Refused(f"its rotary class rotates an odd number of features ({rot})")
+    head_rule = "config" if "head_dim" in top or "kv_channels" in top else "computed"
+    rules = () if partial_read else ("default_ignores_partial",)
+    module = str(entry.get("modeling_module") or "").replace("models.", "", 1).replace(".", "/")
+    reference = (
+        f"{_HF}/{module}.py {entry.get('config_class')}, {entry.get('rotary_class')}, "
+        f"{entry.get('apply_function')} ({pairing}; derived from the inventory)"
+    )
+    return Record(
+        model_type, reference, pairing="half" if pairing == "half" else "interleaved", aliases=aliases,
+        defaults=defaults, theta=theta, head_dim=head_rule, nope=nope, rules=rules, origin="inventory",
+        reads=tuple(sorted(top)),
+    )  # fmt: skip
+
+
+def inventory_config(model_type: str) -> dict[str, Any]:
+    """``model_type``'s default config.json as far as its positional code reads it: the inventory's
+    ``defaults`` (dotted from the top) as nested dicts, with the sub-config's ``model_type``."""
+    entry = inventory_entry(model_type)
+    if entry is None:
+        raise KeyError(model_type)
+    cfg: dict[str, Any] = {"model_type": model_type}
+    for key, value in (entry.get("defaults") or {}).items():
+        node = cfg
+        *parents, last = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[last] = value
+    text = cfg
+    for p in entry.get("sub_config") or []:
+        text = text.setdefault(p, {})
+    if entry.get("sub_config") and entry.get("text_model_type"):
+        text["model_type"] = entry["text_model_type"]
+    return cfg
+
+
+def wrappers() -> dict[str, str]:
+    """Multimodal wrapper model_type -> its default text model_type."""
+    return {r.model_type: r.text_model_type for r in RECORDS.values() if r.text_model_type is not None}
+
+
+def gguf_arch(model_type: str) -> str | None:
+    """The GGUF architecture convert_hf_to_gguf.py writes for ``model_type`` (when posenc mirrors it)."""
+    rec = RECORDS.get(model_type)
+    return rec.gguf_arch if rec is not None else None
