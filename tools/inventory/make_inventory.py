@@ -1,0 +1,907 @@
+"""An inventory of every model type in transformers, observed from its own code (issue 28, items 1 and 2).
+
+posenc never imports torch or transformers; this tool does, once, in the side venv::
+
+    /work/side/hf/bin/python tools/inventory/make_inventory.py            # every model type
+    /work/side/hf/bin/python tools/inventory/make_inventory.py llama t5   # a few (merged into the data)
+
+It writes ``posenc_cli/models/data/transformers_inventory.json`` (one record per ``CONFIG_MAPPING`` model type;
+the schema is in ``tools/inventory/README.md``) and ``tests/data/inventory/`` (the reference arrays each type's
+own rotary class produces: ``rope.npz`` + ``index.json``; the non-RoPE tables: ``positions.npz``).
+
+How each field is observed (nothing is typed from memory):
+
+* The config is ``AutoConfig.for_model(model_type)``; the saved keys are what ``save_pretrained`` writes.
+* The base model (``MODEL_MAPPING``, else another auto mapping) is built on the ``meta`` device (no memory, no
+  arithmetic) at the default config; its modules name the position scheme: a module holding ``inv_freq`` (or a
+  ``*Rotary*``/``*Rope*`` class) is RoPE, an ``nn.Embedding`` that the embeddings call positions is learned, a
+  ``*Sinusoidal*`` module or buffer is sinusoidal, ``relative_attention_bias`` is T5 buckets; ALiBi is the
+  modeling module calling an alibi builder; nothing of these is "none".
+* The rotary class is built again on the CPU from a copy of its own config (the sub-config it was given in the
+  model: the ``sub_config`` path) whose class records every attribute read and whose ``rope_parameters`` dicts
+  record every key read, once per rope type (the ones ``ROPE_INIT_FUNCTIONS`` offers when the class dispatches
+  on ``rope_type``, plus the family's own names found in its source), and its forward run at sparse positions.
+  Reads made by the config machinery itself (``standardize_rope_params`` and the other methods of
+  ``configuration_utils``/``RotaryEmbeddingConfigMixin``) are not the positional code's and are not recorded.
+* The attention's position path: the whole model's forward runs on ``meta`` tensors with the modeling module's
+  ``apply_rotary*`` functions wrapped, so each layer says whether it applies positions (``layer_positions``);
+  the apply function is then run on unit vectors with the rotary class's own cos/sin, and where each basis
+  vector lands names the ``pairing``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import importlib
+import inspect
+import io
+import json
+import re
+import signal
+import sys
+import tempfile
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import transformers
+from transformers import CONFIG_MAPPING, AutoConfig
+from transformers.models.auto import modeling_auto
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "posenc_cli" / "models" / "data" / "transformers_inventory.json"
+ARRAYS = ROOT / "tests" / "data" / "inventory"
+#: sparse positions of the reference arrays (plus the model's max position - 1)
+POSITIONS = (0, 1, 2, 7, 100, 1023, 4095, 32767, 131071)
+#: seconds one model type may take
+TIMEOUT = 90
+
+warnings.filterwarnings("ignore")
+transformers.logging.set_verbosity_error()
+torch.set_num_threads(1)
+
+_MAPPINGS = (
+    "MODEL_MAPPING_NAMES",
+    "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
+    "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
+    "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",
+    "MODEL_FOR_MASKED_LM_MAPPING_NAMES",
+    "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES",
+    "MODEL_FOR_CTC_MAPPING_NAMES",
+    "MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES",
+    "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES",
+    "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES",
+)
+
+
+class Timeout(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise Timeout
+
+
+# ----- recording configs ----------------------------------------------------------------------------------------
+_RECORDING = [False]
+#: code of the config machinery: reads made there are not the positional code's
+_MACHINERY = {"configuration_utils.py"}
+_MACHINERY_FUNCS = {
+    "standardize_rope_params", "convert_rope_params_to_dict", "nested_rope_parameter_keys", "validate_rope",
+    "__getattribute__", "__setattr__", "__repr__", "to_dict", "to_diff_dict", "__deepcopy__", "__eq__",
+    "get_text_config", "_get_text_config",
+}  # fmt: skip
+
+
+def _from_positional_code() -> bool:
+    f = sys._getframe(2)
+    code = f.f_code
+    return not (code.co_name in _MACHINERY_FUNCS or Path(code.co_filename).name in _MACHINERY)
+
+
+class RecDict(dict):
+    """A dict that records every key read (as ``prefix.key``), also the keys asked for and absent."""
+
+    def __init__(self, data: dict, log: set[str], prefix: str) -> None:
+        super().__init__()
+        self._log, self._prefix = log, prefix
+        for k, v in data.items():
+            dict.__setitem__(self, k, RecDict(v, log, f"{prefix}.{k}") if isinstance(v, dict) else v)
+
+    def _note(self, key: Any) -> None:
+        if _RECORDING[0] and _from_positional_code():
+            self._log.add(f"{self._prefix}.{key}")
+
+    def __getitem__(self, key: Any) -> Any:
+        self._note(key)
+        return dict.__getitem__(self, key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._note(key)
+        return dict.get(self, key, default)
+
+    def __contains__(self, key: Any) -> bool:
+        self._note(key)
+        return dict.__contains__(self, key)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        self._note(key)
+        return dict.setdefault(self, key, default)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self._note(key)
+        return dict.pop(self, key, *default)
+
+    def __deepcopy__(self, memo: dict) -> dict:
+        return copy.deepcopy(dict(self), memo)
+
+
+_REC_CLASSES: dict[type, type] = {}
+
+
+def recording(cfg: Any, log: set[str]) -> Any:
+    """A copy of ``cfg`` whose attribute reads (by their saved key, through ``attribute_map``) go to ``log``,
+    its rope dicts wrapped in :class:`RecDict`, its sub-configs recording under their path."""
+    cfg = copy.deepcopy(cfg)
+    _wrap(cfg, log, "")
+    return cfg
+
+
+def _wrap(cfg: Any, log: set[str], prefix: str) -> None:
+    base = type(cfg)
+    if base not in _REC_CLASSES:
+        amap = dict(getattr(base, "attribute_map", {}) or {})
+
+        def __getattribute__(self: Any, name: str) -> Any:
+            if name.startswith("_") or not _RECORDING[0]:
+                return base.__getattribute__(self, name)
+            try:
+                value = base.__getattribute__(self, name)
+            except AttributeError:
+                if _from_positional_code():
+                    log_ = object.__getattribute__(self, "_inv_log")
+                    log_.add(object.__getattribute__(self, "_inv_prefix") + amap.get(name, name))
+                raise
+            cls_attr = getattr(base, name, None)
+            is_method = callable(cls_attr) and not isinstance(cls_attr, (dict, list))
+            if not is_method and (not isinstance(cls_attr, property) or name in amap) and _from_positional_code():
+                log_ = object.__getattribute__(self, "_inv_log")
+                log_.add(object.__getattribute__(self, "_inv_prefix") + amap.get(name, name))
+            return value
+
+        _REC_CLASSES[base] = type(base.__name__, (base,), {"__getattribute__": __getattribute__})
+    object.__setattr__(cfg, "_inv_log", log)
+    object.__setattr__(cfg, "_inv_prefix", prefix)
+    for name in ("rope_parameters", "rope_scaling"):
+        v = cfg.__dict__.get(name)
+        if isinstance(v, dict):
+            cfg.__dict__[name] = RecDict(v, log, prefix + name)
+    for name, v in list(cfg.__dict__.items()):
+        if isinstance(v, transformers.PretrainedConfig):
+            _wrap(v, log, f"{prefix}{name}.")
+    cfg.__class__ = _REC_CLASSES[base]
+
+
+@contextlib.contextmanager
+def record() -> Any:
+    _RECORDING[0] = True
+    try:
+        yield
+    finally:
+        _RECORDING[0] = False
+
+
+# ----- the model and its position modules -------------------------------------------------------------------------
+def model_class(cfg: Any, module: Any = None) -> type | None:
+    """The type's base model class: from the auto mappings, else the modeling module's model class whose
+    ``config_class`` is the type's (sub-model types such as ``*_text_model``, ``blt_local_encoder``)."""
+    found = _auto_class(cfg)
+    if found is not None or module is None:
+        return found
+    mine = [
+        c for c in vars(module).values()
+        if isinstance(c, type) and issubclass(c, torch.nn.Module) and getattr(c, "config_class", None) is type(cfg)
+        and c.__module__ == module.__name__
+    ]  # fmt: skip
+    mine.sort(key=lambda c: (("For" in c.__name__), "PreTrained" in c.__name__, len(c.__name__)))
+    mine = [c for c in mine if "PreTrained" not in c.__name__]
+    return mine[0] if mine else None
+
+
+def _auto_class(cfg: Any) -> type | None:
+    mt = cfg.model_type
+    for name in _MAPPINGS:
+        names = getattr(modeling_auto, name, {})
+        if mt in names:
+            cls_name = names[mt]
+            if isinstance(cls_name, (list, tuple)):
+                cls_name = cls_name[0]
+            try:
+                return getattr(transformers, cls_name)
+            except (AttributeError, ImportError, RuntimeError):
+                continue
+    return None
+
+
+def sub_configs(cfg: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    out = [(path, cfg)]
+    for name, v in sorted(vars(cfg).items()):
+        if isinstance(v, transformers.PretrainedConfig):
+            out += sub_configs(v, path + (name,))
+    return out
+
+
+def config_path(cfg: Any, target: Any) -> list[str] | None:
+    for path, c in sub_configs(cfg):
+        if c is target:
+            return list(path)
+    for path, c in sub_configs(cfg):  # a copy handed down (e.g. text_config rebuilt from a dict)
+        if type(c) is type(target) and c.to_dict() == target.to_dict():
+            return list(path)
+    return None
+
+
+def is_rotary(m: torch.nn.Module) -> bool:
+    name = type(m).__name__.lower()
+    bufs = [n for n, _ in m.named_buffers(recurse=False)]
+    return ("rotary" in name or "rope" in name or any(b.endswith("inv_freq") for b in bufs)) and not list(m.children())
+
+
+def scan_modules(model: torch.nn.Module) -> dict[str, Any]:
+    rotary, learned, sinusoidal, relative = [], [], [], []
+    for name, m in model.named_modules():
+        cls = type(m).__name__
+        low = cls.lower()
+        if is_rotary(m):
+            rotary.append((name, m))
+        elif "sinusoid" in low:
+            sinusoidal.append((name, cls))
+        elif isinstance(m, torch.nn.Embedding):
+            leaf = name.rsplit(".", 1)[-1].lower()
+            if "relative_attention_bias" in leaf or ("rel" in leaf and "bias" in leaf):
+                relative.append((name, cls))
+            elif "pos" in leaf or leaf in ("wpe",):
+                learned.append((name, cls))
+            elif "relative" in leaf or "rel_" in leaf:
+                relative.append((name, cls))
+        elif "positional" in low or ("position" in low and "embedding" in low):
+            # a learned class named *PositionalEmbedding* subclassing nn.Embedding is caught above
+            (sinusoidal if any("sin" in n for n, _ in m.named_buffers(recurse=False)) else learned).append((name, cls))
+        else:
+            for bname, _ in m.named_buffers(recurse=False):
+                if "sinusoid" in bname or bname in ("positional_embedding",):
+                    sinusoidal.append((f"{name}.{bname}", cls))
+    return {"rotary": rotary, "learned": learned, "sinusoidal": sinusoidal, "relative": relative}
+
+
+def text_rotary(cfg: Any, rotary: list[tuple[str, torch.nn.Module]]) -> tuple[str, torch.nn.Module] | None:
+    """The rotary module of the text (language) part: the one built from the text config, else the first whose
+    name does not speak of vision or audio."""
+    try:
+        text = cfg.get_text_config(decoder=True)
+    except Exception:
+        text = cfg
+    for name, m in rotary:
+        if getattr(m, "config", None) is text:
+            return name, m
+    others = ("vision", "visual", "image", "audio", "vit", "patch", "encoder.layers")
+    for name, m in rotary:
+        if not any(o in name.lower() or o in type(m).__name__.lower() for o in others):
+            return name, m
+    return rotary[0] if rotary else None
+
+
+# ----- running a rotary class -------------------------------------------------------------------------------------
+def family_rope_types(cls: type) -> list[str]:
+    try:
+        src = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return []
+    found = set(re.findall(r'rope_type[^\n]*?(?:==|!=|in)\s*[\[(]?\s*"([a-z0-9_]+)"', src))
+    return sorted(found - {"default"} - set(_ROPE_INIT))
+
+
+def _rope_init() -> dict[str, Any]:
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    return dict(ROPE_INIT_FUNCTIONS)
+
+
+_ROPE_INIT = _rope_init()
+
+
+def variant_params(rope_type: str, n_freq: int, mpe: int) -> dict[str, Any]:
+    orig = max(mpe // 4, 16)
+    ramp = [round(1.0 + 0.05 * i, 6) for i in range(n_freq)]
+    return {
+        "default": {},
+        "linear": {"factor": 4.0},
+        "dynamic": {"factor": 2.0},
+        "yarn": {"factor": 4.0, "original_max_position_embeddings": orig},
+        "longrope": {"short_factor": [1.0] * n_freq, "long_factor": ramp, "original_max_position_embeddings": orig},
+        "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                   "original_max_position_embeddings": orig},
+        "proportional": {"factor": 2.0},
+    }.get(rope_type, {"factor": 2.0, "alpha": 1000.0})  # fmt: skip
+
+
+def with_rope_type(cfg: Any, rope_type: str, n_freq: int) -> Any:
+    """A deep copy of ``cfg`` whose rope dicts (flat or one per layer type) name ``rope_type`` and its
+    parameters (the base and partial factor kept)."""
+    cfg = copy.deepcopy(cfg)
+    rp = getattr(cfg, "rope_parameters", None)
+    if not isinstance(rp, dict):
+        return cfg
+    mpe = getattr(cfg, "max_position_embeddings", None) or 4096
+    nested = cfg.nested_rope_parameter_keys(rp) if hasattr(cfg, "nested_rope_parameter_keys") else []
+    dicts = [rp[k] for k in nested if isinstance(rp.get(k), dict)] or [rp]
+    for d in dicts:
+        keep = {k: d[k] for k in ("rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved")
+                if k in d}  # fmt: skip
+        d.clear()
+        d.update(keep)
+        d["rope_type"] = rope_type
+        d.update(variant_params(rope_type, n_freq, int(mpe)))
+    return cfg
+
+
+def build_rotary(cls: type, cfg: Any) -> torch.nn.Module:
+    try:
+        return cls(cfg)
+    except TypeError:
+        return cls(config=cfg)
+
+
+def run_rotary(rot: torch.nn.Module, positions: list[int], layer_type: str | None, width: int) -> tuple:
+    pos = torch.tensor([positions], dtype=torch.long)
+    x = torch.zeros(1, len(positions), max(width, 2), dtype=torch.float32)
+    params = list(inspect.signature(rot.forward).parameters)
+    attempts = []
+    for p in (pos, pos[None].expand(3, 1, -1), pos[None].expand(4, 1, -1)):
+        if layer_type is not None and "layer_type" in params:
+            attempts.append(lambda p=p: rot(x, p, layer_type=layer_type))
+        attempts.append(lambda p=p: rot(x, p))
+    err: Exception | None = None
+    for a in attempts:
+        try:
+            with torch.no_grad():
+                return a()
+        except Exception as exc:
+            err = err or exc
+    raise RuntimeError(f"rotary forward: {err}")
+
+
+def inv_freqs(rot: torch.nn.Module) -> dict[str, tuple[np.ndarray, float]]:
+    """``{layer_type or "": (inv_freq, attention_scaling)}`` of a built rotary module."""
+    out = {}
+    for name, buf in rot.named_buffers(recurse=False):
+        if name.endswith("inv_freq") and "original" not in name:
+            lt = name[: -len("inv_freq")].rstrip("_")
+            scale = getattr(rot, f"{lt}_attention_scaling" if lt else "attention_scaling", None)
+            if isinstance(scale, dict):
+                scale = scale.get(lt)
+            out[lt] = (buf.detach().float().numpy().copy(), float(scale) if scale is not None else None)
+    return out
+
+
+def as_cos_sin(out: Any) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(out, (tuple, list)) and len(out) >= 2:
+        cos, sin = out[0], out[1]
+    elif torch.is_tensor(out) and out.is_complex():
+        cos, sin = out.real, out.imag
+    else:
+        raise RuntimeError(f"rotary forward returned {type(out).__name__}")
+    cos = cos.detach().float().numpy()
+    sin = sin.detach().float().numpy()
+    while cos.ndim > 2:  # (batch,) [sections,] positions, width: the first of each leading axis
+        cos, sin = cos[0], sin[0]
+    return cos, sin
+
+
+# ----- pairing ----------------------------------------------------------------------------------------------------
+def apply_functions(module: Any) -> dict[str, Any]:
+    return {
+        n: f
+        for n, f in vars(module).items()
+        if inspect.isfunction(f) and f.__module__ == module.__name__ and re.match(r"apply_(multimodal_)?rotary", n)
+    }
+
+
+def classify(mat: np.ndarray) -> str:
+    """Pairing of a rotation matrix (columns: where each basis vector lands)."""
+    d = mat.shape[0]
+    h = d // 2
+    support = [set(np.nonzero(np.abs(mat[:, i]) > 1e-6)[0].tolist()) for i in range(d)]
+    if all(s <= {i, (i + h) % d} for i, s in enumerate(support)) and any(len(s) > 1 for s in support):
+        return "half"
+    if all(s <= {i, i ^ 1} for i, s in enumerate(support)) and any(len(s) > 1 for s in support):
+        return "interleaved"
+    if all(s <= {i // 2, i // 2 + h} for i, s in enumerate(support)) and any(len(s) > 1 for s in support):
+        return "deinterleave"
+    if all(len(s) <= 1 for s in support):
+        return "identity"
+    return "other"
+
+
+def observe_pairing(fn: Any, cos: torch.Tensor, sin: torch.Tensor, head_dim: int) -> tuple[str, int]:
+    """Run ``fn`` (an apply_rotary function) on the unit vectors; returns (pairing, width used)."""
+    errs = []
+    for d in dict.fromkeys((head_dim, cos.shape[-1])):
+        eye = torch.eye(d, dtype=torch.float32)
+        for shape in ((1, d, 1, d), (1, 1, d, d)):  # heads before or after positions
+            q = eye.reshape(shape)
+            udim = 2 if shape[1] == 1 else 1
+            for args, kw in (((q, q.clone(), cos, sin), {}), ((q, q.clone(), cos, sin), {"unsqueeze_dim": udim}),
+                             ((q, cos, sin), {})):  # fmt: skip
+                try:
+                    out = fn(*args, **kw)
+                except Exception as exc:
+                    errs.append(str(exc)[:80])
+                    continue
+                out = out[0] if isinstance(out, (tuple, list)) else out
+                if out.shape != q.shape:
+                    continue
+                m = out.reshape(d, d).T.detach().float().numpy() if shape[1] == d else None
+                if m is None:
+                    m = out.reshape(d, d).T.detach().float().numpy()
+                return classify(m), d
+    raise RuntimeError("apply function could not be run: " + (errs[0] if errs else "?"))
+
+
+# ----- one model type ---------------------------------------------------------------------------------------------
+def saved_keys(cfg: Any) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg.save_pretrained(tmp)
+        return json.loads((Path(tmp) / "config.json").read_text())
+
+
+def flat_keys(d: dict[str, Any], prefix: str = "") -> list[str]:
+    out = []
+    for k, v in d.items():
+        out.append(prefix + k)
+        if isinstance(v, dict) and k not in ("id2label", "label2id"):
+            out += flat_keys(v, f"{prefix}{k}.")
+    return out
+
+
+def lookup(d: dict[str, Any], dotted: str) -> Any:
+    cur: Any = d
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return "<absent>"
+        cur = cur[part]
+    return cur
+
+
+def jsonable(v: Any) -> Any:
+    if isinstance(v, float) and not np.isfinite(v):
+        return str(v)
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): jsonable(x) for k, x in v.items()}
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return repr(v)
+
+
+class Store:
+    """Content-addressed arrays: identical arrays (many types share a class and a default) are stored once."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def put(self, a: np.ndarray) -> str:
+        a = np.ascontiguousarray(a)
+        h = hashlib.sha1(a.tobytes() + str((a.dtype, a.shape)).encode()).hexdigest()[:16]
+        self.arrays.setdefault(h, a)
+        return h
+
+
+def visit(mt: str, store: Store) -> tuple[dict[str, Any], dict[str, Any]]:
+    rec: dict[str, Any] = {"model_type": mt}
+    refs: dict[str, Any] = {}
+    cls = CONFIG_MAPPING[mt]
+    rec["config_class"] = cls.__name__
+    pkg = cls.__module__.rsplit(".", 1)[0]
+    rec["modeling_module"] = None
+    try:
+        module = importlib.import_module(pkg + ".modeling_" + pkg.rsplit(".", 1)[1])
+        rec["modeling_module"] = module.__name__.replace("transformers.", "", 1)
+    except ImportError:
+        module = None
+    try:
+        cfg = AutoConfig.for_model(mt)
+    except Exception as exc:
+        rec.update(scheme="unobserved", status=f"AutoConfig.for_model failed: {type(exc).__name__}: {exc}"[:200])
+        return rec, refs
+    saved = saved_keys(cfg)
+    saved_flat = sorted(flat_keys(saved))
+    mcls = model_class(cfg, module)
+    rec["model_class"] = mcls.__name__ if mcls else None
+    if mcls is None:
+        rec.update(scheme="unobserved", status="no model class in transformers' auto mappings")
+        return rec, refs
+    cfg_eager = copy.deepcopy(cfg)
+    with contextlib.suppress(Exception):
+        cfg_eager._attn_implementation = "eager"
+    try:
+        with torch.device("meta"):
+            model = mcls(cfg_eager)
+    except Exception as exc:
+        rec.update(scheme="unobserved", status=f"{mcls.__name__} not built: {type(exc).__name__}: {exc}"[:200])
+        return rec, refs
+    found = scan_modules(model)
+    src = inspect.getsource(module) if module is not None else ""
+    alibi = bool(re.search(r"def \w*alibi\w*\(|build_\w*alibi", src))
+    rec["position_modules"] = {k: sorted({f"{n} {c}" for n, c in v}) for k, v in found.items() if k != "rotary" and v}
+    rot = text_rotary(cfg_eager, found["rotary"])
+    rec["rotary_modules"] = sorted({f"{n} {type(m).__name__}" for n, m in found["rotary"]})
+    if rot is not None:
+        rec["scheme"] = "rope"
+    elif alibi:
+        rec["scheme"] = "alibi"
+    elif found["relative"]:
+        rec["scheme"] = "relative"
+    elif found["sinusoidal"]:
+        rec["scheme"] = "sinusoidal"
+    elif found["learned"]:
+        rec["scheme"] = "learned"
+    else:
+        rec["scheme"] = "none"
+    if alibi and rot is not None:
+        rec["also"] = "alibi"  # e.g. Falcon: RoPE or ALiBi by config
+    text = cfg_eager
+    with contextlib.suppress(Exception):
+        text = cfg_eager.get_text_config(decoder=True)
+    rec["text_model_type"] = getattr(text, "model_type", None)
+    rec["sub_config"] = config_path(cfg_eager, text) or None
+    if rot is None:
+        pos_cfg = text
+    else:
+        name, m = rot
+        rec["rotary_class"] = type(m).__name__
+        rec["rotary_module_file"] = type(m).__module__.replace("transformers.", "", 1)
+        rec["rotary_path"] = name
+        pos_cfg = getattr(m, "config", None)
+        if pos_cfg is None:
+            params = list(inspect.signature(type(m).__init__).parameters)
+            if params[1:2] == ["config"]:
+                pos_cfg = text  # built from the config, which it does not keep: the text config
+                m.config = text
+            else:
+                rec["status"] = "rotary class is not built from a config: " + str(inspect.signature(type(m).__init__))
+                pos_cfg = text
+        else:
+            rec["sub_config"] = config_path(cfg_eager, pos_cfg) or None
+            rec["text_model_type"] = getattr(pos_cfg, "model_type", None)
+    lts = getattr(pos_cfg, "layer_types", None)
+    rec["layer_types"] = list(lts) if isinstance(lts, (list, tuple)) else None
+    rec["head_dim"] = head_dim_of(model, pos_cfg)
+    rec["max_position_embeddings"] = getattr(pos_cfg, "max_position_embeddings", None)
+    if rot is not None and "status" not in rec:
+        rope_section(rec, refs, type(rot[1]), pos_cfg, store)
+    if rot is not None and module is not None:
+        positions_path(rec, module, model, cfg_eager, rot[1], store)
+    prefix = ".".join(rec["sub_config"] or [])
+    prefix = prefix + "." if prefix else ""
+    read = set()
+    for keys in rec.get("keys_read", {}).values():
+        read |= {prefix + k for k in keys}
+    read |= {prefix + k for k in rec.get("attention_keys_read", [])}
+    if rec.get("keys_read"):
+        defaults = {}
+        for k in sorted(read):
+            v = lookup(saved, k)
+            if v != "<absent>" and not isinstance(v, dict):
+                defaults[k] = jsonable(v)
+        rec["defaults"] = defaults
+        containers = {k.rsplit(".", 1)[0] for k in read if "." in k}
+        rec["ignored_keys"] = sorted(
+            k for k in saved_flat if k not in read and k not in containers and not k.startswith(prefix + "_")
+        )
+    rec.setdefault("status", "ok")
+    return rec, refs
+
+
+def head_dim_of(model: torch.nn.Module, cfg: Any) -> int | None:
+    for _, m in model.named_modules():
+        if "attention" in type(m).__name__.lower():
+            hd = getattr(m, "head_dim", None) or getattr(m, "attention_head_size", None)
+            if isinstance(hd, int):
+                return hd
+    hd = getattr(cfg, "head_dim", None)
+    if isinstance(hd, int):
+        return hd
+    with contextlib.suppress(Exception):
+        return int(cfg.hidden_size // cfg.num_attention_heads)
+    return None
+
+
+def rope_section(rec: dict, refs: dict, rcls: type, pos_cfg: Any, store: Store) -> None:
+    """Build the rotary class once per rope type with a recording config; keys read and reference arrays."""
+    mpe = rec["max_position_embeddings"]
+    positions = sorted(set(POSITIONS) | ({int(mpe) - 1} if isinstance(mpe, int) and mpe > 0 else set()))
+    keys_read: dict[str, list[str]] = {}
+    arrays: dict[str, Any] = {}
+    problems: dict[str, str] = {}
+    base_cfg = copy.deepcopy(pos_cfg)
+    with contextlib.suppress(Exception):
+        base_cfg.standardize_rope_params()
+    dispatches = None
+    n_freq = None
+    types = ["default"] + list(_ROPE_INIT) + family_rope_types(rcls)
+    dr = getattr(pos_cfg, "default_rope_type", "default")
+    if dr not in types:
+        types.append(dr)
+    for rt in types:
+        log: set[str] = set()
+        cfg = base_cfg if rt == "default" else with_rope_type(base_cfg, rt, n_freq or 64)
+        rcfg = recording(cfg, log)
+        try:
+            with record():
+                rot = build_rotary(rcls, rcfg)
+            freqs = inv_freqs(rot)
+            if n_freq is None and freqs:
+                n_freq = len(next(iter(freqs.values()))[0])
+            per_lt: dict[str, Any] = {}
+            for lt in [x for x in freqs if x] or [None]:
+                width = 2 * len(freqs.get(lt or "", freqs.get("", (np.zeros(1), None)))[0])
+                with record():
+                    out = run_rotary(rot, positions, lt, max(width, rec["head_dim"] or 2))
+                cos, sin = as_cos_sin(out)
+                if torch.is_tensor(out) and out.is_complex():
+                    rec["rotary_output"] = "complex"
+                inv, scale = freqs.get(lt or "", (None, None))
+                entry = {"positions": positions, "cos": store.put(cos), "sin": store.put(sin)}
+                if inv is not None:
+                    entry["inv_freq"] = store.put(inv)
+                    entry["attention_scaling"] = scale
+                per_lt[lt or "default"] = entry
+        except Exception as exc:
+            problems[rt] = f"{type(exc).__name__}: {exc}"[:160]
+            continue
+        if rt == "default":
+            reads_type = any(k.endswith(".rope_type") for k in log)
+            dispatches = reads_type
+        elif not dispatches:
+            break
+        keys_read[rt] = sorted(log)
+        arrays[rt] = per_lt
+    if "default" not in keys_read and dr in keys_read:
+        pass
+    rec["rope_types"] = sorted(keys_read)
+    rec["keys_read"] = keys_read
+    if problems:
+        rec["rope_type_errors"] = problems
+    first = arrays.get("default") or next(iter(arrays.values()), None)
+    if first:
+        widths = {}
+        for lt, e in first.items():
+            widths[lt] = int(store.arrays[e["cos"]].shape[-1]) * (2 if rec.get("rotary_output") == "complex" else 1)
+        rec["rotary_dim"] = widths.get("default", max(widths.values())) if len(set(widths.values())) == 1 else widths
+    if arrays:
+        refs.update(arrays)
+        rec["reference"] = rec["model_type"]
+    if not keys_read:
+        rec["status"] = "rotary class not run: " + "; ".join(f"{k}: {v}" for k, v in problems.items())[:300]
+
+
+def positions_path(rec: dict, module: Any, model: torch.nn.Module, cfg: Any, rot: torch.nn.Module,
+                   store: Store) -> None:  # fmt: skip
+    """Which layers call an apply function (a meta forward of the whole model), and the pairing it applies."""
+    fns = apply_functions(module)
+    rec["apply_functions"] = sorted(fns)
+    if not fns:
+        rec.setdefault("pairing", "unobserved: no apply_rotary* function in the modeling module")
+        return
+    calls: list[tuple[str, str]] = []
+    stack: list[str] = []
+    originals = dict(fns)
+
+    def wrap(n: str, f: Any) -> Any:
+        def inner(*a: Any, **k: Any) -> Any:
+            calls.append((stack[-1] if stack else "", n))
+            return f(*a, **k)
+
+        return inner
+
+    layers: list[tuple[str, torch.nn.Module]] = []
+    for name, m in model.named_modules():
+        leaf = name.rsplit(".", 1)[-1].lower()
+        if not (re.search(r"(attention|attn)$", leaf) and re.search(r"\.\d+\.", name) and rec.get("rotary_path")):
+            continue
+        if _same_branch(name, rec["rotary_path"]) and not any(name.startswith(n + ".") for n, _ in layers):
+            layers.append((name, m))
+    if layers and rec["head_dim"] is not None:
+        hd = getattr(layers[0][1], "head_dim", None)
+        if isinstance(hd, int):
+            rec["head_dim"] = hd
+    for n, f in fns.items():
+        setattr(module, n, wrap(n, f))
+    per_layer: list[str] = []
+    try:
+        lts = rec.get("layer_types")
+        for i, (name, m) in enumerate(layers):
+            stack.append(name)
+            try:
+                forward_attention(m, rot, lts[i] if lts and i < len(lts) else None)
+            finally:
+                stack.pop()
+            per_layer.append("rope" if any(layer == name for layer, _ in calls) else "none")
+        ran = True
+    except Exception as exc:
+        rec["layer_positions_status"] = f"meta forward of {name} failed: {type(exc).__name__}: {exc}"[:200]
+        ran = False
+    finally:
+        for n, f in originals.items():
+            setattr(module, n, f)
+    used = sorted({n for _, n in calls})
+    if ran and layers:
+        rec["layer_rope"] = per_layer
+        lts = rec.get("layer_types")
+        if lts and len(lts) == len(per_layer):
+            lp: dict[str, set[str]] = {}
+            for lt, p in zip(lts, per_layer):
+                lp.setdefault(lt, set()).add(p)
+            rec["layer_positions"] = {lt: "/".join(sorted(v)) for lt, v in lp.items()}
+        else:
+            rec["layer_positions"] = {"default": "/".join(sorted(set(per_layer)))}
+    fn_name = used[0] if used else ("apply_rotary_pos_emb" if "apply_rotary_pos_emb" in fns else sorted(fns)[0])
+    rec["apply_function"] = fn_name
+    # cos/sin of the rotary class (CPU, default rope type) at position 7
+    try:
+        rcfg = copy.deepcopy(rot.config)
+        real = build_rotary(type(rot), rcfg)
+        lt = None
+        names = [n for n, _ in real.named_buffers(recurse=False) if n.endswith("inv_freq") and "original" not in n]
+        if names and names[0] != "inv_freq":
+            lt = names[0][: -len("inv_freq")].rstrip("_")
+        out = run_rotary(real, [7], lt, rec["head_dim"] or 2)
+        if isinstance(out, (tuple, list)):
+            cos, sin = out[0].float(), out[1].float()
+            pairing, d = observe_pairing(fns[fn_name], cos, sin, rec["head_dim"] or cos.shape[-1])
+            rec["pairing"] = pairing
+            rec["pairing_width"] = d
+        else:
+            rec["pairing"] = "interleaved" if torch.is_tensor(out) and out.is_complex() else "unobserved"
+            rec["pairing_note"] = "complex freqs_cis (view_as_complex of consecutive pairs)"
+    except Exception as exc:
+        rec["pairing"] = "unobserved"
+        rec["pairing_note"] = f"{type(exc).__name__}: {exc}"[:200]
+
+
+def _same_branch(layer: str, rotary_path: str) -> bool:
+    """Whether an attention module sits in the same sub-model as the rotary module (language model, not vision)."""
+    parent = rotary_path.rsplit(".", 1)[0] if "." in rotary_path else ""
+    return layer.startswith(parent + ".") if parent else not re.search(r"vision|visual|audio|image", layer)
+
+
+def forward_attention(attn: torch.nn.Module, rot: torch.nn.Module, layer_type: str | None) -> None:
+    """One attention module's forward on meta tensors, with the position embeddings its rotary module makes."""
+    n = 6
+    lin = next((c for c in attn.modules() if isinstance(c, torch.nn.Linear)), None)
+    hidden = lin.in_features if lin is not None else 16
+    h = torch.zeros(1, n, hidden, device="meta")
+    pos = torch.arange(n, device="meta")[None]
+    rparams = inspect.signature(rot.forward).parameters
+    pe = None
+    for p in (pos, pos[None].expand(3, 1, -1), pos[None].expand(4, 1, -1)):
+        try:
+            pe = rot(h, p, layer_type) if layer_type is not None and "layer_type" in rparams else rot(h, p)
+            break
+        except Exception:
+            continue
+    params = inspect.signature(attn.forward).parameters
+    kwargs: dict[str, Any] = {}
+    for name in params:
+        if name == "hidden_states":
+            kwargs[name] = h
+        elif name in ("position_embeddings", "freqs_cis", "rotary_pos_emb"):
+            kwargs[name] = pe
+        elif name == "position_ids":
+            kwargs[name] = pos
+        elif name == "attention_mask":
+            kwargs[name] = None
+        elif params[name].default is inspect.Parameter.empty and params[name].kind not in (
+            inspect.Parameter.VAR_POSITIONAL,
+            inspect.Parameter.VAR_KEYWORD,
+        ):
+            kwargs[name] = None  # e.g. Falcon's alibi: None on its rotary path
+    with torch.no_grad():
+        attn(**kwargs)
+
+
+# ----- non-RoPE reference tables ----------------------------------------------------------------------------------
+def non_rope_tables() -> None:
+    """tests/data/inventory/positions.npz and index.json's ``positions``: see non_rope.py."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from non_rope import tables
+
+    store = Store()
+    found = tables(store)
+    ARRAYS.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(ARRAYS / "positions.npz", **{h: store.arrays[h] for h in sorted(store.arrays)})
+    index = json.loads((ARRAYS / "index.json").read_text())
+    index["positions"] = found
+    (ARRAYS / "index.json").write_text(json.dumps(index, sort_keys=True, indent=0) + "\n")
+
+
+# ----- driver -----------------------------------------------------------------------------------------------------
+def main(argv: list[str]) -> int:
+    if argv == ["--positions"]:
+        non_rope_tables()
+        return 0
+    types = argv or sorted(CONFIG_MAPPING.keys())
+    old = json.loads(DATA.read_text()) if DATA.exists() and argv else {"model_types": {}}
+    index = json.loads((ARRAYS / "index.json").read_text()) if (ARRAYS / "index.json").exists() and argv else {}
+    store = Store()
+    if argv and (ARRAYS / "rope.npz").exists():
+        with np.load(ARRAYS / "rope.npz") as z:
+            store.arrays.update({k: z[k] for k in z.files})
+    records = old["model_types"]
+    refs = index.get("rope", {})
+    signal.signal(signal.SIGALRM, _alarm)
+    for i, mt in enumerate(types):
+        signal.alarm(TIMEOUT)
+        sink = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(sink):
+                rec, ref = visit(mt, store)
+        except Timeout:
+            rec, ref = {"model_type": mt, "config_class": CONFIG_MAPPING[mt].__name__, "scheme": "unobserved",
+                        "status": f"timed out after {TIMEOUT} s"}, {}  # fmt: skip
+        except Exception as exc:
+            rec, ref = {"model_type": mt, "config_class": CONFIG_MAPPING[mt].__name__, "scheme": "unobserved",
+                        "status": f"{type(exc).__name__}: {exc}"[:200]}, {}  # fmt: skip
+            traceback.print_exc(limit=2, file=sys.stderr)
+        finally:
+            signal.alarm(0)
+        records[mt] = jsonable(rec)
+        if ref:
+            refs[mt] = ref
+        else:
+            refs.pop(mt, None)
+        print(f"{i + 1}/{len(types)} {mt}: {rec.get('scheme')} {rec.get('pairing', '')} {rec.get('status')}",
+              file=sys.stderr, flush=True)  # fmt: skip
+    write(records, refs, store, index)
+    if not argv:
+        non_rope_tables()
+    return 0
+
+
+def write(records: dict, refs: dict, store: Store, index: dict) -> None:
+    data = {
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__.split("+")[0],
+        "generator": "tools/inventory/make_inventory.py",
+        "model_types": {k: records[k] for k in sorted(records)},
+    }
+    DATA.parent.mkdir(parents=True, exist_ok=True)
+    DATA.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")
+    used = {h for ref in refs.values() for per in ref.values() for e in per.values() for k, h in e.items()
+            if k in ("cos", "sin", "inv_freq")}  # fmt: skip
+    ARRAYS.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(ARRAYS / "rope.npz", **{h: store.arrays[h] for h in sorted(used)})
+    index = {
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__.split("+")[0],
+        "generator": "tools/inventory/make_inventory.py",
+        "how": "rope[model_type][rope_type][layer_type] = {positions, cos, sin, inv_freq, attention_scaling}: "
+        "names of float32 arrays in rope.npz (content-addressed, shared between types); cos/sin as the type's "
+        "own rotary class returns them for one forward call over all the positions",
+        "rope": {k: refs[k] for k in sorted(refs)},
+        **{k: v for k, v in index.items() if k not in ("rope", "transformers_version", "torch_version", "generator",
+                                                          "how")},
+    }  # fmt: skip
+    (ARRAYS / "index.json").write_text(json.dumps(index, sort_keys=True, indent=0) + "\n")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main(sys.argv[1:]))
