@@ -308,6 +308,19 @@ def _text_model_type(outer: Mapping[str, Any]) -> tuple[str | None, dict[str, An
         if mt is not None and not isinstance(mt, str):
             raise ParameterError(f"config key text_config.model_type={_show(mt)} is not a string; fix config.json")
         return mt, text, "text_config.", []
+    try:
+        composite = record_for(outer_type) if outer_type and wrapper is None else None
+    except Refused:
+        composite = None
+    if composite is not None and composite.sub_config:
+        # the rotary settings sit in a sub-config read with the outer type's record (Dia's decoder_config)
+        node: Any = outer
+        for part in composite.sub_config:
+            node = node.get(part) if isinstance(node, dict) else None
+        path = ".".join(composite.sub_config)
+        if not isinstance(node, dict):
+            raise ParameterError(f"config needs {path} (an object): {outer_type}'s rotary settings sit there")
+        return outer_type, dict(node), f"{path}.", []
     if wrapper is not None and wrapper.text_model_type is not None:
         warn = (
             []
@@ -326,6 +339,8 @@ class _Reader:
         #: keys posenc does not understand that could change the table: an error unless read_as is given
         self.unknown: list[str] = []
         self.ignored: dict[str, str] = {}
+        #: keys the layer rule read (reported with the values)
+        self.layer_keys: dict[str, _Value] = {}
 
     # where a key lives, for messages ("text_config.rope_theta")
     def key(self, name: str) -> str:
@@ -354,6 +369,7 @@ class _Reader:
         head = {**switch, **self.read_head()}
         self.guard()
         ropes, layer_types = self.read_ropes(head)
+        head.update(self.layer_keys)
         if rec.has("fixed_base") and "rope_theta" in cfg:
             self.warnings.append(
                 f"{self.key('rope_theta')} is ignored: transformers' {rec.model_type} hard-codes base "
@@ -560,6 +576,10 @@ class _Reader:
         if lts is not None:
             if not isinstance(lts, list) or not all(isinstance(x, str) for x in lts) or not lts:
                 raise ParameterError(f"config key {self.key('layer_types')} must be a non-empty list of strings")
+            counts = {t: lts.count(t) for t in dict.fromkeys(lts)}
+            self.layer_keys["layer_types"] = _Value(
+                ", ".join(f"{n} {t}" for t, n in counts.items()), f"config key {self.key('layer_types')}"
+            )
             return [LEGACY_LAYER_TYPES.get(x) or x for x in lts]
         if fam.layers is None:
             return []
@@ -581,9 +601,13 @@ class _Reader:
             return arg
         v = self.cfg.get(arg, self.cfg.get(f"_{arg}"))
         if v is not None:
-            return int(_number(v, self.key(arg), integer=True))
+            n = int(_number(v, self.key(arg), integer=True))
+            self.layer_keys[arg] = _Value(n, f"config key {self.key(arg)} (which layers are which)")
+            return n
         default = self.fam.defaults.get(arg)
-        return int(default) if default is not None else fallback
+        n = int(default) if default is not None else fallback
+        self.layer_keys[arg] = _Value(n, f"default of {self.family_name} (which layers are which)")
+        return n
 
     def theta(self, entry: dict[str, Any], where: str, lt: str | None) -> _Value:
         v = self._theta(entry, where, lt)
@@ -613,6 +637,16 @@ class _Reader:
         if not self.known:
             default = 10000.0
         return _Value(default, f"default of {self.family_name}")
+
+    def layer_dim(self, head: dict[str, _Value], lt: str | None) -> _Value:
+        """The head width of layer type ``lt``: the record's per-type key (Gemma 4's global_head_dim), else the
+        config's head dim."""
+        if lt is None or lt not in self.fam.layer_dims:
+            return head["dim"]
+        key, default = self.fam.layer_dims[lt]
+        if self.cfg.get(key) is not None:
+            return _Value(_number(self.cfg[key], self.key(key), integer=True), f"config key {self.key(key)} ({lt})")
+        return _Value(default, f"default of {self.family_name} ({key}, {lt})")
 
     def rope_type(self, entry: dict[str, Any], where: str) -> tuple[str, str, str]:
         """(the rope_type as written, the HF rule it names after the record's renames, posenc's scaling)."""
@@ -657,7 +691,8 @@ class _Reader:
         # Hunyuan: "dynamic" with a (truthy) alpha is transformers' ntk_alpha, a fixed NTK base at every length
         alpha = fam.has("ntk_alpha") and hf_type == "dynamic" and bool(entry.get("alpha"))
         self.check_rope_keys(entry, where, "ntk_alpha" if alpha else hf_type)
-        out: dict[str, _Value] = {"dim": head["dim"], "base": self.theta(entry, where, lt)}
+        dim = self.layer_dim(head, lt)
+        out: dict[str, _Value] = {"dim": dim, "base": self.theta(entry, where, lt)}
         out["layout"] = _Value(fam.pairing, f"layout of {self.family_name}")
         if fam.sectioned:
             return self.read_mrope(out, entry, where, raw_type, scaling, head)
@@ -669,7 +704,7 @@ class _Reader:
         )
         if alpha:
             return self.read_ntk_alpha(out, entry, where, head)
-        rot_dim = self.read_width(out, entry, where, scaling, head["dim"].value)
+        rot_dim = self.read_width(out, entry, where, scaling, dim.value)
         self.read_scaling(out, entry, where, hf_type, scaling, head, rot_dim)
         for name in fam.rules:
             RULE_STEPS.get(name, _no_step)(self, out, entry, where, raw_type, scaling)
@@ -985,6 +1020,11 @@ def _flags(reader: _Reader, n: int, arg: str | int) -> list[int]:
     if nrl:
         if not isinstance(nrl, list) or not all(x in (0, 1) and not isinstance(x, float) for x in nrl):
             raise ParameterError(f"config key {reader.key('no_rope_layers')} must be a list of 0 and 1")
+        off = [i for i, x in enumerate(nrl) if not x]
+        shown = f"{len(nrl)} layers, no RoPE in {len(off)}: {', '.join(map(str, off[:6]))}" + (
+            ", ..." if len(off) > 6 else ""
+        )
+        reader.layer_keys["no_rope_layers"] = _Value(shown, f"config key {reader.key('no_rope_layers')}")
         return [int(x) for x in nrl]
     k = reader.every(arg if arg else "no_rope_layer_interval", 4)
     return [int((i + 1) % k != 0) for i in range(n)]

@@ -105,6 +105,11 @@ class Record:
     text_model_type: str | None = None
     #: the wrapper's text fields may sit at top level (Qwen2-VL before transformers 5)
     text_at_top: bool = False
+    #: the path of the sub-config the rotary settings sit in, read with this record (Dia's decoder_config)
+    sub_config: tuple[str, ...] = ()
+    #: per layer type, the head width when it is not the config's head dim: (config key, class default)
+    #: (Gemma 4's full-attention layers: global_head_dim, 512)
+    layer_dims: dict[str, tuple[str, int]] = field(default_factory=dict)
     #: top-level ``(key, value)`` the config must hold for this record; else ``otherwise`` reads it (Falcon's
     #: ``alibi``)
     when: tuple[str, Any] | None = None
@@ -125,10 +130,11 @@ class Record:
             keys.add("rotary_dim")
         if self.head_dim == "qk_rope":
             keys.add("qk_rope_head_dim")
-        if self.layers is not None and isinstance(self.layers[1], str) and self.layers[1]:
+        if self.layers is not None and isinstance(self.layers[1], str) and self.layers[1][:1] not in ("", "="):
             keys.add(self.layers[1])
         if self.when is not None:
             keys.add(self.when[0])
+        keys |= {key for key, _ in self.layer_dims.values()}
         return keys
 
     def has(self, rule: str) -> bool:
@@ -245,6 +251,16 @@ _RECORDS: tuple[Record, ...] = (
                                     "sliding_attention": ("rope_local_base_freq", 10_000.0)},
            layers=("every_nth_full", "=5"), scaling_to=("full_attention",), rules=_DEFAULT_FULL,
            defaults=_dims(2048, 8, 32768, head_dim=256, num_hidden_layers=35)),
+    Record("gemma4_text", f"{_HF}/gemma4 Gemma4TextConfig (global_head_dim 512 for full_attention layers via "
+           "per_layer_config; full: proportional RoPE, partial_rotary_factor 0.25, theta 1e6; sliding: theta 1e4; "
+           "every 6th layer full), Gemma4TextRotaryEmbedding per layer type (head dim of that type)",
+           theta={"full_attention": ("rope_theta", 1_000_000.0), "sliding_attention": ("rope_theta", 10_000.0)},
+           layers=("every_nth_full", "=6"), layer_dims={"full_attention": ("global_head_dim", 512)},
+           default_rope={"sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+                         "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                            "rope_theta": 1_000_000.0}},
+           reads=("per_layer_config",), rules=_DEFAULT_FULL,
+           defaults=_dims(2304, 8, 131072, head_dim=256, num_hidden_layers=30)),
     Record("modernbert", f"{_HF}/modernbert ModernBertConfig.convert_rope_params_to_dict (global_rope_theta -> "
            "full, local_rope_theta -> sliding, rope_scaling -> both), ModernBertRotaryEmbedding per layer type",
            theta={"full_attention": ("global_rope_theta", 160_000.0),
@@ -319,6 +335,7 @@ _RECORDS: tuple[Record, ...] = (
     _wrapper("gemma3", "gemma3_text", f"{_HF}/gemma3 Gemma3Config (text_config: Gemma3TextConfig)",
              gguf_arch="gemma3"),
     _wrapper("gemma3n", "gemma3n_text", f"{_HF}/gemma3n Gemma3nConfig (text_config: Gemma3nTextConfig)"),
+    _wrapper("gemma4", "gemma4_text", f"{_HF}/gemma4 Gemma4Config (text_config: Gemma4TextConfig)"),
     _wrapper("llama4", "llama4_text", f"{_HF}/llama4 Llama4Config (text_config: Llama4TextConfig)"),
     _wrapper("llava", "llama", f"{_HF}/llava LlavaConfig (text_config: LlamaConfig by default)"),
     _wrapper("llava_next", "llama", f"{_HF}/llava_next LlavaNextConfig (text_config: LlamaConfig by default)"),
@@ -378,6 +395,8 @@ _PLAIN_READS = {
 _READ_ALIASES = {"num_heads": "num_attention_heads", "kv_channels": "head_dim"}
 
 
+#: Sub-config names of towers that are not the language model: their rotary tables are not the text's.
+_NOT_TEXT = ("vision_config", "backbone_config", "audio_config", "detector_config", "word_timestamp_config")
 #: The inventory's words for a layer type whose layers rotate, or apply no positions (``layer_positions``)
 _ROTATES, _NONE = "rope", "none"
 #: The schemes a record can be derived from the inventory for (the others need a record written here).
@@ -427,9 +446,9 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
         raise Refused(f"its positions are {scheme}, which no record of posenc reads")
     if entry.get("status") != "ok":
         raise Refused(f"the inventory could not observe its rotary class ({str(entry.get('status'))[:60]})")
-    sub = entry.get("sub_config") or []
-    if len(sub) > 1 or (sub and sub[0] != "text_config"):
-        raise Refused(f"its rotary settings sit in the sub-config {'.'.join(sub)}, which posenc does not read")
+    sub = list(entry.get("sub_config") or [])
+    if any(part in _NOT_TEXT for part in sub):
+        raise Refused(f"its rotary embedding is the {'.'.join(sub)}'s, a vision or audio tower's")
     pairing = entry.get("pairing")
     if pairing not in ("half", "interleaved", "deinterleave"):
         raise Refused(f"its attention pairs features in a way posenc does not reproduce ({pairing})")
@@ -437,7 +456,8 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
     default_reads = set(reads.get("default", []))
     top = {k.split(".")[0] for k in default_reads}
     aliases: dict[str, tuple[str, ...]] = {}
-    for key in sorted(top - _PLAIN_READS):
+    mla = "qk_rope_head_dim" in top  # MLA: the rotated part of each query/key head
+    for key in sorted(top - _PLAIN_READS - {"qk_rope_head_dim"}):
         if key not in _READ_ALIASES:
             raise Refused(f"its rotary class reads config key {key}, which posenc does not model")
         aliases[_READ_ALIASES[key]] = (key, _READ_ALIASES[key])
@@ -450,7 +470,7 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
     defaults: dict[str, Any] = {}
     prefix = "".join(f"{p}." for p in sub)
     raw = {k.removeprefix(prefix): v for k, v in (entry.get("defaults") or {}).items()}
-    for key in ("hidden_size", "num_attention_heads", "head_dim", "max_position_embeddings"):
+    for key in ("hidden_size", "num_attention_heads", "head_dim", "max_position_embeddings", "qk_rope_head_dim"):
         for name in aliases.get(key, (key,)):
             if isinstance(raw.get(name), int):
                 defaults[key] = raw[name]
@@ -480,7 +500,7 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
         raise Refused(f"its rotary class rotates {rot} of {head} features, a width posenc does not derive")
     if rot % 2:
         raise Refused(f"its rotary class rotates an odd number of features ({rot})")
-    head_rule = "config" if "head_dim" in top or "kv_channels" in top else "computed"
+    head_rule = "qk_rope" if mla else "config" if "head_dim" in top or "kv_channels" in top else "computed"
     rules = () if partial_read else ("default_ignores_partial",)
     module = str(entry.get("modeling_module") or "").replace("models.", "", 1).replace(".", "/")
     reference = (
@@ -490,7 +510,7 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
     return Record(
         model_type, reference, pairing="half" if pairing == "half" else "interleaved", aliases=aliases,
         defaults=defaults, theta=theta, head_dim=head_rule, nope=nope, rules=rules, origin="inventory",
-        reads=tuple(sorted(top)),
+        reads=tuple(sorted(top)), sub_config=tuple(sub) if sub != ["text_config"] else (),
     )  # fmt: skip
 
 
