@@ -81,6 +81,7 @@ def test_read_keys_are_not_ignored():
     assert rep["alibi"] == {"value": False, "from": "config key alibi (selects the rotary embedding)"}
     rep = describe_model_config(published("minimax-m2"))
     assert rep["rotated_dims"]["value"] == 64 and "rotary_dim" in rep["partial_rotary_factor"]["from"]
+    assert "rotary_dim" not in rep["ignored"]
 
 
 def test_bloom_offset_alibi_is_never_read():

@@ -123,7 +123,7 @@ class Record:
 
     def known_top(self) -> set[str]:
         """The top-level keys this record's reading uses."""
-        keys = set(COMMON_TOP) | set(self.reads) | set(self.partial_keys)
+        keys = set(COMMON_TOP) | set(self.reads) | {k.lstrip("=") for k in self.partial_keys}
         keys |= {k for names in self.aliases.values() for k in names}
         keys |= {key for key, _ in self.theta.values()}
         if self.head_dim == "rotary_dim":
