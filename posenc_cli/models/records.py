@@ -492,15 +492,8 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
             "its config class keeps original_max_position_embeddings at top level, whose default "
             "the inventory does not record"
         )
-    head, rot = entry.get("head_dim"), entry.get("rotary_dim")
-    if not isinstance(rot, int) or not isinstance(head, int):
-        raise Refused(f"its rotated width differs by layer type ({rot}), a rule posenc has no record of")
-    share = float(defaults.get("partial_rotary_factor", 1.0))
-    if rot != int(head * share):
-        raise Refused(f"its rotary class rotates {rot} of {head} features, a width posenc does not derive")
-    if rot % 2:
-        raise Refused(f"its rotary class rotates an odd number of features ({rot})")
     head_rule = "qk_rope" if mla else "config" if "head_dim" in top or "kv_channels" in top else "computed"
+    _check_width(entry, defaults, raw, head_rule, per_layer, partial_read)
     rules = () if partial_read else ("default_ignores_partial",)
     module = str(entry.get("modeling_module") or "").replace("models.", "", 1).replace(".", "/")
     reference = (
@@ -512,6 +505,45 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
         defaults=defaults, theta=theta, head_dim=head_rule, nope=nope, rules=rules, origin="inventory",
         reads=tuple(sorted(top)), sub_config=tuple(sub) if sub != ["text_config"] else (),
     )  # fmt: skip
+
+
+def _check_width(
+    entry: dict[str, Any],
+    defaults: dict[str, Any],
+    raw: dict[str, Any],
+    head_rule: str,
+    per_layer: list[str],
+    partial_read: bool,
+) -> None:
+    """The rotated width the class produced is the one posenc derives from the same config: the head width
+    (head_dim, qk_rope_head_dim or hidden_size // num_attention_heads, as the record reads it) times
+    partial_rotary_factor (per layer type where the rope dict is), or half of it where cos holds one column per
+    frequency (gpt-oss style); else the type is refused."""
+    if head_rule == "qk_rope":
+        head = defaults.get("qk_rope_head_dim")
+    elif head_rule == "config" and defaults.get("head_dim") is not None:
+        head = defaults["head_dim"]
+    elif defaults.get("hidden_size") and defaults.get("num_attention_heads"):
+        head = defaults["hidden_size"] // defaults["num_attention_heads"]
+    else:
+        head = entry.get("head_dim")
+    rot = entry.get("rotary_dim")
+    rots = rot if isinstance(rot, dict) else {lt: rot for lt in (per_layer or [None])}
+    for lt, width in rots.items():
+        key = (
+            f"rope_parameters.{lt}.partial_rotary_factor"
+            if lt in per_layer
+            else "rope_parameters.partial_rotary_factor"
+        )
+        share = raw.get(key) if partial_read else None
+        share = float(share) if isinstance(share, (int, float)) else 1.0
+        if not isinstance(width, int) or not isinstance(head, int):
+            raise Refused(f"its rotated width ({rot}) is not one posenc derives from its config")
+        want = int(head * share)
+        if width not in (want, want // 2):
+            raise Refused(f"its rotary class rotates {width} of {head} features, a width posenc does not derive")
+        if want % 2:
+            raise Refused(f"its rotary class rotates an odd number of features ({want})")
 
 
 def inventory_config(model_type: str) -> dict[str, Any]:
