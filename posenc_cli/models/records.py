@@ -528,7 +528,8 @@ def _check_width(
     else:
         head = entry.get("head_dim")
     rot = entry.get("rotary_dim")
-    rots = rot if isinstance(rot, dict) else {lt: rot for lt in (per_layer or [None])}
+    types: list[str | None] = list(per_layer) or [None]
+    rots = rot if isinstance(rot, dict) else {lt: rot for lt in types}
     for lt, width in rots.items():
         key = (
             f"rope_parameters.{lt}.partial_rotary_factor"
