@@ -194,3 +194,31 @@ def test_every_key_the_source_reads_is_one_the_record_reads(name):
     prefix = "".join(f"{p}." for p in entry.get("sub_config") or [])
     read = {k.removeprefix(prefix).split(".")[0] for keys in entry["keys_read"].values() for k in keys}
     assert read <= rec.known_top(), sorted(read - rec.known_top())
+
+
+def test_deepseek_v4_compressed_attention_layers_use_the_compress_table():
+    # DeepseekV4Attention.rope_layer_type: sliding layers "main", CSA and HCA layers "compress" (transformers
+    # 5.24 modeling_deepseek_v4.py); the tables themselves are held against the class in the coverage test
+    cfg = {
+        "model_type": "deepseek_v4", "hidden_size": 4096, "num_attention_heads": 64, "head_dim": 512,
+        "max_position_embeddings": 1048576,
+        "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"],
+        "rope_parameters": {
+            "main": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.125},
+            "compress": {"rope_type": "yarn", "rope_theta": 160000.0, "partial_rotary_factor": 0.125,
+                         "factor": 16.0, "original_max_position_embeddings": 65536},
+        },
+    }  # fmt: skip
+    mc = read_model_config(cfg)
+    layers = mc.all_params(8)
+    assert set(layers) == set(cfg["layer_types"]) and all(p is not None for p in layers.values())
+    main, csa, hca = (layers[t] for t in cfg["layer_types"])
+    assert main["base"] == 10000.0 and main["scaling"] == "none" and main["partial_rotary_factor"] == 0.125
+    assert csa == hca and csa["base"] == 160000.0 and csa["scaling"] == "yarn" and csa["factor"] == 16.0
+    assert make_encoding("rope", {**csa, "dtype": "float64"}).rot_dim == 64
+    # an entry the config lacks and the class has no default for is refused, never a guessed base
+    del cfg["rope_parameters"]["compress"]
+    cfg["rope_parameters"]["other"] = {"rope_type": "default"}
+    cfg["layer_types"] = ["sliding_attention", "moe"]
+    with pytest.raises(ParameterError, match="no entry for layer type 'moe'"):
+        read_model_config(cfg)

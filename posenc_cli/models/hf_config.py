@@ -542,14 +542,19 @@ class _Reader:
                 ropes[lt] = None
                 continue
             if nested:
-                entry = rope.get(lt)
+                key = fam.rope_entry.get(lt, lt)  # the rope dict entry this layer type uses (DeepSeek-V4)
+                entry = rope.get(key)
                 if entry is None:
-                    if lt in rope or not per_layer_keys:
+                    if key in rope or not per_layer_keys:
                         ropes[lt] = None
                         continue
-                    entry, ewhere = {}, f"{where}{lt}."
-                else:
-                    ewhere = f"{where}{lt}."
+                    if key not in fam.theta:
+                        raise ParameterError(
+                            f"{where[:-1]} has no entry for layer type {lt!r}, and transformers' {fam.model_type} "
+                            f"has no default for it; add {where}{key} to config.json"
+                        )
+                    entry = {}
+                ewhere = f"{where}{key}."
             elif per_layer_keys:
                 # one flat dict: Gemma 3 applies rope_scaling to full only, ModernBERT to both
                 applies = not given or lt in fam.scaling_to
@@ -560,7 +565,7 @@ class _Reader:
                 raise ParameterError(f"config key {ewhere[:-1]}={_show(entry)} is not an object; fix config.json")
             ropes[lt] = self.read_rope(entry, ewhere, head, lt if per_layer_keys else None)
         if nested and per_layer_keys:
-            extra = sorted(set(rope) - set(types_))
+            extra = sorted(set(rope) - {fam.rope_entry.get(t, t) for t in types_})
             if extra:
                 self.warnings.append(f"{where}{extra[0]} names no attention type of this model; ignored")
         if not any(r is not None for r in ropes.values()):
@@ -625,6 +630,7 @@ class _Reader:
             return _Value(base, f"fixed in transformers' {fam.model_type} (create_sinusoidal_positions)")
         if entry.get("rope_theta") is not None:
             return _Value(_number(entry["rope_theta"], f"{where}rope_theta"), f"config key {where}rope_theta")
+        lt = fam.rope_entry.get(lt, lt) if lt is not None else None
         key, default = fam.theta.get(lt, fam.theta.get(None, ("rope_theta", 10000.0)))
         if cfg.get(key) is not None:
             return _Value(_number(cfg[key], self.key(key)), f"config key {self.key(key)}")

@@ -110,6 +110,9 @@ class Record:
     #: per layer type, the head width when it is not the config's head dim: (config key, class default)
     #: (Gemma 4's full-attention layers: global_head_dim, 512)
     layer_dims: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: per layer type, the entry of a per-table rope dict it uses when the entries are not named after layer
+    #: types (DeepSeek-V4: sliding layers "main", compressed-attention layers "compress")
+    rope_entry: dict[str, str] = field(default_factory=dict)
     #: top-level ``(key, value)`` the config must hold for this record; else ``otherwise`` reads it (Falcon's
     #: ``alibi``)
     when: tuple[str, Any] | None = None
@@ -197,6 +200,18 @@ _RECORDS: tuple[Record, ...] = (
            "DeepseekV3RotaryEmbedding, apply_rotary_pos_emb_interleave (rope_interleave, default true)",
            pairing="interleaved", head_dim="qk_rope", reads=("rope_interleave",), rules=_DEFAULT_FULL,
            defaults=_dims(7168, 128, 4096, qk_rope_head_dim=64, rope_interleave=True)),
+    Record("deepseek_v4", f"{_HF}/deepseek_v4 DeepseekV4Config (rope_parameters per table: main, compress; "
+           "partial_rotary_factor 0.125 of head_dim 512), DeepseekV4RotaryEmbedding (one table per entry), "
+           "DeepseekV4Attention.rope_layer_type (sliding_attention: main; compressed_sparse_attention and "
+           "heavily_compressed_attention: compress), apply_rotary_pos_emb (pairs)",
+           pairing="interleaved",
+           theta={"main": ("rope_theta", 10_000.0), "compress": ("rope_theta", 160_000.0)},
+           rope_entry={"sliding_attention": "main", "compressed_sparse_attention": "compress",
+                       "heavily_compressed_attention": "compress"},
+           default_rope={"main": {"rope_type": "default", "rope_theta": 10_000.0, "partial_rotary_factor": 0.125},
+                         "compress": {"rope_type": "default", "rope_theta": 160_000.0,
+                                      "partial_rotary_factor": 0.125}},
+           defaults=_dims(4096, 64, 1048576, head_dim=512)),
     Record("gpt_neox", f"{_HF}/gpt_neox GPTNeoXConfig.convert_rope_params_to_dict (rotary_emb_base, rotary_pct), "
            "GPTNeoXRotaryEmbedding (rotate_half on the first rotary_pct of the head)",
            theta={None: ("rotary_emb_base", 10000.0)}, partial_keys=("rotary_pct",),
@@ -481,6 +496,12 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
     per_layer = sorted({k.split(".")[1] for k in raw if k.count(".") == 2 and k.startswith("rope_parameters.")})
     if per_layer:
         theta = {lt: ("rope_theta", float(raw.get(f"rope_parameters.{lt}.rope_theta", 10000.0))) for lt in per_layer}
+    default_types = raw.get("layer_types")
+    if per_layer and isinstance(default_types, list) and not set(per_layer) <= set(default_types):
+        raise Refused(
+            f"its rope parameters are per table ({', '.join(per_layer)}), not per layer type; which layers use "
+            "which is a rule posenc has no record of"
+        )
     partial_read = any(k.endswith("partial_rotary_factor") for k in default_reads)
     prf = raw.get("rope_parameters.partial_rotary_factor")
     if isinstance(prf, (int, float)) and partial_read:
