@@ -479,12 +479,15 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
     positions = entry.get("layer_positions") or {}
     if any(v not in (_ROTATES, _NONE) for v in positions.values()):
         raise Refused("some layers of one layer type rotate and others do not (a rule posenc has no record of)")
-    nope = tuple(sorted(lt for lt, v in positions.items() if v == _NONE))
     if positions and _ROTATES not in positions.values():
         raise Refused("no layer applies its rotary embedding at the default config")
     defaults: dict[str, Any] = {}
     prefix = "".join(f"{p}." for p in sub)
     raw = {k.removeprefix(prefix): v for k, v in (entry.get("defaults") or {}).items()}
+    nope_types = {lt for lt, v in positions.items() if v == _NONE}
+    if positions:  # layer types with no attention layer the inventory saw (Dory's "mlp" layers) apply none
+        nope_types |= {str(t) for t in (raw.get("layer_types") or []) if t not in positions}
+    nope = tuple(sorted(nope_types))
     for key in ("hidden_size", "num_attention_heads", "head_dim", "max_position_embeddings", "qk_rope_head_dim"):
         for name in aliases.get(key, (key,)):
             if isinstance(raw.get(name), int):
