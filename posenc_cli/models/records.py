@@ -4,9 +4,10 @@ A :class:`Record` is data - the scheme, the pairing, the key aliases and the con
 types and which apply no positions, the keys its positional code reads, the transformers file and class it
 mirrors, the GGUF architecture ``convert_hf_to_gguf.py`` writes for it - plus the names of the small rules
 where its arithmetic differs from the plain reading (:data:`RULES` documents each; the readers hold their
-functions). Config reading (:mod:`.hf_config`, :mod:`.hf_positions`), the GGUF check's HF side
-(:mod:`.llamacpp`) and ``--engine`` (:mod:`.engines`) all look a model type up here, so adding a family is one
-record.
+functions). Config reading (:mod:`.hf_config`), the GGUF check's HF side (:mod:`.llamacpp`) and ``--engine``
+(:mod:`.engines`, through the config reading) all look a rotary model type up here, so adding a family is one
+record. (The non-rotary families' layer tables - T5 buckets, ALiBi, sinusoids, learned - still sit in
+:mod:`.hf_positions`' own table.)
 
 Records come from two places:
 
@@ -100,8 +101,7 @@ class Record:
     mrope_sections: str = "chunked"
     rules: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()
-    #: a multimodal wrapper: the sub-config holding the text model, and its default model_type
-    text_config: str | None = None
+    #: a multimodal wrapper: the default model_type of its text_config
     text_model_type: str | None = None
     #: the wrapper's text fields may sit at top level (Qwen2-VL before transformers 5)
     text_at_top: bool = False
@@ -113,16 +113,13 @@ class Record:
     #: per layer type, the entry of a per-table rope dict it uses when the entries are not named after layer
     #: types (DeepSeek-V4: sliding layers "main", compressed-attention layers "compress")
     rope_entry: dict[str, str] = field(default_factory=dict)
-    #: top-level ``(key, value)`` the config must hold for this record; else ``otherwise`` reads it (Falcon's
-    #: ``alibi``)
+    #: top-level ``(key, value)`` that selects this reading (Falcon's ``alibi: false``; Granite 4's
+    #: ``position_embedding_type: rope``); another value applies no rotary embedding here
     when: tuple[str, Any] | None = None
-    otherwise: str | None = None
     #: the GGUF architecture convert_hf_to_gguf.py writes for this type, when posenc mirrors the conversion
     gguf_arch: str | None = None
     #: where the record came from: "record" (written here) or "inventory"
     origin: str = "record"
-    #: non-rotary schemes: the layer tables of :mod:`.hf_positions` (kind per attention type)
-    positions: Any = None
 
     def known_top(self) -> set[str]:
         """The top-level keys this record's reading uses."""
@@ -164,7 +161,7 @@ def _dims(hidden: int, heads: int, max_pos: int, **more: Any) -> dict[str, Any]:
 
 
 def _wrapper(model_type: str, text: str, reference: str, **kw: Any) -> Record:
-    return Record(model_type, reference, scheme="wrapper", text_config="text_config", text_model_type=text, **kw)
+    return Record(model_type, reference, scheme="wrapper", text_model_type=text, **kw)
 
 
 _RECORDS: tuple[Record, ...] = (
@@ -340,11 +337,11 @@ _RECORDS: tuple[Record, ...] = (
            rules=("ntk_alpha", *_DEFAULT_FULL), rope_keys={"alpha": ("dynamic",)}, defaults=_dims(4096, 32, 2048)),
     Record("falcon", f"{_HF}/falcon FalconConfig (alibi false: rotary), FalconRotaryEmbedding, "
            "apply_rotary_pos_emb (rotate_half); head_dim = hidden_size // num_attention_heads",
-           when=("alibi", False), otherwise="falcon_alibi", rules=_DEFAULT_FULL,
+           when=("alibi", False), rules=_DEFAULT_FULL,
            defaults=_dims(4544, 71, 2048)),
     Record("granitemoehybrid", f"{_HF}/granitemoehybrid GraniteMoeHybridConfig (position_embedding_type 'rope' "
            "builds GraniteMoeHybridRotaryEmbedding, else no positions), apply_rotary_pos_emb (rotate_half)",
-           when=("position_embedding_type", "rope"), otherwise="nope", rules=_DEFAULT_FULL,
+           when=("position_embedding_type", "rope"), rules=_DEFAULT_FULL,
            nope=("linear_attention",), aliases={"layer_types": ("layer_types", "layers_block_type")},
            defaults=_dims(4096, 32, 2048)),
     _wrapper("gemma3", "gemma3_text", f"{_HF}/gemma3 Gemma3Config (text_config: Gemma3TextConfig)",
