@@ -222,3 +222,25 @@ def test_deepseek_v4_compressed_attention_layers_use_the_compress_table():
     cfg["layer_types"] = ["sliding_attention", "moe"]
     with pytest.raises(ParameterError, match="no entry for layer type 'moe'"):
         read_model_config(cfg)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, r in records.RECORDS.items() if r.scheme != "wrapper"))
+def test_record_pairing_and_defaults_are_the_inventory_s(name):
+    """A written record agrees with what the inventory observed of the same type's code: the pairing its
+    attention applies, and the class defaults of the keys its rotary class reads."""
+    entry = records.inventory_entry(name)
+    if entry is None or entry.get("status") != "ok" or entry.get("scheme") != "rope":
+        pytest.skip(f"the inventory observed no rotary class of {name}")
+    rec = records.RECORDS[name]
+    observed = entry.get("pairing")
+    if observed in ("half", "interleaved", "deinterleave"):
+        assert rec.pairing == ("half" if observed == "half" else "interleaved"), observed
+    prefix = "".join(f"{p}." for p in entry.get("sub_config") or [])
+    raw = {k.removeprefix(prefix): v for k, v in (entry.get("defaults") or {}).items()}
+    for key in ("hidden_size", "num_attention_heads", "max_position_embeddings", "head_dim", "qk_rope_head_dim"):
+        if key in raw and key in rec.defaults:
+            assert rec.defaults[key] == raw[key], key
+    for lt, (_, theta) in rec.theta.items():
+        key = "rope_parameters.rope_theta" if lt is None else f"rope_parameters.{lt}.rope_theta"
+        if key in raw and not rec.has("fixed_base"):
+            assert theta == raw[key], key
