@@ -244,3 +244,27 @@ def test_record_pairing_and_defaults_are_the_inventory_s(name):
         key = "rope_parameters.rope_theta" if lt is None else f"rope_parameters.{lt}.rope_theta"
         if key in raw and not rec.has("fixed_base"):
             assert theta == raw[key], key
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in PUBLISHED.glob("*.json")))
+def test_a_record_never_hides_a_key(name):
+    """kinds CONFIG accounts for every key of the (text) config: a value read from it, the switch or layer keys
+    it read, or a key ignored with its reason."""
+    raw = published(name)
+    reports = describe_model_config(raw, layer_type=None) if name != "gemma-3n-e2b" else None
+    if reports is None:
+        mc = read_model_config(raw)
+        reps = [mc.report(lt) for lt in mc.layer_types if mc.all_params(1)[lt] is not None]
+    else:
+        reps = [reports]
+    sub = "text_config." if isinstance(raw.get("text_config"), dict) else ""
+    cfg = raw.get("text_config") if sub else raw
+    said = " ".join(str(v.get("from")) for r in reps for v in r.values() if isinstance(v, dict) and "from" in v)
+    ignored = {k for r in reps for k in r["ignored"]}
+    bookkeeping = {"model_type", "architectures", "transformers_version", "torch_dtype", "dtype"}
+    for key in cfg:
+        full = f"{sub}{key}"
+        shown = full in ignored or f"config key {full}" in said or f"{full}." in said or key in bookkeeping
+        # a rope dict that is null or empty says nothing; rope_theta/rope_scaling are named where they are read
+        shown = shown or (key in ("rope_scaling", "rope_parameters") and not cfg[key])
+        assert shown, (name, full)

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -370,6 +371,7 @@ class _Reader:
         self.guard()
         ropes, layer_types = self.read_ropes(head)
         head.update(self.layer_keys)
+        self.unused(head, ropes)
         if rec.has("fixed_base") and "rope_theta" in cfg:
             self.warnings.append(
                 f"{self.key('rope_theta')} is ignored: transformers' {rec.model_type} hard-codes base "
@@ -434,6 +436,28 @@ class _Reader:
                 self.unknown.append(f"config key {self.key(k)} is one {rec.model_type}'s reading does not know")
             else:
                 self.ignored[self.key(k)] = "a config without model_type: posenc reads its rope keys only"
+
+    def unused(self, head: dict[str, _Value], ropes: dict[str, dict[str, _Value] | None]) -> None:
+        """Keys the record knows that this config's reading did not need (hidden_size where head_dim gives the
+        width): reported with the key that made them unneeded, so that no key goes unmentioned."""
+        values = [*head.values(), *(v for r in ropes.values() if r for v in r.values())]
+        said = " ".join(v.origin for v in values)
+        used = {m.split(".")[0] for m in re.findall(r"config key " + re.escape(self.prefix) + r"([\w.]+)", said)}
+        used |= {k for k in ("rope_scaling", "rope_parameters") if f"{self.prefix}{k}." in said}
+        why = {
+            "hidden_size": "the head width comes from another key (see dim)",
+            "num_attention_heads": "the head width comes from another key (see dim)",
+            "num_hidden_layers": "layer_types (or one RoPE for every layer) leaves it no role",
+            "no_rope_layer_interval": "no_rope_layers names each layer",
+            "rope_theta": "the rope dict's rope_theta wins",
+            "partial_rotary_factor": "the rope dict's value wins, or this rotary class rotates the whole head",
+        }
+        for k in self.cfg:
+            if k in used or self.key(k) in self.ignored or k in _BOOKKEEPING or k in self.fam.when_keys():
+                continue
+            if k in ("rope_scaling", "rope_parameters") and not self.cfg[k]:
+                continue
+            self.ignored[self.key(k)] = f"not needed here: {why.get(k, 'this config gives what it would')}"
 
     # ----- scalar fields ------------------------------------------------------------------------------------
     def get(self, canonical: str, *, integer: bool = True, required: bool = False, **kw: Any) -> _Value | None:

@@ -137,6 +137,10 @@ class Record:
         keys |= {key for key, _ in self.layer_dims.values()}
         return keys
 
+    def when_keys(self) -> tuple[str, ...]:
+        """The switch key that selects this reading (reported with the values)."""
+        return (self.when[0],) if self.when is not None else ()
+
     def has(self, rule: str) -> bool:
         return rule in self.rules
 
