@@ -68,7 +68,7 @@ def default_config(mt: str, rope_type: str, n_freq: int) -> dict[str, Any]:
     if rope_type != "default":
         rp = text.get("rope_parameters") or {}
         nested = [v for v in rp.values() if isinstance(v, dict)] or [rp]
-        mpe = int(text.get("max_position_embeddings") or 4096)
+        mpe = max_positions(mt)
         for d in nested:
             keep = {k: d[k] for k in ("rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved")
                     if k in d}  # fmt: skip
@@ -76,6 +76,20 @@ def default_config(mt: str, rope_type: str, n_freq: int) -> dict[str, Any]:
             d.update(keep, rope_type=rope_type, **variant_params(rope_type, n_freq, mpe))
         text["rope_parameters"] = rp
     return cfg
+
+
+@cache
+def max_positions(mt: str) -> int:
+    """max_position_embeddings as the type's config gives it (under any alias its class maps), else 4096 - what
+    the inventory tool gave the rope types' parameters."""
+    try:
+        mc = read_model_config(default_config(mt, "default", 0))
+        rotating = [lt for lt, p in mc.all_params(1).items() if p is not None]
+        rep = mc.report(rotating[0] if rotating[0] != "default" else None)
+    except ParameterError:
+        return 4096
+    mp = rep.get("max_position_embeddings")
+    return int(mp["value"]) if mp else 4096
 
 
 def unique_cos(ref: np.ndarray, n: int) -> np.ndarray:

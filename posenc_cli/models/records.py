@@ -408,7 +408,12 @@ _PLAIN_READS = {
 }
 #: Keys of the same meaning under another name, as the inventory saw them read (config attribute_map or a
 #: rotary class that reads the other name).
-_READ_ALIASES = {"num_heads": "num_attention_heads", "kv_channels": "head_dim"}
+_READ_ALIASES = {
+    "num_heads": "num_attention_heads",
+    "kv_channels": "head_dim",
+    "decoder_num_attention_heads": "num_attention_heads",
+    "model_max_length": "max_position_embeddings",
+}
 
 
 #: Sub-config names of towers that are not the language model: their rotary tables are not the text's.
