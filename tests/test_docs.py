@@ -324,7 +324,7 @@ def families_reference() -> str:
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for name, rec in RECORDS.items():
-        if rec.scheme == "wrapper":
+        if rec.scheme not in ("rope", "mrope"):
             continue
         names = [name] + [w for w, r in RECORDS.items() if r.text_model_type == name]
         layers = "NoPE: " + ", ".join(rec.nope) if rec.nope else ("yes" if rec.layers else "-")

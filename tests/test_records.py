@@ -156,8 +156,12 @@ def test_a_key_the_inventory_saw_read_and_posenc_does_not_model_is_an_error(monk
 def test_record_integrity(name):
     rec = records.RECORDS[name]
     assert rec.model_type == name
-    assert rec.scheme in ("rope", "mrope", "wrapper")
+    from posenc_cli.encodings import KINDS
+
+    assert rec.scheme in ("rope", "mrope", "wrapper") or set(rec.scheme.split(", ")) <= set(KINDS)
     assert rec.pairing in ("half", "interleaved")
+    if rec.positions is not None:  # a non-rotary family (Falcon: both)
+        assert rec.positions.name == name and rec.positions.reference.startswith("huggingface/transformers")
     assert "huggingface/transformers src/transformers/models/" in rec.reference
     assert set(rec.rules) <= set(records.RULES) and set(records.RULES) == set(RULE_STEPS)
     assert rec.head_dim in records.HEAD_DIM_RULES and set(records.HEAD_DIM_RULES) == set(HEAD_DIM)
@@ -183,7 +187,7 @@ def test_no_kind_name_branches_in_models():
             assert not hits, f"{path.name}:{n}: {line.strip()}"
 
 
-@pytest.mark.parametrize("name", sorted(n for n, r in records.RECORDS.items() if r.scheme != "wrapper"))
+@pytest.mark.parametrize("name", sorted(n for n, r in records.RECORDS.items() if r.scheme in ("rope", "mrope")))
 def test_every_key_the_source_reads_is_one_the_record_reads(name):
     """The guard from the source: each key the inventory saw the family's rotary code read (any rope type) is
     one the record models, so no other key can change the table."""
@@ -224,7 +228,7 @@ def test_deepseek_v4_compressed_attention_layers_use_the_compress_table():
         read_model_config(cfg)
 
 
-@pytest.mark.parametrize("name", sorted(n for n, r in records.RECORDS.items() if r.scheme != "wrapper"))
+@pytest.mark.parametrize("name", sorted(n for n, r in records.RECORDS.items() if r.scheme in ("rope", "mrope")))
 def test_record_pairing_and_defaults_are_the_inventory_s(name):
     """A written record agrees with what the inventory observed of the same type's code: the pairing its
     attention applies, and the class defaults of the keys its rotary class reads."""

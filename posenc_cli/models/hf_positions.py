@@ -1,7 +1,8 @@
 """The positions of HF transformers models that do not rotate: T5 buckets, ALiBi, sinusoids, DeBERTa, learned.
 
-A literal table :data:`FAMILIES`, one entry per ``model_type``, each citing the transformers modeling file and
-class it mirrors (transformers 5.x, read in ``src/transformers/models/<m>/modeling_<m>.py``). An entry is data:
+The families' tables are records (:mod:`.records`, one record per ``model_type``; :data:`FAMILIES` here is their
+non-rotary layer tables), each citing the transformers modeling file and class it mirrors (transformers 5.x, read
+in ``src/transformers/models/<m>/modeling_<m>.py``). An entry is data:
 the posenc kind each attention type (``encoder``/``decoder`` where the two differ) uses, the config keys (first
 found wins) and class defaults each of its parameters comes from, the parameters the model's code fixes, and
 for learned tables the tensor name inside the weights and the first row the model reads.
@@ -43,181 +44,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ParameterError, ref
+from .records import Family, Layer, positions_families
 
-_HF = "huggingface/transformers src/transformers/models"
 #: Largest size accepted from a config (heads, positions, buckets, ...).
 MAX_SIZE = 2**31 - 1
 
 
-@dataclass(frozen=True)
-class Layer:
-    """One attention type's table: its posenc ``kind``, the parameters the model's code fixes (``fixed``), and
-    where each other parameter comes from: ``keys`` (parameter -> config keys, first found wins; a name that
-    starts with ``=`` is computed, see :meth:`PositionsConfig._compute`) and ``defaults`` (the config class's
-    value when the config omits every key)."""
-
-    kind: str
-    keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    defaults: dict[str, Any] = field(default_factory=dict)
-    fixed: dict[str, Any] = field(default_factory=dict)
-    #: learned tables: the tensor's name in the weights (a suffix of the saved name) and the first row read
-    tensor: str | None = None
-    first_row: int | str = 0
-    #: named rules where the model's code derives a parameter (see :data:`LAYER_RULES`)
-    rules: tuple[str, ...] = ()
-
-    @property
-    def learned(self) -> bool:
-        """The table lives in the weights (a tensor name), not in the config."""
-        return self.tensor is not None
-
-
-@dataclass(frozen=True)
-class Family:
-    """How one ``model_type`` places positions: its attention types' :class:`Layer` entries and the code it
-    mirrors. ``when``: ``(key, value)`` the config must hold for this reading (Falcon: ``alibi`` true; else the
-    RoPE reader takes the config). ``ignored``: keys the model's code does not read -> their value that makes
-    no difference (anything else is reported as ignored)."""
-
-    name: str
-    reference: str
-    layers: dict[str, Layer]
-    when: tuple[str, Any] | None = None
-    ignored: dict[str, Any] = field(default_factory=dict)
-    #: keys the family reads elsewhere or that
-    #: cannot change its table (checked, so that no other such key passes unread)
-    harmless: tuple[str, ...] = ()
-    #: keys older configs carry that the family's transformers 5 config class no longer reads -> the key it reads
-    #: (Falcon's n_head: FalconConfig has no attribute_map, so n_head leaves num_attention_heads at 71)
-    unread: dict[str, str] = field(default_factory=dict)
-
-
-def _t5(name: str, reference: str) -> Family:
-    keys: dict[str, tuple[str, ...]] = {
-        "num_buckets": ("relative_attention_num_buckets",),
-        "max_distance": ("relative_attention_max_distance",),
-    }
-    defaults = {"num_buckets": 32, "max_distance": 128}
-    return Family(name, reference, {
-        "encoder": Layer("t5", keys, defaults, {"bidirectional": True}),
-        "decoder": Layer("t5", keys, defaults, {"bidirectional": False}),
-    }, harmless=("n_positions",))  # fmt: skip
-
-
-def _learned(name: str, reference: str, dim: tuple[str, ...], length: tuple[str, ...], defaults: dict[str, Any],
-             tensor: str, first_row: int | str = 0) -> Family:  # fmt: skip
-    layer = Layer("learned", {"dim": dim, "length": length}, defaults, tensor=tensor, first_row=first_row)
-    return Family(name, reference, {"default": layer})
-
-
-def _bart(name: str, reference: str) -> Family:
-    keys: dict[str, tuple[str, ...]] = {"dim": ("d_model",), "length": ("max_position_embeddings",)}
-    defaults = {"dim": 1024, "length": 1024}
-    return Family(name, reference, {
-        lt: Layer("learned", keys, defaults, tensor=f"{lt}.embed_positions.weight", first_row=2)
-        for lt in ("encoder", "decoder")
-    })  # fmt: skip
-
-
-def _fairseq_sinusoids(length: tuple[str, ...], length_default: int, dim_default: int) -> Layer:
-    return Layer(
-        "sinusoidal",
-        {"dim": ("d_model",), "length": length, "padding_idx": ("pad_token_id",)},
-        {"dim": dim_default, "length": length_default, "padding_idx": 1},
-        {"layout": "split", "freq": "t2t", "offset": 0, "base": 10000.0, "angle_dtype": "float32", "_extra_rows": 2},
-        rules=("extra_rows",),
-    )
-
-
-_MARIAN = {"layout": "split", "freq": "paper", "offset": 0, "base": 10000.0}
-_BERT_DIMS = {"dim": 768, "length": 512}
-
-#: model_type -> how its positions are read. Keep grouped by scheme.
-FAMILIES: dict[str, Family] = {f.name: f for f in (
-    _t5("t5", f"{_HF}/t5/modeling_t5.py T5Attention._relative_position_bucket (bidirectional = not is_decoder)"),
-    _t5("mt5", f"{_HF}/mt5/modeling_mt5.py MT5Attention._relative_position_bucket (as T5)"),
-    _t5("umt5", f"{_HF}/umt5/modeling_umt5.py UMT5Attention._relative_position_bucket (as T5, per layer)"),
-    Family("bloom", f"{_HF}/bloom/modeling_bloom.py _get_alibi_slopes, build_alibi_tensor (float32 slopes x j)",
-           {"default": Layer("alibi", {"dim": ("n_head", "num_attention_heads")}, {"dim": 8}, {"form": "bloom"})}),
-    Family("falcon", f"{_HF}/falcon/modeling_falcon.py build_alibi_tensor (bfloat16 slopes x j), FalconModel.forward "
-           "(alibi / sqrt(head_dim))",
-           {"default": Layer("alibi", {"dim": ("num_attention_heads",), "length": ("max_position_embeddings",),
-                                       "=divide_by": ("n_embed", "hidden_size")},
-                             {"dim": 71, "length": 2048, "=divide_by": 4544}, {"form": "falcon"},
-                             rules=("divide_by_sqrt_head_dim",))},
-           when=("alibi", True), unread={"n_head": "num_attention_heads"},
-           harmless=("rope_theta", "rope_scaling", "rope_parameters")),
-    Family("mpt", f"{_HF}/mpt/modeling_mpt.py build_mpt_alibi_tensor (max_seq_len; alibi_bias_max not passed: 8)",
-           {"default": Layer("alibi", {"dim": ("n_heads",), "length": ("max_seq_len",)}, {"dim": 16, "length": 2048},
-                             {"form": "mpt", "max_bias": 8.0})},
-           ignored={"attn_config.alibi": True, "attn_config.alibi_bias_max": 8, "learned_pos_emb": False,
-                    "attn_config.rope": False},
-           harmless=("attn_config.rope_theta", "attn_config.rope_impl", "attn_config.rope_dail_config",
-                     "attn_config.rope_hf_config")),
-    Family("marian", f"{_HF}/marian/modeling_marian.py MarianSinusoidalPositionalEmbedding.create_weight",
-           {"default": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_position_embeddings",)},
-                             {"dim": 1024, "length": 1024}, _MARIAN)},
-           harmless=("static_position_embeddings",)),
-    Family("pegasus", f"{_HF}/pegasus/modeling_pegasus.py PegasusSinusoidalPositionalEmbedding.create_weight",
-           {"default": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_position_embeddings",)},
-                             {"dim": 1024, "length": 1024}, _MARIAN)},
-           harmless=("static_position_embeddings",)),
-    Family("m2m_100", f"{_HF}/m2m_100/modeling_m2m_100.py M2M100SinusoidalPositionalEmbedding (offset 2, padding_idx "
-           "row zero)", {"default": _fairseq_sinusoids(("max_position_embeddings",), 1024, 1024)}),
-    Family("speech_to_text", f"{_HF}/speech_to_text/modeling_speech_to_text.py Speech2TextSinusoidalPositionalEmbedding "
-           "(offset 2; encoder max_source_positions, decoder max_target_positions)",
-           {"encoder": _fairseq_sinusoids(("max_source_positions",), 6000, 256),
-            "decoder": _fairseq_sinusoids(("max_target_positions",), 1024, 256)}),
-    Family("whisper", f"{_HF}/whisper/modeling_whisper.py sinusoids (encoder embed_positions), "
-           "WhisperPositionalEmbedding (decoder, learned)",
-           {"encoder": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_source_positions",)},
-                             {"dim": 384, "length": 1500}, {"layout": "split", "freq": "t2t", "offset": 0,
-                                                            "base": 10000.0, "angle_dtype": "float32"},
-                             rules=("even_dim",)),
-            "decoder": Layer("learned", {"dim": ("d_model",), "length": ("max_target_positions",)},
-                             {"dim": 384, "length": 448}, tensor="decoder.embed_positions.weight")}),
-    Family("deberta-v2", f"{_HF}/deberta_v2/modeling_deberta_v2.py build_relative_position, make_log_bucket_position "
-           "(DebertaV2Encoder: max_relative_positions < 1 -> max_position_embeddings)",
-           {"default": Layer("deberta", {"position_buckets": ("position_buckets",),
-                                         "max_relative_positions": ("max_relative_positions",),
-                                         "length": ("max_position_embeddings",)},
-                             {"position_buckets": -1, "max_relative_positions": -1, "length": 512},
-                             rules=("deberta_relative",))},
-           harmless=("position_biased_input", "relative_attention")),
-    _learned("gpt2", f"{_HF}/gpt2/modeling_gpt2.py GPT2Model.wpe (nn.Embedding(n_positions, n_embd))",
-             ("n_embd", "hidden_size"), ("n_positions", "max_position_embeddings"), {"dim": 768, "length": 1024},
-             "wpe.weight"),
-    _learned("bert", f"{_HF}/bert/modeling_bert.py BertEmbeddings.position_embeddings (position_ids = arange)",
-             ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS, "embeddings.position_embeddings.weight"),
-    _learned("roberta", f"{_HF}/roberta/modeling_roberta.py RobertaEmbeddings (positions from padding_idx + 1)",
-             ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS, "embeddings.position_embeddings.weight",
-             "pad+1"),
-    _learned("xlm-roberta", f"{_HF}/xlm_roberta/modeling_xlm_roberta.py XLMRobertaEmbeddings (from padding_idx + 1)",
-             ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS, "embeddings.position_embeddings.weight",
-             "pad+1"),
-    _learned("xlm-roberta-xl", f"{_HF}/xlm_roberta_xl/modeling_xlm_roberta_xl.py XLMRobertaXLEmbeddings (from "
-             "padding_idx + 1)", ("hidden_size",), ("max_position_embeddings",), {"dim": 2560, "length": 514},
-             "embeddings.position_embeddings.weight", "pad+1"),
-    _learned("electra", f"{_HF}/electra/modeling_electra.py ElectraEmbeddings.position_embeddings (embedding_size "
-             "wide)", ("embedding_size",), ("max_position_embeddings",), {"dim": 128, "length": 512},
-             "embeddings.position_embeddings.weight"),
-    Family("distilbert", f"{_HF}/distilbert/modeling_distilbert.py Embeddings.position_embeddings (learned, or "
-           "sinusoids written into the same weights when sinusoidal_pos_embds)",
-           {"default": Layer("learned", {"dim": ("dim",), "length": ("max_position_embeddings",)},
-                             {"dim": 768, "length": 512}, tensor="embeddings.position_embeddings.weight")},
-           harmless=("sinusoidal_pos_embds",)),
-    _learned("gpt_neo", f"{_HF}/gpt_neo/modeling_gpt_neo.py GPTNeoModel.wpe", ("hidden_size",),
-             ("max_position_embeddings",), {"dim": 2048, "length": 2048}, "wpe.weight"),
-    _learned("gpt_bigcode", f"{_HF}/gpt_bigcode/modeling_gpt_bigcode.py GPTBigCodeModel.wpe (attribute_map n_embd, "
-             "n_positions)", ("n_embd", "hidden_size"), ("n_positions", "max_position_embeddings"),
-             {"dim": 768, "length": 1024}, "wpe.weight"),
-    _bart("bart", f"{_HF}/bart/modeling_bart.py BartLearnedPositionalEmbedding (offset 2: rows 2..; encoder and "
-          "decoder tables)"),
-    _bart("mbart", f"{_HF}/mbart/modeling_mbart.py MBartLearnedPositionalEmbedding (offset 2, encoder and decoder)"),
-    _learned("opt", f"{_HF}/opt/modeling_opt.py OPTLearnedPositionalEmbedding (offset 2: rows 2..)",
-             ("hidden_size",), ("max_position_embeddings",), {"dim": 768, "length": 2048},
-             "decoder.embed_positions.weight", 2),
-)}  # fmt: skip
+# The layer tables of the non-rotary families are records (:mod:`.records`: one record per model_type); this
+# module reads them.
+FAMILIES: dict[str, Family] = positions_families()
 
 #: BERT-style keys that name another position scheme than the learned absolute table (refused, not guessed).
 _ABSOLUTE = ("absolute",)
