@@ -468,12 +468,20 @@ def open_config(
         src = Source.from_encoding(enc, f"{label}@{engine}")
         src.warnings = list(facts.warnings)
         return src
-    from .models.hf_positions import learned_table
+    from .models.hf_positions import claims, learned_table
 
-    if (learned := learned_table(text, config, length=length, layer_type=layer_type, read_as=read_as)) is not None:
+    # -p rows=buffer: the module's raw buffer instead of the rows the model adds to tokens 0..N-1
+    rows = {"rows": str(given.pop("rows"))} if "rows" in given else {}
+    if rows and not claims(config):
+        raise ParameterError(
+            f"{param('params')} rows={rows['rows']} applies to learned and sinusoidal tables read from a model "
+            f"(OPT, BART, M2M100, ...); {text} is read as RoPE: drop it"
+        )
+    learned = learned_table(text, config, length=length, layer_type=layer_type, read_as=read_as, **rows)
+    if learned is not None:
         return _weights_source(text, *learned, given)
     name, cfg, warnings, notes = from_model_config(
-        config, kind=kind, length=length, layer_type=layer_type, read_as=read_as, **_position_hints(given)
+        config, kind=kind, length=length, layer_type=layer_type, read_as=read_as, **rows, **_position_hints(given)
     )
     if length is not None:
         cfg["length"] = length

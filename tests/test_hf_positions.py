@@ -32,6 +32,9 @@ GOLDEN = json.loads((ROOT / "tests" / "data" / "golden" / "positions_hf.json").r
 #: families whose table transformers computes with float32 torch exp/sin (see the module docstring)
 FLOAT32_TORCH = {"pos_m2m100_418m", "pos_nllb_600m", "pos_s2t_small", "pos_whisper_tiny", "tiny_whisper:encoder"}
 CASES = [(name, lt) for name, layers in GOLDEN.items() for lt in layers]
+#: goldens that are the module's whole buffer (``weights``: offset rows, padding row zero), read with rows=buffer;
+#: the rows the model adds are tested against its forward in tests/test_inventory_positions.py
+BUFFERS = {"pos_m2m100_418m", "pos_nllb_600m", "pos_s2t_small"}
 
 
 def source_path(name: str) -> str:
@@ -42,6 +45,8 @@ def opened(name: str, lt: str, **kw):
     g = GOLDEN[name][lt]
     learned = name.startswith("tiny_") and not (name == "tiny_whisper" and lt == "encoder")
     length = None if learned else g["length"]
+    if name in BUFFERS:
+        kw["params"] = {"rows": "buffer"}
     return open_source(source_path(name), length=length, layer_type=None if lt == "default" else lt, **kw)
 
 
@@ -258,7 +263,7 @@ def test_falcon_without_alibi_stays_with_the_rope_reader():
         ("pos_falcon_rw_1b", {"num_attention_heads": None, "n_head": 32}, [], "rename it to num_attention_heads"),
         ("pos_falcon_rw_1b", {"alibi": "yes"}, [], "alibi"),
         ("pos_falcon_rw_1b", {"hidden_size": 2047}, [], "not a multiple"),
-        ("pos_m2m100_418m", {"pad_token_id": 5000}, [], "pad_token_id"),
+        ("pos_m2m100_418m", {"pad_token_id": 5000}, ["-p", "rows=buffer"], "pad_token_id"),
         ("pos_m2m100_418m", {"d_model": 1.5}, [], "d_model"),
         ("pos_whisper_tiny", {"d_model": 383}, ["--layer-type", "encoder"], "d_model"),
         ("pos_deberta_v3_base", {"relative_attention": False}, [], "relative_attention"),
@@ -352,10 +357,16 @@ def test_t5_needs_a_length():
      ("pos_mpt_30b", "default")],
 )  # fmt: skip
 def test_config_lengths_are_the_models_rows(name, lt):
-    """Without --len, the table has the rows the model's module holds (M2M100/Speech2Text: max + 2)."""
-    src = open_source(source_path(name), layer_type=None if lt == "default" else lt)
+    """Without --len, the table has the rows the model adds to its longest input; M2M100/Speech2Text's module
+    holds two more (offset rows, padding row), read with rows=buffer."""
+    layer_type = None if lt == "default" else lt
+    buffer = {"params": {"rows": "buffer"}} if name in BUFFERS else {}
+    src = open_source(source_path(name), layer_type=layer_type, **buffer)
     shape = [s for s in src.array(src.tensor_name(None)).shape if s != 1]  # ALiBi: heads x 1 x len
     assert shape == [s for s in GOLDEN[name][lt]["shape"] if s != 1]
+    if name in BUFFERS:
+        added = open_source(source_path(name), layer_type=layer_type)
+        assert added.array("pe").shape[0] == shape[0] - 2
 
 
 # ----- fuzz: mutated configs of these families only ever raise ParameterError -----------------------------------

@@ -3,156 +3,37 @@ held against the arrays its own rotary class made at its default config (tests/d
 tools/inventory/make_inventory.py), for every rope type the class supports - or refused in one line that names
 what is missing. Never a third outcome: a table that differs from its class's is a failure here.
 
-The arrays are loaded once per session (one npz, one index) and shared by all the parametrised cases."""
+The comparison lives in tools/verify_records.py, which also writes the list of derived types posenc refuses
+(posenc_cli/models/data/verified_records.json); the arrays are loaded once and shared by all the cases."""
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from typing import Any
+import importlib.util
 
-import numpy as np
 import pytest
-
-from posenc_cli.encodings import make_encoding
-from posenc_cli.errors import ParameterError
-from posenc_cli.models import records
-from posenc_cli.models.hf_config import read_model_config
 
 from .conftest import ROOT
 
 DATA = ROOT / "tests" / "data" / "inventory"
-EPS32 = 2.0**-24
 
 
-@cache
-def index() -> dict[str, Any]:
-    return json.loads((DATA / "index.json").read_text())
+def _tool():
+    spec = importlib.util.spec_from_file_location("verify_records", ROOT / "tools" / "verify_records.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-@cache
-def arrays() -> dict[str, np.ndarray]:
-    with np.load(DATA / "rope.npz") as z:
-        return {k: z[k] for k in z.files}
-
-
-def rotating() -> list[str]:
-    inv = records.inventory().get("model_types", {})
-    return sorted(mt for mt, e in inv.items() if e.get("scheme") == "rope")
-
-
-def variant_params(rope_type: str, n_freq: int, mpe: int) -> dict[str, Any]:
-    """The rope parameters the inventory tool gave each rope type (tools/inventory/make_inventory.py)."""
-    orig = max(mpe // 4, 16)
-    ramp = [round(1.0 + 0.05 * i, 6) for i in range(n_freq)]
-    return {
-        "default": {},
-        "linear": {"factor": 4.0},
-        "dynamic": {"factor": 2.0},
-        "yarn": {"factor": 4.0, "original_max_position_embeddings": orig},
-        "longrope": {"short_factor": [1.0] * n_freq, "long_factor": ramp, "original_max_position_embeddings": orig},
-        "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                   "original_max_position_embeddings": orig},
-        "proportional": {"factor": 2.0},
-    }.get(rope_type, {"factor": 2.0, "alpha": 1000.0})  # fmt: skip
-
-
-def default_config(mt: str, rope_type: str, n_freq: int) -> dict[str, Any]:
-    """The type's default config.json as far as its positional code reads it (the inventory's ``defaults``,
-    dotted from the top), with ``rope_type`` and the tool's parameters for it."""
-    cfg = records.inventory_config(mt)
-    entry = records.inventory_entry(mt) or {}
-    text = cfg
-    for p in entry.get("sub_config") or []:
-        text = text[p]
-    if rope_type != "default":
-        rp = text.get("rope_parameters") or {}
-        nested = [v for v in rp.values() if isinstance(v, dict)] or [rp]
-        mpe = max_positions(mt)
-        for d in nested:
-            keep = {k: d[k] for k in ("rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved")
-                    if k in d}  # fmt: skip
-            d.clear()
-            d.update(keep, rope_type=rope_type, **variant_params(rope_type, n_freq, mpe))
-        text["rope_parameters"] = rp
-    return cfg
-
-
-@cache
-def max_positions(mt: str) -> int:
-    """max_position_embeddings as the type's config gives it (under any alias its class maps), else 4096 - what
-    the inventory tool gave the rope types' parameters."""
-    try:
-        mc = read_model_config(default_config(mt, "default", 0))
-        rotating = [lt for lt, p in mc.all_params(1).items() if p is not None]
-        rep = mc.report(rotating[0] if rotating[0] != "default" else None)
-    except ParameterError:
-        return 4096
-    mp = rep.get("max_position_embeddings")
-    return int(mp["value"]) if mp else 4096
-
-
-def unique_cos(ref: np.ndarray, n: int) -> np.ndarray:
-    """One column per frequency of the class's cos: cat(c, c) (rotate_half, de-interleave) or (c0, c0, c1, c1,
-    ...) (repeat_interleave)."""
-    if ref.shape[1] >= 2 * n and np.array_equal(ref[:, 0 : 2 * n : 2], ref[:, 1 : 2 * n : 2]):
-        return ref[:, 0 : 2 * n : 2]
-    return ref[:, :n]
-
-
-def check_type(mt: str) -> str:
-    """'exact', or the one-line refusal; raises AssertionError on a table that differs from the class's."""
-    refs = index()["rope"].get(mt)
-    if not refs:
-        return "no reference arrays"
-    a = arrays()
-    default = (
-        next(iter(refs["default"].values())) if "default" in refs else next(iter(next(iter(refs.values())).values()))
-    )
-    n_freq = int(a[default["inv_freq"]].size)
-    outcome = "exact"
-    for rope_type, layers in refs.items():
-        cfg = default_config(mt, rope_type, n_freq)
-        try:
-            mc = read_model_config(cfg)
-        except ParameterError as exc:
-            msg = str(exc)
-            assert "\n" not in msg
-            if rope_type == "default":
-                return f"refused: {msg}"
-            outcome = "exact (default); some rope types refused"
-            continue
-        for lt, ref in layers.items():
-            layer = lt if lt in mc.layer_types else None  # "default": one table for every layer
-            positions = ref["positions"]
-            # one forward call over all the positions: dynamic and longrope see max(position) + 1
-            seq = max(positions) + 1
-            params = mc.params(layer, 8, seq_len=seq)
-            if params.get("scaling") in ("dynamic", "longrope"):
-                params["seq_len"] = seq
-            enc = make_encoding(mc.kind, {**params, "dtype": "float64"})
-            want = a[ref["inv_freq"]].astype(np.float64).ravel()
-            got = np.asarray(enc.inv_freq(), dtype=np.float64)
-            where = f"{mt} {rope_type} {lt}"
-            assert got.size == want.size, f"{where}: {got.size} frequencies, its class {want.size}"
-            if rope_type not in ("dynamic", "longrope"):  # the class's buffer holds the frequencies of its __init__
-                # float32 arithmetic of the class (llama3's smoothing: a few roundings more, with cancellation)
-                rtol = (32 if rope_type == "llama3" else 8) * EPS32
-                np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-30, err_msg=where)
-            scale = float(getattr(enc, "attention_scaling", 1.0))
-            cos = unique_cos(a[ref["cos"]].astype(np.float64).reshape(len(positions), -1), want.size)
-            # the multiplier the class applies is cos at position 0 (its attention_scaling attribute, unless the
-            # class never applies it: DeepSeek-V2's complex freqs_cis)
-            assert positions[0] == 0 and scale == pytest.approx(cos[0].max(), rel=4 * EPS32), where
-            t = np.asarray(positions, dtype=np.float64)[:, None]
-            mine = scale * np.cos(t * got[None, :])
-            # the class computes t * w and cos in float32: |t w| 2**-24 and two roundings of cos
-            tol = 3 * t * got.max() * EPS32 + 4 * EPS32 * max(scale, 1.0)
-            assert np.all(np.abs(mine - cos) <= tol), f"{where}: cos differs by {np.abs(mine - cos).max():.3g}"
-    return outcome
+TOOL = _tool()
 
 
 @pytest.mark.skipif(not (DATA / "index.json").is_file(), reason="inventory arrays not present")
-@pytest.mark.parametrize("mt", rotating())
+@pytest.mark.parametrize("mt", TOOL.rotating())
 def test_every_rotating_type_is_exact_or_refused_in_one_line(mt):
-    check_type(mt)
+    TOOL.check_type(mt)
+
+
+@pytest.mark.skipif(not (DATA / "index.json").is_file(), reason="inventory arrays not present")
+def test_the_verified_records_list_is_fresh():
+    assert TOOL.OUT.read_text() == TOOL.build(), "run python tools/verify_records.py"

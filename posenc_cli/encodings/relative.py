@@ -204,7 +204,14 @@ class Alibi(Encoding):
 
     @cached_property
     def _slopes(self) -> np.ndarray:
-        if self.form in ("bloom", "falcon"):
+        if self.form == "falcon":
+            # the slope the model applies: its bfloat16 slope (the bias at key position 1), divided by divide_by
+            # in float32 as FalconModel divides the bias (Falcon-RW-1B, head 30: 0.00058, not 0.0046)
+            import ml_dtypes
+
+            s16 = bloom_slopes(self.dim).astype(ml_dtypes.bfloat16).astype(np.float32)
+            return (s16 / np.float32(self.divide_by)).astype(np.float64)
+        if self.form == "bloom":
             return bloom_slopes(self.dim).astype(np.float64)
         if self.form == "mpt":
             return mpt_slopes(self.dim, self.max_bias).astype(np.float64)

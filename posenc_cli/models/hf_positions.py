@@ -96,6 +96,18 @@ class PositionsConfig:
     warnings: list[str] = field(default_factory=list)
     #: config keys the family's code never reads -> why they are ignored
     ignored: dict[str, str] = field(default_factory=dict)
+    #: ``added`` (default): the rows the model adds to tokens 0..N-1; ``buffer``: the module's raw buffer
+    rows: str = "added"
+
+    def rows_note(self, layer_type: str | None) -> dict[str, str]:
+        """Metadata saying which rows a table holds, for families whose buffer and added rows differ."""
+        layer = self.family.layers[self._layer(layer_type)]
+        if layer.first_row == 0 and not layer.buffer_rows:
+            return {}
+        if self.rows == "buffer":
+            return {"position_rows": "buffer: the module's whole buffer (row i is position value i)"}
+        first = self._first_row(layer).value
+        return {"position_rows": f"added: the rows the model adds to tokens 0..N-1 (buffer rows {first}..)"}
 
     @property
     def layer_types(self) -> tuple[str, ...]:
@@ -210,15 +222,20 @@ class PositionsConfig:
             out["divide_by"] = _Value(math.sqrt(hidden.value // heads), f"sqrt(head_dim), {hidden.origin} / heads")
         if "deberta_relative" in layer.rules:
             self._deberta(out)
-        if "extra_rows" in layer.rules:
-            extra = out.pop("_extra_rows").value
-            n = out["length"]
-            out["length"] = _Value(n.value + extra, f"{n.origin} + {extra} (offset rows, padding_idx row zero)")
-            if out["padding_idx"].value >= out["length"].value:
-                raise ParameterError(
-                    f"config key pad_token_id={out['padding_idx'].value} is outside the {out['length'].value} "
-                    "position rows; fix config.json"
-                )
+        if "extra_rows" in layer.rules:  # fairseq sinusoids: a buffer with offset rows and a zero padding row
+            if self.rows == "buffer":  # the module's whole buffer: offset rows first, the padding_idx row zero
+                n = out["length"]
+                out["length"] = _Value(n.value + layer.buffer_rows, f"{n.origin} + {layer.buffer_rows} (the module's "
+                                       "buffer: offset rows, padding_idx row zero)")  # fmt: skip
+                out["offset"] = _Value(0, "rows=buffer (row i is position value i)")
+                if out["padding_idx"].value >= out["length"].value:
+                    raise ParameterError(
+                        f"config key pad_token_id={out['padding_idx'].value} is outside the {out['length'].value} "
+                        "position rows; fix config.json"
+                    )
+            else:  # the rows added to tokens 0..N-1: position values first_row.. (the padding row is never added)
+                out.pop("padding_idx")
+                out["offset"] = self._first_row(layer)
         if "even_dim" in layer.rules and out["dim"].value % 2:
             where = out["dim"].origin.removeprefix("config key ")
             raise ParameterError(f"{where}={out['dim'].value} is odd; {self.family.name}'s sinusoids need it even")
@@ -257,6 +274,9 @@ class PositionsConfig:
             self.warnings.append(text)
 
     def _first_row(self, layer: Layer) -> _Value:
+        """The buffer row the model adds to token 0 (0 with ``rows="buffer"``: the whole buffer is read)."""
+        if self.rows == "buffer":
+            return _Value(0, "rows=buffer (the module's whole buffer)")
         if layer.first_row == "pad+1":
             pad = self._get("pad_token_id")
             p = _int(pad, "pad_token_id", low=0) if pad is not None else 1
@@ -272,8 +292,15 @@ class PositionsConfig:
         )
 
 
-def read_positions(config: Mapping[str, Any]) -> PositionsConfig | None:
-    """The positions reader of ``config``'s ``model_type``, or None when the RoPE reader takes it."""
+#: values of the ``rows`` option (``-p rows=buffer``)
+ROWS = ("added", "buffer")
+
+
+def read_positions(config: Mapping[str, Any], rows: str | None = None) -> PositionsConfig | None:
+    """The positions reader of ``config``'s ``model_type``, or None when the RoPE reader takes it. ``rows``:
+    ``added`` (default) reads the rows the model adds to tokens 0..N-1, ``buffer`` the module's raw buffer."""
+    if rows is not None and rows not in ROWS:
+        raise ParameterError(f"unknown rows={rows!r}; choose from: {', '.join(ROWS)}")
     mt = config.get("model_type")
     if not isinstance(mt, str) or mt not in FAMILIES:
         pet = config.get("position_embedding_type")
@@ -291,7 +318,7 @@ def read_positions(config: Mapping[str, Any]) -> PositionsConfig | None:
             raise ParameterError(f"config key {key}={_show(value)} is not true or false; fix config.json")
         if value is not want:
             return None
-    reader = PositionsConfig(mt, fam, dict(config))
+    reader = PositionsConfig(mt, fam, dict(config), rows=rows or "added")
     for key, read in fam.unread.items():
         if config.get(key) is not None and config.get(read) is None:
             raise ParameterError(
@@ -339,10 +366,10 @@ def claims(config: Mapping[str, Any]) -> bool:
     return when is None or config.get(when[0]) not in (None, False)
 
 
-def _reader(config: Mapping[str, Any], read_as: str | None, kind: str | None = None) -> PositionsConfig:
+def _reader(config: Mapping[str, Any], read_as: str | None, rows: str | None = None) -> PositionsConfig:
     """The positions reader of ``config``; refused when it is not one of these families, or with ``read_as``
     (an opt-in of the RoPE reader's for families posenc does not know: these have their own rules)."""
-    reader = read_positions(config)
+    reader = read_positions(config, rows)
     if reader is None:
         mt = config.get("model_type")
         what = f"model_type {mt!r}" if mt is not None else "a config without model_type"
@@ -364,24 +391,44 @@ def from_model_config(
     length: int | None = None,
     layer_type: str | None = None,
     read_as: str | None = None,
+    rows: str | None = None,
     **options: Any,
 ) -> tuple[str, dict[str, Any], list[str], dict[str, str]]:
-    """The kind, parameters, warnings and metadata notes (none) of the model's position tables."""
-    reader = _reader(config, read_as)
-    return reader.kind_of(layer_type), reader.params(layer_type, length), list(reader.warnings), {}
+    """The kind, parameters, warnings and metadata notes (which rows: ``position_rows``) of the model's position
+    tables; ``rows="buffer"`` reads the module's raw buffer instead of the rows the model adds."""
+    reader = _reader(config, read_as, rows)
+    params = reader.params(layer_type, length)
+    return reader.kind_of(layer_type), params, list(reader.warnings), reader.rows_note(layer_type)
 
 
 def model_config_layers(
-    config: dict[str, Any], *, length: int | None = None, read_as: str | None = None, **options: Any
+    config: dict[str, Any],
+    *,
+    length: int | None = None,
+    read_as: str | None = None,
+    rows: str | None = None,
+    **options: Any,
 ) -> dict[str, tuple[str, dict[str, Any]] | None]:
     """Every attention type -> ``(kind, parameters)`` (a learned type's parameters name its tensor, see
     :meth:`PositionsConfig.all_params`)."""
-    return dict(_reader(config, read_as).all_params(length))
+    return dict(_reader(config, read_as, rows).all_params(length))
 
 
-def model_config_notes(config: dict[str, Any], *, read_as: str | None = None, **options: Any) -> dict[str, str]:
-    """Nothing is assumed in reading these families: no notes."""
-    _reader(config, read_as)
+def model_config_notes(
+    config: dict[str, Any],
+    *,
+    read_as: str | None = None,
+    rows: str | None = None,
+    layer_type: str | None = None,
+    **options: Any,
+) -> dict[str, str]:
+    """Which rows the table holds (``position_rows``), for families whose buffer has rows the model does not
+    add to tokens 0..N-1."""
+    reader = _reader(config, read_as, rows)
+    types = [layer_type] if layer_type is not None else list(reader.family.layers)
+    for lt in types:
+        if note := reader.rows_note(lt):
+            return note
     return {}
 
 
@@ -403,14 +450,15 @@ def learned_table(
     length: int | None = None,
     layer_type: str | None = None,
     read_as: str | None = None,
+    rows: str | None = None,
 ) -> tuple[Any, dict[str, str]] | None:
     """``(rows, metadata)`` of a learned position table read from the model directory ``path`` (row
     ``first_row`` onwards, as the model indexes it); None when ``path`` holds no weights or the config's layer is
     not learned (the caller then reads the config)."""
-    reader = read_positions(config)
+    reader = read_positions(config, rows)
     if reader is None or not os.path.isdir(path):
         return None
-    _reader(config, read_as)  # refuses read_as
+    _reader(config, read_as, rows)  # refuses read_as
     lt = reader._layer(layer_type)
     layer = reader.family.layers[lt]
     if not layer.learned:
@@ -444,10 +492,10 @@ def learned_table(
         )
     file, name = found[0]
     table = _read_tensor(file, name)
-    first = reader._first_row(layer).value
+    first = int(reader._first_row(layer).value)
     values = reader._values(lt, None)
-    rows = table.shape[0] - first
-    if table.ndim != 2 or rows < 1:
+    usable = table.shape[0] - first
+    if table.ndim != 2 or usable < 1:
         raise ParameterError(
             f"{file}: tensor {name} has shape {list(table.shape)}; expected rows x dim beyond row {first}"
         )
@@ -457,14 +505,16 @@ def learned_table(
             f"{file}: tensor {name} has {table.shape[1]} columns but {values['dim'].origin} says {dim}; the config and "
             "weights disagree"
         )
-    n = rows if length is None else _int(length, "length")
-    if n > rows:
-        raise ParameterError(f"{name} has {rows} usable rows (from row {first}); lower {ref('length')} to {rows}")
+    n = usable if length is None else _int(length, "length")
+    if n > usable:
+        raise ParameterError(f"{name} has {usable} usable rows (from row {first}); lower {ref('length')} to {usable}")
     from .. import __version__
 
     meta = {
         "posenc_version": __version__, "source": "model weights", "model_type": reader.model_type,
         "weights_file": os.path.basename(file), "weights_tensor": name, "first_row": str(first),
+        "position_rows": "buffer: the module's whole buffer" if reader.rows == "buffer" else
+        f"added: the rows the model adds to tokens 0..N-1 (buffer rows {first}..)",
         "reference": reader.family.reference,
     }  # fmt: skip
     return table[first : first + n], meta

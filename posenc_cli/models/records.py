@@ -382,10 +382,14 @@ class Layer:
     keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
     fixed: dict[str, Any] = field(default_factory=dict)
-    #: learned tables: the tensor's name in the weights (a suffix of the saved name) and the first row read
+    #: learned tables: the tensor's name in the weights (a suffix of the saved name); learned and sinusoidal
+    #: tables: the row of the model's buffer it adds to token 0 (``"pad+1"``: ``pad_token_id + 1``)
     tensor: str | None = None
     first_row: int | str = 0
-    #: named rules where the model's code derives a parameter (see :data:`LAYER_RULES`)
+    #: rows the model's buffer holds beyond the positions it adds (fairseq sinusoids: 2), for ``rows="buffer"``
+    buffer_rows: int = 0
+    #: named rules where the model's code derives a parameter (``extra_rows``, ``divide_by_sqrt_head_dim``,
+    #: ``even_dim``, ``deberta_relative``: :meth:`.hf_positions.PositionsConfig._compute` applies each)
     rules: tuple[str, ...] = ()
 
     @property
@@ -442,11 +446,15 @@ def _bart(name: str, reference: str) -> Family:
 
 
 def _fairseq_sinusoids(length: tuple[str, ...], length_default: int, dim_default: int) -> Layer:
+    # the model adds buffer rows padding_idx + 1 .. padding_idx + N to tokens 0..N-1 (positions counted from
+    # padding_idx + 1); the buffer holds N + 2 rows, the padding_idx row zero
     return Layer(
         "sinusoidal",
         {"dim": ("d_model",), "length": length, "padding_idx": ("pad_token_id",)},
         {"dim": dim_default, "length": length_default, "padding_idx": 1},
-        {"layout": "split", "freq": "t2t", "offset": 0, "base": 10000.0, "angle_dtype": "float32", "_extra_rows": 2},
+        {"layout": "split", "freq": "t2t", "base": 10000.0, "angle_dtype": "float32"},
+        first_row="pad+1",
+        buffer_rows=2,
         rules=("extra_rows",),
     )
 
@@ -633,7 +641,21 @@ def record_for(model_type: str) -> Record | None:
     return derived(model_type, entry)
 
 
+#: Derived records are used only where tools/verify_records.py found them equal to their class's tables (the
+#: tool turns this off while it verifies).
+VERIFY = True
+VERIFIED = Path(__file__).resolve().parent / "data" / "verified_records.json"
+
+
 @cache
+def _unverified() -> dict[str, str]:
+    """Derived model type -> why posenc refuses it (data/verified_records.json, made by tools/verify_records.py)."""
+    if not VERIFIED.is_file():
+        return {}
+    data: dict[str, str] = json.loads(VERIFIED.read_text(encoding="utf-8")).get("refused", {})
+    return data
+
+
 def _derived(model_type: str) -> Record | str:
     entry = inventory_entry(model_type)
     assert entry is not None
@@ -723,6 +745,9 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
         f"{_HF}/{module}.py {entry.get('config_class')}, {entry.get('rotary_class')}, "
         f"{entry.get('apply_function')} ({pairing}; derived from the inventory)"
     )
+    why = _unverified().get(model_type) if VERIFY else None
+    if why is not None:
+        raise Refused(why)
     return Record(
         model_type, reference, pairing="half" if pairing == "half" else "interleaved", aliases=aliases,
         defaults=defaults, theta=theta, head_dim=head_rule, nope=nope, rules=rules, origin="inventory",

@@ -247,9 +247,20 @@ def config_path(cfg: Any, target: Any) -> list[str] | None:
 
 
 def is_rotary(m: torch.nn.Module) -> bool:
+    """A leaf module named rotary/rope, or one holding ``inv_freq`` beside an ``apply_rotary*`` function (not a
+    Transformer-XL-style relative sinusoid such as Parakeet's, which holds ``inv_freq`` too)."""
+    if list(m.children()):
+        return False
     name = type(m).__name__.lower()
+    if "rotary" in name or "rope" in name:
+        return True
     bufs = [n for n, _ in m.named_buffers(recurse=False)]
-    return ("rotary" in name or "rope" in name or any(b.endswith("inv_freq") for b in bufs)) and not list(m.children())
+    takes_positions = "position_ids" in inspect.signature(type(m).forward).parameters
+    return (
+        any(b.endswith("inv_freq") for b in bufs)
+        and takes_positions
+        and bool(apply_functions(sys.modules[type(m).__module__]))
+    )
 
 
 def scan_modules(model: torch.nn.Module) -> dict[str, Any]:
@@ -271,7 +282,13 @@ def scan_modules(model: torch.nn.Module) -> dict[str, Any]:
                 relative.append((name, cls))
         elif "positional" in low or ("position" in low and "embedding" in low):
             # a learned class named *PositionalEmbedding* subclassing nn.Embedding is caught above
-            (sinusoidal if any("sin" in n for n, _ in m.named_buffers(recurse=False)) else learned).append((name, cls))
+            bufs = [n for n, _ in m.named_buffers(recurse=False)]
+            if "rel" in low:  # Transformer-XL-style relative sinusoids (Parakeet, Conformer)
+                relative.append((name, cls))
+            elif any("sin" in n or n.endswith("inv_freq") for n in bufs):
+                sinusoidal.append((name, cls))
+            else:
+                learned.append((name, cls))
         else:
             for bname, _ in m.named_buffers(recurse=False):
                 if "sinusoid" in bname or bname in ("positional_embedding",):
@@ -412,45 +429,81 @@ def apply_functions(module: Any) -> dict[str, Any]:
     }
 
 
-def classify(mat: np.ndarray) -> str:
-    """Pairing of a rotation matrix (columns: where each basis vector lands)."""
+def classify(mat: np.ndarray, r: int | None = None) -> str:
+    """Pairing of a rotation matrix (columns: where each basis vector lands), over its first ``r`` columns (the
+    rotated width; the others must pass through)."""
     d = mat.shape[0]
-    h = d // 2
+    r = d if r is None or r > d else r
+    h = r // 2
     support = [set(np.nonzero(np.abs(mat[:, i]) > 1e-6)[0].tolist()) for i in range(d)]
-    if all(s <= {i, (i + h) % d} for i, s in enumerate(support)) and any(len(s) > 1 for s in support):
-        return "half"
-    if all(s <= {i, i ^ 1} for i, s in enumerate(support)) and any(len(s) > 1 for s in support):
-        return "interleaved"
-    if all(s <= {i // 2, i // 2 + h} for i, s in enumerate(support)) and any(len(s) > 1 for s in support):
-        return "deinterleave"
-    if all(len(s) <= 1 for s in support):
+    if any(support[i] != {i} for i in range(r, d)):
+        r, h = d, d // 2  # the apply function rotates more than the cos width says: judge the whole head
+    rot = support[:r]
+    if not any(len(s) > 1 for s in rot):
         return "identity"
+    if all(s <= {i, (i + h) % r} for i, s in enumerate(rot)):
+        return "half"
+    if all(s <= {i, i ^ 1} for i, s in enumerate(rot)):
+        return "interleaved"
+    if all(s <= {i // 2, i // 2 + h} for i, s in enumerate(rot)):
+        return "deinterleave"
     return "other"
 
 
+_Q = {"q", "query", "xq", "tensor", "x", "t", "hidden_states", "query_states", "q_states", "q_pe", "q_rot"}
+_K = {"k", "key", "xk", "key_states", "k_states", "k_pe", "k_rot"}
+
+
 def observe_pairing(fn: Any, cos: torch.Tensor, sin: torch.Tensor, head_dim: int) -> tuple[str, int]:
-    """Run ``fn`` (an apply_rotary function) on the unit vectors; returns (pairing, width used)."""
+    """Run ``fn`` (an apply_rotary function) on the unit vectors, its arguments given by their names (GPT-J's
+    ``(tensor, sin, cos)``); returns (pairing, width used)."""
     errs = []
-    for d in dict.fromkeys((head_dim, cos.shape[-1])):
+    names = list(inspect.signature(fn).parameters)
+    cw = int(cos.shape[-1])
+    for d in dict.fromkeys((head_dim, cw, 2 * cw)):  # 2 x: GPT-J's half-width sin/cos, repeated inside
         eye = torch.eye(d, dtype=torch.float32)
         for shape in ((1, d, 1, d), (1, 1, d, d)):  # heads before or after positions
             q = eye.reshape(shape)
             udim = 2 if shape[1] == 1 else 1
-            for args, kw in (((q, q.clone(), cos, sin), {}), ((q, q.clone(), cos, sin), {"unsqueeze_dim": udim}),
-                             ((q, cos, sin), {})):  # fmt: skip
+            byname = {"cos": cos, "sin": sin}
+            args = []
+            for n in names:
+                if n in byname:
+                    args.append(byname[n])
+                elif n in _Q:
+                    args.append(q)
+                elif n in _K:
+                    args.append(q.clone())
+                else:
+                    break
+            attempts = [(tuple(args), {}), (tuple(args), {"unsqueeze_dim": udim})] if len(args) >= 3 else []
+            attempts += [((q, q.clone(), cos, sin), {}), ((q, q.clone(), cos, sin), {"unsqueeze_dim": udim})]
+            for a, kw in attempts:
                 try:
-                    out = fn(*args, **kw)
+                    out = fn(*a, **kw)
                 except Exception as exc:
                     errs.append(str(exc)[:80])
                     continue
                 out = out[0] if isinstance(out, (tuple, list)) else out
                 if out.shape != q.shape:
                     continue
-                m = out.reshape(d, d).T.detach().float().numpy() if shape[1] == d else None
-                if m is None:
-                    m = out.reshape(d, d).T.detach().float().numpy()
-                return classify(m), d
+                m = out.reshape(d, d).T.detach().float().numpy()
+                return classify(m, d if d == 2 * cw else cw), d
     raise RuntimeError("apply function could not be run: " + (errs[0] if errs else "?"))
+
+
+def cos_first(out: Any, positions: list[int]) -> Any:
+    """``(cos, sin)`` of a rotary forward's pair, whichever order it returns them in: at position 0 the sine is
+    zero and the cosine is not (GPT-J and CodeGen return ``(sin, cos)``)."""
+    if not (isinstance(out, (tuple, list)) and len(out) >= 2 and 0 in positions):
+        return out
+    a, b = out[0], out[1]
+    row = positions.index(0)
+    a0 = a.reshape(-1, *a.shape[-2:])[0][row] if a.dim() >= 2 else a
+    b0 = b.reshape(-1, *b.shape[-2:])[0][row] if b.dim() >= 2 else b
+    if bool((a0 == 0).all()) and bool((b0 != 0).any()):
+        return (b, a, *out[2:])
+    return out
 
 
 # ----- one model type ---------------------------------------------------------------------------------------------
@@ -534,7 +587,12 @@ def visit(mt: str, store: Store) -> tuple[dict[str, Any], dict[str, Any]]:
         with torch.device("meta"):
             model = mcls(cfg_eager)
     except Exception as exc:
-        rec.update(scheme="unobserved", status=f"{mcls.__name__} not built: {type(exc).__name__}: {exc}"[:200])
+        why = f"{mcls.__name__} not built: {type(exc).__name__}: {exc}"[:200]
+        if not rotary_alone(rec, refs, module, cfg_eager, store, why):
+            rec.update(scheme="unobserved", status=why)
+        else:
+            finish(rec, saved, saved_flat)
+        rec.setdefault("status", why)
         return rec, refs
     found = scan_modules(model)
     src = inspect.getsource(module) if module is not None else ""
@@ -586,8 +644,16 @@ def visit(mt: str, store: Store) -> tuple[dict[str, Any], dict[str, Any]]:
     rec["max_position_embeddings"] = getattr(pos_cfg, "max_position_embeddings", None)
     if rot is not None and "status" not in rec:
         rope_section(rec, refs, type(rot[1]), pos_cfg, store)
-    if rot is not None and module is not None:
-        positions_path(rec, module, model, cfg_eager, rot[1], store)
+    if rot is not None:
+        # the apply functions live beside the rotary class (a composite's language model may be another type's)
+        positions_path(rec, sys.modules[type(rot[1]).__module__], model, cfg_eager, rot[1], store)
+    finish(rec, saved, saved_flat)
+    rec.setdefault("status", "ok")
+    return rec, refs
+
+
+def finish(rec: dict, saved: dict, saved_flat: list[str]) -> None:
+    """``defaults`` and ``ignored_keys`` from the keys read."""
     prefix = ".".join(rec["sub_config"] or [])
     prefix = prefix + "." if prefix else ""
     read = set()
@@ -601,12 +667,16 @@ def visit(mt: str, store: Store) -> tuple[dict[str, Any], dict[str, Any]]:
             if v != "<absent>" and not isinstance(v, dict):
                 defaults[k] = jsonable(v)
         rec["defaults"] = defaults
+    if rec.get("keys_read") and "attention_keys_read" in rec:  # only where the attention's reads are known
         containers = {k.rsplit(".", 1)[0] for k in read if "." in k}
+        # conservative where other modules (BLT's four rotaries, a vision tower's) read their own sub-configs:
+        # a key that is, under any prefix, one the observed positional code read is never called ignored
+        rel = {k.removeprefix(prefix) for k in read} | {c.removeprefix(prefix) for c in containers}
         rec["ignored_keys"] = sorted(
-            k for k in saved_flat if k not in read and k not in containers and not k.startswith(prefix + "_")
+            k
+            for k in saved_flat
+            if k not in read and k not in containers and not any(k == r or k.endswith("." + r) for r in rel)
         )
-    rec.setdefault("status", "ok")
-    return rec, refs
 
 
 def head_dim_of(model: torch.nn.Module, cfg: Any) -> int | None:
@@ -653,12 +723,23 @@ def rope_section(rec: dict, refs: dict, rcls: type, pos_cfg: Any, store: Store) 
             for lt in [x for x in freqs if x] or [None]:
                 width = 2 * len(freqs.get(lt or "", freqs.get("", (np.zeros(1), None)))[0])
                 with record():
-                    out = run_rotary(rot, positions, lt, max(width, rec["head_dim"] or 2))
+                    try:
+                        out = run_rotary(rot, positions, lt, max(width, rec["head_dim"] or 2))
+                        used = positions
+                    except RuntimeError:  # a cache of max_position_embeddings rows (GPT-J, CodeGen)
+                        used = [p for p in positions if p < (mpe or 0)]
+                        out = run_rotary(rot, used, lt, max(width, rec["head_dim"] or 2))
+                swapped = cos_first(out, used)
+                if swapped is not out:
+                    rec["rotary_returns"] = "sin, cos"
+                out = swapped
                 cos, sin = as_cos_sin(out)
                 if torch.is_tensor(out) and out.is_complex():
                     rec["rotary_output"] = "complex"
                 inv, scale = freqs.get(lt or "", (None, None))
-                entry = {"positions": positions, "cos": store.put(cos), "sin": store.put(sin)}
+                entry = {"positions": used, "cos": store.put(cos), "sin": store.put(sin)}
+                # False: not one row per position (vision classes: a grid of patches, whatever the positions)
+                entry["rows_are_positions"] = bool(cos.ndim == 2 and cos.shape[0] == len(used))
                 if inv is not None:
                     entry["inv_freq"] = store.put(inv)
                     entry["attention_scaling"] = scale
@@ -741,6 +822,8 @@ def positions_path(rec: dict, module: Any, model: torch.nn.Module, cfg: Any, rot
     finally:
         for n, f in originals.items():
             setattr(module, n, f)
+    if layers:
+        attention_reads(rec, layers, rot)
     used = sorted({n for _, n in calls})
     if ran and layers:
         rec["layer_rope"] = per_layer
@@ -754,26 +837,82 @@ def positions_path(rec: dict, module: Any, model: torch.nn.Module, cfg: Any, rot
             rec["layer_positions"] = {"default": "/".join(sorted(set(per_layer)))}
     fn_name = used[0] if used else ("apply_rotary_pos_emb" if "apply_rotary_pos_emb" in fns else sorted(fns)[0])
     rec["apply_function"] = fn_name
-    # cos/sin of the rotary class (CPU, default rope type) at position 7
+    observe_apply(rec, fns[fn_name], type(rot), rot.config)
+
+
+def observe_apply(rec: dict, fn: Any, rcls: type, cfg: Any) -> None:
+    """The pairing ``fn`` applies, on the unit vectors, with the cos/sin of ``rcls`` (built on the CPU from a
+    copy of ``cfg``, default rope type) at position 7."""
     try:
-        rcfg = copy.deepcopy(rot.config)
-        real = build_rotary(type(rot), rcfg)
+        real = build_rotary(rcls, copy.deepcopy(cfg))
         lt = None
         names = [n for n, _ in real.named_buffers(recurse=False) if n.endswith("inv_freq") and "original" not in n]
         if names and names[0] != "inv_freq":
             lt = names[0][: -len("inv_freq")].rstrip("_")
-        out = run_rotary(real, [7], lt, rec["head_dim"] or 2)
+        out = cos_first(run_rotary(real, [0, 7], lt, rec.get("head_dim") or 2), [0, 7])
         if isinstance(out, (tuple, list)):
-            cos, sin = out[0].float(), out[1].float()
-            pairing, d = observe_pairing(fns[fn_name], cos, sin, rec["head_dim"] or cos.shape[-1])
+            cos, sin = out[0][..., 1:2, :].float(), out[1][..., 1:2, :].float()
+            pairing, d = observe_pairing(fn, cos, sin, rec.get("head_dim") or cos.shape[-1])
             rec["pairing"] = pairing
             rec["pairing_width"] = d
+            if d == 2 * cos.shape[-1]:  # cos/sin hold one column per pair (GPT-J, CodeGen)
+                rec["cos_width"] = int(cos.shape[-1])
+                rec["rotary_dim"] = d
         else:
             rec["pairing"] = "interleaved" if torch.is_tensor(out) and out.is_complex() else "unobserved"
             rec["pairing_note"] = "complex freqs_cis (view_as_complex of consecutive pairs)"
     except Exception as exc:
         rec["pairing"] = "unobserved"
         rec["pairing_note"] = f"{type(exc).__name__}: {exc}"[:200]
+
+
+def rotary_alone(rec: dict, refs: dict, module: Any, cfg: Any, store: Store, why: str) -> bool:
+    """When the model cannot be built at its default config: the modeling module's own rotary class, built
+    alone from the text config (keys read, arrays, pairing; no layer positions). False when there is none."""
+    if module is None:
+        return False
+    text = cfg
+    with contextlib.suppress(Exception):
+        text = cfg.get_text_config(decoder=True)
+    others = ("vision", "visual", "image", "audio", "vit", "patch")
+    found = []
+    for name, c in vars(module).items():
+        if not (isinstance(c, type) and issubclass(c, torch.nn.Module) and c.__module__ == module.__name__):
+            continue
+        low = name.lower()
+        if ("rotary" in low or "rope" in low) and not any(o in low for o in others):
+            params = list(inspect.signature(c.__init__).parameters)
+            if params[1:2] == ["config"]:
+                found.append(c)
+    if not found:
+        return False
+    rcls = sorted(found, key=lambda c: len(c.__name__))[0]
+    rec.update(
+        scheme="rope", rotary_class=rcls.__name__, rotary_module_file=rcls.__module__.replace("transformers.", "", 1)
+    )
+    rec["sub_config"] = config_path(cfg, text) or None
+    rec["text_model_type"] = getattr(text, "model_type", None)
+    lts = getattr(text, "layer_types", None)
+    rec["layer_types"] = list(lts) if isinstance(lts, (list, tuple)) else None
+    hd = getattr(text, "head_dim", None)
+    if not isinstance(hd, int):
+        with contextlib.suppress(Exception):
+            hd = int(text.hidden_size // text.num_attention_heads)
+    rec["head_dim"] = hd if isinstance(hd, int) else None
+    rec["max_position_embeddings"] = getattr(text, "max_position_embeddings", None)
+    rec["layer_positions_status"] = why
+    rope_section(rec, refs, rcls, text, store)
+    fns = apply_functions(module)
+    rec["apply_functions"] = sorted(fns)
+    if fns:
+        fn_name = "apply_rotary_pos_emb" if "apply_rotary_pos_emb" in fns else sorted(fns)[0]
+        rec["apply_function"] = fn_name
+        observe_apply(rec, fns[fn_name], rcls, text)
+    else:
+        rec["pairing"] = "unobserved: no apply_rotary* function in the modeling module"
+    if rec.get("keys_read"):
+        rec["status"] = f"ok (rotary class alone: {why})"[:200]
+    return True
 
 
 def _same_branch(layer: str, rotary_path: str) -> bool:
@@ -815,6 +954,43 @@ def forward_attention(attn: torch.nn.Module, rot: torch.nn.Module, layer_type: s
             kwargs[name] = None  # e.g. Falcon's alibi: None on its rotary path
     with torch.no_grad():
         attn(**kwargs)
+
+
+def attention_reads(rec: dict, layers: list[tuple[str, torch.nn.Module]], rot: torch.nn.Module) -> None:
+    """The config keys the attention reads when built and run (meta), first layer of each layer type: the
+    position path's arguments (partial rotary width, ``rope_interleave``, scaling) among its other settings. Not
+    all positional, but a key read here is not one the positional code provably ignores."""
+    cfg = getattr(rot, "config", None)
+    if cfg is None:
+        return
+    lts = rec.get("layer_types") or []
+    firsts: dict[Any, int] = {}
+    for i, _ in enumerate(layers):
+        firsts.setdefault(lts[i] if i < len(lts) else None, i)
+    log: set[str] = set()
+    problems = []
+    for lt, i in firsts.items():
+        name, m = layers[i]
+        idx = int(re.findall(r"\.(\d+)\.", name)[-1]) if re.findall(r"\.(\d+)\.", name) else i
+        rcfg = recording(cfg, log)
+        built = None
+        for args in ((rcfg, idx), (rcfg,)):
+            try:
+                with torch.device("meta"), record():
+                    built = type(m)(*args)
+                break
+            except Exception as exc:
+                problems.append(f"{type(exc).__name__}: {exc}"[:120])
+        if built is None:
+            continue
+        try:
+            with record():
+                forward_attention(built, rot, lt)
+        except Exception as exc:
+            problems.append(f"forward: {type(exc).__name__}: {exc}"[:120])
+    rec["attention_keys_read"] = sorted(k for k in log if not k.startswith("_"))
+    if problems and not log:
+        rec["attention_keys_status"] = problems[0]
 
 
 # ----- non-RoPE reference tables ----------------------------------------------------------------------------------
@@ -880,10 +1056,23 @@ def write(records: dict, refs: dict, store: Store, index: dict) -> None:
         "transformers_version": transformers.__version__,
         "torch_version": torch.__version__.split("+")[0],
         "generator": "tools/inventory/make_inventory.py",
+        "config_mapping": {
+            "count": len(list(CONFIG_MAPPING.keys())),
+            "sha1": hashlib.sha1("\n".join(sorted(CONFIG_MAPPING.keys())).encode()).hexdigest(),
+        },
         "model_types": {k: records[k] for k in sorted(records)},
     }
     DATA.parent.mkdir(parents=True, exist_ok=True)
-    DATA.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")
+    # compact, sorted keys, one record per line (a re-run's diff shows the types that changed)
+    head = {k: v for k, v in data.items() if k != "model_types"}
+    lines = [json.dumps(head, sort_keys=True, separators=(",", ":"))[:-1] + ',"model_types":{']
+    recs = [
+        f"{json.dumps(k)}:{json.dumps(v, sort_keys=True, separators=(',', ':'))}"
+        for k, v in data["model_types"].items()
+    ]
+    lines.append(",\n".join(recs))
+    lines.append("}}")
+    DATA.write_text("\n".join(lines) + "\n")
     used = {h for ref in refs.values() for per in ref.values() for e in per.values() for k, h in e.items()
             if k in ("cos", "sin", "inv_freq")}  # fmt: skip
     ARRAYS.mkdir(parents=True, exist_ok=True)

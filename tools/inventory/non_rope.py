@@ -57,7 +57,7 @@ def tables(store: Any) -> dict[str, Any]:
         out[f"mpt:heads={heads},max_seq_len={n}"] = {
             "model_type": "mpt", "code": "modeling_mpt.build_mpt_alibi_tensor(n_heads, max_seq_len)",
             "heads": heads, "max_seq_len": n, "positions": cols, "bias": put(a[:, cols].numpy()),
-            "slopes": put((a[:, n - 2] - a[:, n - 1]).numpy()),
+            "slopes": put((a[:, n - 1] - a[:, n - 2]).numpy()),
         }  # fmt: skip
     fal = mod("falcon")
     for heads, hidden in ((71, 4544), (32, 2048)):
@@ -133,7 +133,7 @@ def tables(store: Any) -> dict[str, Any]:
             "bart": (bart, bart(torch.zeros(1, k, dtype=torch.long))[0], "BartLearnedPositionalEmbedding(input_ids)"),
             "mbart": (mbart, mbart(torch.zeros(1, k, dtype=torch.long))[0],
                       "MBartLearnedPositionalEmbedding(input_ids)"),
-            "whisper:decoder": (whisper, whisper(torch.zeros(1, k, dtype=torch.long))[0],
+            "whisper:decoder": (whisper, whisper(torch.zeros(1, k, dtype=torch.long)),
                                 "WhisperPositionalEmbedding(input_ids)"),
         }  # fmt: skip
         rcfg = AutoConfig.for_model(
@@ -149,7 +149,7 @@ def tables(store: Any) -> dict[str, Any]:
     for name, (m, rows, code) in cases.items():
         out[f"{name}:learned"] = {
             "model_type": name.split(":")[0], "code": code, "tokens": k, "weight": put(m.weight.detach().numpy()),
-            "added": put(rows.detach().numpy()),
+            "added": put(rows.detach().reshape(k, -1).numpy()),
         }  # fmt: skip
     return out
 
