@@ -235,3 +235,21 @@ def test_schemes_of_known_families(data, model_type, scheme):
     assert data["model_types"][model_type]["scheme"] == scheme
     if model_type == "falcon":
         assert data["model_types"]["falcon"]["also"] == "alibi"
+
+
+def test_non_rotary_schemes_name_the_keys_their_position_modules_read(data):
+    mts = data["model_types"]
+    t5 = mts["t5"]
+    assert {"relative_attention_num_buckets", "relative_attention_max_distance"} <= set(t5["position_keys_read"])
+    assert t5["defaults"]["relative_attention_num_buckets"] == 32
+    bert = mts["bert"]
+    assert {"max_position_embeddings", "pad_token_id"} <= set(bert["position_keys_read"])
+    assert "num_attention_heads" in bert["ignored_keys"] and "max_position_embeddings" not in bert["ignored_keys"]
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_next", "bamba", "nemotron"])
+def test_partial_rotation_inside_the_apply_function_is_half_on_the_rotated_block(data, model_type):
+    """apply_rotary_pos_emb slicing q[..., :rot_dim] itself: the rotated block pairs (i, i + rot_dim/2), the
+    rest passes through (judged over the whole head, this was 'other')."""
+    rec = data["model_types"][model_type]
+    assert rec["pairing"] == "half" and rec["rotary_dim"] < rec["head_dim"]

@@ -429,34 +429,35 @@ def apply_functions(module: Any) -> dict[str, Any]:
     }
 
 
-def classify(mat: np.ndarray, r: int | None = None) -> str:
+def classify(mat: np.ndarray, r: int | None = None) -> tuple[str, int]:
     """Pairing of a rotation matrix (columns: where each basis vector lands), over its first ``r`` columns (the
-    rotated width; the others must pass through)."""
+    cos width) when the others pass through, else over all of them (GPT-J: half-width cos, repeated); returns
+    the pairing and the rotated width it was judged on."""
     d = mat.shape[0]
     r = d if r is None or r > d else r
-    h = r // 2
     support = [set(np.nonzero(np.abs(mat[:, i]) > 1e-6)[0].tolist()) for i in range(d)]
     if any(support[i] != {i} for i in range(r, d)):
-        r, h = d, d // 2  # the apply function rotates more than the cos width says: judge the whole head
+        r = d  # the apply function rotates more than the cos width says: judge the whole head
+    h = r // 2
     rot = support[:r]
     if not any(len(s) > 1 for s in rot):
-        return "identity"
+        return "identity", r
     if all(s <= {i, (i + h) % r} for i, s in enumerate(rot)):
-        return "half"
+        return "half", r
     if all(s <= {i, i ^ 1} for i, s in enumerate(rot)):
-        return "interleaved"
+        return "interleaved", r
     if all(s <= {i // 2, i // 2 + h} for i, s in enumerate(rot)):
-        return "deinterleave"
-    return "other"
+        return "deinterleave", r
+    return "other", r
 
 
 _Q = {"q", "query", "xq", "tensor", "x", "t", "hidden_states", "query_states", "q_states", "q_pe", "q_rot"}
 _K = {"k", "key", "xk", "key_states", "k_states", "k_pe", "k_rot"}
 
 
-def observe_pairing(fn: Any, cos: torch.Tensor, sin: torch.Tensor, head_dim: int) -> tuple[str, int]:
+def observe_pairing(fn: Any, cos: torch.Tensor, sin: torch.Tensor, head_dim: int) -> tuple[str, int, int]:
     """Run ``fn`` (an apply_rotary function) on the unit vectors, its arguments given by their names (GPT-J's
-    ``(tensor, sin, cos)``); returns (pairing, width used)."""
+    ``(tensor, sin, cos)``); returns (pairing, width of the unit vectors, rotated width)."""
     errs = []
     names = list(inspect.signature(fn).parameters)
     cw = int(cos.shape[-1])
@@ -488,7 +489,8 @@ def observe_pairing(fn: Any, cos: torch.Tensor, sin: torch.Tensor, head_dim: int
                 if out.shape != q.shape:
                     continue
                 m = out.reshape(d, d).T.detach().float().numpy()
-                return classify(m, d if d == 2 * cw else cw), d
+                pairing, r = classify(m, cw)
+                return pairing, d, r
     raise RuntimeError("apply function could not be run: " + (errs[0] if errs else "?"))
 
 
@@ -647,9 +649,56 @@ def visit(mt: str, store: Store) -> tuple[dict[str, Any], dict[str, Any]]:
     if rot is not None:
         # the apply functions live beside the rotary class (a composite's language model may be another type's)
         positions_path(rec, sys.modules[type(rot[1]).__module__], model, cfg_eager, rot[1], store)
+    else:
+        owner_reads(rec, model, found, cfg_eager)
     finish(rec, saved, saved_flat)
     rec.setdefault("status", "ok")
     return rec, refs
+
+
+def owner_reads(rec: dict, model: torch.nn.Module, found: dict, cfg: Any) -> None:
+    """Non-rotary schemes: the config keys (dotted from the top config) read when the module that owns each
+    position module (BertEmbeddings, T5Attention with its relative bias, ...) is built again on meta from a
+    recording copy of its config. Its other settings come along: a key read here is simply not ignored."""
+    log: set[str] = set()
+    problems = []
+    for kind in ("learned", "sinusoidal", "relative"):
+        for path, _ in found.get(kind, []):
+            parent = path.rsplit(".", 1)[0] if "." in path else ""
+            owner = model.get_submodule(parent) if parent else model
+            ocfg = getattr(owner, "config", None)
+            if ocfg is None:
+                ocfg = next((getattr(m, "config", None) for m in reversed(list(_ancestors(model, parent)))
+                             if getattr(m, "config", None) is not None), cfg)  # fmt: skip
+            where = config_path(cfg, ocfg)
+            prefix = ".".join(where) + "." if where else ""
+            sub: set[str] = set()
+            rcfg = recording(ocfg, sub)
+            params = inspect.signature(type(owner).__init__).parameters
+            kwargs = {n: True for n, p in params.items() if p.default is False and "relative" in n}
+            built = False
+            for args in ((rcfg,), (rcfg, 0)):
+                try:
+                    with torch.device("meta"), record():
+                        type(owner)(*args, **kwargs)
+                    built = True
+                    break
+                except Exception as exc:
+                    problems.append(f"{type(owner).__name__}: {type(exc).__name__}: {exc}"[:120])
+            if built:
+                log |= {prefix + k for k in sub}
+    if log:
+        rec["position_keys_read"] = sorted(k for k in log if not k.rsplit(".", 1)[-1].startswith("_"))
+    elif problems:
+        rec["position_keys_status"] = problems[0]
+
+
+def _ancestors(model: torch.nn.Module, path: str) -> list[torch.nn.Module]:
+    out = [model]
+    parts = path.split(".") if path else []
+    for i in range(1, len(parts) + 1):
+        out.append(model.get_submodule(".".join(parts[:i])))
+    return out
 
 
 def finish(rec: dict, saved: dict, saved_flat: list[str]) -> None:
@@ -667,11 +716,18 @@ def finish(rec: dict, saved: dict, saved_flat: list[str]) -> None:
             if v != "<absent>" and not isinstance(v, dict):
                 defaults[k] = jsonable(v)
         rec["defaults"] = defaults
-    if rec.get("keys_read") and "attention_keys_read" in rec:  # only where the attention's reads are known
+    if rec.get("position_keys_read"):  # non-rotary schemes: dotted from the top already
+        read = set(rec["position_keys_read"])
+        prefix = ""
+        rec["defaults"] = {
+            k: jsonable(v) for k in sorted(read) if (v := lookup(saved, k)) != "<absent>" and not isinstance(v, dict)
+        }
+    if (rec.get("keys_read") and "attention_keys_read" in rec) or rec.get("position_keys_read"):
         containers = {k.rsplit(".", 1)[0] for k in read if "." in k}
         # conservative where other modules (BLT's four rotaries, a vision tower's) read their own sub-configs:
         # a key that is, under any prefix, one the observed positional code read is never called ignored
         rel = {k.removeprefix(prefix) for k in read} | {c.removeprefix(prefix) for c in containers}
+        rel |= {k.split(".", 1)[1] for k in read if "." in k}  # the same key under a sibling sub-config
         rec["ignored_keys"] = sorted(
             k
             for k in saved_flat
@@ -852,12 +908,12 @@ def observe_apply(rec: dict, fn: Any, rcls: type, cfg: Any) -> None:
         out = cos_first(run_rotary(real, [0, 7], lt, rec.get("head_dim") or 2), [0, 7])
         if isinstance(out, (tuple, list)):
             cos, sin = out[0][..., 1:2, :].float(), out[1][..., 1:2, :].float()
-            pairing, d = observe_pairing(fn, cos, sin, rec.get("head_dim") or cos.shape[-1])
+            pairing, d, r = observe_pairing(fn, cos, sin, rec.get("head_dim") or cos.shape[-1])
             rec["pairing"] = pairing
             rec["pairing_width"] = d
-            if d == 2 * cos.shape[-1]:  # cos/sin hold one column per pair (GPT-J, CodeGen)
+            if r == 2 * cos.shape[-1]:  # cos/sin hold one column per pair (GPT-J, CodeGen)
                 rec["cos_width"] = int(cos.shape[-1])
-                rec["rotary_dim"] = d
+                rec["rotary_dim"] = r
         else:
             rec["pairing"] = "interleaved" if torch.is_tensor(out) and out.is_complex() else "unobserved"
             rec["pairing_note"] = "complex freqs_cis (view_as_complex of consecutive pairs)"
