@@ -789,10 +789,13 @@ def _check_width(
         if not isinstance(width, int) or not isinstance(head, int):
             raise Refused(f"its rotated width ({rot}) is not one posenc derives from its config")
         want = int(head * share)
+        if want % 2:  # transformers builds (want + 1) // 2 frequencies anyway (GLM-4 MoE: 21 of 42 -> 22 columns)
+            raise Refused(
+                f"its head of {head} times partial_rotary_factor {share:g} rotates an odd number of features "
+                f"({want}), which posenc's rope does not build"
+            )
         if width not in (want, want // 2):
             raise Refused(f"its rotary class rotates {width} of {head} features, a width posenc does not derive")
-        if want % 2:
-            raise Refused(f"its rotary class rotates an odd number of features ({want})")
 
 
 def inventory_config(model_type: str) -> dict[str, Any]:
