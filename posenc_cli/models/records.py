@@ -791,8 +791,8 @@ def _check_width(
         want = int(head * share)
         if want % 2:  # transformers builds (want + 1) // 2 frequencies anyway (GLM-4 MoE: 21 of 42 -> 22 columns)
             raise Refused(
-                f"its head of {head} times partial_rotary_factor {share:g} rotates an odd number of features "
-                f"({want}), which posenc's rope does not build"
+                f"at its default config its head of {head} times partial_rotary_factor {share:g} rotates an odd "
+                f"number of features ({want}), which posenc's rope does not build, so its reading is unverified"
             )
         if width not in (want, want // 2):
             raise Refused(f"its rotary class rotates {width} of {head} features, a width posenc does not derive")
