@@ -109,7 +109,19 @@ def unique_cos(ref: np.ndarray, n: int) -> np.ndarray:
     return ref[:, :n]
 
 
+_CHECKED: dict[tuple[str, bool], str] = {}
+
+
 def check_type(mt: str) -> str:
+    """:func:`_check_type`, once per type and verification setting in a process (the tests and the freshness
+    check share the work)."""
+    key = (mt, records.VERIFY)
+    if key not in _CHECKED:
+        _CHECKED[key] = _check_type(mt)
+    return _CHECKED[key]
+
+
+def _check_type(mt: str) -> str:
     """'exact', or the one-line refusal; raises AssertionError on a table that differs from the class's."""
     refs = index()["rope"].get(mt)
     if not refs:
