@@ -685,11 +685,13 @@ def from_config_layers(
     """One encoding per attention type of a model's config (``{"full_attention": ..., ...}``) and the types that
     apply no position encoding (NoPE); ``params`` override what the config says in every type."""
     from .encodings import make_encoding
+    from .models.hf_positions import rows_option
     from .models.readers import model_config_layers
 
     data = load_config(config)
     length = params.pop("length", params.pop("len", None))
-    layers = model_config_layers(data, kind=kind, length=length, read_as=read_as)
+    rows = rows_option(data, params.pop("rows", None), "the config")
+    layers = model_config_layers(data, kind=kind, length=length, read_as=read_as, **rows)
     for lt, v in layers.items():  # a learned table is data in the weights, not parameters (models.hf_positions)
         if v is not None and "weights_tensor" in v[1]:
             raise ParameterError(

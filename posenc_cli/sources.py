@@ -468,15 +468,10 @@ def open_config(
         src = Source.from_encoding(enc, f"{label}@{engine}")
         src.warnings = list(facts.warnings)
         return src
-    from .models.hf_positions import claims, learned_table
+    from .models.hf_positions import learned_table, rows_option
 
     # -p rows=buffer: the module's raw buffer instead of the rows the model adds to tokens 0..N-1
-    rows = {"rows": str(given.pop("rows"))} if "rows" in given else {}
-    if rows and not claims(config):
-        raise ParameterError(
-            f"{param('params')} rows={rows['rows']} applies to learned and sinusoidal tables read from a model "
-            f"(OPT, BART, M2M100, ...); {text} is read as RoPE: drop it"
-        )
+    rows = rows_option(config, given.pop("rows", None), text)
     learned = learned_table(text, config, length=length, layer_type=layer_type, read_as=read_as, **rows)
     if learned is not None:
         return _weights_source(text, *learned, given)

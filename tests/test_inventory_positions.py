@@ -223,3 +223,23 @@ def test_rows_is_refused_where_it_cannot_apply(configs):
     m2m = configs("m2m_rows", {"model_type": "m2m_100", "d_model": 16, "max_position_embeddings": 8})
     with pytest.raises(ParameterError, match="unknown rows='raw'; choose from: added, buffer"):
         open_source(m2m, params={"rows": "raw"})
+
+
+def test_every_layer_type_takes_rows_and_says_which(tmp_path):
+    """--all-layer-types: the same convention and metadata as one layer type (Speech2Text's encoder and decoder)."""
+    from posenc_cli.formats import read_table
+
+    from .conftest import cli
+
+    cfg = str(ROOT / "tests" / "data" / "configs" / "positions" / "pos_s2t_small.json")
+    for extra, rows, word in (([], (6000, 1024), "added"), (["-p", "rows=buffer"], (6002, 1026), "buffer")):
+        out = tmp_path / f"{word}.safetensors"
+        code, _, err = cli(["generate", "--hf-config", cfg, "--all-layer-types", *extra, "-o", str(out)])
+        assert code == 0, err
+        t = read_table(str(out))
+        assert t.metadata["position_rows"].startswith(word)
+        assert (t.tensors["encoder.pe"].shape[0], t.tensors["decoder.pe"].shape[0]) == rows
+    llama = str(ROOT / "tests" / "data" / "configs" / "gemma3.json")
+    code, out, err = cli(["generate", "--hf-config", llama, "--all-layer-types", "--len", "8", "-p", "rows=buffer",
+                          "-o", str(tmp_path / "g.safetensors")])  # fmt: skip
+    assert code == 2 and "rows=buffer applies to learned and sinusoidal tables" in err

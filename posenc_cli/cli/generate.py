@@ -208,17 +208,19 @@ def _all_layer_types(text, kind, opts: TableOptions, output, format, force, tens
         raise ParameterError(
             f"--all-layer-types writes several tensors, which {dest} cannot hold; use .safetensors, .npz or .json"
         )
-    encs, nope = from_config_layers(text, kind=kind, read_as=opts.read_as, **merge_given(opts.layers()))
+    given = merge_given(opts.layers())
+    rows = {"rows": given["rows"]} if "rows" in given else {}
+    encs, nope = from_config_layers(text, kind=kind, read_as=opts.read_as, **given)
     for lt in nope:
         msg(f"{lt}: applies no position encoding (NoPE layers); nothing to write for it", quiet)
     if not encs:
         raise ParameterError(f"{text}: no attention type of this model applies a position encoding")
     src = Source.from_groups(encs, dest)
-    if opts.read_as is not None:  # the assumption is recorded with the tables, as for one layer type
-        from ..api import load_config
-        from ..models.readers import model_config_notes
+    # what the reading assumed (hf_read_as) and which rows the tables hold (position_rows), as for one layer type
+    from ..api import load_config
+    from ..models.readers import model_config_notes
 
-        src.metadata.update(model_config_notes(load_config(text), kind=kind, read_as=opts.read_as))
+    src.metadata.update(model_config_notes(load_config(text), kind=kind, read_as=opts.read_as, **rows))
     check_size(sum(e.nbytes() for e in encs.values()), byte_limit(opts.max_bytes), "the tables")
     written = write_source(dest, src, fmt=format, tensors=None, force=force, quiet=quiet, limit=None)
     if json_out and dest != "-":

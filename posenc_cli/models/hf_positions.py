@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ParameterError, ref
+from ..errors import ParameterError, param, ref
 from .records import Family, Layer, positions_families
 
 #: Largest size accepted from a config (heads, positions, buckets, ...).
@@ -294,6 +294,19 @@ class PositionsConfig:
 
 #: values of the ``rows`` option (``-p rows=buffer``)
 ROWS = ("added", "buffer")
+
+
+def rows_option(config: Mapping[str, Any], rows: Any, label: str) -> dict[str, str]:
+    """``{"rows": value}`` for the readers when the user gave ``-p rows=...``; refused for a config these
+    families do not read (its RoPE tables have no buffer rows)."""
+    if rows is None:
+        return {}
+    if not claims(config):
+        raise ParameterError(
+            f"{param('params')} rows={rows} applies to learned and sinusoidal tables read from a model (OPT, BART, "
+            f"M2M100, ...); {label} is read as RoPE: drop it"
+        )
+    return {"rows": str(rows)}
 
 
 def read_positions(config: Mapping[str, Any], rows: str | None = None) -> PositionsConfig | None:
