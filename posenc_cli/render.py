@@ -1163,7 +1163,10 @@ def config_report(report: dict[str, Any], width: int | None = None, quiet: int =
     out.write(head + "\n")
     if types:
         chosen = report.get("layer_type")
-        out.write(f"layer types: {', '.join(types)}" + (f"; showing {chosen}" if chosen else "") + "\n")
+        nope = report.get("nope_layer_types") or []
+        line = f"layer types: {', '.join(types)}" + (f"; showing {chosen}" if chosen else "")
+        line += f"; no positions in: {', '.join(nope)}" if nope else ""
+        out.write("\n".join(wrap(line, width, "", "  ")) + "\n")
     out.write("\n".join(wrap(f"follows: {report['reference']}", width, "", "  ")) + "\n")
     values = {k: v for k, v in report.items() if isinstance(v, dict) and "value" in v}
     name_w = max(len(k) for k in values) if values else 0
@@ -1174,6 +1177,11 @@ def config_report(report: dict[str, Any], width: int | None = None, quiet: int =
             out.write(f"{line}  {origin}\n")
         else:
             out.write(line + "\n" + "".join(f"{w}\n" for w in wrap(origin, width, " " * 6)))
+    by_reason: dict[str, list[str]] = {}
+    for key, why in (report.get("ignored") or {}).items():
+        by_reason.setdefault(why, []).append(key)
+    for why, keys in by_reason.items():
+        out.write("\n".join(wrap(f"ignored ({why}): {', '.join(keys)}", width, "", "  ")) + "\n")
     for w in [] if quiet else report.get("warnings") or []:
         sys.stderr.write(f"Warning: {w}\n")
 

@@ -310,29 +310,32 @@ FAMILIES_BEGIN, FAMILIES_END = "<!-- families:begin -->", "<!-- families:end -->
 
 
 def families_reference() -> str:
-    """The model families --hf-config reads, from the reader's own table (and the configs the tests use)."""
-    from posenc_cli.models.hf_config import COMMON_TOP, FAMILIES, WRAPPERS
+    """The model families with a record written for them (posenc_cli/models/records.py) and the configs the
+    tests use; docs/families.md (tools/families.py) lists every model type."""
+    from posenc_cli.models.records import COMMON_TOP, RECORDS
 
     configs = {p.stem: p for p in sorted((ROOT / "tests" / "data" / "configs").glob("*.json"))}
     out = [
         FAMILIES_BEGIN,
         "",
-        "_Generated from the reader's family table by `tests/test_docs.py`._",
+        "_Generated from the records by `tests/test_docs.py`._",
         "",
         "| model_type | kind, layout | per-layer types | keys of its own | follows | try it |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for name, fam in FAMILIES.items():
-        names = [name] + [wrapper for wrapper, text in WRAPPERS.items() if text == name]
-        layers = "NoPE: " + ", ".join(fam.nope) if fam.nope else ("yes" if fam.layers else "-")
+    for name, rec in RECORDS.items():
+        if rec.scheme not in ("rope", "mrope"):
+            continue
+        names = [name] + [w for w, r in RECORDS.items() if r.text_model_type == name]
+        layers = "NoPE: " + ", ".join(rec.nope) if rec.nope else ("yes" if rec.layers else "-")
         example = next((configs[n] for n in names if n in configs), None)
         cmd = f"`posenc kinds --hf-config {example.relative_to(ROOT)}`" if example else "-"
-        own = sorted((fam.known_top() - set(COMMON_TOP)) | set(fam.rope_keys))
+        own = sorted((rec.known_top() - set(COMMON_TOP)) | set(rec.rope_keys))
         keys = ", ".join(f"`{k}`" for k in own) or "-"
-        layout = fam.layout if fam.kind == "rope" else f"{fam.layout}, sections {fam.mrope_sections}"
+        layout = rec.pairing if not rec.sectioned else f"{rec.pairing}, sections {rec.mrope_sections}"
         out.append(
-            f"| {', '.join(f'`{n}`' for n in names)} | {fam.kind}, {layout} | {cell(layers)} | {keys} | "
-            f"{cell(fam.reference)} | {cmd} |"
+            f"| {', '.join(f'`{n}`' for n in names)} | {rec.scheme}, {layout} | {cell(layers)} | {keys} | "
+            f"{cell(rec.reference)} | {cmd} |"
         )
     out += ["", FAMILIES_END]
     return "\n".join(out)

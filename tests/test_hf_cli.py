@@ -177,7 +177,7 @@ def test_hostile_config_from_the_command_line_is_one_line(tmp_path):
     assert "num_attention_heads" in cli(["generate", "--hf-config", str(zero), "-o", "-"])[2]
 
 
-def test_unknown_model_type_warns_and_reads_generically(tmp_path):
+def test_unknown_model_type_is_refused_and_read_as_reads_it(tmp_path):
     cfg = tmp_path / "c.json"
     cfg.write_text(
         json.dumps(
@@ -191,7 +191,11 @@ def test_unknown_model_type_warns_and_reads_generically(tmp_path):
         )
     )
     code, _, err = cli(["generate", "--hf-config", str(cfg), "-o", str(tmp_path / "o.safetensors")])
-    assert code == 0 and "Warning:" in err and "fancynet" in err, err
+    assert code == 2 and "unknown model_type 'fancynet'" in err and len(err.strip().splitlines()) == 1, err
+    code, _, err = cli(
+        ["generate", "--hf-config", str(cfg), "--read-as", "llama", "-o", str(tmp_path / "o.safetensors")]
+    )
+    assert code == 0, err
     assert read_table(str(tmp_path / "o.safetensors")).metadata["base"] == "1234.0"
 
 

@@ -32,11 +32,8 @@ from posenc_cli.encodings import make_encoding
 from posenc_cli.encodings.rope.mrope import MRope
 from posenc_cli.errors import ParameterError
 from posenc_cli.models.config_file import MAX_CONFIG_BYTES, MAX_DEPTH, load_config
-from posenc_cli.models.hf_config import (
-    FAMILIES,
-    params_from_hf_config,
-    read_model_config,
-)
+from posenc_cli.models.hf_config import params_from_hf_config, read_model_config
+from posenc_cli.models.records import RECORDS
 
 DATA = Path(__file__).parent / "data"
 CONFIGS = DATA / "configs"
@@ -260,16 +257,16 @@ CLASS_OF = {"llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "phi3": "p
 def test_family_defaults_are_transformers_class_defaults(family):
     # hf_class_defaults.json: what each config class fills in (made from transformers itself)
     ref = golden("class_defaults")[CLASS_OF[family]]
-    fam = FAMILIES[family]
+    fam = RECORDS[family]
     for key in ("hidden_size", "num_attention_heads", "max_position_embeddings"):
         assert fam.defaults.get(key) == ref[key], (family, key)
     if ref["head_dim"] is not None and fam.head_dim == "config" and "head_dim" in fam.defaults:
         assert fam.defaults["head_dim"] == ref["head_dim"]
     rp = ref["rope_parameters"] or {}
     thetas = {k: v["rope_theta"] for k, v in rp.items() if isinstance(v, dict)} or {None: rp.get("rope_theta", 1e4)}
-    if fam.fixed_base is None:
+    if not fam.has("fixed_base"):
         for lt, theta in thetas.items():
-            assert fam.theta_defaults.get(lt, fam.theta_defaults.get(None)) == theta, (family, lt)
+            assert fam.theta.get(lt, fam.theta.get(None))[1] == theta, (family, lt)
     if rp.get("partial_rotary_factor") not in (None, 1.0):
         assert fam.defaults["partial_rotary_factor"] == rp["partial_rotary_factor"]
     if ref["rotary_dim"] is not None:
@@ -335,16 +332,18 @@ def test_report_says_where_values_came_from():
     assert cohere.report()["base"] == {"value": 500000.0, "from": "default of cohere"}
 
 
-def test_unknown_model_type_warns_and_reads_generically():
-    mc = read_model_config({"model_type": "fancy_lm", "hidden_size": 256, "num_attention_heads": 4,
-                            "max_position_embeddings": 64})  # fmt: skip
-    assert mc.family is None and mc.kind == "rope"
-    assert len(mc.warnings) == 1 and "unknown model_type 'fancy_lm'" in mc.warnings[0]
-    assert "\n" not in mc.warnings[0]
-    assert mc.params()["layout"] == "half"
-    # no class defaults are guessed for an unknown family
+def test_unknown_model_type_is_refused_in_one_line_and_read_as_opts_in():
+    cfg = {"model_type": "fancy_lm", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64}
+    with pytest.raises(ParameterError) as err:
+        read_model_config(cfg)
+    msg = str(err.value)
+    assert "unknown model_type 'fancy_lm'" in msg and "read_as" in msg and "\n" not in msg
+    mc = read_model_config(cfg, read_as="llama")
+    assert mc.family is not None and mc.family.model_type == "llama" and mc.kind == "rope"
+    assert mc.params()["layout"] == "half" and "read with llama's rules" in (mc.assumption or "")
+    # no class defaults are guessed for a model type read as another
     with pytest.raises(ParameterError, match="missing hidden_size"):
-        read_model_config({"model_type": "fancy_lm", "num_attention_heads": 4})
+        read_model_config({"model_type": "fancy_lm", "num_attention_heads": 4}, read_as="llama")
 
 
 def test_rope_keys_transformers_ignores_warn_and_unknown_ones_are_errors():

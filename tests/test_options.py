@@ -141,7 +141,9 @@ def files(tmp_path_factory) -> Path:
     assert cli(["generate", "-n", "8", "-d", "8", "-o", str(path / "pe.npy")])[0] == 0
     assert cli(["generate", "--kind", "rope", "-n", "8", "-d", "8", "-o", str(path / "rope.safetensors")])[0] == 0
     (path / "cfg.json").write_text(json.dumps(CONFIG))
-    (path / "cfg_warn.json").write_text(json.dumps({**CONFIG, "model_type": "mystery"}))
+    # a rope key the rule in force does not read: a warning ("ignored, as transformers does")
+    warn = {**CONFIG, "rope_scaling": {"rope_type": "linear", "factor": 2.0, "beta_fast": 8}}
+    (path / "cfg_warn.json").write_text(json.dumps(warn))
     # a table without posenc's metadata (identified by check and identify): sinusoidal, built with NumPy
     t, k = np.arange(8)[:, None], np.arange(4)[None, :]
     plain = np.empty((8, 8))

@@ -59,7 +59,6 @@ import numpy as np
 
 from ..encodings.rope.core import Rope, place_pairs
 from ..errors import ParameterError, param
-from .llamacpp import HF_ARCH
 
 #: Engine names, in the order tables and messages list them.
 ENGINE_NAMES = ("hf", "llamacpp", "mlx", "vllm", "sglang", "onnx-genai")
@@ -132,6 +131,14 @@ VLLM_CFG = "vllm/config/model.py"
 VLLM_ROPE = "vllm/model_executor/layers/rotary_embedding"
 SGL_ROPE = "sglang/srt/layers/rotary_embedding"
 MLX_ROPE = "mlx_lm/models/rope_utils.py"
+
+
+def _gguf_types() -> list[str]:
+    """The model types whose conversion posenc mirrors (their record's ``gguf_arch``)."""
+    from .records import RECORDS
+
+    return [name for name, r in RECORDS.items() if r.gguf_arch is not None]
+
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (
     Engine("hf", "transformers", "5.24.0", "huggingface/transformers src/transformers/modeling_rope_utils.py "
@@ -222,8 +229,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         Rule("pairing:by-arch", ("*",),
              "NORM (adjacent pairs) or NEOX by architecture; convert_hf_to_gguf permutes Q/K to match",
              "src/llama-model.cpp:3023 llama_model_rope_type"),
-    ), options=("n_ctx",), model_types=frozenset(HF_ARCH),
-           model_types_source="convert_hf_to_gguf.py converts no model of this type: llamacpp.py HF_ARCH"),
+    ), options=("n_ctx",), model_types=frozenset(_gguf_types()),
+           model_types_source="convert_hf_to_gguf.py converts no model of this type: records.py gguf_arch"),
 )}  # fmt: skip
 
 
@@ -744,14 +751,22 @@ class EngineRope(Rope):
         place_pairs(sin if name.startswith("sin") else cos, out, "cache" if name.endswith("_cache") else self.layout)
 
 
+def _plain_rope(facts: ModelFacts) -> bool:
+    """Whether the model's kind is posenc's plain :class:`Rope` (the engines' float32 arithmetic is emulated for
+    it; M-RoPE, xPos and other kinds keep posenc's exact tables)."""
+    from ..encodings import get_kind
+
+    return get_kind(facts.kind) is Rope
+
+
 def engine_rope(e: Engine, facts: ModelFacts, params: dict[str, Any], *, n_ctx: int | None = None,
                 boundary: tuple[int, float] | None = None) -> Rope:  # fmt: skip
     """The ``rope`` encoding of ``params`` with engine ``e``'s arithmetic (exact engines: posenc's own rope)."""
-    from ..encodings import get_kind, make_encoding
+    from ..encodings import make_encoding
 
-    if e.arithmetic == "exact" or facts.kind != "rope" or params.get("scaling") == "proportional":
-        return make_encoding(facts.kind, params)  # type: ignore[return-value]
-    base = get_kind("rope").from_params(params)
+    base = make_encoding(facts.kind, params)
+    if e.arithmetic == "exact" or not _plain_rope(facts) or params.get("scaling") == "proportional":
+        return base  # type: ignore[return-value]
     assert isinstance(base, Rope)
     kw = {f.name: getattr(base, f.name) for f in base.param_fields()}
     inv: np.ndarray | None = None
@@ -832,7 +847,7 @@ def engine_encoding(
         seq_len = int(overrides.get("seq_len") or (offset + n))
     p = engine_params(facts, e.name, seq_len=seq_len, max_model_len=max_model_len, n_ctx=n_ctx)
     p = {**p, **{k: v for k, v in overrides.items() if k != "seq_len"}, "length": n}
-    if e.arithmetic in ("torch-float32", "mlx-float32") and facts.kind == "rope":
+    if e.arithmetic in ("torch-float32", "mlx-float32") and _plain_rope(facts):
         p.setdefault("inv_freq_dtype", "float32")
     enc = engine_rope(e, facts, p, n_ctx=n_ctx, boundary=boundary_row(facts, e.name, seq_len))
     return enc, facts

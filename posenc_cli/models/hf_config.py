@@ -1,40 +1,34 @@
-r"""Reading a HF transformers config.json into ``rope`` (or ``mrope``) parameters, family by family.
+r"""Reading a HF transformers config.json into ``rope`` (or ``mrope``) parameters, by the model type's record.
 
 ``--hf-config`` promises "the cos/sin that model X uses", so the reader follows transformers' own rules
 (transformers 5.x: ``PreTrainedConfig.convert_rope_params_to_dict``, ``standardize_rope_params``, each
 family's ``configuration_<family>.py`` and the rotary class and ``apply_rotary_pos_emb`` of its
-``modeling_<family>.py``), as a literal table :data:`FAMILIES` with one entry per ``model_type``:
+``modeling_<family>.py``), as written in the model type's :class:`~.records.Record` (:mod:`.records`: one
+record per ``model_type``, data plus named rules):
 
-* **key aliases**: GPT-2 names (``n_embd``, ``n_head``, ``n_positions``; GPT-J, CodeGen ``attribute_map``),
-  GPT-NeoX ``rotary_pct`` / ``rotary_emb_base``, Gemma 3 ``rope_local_base_freq``, ModernBERT
-  ``global_rope_theta`` / ``local_rope_theta``, DeepSeek ``qk_rope_head_dim``;
-* **class defaults**: the value the family's config class fills in when config.json omits a field (Gemma 3
-  text: ``rope_theta`` 1e6, ``head_dim`` 256; Cohere: ``rope_theta`` 5e5; GLM: ``partial_rotary_factor`` 0.5;
-  gpt-oss: yarn factor 32 ...). :meth:`ModelConfig.report` says which values came from such defaults;
-* **nesting**: multimodal configs (Gemma 3 ``*-it``, Llama 4, Llava, Qwen2-VL saved by transformers 5) keep
-  the language model under ``text_config``; its own ``model_type`` (or the family's text model) picks the entry
-  and *that* class's defaults apply to missing fields;
-* **layout**: which features are rotated together. ``half`` pairs :math:`(j, j + r/2)` (``rotate_half``:
-  Llama and most); ``interleaved`` pairs :math:`(2k, 2k + 1)`: GPT-J / CodeGen (``rotate_every_two``), Cohere /
-  Cohere2 (``repeat_interleave`` of the frequencies), GLM (``cos[..., :r/2].repeat_interleave(2)`` on the first
-  ``r = head_dim * partial_rotary_factor`` features, the rest pass through), Llama 4 and DeepSeek-V2
-  (``view_as_complex`` of consecutive pairs times :math:`e^{i t \omega_k}`), DeepSeek-V3 with
-  ``rope_interleave`` (its default; the output is then de-interleaved, the same permutation for queries and keys,
-  so scores are those of the interleaved rotation);
-* **per-layer attention types**: Gemma 2 / gpt-oss (sliding and full layers share one RoPE), Gemma 3 and
-  ModernBERT (a different base per type), Cohere2 (RoPE on sliding layers only, full layers are NoPE), Llama 4
-  (``chunked_attention`` layers rotate, ``full_attention`` layers are NoPE).
+* **key aliases**: GPT-2 names (``n_embd``, ``n_head``, ``n_positions``), GPT-NeoX ``rotary_pct`` /
+  ``rotary_emb_base``, Gemma 3 ``rope_local_base_freq``, ModernBERT ``global_rope_theta`` / ``local_rope_theta``,
+  DeepSeek ``qk_rope_head_dim``, MiniMax-M2's legacy ``rotary_dim``;
+* **class defaults**: the value the config class fills in when config.json omits a field.
+  :meth:`ModelConfig.report` says which values came from such defaults;
+* **nesting**: multimodal configs keep the language model under ``text_config``; its own ``model_type`` (or
+  the wrapper record's text model) picks the record and *that* class's defaults apply to missing fields;
+* **pairing**: ``half`` pairs :math:`(j, j + r/2)` (``rotate_half``); ``interleaved`` pairs
+  :math:`(2k, 2k + 1)` (``rotate_every_two``, ``repeat_interleave`` of the frequencies, ``view_as_complex``,
+  DeepSeek-V3's de-interleave, which permutes queries and keys alike);
+* **per-layer attention types** and the types that apply no RoPE (Cohere2's full layers, Llama 4's full
+  layers, SmolLM3's ``no_rope_layers``, Granite 4's mamba layers).
 
-Never a table from a guess: a key posenc does not know that could change the table is an error naming it.
-That is any key of ``rope_scaling`` / ``rope_parameters`` outside :data:`ROPE_KEYS` and the family's own
-``rope_keys``, and any top-level key whose name speaks of positions (:data:`POSITIONAL_KEY`: rope, rotary,
-position, mscale, alpha, theta, freq ...) that the family's reader does not know. An unknown ``model_type`` is
-read generically (Llama's rules) only when every such key is one the generic reading reads (a rope key the rule
-in force does not read is then an error too, since the unknown model's class might read it); a known family's
-rope key that transformers' own rule does not read is a warning ("ignored, as transformers does"). The user opts
-in with ``read_as=FAMILY`` (``--read-as``): the config is read with that family's rules, what was not understood
-becomes a warning, and :attr:`ModelConfig.assumption` (recorded in the output's metadata as ``hf_read_as``)
-says so.
+Never a table from a guess, and never a refusal over a name. A key of the config is either one the record
+reads (reported with where it came from), or one the model's positional code never reads (reported as
+ignored, with that reason, whatever its name: Falcon's ``alibi: false``, BLOOM's ``offset_alibi``, Qwen2's
+``use_mrope``, DeepSeek-V3's ``aux_loss_alpha``), or - for a model type whose inventory entry
+(:func:`.records.inventory_entry`, observed from transformers' code) says its positional code reads it - an
+error naming it. A rope dict key outside :data:`ROPE_KEYS` and the record's ``rope_keys`` is an error; one the
+rule in force does not read is a warning ("ignored, as transformers does"). A ``model_type`` without a record
+is refused in one line; the user may opt in with ``read_as=FAMILY`` (``--read-as``): the config is read with
+that record's rules, what was not understood becomes a warning, and :attr:`ModelConfig.assumption`
+(recorded in the output's metadata as ``hf_read_as``) says so.
 
 Precedence (transformers 5): ``rope_scaling`` (if non-empty) replaces ``rope_parameters``; values inside the
 rope dict win over top-level ``rope_theta`` / ``partial_rotary_factor``; ``rope_type`` falls back to the legacy
@@ -53,11 +47,12 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ParameterError, ref
 from .config_file import _check_depth_obj, _json_type
+from .records import LEGACY_LAYER_TYPES, RECORDS, TRANSFORMERS_VERSION, Record, Refused, inventory_entry, record_for
 
 #: Largest size (hidden size, head dim, positions...) accepted from a config.
 MAX_SIZE = 2**31 - 1
@@ -72,260 +67,22 @@ ROPE_KEYS: dict[str, tuple[str, ...]] = {
     "truncate": ("yarn",), "low_freq_factor": ("llama3",), "high_freq_factor": ("llama3",),
     "short_factor": ("longrope",), "long_factor": ("longrope",),
 }  # fmt: skip
-#: Top-level key names that speak of positions: such a key the family's reader does not know is an error.
-POSITIONAL_KEY = re.compile(r"rope|rotary|position|pos_emb|mscale|alpha|theta|freq|sinusoid|alibi|bucket", re.I)
-#: Top-level keys every family's reading knows (each family adds its aliases, theta keys and ``top_keys``).
-COMMON_TOP = ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "max_position_embeddings",
-              "original_max_position_embeddings", "head_dim", "layer_types")  # fmt: skip
 
 #: HF rope_type -> posenc ``scaling``.
 HF_SCALINGS = {"default": "none", "linear": "linear", "dynamic": "dynamic", "yarn": "yarn", "llama3": "llama3",
                "longrope": "longrope", "proportional": "proportional"}  # fmt: skip
-_HF = "huggingface/transformers src/transformers/models"
+#: Keys every config carries that are not about positions at all (never listed as ignored).
+_BOOKKEEPING = ("model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "_name_or_path",
+                "text_config", "vision_config", "audio_config")  # fmt: skip
+#: The schemes this reader builds tables for.
+ROTARY = ("rope", "mrope")
+#: the rope_type M-RoPE configs write (Qwen2-VL): a record with sections reads it
+MROPE_TYPES = ("mrope",)
 
 
-# ----- the family table ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Family:
-    """How one ``model_type`` reads its rope fields (transformers 5.x), and the class defaults it applies.
-
-    ``aliases`` maps posenc's canonical key to the keys the family's config accepts, first wins.
-    ``defaults`` holds the config class's defaults for missing fields (``None``: computed, e.g. head_dim from
-    hidden_size // num_attention_heads). ``theta_keys`` maps each per-layer rope entry (or ``None`` for one
-    shared entry) to the top-level key holding its base. ``layers`` says how the attention type of each layer is
-    derived when config.json has no ``layer_types``; ``nope`` lists the types that apply no RoPE.
-    """
-
-    name: str
-    reference: str
-    layout: str = "half"
-    kind: str = "rope"
-    aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    defaults: dict[str, Any] = field(default_factory=dict)
-    theta_keys: dict[str | None, str] = field(default_factory=lambda: {None: "rope_theta"})
-    theta_defaults: dict[str | None, float] = field(default_factory=lambda: {None: 10000.0})
-    #: head_dim rule: "config" (head_dim or hidden//heads), "computed" (always hidden//heads: Cohere2),
-    #: "qk_rope" (DeepSeek MLA), "gpt2" (n_embd // n_head, rotary_dim rotated)
-    head_dim: str = "config"
-    partial_key: tuple[str, ...] = ("partial_rotary_factor",)
-    layers: str | None = None
-    nope: tuple[str, ...] = ()
-    #: rope_scaling given at top level applies to these per-layer entries (Gemma 3: full only)
-    scaling_to: tuple[str, ...] = ()
-    #: rope_type renamed by the family's config class (Phi-3: su/yarn -> longrope; Qwen2-VL: mrope -> default)
-    renames: dict[str, str] = field(default_factory=dict)
-    #: cos/sin are not multiplied by attention_scaling (DeepSeek-V2's complex freqs_cis)
-    no_attention_scaling: bool = False
-    #: a rope dict given when the config has none (gpt-oss)
-    default_rope: dict[str, Any] | None = None
-    #: the multimodal wrapper's text model type (its text_config's default model_type)
-    text_model_type: str | None = None
-    #: rope is applied in float32 math with a fixed base (GPT-J: 10000 hard-coded; rope_theta is ignored)
-    fixed_base: float | None = None
-    #: top-level keys (beyond COMMON_TOP, aliases, theta and partial keys) the family's class reads or ignores
-    top_keys: tuple[str, ...] = ()
-    #: rope dict keys of this family only -> the rope_types that read them
-    rope_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    #: longrope with Phi-3.5-MoE's short_mscale / long_mscale: cos/sin times long_mscale when the sequence is
-    #: longer than original_max_position_embeddings, else short_mscale; inv_freq from short_factor at every length
-    mscale_pair: bool = False
-    #: "dynamic" with ``alpha`` is a fixed NTK base theta * alpha ** (d / (d - 2)) at every length (Hunyuan)
-    ntk_alpha: bool = False
-    #: M-RoPE sections: "chunked" (Qwen2-VL: consecutive blocks) or "interleaved" (Qwen3-VL: T, H, W in turn)
-    mrope_sections: str = "chunked"
-    #: a flat (not per-layer-type) rope_parameters is ignored by the config class (Olmo3Config keeps only its
-    #: full_attention / sliding_attention entries; rope_scaling is how a flat dict reaches full_attention)
-    flat_parameters_ignored: bool = False
-
-    def known_top(self) -> set[str]:
-        """The top-level keys this family's reading knows."""
-        keys = set(COMMON_TOP) | set(self.top_keys) | set(self.partial_key)
-        keys |= {k for names in self.aliases.values() for k in names}
-        keys |= {k for k in self.theta_keys.values()}
-        if self.head_dim == "gpt2":
-            keys.add("rotary_dim")
-        if self.head_dim == "qk_rope":
-            keys.add("qk_rope_head_dim")
-        return keys
-
-
-_LLAMA = Family(
-    "llama",
-    f"{_HF}/llama LlamaConfig, LlamaRotaryEmbedding, apply_rotary_pos_emb (rotate_half)",
-    defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 2048},
-)
-
-#: An unknown model_type: Llama's reading without any class default (a missing field is an error, not a guess),
-#: plus DeepSeek's qk_rope_head_dim, which only MLA models carry.
-_GENERIC = Family(
-    "generic",
-    "generic reading (LlamaRotaryEmbedding rules, rope_scaling rules of modeling_rope_utils)",
-    top_keys=("qk_rope_head_dim",),
-)
-
-FAMILIES: dict[str, Family] = {f.name: f for f in (
-    _LLAMA,
-    Family("phi", f"{_HF}/phi PhiConfig (partial_rotary_factor 0.5), PhiRotaryEmbedding (rotate_half, partial)",
-           defaults={"hidden_size": 2048, "num_attention_heads": 32, "max_position_embeddings": 2048,
-                     "partial_rotary_factor": 0.5}),
-    Family("mistral", f"{_HF}/mistral MistralConfig, MistralRotaryEmbedding (rotate_half)",
-           defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072}),
-    Family("qwen2", f"{_HF}/qwen2 Qwen2Config, Qwen2RotaryEmbedding (rotate_half)",
-           defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 32768}),
-    Family("phi3", f"{_HF}/phi3 Phi3Config.convert_rope_params_to_dict (su/yarn -> longrope), Phi3RotaryEmbedding",
-           defaults={"hidden_size": 3072, "num_attention_heads": 32, "max_position_embeddings": 4096,
-                     "original_max_position_embeddings": 4096, "partial_rotary_factor": 1.0},
-           renames={"su": "longrope", "yarn": "longrope"}),
-    Family("deepseek_v2", f"{_HF}/deepseek_v2 DeepseekV2Config (head_dim = qk_rope_head_dim), "
-           "DeepseekV2RotaryEmbedding (complex freqs_cis, no attention scaling), apply_rotary_emb",
-           layout="interleaved", head_dim="qk_rope", no_attention_scaling=True,
-           defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 2048,
-                     "qk_rope_head_dim": 64}),
-    Family("deepseek_v3", f"{_HF}/deepseek_v3 DeepseekV3Config (head_dim = qk_rope_head_dim), "
-           "DeepseekV3RotaryEmbedding, apply_rotary_pos_emb_interleave (rope_interleave, default true)",
-           layout="interleaved", head_dim="qk_rope", top_keys=("rope_interleave",),
-           defaults={"hidden_size": 7168, "num_attention_heads": 128, "max_position_embeddings": 4096,
-                     "qk_rope_head_dim": 64, "rope_interleave": True}),
-    Family("gpt_neox", f"{_HF}/gpt_neox GPTNeoXConfig.convert_rope_params_to_dict (rotary_emb_base, rotary_pct), "
-           "GPTNeoXRotaryEmbedding (rotate_half on the first rotary_pct of the head)",
-           theta_keys={None: "rotary_emb_base"}, partial_key=("rotary_pct",),
-           defaults={"hidden_size": 6144, "num_attention_heads": 64, "max_position_embeddings": 2048,
-                     "partial_rotary_factor": 0.25}),
-    Family("gptj", f"{_HF}/gptj GPTJConfig.attribute_map, create_sinusoidal_positions (base 10000), "
-           "rotate_every_two on the first rotary_dim features",
-           layout="interleaved", head_dim="gpt2", fixed_base=10000.0, top_keys=("rotary",),
-           aliases={"hidden_size": ("n_embd", "hidden_size"), "num_attention_heads": ("n_head", "num_attention_heads"),
-                    "max_position_embeddings": ("n_positions", "max_position_embeddings")},
-           defaults={"hidden_size": 4096, "num_attention_heads": 16, "max_position_embeddings": 2048,
-                     "rotary_dim": 64}),
-    Family("codegen", f"{_HF}/codegen CodeGenConfig.attribute_map, create_sinusoidal_positions (base 10000), "
-           "rotate_every_two on the first rotary_dim features",
-           layout="interleaved", head_dim="gpt2", fixed_base=10000.0,
-           aliases={"hidden_size": ("n_embd", "hidden_size"), "num_attention_heads": ("n_head", "num_attention_heads"),
-                    "max_position_embeddings": ("n_positions", "max_position_embeddings")},
-           defaults={"hidden_size": 4096, "num_attention_heads": 16, "max_position_embeddings": 2048,
-                     "rotary_dim": 64}),
-    Family("cohere", f"{_HF}/cohere CohereConfig (default_theta 500000), CohereRotaryEmbedding "
-           "(repeat_interleave), rotate_half on (2k, 2k+1)",
-           layout="interleaved", theta_defaults={None: 500000.0},
-           defaults={"hidden_size": 8192, "num_attention_heads": 64, "max_position_embeddings": 8192}),
-    Family("cohere2", f"{_HF}/cohere2 Cohere2Config (head_dim = hidden_size // num_attention_heads, "
-           "sliding_window_pattern 4), Cohere2Attention (RoPE only where sliding_window is set)",
-           layout="interleaved", head_dim="computed", layers="every_nth_full:sliding_window_pattern:4",
-           nope=("full_attention",),
-           defaults={"hidden_size": 8192, "num_attention_heads": 64, "max_position_embeddings": 8192,
-                     "num_hidden_layers": 40}),
-    Family("glm", f"{_HF}/glm GlmConfig (partial_rotary_factor 0.5), apply_rotary_pos_emb "
-           "(cos[..., :r/2].repeat_interleave(2) on the first r features)",
-           layout="interleaved",
-           defaults={"hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128,
-                     "max_position_embeddings": 131072, "partial_rotary_factor": 0.5}),
-    Family("glm4", f"{_HF}/glm4 Glm4Config, apply_rotary_pos_emb as GLM (partial interleaved)",
-           layout="interleaved",
-           defaults={"hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128,
-                     "max_position_embeddings": 131072, "partial_rotary_factor": 0.5}),
-    Family("llama4_text", f"{_HF}/llama4 Llama4TextConfig (no_rope_layers, default_theta 500000), "
-           "Llama4TextRotaryEmbedding (torch.polar), apply_rotary_emb (view_as_complex pairs)",
-           layout="interleaved", theta_defaults={None: 500000.0}, layers="llama4", nope=("full_attention",),
-           top_keys=("no_rope_layers", "no_rope_layer_interval"),
-           defaults={"hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
-                     "max_position_embeddings": 131072, "num_hidden_layers": 48}),
-    Family("gemma", f"{_HF}/gemma GemmaConfig, GemmaRotaryEmbedding (rotate_half)",
-           defaults={"hidden_size": 3072, "num_attention_heads": 16, "head_dim": 256,
-                     "max_position_embeddings": 8192}),
-    Family("gemma2", f"{_HF}/gemma2 Gemma2Config (layer_types alternate sliding/full), Gemma2RotaryEmbedding "
-           "(one RoPE for every layer)",
-           layers="alternate", defaults={"hidden_size": 2304, "num_attention_heads": 8, "head_dim": 256,
-                                         "max_position_embeddings": 8192, "num_hidden_layers": 26}),
-    Family("gemma3_text", f"{_HF}/gemma3 Gemma3TextConfig.convert_rope_params_to_dict (rope_theta -> full, "
-           "rope_local_base_freq -> sliding, rope_scaling -> full), Gemma3RotaryEmbedding per layer type",
-           theta_keys={"full_attention": "rope_theta", "sliding_attention": "rope_local_base_freq"},
-           theta_defaults={"full_attention": 1_000_000.0, "sliding_attention": 10_000.0},
-           layers="every_nth_full:sliding_window_pattern:6", scaling_to=("full_attention",),
-           defaults={"hidden_size": 2304, "num_attention_heads": 8, "head_dim": 256,
-                     "max_position_embeddings": 131072, "num_hidden_layers": 26}),
-    Family("modernbert", f"{_HF}/modernbert ModernBertConfig.convert_rope_params_to_dict (global_rope_theta -> "
-           "full, local_rope_theta -> sliding, rope_scaling -> both), ModernBertRotaryEmbedding per layer type",
-           theta_keys={"full_attention": "global_rope_theta", "sliding_attention": "local_rope_theta"},
-           theta_defaults={"full_attention": 160_000.0, "sliding_attention": 10_000.0},
-           layers="modernbert", scaling_to=("full_attention", "sliding_attention"),
-           top_keys=("position_embedding_type",),  # a legacy key ModernBertConfig never reads
-           defaults={"hidden_size": 768, "num_attention_heads": 12, "max_position_embeddings": 8192,
-                     "num_hidden_layers": 22}),
-    Family("gpt_oss", f"{_HF}/gpt_oss GptOssConfig (default yarn factor 32, truncate false, default_theta 150000), "
-           "GptOssRotaryEmbedding, _apply_rotary_emb (halves)",
-           theta_defaults={None: 150000.0}, layers="alternate",
-           top_keys=("swiglu_alpha",),  # GptOssConfig's MLP gate (GptOssExperts), not positions
-           default_rope={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
-                         "truncate": False, "original_max_position_embeddings": 4096},
-           defaults={"hidden_size": 2880, "num_attention_heads": 64, "head_dim": 64,
-                     "max_position_embeddings": 131072, "num_hidden_layers": 24}),
-    Family("qwen2_vl_text", f"{_HF}/qwen2_vl Qwen2VLTextConfig (mrope -> default, default_theta 1e6), "
-           "Qwen2VLRotaryEmbedding (mrope_section), Qwen2VLModel.get_rope_index",
-           kind="mrope", theta_defaults={None: 1_000_000.0}, renames={"mrope": "default"},
-           defaults={"hidden_size": 8192, "num_attention_heads": 64, "max_position_embeddings": 32768,
-                     "mrope_section": [16, 24, 24]}),
-    Family("qwen2_5_vl_text", f"{_HF}/qwen2_5_vl Qwen2_5_VLTextConfig (mrope -> default, default_theta 1e6), "
-           "Qwen2_5_VLRotaryEmbedding (mrope_section), Qwen2_5_VLModel.get_rope_index",
-           kind="mrope", theta_defaults={None: 1_000_000.0}, renames={"mrope": "default"},
-           defaults={"hidden_size": 8192, "num_attention_heads": 64, "max_position_embeddings": 32768,
-                     "mrope_section": [16, 24, 24]}),
-    Family("qwen3_vl_text", f"{_HF}/qwen3_vl Qwen3VLTextConfig (default_theta 500000, head_dim 128, "
-           "ignore_keys_at_rope_validation mrope_section/mrope_interleaved), Qwen3VLTextRotaryEmbedding "
-           "(recomposition_frequencies: frequency j turns with T, H or W by j % 3 inside 3 * mrope_section), "
-           "Qwen3VLModel.get_rope_index",
-           kind="mrope", theta_defaults={None: 500_000.0}, renames={"mrope": "default"}, mrope_sections="interleaved",
-           rope_keys={"mrope_interleaved": ("default",)},
-           defaults={"hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128,
-                     "max_position_embeddings": 128000, "mrope_section": [24, 20, 20]}),
-    Family("qwen3_vl_moe_text", f"{_HF}/qwen3_vl_moe Qwen3VLMoeTextConfig (default_theta 500000), "
-           "Qwen3VLMoeTextRotaryEmbedding (recomposition_frequencies as Qwen3-VL: interleaved T, H, W), "
-           "Qwen3VLMoeModel.get_rope_index",
-           kind="mrope", theta_defaults={None: 500_000.0}, renames={"mrope": "default"}, mrope_sections="interleaved",
-           rope_keys={"mrope_interleaved": ("default",)},
-           defaults={"hidden_size": 2048, "num_attention_heads": 16, "max_position_embeddings": 128000,
-                     "mrope_section": [24, 20, 20]}),
-    Family("phimoe", f"{_HF}/phimoe PhimoeConfig (default_theta 1e6; validate_rope: short_mscale, long_mscale), "
-           "PhimoeRotaryEmbedding.forward (inv_freq = rope_init_fn(config) without seq_len, so short_factor at "
-           "every length; cos/sin times long_mscale if max(position_ids) + 1 > original_max_position_embeddings, "
-           "else short_mscale), apply_rotary_pos_emb (rotate_half)",
-           theta_defaults={None: 1_000_000.0}, mscale_pair=True,
-           rope_keys={"short_mscale": ("longrope",), "long_mscale": ("longrope",)},
-           defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072}),
-    Family("olmo3", f"{_HF}/olmo3 Olmo3Config.convert_rope_params_to_dict (rope_scaling -> full_attention only, "
-           "rope_theta -> both, default_theta 500000; layer_types: every 4th full), Olmo3RotaryEmbedding (one "
-           "inv_freq and attention_scaling per layer type), apply_rotary_pos_emb (rotate_half)",
-           theta_keys={"full_attention": "rope_theta", "sliding_attention": "rope_theta"},
-           theta_defaults={"full_attention": 500_000.0, "sliding_attention": 500_000.0},
-           layers="every_nth_full::4", scaling_to=("full_attention",), flat_parameters_ignored=True,
-           defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 2048,
-                     "num_hidden_layers": 32}),
-    Family("ernie4_5", f"{_HF}/ernie4_5 Ernie4_5Config (default_theta 500000, head_dim 128), "
-           "Ernie4_5RotaryEmbedding, apply_rotary_pos_emb (cos[..., :d/2].repeat_interleave(2): interleaved pairs)",
-           layout="interleaved", theta_defaults={None: 500_000.0},
-           defaults={"hidden_size": 1024, "num_attention_heads": 16, "head_dim": 128,
-                     "max_position_embeddings": 131072}),
-    Family("ernie4_5_moe", f"{_HF}/ernie4_5_moe Ernie4_5_MoeConfig (default_theta 500000), "
-           "Ernie4_5_MoeRotaryEmbedding, apply_rotary_pos_emb (cos[..., :d/2].repeat_interleave(2): interleaved)",
-           layout="interleaved", theta_defaults={None: 500_000.0},
-           defaults={"hidden_size": 2560, "num_attention_heads": 20, "max_position_embeddings": 131072}),
-    Family("hunyuan_v1_dense", f"{_HF}/hunyuan_v1_dense HunYuanDenseV1Config, HunYuanDenseV1RotaryEmbedding "
-           "(rope_type dynamic with alpha -> ntk_alpha: base = rope_theta * alpha ** (head_dim / (head_dim - 2)) "
-           "at every length, compute_ntk_alpha_rope_parameters), apply_rotary_pos_emb (rotate_half)",
-           ntk_alpha=True, rope_keys={"alpha": ("dynamic",)},
-           defaults={"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 2048}),
-)}  # fmt: skip
-
-#: Multimodal wrappers -> the model_type of their text model when text_config does not say (the wrapper's
-#: default text config class). Qwen2-VL configs before transformers 5 keep the text fields at top level.
-WRAPPERS: dict[str, str] = {
-    "gemma3": "gemma3_text", "llama4": "llama4_text", "llava": "llama", "llava_next": "llama",
-    "llava_onevision": "qwen2", "mistral3": "mistral", "qwen2_vl": "qwen2_vl_text", "qwen2_5_vl": "qwen2_5_vl_text",
-    "paligemma": "gemma", "cohere2_vision": "cohere2", "qwen3_vl": "qwen3_vl_text",
-    "qwen3_vl_moe": "qwen3_vl_moe_text",
-}  # fmt: skip
-#: Wrappers whose text fields may sit at top level (the config class builds text_config from them).
-TOP_LEVEL_TEXT = ("qwen2_vl", "qwen2_5_vl")
+def rotary_records() -> dict[str, Record]:
+    """The records written for this reader (rotary, M-RoPE): what ``read_as`` may name."""
+    return {name: r for name, r in RECORDS.items() if r.scheme in ROTARY}
 
 
 # ----- values ----------------------------------------------------------------------------------------------
@@ -382,8 +139,8 @@ class ModelConfig:
     ----------
     model_type : str
         The (text) model type read (``gemma3_text`` for a ``gemma3`` wrapper).
-    family : Family or None
-        The :data:`FAMILIES` entry used; ``None`` for an unknown model type (generic Llama reading).
+    family : Record or None
+        The :mod:`.records` entry used (``None`` only for a config without any ``model_type``).
     kind : str
         The posenc kind that reproduces the tables: ``rope``, or ``mrope`` for Qwen2-VL / Qwen2.5-VL.
     layer_types : tuple of str
@@ -397,13 +154,14 @@ class ModelConfig:
     """
 
     model_type: str
-    family: Family | None
+    family: Record | None
     kind: str
     layer_types: tuple[str, ...]
     warnings: list[str]
     _head: dict[str, _Value]
     _ropes: dict[str, dict[str, _Value] | None]
-    _where: dict[str, str]
+    #: config keys the family's positional code never reads -> why they are ignored
+    ignored: dict[str, str]
     assumption: str | None = None
 
     # ----- public ----------------------------------------------------------------------------------------
@@ -439,11 +197,12 @@ class ModelConfig:
         positions of ``layer_type``, each ``{"value": v, "from": origin}``, origin naming the config key or the
         class default it came from."""
         rope = self._rope(layer_type)
-        fam = self.family.name if self.family else None
+        fam = self.family.model_type if self.family else None
         out: dict[str, Any] = {
             "model_type": self.model_type, "family": fam, "kind": self.kind,
             "reference": self.family.reference if self.family else "generic (Llama) reading",
             "layer_type": layer_type, "layer_types": list(self.layer_types),
+            "nope_layer_types": [lt for lt in self.layer_types if self._ropes[lt] is None],
         }  # fmt: skip
         for key, val in {**self._head, **rope}.items():
             if key.startswith("_"):
@@ -458,7 +217,7 @@ class ModelConfig:
             if key in rope:
                 out[key[1:]] = {"value": rope[key].value, "from": rope[key].origin}
         if self.assumption is not None:
-            out["read_as"] = {"value": self.family.name if self.family else None, "from": self.assumption}
+            out["read_as"] = {"value": self.family.model_type if self.family else None, "from": self.assumption}
         out["attention_scaling"] = {
             "value": _attention_scaling(self.kind, self.params(layer_type, 1)),
             "from": "HF's formula for this rule",
@@ -467,6 +226,7 @@ class ModelConfig:
             out["attention_scaling"]["from"] = (
                 "short_mscale for tables up to original_max_position_embeddings rows, long_mscale beyond"
             )
+        out["ignored"] = dict(self.ignored)
         out["warnings"] = list(self.warnings)
         return out
 
@@ -508,27 +268,68 @@ class ModelConfig:
 
 
 def _attention_scaling(kind: str, params: dict[str, Any]) -> float:
-    if kind != "rope":
-        return 1.0
-    from ..encodings.rope.core import Rope
+    """The multiplier on cos/sin the kind's tables carry (1 for kinds without one)."""
+    from ..encodings import make_encoding
 
-    return float(Rope.from_params(params).attention_scaling)  # type: ignore[attr-defined]
+    return float(getattr(make_encoding(kind, params), "attention_scaling", 1.0))
 
 
 # ----- reading ---------------------------------------------------------------------------------------------
 def read_model_config(config: Mapping[str, Any], *, read_as: str | None = None) -> ModelConfig:
-    """Read a config.json dict with its family's rules (see the module docstring); raise ParameterError.
+    """Read a config.json dict with its model type's record (see the module docstring); raise ParameterError.
 
-    ``read_as`` (a :data:`FAMILIES` name) reads the config with that family's rules whatever its model_type
-    says, and turns what posenc does not understand into warnings; the result's ``assumption`` says so."""
+    ``read_as`` (a rotary record's model_type) reads the config with that record's rules whatever its
+    model_type says, and turns what posenc does not understand into warnings; the result's ``assumption`` says
+    so."""
     if not isinstance(config, Mapping):
         raise ParameterError(f"config must be a JSON object, got {_json_type(config)}")
-    if read_as is not None and read_as not in FAMILIES:
+    if read_as is not None and read_as not in rotary_records():
         raise ParameterError(
-            f"{ref('read_as')} {read_as!r} is no family posenc reads; choose from: {', '.join(sorted(FAMILIES))}"
+            f"{ref('read_as')} {read_as!r} is no family posenc reads; choose from: "
+            f"{', '.join(sorted(rotary_records()))}"
         )
     _check_depth_obj(config, "config")
     return _Reader(dict(config), read_as).read()
+
+
+def _text_model_type(outer: Mapping[str, Any]) -> tuple[str | None, dict[str, Any], str, list[str]]:
+    """(the text model_type, the dict holding its keys, their prefix, warnings) of a config, following the
+    wrapper records' ``text_config``."""
+    outer_type = outer.get("model_type")
+    if outer_type is not None and not isinstance(outer_type, str):
+        raise ParameterError(f"config key model_type={_show(outer_type)} is not a string; fix config.json")
+    wrapper = RECORDS.get(outer_type or "")
+    text = outer.get("text_config")
+    if text is not None:
+        if not isinstance(text, dict):
+            raise ParameterError(f"config key text_config={_show(text)} is not an object; fix config.json")
+        mt = text.get("model_type")
+        if mt is None:
+            mt = wrapper.text_model_type if wrapper is not None else outer_type
+        if mt is not None and not isinstance(mt, str):
+            raise ParameterError(f"config key text_config.model_type={_show(mt)} is not a string; fix config.json")
+        return mt, text, "text_config.", []
+    try:
+        composite = record_for(outer_type) if outer_type and wrapper is None else None
+    except Refused:
+        composite = None
+    if composite is not None and composite.sub_config:
+        # the rotary settings sit in a sub-config read with the outer type's record (Dia's decoder_config)
+        node: Any = outer
+        for part in composite.sub_config:
+            node = node.get(part) if isinstance(node, dict) else None
+        path = ".".join(composite.sub_config)
+        if not isinstance(node, dict):
+            raise ParameterError(f"config needs {path} (an object): {outer_type}'s rotary settings sit there")
+        return outer_type, dict(node), f"{path}.", []
+    if wrapper is not None and wrapper.text_model_type is not None:
+        warn = (
+            []
+            if wrapper.text_at_top
+            else [f"{outer_type} config has no text_config; reading the text model's keys at top level"]
+        )
+        return wrapper.text_model_type, dict(outer), "", warn
+    return outer_type, dict(outer), "", []
 
 
 class _Reader:
@@ -538,80 +339,134 @@ class _Reader:
         self.warnings: list[str] = []
         #: keys posenc does not understand that could change the table: an error unless read_as is given
         self.unknown: list[str] = []
+        self.ignored: dict[str, str] = {}
+        #: keys the layer rule read (reported with the values)
+        self.layer_keys: dict[str, _Value] = {}
 
     # where a key lives, for messages ("text_config.rope_theta")
     def key(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
     def read(self) -> ModelConfig:
-        outer_type = self.outer.get("model_type")
-        if outer_type is not None and not isinstance(outer_type, str):
-            raise ParameterError(f"config key model_type={_show(outer_type)} is not a string; fix config.json")
-        cfg, self.prefix = self.outer, ""
-        text = self.outer.get("text_config")
-        if text is not None:
-            if not isinstance(text, dict):
-                raise ParameterError(f"config key text_config={_show(text)} is not an object; fix config.json")
-            cfg, self.prefix = text, "text_config."
-        self.cfg = cfg
-        mt = cfg.get("model_type") if text is not None else outer_type
-        if text is not None and mt is None:
-            mt = WRAPPERS.get(outer_type or "")
-        if mt is not None and not isinstance(mt, str):
-            raise ParameterError(f"config key {self.key('model_type')}={_show(mt)} is not a string; fix config.json")
-        if text is None and outer_type in WRAPPERS and outer_type in TOP_LEVEL_TEXT:
-            mt = WRAPPERS[outer_type]  # Qwen2-VL before transformers 5: text fields at top level
-        elif text is None and outer_type in WRAPPERS:
-            mt = WRAPPERS[outer_type]
-            self.warnings.append(f"{outer_type} config has no text_config; reading the text model's keys at top level")
-        fam = FAMILIES.get(mt or "")
+        mt, self.cfg, self.prefix, self.warnings = _text_model_type(self.outer)
+        cfg = self.cfg
+        rec, refused = _record(mt)
         assumption = None
         if self.read_as is not None:
-            fam = FAMILIES[self.read_as]
+            rec = rotary_records()[self.read_as]
             assumption = f"model_type {mt or 'unset'!r} read with {self.read_as}'s rules, as the user asked (read_as)"
-        elif fam is None and mt is not None:  # a bare config without model_type is read generically, unwarned
-            self.warnings.append(
-                f"unknown model_type {mt!r}: reading it like llama (rotate_half, base 10000), as every key that "
-                "could change the table is one posenc reads; check the model's modeling code"
-            )
-        self.fam = fam or _GENERIC
-        self.known = fam is not None
-        self.family_name = self.fam.name
+        elif rec is None and mt is not None:
+            raise ParameterError(_refusal(mt, refused))
+        bare = rec is None
+        if bare:
+            # a bare rope dict without any model_type (hand-written): the rope dict's rules, no class defaults
+            rec = RECORDS["llama"]
+        assert rec is not None
+        self.fam: Record = rec
+        self.known = assumption is None and not bare
+        self.family_name = rec.model_type
         self.model_type = mt or "unknown"
-        head = self.read_head()
-        known = self.fam.known_top()
-        for k in cfg:
-            if POSITIONAL_KEY.search(k) and k not in known:
-                self.unknown.append(
-                    f"config key {self.key(k)} is one {self.family_name if fam else 'the generic'} reading does "
-                    "not know"
-                )
+        switch = self.check_when()
+        head = {**switch, **self.read_head()}
+        self.guard()
         ropes, layer_types = self.read_ropes(head)
-        if fam is not None and fam.fixed_base is not None:
-            for name in ("rope_theta",):
-                if name in cfg:
-                    self.warnings.append(
-                        f"{self.key(name)} is ignored: transformers' {fam.name} hard-codes base {fam.fixed_base:g}"
-                    )
+        head.update(self.layer_keys)
+        self.unused(head, ropes)
+        if rec.has("fixed_base") and "rope_theta" in cfg:
+            self.warnings.append(
+                f"{self.key('rope_theta')} is ignored: transformers' {rec.model_type} hard-codes base "
+                f"{rec.defaults.get('rope_theta', 10000.0):g}"
+            )
         if self.unknown:
             if self.read_as is None:
                 more = f" (and {len(self.unknown) - 1} more)" if len(self.unknown) > 1 else ""
-                what = f"model_type {self.model_type!r}" if fam else f"unknown model_type {self.model_type!r}"
                 raise ParameterError(
-                    f"{self.unknown[0]}{more}, and it could change the tables of {what}; check the model's code, "
-                    f"then pass {ref('read_as')} FAMILY (e.g. llama) to read it as that family"
+                    f"{self.unknown[0]}{more}, and it could change the tables of model_type {self.model_type!r}; "
+                    f"check the model's code, then pass {ref('read_as')} FAMILY (e.g. llama) to read it as that "
+                    "family"
                 )
             self.warnings.extend(f"{u}; ignored: read with {self.read_as}'s rules, as asked" for u in self.unknown)
-        return ModelConfig(self.model_type, fam, self.fam.kind, layer_types, self.warnings, head, ropes, {}, assumption)
+        return ModelConfig(
+            self.model_type, None if bare else rec, rec.scheme, layer_types, self.warnings,
+            head, ropes, self.ignored, assumption,
+        )  # fmt: skip
+
+    def check_when(self) -> dict[str, _Value]:
+        """A record that holds for one value of a switch key only (Falcon's alibi, Granite 4's
+        position_embedding_type): a value of the wrong type is an error; the other value is not this reading."""
+        rec = self.fam
+        if rec.when is None or not self.known:
+            return {}
+        key, want = rec.when
+        value = self.cfg.get(key, rec.defaults.get(key))
+        if isinstance(want, bool) and value is not None and not isinstance(value, bool):
+            raise ParameterError(f"config key {self.key(key)}={_show(value)} is not true or false; fix config.json")
+        if (value or None) != (want or None):
+            raise ParameterError(
+                f"config key {self.key(key)}={_show(value)}: transformers' {rec.model_type} then applies no rotary "
+                "embedding in any layer; no RoPE table to build"
+            )
+        origin = f"config key {self.key(key)}" if key in self.cfg else f"default of {rec.model_type}"
+        return {key: _Value(value, f"{origin} (selects the rotary embedding)")}
+
+    # ----- the guard: keys the positional code reads, from the source ----------------------------------------
+    def guard(self) -> None:
+        """Every top-level key is read by the record, or ignored because the family's positional code never
+        reads it; a key the inventory saw that code read and the record does not model is an error."""
+        rec, cfg = self.fam, self.cfg
+        known = rec.known_top() | ({"qk_rope_head_dim"} if not self.known and self.read_as is None else set())
+        observed = _keys_read(self.model_type if self.known else "")
+        saved = _saved_top(rec.model_type) if rec.origin == "inventory" else None
+        for k in cfg:
+            if k in known or k in _BOOKKEEPING:
+                continue
+            if rec.origin == "inventory" and saved is not None and k not in saved:
+                self.unknown.append(
+                    f"config key {self.key(k)} is no attribute of transformers' {rec.model_type} config class (a "
+                    "legacy key its class may convert), and posenc has no record of that"
+                )
+            elif k in observed:
+                self.unknown.append(
+                    f"config key {self.key(k)} is read by transformers' {self.model_type} positional code, and "
+                    "posenc does not model it"
+                )
+            elif self.known:
+                self.ignored[self.key(k)] = f"transformers' {rec.model_type} positional code never reads it"
+            elif self.read_as is not None:
+                self.unknown.append(f"config key {self.key(k)} is one {rec.model_type}'s reading does not know")
+            else:
+                self.ignored[self.key(k)] = "a config without model_type: posenc reads its rope keys only"
+
+    def unused(self, head: dict[str, _Value], ropes: dict[str, dict[str, _Value] | None]) -> None:
+        """Keys the record knows that this config's reading did not need (hidden_size where head_dim gives the
+        width): reported with the key that made them unneeded, so that no key goes unmentioned."""
+        values = [*head.values(), *(v for r in ropes.values() if r for v in r.values())]
+        said = " ".join(v.origin for v in values)
+        used = {m.split(".")[0] for m in re.findall(r"config key " + re.escape(self.prefix) + r"([\w.]+)", said)}
+        used |= {k for k in ("rope_scaling", "rope_parameters") if f"{self.prefix}{k}." in said}
+        why = {
+            "hidden_size": "the head width comes from another key (see dim)",
+            "num_attention_heads": "the head width comes from another key (see dim)",
+            "num_hidden_layers": "layer_types (or one RoPE for every layer) leaves it no role",
+            "no_rope_layer_interval": "no_rope_layers names each layer",
+            "rope_theta": "the rope dict's rope_theta wins",
+            "partial_rotary_factor": "the rope dict's value wins, or this rotary class rotates the whole head",
+        }
+        for k in self.cfg:
+            if k in used or self.key(k) in self.ignored or k in _BOOKKEEPING or k in self.fam.when_keys():
+                continue
+            if k in ("rope_scaling", "rope_parameters") and not self.cfg[k]:
+                continue
+            self.ignored[self.key(k)] = f"not needed here: {why.get(k, 'this config gives what it would')}"
 
     # ----- scalar fields ------------------------------------------------------------------------------------
     def get(self, canonical: str, *, integer: bool = True, required: bool = False, **kw: Any) -> _Value | None:
-        """A top-level (text) config value: the family's aliases, then the class default."""
+        """A top-level (text) config value: the record's aliases, then the class default."""
         for key in self.fam.aliases.get(canonical, (canonical,)):
             if self.cfg.get(key) is not None:
                 value = _number(self.cfg[key], self.key(key), integer=integer, **kw)
                 return _Value(value, f"config key {self.key(key)}")
-        if canonical in self.fam.defaults and self.fam.defaults[canonical] is not None:
+        if canonical in self.fam.defaults and self.fam.defaults[canonical] is not None and self.known:
             return _Value(self.fam.defaults[canonical], f"default of {self.family_name}")
         if required:
             names = " or ".join(self.fam.aliases.get(canonical, (canonical,)))
@@ -619,41 +474,50 @@ class _Reader:
         return None
 
     def read_head(self) -> dict[str, _Value]:
-        fam, out = self.fam, {}
+        out: dict[str, _Value] = {}
         mp = self.get("max_position_embeddings")
         if mp is not None:
             out["max_position_embeddings"] = mp
-        if fam.head_dim == "qk_rope" or (not self.known and self.cfg.get("qk_rope_head_dim") is not None):
-            out["dim"] = self.get("qk_rope_head_dim", required=True)  # type: ignore[assignment]
-            return out
-        hd = None
-        if fam.head_dim == "config":
-            v = self.cfg.get("head_dim")
-            if v is not None:
-                hd = _Value(_number(v, self.key("head_dim"), integer=True), f"config key {self.key('head_dim')}")
-            elif fam.defaults.get("head_dim") is not None:
-                hd = _Value(fam.defaults["head_dim"], f"default of {self.family_name}")
-        elif "head_dim" in self.cfg and fam.head_dim == "computed":
-            self.warnings.append(
-                f"{self.key('head_dim')} is ignored: transformers' {fam.name} uses hidden_size // num_attention_heads"
-            )
-        if hd is None:
-            hs = self.get("hidden_size")
-            nh = self.get("num_attention_heads")
-            if hs is None or nh is None:
-                missing = "hidden_size" if hs is None else "num_attention_heads"
-                names = self.fam.aliases.get(missing, (missing,))[0]
-                raise ParameterError(
-                    f"config needs head_dim or hidden_size and num_attention_heads; missing {self.key(names)}"
-                )
-            if hs.value // nh.value < 1:
-                raise ParameterError(
-                    f"config keys {self.key('hidden_size')}={hs.value} and {self.key('num_attention_heads')}="
-                    f"{nh.value} give a head dim of 0; fix config.json"
-                )
-            hd = _Value(hs.value // nh.value, f"{hs.origin} // {nh.origin}")
-        out["dim"] = hd
+        bare_mla = not self.known and self.read_as is None and self.cfg.get("qk_rope_head_dim") is not None
+        out["dim"] = HEAD_DIM["qk_rope" if bare_mla else self.fam.head_dim](self)
         return out
+
+    def head_from_config(self) -> _Value:
+        v = self.cfg.get("head_dim")
+        if v is not None:
+            return _Value(_number(v, self.key("head_dim"), integer=True), f"config key {self.key('head_dim')}")
+        if self.fam.defaults.get("head_dim") is not None and self.known:
+            return _Value(self.fam.defaults["head_dim"], f"default of {self.family_name}")
+        return self.head_computed()
+
+    def head_computed(self) -> _Value:
+        hs = self.get("hidden_size")
+        nh = self.get("num_attention_heads")
+        if hs is None or nh is None:
+            missing = "hidden_size" if hs is None else "num_attention_heads"
+            names = self.fam.aliases.get(missing, (missing,))[0]
+            raise ParameterError(
+                f"config needs head_dim or hidden_size and num_attention_heads; missing {self.key(names)}"
+            )
+        if hs.value // nh.value < 1:
+            raise ParameterError(
+                f"config keys {self.key('hidden_size')}={hs.value} and {self.key('num_attention_heads')}="
+                f"{nh.value} give a head dim of 0; fix config.json"
+            )
+        return _Value(hs.value // nh.value, f"{hs.origin} // {nh.origin}")
+
+    def head_ignoring_head_dim(self) -> _Value:
+        if "head_dim" in self.cfg:
+            self.warnings.append(
+                f"{self.key('head_dim')} is ignored: transformers' {self.family_name} uses hidden_size // "
+                "num_attention_heads"
+            )
+        return self.head_computed()
+
+    def head_qk_rope(self) -> _Value:
+        value = self.get("qk_rope_head_dim", required=True)
+        assert value is not None
+        return value
 
     # ----- rope dicts ---------------------------------------------------------------------------------------
     def rope_source(self) -> tuple[dict[str, Any], str, bool]:
@@ -681,14 +545,19 @@ class _Reader:
         rope, where, given = self.rope_source()
         layer_list = self.layer_types()
         types_ = sorted(set(layer_list)) if layer_list else ["default"]
-        per_layer_keys = set(fam.theta_keys) - {None}
+        per_layer_keys = set(fam.theta) - {None}
         nested = bool(rope) and all(isinstance(v, dict) or v is None for v in rope.values())
-        if nested and not per_layer_keys and not layer_list:
-            types_ = sorted(rope)  # transformers 5 per-layer rope_parameters of a family posenc reads generically
-        if rope and not nested and fam.flat_parameters_ignored and where.endswith("rope_parameters."):
+        if nested and not layer_list:
+            types_ = sorted(rope)  # transformers 5 per-layer rope_parameters: one entry per attention type
+        elif per_layer_keys and not layer_list:
+            raise ParameterError(
+                f"{self.model_type} has a RoPE per attention type and the config names none; add "
+                f"{self.key('layer_types')} (or a per-type {self.key('rope_parameters')}) to config.json"
+            )
+        if rope and not nested and fam.has("per_layer_parameters_only") and where.endswith("rope_parameters."):
             self.warnings.append(
-                f"{where[:-1]} is flat, and transformers' {fam.name} reads it per layer type only: its keys are "
-                "ignored, as transformers does (rope_scaling applies a flat dict to full_attention)"
+                f"{where[:-1]} is flat, and transformers' {fam.model_type} reads it per layer type only: its keys "
+                "are ignored, as transformers does (rope_scaling applies a flat dict to full_attention)"
             )
             rope = {}
         ropes: dict[str, dict[str, _Value] | None] = {}
@@ -697,14 +566,19 @@ class _Reader:
                 ropes[lt] = None
                 continue
             if nested:
-                entry = rope.get(lt)
+                key = fam.rope_entry.get(lt, lt)  # the rope dict entry this layer type uses (DeepSeek-V4)
+                entry = rope.get(key)
                 if entry is None:
-                    if lt in rope or not per_layer_keys:
+                    if key in rope or not per_layer_keys:
                         ropes[lt] = None
                         continue
-                    entry, ewhere = {}, f"{where}{lt}."
-                else:
-                    ewhere = f"{where}{lt}."
+                    if key not in fam.theta:
+                        raise ParameterError(
+                            f"{where[:-1]} has no entry for layer type {lt!r}, and transformers' {fam.model_type} "
+                            f"has no default for it; add {where}{key} to config.json"
+                        )
+                    entry = {}
+                ewhere = f"{where}{key}."
             elif per_layer_keys:
                 # one flat dict: Gemma 3 applies rope_scaling to full only, ModernBERT to both
                 applies = not given or lt in fam.scaling_to
@@ -715,7 +589,7 @@ class _Reader:
                 raise ParameterError(f"config key {ewhere[:-1]}={_show(entry)} is not an object; fix config.json")
             ropes[lt] = self.read_rope(entry, ewhere, head, lt if per_layer_keys else None)
         if nested and per_layer_keys:
-            extra = sorted(set(rope) - set(types_))
+            extra = sorted(set(rope) - {fam.rope_entry.get(t, t) for t in types_})
             if extra:
                 self.warnings.append(f"{where}{extra[0]} names no attention type of this model; ignored")
         if not any(r is not None for r in ropes.values()):
@@ -723,43 +597,46 @@ class _Reader:
         return ropes, tuple(types_)
 
     def layer_types(self) -> list[str]:
-        """The attention type of each layer (config ``layer_types``, else the family's rule), or []."""
+        """The attention type of each layer (config ``layer_types``, else the record's layer rule), or []."""
         fam, cfg = self.fam, self.cfg
-        lts = cfg.get("layer_types")
+        lts = next((cfg[k] for k in fam.aliases.get("layer_types", ("layer_types",)) if cfg.get(k) is not None), None)
+        if fam.layers is not None and fam.layers[0] == "no_rope_layers":
+            return LAYERS["no_rope_layers"](self, self.n_layers(), fam.layers[1])
         if lts is not None:
             if not isinstance(lts, list) or not all(isinstance(x, str) for x in lts) or not lts:
                 raise ParameterError(f"config key {self.key('layer_types')} must be a non-empty list of strings")
-            remap = {"attention": "full_attention"}
-            return [remap.get(x) or x for x in lts]
+            counts = {t: lts.count(t) for t in dict.fromkeys(lts)}
+            self.layer_keys["layer_types"] = _Value(
+                ", ".join(f"{n} {t}" for t, n in counts.items()), f"config key {self.key('layer_types')}"
+            )
+            return [LEGACY_LAYER_TYPES.get(x) or x for x in lts]
         if fam.layers is None:
             return []
+        rule, arg = fam.layers
+        return LAYERS[rule](self, self.n_layers(), arg)
+
+    def n_layers(self) -> int:
         n = self.get("num_hidden_layers")
         n_layers = n.value if n is not None else 1
         if n_layers > 100_000:
             raise ParameterError(f"config key {self.key('num_hidden_layers')}={n_layers} is out of range")
-        if fam.layers == "alternate":
-            return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n_layers)]
-        if fam.layers.startswith("every_nth_full:"):
-            _, key, default = fam.layers.split(":")
-            v = cfg.get(key, cfg.get(f"_{key}")) if key else None  # olmo3: no key, every 4th layer is full
-            k = _number(v, self.key(key), integer=True) if v is not None else int(default)
-            return ["sliding_attention" if (i + 1) % k else "full_attention" for i in range(n_layers)]
-        if fam.layers == "modernbert":
-            v = cfg.get("global_attn_every_n_layers")
-            k = _number(v, self.key("global_attn_every_n_layers"), integer=True) if v is not None else 3
-            return ["sliding_attention" if i % k else "full_attention" for i in range(n_layers)]
-        if fam.layers == "llama4":
-            nrl = cfg.get("no_rope_layers")
-            if nrl:
-                if not isinstance(nrl, list) or not all(x in (0, 1) and not isinstance(x, float) for x in nrl):
-                    raise ParameterError(f"config key {self.key('no_rope_layers')} must be a list of 0 and 1")
-                flags = nrl
-            else:
-                v = cfg.get("no_rope_layer_interval")
-                k = _number(v, self.key("no_rope_layer_interval"), integer=True) if v is not None else 4
-                flags = [int((i + 1) % k != 0) for i in range(n_layers)]
-            return ["chunked_attention" if f else "full_attention" for f in flags]
-        raise AssertionError(fam.layers)  # pragma: no cover
+        return int(n_layers)
+
+    def every(self, arg: str | int, fallback: int) -> int:
+        """The period a layer rule reads: a config key (``arg``), its class default, or a fixed ``=N``."""
+        if isinstance(arg, str) and arg.startswith("="):
+            return int(arg[1:])
+        if isinstance(arg, int):
+            return arg
+        v = self.cfg.get(arg, self.cfg.get(f"_{arg}"))
+        if v is not None:
+            n = int(_number(v, self.key(arg), integer=True))
+            self.layer_keys[arg] = _Value(n, f"config key {self.key(arg)} (which layers are which)")
+            return n
+        default = self.fam.defaults.get(arg)
+        n = int(default) if default is not None else fallback
+        self.layer_keys[arg] = _Value(n, f"default of {self.family_name} (which layers are which)")
+        return n
 
     def theta(self, entry: dict[str, Any], where: str, lt: str | None) -> _Value:
         v = self._theta(entry, where, lt)
@@ -772,86 +649,83 @@ class _Reader:
 
     def _theta(self, entry: dict[str, Any], where: str, lt: str | None) -> _Value:
         fam, cfg = self.fam, self.cfg
-        if fam.fixed_base is not None:
-            return _Value(fam.fixed_base, f"fixed in transformers' {fam.name} (create_sinusoidal_positions)")
+        if fam.has("fixed_base"):
+            base = float(fam.defaults.get("rope_theta", 10000.0))
+            return _Value(base, f"fixed in transformers' {fam.model_type} (create_sinusoidal_positions)")
         if entry.get("rope_theta") is not None:
             return _Value(_number(entry["rope_theta"], f"{where}rope_theta"), f"config key {where}rope_theta")
-        key = fam.theta_keys.get(lt, fam.theta_keys.get(None, "rope_theta"))
+        lt = fam.rope_entry.get(lt, lt) if lt is not None else None
+        key, default = fam.theta.get(lt, fam.theta.get(None, ("rope_theta", 10000.0)))
         if cfg.get(key) is not None:
             return _Value(_number(cfg[key], self.key(key)), f"config key {self.key(key)}")
-        if fam.name == "gpt_neox" and cfg.get("rope_theta") is not None:
-            self.warnings.append(f"{self.key('rope_theta')} is ignored: transformers' gpt_neox reads rotary_emb_base")
-        default = fam.theta_defaults.get(lt, fam.theta_defaults.get(None, 10000.0))
+        if (
+            key != "rope_theta"
+            and cfg.get("rope_theta") is not None
+            and "rope_theta" not in fam.known_top() - {"rope_theta"}
+        ):
+            self.warnings.append(f"{self.key('rope_theta')} is ignored: transformers' {fam.model_type} reads {key}")
+        if not self.known:
+            default = 10000.0
         return _Value(default, f"default of {self.family_name}")
 
-    def read_rope(
-        self, entry: dict[str, Any], where: str, head: dict[str, _Value], lt: str | None
-    ) -> dict[str, _Value]:
-        fam, cfg = self.fam, self.cfg
+    def layer_dim(self, head: dict[str, _Value], lt: str | None) -> _Value:
+        """The head width of layer type ``lt``: the record's per-type key (Gemma 4's global_head_dim), else the
+        config's head dim."""
+        if lt is None or lt not in self.fam.layer_dims:
+            return head["dim"]
+        key, default = self.fam.layer_dims[lt]
+        if self.cfg.get(key) is not None:
+            return _Value(_number(self.cfg[key], self.key(key), integer=True), f"config key {self.key(key)} ({lt})")
+        return _Value(default, f"default of {self.family_name} ({key}, {lt})")
+
+    def rope_type(self, entry: dict[str, Any], where: str) -> tuple[str, str, str]:
+        """(the rope_type as written, the HF rule it names after the record's renames, posenc's scaling)."""
+        fam = self.fam
         raw_type = entry.get("rope_type", entry.get("type", "default"))
         if not isinstance(raw_type, str):
             raise ParameterError(f"config key {where}rope_type={_show(raw_type)} is not a string; fix config.json")
         hf_type = fam.renames.get(raw_type, raw_type)
-        if raw_type == "mrope" and fam.kind != "mrope":
+        if raw_type in MROPE_TYPES and not fam.sectioned:
             raise ParameterError(f"{where}rope_type 'mrope' needs a qwen2_vl or qwen2_5_vl model_type")
         if hf_type not in HF_SCALINGS:
             raise ParameterError(
                 f"unknown {where}rope_type {raw_type!r}; choose from: {', '.join(HF_SCALINGS)}"
-                + (", mrope (Qwen2-VL)" if fam.kind != "mrope" else "")
+                + ("" if fam.sectioned else ", mrope (Qwen2-VL)")
             )
-        scaling = HF_SCALINGS[hf_type]
-        # Hunyuan: "dynamic" with a (truthy) alpha is transformers' ntk_alpha, a fixed NTK base at every length
-        alpha = fam.ntk_alpha and hf_type == "dynamic" and bool(entry.get("alpha"))
-        rule = "ntk_alpha" if alpha else hf_type
+        return raw_type, hf_type, HF_SCALINGS[hf_type]
+
+    def check_rope_keys(self, entry: dict[str, Any], where: str, rule: str) -> None:
+        """Each rope dict key is read by the rule in force, ignored by it (as transformers does), or unknown."""
+        fam = self.fam
         for k in entry:
-            if k == "mrope_section" and fam.kind == "mrope":
+            if k == "mrope_section" and fam.sectioned:
                 continue
             if k not in ROPE_KEYS and k not in fam.rope_keys:
                 self.unknown.append(f"{where}{k} is a RoPE key posenc does not know")
                 continue
             readers = ROPE_KEYS.get(k) or fam.rope_keys.get(k) or ()
+            if k in fam.rope_keys and not fam.rope_keys[k]:
+                self.ignored[f"{where}{k}"] = f"transformers' {fam.model_type} rotary class never reads it"
+                continue
             read = rule in readers if rule != "ntk_alpha" else k in ("rope_type", "type", "rope_theta", "alpha")
-            if readers or rule == "ntk_alpha":
-                if read:
-                    continue
-                if self.known or self.read_as is not None:
-                    self.warnings.append(
-                        f"{where}{k} is not read by {self.family_name}'s rope_type {rule!r}; ignored, as transformers does"
-                    )
-                else:
-                    self.unknown.append(
-                        f"{where}{k} is not read by rope_type {rule!r} in Llama's rules, though this model's class "
-                        "might read it"
-                    )
-        out: dict[str, _Value] = {"dim": head["dim"], "base": self.theta(entry, where, lt)}
-        out["layout"] = _Value(fam.layout, f"layout of {self.family_name}")
-        if fam.kind == "mrope":
-            out["_layout"] = out.pop("layout")  # mrope has one layout (half); reported, not a parameter
-            if scaling != "none":
-                raise ParameterError(f"{where}rope_type {raw_type!r}: posenc's mrope supports the default rule only")
-            sec = entry.get("mrope_section", fam.defaults["mrope_section"])
-            origin = (
-                f"config key {where}mrope_section" if "mrope_section" in entry else f"default of {self.family_name}"
-            )
-            if not isinstance(sec, list) or not sec:
-                raise ParameterError(f"config key {where}mrope_section={_show(sec)} must be a list of integers")
-            sec = [_number(x, f"{where}mrope_section", integer=True) for x in sec]
-            half = head["dim"].value // 2
-            if sum(sec) != half:
-                raise ParameterError(
-                    f"config key {where}mrope_section={sec} sums to {sum(sec)}; it must sum to head_dim/2 = {half} "
-                    "(the rotated half)"
+            if (readers or rule == "ntk_alpha") and not read:
+                self.warnings.append(
+                    f"{where}{k} is not read by {self.family_name}'s rope_type {rule!r}; ignored, as transformers does"
                 )
-            out["mrope_section"] = _Value(tuple(sec), origin)
-            if fam.mrope_sections == "interleaved":
-                flag = entry.get("mrope_interleaved", True)
-                if flag is not True:
-                    raise ParameterError(
-                        f"config key {where}mrope_interleaved={_show(flag)}, but transformers' {fam.name} always "
-                        "interleaves the M-RoPE sections; drop the key or set it to true"
-                    )
-                out["mrope_interleaved"] = _Value(True, f"layout of {self.family_name} (recomposition_frequencies)")
-            return out
+
+    def read_rope(
+        self, entry: dict[str, Any], where: str, head: dict[str, _Value], lt: str | None
+    ) -> dict[str, _Value]:
+        fam = self.fam
+        raw_type, hf_type, scaling = self.rope_type(entry, where)
+        # Hunyuan: "dynamic" with a (truthy) alpha is transformers' ntk_alpha, a fixed NTK base at every length
+        alpha = fam.has("ntk_alpha") and hf_type == "dynamic" and bool(entry.get("alpha"))
+        self.check_rope_keys(entry, where, "ntk_alpha" if alpha else hf_type)
+        dim = self.layer_dim(head, lt)
+        out: dict[str, _Value] = {"dim": dim, "base": self.theta(entry, where, lt)}
+        out["layout"] = _Value(fam.pairing, f"layout of {self.family_name}")
+        if fam.sectioned:
+            return self.read_mrope(out, entry, where, raw_type, scaling, head)
         out["scaling"] = _Value(
             scaling,
             f"config key {where}rope_type"
@@ -859,58 +733,113 @@ class _Reader:
             else f"default of {self.family_name}",
         )
         if alpha:
-            # transformers' compute_ntk_alpha_rope_parameters reads config.head_dim itself (None fails there)
-            if "head_dim" not in head["dim"].origin:
-                raise ParameterError(
-                    f"{where}alpha needs config key {self.key('head_dim')}: transformers' {fam.name} computes the "
-                    "NTK-alpha base from config.head_dim; add head_dim to config.json"
-                )
-            out["scaling"] = _Value(
-                "ntk", f"config key {where}rope_type 'dynamic' with {where}alpha (transformers' ntk_alpha)"
+            return self.read_ntk_alpha(out, entry, where, head)
+        rot_dim = self.read_width(out, entry, where, scaling, dim.value)
+        self.read_scaling(out, entry, where, hf_type, scaling, head, rot_dim)
+        for name in fam.rules:
+            RULE_STEPS.get(name, _no_step)(self, out, entry, where, raw_type, scaling)
+        return out
+
+    def read_mrope(
+        self, out: dict[str, _Value], entry: dict[str, Any], where: str, raw_type: str, scaling: str,
+        head: dict[str, _Value],
+    ) -> dict[str, _Value]:  # fmt: skip
+        fam = self.fam
+        out["_layout"] = out.pop("layout")  # mrope has one layout (half); reported, not a parameter
+        if scaling != "none":
+            raise ParameterError(f"{where}rope_type {raw_type!r}: posenc's mrope supports the default rule only")
+        sec = entry.get("mrope_section", fam.defaults["mrope_section"])
+        origin = f"config key {where}mrope_section" if "mrope_section" in entry else f"default of {self.family_name}"
+        if not isinstance(sec, list) or not sec:
+            raise ParameterError(f"config key {where}mrope_section={_show(sec)} must be a list of integers")
+        sec = [_number(x, f"{where}mrope_section", integer=True) for x in sec]
+        half = head["dim"].value // 2
+        if sum(sec) != half:
+            raise ParameterError(
+                f"config key {where}mrope_section={sec} sums to {sum(sec)}; it must sum to head_dim/2 = {half} "
+                "(the rotated half)"
             )
-            out["factor"] = _Value(_number(entry["alpha"], f"{where}alpha"), f"config key {where}alpha")
-            out["_rot_dim"] = _Value(head["dim"].value, "the head dim")
-            return out
-        dim = head["dim"].value
-        # partial rotary: GPT-J's rotary_dim, else partial_rotary_factor (rope dict first, then top level)
+        out["mrope_section"] = _Value(tuple(sec), origin)
+        if fam.mrope_sections == "interleaved":
+            flag = entry.get("mrope_interleaved", True)
+            if flag is not True:
+                raise ParameterError(
+                    f"config key {where}mrope_interleaved={_show(flag)}, but transformers' {fam.model_type} always "
+                    "interleaves the M-RoPE sections; drop the key or set it to true"
+                )
+            out["mrope_interleaved"] = _Value(True, f"layout of {self.family_name} (recomposition_frequencies)")
+        return out
+
+    def read_ntk_alpha(
+        self, out: dict[str, _Value], entry: dict[str, Any], where: str, head: dict[str, _Value]
+    ) -> dict[str, _Value]:
+        # transformers' compute_ntk_alpha_rope_parameters reads config.head_dim itself (None fails there)
+        if "head_dim" not in head["dim"].origin:
+            raise ParameterError(
+                f"{where}alpha needs config key {self.key('head_dim')}: transformers' {self.family_name} computes "
+                "the NTK-alpha base from config.head_dim; add head_dim to config.json"
+            )
+        out["scaling"] = _Value(
+            "ntk", f"config key {where}rope_type 'dynamic' with {where}alpha (transformers' ntk_alpha)"
+        )
+        out["factor"] = _Value(_number(entry["alpha"], f"{where}alpha"), f"config key {where}alpha")
+        out["_rot_dim"] = _Value(head["dim"].value, "the head dim")
+        return out
+
+    def partial_factor(self, entry: dict[str, Any], where: str, dim: int) -> _Value | None:
+        """partial_rotary_factor: the rope dict's, else the record's partial keys at top level (``=rotary_dim``:
+        rotary_dim / head_dim, MiniMax-M2's legacy key), else the class default."""
+        fam, cfg = self.fam, self.cfg
+        if entry.get("partial_rotary_factor") is not None:
+            return _Value(
+                _number(entry["partial_rotary_factor"], f"{where}partial_rotary_factor", high=1.0),
+                f"config key {where}partial_rotary_factor",
+            )
+        for key in fam.partial_keys:
+            if key.startswith("="):
+                name = key[1:]
+                if cfg.get(name) is not None:
+                    rd = _number(cfg[name], self.key(name), integer=True)
+                    if rd > dim:
+                        raise ParameterError(f"config key {self.key(name)}={rd} exceeds the head dim {dim}")
+                    return _Value(rd / dim, f"config key {self.key(name)} / the head dim")
+            elif cfg.get(key) is not None:
+                return _Value(_number(cfg[key], self.key(key), high=1.0), f"config key {self.key(key)}")
+        if fam.partial_keys[0] != "partial_rotary_factor" and "partial_rotary_factor" in cfg:
+            self.warnings.append(
+                f"{self.key('partial_rotary_factor')} is ignored: transformers' {fam.model_type} reads "
+                f"{fam.partial_keys[0]}"
+            )
+        if fam.defaults.get("partial_rotary_factor") is not None and self.known:
+            return _Value(fam.defaults["partial_rotary_factor"], f"default of {self.family_name}")
+        return None
+
+    def read_width(self, out: dict[str, _Value], entry: dict[str, Any], where: str, scaling: str, dim: int) -> int:
+        """The rotated width: rotary_dim (GPT-J), else head dim x partial_rotary_factor."""
+        fam = self.fam
         rot_dim = dim
-        if fam.head_dim == "gpt2":
+        if fam.head_dim == "rotary_dim":
             rd = self.cfg.get("rotary_dim", None) if "rotary_dim" in self.cfg else fam.defaults["rotary_dim"]
             if rd is None:
                 raise ParameterError(
-                    f"config key {self.key('rotary_dim')}=null: transformers' {fam.name} then rotates hidden_size "
-                    "features, which fits one head only; set rotary_dim"
+                    f"config key {self.key('rotary_dim')}=null: transformers' {fam.model_type} then rotates "
+                    "hidden_size features, which fits one head only; set rotary_dim"
                 )
             rd = _number(rd, self.key("rotary_dim"), integer=True)
             if rd > dim or rd % 2:
                 raise ParameterError(f"config key {self.key('rotary_dim')}={rd} must be even and <= the head dim {dim}")
-            origin = f"config key {self.key('rotary_dim')}" if "rotary_dim" in self.cfg else f"default of {fam.name}"
+            origin = (
+                f"config key {self.key('rotary_dim')}" if "rotary_dim" in self.cfg else f"default of {fam.model_type}"
+            )
             out["rotary_dim"] = _Value(rd, origin)
             rot_dim = rd
         else:
-            prf = None
-            if entry.get("partial_rotary_factor") is not None:
-                prf = _Value(
-                    _number(entry["partial_rotary_factor"], f"{where}partial_rotary_factor", high=1.0),
-                    f"config key {where}partial_rotary_factor",
-                )
-            else:
-                for key in fam.partial_key:
-                    if cfg.get(key) is not None:
-                        prf = _Value(_number(cfg[key], self.key(key), high=1.0), f"config key {self.key(key)}")
-                        break
-                if prf is None and fam.partial_key != ("partial_rotary_factor",) and "partial_rotary_factor" in cfg:
-                    self.warnings.append(
-                        f"{self.key('partial_rotary_factor')} is ignored: transformers' {fam.name} reads "
-                        f"{fam.partial_key[0]}"
-                    )
-                if prf is None and fam.defaults.get("partial_rotary_factor") is not None:
-                    prf = _Value(fam.defaults["partial_rotary_factor"], f"default of {self.family_name}")
+            prf = self.partial_factor(entry, where, dim)
             if prf is not None and (prf.value != 1.0 or scaling == "proportional"):
-                if scaling != "proportional" and self._default_ignores_partial(scaling):
+                if scaling == "none" and fam.has("default_ignores_partial") and self.known:
                     self.warnings.append(
-                        f"{prf.origin.removeprefix('config key ')} is ignored: transformers' {fam.name} default "
-                        "rotary rotates the whole head"
+                        f"{prf.origin.removeprefix('config key ')} is ignored: transformers' {fam.model_type} "
+                        "default rotary rotates the whole head"
                     )
                 else:
                     out["partial_rotary_factor"] = prf
@@ -923,20 +852,13 @@ class _Reader:
         if rot_dim % 2 and scaling != "proportional":
             raise ParameterError(f"the head dim {dim} gives {rot_dim} rotated features, an odd number; fix config.json")
         out["_rot_dim"] = _Value(rot_dim, "head dim x partial rotary factor" if rot_dim != dim else "the head dim")
-        self.read_scaling(out, entry, where, hf_type, scaling, head, rot_dim)
-        if fam.mscale_pair and scaling != "none":
-            self.read_mscale_pair(out, entry, where, raw_type, scaling)
-        if fam.no_attention_scaling and scaling in ("yarn", "longrope"):
-            out["attention_factor"] = _Value(
-                1.0, f"transformers' {fam.name} does not multiply cos/sin by attention_scaling"
-            )
-        return out
+        return rot_dim
 
     def read_mscale_pair(
         self, out: dict[str, _Value], entry: dict[str, Any], where: str, raw_type: str, scaling: str
     ) -> None:
         """Phimoe: cos/sin times short_mscale or long_mscale (by sequence length), inv_freq from short_factor."""
-        name = self.fam.name
+        name = self.fam.model_type
         if scaling != "longrope":
             raise ParameterError(
                 f"{where}rope_type {raw_type!r}: posenc reads {name}'s short_mscale/long_mscale with longrope only "
@@ -959,35 +881,6 @@ class _Reader:
             out["short_factor"].value,
             f"config key {where}short_factor (transformers' {name} recomputes inv_freq without seq_len, so "
             "the short factors apply at every length)",
-        )
-
-    def _default_ignores_partial(self, scaling: str) -> bool:
-        # Llama-style default rotary classes never read partial_rotary_factor; NeoX, Phi-3, GLM-style do. The
-        # scaling rules of modeling_rope_utils always read it.
-        return (
-            self.known
-            and scaling == "none"
-            and self.fam.name
-            in (
-                "llama",
-                "mistral",
-                "qwen2",
-                "cohere",
-                "cohere2",
-                "gemma",
-                "gemma2",
-                "gemma3_text",
-                "modernbert",
-                "gpt_oss",
-                "llama4_text",
-                "deepseek_v2",
-                "deepseek_v3",
-                "phimoe",
-                "olmo3",
-                "ernie4_5",
-                "ernie4_5_moe",
-                "hunyuan_v1_dense",
-            )
         )
 
     def read_scaling(
@@ -1095,6 +988,143 @@ class _Reader:
             f = num("factor")
             if f is not None:
                 out["factor"] = f
+
+
+# ----- the named rules of the records (records.RULES, HEAD_DIM_RULES, LAYER_RULES) ------------------------------
+def _no_step(reader: _Reader, *args: Any) -> None:
+    """A rule that acts elsewhere (while reading the base, the width or the layer types)."""
+
+
+def _mscale_pair(
+    reader: _Reader, out: dict[str, _Value], entry: dict[str, Any], where: str, raw_type: str, scaling: str
+) -> None:
+    if scaling != "none":
+        reader.read_mscale_pair(out, entry, where, raw_type, scaling)
+
+
+def _no_attention_scaling(
+    reader: _Reader, out: dict[str, _Value], entry: dict[str, Any], where: str, raw_type: str, scaling: str
+) -> None:
+    if scaling in ("yarn", "longrope"):
+        out["attention_factor"] = _Value(
+            1.0, f"transformers' {reader.family_name} does not multiply cos/sin by attention_scaling"
+        )
+
+
+#: records.RULES name -> its step after the scaling rule is read (the others act where their value is read).
+RULE_STEPS = {
+    "mscale_pair": _mscale_pair,
+    "no_attention_scaling": _no_attention_scaling,
+    "fixed_base": _no_step,
+    "ntk_alpha": _no_step,
+    "per_layer_parameters_only": _no_step,
+    "default_ignores_partial": _no_step,
+}
+
+#: records.HEAD_DIM_RULES name -> how the reader finds the head width.
+HEAD_DIM = {
+    "config": _Reader.head_from_config,
+    "computed": _Reader.head_ignoring_head_dim,
+    "qk_rope": _Reader.head_qk_rope,
+    "rotary_dim": _Reader.head_computed,
+}
+
+
+def _alternate(reader: _Reader, n: int, arg: str | int) -> list[str]:
+    return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)]
+
+
+def _every_nth_full(reader: _Reader, n: int, arg: str | int) -> list[str]:
+    k = reader.every(arg, 1)
+    return ["sliding_attention" if (i + 1) % k else "full_attention" for i in range(n)]
+
+
+def _every_nth_from_zero(reader: _Reader, n: int, arg: str | int) -> list[str]:
+    k = reader.every(arg, 1)
+    return ["sliding_attention" if i % k else "full_attention" for i in range(n)]
+
+
+def _flags(reader: _Reader, n: int, arg: str | int) -> list[int]:
+    """no_rope_layers (1: the layer rotates, 0: NoPE), else every ``arg``-th layer NoPE."""
+    nrl = reader.cfg.get("no_rope_layers")
+    if nrl:
+        if not isinstance(nrl, list) or not all(x in (0, 1) and not isinstance(x, float) for x in nrl):
+            raise ParameterError(f"config key {reader.key('no_rope_layers')} must be a list of 0 and 1")
+        off = [i for i, x in enumerate(nrl) if not x]
+        shown = f"{len(nrl)} layers, no RoPE in {len(off)}: {', '.join(map(str, off[:6]))}" + (
+            ", ..." if len(off) > 6 else ""
+        )
+        reader.layer_keys["no_rope_layers"] = _Value(shown, f"config key {reader.key('no_rope_layers')}")
+        return [int(x) for x in nrl]
+    k = reader.every(arg if arg else "no_rope_layer_interval", 4)
+    return [int((i + 1) % k != 0) for i in range(n)]
+
+
+def _llama4(reader: _Reader, n: int, arg: str | int) -> list[str]:
+    return ["chunked_attention" if f else "full_attention" for f in _flags(reader, n, arg)]
+
+
+def _no_rope_layers(reader: _Reader, n: int, arg: str | int) -> list[str]:
+    flags = _flags(reader, n, arg)
+    lts = reader.cfg.get("layer_types")
+    types = lts if isinstance(lts, list) and len(lts) == len(flags) else ["full_attention"] * len(flags)
+    return [str(t) if f else "no_rope" for t, f in zip(types, flags, strict=True)]
+
+
+#: records.LAYER_RULES name -> the attention type of each layer.
+LAYERS = {
+    "alternate": _alternate,
+    "every_nth_full": _every_nth_full,
+    "every_nth_sliding_from_zero": _every_nth_from_zero,
+    "llama4": _llama4,
+    "no_rope_layers": _no_rope_layers,
+}
+
+
+def _keys_read(model_type: str) -> set[str]:
+    """The top-level config keys the inventory saw ``model_type``'s positional code read (any rope type)."""
+    entry = inventory_entry(model_type) if model_type else None
+    if entry is None:
+        return set()
+    out: set[str] = set()
+    for keys in (entry.get("keys_read") or {}).values():
+        out |= {str(k).split(".")[0] for k in keys}
+    return out
+
+
+def _record(model_type: str | None) -> tuple[Record | None, str | None]:
+    """(the rotary record of ``model_type``, or None with why posenc does not read it)."""
+    if not model_type:
+        return None, None
+    try:
+        rec = record_for(model_type)
+    except Refused as exc:
+        return None, str(exc)
+    if rec is not None and rec.scheme not in ROTARY:
+        return None, f"its record reads {rec.scheme} positions"
+    return rec, None
+
+
+def _refusal(model_type: str, why: str | None) -> str:
+    if why is not None:
+        return (
+            f"model_type {model_type!r}: posenc does not read its rotary tables: {why}; pass "
+            f"{ref('read_as')} FAMILY to read it with that family's rules"
+        )
+    return (
+        f"unknown model_type {model_type!r}: it is no model type of transformers {TRANSFORMERS_VERSION} posenc "
+        f"reads, and no table is guessed; check the model's code, then pass {ref('read_as')} FAMILY (e.g. llama)"
+    )
+
+
+def _saved_top(model_type: str) -> set[str] | None:
+    """The top-level keys transformers' config class of ``model_type`` writes (its attributes), from the
+    inventory; None when unknown."""
+    entry = inventory_entry(model_type)
+    if entry is None or not entry.get("saved_keys"):
+        return None
+    prefix = "".join(f"{p}." for p in entry.get("sub_config") or [])
+    return {str(k).removeprefix(prefix).split(".")[0] for k in entry["saved_keys"]}
 
 
 # ----- the former API ----------------------------------------------------------------------------------------

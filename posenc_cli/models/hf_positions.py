@@ -1,7 +1,8 @@
 """The positions of HF transformers models that do not rotate: T5 buckets, ALiBi, sinusoids, DeBERTa, learned.
 
-A literal table :data:`FAMILIES`, one entry per ``model_type``, each citing the transformers modeling file and
-class it mirrors (transformers 5.x, read in ``src/transformers/models/<m>/modeling_<m>.py``). An entry is data:
+The families' tables are records (:mod:`.records`, one record per ``model_type``; :data:`FAMILIES` here is their
+non-rotary layer tables), each citing the transformers modeling file and class it mirrors (transformers 5.x, read
+in ``src/transformers/models/<m>/modeling_<m>.py``). An entry is data:
 the posenc kind each attention type (``encoder``/``decoder`` where the two differ) uses, the config keys (first
 found wins) and class defaults each of its parameters comes from, the parameters the model's code fixes, and
 for learned tables the tensor name inside the weights and the first row the model reads.
@@ -43,185 +44,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ParameterError, param, ref
+from .records import Family, Layer, positions_families
 
-_HF = "huggingface/transformers src/transformers/models"
 #: Largest size accepted from a config (heads, positions, buckets, ...).
 MAX_SIZE = 2**31 - 1
 
 
-@dataclass(frozen=True)
-class Layer:
-    """One attention type's table: its posenc ``kind``, the parameters the model's code fixes (``fixed``), and
-    where each other parameter comes from: ``keys`` (parameter -> config keys, first found wins; a name that
-    starts with ``=`` is computed, see :meth:`PositionsConfig._compute`) and ``defaults`` (the config class's
-    value when the config omits every key)."""
-
-    kind: str
-    keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    defaults: dict[str, Any] = field(default_factory=dict)
-    fixed: dict[str, Any] = field(default_factory=dict)
-    #: learned tables: the tensor's name in the weights (a suffix of the saved name); learned and sinusoidal
-    #: tables: the row of the model's buffer it adds to token 0 (``"pad+1"``: ``pad_token_id + 1``)
-    tensor: str | None = None
-    first_row: int | str = 0
-    #: rows the model's buffer holds beyond the positions it adds (fairseq sinusoids: 2), for ``rows="buffer"``
-    buffer_rows: int = 0
-
-
-@dataclass(frozen=True)
-class Family:
-    """How one ``model_type`` places positions: its attention types' :class:`Layer` entries and the code it
-    mirrors. ``when``: ``(key, value)`` the config must hold for this reading (Falcon: ``alibi`` true; else the
-    RoPE reader takes the config). ``ignored``: keys the model's code does not read -> their value that makes
-    no difference (anything else is reported as ignored)."""
-
-    name: str
-    reference: str
-    layers: dict[str, Layer]
-    when: tuple[str, Any] | None = None
-    ignored: dict[str, Any] = field(default_factory=dict)
-    #: keys whose names speak of positions (see :data:`_POSITION_WORDS`) that the family reads elsewhere or that
-    #: cannot change its table (checked, so that no other such key passes unread)
-    harmless: tuple[str, ...] = ()
-    #: keys older configs carry that the family's transformers 5 config class no longer reads -> the key it reads
-    #: (Falcon's n_head: FalconConfig has no attribute_map, so n_head leaves num_attention_heads at 71)
-    unread: dict[str, str] = field(default_factory=dict)
-
-
-def _t5(name: str, reference: str) -> Family:
-    keys: dict[str, tuple[str, ...]] = {
-        "num_buckets": ("relative_attention_num_buckets",),
-        "max_distance": ("relative_attention_max_distance",),
-    }
-    defaults = {"num_buckets": 32, "max_distance": 128}
-    return Family(name, reference, {
-        "encoder": Layer("t5", keys, defaults, {"bidirectional": True}),
-        "decoder": Layer("t5", keys, defaults, {"bidirectional": False}),
-    }, harmless=("n_positions",))  # fmt: skip
-
-
-def _learned(name: str, reference: str, dim: tuple[str, ...], length: tuple[str, ...], defaults: dict[str, Any],
-             tensor: str, first_row: int | str = 0) -> Family:  # fmt: skip
-    layer = Layer("learned", {"dim": dim, "length": length}, defaults, tensor=tensor, first_row=first_row)
-    return Family(name, reference, {"default": layer})
-
-
-def _bart(name: str, reference: str) -> Family:
-    keys: dict[str, tuple[str, ...]] = {"dim": ("d_model",), "length": ("max_position_embeddings",)}
-    defaults = {"dim": 1024, "length": 1024}
-    return Family(name, reference, {
-        lt: Layer("learned", keys, defaults, tensor=f"{lt}.embed_positions.weight", first_row=2)
-        for lt in ("encoder", "decoder")
-    })  # fmt: skip
-
-
-def _fairseq_sinusoids(length: tuple[str, ...], length_default: int, dim_default: int) -> Layer:
-    # the model adds buffer rows padding_idx + 1 .. padding_idx + N to tokens 0..N-1 (positions counted from
-    # padding_idx + 1); the buffer holds N + 2 rows, the padding_idx row zero
-    return Layer(
-        "sinusoidal",
-        {"dim": ("d_model",), "length": length, "padding_idx": ("pad_token_id",)},
-        {"dim": dim_default, "length": length_default, "padding_idx": 1},
-        {"layout": "split", "freq": "t2t", "base": 10000.0, "angle_dtype": "float32"},
-        first_row="pad+1",
-        buffer_rows=2,
-    )
-
-
-_MARIAN = {"layout": "split", "freq": "paper", "offset": 0, "base": 10000.0}
-_BERT_DIMS = {"dim": 768, "length": 512}
-
-#: model_type -> how its positions are read. Keep grouped by scheme.
-FAMILIES: dict[str, Family] = {f.name: f for f in (
-    _t5("t5", f"{_HF}/t5/modeling_t5.py T5Attention._relative_position_bucket (bidirectional = not is_decoder)"),
-    _t5("mt5", f"{_HF}/mt5/modeling_mt5.py MT5Attention._relative_position_bucket (as T5)"),
-    _t5("umt5", f"{_HF}/umt5/modeling_umt5.py UMT5Attention._relative_position_bucket (as T5, per layer)"),
-    Family("bloom", f"{_HF}/bloom/modeling_bloom.py _get_alibi_slopes, build_alibi_tensor (float32 slopes x j)",
-           {"default": Layer("alibi", {"dim": ("n_head", "num_attention_heads")}, {"dim": 8}, {"form": "bloom"})}),
-    Family("falcon", f"{_HF}/falcon/modeling_falcon.py build_alibi_tensor (bfloat16 slopes x j), FalconModel.forward "
-           "(alibi / sqrt(head_dim))",
-           {"default": Layer("alibi", {"dim": ("num_attention_heads",), "length": ("max_position_embeddings",),
-                                       "=divide_by": ("n_embed", "hidden_size")},
-                             {"dim": 71, "length": 2048, "=divide_by": 4544}, {"form": "falcon"})},
-           when=("alibi", True), unread={"n_head": "num_attention_heads"},
-           harmless=("rope_theta", "rope_scaling", "rope_parameters")),
-    Family("mpt", f"{_HF}/mpt/modeling_mpt.py build_mpt_alibi_tensor (max_seq_len; alibi_bias_max not passed: 8)",
-           {"default": Layer("alibi", {"dim": ("n_heads",), "length": ("max_seq_len",)}, {"dim": 16, "length": 2048},
-                             {"form": "mpt", "max_bias": 8.0})},
-           ignored={"attn_config.alibi": True, "attn_config.alibi_bias_max": 8, "learned_pos_emb": False,
-                    "attn_config.rope": False},
-           harmless=("attn_config.rope_theta", "attn_config.rope_impl", "attn_config.rope_dail_config",
-                     "attn_config.rope_hf_config")),
-    Family("marian", f"{_HF}/marian/modeling_marian.py MarianSinusoidalPositionalEmbedding.create_weight",
-           {"default": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_position_embeddings",)},
-                             {"dim": 1024, "length": 1024}, _MARIAN)},
-           harmless=("static_position_embeddings",)),
-    Family("pegasus", f"{_HF}/pegasus/modeling_pegasus.py PegasusSinusoidalPositionalEmbedding.create_weight",
-           {"default": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_position_embeddings",)},
-                             {"dim": 1024, "length": 1024}, _MARIAN)},
-           harmless=("static_position_embeddings",)),
-    Family("m2m_100", f"{_HF}/m2m_100/modeling_m2m_100.py M2M100SinusoidalPositionalEmbedding (offset 2, padding_idx "
-           "row zero)", {"default": _fairseq_sinusoids(("max_position_embeddings",), 1024, 1024)}),
-    Family("speech_to_text", f"{_HF}/speech_to_text/modeling_speech_to_text.py Speech2TextSinusoidalPositionalEmbedding "
-           "(offset 2; encoder max_source_positions, decoder max_target_positions)",
-           {"encoder": _fairseq_sinusoids(("max_source_positions",), 6000, 256),
-            "decoder": _fairseq_sinusoids(("max_target_positions",), 1024, 256)}),
-    Family("whisper", f"{_HF}/whisper/modeling_whisper.py sinusoids (encoder embed_positions), "
-           "WhisperPositionalEmbedding (decoder, learned)",
-           {"encoder": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_source_positions",)},
-                             {"dim": 384, "length": 1500}, {"layout": "split", "freq": "t2t", "offset": 0,
-                                                            "base": 10000.0, "angle_dtype": "float32"}),
-            "decoder": Layer("learned", {"dim": ("d_model",), "length": ("max_target_positions",)},
-                             {"dim": 384, "length": 448}, tensor="decoder.embed_positions.weight")}),
-    Family("deberta-v2", f"{_HF}/deberta_v2/modeling_deberta_v2.py build_relative_position, make_log_bucket_position "
-           "(DebertaV2Encoder: max_relative_positions < 1 -> max_position_embeddings)",
-           {"default": Layer("deberta", {"position_buckets": ("position_buckets",),
-                                         "max_relative_positions": ("max_relative_positions",),
-                                         "length": ("max_position_embeddings",)},
-                             {"position_buckets": -1, "max_relative_positions": -1, "length": 512})},
-           harmless=("position_biased_input", "relative_attention")),
-    _learned("gpt2", f"{_HF}/gpt2/modeling_gpt2.py GPT2Model.wpe (nn.Embedding(n_positions, n_embd))",
-             ("n_embd", "hidden_size"), ("n_positions", "max_position_embeddings"), {"dim": 768, "length": 1024},
-             "wpe.weight"),
-    _learned("bert", f"{_HF}/bert/modeling_bert.py BertEmbeddings.position_embeddings (position_ids = arange)",
-             ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS, "embeddings.position_embeddings.weight"),
-    _learned("roberta", f"{_HF}/roberta/modeling_roberta.py RobertaEmbeddings (positions from padding_idx + 1)",
-             ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS, "embeddings.position_embeddings.weight",
-             "pad+1"),
-    _learned("xlm-roberta", f"{_HF}/xlm_roberta/modeling_xlm_roberta.py XLMRobertaEmbeddings (from padding_idx + 1)",
-             ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS, "embeddings.position_embeddings.weight",
-             "pad+1"),
-    _learned("xlm-roberta-xl", f"{_HF}/xlm_roberta_xl/modeling_xlm_roberta_xl.py XLMRobertaXLEmbeddings (from "
-             "padding_idx + 1)", ("hidden_size",), ("max_position_embeddings",), {"dim": 2560, "length": 514},
-             "embeddings.position_embeddings.weight", "pad+1"),
-    _learned("electra", f"{_HF}/electra/modeling_electra.py ElectraEmbeddings.position_embeddings (embedding_size "
-             "wide)", ("embedding_size",), ("max_position_embeddings",), {"dim": 128, "length": 512},
-             "embeddings.position_embeddings.weight"),
-    Family("distilbert", f"{_HF}/distilbert/modeling_distilbert.py Embeddings.position_embeddings (learned, or "
-           "sinusoids written into the same weights when sinusoidal_pos_embds)",
-           {"default": Layer("learned", {"dim": ("dim",), "length": ("max_position_embeddings",)},
-                             {"dim": 768, "length": 512}, tensor="embeddings.position_embeddings.weight")},
-           harmless=("sinusoidal_pos_embds",)),
-    _learned("gpt_neo", f"{_HF}/gpt_neo/modeling_gpt_neo.py GPTNeoModel.wpe", ("hidden_size",),
-             ("max_position_embeddings",), {"dim": 2048, "length": 2048}, "wpe.weight"),
-    _learned("gpt_bigcode", f"{_HF}/gpt_bigcode/modeling_gpt_bigcode.py GPTBigCodeModel.wpe (attribute_map n_embd, "
-             "n_positions)", ("n_embd", "hidden_size"), ("n_positions", "max_position_embeddings"),
-             {"dim": 768, "length": 1024}, "wpe.weight"),
-    _bart("bart", f"{_HF}/bart/modeling_bart.py BartLearnedPositionalEmbedding (offset 2: rows 2..; encoder and "
-          "decoder tables)"),
-    _bart("mbart", f"{_HF}/mbart/modeling_mbart.py MBartLearnedPositionalEmbedding (offset 2, encoder and decoder)"),
-    _learned("opt", f"{_HF}/opt/modeling_opt.py OPTLearnedPositionalEmbedding (offset 2: rows 2..)",
-             ("hidden_size",), ("max_position_embeddings",), {"dim": 768, "length": 2048},
-             "decoder.embed_positions.weight", 2),
-)}  # fmt: skip
+# The layer tables of the non-rotary families are records (:mod:`.records`: one record per model_type); this
+# module reads them.
+FAMILIES: dict[str, Family] = positions_families()
 
 #: BERT-style keys that name another position scheme than the learned absolute table (refused, not guessed).
 _ABSOLUTE = ("absolute",)
 #: position_embedding_type values of rotary models (the RoPE reader's, not ours)
 _ROTARY = ("rotary", "rope")
-#: Words that mark a config key as one that may change a position table: such a key the family does not read
-#: (and does not list as harmless) is an error, never silently dropped.
-_POSITION_WORDS = ("position", "rotary", "rope", "alibi", "bucket", "relative", "theta", "mscale", "sinusoid")
 
 
 # ----- values ----------------------------------------------------------------------------------------------
@@ -258,6 +94,8 @@ class PositionsConfig:
     family: Family
     config: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    #: config keys the family's code never reads -> why they are ignored
+    ignored: dict[str, str] = field(default_factory=dict)
     #: ``added`` (default): the rows the model adds to tokens 0..N-1; ``buffer``: the module's raw buffer
     rows: str = "added"
 
@@ -284,7 +122,7 @@ class PositionsConfig:
         lives (read it with :func:`learned_table`)."""
         lt = self._layer(layer_type)
         layer = self.family.layers[lt]
-        if layer.kind == "learned":
+        if layer.learned:
             raise ParameterError(self._weights_hint(layer))
         values = self._values(lt, length)
         if "length" not in values:
@@ -300,8 +138,8 @@ class PositionsConfig:
         out: dict[str, tuple[str, dict[str, Any]]] = {}
         for lt, layer in self.family.layers.items():
             values = self._values(lt, length)
-            if layer.kind == "learned":
-                out[lt] = ("learned", {"weights_tensor": layer.tensor, **{k: v.value for k, v in values.items()}})
+            if layer.learned:
+                out[lt] = (layer.kind, {"weights_tensor": layer.tensor, **{k: v.value for k, v in values.items()}})
             else:
                 out[lt] = (layer.kind, {k: v.value for k, v in values.items() if not k.startswith("_")})
         return out
@@ -317,9 +155,10 @@ class PositionsConfig:
         }  # fmt: skip
         for key, val in self._values(lt, None).items():
             out[key.lstrip("_")] = {"value": val.value, "from": val.origin}
-        if layer.kind == "learned":
+        if layer.learned:
             out["weights_tensor"] = {"value": layer.tensor, "from": f"{self.family.name}'s module in transformers"}
             out["first_row"] = {"value": self._first_row(layer).value, "from": self._first_row(layer).origin}
+        out["ignored"] = dict(self.ignored)
         out["warnings"] = list(self.warnings)
         return out
 
@@ -372,7 +211,7 @@ class PositionsConfig:
         if "padding_idx" in out:
             v = out["padding_idx"]
             out["padding_idx"] = _Value(_int(v.value, v.origin.removeprefix("config key "), low=0), v.origin)
-        if layer.kind == "alibi" and "=divide_by" in out:  # Falcon: alibi / sqrt(hidden_size // heads)
+        if "divide_by_sqrt_head_dim" in layer.rules:  # Falcon: alibi / sqrt(hidden_size // heads)
             hidden = out.pop("=divide_by")
             heads = out["dim"].value
             if hidden.value % heads:
@@ -381,9 +220,9 @@ class PositionsConfig:
                     f"{heads} heads; fix config.json"
                 )
             out["divide_by"] = _Value(math.sqrt(hidden.value // heads), f"sqrt(head_dim), {hidden.origin} / heads")
-        if layer.kind == "deberta":
+        if "deberta_relative" in layer.rules:
             self._deberta(out)
-        if layer.kind == "sinusoidal" and layer.first_row != 0:
+        if "extra_rows" in layer.rules:  # fairseq sinusoids: a buffer with offset rows and a zero padding row
             if self.rows == "buffer":  # the module's whole buffer: offset rows first, the padding_idx row zero
                 n = out["length"]
                 out["length"] = _Value(n.value + layer.buffer_rows, f"{n.origin} + {layer.buffer_rows} (the module's "
@@ -397,8 +236,9 @@ class PositionsConfig:
             else:  # the rows added to tokens 0..N-1: position values first_row.. (the padding row is never added)
                 out.pop("padding_idx")
                 out["offset"] = self._first_row(layer)
-        if layer.kind == "sinusoidal" and self.family.name == "whisper" and out["dim"].value % 2:
-            raise ParameterError(f"config key d_model={out['dim'].value} is odd; Whisper's sinusoids need it even")
+        if "even_dim" in layer.rules and out["dim"].value % 2:
+            where = out["dim"].origin.removeprefix("config key ")
+            raise ParameterError(f"{where}={out['dim'].value} is odd; {self.family.name}'s sinusoids need it even")
         if length is not None:
             out["length"] = _Value(_int(length, "length"), "--len")
         return out
@@ -498,7 +338,7 @@ def read_positions(config: Mapping[str, Any], rows: str | None = None) -> Positi
                 f"config key {key}={_show(config[key])} is not read by transformers' {fam.name} (it reads {read}); "
                 f"rename it to {read} in config.json"
             )
-    _refuse_unread(config, fam)
+    reader.ignored = _ignored_keys(config, fam)
     for key, same in fam.ignored.items():
         value = reader._get(key)
         if value is not None and value != same:
@@ -515,22 +355,17 @@ def read_positions(config: Mapping[str, Any], rows: str | None = None) -> Positi
     return reader
 
 
-def _refuse_unread(config: Mapping[str, Any], fam: Family) -> None:
-    """A key (top level, or one level down as ``parent.key``) whose name speaks of positions and that the
-    family neither reads nor knows to be harmless: an error naming it, never a table that ignored it."""
+def _ignored_keys(config: Mapping[str, Any], fam: Family) -> dict[str, str]:
+    """Keys (top level, or one level down as ``parent.key``) the family's code never reads -> why they are
+    ignored: the family's table lists every key its positional code reads (from transformers' source), so any
+    other key cannot change the table, whatever its name (BLOOM's ``offset_alibi``)."""
     known = {k for layer in fam.layers.values() for keys in layer.keys.values() for k in keys}
-    known |= set(fam.ignored) | set(fam.unread) | set(fam.harmless) | {"position_embedding_type"}
+    known |= set(fam.ignored) | set(fam.unread) | set(fam.harmless) | {"position_embedding_type", "model_type"}
     if fam.when is not None:
         known.add(fam.when[0])
-    names = [k for k in config]
+    names = [k for k, v in config.items() if not isinstance(v, Mapping)]
     names += [f"{k}.{sub}" for k, v in config.items() if isinstance(v, Mapping) for sub in v]
-    for name in names:
-        low = name.lower()
-        if name not in known and any(w in low for w in _POSITION_WORDS):
-            raise ParameterError(
-                f"config key {name} may change the positions, and transformers' {fam.name} code as posenc reads "
-                "it has no such key; remove it from config.json if the model does not use it"
-            )
+    return {n: f"transformers' {fam.name} positional code never reads it" for n in names if n not in known}
 
 
 # ----- the reader interface (models/readers.py READERS) ----------------------------------------------------------
@@ -639,7 +474,7 @@ def learned_table(
     _reader(config, read_as, rows)  # refuses read_as
     lt = reader._layer(layer_type)
     layer = reader.family.layers[lt]
-    if layer.kind != "learned":
+    if not layer.learned:
         return None
     single = os.path.join(path, "model.safetensors")
     index = os.path.join(path, "model.safetensors.index.json")

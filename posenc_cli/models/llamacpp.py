@@ -888,18 +888,6 @@ def describe(path: str, *, n_ctx: int | None = None) -> list[tuple[str, str, str
 
 
 # ----- what a faithful conversion gives llama.cpp: an HF config as convert_hf_to_gguf.py writes it ----------
-#: HF ``model_type`` (of the text model) -> the GGUF architecture convert_hf_to_gguf.py writes, for the families
-#: whose rope keys :func:`rope_from_hf_config` writes as the converter does (conversion/*.py of LLAMACPP_VERSION).
-HF_ARCH = {
-    "deepseek_v3": "deepseek2",  # conversion/deepseek.py:225 DeepseekV2Model registers DeepseekV3ForCausalLM
-    "cohere": "command-r",  # conversion/command_r.py:14 (rope scaling NONE, rope_theta as freq_base)
-    "glm": "chatglm",  # conversion/chatglm.py:11 GlmForCausalLM (freq_base 10000 * rope_ratio: :154)
-    "llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "phi3": "phi3",
-    "gemma3_text": "gemma3", "gemma2": "gemma2", "gpt_oss": "gpt-oss", "deepseek_v2": "deepseek2",
-    "qwen2_vl_text": "qwen2vl", "qwen2_5_vl_text": "qwen2vl", "qwen2_vl": "qwen2vl", "qwen2_5_vl": "qwen2vl",
-}  # fmt: skip
-
-
 #: Architectures whose converter writes its own freq_base, not the config's rope_theta (conversion/*.py).
 CONVERTER_FREQ_BASE = {"chatglm": (10000.0, "rope_ratio")}  # conversion/chatglm.py:154: 10000 * rope_ratio
 
@@ -921,14 +909,18 @@ def rope_from_hf_config(config: Any, layer_type: str | None = None) -> LlamaRope
     as llama.cpp reads them. What an engine running the HF model through llama.cpp would compute."""
     from .config_file import load_config
     from .hf_config import read_model_config
+    from .records import RECORDS, gguf_arch
 
     raw = load_config(config)
     cfg = read_model_config(raw)
-    arch = HF_ARCH.get(cfg.model_type)
+    # the record's gguf_arch: the families whose rope keys this function writes as the converter does
+    # (conversion/*.py of LLAMACPP_VERSION)
+    arch = gguf_arch(cfg.model_type)
     if arch is None:
+        known = sorted(name for name, r in RECORDS.items() if r.gguf_arch is not None)
         raise ParameterError(
             f"model type {cfg.model_type!r}: posenc does not know what convert_hf_to_gguf.py writes for it; "
-            f"known: {', '.join(sorted(HF_ARCH))}"
+            f"known: {', '.join(known)}"
         )
     sliding = layer_type == "sliding_attention"
     lts = [lt for lt, params in cfg.all_params(1).items() if params is not None]

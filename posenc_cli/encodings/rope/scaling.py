@@ -21,14 +21,37 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .. import _trig
 
-if TYPE_CHECKING:
-    from .core import Rope
+
+class Rope(Protocol):
+    """What a scaling rule reads of a rope kind (``core.Rope`` is one): declared here, so that this module
+    needs nothing from ``core``, which imports the registry below."""
+
+    @property
+    def base(self) -> float: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def scaling(self) -> str: ...
+
+    @property
+    def rot_dim(self) -> int: ...
+
+    @property
+    def opt(self) -> dict[str, Any]: ...
+
+    @property
+    def effective_seq_len(self) -> int: ...
+
+    def ext_factors(self) -> tuple[float, ...]: ...
+
 
 #: Decimal digits of the exact frequency formulas.
 PREC = 60

@@ -1,0 +1,832 @@
+r"""One record per ``model_type``: everything posenc knows about the positions of a transformers model type.
+
+A :class:`Record` is data - the scheme, the pairing, the key aliases and the config class's defaults, the layer
+types and which apply no positions, the keys its positional code reads, the transformers file and class it
+mirrors, the GGUF architecture ``convert_hf_to_gguf.py`` writes for it - plus the names of the small rules
+where its arithmetic differs from the plain reading (:data:`RULES` documents each; the readers hold their
+functions). Config reading (:mod:`.hf_config`), the GGUF check's HF side (:mod:`.llamacpp`) and ``--engine``
+(:mod:`.engines`, through the config reading) all look a rotary model type up here, so adding a family is one
+record. The non-rotary families (T5 buckets, ALiBi, sinusoids, DeBERTa, learned tables read from the weights)
+are records too: their layer tables (:class:`Layer`) are read by :mod:`.hf_positions`.
+
+Records come from two places:
+
+* :data:`RECORDS` below, written from each family's ``configuration_<m>.py`` and ``modeling_<m>.py`` of
+  transformers :data:`TRANSFORMERS_VERSION`;
+* the inventory (``data/transformers_inventory.json``, made by ``tools/inventory`` from transformers' own code,
+  every ``model_type`` of its ``CONFIG_MAPPING``): a model type without a record here is read from its inventory
+  entry when that entry's reading is plain (:func:`record_for`), and the keys its positional code reads
+  (``keys_read``) make the guard of :mod:`.hf_config`: a key that code reads and posenc does not model is an
+  error, a key it never reads is reported as ignored, whatever its name.
+
+Imports: this module is data only (no numpy), imported by the readers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+#: The transformers release the records mirror.
+TRANSFORMERS_VERSION = "5.24.0"
+_HF = "huggingface/transformers src/transformers/models"
+INVENTORY = Path(__file__).resolve().parent / "data" / "transformers_inventory.json"
+
+#: The named rules a record may list in ``rules`` (the readers implement each; a test checks the names).
+RULES: dict[str, str] = {
+    "no_attention_scaling": "cos/sin are not multiplied by attention_scaling (DeepSeek-V2's complex freqs_cis)",
+    "fixed_base": "the base is fixed in the modeling code (GPT-J's create_sinusoidal_positions: 10000); "
+    "rope_theta is never read",
+    "mscale_pair": "longrope with short_mscale / long_mscale by sequence length, short factors everywhere (Phimoe)",
+    "ntk_alpha": "rope_type dynamic with alpha is a fixed NTK base theta * alpha ** (d / (d - 2)) (Hunyuan)",
+    "per_layer_parameters_only": "a flat rope_parameters is ignored: the class keeps per-layer-type entries "
+    "(Olmo3Config)",
+    "default_ignores_partial": "the default rotary class rotates the whole head: partial_rotary_factor is read by "
+    "the scaling rules of modeling_rope_utils only",
+}
+
+#: Named rules for the head width the rotary embedding sees.
+HEAD_DIM_RULES: dict[str, str] = {
+    "config": "head_dim, else hidden_size // num_attention_heads",
+    "computed": "hidden_size // num_attention_heads (head_dim is never read)",
+    "qk_rope": "qk_rope_head_dim (MLA: the rotated part of each query/key head)",
+    "rotary_dim": "rotary_dim features of hidden_size // n_head (GPT-J, CodeGen)",
+}
+
+#: Named rules that derive each layer's attention type when config.json has no ``layer_types``.
+LAYER_RULES: dict[str, str] = {
+    "alternate": "sliding, full, sliding, full, ... (Gemma 2, gpt-oss)",
+    "every_nth_full": "every n-th layer full, the rest sliding (n from a config key or the class default)",
+    "every_nth_sliding_from_zero": "layer i is full when i % n == 0 (ModernBERT's global_attn_every_n_layers)",
+    "no_rope_layers": "no_rope_layers[i] == 0 marks a NoPE layer, else no_rope_layer_interval (every n-th NoPE)",
+    "llama4": "Llama 4's no_rope_layers / no_rope_layer_interval: chunked layers rotate, full layers are NoPE",
+}
+
+
+@dataclass(frozen=True)
+class Record:
+    """How one ``model_type`` places positions (transformers :data:`TRANSFORMERS_VERSION`).
+
+    ``aliases`` maps posenc's canonical key to the keys the config accepts, first wins; ``defaults`` holds the
+    config class's values for missing fields. ``theta`` maps each per-layer rope entry (``None``: one shared
+    entry) to ``(top-level key holding its base, class default)``. ``layers`` names a :data:`LAYER_RULES`
+    entry and its argument; ``nope`` lists the layer types that apply no positions. ``rules`` names
+    :data:`RULES` entries. ``reads``: the top-level keys the family's positional code reads beyond posenc's
+    common ones (a key outside every list is ignored: that code never reads it).
+    """
+
+    model_type: str
+    reference: str
+    scheme: str = "rope"
+    pairing: str = "half"
+    aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+    theta: dict[str | None, tuple[str, float]] = field(default_factory=lambda: {None: ("rope_theta", 10000.0)})
+    head_dim: str = "config"
+    partial_keys: tuple[str, ...] = ("partial_rotary_factor",)
+    layers: tuple[str, str | int] | None = None
+    nope: tuple[str, ...] = ()
+    #: rope_scaling given at top level applies to these per-layer entries (Gemma 3: full only)
+    scaling_to: tuple[str, ...] = ()
+    #: rope_type renamed by the config class (Phi-3: su/yarn -> longrope; Qwen2-VL: mrope -> default)
+    renames: dict[str, str] = field(default_factory=dict)
+    #: a rope dict the class fills in when the config has none (gpt-oss)
+    default_rope: dict[str, Any] | None = None
+    #: rope dict keys of this family only -> the rope_types that read them
+    rope_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: M-RoPE sections: "chunked" (Qwen2-VL) or "interleaved" (Qwen3-VL)
+    mrope_sections: str = "chunked"
+    rules: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+    #: a multimodal wrapper: the default model_type of its text_config
+    text_model_type: str | None = None
+    #: the wrapper's text fields may sit at top level (Qwen2-VL before transformers 5)
+    text_at_top: bool = False
+    #: the path of the sub-config the rotary settings sit in, read with this record (Dia's decoder_config)
+    sub_config: tuple[str, ...] = ()
+    #: per layer type, the head width when it is not the config's head dim: (config key, class default)
+    #: (Gemma 4's full-attention layers: global_head_dim, 512)
+    layer_dims: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: per layer type, the entry of a per-table rope dict it uses when the entries are not named after layer
+    #: types (DeepSeek-V4: sliding layers "main", compressed-attention layers "compress")
+    rope_entry: dict[str, str] = field(default_factory=dict)
+    #: top-level ``(key, value)`` that selects this reading (Falcon's ``alibi: false``; Granite 4's
+    #: ``position_embedding_type: rope``); another value applies no rotary embedding here
+    when: tuple[str, Any] | None = None
+    #: the GGUF architecture convert_hf_to_gguf.py writes for this type, when posenc mirrors the conversion
+    gguf_arch: str | None = None
+    #: where the record came from: "record" (written here) or "inventory"
+    origin: str = "record"
+    #: the non-rotary positions' layer tables (read by :mod:`.hf_positions`): T5, ALiBi, sinusoids, learned
+    positions: Family | None = None
+
+    def known_top(self) -> set[str]:
+        """The top-level keys this record's reading uses."""
+        keys = set(COMMON_TOP) | set(self.reads) | {k.lstrip("=") for k in self.partial_keys}
+        keys |= {k for names in self.aliases.values() for k in names}
+        keys |= {key for key, _ in self.theta.values()}
+        if self.head_dim == "rotary_dim":
+            keys.add("rotary_dim")
+        if self.head_dim == "qk_rope":
+            keys.add("qk_rope_head_dim")
+        if self.layers is not None and isinstance(self.layers[1], str) and self.layers[1][:1] not in ("", "="):
+            keys.add(self.layers[1])
+        if self.when is not None:
+            keys.add(self.when[0])
+        keys |= {key for key, _ in self.layer_dims.values()}
+        return keys
+
+    def when_keys(self) -> tuple[str, ...]:
+        """The switch key that selects this reading (reported with the values)."""
+        return (self.when[0],) if self.when is not None else ()
+
+    def has(self, rule: str) -> bool:
+        return rule in self.rules
+
+    @property
+    def sectioned(self) -> bool:
+        """The rotary splits its frequencies into M-RoPE sections (temporal, height, width)."""
+        return "mrope_section" in self.defaults
+
+
+#: Top-level keys every rotary record's reading knows.
+COMMON_TOP = ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "max_position_embeddings",
+              "original_max_position_embeddings", "head_dim", "layer_types", "hidden_size", "num_attention_heads",
+              "num_hidden_layers")  # fmt: skip
+
+_DEFAULT_FULL = ("default_ignores_partial",)
+_GPT2_NAMES: dict[str, tuple[str, ...]] = {"hidden_size": ("n_embd", "hidden_size"), "num_attention_heads": ("n_head", "num_attention_heads"),
+               "max_position_embeddings": ("n_positions", "max_position_embeddings")}  # fmt: skip
+
+
+def _dims(hidden: int, heads: int, max_pos: int, **more: Any) -> dict[str, Any]:
+    return {"hidden_size": hidden, "num_attention_heads": heads, "max_position_embeddings": max_pos, **more}
+
+
+def _wrapper(model_type: str, text: str, reference: str, **kw: Any) -> Record:
+    return Record(model_type, reference, scheme="wrapper", text_model_type=text, **kw)
+
+
+_RECORDS: tuple[Record, ...] = (
+    Record("llama", f"{_HF}/llama LlamaConfig, LlamaRotaryEmbedding, apply_rotary_pos_emb (rotate_half)",
+           defaults=_dims(4096, 32, 2048), rules=_DEFAULT_FULL, gguf_arch="llama"),
+    Record("phi", f"{_HF}/phi PhiConfig (partial_rotary_factor 0.5), PhiRotaryEmbedding (rotate_half, partial)",
+           defaults=_dims(2048, 32, 2048, partial_rotary_factor=0.5)),
+    Record("mistral", f"{_HF}/mistral MistralConfig, MistralRotaryEmbedding (rotate_half)",
+           defaults=_dims(4096, 32, 131072), rules=_DEFAULT_FULL, gguf_arch="llama"),
+    Record("qwen2", f"{_HF}/qwen2 Qwen2Config, Qwen2RotaryEmbedding (rotate_half); use_mrope is never read",
+           defaults=_dims(4096, 32, 32768), rules=_DEFAULT_FULL, gguf_arch="qwen2"),
+    Record("qwen3", f"{_HF}/qwen3 Qwen3Config (head_dim 128), Qwen3RotaryEmbedding, apply_rotary_pos_emb "
+           "(rotate_half)", defaults=_dims(4096, 32, 32768, head_dim=128), rules=_DEFAULT_FULL, gguf_arch="qwen3"),
+    Record("olmo2", f"{_HF}/olmo2 Olmo2Config, Olmo2RotaryEmbedding, apply_rotary_pos_emb (rotate_half)",
+           defaults=_dims(4096, 32, 2048), rules=_DEFAULT_FULL),
+    Record("ministral3", f"{_HF}/ministral3 Ministral3Config (default_theta 1e6, head_dim 128; rope dict's "
+           "llama_4_scaling_beta scales queries in the attention, never the rotary table), "
+           "Ministral3RotaryEmbedding (rotate_half)",
+           theta={None: ("rope_theta", 1_000_000.0)}, defaults=_dims(4096, 32, 262144, head_dim=128),
+           rope_keys={"llama_4_scaling_beta": ()}, rules=_DEFAULT_FULL),
+    Record("minimax_m2", f"{_HF}/minimax_m2 MiniMaxM2Config (legacy rotary_dim -> partial_rotary_factor = "
+           "rotary_dim / head_dim, default_theta 5e6), MiniMaxM2RotaryEmbedding (partial), apply_rotary_pos_emb",
+           theta={None: ("rope_theta", 5_000_000.0)}, partial_keys=("partial_rotary_factor", "=rotary_dim"),
+           defaults=_dims(3072, 48, 196608, head_dim=128)),
+    Record("phi3", f"{_HF}/phi3 Phi3Config.convert_rope_params_to_dict (su/yarn -> longrope), Phi3RotaryEmbedding",
+           defaults=_dims(3072, 32, 4096, original_max_position_embeddings=4096, partial_rotary_factor=1.0),
+           renames={"su": "longrope", "yarn": "longrope"}, gguf_arch="phi3"),
+    Record("deepseek_v2", f"{_HF}/deepseek_v2 DeepseekV2Config (head_dim = qk_rope_head_dim), "
+           "DeepseekV2RotaryEmbedding (complex freqs_cis times attention_scaling), apply_rotary_emb",
+           pairing="interleaved", head_dim="qk_rope", rules=_DEFAULT_FULL,
+           defaults=_dims(4096, 32, 2048, qk_rope_head_dim=64), gguf_arch="deepseek2"),
+    Record("deepseek_v3", f"{_HF}/deepseek_v3 DeepseekV3Config (head_dim = qk_rope_head_dim), "
+           "DeepseekV3RotaryEmbedding, apply_rotary_pos_emb_interleave (rope_interleave, default true)",
+           pairing="interleaved", head_dim="qk_rope", reads=("rope_interleave",), rules=_DEFAULT_FULL,
+           defaults=_dims(7168, 128, 4096, qk_rope_head_dim=64, rope_interleave=True),
+           gguf_arch="deepseek2"),  # llama.cpp conversion/deepseek.py:225 DeepseekV2Model registers V3
+    Record("deepseek_v4", f"{_HF}/deepseek_v4 DeepseekV4Config (rope_parameters per table: main, compress; "
+           "partial_rotary_factor 0.125 of head_dim 512), DeepseekV4RotaryEmbedding (one table per entry), "
+           "DeepseekV4Attention.rope_layer_type (sliding_attention: main; compressed_sparse_attention and "
+           "heavily_compressed_attention: compress), apply_rotary_pos_emb (pairs)",
+           pairing="interleaved",
+           theta={"main": ("rope_theta", 10_000.0), "compress": ("rope_theta", 160_000.0)},
+           rope_entry={"sliding_attention": "main", "compressed_sparse_attention": "compress",
+                       "heavily_compressed_attention": "compress"},
+           default_rope={"main": {"rope_type": "default", "rope_theta": 10_000.0, "partial_rotary_factor": 0.125},
+                         "compress": {"rope_type": "default", "rope_theta": 160_000.0,
+                                      "partial_rotary_factor": 0.125}},
+           defaults=_dims(4096, 64, 1048576, head_dim=512)),
+    Record("gpt_neox", f"{_HF}/gpt_neox GPTNeoXConfig.convert_rope_params_to_dict (rotary_emb_base, rotary_pct), "
+           "GPTNeoXRotaryEmbedding (rotate_half on the first rotary_pct of the head)",
+           theta={None: ("rotary_emb_base", 10000.0)}, partial_keys=("rotary_pct",),
+           defaults=_dims(6144, 64, 2048, partial_rotary_factor=0.25)),
+    Record("gptj", f"{_HF}/gptj GPTJConfig.attribute_map, create_sinusoidal_positions (base 10000), "
+           "rotate_every_two on the first rotary_dim features",
+           pairing="interleaved", head_dim="rotary_dim", rules=("fixed_base",), reads=("rotary",),
+           aliases=_GPT2_NAMES, defaults=_dims(4096, 16, 2048, rotary_dim=64)),
+    Record("codegen", f"{_HF}/codegen CodeGenConfig.attribute_map, create_sinusoidal_positions (base 10000), "
+           "rotate_every_two on the first rotary_dim features",
+           pairing="interleaved", head_dim="rotary_dim", rules=("fixed_base",),
+           aliases=_GPT2_NAMES, defaults=_dims(4096, 16, 2048, rotary_dim=64)),
+    Record("cohere", f"{_HF}/cohere CohereConfig (default_theta 500000), CohereRotaryEmbedding "
+           "(repeat_interleave), rotate_half on (2k, 2k+1)",
+           pairing="interleaved", theta={None: ("rope_theta", 500000.0)}, rules=_DEFAULT_FULL,
+           defaults=_dims(8192, 64, 8192), gguf_arch="command-r"),  # llama.cpp conversion/command_r.py:14
+    Record("cohere2", f"{_HF}/cohere2 Cohere2Config (head_dim = hidden_size // num_attention_heads, "
+           "sliding_window_pattern 4), Cohere2Attention (RoPE only where sliding_window is set)",
+           pairing="interleaved", head_dim="computed", layers=("every_nth_full", "sliding_window_pattern"),
+           nope=("full_attention",), rules=_DEFAULT_FULL,
+           defaults=_dims(8192, 64, 8192, num_hidden_layers=40, sliding_window_pattern=4)),
+    Record("glm", f"{_HF}/glm GlmConfig (partial_rotary_factor 0.5), apply_rotary_pos_emb "
+           "(cos[..., :r/2].repeat_interleave(2) on the first r features)",
+           pairing="interleaved", defaults=_dims(4096, 32, 131072, head_dim=128, partial_rotary_factor=0.5),
+           gguf_arch="chatglm"),  # llama.cpp conversion/chatglm.py:11 GlmForCausalLM (freq_base: :154)
+    Record("glm4", f"{_HF}/glm4 Glm4Config, apply_rotary_pos_emb as GLM (partial interleaved)",
+           pairing="interleaved", defaults=_dims(4096, 32, 131072, head_dim=128, partial_rotary_factor=0.5)),
+    Record("llama4_text", f"{_HF}/llama4 Llama4TextConfig (no_rope_layers, default_theta 500000), "
+           "Llama4TextRotaryEmbedding (torch.polar), apply_rotary_emb (view_as_complex pairs)",
+           pairing="interleaved", theta={None: ("rope_theta", 500000.0)}, layers=("llama4", ""),
+           nope=("full_attention",), reads=("no_rope_layers", "no_rope_layer_interval"), rules=_DEFAULT_FULL,
+           defaults=_dims(5120, 40, 131072, head_dim=128, num_hidden_layers=48)),
+    Record("smollm3", f"{_HF}/smollm3 SmolLM3Config (no_rope_layers from no_rope_layer_interval 4, default_theta "
+           "2e6), SmolLM3Attention (use_rope = no_rope_layers[layer_idx]), SmolLM3RotaryEmbedding (rotate_half)",
+           theta={None: ("rope_theta", 2_000_000.0)}, layers=("no_rope_layers", "no_rope_layer_interval"),
+           nope=("no_rope",), reads=("no_rope_layers",), rules=_DEFAULT_FULL,
+           defaults=_dims(2048, 16, 32768, num_hidden_layers=36, no_rope_layer_interval=4)),
+    Record("gemma", f"{_HF}/gemma GemmaConfig, GemmaRotaryEmbedding (rotate_half)", rules=_DEFAULT_FULL,
+           defaults=_dims(3072, 16, 8192, head_dim=256)),
+    Record("gemma2", f"{_HF}/gemma2 Gemma2Config (layer_types alternate sliding/full), Gemma2RotaryEmbedding "
+           "(one RoPE for every layer)", layers=("alternate", ""), rules=_DEFAULT_FULL, gguf_arch="gemma2",
+           defaults=_dims(2304, 8, 8192, head_dim=256, num_hidden_layers=26)),
+    Record("gemma3_text", f"{_HF}/gemma3 Gemma3TextConfig.convert_rope_params_to_dict (rope_theta -> full, "
+           "rope_local_base_freq -> sliding, rope_scaling -> full), Gemma3RotaryEmbedding per layer type",
+           theta={"full_attention": ("rope_theta", 1_000_000.0),
+                  "sliding_attention": ("rope_local_base_freq", 10_000.0)},
+           layers=("every_nth_full", "sliding_window_pattern"), scaling_to=("full_attention",), rules=_DEFAULT_FULL,
+           defaults=_dims(2304, 8, 131072, head_dim=256, num_hidden_layers=26, sliding_window_pattern=6),
+           gguf_arch="gemma3"),
+    Record("gemma3n_text", f"{_HF}/gemma3n Gemma3nTextConfig.convert_rope_params_to_dict (rope_theta -> full, "
+           "rope_local_base_freq -> sliding, rope_scaling -> full; every 5th layer full), Gemma3nRotaryEmbedding "
+           "per layer type", theta={"full_attention": ("rope_theta", 1_000_000.0),
+                                    "sliding_attention": ("rope_local_base_freq", 10_000.0)},
+           layers=("every_nth_full", "=5"), scaling_to=("full_attention",), rules=_DEFAULT_FULL,
+           defaults=_dims(2048, 8, 32768, head_dim=256, num_hidden_layers=35)),
+    Record("gemma4_text", f"{_HF}/gemma4 Gemma4TextConfig (global_head_dim 512 for full_attention layers via "
+           "per_layer_config; full: proportional RoPE, partial_rotary_factor 0.25, theta 1e6; sliding: theta 1e4; "
+           "every 6th layer full), Gemma4TextRotaryEmbedding per layer type (head dim of that type)",
+           theta={"full_attention": ("rope_theta", 1_000_000.0), "sliding_attention": ("rope_theta", 10_000.0)},
+           layers=("every_nth_full", "=6"), layer_dims={"full_attention": ("global_head_dim", 512)},
+           default_rope={"sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+                         "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                            "rope_theta": 1_000_000.0}},
+           reads=("per_layer_config",), rules=_DEFAULT_FULL,
+           defaults=_dims(2304, 8, 131072, head_dim=256, num_hidden_layers=30)),
+    Record("modernbert", f"{_HF}/modernbert ModernBertConfig.convert_rope_params_to_dict (global_rope_theta -> "
+           "full, local_rope_theta -> sliding, rope_scaling -> both), ModernBertRotaryEmbedding per layer type",
+           theta={"full_attention": ("global_rope_theta", 160_000.0),
+                  "sliding_attention": ("local_rope_theta", 10_000.0)},
+           layers=("every_nth_sliding_from_zero", "global_attn_every_n_layers"),
+           scaling_to=("full_attention", "sliding_attention"), rules=_DEFAULT_FULL,
+           defaults=_dims(768, 12, 8192, num_hidden_layers=22, global_attn_every_n_layers=3)),
+    Record("gpt_oss", f"{_HF}/gpt_oss GptOssConfig (default yarn factor 32, truncate false, default_theta 150000), "
+           "GptOssRotaryEmbedding, _apply_rotary_emb (halves)",
+           theta={None: ("rope_theta", 150000.0)}, layers=("alternate", ""), rules=_DEFAULT_FULL, gguf_arch="gpt-oss",
+           default_rope={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                         "truncate": False, "original_max_position_embeddings": 4096},
+           defaults=_dims(2880, 64, 131072, head_dim=64, num_hidden_layers=24)),
+    Record("qwen2_vl_text", f"{_HF}/qwen2_vl Qwen2VLTextConfig (mrope -> default, default_theta 1e6), "
+           "Qwen2VLRotaryEmbedding (mrope_section), Qwen2VLModel.get_rope_index",
+           scheme="mrope", theta={None: ("rope_theta", 1_000_000.0)}, renames={"mrope": "default"},
+           defaults=_dims(8192, 64, 32768, mrope_section=[16, 24, 24]), gguf_arch="qwen2vl"),
+    Record("qwen2_5_vl_text", f"{_HF}/qwen2_5_vl Qwen2_5_VLTextConfig (mrope -> default, default_theta 1e6), "
+           "Qwen2_5_VLRotaryEmbedding (mrope_section), Qwen2_5_VLModel.get_rope_index",
+           scheme="mrope", theta={None: ("rope_theta", 1_000_000.0)}, renames={"mrope": "default"},
+           defaults=_dims(8192, 64, 32768, mrope_section=[16, 24, 24]), gguf_arch="qwen2vl"),
+    Record("qwen3_vl_text", f"{_HF}/qwen3_vl Qwen3VLTextConfig (default_theta 500000, head_dim 128, "
+           "ignore_keys_at_rope_validation mrope_section/mrope_interleaved), Qwen3VLTextRotaryEmbedding "
+           "(recomposition_frequencies: frequency j turns with T, H or W by j % 3 inside 3 * mrope_section), "
+           "Qwen3VLModel.get_rope_index",
+           scheme="mrope", theta={None: ("rope_theta", 500_000.0)}, renames={"mrope": "default"},
+           mrope_sections="interleaved", rope_keys={"mrope_interleaved": ("default",)},
+           defaults=_dims(4096, 32, 128000, head_dim=128, mrope_section=[24, 20, 20])),
+    Record("qwen3_vl_moe_text", f"{_HF}/qwen3_vl_moe Qwen3VLMoeTextConfig (default_theta 500000), "
+           "Qwen3VLMoeTextRotaryEmbedding (recomposition_frequencies as Qwen3-VL: interleaved T, H, W), "
+           "Qwen3VLMoeModel.get_rope_index",
+           scheme="mrope", theta={None: ("rope_theta", 500_000.0)}, renames={"mrope": "default"},
+           mrope_sections="interleaved", rope_keys={"mrope_interleaved": ("default",)},
+           defaults=_dims(2048, 16, 128000, mrope_section=[24, 20, 20])),
+    Record("phimoe", f"{_HF}/phimoe PhimoeConfig (default_theta 1e6; validate_rope: short_mscale, long_mscale), "
+           "PhimoeRotaryEmbedding.forward (inv_freq = rope_init_fn(config) without seq_len, so short_factor at "
+           "every length; cos/sin times long_mscale if max(position_ids) + 1 > original_max_position_embeddings, "
+           "else short_mscale), apply_rotary_pos_emb (rotate_half)",
+           theta={None: ("rope_theta", 1_000_000.0)}, rules=("mscale_pair", *_DEFAULT_FULL),
+           rope_keys={"short_mscale": ("longrope",), "long_mscale": ("longrope",)},
+           defaults=_dims(4096, 32, 131072)),
+    Record("olmo3", f"{_HF}/olmo3 Olmo3Config.convert_rope_params_to_dict (rope_scaling -> full_attention only, "
+           "rope_theta -> both, default_theta 500000; layer_types: every 4th full), Olmo3RotaryEmbedding (one "
+           "inv_freq and attention_scaling per layer type), apply_rotary_pos_emb (rotate_half)",
+           theta={"full_attention": ("rope_theta", 500_000.0), "sliding_attention": ("rope_theta", 500_000.0)},
+           layers=("every_nth_full", "=4"), scaling_to=("full_attention",),
+           rules=("per_layer_parameters_only", *_DEFAULT_FULL), defaults=_dims(4096, 32, 2048, num_hidden_layers=32)),
+    Record("ernie4_5", f"{_HF}/ernie4_5 Ernie4_5Config (default_theta 500000, head_dim 128), "
+           "Ernie4_5RotaryEmbedding, apply_rotary_pos_emb (cos[..., :d/2].repeat_interleave(2): interleaved pairs)",
+           pairing="interleaved", theta={None: ("rope_theta", 500_000.0)}, rules=_DEFAULT_FULL,
+           defaults=_dims(1024, 16, 131072, head_dim=128)),
+    Record("ernie4_5_moe", f"{_HF}/ernie4_5_moe Ernie4_5_MoeConfig (default_theta 500000), "
+           "Ernie4_5_MoeRotaryEmbedding, apply_rotary_pos_emb (cos[..., :d/2].repeat_interleave(2): interleaved)",
+           pairing="interleaved", theta={None: ("rope_theta", 500_000.0)}, rules=_DEFAULT_FULL,
+           defaults=_dims(2560, 20, 131072)),
+    Record("hunyuan_v1_dense", f"{_HF}/hunyuan_v1_dense HunYuanDenseV1Config, HunYuanDenseV1RotaryEmbedding "
+           "(rope_type dynamic with alpha -> ntk_alpha: base = rope_theta * alpha ** (head_dim / (head_dim - 2)) "
+           "at every length, compute_ntk_alpha_rope_parameters), apply_rotary_pos_emb (rotate_half)",
+           rules=("ntk_alpha", *_DEFAULT_FULL), rope_keys={"alpha": ("dynamic",)}, defaults=_dims(4096, 32, 2048)),
+    Record("hunyuan_v1_moe", f"{_HF}/hunyuan_v1_moe HunYuanMoEV1Config, HunYuanMoEV1RotaryEmbedding "
+           "(rope_type dynamic with alpha -> ntk_alpha, as the dense model), apply_rotary_pos_emb (rotate_half)",
+           rules=("ntk_alpha", *_DEFAULT_FULL), rope_keys={"alpha": ("dynamic",)}, defaults=_dims(4096, 32, 2048)),
+    Record("falcon", f"{_HF}/falcon FalconConfig (alibi false: rotary), FalconRotaryEmbedding, "
+           "apply_rotary_pos_emb (rotate_half); head_dim = hidden_size // num_attention_heads",
+           when=("alibi", False), rules=_DEFAULT_FULL,
+           defaults=_dims(4544, 71, 2048)),
+    Record("granitemoehybrid", f"{_HF}/granitemoehybrid GraniteMoeHybridConfig (position_embedding_type 'rope' "
+           "builds GraniteMoeHybridRotaryEmbedding, else no positions), apply_rotary_pos_emb (rotate_half)",
+           when=("position_embedding_type", "rope"), rules=_DEFAULT_FULL,
+           nope=("linear_attention",), aliases={"layer_types": ("layer_types", "layers_block_type")},
+           defaults=_dims(4096, 32, 2048)),
+    _wrapper("gemma3", "gemma3_text", f"{_HF}/gemma3 Gemma3Config (text_config: Gemma3TextConfig)",
+             gguf_arch="gemma3"),
+    _wrapper("gemma3n", "gemma3n_text", f"{_HF}/gemma3n Gemma3nConfig (text_config: Gemma3nTextConfig)"),
+    _wrapper("gemma4", "gemma4_text", f"{_HF}/gemma4 Gemma4Config (text_config: Gemma4TextConfig)"),
+    _wrapper("llama4", "llama4_text", f"{_HF}/llama4 Llama4Config (text_config: Llama4TextConfig)"),
+    _wrapper("llava", "llama", f"{_HF}/llava LlavaConfig (text_config: LlamaConfig by default)"),
+    _wrapper("llava_next", "llama", f"{_HF}/llava_next LlavaNextConfig (text_config: LlamaConfig by default)"),
+    _wrapper("llava_onevision", "qwen2", f"{_HF}/llava_onevision LlavaOnevisionConfig (text_config: Qwen2Config)"),
+    _wrapper("mistral3", "mistral", f"{_HF}/mistral3 Mistral3Config (text_config: MistralConfig by default)"),
+    _wrapper("qwen2_vl", "qwen2_vl_text", f"{_HF}/qwen2_vl Qwen2VLConfig (text_config, or text fields at top)",
+             text_at_top=True, gguf_arch="qwen2vl"),
+    _wrapper("qwen2_5_vl", "qwen2_5_vl_text", f"{_HF}/qwen2_5_vl Qwen2_5_VLConfig (text_config, or text fields at "
+             "top)", text_at_top=True, gguf_arch="qwen2vl"),
+    _wrapper("paligemma", "gemma", f"{_HF}/paligemma PaliGemmaConfig (text_config: GemmaConfig)"),
+    _wrapper("cohere2_vision", "cohere2", f"{_HF}/cohere2_vision Cohere2VisionConfig (text_config: Cohere2Config)"),
+    _wrapper("qwen3_vl", "qwen3_vl_text", f"{_HF}/qwen3_vl Qwen3VLConfig (text_config: Qwen3VLTextConfig)"),
+    _wrapper("qwen3_vl_moe", "qwen3_vl_moe_text", f"{_HF}/qwen3_vl_moe Qwen3VLMoeConfig (text_config)"),
+)  # fmt: skip
+
+
+# ----- the non-rotary families: T5 buckets, ALiBi, sinusoids, DeBERTa, learned (read by .hf_positions) --------
+@dataclass(frozen=True)
+class Layer:
+    """One attention type's table: its posenc ``kind``, the parameters the model's code fixes (``fixed``), and
+    where each other parameter comes from: ``keys`` (parameter -> config keys, first found wins; a name that
+    starts with ``=`` is computed, see :meth:`PositionsConfig._compute`) and ``defaults`` (the config class's
+    value when the config omits every key)."""
+
+    kind: str
+    keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+    fixed: dict[str, Any] = field(default_factory=dict)
+    #: learned tables: the tensor's name in the weights (a suffix of the saved name); learned and sinusoidal
+    #: tables: the row of the model's buffer it adds to token 0 (``"pad+1"``: ``pad_token_id + 1``)
+    tensor: str | None = None
+    first_row: int | str = 0
+    #: rows the model's buffer holds beyond the positions it adds (fairseq sinusoids: 2), for ``rows="buffer"``
+    buffer_rows: int = 0
+    #: named rules where the model's code derives a parameter (``extra_rows``, ``divide_by_sqrt_head_dim``,
+    #: ``even_dim``, ``deberta_relative``: :meth:`.hf_positions.PositionsConfig._compute` applies each)
+    rules: tuple[str, ...] = ()
+
+    @property
+    def learned(self) -> bool:
+        """The table lives in the weights (a tensor name), not in the config."""
+        return self.tensor is not None
+
+
+@dataclass(frozen=True)
+class Family:
+    """How one ``model_type`` places positions: its attention types' :class:`Layer` entries and the code it
+    mirrors. ``when``: ``(key, value)`` the config must hold for this reading (Falcon: ``alibi`` true; else the
+    RoPE reader takes the config). ``ignored``: keys the model's code does not read -> their value that makes
+    no difference (anything else is reported as ignored)."""
+
+    name: str
+    reference: str
+    layers: dict[str, Layer]
+    when: tuple[str, Any] | None = None
+    ignored: dict[str, Any] = field(default_factory=dict)
+    #: keys the family reads elsewhere or that
+    #: cannot change its table (checked, so that no other such key passes unread)
+    harmless: tuple[str, ...] = ()
+    #: keys older configs carry that the family's transformers 5 config class no longer reads -> the key it reads
+    #: (Falcon's n_head: FalconConfig has no attribute_map, so n_head leaves num_attention_heads at 71)
+    unread: dict[str, str] = field(default_factory=dict)
+
+
+def _t5(name: str, reference: str) -> Family:
+    keys: dict[str, tuple[str, ...]] = {
+        "num_buckets": ("relative_attention_num_buckets",),
+        "max_distance": ("relative_attention_max_distance",),
+    }
+    defaults = {"num_buckets": 32, "max_distance": 128}
+    return Family(name, reference, {
+        "encoder": Layer("t5", keys, defaults, {"bidirectional": True}),
+        "decoder": Layer("t5", keys, defaults, {"bidirectional": False}),
+    }, harmless=("n_positions",))  # fmt: skip
+
+
+def _learned(name: str, reference: str, dim: tuple[str, ...], length: tuple[str, ...], defaults: dict[str, Any],
+             tensor: str, first_row: int | str = 0) -> Family:  # fmt: skip
+    layer = Layer("learned", {"dim": dim, "length": length}, defaults, tensor=tensor, first_row=first_row)
+    return Family(name, reference, {"default": layer})
+
+
+def _bart(name: str, reference: str) -> Family:
+    keys: dict[str, tuple[str, ...]] = {"dim": ("d_model",), "length": ("max_position_embeddings",)}
+    defaults = {"dim": 1024, "length": 1024}
+    return Family(name, reference, {
+        lt: Layer("learned", keys, defaults, tensor=f"{lt}.embed_positions.weight", first_row=2)
+        for lt in ("encoder", "decoder")
+    })  # fmt: skip
+
+
+def _fairseq_sinusoids(length: tuple[str, ...], length_default: int, dim_default: int) -> Layer:
+    # the model adds buffer rows padding_idx + 1 .. padding_idx + N to tokens 0..N-1 (positions counted from
+    # padding_idx + 1); the buffer holds N + 2 rows, the padding_idx row zero
+    return Layer(
+        "sinusoidal",
+        {"dim": ("d_model",), "length": length, "padding_idx": ("pad_token_id",)},
+        {"dim": dim_default, "length": length_default, "padding_idx": 1},
+        {"layout": "split", "freq": "t2t", "base": 10000.0, "angle_dtype": "float32"},
+        first_row="pad+1",
+        buffer_rows=2,
+        rules=("extra_rows",),
+    )
+
+
+_MARIAN = {"layout": "split", "freq": "paper", "offset": 0, "base": 10000.0}
+_BERT_DIMS = {"dim": 768, "length": 512}
+
+#: model_type -> how its (non-rotary) positions are read. Keep grouped by scheme.
+_POSITIONS: dict[str, Family] = {f.name: f for f in (
+    _t5("t5", f"{_HF}/t5/modeling_t5.py T5Attention._relative_position_bucket (bidirectional = not is_decoder)"),
+    _t5("mt5", f"{_HF}/mt5/modeling_mt5.py MT5Attention._relative_position_bucket (as T5)"),
+    _t5("umt5", f"{_HF}/umt5/modeling_umt5.py UMT5Attention._relative_position_bucket (as T5, per layer)"),
+    Family("bloom", f"{_HF}/bloom/modeling_bloom.py _get_alibi_slopes, build_alibi_tensor (float32 slopes x j)",
+           {"default": Layer("alibi", {"dim": ("n_head", "num_attention_heads")}, {"dim": 8}, {"form": "bloom"})}),
+    Family("falcon", f"{_HF}/falcon/modeling_falcon.py build_alibi_tensor (bfloat16 slopes x j), FalconModel.forward "
+           "(alibi / sqrt(head_dim))",
+           {"default": Layer("alibi", {"dim": ("num_attention_heads",), "length": ("max_position_embeddings",),
+                                       "=divide_by": ("n_embed", "hidden_size")},
+                             {"dim": 71, "length": 2048, "=divide_by": 4544}, {"form": "falcon"},
+                             rules=("divide_by_sqrt_head_dim",))},
+           when=("alibi", True), unread={"n_head": "num_attention_heads"},
+           harmless=("rope_theta", "rope_scaling", "rope_parameters")),
+    Family("mpt", f"{_HF}/mpt/modeling_mpt.py build_mpt_alibi_tensor (max_seq_len; alibi_bias_max not passed: 8)",
+           {"default": Layer("alibi", {"dim": ("n_heads",), "length": ("max_seq_len",)}, {"dim": 16, "length": 2048},
+                             {"form": "mpt", "max_bias": 8.0})},
+           ignored={"attn_config.alibi": True, "attn_config.alibi_bias_max": 8, "learned_pos_emb": False,
+                    "attn_config.rope": False},
+           harmless=("attn_config.rope_theta", "attn_config.rope_impl", "attn_config.rope_dail_config",
+                     "attn_config.rope_hf_config")),
+    Family("marian", f"{_HF}/marian/modeling_marian.py MarianSinusoidalPositionalEmbedding.create_weight",
+           {"default": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_position_embeddings",)},
+                             {"dim": 1024, "length": 1024}, _MARIAN)},
+           harmless=("static_position_embeddings",)),
+    Family("pegasus", f"{_HF}/pegasus/modeling_pegasus.py PegasusSinusoidalPositionalEmbedding.create_weight",
+           {"default": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_position_embeddings",)},
+                             {"dim": 1024, "length": 1024}, _MARIAN)},
+           harmless=("static_position_embeddings",)),
+    Family("m2m_100", f"{_HF}/m2m_100/modeling_m2m_100.py M2M100SinusoidalPositionalEmbedding (offset 2, padding_idx "
+           "row zero)", {"default": _fairseq_sinusoids(("max_position_embeddings",), 1024, 1024)}),
+    Family("speech_to_text", f"{_HF}/speech_to_text/modeling_speech_to_text.py Speech2TextSinusoidalPositionalEmbedding "
+           "(offset 2; encoder max_source_positions, decoder max_target_positions)",
+           {"encoder": _fairseq_sinusoids(("max_source_positions",), 6000, 256),
+            "decoder": _fairseq_sinusoids(("max_target_positions",), 1024, 256)}),
+    Family("whisper", f"{_HF}/whisper/modeling_whisper.py sinusoids (encoder embed_positions), "
+           "WhisperPositionalEmbedding (decoder, learned)",
+           {"encoder": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_source_positions",)},
+                             {"dim": 384, "length": 1500}, {"layout": "split", "freq": "t2t", "offset": 0,
+                                                            "base": 10000.0, "angle_dtype": "float32"},
+                             rules=("even_dim",)),
+            "decoder": Layer("learned", {"dim": ("d_model",), "length": ("max_target_positions",)},
+                             {"dim": 384, "length": 448}, tensor="decoder.embed_positions.weight")}),
+    Family("deberta-v2", f"{_HF}/deberta_v2/modeling_deberta_v2.py build_relative_position, make_log_bucket_position "
+           "(DebertaV2Encoder: max_relative_positions < 1 -> max_position_embeddings)",
+           {"default": Layer("deberta", {"position_buckets": ("position_buckets",),
+                                         "max_relative_positions": ("max_relative_positions",),
+                                         "length": ("max_position_embeddings",)},
+                             {"position_buckets": -1, "max_relative_positions": -1, "length": 512},
+                             rules=("deberta_relative",))},
+           harmless=("position_biased_input", "relative_attention")),
+    _learned("gpt2", f"{_HF}/gpt2/modeling_gpt2.py GPT2Model.wpe (nn.Embedding(n_positions, n_embd))",
+             ("n_embd", "hidden_size"), ("n_positions", "max_position_embeddings"), {"dim": 768, "length": 1024},
+             "wpe.weight"),
+    _learned("bert", f"{_HF}/bert/modeling_bert.py BertEmbeddings.position_embeddings (position_ids = arange)",
+             ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS, "embeddings.position_embeddings.weight"),
+    _learned("roberta", f"{_HF}/roberta/modeling_roberta.py RobertaEmbeddings (positions from padding_idx + 1)",
+             ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS, "embeddings.position_embeddings.weight",
+             "pad+1"),
+    _learned("xlm-roberta", f"{_HF}/xlm_roberta/modeling_xlm_roberta.py XLMRobertaEmbeddings (from padding_idx + 1)",
+             ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS, "embeddings.position_embeddings.weight",
+             "pad+1"),
+    _learned("xlm-roberta-xl", f"{_HF}/xlm_roberta_xl/modeling_xlm_roberta_xl.py XLMRobertaXLEmbeddings (from "
+             "padding_idx + 1)", ("hidden_size",), ("max_position_embeddings",), {"dim": 2560, "length": 514},
+             "embeddings.position_embeddings.weight", "pad+1"),
+    _learned("electra", f"{_HF}/electra/modeling_electra.py ElectraEmbeddings.position_embeddings (embedding_size "
+             "wide)", ("embedding_size",), ("max_position_embeddings",), {"dim": 128, "length": 512},
+             "embeddings.position_embeddings.weight"),
+    Family("distilbert", f"{_HF}/distilbert/modeling_distilbert.py Embeddings.position_embeddings (learned, or "
+           "sinusoids written into the same weights when sinusoidal_pos_embds)",
+           {"default": Layer("learned", {"dim": ("dim",), "length": ("max_position_embeddings",)},
+                             {"dim": 768, "length": 512}, tensor="embeddings.position_embeddings.weight")},
+           harmless=("sinusoidal_pos_embds",)),
+    _learned("gpt_neo", f"{_HF}/gpt_neo/modeling_gpt_neo.py GPTNeoModel.wpe", ("hidden_size",),
+             ("max_position_embeddings",), {"dim": 2048, "length": 2048}, "wpe.weight"),
+    _learned("gpt_bigcode", f"{_HF}/gpt_bigcode/modeling_gpt_bigcode.py GPTBigCodeModel.wpe (attribute_map n_embd, "
+             "n_positions)", ("n_embd", "hidden_size"), ("n_positions", "max_position_embeddings"),
+             {"dim": 768, "length": 1024}, "wpe.weight"),
+    _bart("bart", f"{_HF}/bart/modeling_bart.py BartLearnedPositionalEmbedding (offset 2: rows 2..; encoder and "
+          "decoder tables)"),
+    _bart("mbart", f"{_HF}/mbart/modeling_mbart.py MBartLearnedPositionalEmbedding (offset 2, encoder and decoder)"),
+    _learned("opt", f"{_HF}/opt/modeling_opt.py OPTLearnedPositionalEmbedding (offset 2: rows 2..)",
+             ("hidden_size",), ("max_position_embeddings",), {"dim": 768, "length": 2048},
+             "decoder.embed_positions.weight", 2),
+)}  # fmt: skip
+
+
+def positions_families() -> dict[str, Family]:
+    """model_type -> the layer tables of its non-rotary positions (what :mod:`.hf_positions` reads)."""
+    return dict(_POSITIONS)
+
+
+def _with_positions(records: tuple[Record, ...]) -> dict[str, Record]:
+    """One record per model_type: the rotary ones above, each non-rotary family as a record of its scheme, and
+    Falcon's both (rotary with ``alibi: false``, ALiBi with ``alibi: true``)."""
+    out = {r.model_type: r for r in records}
+    for name, fam in _POSITIONS.items():
+        kinds = ", ".join(dict.fromkeys(layer.kind for layer in fam.layers.values()))
+        if name in out:
+            out[name] = replace(out[name], positions=fam)
+        else:
+            out[name] = Record(name, fam.reference, scheme=kinds, positions=fam)
+    return out
+
+
+#: model_type -> its record: rotary, M-RoPE, multimodal wrappers and the non-rotary families.
+RECORDS: dict[str, Record] = _with_positions(_RECORDS)
+
+
+@cache
+def inventory() -> dict[str, Any]:
+    """The inventory of transformers' model types (``{}`` when the data file is absent)."""
+    if not INVENTORY.is_file():
+        return {}
+    data: dict[str, Any] = json.loads(INVENTORY.read_text(encoding="utf-8"))
+    return data
+
+
+def inventory_entry(model_type: str) -> dict[str, Any] | None:
+    """The inventory's entry of ``model_type``, or None."""
+    types = inventory().get("model_types", {})
+    entry = types.get(model_type) if isinstance(types, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+#: transformers' remap of legacy layer type names (configuration_utils._LEGACY_LAYER_TYPE_REMAP)
+LEGACY_LAYER_TYPES = {
+    "mamba": "linear_attention",
+    "attention": "full_attention",
+    "deepseek_sparse_attention": "indexed_attention",
+    "qwen_sparse_attention": "indexed_attention",
+}
+#: Top-level keys a derived record's rotary code may read: posenc models each of them.
+_PLAIN_READS = {
+    "head_dim",
+    "hidden_size",
+    "num_attention_heads",
+    "max_position_embeddings",
+    "rope_parameters",
+    "rope_scaling",
+    "rope_theta",
+    "partial_rotary_factor",
+    "layer_types",
+}
+#: Keys of the same meaning under another name, as the inventory saw them read (config attribute_map or a
+#: rotary class that reads the other name).
+_READ_ALIASES = {
+    "num_heads": "num_attention_heads",
+    "kv_channels": "head_dim",
+    "decoder_num_attention_heads": "num_attention_heads",
+    "model_max_length": "max_position_embeddings",
+}
+
+
+#: Sub-config names of towers that are not the language model: their rotary tables are not the text's.
+_NOT_TEXT = ("vision_config", "backbone_config", "audio_config", "detector_config", "word_timestamp_config")
+#: The inventory's words for a layer type whose layers rotate, or apply no positions (``layer_positions``)
+_ROTATES, _NONE = "rope", "none"
+#: The schemes a record can be derived from the inventory for (the others need a record written here).
+DERIVABLE = ("rope",)
+
+
+class Refused(Exception):
+    """A model type posenc does not read, with the one-line reason (what is missing)."""
+
+
+def record_for(model_type: str) -> Record | None:
+    """The record of ``model_type``: written here, else derived from its inventory entry (None: neither).
+    Raises :class:`Refused` when the inventory has the type and its reading is not one posenc has."""
+    rec = RECORDS.get(model_type)
+    if rec is not None:
+        return rec
+    entry = inventory_entry(model_type)
+    if entry is None:
+        return None
+    return derived(model_type, entry)
+
+
+#: Derived records are used only where tools/verify_records.py found them equal to their class's tables (the
+#: tool turns this off while it verifies).
+VERIFY = True
+VERIFIED = Path(__file__).resolve().parent / "data" / "verified_records.json"
+
+
+@cache
+def _unverified() -> dict[str, str]:
+    """Derived model type -> why posenc refuses it (data/verified_records.json, made by tools/verify_records.py)."""
+    if not VERIFIED.is_file():
+        return {}
+    data: dict[str, str] = json.loads(VERIFIED.read_text(encoding="utf-8")).get("refused", {})
+    return data
+
+
+def _derived(model_type: str) -> Record | str:
+    entry = inventory_entry(model_type)
+    assert entry is not None
+    try:
+        return _derive(model_type, entry)
+    except Refused as exc:
+        return str(exc)
+
+
+def derived(model_type: str, entry: dict[str, Any]) -> Record:
+    """The record of an inventory entry whose rotary reading is plain (see :func:`_derive`)."""
+    out = _derived(model_type)
+    if isinstance(out, str):
+        raise Refused(out)
+    return out
+
+
+def _derive(model_type: str, entry: dict[str, Any]) -> Record:
+    """A record from what the inventory observed: the rotary class reads only keys posenc models (head and
+    rotated widths, max positions, the rope dict, layer types), its pairing is rotate_half or pairs, each layer
+    type applies RoPE or none, and the rotated width is the head's or its partial_rotary_factor's share."""
+    scheme = entry.get("scheme")
+    if scheme not in DERIVABLE:
+        raise Refused(f"its positions are {scheme}, which no record of posenc reads")
+    if entry.get("status") != "ok":
+        raise Refused(f"the inventory could not observe its rotary class ({str(entry.get('status'))[:60]})")
+    sub = list(entry.get("sub_config") or [])
+    if any(part in _NOT_TEXT for part in sub):
+        raise Refused(f"its rotary embedding is the {'.'.join(sub)}'s, a vision or audio tower's")
+    pairing = entry.get("pairing")
+    if pairing not in ("half", "interleaved", "deinterleave"):
+        raise Refused(f"its attention pairs features in a way posenc does not reproduce ({pairing})")
+    reads: dict[str, list[str]] = entry.get("keys_read") or {}
+    default_reads = set(reads.get("default", []))
+    top = {k.split(".")[0] for k in default_reads}
+    aliases: dict[str, tuple[str, ...]] = {}
+    mla = "qk_rope_head_dim" in top  # MLA: the rotated part of each query/key head
+    for key in sorted(top - _PLAIN_READS - {"qk_rope_head_dim"}):
+        if key not in _READ_ALIASES:
+            raise Refused(f"its rotary class reads config key {key}, which posenc does not model")
+        aliases[_READ_ALIASES[key]] = (key, _READ_ALIASES[key])
+    positions = entry.get("layer_positions") or {}
+    if any(v not in (_ROTATES, _NONE) for v in positions.values()):
+        raise Refused("some layers of one layer type rotate and others do not (a rule posenc has no record of)")
+    if positions and _ROTATES not in positions.values():
+        raise Refused("no layer applies its rotary embedding at the default config")
+    defaults: dict[str, Any] = {}
+    prefix = "".join(f"{p}." for p in sub)
+    raw = {k.removeprefix(prefix): v for k, v in (entry.get("defaults") or {}).items()}
+    nope_types = {lt for lt, v in positions.items() if v == _NONE}
+    if positions:  # layer types with no attention layer the inventory saw (Dory's "mlp" layers) apply none
+        nope_types |= {str(t) for t in (raw.get("layer_types") or []) if t not in positions}
+    nope = tuple(sorted(nope_types))
+    for key in ("hidden_size", "num_attention_heads", "head_dim", "max_position_embeddings", "qk_rope_head_dim"):
+        for name in aliases.get(key, (key,)):
+            if isinstance(raw.get(name), int):
+                defaults[key] = raw[name]
+                break
+    theta: dict[str | None, tuple[str, float]] = {
+        None: ("rope_theta", float(raw.get("rope_parameters.rope_theta", 10000.0)))
+    }
+    per_layer = sorted({k.split(".")[1] for k in raw if k.count(".") == 2 and k.startswith("rope_parameters.")})
+    if per_layer:
+        theta = {lt: ("rope_theta", float(raw.get(f"rope_parameters.{lt}.rope_theta", 10000.0))) for lt in per_layer}
+    default_types = raw.get("layer_types")
+    if per_layer and isinstance(default_types, list) and not set(per_layer) <= set(default_types):
+        raise Refused(
+            f"its rope parameters are per table ({', '.join(per_layer)}), not per layer type; which layers use "
+            "which is a rule posenc has no record of"
+        )
+    partial_read = any(k.endswith("partial_rotary_factor") for k in default_reads)
+    prf = raw.get("rope_parameters.partial_rotary_factor")
+    if isinstance(prf, (int, float)) and partial_read:
+        defaults["partial_rotary_factor"] = float(prf)
+    saved = {str(k).removeprefix(prefix).split(".")[0] for k in entry.get("saved_keys") or []}
+    if "original_max_position_embeddings" in saved:
+        # standardize_rope_params lets this class attribute win over the rope dict's (Phi-3's exception)
+        raise Refused(
+            "its config class keeps original_max_position_embeddings at top level, whose default "
+            "the inventory does not record"
+        )
+    head_rule = "qk_rope" if mla else "config" if "head_dim" in top or "kv_channels" in top else "computed"
+    _check_width(entry, defaults, raw, head_rule, per_layer, partial_read)
+    rules = () if partial_read else ("default_ignores_partial",)
+    module = str(entry.get("modeling_module") or "").replace("models.", "", 1).replace(".", "/")
+    reference = (
+        f"{_HF}/{module}.py {entry.get('config_class')}, {entry.get('rotary_class')}, "
+        f"{entry.get('apply_function')} ({pairing}; derived from the inventory)"
+    )
+    why = _unverified().get(model_type) if VERIFY else None
+    if why is not None:
+        raise Refused(why)
+    return Record(
+        model_type, reference, pairing="half" if pairing == "half" else "interleaved", aliases=aliases,
+        defaults=defaults, theta=theta, head_dim=head_rule, nope=nope, rules=rules, origin="inventory",
+        reads=tuple(sorted(top)), sub_config=tuple(sub) if sub != ["text_config"] else (),
+    )  # fmt: skip
+
+
+def _check_width(
+    entry: dict[str, Any],
+    defaults: dict[str, Any],
+    raw: dict[str, Any],
+    head_rule: str,
+    per_layer: list[str],
+    partial_read: bool,
+) -> None:
+    """The rotated width the class produced is the one posenc derives from the same config: the head width
+    (head_dim, qk_rope_head_dim or hidden_size // num_attention_heads, as the record reads it) times
+    partial_rotary_factor (per layer type where the rope dict is), or half of it where cos holds one column per
+    frequency (gpt-oss style); else the type is refused."""
+    if head_rule == "qk_rope":
+        head = defaults.get("qk_rope_head_dim")
+    elif head_rule == "config" and defaults.get("head_dim") is not None:
+        head = defaults["head_dim"]
+    elif defaults.get("hidden_size") and defaults.get("num_attention_heads"):
+        head = defaults["hidden_size"] // defaults["num_attention_heads"]
+    else:
+        head = entry.get("head_dim")
+    rot = entry.get("rotary_dim")
+    types: list[str | None] = list(per_layer) or [None]
+    rots = rot if isinstance(rot, dict) else {lt: rot for lt in types}
+    for lt, width in rots.items():
+        key = (
+            f"rope_parameters.{lt}.partial_rotary_factor"
+            if lt in per_layer
+            else "rope_parameters.partial_rotary_factor"
+        )
+        share = raw.get(key) if partial_read else None
+        share = float(share) if isinstance(share, (int, float)) else 1.0
+        if not isinstance(width, int) or not isinstance(head, int):
+            raise Refused(f"its rotated width ({rot}) is not one posenc derives from its config")
+        want = int(head * share)
+        if want % 2:  # transformers builds (want + 1) // 2 frequencies anyway (GLM-4 MoE: 21 of 42 -> 22 columns)
+            raise Refused(
+                f"at its default config its head of {head} times partial_rotary_factor {share:g} rotates an odd "
+                f"number of features ({want}), which posenc's rope does not build, so its reading is unverified"
+            )
+        if width not in (want, want // 2):
+            raise Refused(f"its rotary class rotates {width} of {head} features, a width posenc does not derive")
+
+
+def inventory_config(model_type: str) -> dict[str, Any]:
+    """``model_type``'s default config.json as far as its positional code reads it: the inventory's
+    ``defaults`` (dotted from the top) as nested dicts, with the sub-config's ``model_type``."""
+    entry = inventory_entry(model_type)
+    if entry is None:
+        raise KeyError(model_type)
+    cfg: dict[str, Any] = {"model_type": model_type}
+    for key, value in (entry.get("defaults") or {}).items():
+        node = cfg
+        *parents, last = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[last] = value
+    text = cfg
+    for p in entry.get("sub_config") or []:
+        text = text.setdefault(p, {})
+    if entry.get("sub_config") and entry.get("text_model_type"):
+        text["model_type"] = entry["text_model_type"]
+    return cfg
+
+
+def wrappers() -> dict[str, str]:
+    """Multimodal wrapper model_type -> its default text model_type."""
+    return {r.model_type: r.text_model_type for r in RECORDS.values() if r.text_model_type is not None}
+
+
+def gguf_arch(model_type: str) -> str | None:
+    """The GGUF architecture convert_hf_to_gguf.py writes for ``model_type`` (when posenc mirrors it)."""
+    rec = RECORDS.get(model_type)
+    return rec.gguf_arch if rec is not None else None

@@ -1,0 +1,138 @@
+"""Write docs/families.md: every model type of transformers' inventory and what posenc does with its positions.
+
+    python tools/families.py           # rewrite docs/families.md
+    python tools/families.py --check   # exit 1 when docs/families.md is stale (tests/test_families_doc.py)
+
+The rows come from the records (posenc_cli/models/records.py: written ones and those derived from the inventory),
+the non-rotary table (posenc_cli/models/hf_positions.py) and the inventory itself
+(posenc_cli/models/data/transformers_inventory.json, made by tools/inventory). A rotating type's status is what
+posenc does with its default config: "exact" (read; tests/test_inventory_coverage.py holds the table against the
+arrays its own class made, for every rope type it supports) or "refused: why".
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DOC = ROOT / "docs" / "families.md"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def rows() -> list[tuple[str, str, str, str, str, str]]:
+    """(model type, scheme, pairing, layer types, reference, status) of every model type."""
+    from posenc_cli.errors import ParameterError
+    from posenc_cli.models import records
+    from posenc_cli.models.hf_config import read_model_config
+    from posenc_cli.models.hf_positions import FAMILIES as POSITIONS
+
+    inv = records.inventory().get("model_types", {})
+    index = ROOT / "tests" / "data" / "inventory" / "index.json"
+    arrays = set(json.loads(index.read_text()).get("rope", {})) if index.is_file() else set()
+    out = []
+    for mt in sorted(set(inv) | set(records.RECORDS) | set(POSITIONS)):
+        entry = inv.get(mt) or {}
+        scheme = str(entry.get("scheme") or "")
+        rec = records.RECORDS.get(mt)
+        ref = f"{entry.get('modeling_module', '')} {entry.get('rotary_class') or ''}".strip()
+        pairing, layers = "-", "-"
+        if mt in POSITIONS:
+            fam = POSITIONS[mt]
+            scheme = ", ".join(sorted({layer.kind for layer in fam.layers.values()}))
+            layers = ", ".join(fam.layers) if len(fam.layers) > 1 else "-"
+            status = "exact"
+            ref = ref or fam.reference.split(" ", 1)[1] if " " in fam.reference else fam.reference
+        elif scheme == "rope" or (rec is not None and rec.scheme != "wrapper"):
+            scheme = "rope"
+            try:
+                cfg = records.inventory_config(mt) if entry else None
+                if cfg is None:
+                    raise ParameterError("not in the inventory; read by its record (tests/test_records.py)")
+                mc = read_model_config(cfg)
+                if mt in arrays:
+                    status = "exact"
+                elif rec is not None:
+                    status = "exact (record; golden arrays in tests/data/golden)"
+                else:
+                    status = "read, not verified (no reference arrays)"
+                used = mc.family
+                pairing = used.pairing if used is not None else "-"
+                nope = [lt for lt, p in mc.all_params(1).items() if p is None]
+                layers = ", ".join(mc.layer_types) + (f" (none: {', '.join(nope)})" if nope else "")
+                if layers == "default":
+                    layers = "-"
+                scheme = mc.kind
+            except ParameterError as exc:
+                msg = str(exc)
+                status = ("refused: " + msg.split("rotary tables: ", 1)[-1].split("; pass ")[0]) if entry else msg
+                if rec is not None:
+                    status = "exact (record; published configs in tests/test_records.py)"
+                    pairing = rec.pairing
+        elif scheme in ("none",):
+            status = "no positions"
+        elif scheme == "unobserved":
+            status = "not observed: " + str(entry.get("status") or "")[:80]
+        elif rec is not None:  # a wrapper: its text model's row says it
+            scheme, status = "wrapper", f"reads {rec.text_model_type}"
+        else:
+            status = f"refused: no record reads its {scheme} positions"
+        out.append((mt, scheme or "-", pairing, layers, ref or (rec.reference if rec else "-"), status))
+    return out
+
+
+def build() -> str:
+    from posenc_cli.models import records
+
+    table = rows()
+    exact = sum(1 for r in table if r[5].startswith("exact"))
+    refused = sum(1 for r in table if r[5].startswith("refused"))
+    rope_exact = sum(1 for r in table if r[5].startswith("exact") and r[1] in ("rope", "mrope"))
+    rope_refused = sum(1 for r in table if r[5].startswith("refused") and r[1] in ("rope", "mrope"))
+    none = sum(1 for r in table if r[5] == "no positions")
+    unverified = sum(1 for r in table if r[5].startswith("read, not verified"))
+    unobserved = sum(1 for r in table if r[5].startswith("not observed"))
+    version = records.inventory().get("transformers_version", records.TRANSFORMERS_VERSION)
+    lines = [
+        "# Model families",
+        "",
+        f"_Generated by `tools/families.py` from the records (`posenc_cli/models/records.py`), the non-rotary table "
+        f"(`posenc_cli/models/hf_positions.py`) and the inventory of transformers {version} "
+        "(`posenc_cli/models/data/transformers_inventory.json`, made by `tools/inventory`); "
+        "`tests/test_families_doc.py` fails when it is stale._",
+        "",
+        f"Of {len(table)} model types: **{exact} exact**, **{refused} refused** (one line naming what is missing), "
+        f"{none} apply no positions, {unobserved} could not be observed, {unverified} read without reference "
+        f"arrays. Of the rotating types: {rope_exact} exact, {rope_refused} refused.",
+        "",
+        '"exact": posenc reads the type\'s config, and `tests/test_inventory_coverage.py` holds the table against the '
+        "arrays its own rotary class made at its default config, for every rope type the class supports (or "
+        '`tests/test_records.py` / `tests/test_hf_positions.py` against published configs). "refused": '
+        "`posenc` answers in one line, exit 2, and writes nothing.",
+        "",
+        "| model type | scheme | pairing | layer types | reference | status |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in table:
+        lines.append("| " + " | ".join(_cell(c) for c in (f"`{row[0]}`", *row[1:])) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = build()
+    if "--check" in argv:
+        if not DOC.is_file() or DOC.read_text() != text:
+            print(f"{DOC.relative_to(ROOT)} is stale; run python tools/families.py", file=sys.stderr)
+            return 1
+        return 0
+    DOC.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,227 @@
+"""Verify the records derived from the inventory against the arrays each type's own rotary class made.
+
+    python tools/verify_records.py           # rewrite posenc_cli/models/data/verified_records.json
+    python tools/verify_records.py --check   # exit 1 when it is stale (tests/test_inventory_coverage.py)
+
+For every rotating model type of the inventory whose record posenc derives from it (records.py ``_derive``), the
+type's default config (the inventory's ``defaults``), for every rope type its class supports, is read by posenc
+and compared with the arrays in tests/data/inventory (made by tools/inventory from the type's own class): the
+frequencies to float32 rounding, the cos/sin multiplier, cos at every stored position within the float32 angle
+error. A derived type whose tables differ, or that has no reference arrays, is written to the data file, and
+posenc refuses it in one line (records.py reads the file): a derived reading is used only where it was verified.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posenc_cli.encodings import make_encoding
+from posenc_cli.errors import ParameterError
+from posenc_cli.models import records
+from posenc_cli.models.hf_config import read_model_config
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DATA = ROOT / "tests" / "data" / "inventory"
+EPS32 = 2.0**-24
+
+
+@cache
+def index() -> dict[str, Any]:
+    return json.loads((DATA / "index.json").read_text())
+
+
+@cache
+def arrays() -> dict[str, np.ndarray]:
+    with np.load(DATA / "rope.npz") as z:
+        return {k: z[k] for k in z.files}
+
+
+def rotating() -> list[str]:
+    inv = records.inventory().get("model_types", {})
+    return sorted(mt for mt, e in inv.items() if e.get("scheme") == "rope")
+
+
+def variant_params(rope_type: str, n_freq: int, mpe: int) -> dict[str, Any]:
+    """The rope parameters the inventory tool gave each rope type (tools/inventory/make_inventory.py)."""
+    orig = max(mpe // 4, 16)
+    ramp = [round(1.0 + 0.05 * i, 6) for i in range(n_freq)]
+    return {
+        "default": {},
+        "linear": {"factor": 4.0},
+        "dynamic": {"factor": 2.0},
+        "yarn": {"factor": 4.0, "original_max_position_embeddings": orig},
+        "longrope": {"short_factor": [1.0] * n_freq, "long_factor": ramp, "original_max_position_embeddings": orig},
+        "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                   "original_max_position_embeddings": orig},
+        "proportional": {"factor": 2.0},
+    }.get(rope_type, {"factor": 2.0, "alpha": 1000.0})  # fmt: skip
+
+
+def default_config(mt: str, rope_type: str, n_freq: int) -> dict[str, Any]:
+    """The type's default config.json as far as its positional code reads it (the inventory's ``defaults``,
+    dotted from the top), with ``rope_type`` and the tool's parameters for it."""
+    cfg = records.inventory_config(mt)
+    entry = records.inventory_entry(mt) or {}
+    text = cfg
+    for p in entry.get("sub_config") or []:
+        text = text[p]
+    if rope_type != "default":
+        rp = text.get("rope_parameters") or {}
+        nested = [v for v in rp.values() if isinstance(v, dict)] or [rp]
+        mpe = max_positions(mt)
+        for d in nested:
+            keep = {k: d[k] for k in ("rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved")
+                    if k in d}  # fmt: skip
+            d.clear()
+            d.update(keep, rope_type=rope_type, **variant_params(rope_type, n_freq, mpe))
+        text["rope_parameters"] = rp
+    return cfg
+
+
+@cache
+def max_positions(mt: str) -> int:
+    """max_position_embeddings as the type's config gives it (under any alias its class maps), else 4096 - what
+    the inventory tool gave the rope types' parameters."""
+    try:
+        mc = read_model_config(default_config(mt, "default", 0))
+        rotating = [lt for lt, p in mc.all_params(1).items() if p is not None]
+        rep = mc.report(rotating[0] if rotating[0] != "default" else None)
+    except ParameterError:
+        return 4096
+    mp = rep.get("max_position_embeddings")
+    return int(mp["value"]) if mp else 4096
+
+
+def unique_cos(ref: np.ndarray, n: int) -> np.ndarray:
+    """One column per frequency of the class's cos: cat(c, c) (rotate_half, de-interleave) or (c0, c0, c1, c1,
+    ...) (repeat_interleave)."""
+    if ref.shape[1] >= 2 * n and np.array_equal(ref[:, 0 : 2 * n : 2], ref[:, 1 : 2 * n : 2]):
+        return ref[:, 0 : 2 * n : 2]
+    return ref[:, :n]
+
+
+_CHECKED: dict[tuple[str, bool], str] = {}
+
+
+def check_type(mt: str) -> str:
+    """:func:`_check_type`, once per type and verification setting in a process (the tests and the freshness
+    check share the work)."""
+    key = (mt, records.VERIFY)
+    if key not in _CHECKED:
+        _CHECKED[key] = _check_type(mt)
+    return _CHECKED[key]
+
+
+def _check_type(mt: str) -> str:
+    """'exact', or the one-line refusal; raises AssertionError on a table that differs from the class's."""
+    refs = index()["rope"].get(mt)
+    if not refs:
+        return "no reference arrays"
+    a = arrays()
+    default = (
+        next(iter(refs["default"].values())) if "default" in refs else next(iter(next(iter(refs.values())).values()))
+    )
+    # GPT-J's create_sinusoidal_positions keeps no inv_freq: one cos column per frequency
+    n_freq = int(a[default["inv_freq"]].size) if "inv_freq" in default else int(a[default["cos"]].shape[-1]) // 2
+    outcome = "exact"
+    for rope_type, layers in refs.items():
+        cfg = default_config(mt, rope_type, n_freq)
+        try:
+            mc = read_model_config(cfg)
+        except ParameterError as exc:
+            msg = str(exc)
+            assert "\n" not in msg
+            if rope_type == "default":
+                return f"refused: {msg}"
+            outcome = "exact (default); some rope types refused"
+            continue
+        for lt, ref in layers.items():
+            layer = lt if lt in mc.layer_types else None  # "default": one table for every layer
+            positions = ref["positions"]
+            # one forward call over all the positions: dynamic and longrope see max(position) + 1
+            seq = max(positions) + 1
+            params = mc.params(layer, 8, seq_len=seq)
+            if params.get("scaling") in ("dynamic", "longrope"):
+                params["seq_len"] = seq
+            enc = make_encoding(mc.kind, {**params, "dtype": "float64"})
+            got = np.asarray(enc.inv_freq(), dtype=np.float64)
+            want = a[ref["inv_freq"]].astype(np.float64).ravel() if "inv_freq" in ref else got
+            where = f"{mt} {rope_type} {lt}"
+            assert got.size == want.size, f"{where}: {got.size} frequencies, its class {want.size}"
+            if rope_type not in ("dynamic", "longrope"):  # the class's buffer holds the frequencies of its __init__
+                # float32 arithmetic of the class (llama3's smoothing: a few roundings more, with cancellation)
+                rtol = (32 if rope_type == "llama3" else 8) * EPS32
+                diff = np.abs(got - want)
+                bad = diff > rtol * np.abs(want)  # a zero frequency (proportional RoPE) must be zero
+                worst = float(np.max(diff[bad] / np.maximum(np.abs(want[bad]), 1e-300))) if bad.any() else 0.0
+                assert not bad.any(), f"{where}: frequencies differ by up to {worst:.3g} (relative)"
+            scale = float(getattr(enc, "attention_scaling", 1.0))
+            cos = unique_cos(a[ref["cos"]].astype(np.float64).reshape(len(positions), -1), want.size)
+            # the multiplier the class applies is cos at position 0 (its attention_scaling attribute, unless the
+            # class never applies it: DeepSeek-V2's complex freqs_cis)
+            assert positions[0] == 0 and math.isclose(scale, cos[0].max(), rel_tol=4 * EPS32), where
+            t = np.asarray(positions, dtype=np.float64)[:, None]
+            mine = scale * np.cos(t * got[None, :])
+            # the class computes t * w and cos in float32: |t w| 2**-24 and two roundings of cos
+            tol = 3 * t * got.max() * EPS32 + 4 * EPS32 * max(scale, 1.0)
+            assert np.all(np.abs(mine - cos) <= tol), f"{where}: cos differs by {np.abs(mine - cos).max():.3g}"
+    return outcome
+
+
+OUT = ROOT / "posenc_cli" / "models" / "data" / "verified_records.json"
+
+
+def verify() -> dict[str, str]:
+    """Derived model type -> why posenc must refuse it (its tables differ, or nothing to verify against)."""
+    records.VERIFY = False
+    try:
+        out: dict[str, str] = {}
+        for mt in rotating():
+            try:
+                rec = records.record_for(mt)
+            except records.Refused:
+                continue
+            if rec is None or rec.origin != "inventory":
+                continue
+            if mt not in index()["rope"]:
+                out[mt] = "the inventory holds no reference arrays of its class to verify the reading against"
+                continue
+            try:
+                check_type(mt)
+            except AssertionError as exc:
+                first = str(exc).strip().splitlines()
+                out[mt] = f"its tables differ from its class's ({first[0][:100]})"
+        return dict(sorted(out.items()))
+    finally:
+        records.VERIFY = True
+
+
+def build() -> str:
+    inv = records.inventory()
+    data = {"transformers_version": inv.get("transformers_version"), "generator": "tools/verify_records.py",
+            "refused": verify()}  # fmt: skip
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = build()
+    if "--check" in argv:
+        if not OUT.is_file() or OUT.read_text() != text:
+            print(f"{OUT.relative_to(ROOT)} is stale; run python tools/verify_records.py", file=sys.stderr)
+            return 1
+        return 0
+    OUT.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
