@@ -920,6 +920,7 @@ def open_source(
     extra: Sequence[Any] = (),
     layer_type: str | None = None,
     stdin_config: bool = False,
+    within_limits: bool = False,
 ) -> Source:
     """A source as the command line names it (a file, ``-``, a spec, a model config, ``CONFIG@ENGINE``, a GGUF or
     ONNX file), read or built with ``options``; ``like`` (another source) gives a spec or a config the rows (and
@@ -937,7 +938,7 @@ def open_source(
 
         return open_config(text, layers=[*opts.layers(dtype=dtype), *extra], kind=kind, layer_type=lt,
                            max_bytes=opts.max_bytes, read_as=opts.read_as, engine=opts.engine,
-                           engine_options=opts.engine_options())  # fmt: skip
+                           engine_options=opts.engine_options(), within_limits=within_limits)  # fmt: skip
     return open_text(
         text,
         params=[*opts.layers(dtype=dtype), *extra] if builds else None,
@@ -949,6 +950,7 @@ def open_source(
         n_ctx=opts.n_ctx if gguf else None,
         engine=opts.engine if config else None,
         engine_options=opts.engine_options() if config else None,
+        within_limits=within_limits,
     )
 
 
@@ -1273,7 +1275,7 @@ def compare_sources(
     """``posenc compare``: two sources as the command line names them. A GGUF file and a model config: llama.cpp's
     tables against HF's (:func:`check_gguf`); else :func:`compare` of their tables, one comparison per attention
     type when a side is a model with several (``options.layer_type`` narrows it to one)."""
-    from .reports import Verdicts
+    from .reports import Comparison, Verdicts
     from .sources import is_config, is_gguf, is_spec
 
     opts = options or SourceOptions()
@@ -1303,7 +1305,7 @@ def compare_sources(
     def side(text: str, lt: str | None, like: Source | None = None) -> Source:
         """One side of one attention type: a model of one table serves every type."""
         mine = lt if lt in own_types[text] or opts.layer_type is not None else None
-        return _group_of(open_source(text, opts, like=like, layer_type=mine), lt)
+        return _group_of(open_source(text, opts, like=like, layer_type=mine, within_limits=True), lt)
 
     for lt in types:
         if builds(a) and not builds(b):  # built first, file second: the file gives the spec its shape
@@ -1316,10 +1318,36 @@ def compare_sources(
             for src in (src_a, src_b):
                 src.label = src.label if src.label.endswith(f"[{lt}]") else f"{src.label} [{lt}]"
         warnings += src_a.warnings + src_b.warnings
-        res = compare(src_a, src_b, tensor=narrowed, atol=atol, rtol=rtol, explain=explain)
+        limits = [s.engine_limit for s in (src_a, src_b) if s.engine_limit is not None]
+        if limits and min(lim.rows for lim in limits) == 0:  # an engine computes no row: nothing to compare
+            res = Comparison(src_a.label, src_b.label, [], limits=limits)
+        else:
+            if limits:  # the rows an engine computes, against the same rows of the other side
+                rows = min(lim.rows for lim in limits)
+                src_a, src_b = _first_rows(src_a, rows), _first_rows(src_b, rows)
+            res = compare(src_a, src_b, tensor=narrowed, atol=atol, rtol=rtol, explain=explain)
+            res.limits = limits
         res.layer_type = lt if len(types) > 1 or opts.layer_type is not None else None
         items.append(res)
     return Verdicts("compare", items, list(dict.fromkeys(warnings)))
+
+
+def _first_rows(src: Source, rows: int) -> Source:
+    """The table's first ``rows`` rows (a side compared with the rows an engine computes of those asked): every
+    tensor along the positions cut, the others (``inv_freq``) whole; the table itself when it has no more."""
+    have = src.rows()
+    if have is None or have <= rows:
+        return src
+    from .formats import ArrayTensor
+    from .sources import Source
+
+    arrays = {}
+    for n in src.names:
+        arr = src.array(n)
+        arrays[n] = arr[:rows] if arr.ndim >= 2 and arr.shape[0] == have else arr
+    out = Source(src.label, arrays, dict(src.metadata), lazy={k: ArrayTensor(k, v) for k, v in arrays.items()})
+    out.warnings, out.engine_limit = src.warnings, src.engine_limit
+    return out
 
 
 def _group_of(src: Source, layer_type: str | None) -> Source:

@@ -716,6 +716,8 @@ def comparison_report(cmp: Any, *, quiet: int = QUIET_NONE, verbose: bool = Fals
     stream = sys.stdout
     if quiet < QUIET_VERDICT:
         width = term_width(stream)
+        for lim in getattr(cmp, "limits", []):  # an engine's limit: a difference, the rows it computes below
+            _emit([(s, "red") for s in wrap(f"limit: {lim.line()}", width, "", "  ")], stream)
         for i, tc in enumerate(cmp.tensors):
             res = tc.result
             if i:

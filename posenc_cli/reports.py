@@ -133,14 +133,25 @@ class Comparison:
     skipped: list[str] = field(default_factory=list)
     #: the attention type compared, for a model with several (None: the model's one table, or no model)
     layer_type: str | None = None
+    #: the limits an engine's side met (:class:`posenc_cli.models.engines.EngineLimit`: a model type it does not
+    #: load, a length it refuses, positions out of its cache): each a difference; ``tensors`` then compare the
+    #: rows it does compute (none when it computes none)
+    limits: list[Any] = field(default_factory=list)
 
     @property
     def same(self) -> bool:
-        return all(t.result.same for t in self.tensors) and not self.only_a and not self.only_b
+        return all(t.result.same for t in self.tensors) and not self.only_a and not self.only_b and not self.limits
 
     @property
     def reason(self) -> str:
         """One line: what differs."""
+        parts = [lim.line() for lim in self.limits]
+        if self.limits and self.tensors and all(t.result.same for t in self.tensors):
+            parts.append("those rows: same")
+        parts += self._tensor_reasons()
+        return "; ".join(parts)
+
+    def _tensor_reasons(self) -> list[str]:
         parts = []
         for tc in self.tensors:
             if not tc.result.same:
@@ -150,7 +161,7 @@ class Comparison:
             parts.append(f"only in {self.label_a}: {', '.join(self.only_a)}")
         if self.only_b:
             parts.append(f"only in {self.label_b}: {', '.join(self.only_b)}")
-        return "; ".join(parts)
+        return parts
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -163,6 +174,7 @@ class Comparison:
             "only_in_a": self.only_a,
             "only_in_b": self.only_b,
             "skipped": self.skipped,
+            "limits": [lim.to_json() for lim in self.limits],
         }
 
 

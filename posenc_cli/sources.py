@@ -187,6 +187,9 @@ class Source:
     groups: dict[str, Source] = field(default_factory=dict)
     #: What reading the source had to say (a model config read with assumptions): for the caller to show.
     warnings: list[str] = field(default_factory=list)
+    #: An engine's table read for a comparison (``within_limits``): the limit it met computing the rows asked
+    #: (:class:`posenc_cli.models.engines.EngineLimit`), its tensors the rows it computes (none: no tensor)
+    engine_limit: Any = None
 
     @classmethod
     def from_encoding(cls, encoding: Any, label: str) -> Source:
@@ -354,6 +357,7 @@ def open_source(
     n_ctx: int | None = None,
     engine: str | None = None,
     engine_options: Mapping[str, Any] | None = None,
+    within_limits: bool = False,
 ) -> Source:
     """Open a file, stdin or spec.
 
@@ -395,6 +399,7 @@ def open_source(
             read_as=read_as,
             engine=engine,
             engine_options=engine_options,
+            within_limits=within_limits,
         )
     if engine is not None:
         raise ParameterError(f"{param('engine')} {engine} applies to a model config, and {text} is not one")
@@ -456,11 +461,14 @@ def open_config(
     read_as: str | None = None,
     engine: str | None = None,
     engine_options: Mapping[str, Any] | None = None,
+    within_limits: bool = False,
 ) -> Source:
     """The tables a model's config.json (a path, its directory, or ``-``) describes, as a source.
 
     ``engine`` (or ``CONFIG@ENGINE``): the tables that inference engine computes for the model, by its rules in
     :mod:`posenc_cli.models.engines` (``engine_options``: ``max_model_len``, ``n_ctx``); ``hf`` is transformers'.
+    Rows the engine computes no table for are refused, or, ``within_limits`` (a comparison), left out and the
+    limit kept in ``.engine_limit``.
 
     ``layers`` (the user's parameters) override what the config says, except the head dim, which the config
     sets (``dim=`` through ``params`` still overrides it, naming the change). ``like`` gives the length when
@@ -498,11 +506,23 @@ def open_config(
 
         # the options this engine reads (a comparison's other side may be an engine that reads the others)
         reads = {k: v for k, v in (engine_options or {}).items() if k in resolve_engine(engine).options}
-        enc, facts = engine_encoding(config, engine, length=length, layer_type=layer_type, overrides=given, **reads)
-        check_size(enc.nbytes(), formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, text)
         label = "stdin" if text == "-" else text
-        src = Source.from_encoding(enc, f"{label}@{engine}")
+        hit = None
+        if within_limits:
+            from .models.engines import engine_encoding_within
+
+            enc, facts, hit = engine_encoding_within(
+                config, engine, length=length, layer_type=layer_type, overrides=given, **reads
+            )
+        else:
+            enc, facts = engine_encoding(config, engine, length=length, layer_type=layer_type, overrides=given, **reads)
+        if enc is None:  # the engine computes no row of those asked: a source of no tensor, the limit said
+            src = Source(f"{label}@{engine}", {}, {})
+        else:
+            check_size(enc.nbytes(), formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, text)
+            src = Source.from_encoding(enc, f"{label}@{engine}")
         src.warnings = list(facts.warnings)
+        src.engine_limit = hit
         return src
     from .models.hf_positions import learned_table, rows_option
 

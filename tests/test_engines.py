@@ -374,3 +374,80 @@ def test_an_engine_table_s_metadata_rebuilds_its_bytes(tmp_path, engine):
     report = json.loads(stdout)[0]
     spec = next(c for c in report["results"] if c["name"] == "matches-spec")
     assert spec["status"] == "PASS", spec
+
+
+# ----- an engine's limits are divergences ----------------------------------------------------------------------
+def _rope_cos(positions: np.ndarray, base: float, dim: int = 128) -> np.ndarray:
+    """HF's half-layout cos table at these positions, in float64 (plain numpy)."""
+    w = base ** (-np.arange(0, dim, 2, dtype=np.float64) / dim)
+    ang = np.asarray(positions, dtype=np.float64)[:, None] * w[None, :]
+    return np.cos(np.concatenate([ang, ang], axis=1))
+
+
+def test_a_position_out_of_an_engine_s_cache_is_a_difference_with_the_rows_it_computes():
+    """vLLM's dynamic-NTK cache holds max_position_embeddings (4096) rows while its default max_model_len is 8192:
+    comparing 8192 rows with HF's is DIFFERENT (exit 1), the limit named in one line (engine, version, position,
+    file:line), and vLLM's 4096 rows (base 1e4, never raised) compared with HF's rows of the 8192-token sequence
+    (base 1e4 * 3^(128/126) at every position); generate still refuses the rows it cannot write."""
+    cfg = str(DATA / "engines" / "llama2_dynamic.json")
+    code, out, err = cli(["compare", f"{cfg}@vllm", f"{cfg}@hf", "--len", "8192", "-t", "cos", "--json"])
+    assert code == 1, err
+    found = json.loads(out)
+    assert found["same"] is False
+    (lim,) = found["limits"]
+    assert (lim["engine"], lim["version"], lim["from_position"], lim["rows"], lim["asked"]) == (
+        "vllm", "vllm 0.33.0", 4096, 4096, 8192)  # fmt: skip
+    assert "dynamic_ntk_scaling_rope.py:67" in lim["source"] and lim["line"] in found["reason"]
+    (cos,) = found["tensors"]
+    assert cos["shape_a"] == cos["shape_b"] == [4096, 128]
+    t, c = cos["max_abs_at"]
+    tol = 4096 * 2.0**-23 + 2.0**-22  # float32 angles and cos of both sides
+    assert cos["value_a"] == pytest.approx(_rope_cos(np.array([t]), 1e4)[0, c], abs=tol)
+    assert cos["value_b"] == pytest.approx(_rope_cos(np.array([t]), 1e4 * 3 ** (128 / 126))[0, c], abs=tol)
+
+    code, _, err = cli(["compare", f"{cfg}@vllm", f"{cfg}@hf", "--len", "8192", "-q"])
+    assert code == 1 and len(err.splitlines()) == 1
+    assert "DIFFERENT: vllm 0.33.0 computes no row from position 4096" in err
+    assert "dynamic_ntk_scaling_rope.py:67" in err and "compared its rows 0-4095 of 8192 asked" in err
+    assert cli(["compare", f"{cfg}@vllm", f"{cfg}@hf", "--len", "4096", "-q"])[0] == 0  # within the cache: same
+    code, _, err = cli(["generate", cfg, "--engine", "vllm", "--len", "8192", "-o", "-"])
+    assert code == 2 and len(err.splitlines()) == 1 and "lower --len to 4096" in err
+
+    from posenc_cli.api import SourceOptions, compare_sources
+    from posenc_cli.models.engines import EngineLimit
+
+    found = compare_sources(f"{cfg}@vllm", f"{cfg}@hf", options=SourceOptions(length=8192), tensor=["inv_freq"])
+    (cmp,) = found.items
+    assert not found.ok and not cmp.same and isinstance(cmp.limits[0], EngineLimit)
+    assert cmp.limits[0].from_position == 4096
+
+
+def test_a_file_longer_than_an_engine_computes_is_compared_on_the_engine_s_rows(tmp_path):
+    """A file of 8192 rows (plain RoPE, base 1e4, built with numpy) against CONFIG@vllm: the engine's side takes
+    its rows from the file and stops at its cache; the file's first 4096 rows equal vLLM's, and the verdict is
+    still DIFFERENT, by the limit alone; past the max_model_len of a --max-model-len the limit is that length."""
+    cfg = str(DATA / "engines" / "llama2_dynamic.json")
+    path = tmp_path / "cos.npz"
+    np.savez(path, cos=_rope_cos(np.arange(8192), 1e4).astype(np.float32))
+    code, out, err = cli(["compare", str(path), f"{cfg}@vllm", "-t", "cos", "--atol", "1e-3", "--json"])
+    assert code == 1, err
+    found = json.loads(out)
+    assert [lim["from_position"] for lim in found["limits"]] == [4096]
+    assert found["tensors"][0]["same"] is True and found["tensors"][0]["shape_a"] == [4096, 128]
+    assert "those rows: same" in found["reason"]
+    code, out, _ = cli(["compare", str(path), f"{cfg}@vllm", "-t", "cos", "--max-model-len", "2048", "--json"])
+    (lim,) = json.loads(out)["limits"]
+    assert (lim["from_position"], lim["rows"]) == (2048, 2048) and "max_model_len 2048" in lim["says"]
+
+
+def test_a_model_type_an_engine_does_not_load_is_a_difference_in_compare():
+    cfg = str(CONFIGS / "codegen.json")
+    code, out, err = cli(["compare", f"{cfg}@mlx", f"{cfg}@hf", "--len", "16", "--json"])
+    assert code == 1, err
+    found = json.loads(out)
+    (lim,) = found["limits"]
+    assert lim["engine"] == "mlx" and lim["from_position"] is None and lim["rows"] == 0
+    assert "mlx-lm 0.32.2 does not support model_type 'codegen'" in found["reason"]
+    assert "mlx_lm/utils.py:220" in lim["source"] and found["tensors"] == []
+    code, _, err = cli(["compare", f"{cfg}@mlx", f"{cfg}@hf", "--len", "16", "-q"])
+    assert code == 1 and "DIFFERENT: mlx-lm 0.32.2 does not support model_type 'codegen'" in err

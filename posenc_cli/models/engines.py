@@ -384,6 +384,56 @@ class Limit:
     source: str
 
 
+@dataclass(frozen=True)
+class EngineLimit:
+    """Where an engine stops computing the rows a comparison asked for: a divergence from the reference, not bad
+    input (:func:`engine_reach`). ``from_position`` is the first position it computes no row for (None: no row
+    at all, a model type it does not load); ``rows`` how many of the ``asked`` rows from ``offset`` it computes;
+    ``says`` and ``source`` (file:line of ``version``'s code) the rule."""
+
+    engine: str
+    version: str
+    from_position: int | None
+    rows: int
+    asked: int
+    says: str
+    source: str
+    offset: int = 0
+
+    def line(self) -> str:
+        """The limit in one line: the engine, its version, where it starts, the rule's source, what was compared."""
+        if self.from_position is None:
+            head = f"{self.says} ({self.source})"
+        else:
+            head = f"{self.version} computes no row from position {self.from_position}: {self.says} ({self.source})"
+        if not self.rows:
+            return head + "; no row to compare"
+        return head + f"; compared its rows {self.offset}-{self.offset + self.rows - 1} of {self.asked} asked"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"engine": self.engine, "version": self.version, "from_position": self.from_position,
+                "rows": self.rows, "asked": self.asked, "offset": self.offset, "says": self.says,
+                "source": self.source, "line": self.line()}  # fmt: skip
+
+
+def engine_reach(
+    facts: ModelFacts, engine: str, *, length: int, offset: int = 0, max_model_len: int | None = None
+) -> EngineLimit | None:
+    """The limit ``engine`` meets computing ``length`` rows from ``offset`` for this model (a model type it does
+    not load, a length it refuses, positions out of its cache; the first one met), or None when it computes them
+    all. A ``max_model_len`` the engine refuses at start-up is bad input and raises."""
+    e = resolve_engine(engine)
+    if e.model_types is not None and facts.model_type not in e.model_types:
+        return EngineLimit(e.name, e.label, None, 0, length,
+                           f"{e.label} does not support model_type {facts.model_type!r}", e.model_types_source,
+                           offset)  # fmt: skip
+    for lim in sorted(engine_limits(facts, e.name, max_model_len=max_model_len), key=lambda x: x.rows):
+        if offset + length > lim.rows:
+            return EngineLimit(e.name, e.label, max(lim.rows, offset), max(lim.rows - offset, 0), length, lim.says,
+                               lim.source, offset)  # fmt: skip
+    return None
+
+
 def check_supported(facts: ModelFacts, e: Engine) -> None:
     """Refuse a model type the engine does not load, naming it and the engine's source."""
     if e.model_types is not None and facts.model_type not in e.model_types:
@@ -851,6 +901,30 @@ def engine_encoding(
         p.setdefault("inv_freq_dtype", "float32")
     enc = engine_rope(e, facts, p, n_ctx=n_ctx, boundary=boundary_row(facts, e.name, seq_len))
     return enc, facts
+
+
+def engine_encoding_within(
+    config: Any,
+    engine: str,
+    *,
+    length: int | None = None,
+    layer_type: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    max_model_len: int | None = None,
+    n_ctx: int | None = None,
+) -> tuple[Any, ModelFacts, EngineLimit | None]:
+    """:func:`engine_encoding` for a comparison: the rows the engine computes of those asked, and the limit it
+    meets (:func:`engine_reach`) instead of a refusal. The encoding is None when it computes no row at all."""
+    facts = model_facts(config, layer_type=layer_type)
+    offset = int((overrides or {}).get("offset", 0))
+    hit = None
+    if length is not None:
+        hit = engine_reach(facts, engine, length=int(length), offset=offset, max_model_len=max_model_len)
+    if hit is not None and hit.rows == 0:
+        return None, facts, hit
+    enc, facts = engine_encoding(config, engine, length=length if hit is None else hit.rows, layer_type=layer_type,
+                                 overrides=overrides, max_model_len=max_model_len, n_ctx=n_ctx)  # fmt: skip
+    return enc, facts, hit
 
 
 def departures(config: Any, *, layer_type: str | None = None, length: int | None = None,
