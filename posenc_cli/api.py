@@ -29,7 +29,7 @@ from .errors import InputError, ParameterError, param
 if TYPE_CHECKING:
     from .checks.base import CheckResult
     from .encodings.base import Encoding
-    from .identification import Identification
+    from .inspect.identification import Identification
     from .reports import CheckReport, Comparison, Preview, TensorComparison
     from .sources import Source
 
@@ -314,7 +314,7 @@ def _cast_to(src: Source, name: str, dtype: str) -> str:
 
 
 def _eps(dtype: Any) -> float:
-    from .tolerance import eps
+    from .inspect.tolerance import eps
 
     return eps(dtype)
 
@@ -602,8 +602,8 @@ def _open_against(against: TableLike, src: Source) -> Source:
 def _identify_for_check(tensors: dict[str, Any], metadata: Mapping[str, str], kind_cls: Any) -> Any:
     """:func:`identify` of the judged tensors (only ``kind_cls``'s readings when a kind is expected); None when
     identification cannot apply (a table with no floating values to read structure from)."""
-    from .hints import reader
-    from .identification import identify as identify_tensors
+    from .inspect.hints import reader
+    from .inspect.identification import identify as identify_tensors
 
     fn = None if kind_cls is None else reader(kind_cls)
     hints = None if kind_cls is None else ([(kind_cls.KIND, fn)] if fn is not None else [])
@@ -641,7 +641,7 @@ def identify(table: TableLike, *, tensor: str | list[str] | tuple[str, ...] | No
     >>> found.command
     'posenc generate --kind sinusoidal --len 64 --dim 16 -p base=500000'
     """
-    from .identification import identify as identify_tensors
+    from .inspect.identification import identify as identify_tensors
 
     src = open_table(table)
     chosen = _chosen_tensors(src, tensor)
@@ -759,11 +759,11 @@ def compare(
 ) -> Comparison:
     """Compare every tensor of ``a`` with the reference ``b``: per tensor the max abs / relative / ulp difference
     and where, mean difference, row cosine and the verdict (every element within ``atol + rtol * |b|``); ``tensor``
-    narrows it to one tensor (or to several of ``a``'s, see :func:`pair_tensors`); for a pair that differs, ``explain`` asks :func:`posenc_cli.diagnose.diagnose` why (a layout swap, an offset, another
+    narrows it to one tensor (or to several of ``a``'s, see :func:`pair_tensors`); for a pair that differs, ``explain`` asks :func:`posenc_cli.inspect.diagnose.diagnose` why (a layout swap, an offset, another
     base, ...). ``.same`` is the verdict of the whole comparison."""
     from .errors import check_float
     from .formats import validate_table_array
-    from .metrics import compare as compare_arrays
+    from .inspect.metrics import compare as compare_arrays
     from .reports import Comparison, TensorComparison
 
     if atol is not None:
@@ -786,7 +786,7 @@ def compare(
         if not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
             _within_formula(res, src_a, src_b, arr_a, arr_b, ta, tb)
         if explain and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
-            from .diagnose import diagnose
+            from .inspect.diagnose import diagnose
 
             why = diagnose(
                 arr_a,
@@ -802,8 +802,8 @@ def compare(
 
 def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: Any, ta: str, tb: str) -> None:
     """A table that differs from a spec (``rope:preset=llama3.1``) only by the float32 formula's error is the
-    same within that error: ``res`` says so, with the bound (:mod:`posenc_cli.tolerance`)."""
-    from .tolerance import formula_check_table
+    same within that error: ``res`` says so, with the bound (:mod:`posenc_cli.inspect.tolerance`)."""
+    from .inspect.tolerance import formula_check_table
 
     if src_b.encoding is not None and src_a.encoding is None:
         table, enc, name = arr_a, src_b.encoding, tb

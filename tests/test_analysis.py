@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from posenc_cli import analysis as an
+from posenc_cli.inspect import analysis as an
 
 
 # ----- independent transcriptions (float64 NumPy, rounded once) -------------------------------------------------

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posenc_cli.diagnose import EXPLANATIONS, TIERS, diagnose
-from posenc_cli.metrics import compare
+from posenc_cli.inspect.diagnose import EXPLANATIONS, TIERS, diagnose
+from posenc_cli.inspect.metrics import compare
 
 N, D = 64, 16
 
@@ -113,7 +113,7 @@ def test_registry_is_literal_and_consistent() -> None:
     assert len(slugs) == len(set(slugs))
     tiers = [t.name for t in TIERS]
     assert len(tiers) == len(set(tiers))
-    assert all(e.tier in tiers or e.tier == "heads" for e in EXPLANATIONS)  # heads: the 3-D tables' search
+    assert all(e.tier in tiers for e in EXPLANATIONS)
     assert all(t.cost in (1, 2, 3) for t in TIERS)
     assert [t.cost for t in TIERS if t.name in ("columns", "transpose")] == [1, 1]  # cheapest first
     assert set(PAIRS) == set(slugs)

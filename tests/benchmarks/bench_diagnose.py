@@ -22,10 +22,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from posenc_cli.diagnose import diagnose  # noqa: E402
 from posenc_cli.encodings import make_encoding  # noqa: E402
-from posenc_cli.identification import identify  # noqa: E402
-from posenc_cli.metrics import compare  # noqa: E402
+from posenc_cli.inspect.diagnose import diagnose  # noqa: E402
+from posenc_cli.inspect.identification import identify  # noqa: E402
+from posenc_cli.inspect.metrics import compare  # noqa: E402
 
 
 def scenarios(n: int, d: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from .encodings.base import AngleTerms
+    from ..encodings.base import AngleTerms
 
 #: Elementwise tolerance of "reproduces": ulps of the table's dtype.
 ULP_TOL = 2.0
@@ -102,6 +102,44 @@ COARSE_EPS = 1e-4
 #: float64 evaluation of ``sin(w t)`` rounds the angle by up to this many float64 ulps of ``w t`` (plus one).
 ANGLE64_ULPS = 4.0
 
+# ----- the diagnosis's thresholds (posenc_cli.inspect.diagnose) -------------------------------------------------
+#: Two columns are the same column up to a factor when their |cosine| exceeds this (the scale search's pairing).
+SCALE_COSINE = 0.999
+#: A common scale holds when at least this fraction of columns pair up and read the same ratio ...
+SCALE_COVERAGE = 0.9
+#: ... within this relative spread of the median ratio.
+SCALE_SPREAD = 1e-3
+#: A measured scale is shown as the shortest decimal within these relative tolerances that still matches.
+SCALE_ROUNDINGS = (1e-9, 1e-7, 1e-5, 1e-3)
+#: A frequency law's parameter (factor, base) is shown rounded to this relative tolerance, and the rounded law is
+#: kept when every frequency still lies within this (or :data:`LAW_SIGMAS` standard errors) of its measurement.
+LAW_ROUNDING = 1e-6
+LAW_SIGMAS = 6.0
+#: An NTK factor read from two bases is named when, rounded to :data:`NTK_ROUNDING`, it differs from 1 by more
+#: than :data:`NTK_MIN`.
+NTK_ROUNDING = 1e-4
+NTK_MIN = 1e-3
+#: A position offset read from the phases counts when its fit's residual (radians) is below this.
+OFFSET_FIT = 1e-3
+#: A phase within this (radians) of a multiple of pi/2 is that multiple (cos: 0, a single sin column: -pi/2).
+PHASE_SNAP = 1e-5
+#: float32 angles are tried only when the difference at the last quarter of the rows exceeds this many times the
+#: first quarter's, and stays below :data:`ANGLE_ERROR_MAX` (beyond it the tables differ by more than rounding);
+#: and only on tables of at least :data:`ANGLE_MIN_ROWS` rows.
+GROWTH = 4.0
+ANGLE_ERROR_MAX = 0.5
+ANGLE_MIN_ROWS = 8
+#: Row signatures (unchanged by reordering, negating or scaling columns) of a row of A and of B agree within this
+#: when the rows can be the same up to those changes and rounding; a scanned row matches A's first within
+#: :data:`SIGNATURE_MATCH`.
+SIGNATURE_TOL = 2e-2
+SIGNATURE_MATCH = 1e-3
+#: Per-head factors equal within this (relative) are one common factor, not other slopes.
+HEAD_FACTORS_SAME = 1e-9
+#: A residual is stated in ulps up to this many (beyond, as an absolute difference); rounded up after this slack.
+ULPS_SHOWN = 64
+ULP_CEIL_SLACK = 1e-9
+
 
 def finfo(dtype: Any) -> Any:
     """Float info of a floating dtype, ml_dtypes' bfloat16 included (its kind is 'V'); None otherwise."""
@@ -150,7 +188,7 @@ def freq_err_floor(dtype: Any) -> float:
 
 def duplicate_tol(dtype: Any) -> float:
     """Two columns that hold the same value differ by at most :data:`DUPLICATE_ULPS` ulps of 1.0 in ``dtype``:
-    :func:`posenc_cli.analysis.duplicate_layout`'s tolerance."""
+    :func:`posenc_cli.inspect.analysis.duplicate_layout`'s tolerance."""
     return max(DUPLICATE_ULPS * eps(dtype), TOL_FLOOR)
 
 
@@ -212,7 +250,7 @@ def angle_allowance(w: float, pos: np.ndarray) -> np.ndarray:
 
 
 def formula_bound(terms: AngleTerms, rows: np.ndarray, stored: Any, ref: Any, compute: Any = np.float32) -> np.ndarray:
-    """The bound on ``|table - exact|`` of :mod:`this module's docstring <posenc_cli.tolerance>`, per element of
+    """The bound on ``|table - exact|`` of :mod:`this module's docstring <posenc_cli.inspect.tolerance>`, per element of
     ``rows`` (rows x columns): a table computed in ``compute`` arithmetic and stored as ``stored``, against a
     reference regenerated in ``ref``.
 

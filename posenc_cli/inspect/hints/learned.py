@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 
 from .. import analysis as an
-from ..identification import Candidate
+from ..candidates import Candidate
 
 
-# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
+# ----- identification hints (read by posenc_cli.inspect.identification; analysis loads only when identifying) -
 def hints_learned(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """A freshly initialised table: zero-mean values of standard deviation std; reproducible only with its seed
     (from the metadata, else the default 0). A trained table is not reproduced by any seed."""
-    from ..identification import Candidate, base_params, round_variants
+    from ..candidates import Candidate, base_params, round_variants
 
     if ana.ndim != 2 or not ana.floating:
         return []

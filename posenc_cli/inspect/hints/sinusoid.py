@@ -8,14 +8,14 @@ import math
 from typing import Any
 
 from .. import analysis as an
-from ..identification import Candidate
+from ..candidates import Candidate
 
 
-# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
+# ----- identification hints (read by posenc_cli.inspect.identification; analysis loads only when identifying) -
 def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """sin/cos pairs in an interleaved, split or cos-first layout with a geometric frequency ladder."""
     from .. import analysis as an
-    from ..identification import Candidate, base_params, base_readings, ladder, near_one, round_variants
+    from ..candidates import Candidate, base_params, base_readings, ladder, near_one, round_variants
     from ..tolerance import coarse, phase_tol
     from . import layouts
 

@@ -61,7 +61,7 @@ class CompareResult:
     mismatched: int = 0
     total: int = 0
     labels: dict[str, str] = field(default_factory=dict)
-    #: set when the values differ but lie within the float32 formula's error of a spec (posenc_cli.tolerance)
+    #: set when the values differ but lie within the float32 formula's error of a spec (posenc_cli.inspect.tolerance)
     formula: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -77,7 +77,7 @@ class CompareResult:
 
 def default_atol(a: np.dtype, b: np.dtype) -> float:
     """Two ulps of 1.0 in the coarser dtype: what two correct implementations may differ by
-    (:func:`posenc_cli.tolerance.default_atol`)."""
+    (:func:`posenc_cli.inspect.tolerance.default_atol`)."""
     return tolerance.default_atol(coarser_dtype(a, b))
 
 

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from .. import analysis as an
-from ..identification import Candidate
+from ..candidates import Candidate
 
-# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
+# ----- identification hints (read by posenc_cli.inspect.identification; analysis loads only when identifying) -
 #: The column structures the reader knows, in the order a grid kind declares its layouts: per axis [sin | cos],
 #: per axis interleaved sin/cos, [all sin | all cos].
 _SPLIT, _INTERLEAVED, _SIN_BLOCK = range(3)
@@ -98,7 +98,7 @@ def _grid_hints(
     exactly the columns the layout gives to ``a`` (values at equal coordinates are computed identically, so
     this holds bit for bit whatever the dtype); then each axis' frequencies give the base."""
     from .. import analysis as an
-    from ..identification import Candidate, round_variants
+    from ..candidates import Candidate, round_variants
 
     if ana.ndim != 2 or not ana.floating or ana.n < 1:
         return []

@@ -421,7 +421,7 @@ def find_pairs(x: np.ndarray, tol: float, *, skip: np.ndarray | None = None) -> 
 
 
 def data_eps(dtype: np.dtype) -> float:
-    """Machine epsilon of a table's dtype (float64 for integers): :func:`posenc_cli.tolerance.eps`."""
+    """Machine epsilon of a table's dtype (float64 for integers): :func:`posenc_cli.inspect.tolerance.eps`."""
     return tolerance.eps(dtype)
 
 
@@ -449,7 +449,7 @@ def spectrum(
     pairs : list of (int, int), optional
         Known (sin, cos) column pairs; otherwise found with :func:`find_pairs` when ``find``.
     tol : float, optional
-        Fit tolerance relative to the amplitude (default :func:`posenc_cli.tolerance.fit_tol`: 64 ulps of the
+        Fit tolerance relative to the amplitude (default :func:`posenc_cli.inspect.tolerance.fit_tol`: 64 ulps of the
         table's dtype, at least 1e-12).
     dtype : numpy dtype, optional
         The dtype the table was stored in (default: ``table.dtype``).
@@ -573,7 +573,7 @@ def spectrum(
 
 def _fits(dev: np.ndarray, tol: float, amplitude: float, w: float, pos: np.ndarray, err: float = 0.0) -> bool:
     """Whether a sinusoid's fit deviations ``dev`` (per sampled row) are rounding: within ``tol``, plus the
-    angle error of the float32 formula at each position (:func:`posenc_cli.tolerance.angle_allowance`), which
+    angle error of the float32 formula at each position (:func:`posenc_cli.inspect.tolerance.angle_allowance`), which
     grows with the position and would otherwise hide every long float32-computed table's sinusoids. Where that
     error is present, the fitted frequency is off by up to a few of its own 1-sigma ``err`` too."""
     from .tolerance import angle_allowance
@@ -1136,7 +1136,7 @@ def value_summary(table: Any) -> ValueSummary:
             mabs = max(mabs, abs(lo), abs(hi))
             if integer and not np.all(fin == np.round(fin)):
                 integer = False
-    from .encodings.base import dtype_name
+    from ..encodings.base import dtype_name
 
     return ValueSummary(
         tuple(int(s) for s in table.shape),
@@ -1249,7 +1249,7 @@ def residual(
     if d.size:
         flat = int(np.argmax(d.reshape(d.shape[0], -1).max(axis=1))) if d.ndim > 1 else int(np.argmax(d))
         worst = int(row_index[flat]) if row_index is not None else flat
-    from .encodings.base import dtype_name
+    from ..encodings.base import dtype_name
 
     return Residual(
         float(d.max()) if d.size else 0.0,
@@ -1329,7 +1329,7 @@ class TableAnalysis:
     @property
     def dtype_param(self) -> str | None:
         """The posenc dtype name of a floating table (None for integers)."""
-        from .encodings.base import FLOAT_DTYPES, dtype_name
+        from ..encodings.base import FLOAT_DTYPES, dtype_name
 
         name = dtype_name(self.dtype)
         return name if name in FLOAT_DTYPES else None

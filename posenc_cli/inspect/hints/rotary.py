@@ -1,5 +1,5 @@
 """Identification hints of the rotary kinds: which rope / xpos parameters a cos/sin (or scale) table's structure
-implies. Imported only by :mod:`posenc_cli.identification` (through ``IDENTIFY`` of Rope, XPos and MRope),
+implies. Imported only by :mod:`posenc_cli.inspect.identification` (through ``IDENTIFY`` of Rope, XPos and MRope),
 never when generating."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import analysis as an
 from .. import tolerance
-from ..identification import Candidate, base_params, base_readings, near_one, round_base, round_variants
+from ..candidates import Candidate, base_params, base_readings, near_one, round_base, round_variants
 from . import declared, layouts
 
 #: The frameworks that pair rotary columns each way (named in identify's answer), by the analysis's measurement
