@@ -706,7 +706,15 @@ def _value_dtype(src: Source, array: Any) -> Any:
 
     stated = src.metadata.get("value_dtype")
     if stated is None:
-        return array.dtype
+        # bfloat16 or float16 values widened to float32 (how NumPy users save them) are that precision's values
+        import numpy as np
+
+        from .inspect.analysis import read_rows, rounded_dtype, spread_rows
+
+        if array.ndim < 1 or array.shape[0] == 0 or np.dtype(array.dtype).kind != "f":
+            return array.dtype
+        rounded = rounded_dtype(read_rows(array, spread_rows(int(array.shape[0]))).reshape(-1), array.dtype)
+        return array.dtype if rounded is None else rounded
     try:
         return resolve_dtype(stated)
     except ParameterError:
@@ -764,6 +772,7 @@ def compare(
     from .errors import check_float
     from .formats import validate_table_array
     from .inspect.metrics import compare as compare_arrays
+    from .inspect.precision import within_rounding
     from .reports import Comparison, TensorComparison
 
     if atol is not None:
@@ -776,6 +785,7 @@ def compare(
         # a spec computes every tensor of its kind; those the table does not hold are skipped, and said
         skipped, only_b = only_b, []
     compared = []
+    readings: Any = None
     for ta, tb in pairs:
         arr_a, arr_b = src_a.array(ta), src_b.array(tb)
         validate_table_array(arr_a, ta, src_a.label, need_float=False)
@@ -785,9 +795,12 @@ def compare(
         why = None
         if not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
             _within_formula(res, src_a, src_b, arr_a, arr_b, ta, tb)
+        if not res.formula and arr_a.ndim >= 2:
+            within_rounding(res, arr_a, arr_b)
         if explain and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
             from .inspect.diagnose import diagnose
 
+            readings = _readings(src_a, src_b) if readings is None else readings  # one reading per table
             why = diagnose(
                 arr_a,
                 arr_b,
@@ -795,6 +808,7 @@ def compare(
                 b_name=res.labels["b"],
                 tensors_a=_pair_by_role(src_a),
                 tensors_b=_pair_by_role(src_b),
+                readings=readings,
             )
         compared.append(TensorComparison(ta, tb, res, why))
     return Comparison(src_a.label, src_b.label, compared, only_a, only_b, skipped)
@@ -817,6 +831,30 @@ def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: A
         return
     if verdict is not None and verdict.ok:
         res.same, res.reason, res.formula = True, "", verdict.to_json()
+
+
+def _readings(src_a: Source, src_b: Source) -> tuple[Any, Any]:
+    """Both sources read as a kind with parameters (a spec's or config's own, a file's metadata or its
+    identification, :func:`posenc_cli.inspect.diagnose.parameters.read_source`), so that a diagnosis states
+    their differences as parameters; None for a side nothing reproduces."""
+    import dataclasses
+
+    from .inspect.diagnose.parameters import read_source
+
+    def read(src: Source, kind: str | None) -> Any:
+        if src.groups:
+            return None
+        if src.lazy and src.encoding is not None:  # a spec or a config: its own parameters
+            found = read_source(src.encoding, {}, src.metadata)
+        else:
+            found = read_source(src.encoding, {n: src.array(n) for n in src.names}, dict(src.metadata), kind)
+        return None if found is None else dataclasses.replace(found, label=src.label)
+
+    rb = read(src_b, src_a.encoding.KIND if src_a.encoding is not None else None)
+    ra = read(src_a, rb.kind if rb is not None else None)
+    if rb is None and ra is not None:
+        rb = read(src_b, ra.kind)
+    return ra, rb
 
 
 def _pair_by_role(src: Source) -> dict[str, Any] | None:

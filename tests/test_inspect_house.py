@@ -20,7 +20,6 @@ PENDING_LONG = {
     "hints/grid.py": ["_grid_hints"],
     "hints/rotary.py": ["hints_mrope", "hints_rope"],
     "hints/sinusoid.py": ["hints_sinusoidal"],
-    "identification.py": ["identify"],
 }
 PENDING_LITERALS = {
     "analysis.py": 27,
@@ -28,7 +27,7 @@ PENDING_LITERALS = {
     "hints/grid.py": 6,
     "hints/learned.py": 6,
     "hints/relative.py": 21,
-    "hints/rotary.py": 69,
+    "hints/rotary.py": 61,
     "hints/sinusoid.py": 5,
     "identification.py": 2,
 }

@@ -1173,9 +1173,26 @@ def effective_dtype(x: np.ndarray, stored: np.dtype) -> np.dtype:
     return stored if finfo(stored) is not None else np.dtype(np.float64)
 
 
+def rounded_dtype(x: np.ndarray, stored: np.dtype) -> np.dtype | None:
+    """The bfloat16 or float16 whose rounding made values stored in a wider dtype (a bfloat16 cache saved as
+    float32), or None. Values on that grid only because they are simple numbers (0, 1, small integers times powers
+    of two: an identity, ALiBi's biases) are not rounded data: some value must use the dtype's last mantissa bits
+    (:data:`~posenc_cli.inspect.tolerance.ROUNDED_BITS` of them)."""
+    stored = np.dtype(stored)
+    fin = np.asarray(x, dtype=np.float64)
+    fin = fin[np.isfinite(fin) & (fin != 0)]
+    eff = effective_dtype(fin, stored)
+    if eff == stored or not tolerance.coarse(eff) or fin.size == 0:
+        return None
+    bits = round(-math.log2(float(finfo(eff).eps))) + 1  # the mantissa, its implicit bit included
+    m, _ = np.frexp(fin)  # fin = m * 2**e, 0.5 <= |m| < 1
+    coarse_grid = np.ldexp(m, bits - tolerance.ROUNDED_BITS)
+    return eff if bool(np.any(coarse_grid != np.round(coarse_grid))) else None
+
+
 #: Values smaller than this are measured in ulps of it: a value that should be 0 and is 1e-12 is a tiny absolute
 #: error, not a billion ulps of 1e-12.
-ULP_FLOOR = 2.0**-10
+ULP_FLOOR = tolerance.ULP_FLOOR
 
 
 def ulps(x: np.ndarray, y: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -33,6 +33,8 @@ from .candidates import Candidate, Hint, show_value
 
 #: Elementwise tolerance of "reproduces" (posenc_cli.inspect.tolerance holds every tolerance).
 ULP_TOL = tol.ULP_TOL
+#: The coarse dtypes a table is read as "an exact table rounded to" (see :attr:`Identification.precision`).
+ROUNDED_DTYPES = ("bfloat16", "float16")
 #: Candidates verified at most per kind (structure proposes few; this bounds a pathological hint).
 MAX_VERIFY = 24
 #: Fallback readings verified at most per kind (each structural reading may bring a float32-inv_freq twin, and
@@ -55,6 +57,16 @@ class Identification:
     #: a source of several tensor groups (each layer type of a Gemma 3 file): every group's identification,
     #: this one being the first group's
     groups: dict[str, Identification] = field(default_factory=dict)
+    #: the dtype the values are stored in when they are a coarser dtype's values widened (bfloat16 values saved as
+    #: float32); the identification reads them as the coarser one
+    widened: str = ""
+
+    @property
+    def precision(self) -> str:
+        """``bfloat16`` or ``float16`` when the identified table is an exact one rounded to it, else ''."""
+        b = self.best
+        dt = "" if b is None else str(b.params.get("dtype", ""))
+        return dt if dt in ROUNDED_DTYPES else ""
 
     @property
     def identified(self) -> bool:
@@ -72,7 +84,16 @@ class Identification:
         if self.best is None:
             return self.reason
         b = self.best
-        name = f"{b.label()} ({b.convention})" if b.convention else b.label()
+        name = b.label()
+        if self.precision:
+            stored = f", stored widened to {self.widened}" if self.widened else ""
+            name += f" rounded to {self.precision}{stored}"
+        name = f"{name} ({b.convention})" if b.convention else name
+        if self.precision:
+            return (
+                f"{name}: regenerated and rounded to {self.precision}, it agrees within {self.precision} rounding "
+                f"(max {b.max_abs:.2g}) on {b.rows_checked} rows"
+            )
         if b.tolerance == tol.FORMULA and b.formula is not None:
             return (
                 f"{name}: regenerated, it agrees within {b.max_abs:.2g}, {b.formula.text()}: the formula "
@@ -95,6 +116,8 @@ class Identification:
             "candidates": [c.to_json() for c in self.candidates],
             "skipped": self.skipped,
             "groups": {g: r.to_json() for g, r in self.groups.items() if r is not self},
+            "precision": self.precision,
+            "widened": self.widened,
         }
 
 
@@ -103,6 +126,39 @@ def _ulps(u: float) -> str:
 
 
 # ----- the driver -----------------------------------------------------------------------------------------------
+class _Narrowed:
+    """A table whose values all lie on a coarser dtype's grid (bfloat16 values saved as float32), read as that
+    dtype: the analysis and the readers then use its tolerances, and candidates regenerate in it."""
+
+    def __init__(self, inner: Any, dtype: np.dtype) -> None:
+        self.inner = inner
+        self.shape = tuple(int(s) for s in inner.shape)
+        self.dtype = np.dtype(dtype)
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        block = self.inner[start:stop] if isinstance(self.inner, np.ndarray) else self.inner.rows(start, stop)
+        return np.asarray(block).astype(self.dtype)
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        return np.asarray(self.inner[key]).astype(self.dtype)
+
+
+def _narrowed(tensors: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The tensors with each widened one read as the coarse dtype its values are on, and that dtype's name ('' when
+    no tensor is widened). A float32 tensor is widened when every sampled value lies on the bfloat16 or float16
+    grid (how NumPy users save a bfloat16 cache)."""
+    out, coarse = dict(tensors), ""
+    for name, t in tensors.items():
+        if len(t.shape) < 2 or tol.finfo(t.dtype) is None or tol.coarse(t.dtype) or 0 in t.shape:
+            continue
+        x = an.read_rows(t, an.spread_rows(int(t.shape[0]))).reshape(-1)
+        eff = an.rounded_dtype(x, np.dtype(t.dtype))
+        if eff is not None:
+            out[name] = _Narrowed(t, eff)
+            coarse = _dtype_name(eff)
+    return out, coarse
+
+
 def identify(
     tensors: dict[str, Any] | Any,
     metadata: dict[str, str] | None = None,
@@ -110,6 +166,10 @@ def identify(
     hints: list[tuple[str, Hint]] | None = None,
 ) -> Identification:
     """Find the kind, preset and parameters that reproduce ``tensors``.
+
+    A table whose values are bfloat16 or float16 values (stored as such, or widened to float32) is read as that
+    precision: it is identified as a kind's exact table rounded to it (``rope preset llama3.1 rounded to
+    bfloat16``), the candidates regenerated in that dtype.
 
     Parameters
     ----------
@@ -129,6 +189,24 @@ def identify(
     if not isinstance(tensors, dict):
         tensors = {"table": tensors}
     tensors = {k: (v if hasattr(v, "shape") and hasattr(v, "dtype") else np.asarray(v)) for k, v in tensors.items()}
+    found = _identify(tensors, metadata, hints)
+    if found.best is not None and found.best.tolerance != tol.FORMULA:
+        return found
+    narrow, coarse = _narrowed(tensors)
+    if not coarse:
+        return found
+    again = _identify(narrow, metadata, hints)
+    if again.best is None:
+        return found
+    again.widened = _dtype_name(np.dtype(next(iter(tensors.values())).dtype))
+    again.dtype = again.widened
+    return again
+
+
+def _identify(
+    tensors: dict[str, Any], metadata: dict[str, str] | None, hints: list[tuple[str, Hint]] | None
+) -> Identification:
+    """:func:`identify` of the tensors as they are stored."""
     if not tensors:
         raise ValueError("identify needs at least one tensor")
     ana = an.TableAnalysis(tensors, metadata)
@@ -141,29 +219,30 @@ def identify(
         return Identification(
             shape, dtype, [], None, f"the table has {what} values, which no encoding produces; nothing is identified"
         )
-    hints = registry_hints() if hints is None else hints
     proposed: list[Candidate] = []
     seen: set[Any] = set()
-    for _kind, hint in hints:
+    for _kind, hint in registry_hints() if hints is None else hints:
         for cand in hint(tensors, ana):
             k = cand.key()
             if k not in seen:
                 seen.add(k)
                 proposed.append(cand)
+    verified = _verify_all(proposed, tensors)
+    for cand in verified:
+        _name(cand)
+    return _result(verified, tensors, shape, dtype)
+
+
+def _verify_all(proposed: list[Candidate], tensors: dict[str, Any]) -> list[Candidate]:
+    """Verify the proposed candidates, simplest first within each kind: once one accounts, the more complex
+    readings of that kind are moot; fallbacks have a budget of their own (many structural readings must not
+    starve them)."""
     verified: list[Candidate] = []
     accounted_kinds: set[str] = set()
-
-    def check(cand: Candidate) -> None:
-        _verify(cand, tensors, quick=True)
-        if cand.accounts or cand.tolerance:
-            _verify(cand, tensors)
-        verified.append(cand)
-        if cand.accounts:
-            accounted_kinds.add(cand.kind)
-
+    # once a kind has a reading within the float32 formula's error, its more complex readings are read in full
+    # only when their quick check is exact (the simplest reading within the error is the answer otherwise)
+    near_kinds: set[str] = set()
     for fallback in (False, True):
-        # simplest first within each kind: once one accounts, the more complex readings of that kind are moot;
-        # fallbacks have a budget of their own (many structural readings must not starve them)
         per_kind: dict[str, int] = {}
         todo = sorted((c for c in proposed if c.fallback == fallback), key=_rough_complexity)
         for cand in todo:
@@ -172,9 +251,21 @@ def identify(
             if per_kind.get(cand.kind, 0) >= (MAX_FALLBACKS if fallback else MAX_VERIFY):
                 continue
             per_kind[cand.kind] = per_kind.get(cand.kind, 0) + 1
-            check(cand)
-    for cand in verified:
-        _name(cand)
+            _verify(cand, tensors, quick=True)
+            if cand.accounts or (cand.tolerance and cand.kind not in near_kinds):
+                _verify(cand, tensors)
+            elif cand.tolerance:
+                cand.tolerance, cand.formula = "", None  # not read in full: not a reading within the error
+            verified.append(cand)
+            if cand.accounts:
+                accounted_kinds.add(cand.kind)
+            elif cand.tolerance:
+                near_kinds.add(cand.kind)
+    return verified
+
+
+def _result(verified: list[Candidate], tensors: dict[str, Any], shape: tuple[int, ...], dtype: str) -> Identification:
+    """The accounting candidates, simplest first, then the closest others; the reason when none accounts."""
     good = sorted((c for c in verified if c.accounts), key=lambda c: (_complexity(c), c.ulp, c.max_abs))
     bad = sorted(
         (c for c in verified if not c.accounts),

@@ -119,6 +119,48 @@ LAW_SIGMAS = 6.0
 #: than :data:`NTK_MIN`.
 NTK_ROUNDING = 1e-4
 NTK_MIN = 1e-3
+#: A measured frequency ratio equals 1 (or 1/factor) within this many standard errors of the measurement, and
+#: never less than :data:`RATIO_FLOOR` (an exact table's frequencies are read to about 1e-9).
+RATIO_SIGMAS = 6.0
+RATIO_FLOOR = 1e-6
+#: A frequency factor read from a table is tried rounded to these relative tolerances; a float16/bfloat16 table's
+#: slowest columns know it to a few parts in a thousand, so :data:`COARSE_FACTOR_ROUNDINGS` too (the simplest factor
+#: that reproduces the table within its rounding is its reading).
+FACTOR_ROUNDINGS = (1e-6, 1e-4, 1e-3)
+COARSE_FACTOR_ROUNDINGS = (1e-2, 5e-2)
+#: Per-column factors read from a table are tried rounded to these relative tolerances (as published, else as
+#: read).
+LIST_ROUNDINGS = (1e-5, 1e-7)
+
+
+#: Values widened from bfloat16 / float16 are read as rounded data only when some value uses the last this many
+#: bits of that dtype's mantissa (simple numbers, 0.5 or 3 * 2**-6, fit on its grid by themselves).
+ROUNDED_BITS = 3
+#: Values smaller than this are measured in ulps of it (``analysis.ULP_FLOOR``): a sign flip of two tiny values is
+#: a tiny absolute difference, not billions of ulps.
+ULP_FLOOR = 2.0**-10
+
+
+def floor_spacing(dtype: Any) -> float:
+    """The spacing of ``dtype`` at :data:`ULP_FLOOR`: the unit of a difference between two values near zero."""
+    return ULP_FLOOR * eps(dtype)
+
+
+def ratio_tol(freqs: Any, errs: Any) -> Any:
+    """Per frequency, how far a ratio of it to a law may be from 1 and still be 1: :data:`RATIO_SIGMAS` standard
+    errors of its measurement, relative, and never less than :data:`RATIO_FLOOR`."""
+    f = np.asarray(freqs, dtype=np.float64)
+    e = np.asarray(errs, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(f > 0, e / f, 0.0)
+    return np.maximum(RATIO_FLOOR, RATIO_SIGMAS * np.nan_to_num(rel, nan=0.0, posinf=0.0))
+
+
+def factor_roundings(coarse_table: bool) -> tuple[float, ...]:
+    """:data:`FACTOR_ROUNDINGS`, with :data:`COARSE_FACTOR_ROUNDINGS` for a float16/bfloat16 table."""
+    return FACTOR_ROUNDINGS + (COARSE_FACTOR_ROUNDINGS if coarse_table else ())
+
+
 #: A position offset read from the phases counts when its fit's residual (radians) is below this.
 OFFSET_FIT = 1e-3
 #: A phase within this (radians) of a multiple of pi/2 is that multiple (cos: 0, a single sin column: -pi/2).

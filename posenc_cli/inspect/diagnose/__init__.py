@@ -21,6 +21,7 @@ import numpy as np
 
 from .core import Diagnosis, Explanation, Model, Stacked, Step, finish, make_ctx, rotary_pair, undo, verify
 from .heads import diagnose_3d
+from .parameters import explain_readings
 from .registry import EXPLANATIONS, TIERS, ExplanationInfo, Search, Tier, drive
 
 __all__ = ["EXPLANATIONS", "TIERS", "Diagnosis", "Explanation", "ExplanationInfo", "Step", "Tier", "diagnose", "undo"]
@@ -34,6 +35,7 @@ def diagnose(
     b_name: str = "B",
     tensors_a: dict[str, Any] | None = None,
     tensors_b: dict[str, Any] | None = None,
+    readings: tuple[Any, Any] | None = None,
 ) -> Diagnosis:
     """Explain why table ``a`` differs from the reference ``b``.
 
@@ -47,6 +49,9 @@ def diagnose(
         A rotary pair for each side, keyed by role (``cos``, ``sin``) or by tensor names that start with them
         (``cos_cache``); when both are given the pair is diagnosed as one table, so that a negated sin or
         exchanged cos/sin can be named.
+    readings : (Reading, Reading), optional
+        Both tables read as a kind with parameters (:func:`.parameters.read_source`): their differences are
+        stated first, parameter by parameter (``A is rope base 10000; B gives 500000``).
 
     Returns
     -------
@@ -69,13 +74,16 @@ def diagnose(
         if reason == "same":
             diag.same = True
             return diag
-        return finish(diag, exps, tried_3d, reason)
+        if readings is not None:
+            exps = explain_readings(a_name, b_name, readings)[0] + exps
+        return finish(diag, exps, tried_3d, "" if exps else reason)
     if len(a.shape) != 2 or len(b.shape) != 2:
         diag.reason = f"shapes {shape_a} and {shape_b}: diagnosis needs two 2-D tables or two heads x len x len tables"
         return diag
     # the wider table plays B: a partial-rotary A is a subset of B's columns
     if int(a.shape[1]) > int(b.shape[1]) and int(a.shape[1]) != int(b.shape[0]):
-        flipped = diagnose(b, a, a_name=b_name, b_name=a_name)
+        back = None if readings is None else (readings[1], readings[0])
+        flipped = diagnose(b, a, a_name=b_name, b_name=a_name, readings=back)
         flipped.a_name, flipped.b_name, flipped.shape_a, flipped.shape_b = a_name, b_name, shape_a, shape_b
         return flipped
     ctx = make_ctx(a, b, a_name, b_name, blocks)
@@ -88,7 +96,7 @@ def diagnose(
         if res.within and ctx.precision is None:
             diag.same = True
             return diag
-    st = drive(ctx)
+    st = drive(ctx, readings if readings is not None and None not in readings else None)
     return finish(diag, st.explanations, st.tried, "" if st.explanations else _reason(st, shape_a, shape_b))
 
 

@@ -373,7 +373,10 @@ def make_ctx(a: Any, b: Any, a_name: str, b_name: str, blocks: list[str] | None)
 
 
 def finish(diag: Diagnosis, explanations: list[Explanation], tried: list[Explanation], reason: str) -> Diagnosis:
-    explanations.sort(key=lambda e: (len(e.steps), e.residual_ulp, e.residual_max_abs))
+    # the parameters first (the model's own terms), then the fewest steps and the smallest residual
+    explanations.sort(
+        key=lambda e: (not e.name.startswith("parameter"), len(e.steps), e.residual_ulp, e.residual_max_abs)
+    )
     tried.sort(key=lambda e: e.residual_max_abs)
     diag.explanations = explanations
     diag.tried = tried[:3]

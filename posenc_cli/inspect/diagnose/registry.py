@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import angles, columns, frequencies, heads, offsets
+from . import angles, columns, frequencies, heads, offsets, parameters
 from .core import SMALL_SHIFTS, Ctx, Explanation, valid_rows
 
 
@@ -29,6 +29,8 @@ class Search:
     ctx: Ctx
     explanations: list[Explanation] = field(default_factory=list)
     tried: list[Explanation] = field(default_factory=list)
+    #: both tables read as a kind with parameters (:mod:`.parameters`), when the caller has them
+    readings: tuple[Any, Any] | None = None
 
     def columns(self, shift: int, transpose: bool) -> None:
         exp, near = columns.propose_columns(self.ctx, shift, transpose)
@@ -74,7 +76,7 @@ def _offset_scan(st: Search) -> None:
 
 @dataclass(frozen=True)
 class Tier:
-    """One search: ``name``, ``cost`` (1: the sampled rows only; 2: fits on them; 3: a pass
+    """One search: ``name``, ``cost`` (0: the readings only; 1: the sampled rows only; 2: fits on them; 3: a pass
     over the reference), ``doc``, whether it applies and what it proposes."""
 
     name: str
@@ -88,6 +90,13 @@ class Tier:
         return self.proposes
 
 
+PARAMETERS = Tier(
+    "parameters",
+    0,
+    "both tables read as a kind with parameters: the parameters that differ",
+    lambda st: st.readings is not None,
+    lambda st: st.found(parameters.propose(st.ctx, st.readings)),  # type: ignore[arg-type]
+)
 COLUMNS = Tier(
     "columns",
     1,
@@ -148,6 +157,58 @@ class ExplanationInfo:
 
 #: Every explanation a diagnosis can name.
 EXPLANATIONS: tuple[ExplanationInfo, ...] = (
+    ExplanationInfo(
+        "parameter-kind",
+        "the two tables are different kinds of encoding",
+        PARAMETERS,
+        "both readings' kinds",
+        parameters.parameter_step,
+    ),
+    ExplanationInfo(
+        "parameter-base",
+        "another frequency base, both values named",
+        PARAMETERS,
+        "both readings' base",
+        parameters.parameter_step,
+    ),
+    ExplanationInfo(
+        "parameter-scaling",
+        "a scaling rule missing, added or replaced, or one of its parameters (factor, low, high, original, ...)",
+        PARAMETERS,
+        "both readings' scaling rule and its parameters",
+        parameters.scaling_step,
+    ),
+    ExplanationInfo(
+        "parameter-layout",
+        "pairs (2k, 2k+1) in one, halves in the other",
+        PARAMETERS,
+        "both readings' layout",
+        parameters.parameter_step,
+    ),
+    ExplanationInfo(
+        "parameter-rotary-dim",
+        "another rotated width",
+        PARAMETERS,
+        "rotary_dim, partial_rotary_factor",
+        parameters.parameter_step,
+    ),
+    ExplanationInfo(
+        "parameter-offset", "another first position", PARAMETERS, "both readings' offset", parameters.parameter_step
+    ),
+    ExplanationInfo(
+        "parameter-attention-scaling",
+        "another attention scaling (cos/sin multiplier)",
+        PARAMETERS,
+        "attention_factor, mscale, mscale_all_dim",
+        parameters.parameter_step,
+    ),
+    ExplanationInfo(
+        "parameter-other",
+        "any other parameter of the kind (ALiBi slopes and form, bucket settings, ...), both values named",
+        PARAMETERS,
+        "every other parameter that moves the table",
+        parameters.parameter_step,
+    ),
     ExplanationInfo(
         "transpose", "A is B transposed (positions along columns)", TRANSPOSE, "A = B^T", columns.transpose_step
     ),
@@ -287,6 +348,7 @@ EXPLANATIONS: tuple[ExplanationInfo, ...] = (
 #: The searches, in the order they run (the readings, then the cheap column searches, then fits); the first
 #: that accounts for the difference ends the search.
 TIERS: tuple[Tier, ...] = (
+    PARAMETERS,
     COLUMNS,
     TRANSPOSE,
     SMALL_OFFSETS,
@@ -297,11 +359,16 @@ TIERS: tuple[Tier, ...] = (
 )
 
 
-def drive(ctx: Ctx) -> Search:
+def drive(ctx: Ctx, readings: tuple[Any, Any] | None = None) -> Search:
     """Run :data:`TIERS` in order until one accounts for the difference."""
-    st = Search(ctx)
+    st = Search(ctx, readings=readings)
+    said = False  # the parameters account: only the cheap structural tiers run, to name a map beside them
     for tier in TIERS:
-        if st.explanations:
+        if st.explanations and not said:
+            said = tier.cost > 0 and all(e.name.startswith("parameter") for e in st.explanations)
+            if not said:
+                break
+        if said and (tier.cost > 1 or len(st.explanations) > 1):
             break
         if tier.applies(st):
             tier.proposes(st)

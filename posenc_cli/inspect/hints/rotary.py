@@ -5,6 +5,7 @@ never when generating."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
 
@@ -288,9 +289,30 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
         if not coarse or m < 3 or zero_tail:
             return out
         # a float16/bfloat16 ladder hides a ramp within its rounding: try the laws below as well
-    if zero_tail:
-        return out
-    # a law on top of a geometric ladder: the kept high frequencies and the divided low ones are both geometric
+    # a law on top of a geometric ladder (with a zero tail: on the frequencies that move on these rows; the ramp
+    # then names the factor)
+    vis = fit_n if zero_tail else m
+    law = _Law(add, params, r, coarse, amp, amp_tol, scaled_amp)
+    _ladder_laws(law, freqs[:vis], errs[:vis], geo, max(n + offset, 1), not zero_tail)
+    return out
+
+
+@dataclass
+class _Law:
+    """What the law readings share: the parameters so far, the add function, the amplitude and the dtype."""
+
+    add: Any
+    params: dict[str, Any]
+    r: int
+    coarse: bool
+    amp: float
+    amp_tol: float
+    scaled_amp: bool
+
+
+def _law_ratios(freqs: np.ndarray, errs: np.ndarray, geo: an.GeometricFit, r: int) -> list[float]:
+    """Ladder ratios to read a base from: the longest geometric runs from either end, then the bases published
+    LongRoPE models use (per-column factors leave no geometric run: Phi-3/3.5's 10000, then the other usual ones)."""
     ratios = []
     tail = an.geometric_fit(freqs[::-1], errs[::-1])
     for run, ratio in sorted(
@@ -298,72 +320,91 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     ):
         if run >= 2 and 0 < ratio < 1:
             ratios.append(ratio)
-    # per-column factors (LongRoPE) leave no geometric run to read the base from: the bases published
-    # LongRoPE models use (Phi-3/3.5: 10000), then the other usual ones
-    ratios += [b ** (-2.0 / r) for b in LONGROPE_BASES]
-    w0 = an.nice_number(float(freqs[0]), 1e-6)
+    return ratios + [b ** (-2.0 / r) for b in LONGROPE_BASES]
+
+
+def _ramps(law: _Law, q: np.ndarray, qtol: np.ndarray, ref: np.ndarray, b: float) -> None:
+    """llama3 (a ramp in frequency) and YaRN (a ramp in the index) readings of the ratios ``q`` to base ``b``."""
+    r, amp, amp_tol = law.r, law.amp, law.amp_tol
+    for f_ in round_variants(1 / q.min(), tols=tolerance.factor_roundings(law.coarse), keep=False)[::-1]:
+        if f_ <= 1:
+            continue
+        q_f = np.where(np.abs(q * f_ - 1) < qtol, 1 / f_, q)
+        s_ = np.clip((q_f - 1 / f_) / (1 - 1 / f_), 0, 1)  # 1 = kept, 0 = divided by f
+        for L, lff, hff, f_l in _llama3_options(q_f, s_, f_, 2 * math.pi / ref, law.coarse):
+            law.add(
+                {
+                    **law.params,
+                    "base": b,
+                    "scaling": "llama3",
+                    "factor": f_l,
+                    "original_max_position_embeddings": L,
+                    "low_freq_factor": lff,
+                    "high_freq_factor": hff,
+                },
+                f"low frequencies divided by {f_l:g}, ramp in frequency (llama3)",
+            )
+        for L, truncate in _yarn_lengths(1 - s_, r, b):
+            p = {**law.params, "base": b, "scaling": "yarn", "factor": f_, "original_max_position_embeddings": L}
+            if not truncate:
+                p["truncate"] = False
+            if not near_one(amp / (0.1 * math.log(f_) + 1.0), amp_tol):
+                p["attention_factor"] = amp
+            law.add(p, f"frequencies divided by {f_:g}, ramp in the index (YaRN)")
+    for L, f_y in _yarn_unsaturated(q, r, b):
+        p = {**law.params, "base": b, "scaling": "yarn", "factor": f_y, "original_max_position_embeddings": L}
+        if not near_one(amp / (0.1 * math.log(f_y) + 1.0), amp_tol):
+            p["attention_factor"] = amp
+        law.add(p, f"frequencies divided by up to {f_y:g}, ramp in the index not reaching its end (YaRN)")
+
+
+def _per_column(law: _Law, div: np.ndarray, b: float, length: int) -> None:
+    """LongRoPE: each frequency divided by its own factor, as published (short decimals) when the reading allows,
+    else as read; fallbacks, verified only when no simpler reading accounts."""
+    for rel in tolerance.LIST_ROUNDINGS:
+        factors = tuple(an.nice_number(float(x), rel) for x in div)
+        p = {
+            **law.params,
+            "base": b,
+            "scaling": "longrope",
+            "short_factor": factors,
+            "long_factor": factors,
+            "original_max_position_embeddings": length,
+            "factor": 1.0,
+        }
+        if law.scaled_amp:
+            p["attention_factor"] = law.amp
+        law.add(p, "each frequency divided by its own factor (longrope)", fallback=True)
+
+
+def _ladder_laws(
+    law: _Law, freqs: np.ndarray, errs: np.ndarray, geo: an.GeometricFit, length: int, longrope: bool
+) -> None:
+    """Readings of a law on top of a geometric ladder: the kept high frequencies and the divided low ones are both
+    geometric (llama3's ramp in frequency, YaRN's in the index), or each frequency has its own factor (LongRoPE,
+    when every frequency is seen: ``longrope``)."""
+    w0 = an.nice_number(float(freqs[0]), tolerance.LAW_ROUNDING)
     bases_seen: set[float] = set()
-    k = np.arange(m, dtype=np.float64)
-    for ratio in ratios:
-        for b in base_readings(ratio ** (-r / 2.0), coarse)[:2]:
+    k = np.arange(freqs.size, dtype=np.float64)
+    # a ratio is known to its measurement's error: a float16/bfloat16 table reads kept frequencies as 1 +- 1e-5,
+    # not 1 +- 1e-6; within it a ratio is 1 (kept), or 1/f (divided all the way)
+    qtol = tolerance.ratio_tol(freqs, errs)
+    for ratio in _law_ratios(freqs, errs, geo, law.r):
+        for b in base_readings(ratio ** (-law.r / 2.0), law.coarse)[:2]:
             if b in bases_seen:
                 continue
             bases_seen.add(b)
-            ref = w0 * np.exp(-2 * k / r * math.log(b))
+            ref = w0 * np.exp(-2 * k / law.r * math.log(b))
             q = freqs / ref
-            if not (q.min() > 0 and q.max() < 1 + 1e-6):
+            if not (q.min() > 0 and np.all(q < 1 + qtol)):
                 continue
-            for f_ in round_variants(1 / q.min(), tols=(1e-6, 1e-4, 1e-3), keep=False)[::-1]:
-                if f_ <= 1:
-                    continue
-                s_ = np.clip((q - 1 / f_) / (1 - 1 / f_), 0, 1)  # 1 = kept, 0 = divided by f
-                for L, lff, hff, f_l in _llama3_options(q, s_, f_, 2 * math.pi / ref):
-                    add(
-                        {
-                            **params,
-                            "base": b,
-                            "scaling": "llama3",
-                            "factor": f_l,
-                            "original_max_position_embeddings": L,
-                            "low_freq_factor": lff,
-                            "high_freq_factor": hff,
-                        },
-                        f"low frequencies divided by {f_l:g}, ramp in frequency (llama3)",
-                    )
-                yarn_default_amp = 0.1 * math.log(f_) + 1.0
-                for L, truncate in _yarn_lengths(1 - s_, r, b):
-                    p = {**params, "base": b, "scaling": "yarn", "factor": f_, "original_max_position_embeddings": L}
-                    if not truncate:
-                        p["truncate"] = False
-                    if not near_one(amp / yarn_default_amp, amp_tol):
-                        p["attention_factor"] = amp
-                    add(p, f"frequencies divided by {f_:g}, ramp in the index (YaRN)")
-            for L, f_y in _yarn_unsaturated(q, r, b):
-                p = {**params, "base": b, "scaling": "yarn", "factor": f_y, "original_max_position_embeddings": L}
-                if not near_one(amp / (0.1 * math.log(f_y) + 1.0), amp_tol):
-                    p["attention_factor"] = amp
-                add(p, f"frequencies divided by up to {f_y:g}, ramp in the index not reaching its end (YaRN)")
-            div = ref / freqs
-            # the factors as published (short decimals) when the reading allows, else as read
-            for rel in (1e-5, 1e-7):
-                factors = tuple(an.nice_number(float(x), rel) for x in div)
-                p = {
-                    **params,
-                    "base": b,
-                    "scaling": "longrope",
-                    "short_factor": factors,
-                    "long_factor": factors,
-                    "original_max_position_embeddings": max(n + offset, 1),
-                    "factor": 1.0,
-                }
-                if scaled_amp:
-                    p["attention_factor"] = amp
-                add(p, "each frequency divided by its own factor (longrope)", fallback=True)
-    return out
+            _ramps(law, np.where(np.abs(q - 1) < qtol, 1.0, np.minimum(q, 1.0)), qtol, ref, b)
+            if longrope:
+                _per_column(law, ref / freqs, b, length)
 
 
 def _llama3_options(
-    q: np.ndarray, s: np.ndarray, f: float, wavelength: np.ndarray
+    q: np.ndarray, s: np.ndarray, f: float, wavelength: np.ndarray, coarse: bool = False
 ) -> list[tuple[int, float, float, float]]:
     """(original_max_position_embeddings L, low_freq_factor, high_freq_factor, factor) consistent with the
     frequency ratios ``q`` (1 = kept; ``s`` the same on the scale where 0 = divided by ``f``), round values first.
@@ -393,7 +434,8 @@ def _llama3_options(
     if ramp.any():
         f_sol = float(np.median((1 - s_def[ramp]) / (q[ramp] - s_def[ramp])))
         if f_sol > 1:
-            add(8192, 1.0, 4.0, an.nice_number(f_sol, 1e-4))
+            for rel in tolerance.factor_roundings(coarse)[1:][::-1]:
+                add(8192, 1.0, 4.0, an.nice_number(f_sol, rel))
     if inner.any():
         # defaults low 1, high 4: L = wavelength * (3 s + 1)
         add(an.nice_number(float(np.median(wavelength[inner] * (3 * s[inner] + 1))), 1e-4), 1.0, 4.0, f)
@@ -406,7 +448,7 @@ def _llama3_options(
         for L in _round_lengths(low, min(high, 1 << 30)):
             add(L, 1.0, 4.0, f)
         add(8192, 1.0, 4.0, f)
-    return out[:5]
+    return out[: 5 + 2 * coarse]
 
 
 def _yarn_lengths(rho: np.ndarray, r: int, base: float) -> list[tuple[int, bool]]:
