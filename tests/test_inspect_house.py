@@ -18,7 +18,7 @@ NEUTRAL = {0.0, 1.0, 0.5, 2.0, -1.0}
 PENDING_LONG = {
     "analysis.py": ["scaling_profile", "spectrum"],
     "hints/grid.py": ["_grid_hints"],
-    "hints/rotary.py": ["hints_mrope", "hints_rope"],
+    "hints/rotary.py": ["hints_mrope"],
     "hints/sinusoid.py": ["hints_sinusoidal"],
 }
 PENDING_LITERALS = {
@@ -27,7 +27,7 @@ PENDING_LITERALS = {
     "hints/grid.py": 6,
     "hints/learned.py": 6,
     "hints/relative.py": 21,
-    "hints/rotary.py": 61,
+    "hints/rotary.py": 51,
     "hints/sinusoid.py": 5,
     "identification.py": 2,
 }

@@ -128,6 +128,15 @@ RATIO_FLOOR = 1e-6
 #: that reproduces the table within its rounding is its reading).
 FACTOR_ROUNDINGS = (1e-6, 1e-4, 1e-3)
 COARSE_FACTOR_ROUNDINGS = (1e-2, 5e-2)
+#: An exact ``inv_freq`` tensor's frequencies are known to this relative error (never below :data:`TINY`).
+EXACT_FREQ_REL = 1e-15
+TINY = 1e-300
+#: A ladder's first frequency counts as 1 (no factor) within this (or the amplitude's tolerance, if larger).
+W0_ONE = 1e-7
+#: A factor read off a ladder's first frequency is tried rounded to these relative tolerances (proportional
+#: rope's, then linear scaling's).
+W0_ROUNDINGS = (1e-8, 1e-6)
+W0_FACTOR_ROUNDINGS = (1e-9, 1e-7, 1e-5)
 #: Per-column factors read from a table are tried rounded to these relative tolerances (as published, else as
 #: read).
 LIST_ROUNDINGS = (1e-5, 1e-7)

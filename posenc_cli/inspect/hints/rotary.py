@@ -37,6 +37,10 @@ def _layout_names(kind_cls: Any) -> dict[str | None, str]:
 
 #: Bases tried when per-column factors hide the ladder (LongRoPE).
 LONGROPE_BASES = (10000.0, 500000.0, 1000000.0)
+#: The base of a ladder too short to read one from (a single rotation pair): the usual 10000.
+DEFAULT_BASE = 10000.0
+#: Factors tried for dynamic NTK's base at the table's sequence length.
+_DYNAMIC_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0)
 #: Factors tried for NTK's base change b' = b * f^(d/(d-2)) when the plain base is not a round number.
 _NTK_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 1.5, 3.0, 5.0, 10.0, 20.0)
 
@@ -112,17 +116,11 @@ def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
     }
 
 
-def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
-    """Rotary tables: duplicated columns (half or interleaved), one frequency per pair, an amplitude (attention
-    scaling) and a frequency law: geometric (none, linear, NTK), ramps (llama3, YaRN), per column (longrope), or
-    trailing zero frequencies (proportional)."""
-    st = _rotary_structure(ana)
-    if st is None:
-        return []
+def _ladder(st: dict[str, Any], ana: an.TableAnalysis) -> tuple[np.ndarray, np.ndarray, Any, str]:
+    """One frequency (and its error) per rotation pair, in column order (zero-frequency pairs are zero sin
+    columns); an ``inv_freq`` tensor, when there is one, gives them exactly (and says their dtype)."""
     spec: an.Spectrum = st["spec"]
-    n, m, r = st["n"], st["m"], st["rot"]
-    coarse = tolerance.coarse(st["dtype"])
-    # one entry per rotation pair, in column order (zero-frequency pairs are zero sin columns)
+    m = st["m"]
     by_col: dict[int, an.Oscillator] = {}
     for o in spec.oscillators:
         col = o.cos_col if o.cos_col is not None else o.sin_col
@@ -134,21 +132,27 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     inv_dtype = "float64"
     if inv is not None and len(inv[1].shape) == 1 and inv[1].shape[0] == m:
         freqs = np.asarray(inv[1], dtype=np.float64)
-        errs = np.maximum(np.abs(freqs) * 1e-15, 1e-300)
+        errs = np.maximum(np.abs(freqs) * tolerance.EXACT_FREQ_REL, tolerance.TINY)
         inv_dtype = "float32" if np.dtype(inv[1].dtype) == np.float32 else "float64"
-    amps = [o.amplitude for o in spec.oscillators if o.amplitude > 0]
-    amp = float(np.median(amps)) if amps else 1.0
-    role = st["role"]
+    return freqs, errs, inv, inv_dtype
+
+
+def _rope_params(
+    st: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any, inv: Any, inv_dtype: str
+) -> tuple[dict[str, Any], dict[str, str], int]:
+    """The parameters the structure fixes (length, dim, dtype, layout, cache, offset, inv_freq's dtype), the map of
+    the input tensors to the kind's, and the position offset."""
+    spec: an.Spectrum = st["spec"]
+    n, r, role = st["n"], st["rot"], st["role"]
     ptol = tolerance.phase_tol(st["dtype"])
     off = an.position_offset(spec, single_phase=-math.pi / 2 if role == "sin" else 0.0, tol=ptol)
     offset = off[0] if off is not None and off[1] < ptol else 0
     params: dict[str, Any] = {"length": n}
-    dim = r
     meta_dim = ana.metadata.get("dim")
     if meta_dim is not None and meta_dim.isdigit() and int(meta_dim) > r:
         params["dim"], params["rotary_dim"] = int(meta_dim), r
     else:
-        params["dim"] = dim
+        params["dim"] = r
     if ana.dtype_param:
         params["dtype"] = ana.dtype_param
     named = _layout_names(kind_cls)
@@ -160,14 +164,10 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
         params["offset"] = offset
     if inv_dtype == "float32":
         params["inv_freq_dtype"] = "float32"
-    tmap = {
-        name: (
-            {"cos": "cos", "sin": "sin", "table": "cos"}[role_]
-            if not st["half_width"]
-            else {"cos": "cos_cache", "sin": "sin_cache", "table": "cos_cache"}[role_]
-        )
-        for role_, name in st["names"].items()
-    }
+    roles = {"cos": "cos", "sin": "sin", "table": "cos"}
+    if st["half_width"]:
+        roles = {"cos": "cos_cache", "sin": "sin_cache", "table": "cos_cache"}
+    tmap = {name: roles[role_] for role_, name in st["names"].items()}
     if role == "sin" or (role == "table" and off is not None and off[1] >= ptol):
         alt = an.position_offset(spec, single_phase=-math.pi / 2, tol=ptol)
         if role == "table" and alt is not None and alt[1] < ptol:
@@ -178,41 +178,43 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
             tmap = {st["names"]["table"]: "sin_cache" if st["half_width"] else "sin"}
     if inv is not None and inv[0] not in tmap:
         tmap[inv[0]] = "inv_freq"
+    return params, tmap, offset
+
+
+def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
+    """Rotary tables: duplicated columns (half or interleaved), one frequency per pair, an amplitude (attention
+    scaling) and a frequency law: geometric (none, linear, NTK), ramps (llama3, YaRN), per column (longrope), or
+    trailing zero frequencies (proportional)."""
+    st = _rotary_structure(ana)
+    if st is None:
+        return []
+    n, m, r = st["n"], st["m"], st["rot"]
+    freqs, errs, inv, inv_dtype = _ladder(st, ana)
+    amps = [o.amplitude for o in st["spec"].oscillators if o.amplitude > 0]
+    amp = float(np.median(amps)) if amps else 1.0
+    params, tmap, offset = _rope_params(st, ana, kind_cls, inv, inv_dtype)
+    named = _layout_names(kind_cls)
     note = f"{named[st['layout'] if st['layout'] is not None else None]} rotary pairs, {m} frequencies"
     convention = PAIRINGS.get(st["layout"], "")
     out: list[Candidate] = []
     nz = int(np.sum(freqs > 0))
     amp_tol = tolerance.amp_tol(st["dtype"])
-    scaled_amp = not near_one(amp, amp_tol)
 
     def add(p: dict[str, Any], why: str, fallback: bool = False) -> None:
+        note_ = f"{note}; {why}"
         out.append(
-            Candidate(
-                kind_cls.KIND, p, tensor_map=dict(tmap), note=f"{note}; {why}", fallback=fallback, convention=convention
-            )
+            Candidate(kind_cls.KIND, p, tensor_map=dict(tmap), note=note_, fallback=fallback, convention=convention)
         )
         if inv_dtype == "float64" and "inv_freq_dtype" not in p:
+            p32 = {**p, "inv_freq_dtype": "float32"}
+            note32 = f"{note_}; float32 inv_freq"
             out.append(
-                Candidate(
-                    kind_cls.KIND,
-                    {**p, "inv_freq_dtype": "float32"},
-                    tensor_map=dict(tmap),
-                    note=f"{note}; {why}; float32 inv_freq",
-                    fallback=True,
-                    convention=convention,
-                )
+                Candidate(kind_cls.KIND, p32, tensor_map=dict(tmap), note=note32, fallback=True, convention=convention)
             )
 
+    law = _Law(add, params, r, tolerance.coarse(st["dtype"]), amp, amp_tol, not near_one(amp, amp_tol))
     if nz < m and np.all(freqs[nz:] == 0) and nz >= 1:
-        # proportional: the first rot/2 frequencies over the whole head, the rest 0
-        geo = an.geometric_fit(freqs[:nz], errs[:nz])
-        if geo is not None and geo.count == nz:
-            for f_ in round_variants(1.0 / geo.w0, tols=(1e-8, 1e-6)):
-                for b in base_readings(geo.ratio ** (-r / 2.0), coarse) if nz > 1 else [10000.0]:
-                    add(
-                        {**params, "dim": r, "scaling": "proportional", "rotary_dim": 2 * nz, "factor": f_, "base": b},
-                        f"{m - nz} trailing zero frequencies (proportional)",
-                    )
+        _proportional(law, freqs, errs, nz, m)
     # frequencies too low to move a value on this many rows read as 0 too: fit the ladder on the others
     zero_tail = 1 <= nz < m and bool(np.all(freqs[nz:] == 0))
     fit_n = nz if zero_tail else m
@@ -220,81 +222,84 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     if geo is None:
         return out
     if geo.count == fit_n or m == 1:
-        ratio = geo.ratio if m > 1 else 10000.0 ** (-2.0 / r)
-        bases = base_readings(ratio ** (-r / 2.0), coarse) if m > 1 else [10000.0]
-        if near_one(geo.w0, max(1e-7, amp_tol)):
-            for b in bases:
-                if scaled_amp:
-                    add(
-                        {
-                            **params,
-                            "base": b,
-                            "scaling": "yarn",
-                            "factor": 1.0,
-                            "original_max_position_embeddings": max(n + offset, 1),
-                            "attention_factor": amp,
-                        },
-                        f"w_k = base^(-2k/{r}), amplitude {amp:.6g} (attention scaling)",
-                    )
-                else:
-                    add({**params, "base": b}, f"w_k = base^(-2k/{r})")
-            if r > 2 and m > 1 and not scaled_amp and bases:
-                # dynamic NTK at sequence length S: base * (f S / L - (f - 1))^(r/(r-2)), S = offset + length
-                S = offset + n
-                for f_ in (2.0, 4.0, 8.0, 16.0, 32.0):
-                    for L in (2**e for e in range(4, 21)):
-                        if L >= S:
-                            break
-                        nice = round_base(bases[-1] / (f_ * S / L - (f_ - 1)) ** (r / (r - 2.0)))
-                        if nice is not None:
-                            add(
-                                {
-                                    **params,
-                                    "base": nice,
-                                    "scaling": "dynamic",
-                                    "factor": f_,
-                                    "original_max_position_embeddings": L,
-                                },
-                                f"dynamic NTK at sequence length {S}",
-                            )
-                for f_ in _NTK_FACTORS:
-                    nice = round_base(bases[-1] / f_ ** (r / (r - 2.0)))
-                    if nice is not None:
-                        add(
-                            {**params, "base": nice, "scaling": "ntk", "factor": f_},
-                            f"NTK: base {nice:g} * {f_:g}^({r}/{r - 2})",
-                        )
-        else:
-            for f_ in round_variants(1.0 / geo.w0, tols=(1e-9, 1e-7, 1e-5)):
-                for b in bases:
-                    if scaled_amp:
-                        add(
-                            {
-                                **params,
-                                "base": b,
-                                "scaling": "longrope",
-                                "short_factor": tuple([f_] * m),
-                                "long_factor": tuple([f_] * m),
-                                "original_max_position_embeddings": max(n + offset, 1),
-                                "factor": 1.0,
-                                "attention_factor": amp,
-                            },
-                            "every frequency divided by one factor",
-                        )
-                    else:
-                        add(
-                            {**params, "base": b, "scaling": "linear", "factor": f_},
-                            f"every frequency divided by {f_:g} (linear)",
-                        )
-        if not coarse or m < 3 or zero_tail:
+        _geometric(law, geo, m, n, offset)
+        if not law.coarse or m < 3 or zero_tail:
             return out
         # a float16/bfloat16 ladder hides a ramp within its rounding: try the laws below as well
     # a law on top of a geometric ladder (with a zero tail: on the frequencies that move on these rows; the ramp
     # then names the factor)
     vis = fit_n if zero_tail else m
-    law = _Law(add, params, r, coarse, amp, amp_tol, scaled_amp)
     _ladder_laws(law, freqs[:vis], errs[:vis], geo, max(n + offset, 1), not zero_tail)
     return out
+
+
+def _proportional(law: _Law, freqs: np.ndarray, errs: np.ndarray, nz: int, m: int) -> None:
+    """Proportional: the first rot/2 frequencies over the whole head, the rest 0."""
+    r = law.r
+    geo = an.geometric_fit(freqs[:nz], errs[:nz])
+    if geo is None or geo.count != nz:
+        return
+    for f_ in round_variants(1.0 / geo.w0, tols=tolerance.W0_ROUNDINGS):
+        for b in base_readings(geo.ratio ** (-r / 2.0), law.coarse) if nz > 1 else [DEFAULT_BASE]:
+            law.add(
+                {**law.params, "dim": r, "scaling": "proportional", "rotary_dim": 2 * nz, "factor": f_, "base": b},
+                f"{m - nz} trailing zero frequencies (proportional)",
+            )
+
+
+def _geometric(law: _Law, geo: an.GeometricFit, m: int, n: int, offset: int) -> None:
+    """A geometric ladder: a base (with an attention scaling: YaRN of factor 1), NTK and dynamic NTK bases, or
+    every frequency divided by one factor (linear; with an attention scaling: LongRoPE of equal factors)."""
+    r, amp = law.r, law.amp
+    ratio = geo.ratio if m > 1 else DEFAULT_BASE ** (-2.0 / r)
+    bases = base_readings(ratio ** (-r / 2.0), law.coarse) if m > 1 else [DEFAULT_BASE]
+    length = max(n + offset, 1)
+    if near_one(geo.w0, max(tolerance.W0_ONE, law.amp_tol)):
+        for b in bases:
+            if law.scaled_amp:
+                p = {"base": b, "scaling": "yarn", "factor": 1.0, "original_max_position_embeddings": length}
+                law.add(
+                    {**law.params, **p, "attention_factor": amp},
+                    f"w_k = base^(-2k/{r}), amplitude {amp:.6g} (attention scaling)",
+                )
+            else:
+                law.add({**law.params, "base": b}, f"w_k = base^(-2k/{r})")
+        if r > 2 and m > 1 and not law.scaled_amp and bases:
+            _ntk(law, bases[-1], n, offset)
+        return
+    for f_ in round_variants(1.0 / geo.w0, tols=tolerance.W0_FACTOR_ROUNDINGS):
+        for b in bases:
+            if law.scaled_amp:
+                p = {"base": b, "scaling": "longrope", "short_factor": tuple([f_] * m), "long_factor": tuple([f_] * m)}
+                p |= {"original_max_position_embeddings": length, "factor": 1.0, "attention_factor": amp}
+                law.add({**law.params, **p}, "every frequency divided by one factor")
+            else:
+                law.add(
+                    {**law.params, "base": b, "scaling": "linear", "factor": f_},
+                    f"every frequency divided by {f_:g} (linear)",
+                )
+
+
+def _ntk(law: _Law, base: float, n: int, offset: int) -> None:
+    """NTK's base change b' = b * f^(r/(r-2)), and dynamic NTK at sequence length S = offset + length:
+    b * (f S / L - (f - 1))^(r/(r-2))."""
+    r = law.r
+    S = offset + n
+    for f_ in _DYNAMIC_FACTORS:
+        for L in (2**e for e in range(4, 21)):
+            if L >= S:
+                break
+            nice = round_base(base / (f_ * S / L - (f_ - 1)) ** (r / (r - 2.0)))
+            if nice is not None:
+                p = {"base": nice, "scaling": "dynamic", "factor": f_, "original_max_position_embeddings": L}
+                law.add({**law.params, **p}, f"dynamic NTK at sequence length {S}")
+    for f_ in _NTK_FACTORS:
+        nice = round_base(base / f_ ** (r / (r - 2.0)))
+        if nice is not None:
+            law.add(
+                {**law.params, "base": nice, "scaling": "ntk", "factor": f_},
+                f"NTK: base {nice:g} * {f_:g}^({r}/{r - 2})",
+            )
 
 
 @dataclass
