@@ -19,7 +19,6 @@ PENDING_LONG = {
     "analysis.py": ["scaling_profile", "spectrum"],
     "hints/grid.py": ["_grid_hints"],
     "hints/rotary.py": ["hints_mrope"],
-    "hints/sinusoid.py": ["hints_sinusoidal"],
 }
 PENDING_LITERALS = {
     "analysis.py": 27,
@@ -28,7 +27,6 @@ PENDING_LITERALS = {
     "hints/learned.py": 6,
     "hints/relative.py": 21,
     "hints/rotary.py": 51,
-    "hints/sinusoid.py": 5,
     "identification.py": 2,
 }
 

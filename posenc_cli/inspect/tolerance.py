@@ -137,6 +137,10 @@ W0_ONE = 1e-7
 #: rope's, then linear scaling's).
 W0_ROUNDINGS = (1e-8, 1e-6)
 W0_FACTOR_ROUNDINGS = (1e-9, 1e-7, 1e-5)
+#: A minimum timescale this close to 1 is none (tensor2tensor's ladder is then the paper's, with a base).
+TIMESCALE_ONE = 1e-12
+#: Phases whose best offset still misses by more than this (radians) leave the next offsets as alternatives.
+OFFSET_ALTERNATIVES = 1e-4
 #: Per-column factors read from a table are tried rounded to these relative tolerances (as published, else as
 #: read).
 LIST_ROUNDINGS = (1e-5, 1e-7)
