@@ -108,7 +108,7 @@ def show_value(value: Any) -> str:
     (``base=500000``; the kind's parser reads it back as the same float)."""
     from ..encodings.base import format_value
 
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+    if isinstance(value, float) and value.is_integer() and abs(value) < tol.INTEGRAL_SHOWN:
         return str(int(value))
     return format_value(value)
 
@@ -118,9 +118,7 @@ def _short_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 # ----- helpers the hints share (generic: no kind names) ----------------------------------------------------------
-def round_variants(
-    value: float, *, tols: tuple[float, ...] = (1e-10, 1e-8, 1e-6, 1e-4), keep: bool = True
-) -> list[float]:
+def round_variants(value: float, *, tols: tuple[float, ...] = tol.VALUE_ROUNDINGS, keep: bool = True) -> list[float]:
     """``value`` rounded to its shortest decimal within each relative tolerance (distinct, shortest first),
     plus the value itself when ``keep``."""
     out = []
@@ -153,18 +151,18 @@ def base_readings(value: float, coarse: bool = False) -> list[float]:
     """Round readings of a frequency base (``coarse``: a float16/bfloat16 table, read to 1e-3 .. 1e-2 too); a base
     of 1 or below is degenerate (no frequency ladder) and dropped."""
     # slow columns read on few rows (or a coarse dtype) know the base to 1e-3 .. 1e-2 only; regeneration decides
-    tols = (1e-10, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2) + ((3e-3,) if coarse else ())
+    tols = tol.BASE_ROUNDINGS + (tol.COARSE_BASE_ROUNDINGS if coarse else ())
     return [b for b in round_variants(value, tols=tols) if b > 1.0 and math.isfinite(b)]
 
 
 def round_base(value: float) -> float | None:
     """``value`` as a base of at most three significant digits within 1e-9 .. 1e-5 (None if it is not one)."""
-    for rel in (1e-9, 1e-7, 1e-5):
+    for rel in tol.ROUND_BASE_ROUNDINGS:
         nice = an.nice_number(value, rel)
         if an.nice_digits(nice) <= 3 and nice > 1:
             return nice
     return None
 
 
-def near_one(x: float, tol: float = 1e-6) -> bool:
-    return abs(x - 1.0) <= tol
+def near_one(x: float, within: float = tol.LAW_ROUNDING) -> bool:
+    return abs(x - 1.0) <= within

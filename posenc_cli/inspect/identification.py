@@ -122,7 +122,7 @@ class Identification:
 
 
 def _ulps(u: float) -> str:
-    return "0" if u == 0 else f"{max(1, math.ceil(u - 1e-9))}" if u <= 1e6 else f"{u:.3g}"
+    return "0" if u == 0 else f"{max(1, math.ceil(u - tol.ULP_CEIL_SLACK))}" if u <= tol.ULPS_COUNTED else f"{u:.3g}"
 
 
 # ----- the driver -----------------------------------------------------------------------------------------------

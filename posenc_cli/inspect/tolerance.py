@@ -137,6 +137,17 @@ W0_ONE = 1e-7
 #: rope's, then linear scaling's).
 W0_ROUNDINGS = (1e-8, 1e-6)
 W0_FACTOR_ROUNDINGS = (1e-9, 1e-7, 1e-5)
+#: An integral float below this is shown without its ``.0`` (``base=500000``); ulps up to this many are counted,
+#: beyond they are shown in 3 significant digits.
+INTEGRAL_SHOWN = 1e15
+ULPS_COUNTED = 1e6
+#: A value read from a table is tried as the shortest decimal within each of these relative tolerances.
+VALUE_ROUNDINGS = (1e-10, 1e-8, 1e-6, 1e-4)
+#: A frequency base likewise (slow columns read on few rows know it to 1e-3 .. 1e-2 only; regeneration decides),
+#: and a float16/bfloat16 table's to 3e-3 too; a base of at most three digits within these is a round base.
+BASE_ROUNDINGS = (1e-10, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2)
+COARSE_BASE_ROUNDINGS = (3e-3,)
+ROUND_BASE_ROUNDINGS = (1e-9, 1e-7, 1e-5)
 #: A minimum timescale this close to 1 is none (tensor2tensor's ladder is then the paper's, with a base).
 TIMESCALE_ONE = 1e-12
 #: Phases whose best offset still misses by more than this (radians) leave the next offsets as alternatives.
