@@ -933,36 +933,43 @@ def scaling_profile(
             if misfit(prof.predict(ref)) <= 1.0:
                 prof.max_rel_dev = misfit(prof.predict(ref))
                 return prof
-    # ramps: q = 1 at the high-frequency end, 1/f at the low-frequency end
+    ramp = _ramp_profile(ref, q, div, valid, misfit)
+    if ramp is not None:
+        return ramp
+    return ScalingProfile("per-column", div, max_rel_dev=0.0)
+
+
+def _ramp_profile(ref: np.ndarray, q: np.ndarray, div: np.ndarray, valid: np.ndarray, misfit: Any) -> Any:
+    """A ramp between kept high frequencies (q = 1) and divided low ones (q = 1/f), linear in frequency
+    (llama3) or in the index (YaRN); a step when no column sits inside it. None when neither holds."""
     order = np.argsort(-ref)
     qs = q[order]
-    if qs[0] > 1 - 1e-3 and qs[-1] < 1 - 1e-3:
-        f = float(1.0 / np.min(q[valid]))
-        s = (q - 1.0 / f) / (1.0 - 1.0 / f)  # 1 = kept, 0 = divided by f
-        inner = valid & (s > 1e-6) & (s < 1 - 1e-6)
-        cands: list[ScalingProfile] = []
-        if inner.sum() >= 2:
-            a, b = np.polyfit(ref[inner], s[inner], 1)
-            if a > 0:
-                cands.append(ScalingProfile("ramp-frequency", div, factor=f, ramp=(-b / a, (1 - b) / a)))
-            idx = np.arange(ref.size, dtype=np.float64)
-            a2, b2 = np.polyfit(idx[inner], 1 - s[inner], 1)
-            if a2 > 0:
-                cands.append(ScalingProfile("ramp-index", div, factor=f, ramp=(-b2 / a2, (1 - b2) / a2)))
-        else:
-            # no column inside the ramp: the step sits between the last kept and the first divided frequency
-            kept = valid & (s > 0.5)
-            lo_f = float(np.max(ref[valid & ~kept])) if np.any(valid & ~kept) else 0.0
-            hi_f = float(np.min(ref[kept])) if np.any(kept) else lo_f
-            cands.append(
-                ScalingProfile("ramp-frequency", div, factor=f, ramp=(lo_f, hi_f if hi_f > lo_f else lo_f * (1 + 1e-9)))
-            )
-        for prof in cands:
-            prof.max_rel_dev = misfit(prof.predict(ref))
-        cands.sort(key=lambda p: p.max_rel_dev)
-        if cands and cands[0].max_rel_dev <= 1.0:
-            return cands[0]
-    return ScalingProfile("per-column", div, max_rel_dev=0.0)
+    edge = 1 - tolerance.RAMP_EDGE
+    if not (qs[0] > edge and qs[-1] < edge):
+        return None
+    f = float(1.0 / np.min(q[valid]))
+    s = (q - 1.0 / f) / (1.0 - 1.0 / f)  # 1 = kept, 0 = divided by f
+    inner = valid & (s > tolerance.RAMP_INSIDE) & (s < 1 - tolerance.RAMP_INSIDE)
+    cands: list[ScalingProfile] = []
+    if inner.sum() >= 2:
+        a, b = np.polyfit(ref[inner], s[inner], 1)
+        if a > 0:
+            cands.append(ScalingProfile("ramp-frequency", div, factor=f, ramp=(-b / a, (1 - b) / a)))
+        idx = np.arange(ref.size, dtype=np.float64)
+        a2, b2 = np.polyfit(idx[inner], 1 - s[inner], 1)
+        if a2 > 0:
+            cands.append(ScalingProfile("ramp-index", div, factor=f, ramp=(-b2 / a2, (1 - b2) / a2)))
+    else:
+        # no column inside the ramp: the step sits between the last kept and the first divided frequency
+        kept = valid & (s > 0.5)
+        lo_f = float(np.max(ref[valid & ~kept])) if np.any(valid & ~kept) else 0.0
+        hi_f = float(np.min(ref[kept])) if np.any(kept) else lo_f
+        hi_f = hi_f if hi_f > lo_f else lo_f * (1 + tolerance.STEP_WIDTH)
+        cands.append(ScalingProfile("ramp-frequency", div, factor=f, ramp=(lo_f, hi_f)))
+    for prof in cands:
+        prof.max_rel_dev = misfit(prof.predict(ref))
+    cands.sort(key=lambda p: p.max_rel_dev)
+    return cands[0] if cands and cands[0].max_rel_dev <= 1.0 else None
 
 
 # ----- relative structure -------------------------------------------------------------------------------------------

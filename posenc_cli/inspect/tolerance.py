@@ -148,6 +148,11 @@ VALUE_ROUNDINGS = (1e-10, 1e-8, 1e-6, 1e-4)
 BASE_ROUNDINGS = (1e-10, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2)
 COARSE_BASE_ROUNDINGS = (3e-3,)
 ROUND_BASE_ROUNDINGS = (1e-9, 1e-7, 1e-5)
+#: A frequency ratio below 1 - RAMP_EDGE is divided (a ramp's low end); a ramp value within RAMP_INSIDE of 0 or 1
+#: is outside the ramp; a step with no column inside it is given this relative width.
+RAMP_EDGE = 1e-3
+RAMP_INSIDE = 1e-6
+STEP_WIDTH = 1e-9
 #: A minimum timescale this close to 1 is none (tensor2tensor's ladder is then the paper's, with a base).
 TIMESCALE_ONE = 1e-12
 #: Phases whose best offset still misses by more than this (radians) leave the next offsets as alternatives.
