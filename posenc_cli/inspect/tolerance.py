@@ -153,6 +153,18 @@ ROUND_BASE_ROUNDINGS = (1e-9, 1e-7, 1e-5)
 RAMP_EDGE = 1e-3
 RAMP_INSIDE = 1e-6
 STEP_WIDTH = 1e-9
+#: The readers' fallbacks, not thresholds: the base of a ladder too short to read one from (one rotation pair, a
+#: short grid axis), and where a truncated-normal initialiser cuts (in standard deviations) with the standard
+#: deviation of what it keeps.
+DEFAULT_BASE = 10000.0
+TRUNCATION = 2.0
+TRUNCATED_STD = 0.8796
+#: A learned table's standard deviation is tried rounded to these relative tolerances; a truncated-normal reading
+#: holds only while no value exceeds the cut by more than this factor (a sample's peak is noisy).
+STD_ROUNDINGS = (0.25, 0.15, 0.1, 0.05)
+TRUNCATION_MARGIN = 1.25
+#: A grid axis's base is tried rounded to these relative tolerances.
+GRID_BASE_ROUNDINGS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2)
 #: A minimum timescale this close to 1 is none (tensor2tensor's ladder is then the paper's, with a base).
 TIMESCALE_ONE = 1e-12
 #: Phases whose best offset still misses by more than this (radians) leave the next offsets as alternatives.

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import analysis as an
+from .. import tolerance
 from ..candidates import Candidate
 
 # ----- identification hints (read by posenc_cli.inspect.identification; analysis loads only when identifying) -
@@ -177,7 +178,7 @@ def _grid_hints(
             channel_options = ["exact", "ceil"] if params["channels"] == "exact" else ["ceil"]
             if ana.dtype_param:
                 params["dtype"] = ana.dtype_param
-            bases = [10000.0]
+            bases = [tolerance.DEFAULT_BASE]
             # the longest axis that has a sin/cos pair beyond k = 0 (truncated columns may lack one)
             for axis in sorted(range(ndim_grid), key=lambda a: -shape[a]):
                 pairs = []
@@ -200,7 +201,7 @@ def _grid_hints(
                 good = w > 0
                 if good.any():
                     log_base = -float(np.sum(e[good] * np.log(w[good])) / np.sum(e[good] ** 2))
-                    bases = round_variants(math.exp(log_base), tols=(1e-8, 1e-6, 1e-4, 1e-3, 1e-2))
+                    bases = round_variants(math.exp(log_base), tols=tolerance.GRID_BASE_ROUNDINGS)
                 break
             note = f"{grid} grid, {layout} per axis, {axis_order} axes"
             for b in bases:

@@ -37,8 +37,6 @@ def _layout_names(kind_cls: Any) -> dict[str | None, str]:
 
 #: Bases tried when per-column factors hide the ladder (LongRoPE).
 LONGROPE_BASES = (10000.0, 500000.0, 1000000.0)
-#: The base of a ladder too short to read one from (a single rotation pair): the usual 10000.
-DEFAULT_BASE = 10000.0
 #: Factors tried for dynamic NTK's base at the table's sequence length.
 _DYNAMIC_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0)
 #: Factors tried for NTK's base change b' = b * f^(d/(d-2)) when the plain base is not a round number.
@@ -240,7 +238,7 @@ def _proportional(law: _Law, freqs: np.ndarray, errs: np.ndarray, nz: int, m: in
     if geo is None or geo.count != nz:
         return
     for f_ in round_variants(1.0 / geo.w0, tols=tolerance.W0_ROUNDINGS):
-        for b in base_readings(geo.ratio ** (-r / 2.0), law.coarse) if nz > 1 else [DEFAULT_BASE]:
+        for b in base_readings(geo.ratio ** (-r / 2.0), law.coarse) if nz > 1 else [tolerance.DEFAULT_BASE]:
             law.add(
                 {**law.params, "dim": r, "scaling": "proportional", "rotary_dim": 2 * nz, "factor": f_, "base": b},
                 f"{m - nz} trailing zero frequencies (proportional)",
@@ -251,8 +249,8 @@ def _geometric(law: _Law, geo: an.GeometricFit, m: int, n: int, offset: int) -> 
     """A geometric ladder: a base (with an attention scaling: YaRN of factor 1), NTK and dynamic NTK bases, or
     every frequency divided by one factor (linear; with an attention scaling: LongRoPE of equal factors)."""
     r, amp = law.r, law.amp
-    ratio = geo.ratio if m > 1 else DEFAULT_BASE ** (-2.0 / r)
-    bases = base_readings(ratio ** (-r / 2.0), law.coarse) if m > 1 else [DEFAULT_BASE]
+    ratio = geo.ratio if m > 1 else tolerance.DEFAULT_BASE ** (-2.0 / r)
+    bases = base_readings(ratio ** (-r / 2.0), law.coarse) if m > 1 else [tolerance.DEFAULT_BASE]
     length = max(n + offset, 1)
     if near_one(geo.w0, max(tolerance.W0_ONE, law.amp_tol)):
         for b in bases:
