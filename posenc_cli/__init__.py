@@ -48,11 +48,11 @@ _EXPORTS = {
     "CheckReport": "reports",
     "Written": "api",
     "CheckResult": "checks.base",
-    "CompareResult": "metrics",
+    "CompareResult": "inspect.metrics",
     "Comparison": "reports",
     "TensorComparison": "reports",
-    "Identification": "identification",
-    "Candidate": "identification",
+    "Identification": "inspect.identification",
+    "Candidate": "inspect.candidates",
     "Encoding": "encodings.base",
     "Source": "sources",
     "ExitCode": "errors",
@@ -123,8 +123,9 @@ if TYPE_CHECKING:
     from .checks.base import CheckResult
     from .encodings.base import Encoding
     from .errors import ExitCode, InputError, OutputError, ParameterError, PosencError, UnknownTensorError
-    from .identification import Candidate, Identification
-    from .metrics import CompareResult
+    from .inspect.candidates import Candidate
+    from .inspect.identification import Identification
+    from .inspect.metrics import CompareResult
     from .reports import CheckReport, Comparison, TensorComparison
     from .sources import Source
 

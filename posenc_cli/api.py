@@ -30,7 +30,7 @@ from .scopes import SourceOptions
 if TYPE_CHECKING:
     from .checks.base import CheckResult
     from .encodings.base import Encoding
-    from .identification import Identification
+    from .inspect.identification import Identification
     from .reports import CheckReport, Comparison, Description, Preview, TensorComparison, Verdicts
     from .sources import Source
 
@@ -315,7 +315,7 @@ def _cast_to(src: Source, name: str, dtype: str) -> str:
 
 
 def _eps(dtype: Any) -> float:
-    from .tolerance import eps
+    from .inspect.tolerance import eps
 
     return eps(dtype)
 
@@ -610,8 +610,8 @@ def _open_against(against: TableLike, src: Source) -> Source:
 def _identify_for_check(tensors: dict[str, Any], metadata: Mapping[str, str], kind_cls: Any) -> Any:
     """:func:`identify` of the judged tensors (only ``kind_cls``'s readings when a kind is expected); None when
     identification cannot apply (a table with no floating values to read structure from)."""
-    from .hints import reader
-    from .identification import identify as identify_tensors
+    from .inspect.hints import reader
+    from .inspect.identification import identify as identify_tensors
 
     fn = None if kind_cls is None else reader(kind_cls)
     hints = None if kind_cls is None else ([(kind_cls.KIND, fn)] if fn is not None else [])
@@ -649,7 +649,7 @@ def identify(table: TableLike, *, tensor: str | list[str] | tuple[str, ...] | No
     >>> found.command
     'posenc generate --kind sinusoidal --len 64 --dim 16 -p base=500000'
     """
-    from .identification import identify as identify_tensors
+    from .inspect.identification import identify as identify_tensors
 
     src = open_table(table)
     chosen = _chosen_tensors(src, tensor)
@@ -716,7 +716,15 @@ def _value_dtype(src: Source, array: Any) -> Any:
 
     stated = src.metadata.get("value_dtype")
     if stated is None:
-        return array.dtype
+        # bfloat16 or float16 values widened to float32 (how NumPy users save them) are that precision's values
+        import numpy as np
+
+        from .inspect.analysis import read_rows, rounded_dtype, spread_rows
+
+        if array.ndim < 1 or array.shape[0] == 0 or np.dtype(array.dtype).kind != "f":
+            return array.dtype
+        rounded = rounded_dtype(read_rows(array, spread_rows(int(array.shape[0]))).reshape(-1), array.dtype)
+        return array.dtype if rounded is None else rounded
     try:
         return resolve_dtype(stated)
     except ParameterError:
@@ -798,11 +806,12 @@ def compare(
 ) -> Comparison:
     """Compare every tensor of ``a`` with the reference ``b``: per tensor the max abs / relative / ulp difference
     and where, mean difference, row cosine and the verdict (every element within ``atol + rtol * |b|``); ``tensor``
-    narrows it to one tensor (or to several of ``a``'s, see :func:`pair_tensors`); for a pair that differs, ``explain`` asks :func:`posenc_cli.diagnose.diagnose` why (a layout swap, an offset, another
+    narrows it to one tensor (or to several of ``a``'s, see :func:`pair_tensors`); for a pair that differs, ``explain`` asks :func:`posenc_cli.inspect.diagnose.diagnose` why (a layout swap, an offset, another
     base, ...). ``.same`` is the verdict of the whole comparison."""
     from .errors import check_float
     from .formats import validate_table_array
-    from .metrics import compare as compare_arrays
+    from .inspect.metrics import compare as compare_arrays
+    from .inspect.precision import within_rounding
     from .reports import Comparison, TensorComparison
 
     if atol is not None:
@@ -815,6 +824,7 @@ def compare(
         # a spec computes every tensor of its kind; those the table does not hold are skipped, and said
         skipped, only_b = only_b, []
     compared = []
+    readings: Any = None
     for ta, tb in pairs:
         arr_a, arr_b = src_a.array(ta), src_b.array(tb)
         validate_table_array(arr_a, ta, src_a.label, need_float=False)
@@ -824,9 +834,12 @@ def compare(
         why = None
         if not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
             _within_formula(res, src_a, src_b, arr_a, arr_b, ta, tb)
+        if not res.formula and arr_a.ndim >= 2:
+            within_rounding(res, arr_a, arr_b)
         if explain and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
-            from .diagnose import diagnose
+            from .inspect.diagnose import diagnose
 
+            readings = _readings(src_a, src_b) if readings is None else readings  # one reading per table
             why = diagnose(
                 arr_a,
                 arr_b,
@@ -834,6 +847,7 @@ def compare(
                 b_name=res.labels["b"],
                 tensors_a=_pair_by_role(src_a),
                 tensors_b=_pair_by_role(src_b),
+                readings=readings,
             )
         compared.append(TensorComparison(ta, tb, res, why))
     return Comparison(src_a.label, src_b.label, compared, only_a, only_b, skipped)
@@ -841,10 +855,10 @@ def compare(
 
 def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: Any, ta: str, tb: str) -> None:
     """A table that differs from a spec (``rope:preset=llama3.1``) only by the float32 formula's error is the
-    same within that error: ``res`` says so, with the bound (:mod:`posenc_cli.tolerance`). Two engines' tables
-    of one model (``CONFIG@mlx`` vs ``CONFIG@hf``) are the same when they share their parameters and each is
-    within that error of the correctly rounded table of those parameters."""
-    from .tolerance import formula_check_table
+    same within that error: ``res`` says so, with the bound (:mod:`posenc_cli.inspect.tolerance`). Two engines'
+    tables of one model (``CONFIG@mlx`` vs ``CONFIG@hf``) are the same when they share their parameters and each
+    is within that error of the correctly rounded table of those parameters."""
+    from .inspect.tolerance import formula_check_table
 
     def reference(src: Source) -> tuple[Any, bool]:  # (the exact encoding the table approximates, is it exact)
         exact = getattr(src.encoding, "exact_reference", None)
@@ -872,6 +886,30 @@ def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: A
         verdicts.append(verdict)
     worst = max(verdicts, key=lambda v: v.ratio)
     res.same, res.reason, res.formula = True, "", worst.to_json()
+
+
+def _readings(src_a: Source, src_b: Source) -> tuple[Any, Any]:
+    """Both sources read as a kind with parameters (a spec's or config's own, a file's metadata or its
+    identification, :func:`posenc_cli.inspect.diagnose.parameters.read_source`), so that a diagnosis states
+    their differences as parameters; None for a side nothing reproduces."""
+    import dataclasses
+
+    from .inspect.diagnose.parameters import read_source
+
+    def read(src: Source, kind: str | None) -> Any:
+        if src.groups:
+            return None
+        if src.lazy and src.encoding is not None:  # a spec or a config: its own parameters
+            found = read_source(src.encoding, {}, src.metadata)
+        else:
+            found = read_source(src.encoding, {n: src.array(n) for n in src.names}, dict(src.metadata), kind)
+        return None if found is None else dataclasses.replace(found, label=src.label)
+
+    rb = read(src_b, src_a.encoding.KIND if src_a.encoding is not None else None)
+    ra = read(src_a, rb.kind if rb is not None else None)
+    if rb is None and ra is not None:
+        rb = read(src_b, ra.kind)
+    return ra, rb
 
 
 def _pair_by_role(src: Source) -> dict[str, Any] | None:

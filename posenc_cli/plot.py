@@ -25,11 +25,11 @@ A view finds its data by tensor *role*, never by kind (:data:`ROLES`): ``table``
 contain cos and sin), ``inv-freq`` (1-D angular frequencies), ``scale`` (xPos), ``matrix`` (len x len or heads x
 len x len). A tensor without a role is inferred from its name and shape. Frequencies come from an ``inv-freq``
 tensor when there is one, else they are measured from the data by the table analysis that ``identify`` and
-``compare``'s diagnosis use (:mod:`posenc_cli.analysis`): each pair's angle ``theta(t)`` is read with ``atan2`` and
+``compare``'s diagnosis use (:mod:`posenc_cli.inspect.analysis`): each pair's angle ``theta(t)`` is read with ``atan2`` and
 :math:`\omega` refined over lags 1, 2, 3, 5, ... (each lag's angle unwrapped with the previous estimate), which
 resolves wavelengths far beyond the table's length. A ``table`` qualifies for ``circle`` and ``spectrum`` only when
 that analysis finds every column in a sin/cos pair of the position, within its dtype's tolerance; a rotary
-source's duplicated columns are read by the same analysis (:func:`posenc_cli.analysis.duplicate_layout`).
+source's duplicated columns are read by the same analysis (:func:`posenc_cli.inspect.analysis.duplicate_layout`).
 
 Output is deterministic: Agg, a fixed size and dpi, no dates or versions in the file, a fixed SVG hash salt.
 """
@@ -219,9 +219,9 @@ class Rotary:
     def pair_columns(self) -> np.ndarray:
         """One column per frequency: the first half (``cat(f, f)`` layout), even columns (interleaved), or every
         column (caches, or a layout the data does not show), as the table analysis reads the duplicated columns
-        (:func:`posenc_cli.analysis.duplicate_layout`)."""
-        from . import analysis as an
-        from .tolerance import duplicate_tol
+        (:func:`posenc_cli.inspect.analysis.duplicate_layout`)."""
+        from .inspect import analysis as an
+        from .inspect.tolerance import duplicate_tol
 
         w = self.cos.shape[1]
         if self.cache or self.cos.shape[0] < 2 or w < 2:
@@ -243,9 +243,9 @@ def _rows(a: Any, limit: int = MAX_ROWS) -> np.ndarray:
 # ----- frequencies, measured or given ------------------------------------------------------------------
 def estimate_frequencies(z: np.ndarray) -> np.ndarray:
     """Angular frequency of each column of ``z`` (rows = positions, ``z[t] = r e^{i(omega t + phi)}``), measured by
-    the table analysis that identify and diagnose use (:func:`posenc_cli.analysis.pair_frequencies`: lag triples,
+    the table analysis that identify and diagnose use (:func:`posenc_cli.inspect.analysis.pair_frequencies`: lag triples,
     unwrapped from lag 1 up)."""
-    from . import analysis as an
+    from .inspect import analysis as an
 
     n = z.shape[0]
     if n < 2:
@@ -266,10 +266,10 @@ def _stored_dtype(a: Any) -> np.dtype:
 
 def oscillators(table: Any) -> list[Any] | None:
     """The sin/cos pairs of a ``table`` tensor's first :data:`MAX_ROWS` rows as identify and diagnose measure them
-    (:class:`posenc_cli.analysis.TableAnalysis`'s spectrum, with the tolerance of the table's dtype), highest
+    (:class:`posenc_cli.inspect.analysis.TableAnalysis`'s spectrum, with the tolerance of the table's dtype), highest
     frequency first; None unless every column belongs to a pair.
     """
-    from . import analysis as an
+    from .inspect import analysis as an
 
     head = np.asarray(table[:MAX_ROWS])
     if head.ndim != 2 or head.shape[0] < 4 or head.shape[1] < 2 or head.shape[1] % 2:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .checks.base import CheckResult
-    from .metrics import CompareResult
+    from .inspect.metrics import CompareResult
 
 
 @dataclass
@@ -111,7 +111,7 @@ class TensorComparison:
     name_a: str
     name_b: str
     result: CompareResult
-    diagnosis: Any = None  # posenc_cli.diagnose.Diagnosis, when the tensors differ and diagnosis was asked for
+    diagnosis: Any = None  # posenc_cli.inspect.diagnose.Diagnosis, when the tensors differ and diagnosis was asked for
 
     def to_json(self) -> dict[str, Any]:
         out = {"a": self.name_a, "b": self.name_b, **self.result.to_json()}

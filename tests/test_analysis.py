@@ -1,4 +1,4 @@
-"""The structure primitives of posenc_cli.analysis, on tables built here with plain NumPy from the published
+"""The structure primitives of posenc_cli.inspect.analysis, on tables built here with plain NumPy from the published
 formulas (never with posenc's generators)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from posenc_cli import analysis as an
+from posenc_cli.inspect import analysis as an
 
 
 # ----- independent transcriptions (float64 NumPy, rounded once) -------------------------------------------------

@@ -21,8 +21,11 @@ def test_a_layout_swap_is_named_with_its_residual(tmp_path):
     assert "DIFFERENT" in err and "interleaved" in err  # the verdict line says why too
     code, out, _ = cli(["compare", str(tmp_path / "cos.npy"), "rope", "--len", "64", "--dim", "16", "--json"])
     (pe,) = json.loads(out)["tensors"]
-    best = pe["diagnosis"]["explanations"][0]
-    assert best["accounts"] and best["residual_ulp"] <= 2 and "interleaved" in best["name"]
+    best, structural = pe["diagnosis"]["explanations"][:2]
+    # in parameters first (the file identified exactly as rope layout interleaved), then the column map
+    assert best["accounts"] and best["residual_ulp"] <= 2 and best["name"] == "parameter-layout+qk-permutation"
+    assert best["steps"][0]["detail"] == {"parameter": "layout", "a": "interleaved", "b": "half"}
+    assert structural["accounts"] and structural["residual_ulp"] <= 2 and "interleaved" in structural["name"]
 
 
 def test_a_tensor_on_one_side_only_is_a_difference(tmp_path):

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from posenc_cli.diagnose import Diagnosis, diagnose, undo
 from posenc_cli.encodings import KINDS, get_kind, make_encoding
+from posenc_cli.inspect.diagnose import Diagnosis, diagnose, undo
 
 
 # ----- independent transcriptions (float64 NumPy, rounded once) -------------------------------------------------
@@ -387,7 +387,10 @@ def test_json_carries_the_diagnosis():
 
 def test_generic_modules_name_no_kind():
     root = Path(__file__).resolve().parent.parent / "posenc_cli"
-    for module in ("diagnose/__init__.py", "diagnose/registry.py", "diagnose/search.py", "analysis.py", "tolerance.py"):
+    for module in sorted(p.relative_to(root).as_posix() for p in (root / "inspect" / "diagnose").glob("*.py")) + [
+        "inspect/analysis.py",
+        "inspect/tolerance.py",
+    ]:
         text = (root / module).read_text()
         for kind in KINDS:
             assert f'"{kind}"' not in text and f"'{kind}'" not in text, (module, kind)

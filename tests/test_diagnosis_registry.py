@@ -10,8 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posenc_cli.diagnose import EXPLANATIONS, TIERS, diagnose
-from posenc_cli.metrics import compare
+from posenc_cli.encodings import make_encoding
+from posenc_cli.inspect.diagnose import EXPLANATIONS, TIERS, diagnose
+from posenc_cli.inspect.diagnose.parameters import read_source, reading_of
+from posenc_cli.inspect.metrics import compare
 
 N, D = 64, 16
 
@@ -86,6 +88,37 @@ def pairs() -> dict[str, tuple]:
         "base": (_sinusoid(base=5e5), b, {}),
         "head-scale": (_alibi([2 ** (-8 * k / 12) for k in range(1, 13)]), _alibi(_paper12()), {}),
         "frequency-scaling": (_rope(inv=1e4 ** (-np.arange(0, D, 2) / D) / 4), _rope(), {}),
+        **_parameter_pairs(),
+    }
+
+
+def _read(name: str, table: np.ndarray, kind: str, **spec) -> dict:
+    """Readings of a table made here (identified) and of the spec it is compared with (the spec's own)."""
+    ref = make_encoding(kind, {"length": table.shape[-2] if table.ndim == 3 else table.shape[0], **spec})
+    return {"readings": (read_source(None, {name: table}, {}), reading_of(ref))}
+
+
+def _parameter_pairs() -> dict[str, tuple]:
+    """Tables that differ by one parameter of their kind, each read as that kind: the difference in parameters."""
+    w = 1e4 ** (-np.arange(0, D, 2) / D)
+    slopes = [2 ** (-8 * k / 12) for k in range(1, 13)]
+    return {
+        "parameter-kind": (_sinusoid(), _rope(), _read("pe", _sinusoid(), "rope", dim=D)),
+        "parameter-base": (_sinusoid(base=5e5), _sinusoid(), _read("pe", _sinusoid(base=5e5), "sinusoidal", dim=D)),
+        "parameter-scaling": (_rope(inv=w / 4), _rope(), _read("cos", _rope(inv=w / 4), "rope", dim=D)),
+        "parameter-layout": (
+            _rope(layout="interleaved"),
+            _rope(),
+            _read("cos", _rope(layout="interleaved"), "rope", dim=D),
+        ),
+        "parameter-rotary-dim": (_rope(d=8), _rope(), _read("cos", _rope(d=8), "rope", dim=D)),
+        "parameter-offset": (_sinusoid(start=3), _sinusoid(), _read("pe", _sinusoid(start=3), "sinusoidal", dim=D)),
+        "parameter-attention-scaling": (
+            (1.25 * _rope(dtype=np.float64)).astype(np.float32),
+            _rope(),
+            _read("cos", (1.25 * _rope(dtype=np.float64)).astype(np.float32), "rope", dim=D),
+        ),
+        "parameter-other": (_alibi(slopes), _alibi(_paper12()), _read("bias", _alibi(slopes), "alibi", dim=12)),
     }
 
 
@@ -113,8 +146,9 @@ def test_registry_is_literal_and_consistent() -> None:
     assert len(slugs) == len(set(slugs))
     tiers = [t.name for t in TIERS]
     assert len(tiers) == len(set(tiers))
-    assert all(e.tier in tiers or e.tier == "heads" for e in EXPLANATIONS)  # heads: the 3-D tables' search
-    assert all(t.cost in (1, 2, 3) for t in TIERS)
+    assert all(e.tier in tiers for e in EXPLANATIONS)
+    assert all(t.cost in (0, 1, 2, 3) for t in TIERS)
+    assert TIERS[0].name == "parameters" and TIERS[0].cost == 0  # the model's own terms first
     assert [t.cost for t in TIERS if t.name in ("columns", "transpose")] == [1, 1]  # cheapest first
     assert set(PAIRS) == set(slugs)
 

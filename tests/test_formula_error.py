@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import posenc_cli as pe
-from posenc_cli import tolerance as tol
 from posenc_cli.encodings import make_encoding
+from posenc_cli.inspect import tolerance as tol
 from tests import formula_tables as ft
 
 LONG = {"original_max_position_embeddings": 8192, "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}

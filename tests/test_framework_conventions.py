@@ -98,18 +98,23 @@ def test_identify_names_the_pairing_frameworks() -> None:
 
 def test_compare_names_the_pairing_frameworks() -> None:
     cmp = pe.compare(rope_cos(64, 32, "interleaved"), rope_cos(64, 32, "half"))
-    why = cmp.tensors[0].diagnosis.best.summary
-    assert "GPT-J, llama.cpp NORM and MLX traditional=True -> HF rotate_half's layout" in why
+    diag = cmp.tensors[0].diagnosis
+    # in the parameters first (both tables identified), then the column map that undoes it
+    assert "pairs (2k, 2k+1) as GPT-J, llama.cpp NORM and MLX traditional=True rotate them" in diag.best.summary
+    assert "pairs (k, k + d/2) as HF rotate_half and GPT-NeoX rotate them" in diag.best.summary
+    assert "GPT-J, llama.cpp NORM and MLX traditional=True -> HF rotate_half's layout" in diag.explanations[1].summary
 
 
 def test_compare_names_the_slope_rules() -> None:
     """An MLX-slope bias against posenc's default (the paper's rule): the diagnosis names both frameworks."""
     cmp = pe.compare(symmetric_bias(mlx_slopes(12), 24), "alibi")
     assert not cmp.same
-    why = cmp.tensors[0].diagnosis.best
-    assert why.name == "head-scale"
-    assert "slopes as MLX computes them for 12 heads" in why.summary
-    assert "as the paper, HF Bloom and MPT compute them for 12 heads" in why.summary
+    diag = cmp.tensors[0].diagnosis
+    # the slopes parameter, then the per-head factors that undo it: both name the frameworks
+    assert [e.name for e in diag.explanations] == ["parameter-other", "head-scale"]
+    for why in diag.explanations:
+        assert "slopes as MLX computes them for 12 heads" in why.summary
+        assert "as the paper, HF Bloom and MPT compute them for 12 heads" in why.summary
     assert pe.compare(symmetric_bias(mlx_slopes(12), 24), "alibi:preset=mlx").same
 
 

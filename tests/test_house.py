@@ -219,7 +219,7 @@ def test_api_check_and_compare_return_typed_results(tmp_path):
     assert [t.name_a for t in res.tensors] == ["cos", "sin", "inv_freq"]  # every tensor, not the first only
     assert all(isinstance(t.result, posenc_cli.CompareResult) for t in res.tensors)
     cos = res.tensors[0]
-    assert cos.result.to_json()["mismatched"] > 0 and cos.diagnosis.best.name == "base"  # explained
+    assert cos.result.to_json()["mismatched"] > 0 and cos.diagnosis.best.name == "parameter-base"  # explained
     assert "base 500000" in res.to_json()["tensors"][0]["diagnosis"]["summary"]
     with pytest.raises(posenc_cli.InputError):
         posenc_cli.read(tmp_path / "missing.npy")

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from posenc_cli import analysis as an
 from posenc_cli.encodings import KINDS, get_kind
 from posenc_cli.encodings import make_encoding as _make
 from posenc_cli.errors import ParameterError
-from posenc_cli.hints import reader
-from posenc_cli.identification import Candidate, identify, registry_hints
+from posenc_cli.inspect import analysis as an
+from posenc_cli.inspect.hints import reader
+from posenc_cli.inspect.identification import Candidate, identify, registry_hints
 from posenc_cli.sources import parse_param_options
 
 DTYPES = st.sampled_from(["float32", "float32", "float64", "float16", "bfloat16"])
@@ -455,6 +455,6 @@ def test_json_and_summary():
 
 
 def test_driver_names_no_kind():
-    text = (Path(__file__).resolve().parent.parent / "posenc_cli" / "identification.py").read_text()
+    text = (Path(__file__).resolve().parent.parent / "posenc_cli" / "inspect" / "identification.py").read_text()
     for kind in KINDS:
         assert f'"{kind}"' not in text and f"'{kind}'" not in text, kind

@@ -10,13 +10,13 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "posenc_cli"
 INSPECTION = {
-    "posenc_cli.analysis",
-    "posenc_cli.identification",
-    "posenc_cli.diagnose",
-    "posenc_cli.tolerance",
-    "posenc_cli.metrics",
+    "posenc_cli.inspect.analysis",
+    "posenc_cli.inspect.identification",
+    "posenc_cli.inspect.diagnose",
+    "posenc_cli.inspect.tolerance",
+    "posenc_cli.inspect.metrics",
     "posenc_cli.plot",
-    "posenc_cli.hints",
+    "posenc_cli.inspect.hints",
 }
 
 
@@ -114,5 +114,5 @@ def test_the_walker_sees_a_circle() -> None:
     """The test above can fail: a circle made on purpose is found."""
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     edges = graph()
-    edges["posenc_cli.encodings.base"].add("posenc_cli.identification")
-    assert any("posenc_cli.encodings.base" in c and "posenc_cli.identification" in c for c in cycles(edges))
+    edges["posenc_cli.encodings.base"].add("posenc_cli.inspect.identification")
+    assert any("posenc_cli.encodings.base" in c and "posenc_cli.inspect.identification" in c for c in cycles(edges))

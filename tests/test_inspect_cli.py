@@ -145,12 +145,16 @@ def test_wrong_base_fails_against_the_spec_with_the_reason(tmp):
     code, out, err = run("check", tmp / "base500k.npy", "--against", "sinusoidal")
     assert code == 1
     assert "✗ FAIL  matches-spec" in out or "x FAIL  matches-spec" in out
-    assert "why:" in out and "base 500000 where sinusoidal [pe] uses base 10000" in " ".join(out.split())
+    # in the kind's parameters, both values named (the file identified as sinusoidal base 500000)
+    assert "why:" in out and "base500k.npy is sinusoidal base 500000; sinusoidal gives base 10000" in " ".join(
+        out.split()
+    )
     assert "matches sinusoidal" in err
     doc = json.loads(run("check", tmp / "base500k.npy", "--against", "sinusoidal", "--json")[1])[0]
     assert doc["ok"] is False and doc["against"]["same"] is False
     best = doc["against"]["tensors"][0]["diagnosis"]["explanations"][0]
-    assert "base" in best["name"] and best["accounts"]
+    assert best["name"] == "parameter-base" and best["accounts"]
+    assert best["steps"][0]["detail"] == {"parameter": "base", "a": 500000.0, "b": 10000.0}
     # the same with --expect KIND -p key=value
     code, out, _ = run("check", tmp / "base500k.npy", "--expect", "sinusoidal", "-p", "base=10000")
     assert code == 1 and "why:" in out
@@ -162,9 +166,9 @@ def test_wrong_base_fails_against_the_spec_with_the_reason(tmp):
 def test_layout_swap_and_permuted_columns_fail_against_the_spec(tmp):
     code, out, _ = run("check", tmp / "split.npy", "--against", "sinusoidal", "--json")
     doc = json.loads(out)[0]
-    assert code == 1 and doc["against"]["tensors"][0]["diagnosis"]["explanations"][0]["name"] == (
-        "layout-split-to-interleaved"
-    )
+    # the layout parameter first, then the column map that undoes it
+    names = [e["name"] for e in doc["against"]["tensors"][0]["diagnosis"]["explanations"]]
+    assert code == 1 and names[:2] == ["parameter-layout", "layout-split-to-interleaved"]
     code, out, _ = run("check", tmp / "permuted.npy", "--against", "sinusoidal", "--json")
     doc = json.loads(out)[0]
     assert code == 1 and doc["against"]["tensors"][0]["diagnosis"]["explanations"][0]["name"] == ("column-permutation")

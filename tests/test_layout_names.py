@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from posenc_cli.encodings import KINDS, get_kind, make_encoding
-from posenc_cli.hints import declared, layouts
-from posenc_cli.identification import identify
+from posenc_cli.inspect.hints import declared, layouts
+from posenc_cli.inspect.identification import identify
 
-HINTS = Path(__file__).resolve().parent.parent / "posenc_cli" / "hints"
+HINTS = Path(__file__).resolve().parent.parent / "posenc_cli" / "inspect" / "hints"
 #: Parameters whose choices the readers read off the kind (besides ``layout``).
 READ_OFF = ("layout", "axis_order", "cache")
 #: What a kind needs besides its layout to build a small table.

@@ -1,4 +1,4 @@
-"""posenc_cli.metrics (what ``posenc compare`` measures) against values worked out by hand.
+"""posenc_cli.inspect.metrics (what ``posenc compare`` measures) against values worked out by hand.
 
 Every expected number below is computed in the comment next to it from the literal inputs, not by running the
 code under test. Tables are tiny so the arithmetic can be checked on paper.
@@ -12,8 +12,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from posenc_cli import metrics
-from posenc_cli.metrics import coarser_dtype, compare, default_atol, finfo, ordinal
+from posenc_cli.inspect import metrics
+from posenc_cli.inspect.metrics import coarser_dtype, compare, default_atol, finfo, ordinal
 
 EPS64, EPS32, EPS16 = 2.0**-52, 2.0**-23, 2.0**-10
 

@@ -518,7 +518,7 @@ def test_the_dpi_a_refusal_suggests_is_the_largest_that_fits():
 def test_pairs_and_frequencies_of_a_split_table_come_from_the_table_analysis():
     """A NumPy-built float32 table, sin block then cos block, positions from 5: plot's pairs and frequencies are the
     spectrum identify and diagnose measure (the cos column of each pair first, highest frequency first)."""
-    from posenc_cli import analysis as an
+    from posenc_cli.inspect import analysis as an
 
     w = np.array([0.9, 0.05, 0.3, 2e-4])
     t = np.arange(5, 205, dtype=np.float64)[:, None]

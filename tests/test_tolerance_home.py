@@ -1,6 +1,6 @@
-"""Tolerances live in one place: no module but posenc_cli/tolerance.py multiplies a machine epsilon by a number of its
+"""Tolerances live in one place: no module but posenc_cli/inspect/tolerance.py multiplies a machine epsilon by a number of its
 own (``64 * eps``, ``4 * an.data_eps(dt)``, ``finfo(dt).eps * 4``), read with ast; every such threshold is a named
-constant of :mod:`posenc_cli.tolerance` with a function that applies it. The numbers themselves are pinned below."""
+constant of :mod:`posenc_cli.inspect.tolerance` with a function that applies it. The numbers themselves are pinned below."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from posenc_cli import tolerance
+from posenc_cli.inspect import tolerance
 
 PKG = Path(__file__).resolve().parent.parent / "posenc_cli"
 #: Not a tolerance on table values: a least-squares cutoff on singular values (the check's own conditioning).
@@ -48,7 +48,7 @@ def test_no_module_but_tolerance_multiplies_an_epsilon() -> None:
     found = {}
     for path in sorted(PKG.rglob("*.py")):
         rel = path.relative_to(PKG).as_posix()
-        if rel == "tolerance.py":
+        if rel == "inspect/tolerance.py":
             continue
         hits = [h for h in eps_multiples(path.read_text()) if (rel, h) not in ALLOWED]
         if hits:

@@ -10,6 +10,10 @@ finding out what someone else's code computed). Run from the repository root: ``
 - ``docs/examples/hf_cos.npy``: the cos cache Hugging Face's ``LlamaRotaryEmbedding`` computes for Llama 3.1's
   rope (base 500000, llama3 scaling; head dim 32 to keep the file small), 2048 positions, in float32 as
   transformers does: ``inv_freq`` in float32, ``freqs = inv_freq @ positions`` in float32, ``cos`` in float32.
+- ``docs/examples/hf_base10k_cos.npy``: the same computation with the base mistaken (10000, Llama 2's, where the
+  config gives 500000), 1024 positions.
+- ``docs/examples/hf_bf16_cos.npy``: ``hf_cos.npy``'s first 1024 positions cast to bfloat16 (``.to(torch.bfloat16)``
+  rounds to nearest even, as ml_dtypes does) and saved widened to float32, as NumPy users save bfloat16 caches.
 """
 
 from __future__ import annotations
@@ -36,12 +40,16 @@ def main() -> None:
     steps = np.random.default_rng(0).normal(0.0, 0.01, size=(500, 32, 16))
     np.save(OUT / "trained_pe.npy", (pe + steps.sum(axis=0)).astype(np.float32))
     np.save(OUT / "hf_cos.npy", hf_llama31_cos(2048, 32))
+    np.save(OUT / "hf_base10k_cos.npy", hf_llama31_cos(1024, 32, base=10000.0))
+    import ml_dtypes
+
+    np.save(OUT / "hf_bf16_cos.npy", hf_llama31_cos(1024, 32).astype(ml_dtypes.bfloat16).astype(np.float32))
 
 
-def hf_llama31_cos(n: int, d: int) -> np.ndarray:
+def hf_llama31_cos(n: int, d: int, base: float = 500000.0) -> np.ndarray:
     """transformers' float32 arithmetic step by step (NumPy's float32 ufuncs round each operation as torch's do)."""
     f32 = np.float32
-    inv = f32(1.0) / np.power(f32(500000.0), np.arange(0, d, 2, dtype=np.int64).astype(f32) / f32(d))
+    inv = f32(1.0) / np.power(f32(base), np.arange(0, d, 2, dtype=np.int64).astype(f32) / f32(d))
     factor, low, high, old = 8.0, 1.0, 4.0, 8192
     wavelen = f32(2 * np.pi) / inv
     llama = np.where(wavelen > f32(old / low), inv / f32(factor), inv)

@@ -15,7 +15,7 @@
 # Modules (name: the code mutated; the tests run against it):
 #
 #     scaling     posenc_cli/encodings/rope/scaling.py   tests/test_scaling_golden.py test_rope.py test_hf_configs.py
-#     metrics     posenc_cli/metrics.py                  tests/test_metrics.py test_house.py test_options.py
+#     metrics     posenc_cli/inspect/metrics.py                  tests/test_metrics.py test_house.py test_options.py
 #     checks      the threshold lines of posenc_cli/checks/*.py: each line that computes or applies a
 #                 tolerance or gives the verdict (it names tol/rtol/RTOL, ok, passed or verdict(); the other
 #                 ~3400 mutants of checks/ are the measuring algorithms and the report text)
@@ -91,7 +91,7 @@ python="${PYTHON:-python}"
 declare -A MUTATE TESTS SKIP_LINES
 MUTATE[scaling]="posenc_cli/encodings/rope/scaling.py"
 TESTS[scaling]="tests/test_scaling_golden.py tests/test_rope.py tests/test_hf_configs.py"
-MUTATE[metrics]="posenc_cli/metrics.py"
+MUTATE[metrics]="posenc_cli/inspect/metrics.py"
 TESTS[metrics]="tests/test_metrics.py tests/test_house.py tests/test_options.py"
 MUTATE[checks]="posenc_cli/checks/*.py"
 TESTS[checks]="tests/test_check_thresholds.py tests/test_checks.py"

@@ -110,7 +110,7 @@ def check_matches_spec(ctx: CheckContext) -> CheckResult:
     formula = None
     if not ok and compared and not shape_bad:
         # computed with the float32 formula (HF, fairseq, ...): within that error, with the bound, it matches
-        from ..tolerance import formula_check_table
+        from ..inspect.tolerance import formula_check_table
 
         verdicts = [formula_check_table(a, enc, n) for n in compared if (a := tensor(ctx, n)) is not None]
         if verdicts and all(v is not None and v.ok for v in verdicts):

@@ -89,7 +89,7 @@ class TensorSpec(typing.NamedTuple):
 
 class AngleTerms(typing.NamedTuple):
     """How a tensor's values follow angles, as data for the inspection code's error model
-    (:mod:`posenc_cli.tolerance`): column ``c`` holds ``amplitude`` times the sin or cos of
+    (:mod:`posenc_cli.inspect.tolerance`): column ``c`` holds ``amplitude`` times the sin or cos of
     ``(offset + row) * freq[c]`` (``freq`` 0: a constant or zero column). A named tuple, not a dataclass: records
     built at import cost start-up (a dataclass compiles five methods)."""
 
@@ -244,7 +244,7 @@ class Encoding:
     """
 
     KIND: ClassVar[str] = ""
-    #: Which structure reader of :mod:`posenc_cli.hints` proposes this kind's parameters from a table
+    #: Which structure reader of :mod:`posenc_cli.inspect.hints` proposes this kind's parameters from a table
     #: (``"module:function"``), or None (never proposed by identify). Data: the kinds import no inspection code.
     IDENTIFY: ClassVar[str | None] = None
     SUMMARY: ClassVar[str] = ""

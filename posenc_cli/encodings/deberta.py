@@ -70,7 +70,7 @@ class Deberta(IntegerTable):
     position_buckets: int = param(256, "log buckets per side B (0: none, the config's -1)", low=0)
     max_relative_positions: int = param(512, "P: the largest relative position the buckets reach", low=1)
 
-    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "deberta:hints_deberta"
 
     def validate(self) -> None:
@@ -106,6 +106,6 @@ class Deberta(IntegerTable):
         out[...] = _toeplitz_rows(lut, self.length, start, stop)
 
 
-# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
+# ----- identification hints (read by posenc_cli.inspect.identification; analysis loads only when identifying) -
 #: max_relative_positions tried first (DeBERTa-v2/v3 checkpoints: max_position_embeddings 512)
 COMMON_P = (512, 256, 1024, 2048, 4096, 128, 8192)

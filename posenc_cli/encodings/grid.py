@@ -114,7 +114,7 @@ class _GridSinusoidal(Encoding):
         "exact", "exact: dim divisible by 2*axes; ceil: round up and drop extra columns", choices=CHANNELS
     )
 
-    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "grid:grid_hints"
 
     # ----- grid and length --------------------------------------------------------------------------

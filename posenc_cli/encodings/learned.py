@@ -99,7 +99,7 @@ class Learned(Encoding):
     )
     seed: int = param(0, "random seed (SeedSequence entropy for the Philox key)", low=0)
 
-    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "learned:hints_learned"
 
     def validate(self) -> None:

@@ -87,7 +87,7 @@ class Index(_Naive):
     SUMMARY = "naive baseline: the position index itself in every column (unbounded)"
     REFERENCES = ("seed: the 'use the index as the encoding' strawman of positional-encoding tutorials (pe[t, :] = t)",)
 
-    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "naive:hints_index"
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
@@ -118,7 +118,7 @@ class Normalized(_Naive):
         "seed: the 'normalise the index to [0, 1]' strawman: pe[t, :] = t / (len - 1), 0 for a one-row table",
     )
 
-    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "naive:hints_normalized"
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
@@ -151,7 +151,7 @@ class Binary(_Naive):
     SUMMARY = "naive baseline: the bits of the position, most significant first (discrete)"
     REFERENCES = ("seed: the binary-counter table (positions 0..15 in 4 bits, most significant bit first)",)
 
-    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "naive:hints_binary"
 
     def validate(self) -> None:

@@ -189,7 +189,7 @@ class Alibi(Encoding):
         choices=SLOPE_RULES,
     )
 
-    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "relative:hints_alibi"
 
     def validate(self) -> None:
@@ -337,7 +337,7 @@ class T5(IntegerTable):
     max_distance: int = param(128, "distance from which every position shares the last bucket", low=1)
     bidirectional: bool = param(True, "true: separate buckets for keys after the query (encoder); false: decoder")
 
-    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "relative:hints_t5"
 
     def validate(self) -> None:
@@ -394,7 +394,7 @@ class ShawRelative(IntegerTable):
 
     max_relative_position: int = param(16, "clipping distance k: 2k+1 relative embeddings", low=0)
 
-    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "relative:hints_relative"
 
     @cached_property

@@ -126,7 +126,7 @@ class Sinusoidal(Encoding):
         choices=ANGLE_DTYPES,
     )
 
-    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "sinusoid:hints_sinusoidal"
 
     def validate(self) -> None:

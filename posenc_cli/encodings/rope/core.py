@@ -203,7 +203,7 @@ class Rope(Encoding):
 
     # ----- validation ---------------------------------------------------------------------------
 
-    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "rotary:hints_rope"
 
     @classmethod

@@ -106,7 +106,7 @@ class MRope(Encoding):
     offset: int = param(0, "added to every position id (as rope's offset: row i of text is offset + i)",
                         low=-MAX_POSITION, high=MAX_POSITION)  # fmt: skip
 
-    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "rotary:hints_mrope"
 
     def validate(self) -> None:

@@ -47,7 +47,7 @@ class XPos(Encoding):
     center: int | None = param(None, "position with scale 1 (default len // 2, rotary-embedding-torch's len(t) // 2)")
     interpolate_factor: float = param(1.0, "positions are divided by this first (rotary-embedding-torch)", low=1.0)
 
-    #: the structure reader of posenc_cli/hints that proposes this kind's parameters from a table (data)
+    #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "rotary:hints_xpos"
 
     def validate(self) -> None:

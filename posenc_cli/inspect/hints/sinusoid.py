@@ -8,15 +8,14 @@ import math
 from typing import Any
 
 from .. import analysis as an
-from ..identification import Candidate
+from ..candidates import Candidate
 
 
-# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
+# ----- identification hints (read by posenc_cli.inspect.identification; analysis loads only when identifying) -
 def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """sin/cos pairs in an interleaved, split or cos-first layout with a geometric frequency ladder."""
     from .. import analysis as an
-    from ..identification import Candidate, base_params, base_readings, ladder, near_one, round_variants
-    from ..tolerance import coarse, phase_tol
+    from ..candidates import Candidate, base_params, ladder
     from . import layouts
 
     interleaved, split, split_cos_first = layouts(kind_cls, 3)
@@ -50,13 +49,38 @@ def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: A
         guess[0].note = "its frequencies are not a geometric ladder"
         guess[0].params["layout"] = layout
         return guess
-    ptol = phase_tol(ana.dtype)
+    offsets = _offsets(ana, spec, layout == split_cos_first)
+    return _readings(kind_cls, ana, spec, geo, base, layout, interleaved, offsets, len(freqs)) or guess
+
+
+def _offsets(ana: Any, spec: Any, cos_first: bool) -> list[int]:
+    """The position offsets the phases allow: one, or alternatives when they are too coarse to single one out
+    (float16, bfloat16)."""
+    from .. import analysis as an
+    from ..tolerance import OFFSET_ALTERNATIVES, phase_tol
+
     # the odd column of an odd dim has no partner: a sin column, or a cos one when cos comes first
-    single = 0.0 if layout == split_cos_first else -math.pi / 2
-    found = an.position_offsets(spec, single_phase=single, tol=ptol)
-    # alternatives only when the phases are too coarse to single one offset out (float16, bfloat16)
-    offsets = [o for o, mis in found if found[0][1] > 1e-4 or o == found[0][0]] or [0]
-    n = len(freqs)
+    single = 0.0 if cos_first else -math.pi / 2
+    found = an.position_offsets(spec, single_phase=single, tol=phase_tol(ana.dtype))
+    return [o for o, mis in found if found[0][1] > OFFSET_ALTERNATIVES or o == found[0][0]] or [0]
+
+
+def _readings(
+    kind_cls: Any,
+    ana: Any,
+    spec: Any,
+    geo: Any,
+    base: dict[str, Any],
+    layout: str,
+    interleaved: str,
+    offsets: list[int],
+    n: int,
+) -> list[Any]:
+    """The paper's ladder (a base) and tensor2tensor's (timescales), at each offset."""
+    from ..candidates import Candidate, base_readings, near_one, round_variants
+    from ..tolerance import LAW_ROUNDING, TIMESCALE_ONE, W0_ROUNDINGS, coarse
+
+    d = ana.width
     out: list[Candidate] = []
     for offset, freq in [(o, f) for o in offsets for f in ("paper", "t2t")]:
         params: dict[str, Any] = {**base, "layout": layout, "freq": freq}
@@ -73,7 +97,7 @@ def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: A
             out.append(Candidate(kind_cls.KIND, params, note="one frequency: any base gives this table"))
             continue
         if freq == "paper":
-            if not near_one(geo.w0, 1e-6):
+            if not near_one(geo.w0, LAW_ROUNDING):
                 continue
             for b in base_readings(geo.ratio ** (-d / 2.0), coarse(ana.dtype)):
                 out.append(
@@ -84,12 +108,12 @@ def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: A
         else:
             min_ts = 1.0 / geo.w0
             span = geo.ratio ** (-float(max(d // 2 - 1, 1)))
-            for m in round_variants(min_ts, tols=(1e-8, 1e-6)):
+            for m in round_variants(min_ts, tols=W0_ROUNDINGS):
                 for mx in round_variants(m * span):
                     p = dict(params)
-                    if near_one(m, 1e-12):
+                    if near_one(m, TIMESCALE_ONE):
                         p["base"] = mx
                     else:
                         p.update(min_timescale=m, max_timescale=mx)
                     out.append(Candidate(kind_cls.KIND, p, note=f"{layout} sin/cos pairs, geometric timescales"))
-    return out or guess
+    return out

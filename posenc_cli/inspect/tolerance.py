@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from .encodings.base import AngleTerms
+    from ..encodings.base import AngleTerms
 
 #: Elementwise tolerance of "reproduces": ulps of the table's dtype.
 ULP_TOL = 2.0
@@ -102,6 +102,127 @@ COARSE_EPS = 1e-4
 #: float64 evaluation of ``sin(w t)`` rounds the angle by up to this many float64 ulps of ``w t`` (plus one).
 ANGLE64_ULPS = 4.0
 
+# ----- the diagnosis's thresholds (posenc_cli.inspect.diagnose) -------------------------------------------------
+#: Two columns are the same column up to a factor when their |cosine| exceeds this (the scale search's pairing).
+SCALE_COSINE = 0.999
+#: A common scale holds when at least this fraction of columns pair up and read the same ratio ...
+SCALE_COVERAGE = 0.9
+#: ... within this relative spread of the median ratio.
+SCALE_SPREAD = 1e-3
+#: A measured scale is shown as the shortest decimal within these relative tolerances that still matches.
+SCALE_ROUNDINGS = (1e-9, 1e-7, 1e-5, 1e-3)
+#: A frequency law's parameter (factor, base) is shown rounded to this relative tolerance, and the rounded law is
+#: kept when every frequency still lies within this (or :data:`LAW_SIGMAS` standard errors) of its measurement.
+LAW_ROUNDING = 1e-6
+LAW_SIGMAS = 6.0
+#: An NTK factor read from two bases is named when, rounded to :data:`NTK_ROUNDING`, it differs from 1 by more
+#: than :data:`NTK_MIN`.
+NTK_ROUNDING = 1e-4
+NTK_MIN = 1e-3
+#: A measured frequency ratio equals 1 (or 1/factor) within this many standard errors of the measurement, and
+#: never less than :data:`RATIO_FLOOR` (an exact table's frequencies are read to about 1e-9).
+RATIO_SIGMAS = 6.0
+RATIO_FLOOR = 1e-6
+#: A frequency factor read from a table is tried rounded to these relative tolerances; a float16/bfloat16 table's
+#: slowest columns know it to a few parts in a thousand, so :data:`COARSE_FACTOR_ROUNDINGS` too (the simplest factor
+#: that reproduces the table within its rounding is its reading).
+FACTOR_ROUNDINGS = (1e-6, 1e-4, 1e-3)
+COARSE_FACTOR_ROUNDINGS = (1e-2, 5e-2)
+#: An exact ``inv_freq`` tensor's frequencies are known to this relative error (never below :data:`TINY`).
+EXACT_FREQ_REL = 1e-15
+TINY = 1e-300
+#: A ladder's first frequency counts as 1 (no factor) within this (or the amplitude's tolerance, if larger).
+W0_ONE = 1e-7
+#: A factor read off a ladder's first frequency is tried rounded to these relative tolerances (proportional
+#: rope's, then linear scaling's).
+W0_ROUNDINGS = (1e-8, 1e-6)
+W0_FACTOR_ROUNDINGS = (1e-9, 1e-7, 1e-5)
+#: An integral float below this is shown without its ``.0`` (``base=500000``); ulps up to this many are counted,
+#: beyond they are shown in 3 significant digits.
+INTEGRAL_SHOWN = 1e15
+ULPS_COUNTED = 1e6
+#: A value read from a table is tried as the shortest decimal within each of these relative tolerances.
+VALUE_ROUNDINGS = (1e-10, 1e-8, 1e-6, 1e-4)
+#: A frequency base likewise (slow columns read on few rows know it to 1e-3 .. 1e-2 only; regeneration decides),
+#: and a float16/bfloat16 table's to 3e-3 too; a base of at most three digits within these is a round base.
+BASE_ROUNDINGS = (1e-10, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2)
+COARSE_BASE_ROUNDINGS = (3e-3,)
+ROUND_BASE_ROUNDINGS = (1e-9, 1e-7, 1e-5)
+#: A frequency ratio below 1 - RAMP_EDGE is divided (a ramp's low end); a ramp value within RAMP_INSIDE of 0 or 1
+#: is outside the ramp; a step with no column inside it is given this relative width.
+RAMP_EDGE = 1e-3
+RAMP_INSIDE = 1e-6
+STEP_WIDTH = 1e-9
+#: The readers' fallbacks, not thresholds: the base of a ladder too short to read one from (one rotation pair, a
+#: short grid axis), and where a truncated-normal initialiser cuts (in standard deviations) with the standard
+#: deviation of what it keeps.
+DEFAULT_BASE = 10000.0
+TRUNCATION = 2.0
+TRUNCATED_STD = 0.8796
+#: A learned table's standard deviation is tried rounded to these relative tolerances; a truncated-normal reading
+#: holds only while no value exceeds the cut by more than this factor (a sample's peak is noisy).
+STD_ROUNDINGS = (0.25, 0.15, 0.1, 0.05)
+TRUNCATION_MARGIN = 1.25
+#: A grid axis's base is tried rounded to these relative tolerances.
+GRID_BASE_ROUNDINGS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2)
+#: A minimum timescale this close to 1 is none (tensor2tensor's ladder is then the paper's, with a base).
+TIMESCALE_ONE = 1e-12
+#: Phases whose best offset still misses by more than this (radians) leave the next offsets as alternatives.
+OFFSET_ALTERNATIVES = 1e-4
+#: Per-column factors read from a table are tried rounded to these relative tolerances (as published, else as
+#: read).
+LIST_ROUNDINGS = (1e-5, 1e-7)
+
+
+#: Values widened from bfloat16 / float16 are read as rounded data only when some value uses the last this many
+#: bits of that dtype's mantissa (simple numbers, 0.5 or 3 * 2**-6, fit on its grid by themselves).
+ROUNDED_BITS = 3
+#: Values smaller than this are measured in ulps of it (``analysis.ULP_FLOOR``): a sign flip of two tiny values is
+#: a tiny absolute difference, not billions of ulps.
+ULP_FLOOR = 2.0**-10
+
+
+def floor_spacing(dtype: Any) -> float:
+    """The spacing of ``dtype`` at :data:`ULP_FLOOR`: the unit of a difference between two values near zero."""
+    return ULP_FLOOR * eps(dtype)
+
+
+def ratio_tol(freqs: Any, errs: Any) -> Any:
+    """Per frequency, how far a ratio of it to a law may be from 1 and still be 1: :data:`RATIO_SIGMAS` standard
+    errors of its measurement, relative, and never less than :data:`RATIO_FLOOR`."""
+    f = np.asarray(freqs, dtype=np.float64)
+    e = np.asarray(errs, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(f > 0, e / f, 0.0)
+    return np.maximum(RATIO_FLOOR, RATIO_SIGMAS * np.nan_to_num(rel, nan=0.0, posinf=0.0))
+
+
+def factor_roundings(coarse_table: bool) -> tuple[float, ...]:
+    """:data:`FACTOR_ROUNDINGS`, with :data:`COARSE_FACTOR_ROUNDINGS` for a float16/bfloat16 table."""
+    return FACTOR_ROUNDINGS + (COARSE_FACTOR_ROUNDINGS if coarse_table else ())
+
+
+#: A position offset read from the phases counts when its fit's residual (radians) is below this.
+OFFSET_FIT = 1e-3
+#: A phase within this (radians) of a multiple of pi/2 is that multiple (cos: 0, a single sin column: -pi/2).
+PHASE_SNAP = 1e-5
+#: float32 angles are tried only when the difference at the last quarter of the rows exceeds this many times the
+#: first quarter's, and stays below :data:`ANGLE_ERROR_MAX` (beyond it the tables differ by more than rounding);
+#: and only on tables of at least :data:`ANGLE_MIN_ROWS` rows.
+GROWTH = 4.0
+ANGLE_ERROR_MAX = 0.5
+ANGLE_MIN_ROWS = 8
+#: Row signatures (unchanged by reordering, negating or scaling columns) of a row of A and of B agree within this
+#: when the rows can be the same up to those changes and rounding; a scanned row matches A's first within
+#: :data:`SIGNATURE_MATCH`.
+SIGNATURE_TOL = 2e-2
+SIGNATURE_MATCH = 1e-3
+#: Per-head factors equal within this (relative) are one common factor, not other slopes.
+HEAD_FACTORS_SAME = 1e-9
+#: A residual is stated in ulps up to this many (beyond, as an absolute difference); rounded up after this slack.
+ULPS_SHOWN = 64
+ULP_CEIL_SLACK = 1e-9
+
 
 def finfo(dtype: Any) -> Any:
     """Float info of a floating dtype, ml_dtypes' bfloat16 included (its kind is 'V'); None otherwise."""
@@ -150,7 +271,7 @@ def freq_err_floor(dtype: Any) -> float:
 
 def duplicate_tol(dtype: Any) -> float:
     """Two columns that hold the same value differ by at most :data:`DUPLICATE_ULPS` ulps of 1.0 in ``dtype``:
-    :func:`posenc_cli.analysis.duplicate_layout`'s tolerance."""
+    :func:`posenc_cli.inspect.analysis.duplicate_layout`'s tolerance."""
     return max(DUPLICATE_ULPS * eps(dtype), TOL_FLOOR)
 
 
@@ -212,7 +333,7 @@ def angle_allowance(w: float, pos: np.ndarray) -> np.ndarray:
 
 
 def formula_bound(terms: AngleTerms, rows: np.ndarray, stored: Any, ref: Any, compute: Any = np.float32) -> np.ndarray:
-    """The bound on ``|table - exact|`` of :mod:`this module's docstring <posenc_cli.tolerance>`, per element of
+    """The bound on ``|table - exact|`` of :mod:`this module's docstring <posenc_cli.inspect.tolerance>`, per element of
     ``rows`` (rows x columns): a table computed in ``compute`` arithmetic and stored as ``stored``, against a
     reference regenerated in ``ref``.
 

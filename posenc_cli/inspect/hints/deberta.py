@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from ...encodings.deberta import COMMON_P, deberta_log_bucket
 from .. import analysis as an
-from ..encodings.deberta import COMMON_P, deberta_log_bucket
-from ..identification import Candidate
+from ..candidates import Candidate
 from .relative import _integer_toeplitz
 
 

@@ -1,10 +1,11 @@
 """Identification hints of the rotary kinds: which rope / xpos parameters a cos/sin (or scale) table's structure
-implies. Imported only by :mod:`posenc_cli.identification` (through ``IDENTIFY`` of Rope, XPos and MRope),
+implies. Imported only by :mod:`posenc_cli.inspect.identification` (through ``IDENTIFY`` of Rope, XPos and MRope),
 never when generating."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from .. import analysis as an
 from .. import tolerance
-from ..identification import Candidate, base_params, base_readings, near_one, round_base, round_variants
+from ..candidates import Candidate, base_params, base_readings, near_one, round_base, round_variants
 from . import declared, layouts
 
 #: The frameworks that pair rotary columns each way (named in identify's answer), by the analysis's measurement
@@ -36,6 +37,8 @@ def _layout_names(kind_cls: Any) -> dict[str | None, str]:
 
 #: Bases tried when per-column factors hide the ladder (LongRoPE).
 LONGROPE_BASES = (10000.0, 500000.0, 1000000.0)
+#: Factors tried for dynamic NTK's base at the table's sequence length.
+_DYNAMIC_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0)
 #: Factors tried for NTK's base change b' = b * f^(d/(d-2)) when the plain base is not a round number.
 _NTK_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 1.5, 3.0, 5.0, 10.0, 20.0)
 
@@ -111,17 +114,11 @@ def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
     }
 
 
-def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
-    """Rotary tables: duplicated columns (half or interleaved), one frequency per pair, an amplitude (attention
-    scaling) and a frequency law: geometric (none, linear, NTK), ramps (llama3, YaRN), per column (longrope), or
-    trailing zero frequencies (proportional)."""
-    st = _rotary_structure(ana)
-    if st is None:
-        return []
+def _ladder(st: dict[str, Any], ana: an.TableAnalysis) -> tuple[np.ndarray, np.ndarray, Any, str]:
+    """One frequency (and its error) per rotation pair, in column order (zero-frequency pairs are zero sin
+    columns); an ``inv_freq`` tensor, when there is one, gives them exactly (and says their dtype)."""
     spec: an.Spectrum = st["spec"]
-    n, m, r = st["n"], st["m"], st["rot"]
-    coarse = tolerance.coarse(st["dtype"])
-    # one entry per rotation pair, in column order (zero-frequency pairs are zero sin columns)
+    m = st["m"]
     by_col: dict[int, an.Oscillator] = {}
     for o in spec.oscillators:
         col = o.cos_col if o.cos_col is not None else o.sin_col
@@ -133,21 +130,27 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     inv_dtype = "float64"
     if inv is not None and len(inv[1].shape) == 1 and inv[1].shape[0] == m:
         freqs = np.asarray(inv[1], dtype=np.float64)
-        errs = np.maximum(np.abs(freqs) * 1e-15, 1e-300)
+        errs = np.maximum(np.abs(freqs) * tolerance.EXACT_FREQ_REL, tolerance.TINY)
         inv_dtype = "float32" if np.dtype(inv[1].dtype) == np.float32 else "float64"
-    amps = [o.amplitude for o in spec.oscillators if o.amplitude > 0]
-    amp = float(np.median(amps)) if amps else 1.0
-    role = st["role"]
+    return freqs, errs, inv, inv_dtype
+
+
+def _rope_params(
+    st: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any, inv: Any, inv_dtype: str
+) -> tuple[dict[str, Any], dict[str, str], int]:
+    """The parameters the structure fixes (length, dim, dtype, layout, cache, offset, inv_freq's dtype), the map of
+    the input tensors to the kind's, and the position offset."""
+    spec: an.Spectrum = st["spec"]
+    n, r, role = st["n"], st["rot"], st["role"]
     ptol = tolerance.phase_tol(st["dtype"])
     off = an.position_offset(spec, single_phase=-math.pi / 2 if role == "sin" else 0.0, tol=ptol)
     offset = off[0] if off is not None and off[1] < ptol else 0
     params: dict[str, Any] = {"length": n}
-    dim = r
     meta_dim = ana.metadata.get("dim")
     if meta_dim is not None and meta_dim.isdigit() and int(meta_dim) > r:
         params["dim"], params["rotary_dim"] = int(meta_dim), r
     else:
-        params["dim"] = dim
+        params["dim"] = r
     if ana.dtype_param:
         params["dtype"] = ana.dtype_param
     named = _layout_names(kind_cls)
@@ -159,14 +162,10 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
         params["offset"] = offset
     if inv_dtype == "float32":
         params["inv_freq_dtype"] = "float32"
-    tmap = {
-        name: (
-            {"cos": "cos", "sin": "sin", "table": "cos"}[role_]
-            if not st["half_width"]
-            else {"cos": "cos_cache", "sin": "sin_cache", "table": "cos_cache"}[role_]
-        )
-        for role_, name in st["names"].items()
-    }
+    roles = {"cos": "cos", "sin": "sin", "table": "cos"}
+    if st["half_width"]:
+        roles = {"cos": "cos_cache", "sin": "sin_cache", "table": "cos_cache"}
+    tmap = {name: roles[role_] for role_, name in st["names"].items()}
     if role == "sin" or (role == "table" and off is not None and off[1] >= ptol):
         alt = an.position_offset(spec, single_phase=-math.pi / 2, tol=ptol)
         if role == "table" and alt is not None and alt[1] < ptol:
@@ -177,41 +176,43 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
             tmap = {st["names"]["table"]: "sin_cache" if st["half_width"] else "sin"}
     if inv is not None and inv[0] not in tmap:
         tmap[inv[0]] = "inv_freq"
+    return params, tmap, offset
+
+
+def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
+    """Rotary tables: duplicated columns (half or interleaved), one frequency per pair, an amplitude (attention
+    scaling) and a frequency law: geometric (none, linear, NTK), ramps (llama3, YaRN), per column (longrope), or
+    trailing zero frequencies (proportional)."""
+    st = _rotary_structure(ana)
+    if st is None:
+        return []
+    n, m, r = st["n"], st["m"], st["rot"]
+    freqs, errs, inv, inv_dtype = _ladder(st, ana)
+    amps = [o.amplitude for o in st["spec"].oscillators if o.amplitude > 0]
+    amp = float(np.median(amps)) if amps else 1.0
+    params, tmap, offset = _rope_params(st, ana, kind_cls, inv, inv_dtype)
+    named = _layout_names(kind_cls)
     note = f"{named[st['layout'] if st['layout'] is not None else None]} rotary pairs, {m} frequencies"
     convention = PAIRINGS.get(st["layout"], "")
     out: list[Candidate] = []
     nz = int(np.sum(freqs > 0))
     amp_tol = tolerance.amp_tol(st["dtype"])
-    scaled_amp = not near_one(amp, amp_tol)
 
     def add(p: dict[str, Any], why: str, fallback: bool = False) -> None:
+        note_ = f"{note}; {why}"
         out.append(
-            Candidate(
-                kind_cls.KIND, p, tensor_map=dict(tmap), note=f"{note}; {why}", fallback=fallback, convention=convention
-            )
+            Candidate(kind_cls.KIND, p, tensor_map=dict(tmap), note=note_, fallback=fallback, convention=convention)
         )
         if inv_dtype == "float64" and "inv_freq_dtype" not in p:
+            p32 = {**p, "inv_freq_dtype": "float32"}
+            note32 = f"{note_}; float32 inv_freq"
             out.append(
-                Candidate(
-                    kind_cls.KIND,
-                    {**p, "inv_freq_dtype": "float32"},
-                    tensor_map=dict(tmap),
-                    note=f"{note}; {why}; float32 inv_freq",
-                    fallback=True,
-                    convention=convention,
-                )
+                Candidate(kind_cls.KIND, p32, tensor_map=dict(tmap), note=note32, fallback=True, convention=convention)
             )
 
+    law = _Law(add, params, r, tolerance.coarse(st["dtype"]), amp, amp_tol, not near_one(amp, amp_tol))
     if nz < m and np.all(freqs[nz:] == 0) and nz >= 1:
-        # proportional: the first rot/2 frequencies over the whole head, the rest 0
-        geo = an.geometric_fit(freqs[:nz], errs[:nz])
-        if geo is not None and geo.count == nz:
-            for f_ in round_variants(1.0 / geo.w0, tols=(1e-8, 1e-6)):
-                for b in base_readings(geo.ratio ** (-r / 2.0), coarse) if nz > 1 else [10000.0]:
-                    add(
-                        {**params, "dim": r, "scaling": "proportional", "rotary_dim": 2 * nz, "factor": f_, "base": b},
-                        f"{m - nz} trailing zero frequencies (proportional)",
-                    )
+        _proportional(law, freqs, errs, nz, m)
     # frequencies too low to move a value on this many rows read as 0 too: fit the ladder on the others
     zero_tail = 1 <= nz < m and bool(np.all(freqs[nz:] == 0))
     fit_n = nz if zero_tail else m
@@ -219,78 +220,102 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     if geo is None:
         return out
     if geo.count == fit_n or m == 1:
-        ratio = geo.ratio if m > 1 else 10000.0 ** (-2.0 / r)
-        bases = base_readings(ratio ** (-r / 2.0), coarse) if m > 1 else [10000.0]
-        if near_one(geo.w0, max(1e-7, amp_tol)):
-            for b in bases:
-                if scaled_amp:
-                    add(
-                        {
-                            **params,
-                            "base": b,
-                            "scaling": "yarn",
-                            "factor": 1.0,
-                            "original_max_position_embeddings": max(n + offset, 1),
-                            "attention_factor": amp,
-                        },
-                        f"w_k = base^(-2k/{r}), amplitude {amp:.6g} (attention scaling)",
-                    )
-                else:
-                    add({**params, "base": b}, f"w_k = base^(-2k/{r})")
-            if r > 2 and m > 1 and not scaled_amp and bases:
-                # dynamic NTK at sequence length S: base * (f S / L - (f - 1))^(r/(r-2)), S = offset + length
-                S = offset + n
-                for f_ in (2.0, 4.0, 8.0, 16.0, 32.0):
-                    for L in (2**e for e in range(4, 21)):
-                        if L >= S:
-                            break
-                        nice = round_base(bases[-1] / (f_ * S / L - (f_ - 1)) ** (r / (r - 2.0)))
-                        if nice is not None:
-                            add(
-                                {
-                                    **params,
-                                    "base": nice,
-                                    "scaling": "dynamic",
-                                    "factor": f_,
-                                    "original_max_position_embeddings": L,
-                                },
-                                f"dynamic NTK at sequence length {S}",
-                            )
-                for f_ in _NTK_FACTORS:
-                    nice = round_base(bases[-1] / f_ ** (r / (r - 2.0)))
-                    if nice is not None:
-                        add(
-                            {**params, "base": nice, "scaling": "ntk", "factor": f_},
-                            f"NTK: base {nice:g} * {f_:g}^({r}/{r - 2})",
-                        )
-        else:
-            for f_ in round_variants(1.0 / geo.w0, tols=(1e-9, 1e-7, 1e-5)):
-                for b in bases:
-                    if scaled_amp:
-                        add(
-                            {
-                                **params,
-                                "base": b,
-                                "scaling": "longrope",
-                                "short_factor": tuple([f_] * m),
-                                "long_factor": tuple([f_] * m),
-                                "original_max_position_embeddings": max(n + offset, 1),
-                                "factor": 1.0,
-                                "attention_factor": amp,
-                            },
-                            "every frequency divided by one factor",
-                        )
-                    else:
-                        add(
-                            {**params, "base": b, "scaling": "linear", "factor": f_},
-                            f"every frequency divided by {f_:g} (linear)",
-                        )
-        if not coarse or m < 3 or zero_tail:
+        _geometric(law, geo, m, n, offset)
+        if not law.coarse or m < 3 or zero_tail:
             return out
         # a float16/bfloat16 ladder hides a ramp within its rounding: try the laws below as well
-    if zero_tail:
-        return out
-    # a law on top of a geometric ladder: the kept high frequencies and the divided low ones are both geometric
+    # a law on top of a geometric ladder (with a zero tail: on the frequencies that move on these rows; the ramp
+    # then names the factor)
+    vis = fit_n if zero_tail else m
+    _ladder_laws(law, freqs[:vis], errs[:vis], geo, max(n + offset, 1), not zero_tail)
+    return out
+
+
+def _proportional(law: _Law, freqs: np.ndarray, errs: np.ndarray, nz: int, m: int) -> None:
+    """Proportional: the first rot/2 frequencies over the whole head, the rest 0."""
+    r = law.r
+    geo = an.geometric_fit(freqs[:nz], errs[:nz])
+    if geo is None or geo.count != nz:
+        return
+    for f_ in round_variants(1.0 / geo.w0, tols=tolerance.W0_ROUNDINGS):
+        for b in base_readings(geo.ratio ** (-r / 2.0), law.coarse) if nz > 1 else [tolerance.DEFAULT_BASE]:
+            law.add(
+                {**law.params, "dim": r, "scaling": "proportional", "rotary_dim": 2 * nz, "factor": f_, "base": b},
+                f"{m - nz} trailing zero frequencies (proportional)",
+            )
+
+
+def _geometric(law: _Law, geo: an.GeometricFit, m: int, n: int, offset: int) -> None:
+    """A geometric ladder: a base (with an attention scaling: YaRN of factor 1), NTK and dynamic NTK bases, or
+    every frequency divided by one factor (linear; with an attention scaling: LongRoPE of equal factors)."""
+    r, amp = law.r, law.amp
+    ratio = geo.ratio if m > 1 else tolerance.DEFAULT_BASE ** (-2.0 / r)
+    bases = base_readings(ratio ** (-r / 2.0), law.coarse) if m > 1 else [tolerance.DEFAULT_BASE]
+    length = max(n + offset, 1)
+    if near_one(geo.w0, max(tolerance.W0_ONE, law.amp_tol)):
+        for b in bases:
+            if law.scaled_amp:
+                p = {"base": b, "scaling": "yarn", "factor": 1.0, "original_max_position_embeddings": length}
+                law.add(
+                    {**law.params, **p, "attention_factor": amp},
+                    f"w_k = base^(-2k/{r}), amplitude {amp:.6g} (attention scaling)",
+                )
+            else:
+                law.add({**law.params, "base": b}, f"w_k = base^(-2k/{r})")
+        if r > 2 and m > 1 and not law.scaled_amp and bases:
+            _ntk(law, bases[-1], n, offset)
+        return
+    for f_ in round_variants(1.0 / geo.w0, tols=tolerance.W0_FACTOR_ROUNDINGS):
+        for b in bases:
+            if law.scaled_amp:
+                p = {"base": b, "scaling": "longrope", "short_factor": tuple([f_] * m), "long_factor": tuple([f_] * m)}
+                p |= {"original_max_position_embeddings": length, "factor": 1.0, "attention_factor": amp}
+                law.add({**law.params, **p}, "every frequency divided by one factor")
+            else:
+                law.add(
+                    {**law.params, "base": b, "scaling": "linear", "factor": f_},
+                    f"every frequency divided by {f_:g} (linear)",
+                )
+
+
+def _ntk(law: _Law, base: float, n: int, offset: int) -> None:
+    """NTK's base change b' = b * f^(r/(r-2)), and dynamic NTK at sequence length S = offset + length:
+    b * (f S / L - (f - 1))^(r/(r-2))."""
+    r = law.r
+    S = offset + n
+    for f_ in _DYNAMIC_FACTORS:
+        for L in (2**e for e in range(4, 21)):
+            if L >= S:
+                break
+            nice = round_base(base / (f_ * S / L - (f_ - 1)) ** (r / (r - 2.0)))
+            if nice is not None:
+                p = {"base": nice, "scaling": "dynamic", "factor": f_, "original_max_position_embeddings": L}
+                law.add({**law.params, **p}, f"dynamic NTK at sequence length {S}")
+    for f_ in _NTK_FACTORS:
+        nice = round_base(base / f_ ** (r / (r - 2.0)))
+        if nice is not None:
+            law.add(
+                {**law.params, "base": nice, "scaling": "ntk", "factor": f_},
+                f"NTK: base {nice:g} * {f_:g}^({r}/{r - 2})",
+            )
+
+
+@dataclass
+class _Law:
+    """What the law readings share: the parameters so far, the add function, the amplitude and the dtype."""
+
+    add: Any
+    params: dict[str, Any]
+    r: int
+    coarse: bool
+    amp: float
+    amp_tol: float
+    scaled_amp: bool
+
+
+def _law_ratios(freqs: np.ndarray, errs: np.ndarray, geo: an.GeometricFit, r: int) -> list[float]:
+    """Ladder ratios to read a base from: the longest geometric runs from either end, then the bases published
+    LongRoPE models use (per-column factors leave no geometric run: Phi-3/3.5's 10000, then the other usual ones)."""
     ratios = []
     tail = an.geometric_fit(freqs[::-1], errs[::-1])
     for run, ratio in sorted(
@@ -298,72 +323,91 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     ):
         if run >= 2 and 0 < ratio < 1:
             ratios.append(ratio)
-    # per-column factors (LongRoPE) leave no geometric run to read the base from: the bases published
-    # LongRoPE models use (Phi-3/3.5: 10000), then the other usual ones
-    ratios += [b ** (-2.0 / r) for b in LONGROPE_BASES]
-    w0 = an.nice_number(float(freqs[0]), 1e-6)
+    return ratios + [b ** (-2.0 / r) for b in LONGROPE_BASES]
+
+
+def _ramps(law: _Law, q: np.ndarray, qtol: np.ndarray, ref: np.ndarray, b: float) -> None:
+    """llama3 (a ramp in frequency) and YaRN (a ramp in the index) readings of the ratios ``q`` to base ``b``."""
+    r, amp, amp_tol = law.r, law.amp, law.amp_tol
+    for f_ in round_variants(1 / q.min(), tols=tolerance.factor_roundings(law.coarse), keep=False)[::-1]:
+        if f_ <= 1:
+            continue
+        q_f = np.where(np.abs(q * f_ - 1) < qtol, 1 / f_, q)
+        s_ = np.clip((q_f - 1 / f_) / (1 - 1 / f_), 0, 1)  # 1 = kept, 0 = divided by f
+        for L, lff, hff, f_l in _llama3_options(q_f, s_, f_, 2 * math.pi / ref, law.coarse):
+            law.add(
+                {
+                    **law.params,
+                    "base": b,
+                    "scaling": "llama3",
+                    "factor": f_l,
+                    "original_max_position_embeddings": L,
+                    "low_freq_factor": lff,
+                    "high_freq_factor": hff,
+                },
+                f"low frequencies divided by {f_l:g}, ramp in frequency (llama3)",
+            )
+        for L, truncate in _yarn_lengths(1 - s_, r, b):
+            p = {**law.params, "base": b, "scaling": "yarn", "factor": f_, "original_max_position_embeddings": L}
+            if not truncate:
+                p["truncate"] = False
+            if not near_one(amp / (0.1 * math.log(f_) + 1.0), amp_tol):
+                p["attention_factor"] = amp
+            law.add(p, f"frequencies divided by {f_:g}, ramp in the index (YaRN)")
+    for L, f_y in _yarn_unsaturated(q, r, b):
+        p = {**law.params, "base": b, "scaling": "yarn", "factor": f_y, "original_max_position_embeddings": L}
+        if not near_one(amp / (0.1 * math.log(f_y) + 1.0), amp_tol):
+            p["attention_factor"] = amp
+        law.add(p, f"frequencies divided by up to {f_y:g}, ramp in the index not reaching its end (YaRN)")
+
+
+def _per_column(law: _Law, div: np.ndarray, b: float, length: int) -> None:
+    """LongRoPE: each frequency divided by its own factor, as published (short decimals) when the reading allows,
+    else as read; fallbacks, verified only when no simpler reading accounts."""
+    for rel in tolerance.LIST_ROUNDINGS:
+        factors = tuple(an.nice_number(float(x), rel) for x in div)
+        p = {
+            **law.params,
+            "base": b,
+            "scaling": "longrope",
+            "short_factor": factors,
+            "long_factor": factors,
+            "original_max_position_embeddings": length,
+            "factor": 1.0,
+        }
+        if law.scaled_amp:
+            p["attention_factor"] = law.amp
+        law.add(p, "each frequency divided by its own factor (longrope)", fallback=True)
+
+
+def _ladder_laws(
+    law: _Law, freqs: np.ndarray, errs: np.ndarray, geo: an.GeometricFit, length: int, longrope: bool
+) -> None:
+    """Readings of a law on top of a geometric ladder: the kept high frequencies and the divided low ones are both
+    geometric (llama3's ramp in frequency, YaRN's in the index), or each frequency has its own factor (LongRoPE,
+    when every frequency is seen: ``longrope``)."""
+    w0 = an.nice_number(float(freqs[0]), tolerance.LAW_ROUNDING)
     bases_seen: set[float] = set()
-    k = np.arange(m, dtype=np.float64)
-    for ratio in ratios:
-        for b in base_readings(ratio ** (-r / 2.0), coarse)[:2]:
+    k = np.arange(freqs.size, dtype=np.float64)
+    # a ratio is known to its measurement's error: a float16/bfloat16 table reads kept frequencies as 1 +- 1e-5,
+    # not 1 +- 1e-6; within it a ratio is 1 (kept), or 1/f (divided all the way)
+    qtol = tolerance.ratio_tol(freqs, errs)
+    for ratio in _law_ratios(freqs, errs, geo, law.r):
+        for b in base_readings(ratio ** (-law.r / 2.0), law.coarse)[:2]:
             if b in bases_seen:
                 continue
             bases_seen.add(b)
-            ref = w0 * np.exp(-2 * k / r * math.log(b))
+            ref = w0 * np.exp(-2 * k / law.r * math.log(b))
             q = freqs / ref
-            if not (q.min() > 0 and q.max() < 1 + 1e-6):
+            if not (q.min() > 0 and np.all(q < 1 + qtol)):
                 continue
-            for f_ in round_variants(1 / q.min(), tols=(1e-6, 1e-4, 1e-3), keep=False)[::-1]:
-                if f_ <= 1:
-                    continue
-                s_ = np.clip((q - 1 / f_) / (1 - 1 / f_), 0, 1)  # 1 = kept, 0 = divided by f
-                for L, lff, hff, f_l in _llama3_options(q, s_, f_, 2 * math.pi / ref):
-                    add(
-                        {
-                            **params,
-                            "base": b,
-                            "scaling": "llama3",
-                            "factor": f_l,
-                            "original_max_position_embeddings": L,
-                            "low_freq_factor": lff,
-                            "high_freq_factor": hff,
-                        },
-                        f"low frequencies divided by {f_l:g}, ramp in frequency (llama3)",
-                    )
-                yarn_default_amp = 0.1 * math.log(f_) + 1.0
-                for L, truncate in _yarn_lengths(1 - s_, r, b):
-                    p = {**params, "base": b, "scaling": "yarn", "factor": f_, "original_max_position_embeddings": L}
-                    if not truncate:
-                        p["truncate"] = False
-                    if not near_one(amp / yarn_default_amp, amp_tol):
-                        p["attention_factor"] = amp
-                    add(p, f"frequencies divided by {f_:g}, ramp in the index (YaRN)")
-            for L, f_y in _yarn_unsaturated(q, r, b):
-                p = {**params, "base": b, "scaling": "yarn", "factor": f_y, "original_max_position_embeddings": L}
-                if not near_one(amp / (0.1 * math.log(f_y) + 1.0), amp_tol):
-                    p["attention_factor"] = amp
-                add(p, f"frequencies divided by up to {f_y:g}, ramp in the index not reaching its end (YaRN)")
-            div = ref / freqs
-            # the factors as published (short decimals) when the reading allows, else as read
-            for rel in (1e-5, 1e-7):
-                factors = tuple(an.nice_number(float(x), rel) for x in div)
-                p = {
-                    **params,
-                    "base": b,
-                    "scaling": "longrope",
-                    "short_factor": factors,
-                    "long_factor": factors,
-                    "original_max_position_embeddings": max(n + offset, 1),
-                    "factor": 1.0,
-                }
-                if scaled_amp:
-                    p["attention_factor"] = amp
-                add(p, "each frequency divided by its own factor (longrope)", fallback=True)
-    return out
+            _ramps(law, np.where(np.abs(q - 1) < qtol, 1.0, np.minimum(q, 1.0)), qtol, ref, b)
+            if longrope:
+                _per_column(law, ref / freqs, b, length)
 
 
 def _llama3_options(
-    q: np.ndarray, s: np.ndarray, f: float, wavelength: np.ndarray
+    q: np.ndarray, s: np.ndarray, f: float, wavelength: np.ndarray, coarse: bool = False
 ) -> list[tuple[int, float, float, float]]:
     """(original_max_position_embeddings L, low_freq_factor, high_freq_factor, factor) consistent with the
     frequency ratios ``q`` (1 = kept; ``s`` the same on the scale where 0 = divided by ``f``), round values first.
@@ -393,7 +437,8 @@ def _llama3_options(
     if ramp.any():
         f_sol = float(np.median((1 - s_def[ramp]) / (q[ramp] - s_def[ramp])))
         if f_sol > 1:
-            add(8192, 1.0, 4.0, an.nice_number(f_sol, 1e-4))
+            for rel in tolerance.factor_roundings(coarse)[1:][::-1]:
+                add(8192, 1.0, 4.0, an.nice_number(f_sol, rel))
     if inner.any():
         # defaults low 1, high 4: L = wavelength * (3 s + 1)
         add(an.nice_number(float(np.median(wavelength[inner] * (3 * s[inner] + 1))), 1e-4), 1.0, 4.0, f)
@@ -406,7 +451,7 @@ def _llama3_options(
         for L in _round_lengths(low, min(high, 1 << 30)):
             add(L, 1.0, 4.0, f)
         add(8192, 1.0, 4.0, f)
-    return out[:5]
+    return out[: 5 + 2 * coarse]
 
 
 def _yarn_lengths(rho: np.ndarray, r: int, base: float) -> list[tuple[int, bool]]:

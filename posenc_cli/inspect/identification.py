@@ -1,18 +1,18 @@
 """Which kind, preset and parameters reproduce a table: read from its structure, confirmed by regenerating it.
 
-:func:`identify` measures the table once (:class:`~posenc_cli.analysis.TableAnalysis`: column frequencies and
+:func:`identify` measures the table once (:class:`~posenc_cli.inspect.analysis.TableAnalysis`: column frequencies and
 phases, sin/cos pairs and their layout, duplicated halves, value range, Toeplitz structure, per-head slopes, grid
 strides), asks each kind's *hint* function which parameters that structure implies, and regenerates every
 proposed candidate with posenc's own engine (``make_encoding(kind, params).rows(name, start, stop)``) on a sample
 of rows (every row of tables below 4M elements). A candidate *accounts* for the table when every compared value is
 within 2 ulps of the table's dtype (or within compare's ``atol``); the simplest such candidate is ``best`` and
 :attr:`Identification.command` is the ``posenc generate`` line that regenerates it. When none is exact but one
-agrees within the error of the usual float32 formula (the bound of :mod:`posenc_cli.tolerance`: published code that
+agrees within the error of the usual float32 formula (the bound of :mod:`posenc_cli.inspect.tolerance`: published code that
 computes frequencies and angles in float32), that one is ``best`` with ``tolerance="float32-formula"``. When none
 accounts (a trained table, noise), ``best`` is None and the candidates, closest first, each say why they fail.
 
-The hints belong to the kinds: each kind's class names its structure reader (``IDENTIFY``, data) in :mod:`posenc_cli.hints`, a function ``(tensors, analysis) -> list[Candidate]``
-(``IDENTIFY``, resolved by :mod:`posenc_cli.hints`), and the driver asks every registered kind in registry
+The hints belong to the kinds: each kind's class names its structure reader (``IDENTIFY``, data) in :mod:`posenc_cli.inspect.hints`, a function ``(tensors, analysis) -> list[Candidate]``
+(``IDENTIFY``, resolved by :mod:`posenc_cli.inspect.hints`), and the driver asks every registered kind in registry
 order; this module names no kind. The helpers at the bottom are shared by the kinds' hints.
 """
 
@@ -21,121 +21,25 @@ from __future__ import annotations
 import dataclasses
 import math
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..errors import ParameterError
 from . import analysis as an
 from . import tolerance as tol
-from .errors import ParameterError
+from .candidates import Candidate, Hint, show_value
 
-#: A hint: the tensors and their analysis -> candidate parameter sets for one kind.
-Hint = Callable[[dict[str, Any], an.TableAnalysis], list["Candidate"]]
-#: Elementwise tolerance of "reproduces" (posenc_cli.tolerance holds every tolerance).
+#: Elementwise tolerance of "reproduces" (posenc_cli.inspect.tolerance holds every tolerance).
 ULP_TOL = tol.ULP_TOL
+#: The coarse dtypes a table is read as "an exact table rounded to" (see :attr:`Identification.precision`).
+ROUNDED_DTYPES = ("bfloat16", "float16")
 #: Candidates verified at most per kind (structure proposes few; this bounds a pathological hint).
 MAX_VERIFY = 24
 #: Fallback readings verified at most per kind (each structural reading may bring a float32-inv_freq twin, and
 #: per-column readings such as LongRoPE's come last by complexity).
 MAX_FALLBACKS = 64
-
-
-@dataclass
-class Candidate:
-    """A kind and parameters proposed from the table's structure, and how well they reproduce it.
-
-    ``params`` are every parameter given to ``make_encoding`` (``length``, ``dim``, ``dtype`` included);
-    ``tensor_map`` maps input tensor names to the encoding's tensor names (default: same names, or the primary
-    tensor for a single input); ``note`` is the structure that suggested it. ``structural`` is False for a guess
-    made because the structure did not fit (kept so that failures can name the closest kind); a ``fallback`` is
-    verified only when no other candidate of its kind accounts. Verification fills ``max_abs``, ``ulp`` (of
-    ``ulp_dtype``), ``cosine``, ``accounts``, ``rows_checked`` and ``why`` (why it fails); naming fills
-    ``preset``, ``presets`` (every preset whose values hold), ``explicit`` (what differs from the defaults and the
-    preset) and ``command``.
-    """
-
-    kind: str
-    params: dict[str, Any]
-    tensor_map: dict[str, str] = field(default_factory=dict)
-    note: str = ""
-    structural: bool = True
-    fallback: bool = False
-    max_abs: float = math.inf
-    ulp: float = math.inf
-    ulp_dtype: str = ""
-    cosine: float = float("nan")
-    accounts: bool = False
-    rows_checked: int = 0
-    why: str = ""
-    preset: str | None = None
-    presets: list[str] = field(default_factory=list)
-    explicit: dict[str, Any] = field(default_factory=dict)
-    command: str = ""
-    tolerance: str = ""
-    formula: tol.FormulaVerdict | None = None
-    #: the framework convention the parameters follow, when the reading knows it ("slopes as MLX computes them")
-    convention: str = ""
-
-    def key(self) -> tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
-        from .encodings.base import format_value
-
-        return (
-            self.kind,
-            tuple(sorted((k, format_value(v)) for k, v in self.params.items())),
-            tuple(sorted(self.tensor_map.items())),
-        )
-
-    def label(self) -> str:
-        """``kind`` with its preset and distinctive parameters, for one-line messages."""
-
-        bits = [f"preset {self.preset}"] if self.preset else []
-        shown = self.explicit if (self.explicit or self.preset or self.command) else _short_params(self.params)
-        bits += [f"{k} {show_value(v)}" for k, v in shown.items()]
-        return " ".join([self.kind, *bits[:4]])
-
-    def to_json(self) -> dict[str, Any]:
-        from .encodings.base import format_value
-
-        def num(v: float) -> float | str:
-            return v if math.isfinite(v) else str(v)
-
-        return {
-            "kind": self.kind,
-            "label": self.label(),
-            "preset": self.preset,
-            "presets": self.presets,
-            "params": {k: format_value(v) for k, v in self.params.items()},
-            "explicit": {k: format_value(v) for k, v in self.explicit.items()},
-            "tensor_map": self.tensor_map,
-            "note": self.note,
-            "accounts": self.accounts,
-            "max_abs": num(self.max_abs),
-            "ulp": num(self.ulp),
-            "ulp_dtype": self.ulp_dtype,
-            "cosine": num(self.cosine),
-            "rows_checked": self.rows_checked,
-            "tolerance": self.tolerance,
-            "formula_bound": None if self.formula is None else self.formula.to_json(),
-            "convention": self.convention,
-            "why": self.why,
-            "command": self.command,
-        }
-
-
-def show_value(value: Any) -> str:
-    """A parameter value as a person types it: ``format_value``, with integral floats without ``.0``
-    (``base=500000``; the kind's parser reads it back as the same float)."""
-    from .encodings.base import format_value
-
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return format_value(value)
-
-
-def _short_params(params: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in params.items() if k not in ("length", "dim", "dtype")}
 
 
 @dataclass
@@ -153,6 +57,16 @@ class Identification:
     #: a source of several tensor groups (each layer type of a Gemma 3 file): every group's identification,
     #: this one being the first group's
     groups: dict[str, Identification] = field(default_factory=dict)
+    #: the dtype the values are stored in when they are a coarser dtype's values widened (bfloat16 values saved as
+    #: float32); the identification reads them as the coarser one
+    widened: str = ""
+
+    @property
+    def precision(self) -> str:
+        """``bfloat16`` or ``float16`` when the identified table is an exact one rounded to it, else ''."""
+        b = self.best
+        dt = "" if b is None else str(b.params.get("dtype", ""))
+        return dt if dt in ROUNDED_DTYPES else ""
 
     @property
     def identified(self) -> bool:
@@ -170,7 +84,16 @@ class Identification:
         if self.best is None:
             return self.reason
         b = self.best
-        name = f"{b.label()} ({b.convention})" if b.convention else b.label()
+        name = b.label()
+        if self.precision:
+            stored = f", stored widened to {self.widened}" if self.widened else ""
+            name += f" rounded to {self.precision}{stored}"
+        name = f"{name} ({b.convention})" if b.convention else name
+        if self.precision:
+            return (
+                f"{name}: regenerated and rounded to {self.precision}, it agrees within {self.precision} rounding "
+                f"(max {b.max_abs:.2g}) on {b.rows_checked} rows"
+            )
         if b.tolerance == tol.FORMULA and b.formula is not None:
             return (
                 f"{name}: regenerated, it agrees within {b.max_abs:.2g}, {b.formula.text()}: the formula "
@@ -193,14 +116,49 @@ class Identification:
             "candidates": [c.to_json() for c in self.candidates],
             "skipped": self.skipped,
             "groups": {g: r.to_json() for g, r in self.groups.items() if r is not self},
+            "precision": self.precision,
+            "widened": self.widened,
         }
 
 
 def _ulps(u: float) -> str:
-    return "0" if u == 0 else f"{max(1, math.ceil(u - 1e-9))}" if u <= 1e6 else f"{u:.3g}"
+    return "0" if u == 0 else f"{max(1, math.ceil(u - tol.ULP_CEIL_SLACK))}" if u <= tol.ULPS_COUNTED else f"{u:.3g}"
 
 
 # ----- the driver -----------------------------------------------------------------------------------------------
+class _Narrowed:
+    """A table whose values all lie on a coarser dtype's grid (bfloat16 values saved as float32), read as that
+    dtype: the analysis and the readers then use its tolerances, and candidates regenerate in it."""
+
+    def __init__(self, inner: Any, dtype: np.dtype) -> None:
+        self.inner = inner
+        self.shape = tuple(int(s) for s in inner.shape)
+        self.dtype = np.dtype(dtype)
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        block = self.inner[start:stop] if isinstance(self.inner, np.ndarray) else self.inner.rows(start, stop)
+        return np.asarray(block).astype(self.dtype)
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        return np.asarray(self.inner[key]).astype(self.dtype)
+
+
+def _narrowed(tensors: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The tensors with each widened one read as the coarse dtype its values are on, and that dtype's name ('' when
+    no tensor is widened). A float32 tensor is widened when every sampled value lies on the bfloat16 or float16
+    grid (how NumPy users save a bfloat16 cache)."""
+    out, coarse = dict(tensors), ""
+    for name, t in tensors.items():
+        if len(t.shape) < 2 or tol.finfo(t.dtype) is None or tol.coarse(t.dtype) or 0 in t.shape:
+            continue
+        x = an.read_rows(t, an.spread_rows(int(t.shape[0]))).reshape(-1)
+        eff = an.rounded_dtype(x, np.dtype(t.dtype))
+        if eff is not None:
+            out[name] = _Narrowed(t, eff)
+            coarse = _dtype_name(eff)
+    return out, coarse
+
+
 def identify(
     tensors: dict[str, Any] | Any,
     metadata: dict[str, str] | None = None,
@@ -208,6 +166,10 @@ def identify(
     hints: list[tuple[str, Hint]] | None = None,
 ) -> Identification:
     """Find the kind, preset and parameters that reproduce ``tensors``.
+
+    A table whose values are bfloat16 or float16 values (stored as such, or widened to float32) is read as that
+    precision: it is identified as a kind's exact table rounded to it (``rope preset llama3.1 rounded to
+    bfloat16``), the candidates regenerated in that dtype.
 
     Parameters
     ----------
@@ -227,6 +189,24 @@ def identify(
     if not isinstance(tensors, dict):
         tensors = {"table": tensors}
     tensors = {k: (v if hasattr(v, "shape") and hasattr(v, "dtype") else np.asarray(v)) for k, v in tensors.items()}
+    found = _identify(tensors, metadata, hints)
+    if found.best is not None and found.best.tolerance != tol.FORMULA:
+        return found
+    narrow, coarse = _narrowed(tensors)
+    if not coarse:
+        return found
+    again = _identify(narrow, metadata, hints)
+    if again.best is None:
+        return found
+    again.widened = _dtype_name(np.dtype(next(iter(tensors.values())).dtype))
+    again.dtype = again.widened
+    return again
+
+
+def _identify(
+    tensors: dict[str, Any], metadata: dict[str, str] | None, hints: list[tuple[str, Hint]] | None
+) -> Identification:
+    """:func:`identify` of the tensors as they are stored."""
     if not tensors:
         raise ValueError("identify needs at least one tensor")
     ana = an.TableAnalysis(tensors, metadata)
@@ -239,29 +219,30 @@ def identify(
         return Identification(
             shape, dtype, [], None, f"the table has {what} values, which no encoding produces; nothing is identified"
         )
-    hints = registry_hints() if hints is None else hints
     proposed: list[Candidate] = []
     seen: set[Any] = set()
-    for _kind, hint in hints:
+    for _kind, hint in registry_hints() if hints is None else hints:
         for cand in hint(tensors, ana):
             k = cand.key()
             if k not in seen:
                 seen.add(k)
                 proposed.append(cand)
+    verified = _verify_all(proposed, tensors)
+    for cand in verified:
+        _name(cand)
+    return _result(verified, tensors, shape, dtype)
+
+
+def _verify_all(proposed: list[Candidate], tensors: dict[str, Any]) -> list[Candidate]:
+    """Verify the proposed candidates, simplest first within each kind: once one accounts, the more complex
+    readings of that kind are moot; fallbacks have a budget of their own (many structural readings must not
+    starve them)."""
     verified: list[Candidate] = []
     accounted_kinds: set[str] = set()
-
-    def check(cand: Candidate) -> None:
-        _verify(cand, tensors, quick=True)
-        if cand.accounts or cand.tolerance:
-            _verify(cand, tensors)
-        verified.append(cand)
-        if cand.accounts:
-            accounted_kinds.add(cand.kind)
-
+    # once a kind has a reading within the float32 formula's error, its more complex readings are read in full
+    # only when their quick check is exact (the simplest reading within the error is the answer otherwise)
+    near_kinds: set[str] = set()
     for fallback in (False, True):
-        # simplest first within each kind: once one accounts, the more complex readings of that kind are moot;
-        # fallbacks have a budget of their own (many structural readings must not starve them)
         per_kind: dict[str, int] = {}
         todo = sorted((c for c in proposed if c.fallback == fallback), key=_rough_complexity)
         for cand in todo:
@@ -270,9 +251,21 @@ def identify(
             if per_kind.get(cand.kind, 0) >= (MAX_FALLBACKS if fallback else MAX_VERIFY):
                 continue
             per_kind[cand.kind] = per_kind.get(cand.kind, 0) + 1
-            check(cand)
-    for cand in verified:
-        _name(cand)
+            _verify(cand, tensors, quick=True)
+            if cand.accounts or (cand.tolerance and cand.kind not in near_kinds):
+                _verify(cand, tensors)
+            elif cand.tolerance:
+                cand.tolerance, cand.formula = "", None  # not read in full: not a reading within the error
+            verified.append(cand)
+            if cand.accounts:
+                accounted_kinds.add(cand.kind)
+            elif cand.tolerance:
+                near_kinds.add(cand.kind)
+    return verified
+
+
+def _result(verified: list[Candidate], tensors: dict[str, Any], shape: tuple[int, ...], dtype: str) -> Identification:
+    """The accounting candidates, simplest first, then the closest others; the reason when none accounts."""
     good = sorted((c for c in verified if c.accounts), key=lambda c: (_complexity(c), c.ulp, c.max_abs))
     bad = sorted(
         (c for c in verified if not c.accounts),
@@ -305,22 +298,22 @@ def identify(
 
 
 def registry_hints() -> list[tuple[str, Hint]]:
-    """Every registered kind's structure reader (:func:`posenc_cli.hints.reader`), in registry order."""
-    from .encodings import kind_classes
+    """Every registered kind's structure reader (:func:`posenc_cli.inspect.hints.reader`), in registry order."""
+    from ..encodings import kind_classes
     from .hints import reader
 
     return [(name, fn) for name, cls in kind_classes().items() if (fn := reader(cls)) is not None]
 
 
 def _dtype_name(dt: np.dtype) -> str:
-    from .encodings.base import dtype_name
+    from ..encodings.base import dtype_name
 
     return dtype_name(np.dtype(dt))
 
 
 def _rough_complexity(c: Candidate) -> float:
     """:func:`_complexity` before naming: parameters that differ from the kind's declared defaults, by digits."""
-    from .encodings import get_kind
+    from ..encodings import get_kind
 
     cls = get_kind(c.kind)
     defaults = {f.name: f.default for f in cls.param_fields() if f.default is not dataclasses.MISSING}
@@ -374,7 +367,7 @@ def _runs(rows: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
 def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) -> None:
     """Regenerate ``cand`` with posenc's engine and measure it against the input on sampled rows (``quick``: 48
     rows spread to the end of the table, a cheap first filter)."""
-    from .encodings import make_encoding
+    from ..encodings import make_encoding
 
     try:
         enc = make_encoding(cand.kind, cand.params)
@@ -425,7 +418,7 @@ def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) ->
         terms = enc.angle_terms(enc_name) if len(spec.shape) == 2 and not res.within else None
         if terms is not None:
             # a table computed with the usual float32 formula (HF, fairseq, ...) is off by an error that grows
-            # with position: within the bound of posenc_cli.tolerance it is "reproduced to float32-formula
+            # with position: within the bound of posenc_cli.inspect.tolerance it is "reproduced to float32-formula
             # accuracy"
             fv = tol.formula_check(xs, ys, rows, terms, np.dtype(x.dtype), spec.dtype)
             loose &= fv.ok
@@ -465,7 +458,7 @@ def _sample_3d(x: Any, enc: Any, name: str) -> tuple[np.ndarray, np.ndarray, np.
 
 def _name(cand: Candidate) -> None:
     """Fill ``explicit``, ``preset``/``presets`` and ``command`` from the kind's declared defaults and presets."""
-    from .encodings import get_kind, make_encoding
+    from ..encodings import get_kind, make_encoding
 
     cls = get_kind(cand.kind)
     try:
@@ -514,56 +507,3 @@ def _same(a: Any, b: Any) -> bool:
         except (TypeError, ValueError):
             return False
     return bool(a == b)
-
-
-# ----- helpers the hints share (generic: no kind names) ----------------------------------------------------------
-def round_variants(
-    value: float, *, tols: tuple[float, ...] = (1e-10, 1e-8, 1e-6, 1e-4), keep: bool = True
-) -> list[float]:
-    """``value`` rounded to its shortest decimal within each relative tolerance (distinct, shortest first),
-    plus the value itself when ``keep``."""
-    out = []
-    for t in sorted(tols, reverse=True):
-        v = an.nice_number(value, t)
-        if v not in out:
-            out.append(v)
-    if keep and value not in out:
-        out.append(float(value))
-    return out
-
-
-def base_params(ana: an.TableAnalysis, *, dim: bool = True) -> dict[str, Any]:
-    """``length``, ``dim`` (the columns) and ``dtype`` of the main table."""
-    p: dict[str, Any] = {"length": ana.n}
-    if dim and ana.ndim >= 2:
-        p["dim"] = ana.width
-    if ana.dtype_param is not None:
-        p["dtype"] = ana.dtype_param
-    return p
-
-
-def ladder(spec: an.Spectrum) -> tuple[np.ndarray, np.ndarray, list[an.Oscillator]]:
-    """Oscillators from the highest frequency down, with their frequencies and errors."""
-    osc = spec.by_frequency()
-    return np.array([o.freq for o in osc]), np.array([o.err for o in osc]), osc
-
-
-def base_readings(value: float, coarse: bool = False) -> list[float]:
-    """Round readings of a frequency base (``coarse``: a float16/bfloat16 table, read to 1e-3 .. 1e-2 too); a base
-    of 1 or below is degenerate (no frequency ladder) and dropped."""
-    # slow columns read on few rows (or a coarse dtype) know the base to 1e-3 .. 1e-2 only; regeneration decides
-    tols = (1e-10, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2) + ((3e-3,) if coarse else ())
-    return [b for b in round_variants(value, tols=tols) if b > 1.0 and math.isfinite(b)]
-
-
-def round_base(value: float) -> float | None:
-    """``value`` as a base of at most three significant digits within 1e-9 .. 1e-5 (None if it is not one)."""
-    for rel in (1e-9, 1e-7, 1e-5):
-        nice = an.nice_number(value, rel)
-        if an.nice_digits(nice) <= 3 and nice > 1:
-            return nice
-    return None
-
-
-def near_one(x: float, tol: float = 1e-6) -> bool:
-    return abs(x - 1.0) <= tol

@@ -61,8 +61,11 @@ class CompareResult:
     mismatched: int = 0
     total: int = 0
     labels: dict[str, str] = field(default_factory=dict)
-    #: set when the values differ but lie within the float32 formula's error of a spec (posenc_cli.tolerance)
+    #: set when the values differ but lie within the float32 formula's error of a spec (posenc_cli.inspect.tolerance)
     formula: dict[str, Any] | None = None
+    #: ``bfloat16`` or ``float16`` when one table holds that dtype's values and the other, rounded to it, agrees
+    #: (the values differ by the rounding alone)
+    precision: str = ""
 
     def to_json(self) -> dict[str, Any]:
         def clean(v: Any) -> Any:
@@ -77,7 +80,7 @@ class CompareResult:
 
 def default_atol(a: np.dtype, b: np.dtype) -> float:
     """Two ulps of 1.0 in the coarser dtype: what two correct implementations may differ by
-    (:func:`posenc_cli.tolerance.default_atol`)."""
+    (:func:`posenc_cli.inspect.tolerance.default_atol`)."""
     return tolerance.default_atol(coarser_dtype(a, b))
 
 
@@ -124,6 +127,9 @@ def compare(a: np.ndarray, b: np.ndarray, atol: float | None = None, rtol: float
             if np.any(nz):
                 res.max_rel = max(res.max_rel, float(np.max(diff[nz] / np.abs(y[nz]))))
             steps = np.abs(ordinal(x, ulp_dtype) - ordinal(y, ulp_dtype))
+            # near zero (a sign flip of two tiny values), a difference is measured in ulps of ULP_FLOOR, as
+            # everywhere in posenc: -1e-8 vs 1e-8 is a few hundred float32 ulps, not two billion
+            steps = np.minimum(steps, diff / tolerance.floor_spacing(ulp_dtype))
             steps[both_nan] = 0.0
             res.max_ulp = max(res.max_ulp, float(np.nanmax(np.where(np.isnan(steps), np.inf, steps))))
             if a.ndim >= 2:

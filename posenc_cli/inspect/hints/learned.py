@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 
 from .. import analysis as an
-from ..identification import Candidate
+from ..candidates import Candidate
 
 
-# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
+# ----- identification hints (read by posenc_cli.inspect.identification; analysis loads only when identifying) -
 def hints_learned(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """A freshly initialised table: zero-mean values of standard deviation std; reproducible only with its seed
     (from the metadata, else the default 0). A trained table is not reproduced by any seed."""
-    from ..identification import Candidate, base_params, round_variants
+    from ..candidates import Candidate, base_params, round_variants
 
     if ana.ndim != 2 or not ana.floating:
         return []
@@ -28,11 +28,13 @@ def hints_learned(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any)
     seed_i = int(seed) if seed.isdigit() else 0
     peak = float(np.max(np.abs(x))) / rms
     out = []
-    for init, trunc, shrink in (("normal", None, 1.0), ("truncated-normal", 2.0, 0.8796)):
+    from ..tolerance import STD_ROUNDINGS, TRUNCATED_STD, TRUNCATION, TRUNCATION_MARGIN
+
+    for init, trunc, shrink in (("normal", None, 1.0), ("truncated-normal", TRUNCATION, TRUNCATED_STD)):
         # a normal cut at 2 std has a standard deviation of 0.88 std and no value beyond 2 std
-        if trunc is not None and peak > trunc / shrink * 1.25:
+        if trunc is not None and peak > trunc / shrink * TRUNCATION_MARGIN:
             continue
-        for std in round_variants(rms / shrink, tols=(0.25, 0.15, 0.1, 0.05), keep=False):
+        for std in round_variants(rms / shrink, tols=STD_ROUNDINGS, keep=False):
             p = {**base_params(ana), "init": init, "std": std, "seed": seed_i}
             if trunc is not None:
                 p["truncation"] = trunc

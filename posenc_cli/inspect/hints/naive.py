@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 
 from .. import analysis as an
-from ..identification import Candidate
+from ..candidates import Candidate
 
 
-# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
+# ----- identification hints (read by posenc_cli.inspect.identification; analysis loads only when identifying) -
 def _row_constant(ana: an.TableAnalysis) -> np.ndarray | None:
     """The per-row value when every column of each sampled row is equal (else None)."""
     from .. import analysis as an
@@ -28,7 +28,7 @@ def _row_constant(ana: an.TableAnalysis) -> np.ndarray | None:
 
 def hints_index(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """Every column holds the position itself: t = offset + row."""
-    from ..identification import Candidate, base_params
+    from ..candidates import Candidate, base_params
 
     v = _row_constant(ana)
     if v is None or v[0] < 0 or v[0] != round(v[0]):
@@ -42,7 +42,7 @@ def hints_index(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -
 
 def hints_normalized(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """Every column holds (offset + row) / (offset + len - 1): the first value gives the offset."""
-    from ..identification import Candidate, base_params
+    from ..candidates import Candidate, base_params
 
     v = _row_constant(ana)
     if v is None or not (0 <= v[0] < 1) or ana.n < 2:
@@ -57,7 +57,7 @@ def hints_normalized(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: A
 
 def hints_binary(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """0/1 values: the bits of offset + row, most significant first."""
-    from ..identification import Candidate, base_params
+    from ..candidates import Candidate, base_params
 
     if ana.ndim != 2 or not ana.floating:
         return []

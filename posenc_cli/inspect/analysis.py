@@ -421,7 +421,7 @@ def find_pairs(x: np.ndarray, tol: float, *, skip: np.ndarray | None = None) -> 
 
 
 def data_eps(dtype: np.dtype) -> float:
-    """Machine epsilon of a table's dtype (float64 for integers): :func:`posenc_cli.tolerance.eps`."""
+    """Machine epsilon of a table's dtype (float64 for integers): :func:`posenc_cli.inspect.tolerance.eps`."""
     return tolerance.eps(dtype)
 
 
@@ -449,7 +449,7 @@ def spectrum(
     pairs : list of (int, int), optional
         Known (sin, cos) column pairs; otherwise found with :func:`find_pairs` when ``find``.
     tol : float, optional
-        Fit tolerance relative to the amplitude (default :func:`posenc_cli.tolerance.fit_tol`: 64 ulps of the
+        Fit tolerance relative to the amplitude (default :func:`posenc_cli.inspect.tolerance.fit_tol`: 64 ulps of the
         table's dtype, at least 1e-12).
     dtype : numpy dtype, optional
         The dtype the table was stored in (default: ``table.dtype``).
@@ -573,7 +573,7 @@ def spectrum(
 
 def _fits(dev: np.ndarray, tol: float, amplitude: float, w: float, pos: np.ndarray, err: float = 0.0) -> bool:
     """Whether a sinusoid's fit deviations ``dev`` (per sampled row) are rounding: within ``tol``, plus the
-    angle error of the float32 formula at each position (:func:`posenc_cli.tolerance.angle_allowance`), which
+    angle error of the float32 formula at each position (:func:`posenc_cli.inspect.tolerance.angle_allowance`), which
     grows with the position and would otherwise hide every long float32-computed table's sinusoids. Where that
     error is present, the fitted frequency is off by up to a few of its own 1-sigma ``err`` too."""
     from .tolerance import angle_allowance
@@ -933,36 +933,43 @@ def scaling_profile(
             if misfit(prof.predict(ref)) <= 1.0:
                 prof.max_rel_dev = misfit(prof.predict(ref))
                 return prof
-    # ramps: q = 1 at the high-frequency end, 1/f at the low-frequency end
+    ramp = _ramp_profile(ref, q, div, valid, misfit)
+    if ramp is not None:
+        return ramp
+    return ScalingProfile("per-column", div, max_rel_dev=0.0)
+
+
+def _ramp_profile(ref: np.ndarray, q: np.ndarray, div: np.ndarray, valid: np.ndarray, misfit: Any) -> Any:
+    """A ramp between kept high frequencies (q = 1) and divided low ones (q = 1/f), linear in frequency
+    (llama3) or in the index (YaRN); a step when no column sits inside it. None when neither holds."""
     order = np.argsort(-ref)
     qs = q[order]
-    if qs[0] > 1 - 1e-3 and qs[-1] < 1 - 1e-3:
-        f = float(1.0 / np.min(q[valid]))
-        s = (q - 1.0 / f) / (1.0 - 1.0 / f)  # 1 = kept, 0 = divided by f
-        inner = valid & (s > 1e-6) & (s < 1 - 1e-6)
-        cands: list[ScalingProfile] = []
-        if inner.sum() >= 2:
-            a, b = np.polyfit(ref[inner], s[inner], 1)
-            if a > 0:
-                cands.append(ScalingProfile("ramp-frequency", div, factor=f, ramp=(-b / a, (1 - b) / a)))
-            idx = np.arange(ref.size, dtype=np.float64)
-            a2, b2 = np.polyfit(idx[inner], 1 - s[inner], 1)
-            if a2 > 0:
-                cands.append(ScalingProfile("ramp-index", div, factor=f, ramp=(-b2 / a2, (1 - b2) / a2)))
-        else:
-            # no column inside the ramp: the step sits between the last kept and the first divided frequency
-            kept = valid & (s > 0.5)
-            lo_f = float(np.max(ref[valid & ~kept])) if np.any(valid & ~kept) else 0.0
-            hi_f = float(np.min(ref[kept])) if np.any(kept) else lo_f
-            cands.append(
-                ScalingProfile("ramp-frequency", div, factor=f, ramp=(lo_f, hi_f if hi_f > lo_f else lo_f * (1 + 1e-9)))
-            )
-        for prof in cands:
-            prof.max_rel_dev = misfit(prof.predict(ref))
-        cands.sort(key=lambda p: p.max_rel_dev)
-        if cands and cands[0].max_rel_dev <= 1.0:
-            return cands[0]
-    return ScalingProfile("per-column", div, max_rel_dev=0.0)
+    edge = 1 - tolerance.RAMP_EDGE
+    if not (qs[0] > edge and qs[-1] < edge):
+        return None
+    f = float(1.0 / np.min(q[valid]))
+    s = (q - 1.0 / f) / (1.0 - 1.0 / f)  # 1 = kept, 0 = divided by f
+    inner = valid & (s > tolerance.RAMP_INSIDE) & (s < 1 - tolerance.RAMP_INSIDE)
+    cands: list[ScalingProfile] = []
+    if inner.sum() >= 2:
+        a, b = np.polyfit(ref[inner], s[inner], 1)
+        if a > 0:
+            cands.append(ScalingProfile("ramp-frequency", div, factor=f, ramp=(-b / a, (1 - b) / a)))
+        idx = np.arange(ref.size, dtype=np.float64)
+        a2, b2 = np.polyfit(idx[inner], 1 - s[inner], 1)
+        if a2 > 0:
+            cands.append(ScalingProfile("ramp-index", div, factor=f, ramp=(-b2 / a2, (1 - b2) / a2)))
+    else:
+        # no column inside the ramp: the step sits between the last kept and the first divided frequency
+        kept = valid & (s > 0.5)
+        lo_f = float(np.max(ref[valid & ~kept])) if np.any(valid & ~kept) else 0.0
+        hi_f = float(np.min(ref[kept])) if np.any(kept) else lo_f
+        hi_f = hi_f if hi_f > lo_f else lo_f * (1 + tolerance.STEP_WIDTH)
+        cands.append(ScalingProfile("ramp-frequency", div, factor=f, ramp=(lo_f, hi_f)))
+    for prof in cands:
+        prof.max_rel_dev = misfit(prof.predict(ref))
+    cands.sort(key=lambda p: p.max_rel_dev)
+    return cands[0] if cands and cands[0].max_rel_dev <= 1.0 else None
 
 
 # ----- relative structure -------------------------------------------------------------------------------------------
@@ -1136,7 +1143,7 @@ def value_summary(table: Any) -> ValueSummary:
             mabs = max(mabs, abs(lo), abs(hi))
             if integer and not np.all(fin == np.round(fin)):
                 integer = False
-    from .encodings.base import dtype_name
+    from ..encodings.base import dtype_name
 
     return ValueSummary(
         tuple(int(s) for s in table.shape),
@@ -1173,9 +1180,26 @@ def effective_dtype(x: np.ndarray, stored: np.dtype) -> np.dtype:
     return stored if finfo(stored) is not None else np.dtype(np.float64)
 
 
+def rounded_dtype(x: np.ndarray, stored: np.dtype) -> np.dtype | None:
+    """The bfloat16 or float16 whose rounding made values stored in a wider dtype (a bfloat16 cache saved as
+    float32), or None. Values on that grid only because they are simple numbers (0, 1, small integers times powers
+    of two: an identity, ALiBi's biases) are not rounded data: some value must use the dtype's last mantissa bits
+    (:data:`~posenc_cli.inspect.tolerance.ROUNDED_BITS` of them)."""
+    stored = np.dtype(stored)
+    fin = np.asarray(x, dtype=np.float64)
+    fin = fin[np.isfinite(fin) & (fin != 0)]
+    eff = effective_dtype(fin, stored)
+    if eff == stored or not tolerance.coarse(eff) or fin.size == 0:
+        return None
+    bits = round(-math.log2(float(finfo(eff).eps))) + 1  # the mantissa, its implicit bit included
+    m, _ = np.frexp(fin)  # fin = m * 2**e, 0.5 <= |m| < 1
+    coarse_grid = np.ldexp(m, bits - tolerance.ROUNDED_BITS)
+    return eff if bool(np.any(coarse_grid != np.round(coarse_grid))) else None
+
+
 #: Values smaller than this are measured in ulps of it: a value that should be 0 and is 1e-12 is a tiny absolute
 #: error, not a billion ulps of 1e-12.
-ULP_FLOOR = 2.0**-10
+ULP_FLOOR = tolerance.ULP_FLOOR
 
 
 def ulps(x: np.ndarray, y: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -1249,7 +1273,7 @@ def residual(
     if d.size:
         flat = int(np.argmax(d.reshape(d.shape[0], -1).max(axis=1))) if d.ndim > 1 else int(np.argmax(d))
         worst = int(row_index[flat]) if row_index is not None else flat
-    from .encodings.base import dtype_name
+    from ..encodings.base import dtype_name
 
     return Residual(
         float(d.max()) if d.size else 0.0,
@@ -1329,7 +1353,7 @@ class TableAnalysis:
     @property
     def dtype_param(self) -> str | None:
         """The posenc dtype name of a floating table (None for integers)."""
-        from .encodings.base import FLOAT_DTYPES, dtype_name
+        from ..encodings.base import FLOAT_DTYPES, dtype_name
 
         name = dtype_name(self.dtype)
         return name if name in FLOAT_DTYPES else None

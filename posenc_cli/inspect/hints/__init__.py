@@ -1,4 +1,4 @@
-"""The structure readers that propose a kind's parameters from a table, for :func:`posenc_cli.identification.identify`.
+"""The structure readers that propose a kind's parameters from a table, for :func:`posenc_cli.inspect.identification.identify`.
 
 A kind declares which reader serves it as data (``IDENTIFY = "module:function"`` on its class, see
 :class:`posenc_cli.encodings.base.Encoding`); this package holds the readers, so that ``encodings/`` never

@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 
 from .. import analysis as an
-from ..identification import Candidate
+from .. import tolerance
+from ..candidates import Candidate
 
-# ----- identification hints (read by posenc_cli.identification; analysis loads only when identifying) -
+# ----- identification hints (read by posenc_cli.inspect.identification; analysis loads only when identifying) -
 #: The column structures the reader knows, in the order a grid kind declares its layouts: per axis [sin | cos],
 #: per axis interleaved sin/cos, [all sin | all cos].
 _SPLIT, _INTERLEAVED, _SIN_BLOCK = range(3)
@@ -98,7 +99,7 @@ def _grid_hints(
     exactly the columns the layout gives to ``a`` (values at equal coordinates are computed identically, so
     this holds bit for bit whatever the dtype); then each axis' frequencies give the base."""
     from .. import analysis as an
-    from ..identification import Candidate, round_variants
+    from ..candidates import Candidate, round_variants
 
     if ana.ndim != 2 or not ana.floating or ana.n < 1:
         return []
@@ -177,7 +178,7 @@ def _grid_hints(
             channel_options = ["exact", "ceil"] if params["channels"] == "exact" else ["ceil"]
             if ana.dtype_param:
                 params["dtype"] = ana.dtype_param
-            bases = [10000.0]
+            bases = [tolerance.DEFAULT_BASE]
             # the longest axis that has a sin/cos pair beyond k = 0 (truncated columns may lack one)
             for axis in sorted(range(ndim_grid), key=lambda a: -shape[a]):
                 pairs = []
@@ -200,7 +201,7 @@ def _grid_hints(
                 good = w > 0
                 if good.any():
                     log_base = -float(np.sum(e[good] * np.log(w[good])) / np.sum(e[good] ** 2))
-                    bases = round_variants(math.exp(log_base), tols=(1e-8, 1e-6, 1e-4, 1e-3, 1e-2))
+                    bases = round_variants(math.exp(log_base), tols=tolerance.GRID_BASE_ROUNDINGS)
                 break
             note = f"{grid} grid, {layout} per axis, {axis_order} axes"
             for b in bases:

@@ -1,0 +1,74 @@
+"""The inspection house's rules, read with ast: one package whose imports run one way, no function over 80 lines,
+and no threshold typed as a number outside :mod:`posenc_cli.inspect.tolerance` (every float literal other than
+0, 1, 1/2 and 2 is a named constant there)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.test_import_graph import cycles, graph
+
+INSPECT = Path(__file__).resolve().parent.parent / "posenc_cli" / "inspect"
+MAX_LINES = 80
+#: Plain arithmetic, not thresholds.
+NEUTRAL = {0.0, 1.0, 0.5, 2.0, -1.0}
+#: Not yet split or named (the diagnosis is done; the structure readers and the analysis follow): each may only
+#: shrink, and the test fails when one is fixed without being taken off the list.
+PENDING_LONG = {"analysis.py": ["spectrum"], "hints/grid.py": ["_grid_hints"], "hints/rotary.py": ["hints_mrope"]}
+PENDING_LITERALS = {"analysis.py": 22, "hints/relative.py": 21, "hints/rotary.py": 50}
+
+
+def long_functions(source: str) -> list[tuple[str, int]]:
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            n = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+            if n > MAX_LINES:
+                out.append((node.name, n))
+    return out
+
+
+def float_literals(source: str) -> list[float]:
+    return [
+        n.value
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.Constant) and isinstance(n.value, float) and n.value not in NEUTRAL
+    ]
+
+
+def _modules() -> list[Path]:
+    return sorted(INSPECT.rglob("*.py"))
+
+
+def test_no_function_over_80_lines() -> None:
+    found = {p.relative_to(INSPECT).as_posix(): sorted(n for n, _ in long_functions(p.read_text())) for p in _modules()}
+    assert {k: v for k, v in found.items() if v} == PENDING_LONG
+
+
+def test_no_threshold_literal_outside_tolerance() -> None:
+    found = {
+        p.relative_to(INSPECT).as_posix(): len(float_literals(p.read_text()))
+        for p in _modules()
+        if p.name != "tolerance.py"
+    }
+    assert {k: v for k, v in found.items() if v} == PENDING_LITERALS
+
+
+def test_the_walkers_see_what_they_forbid() -> None:
+    """Both tests above can fail: a long function and a literal threshold are found."""
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_LINES))
+    assert long_functions(f"def f():\n{body}\n") == [("f", MAX_LINES + 1)]
+    assert float_literals("if err < 1e-3 and x > 0.5:\n    y = 2.0 * x + 0.999\n") == [1e-3, 0.999]
+
+
+def test_inspection_imports_run_one_way() -> None:
+    """No circle inside the package (identification and hints used to import each other), and nothing in it
+    imports the CLI, the API or the renderers."""
+    edges = graph()
+    inside = {m for m in edges if m.startswith("posenc_cli.inspect")}
+    for comp in cycles(edges):
+        assert not (set(comp) & inside), comp
+    upward = {"posenc_cli.api", "posenc_cli.render", "posenc_cli.plot", "posenc_cli.cli", "posenc_cli.sources"}
+    bad = {m: sorted(d for d in edges[m] if any(d == u or d.startswith(u + ".") for u in upward)) for m in inside}
+    assert {m: d for m, d in bad.items() if d} == {}
