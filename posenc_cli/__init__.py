@@ -36,6 +36,8 @@ _EXPORTS = {
     "compare": "api",
     "identify": "api",
     "kinds": "api",
+    "audit": "api",
+    "AuditReport": "auditing.report",
     "CheckReport": "reports",
     "Written": "api",
     "CheckResult": "checks.base",
@@ -68,6 +70,8 @@ __all__ = [
     "compare",
     "identify",
     "kinds",
+    "audit",
+    "AuditReport",
     "CheckReport",
     "Written",
     "CheckResult",
@@ -89,6 +93,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .api import (
         Written,
+        audit,
         check,
         check_all,
         compare,
@@ -102,6 +107,7 @@ if TYPE_CHECKING:
         read,
         write,
     )
+    from .auditing.report import AuditReport
     from .checks.base import CheckResult
     from .encodings.base import Encoding
     from .errors import ExitCode, InputError, OutputError, ParameterError, PosencError, UnknownTensorError

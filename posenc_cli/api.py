@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import InputError, ParameterError, param
 
 if TYPE_CHECKING:
+    from .auditing.report import AuditReport
     from .checks.base import CheckResult
     from .encodings.base import Encoding
     from .identification import Identification
@@ -39,6 +40,10 @@ _REPORTS = ("Preview", "CheckReport", "TensorComparison", "Comparison")
 
 
 def __getattr__(name: str) -> Any:
+    if name in ("AuditReport", "AuditRow"):
+        from .auditing import report as audit_report
+
+        return getattr(audit_report, name)
     if name in _REPORTS:
         from . import reports
 
@@ -846,6 +851,62 @@ def _open_pair(a: TableLike, b: TableLike) -> tuple[Source, Source]:
     return open_table(a), open_table(b)
 
 
+# ----- auditing a model -------------------------------------------------------------------------------
+def audit(
+    source: str | os.PathLike[str],
+    *,
+    against: str | os.PathLike[str] | None = None,
+    engines: str | list[str] | tuple[str, ...] | None = None,
+    length: int | None = None,
+    n_ctx: int | None = None,
+    max_model_len: int | None = None,
+    download: bool = False,
+    on_progress: Callable[[str, int, int], None] | None = None,
+) -> AuditReport:
+    """Check everything about a model's positions against HF transformers' tables, in one report.
+
+    Parameters
+    ----------
+    source : str or path
+        A model directory (its config.json, the learned table in its weights, every GGUF and ONNX file in it), a
+        config.json, a GGUF or ONNX file (its config: a config.json beside it, or ``against``), or a Hub model id
+        ``org/name`` / ``org/name@revision`` read from the local Hugging Face cache.
+    against : str or path, optional
+        Another directory, config or Hub id: its conversions are audited too, and its config is the reference
+        when ``source`` has none.
+    engines : str or list of str, optional
+        The engines whose tables are checked (comma-separated or a list; default: every engine posenc knows).
+    length : int, optional
+        Positions compared (default: each layer type's context, max_position_embeddings).
+    n_ctx, max_model_len : int, optional
+        llama.cpp's context (default: the model's) and vLLM's max_model_len (default: vLLM's).
+    download : bool
+        A Hub id not in the cache is fetched: config.json, the weights index and position tensors only (needs
+        ``huggingface_hub``; ``HF_HUB_OFFLINE=1`` forbids it).
+    on_progress : callable, optional
+        Called as ``on_progress(what, done, total)`` before each step.
+
+    Returns
+    -------
+    AuditReport
+        ``.rows`` (artifact x layer type x engine: verdict, largest difference, explanation), ``.ok``,
+        ``.exit_code`` (0 every row agrees, 1 a row differs, 2 a file could not be read) and ``.to_json()``
+        (the versioned schema ``posenc_cli/auditing/schema.json``).
+    """
+    from .auditing.run import audit as run_audit
+
+    return run_audit(
+        source,
+        against=against,
+        engines=engines,
+        length=length,
+        n_ctx=n_ctx,
+        max_model_len=max_model_len,
+        download=download,
+        on_progress=on_progress,
+    )
+
+
 def kinds() -> list[dict[str, Any]]:
     """What ``posenc kinds --json`` prints: every kind's tensors, parameters, presets and references."""
     from .encodings import KINDS, get_kind
@@ -855,11 +916,13 @@ def kinds() -> list[dict[str, Any]]:
 
 
 __all__ = [
+    "AuditReport",
     "CheckReport",
     "Written",
     "Comparison",
     "TensorComparison",
     "Preview",
+    "audit",
     "check",
     "check_all",
     "compare",

@@ -257,6 +257,20 @@ Quiet = Annotated[
     ),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout instead of the report.")]
+Markdown = Annotated[
+    Optional[str],
+    typer.Option("--markdown", metavar="FILE", help="Also write the report as Markdown (a CI step summary).",
+                 show_default=False),
+]  # fmt: skip
+Html = Annotated[
+    Optional[str],
+    typer.Option("--html", metavar="FILE", help="Also write the report as one self-contained HTML page.",
+                 show_default=False),
+]  # fmt: skip
+Download = Annotated[
+    bool,
+    typer.Option("--download", help="A Hub id not in the cache: fetch config.json and position tensors only."),
+]
 Verbose = Annotated[
     bool,
     typer.Option("--verbose", "-v", help="How each result was reached: every reading, measurement or explanation."),

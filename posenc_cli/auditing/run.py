@@ -1,0 +1,458 @@
+"""One audit: every checkable thing a model holds, each a row checked against HF's table for the same layer type.
+
+Rows, in order: per layer type the reference (HF transformers' table read from config.json, or the learned
+table in the weights, checked for its properties), then each engine's table (posenc's rules of that engine,
+:mod:`posenc_cli.models.engines`), then each GGUF file (llama.cpp's float32 tables, :func:`models.llamacpp.verdict`)
+and each ONNX export (its stored caches, :func:`models.onnx.check_against`). A file that cannot be read is its
+own ``error`` row and the others are still checked. Only metadata and position tensors are read: GGUF files and
+safetensors weights are memory-mapped, an ONNX model's external data is read only for its caches.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import InputError, ParameterError, PosencError, param
+from . import discover, hub
+from .differences import Difference, difference, of_arrays, worst
+from .report import AuditReport, AuditRow
+
+#: ``on_progress(what, done, total)``: called before each step of a long audit
+Progress = Callable[[str, int, int], None]
+
+
+def engine_names() -> tuple[str, ...]:
+    from ..models.engines import ENGINE_NAMES
+
+    return ENGINE_NAMES
+
+
+def parse_engines(engines: str | Sequence[str] | None) -> list[str]:
+    """The engines to audit: a comma-separated string or a list; default every engine posenc knows."""
+    names = engine_names()
+    if engines is None:
+        return list(names)
+    items = engines.split(",") if isinstance(engines, str) else [str(e) for e in engines]
+    chosen = [e.strip() for e in items if e.strip()]
+    bad = [e for e in chosen if e not in names]
+    if bad or not chosen:
+        what = f"unknown engine {bad[0]!r}" if bad else "no engine given"
+        raise ParameterError(f"{what}; choose {param('engine')} from: {', '.join(names)} (comma-separated)")
+    return list(dict.fromkeys(chosen))
+
+
+def audit(
+    source: str | os.PathLike[str],
+    *,
+    against: str | os.PathLike[str] | None = None,
+    engines: str | Sequence[str] | None = None,
+    length: int | None = None,
+    n_ctx: int | None = None,
+    max_model_len: int | None = None,
+    download: bool = False,
+    on_progress: Progress | None = None,
+) -> AuditReport:
+    """See :func:`posenc_cli.api.audit`."""
+    from ..errors import check_int
+
+    chosen = parse_engines(engines)
+    if length is not None:
+        length = check_int("length", length, 1)
+    with tempfile.TemporaryDirectory(prefix="posenc-audit-") as tmp:
+        found = _locate(os.fspath(source), download, tmp)
+        if against is not None:
+            found.merge(_locate(os.fspath(against), download, tmp))
+        if found.config is None and not (found.ggufs or found.onnxs):
+            raise InputError(
+                f"{found.label}: nothing to audit: no config.json, GGUF or ONNX file"
+                + (
+                    f" (looked {discover.MAX_DEPTH} directories deep)"
+                    if found.root and os.path.isdir(found.label)
+                    else ""
+                )
+                + "; give a model directory, a config.json, a GGUF or ONNX file, or a Hub id org/name"
+            )
+        if found.config is None:
+            raise InputError(
+                f"{found.label}: no config.json to check against; give the HF model with {param('against')} DIR or "
+                "org/name"
+            )
+        return _Auditor(found, chosen, length, n_ctx, max_model_len, on_progress, against).run()
+
+
+def _locate(text: str, download: bool, tmp: str) -> discover.Found:
+    if hub.is_hub_id(text):
+        snap = hub.resolve(text, download=download)
+        found = discover.find(snap, label=text)
+        found.hub = (text, download)  # type: ignore[attr-defined]
+        return found
+    return discover.find(text)
+
+
+class _Auditor:
+    def __init__(self, found: discover.Found, engines: list[str], length: int | None, n_ctx: int | None,
+                 max_model_len: int | None, on_progress: Progress | None, against: Any) -> None:  # fmt: skip
+        self.found = found
+        self.engines = engines
+        self.length = length
+        self.n_ctx = n_ctx
+        self.max_model_len = max_model_len
+        self.on_progress = on_progress
+        self.against = None if against is None else os.fspath(against)
+        self.step = 0
+
+    def progress(self, what: str, total: int) -> None:
+        if self.on_progress is not None:
+            self.on_progress(what, self.step, total)
+        self.step += 1
+
+    def run(self) -> AuditReport:
+        from ..api import load_config
+        from ..models.readers import model_config_layers
+
+        f = self.found
+        assert f.config is not None
+        config_path = f.config
+        data = load_config(config_path)
+        layers = model_config_layers(data, length=self.length)
+        model_type = data.get("model_type") if isinstance(data.get("model_type"), str) else None
+        lengths = [int(v[1]["length"]) for v in layers.values() if v is not None and "length" in v[1]]
+        report = AuditReport(
+            source=f.label,
+            config=f.relative(config_path),
+            model_type=model_type,
+            length=self.length if self.length is not None else (max(lengths) if lengths else None),
+            engines=list(self.engines),
+            against=self.against,
+        )
+        total = len(layers) * (1 + len(self.engines)) + len(f.ggufs) + len(f.onnxs)
+        for lt, v in layers.items():
+            if v is None:
+                report.notes.append(f"layer type {lt} applies no positions (NoPE): nothing to check")
+                continue
+            kind, params = v
+            self.progress(f"{lt}: the reference", total)
+            if "weights_tensor" in params:
+                report.rows.append(self._learned(lt, params, data))
+                continue
+            ref = self._reference(lt, kind, params, report)
+            if ref is None:
+                continue
+            if not self._engines_apply(config_path, lt, report):
+                continue
+            for engine in self.engines:
+                if engine == "hf":
+                    continue
+                self.progress(f"{lt}: {engine}", total)
+                report.rows.append(self._engine(config_path, lt, engine, ref))
+        for path in f.ggufs:
+            self.progress(f"{f.relative(path)}", total)
+            report.rows += self._gguf(path, config_path, report.length)
+        for path in f.onnxs:
+            self.progress(f"{f.relative(path)}", total)
+            report.rows += self._onnx(path, config_path)
+        if not report.rows:
+            raise InputError(f"{f.label}: nothing to audit: no layer type applies positions, and no conversion")
+        return report
+
+    # ----- the reference and the engines ----------------------------------------------------------------
+    def _engines_apply(self, config_path: str, lt: str, report: AuditReport) -> bool:
+        """Whether engines' rules cover this layer type (RoPE families); said in a note when they do not."""
+        from ..models.engines import model_facts
+
+        if self.engines == ["hf"]:
+            return False
+        try:
+            model_facts(config_path, layer_type=None if lt == "default" else lt)
+        except PosencError as exc:
+            report.notes.append(f"{lt}: engines not compared: {_one_line(exc)}")
+            return False
+        return True
+
+    def _reference(self, lt: str, kind: str, params: dict[str, Any], report: AuditReport) -> Any:
+        from ..encodings import make_encoding
+
+        config = self.found.relative(self.found.config or "")
+        try:
+            enc = make_encoding(kind, params)
+        except PosencError as exc:
+            report.rows.append(AuditRow(config, lt, "hf", "error", _one_line(exc)))
+            return None
+        row = AuditRow(config, lt, "hf", "reference", _describe(enc), length=_rows_of(enc))
+        report.rows.append(row)
+        return enc
+
+    def _engine(self, config_path: str, lt: str, engine: str, ref: Any) -> AuditRow:
+        from ..models.engines import engine_encoding, resolve_engine, rules_for
+
+        config = self.found.relative(config_path)
+        n = _rows_of(ref)
+        options: dict[str, Any] = {}
+        e = resolve_engine(engine)
+        if "max_model_len" in e.options and self.max_model_len is not None:
+            options["max_model_len"] = self.max_model_len
+        if "n_ctx" in e.options:
+            options["n_ctx"] = self.n_ctx if self.n_ctx is not None else n  # llama.cpp's default: the training context
+        try:
+            enc, facts = engine_encoding(
+                config_path, engine, length=n, layer_type=None if lt == "default" else lt, **options
+            )
+        except PosencError as exc:
+            return AuditRow(config, lt, engine, "skipped", f"{e.version}: {_one_line(exc)}", length=n)
+        rules = [r.says for r in rules_for(engine, facts.params)]
+        if enc == ref:
+            why = f"{e.version}: same table as hf" + (
+                f" ({len(rules)} rule(s) apply, none changes it)" if rules else ""
+            )
+            return AuditRow(config, lt, engine, "agree", why, 0.0, n, details=rules)
+        d = _encodings_difference(enc, ref)
+        if d is None:
+            return AuditRow(
+                config, lt, engine, "skipped", f"{e.version}: no tensor of the same shape as hf's", length=n
+            )
+        ok = d.max_abs <= _atol(enc, ref)
+        why = (
+            f"{e.version}: equal to hf's within 2 ulp"
+            if ok
+            else f"{e.version}: "
+            + ("; ".join(rules) if rules else "its parameters differ from hf's")
+            + f" (largest at position {d.row}, {d.tensor} column {d.column})"
+        )
+        row = AuditRow(config, lt, engine, "agree" if ok else "differ", why, d.max_abs, n, details=rules)
+        if not ok:
+            row.picture = d.picture
+            row.picture.spectrum = _spectrum(enc, ref)
+        return row
+
+    # ----- learned tables in the weights ----------------------------------------------------------------
+    def _learned(self, lt: str, params: dict[str, Any], data: dict[str, Any]) -> AuditRow:
+        from ..api import check
+        from ..sources import open_source
+
+        f = self.found
+        root = os.path.dirname(f.config or "") or "."
+        weights = str(params.get("weights_tensor"))
+        hub_info = getattr(f, "hub", None)
+        if hub_info is not None and hub_info[1]:
+            self._fetch_positions(hub_info[0], root, weights)
+        if not f.weights or not _has_weights(root):
+            return AuditRow(
+                "weights", lt, "hf", "skipped",
+                f"learned positions ({weights}) live in the weights, which are not here"
+                + (": pass --download to fetch that tensor only" if hub_info is not None else ""),
+            )  # fmt: skip
+        try:
+            src = open_source(root, layer_type=None if lt == "default" else lt, length=self.length)
+            rep = check(src)
+        except PosencError as exc:
+            return AuditRow("weights", lt, "hf", "error", _one_line(exc))
+        artifact = src.metadata.get("weights_file", "weights")
+        name = src.metadata.get("weights_tensor", weights)
+        arr_shape = "x".join(str(s) for s in src.tensors[src.names[0]].shape) if src.names else "?"
+        held = ", ".join(r.name for r in rep.results if r.passed)
+        why = (
+            f"learned {name} ({arr_shape}): every required property holds ({held})"
+            if rep.ok
+            else f"learned {name} ({arr_shape}): {', '.join(rep.failed) or 'a required property'} failed"
+        )
+        n = int(src.tensors[src.names[0]].shape[0]) if src.names else None
+        return AuditRow(artifact, lt, "hf", "agree" if rep.ok else "differ", why, None, n,
+                        details=[f"{r.name}: {r.detail}" for r in rep.results])  # fmt: skip
+
+    def _fetch_positions(self, hub_id: str, root: str, tensor: str) -> None:
+        """``--download`` of a model with learned positions: that tensor, by byte ranges, into a copy of the
+        snapshot's config.json's directory (the cache itself is never given partial weights)."""
+        import json
+        import shutil
+
+        f = self.found
+        repo, rev = hub.split(hub_id)
+        local = tempfile.mkdtemp(prefix="posenc-positions-")
+        shutil.copy(f.config or "", os.path.join(local, "config.json"))
+        index = os.path.join(root, "model.safetensors.index.json")
+        files = ["model.safetensors"]
+        if os.path.isfile(index):
+            with open(index, encoding="utf-8") as fh:
+                files = sorted({os.path.basename(str(v)) for v in json.load(fh).get("weight_map", {}).values()})
+        fetcher = hub.range_fetcher(repo, rev)
+
+        def wanted(name: str) -> bool:
+            return name == tensor or name.endswith("." + tensor)
+
+        hub.fetch_tensors({n: fetcher(n) for n in files}, wanted, os.path.join(local, "model.safetensors"))
+        f.config = os.path.join(local, "config.json")
+        f.weights = True
+
+    # ----- conversions ----------------------------------------------------------------------------------
+    def _gguf(self, path: str, config_path: str, length: int | None) -> list[AuditRow]:
+        from ..models import llamacpp
+
+        name = self.found.relative(path)
+        if importlib.util.find_spec("gguf") is None:
+            return [AuditRow(name, "-", "llamacpp", "skipped", "reading GGUF needs: pip install 'posenc-cli[gguf]'")]
+        try:
+            v = llamacpp.verdict(path, config_path, n_ctx=self.n_ctx, length=length)
+        except PosencError as exc:
+            return [AuditRow(name, "-", "llamacpp", "error", _one_line(exc))]
+        rows = []
+        details = [f"divergence: {d}" for d in v.divergences] + [f"equivalent: {e}" for e in v.equivalences]
+        details += [f"note: {n}" for n in v.notes]
+        for lt, nums in v.numbers.items() or {"-": {}}.items():
+            mine = [d for d in v.divergences if _about(d, lt)]
+            if v.ok:
+                why = (
+                    v.equivalences[0]
+                    if v.equivalences
+                    else f"llama.cpp's float32 tables equal HF's ({llamacpp.LLAMACPP_VERSION})"
+                )
+            else:
+                why = (mine or v.divergences)[0]
+            max_abs = nums.get("max_abs_vs_hf")
+            row = AuditRow(name, lt, "llamacpp", "agree" if v.ok else "differ", why,
+                           None if max_abs is None else float(max_abs), v.length, details=details)  # fmt: skip
+            if not v.ok:
+                row.picture = _gguf_picture(path, config_path, lt, v)
+            rows.append(row)
+        return rows
+
+    def _onnx(self, path: str, config_path: str) -> list[AuditRow]:
+        from ..models import onnx
+
+        name = self.found.relative(path)
+        if importlib.util.find_spec("onnx") is None:
+            return [AuditRow(name, "-", "onnx", "skipped", "reading ONNX needs: pip install 'posenc-cli[onnx]'")]
+        try:
+            res = onnx.check_against(path, config_path, engine="hf")
+            d, rows = _onnx_difference(path, config_path)
+        except PosencError as exc:
+            return [AuditRow(name, "-", "onnx", "error", _one_line(exc))]
+        why = res.divergences[0] if res.divergences else (res.matched[0] if res.matched else "no rotary cache found")
+        verdict = "agree" if res.ok and res.matched else ("differ" if not res.ok else "skipped")
+        row = AuditRow(name, "-", "onnx", verdict, why, None if d is None else d.max_abs, rows,
+                       details=[f"divergence: {x}" for x in res.divergences] + [f"ok: {x}" for x in res.matched]
+                       + [f"note: {w}" for w in res.warnings])  # fmt: skip
+        if verdict == "differ" and d is not None:
+            row.picture = d.picture
+        return [row]
+
+
+# ----- helpers ----------------------------------------------------------------------------------------------
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    return " ".join(str(text).split())
+
+
+def _rows_of(enc: Any) -> int:
+    return int(getattr(enc, "length", 0) or next(iter(enc.tensor_specs().values())).shape[0])
+
+
+def _describe(enc: Any) -> str:
+    """The reference in one line: its kind and the parameters that make it (those the metadata records)."""
+    meta = enc.metadata()
+    skip = {"kind", "posenc_version", "length", "dtype", "dim"}
+    shown = [f"{k} {v}" for k, v in meta.items() if k not in skip and v not in ("", "none", "None")]
+    head = f"{meta.get('kind', enc.KIND)} dim {meta.get('dim', '?')}"
+    return "HF transformers: " + ", ".join([head, *shown[:6]]) + (", ..." if len(shown) > 6 else "")
+
+
+def _has_weights(root: str) -> bool:
+    return any(os.path.isfile(os.path.join(root, n)) for n in ("model.safetensors", "model.safetensors.index.json"))
+
+
+def _about(text: str, lt: str) -> bool:
+    words = lt.replace("_attention", "")
+    return words in text or lt in text
+
+
+def _atol(a: Any, b: Any) -> float:
+    from ..tolerance import default_atol
+
+    return max(default_atol(a.out_dtype), default_atol(b.out_dtype))
+
+
+def _encodings_difference(a: Any, b: Any) -> Difference | None:
+    """The worst of the 2-D tensors ``a`` and ``b`` both have with the same shape, read block by block."""
+    sa, sb = a.tensor_specs(), b.tensor_specs()
+    diffs = []
+    for name, spec in sa.items():
+        other = sb.get(name)
+        if other is None or len(spec.shape) != 2 or tuple(other.shape) != tuple(spec.shape):
+            continue
+        rows, cols = int(spec.shape[0]), int(spec.shape[1])
+        diffs.append(difference(name, _rows(a, name), _rows(b, name), rows, cols))
+    return worst(diffs)
+
+
+def _rows(enc: Any, name: str) -> Callable[[int, int], Any]:
+    def rows(start: int, stop: int) -> Any:
+        return enc.rows(name, start, stop)
+
+    return rows
+
+
+def _spectrum(a: Any, b: Any) -> dict[str, list[float]] | None:
+    """Both sides' frequencies (radians per position), when both encodings have them."""
+    if not (hasattr(a, "inv_freq") and hasattr(b, "inv_freq")):
+        return None
+    try:
+        fa, fb = a.inv_freq(), b.inv_freq()
+    except (PosencError, ValueError, TypeError):
+        return None
+    return {"artifact": [float(x) for x in fa], "reference": [float(x) for x in fb]}
+
+
+def _gguf_picture(path: str, config_path: str, lt: str, v: Any) -> Any:
+    """Where llama.cpp's tables for the GGUF differ from HF's: both read at the verdict's length."""
+    from ..api import load_config
+    from ..encodings import make_encoding
+    from ..models.hf_config import read_model_config
+    from ..models.llamacpp import gguf_tables
+
+    try:
+        tensors, _meta, _ = gguf_tables(path, n_ctx=v.n_ctx, length=v.length,
+                                        layer_type=None if lt in ("default", "full_attention") else lt)  # fmt: skip
+        cfg = read_model_config(load_config(config_path))
+        enc = make_encoding(cfg.kind, cfg.params(None if lt == "default" else lt, v.length))
+    except (PosencError, KeyError, ValueError):
+        return None
+    diffs = []
+    for name in ("cos", "sin"):
+        if (
+            name in tensors
+            and name in enc.tensor_specs()
+            and tuple(enc.tensor_specs()[name].shape) == tensors[name].shape
+        ):
+            diffs.append(of_arrays(name, tensors[name], enc.array(name)))
+    d = worst(diffs)
+    if d is None:
+        return None
+    if "inv_freq" in tensors and hasattr(enc, "inv_freq"):
+        d.picture.spectrum = {"artifact": [float(x) for x in tensors["inv_freq"]],
+                              "reference": [float(x) for x in enc.inv_freq()]}  # fmt: skip
+    return d.picture
+
+
+def _onnx_difference(path: str, config_path: str) -> tuple[Difference | None, int | None]:
+    """The largest difference of an ONNX model's stored caches from HF's tables (each cache against the rows it
+    holds), and the most rows a cache holds."""
+    from ..models import onnx
+    from ..models.engines import engine_params, model_facts
+
+    model = onnx.read_onnx(path)
+    facts = model_facts(config_path)
+    expect = engine_params(facts, "hf", seq_len=None)
+    longrope = facts.params.get("scaling") == "longrope"
+    diffs, most = [], None
+    for cache in model.caches:
+        for role, _rows, cos, sin in onnx._roles(cache, facts, longrope) or []:
+            if 2 * cos.shape[1] != facts.rot_dim or cos.shape[0] == 0:
+                continue
+            ecos, esin, s, _ = onnx._expected(expect, int(cos.shape[0]), role, facts)
+            diffs.append(of_arrays("cos_cache", cos, ecos * s))
+            diffs.append(of_arrays("sin_cache", sin, esin * s))
+            most = max(most or 0, int(cos.shape[0]))
+    return worst(diffs), most
