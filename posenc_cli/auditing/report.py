@@ -14,7 +14,7 @@ from typing import Any
 
 #: the JSON's version: ``schema`` in every report; schema.json's ``$id`` ends with it
 SCHEMA_VERSION = 1
-SCHEMA_ID = f"posenc-audit/{SCHEMA_VERSION}"
+SCHEMA_ID = f"posenc-audit/{SCHEMA_VERSION}"  # schema.json says the same in its "schema" const
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "schema.json")
 
 #: Row verdicts. ``reference`` is the HF table the others are checked against; ``skipped`` says why a row could

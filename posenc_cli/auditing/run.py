@@ -81,7 +81,7 @@ def audit(
                 f"{found.label}: no config.json to check against; give the HF model with {param('against')} DIR or "
                 "org/name"
             )
-        return _Auditor(found, chosen, length, n_ctx, max_model_len, on_progress, against).run()
+        return _Auditor(found, chosen, length, n_ctx, max_model_len, on_progress, against, tmp).run()
 
 
 def _locate(text: str, download: bool, tmp: str) -> discover.Found:
@@ -95,7 +95,7 @@ def _locate(text: str, download: bool, tmp: str) -> discover.Found:
 
 class _Auditor:
     def __init__(self, found: discover.Found, engines: list[str], length: int | None, n_ctx: int | None,
-                 max_model_len: int | None, on_progress: Progress | None, against: Any) -> None:  # fmt: skip
+                 max_model_len: int | None, on_progress: Progress | None, against: Any, tmp: str) -> None:  # fmt: skip
         self.found = found
         self.engines = engines
         self.length = length
@@ -104,6 +104,7 @@ class _Auditor:
         self.on_progress = on_progress
         self.against = None if against is None else os.fspath(against)
         self.step = 0
+        self.tmp = tmp  # removed when the audit ends
 
     def progress(self, what: str, total: int) -> None:
         if self.on_progress is not None:
@@ -237,8 +238,9 @@ class _Auditor:
         root = os.path.dirname(f.config or "") or "."
         weights = str(params.get("weights_tensor"))
         hub_info = getattr(f, "hub", None)
-        if hub_info is not None and hub_info[1]:
+        if hub_info is not None and hub_info[1] and not _has_weights(root):
             self._fetch_positions(hub_info[0], root, weights)
+            root = os.path.dirname(f.config or "")
         if not f.weights or not _has_weights(root):
             return AuditRow(
                 "weights", lt, "hf", "skipped",
@@ -271,7 +273,7 @@ class _Auditor:
 
         f = self.found
         repo, rev = hub.split(hub_id)
-        local = tempfile.mkdtemp(prefix="posenc-positions-")
+        local = tempfile.mkdtemp(prefix="positions-", dir=self.tmp)
         shutil.copy(f.config or "", os.path.join(local, "config.json"))
         index = os.path.join(root, "model.safetensors.index.json")
         files = ["model.safetensors"]
