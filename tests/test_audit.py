@@ -141,7 +141,7 @@ def test_an_engine_that_departs_from_hf_differs_by_the_formula(tmp_path, schema)
 
 
 def test_engines_are_validated_by_name():
-    code, out, err = cli(["audit", str(LLAMACPP / "qwen2.config.json"), "--engine", "vllm,tgi"])
+    code, _out, err = cli(["audit", str(LLAMACPP / "qwen2.config.json"), "--engine", "vllm,tgi"])
     assert code == 2 and err.count("\n") == 1
     assert "unknown engine 'tgi'" in err and "vllm" in err and "--engine" in err
 
@@ -207,7 +207,7 @@ def test_an_existing_report_path_is_refused_without_force(tmp_path):
     for flag in ("--markdown", "--html"):
         dest = tmp_path / f"report.{flag[2:]}"
         dest.write_text("keep me")
-        code, out, err = cli(["audit", cfg, "--engine", "hf", flag, str(dest)])
+        code, _out, err = cli(["audit", cfg, "--engine", "hf", flag, str(dest)])
         assert code == 2 and f"{dest} exists; pass --force to overwrite" in err
         assert dest.read_text() == "keep me"
         code, _, err = cli(["audit", cfg, "--engine", "hf", flag, str(dest), "--force"])
