@@ -861,6 +861,7 @@ def audit(
     n_ctx: int | None = None,
     max_model_len: int | None = None,
     download: bool = False,
+    max_bytes: int | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
 ) -> AuditReport:
     """Check everything about a model's positions against HF transformers' tables, in one report.
@@ -883,6 +884,8 @@ def audit(
     download : bool
         A Hub id not in the cache is fetched: config.json, the weights index and position tensors only (needs
         ``huggingface_hub``; ``HF_HUB_OFFLINE=1`` forbids it).
+    max_bytes : int, optional
+        The most bytes an ONNX model's caches may take when read (default: ``formats.DEFAULT_MAX_BYTES``).
     on_progress : callable, optional
         Called as ``on_progress(what, done, total)`` before each step.
 
@@ -903,6 +906,7 @@ def audit(
         n_ctx=n_ctx,
         max_model_len=max_model_len,
         download=download,
+        max_bytes=max_bytes,
         on_progress=on_progress,
     )
 

@@ -54,6 +54,7 @@ def audit(
     n_ctx: int | None = None,
     max_model_len: int | None = None,
     download: bool = False,
+    max_bytes: int | None = None,
     on_progress: Progress | None = None,
 ) -> AuditReport:
     """See :func:`posenc_cli.api.audit`."""
@@ -62,6 +63,8 @@ def audit(
     chosen = parse_engines(engines)
     if length is not None:
         length = check_int("length", length, 1)
+    if max_bytes is not None:
+        max_bytes = check_int("max_bytes", max_bytes, 1)
     with tempfile.TemporaryDirectory(prefix="posenc-audit-") as tmp:
         found = _locate(os.fspath(source), download, tmp)
         if against is not None:
@@ -81,7 +84,9 @@ def audit(
                 f"{found.label}: no config.json to check against; give the HF model with {param('against')} DIR or "
                 "org/name"
             )
-        return _Auditor(found, chosen, length, n_ctx, max_model_len, on_progress, against, tmp).run()
+        auditor = _Auditor(found, chosen, length, n_ctx, max_model_len, on_progress, against, tmp)
+        auditor.max_bytes = max_bytes
+        return auditor.run()
 
 
 def _locate(text: str, download: bool, tmp: str) -> discover.Found:
@@ -105,6 +110,7 @@ class _Auditor:
         self.against = None if against is None else os.fspath(against)
         self.step = 0
         self.tmp = tmp  # removed when the audit ends
+        self.max_bytes: int | None = None
 
     def progress(self, what: str, total: int) -> None:
         if self.on_progress is not None:
@@ -328,8 +334,8 @@ class _Auditor:
         if importlib.util.find_spec("onnx") is None:
             return [AuditRow(name, "-", "onnx", "skipped", "reading ONNX needs: pip install 'posenc-cli[onnx]'")]
         try:
-            res = onnx.check_against(path, config_path, engine="hf")
-            d, rows = _onnx_difference(path, config_path)
+            res = onnx.check_against(path, config_path, engine="hf", max_bytes=self.max_bytes)
+            d, rows = _onnx_difference(path, config_path, self.max_bytes)
         except PosencError as exc:
             return [AuditRow(name, "-", "onnx", "error", _one_line(exc))]
         why = res.divergences[0] if res.divergences else (res.matched[0] if res.matched else "no rotary cache found")
@@ -353,12 +359,20 @@ def _rows_of(enc: Any) -> int:
 
 
 def _describe(enc: Any) -> str:
-    """The reference in one line: its kind and the parameters that make it (those the metadata records)."""
-    meta = enc.metadata()
-    skip = {"kind", "posenc_version", "length", "dtype", "dim"}
-    shown = [f"{k} {v}" for k, v in meta.items() if k not in skip and v not in ("", "none", "None")]
-    head = f"{meta.get('kind', enc.KIND)} dim {meta.get('dim', '?')}"
-    return "HF transformers: " + ", ".join([head, *shown[:6]]) + (", ..." if len(shown) > 6 else "")
+    """The reference in one line: its kind, width and the parameters that differ from the kind's defaults."""
+    import dataclasses
+
+    shown = []
+    for f in dataclasses.fields(enc):
+        if f.name in ("length", "dim", "dtype") or not f.init:
+            continue
+        value = getattr(enc, f.name)
+        default = f.default if f.default is not dataclasses.MISSING else None
+        if value != default and value is not None:
+            text = ", ".join(f"{x:g}" if isinstance(x, float) else str(x) for x in value) if isinstance(
+                value, (list, tuple)) else (f"{value:g}" if isinstance(value, float) else str(value))  # fmt: skip
+            shown.append(f"{f.name} {text if len(text) <= 40 else text[:37] + '...'}")
+    return f"HF transformers: {enc.KIND} dim {getattr(enc, 'dim', '-')}" + "".join(", " + x for x in shown)
 
 
 def _has_weights(root: str) -> bool:
@@ -438,13 +452,13 @@ def _gguf_picture(path: str, config_path: str, lt: str, v: Any) -> Any:
     return d.picture
 
 
-def _onnx_difference(path: str, config_path: str) -> tuple[Difference | None, int | None]:
+def _onnx_difference(path: str, config_path: str, max_bytes: int | None) -> tuple[Difference | None, int | None]:
     """The largest difference of an ONNX model's stored caches from HF's tables (each cache against the rows it
     holds), and the most rows a cache holds."""
     from ..models import onnx
     from ..models.engines import engine_params, model_facts
 
-    model = onnx.read_onnx(path)
+    model = onnx.read_onnx(path, max_bytes=max_bytes)
     facts = model_facts(config_path)
     expect = engine_params(facts, "hf", seq_len=None)
     longrope = facts.params.get("scaling") == "longrope"

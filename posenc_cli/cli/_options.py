@@ -184,6 +184,14 @@ Source = Annotated[
     Optional[str],
     typer.Argument(metavar="[SOURCE]", autocompletion=complete.specs, help=_SOURCE_HELP, show_default=False),
 ]
+Model = Annotated[
+    Optional[str],
+    typer.Argument(
+        metavar="[SOURCE]",
+        help="A model directory, a config.json, a GGUF or ONNX file, or a Hub id org/name[@revision].",
+        show_default=False,
+    ),
+]
 Spec = Annotated[
     Optional[str],
     typer.Argument(

@@ -28,7 +28,7 @@ Examples:
 
 
 def run(
-    source: o.Source = None,
+    source: o.Model = None,
     against: o.Against = None,
     engine: o.Engine = None,
     length: o.Length = None,
@@ -40,18 +40,19 @@ def run(
     html: o.Html = None,
     force: o.Force = False,
     verbose: o.Verbose = False,
+    max_bytes: o.MaxBytes = None,
     quiet: o.Quiet = 0,
 ) -> int:
     from ..api import audit
     from ..errors import ParameterError
-    from ..render import audit_report, progress_bar
+    from ..render import audit_report
     from ..report_html import refuse_existing, write_report
 
     if source is None:
         raise ParameterError("audit needs a SOURCE: a model directory, a config.json, a GGUF or ONNX file, or org/name")
     for dest in (markdown, html):
         refuse_existing(dest, force)
-    with progress_bar(f"auditing {source}", 1, progress_enabled(quiet)) as advance:
+    with _LateProgress(f"auditing {source}", progress_enabled(quiet)) as on_progress:
         report = audit(
             source,
             against=against,
@@ -60,7 +61,8 @@ def run(
             n_ctx=n_ctx,
             max_model_len=max_model_len,
             download=download,
-            on_progress=lambda _what, _done, total: advance(1, total),
+            max_bytes=max_bytes,
+            on_progress=on_progress,
         )
     if markdown is not None:
         write_report(report, markdown, "markdown", force=force)
@@ -71,3 +73,40 @@ def run(
     else:
         audit_report(report, quiet=quiet, verbose=verbose)
     return int(report.exit_code) if report.exit_code else ExitCode.OK
+
+
+class _LateProgress:
+    """A progress bar on stderr that appears only once the audit has run for :data:`AFTER` seconds (a quick audit
+    prints nothing but its report)."""
+
+    AFTER = 1.0
+
+    def __init__(self, description: str, enabled: bool) -> None:
+        import contextlib
+        import time
+
+        self.description, self.enabled = description, enabled
+        self.start = time.monotonic()
+        self.stack = contextlib.ExitStack()
+        self.advance = None
+
+    def __enter__(self):
+        return self.step
+
+    def step(self, what: str, done: int, total: int) -> None:
+        import time
+
+        if not self.enabled:
+            return
+        if self.advance is None:
+            if time.monotonic() - self.start < self.AFTER:
+                return
+            from ..render import progress_bar
+
+            self.advance = self.stack.enter_context(progress_bar(self.description, total, True))
+            self.advance(done, total)
+            return
+        self.advance(1, total)
+
+    def __exit__(self, *exc) -> None:
+        self.stack.close()
