@@ -75,7 +75,7 @@ def test_a_faithful_model_directory_agrees_everywhere(tmp_path, schema):
     validate(data, schema)
     assert data["ok"] and data["exit_code"] == 0 and data["model_type"] == "qwen2" and data["length"] == 4096
     (ref,) = rows(data, verdict="reference")
-    assert (ref["artifact"], ref["engine"]) == ("config.json", "hf") and "base 1000000" in ref["explanation"]
+    assert (ref["artifact"], ref["engine"]) == ("config.json", "hf") and "base 1e+06" in ref["explanation"]
     engines = {r["engine"] for r in rows(data, artifact="config.json")}
     assert engines == {"hf", "llamacpp", "mlx", "vllm", "sglang", "onnx-genai"}
     (g,) = rows(data, artifact="qwen2.gguf")

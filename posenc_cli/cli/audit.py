@@ -1,5 +1,7 @@
 """`posenc audit`: everything about a model's positions against HF's tables, in one table and reports."""
 
+from typing import Any
+
 from ..errors import ExitCode
 from . import _options as o
 from ._common import print_json, progress_enabled
@@ -88,7 +90,7 @@ class _LateProgress:
         self.description, self.enabled = description, enabled
         self.start = time.monotonic()
         self.stack = contextlib.ExitStack()
-        self.advance = None
+        self.advance: Any = None
 
     def __enter__(self):
         return self.step
