@@ -410,6 +410,13 @@ def _rows(enc: Any, name: str) -> Callable[[int, int], Any]:
     return rows
 
 
+def _slices(array: Any) -> Callable[[int, int], Any]:
+    def rows(start: int, stop: int) -> Any:
+        return array[start:stop]
+
+    return rows
+
+
 def _spectrum(a: Any, b: Any) -> dict[str, list[float]] | None:
     """Both sides' frequencies (radians per position), when both encodings have them."""
     if not (hasattr(a, "inv_freq") and hasattr(b, "inv_freq")):
@@ -464,11 +471,12 @@ def _onnx_difference(path: str, config_path: str, max_bytes: int | None) -> tupl
     longrope = facts.params.get("scaling") == "longrope"
     diffs, most = [], None
     for cache in model.caches:
-        for role, _rows, cos, sin in onnx._roles(cache, facts, longrope) or []:
+        for role, _n, cos, sin in onnx._roles(cache, facts, longrope) or []:
             if 2 * cos.shape[1] != facts.rot_dim or cos.shape[0] == 0:
                 continue
-            ecos, esin, s, _ = onnx._expected(expect, int(cos.shape[0]), role, facts)
-            diffs.append(of_arrays("cos_cache", cos, ecos * s))
-            diffs.append(of_arrays("sin_cache", sin, esin * s))
+            enc, _s, _w = onnx.expected_encoding(expect, int(cos.shape[0]), role, facts)
+            rows, width = int(cos.shape[0]), int(cos.shape[1])
+            for name, stored in (("cos_cache", cos), ("sin_cache", sin)):
+                diffs.append(difference(name, _slices(stored), _rows(enc, name), rows, width))
             most = max(most or 0, int(cos.shape[0]))
     return worst(diffs), most
