@@ -20,23 +20,24 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, ParameterError, param
+from .errors import InputError, ParameterError, PosencError, param
+from .scopes import SourceOptions
 
 if TYPE_CHECKING:
     from .auditing.report import AuditReport
     from .checks.base import CheckResult
     from .encodings.base import Encoding
     from .identification import Identification
-    from .reports import CheckReport, Comparison, Preview, TensorComparison
+    from .reports import CheckReport, Comparison, Preview, TensorComparison, Verdicts
     from .sources import Source
 
 #: The result classes live in :mod:`posenc_cli.reports` (built on first use, not at start-up); ``api.CheckReport``
 #: and the others still name them.
-_REPORTS = ("Preview", "CheckReport", "TensorComparison", "Comparison")
+_REPORTS = ("Preview", "CheckReport", "TensorComparison", "Comparison", "Verdicts")
 
 
 def __getattr__(name: str) -> Any:
@@ -911,6 +912,393 @@ def audit(
     )
 
 
+# ----- the commands' verbs: sources as the command line names them, every verdict a typed report ---------------
+def source_kinds(text: str, options: SourceOptions | None = None, *, stdin_config: bool = False) -> set[str]:
+    """The kinds of a source as the command line names it (:func:`posenc_cli.scopes.source_kinds`): ``spec``,
+    ``config``, ``engine``, ``gguf``, ``onnx``, ``file``, ``stdin`` (``stdin_config``: ``-`` is a config)."""
+    from .scopes import source_kinds as kinds_of
+
+    return kinds_of(text, None if options is None else options.engine, stdin_config=stdin_config)
+
+
+def open_source(
+    text: str,
+    options: SourceOptions | None = None,
+    *,
+    like: Source | None = None,
+    dtype: bool = True,
+    kind: str | None = None,
+    extra: Sequence[Any] = (),
+    layer_type: str | None = None,
+) -> Source:
+    """A source as the command line names it (a file, ``-``, a spec, a model config, ``CONFIG@ENGINE``, a GGUF or
+    ONNX file), read or built with ``options``; ``like`` (another source) gives a spec or a config the rows (and
+    a spec the dim) of the table it is compared with. What reading it had to say is in ``.warnings``."""
+    from .sources import is_config, is_gguf, is_spec
+    from .sources import open_source as open_text
+
+    opts = options or SourceOptions()
+    gguf = is_gguf(text)
+    config = is_config(text)
+    builds = is_spec(text) or config or gguf
+    lt = layer_type if layer_type is not None else opts.layer_type
+    return open_text(
+        text,
+        params=[*opts.layers(dtype=dtype), *extra] if builds else None,
+        max_bytes=opts.max_bytes,
+        like=like,
+        layer_type=lt if (config or gguf) else None,
+        read_as=opts.read_as if config else None,
+        kind=kind,
+        n_ctx=opts.n_ctx if gguf else None,
+        engine=opts.engine if config else None,
+        engine_options=opts.engine_options() if config else None,
+    )
+
+
+def layer_types(text: str, options: SourceOptions | None = None) -> list[str | None]:
+    """The attention types of a model (a config, ``CONFIG@ENGINE`` or a GGUF file) whose tables differ, each
+    compared on its own; ``[None]`` for a model with one table (or one RoPE every type shares) and for any
+    other source. ``options.layer_type`` narrows it to that type."""
+    from .sources import is_config, is_gguf, split_engine
+
+    opts = options or SourceOptions()
+    if opts.layer_type is not None:
+        return [opts.layer_type]
+    if is_config(text):
+        from .models.readers import model_config_layers
+
+        if opts.engine is None and split_engine(text)[1] is None and opts.read_as is None:
+            layers = model_config_layers(load_config(split_engine(text)[0]))
+        else:
+            layers = model_config_layers(load_config(split_engine(text)[0]), read_as=opts.read_as)
+        rotating = [lt for lt, v in layers.items() if v is not None]
+        distinct = {repr(v) for v in layers.values() if v is not None}
+        return list(rotating) if len(distinct) > 1 else [None]
+    if is_gguf(text):
+        from .errors import PosencError
+        from .models.gguf import read_gguf
+        from .models.llamacpp import from_gguf
+
+        try:
+            from_gguf(read_gguf(text), "sliding_attention")
+        except PosencError:
+            return [None]
+        return ["full_attention", "sliding_attention"]
+    return [None]
+
+
+def check_gguf(
+    gguf: str | os.PathLike[str],
+    config: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    n_ctx: int | None = None,
+    length: int | None = None,
+    layer_type: str | None = None,
+) -> Any:
+    """llama.cpp's tables for a GGUF file against HF's for its config (every attention type; ``layer_type``
+    narrows it), each divergence named: a :class:`posenc_cli.models.llamacpp.Verdict` (``.ok``,
+    ``.divergences``, ``.equivalences``, ``.notes``, ``.to_json()``)."""
+    from .models.llamacpp import verdict
+
+    path = config if isinstance(config, Mapping) else os.fspath(config)
+    return verdict(os.fspath(gguf), path, n_ctx=n_ctx, length=length, layer_type=layer_type)
+
+
+def check_onnx(
+    onnx: str | os.PathLike[str],
+    config: str,
+    *,
+    engine: str | None = None,
+    layer_type: str | None = None,
+    max_bytes: int | None = None,
+) -> list[Any]:
+    """The rotary caches of an ONNX model against the tables ``engine`` (default ``hf``; or ``CONFIG@ENGINE``)
+    computes for its config, each export mistake named: one :class:`posenc_cli.models.onnx.OnnxCheck` per
+    attention type of a model with several (its caches matched to their types through the config: each cache to
+    the type whose tables it equals, else to the one it departs from least), else one."""
+    from .models.onnx import check_against, read_onnx
+    from .sources import split_engine
+
+    path = os.fspath(onnx)
+    config, named = split_engine(config)
+    if named is not None and engine is not None and named != engine:
+        raise ParameterError(f"the engine is given twice: {config}@{named} and {param('engine')} {engine}")
+    engine = named or engine or "hf"
+    types = layer_types(config, SourceOptions(layer_type=layer_type))
+    model = read_onnx(path, max_bytes=max_bytes)
+    if types == [None] or len(model.caches) < 2:
+        lt = types[0] if len(types) == 1 else None
+        if lt is None and types != [None]:  # one cache of a model with several types: the type it matches
+            lt = _closest_type(path, config, engine, types, model, None)
+        found = check_against(path, config, engine=engine, layer_type=lt, model=model)
+        return [_typed(found, lt if types != [None] else None)]
+    by_type: dict[str, list[str]] = {}
+    for cache in model.caches:
+        lt = _closest_type(path, config, engine, types, model, [cache.group])
+        by_type.setdefault(lt, []).append(cache.group)
+    out = []
+    for lt in types:
+        if lt is None or lt not in by_type:
+            continue
+        found = check_against(path, config, engine=engine, layer_type=lt, model=model, caches=by_type[lt])
+        out.append(_typed(found, lt))
+    for lt in types:  # a type of the config with no cache in the model: the export lacks its tables
+        if lt is not None and lt not in by_type:
+            out[-1].divergences.append(f"no cache of {path} holds the {lt} layers' tables")
+    return out
+
+
+def _closest_type(path: str, config: str, engine: str, types: list[Any], model: Any, caches: Any) -> Any:
+    """The attention type whose tables the caches equal, else the one with the fewest divergences."""
+    from .models.onnx import check_against
+
+    scored = [
+        (len(check_against(path, config, engine=engine, layer_type=lt, model=model, caches=caches).divergences), i)
+        for i, lt in enumerate(types)
+    ]
+    return types[min(scored)[1]]
+
+
+def _typed(found: Any, layer_type: str | None) -> Any:
+    if layer_type is not None:
+        found.label = f"{found.label} [{layer_type}]"
+    return found
+
+
+def check_sources(
+    sources: Sequence[str],
+    *,
+    against: str | None = None,
+    options: SourceOptions | None = None,
+    expect: str | None = None,
+    require: list[str] | None = None,
+    tensor: list[str] | None = None,
+    identify: bool = True,
+    probes: int = 8,
+    seed: int = 0,
+    progress: Callable[[str, int], Any] | None = None,
+) -> Verdicts:
+    """``posenc check``: every source as the command line names it, judged. A table's properties (and with
+    ``against`` a spec, file or model config, whether it equals it: the rows of a config come from the table,
+    one report per attention type of a model with several); a GGUF file against a config: llama.cpp's tables
+    against HF's (:func:`check_gguf`); an ONNX model against a config: its caches (:func:`check_onnx`).
+
+    ``progress(label, nbytes)``, when given, is called before each table is checked and returns a context manager
+    that yields a callback ``(done, total)`` (or None), for a progress bar. Options that cannot apply to the
+    sources are refused by name (:mod:`posenc_cli.scopes`)."""
+    from .reports import Verdicts
+    from .scopes import refuse_out_of_scope
+    from .sources import is_config, is_gguf, is_spec
+
+    opts = options or SourceOptions()
+    texts = list(sources)
+    own = {"expect": expect, "require": require, "tensor": tensor, "identify": not identify}
+    if against is not None and is_config(against) and any(is_gguf(t) for t in texts):
+        refuse_out_of_scope(opts.scoped(**own), [{"gguf-verdict"}])
+        bad = [t for t in texts if not is_gguf(t)]
+        if bad:
+            raise ParameterError(f"{bad[0]} is not a GGUF file; check GGUF files --against a config one kind at a time")
+        verdicts = [
+            check_gguf(t, against, n_ctx=opts.n_ctx, length=opts.length, layer_type=opts.layer_type) for t in texts
+        ]
+        return Verdicts("gguf", verdicts)
+    if against is not None and is_config(against) and any(t.lower().endswith(".onnx") for t in texts):
+        refuse_out_of_scope(opts.scoped(**own), [{"onnx-verdict"}])
+        if not all(t.lower().endswith(".onnx") for t in texts):
+            raise ParameterError("check --against a config takes ONNX models, or other tables, not both at once")
+        onnx = [c for t in texts for c in check_onnx(t, against, engine=opts.engine, layer_type=opts.layer_type,
+                                                     max_bytes=opts.max_bytes)]  # fmt: skip
+        return Verdicts("onnx", onnx, list(dict.fromkeys(w for r in onnx for w in r.warnings)))
+    if expect is not None:
+        from .encodings import resolve_kind
+
+        expect = resolve_kind(expect)
+    builds = [t for t in texts if is_spec(t) or is_config(t)]
+    if against is not None:
+        if not is_spec(against) and expect is not None:
+            raise ParameterError(
+                f"{param('expect')} {expect} and {param('against')} {against}: {against} says what the table is; "
+                "give one of them"
+            )
+        if builds:
+            raise ParameterError(
+                f"{param('against')} compares files with a spec; {builds[0]} is built already: compare two specs "
+                "with posenc compare"
+            )
+    elif expect is not None and not builds and (opts.params or opts.grid):
+        against = expect  # --expect KIND -p key=value on files: the table must equal that spec
+    refuse_options(opts, [*texts, *([against] if against is not None else [])], own)
+    srcs = [open_source(text, opts) for text in texts]
+    warnings = [w for s in srcs for w in s.warnings]
+    if not identify:
+        if against is not None:
+            raise ParameterError(f"{param('identify')} cannot apply with {param('against')}: it says what the table is")
+        known = [s for s in srcs if s.kind is not None and _known_kind(s.kind)]
+        if len(known) == len(srcs):
+            raise ParameterError(
+                f"{param('identify')} cannot apply: {known[0].label} says its kind ({known[0].kind}); only a table "
+                "without one is identified"
+            )
+    builds_ref = against is not None and (is_spec(against) or is_config(against))
+    ref_file = open_source(against, opts) if against is not None and not builds_ref else None
+    types: list[str | None] = layer_types(against, opts) if builds_ref and against is not None else [None]
+    items: list[Any] = []
+    for src in srcs:
+        for group in _tables(src, tensor):
+            refs: list[Any] = [ref_file]
+            if builds_ref and against is not None:
+                like = group.narrowed(tensor) if tensor else group
+                refs = [_typed_ref(against, opts, like, lt, group) for lt in types]
+                warnings += [w for r in refs for w in r.warnings]
+                refs = _matching_refs(group, refs, types)
+            for ref in refs:
+                items.append(_check_one(group, ref, expect, require, tensor, identify, probes, seed, opts, progress))
+    return Verdicts("check", items, list(dict.fromkeys(warnings)))
+
+
+def _typed_ref(against: str, opts: SourceOptions, like: Source, lt: str | None, group: Source) -> Source:
+    """The reference of one attention type (a grouped table's group of that name gives its own type)."""
+    from .sources import is_config
+
+    if lt is None and is_config(against) and group.label.endswith("]") and "[" in group.label:
+        name = group.label.rsplit("[", 1)[1][:-1]
+        if name in _all_types(against, opts):
+            lt = name
+    ref = open_source(against, opts, like=like, layer_type=lt)
+    if lt is not None:
+        ref.label = f"{ref.label} [{lt}]"
+    return ref
+
+
+def _all_types(text: str, opts: SourceOptions) -> list[str]:
+    try:
+        return [t for t in layer_types(text, opts._replace(layer_type=None)) if t is not None]
+    except PosencError:
+        return []
+
+
+def _matching_refs(group: Source, refs: list[Source], types: list[str | None]) -> list[Source]:
+    """A table checked against a model of several attention types: the type named by its group, else the type
+    whose tables it equals, else every type (each then says how it differs)."""
+    if len(refs) == 1:
+        return refs
+    name = group.label.rsplit("[", 1)[1][:-1] if group.label.endswith("]") and "[" in group.label else None
+    for lt, ref in zip(types, refs):
+        if lt == name:
+            return [ref]
+    for ref in refs:
+        try:
+            if compare(group, ref, explain=False).same:
+                return [ref]
+        except PosencError:
+            continue
+    return refs
+
+
+def _tables(src: Source, tensor: Any) -> list[Source]:
+    """The tables of a source: each group of a grouped file, else the source."""
+    if src.groups and tensor:
+        raise ParameterError(
+            f"{src.label} holds one table per group ({', '.join(src.groups)}); {param('tensor')} cannot "
+            "apply: every group's tables are checked"
+        )
+    return list(src.groups.values()) or [src]
+
+
+def _check_one(group: Source, ref: Any, expect: Any, require: Any, tensor: Any, identify: bool, probes: int,
+               seed: int, opts: SourceOptions, progress: Any) -> CheckReport:  # fmt: skip
+    kwargs: dict[str, Any] = {"expect": expect, "against": ref, "require": require, "tensor": tensor or None,
+                              "identify": identify, "probes": probes, "seed": seed}  # fmt: skip
+    if opts.max_bytes is not None:
+        kwargs["max_bytes"] = opts.max_bytes
+    if progress is None:
+        return check(group, **kwargs)
+    size = sum(int(getattr(group.tensors.get(n), "nbytes", 0)) for n in _chosen_tensors(group, tensor or None))
+    with progress(f"checking {group.label}", size) as advance:
+        if advance is None:
+            return check(group, **kwargs)
+        return check(group, on_check=lambda _name, total: advance(1, total), **kwargs)
+
+
+def refuse_options(
+    opts: SourceOptions, texts: Sequence[str], own: Mapping[str, Any] | None = None, *, stdin_config: bool = False
+) -> None:
+    """Refuse by name the options (``opts`` and a command's own scoped ones, ``own``) that apply to none of the
+    sources ``texts`` (:mod:`posenc_cli.scopes`); a mistyped kind is said first."""
+    from .encodings import resolve_kind
+    from .scopes import refuse_out_of_scope
+    from .sources import looks_like_a_kind
+
+    for t in texts:
+        if looks_like_a_kind(t):  # a mistyped kind, not a file: say so first
+            resolve_kind(t.split(":", 1)[0])
+    kinds = [source_kinds(t, opts, stdin_config=stdin_config) for t in texts]
+    refuse_out_of_scope(opts.scoped(**(own or {})), kinds)
+
+
+def compare_sources(
+    a: str,
+    b: str,
+    *,
+    options: SourceOptions | None = None,
+    tensor: list[str] | None = None,
+    atol: float | None = None,
+    rtol: float = 0.0,
+    explain: bool = True,
+) -> Verdicts:
+    """``posenc compare``: two sources as the command line names them. A GGUF file and a model config: llama.cpp's
+    tables against HF's (:func:`check_gguf`); else :func:`compare` of their tables, one comparison per attention
+    type when a side is a model with several (``options.layer_type`` narrows it to one)."""
+    from .reports import Verdicts
+    from .sources import is_config, is_gguf, is_spec
+
+    opts = options or SourceOptions()
+    if a == "-" and b == "-":
+        raise ParameterError("only one source can be - (stdin)")
+    own = {"tensor": tensor, "atol": atol, "rtol": rtol or None, "explain": not explain}
+    pair = (a, b) if is_gguf(a) and is_config(b) else (b, a) if is_gguf(b) and is_config(a) else None
+    if pair is not None:  # llama.cpp's RoPE for a GGUF against HF's for its config: the divergences named
+        from .scopes import refuse_out_of_scope
+
+        refuse_out_of_scope(opts.scoped(**own), [{"gguf-verdict"}])
+        found = check_gguf(pair[0], pair[1], n_ctx=opts.n_ctx, length=opts.length, layer_type=opts.layer_type)
+        return Verdicts("gguf", [found])
+    refuse_options(opts, [a, b], own)
+
+    def builds(text: str) -> bool:
+        return is_spec(text) or is_config(text)
+
+    types = list(dict.fromkeys(lt for t in (a, b) for lt in layer_types(t, opts)))
+    if len(types) > 1:
+        types = [lt for lt in types if lt is not None]
+    narrowed = None if not tensor else (tensor[0] if len(tensor) == 1 else list(tensor))
+    items: list[Any] = []
+    warnings: list[str] = []
+    for lt in types:
+        if builds(a) and not builds(b):  # built first, file second: the file gives the spec its shape
+            src_b = _group_of(open_source(b, opts, layer_type=lt), lt)
+            src_a = open_source(a, opts, like=src_b, layer_type=lt)
+        else:
+            src_a = _group_of(open_source(a, opts, layer_type=lt), lt)
+            src_b = _group_of(open_source(b, opts, like=src_a, layer_type=lt), lt)
+        if len(types) > 1:  # each side named with the attention type compared (a group's label says it)
+            for src in (src_a, src_b):
+                src.label = src.label if src.label.endswith(f"[{lt}]") else f"{src.label} [{lt}]"
+        warnings += src_a.warnings + src_b.warnings
+        res = compare(src_a, src_b, tensor=narrowed, atol=atol, rtol=rtol, explain=explain)
+        res.layer_type = lt if len(types) > 1 or opts.layer_type is not None else None
+        items.append(res)
+    return Verdicts("compare", items, list(dict.fromkeys(warnings)))
+
+
+def _group_of(src: Source, layer_type: str | None) -> Source:
+    """A grouped table's group of one attention type, when it has one of that name; else the table."""
+    if layer_type is not None and layer_type in src.groups:
+        return src.groups[layer_type]
+    return src
+
+
 def kinds() -> list[dict[str, Any]]:
     """What ``posenc kinds --json`` prints: every kind's tensors, parameters, presets and references."""
     from .encodings import KINDS, get_kind
@@ -929,7 +1317,17 @@ __all__ = [
     "audit",
     "check",
     "check_all",
+    "check_gguf",
+    "check_onnx",
+    "check_sources",
     "compare",
+    "compare_sources",
+    "Verdicts",
+    "SourceOptions",
+    "layer_types",
+    "open_source",
+    "refuse_options",
+    "source_kinds",
     "from_config",
     "from_config_layers",
     "generate",

@@ -742,7 +742,87 @@ def comparison_report(cmp: Any, *, quiet: int = QUIET_NONE, verbose: bool = Fals
         if getattr(cmp, "skipped", None):
             note = f"not compared: {', '.join(cmp.skipped)} (computed by {cmp.label_b}, not in {cmp.label_a})"
             _emit([(s, None) for s in wrap(note, width)], stream)
-    compare_summary(cmp, cmp.label_a, cmp.label_b, quiet=quiet)
+    compare_summary(cmp, *_typed_labels(cmp), quiet=quiet)
+
+
+def _typed_labels(cmp: Any) -> tuple[str, str]:
+    """The two sides' labels, the attention type compared added where a label does not say it already."""
+    lt = getattr(cmp, "layer_type", None)
+    labels = (cmp.label_a, cmp.label_b)
+    if lt is None:
+        return labels
+    return labels[0], labels[1] if f"[{lt}]" in labels[0] + labels[1] else f"{labels[1]} [{lt}]"
+
+
+# ----- verdicts against a model config: a GGUF file, an ONNX model ---------------------------------------
+def gguf_verdict_lines(v: Any, width: int = DEFAULT_WIDTH) -> list[str]:
+    """The report for people of llama.cpp's tables for a GGUF file against HF's (``models.llamacpp.Verdict``),
+    one finding a line, each wrapped under its own indent."""
+    data = v.to_json()
+    head = "agree" if v.ok else f"DIFFER ({len(v.divergences)} divergence(s))"
+    out = wrap(f"{v.gguf}: the tables llama.cpp computes vs HF's for {v.config} (as {data['llama_cpp']})", width,
+               "", "    ")  # fmt: skip
+    out += wrap(f"at --n-ctx {v.n_ctx}, --len {v.length}: {head}", width, "", "    ")
+    for word, items in (("divergence", v.divergences), ("equivalent", v.equivalences), ("note", v.notes)):
+        for item in items:
+            out += wrap(f"{word}: {item}", width, "  ", "      ")
+    return out
+
+
+def onnx_check_lines(r: Any, *, verbose: bool = False, width: int = DEFAULT_WIDTH) -> list[str]:
+    """The report for people of an ONNX model's caches against its config (``models.onnx.OnnxCheck``): the
+    verdict, each divergence, and what matched (always when it agrees, else with ``verbose``)."""
+    verdict = "OK" if r.ok else f"{len(r.divergences)} divergence(s)"
+    out = wrap(f"{r.label} against {r.against} ({r.engine}): {verdict}", width, "", "    ")
+    for d in r.divergences:
+        out += wrap(d, width, "  DIVERGES ", "    ")
+    if verbose or r.ok:
+        for m in r.matched:
+            out += wrap(m, width, "  ok ", "    ")
+    return out
+
+
+def verdicts_json(v: Any) -> Any:
+    """What ``--json`` prints for a command's :class:`posenc_cli.reports.Verdicts`: a list of check reports; a
+    comparison (a list of them, one per attention type, for a model with several); a GGUF or ONNX verdict (a list
+    of them for several)."""
+    if v.what == "check":
+        return check_json(v.items)
+    items = [r.to_json() for r in v.items]
+    return items[0] if len(items) == 1 else items
+
+
+def verdicts_report(v: Any, *, quiet: int = QUIET_NONE, verbose: bool = False) -> None:
+    """The human output of a command's :class:`posenc_cli.reports.Verdicts`, each report in order: the warnings
+    of reading the sources on stderr first."""
+    for w in v.warnings:
+        if not quiet:
+            sys.stderr.write(f"Warning: {w}\n")
+    if v.what == "check":
+        for r in v.items:
+            check_report(r, quiet=quiet, verbose=verbose)
+    elif v.what == "compare":
+        for i, cmp in enumerate(v.items):
+            if i and quiet < QUIET_VERDICT:
+                sys.stdout.write("\n")
+            comparison_report(cmp, quiet=quiet, verbose=verbose)
+    elif quiet < QUIET_ALL:
+        width = DEFAULT_WIDTH  # a verdict's findings wrap at 80 on any terminal, as in CI logs
+        for r in v.items:
+            lines = gguf_verdict_lines(r, width) if v.what == "gguf" else onnx_check_lines(r, verbose=verbose,
+                                                                                             width=width)  # fmt: skip
+            sys.stdout.write("\n".join(lines) + "\n")
+
+
+def render_verdicts(v: Any, *, json_out: bool, quiet: int = QUIET_NONE, verbose: bool = False) -> None:
+    """A command's verdicts for people, or as ``--json`` on stdout (the warnings still on stderr)."""
+    if json_out:
+        for w in v.warnings:
+            if not quiet:
+                sys.stderr.write(f"Warning: {w}\n")
+        print_json(verdicts_json(v))
+    else:
+        verdicts_report(v, quiet=quiet, verbose=verbose)
 
 
 # ----- identify --------------------------------------------------------------------------------------
@@ -1094,6 +1174,21 @@ def config_report(report: dict[str, Any], width: int | None = None, quiet: int =
 
 
 # ----- progress --------------------------------------------------------------------------------------
+#: A table checked with a progress bar is at least this big (a smaller one is done before a bar would show).
+PROGRESS_BYTES = 32 * 1024**2
+
+
+@contextmanager
+def table_progress(description: str, nbytes: int) -> Iterator[Any]:
+    """A progress bar for one table's check when it is big enough to take a while (``api.check_sources``'s
+    ``progress``); yields None for a small table."""
+    if nbytes <= PROGRESS_BYTES:
+        yield None
+        return
+    with progress_bar(description, 1, True) as advance:
+        yield advance
+
+
 @contextmanager
 def progress_bar(description: str, total: int, enabled: bool) -> Iterator[Any]:
     """A Rich progress bar on stderr (a no-op callback when disabled); yields ``advance(n, total=None)`` (a

@@ -1,5 +1,8 @@
-"""The result objects of :func:`posenc_cli.api.preview`, :func:`~posenc_cli.api.check` and
-:func:`~posenc_cli.api.compare` (also ``posenc_cli.api.Preview`` etc., and ``posenc_cli.Comparison``).
+"""The result objects of the library's verbs: :func:`posenc_cli.api.preview`, :func:`~posenc_cli.api.check`,
+:func:`~posenc_cli.api.compare`, and the whole commands :func:`~posenc_cli.api.check_sources` and
+:func:`~posenc_cli.api.compare_sources` (:class:`Verdicts`), whose items are these reports, GGUF verdicts
+(:class:`posenc_cli.models.llamacpp.Verdict`) and ONNX checks (:class:`posenc_cli.models.onnx.OnnxCheck`). Also
+``posenc_cli.api.Preview`` etc., and ``posenc_cli.Comparison``; :mod:`posenc_cli.render` renders every one.
 
 They live apart from the functions so that a command that only writes a table (``posenc generate -o``) does not
 build their classes at start-up: each dataclass costs about as much as 1.5% of ``import numpy``.
@@ -128,6 +131,8 @@ class Comparison:
     only_b: list[str] = field(default_factory=list)
     #: tensors a spec computes that the table does not hold: not compared, said, not a difference
     skipped: list[str] = field(default_factory=list)
+    #: the attention type compared, for a model with several (None: the model's one table, or no model)
+    layer_type: str | None = None
 
     @property
     def same(self) -> bool:
@@ -151,6 +156,7 @@ class Comparison:
         return {
             "a": self.label_a,
             "b": self.label_b,
+            **({} if self.layer_type is None else {"layer_type": self.layer_type}),
             "same": self.same,
             "reason": self.reason,
             "tensors": [t.to_json() for t in self.tensors],
@@ -158,3 +164,21 @@ class Comparison:
             "only_in_b": self.only_b,
             "skipped": self.skipped,
         }
+
+
+@dataclass
+class Verdicts:
+    """What one command judged, every report in order: checks of tables (:class:`CheckReport`), comparisons
+    (:class:`Comparison`, one per layer type of a model with several), llama.cpp's tables for a GGUF file against
+    HF's (``models.llamacpp.Verdict``) and an ONNX model's caches against its config (``models.onnx.OnnxCheck``).
+
+    ``ok`` holds when every report does; ``warnings`` are what reading the sources had to say, for the caller to
+    show once; ``what`` is the kind of the reports (``check``, ``compare``, ``gguf``, ``onnx``)."""
+
+    what: str
+    items: list[Any] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(bool(getattr(r, "ok", getattr(r, "same", False))) for r in self.items)

@@ -244,6 +244,34 @@ class Source:
             f"{self.label} holds several tensors; pick one with {param('tensor')} from: {', '.join(names)}"
         )
 
+    def rows(self) -> int | None:
+        """The row count of the table: its primary tensor's; for a table that names no primary (a metadata-free
+        file of cos and sin, with inv_freq), the row count every tensor of two or more dimensions shares; None
+        for a table of one value."""
+        try:
+            name = self.tensor_name(None)
+        except InputError:
+            shapes = [tuple(getattr(self.lazy.get(n, self.tensors.get(n)), "shape", ())) for n in self.names]
+            rows = {int(s[0]) for s in shapes if len(s) >= 2}
+            if len(rows) != 1:
+                raise
+            return rows.pop()
+        shape = tuple(int(s) for s in getattr(self.tensors.get(name, self.lazy.get(name)), "shape", ()))
+        return shape[0] if shape else None
+
+    def narrowed(self, names: Sequence[str]) -> Source:
+        """This table with only the tensors ``names`` (each checked: an unknown name is refused naming the
+        tensors there are), its metadata and encoding kept."""
+        keep = [self.tensor_name(n) for n in names]
+        return Source(
+            self.label,
+            {n: self.tensors[n] for n in keep if n in self.tensors},
+            dict(self.metadata),
+            encoding=self.encoding,
+            encoding_note=self.encoding_note,
+            lazy={n: self.lazy[n] for n in keep if n in self.lazy},
+        )
+
     def array(self, name: str):
         """The whole tensor ``name`` as an array (computed for specs, memory-mapped for files); an unknown name
         is an :class:`~posenc_cli.errors.UnknownTensorError` naming the choices."""
@@ -440,10 +468,7 @@ def open_config(
             )
     length = given.pop("length", None)
     if length is None and like is not None:
-        name = like.tensor_name(None)
-        ref = like.tensors.get(name, like.lazy.get(name))
-        shape = tuple(int(s) for s in getattr(ref, "shape", ()))
-        length = shape[0] if shape else None
+        length = like.rows()
     text, suffix = split_engine(text)
     if suffix is not None and engine is not None and suffix != engine:
         raise ParameterError(f"the engine is given twice: {text}@{suffix} and {param('engine')} {engine}")
@@ -533,10 +558,7 @@ def open_gguf(
             f"{param('n_ctx')} choose what to compute"
         )
     if length is None and like is not None:
-        name = like.tensor_name(None)
-        ref = like.tensors.get(name, like.lazy.get(name))
-        shape = tuple(int(s) for s in getattr(ref, "shape", ()))
-        length = shape[0] if shape else None
+        length = like.rows()
     if length is not None:
         length = int(length)
     from .models.gguf import read_gguf

@@ -212,7 +212,7 @@ def test_engine_options_apply_to_the_side_whose_engine_reads_them():
     )
     assert cli(["compare", f"{phi}@vllm", f"{phi}@hf", "--len", "64", "-t", "inv_freq"])[0] == 1
     code, _, err = cli(["compare", f"{phi}@mlx", f"{phi}@hf", "--len", "64", "--n-ctx", "4096"])
-    assert code == 2 and "--n-ctx sets a rule of engine llamacpp" in err
+    assert code == 2 and "--n-ctx cannot apply" in err and "model config read by engine llamacpp" in err
     code, _, err = cli(["generate", phi, "--len", "4", "--max-model-len", "9", "-o", "-"])
     assert code == 2 and "--max-model-len" in err
 

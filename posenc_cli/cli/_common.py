@@ -9,68 +9,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..errors import OutputError, ParameterError
+from ..scopes import SourceOptions as TableOptions
 
 DEFAULT_MAX_BYTES = 8 * 1024**3
-
-
-class TableOptions(NamedTuple):
-    """The options that set the parameters of the tables a command builds (``--len``, ``--dim``, ``-p``,
-    ``--dtype``, ``--grid``), with ``--layer-type`` for model configs and ``--max-bytes`` (a named tuple: a
-    dataclass would compile its methods on every start-up)."""
-
-    length: int | None = None
-    dim: int | None = None
-    params: Sequence[str] = ()
-    dtype: str | None = None
-    grid: str | None = None
-    layer_type: str | None = None
-    max_bytes: int | None = None
-    read_as: str | None = None
-    #: --engine, --max-model-len, --n-ctx: a model config's tables as an inference engine computes them
-    #: (--n-ctx is also a GGUF file's llama.cpp context)
-    engine: str | None = None
-    max_model_len: int | None = None
-    n_ctx: int | None = None
-
-    @classmethod
-    def of(cls, args: dict[str, Any]) -> TableOptions:
-        """The table options among a command's arguments, each by its own name (``-p`` is ``param``): a command's
-        ``run`` passes ``locals()`` first thing, so that no command lists them again (or forgets one)."""
-        given = {f: args.get(f) for f in cls._fields if f != "params"}
-        return cls(params=list(args.get("param") or []), **given)
-
-    def engine_options(self) -> dict[str, Any]:
-        return {"max_model_len": self.max_model_len, "n_ctx": self.n_ctx}
-
-    def layers(self, *, dtype: bool = True) -> list[Any]:
-        """Each option as a labelled layer (:func:`posenc_cli.sources.merge_given` refuses a value given twice,
-        naming both flags)."""
-        from ..sources import param_layers
-
-        out: list[Any] = []
-        for flag, key, value in (
-            ("--len", "length", self.length),
-            ("--dim", "dim", self.dim),
-            ("--grid", "grid", self.grid),
-            ("--dtype", "dtype", self.dtype if dtype else None),
-        ):
-            if value is not None:
-                out.append((f"{flag} {value}", {key: value}))
-        return out + param_layers(self.params)
-
-    def given(self, *, dtype: bool = True) -> list[str]:
-        """The flags given (to refuse them by name where they cannot apply)."""
-        flags = [
-            ("--len", self.length),
-            ("--dim", self.dim),
-            ("-p/--param", self.params or None),
-            ("--grid", self.grid),
-            ("--dtype", self.dtype if dtype else None),
-        ]
-        return [f for f, v in flags if v is not None]
 
 
 def msg(text: str, quiet: int) -> None:
@@ -90,62 +34,14 @@ def refuse(given: Sequence[tuple[str, Any]], why: str) -> None:
         raise ParameterError(f"{', '.join(flags)} cannot apply: {why}")
 
 
-def refuse_spec_options_for_files(opts: TableOptions, sources: Sequence[str], *, dtype: bool = True) -> None:
-    """--len/--dim/-p/--grid (and --dtype where it means the spec's dtype) set parameters of specs and model
-    configs; refuse them when every source is a file."""
-    from ..encodings import resolve_kind
-    from ..sources import is_config, is_gguf, is_spec, looks_like_a_kind
+def refuse_spec_options_for_files(
+    opts: TableOptions, sources: Sequence[str], *, dtype: bool = True, stdin_config: bool = False
+) -> None:
+    """The options that apply to none of ``sources``, refused by name (:mod:`posenc_cli.scopes`); ``dtype=False``
+    where --dtype casts a file's tensors rather than setting a spec's dtype."""
+    from ..api import refuse_options
 
-    for s in sources:
-        if looks_like_a_kind(s):  # a mistyped kind, not a file: say so first
-            resolve_kind(s.split(":", 1)[0])
-    gguf = any(is_gguf(s) for s in sources)
-    if opts.n_ctx is not None and not gguf and not any(is_config(s) for s in sources):
-        raise ParameterError(
-            f"--n-ctx {opts.n_ctx} applies to a GGUF file or a model config read by an engine; drop it or give one"
-        )
-    if not any(is_spec(s) or is_config(s) or is_gguf(s) for s in sources):
-        what = "the source is a file" if len(sources) == 1 else "the sources are files"
-        if "-" in sources:
-            what = "the source is stdin" if len(sources) == 1 else "the sources are files and stdin"
-        refuse(
-            [(f, True) for f in opts.given(dtype=dtype)],
-            f"{what}, and these options set the parameters of a spec; drop them or give a spec such as KIND:key=value",
-        )
-    if opts.layer_type is not None and not any(is_config(s) or is_gguf(s) for s in sources):
-        raise ParameterError("--layer-type applies to a model config; drop it or give the model's config.json")
-    if opts.read_as is not None and not any(is_config(s) for s in sources):
-        raise ParameterError("--read-as applies to a model config; drop it or give the model's config.json")
-    if not any(is_config(s) for s in sources):
-        refuse(
-            [
-                ("--engine", opts.engine),
-                ("--max-model-len", opts.max_model_len),
-                ("--n-ctx", None if gguf else opts.n_ctx),
-            ],
-            "they set an engine's rules for a model config; give the model's config.json",
-        )
-    refuse_unread_engine_options(opts, sources)
-
-
-def refuse_unread_engine_options(opts: TableOptions, sources: Sequence[str]) -> None:
-    """--max-model-len and --n-ctx set one engine's rule each: refused unless a source's engine reads it."""
-    from ..models.engines import ENGINES, resolve_engine
-    from ..sources import is_config, is_gguf, split_engine
-
-    engines = set()
-    for s in sources:
-        if is_config(s):
-            name = split_engine(s)[1] or opts.engine
-            if name is not None:
-                engines.add(resolve_engine(name).name)
-    for flag, key, value in (
-        ("--max-model-len", "max_model_len", opts.max_model_len),
-        ("--n-ctx", "n_ctx", None if any(is_gguf(s) for s in sources) else opts.n_ctx),  # a GGUF's own context
-    ):
-        if value is not None and not any(key in ENGINES[e].options for e in engines):
-            users = ", ".join(n for n, e in ENGINES.items() if key in e.options)
-            raise ParameterError(f"{flag} sets a rule of engine {users}; give --engine {users} or CONFIG@{users}")
+    refuse_options(opts if dtype else opts._replace(dtype=None), sources, stdin_config=stdin_config)
 
 
 def open_src(
@@ -158,24 +54,11 @@ def open_src(
     quiet: int = 0,
     extra: Sequence[Any] = (),
 ) -> Any:
-    """A source of the command line: a file, stdin, a spec or a model config, with the table options as labelled
-    layers (a value given twice is refused naming both places). Warnings of a config reading go to stderr."""
-    from ..sources import is_config, is_gguf, is_spec, open_source
+    """A source of the command line (:func:`posenc_cli.api.open_source`); warnings of a config reading go to
+    stderr."""
+    from ..api import open_source
 
-    gguf = is_gguf(text)
-    builds = is_spec(text) or is_config(text) or gguf
-    src = open_source(
-        text,
-        params=[*opts.layers(dtype=dtype), *extra] if builds else None,
-        max_bytes=opts.max_bytes,
-        like=like,
-        layer_type=opts.layer_type if (is_config(text) or gguf) else None,
-        read_as=opts.read_as if is_config(text) else None,
-        kind=kind,
-        n_ctx=opts.n_ctx if gguf else None,
-        engine=opts.engine if is_config(text) else None,
-        engine_options=opts.engine_options() if is_config(text) else None,
-    )
+    src = open_source(text, opts, like=like, dtype=dtype, kind=kind, extra=extra)
     say_warnings(src, quiet)
     return src
 

@@ -71,9 +71,8 @@ def run(
         if source is not None and not is_spec(source):
             raise ParameterError(f"--hf-config {hf_config} and SOURCE {source}: both say what to export; give one")
         from ..sources import open_config, parse_spec, spec_label
-        from ._common import refuse_unread_engine_options
 
-        refuse_unread_engine_options(opts, [hf_config])
+        refuse_spec_options_for_files(opts, [hf_config], stdin_config=True)
 
         kind, pairs = parse_spec(source) if source is not None else (None, {})
         spec = [(spec_label(source), pairs)] if source is not None and pairs else []
@@ -97,9 +96,7 @@ def run(
         if onnx_rope and is_spec(source):
             _onnx_kind(source.split(":", 1)[0])
         if is_config(source):
-            from ._common import refuse_unread_engine_options
-
-            refuse_unread_engine_options(opts, [source])
+            refuse_spec_options_for_files(opts, [source])
         src = open_src(source, opts, quiet=quiet, extra=onnx)
         builds = True
     else:

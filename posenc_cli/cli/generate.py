@@ -174,9 +174,8 @@ def _is_onnx(text: str) -> bool:
 
 def _config_source(text: str, kind: str | None, opts: TableOptions, quiet: int):
     from ..sources import open_config
-    from ._common import refuse_unread_engine_options
 
-    refuse_unread_engine_options(opts, [text])
+    refuse_spec_options_for_files(opts, [text], stdin_config=True)
     src = open_config(
         text,
         layers=opts.layers(),

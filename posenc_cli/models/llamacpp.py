@@ -521,18 +521,6 @@ class Verdict:
             "numbers": self.numbers, "llama_cpp": LLAMACPP_VERSION,
         }  # fmt: skip
 
-    def lines(self) -> list[str]:
-        """The report for people, one finding a line."""
-        head = "agree" if self.ok else f"DIFFER ({len(self.divergences)} divergence(s))"
-        out = [
-            f"{self.gguf}: the tables llama.cpp computes vs HF's for {self.config} (as {LLAMACPP_VERSION})",
-            f"at --n-ctx {self.n_ctx}, --len {self.length}: {head}",
-        ]
-        out += [f"  divergence: {d}" for d in self.divergences]
-        out += [f"  equivalent: {e}" for e in self.equivalences]
-        out += [f"  note: {n}" for n in self.notes]
-        return out
-
 
 def _rel(a: Any, b: Any) -> float:
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
@@ -768,9 +756,11 @@ def _ranges(idx: np.ndarray) -> str:
     return ", ".join(out)
 
 
-def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: int | None = None) -> Verdict:
+def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: int | None = None,
+            layer_type: str | None = None) -> Verdict:  # fmt: skip
     """llama.cpp's tables for ``gguf_path`` against HF's for ``config`` (a config.json path, its directory or a
-    dict) at ``n_ctx`` (default: the GGUF's training context) and ``length`` positions (default: ``n_ctx``)."""
+    dict) at ``n_ctx`` (default: the GGUF's training context) and ``length`` positions (default: ``n_ctx``), for
+    every attention type of the config (``layer_type``: that one only)."""
     from ..encodings import make_encoding
     from .config_file import load_config
     from .gguf import read_gguf
@@ -791,7 +781,13 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
             f"{param('length')} {length}: the verdict would hold {need / 2**30:.1f} GiB of tables (limit "
             f"{MAX_VERDICT_BYTES // 2**30} GiB); give a smaller --len"
         )
+    if layer_type is not None and layer_type not in cfg.layer_types:
+        raise ParameterError(
+            f"unknown {param('layer_type')} {layer_type!r} for {label}; choose from: {', '.join(cfg.layer_types)}"
+        )
     for lt in cfg.layer_types:
+        if layer_type is not None and lt != layer_type:
+            continue
         if lt in nope:  # a NoPE layer type
             v.notes.append(f"HF layer type {lt} applies no RoPE; not compared")
             continue

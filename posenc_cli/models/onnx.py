@@ -553,18 +553,22 @@ class OnnxCheck:
 
 
 def check_against(path: str, config: str, *, engine: str = "hf", layer_type: str | None = None,
-                  max_bytes: int | None = None) -> OnnxCheck:  # fmt: skip
+                  max_bytes: int | None = None, model: OnnxRope | None = None,
+                  caches: list[str] | None = None) -> OnnxCheck:  # fmt: skip
     """Compare the caches of an ONNX model with the tables ``engine`` computes for ``config`` (default: HF
-    transformers'), naming each divergence (see :mod:`posenc_cli.models.onnx`)."""
+    transformers'), naming each divergence (see :mod:`posenc_cli.models.onnx`); ``model``: the model already read,
+    ``caches``: only the caches of these groups (those of one layer type)."""
     from .engines import engine_params, model_facts
 
-    model = read_onnx(path, max_bytes=max_bytes)
+    model = read_onnx(path, max_bytes=max_bytes) if model is None else model
     facts = model_facts(config, layer_type=layer_type)
     expect = engine_params(facts, engine, seq_len=None)
     out: list[str] = []
     matched: list[str] = []
     longrope = facts.params.get("scaling") == "longrope"
     for cache in model.caches:
+        if caches is not None and cache.group not in caches:
+            continue
         _check_nodes(cache, facts, out)
         roles = _roles(cache, facts, longrope)
         if roles is None:
