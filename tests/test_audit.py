@@ -117,6 +117,62 @@ def test_a_gguf_with_another_base_differs_and_shows_where(tmp_path, schema):
     assert pic["spectrum"]["reference"][1] == pytest.approx(1e6 ** (-2 / 128), rel=1e-6)
 
 
+def gemma_export(tmp_path: Path, full_base: float, local_base: float) -> Path:
+    """A Gemma 3 directory (its published config, 2048 positions) with an ONNX export holding two caches, one per
+    attention type (two RotaryEmbedding nodes), made with plain NumPy as onnxruntime-genai's builder makes them."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from .onnx_models import genai_caches, save
+
+    d = tmp_path / "gemma"
+    (d / "onnx").mkdir(parents=True)
+    config = json.loads((LLAMACPP / "gemma3.config.json").read_text())
+    config["max_position_embeddings"] = 2048
+    (d / "config.json").write_text(json.dumps(config))
+    full, local = genai_caches(256, full_base, 2048), genai_caches(256, local_base, 2048)
+    inits = [numpy_helper.from_array(a, n) for n, a in (("cos_full", full[0]), ("sin_full", full[1]),
+                                                        ("cos_local", local[0]), ("sin_local", local[1]))]  # fmt: skip
+    nodes = [
+        helper.make_node("RotaryEmbedding", ["X", "position_ids", f"cos_{g}", f"sin_{g}"], [f"Y{i}"],
+                         name=f"/model/layers.{i}/attn/q_rotary/RotaryEmbedding", domain="com.microsoft",
+                         interleaved=0, num_heads=0, rotary_embedding_dim=0)
+        for i, g in enumerate(("full", "local"))
+    ]  # fmt: skip
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, "seq", 256])
+    pos = helper.make_tensor_value_info("position_ids", TensorProto.INT64, [1, "seq"])
+    ys = [helper.make_tensor_value_info(f"Y{i}", TensorProto.FLOAT, [1, "seq", 256]) for i in range(2)]
+    model = helper.make_model(helper.make_graph(nodes, "rope", [x, pos], ys, initializer=inits),
+                              opset_imports=[helper.make_opsetid("", 23), helper.make_opsetid("com.microsoft", 1)])  # fmt: skip
+    model.ir_version = 10
+    save(model, str(d / "onnx" / "model.onnx"))
+    return d
+
+
+def test_an_onnx_export_with_a_cache_per_layer_type_is_matched_to_them(tmp_path, schema):
+    pytest.importorskip("onnx")
+    d = gemma_export(tmp_path, 1e6, 1e4)
+    code, data, err = audit_json([str(d), "--engine", "hf"])
+    assert code == 0, err
+    validate(data, schema)
+    onnx_rows = rows(data, engine="onnx")
+    assert {r["layer_type"] for r in onnx_rows} == {"full_attention", "sliding_attention"}
+    # the builder rounds t * w to float32: within 2048 * 2**-23 at 2048 positions, not exactly 0
+    assert all(r["verdict"] == "agree" and 0 < r["max_abs_diff"] < 2048 * 2**-23 for r in onnx_rows)
+    # the local cache exported with the global base: the sliding layers' row differs, by what the bases make
+    d2 = gemma_export(tmp_path / "bad", 1e6, 1e6)
+    code, data, err = audit_json([str(d2), "--engine", "hf"])
+    assert code == 1, err
+    verdicts = {r["layer_type"]: r for r in rows(data, engine="onnx")}
+    assert verdicts["full_attention"]["verdict"] == "agree"
+    t = np.arange(2048.0)[:, None]
+    j = np.arange(128.0)
+    want = max(np.abs(np.cos(t * 1e6 ** (-j / 128)) - np.cos(t * 1e4 ** (-j / 128))).max(),
+               np.abs(np.sin(t * 1e6 ** (-j / 128)) - np.sin(t * 1e4 ** (-j / 128))).max())  # fmt: skip
+    bad = verdicts.get("sliding_attention")
+    assert bad is not None and bad["verdict"] == "differ", data["rows"]
+    assert bad["max_abs_diff"] == pytest.approx(want, abs=1e-4)
+
+
 # ----- engines ---------------------------------------------------------------------------------------------
 def test_an_engine_that_departs_from_hf_differs_by_the_formula(tmp_path, schema):
     """mlx-lm's SuScaledRoPE uses the long factors at every length; HF uses the short ones up to the original

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -297,55 +298,75 @@ class _Auditor:
 
     # ----- conversions ----------------------------------------------------------------------------------
     def _gguf(self, path: str, config_path: str, length: int | None) -> list[AuditRow]:
-        from ..models import llamacpp
+        """One row per attention type: llama.cpp's tables for the GGUF file against HF's for the config
+        (:func:`posenc_cli.api.check_gguf`)."""
+        from ..api import check_gguf
+        from ..models.llamacpp import LLAMACPP_VERSION
 
         name = self.found.relative(path)
         if importlib.util.find_spec("gguf") is None:
             return [AuditRow(name, "-", "llamacpp", "skipped", "reading GGUF needs: pip install 'posenc-cli[gguf]'")]
         try:
-            v = llamacpp.verdict(path, config_path, n_ctx=self.n_ctx, length=length)
+            whole = check_gguf(path, config_path, n_ctx=self.n_ctx, length=length)
+            types = [lt for lt in whole.numbers] or [None]
+            verdicts = {lt: whole if len(types) == 1 else check_gguf(path, config_path, n_ctx=self.n_ctx,
+                                                                     length=length, layer_type=lt)
+                        for lt in types}  # fmt: skip
         except PosencError as exc:
             return [AuditRow(name, "-", "llamacpp", "error", _one_line(exc))]
         rows = []
-        details = [f"divergence: {d}" for d in v.divergences] + [f"equivalent: {e}" for e in v.equivalences]
-        details += [f"note: {n}" for n in v.notes]
-        for lt, nums in v.numbers.items() or {"-": {}}.items():
-            mine = [d for d in v.divergences if _about(d, lt)]
+        for lt, v in verdicts.items():
+            nums = v.numbers.get(lt, {}) if lt is not None else {}
+            details = [f"divergence: {d}" for d in v.divergences] + [f"equivalent: {e}" for e in v.equivalences]
+            details += [f"note: {n}" for n in v.notes]
             if v.ok:
-                why = (
-                    v.equivalences[0]
-                    if v.equivalences
-                    else f"llama.cpp's float32 tables equal HF's ({llamacpp.LLAMACPP_VERSION})"
-                )
+                why = v.equivalences[0] if v.equivalences else f"llama.cpp's tables equal HF's ({LLAMACPP_VERSION})"
             else:
-                why = (mine or v.divergences)[0]
+                why = v.divergences[0]
             max_abs = nums.get("max_abs_vs_hf")
-            row = AuditRow(name, lt, "llamacpp", "agree" if v.ok else "differ", why,
+            row = AuditRow(name, lt or "-", "llamacpp", "agree" if v.ok else "differ", why,
                            None if max_abs is None else float(max_abs), v.length, details=details)  # fmt: skip
-            if not v.ok:
+            if not v.ok and lt is not None:
                 row.picture = _gguf_picture(path, config_path, lt, v)
             rows.append(row)
         return rows
 
     def _onnx(self, path: str, config_path: str) -> list[AuditRow]:
-        from ..models import onnx
+        """One row per attention type the export's caches hold (:func:`posenc_cli.api.check_onnx` matches each
+        cache to its type), with the largest difference of those caches from HF's tables."""
+        from ..api import check_onnx
 
         name = self.found.relative(path)
         if importlib.util.find_spec("onnx") is None:
             return [AuditRow(name, "-", "onnx", "skipped", "reading ONNX needs: pip install 'posenc-cli[onnx]'")]
         try:
-            res = onnx.check_against(path, config_path, engine="hf", max_bytes=self.max_bytes)
-            d, rows = _onnx_difference(path, config_path, self.max_bytes)
+            results = check_onnx(path, config_path, engine="hf", max_bytes=self.max_bytes)
+            diffs, closest = _onnx_differences(path, config_path, self.max_bytes)
         except PosencError as exc:
             return [AuditRow(name, "-", "onnx", "error", _one_line(exc))]
-        why = res.divergences[0] if res.divergences else (res.matched[0] if res.matched else "no rotary cache found")
-        verdict = "agree" if res.ok and res.matched else ("differ" if not res.ok else "skipped")
-        row = AuditRow(name, "-", "onnx", verdict, why, None if d is None else d.max_abs, rows,
-                       details=[f"divergence: {x}" for x in res.divergences] + [f"ok: {x}" for x in res.matched]
-                       + [f"note: {w}" for w in res.warnings])  # fmt: skip
-        if verdict == "differ" and d is not None:
-            row.picture = d.picture
-        return [row]
+        rows = []
+        missing = re.compile(r"^no cache of .* holds the (\S+) layers' tables$")
+        lacking = [m.group(1) for res in results for x in res.divergences if (m := missing.match(x))]
+        for res in results:
+            lt = res.label[res.label.rindex("[") + 1 : -1] if res.label.endswith("]") else None
+            own = [x for x in res.divergences if not missing.match(x)]
+            d, n = diffs.get(lt, (None, None)) if lt is not None else _worst_of(diffs)
+            why = own[0] if own else (res.matched[0] if res.matched else "no rotary cache")
+            verdict = "differ" if own else ("agree" if res.matched else "skipped")
+            details = [f"divergence: {x}" for x in own] + [f"ok: {x}" for x in res.matched]
+            row = AuditRow(name, lt or "-", "onnx", verdict, why, None if d is None else d.max_abs, n,
+                           details=details + [f"note: {w}" for w in res.warnings])  # fmt: skip
+            if verdict == "differ" and d is not None:
+                row.picture = d.picture
+            rows.append(row)
+        for lt in lacking:  # an attention type no cache holds: its own row, with the closest cache's difference
+            d, n = closest.get(lt, (None, None))
+            row = AuditRow(name, lt, "onnx", "differ", f"no cache of {name} holds the {lt} layers' tables"
+                           + ("" if d is None else f"; the closest cache differs from them by {d.max_abs:.3g}"),
+                           None if d is None else d.max_abs, n)  # fmt: skip
+            row.picture = None if d is None else d.picture
+            rows.append(row)
+        return rows
 
 
 # ----- helpers ----------------------------------------------------------------------------------------------
@@ -368,7 +389,7 @@ def _describe(enc: Any) -> str:
             continue
         value = getattr(enc, f.name)
         default = f.default if f.default is not dataclasses.MISSING else None
-        if value != default and value is not None:
+        if (value != default or f.name == "base") and value is not None:
             text = ", ".join(f"{x:g}" if isinstance(x, float) else str(x) for x in value) if isinstance(
                 value, (list, tuple)) else (f"{value:g}" if isinstance(value, float) else str(value))  # fmt: skip
             shown.append(f"{f.name} {text if len(text) <= 40 else text[:37] + '...'}")
@@ -459,24 +480,52 @@ def _gguf_picture(path: str, config_path: str, lt: str, v: Any) -> Any:
     return d.picture
 
 
-def _onnx_difference(path: str, config_path: str, max_bytes: int | None) -> tuple[Difference | None, int | None]:
-    """The largest difference of an ONNX model's stored caches from HF's tables (each cache against the rows it
-    holds), and the most rows a cache holds."""
+def _onnx_differences(path: str, config_path: str, max_bytes: int | None) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    """Per attention type (None for a model with one table): the largest difference of the stored caches that
+    are that type's (each cache goes to the type it differs from least) from HF's tables, and their most rows;
+    and per type, the cache closest to its tables (for a type no cache holds). Expected rows are computed block
+    by block (:func:`models.onnx.expected_encoding`)."""
+    from ..api import SourceOptions, layer_types
     from ..models import onnx
     from ..models.engines import engine_params, model_facts
 
     model = onnx.read_onnx(path, max_bytes=max_bytes)
-    facts = model_facts(config_path)
-    expect = engine_params(facts, "hf", seq_len=None)
-    longrope = facts.params.get("scaling") == "longrope"
-    diffs, most = [], None
+    types = layer_types(config_path, SourceOptions())
+    per_cache: list[dict[Any, tuple[Difference | None, int]]] = []
     for cache in model.caches:
-        for role, _n, cos, sin in onnx._roles(cache, facts, longrope) or []:
-            if 2 * cos.shape[1] != facts.rot_dim or cos.shape[0] == 0:
-                continue
-            enc, _s, _w = onnx.expected_encoding(expect, int(cos.shape[0]), role, facts)
-            rows, width = int(cos.shape[0]), int(cos.shape[1])
-            for name, stored in (("cos_cache", cos), ("sin_cache", sin)):
-                diffs.append(difference(name, _slices(stored), _rows(enc, name), rows, width))
-            most = max(most or 0, int(cos.shape[0]))
-    return worst(diffs), most
+        by_type: dict[Any, tuple[Difference | None, int]] = {}
+        for lt in types:
+            facts = model_facts(config_path, layer_type=lt)
+            expect = engine_params(facts, "hf", seq_len=None)
+            diffs = []
+            for role, _n, cos, sin in onnx._roles(cache, facts, facts.params.get("scaling") == "longrope") or []:
+                if 2 * cos.shape[1] != facts.rot_dim or cos.shape[0] == 0:
+                    continue
+                enc, _s, _w = onnx.expected_encoding(expect, int(cos.shape[0]), role, facts)
+                for name, stored in (("cos_cache", cos), ("sin_cache", sin)):
+                    diffs.append(
+                        difference(name, _slices(stored), _rows(enc, name), int(cos.shape[0]), int(cos.shape[1]))
+                    )
+            by_type[lt] = (worst(diffs), int(cache.cos.shape[0]))
+        per_cache.append(by_type)
+    out: dict[Any, tuple[Difference | None, int | None]] = {}
+    for by_type in per_cache:
+        measured = {lt: v for lt, v in by_type.items() if v[0] is not None}
+        if not measured:
+            continue
+        lt = min(measured, key=lambda t: measured[t][0].max_abs)  # type: ignore[union-attr]
+        d, n = measured[lt]
+        old = out.get(lt)
+        if old is None or old[0] is None or (d is not None and d.max_abs > old[0].max_abs):
+            out[lt] = (d, max(n, old[1] or 0) if old else n)
+    closest: dict[Any, tuple[Difference | None, int | None]] = {}
+    for lt in types:
+        near = [c[lt] for c in per_cache if c.get(lt, (None, 0))[0] is not None]
+        if near:
+            closest[lt] = min(near, key=lambda v: v[0].max_abs)  # type: ignore[union-attr]
+    return out, closest
+
+
+def _worst_of(diffs: dict[Any, tuple[Difference | None, int | None]]) -> tuple[Difference | None, int | None]:
+    found = [v for v in diffs.values() if v[0] is not None]
+    return max(found, key=lambda v: v[0].max_abs) if found else (None, None)  # type: ignore[union-attr]
