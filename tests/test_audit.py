@@ -307,6 +307,40 @@ def test_a_cached_hub_id_is_audited_from_the_cache(tmp_path):
     assert code == 2 and "Qwen/tiny@v2 is not in the Hugging Face cache" in err
 
 
+def test_a_cached_onnx_export_reads_its_external_data_through_the_cache_links(tmp_path):
+    """In the Hugging Face cache a snapshot's files are links into the repository's blobs/: the ONNX model's
+    external data resolves there, inside the repository's cache directory, and is read; a link out of it is
+    still refused."""
+    pytest.importorskip("onnx")
+    from .onnx_models import save
+
+    d = gemma_export(tmp_path / "src", 1e6, 1e4)
+    import onnx
+
+    save(onnx.load(str(d / "onnx" / "model.onnx")), str(d / "onnx" / "model.onnx"), external="model.onnx_data")
+    repo = tmp_path / "hub" / "models--google--gemma-tiny"
+    snap = repo / "snapshots" / COMMIT
+    (snap / "onnx").mkdir(parents=True)
+    (repo / "blobs").mkdir()
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT)
+    for i, rel in enumerate(["config.json", "onnx/model.onnx", "onnx/model.onnx_data"]):
+        blob = repo / "blobs" / f"{i:040x}"
+        shutil.copy(d / rel, blob)
+        os.symlink(os.path.relpath(blob, (snap / rel).parent), snap / rel)
+    env = {"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    code, data, err = audit_json(["google/gemma-tiny", "--engine", "hf"], env=env)
+    assert code == 0, err
+    assert [r["verdict"] for r in rows(data, engine="onnx")] == ["agree", "agree"]
+    # a link out of the repository's directory is refused as before
+    outside = tmp_path / "elsewhere.bin"
+    shutil.copy(d / "onnx" / "model.onnx_data", outside)
+    (snap / "onnx" / "model.onnx_data").unlink()
+    os.symlink(outside, snap / "onnx" / "model.onnx_data")
+    code, data, err = audit_json(["google/gemma-tiny", "--engine", "hf"], env=env)
+    assert code == 2 and "outside the model's directory" in rows(data, engine="onnx")[0]["explanation"]
+
+
 def test_a_hub_id_not_cached_offline_says_how_to_allow_a_download(tmp_path):
     env = {"HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}
     code, out, err = cli(["audit", "nobody/nothing"], env=env)
@@ -546,3 +580,19 @@ def test_reports_are_written_atomically_with_the_same_rows(tmp_path):
     data = json.loads(out)
     assert md.read_text().count("\n| ") == 2 + len(data["rows"])  # the header, its rule, the rows
     assert page.read_text().count('<tr id="row-') == len(data["rows"])
+
+
+def test_a_long_audit_shows_progress_on_a_terminal_only(tmp_path, monkeypatch):
+    """Progress appears on stderr once an audit has run for a while (here: at once) and only on a terminal;
+    piped, stderr holds the verdict line alone."""
+    from posenc_cli.cli import audit as audit_cli
+
+    from .conftest import cli_tty
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(PHI))
+    monkeypatch.setattr(audit_cli._LateProgress, "AFTER", 0.0)
+    code, screen = cli_tty(["audit", str(cfg), "--len", "64", "--engine", "hf,mlx,vllm"], env={"COLUMNS": "80"})
+    assert code == 1 and "auditing" in screen and "%" in screen
+    code, _, err = cli(["audit", str(cfg), "--len", "64", "--engine", "hf,mlx,vllm"])
+    assert code == 1 and "auditing" not in err and err.count("\n") == 1

@@ -54,7 +54,10 @@ def run(
         raise ParameterError("audit needs a SOURCE: a model directory, a config.json, a GGUF or ONNX file, or org/name")
     for dest in (markdown, html):
         refuse_existing(dest, force)
-    with _LateProgress(f"auditing {source}", progress_enabled(quiet)) as on_progress:
+    import os
+
+    name = os.path.basename(source.rstrip("/")) or source
+    with _LateProgress(f"auditing {name}", progress_enabled(quiet)) as on_progress:
         report = audit(
             source,
             against=against,

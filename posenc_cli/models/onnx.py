@@ -242,10 +242,22 @@ class _Leaf:
     parts: list[tuple[int, str]] = field(default_factory=list)
 
 
+def _trusted_root(base: str) -> str:
+    """The directory external data may resolve into: the model's own, or for a model in a Hugging Face cache
+    snapshot (``models--ORG--NAME/snapshots/REV/...``, whose files are links into ``models--ORG--NAME/blobs``)
+    that repository's directory."""
+    parts = base.split(os.sep)
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] == "snapshots" and parts[i - 1].startswith("models--") and i + 1 < len(parts):
+            return os.sep.join(parts[:i])
+    return base
+
+
 class _Reader:
     def __init__(self, onnx: Any, path: str, budget: _Budget) -> None:
         self.onnx, self.path, self.budget = onnx, path, budget
         self.base = os.path.dirname(os.path.abspath(path))
+        self.trusted = os.path.realpath(_trusted_root(self.base))
 
     # -- the rotary nodes ------------------------------------------------------------------------------------
     def nodes(self, scope: _Scope, depth: int = 0) -> list[tuple[_Scope, Any]]:
@@ -491,7 +503,7 @@ class _Reader:
                 f"{self.path}: {what} points to external data {loc!r} outside the model's directory; refused"
             )
         full = os.path.realpath(os.path.join(self.base, loc))
-        if os.path.commonpath([full, os.path.realpath(self.base)]) != os.path.realpath(self.base):
+        if os.path.commonpath([full, self.trusted]) != self.trusted:
             raise InputError(
                 f"{self.path}: {what} points to external data {loc!r} outside the model's directory; refused"
             )
