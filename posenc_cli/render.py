@@ -1237,6 +1237,8 @@ def audit_lines(report: Any, *, width: int | None = None, verbose: bool = False)
     head = f"{d['source']}: {model}, reference {d.get('config') or '-'}" + (
         f", {d['length']} positions" if d.get("length") else ""
     )
+    names = {"n_ctx": "llama.cpp n_ctx", "max_model_len": "vLLM max_model_len"}
+    head += "".join(f", {names.get(k, k)} {v}" for k, v in (d.get("settings") or {}).items())
     out = wrap(head, w)
     out.append("  ".join(f"{name:<{n}}" if i < 4 else f"{name:>{n}}" for i, (name, n) in enumerate(AUDIT_COLUMNS)))
     for row in d["rows"]:

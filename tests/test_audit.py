@@ -596,3 +596,26 @@ def test_a_long_audit_shows_progress_on_a_terminal_only(tmp_path, monkeypatch):
     assert code == 1 and "auditing" in screen and "%" in screen
     code, _, err = cli(["audit", str(cfg), "--len", "64", "--engine", "hf,mlx,vllm"])
     assert code == 1 and "auditing" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--engine", "hf", "--n-ctx", "4096"], "--n-ctx cannot apply"),
+        (["--engine", "hf,mlx", "--max-model-len", "4096"], "--max-model-len cannot apply"),
+        (["--max-bytes", "1000"], "--max-bytes cannot apply"),
+        (["--download"], "--download cannot apply"),
+        (["--force"], "--force cannot apply"),
+        (["--against", "nowhere/at-all"], "--against nowhere/at-all is not in the Hugging Face cache"),
+    ],
+)
+def test_an_option_nothing_reads_is_refused_by_name(args, needle, tmp_path):
+    env = {"HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    code, out, err = cli(["audit", str(LLAMACPP / "qwen2.config.json"), *args], env=env)
+    assert code == 2 and out == b"" and err.count("\n") == 1 and needle in err, err
+
+
+def test_the_engines_options_are_stated_in_the_report(tmp_path):
+    cfg = str(LLAMACPP / "qwen2.config.json")
+    code, out, _ = cli(["audit", cfg, "--engine", "hf,llamacpp,vllm", "--n-ctx", "4096", "--max-model-len", "8192"])
+    assert code == 0 and "llama.cpp n_ctx 4096, vLLM max_model_len 8192" in " ".join(out.decode().split())

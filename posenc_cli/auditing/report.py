@@ -90,6 +90,8 @@ class AuditReport:
     rows: list[AuditRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     against: str | None = None
+    #: the engines' options given (``n_ctx``, ``max_model_len``): what the rows assumed
+    settings: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -118,6 +120,7 @@ class AuditReport:
         return {
             "schema": SCHEMA_ID, "posenc_version": __version__, "source": self.source, "against": self.against,
             "config": self.config, "model_type": self.model_type, "length": self.length, "engines": self.engines,
+            "settings": dict(self.settings),
             "ok": self.ok, "exit_code": self.exit_code, "counts": self.counts(),
             "rows": [r.to_json() for r in self.rows], "notes": list(self.notes),
         }  # fmt: skip

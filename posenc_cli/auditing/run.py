@@ -42,7 +42,7 @@ def parse_engines(engines: str | Sequence[str] | None) -> list[str]:
     bad = [e for e in chosen if e not in names]
     if bad or not chosen:
         what = f"unknown engine {bad[0]!r}" if bad else "no engine given"
-        raise ParameterError(f"{what}; choose {param('engine')} from: {', '.join(names)} (comma-separated)")
+        raise ParameterError(f"{what}; choose {param('engines')} from: {', '.join(names)} (comma-separated)")
     return list(dict.fromkeys(chosen))
 
 
@@ -69,7 +69,11 @@ def audit(
     with tempfile.TemporaryDirectory(prefix="posenc-audit-") as tmp:
         found = _locate(os.fspath(source), download, tmp)
         if against is not None:
-            found.merge(_locate(os.fspath(against), download, tmp))
+            try:
+                other = _locate(os.fspath(against), download, tmp)
+            except InputError as exc:  # say which argument it was
+                raise InputError(f"{param('against')} {exc}") from None
+            found.merge(other)
         if found.config is None and not (found.ggufs or found.onnxs):
             raise InputError(
                 f"{found.label}: nothing to audit: no config.json, GGUF or ONNX file"
@@ -80,6 +84,7 @@ def audit(
                 )
                 + "; give a model directory, a config.json, a GGUF or ONNX file, or a Hub id org/name"
             )
+        _refuse_unused(found, chosen, n_ctx, max_model_len, max_bytes, download, os.fspath(source), against)
         if found.config is None:
             raise InputError(
                 f"{found.label}: no config.json to check against; give the HF model with {param('against')} DIR or "
@@ -88,6 +93,33 @@ def audit(
         auditor = _Auditor(found, chosen, length, n_ctx, max_model_len, on_progress, against, tmp)
         auditor.max_bytes = max_bytes
         return auditor.run()
+
+
+def _refuse_unused(found: discover.Found, engines: list[str], n_ctx: int | None, max_model_len: int | None,
+                   max_bytes: int | None, download: bool, source: str, against: Any) -> None:  # fmt: skip
+    """Options that nothing in this audit reads are refused by name (:func:`posenc_cli.scopes.refuse_out_of_scope`
+    for the engines' options)."""
+    from ..models.engines import resolve_engine
+    from ..scopes import refuse_out_of_scope
+
+    kinds = {"config"}
+    kinds |= {"gguf-verdict"} if found.ggufs else set()
+    kinds |= {"onnx-verdict"} if found.onnxs else set()
+    for engine in engines:
+        if engine != "hf":
+            kinds |= {"engine", *(f"reads:{o}" for o in resolve_engine(engine).options)}
+    refuse_out_of_scope({"n_ctx": n_ctx, "max_model_len": max_model_len}, [kinds])
+    if max_bytes is not None and not found.onnxs:
+        raise ParameterError(
+            f"{param('max_bytes')} cannot apply: {found.label} holds no ONNX model; it limits what is read of ONNX "
+            "models; drop it"
+        )
+    if download and getattr(found, "hub", None) is None:
+        texts = [source] + ([os.fspath(against)] if against is not None else [])
+        if not any(hub.is_hub_id(t) for t in texts):
+            raise ParameterError(
+                f"{param('download')} cannot apply: {source} is a local path; it applies to a Hub id org/name; drop it"
+            )
 
 
 def _locate(text: str, download: bool, tmp: str) -> discover.Found:
@@ -136,6 +168,7 @@ class _Auditor:
             length=self.length if self.length is not None else (max(lengths) if lengths else None),
             engines=list(self.engines),
             against=self.against,
+            settings={k: v for k, v in (("n_ctx", self.n_ctx), ("max_model_len", self.max_model_len)) if v is not None},
         )
         total = len(layers) * (1 + len(self.engines)) + len(f.ggufs) + len(f.onnxs)
         for lt, v in layers.items():
@@ -146,6 +179,10 @@ class _Auditor:
             self.progress(f"{lt}: the reference", total)
             if "weights_tensor" in params:
                 report.rows.append(self._learned(lt, params, data))
+                if [e for e in self.engines if e != "hf"]:
+                    report.notes.append(
+                        f"{lt}: engines not compared: learned positions are the weights each engine loads"
+                    )
                 continue
             ref = self._reference(lt, kind, params, report)
             if ref is None:
@@ -190,7 +227,9 @@ class _Auditor:
         except PosencError as exc:
             report.rows.append(AuditRow(config, lt, "hf", "error", _one_line(exc)))
             return None
-        row = AuditRow(config, lt, "hf", "reference", _describe(enc), length=_rows_of(enc))
+        meta = enc.metadata()
+        row = AuditRow(config, lt, "hf", "reference", _describe(enc), length=_rows_of(enc),
+                       details=[", ".join(f"{k}={v}" for k, v in meta.items() if k != "posenc_version")])  # fmt: skip
         report.rows.append(row)
         return enc
 
@@ -211,12 +250,15 @@ class _Auditor:
             )
         except PosencError as exc:
             return AuditRow(config, lt, engine, "skipped", f"{e.version}: {_one_line(exc)}", length=n)
-        rules = [r.says for r in rules_for(engine, facts.params)]
+        rules = [f"{r.says} ({r.source})" for r in rules_for(engine, facts.params)]
+        says = [r.says for r in rules_for(engine, facts.params)]
         if enc == ref:
             why = f"{e.version}: same table as hf" + (
                 f" ({len(rules)} rule(s) apply, none changes it)" if rules else ""
             )
-            return AuditRow(config, lt, engine, "agree", why, 0.0, n, details=rules)
+            return AuditRow(
+                config, lt, engine, "agree", why, 0.0, n, details=rules + [f"rules read from {e.reference}"]
+            )
         d = _encodings_difference(enc, ref)
         if d is None:
             return AuditRow(
@@ -227,10 +269,11 @@ class _Auditor:
             f"{e.version}: equal to hf's within 2 ulp"
             if ok
             else f"{e.version}: "
-            + ("; ".join(rules) if rules else "its parameters differ from hf's")
+            + ("; ".join(says) if says else "its parameters differ from hf's")
             + f" (largest at position {d.row}, {d.tensor} column {d.column})"
         )
-        row = AuditRow(config, lt, engine, "agree" if ok else "differ", why, d.max_abs, n, details=rules)
+        row = AuditRow(config, lt, engine, "agree" if ok else "differ", why, d.max_abs, n,
+                       details=rules + [f"rules read from {e.reference}"])  # fmt: skip
         if not ok:
             row.picture = d.picture
             row.picture.spectrum = _spectrum(enc, ref)

@@ -482,6 +482,8 @@ FLAGS: dict[str, str] = {
     "path": "-o",
     "format": "--format",
     "force": "--force",
+    "download": "--download",
+    "engines": "--engine",
     "max_bytes": "--max-bytes",
     "kind": "--kind",
     "expect": "--expect",

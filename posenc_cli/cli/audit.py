@@ -52,6 +52,8 @@ def run(
 
     if source is None:
         raise ParameterError("audit needs a SOURCE: a model directory, a config.json, a GGUF or ONNX file, or org/name")
+    if force and markdown is None and html is None:
+        raise ParameterError("--force cannot apply: audit writes no file without --markdown or --html; drop it")
     for dest in (markdown, html):
         refuse_existing(dest, force)
     import os
