@@ -148,40 +148,31 @@ def _heatmap(title: str, grid: list[list[float]], positions: list[int], columns:
     return "".join(parts)
 
 
-def pictures(picture: Mapping[str, Any]) -> list[str]:
-    """The inline SVG pictures of one diverging row."""
-    out = [
-        _line_chart(
-            f"largest |difference| of {picture['tensor']} over positions",
-            [float(p) for p in picture["positions"]],
-            {"max |diff|": list(picture["by_position"])},
-            "position",
-        ),
-        _line_chart(
-            f"largest |difference| of {picture['tensor']} per column (frequency)",
-            [float(i) for i in range(len(picture["by_column"]))],
-            {"max |diff|": list(picture["by_column"])},
-            "column",
-        ),
-        _heatmap(
-            f"|difference| of {picture['tensor']}: positions x columns",
-            picture["grid"],
-            picture["positions"],
-            picture["columns"],
-        ),
+def pictures(picture: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The inline SVG pictures of one diverging row, each with its caption."""
+    tensor = picture["tensor"]
+    titles = [
+        f"largest |difference| of {tensor} over positions",
+        f"largest |difference| of {tensor} per column (frequency)",
+        f"|difference| of {tensor}: positions (down) x columns (across)",
     ]
+    out = [
+        _line_chart(titles[0], [float(p) for p in picture["positions"]], {"max |diff|": list(picture["by_position"])},
+                    "position"),
+        _line_chart(titles[1], [float(i) for i in range(len(picture["by_column"]))],
+                    {"max |diff|": list(picture["by_column"])}, "column"),
+        _heatmap(titles[2], picture["grid"], picture["positions"], picture["columns"]),
+    ]  # fmt: skip
     spectrum = picture.get("spectrum")
     if spectrum:
         n = max(len(v) for v in spectrum.values())
+        titles.append("spectrum: each frequency (radians per position) of the artifact and of the reference")
         out.append(
             _line_chart(
-                "frequencies (radians per position): artifact and reference",
-                [float(i) for i in range(n)],
-                {k: list(v) for k, v in spectrum.items()},
-                "frequency index",
+                titles[-1], [float(i) for i in range(n)], {k: list(v) for k, v in spectrum.items()}, "frequency index"
             )
         )
-    return out
+    return list(zip(titles, out))
 
 
 # ----- HTML -------------------------------------------------------------------------------------------------
@@ -190,12 +181,14 @@ body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em;colo
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #d0d7de;padding:.3em .6em;text-align:left;
 vertical-align:top}th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .verdict{font-weight:600}code{font-size:90%}.row{margin:1.2em 0;padding-top:.4em;border-top:1px solid #d0d7de}
-.pictures svg{margin:.3em .6em .3em 0;border:1px solid #eee}ul.details{font-size:90%;color:#57606a}
+.pictures{display:flex;flex-wrap:wrap}.pictures figure{margin:.3em .8em .3em 0;max-width:{W}px}
+.pictures svg{border:1px solid #eee}figcaption{font-size:85%;color:#57606a}ul.details{font-size:90%;color:#57606a}
 """
 
 
 def page(report: Any) -> str:
-    """The whole report as one HTML document (UTF-8, no external resource)."""
+    """The whole report as one HTML document (UTF-8, no external resource): the verdict table, then each row's
+    details and, for each diverging row, its pictures with captions."""
     from .render import audit_verdict
 
     d = _data(report)
@@ -211,7 +204,9 @@ def page(report: Any) -> str:
             f'<td class="num">{e(_fmt(r["max_abs_diff"]))}</td><td>{e(r["explanation"])}</td></tr>'
         )
         details = "".join(f"<li>{e(x)}</li>" for x in r.get("details") or [])
-        pics = "".join(pictures(r["picture"])) if r.get("picture") else ""
+        pics = "".join(
+            f"<figure>{svg}<figcaption>{e(title)}</figcaption></figure>" for title, svg in pictures(r["picture"])
+        ) if r.get("picture") else ""  # fmt: skip
         if details or pics:
             sections.append(
                 f'<section class="row" id="detail-{i}"><h3>{e(r["artifact"])} · {e(r["layer_type"])} · '
@@ -235,7 +230,7 @@ def page(report: Any) -> str:
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>posenc audit: {e(d['source'])}</title><style>{_STYLE}</style></head><body>"
+        f"<title>posenc audit: {e(d['source'])}</title><style>{_STYLE.replace('{W}', str(W))}</style></head><body>"
         f"<h1>posenc audit: <code>{e(d['source'])}</code></h1>"
         f'<p id="verdict" data-exit-code="{d["exit_code"]}"><strong>{e(audit_verdict(d))}</strong></p>'
         f"<p>{e(meta)}</p>"

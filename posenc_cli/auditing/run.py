@@ -229,7 +229,7 @@ class _Auditor:
             return None
         meta = enc.metadata()
         row = AuditRow(config, lt, "hf", "reference", _describe(enc), length=_rows_of(enc),
-                       details=[", ".join(f"{k}={v}" for k, v in meta.items() if k != "posenc_version")])  # fmt: skip
+                       details=[f"{k}={_short(v)}" for k, v in meta.items() if k != "posenc_version" and v != "none"])  # fmt: skip
         report.rows.append(row)
         return enc
 
@@ -437,6 +437,10 @@ def _describe(enc: Any) -> str:
                 value, (list, tuple)) else (f"{value:g}" if isinstance(value, float) else str(value))  # fmt: skip
             shown.append(f"{f.name} {text if len(text) <= 40 else text[:37] + '...'}")
     return f"HF transformers: {enc.KIND} dim {getattr(enc, 'dim', '-')}" + "".join(", " + x for x in shown)
+
+
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _has_weights(root: str) -> bool:
