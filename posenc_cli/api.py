@@ -32,12 +32,12 @@ if TYPE_CHECKING:
     from .checks.base import CheckResult
     from .encodings.base import Encoding
     from .identification import Identification
-    from .reports import CheckReport, Comparison, Preview, TensorComparison, Verdicts
+    from .reports import CheckReport, Comparison, Description, Preview, TensorComparison, Verdicts
     from .sources import Source
 
 #: The result classes live in :mod:`posenc_cli.reports` (built on first use, not at start-up); ``api.CheckReport``
 #: and the others still name them.
-_REPORTS = ("Preview", "CheckReport", "TensorComparison", "Comparison", "Verdicts")
+_REPORTS = ("Preview", "CheckReport", "TensorComparison", "Comparison", "Verdicts", "Description")
 
 
 def __getattr__(name: str) -> Any:
@@ -571,11 +571,14 @@ def _chosen_tensors(src: Source, tensor: str | list[str] | tuple[str, ...] | Non
             # several tensors and no kind to say which is which: one table in parts (a cos/sin pair: every 2-D
             # tensor of one shape, with 1-D ones no longer than its sides, e.g. inv_freq) is judged whole;
             # anything else (a model checkpoint) needs --tensor
-            shapes = {tuple(getattr(src.lazy.get(n, src.tensors.get(n)), "shape", ())) for n in src.names}
+            shape_of = {n: tuple(getattr(src.lazy.get(n, src.tensors.get(n)), "shape", ())) for n in src.names}
+            shapes = set(shape_of.values())
             tables = {s for s in shapes if len(s) >= 2}
             if len(tables) != 1 or any(len(s) == 1 and s[0] > max(next(iter(tables))) for s in shapes):
                 raise
-            primary = src.names[0]
+            # the primary is a table (cos before sin, whatever order the file keeps), never the 1-D inv_freq
+            two_d = [n for n in src.names if len(shape_of[n]) >= 2]
+            primary = "cos" if "cos" in two_d else two_d[0]
         return [primary, *[n for n in src.names if n != primary]]
     wanted = [tensor] if isinstance(tensor, str) else list(tensor)
     if not wanted:
@@ -930,6 +933,7 @@ def open_source(
     kind: str | None = None,
     extra: Sequence[Any] = (),
     layer_type: str | None = None,
+    stdin_config: bool = False,
 ) -> Source:
     """A source as the command line names it (a file, ``-``, a spec, a model config, ``CONFIG@ENGINE``, a GGUF or
     ONNX file), read or built with ``options``; ``like`` (another source) gives a spec or a config the rows (and
@@ -939,9 +943,15 @@ def open_source(
 
     opts = options or SourceOptions()
     gguf = is_gguf(text)
-    config = is_config(text)
+    config = is_config(text) or (stdin_config and text == "-")
     builds = is_spec(text) or config or gguf
     lt = layer_type if layer_type is not None else opts.layer_type
+    if config and text == "-":  # a model config on stdin (generate -, export --hf-config -)
+        from .sources import open_config
+
+        return open_config(text, layers=[*opts.layers(dtype=dtype), *extra], kind=kind, layer_type=lt,
+                           max_bytes=opts.max_bytes, read_as=opts.read_as, engine=opts.engine,
+                           engine_options=opts.engine_options())  # fmt: skip
     return open_text(
         text,
         params=[*opts.layers(dtype=dtype), *extra] if builds else None,
@@ -1129,7 +1139,7 @@ def check_sources(
     elif expect is not None and not builds and (opts.params or opts.grid):
         against = expect  # --expect KIND -p key=value on files: the table must equal that spec
     refuse_options(opts, [*texts, *([against] if against is not None else [])], own)
-    srcs = [open_source(text, opts) for text in texts]
+    srcs = [src for text in texts for src in _typed_sources(text, opts)]
     warnings = [w for s in srcs for w in s.warnings]
     if not identify:
         if against is not None:
@@ -1145,7 +1155,10 @@ def check_sources(
     types: list[str | None] = layer_types(against, opts) if builds_ref and against is not None else [None]
     items: list[Any] = []
     for src in srcs:
-        for group in _tables(src, tensor):
+        tables = _tables(src, tensor)
+        if len(types) > 1 and len(tables) == 1:
+            tables = _by_type(src, types)
+        for group in tables:
             refs: list[Any] = [ref_file]
             if builds_ref and against is not None:
                 like = group.narrowed(tensor) if tensor else group
@@ -1155,6 +1168,19 @@ def check_sources(
             for ref in refs:
                 items.append(_check_one(group, ref, expect, require, tensor, identify, probes, seed, opts, progress))
     return Verdicts("check", items, list(dict.fromkeys(warnings)))
+
+
+def _typed_sources(text: str, opts: SourceOptions) -> list[Source]:
+    """A source opened once per attention type of a model with several (a config, ``CONFIG@ENGINE``, a GGUF
+    file), each labelled with its type; else once."""
+    types = layer_types(text, opts)
+    out = []
+    for lt in types:
+        src = open_source(text, opts, layer_type=lt)
+        if lt is not None and len(types) > 1:
+            src.label = f"{src.label} [{lt}]"
+        out.append(src)
+    return out
 
 
 def _typed_ref(against: str, opts: SourceOptions, like: Source, lt: str | None, group: Source) -> Source:
@@ -1269,19 +1295,26 @@ def compare_sources(
     def builds(text: str) -> bool:
         return is_spec(text) or is_config(text)
 
-    types = list(dict.fromkeys(lt for t in (a, b) for lt in layer_types(t, opts)))
+    own_types = {t: layer_types(t, opts) for t in (a, b)}
+    types = list(dict.fromkeys(lt for t in (a, b) for lt in own_types[t]))
     if len(types) > 1:
         types = [lt for lt in types if lt is not None]
     narrowed = None if not tensor else (tensor[0] if len(tensor) == 1 else list(tensor))
     items: list[Any] = []
     warnings: list[str] = []
+
+    def side(text: str, lt: str | None, like: Source | None = None) -> Source:
+        """One side of one attention type: a model of one table serves every type."""
+        mine = lt if lt in own_types[text] or opts.layer_type is not None else None
+        return _group_of(open_source(text, opts, like=like, layer_type=mine), lt)
+
     for lt in types:
         if builds(a) and not builds(b):  # built first, file second: the file gives the spec its shape
-            src_b = _group_of(open_source(b, opts, layer_type=lt), lt)
-            src_a = open_source(a, opts, like=src_b, layer_type=lt)
+            src_b = side(b, lt)
+            src_a = side(a, lt, src_b)
         else:
-            src_a = _group_of(open_source(a, opts, layer_type=lt), lt)
-            src_b = _group_of(open_source(b, opts, like=src_a, layer_type=lt), lt)
+            src_a = side(a, lt)
+            src_b = side(b, lt, src_a)
         if len(types) > 1:  # each side named with the attention type compared (a group's label says it)
             for src in (src_a, src_b):
                 src.label = src.label if src.label.endswith(f"[{lt}]") else f"{src.label} [{lt}]"
@@ -1293,10 +1326,328 @@ def compare_sources(
 
 
 def _group_of(src: Source, layer_type: str | None) -> Source:
-    """A grouped table's group of one attention type, when it has one of that name; else the table."""
-    if layer_type is not None and layer_type in src.groups:
+    """A grouped table's group of one attention type, when it has one of that name (a posenc group, or the
+    tensors ``TYPE.NAME`` of a file without metadata); else the table."""
+    if layer_type is None:
+        return src
+    if layer_type in src.groups:
         return src.groups[layer_type]
-    return src
+    pre = layer_type + "."
+    names = [n for n in src.names if n.startswith(pre)]
+    if src.groups or not names:
+        return src
+    from .formats import ArrayTensor
+    from .sources import Source
+
+    arrays = {n[len(pre) :]: src.array(n) for n in names}
+    meta = {k[len(pre) :]: v for k, v in src.metadata.items() if k.startswith(pre)}
+    return Source(f"{src.label} [{layer_type}]", arrays, meta, lazy={k: ArrayTensor(k, v) for k, v in arrays.items()})
+
+
+def _by_type(src: Source, types: list[str | None]) -> list[Source]:
+    """The tables of a file against a model of several attention types: its groups (posenc's, or ``TYPE.NAME``
+    tensors of those types), else the file whole."""
+    if src.groups:
+        return list(src.groups.values())
+    parts = [_group_of(src, lt) for lt in types if lt is not None]
+    split = [p for p in parts if p is not src]
+    covered = sum(len(p.names) for p in split)
+    return split if split and covered == len(src.names) else [src]
+
+
+def built_source(
+    source: str | None = None,
+    *,
+    kind: str | None = None,
+    hf_config: str | None = None,
+    options: SourceOptions | None = None,
+    all_layer_types: bool = False,
+    tensor: Sequence[str] | None = None,
+) -> tuple[Source, list[str]]:
+    """What ``posenc generate`` builds: SOURCE (a spec, a model config, ``-`` for a config on stdin, a GGUF or
+    ONNX file), ``kind`` (``--kind``) or ``hf_config`` (``--hf-config``), each given once; with
+    ``all_layer_types``, every attention type's tables of a config in one grouped table (tensors ``TYPE.NAME``).
+    ``tensor``: the tensors to be written (refused where the tables are written whole). Returns the source and
+    the attention types that apply no position encoding (NoPE: nothing built for them).
+    Options that cannot apply are refused by name (:mod:`posenc_cli.scopes`)."""
+    from .sources import is_gguf, is_spec, split_engine
+
+    opts = options or SourceOptions()
+    text = _generate_text(source, kind, hf_config)
+    own = {"kind": kind if not is_spec(text) else None, "all_layer_types": all_layer_types, "tensor": tensor}
+    kinds = source_kinds(text, opts, stdin_config=True)
+    config = "config" in kinds
+    if all_layer_types and config and "engine" not in kinds:
+        kinds = {"config-layers"}
+    from .scopes import refuse_out_of_scope
+
+    refuse_out_of_scope(opts.scoped(**own), [kinds])
+    if all_layer_types:
+        return _all_layer_types(split_engine(text)[0], kind, opts)
+    if config:
+        src = open_source(text, opts, kind=kind, stdin_config=True)
+        if src.encoding is None:  # a learned table read from a model's weights: data to export, not to build
+            raise ParameterError(
+                f"{text} holds a trained position table in its weights; export it: posenc export {text} -o FILE"
+            )
+        return src, []
+    if not (is_gguf(text) or is_spec(text) or text.lower().endswith(".onnx")):
+        raise ParameterError(f"{text} is not a spec or a model config: generate builds tables")
+    return open_source(text, opts), []
+
+
+def _generate_text(source: str | None, kind: str | None, hf_config: str | None) -> str:
+    """What generate builds from: SOURCE, ``--kind`` or ``--hf-config`` (each given once)."""
+    from .encodings import DEFAULT_KIND, resolve_kind
+    from .sources import is_config, is_gguf, is_spec, looks_like_a_kind
+
+    if source is not None and not (
+        source == "-" or is_spec(source) or is_config(source) or is_gguf(source) or source.lower().endswith(".onnx")
+    ):
+        if looks_like_a_kind(source):
+            resolve_kind(source.split(":", 1)[0])  # unknown encoding ...; did you mean ...
+        raise ParameterError(
+            f"{source} is not a spec or a model config: generate builds tables (to write a file's table in "
+            "another format, use posenc export)"
+        )
+    if source is not None and hf_config is not None:
+        if is_spec(source):
+            raise ParameterError(
+                f"SOURCE {source} and {param('hf_config')} {hf_config} both say what to build; name the kind with "
+                f"{param('kind')}"
+            )
+        raise ParameterError(f"the model config is given twice: SOURCE {source} and {param('hf_config')} {hf_config}")
+    if source is not None and kind is not None and is_spec(source):
+        raise ParameterError(f"the kind is given twice: SOURCE {source} and {param('kind')} {kind}; give it once")
+    if hf_config is not None:
+        return hf_config
+    if source is not None:
+        return source
+    return resolve_kind(kind or DEFAULT_KIND)  # unknown encoding ...; did you mean ...
+
+
+def _all_layer_types(text: str, kind: str | None, opts: SourceOptions) -> tuple[Source, list[str]]:
+    """Every attention type's tables in one grouped table, tensors ``TYPE.NAME``; and the NoPE types."""
+    from . import formats
+    from .sources import Source, check_size, merge_given
+
+    encs, nope = from_config_layers(text, kind=kind, read_as=opts.read_as, **merge_given(opts.layers()))
+    if not encs:
+        raise ParameterError(f"{text}: no attention type of this model applies a position encoding")
+    src = Source.from_groups(encs, text)
+    if opts.read_as is not None:  # the assumption is recorded with the tables, as for one layer type
+        from .models.readers import model_config_notes
+
+        src.metadata.update(model_config_notes(load_config(text), kind=kind, read_as=opts.read_as))
+    limit = formats.DEFAULT_MAX_BYTES if opts.max_bytes is None else opts.max_bytes
+    check_size(sum(e.nbytes() for e in encs.values()), limit, "the tables")
+    return src, nope
+
+
+def export_source(
+    source: str | None = None,
+    *,
+    hf_config: str | None = None,
+    options: SourceOptions | None = None,
+    onnx_rope: bool = False,
+) -> tuple[Source, bool]:
+    """What ``posenc export`` writes: SOURCE (a file, ``-``, a spec or a model config) or ``hf_config`` (with
+    SOURCE a spec naming the kind that reads it, and parameters); ``onnx_rope``: RoPE's ONNX cache layout (a
+    posenc-written file is rebuilt from its metadata). Returns the source and whether it was built (in
+    ``options.dtype`` already) rather than read (cast to it when written)."""
+    import dataclasses
+
+    from .sources import Source, is_config, is_spec, parse_spec, spec_label
+
+    opts = options or SourceOptions()
+    onnx = [("--onnx-rope", {"cache": "onnx"})] if onnx_rope else []
+    if hf_config is not None:  # SOURCE, if any, is a spec naming the kind that reads the config (and parameters)
+        if source is not None and not is_spec(source):
+            raise ParameterError(
+                f"{param('hf_config')} {hf_config} and SOURCE {source}: both say what to export; give one"
+            )
+        refuse_options(opts, [hf_config], stdin_config=True)
+        kind, pairs = parse_spec(source) if source is not None else (None, {})
+        spec = [(spec_label(source), pairs)] if source is not None and pairs else []
+        src = open_source(hf_config, opts, kind=kind, extra=[*spec, *onnx], stdin_config=True)
+        _onnx_kind(src, onnx_rope)
+        return src, True
+    if source is None:
+        raise ParameterError(f"give a SOURCE to export (a file, -, a spec or a model config) or {param('hf_config')}")
+    if is_spec(source) or is_config(source):
+        refuse_options(opts, [source])
+        if onnx_rope and is_spec(source):
+            _onnx_kind(parse_spec(source)[0], True)
+        src = open_source(source, opts, extra=onnx)
+        _onnx_kind(src, onnx_rope)
+        return src, True
+    refuse_options(opts._replace(dtype=None), [source])  # --dtype casts a file's tensors
+    src = open_source(source, opts, dtype=False)
+    if not onnx_rope:
+        return src, False
+    enc = src.encoding  # a posenc rope file: regenerate its encoding with the ONNX cache layout
+    if enc is None:
+        raise ParameterError("--onnx-rope needs a spec or a posenc-written file (its metadata rebuilds the table)")
+    _onnx_kind(enc.KIND, True)
+    rebuilt = dataclasses.replace(enc, cache="onnx", **({"dtype": opts.dtype} if opts.dtype else {}))
+    return Source.from_encoding(rebuilt, src.label), True  # rebuilt: in --dtype already
+
+
+def _onnx_kind(of: Any, asked: bool) -> None:
+    """The ONNX cache layout applies to the kinds whose ``cache`` parameter offers it (``of``: a kind or a
+    source)."""
+    from .encodings import get_kind, kind_classes
+
+    if not asked:
+        return
+    kind = of if isinstance(of, str) or of is None else (of.encoding.KIND if of.encoding is not None else None)
+
+    def onnx(cls: Any) -> bool:
+        return any(f.name == "cache" and "onnx" in (f.metadata.get("choices") or ()) for f in cls.param_fields())
+
+    if kind is None or not onnx(get_kind(kind)):
+        kinds = [k for k, cls in kind_classes().items() if onnx(cls)]
+        raise ParameterError(f"--onnx-rope cannot apply to {kind}: it writes the ONNX caches of {', '.join(kinds)}")
+
+
+def identify_source(
+    source: str,
+    *,
+    length: int | None = None,
+    n_ctx: int | None = None,
+    tensor: list[str] | None = None,
+    max_bytes: int | None = None,
+) -> tuple[str, Identification, list[str]]:
+    """What ``posenc identify`` reads: a file, ``-`` or a GGUF file (llama.cpp's tables at ``length`` rows and
+    context ``n_ctx``), identified (:func:`identify`). Returns the source's label, the identification and the
+    warnings of reading it. A spec or a model config, whose tables are known, is refused."""
+    from .scopes import refuse_out_of_scope
+    from .sources import is_config, is_spec
+    from .sources import open_source as open_text
+
+    if is_spec(source) or is_config(source):
+        what = "a spec" if is_spec(source) else "a model config"
+        raise ParameterError(f"{source!r} is {what}, whose tables are known; identify reads files and stdin")
+    kinds = source_kinds(source)
+    refuse_out_of_scope({"length": length, "n_ctx": n_ctx}, [kinds & {"gguf", "file", "stdin", "onnx"}])
+    if "gguf" in kinds:
+        src = open_text(source, length=length, n_ctx=n_ctx, max_bytes=max_bytes)
+    else:
+        src = open_text(source, max_bytes=max_bytes)  # a mistyped kind gets "unknown encoding ... did you mean"
+    return src.label, identify(src, tensor=tensor or None), list(src.warnings)
+
+
+def describe(
+    source: str | None = None,
+    *,
+    hf_config: str | None = None,
+    layer_type: str | None = None,
+    read_as: str | None = None,
+    engines: bool = False,
+    max_model_len: int | None = None,
+    n_ctx: int | None = None,
+) -> Description:
+    """What ``posenc kinds`` shows: every kind (no source), one kind (SOURCE names it), what a model config sets
+    and from which key (every attention type whose RoPE differs; ``layer_type`` narrows), per engine where its
+    tables depart from HF's (``engines``), or what llama.cpp reads from a GGUF file and its choices at
+    ``n_ctx``."""
+    from .reports import Description
+    from .scopes import refuse_out_of_scope
+    from .sources import is_config, is_gguf, split_engine
+
+    options = {"layer_type": layer_type, "read_as": read_as, "engines": engines, "max_model_len": max_model_len,
+               "n_ctx": n_ctx}  # fmt: skip
+    if source is not None and is_gguf(source):
+        refuse_out_of_scope({**options, "hf_config": hf_config}, [{"gguf-keys"}])
+        from .models.llamacpp import describe as gguf_rows
+
+        return Description("gguf", source, gguf_rows(source, n_ctx=n_ctx))
+    if source is not None and (source == "-" or is_config(source)):
+        if hf_config is not None:
+            raise ParameterError(f"the model config is given twice: {source} and {param('hf_config')} {hf_config}")
+        source, hf_config = None, source
+    if hf_config is not None and hf_config != "-":
+        hf_config, engine = split_engine(hf_config)
+        if engine is not None:
+            raise ParameterError(
+                f"kinds says what {hf_config} sets; for where engine {engine} departs from it, use "
+                f"posenc kinds {hf_config} --engines"
+            )
+    if hf_config is None:
+        refuse_out_of_scope(options, [{"registry"}])
+    elif engines:
+        from .models.engines import ENGINES
+
+        reads = {f"reads:{o}" for e in ENGINES.values() for o in e.options}
+        refuse_out_of_scope(options, [{"config", "engines-table", *reads}])
+        from .models.engines import departures
+
+        rows = departures(hf_config, layer_type=layer_type, max_model_len=max_model_len, n_ctx=n_ctx)
+        return Description("engines", hf_config, rows)
+    else:
+        refuse_out_of_scope(options, [{"config"}])
+        from .models.readers import describe_model_config, model_config_layers
+
+        config = load_config(hf_config)
+        if layer_type is not None:
+            types: list[str | None] = [layer_type]
+        else:  # every attention type that applies an encoding, or the one table when all types share it
+            layers = model_config_layers(config, kind=source, read_as=read_as)
+            rotating = [lt for lt, v in layers.items() if v is not None]
+            distinct = {repr(v) for v in layers.values() if v is not None}
+            types = list(rotating) if len(distinct) > 1 else [None]
+        found = [describe_model_config(config, kind=source, layer_type=lt, read_as=read_as) for lt in types]
+        return Description("config", hf_config, found, several=layer_type is None and len(found) > 1)
+    if source is None:
+        return Description("kinds", None, kinds())
+    from .encodings import get_kind
+    from .kindinfo import kind_info
+
+    return Description("kind", source, kind_info(get_kind(source)))
+
+
+def plot_tables(
+    sources: Sequence[str], *, options: SourceOptions | None = None, view: str | None = None
+) -> tuple[str, list[Any], list[str]]:
+    """What ``posenc plot`` draws: the view (``view``, else compare for two tables, else the first view the kind
+    declares that can draw them), one :class:`posenc_cli.plot.PlotSource` per table (each group of a grouped
+    file, each attention type of a model with several: ``options.layer_type`` narrows it) and the warnings of
+    reading the sources."""
+    from . import plot
+    from .encodings import KINDS, get_kind
+
+    opts = options or SourceOptions()
+    texts = list(sources)
+    if not texts:
+        raise ParameterError("give a SOURCE to draw: a file, -, a spec such as sinusoidal, or a model config")
+    refuse_options(opts, texts)
+    opened: list[Source] = []
+    for text in texts:
+        types = layer_types(text, opts)
+        for lt in types:
+            src = open_source(text, opts, layer_type=lt)
+            if lt is not None and len(types) > 1:
+                src.label = f"{src.label} [{lt}]"
+            opened.append(src)
+    drawn = []
+    for src in opened:
+        for part in list(src.groups.values()) or [src]:
+            roles = dict(get_kind(part.kind).ROLES) if part.kind in KINDS else {}
+            drawn.append(
+                plot.PlotSource(part.label, {n: part.array(n) for n in part.names}, roles, dict(part.metadata))
+            )
+    warnings = list(dict.fromkeys(w for s in opened for w in s.warnings))
+    if view is not None:
+        return view, drawn, warnings
+    if len(opened) == 2 and len(drawn) == 2 and len(texts) == 2:
+        return "compare", drawn, warnings
+    fits = plot.applicable(drawn)
+    known = [s.kind for s in opened if s.kind in KINDS]
+    declared = get_kind(known[0]).VIEWS if known else ()
+    for name in (*declared, *fits):
+        if name in fits:
+            return name, drawn, warnings
+    raise ParameterError(f"no view can draw {', '.join(s.label for s in drawn)}")
 
 
 def kinds() -> list[dict[str, Any]]:
@@ -1326,6 +1677,12 @@ __all__ = [
     "SourceOptions",
     "layer_types",
     "open_source",
+    "built_source",
+    "describe",
+    "identify_source",
+    "Description",
+    "export_source",
+    "plot_tables",
     "refuse_options",
     "source_kinds",
     "from_config",

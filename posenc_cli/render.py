@@ -1173,6 +1173,54 @@ def config_report(report: dict[str, Any], width: int | None = None, quiet: int =
         sys.stderr.write(f"Warning: {w}\n")
 
 
+# ----- kinds: the registry, a model config, a GGUF file, the engines ----------------------------------
+def description_report(d: Any, *, json_out: bool = False, quiet: int = QUIET_NONE) -> None:
+    """What ``posenc kinds`` prints for a :class:`posenc_cli.reports.Description`, for people or as ``--json``."""
+    if d.what == "gguf":
+        rows = d.data
+        if json_out:
+            print_json([{"name": n, "value": v, "from": f} for n, v, f in rows])
+            return
+        for name, value, origin in rows:
+            if name == "warning":
+                if not quiet:
+                    sys.stderr.write(f"Warning: {value}\n")
+                continue
+            line = f"{name:<22} {value}" + (f"  ({origin})" if origin else "")
+            print("\n".join(wrap(line, 80, "", " " * 23)))
+        return
+    if d.what == "engines":
+        if json_out:
+            print_json(d.data)
+            return
+        for row in d.data:
+            verdict = "DIFFERS" if row["differs"] else ("n/a" if row["note"] else "same as hf")
+            print(f"{row['engine']:<11} {verdict:<10} {row['version']}")
+            for r in row["rules"]:
+                print("\n".join(wrap(f"{r['says']} ({r['source']})", 74, "  rule: ", " " * 8)))
+            if row["note"]:
+                print("\n".join(wrap(row["note"], 76, "  ", "    ")))
+        return
+    if d.what == "config":
+        if json_out:
+            for w in dict.fromkeys(w for r in d.data for w in r.get("warnings") or []):
+                if not quiet:
+                    sys.stderr.write(f"Warning: {w}\n")
+            print_json(d.data if d.several else d.data[0])
+            return
+        for i, report in enumerate(d.data):
+            if i:
+                print()
+            config_report(report, quiet=quiet)
+        return
+    if json_out:
+        print_json(d.data)
+    elif d.what == "kinds":
+        kinds_list(d.data)
+    else:
+        kind_detail(d.data)
+
+
 # ----- progress --------------------------------------------------------------------------------------
 #: A table checked with a progress bar is at least this big (a smaller one is done before a bar would show).
 PROGRESS_BYTES = 32 * 1024**2

@@ -182,3 +182,16 @@ class Verdicts:
     @property
     def ok(self) -> bool:
         return all(bool(getattr(r, "ok", getattr(r, "same", False))) for r in self.items)
+
+
+@dataclass
+class Description:
+    """What ``posenc kinds`` shows (:func:`posenc_cli.api.describe`): ``what`` is ``kinds`` (every kind), ``kind``
+    (one kind's tensors, parameters and presets), ``config`` (what a model config sets and from which key, one
+    entry per attention type; ``several`` when more than one), ``engines`` (per engine, where its tables depart
+    from HF's) or ``gguf`` (what llama.cpp reads from a GGUF file: rows of name, value, origin)."""
+
+    what: str
+    source: str | None
+    data: Any
+    several: bool = False

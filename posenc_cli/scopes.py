@@ -15,7 +15,7 @@ file against a config as a whole: ``gguf-verdict`` and ``onnx-verdict``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from .errors import ParameterError, param
@@ -72,34 +72,43 @@ class SourceOptions(NamedTuple):
         return {**out, **more}
 
 
+#: where the options that choose or judge tensors apply
+_ONE_TABLE = "tables one at a time, not a model file judged against a config or written whole"
 TABLES = frozenset({"spec", "config", "engine", "gguf", "onnx", "file", "stdin"})
 VERDICTS = frozenset({"gguf-verdict", "onnx-verdict"})
 
 #: option (the library's parameter name) -> (the source kinds it applies to, where it applies, said in words)
 SCOPES: dict[str, tuple[frozenset[str], str]] = {
-    "length": (frozenset({"spec", "config", "engine", "gguf", "gguf-verdict"}), "specs, model configs and GGUF files"),
+    "length": (
+        frozenset({"spec", "config", "engine", "gguf", "gguf-verdict", "config-layers"}),
+        "specs, model configs and GGUF files",
+    ),
     "dim": (frozenset({"spec", "config"}), "specs and model configs"),
-    "params": (frozenset({"spec", "config", "engine"}), "specs and model configs"),
-    "dtype": (frozenset({"spec", "config", "engine"}), "specs and model configs"),
-    "grid": (frozenset({"spec", "config"}), "specs and model configs"),
+    "params": (frozenset({"spec", "config", "engine", "config-layers"}), "specs and model configs"),
+    "dtype": (frozenset({"spec", "config", "engine", "config-layers"}), "specs and model configs"),
+    "grid": (frozenset({"spec", "config", "config-layers"}), "specs and model configs"),
+    "kind": (frozenset({"spec", "config", "config-layers"}), "specs and model configs (the kind that reads one)"),
+    "all_layer_types": (frozenset({"config-layers"}), "model configs read as HF reads them"),
     "layer_type": (
         frozenset({"config", "engine", "gguf", "gguf-verdict", "onnx-verdict"}),
         "model configs, GGUF files and ONNX models checked against a config",
     ),
-    "read_as": (frozenset({"config"}), "model configs read as HF reads them"),
+    "read_as": (frozenset({"config", "config-layers"}), "model configs read as HF reads them"),
     "engine": (frozenset({"config", "engine", "onnx-verdict"}), "model configs (or write CONFIG@ENGINE)"),
     "max_model_len": (frozenset({"reads:max_model_len"}), "a model config read by engine {readers}"),
     "n_ctx": (
-        frozenset({"gguf", "gguf-verdict", "reads:n_ctx"}),
+        frozenset({"gguf", "gguf-verdict", "gguf-keys", "reads:n_ctx"}),
         "GGUF files and a model config read by engine {readers}",
     ),
-    "tensor": (TABLES, "tables, not a model file judged against a config as a whole"),
-    "expect": (TABLES, "tables, not a model file judged against a config as a whole"),
-    "require": (TABLES, "tables, not a model file judged against a config as a whole"),
-    "identify": (TABLES, "tables, not a model file judged against a config as a whole"),
-    "atol": (TABLES, "tables, not a model file judged against a config as a whole"),
-    "rtol": (TABLES, "tables, not a model file judged against a config as a whole"),
-    "explain": (TABLES, "tables, not a model file judged against a config as a whole"),
+    "hf_config": (frozenset({"config", "registry"}), "model configs"),
+    "engines": (frozenset({"engines-table", "config"}), "model configs"),
+    "tensor": (TABLES, _ONE_TABLE),
+    "expect": (TABLES, _ONE_TABLE),
+    "require": (TABLES, _ONE_TABLE),
+    "identify": (TABLES, _ONE_TABLE),
+    "atol": (TABLES, _ONE_TABLE),
+    "rtol": (TABLES, _ONE_TABLE),
+    "explain": (TABLES, _ONE_TABLE),
 }
 
 _WHAT = {
@@ -111,6 +120,10 @@ _WHAT = {
     "file": "a file",
     "stdin": "stdin",
     "gguf-verdict": "a GGUF file judged against a model config as a whole",
+    "config-layers": "a model config, every attention type of it",
+    "gguf-keys": "a GGUF file, whose keys kinds shows",
+    "registry": "the registry of kinds (no model config)",
+    "engines-table": "a model config with --engines",
     "onnx-verdict": "an ONNX model judged against a model config as a whole",
 }
 
@@ -132,22 +145,36 @@ def source_kinds(text: str, engine: str | None = None, *, stdin_config: bool = F
             return {"config"}
         from .models.engines import resolve_engine
 
-        return {"config", "engine", *(f"reads:{o}" for o in resolve_engine(name).options)}
+        engine_rules = resolve_engine(name)
+        return {"config", "engine", f"engine:{engine_rules.name}", *(f"reads:{o}" for o in engine_rules.options)}
     if text.lower().endswith(".onnx"):
         return {"onnx"}
     return {"file"}
 
 
-def describe(kinds: Iterable[set[str]]) -> str:
+def describe(kinds: Sequence[set[str]]) -> str:
     """What the sources are, in words: ``the source is a file``, ``the sources are a spec and a file``."""
     names: list[str] = []
     for k in kinds:
-        first: list[str] = [v for v in ("gguf-verdict", "onnx-verdict", "engine") if v in k]
+        first: list[str] = [
+            v
+            for v in (
+                "gguf-verdict",
+                "onnx-verdict",
+                "config-layers",
+                "gguf-keys",
+                "registry",
+                "engines-table",
+                "engine",
+            )
+            if v in k
+        ]
         main = (first or sorted(k & set(_WHAT)) or ["file"])[0]
-        names.append(_WHAT[main])
+        named = sorted(e.split(":", 1)[1] for e in k if e.startswith("engine:"))
+        names.append(f"a model config read by engine {named[0]}" if main == "engine" and named else _WHAT[main])
     names = list(dict.fromkeys(names))
     if len(names) == 1:
-        return f"the source is {names[0]}" if len(list(kinds)) <= 1 else f"the sources are each {names[0]}"
+        return f"the source is {names[0]}" if len(list(kinds)) <= 1 else f"every source is {names[0]}"
     return "the sources are " + ", ".join(names[:-1]) + f" and {names[-1]}"
 
 

@@ -43,7 +43,7 @@ CASES = [
     ),
     (
         ["generate", "--layer-type", "sliding_attention", "-n", "4", "-d", "4"],
-        "--layer-type cannot apply: they apply to a model config",
+        "--layer-type cannot apply: the source is a spec; it applies to model configs",
     ),
     (
         ["check", "sinusoidal", "-n", "4", "-d", "4", "--require", "finite,sparkly"],

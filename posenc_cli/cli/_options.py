@@ -509,4 +509,6 @@ FLAGS: dict[str, str] = {
     "engine": "--engine",
     "max_model_len": "--max-model-len",
     "n_ctx": "--n-ctx",
+    "all_layer_types": "--all-layer-types",
+    "engines": "--engines",
 }

@@ -1,6 +1,5 @@
 """`posenc export`: the deliberate writer for other frameworks."""
 
-import dataclasses
 import sys
 
 from ..errors import ExitCode, ParameterError
@@ -8,10 +7,7 @@ from . import _options as o
 from ._common import (
     TableOptions,
     byte_limit,
-    open_src,
     print_json,
-    refuse,
-    refuse_spec_options_for_files,
     say_warnings,
     write_source,
     wrote,
@@ -52,70 +48,15 @@ def run(
     max_bytes: o.MaxBytes = None,
     quiet: o.Quiet = 0,
 ) -> int:
-    from ..sources import Source, is_config, is_spec
+    from ..api import export_source
 
-    if hf_config is None and (source is None or not is_config(source)):
-        refuse(
-            [("--engine", engine), ("--max-model-len", max_model_len), ("--n-ctx", n_ctx)],
-            "they set an engine's rules for a model config; give the model's config.json",
-        )
-    opts = TableOptions.of(locals())
-    onnx = [("--onnx-rope", {"cache": "onnx"})] if onnx_rope else []
     if output is None:
         if sys.stdout.isatty():
             raise ParameterError("export writes a file: pass -o FILE (or -o - to write stdout)")
         output = "-"
     if output == "-" and json_out:
         raise ParameterError("--json and -o - both write stdout; give -o FILE to write the table and describe it")
-    if hf_config is not None:  # SOURCE, if any, is a spec naming the kind that reads the config (and parameters)
-        if source is not None and not is_spec(source):
-            raise ParameterError(f"--hf-config {hf_config} and SOURCE {source}: both say what to export; give one")
-        from ..sources import open_config, parse_spec, spec_label
-
-        refuse_spec_options_for_files(opts, [hf_config], stdin_config=True)
-
-        kind, pairs = parse_spec(source) if source is not None else (None, {})
-        spec = [(spec_label(source), pairs)] if source is not None and pairs else []
-        src = open_config(
-            hf_config,
-            layers=[*spec, *opts.layers(), *onnx],
-            kind=kind,
-            layer_type=layer_type,
-            max_bytes=opts.max_bytes,
-            read_as=read_as,
-            engine=engine,
-            engine_options=opts.engine_options(),
-        )
-        builds = True
-    elif source is None:
-        raise ParameterError("give a SOURCE to export (a file, -, a spec or a model config) or --hf-config")
-    elif is_spec(source) or is_config(source):
-        for flag, value in (("--layer-type", layer_type), ("--read-as", read_as)):
-            if value is not None and is_spec(source):
-                raise ParameterError(f"{flag} applies to a model config, and {source} is a spec; drop it")
-        if onnx_rope and is_spec(source):
-            _onnx_kind(source.split(":", 1)[0])
-        if is_config(source):
-            refuse_spec_options_for_files(opts, [source])
-        src = open_src(source, opts, quiet=quiet, extra=onnx)
-        builds = True
-    else:
-        refuse_spec_options_for_files(opts, [source], dtype=False)  # --dtype casts a file's tensors
-        src = open_src(source, opts, dtype=False, quiet=quiet)
-        builds = False
-        if onnx_rope:  # a posenc rope file: regenerate its encoding with the ONNX cache layout
-            enc = src.encoding
-            if enc is None:
-                raise ParameterError(
-                    "--onnx-rope needs a spec or a posenc-written file (its metadata rebuilds the table)"
-                )
-            _onnx_kind(enc.KIND)
-            builds = True  # rebuilt: in --dtype already
-            src = Source.from_encoding(
-                dataclasses.replace(enc, cache="onnx", **({"dtype": dtype} if dtype else {})), src.label
-            )
-    if onnx_rope:
-        _onnx_kind(src.encoding.KIND if src.encoding is not None else None)
+    src, builds = export_source(source, hf_config=hf_config, options=TableOptions.of(locals()), onnx_rope=onnx_rope)
     say_warnings(src, quiet)
     cast = None if builds else dtype  # a built table is in --dtype already
     written = write_source(
@@ -134,18 +75,6 @@ def run(
     else:
         wrote(output, written, quiet, src)
     return ExitCode.OK
-
-
-def _onnx_kind(kind: str | None) -> None:
-    """--onnx-rope applies to the kinds whose ``cache`` parameter offers the ONNX layout."""
-    from ..encodings import get_kind, kind_classes
-
-    def onnx(cls) -> bool:
-        return any(f.name == "cache" and "onnx" in (f.metadata.get("choices") or ()) for f in cls.param_fields())
-
-    if kind is None or not onnx(get_kind(kind)):
-        kinds = [k for k, cls in kind_classes().items() if onnx(cls)]
-        raise ParameterError(f"--onnx-rope cannot apply to {kind}: it writes the ONNX caches of {', '.join(kinds)}")
 
 
 def _renames(src, tensor, names, output, fmt) -> dict[str, str]:

@@ -5,18 +5,7 @@ import sys
 from ..encodings import DEFAULT_KIND
 from ..errors import ExitCode, ParameterError
 from . import _options as o
-from ._common import (
-    TableOptions,
-    byte_limit,
-    msg,
-    open_src,
-    print_json,
-    refuse,
-    refuse_spec_options_for_files,
-    say_warnings,
-    write_source,
-    wrote,
-)
+from ._common import TableOptions, byte_limit, msg, print_json, refuse, say_warnings, write_source, wrote
 
 DESCRIPTION = f"""\
 Generate a table. On a terminal: a preview; piped: .npy bytes (and a posenc
@@ -60,51 +49,33 @@ def run(
     max_bytes: o.MaxBytes = None,
     quiet: o.Quiet = 0,
 ) -> int:
-    from ..sources import is_config, is_gguf
+    from ..api import built_source
 
-    opts = TableOptions.of(locals())
-    text = _source_text(source, kind, hf_config)
-    config = text == "-" or is_config(text)
-    gguf = is_gguf(text)
-    if gguf:
-        refuse(
-            [("--all-layer-types", all_layer_types), ("--kind", kind), ("--read-as", read_as), ("--engine", engine),
-             ("--max-model-len", max_model_len)],
-            "a GGUF file says its own RoPE",
-        )  # fmt: skip
-    elif not config:
-        refuse(
-            [("--layer-type", layer_type), ("--all-layer-types", all_layer_types), ("--read-as", read_as),
-             ("--engine", engine), ("--max-model-len", max_model_len), ("--n-ctx", n_ctx)],
-            "they apply to a model config (--layer-type and --n-ctx also to a GGUF file)",
-        )  # fmt: skip
-    if all_layer_types:
-        from ..sources import split_engine
-
-        refuse(
-            [("--engine", engine or split_engine(text)[1]), ("--max-model-len", max_model_len), ("--n-ctx", n_ctx)],
-            "--all-layer-types writes HF's tables of every attention type",
-        )
-        return _all_layer_types(text, kind, opts, output, format, force, tensor, precision, json_out, quiet)
-    if _is_onnx(text):
-        refuse_spec_options_for_files(opts, [text])
-        refuse([("--kind", kind)], f"{text} is an ONNX model: its caches are read, not built")
-    src = _config_source(text, kind, opts, quiet) if config else open_src(text, opts, quiet=quiet)
+    src, nope = built_source(
+        source,
+        kind=kind,
+        hf_config=hf_config,
+        options=TableOptions.of(locals()),
+        all_layer_types=all_layer_types,
+        tensor=tensor,
+    )
+    say_warnings(src, quiet)
+    for lt in nope:
+        msg(f"{lt}: applies no position encoding (NoPE layers); nothing to write for it", quiet)
     enc = src.encoding
-    if enc is None and config:  # a learned table read from a model's weights: data to export, not a table to build
-        raise ParameterError(
-            f"{text} holds a trained position table in its weights; export it: posenc export {text} -o FILE"
-        )
+    if all_layer_types:
+        return _all_layer_types(src, output, format, force, precision, json_out, quiet)
     names = list(src.lazy)
     for t in tensor or []:
         if t not in names:
             raise ParameterError(f"{src.label} has no tensor {t!r}; choose from: {', '.join(names)}")
-    if gguf and output is None and (sys.stdout.isatty() or json_out):
-        raise ParameterError(f"{text}: llama.cpp's tables have no terminal preview; pass -o FILE (or pipe)")
+    read = "a GGUF file: llama.cpp" in src.encoding_note
+    if read and output is None and (sys.stdout.isatty() or json_out):
+        raise ParameterError(f"{src.label}: llama.cpp's tables have no terminal preview; pass -o FILE (or pipe)")
     if enc is None and output is None and sys.stdout.isatty() and not json_out:
-        raise ParameterError(f"{text} is read, not built: pass -o FILE to write its tables (or pipe them)")
+        raise ParameterError(f"{src.label} is read, not built: pass -o FILE to write its tables (or pipe them)")
     if enc is None and output is None and json_out:
-        raise ParameterError(f"--json describes a built table; {text} is read: pass -o FILE to write it")
+        raise ParameterError(f"--json describes a built table; {src.label} is read: pass -o FILE to write it")
     if output is None and sys.stdout.isatty() and not json_out:
         refuse(
             [("--format", format), ("--force", force)],
@@ -133,73 +104,11 @@ def run(
     return ExitCode.OK
 
 
-def _source_text(source: str | None, kind: str | None, hf_config: str | None) -> str:
-    """What generate builds from: SOURCE, ``--kind`` or ``--hf-config`` (each given once)."""
-    from ..sources import is_config, is_gguf, is_spec
-
-    if source is not None and not (
-        source == "-" or is_spec(source) or is_config(source) or is_gguf(source) or _is_onnx(source)
-    ):
-        from ..sources import looks_like_a_kind
-
-        if looks_like_a_kind(source):
-            from ..encodings import resolve_kind
-
-            resolve_kind(source.split(":", 1)[0])  # unknown encoding ...; did you mean ...
-        raise ParameterError(
-            f"{source} is not a spec or a model config: generate builds tables (to write a file's table in "
-            "another format, use posenc export)"
-        )
-    if source is not None and hf_config is not None:
-        if is_spec(source):
-            raise ParameterError(
-                f"SOURCE {source} and --hf-config {hf_config} both say what to build; name the kind with --kind"
-            )
-        raise ParameterError(f"the model config is given twice: SOURCE {source} and --hf-config {hf_config}")
-    if source is not None and kind is not None and is_spec(source):
-        raise ParameterError(f"the kind is given twice: SOURCE {source} and --kind {kind}; give it once")
-    if hf_config is not None:
-        return hf_config
-    if source is not None:
-        return source
-    from ..encodings import resolve_kind
-
-    return resolve_kind(kind or DEFAULT_KIND)  # unknown encoding ...; did you mean ...
-
-
-def _is_onnx(text: str) -> bool:
-    """An ONNX model: generate writes the rotary caches stored in it (see posenc_cli.models.onnx)."""
-    return text.lower().endswith(".onnx")
-
-
-def _config_source(text: str, kind: str | None, opts: TableOptions, quiet: int):
-    from ..sources import open_config
-
-    refuse_spec_options_for_files(opts, [text], stdin_config=True)
-    src = open_config(
-        text,
-        layers=opts.layers(),
-        kind=kind,
-        layer_type=opts.layer_type,
-        max_bytes=opts.max_bytes,
-        read_as=opts.read_as,
-        engine=opts.engine,
-        engine_options=opts.engine_options(),
-    )
-    say_warnings(src, quiet)
-    return src
-
-
-def _all_layer_types(text, kind, opts: TableOptions, output, format, force, tensor, precision, json_out, quiet) -> int:
+def _all_layer_types(src, output, format, force, precision, json_out, quiet) -> int:
     """--all-layer-types: every attention type's tables in one file, tensors ``TYPE.NAME``."""
     from .. import formats
-    from ..api import from_config_layers
-    from ..sources import Source, check_size, merge_given
 
-    refuse(
-        [("--layer-type", opts.layer_type), ("--dim", opts.dim), ("--tensor", tensor), ("--precision", precision)],
-        "--all-layer-types writes every tensor of every attention type",
-    )
+    refuse([("--precision", precision)], "--all-layer-types writes every tensor of every attention type")
     if output is None and sys.stdout.isatty():
         raise ParameterError("--all-layer-types writes a file: pass -o FILE.safetensors (or .npz, .json)")
     dest = "-" if output is None else output
@@ -207,18 +116,6 @@ def _all_layer_types(text, kind, opts: TableOptions, output, format, force, tens
         raise ParameterError(
             f"--all-layer-types writes several tensors, which {dest} cannot hold; use .safetensors, .npz or .json"
         )
-    encs, nope = from_config_layers(text, kind=kind, read_as=opts.read_as, **merge_given(opts.layers()))
-    for lt in nope:
-        msg(f"{lt}: applies no position encoding (NoPE layers); nothing to write for it", quiet)
-    if not encs:
-        raise ParameterError(f"{text}: no attention type of this model applies a position encoding")
-    src = Source.from_groups(encs, dest)
-    if opts.read_as is not None:  # the assumption is recorded with the tables, as for one layer type
-        from ..api import load_config
-        from ..models.readers import model_config_notes
-
-        src.metadata.update(model_config_notes(load_config(text), kind=kind, read_as=opts.read_as))
-    check_size(sum(e.nbytes() for e in encs.values()), byte_limit(opts.max_bytes), "the tables")
     written = write_source(dest, src, fmt=format, tensors=None, force=force, quiet=quiet, limit=None)
     if json_out and dest != "-":
         print_json(written.to_json())

@@ -1,8 +1,8 @@
 """`posenc identify`: which kind, preset and parameters reproduce a table."""
 
-from ..errors import ExitCode, ParameterError
+from ..errors import ExitCode
 from . import _options as o
-from ._common import print_json, say_warnings, stdin_source
+from ._common import msg, print_json, stdin_source
 
 DESCRIPTION = """\
 Name the kind, preset and parameters that reproduce a table, read from its own
@@ -30,25 +30,16 @@ def run(
     max_bytes: o.MaxBytes = None,
     quiet: o.Quiet = 0,
 ) -> int:
-    from ..api import identify
-    from ..sources import is_config, is_gguf, is_spec, open_source
+    from ..api import identify_source
 
     text = source or stdin_source("identify", "a file or - for stdin")
-    if is_spec(text) or is_config(text):
-        what = "a spec" if is_spec(text) else "a model config"
-        raise ParameterError(f"{text!r} is {what}, whose tables are known; identify reads files and stdin")
-    if not is_gguf(text) and (length is not None or n_ctx is not None):
-        raise ParameterError("--len and --n-ctx apply to a GGUF file (what llama.cpp computes); drop them")
-    if is_gguf(text):
-        src = open_source(text, length=length, n_ctx=n_ctx, max_bytes=max_bytes)
-        say_warnings(src, quiet)
-    else:
-        src = open_source(text, max_bytes=max_bytes)  # a mistyped kind gets "unknown encoding ... did you mean"
-    found = identify(src, tensor=tensor or None)
+    label, found, warnings = identify_source(text, length=length, n_ctx=n_ctx, tensor=tensor, max_bytes=max_bytes)
+    for w in warnings:
+        msg(f"Warning: {w}", quiet)
     if json_out:
-        print_json({"source": src.label, **found.to_json()})
+        print_json({"source": label, **found.to_json()})
     else:
         from ..render import identification_report
 
-        identification_report(found, src.label, verbose=verbose, quiet=quiet)
+        identification_report(found, label, verbose=verbose, quiet=quiet)
     return ExitCode.OK if found.identified else ExitCode.FAILED

@@ -5,7 +5,7 @@ from typing import Any
 
 from ..errors import ExitCode, ParameterError
 from . import _options as o
-from ._common import TableOptions, msg, open_src, print_json, refuse, refuse_spec_options_for_files
+from ._common import TableOptions, msg, print_json, refuse
 
 DESCRIPTION = """\
 Draw a table as a picture with -o FILE.png|.svg|.pdf (needs matplotlib:
@@ -60,23 +60,11 @@ def run(
     quiet: o.Quiet = 0,
 ) -> int:
     from .. import plot
-    from ..encodings import KINDS, get_kind
+    from ..api import plot_tables
 
-    texts = list(sources or [])
-    if not texts:
-        raise ParameterError("give a SOURCE to draw: a file, -, a spec such as sinusoidal, or a model config")
-    opts = TableOptions.of(locals())
-    refuse_spec_options_for_files(opts, texts)
-    opened = [open_src(text, opts, quiet=quiet) for text in texts]
-    drawn = []
-    for src in opened:
-        for part in list(src.groups.values()) or [src]:
-            kind = part.kind
-            roles = dict(get_kind(kind).ROLES) if kind in KINDS else {}
-            drawn.append(
-                plot.PlotSource(part.label, {n: part.array(n) for n in part.names}, roles, dict(part.metadata))
-            )
-    chosen = view or _default_view(opened, drawn)
+    chosen, drawn, warnings = plot_tables(sources or [], options=TableOptions.of(locals()), view=view)
+    for w in warnings:
+        msg(f"Warning: {w}", quiet)
     given = {"pair": pair, "positions": positions, "at": at, "max_offset": max_offset, "cosine": cosine, "head": head}
     for dest, (owner, flag) in VIEW_OPTIONS.items():
         if owner != chosen:
@@ -110,26 +98,10 @@ def run(
         kwargs["dpi"] = dpi
     result = plot.plot(chosen, drawn, output, **kwargs)
     if json_out:
-        print_json(result.to_json())
+        print_json({**result.to_json(), "sources": [d.label for d in drawn]})
     else:
         msg(result.summary(), quiet)
     return ExitCode.OK
-
-
-def _default_view(opened: list, sources: list) -> str:
-    """compare for two tables; else the first view the kind declares (VIEWS) that can draw them."""
-    from .. import plot
-    from ..encodings import KINDS, get_kind
-
-    if len(opened) == 2 and len(sources) == 2:
-        return "compare"
-    fits = plot.applicable(sources)
-    kinds = [s.kind for s in opened if s.kind in KINDS]
-    declared = get_kind(kinds[0]).VIEWS if kinds else ()
-    for view in (*declared, *fits):
-        if view in fits:
-            return view
-    raise ParameterError(f"no view can draw {', '.join(s.label for s in sources)}")
 
 
 def _terminal(src) -> None:
