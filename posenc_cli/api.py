@@ -860,7 +860,7 @@ def audit(
     source: str | os.PathLike[str],
     *,
     against: str | os.PathLike[str] | None = None,
-    engines: str | list[str] | tuple[str, ...] | None = None,
+    engine: str | list[str] | tuple[str, ...] | None = None,
     length: int | None = None,
     n_ctx: int | None = None,
     max_model_len: int | None = None,
@@ -879,8 +879,8 @@ def audit(
     against : str or path, optional
         Another directory, config or Hub id: its conversions are audited too, and its config is the reference
         when ``source`` has none.
-    engines : str or list of str, optional
-        The engines whose tables are checked (comma-separated or a list; default: every engine posenc knows).
+    engine : str or list of str, optional
+        The engines whose tables are checked (``"hf,vllm"`` or a list; default: every engine posenc knows).
     length : int, optional
         Positions compared (default: each layer type's context, max_position_embeddings).
     n_ctx, max_model_len : int, optional
@@ -905,7 +905,7 @@ def audit(
     return run_audit(
         source,
         against=against,
-        engines=engines,
+        engine=engine,
         length=length,
         n_ctx=n_ctx,
         max_model_len=max_model_len,

@@ -414,7 +414,7 @@ def test_download_fetches_config_and_only_the_position_tensor_by_ranges(tmp_path
 def diverging_report(tmp_path_factory):
     cfg = tmp_path_factory.mktemp("phi") / "config.json"
     cfg.write_text(json.dumps(PHI))
-    return posenc_cli.audit(str(cfg), length=ORIG, engines="hf,mlx,vllm")
+    return posenc_cli.audit(str(cfg), length=ORIG, engine="hf,mlx,vllm")
 
 
 def test_the_python_api_returns_a_typed_report(diverging_report, schema):
@@ -443,7 +443,7 @@ def test_progress_is_reported_step_by_step(tmp_path):
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps(PHI))
     seen = []
-    posenc_cli.audit(str(cfg), length=64, engines="hf,mlx,vllm", on_progress=lambda w, d, n: seen.append((d, n)))
+    posenc_cli.audit(str(cfg), length=64, engine="hf,mlx,vllm", on_progress=lambda w, d, n: seen.append((d, n)))
     assert [d for d, _ in seen] == list(range(len(seen))) and len(seen) >= 3
     assert len({n for _, n in seen}) == 1
 

@@ -42,7 +42,7 @@ def parse_engines(engines: str | Sequence[str] | None) -> list[str]:
     bad = [e for e in chosen if e not in names]
     if bad or not chosen:
         what = f"unknown engine {bad[0]!r}" if bad else "no engine given"
-        raise ParameterError(f"{what}; choose {param('engines')} from: {', '.join(names)} (comma-separated)")
+        raise ParameterError(f"{what}; choose {param('engine')} from: {', '.join(names)} (comma-separated)")
     return list(dict.fromkeys(chosen))
 
 
@@ -50,7 +50,7 @@ def audit(
     source: str | os.PathLike[str],
     *,
     against: str | os.PathLike[str] | None = None,
-    engines: str | Sequence[str] | None = None,
+    engine: str | Sequence[str] | None = None,
     length: int | None = None,
     n_ctx: int | None = None,
     max_model_len: int | None = None,
@@ -61,7 +61,7 @@ def audit(
     """See :func:`posenc_cli.api.audit`."""
     from ..errors import check_int
 
-    chosen = parse_engines(engines)
+    chosen = parse_engines(engine)
     if length is not None:
         length = check_int("length", length, 1)
     if max_bytes is not None:

@@ -483,7 +483,6 @@ FLAGS: dict[str, str] = {
     "format": "--format",
     "force": "--force",
     "download": "--download",
-    "engines": "--engine",
     "max_bytes": "--max-bytes",
     "kind": "--kind",
     "expect": "--expect",

@@ -63,7 +63,7 @@ def run(
         report = audit(
             source,
             against=against,
-            engines=engine,
+            engine=engine,
             length=length,
             n_ctx=n_ctx,
             max_model_len=max_model_len,
