@@ -25,6 +25,8 @@ class Found:
     onnxs: list[str] = field(default_factory=list)
     #: True when the learned tables of the config's directory are read (a directory, or a config.json file)
     weights: bool = False
+    #: (the Hub id, whether --download may fetch its position tensors) for a model read from the Hub cache
+    hub: tuple[str, bool] | None = None
 
     def relative(self, path: str) -> str:
         """``path`` as the report names it: relative to the audited directory."""
@@ -35,8 +37,8 @@ class Found:
 
     def merge(self, other: Found) -> None:
         """Add ``other``'s conversions (``--against``): a config only where this one has none."""
-        if self.config is None:
-            self.config = other.config
+        if self.config is None:  # the reference is the other model's, with its weights and Hub origin
+            self.config, self.weights, self.hub = other.config, other.weights, other.hub
         self.ggufs += [p for p in other.ggufs if p not in self.ggufs]
         self.onnxs += [p for p in other.onnxs if p not in self.onnxs]
 

@@ -2,9 +2,9 @@
 
 Rows, in order: per layer type the reference (HF transformers' table read from config.json, or the learned
 table in the weights, checked for its properties), then each engine's table (posenc's rules of that engine,
-:mod:`posenc_cli.models.engines`), then each GGUF file (llama.cpp's float32 tables, :func:`models.llamacpp.verdict`)
-and each ONNX export (its stored caches, :func:`models.onnx.check_against`). A file that cannot be read is its
-own ``error`` row and the others are still checked. Only metadata and position tensors are read: GGUF files and
+:mod:`posenc_cli.models.engines`), then each GGUF file (llama.cpp's float32 tables, :func:`posenc_cli.api.check_gguf`)
+and each ONNX export (its stored caches, :func:`posenc_cli.api.check_onnx`), one row per attention type. A file
+that cannot be read is its own ``error`` row and the others are still checked. Only metadata and position tensors are read: GGUF files and
 safetensors weights are memory-mapped, an ONNX model's external data is read only for its caches.
 """
 
@@ -114,7 +114,7 @@ def _refuse_unused(found: discover.Found, engines: list[str], n_ctx: int | None,
             f"{param('max_bytes')} cannot apply: {found.label} holds no ONNX model; it limits what is read of ONNX "
             "models; drop it"
         )
-    if download and getattr(found, "hub", None) is None:
+    if download and found.hub is None:
         texts = [source] + ([os.fspath(against)] if against is not None else [])
         if not any(hub.is_hub_id(t) for t in texts):
             raise ParameterError(
@@ -126,7 +126,7 @@ def _locate(text: str, download: bool, tmp: str) -> discover.Found:
     if hub.is_hub_id(text):
         snap = hub.resolve(text, download=download)
         found = discover.find(snap, label=text)
-        found.hub = (text, download)  # type: ignore[attr-defined]
+        found.hub = (text, download)
         return found
     return discover.find(text)
 
@@ -287,7 +287,7 @@ class _Auditor:
         f = self.found
         root = os.path.dirname(f.config or "") or "."
         weights = str(params.get("weights_tensor"))
-        hub_info = getattr(f, "hub", None)
+        hub_info = f.hub
         if hub_info is not None and hub_info[1] and not _has_weights(root):
             self._fetch_positions(hub_info[0], root, weights)
             root = os.path.dirname(f.config or "")
