@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -619,3 +620,45 @@ def test_the_engines_options_are_stated_in_the_report(tmp_path):
     cfg = str(LLAMACPP / "qwen2.config.json")
     code, out, _ = cli(["audit", cfg, "--engine", "hf,llamacpp,vllm", "--n-ctx", "4096", "--max-model-len", "8192"])
     assert code == 0 and "llama.cpp n_ctx 4096, vLLM max_model_len 8192" in " ".join(out.decode().split())
+
+
+def test_range_requests_read_only_the_bytes_asked_for(tmp_path, monkeypatch):
+    """hub.range_fetcher's HTTP range requests against a local server that honours Range: the header and the
+    tensor's bytes come back exactly, and only those bytes are sent."""
+    import http.server
+    import sys
+    import threading
+    import types
+
+    blob = np.random.default_rng(3).bytes(1 << 20)
+    sent: list[int] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (the standard library's name)
+            m = re.match(r"bytes=(\d+)-(\d+)$", self.headers.get("Range", ""))
+            assert m and self.headers.get("Authorization") == "Bearer t0ken", self.headers
+            a, b = int(m.group(1)), int(m.group(2)) + 1
+            self.send_response(206)
+            self.send_header("Content-Length", str(b - a))
+            self.end_headers()
+            self.wfile.write(blob[a:b])
+            sent.append(b - a)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_port}"
+        fake = types.SimpleNamespace(
+            hf_hub_url=lambda repo, filename, revision=None: f"{base}/{repo}/resolve/{revision}/{filename}",
+            utils=types.SimpleNamespace(build_hf_headers=lambda: {"Authorization": "Bearer t0ken"}),
+        )
+        monkeypatch.setitem(sys.modules, "huggingface_hub", fake)
+        get = hub.range_fetcher("org/name", "main")("model.safetensors")
+        assert get("model.safetensors", 1000, 1100) == blob[1000:1100]
+        assert get("model.safetensors", 0, 8) == blob[:8]
+        assert sent == [100, 8]
+    finally:
+        server.shutdown()
