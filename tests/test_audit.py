@@ -634,7 +634,7 @@ def test_range_requests_read_only_the_bytes_asked_for(tmp_path, monkeypatch):
     sent: list[int] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (the standard library's name)
+        def do_GET(self):
             m = re.match(r"bytes=(\d+)-(\d+)$", self.headers.get("Range", ""))
             assert m and self.headers.get("Authorization") == "Bearer t0ken", self.headers
             a, b = int(m.group(1)), int(m.group(2)) + 1
