@@ -485,8 +485,12 @@ def check(
             if kind is None or expect is None:
                 kind, kind_cls = ref.encoding.KIND, type(ref.encoding)
             metadata = {**src.metadata, **ref.encoding.metadata()}
+            # the table's tensors under the spec's names, as the comparison paired them (cos_cached is cos)
+            renamed = {tc.name_a: tc.name_b for tc in comparison.tensors if tc.name_a != tc.name_b}
             if len(src.names) == 1 and not src.metadata:
                 tensors = _as_spec_tensors(tensors, ref.encoding)
+            elif renamed:
+                tensors = _as_spec_tensors(tensors, ref.encoding, renamed)
     elif encoding is None and identify and (src.kind is None or not _known_kind(src.kind)):
         found = _identify_for_check(tensors, src.metadata, kind_cls)
         if found is not None:
@@ -737,7 +741,12 @@ def pair_tensors(
     tensor. Several names narrow that pairing to those tensors of ``a``. Returns (pairs, names only in a, names
     only in b)."""
     if isinstance(tensor, str):
-        return [(src_a.tensor_name(tensor), src_b.tensor_name(tensor))], [], []
+        name_a = src_a.tensor_name(tensor)
+        if tensor not in src_b.names and len(src_b.names) > 1:  # cos_cached here, cos there: by its role's name
+            role_of = dict(_pairs_by_role_name(src_a.names, src_b.names))
+            if name_a in role_of:
+                return [(name_a, role_of[name_a])], [], []
+        return [(name_a, src_b.tensor_name(tensor))], [], []
     if tensor is not None:
         keep = {src_a.tensor_name(n) for n in tensor}
         pairs, only_a, _ = pair_tensors(src_a, src_b)
@@ -748,13 +757,37 @@ def pair_tensors(
     if nameless_a or nameless_b:
         return [(src_a.tensor_name(None), src_b.tensor_name(None))], [], []
     shared = [n for n in names_a if n in names_b]
-    if not shared:  # different names throughout: the two primary tensors
+    if not shared:  # different names throughout: by their roles' names (cos_cached and cos), else the primaries
+        by_role = _pairs_by_role_name(names_a, names_b)
+        if by_role:
+            paired_a, paired_b = {a for a, _ in by_role}, {b for _, b in by_role}
+            return (
+                by_role,
+                [n for n in names_a if n not in paired_a],
+                [n for n in names_b if n not in paired_b],
+            )
         return [(src_a.tensor_name(None), src_b.tensor_name(None))], [], []
     return (
         [(n, n) for n in shared],
         [n for n in names_a if n not in names_b],
         [n for n in names_b if n not in names_a],
     )
+
+
+def _pairs_by_role_name(names_a: list[str], names_b: list[str]) -> list[tuple[str, str]]:
+    """Tensors of two tables paired by the name of their role: a name of ``b`` that is one word of a name of
+    ``a`` (``cos_cached``, ``rotary.cos`` and ``cos`` hold the cosines), where that pairing is one to one."""
+    import re
+
+    pairs = []
+    for a in names_a:
+        words = set(re.split(r"[._\-]+", a))
+        found = [b for b in names_b if b in words]
+        if len(found) == 1:
+            pairs.append((a, found[0]))
+    if len({b for _, b in pairs}) != len(pairs):
+        return []
+    return pairs
 
 
 def compare(
@@ -1027,6 +1060,8 @@ def check_onnx(
     computes for its config, each export mistake named: one :class:`posenc_cli.models.onnx.OnnxCheck` per
     attention type of a model with several (its caches matched to their types through the config: each cache to
     the type whose tables it equals, else to the one it departs from least), else one."""
+    import dataclasses
+
     from .models.onnx import check_against, read_onnx
     from .sources import split_engine
 
@@ -1043,16 +1078,24 @@ def check_onnx(
             lt = _closest_type(path, config, engine, types, model, None)
         found = check_against(path, config, engine=engine, layer_type=lt, model=model)
         return [_typed(found, lt if types != [None] else None)]
-    by_type: dict[str, list[str]] = {}
-    for cache in model.caches:
-        lt = _closest_type(path, config, engine, types, model, [cache.group])
-        by_type.setdefault(lt, []).append(cache.group)
+    by_type: dict[str, list[Any]] = {}
+    for cache in model.caches:  # each cache judged against every type; it belongs to the one it departs from least
+        tried = [
+            check_against(path, config, engine=engine, layer_type=lt, model=model, caches=[cache.group]) for lt in types
+        ]
+        best = min(range(len(types)), key=lambda i: (len(tried[i].divergences), i))
+        by_type.setdefault(str(types[best]), []).append(tried[best])
     out = []
     for lt in types:
         if lt is None or lt not in by_type:
             continue
-        found = check_against(path, config, engine=engine, layer_type=lt, model=model, caches=by_type[lt])
-        out.append(_typed(found, lt))
+        parts = by_type[lt]
+        merged = dataclasses.replace(
+            parts[0],
+            divergences=list(dict.fromkeys(d for p in parts for d in p.divergences)),
+            matched=[m for p in parts for m in p.matched],
+        )
+        out.append(_typed(merged, lt))
     for lt in types:  # a type of the config with no cache in the model: the export lacks its tables
         if lt is not None and lt not in by_type:
             out[-1].divergences.append(f"no cache of {path} holds the {lt} layers' tables")
@@ -1155,7 +1198,8 @@ def check_sources(
     types: list[str | None] = layer_types(against, opts) if builds_ref and against is not None else [None]
     items: list[Any] = []
     for src in srcs:
-        tables = _tables(src, tensor)
+        narrowed = opts.layer_type is not None and builds_ref
+        tables = _by_type(src, types, True) if narrowed else _tables(src, tensor)
         if len(types) > 1 and len(tables) == 1:
             tables = _by_type(src, types)
         for group in tables:
@@ -1344,15 +1388,15 @@ def _group_of(src: Source, layer_type: str | None) -> Source:
     return Source(f"{src.label} [{layer_type}]", arrays, meta, lazy={k: ArrayTensor(k, v) for k, v in arrays.items()})
 
 
-def _by_type(src: Source, types: list[str | None]) -> list[Source]:
+def _by_type(src: Source, types: list[str | None], narrowed: bool = False) -> list[Source]:
     """The tables of a file against a model of several attention types: its groups (posenc's, or ``TYPE.NAME``
-    tensors of those types), else the file whole."""
-    if src.groups:
+    tensors of those types), else the file whole; ``narrowed`` (``--layer-type``): the groups of those types."""
+    if src.groups and not narrowed:
         return list(src.groups.values())
     parts = [_group_of(src, lt) for lt in types if lt is not None]
     split = [p for p in parts if p is not src]
     covered = sum(len(p.names) for p in split)
-    return split if split and covered == len(src.names) else [src]
+    return split if split and (narrowed or covered == len(src.names)) else [src]
 
 
 def built_source(

@@ -21,7 +21,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
@@ -885,6 +885,11 @@ def identification_lines(
     return out
 
 
+def identification_json(found: Any, label: str) -> dict[str, Any]:
+    """What ``posenc identify --json`` prints: the source's label and the identification."""
+    return {"source": label, **found.to_json()}
+
+
 def identification_report(found: Any, label: str, *, verbose: bool = False, quiet: int = QUIET_NONE) -> None:
     """The human output of ``posenc identify``: the report on stdout (:func:`identification_lines`) and a verdict
     line on stderr."""
@@ -1174,8 +1179,12 @@ def config_report(report: dict[str, Any], width: int | None = None, quiet: int =
 
 
 # ----- kinds: the registry, a model config, a GGUF file, the engines ----------------------------------
-def description_report(d: Any, *, json_out: bool = False, quiet: int = QUIET_NONE) -> None:
-    """What ``posenc kinds`` prints for a :class:`posenc_cli.reports.Description`, for people or as ``--json``."""
+def description_report(
+    d: Any, *, json_out: bool = False, quiet: int = QUIET_NONE, spell: Callable[[str], str | None] | None = None
+) -> None:
+    """What ``posenc kinds`` prints for a :class:`posenc_cli.reports.Description`, for people or as ``--json``;
+    ``spell`` names a parameter as the caller does (the command line: its flag) where an engine's rule needs
+    one."""
     if d.what == "gguf":
         rows = d.data
         if json_out:
@@ -1190,6 +1199,10 @@ def description_report(d: Any, *, json_out: bool = False, quiet: int = QUIET_NON
             print("\n".join(wrap(line, 80, "", " " * 23)))
         return
     if d.what == "engines":
+        for row in d.data:  # an option a rule needs, spelled as the caller gives it
+            exc = row.pop("error", None)
+            if exc is not None:
+                row["note"] = exc.render(spell) if spell is not None else str(exc)
         if json_out:
             print_json(d.data)
             return

@@ -245,19 +245,28 @@ class Source:
         )
 
     def rows(self) -> int | None:
-        """The row count of the table: its primary tensor's; for a table that names no primary (a metadata-free
-        file of cos and sin, with inv_freq), the row count every tensor of two or more dimensions shares; None
-        for a table of one value."""
+        """The row count of the table (:meth:`table_shape`); None for a table of one value."""
+        shape = self.table_shape()
+        return shape[0] if shape else None
+
+    def table_shape(self, primary: str | None = None) -> tuple[int, ...]:
+        """The shape of the table: tensor ``primary`` when the table holds it, else its primary tensor's; for a
+        table that names no primary (a metadata-free file of cos and sin, with inv_freq, under any names), the
+        shape every tensor of two or more dimensions shares."""
+
+        def shape(n: str) -> tuple[int, ...]:
+            return tuple(int(x) for x in getattr(self.lazy.get(n, self.tensors.get(n)), "shape", ()))
+
+        if primary is not None and primary in self.names:
+            return shape(primary)
         try:
             name = self.tensor_name(None)
         except InputError:
-            shapes = [tuple(getattr(self.lazy.get(n, self.tensors.get(n)), "shape", ())) for n in self.names]
-            rows = {int(s[0]) for s in shapes if len(s) >= 2}
-            if len(rows) != 1:
+            tables = {shape(n) for n in self.names if len(shape(n)) >= 2}
+            if len(tables) != 1:
                 raise
-            return rows.pop()
-        shape = tuple(int(s) for s in getattr(self.tensors.get(name, self.lazy.get(name)), "shape", ()))
-        return shape[0] if shape else None
+            return tables.pop()
+        return shape(name)
 
     def narrowed(self, names: Sequence[str]) -> Source:
         """This table with only the tensors ``names`` (each checked: an unknown name is refused naming the
@@ -390,11 +399,8 @@ def open_source(
         kind, pairs = parse_spec(text)
         merged = {**(defaults or {}), **merge_given([(spec_label(text), pairs), *layers])}
         if like is not None and ("length" not in merged or "dim" not in merged):
-            primary = get_kind(kind).PRIMARY
             # several tensors without metadata (cos, sin, inv_freq): the one named like the kind's primary
-            name = primary if primary in like.names else like.tensor_name(None)
-            ref = like.tensors.get(name, like.lazy.get(name))  # read, or computable: its shape is known
-            shaped = get_kind(kind).shape_params(tuple(int(s) for s in getattr(ref, "shape", ())))
+            shaped = get_kind(kind).shape_params(like.table_shape(get_kind(kind).PRIMARY))
             merged = {**{k: v for k, v in shaped.items() if k in ("length", "dim")}, **merged}
         enc = make_encoding(kind, merged)
         check_size(enc.nbytes(), limit, text)

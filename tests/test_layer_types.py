@@ -93,6 +93,11 @@ def test_check_against_a_model_checks_each_layer_type(tmp_path):
     code, out, _ = cli(["check", bad, "--against", GEMMA3, "--json"])
     assert code == 1
     assert [r["ok"] for r in json.loads(out)] == [True, False]
+    # --layer-type narrows to that type's group
+    for lt, ok in (("full_attention", True), ("sliding_attention", False)):
+        code, out, err = cli(["check", bad, "--against", GEMMA3, "--layer-type", lt, "--json"])
+        (report,) = json.loads(out)
+        assert code == (0 if ok else 1) and report["source"].endswith(f"[{lt}]") and report["ok"] is ok, err
 
 
 def test_one_table_is_checked_against_the_layer_type_it_equals(tmp_path):
@@ -112,12 +117,8 @@ def test_one_table_is_checked_against_the_layer_type_it_equals(tmp_path):
 
 
 # ----- rows from the file --------------------------------------------------------------------------------------
-def test_rows_come_from_a_metadata_free_cos_sin_file(tmp_path):
-    """check l32.safetensors --against llama.json without --len: the file's 100 rows (it used to ask for
-    --tensor, and --tensor cos gave the same error)."""
-    path = tmp_path / "l32.safetensors"
-    rope = half_rope(100, 500000.0, dim=128)
-    # llama.json: Llama 3.1 scaling; build its inv_freq with plain NumPy (transformers' _compute_llama3_parameters)
+def llama_cache(rows: int) -> dict[str, np.ndarray]:
+    """cos, sin and inv_freq of llama.json as transformers computes them (_compute_llama3_parameters), in NumPy."""
     cfg = json.loads(Path(LLAMA).read_text())
     scaling = cfg.get("rope_scaling") or {}
     inv = 1.0 / cfg.get("rope_theta", 10000.0) ** (np.arange(0, 128, 2, dtype=np.float64) / 128)
@@ -130,10 +131,46 @@ def test_rows_come_from_a_metadata_free_cos_sin_file(tmp_path):
         mid = (1 - smooth) * scaled / factor + smooth * scaled
         medium = (wavelen >= old / high) & (wavelen <= old / low)
         inv = np.where(medium, mid, scaled)
-    ang = np.arange(100, dtype=np.float64)[:, None] * inv[None, :]
+    ang = np.arange(rows, dtype=np.float64)[:, None] * inv[None, :]
     ang = np.concatenate([ang, ang], axis=1)
-    rope = {"cos": np.cos(ang).astype(np.float32), "sin": np.sin(ang).astype(np.float32)}
-    save_file({**rope, "inv_freq": inv.astype(np.float32)}, str(path))
+    return {
+        "cos": np.cos(ang).astype(np.float32),
+        "sin": np.sin(ang).astype(np.float32),
+        "inv_freq": inv.astype(np.float32),
+    }
+
+
+def test_a_cache_under_other_names_is_paired_by_its_roles(tmp_path):
+    """cos_cached and sin_cached (an older transformers' buffers) against a config or a spec: paired with cos and
+    sin by name, rows from the file; --tensor cos_cached narrows it (both used to say "holds several tensors;
+    pick one with --tensor", --tensor or not)."""
+    cache = llama_cache(64)
+    path = tmp_path / "cached.safetensors"
+    save_file({"cos_cached": cache["cos"], "sin_cached": cache["sin"]}, str(path))
+    for against in (LLAMA, "rope:preset=llama3.1"):
+        code, out, err = cli(["check", str(path), "--against", against, "--json"])
+        assert code == 0, err
+        (report,) = json.loads(out)
+        assert [(t["a"], t["b"]) for t in report["against"]["tensors"]] == [
+            ("cos_cached", "cos"),
+            ("sin_cached", "sin"),
+        ]
+        code, out, err = cli(["check", str(path), "--against", against, "--tensor", "cos_cached", "--json"])
+        assert code == 0, err
+        assert json.loads(out)[0]["not_checked"] == ["sin_cached"]
+    code, _, err = cli(["compare", str(path), LLAMA, "--tensor", "sin_cached"])
+    assert code == 0, err
+    wrong = half_rope(64, 10000.0, dim=128)
+    save_file({"cos_cached": wrong["cos"], "sin_cached": wrong["sin"]}, str(path))
+    code, _, err = cli(["check", str(path), "--against", LLAMA])
+    assert code == 1 and "matches-spec" in err, err
+
+
+def test_rows_come_from_a_metadata_free_cos_sin_file(tmp_path):
+    """check l32.safetensors --against llama.json without --len: the file's 100 rows (it used to ask for
+    --tensor, and --tensor cos gave the same error)."""
+    path = tmp_path / "l32.safetensors"
+    save_file(llama_cache(100), str(path))
     code, out, err = cli(["check", str(path), "--against", LLAMA, "--json"])
     assert code == 0, err
     (report,) = json.loads(out)

@@ -129,7 +129,7 @@ LayerType = Annotated[
         "--layer-type",
         metavar="NAME",
         autocompletion=complete.layer_types,
-        help="With a model config: its attention type (e.g. sliding_attention).",
+        help="A model's attention type (e.g. sliding_attention); check, compare and plot take every type by default.",
         show_default=False,
     ),
 ]

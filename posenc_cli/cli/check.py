@@ -16,7 +16,9 @@ properties) unless --tensor narrows it. A table without a kind (a plain .npy)
 is identified from its structure and judged as what it is; the report says
 what was assumed. --against SOURCE also requires the table to equal that spec,
 file or model config (a spec's length and dim default to the table's; --len,
---dim, -p set the rest), and says why when it does not.
+--dim, -p set the rest), and says why when it does not. A model with several
+attention types is checked type by type (--layer-type narrows it); a GGUF or
+ONNX model --against its config is judged on its RoPE as a whole.
 
 Exit 0 when every required property holds, 1 when one fails, 2 on bad input.
 

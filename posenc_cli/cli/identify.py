@@ -36,10 +36,10 @@ def run(
     label, found, warnings = identify_source(text, length=length, n_ctx=n_ctx, tensor=tensor, max_bytes=max_bytes)
     for w in warnings:
         msg(f"Warning: {w}", quiet)
-    if json_out:
-        print_json({"source": label, **found.to_json()})
-    else:
-        from ..render import identification_report
+    from ..render import identification_json, identification_report
 
+    if json_out:
+        print_json(identification_json(found, label))
+    else:
         identification_report(found, label, verbose=verbose, quiet=quiet)
     return ExitCode.OK if found.identified else ExitCode.FAILED

@@ -33,10 +33,5 @@ def run(
         max_model_len=max_model_len,
         n_ctx=n_ctx,
     )
-    if found.what == "engines":
-        for row in found.data:  # an option a rule needs, spelled as the flag that gives it
-            exc = row.pop("error")
-            if exc is not None:
-                row["note"] = exc.render(o.FLAGS.get)
-    description_report(found, json_out=json_out, quiet=quiet)
+    description_report(found, json_out=json_out, quiet=quiet, spell=o.FLAGS.get)
     return ExitCode.OK

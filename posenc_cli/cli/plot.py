@@ -15,7 +15,8 @@ Views: heatmap (positions x dims), dot (dot product of rows t and t+k
 against k), circle (one frequency pair around the circle), spectrum
 (wavelength per frequency against the original context), bias (ALiBi, T5,
 relative matrices per head), compare (two tables and their difference).
-Several sources overlay where it makes sense (dot, circle, spectrum).
+Several sources overlay where it makes sense (dot, circle, spectrum); a model
+with several attention types is drawn type by type (--layer-type: one).
 
 Examples:
 
