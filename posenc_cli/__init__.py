@@ -36,6 +36,8 @@ _EXPORTS = {
     "compare": "api",
     "identify": "api",
     "kinds": "api",
+    "audit": "api",
+    "AuditReport": "auditing.report",
     "check_sources": "api",
     "compare_sources": "api",
     "check_gguf": "api",
@@ -77,6 +79,8 @@ __all__ = [
     "compare",
     "identify",
     "kinds",
+    "audit",
+    "AuditReport",
     "check_sources",
     "compare_sources",
     "check_gguf",
@@ -107,6 +111,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .api import (
         Written,
+        audit,
         check,
         check_all,
         compare,
@@ -120,6 +125,7 @@ if TYPE_CHECKING:
         read,
         write,
     )
+    from .auditing.report import AuditReport
     from .checks.base import CheckResult
     from .encodings.base import Encoding
     from .errors import ExitCode, InputError, OutputError, ParameterError, PosencError, UnknownTensorError

@@ -28,6 +28,7 @@ from .errors import InputError, ParameterError, PosencError, param
 from .scopes import SourceOptions
 
 if TYPE_CHECKING:
+    from .auditing.report import AuditReport
     from .checks.base import CheckResult
     from .encodings.base import Encoding
     from .inspect.identification import Identification
@@ -40,6 +41,10 @@ _REPORTS = ("Preview", "CheckReport", "TensorComparison", "Comparison", "Verdict
 
 
 def __getattr__(name: str) -> Any:
+    if name in ("AuditReport", "AuditRow"):
+        from .auditing import report as audit_report
+
+        return getattr(audit_report, name)
     if name in _REPORTS:
         from . import reports
 
@@ -939,6 +944,66 @@ def _open_pair(a: TableLike, b: TableLike) -> tuple[Source, Source]:
     return open_table(a), open_table(b)
 
 
+# ----- auditing a model -------------------------------------------------------------------------------
+def audit(
+    source: str | os.PathLike[str],
+    *,
+    against: str | os.PathLike[str] | None = None,
+    engine: str | list[str] | tuple[str, ...] | None = None,
+    length: int | None = None,
+    n_ctx: int | None = None,
+    max_model_len: int | None = None,
+    download: bool = False,
+    max_bytes: int | None = None,
+    on_progress: Callable[[str, int, int], None] | None = None,
+) -> AuditReport:
+    """Check everything about a model's positions against HF transformers' tables, in one report.
+
+    Parameters
+    ----------
+    source : str or path
+        A model directory (its config.json, the learned table in its weights, every GGUF and ONNX file in it), a
+        config.json, a GGUF or ONNX file (its config: a config.json beside it, or ``against``), or a Hub model id
+        ``org/name`` / ``org/name@revision`` read from the local Hugging Face cache.
+    against : str or path, optional
+        Another directory, config or Hub id: its conversions are audited too, and its config is the reference
+        when ``source`` has none.
+    engine : str or list of str, optional
+        The engines whose tables are checked (``"hf,vllm"`` or a list; default: every engine posenc knows).
+    length : int, optional
+        Positions compared (default: each layer type's context, max_position_embeddings).
+    n_ctx, max_model_len : int, optional
+        llama.cpp's context (default: the model's) and vLLM's max_model_len (default: vLLM's).
+    download : bool
+        A Hub id not in the cache is fetched: config.json, the weights index and position tensors only (needs
+        ``huggingface_hub``; ``HF_HUB_OFFLINE=1`` forbids it).
+    max_bytes : int, optional
+        The most bytes an ONNX model's caches may take when read (default: ``formats.DEFAULT_MAX_BYTES``).
+    on_progress : callable, optional
+        Called as ``on_progress(what, done, total)`` before each step.
+
+    Returns
+    -------
+    AuditReport
+        ``.rows`` (artifact x layer type x engine: verdict, largest difference, explanation), ``.ok``,
+        ``.exit_code`` (0 every row agrees, 1 a row differs, 2 a file could not be read) and ``.to_json()``
+        (the versioned schema ``posenc_cli/auditing/schema.json``).
+    """
+    from .auditing.run import audit as run_audit
+
+    return run_audit(
+        source,
+        against=against,
+        engine=engine,
+        length=length,
+        n_ctx=n_ctx,
+        max_model_len=max_model_len,
+        download=download,
+        max_bytes=max_bytes,
+        on_progress=on_progress,
+    )
+
+
 # ----- the commands' verbs: sources as the command line names them, every verdict a typed report ---------------
 def source_kinds(text: str, options: SourceOptions | None = None, *, stdin_config: bool = False) -> set[str]:
     """The kinds of a source as the command line names it (:func:`posenc_cli.scopes.source_kinds`): ``spec``,
@@ -1724,11 +1789,13 @@ def kinds() -> list[dict[str, Any]]:
 
 
 __all__ = [
+    "AuditReport",
     "CheckReport",
     "Written",
     "Comparison",
     "TensorComparison",
     "Preview",
+    "audit",
     "check",
     "check_all",
     "check_gguf",

@@ -1302,3 +1302,65 @@ def progress_bar(description: str, total: int, enabled: bool) -> Iterator[Any]:
             bar.advance(task, n)
 
         yield advance
+
+
+# ----- posenc audit ----------------------------------------------------------------------------------------
+#: the audit table's columns: name and width (the explanation goes below each row, wrapped to the width)
+AUDIT_COLUMNS = (("artifact", 24), ("layer type", 18), ("engine", 10), ("verdict", 9), ("max |diff|", 10))
+
+
+def _clip(text: str, width: int) -> str:
+    """``text`` in ``width`` characters: a long path keeps its end (the file's name)."""
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
+
+
+def audit_lines(report: Any, *, width: int | None = None, verbose: bool = False) -> list[str]:
+    """The audit report for people: a header, one line per row and its explanation below it (``verbose``: every
+    detail), then the notes; fits ``width`` (default: the terminal's, at most 80)."""
+    d = report if isinstance(report, Mapping) else report.to_json()
+    w = min(width or term_width(sys.stdout), DEFAULT_WIDTH)
+    model = d.get("model_type") or "model"
+    head = f"{d['source']}: {model}, reference {d.get('config') or '-'}" + (
+        f", {d['length']} positions" if d.get("length") else ""
+    )
+    names = {"n_ctx": "llama.cpp n_ctx", "max_model_len": "vLLM max_model_len"}
+    head += "".join(f", {names.get(k, k)} {v}" for k, v in (d.get("settings") or {}).items())
+    out = wrap(head, w)
+    out.append("  ".join(f"{name:<{n}}" if i < 4 else f"{name:>{n}}" for i, (name, n) in enumerate(AUDIT_COLUMNS)))
+    for row in d["rows"]:
+        diff = row.get("max_abs_diff")
+        cells = [row["artifact"], row["layer_type"], row["engine"], row["verdict"].upper() if row["verdict"] in
+                 ("differ", "error") else row["verdict"], "-" if diff is None else num(diff)]  # fmt: skip
+        out.append(
+            "  ".join(
+                f"{_clip(str(c), n):<{n}}" if i < 4 else f"{_clip(str(c), n):>{n}}"
+                for i, (c, (_, n)) in enumerate(zip(cells, AUDIT_COLUMNS))
+            ).rstrip()
+        )
+        out += wrap(row["explanation"], w, "    ", "      ")
+        if verbose:
+            for detail in row.get("details") or []:
+                out += wrap(detail, w, "      - ", "        ")
+    for note in d.get("notes") or []:
+        out += wrap(note, w, "note: ", "  ")
+    return out
+
+
+def audit_verdict(report: Any) -> str:
+    """The audit's one-line verdict (never wrapped, so grep finds it in CI logs)."""
+    d = report if isinstance(report, Mapping) else report.to_json()
+    counts = ", ".join(f"{n} {v}" for v, n in d["counts"].items())
+    if d["exit_code"] == 2:
+        head = "ERROR: a file could not be read"
+    else:
+        head = "OK: every row agrees" if d["ok"] else "DIFFERS"
+    return f"{head} ({len(d['rows'])} rows: {counts})"
+
+
+def audit_report(report: Any, *, quiet: int = QUIET_NONE, verbose: bool = False) -> None:
+    """What ``posenc audit`` prints: the table on stdout (quiet 0), the verdict line on stderr (quiet < 2)."""
+    if quiet < QUIET_VERDICT:
+        sys.stdout.write("\n".join(audit_lines(report, verbose=verbose)) + "\n")
+        sys.stdout.flush()
+    if quiet < QUIET_ALL:
+        sys.stderr.write(audit_verdict(report) + "\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import pytest
 
@@ -110,6 +111,11 @@ BASE = {
     "identify": ["{tmp}/pe.npy"],
     "export": ["sinusoidal", "-n", "8", "-d", "4", "-o", "{tmp}/out.safetensors"],
     "plot": ["sinusoidal", "-n", "8", "-d", "4", "-o", "{tmp}/out.png"],
+    "audit": [
+        str(Path(__file__).resolve().parent.parent / "docs" / "examples" / "llama-3.1-8b.json"),
+        "--engine",
+        "hf",
+    ],
 }
 HOSTILE = ["0", "-1", "99999999999999999999", "nan", "inf", "-inf", "1e400", "x"]
 

@@ -50,7 +50,16 @@ def test_completion_offers_kinds_commands_options_and_values(shell):
     assert complete("posenc kinds sinusoidal-", shell) == ["sinusoidal-2d", "sinusoidal-3d"]
     assert complete("posenc check si", shell) == ["sinusoidal", "sinusoidal-2d", "sinusoidal-3d"]
     assert complete("posenc generate ro", shell) == ["rope"]
-    assert set(complete("posenc ", shell)) == {"generate", "check", "compare", "identify", "export", "plot", "kinds"}
+    assert set(complete("posenc ", shell)) == {
+        "generate",
+        "check",
+        "compare",
+        "identify",
+        "audit",
+        "export",
+        "plot",
+        "kinds",
+    }
     assert complete("posenc plot sinusoidal --view ci", shell) == ["circle"]
 
 

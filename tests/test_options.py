@@ -36,6 +36,7 @@ VALUES = {
     "--pair": "1", "--positions": "8", "--at": "2", "--max-offset": "5", "--cosine": "", "--head": "0", "--size": "4x3",
     "--dpi": "50", "--no-explain": "", "--against": "sinusoidal:base=100", "--no-identify": "", "--read-as": "llama",
     "--engine": "mlx", "--max-model-len": "4096", "--n-ctx": "4096", "--engines": "",
+    "--markdown": "{path}/out.md", "--html": "{path}/out.html", "--download": "",
 }  # fmt: skip
 
 SMALL = ["--size", "3x2.5", "--dpi", "40"]
@@ -49,6 +50,7 @@ BASELINES = {
                "file": ["{path}/pe.safetensors", "-o", "{path}/out.safetensors"],
                "stdin": ["-", "-o", "{path}/out.safetensors"]},
     "kinds": {"none": ["sinusoidal"]},
+    "audit": {"config": ["{path}/cfg.json"]},
     "identify": {"file": ["{path}/plain.npy"], "stdin": ["-"]},
     # (small pictures: a figure costs ~0.4 s at the default size; --size and --dpi cases give other values)
     "plot": {"spec": ["sinusoidal", "-n", "16", "-d", "8", "-o", "{path}/out.png", *SMALL],
@@ -97,6 +99,8 @@ BASE_FOR = {
     ("export", "--tensor", "spec"): ["rope", "-n", "8", "-d", "8", "-o", "{path}/out.safetensors"],
     ("export", "--tensor", "file"): ["{path}/rope.safetensors", "-o", "{path}/out.safetensors"],
     ("export", "--tensor", "stdin"): ["-", "-o", "{path}/out.safetensors"],
+    # --force overwrites a report: the baseline writes one
+    ("audit", "--force", "config"): ["{path}/cfg.json", "--markdown", "{path}/out.md"],
 }
 #: Sources fed on stdin where the usual .npy bytes hold one tensor only.
 STDIN_FOR = {

@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "Measure every property of a table (finite, bounded, unique, constant-norm, ...)."),
     "compare": ("compare", "Compare two tables: max abs / relative / ulp difference and where, and why."),
     "identify": ("identify", "Name the kind, preset and parameters that reproduce a table."),
+    "audit": ("audit", "Check a model's positions everywhere (config, weights, GGUF, ONNX, engines)."),
     "export": ("export", "Write a table for other frameworks, atomically, C-contiguous, with metadata."),
     "plot": ("plot", "Draw a table: heatmap, dot-product curves, circle, spectrum, bias, compare."),
     "kinds": ("kinds", "List the encoding kinds, or show one kind's tensors, parameters and presets."),

@@ -185,6 +185,14 @@ Source = Annotated[
     Optional[str],
     typer.Argument(metavar="[SOURCE]", autocompletion=complete.specs, help=_SOURCE_HELP, show_default=False),
 ]
+Model = Annotated[
+    Optional[str],
+    typer.Argument(
+        metavar="[SOURCE]",
+        help="A model directory, a config.json, a GGUF or ONNX file, or a Hub id org/name[@revision].",
+        show_default=False,
+    ),
+]
 Spec = Annotated[
     Optional[str],
     typer.Argument(
@@ -258,6 +266,20 @@ Quiet = Annotated[
     ),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout instead of the report.")]
+Markdown = Annotated[
+    Optional[str],
+    typer.Option("--markdown", metavar="FILE", help="Also write the report as Markdown (a CI step summary).",
+                 show_default=False),
+]  # fmt: skip
+Html = Annotated[
+    Optional[str],
+    typer.Option("--html", metavar="FILE", help="Also write the report as one self-contained HTML page.",
+                 show_default=False),
+]  # fmt: skip
+Download = Annotated[
+    bool,
+    typer.Option("--download", help="A Hub id not in the cache: fetch config.json and position tensors only."),
+]
 Verbose = Annotated[
     bool,
     typer.Option("--verbose", "-v", help="How each result was reached: every reading, measurement or explanation."),
@@ -461,6 +483,7 @@ FLAGS: dict[str, str] = {
     "path": "-o",
     "format": "--format",
     "force": "--force",
+    "download": "--download",
     "max_bytes": "--max-bytes",
     "kind": "--kind",
     "expect": "--expect",

@@ -242,10 +242,22 @@ class _Leaf:
     parts: list[tuple[int, str]] = field(default_factory=list)
 
 
+def _trusted_root(base: str) -> str:
+    """The directory external data may resolve into: the model's own, or for a model in a Hugging Face cache
+    snapshot (``models--ORG--NAME/snapshots/REV/...``, whose files are links into ``models--ORG--NAME/blobs``)
+    that repository's directory."""
+    parts = base.split(os.sep)
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] == "snapshots" and parts[i - 1].startswith("models--") and i + 1 < len(parts):
+            return os.sep.join(parts[:i])
+    return base
+
+
 class _Reader:
     def __init__(self, onnx: Any, path: str, budget: _Budget) -> None:
         self.onnx, self.path, self.budget = onnx, path, budget
         self.base = os.path.dirname(os.path.abspath(path))
+        self.trusted = os.path.realpath(_trusted_root(self.base))
 
     # -- the rotary nodes ------------------------------------------------------------------------------------
     def nodes(self, scope: _Scope, depth: int = 0) -> list[tuple[_Scope, Any]]:
@@ -491,7 +503,7 @@ class _Reader:
                 f"{self.path}: {what} points to external data {loc!r} outside the model's directory; refused"
             )
         full = os.path.realpath(os.path.join(self.base, loc))
-        if os.path.commonpath([full, os.path.realpath(self.base)]) != os.path.realpath(self.base):
+        if os.path.commonpath([full, self.trusted]) != self.trusted:
             raise InputError(
                 f"{self.path}: {what} points to external data {loc!r} outside the model's directory; refused"
             )
@@ -676,9 +688,10 @@ def _held_dtype(cos: np.ndarray, sin: np.ndarray) -> str:
     return dt
 
 
-def _expected(params: dict[str, Any], rows: int, role: str, facts: Any) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """The half-width caches (float64, unscaled), the attention scaling and the largest frequency of ``params``
-    for ``rows`` positions; ``role`` short/long picks LongRoPE's factors."""
+def expected_encoding(params: dict[str, Any], rows: int, role: str, facts: Any) -> tuple[Any, float, float]:
+    """The encoding whose ``cos_cache``/``sin_cache`` (float64, half width, scaled) an export of ``params`` holds
+    for ``rows`` positions, its attention scaling and its largest frequency; ``role`` short/long picks LongRoPE's
+    factors."""
     from ..encodings import make_encoding
 
     p = {k: v for k, v in params.items() if k not in ("length", "dtype", "cache", "seq_len")}
@@ -686,24 +699,36 @@ def _expected(params: dict[str, Any], rows: int, role: str, facts: Any) -> tuple
     if p.get("scaling") == "longrope":
         p["seq_len"] = facts.original + 1 if role == "long" else facts.original
     enc = make_encoding(facts.kind, p)
-    s = float(enc.attention_scaling)  # type: ignore[attr-defined]
-    cos, sin = enc.array("cos_cache") / s, enc.array("sin_cache") / s
-    return cos, sin, s, float(np.max(enc.inv_freq()))  # type: ignore[attr-defined]
+    return enc, float(enc.attention_scaling), float(np.max(enc.inv_freq()))  # type: ignore[attr-defined]
 
 
-def _ratio(cos: np.ndarray, sin: np.ndarray, ecos: np.ndarray, esin: np.ndarray, s: float, wmax: float) -> tuple[float, int, int, float]:  # fmt: skip
+#: rows per block when a stored cache is compared with the expected one
+RATIO_BLOCK = 8192
+
+
+def _ratio(cos: np.ndarray, sin: np.ndarray, enc: Any, s_exp: float, s: float, wmax: float) -> tuple[float, int, int, float]:  # fmt: skip
     """Largest error over its tolerance: float32 angle rounding of the exporter (|t w| 2**-24 with margin) plus
-    two ulps of the stored dtype; (ratio, row, column, error)."""
+    two ulps of the stored dtype; (ratio, row, column, error). The expected caches are ``enc``'s unscaled
+    (divided by ``s_exp``) and scaled by the measured ``s``, computed block by block over the rows."""
     dt = _held_dtype(cos, sin)  # a float32 cache of float16 values is judged as float16 (its loss named apart)
-    a = np.concatenate([cos.astype(np.float64), sin.astype(np.float64)], axis=1)
-    e = np.concatenate([ecos, esin], axis=1) * s
-    t = np.arange(a.shape[0], dtype=np.float64)[:, None]
-    tol = abs(s) * (8 * 2.0**-24 * (t * wmax + 1) + 2 * _ULP1.get(dt, 2.0**-23))
-    err = np.abs(a - e)
-    r = err / tol
-    i = int(np.argmax(r))
-    row, col = divmod(i, r.shape[1])
-    return float(r.flat[i]), row, col % cos.shape[1], float(err.flat[i])
+    width = cos.shape[1]
+    best = (-1.0, 0, 0, 0.0)
+    for start in range(0, cos.shape[0], RATIO_BLOCK):
+        stop = min(cos.shape[0], start + RATIO_BLOCK)
+        a = np.concatenate([cos[start:stop].astype(np.float64), sin[start:stop].astype(np.float64)], axis=1)
+        e = np.concatenate([enc.rows("cos_cache", start, stop), enc.rows("sin_cache", start, stop)], axis=1)
+        e *= s / s_exp
+        t = np.arange(start, stop, dtype=np.float64)[:, None]
+        tol = abs(s) * (8 * 2.0**-24 * (t * wmax + 1) + 2 * _ULP1.get(dt, 2.0**-23))
+        err = np.abs(a - e)
+        r = err / tol
+        i = int(np.argmax(r))  # a nan is the largest (as over the whole cache at once)
+        if np.isnan(r.flat[i]) or float(r.flat[i]) > best[0]:
+            row, col = divmod(i, r.shape[1])
+            best = (float(r.flat[i]), start + row, col % width, float(err.flat[i]))
+            if np.isnan(r.flat[i]):
+                break
+    return best
 
 
 def _check_one(where: str, role: str, cos: np.ndarray, sin: np.ndarray, cache: Cache, facts: Any,
@@ -715,7 +740,7 @@ def _check_one(where: str, role: str, cos: np.ndarray, sin: np.ndarray, cache: C
         out.append(f"{where}: {rows} rows, shorter than the model's {what} {need}")
     if 2 * cos.shape[1] != facts.rot_dim or rows == 0:
         return
-    ecos, esin, s_exp, wmax = _expected(expect, rows, role, facts)
+    enc, s_exp, wmax = expected_encoding(expect, rows, role, facts)
     s_meas = float(cos[0, 0])  # position 0: cos = s exactly
     dt = _held_dtype(cos, sin)
     tol_s = 4 * _ULP1.get(dt, 2.0**-23) * max(1.0, abs(s_exp))
@@ -731,7 +756,7 @@ def _check_one(where: str, role: str, cos: np.ndarray, sin: np.ndarray, cache: C
     if s_meas == 0 or not np.isfinite(s_meas):
         out.append(f"{where}: cos at position 0 is {s_meas}; not a rotary cache")
         return
-    ratio, row, col, err = _ratio(cos, sin, ecos, esin, s_meas, wmax)
+    ratio, row, col, err = _ratio(cos, sin, enc, s_exp, s_meas, wmax)
     if ratio <= 1.0:
         matched.append(
             f"{where}: equals {engine}'s tables for the config (largest error {err:.2g}, {ratio:.2f} of the "
@@ -740,10 +765,10 @@ def _check_one(where: str, role: str, cos: np.ndarray, sin: np.ndarray, cache: C
         return
     for why, variant in _hypotheses(expect, facts, cos, role):
         try:
-            vcos, vsin, _, vmax = _expected(variant, rows, role, facts)
+            venc, vs_exp, vmax = expected_encoding(variant, rows, role, facts)
         except ParameterError:
             continue
-        if _ratio(cos, sin, vcos, vsin, s_meas, vmax)[0] <= 1.0:
+        if _ratio(cos, sin, venc, vs_exp, s_meas, vmax)[0] <= 1.0:
             out.append(f"{where}: {why}")
             return
     out.append(

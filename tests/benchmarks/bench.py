@@ -411,6 +411,104 @@ def bench_check_formula(tmp: Path, length: int, dim: int, reps: int) -> None:
     path.unlink(missing_ok=True)
 
 
+def audit_model_dir(tmp: Path, length: int, weights_gib: int) -> tuple[Path, Path]:
+    """A model directory as users hold one: config.json (Llama 3.1's rope), a sparse multi-GB model.safetensors,
+    a GGUF conversion with a sparse multi-GB token_embd tensor beside rope_freqs (llama.cpp's real conversion's
+    keys), and an ONNX export whose rotary caches (``length`` rows) live in external data. Returns the directory
+    and the config's largest table written by ``posenc generate`` (what ``posenc check`` is timed on)."""
+    import json
+
+    import gguf
+
+    from tests.onnx_models import rotary_model, save
+
+    model = tmp / "audit-model"
+    (model / "onnx").mkdir(parents=True, exist_ok=True)
+    config = json.loads((REPO / "tests/data/llamacpp/llama31.config.json").read_text())
+    config["max_position_embeddings"] = length
+    (model / "config.json").write_text(json.dumps(config))
+    big = weights_gib * 2**30
+    header = json.dumps({"model.embed_tokens.weight": {"dtype": "F32", "shape": [big // 1024, 256],
+                                                       "data_offsets": [0, big]}}).encode()  # fmt: skip
+    with open(model / "model.safetensors", "wb") as fh:  # the weights are a hole: sparse on disk
+        fh.write(len(header).to_bytes(8, "little") + header)
+        fh.truncate(8 + len(header) + big)
+    # the GGUF: the real conversion's keys and rope_freqs, and a token_embd tensor of weights_gib GiB (a hole)
+    src = gguf.GGUFReader(str(REPO / "tests/data/llamacpp/llama31.gguf"))
+    w = gguf.GGUFWriter(str(model / "model.gguf"), "llama")
+    for key, f in src.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture":
+            continue
+        value = length if key == "llama.context_length" else f.contents()
+        if f.types[0] == gguf.GGUFValueType.ARRAY:
+            w.add_key_value(key, value, f.types[0], sub_type=f.types[-1])
+        else:
+            w.add_key_value(key, value, f.types[0])
+    (rope,) = [np.asarray(t.data, dtype=np.float32) for t in src.tensors if t.name == "rope_freqs.weight"]
+    w.add_tensor_info("rope_freqs.weight", rope.shape, np.dtype(np.float32), rope.nbytes)
+    w.add_tensor_info("token_embd.weight", (big // 1024, 256), np.dtype(np.float32), big)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    with open(model / "model.gguf", "r+b") as fh:
+        start = fh.seek(0, os.SEEK_END)
+        start += -start % 32  # general.alignment
+        fh.seek(start)
+        fh.write(rope.tobytes())
+        fh.truncate(start + rope.nbytes + (-rope.nbytes % 32) + big)
+    # the ONNX export: HF's half-width caches, float32, in external data beside the model
+    table = tmp / "audit-largest.safetensors"
+    run([*posenc_cmd(), "generate", "--hf-config", str(model / "config.json"), "-o", str(table), "--force", "-q"])
+    from safetensors.numpy import load_file
+
+    t = load_file(str(table))
+    half = t["cos"].shape[1] // 2
+    caches = (np.ascontiguousarray(t["cos"][:, :half]), np.ascontiguousarray(t["sin"][:, :half]))
+    del t
+    onnx_model = rotary_model({"": caches}, num_heads=2, head_size=128, kv_num_heads=1)
+    path = model / "onnx" / "model.onnx"
+    save(onnx_model, str(path), external="model.onnx_data")
+    # and the model's other weights in the same external data file: weights_gib GiB more, a hole on disk
+    import onnx
+
+    proto = onnx.load(str(path), load_external_data=False)
+    data = model / "onnx" / "model.onnx_data"
+    offset = data.stat().st_size + (-data.stat().st_size % 4096)
+    weight = onnx.TensorProto(name="model.embed_tokens.weight", data_type=onnx.TensorProto.FLOAT,
+                              dims=[big // 1024, 256], data_location=onnx.TensorProto.EXTERNAL)  # fmt: skip
+    for key, value in (("location", "model.onnx_data"), ("offset", str(offset)), ("length", str(big))):
+        weight.external_data.add(key=key, value=value)
+    proto.graph.initializer.append(weight)
+    onnx.save(proto, str(path))
+    with open(data, "r+b") as fh:
+        fh.truncate(offset + big)
+    return model, table
+
+
+def bench_audit(tmp: Path, length: int, weights_gib: int, reps: int) -> None:
+    """audit of a model directory (config, sparse weights, a multi-GB GGUF, an ONNX export) against posenc check
+    of the model's largest table: time within 2x, peak memory within 2x that table."""
+    what = f"posenc audit of a model directory ({weights_gib} GiB sparse GGUF and weights, ONNX, {length} positions)"
+    print(f"[{what}]", flush=True)
+    model, table = audit_model_dir(tmp, length, weights_gib)
+    size = table.stat().st_size
+    med = interleaved_runs(
+        {
+            "posenc audit": lambda: run([*posenc_cmd(), "audit", str(model), "-q"]),
+            "posenc check": lambda: run([*posenc_cmd(), "check", str(table), "-q"]),
+        },
+        reps,
+    )
+    r = med["posenc audit"][0] / med["posenc check"][0]
+    report(what, f"{r:.2f}x posenc check of its largest table ({size / 2**20:.0f} MiB)", "<= 2x", r <= 2)
+    peak = med["posenc audit"][1]
+    report(what, f"peak RSS {peak / 2**20:.0f} MiB = {peak / size:.2f}x that table", "<= 2x table size",
+           peak <= 2 * size)  # fmt: skip
+    shutil.rmtree(model, ignore_errors=True)
+    table.unlink(missing_ok=True)
+
+
 def _want(only: set[str], name: str) -> bool:
     return not only or name in only
 
@@ -445,7 +543,7 @@ def main() -> None:
     ap.add_argument(
         "--only",
         default="",
-        help="comma-separated subset: memory,generate,startup,check,inspect,check-formula,export,accuracy",
+        help="comma-separated subset: memory,generate,startup,check,inspect,check-formula,export,audit,accuracy",
     )
     args = ap.parse_args()
     quick = args.quick
@@ -474,6 +572,8 @@ def main() -> None:
             bench_check_formula(tmp, 16384 if quick else 65536, 1024, reps)
         if _want(only, "export"):
             bench_export(tmp, 262144 if quick else 1048576, 1024)
+        if _want(only, "audit"):
+            bench_audit(tmp, 16384 if quick else 131072, 1 if quick else 4, reps)
         if _want(only, "accuracy"):
             bench_accuracy(quick)
     finally:

@@ -1,0 +1,134 @@
+"""The audit's typed report: rows (artifact x layer type x engine) with a verdict, the largest difference and a
+one-line explanation, and the data of the pictures that show where a diverging row diverges.
+
+``AuditReport.to_json()`` is what ``posenc audit --json`` prints; ``schema.json`` beside this module describes it
+(``SCHEMA_ID``); a change that a reader of the old JSON would misread bumps the version.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+#: the JSON's version: ``schema`` in every report; schema.json's ``$id`` ends with it
+SCHEMA_VERSION = 1
+SCHEMA_ID = f"posenc-audit/{SCHEMA_VERSION}"  # schema.json says the same in its "schema" const
+SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "schema.json")
+
+#: Row verdicts. ``reference`` is the HF table the others are checked against; ``skipped`` says why a row could
+#: not be computed (not a failure of the model); ``error`` is a file that cannot be read (exit 2).
+VERDICTS = ("agree", "differ", "error", "skipped", "reference")
+
+
+@dataclass
+class Picture:
+    """Where a diverging row diverges: |difference| binned over positions and columns (frequencies), and the
+    two sides' frequencies (a spectrum) when both have them."""
+
+    tensor: str
+    rows: int
+    columns: int
+    #: the first position of each position bin, and the largest |difference| in it
+    positions: list[int]
+    by_position: list[float]
+    #: the largest |difference| in each column (each frequency pair of a rotary table)
+    by_column: list[float]
+    #: position bins x column bins of the largest |difference|
+    grid: list[list[float]]
+    #: per frequency index: the artifact's and the reference's angular frequency (radians per position)
+    spectrum: dict[str, list[float]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tensor": self.tensor, "rows": self.rows, "columns": self.columns, "positions": self.positions,
+            "by_position": [_num(x) for x in self.by_position], "by_column": [_num(x) for x in self.by_column],
+            "grid": [[_num(x) for x in row] for row in self.grid],
+            "spectrum": None if self.spectrum is None else {k: [_num(x) for x in v] for k, v in self.spectrum.items()},
+        }  # fmt: skip
+
+
+@dataclass
+class AuditRow:
+    """One checked thing: ``artifact`` (a file, relative to the audited directory) for ``layer_type`` as
+    ``engine`` computes or stores it, against HF's table for the same layer type."""
+
+    artifact: str
+    layer_type: str
+    engine: str
+    verdict: str
+    explanation: str
+    max_abs_diff: float | None = None
+    length: int | None = None
+    details: list[str] = field(default_factory=list)
+    picture: Picture | None = None
+
+    @property
+    def agrees(self) -> bool:
+        return self.verdict in ("agree", "reference", "skipped")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "artifact": self.artifact, "layer_type": self.layer_type, "engine": self.engine, "verdict": self.verdict,
+            "max_abs_diff": None if self.max_abs_diff is None else _num(self.max_abs_diff), "length": self.length,
+            "explanation": self.explanation, "details": list(self.details),
+            "picture": None if self.picture is None else self.picture.to_json(),
+        }  # fmt: skip
+
+
+@dataclass
+class AuditReport:
+    """Everything ``audit`` found about one model. ``exit_code``: 0 when every row agrees, 2 when a file could not
+    be read, else 1."""
+
+    source: str
+    config: str | None
+    model_type: str | None
+    length: int | None
+    engines: list[str]
+    rows: list[AuditRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    against: str | None = None
+    #: the engines' options given (``n_ctx``, ``max_model_len``): what the rows assumed
+    settings: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.agrees for r in self.rows)
+
+    @property
+    def exit_code(self) -> int:
+        from ..errors import ExitCode
+
+        if any(r.verdict == "error" for r in self.rows):
+            return int(ExitCode.ERROR)
+        return int(ExitCode.OK if self.ok else ExitCode.FAILED)
+
+    def counts(self) -> dict[str, int]:
+        return {v: sum(r.verdict == v for r in self.rows) for v in VERDICTS if any(r.verdict == v for r in self.rows)}
+
+    def summary(self) -> str:
+        """One line: how many rows, and how they came out."""
+        counts = ", ".join(f"{n} {v}" for v, n in self.counts().items())
+        head = "every row agrees" if self.ok else ("a file could not be read" if self.exit_code == 2 else "DIFFERS")
+        return f"{self.source}: {len(self.rows)} row(s) ({counts}): {head}"
+
+    def to_json(self) -> dict[str, Any]:
+        from .. import __version__
+
+        return {
+            "schema": SCHEMA_ID, "posenc_version": __version__, "source": self.source, "against": self.against,
+            "config": self.config, "model_type": self.model_type, "length": self.length, "engines": self.engines,
+            "settings": dict(self.settings),
+            "ok": self.ok, "exit_code": self.exit_code, "counts": self.counts(),
+            "rows": [r.to_json() for r in self.rows], "notes": list(self.notes),
+        }  # fmt: skip
+
+
+def _num(x: float) -> float | str:
+    """A number for JSON: non-finite values as the strings 'nan', 'inf', '-inf' (as check --json writes them)."""
+    x = float(x)
+    if math.isfinite(x):
+        return x
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")

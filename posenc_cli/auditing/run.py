@@ -1,0 +1,578 @@
+"""One audit: every checkable thing a model holds, each a row checked against HF's table for the same layer type.
+
+Rows, in order: per layer type the reference (HF transformers' table read from config.json, or the learned
+table in the weights, checked for its properties), then each engine's table (posenc's rules of that engine,
+:mod:`posenc_cli.models.engines`), then each GGUF file (llama.cpp's float32 tables, :func:`posenc_cli.api.check_gguf`)
+and each ONNX export (its stored caches, :func:`posenc_cli.api.check_onnx`), one row per attention type. A file
+that cannot be read is its own ``error`` row and the others are still checked. Only metadata and position tensors are read: GGUF files and
+safetensors weights are memory-mapped, an ONNX model's external data is read only for its caches.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import InputError, ParameterError, PosencError, param
+from . import discover, hub
+from .differences import Difference, difference, of_arrays, worst
+from .report import AuditReport, AuditRow
+
+#: ``on_progress(what, done, total)``: called before each step of a long audit
+Progress = Callable[[str, int, int], None]
+
+
+def engine_names() -> tuple[str, ...]:
+    from ..models.engines import ENGINE_NAMES
+
+    return ENGINE_NAMES
+
+
+def parse_engines(engines: str | Sequence[str] | None) -> list[str]:
+    """The engines to audit: a comma-separated string or a list; default every engine posenc knows."""
+    names = engine_names()
+    if engines is None:
+        return list(names)
+    items = engines.split(",") if isinstance(engines, str) else [str(e) for e in engines]
+    chosen = [e.strip() for e in items if e.strip()]
+    bad = [e for e in chosen if e not in names]
+    if bad or not chosen:
+        what = f"unknown engine {bad[0]!r}" if bad else "no engine given"
+        raise ParameterError(f"{what}; choose {param('engine')} from: {', '.join(names)} (comma-separated)")
+    return list(dict.fromkeys(chosen))
+
+
+def audit(
+    source: str | os.PathLike[str],
+    *,
+    against: str | os.PathLike[str] | None = None,
+    engine: str | Sequence[str] | None = None,
+    length: int | None = None,
+    n_ctx: int | None = None,
+    max_model_len: int | None = None,
+    download: bool = False,
+    max_bytes: int | None = None,
+    on_progress: Progress | None = None,
+) -> AuditReport:
+    """See :func:`posenc_cli.api.audit`."""
+    from ..errors import check_int
+
+    chosen = parse_engines(engine)
+    if length is not None:
+        length = check_int("length", length, 1)
+    if max_bytes is not None:
+        max_bytes = check_int("max_bytes", max_bytes, 1)
+    with tempfile.TemporaryDirectory(prefix="posenc-audit-") as tmp:
+        found = _locate(os.fspath(source), download, tmp)
+        if against is not None:
+            try:
+                other = _locate(os.fspath(against), download, tmp)
+            except InputError as exc:  # say which argument it was
+                raise InputError(f"{param('against')} {exc}") from None
+            found.merge(other)
+        if found.config is None and not (found.ggufs or found.onnxs):
+            raise InputError(
+                f"{found.label}: nothing to audit: no config.json, GGUF or ONNX file"
+                + (
+                    f" (looked {discover.MAX_DEPTH} directories deep)"
+                    if found.root and os.path.isdir(found.label)
+                    else ""
+                )
+                + "; give a model directory, a config.json, a GGUF or ONNX file, or a Hub id org/name"
+            )
+        _refuse_unused(found, chosen, n_ctx, max_model_len, max_bytes, download, os.fspath(source), against)
+        if found.config is None:
+            raise InputError(
+                f"{found.label}: no config.json to check against; give the HF model with {param('against')} DIR or "
+                "org/name"
+            )
+        auditor = _Auditor(found, chosen, length, n_ctx, max_model_len, on_progress, against, tmp)
+        auditor.max_bytes = max_bytes
+        return auditor.run()
+
+
+def _refuse_unused(found: discover.Found, engines: list[str], n_ctx: int | None, max_model_len: int | None,
+                   max_bytes: int | None, download: bool, source: str, against: Any) -> None:  # fmt: skip
+    """Options that nothing in this audit reads are refused by name (:func:`posenc_cli.scopes.refuse_out_of_scope`
+    for the engines' options)."""
+    from ..models.engines import resolve_engine
+    from ..scopes import refuse_out_of_scope
+
+    kinds = {"config"}
+    kinds |= {"gguf-verdict"} if found.ggufs else set()
+    kinds |= {"onnx-verdict"} if found.onnxs else set()
+    for engine in engines:
+        if engine != "hf":
+            kinds |= {"engine", *(f"reads:{o}" for o in resolve_engine(engine).options)}
+    refuse_out_of_scope({"n_ctx": n_ctx, "max_model_len": max_model_len}, [kinds])
+    if max_bytes is not None and not found.onnxs:
+        raise ParameterError(
+            f"{param('max_bytes')} cannot apply: {found.label} holds no ONNX model; it limits what is read of ONNX "
+            "models; drop it"
+        )
+    if download and found.hub is None:
+        texts = [source] + ([os.fspath(against)] if against is not None else [])
+        if not any(hub.is_hub_id(t) for t in texts):
+            raise ParameterError(
+                f"{param('download')} cannot apply: {source} is a local path; it applies to a Hub id org/name; drop it"
+            )
+
+
+def _locate(text: str, download: bool, tmp: str) -> discover.Found:
+    if hub.is_hub_id(text):
+        snap = hub.resolve(text, download=download)
+        found = discover.find(snap, label=text)
+        found.hub = (text, download)
+        return found
+    return discover.find(text)
+
+
+class _Auditor:
+    def __init__(self, found: discover.Found, engines: list[str], length: int | None, n_ctx: int | None,
+                 max_model_len: int | None, on_progress: Progress | None, against: Any, tmp: str) -> None:  # fmt: skip
+        self.found = found
+        self.engines = engines
+        self.length = length
+        self.n_ctx = n_ctx
+        self.max_model_len = max_model_len
+        self.on_progress = on_progress
+        self.against = None if against is None else os.fspath(against)
+        self.step = 0
+        self.tmp = tmp  # removed when the audit ends
+        self.max_bytes: int | None = None
+
+    def progress(self, what: str, total: int) -> None:
+        if self.on_progress is not None:
+            self.on_progress(what, self.step, total)
+        self.step += 1
+
+    def run(self) -> AuditReport:
+        from ..api import load_config
+        from ..models.readers import model_config_layers
+
+        f = self.found
+        assert f.config is not None
+        config_path = f.config
+        data = load_config(config_path)
+        layers = model_config_layers(data, length=self.length)
+        model_type = data.get("model_type") if isinstance(data.get("model_type"), str) else None
+        lengths = [int(v[1]["length"]) for v in layers.values() if v is not None and "length" in v[1]]
+        report = AuditReport(
+            source=f.label,
+            config=f.relative(config_path),
+            model_type=model_type,
+            length=self.length if self.length is not None else (max(lengths) if lengths else None),
+            engines=list(self.engines),
+            against=self.against,
+            settings={k: v for k, v in (("n_ctx", self.n_ctx), ("max_model_len", self.max_model_len)) if v is not None},
+        )
+        total = len(layers) * (1 + len(self.engines)) + len(f.ggufs) + len(f.onnxs)
+        for lt, v in layers.items():
+            if v is None:
+                report.notes.append(f"layer type {lt} applies no positions (NoPE): nothing to check")
+                continue
+            kind, params = v
+            self.progress(f"{lt}: the reference", total)
+            if "weights_tensor" in params:
+                report.rows.append(self._learned(lt, params, data))
+                if [e for e in self.engines if e != "hf"]:
+                    report.notes.append(
+                        f"{lt}: engines not compared: learned positions are the weights each engine loads"
+                    )
+                continue
+            ref = self._reference(lt, kind, params, report)
+            if ref is None:
+                continue
+            if not self._engines_apply(config_path, lt, report):
+                continue
+            for engine in self.engines:
+                if engine == "hf":
+                    continue
+                self.progress(f"{lt}: {engine}", total)
+                report.rows.append(self._engine(config_path, lt, engine, ref))
+        for path in f.ggufs:
+            self.progress(f"{f.relative(path)}", total)
+            report.rows += self._gguf(path, config_path, report.length)
+        for path in f.onnxs:
+            self.progress(f"{f.relative(path)}", total)
+            report.rows += self._onnx(path, config_path)
+        if not report.rows:
+            raise InputError(f"{f.label}: nothing to audit: no layer type applies positions, and no conversion")
+        return report
+
+    # ----- the reference and the engines ----------------------------------------------------------------
+    def _engines_apply(self, config_path: str, lt: str, report: AuditReport) -> bool:
+        """Whether engines' rules cover this layer type (RoPE families); said in a note when they do not."""
+        from ..models.engines import model_facts
+
+        if self.engines == ["hf"]:
+            return False
+        try:
+            model_facts(config_path, layer_type=None if lt == "default" else lt)
+        except PosencError as exc:
+            report.notes.append(f"{lt}: engines not compared: {_one_line(exc)}")
+            return False
+        return True
+
+    def _reference(self, lt: str, kind: str, params: dict[str, Any], report: AuditReport) -> Any:
+        from ..encodings import make_encoding
+
+        config = self.found.relative(self.found.config or "")
+        try:
+            enc = make_encoding(kind, params)
+        except PosencError as exc:
+            report.rows.append(AuditRow(config, lt, "hf", "error", _one_line(exc)))
+            return None
+        meta = enc.metadata()
+        row = AuditRow(config, lt, "hf", "reference", _describe(enc), length=_rows_of(enc),
+                       details=[f"{k}={_short(v)}" for k, v in meta.items() if k != "posenc_version" and v != "none"])  # fmt: skip
+        report.rows.append(row)
+        return enc
+
+    def _engine(self, config_path: str, lt: str, engine: str, ref: Any) -> AuditRow:
+        from ..models.engines import engine_encoding, resolve_engine, rules_for
+
+        config = self.found.relative(config_path)
+        n = _rows_of(ref)
+        options: dict[str, Any] = {}
+        e = resolve_engine(engine)
+        if "max_model_len" in e.options and self.max_model_len is not None:
+            options["max_model_len"] = self.max_model_len
+        if "n_ctx" in e.options:
+            options["n_ctx"] = self.n_ctx if self.n_ctx is not None else n  # llama.cpp's default: the training context
+        try:
+            enc, facts = engine_encoding(
+                config_path, engine, length=n, layer_type=None if lt == "default" else lt, **options
+            )
+        except PosencError as exc:
+            return AuditRow(config, lt, engine, "skipped", f"{e.version}: {_one_line(exc)}", length=n)
+        rules = [f"{r.says} ({r.source})" for r in rules_for(engine, facts.params)]
+        says = [r.says for r in rules_for(engine, facts.params)]
+        if enc == ref:
+            why = f"{e.version}: same table as hf" + (
+                f" ({len(rules)} rule(s) apply, none changes it)" if rules else ""
+            )
+            return AuditRow(
+                config, lt, engine, "agree", why, 0.0, n, details=rules + [f"rules read from {e.reference}"]
+            )
+        d = _encodings_difference(enc, ref)
+        if d is None:
+            return AuditRow(
+                config, lt, engine, "skipped", f"{e.version}: no tensor of the same shape as hf's", length=n
+            )
+        ok = d.max_abs <= _atol(enc, ref)
+        why = (
+            f"{e.version}: equal to hf's within 2 ulp"
+            if ok
+            else f"{e.version}: "
+            + ("; ".join(says) if says else "its parameters differ from hf's")
+            + f" (largest at position {d.row}, {d.tensor} column {d.column})"
+        )
+        row = AuditRow(config, lt, engine, "agree" if ok else "differ", why, d.max_abs, n,
+                       details=rules + [f"rules read from {e.reference}"])  # fmt: skip
+        if not ok:
+            row.picture = d.picture
+            row.picture.spectrum = _spectrum(enc, ref)
+        return row
+
+    # ----- learned tables in the weights ----------------------------------------------------------------
+    def _learned(self, lt: str, params: dict[str, Any], data: dict[str, Any]) -> AuditRow:
+        from ..api import check
+        from ..sources import open_source
+
+        f = self.found
+        root = os.path.dirname(f.config or "") or "."
+        weights = str(params.get("weights_tensor"))
+        hub_info = f.hub
+        if hub_info is not None and hub_info[1] and not _has_weights(root):
+            self._fetch_positions(hub_info[0], root, weights)
+            root = os.path.dirname(f.config or "")
+        if not f.weights or not _has_weights(root):
+            return AuditRow(
+                "weights", lt, "hf", "skipped",
+                f"learned positions ({weights}) live in the weights, which are not here"
+                + (": pass --download to fetch that tensor only" if hub_info is not None else ""),
+            )  # fmt: skip
+        try:
+            src = open_source(root, layer_type=None if lt == "default" else lt, length=self.length)
+            rep = check(src)
+        except PosencError as exc:
+            return AuditRow("weights", lt, "hf", "error", _one_line(exc))
+        artifact = src.metadata.get("weights_file", "weights")
+        name = src.metadata.get("weights_tensor", weights)
+        arr_shape = "x".join(str(s) for s in src.tensors[src.names[0]].shape) if src.names else "?"
+        held = ", ".join(r.name for r in rep.results if r.passed)
+        why = (
+            f"learned {name} ({arr_shape}): every required property holds ({held})"
+            if rep.ok
+            else f"learned {name} ({arr_shape}): {', '.join(rep.failed) or 'a required property'} failed"
+        )
+        n = int(src.tensors[src.names[0]].shape[0]) if src.names else None
+        return AuditRow(artifact, lt, "hf", "agree" if rep.ok else "differ", why, None, n,
+                        details=[f"{r.name}: {r.detail}" for r in rep.results])  # fmt: skip
+
+    def _fetch_positions(self, hub_id: str, root: str, tensor: str) -> None:
+        """``--download`` of a model with learned positions: that tensor, by byte ranges, into a copy of the
+        snapshot's config.json's directory (the cache itself is never given partial weights)."""
+        import json
+        import shutil
+
+        f = self.found
+        repo, rev = hub.split(hub_id)
+        local = tempfile.mkdtemp(prefix="positions-", dir=self.tmp)
+        shutil.copy(f.config or "", os.path.join(local, "config.json"))
+        index = os.path.join(root, "model.safetensors.index.json")
+        files = ["model.safetensors"]
+        if os.path.isfile(index):
+            with open(index, encoding="utf-8") as fh:
+                files = sorted({os.path.basename(str(v)) for v in json.load(fh).get("weight_map", {}).values()})
+        fetcher = hub.range_fetcher(repo, rev)
+
+        def wanted(name: str) -> bool:
+            return name == tensor or name.endswith("." + tensor)
+
+        hub.fetch_tensors({n: fetcher(n) for n in files}, wanted, os.path.join(local, "model.safetensors"))
+        f.config = os.path.join(local, "config.json")
+        f.weights = True
+
+    # ----- conversions ----------------------------------------------------------------------------------
+    def _gguf(self, path: str, config_path: str, length: int | None) -> list[AuditRow]:
+        """One row per attention type: llama.cpp's tables for the GGUF file against HF's for the config
+        (:func:`posenc_cli.api.check_gguf`)."""
+        from ..api import check_gguf
+        from ..models.llamacpp import LLAMACPP_VERSION
+
+        name = self.found.relative(path)
+        if importlib.util.find_spec("gguf") is None:
+            return [AuditRow(name, "-", "llamacpp", "skipped", "reading GGUF needs: pip install 'posenc-cli[gguf]'")]
+        try:
+            whole = check_gguf(path, config_path, n_ctx=self.n_ctx, length=length)
+            types = [lt for lt in whole.numbers] or [None]
+            verdicts = {lt: whole if len(types) == 1 else check_gguf(path, config_path, n_ctx=self.n_ctx,
+                                                                     length=length, layer_type=lt)
+                        for lt in types}  # fmt: skip
+        except PosencError as exc:
+            return [AuditRow(name, "-", "llamacpp", "error", _one_line(exc))]
+        rows = []
+        for lt, v in verdicts.items():
+            nums = v.numbers.get(lt, {}) if lt is not None else {}
+            details = [f"divergence: {d}" for d in v.divergences] + [f"equivalent: {e}" for e in v.equivalences]
+            details += [f"note: {n}" for n in v.notes]
+            if v.ok:
+                why = v.equivalences[0] if v.equivalences else f"llama.cpp's tables equal HF's ({LLAMACPP_VERSION})"
+            else:
+                why = v.divergences[0]
+            max_abs = nums.get("max_abs_vs_hf")
+            row = AuditRow(name, lt or "-", "llamacpp", "agree" if v.ok else "differ", why,
+                           None if max_abs is None else float(max_abs), v.length, details=details)  # fmt: skip
+            if not v.ok and lt is not None:
+                row.picture = _gguf_picture(path, config_path, lt, v)
+            rows.append(row)
+        return rows
+
+    def _onnx(self, path: str, config_path: str) -> list[AuditRow]:
+        """One row per attention type the export's caches hold (:func:`posenc_cli.api.check_onnx` matches each
+        cache to its type), with the largest difference of those caches from HF's tables."""
+        from ..api import check_onnx
+
+        name = self.found.relative(path)
+        if importlib.util.find_spec("onnx") is None:
+            return [AuditRow(name, "-", "onnx", "skipped", "reading ONNX needs: pip install 'posenc-cli[onnx]'")]
+        try:
+            results = check_onnx(path, config_path, engine="hf", max_bytes=self.max_bytes)
+            diffs, closest = _onnx_differences(path, config_path, self.max_bytes)
+        except PosencError as exc:
+            return [AuditRow(name, "-", "onnx", "error", _one_line(exc))]
+        rows = []
+        missing = re.compile(r"^no cache of .* holds the (\S+) layers' tables$")
+        lacking = [m.group(1) for res in results for x in res.divergences if (m := missing.match(x))]
+        for res in results:
+            lt = res.label[res.label.rindex("[") + 1 : -1] if res.label.endswith("]") else None
+            own = [x for x in res.divergences if not missing.match(x)]
+            d, n = diffs.get(lt, (None, None)) if lt is not None else _worst_of(diffs)
+            why = own[0] if own else (res.matched[0] if res.matched else "no rotary cache")
+            verdict = "differ" if own else ("agree" if res.matched else "skipped")
+            details = [f"divergence: {x}" for x in own] + [f"ok: {x}" for x in res.matched]
+            row = AuditRow(name, lt or "-", "onnx", verdict, why, None if d is None else d.max_abs, n,
+                           details=details + [f"note: {w}" for w in res.warnings])  # fmt: skip
+            if verdict == "differ" and d is not None:
+                row.picture = d.picture
+            rows.append(row)
+        for lt in lacking:  # an attention type no cache holds: its own row, with the closest cache's difference
+            d, n = closest.get(lt, (None, None))
+            row = AuditRow(name, lt, "onnx", "differ", f"no cache of {name} holds the {lt} layers' tables"
+                           + ("" if d is None else f"; the closest cache differs from them by {d.max_abs:.3g}"),
+                           None if d is None else d.max_abs, n)  # fmt: skip
+            row.picture = None if d is None else d.picture
+            rows.append(row)
+        return rows
+
+
+# ----- helpers ----------------------------------------------------------------------------------------------
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    return " ".join(str(text).split())
+
+
+def _rows_of(enc: Any) -> int:
+    return int(getattr(enc, "length", 0) or next(iter(enc.tensor_specs().values())).shape[0])
+
+
+def _describe(enc: Any) -> str:
+    """The reference in one line: its kind, width and the parameters that differ from the kind's defaults."""
+    import dataclasses
+
+    shown = []
+    for f in dataclasses.fields(enc):
+        if f.name in ("length", "dim", "dtype") or not f.init:
+            continue
+        value = getattr(enc, f.name)
+        default = f.default if f.default is not dataclasses.MISSING else None
+        if (value != default or f.name == "base") and value is not None:
+            text = ", ".join(f"{x:g}" if isinstance(x, float) else str(x) for x in value) if isinstance(
+                value, (list, tuple)) else (f"{value:g}" if isinstance(value, float) else str(value))  # fmt: skip
+            shown.append(f"{f.name} {text if len(text) <= 40 else text[:37] + '...'}")
+    return f"HF transformers: {enc.KIND} dim {getattr(enc, 'dim', '-')}" + "".join(", " + x for x in shown)
+
+
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _has_weights(root: str) -> bool:
+    return any(os.path.isfile(os.path.join(root, n)) for n in ("model.safetensors", "model.safetensors.index.json"))
+
+
+def _about(text: str, lt: str) -> bool:
+    words = lt.replace("_attention", "")
+    return words in text or lt in text
+
+
+def _atol(a: Any, b: Any) -> float:
+    from ..tolerance import default_atol
+
+    return max(default_atol(a.out_dtype), default_atol(b.out_dtype))
+
+
+def _encodings_difference(a: Any, b: Any) -> Difference | None:
+    """The worst of the 2-D tensors ``a`` and ``b`` both have with the same shape, read block by block."""
+    sa, sb = a.tensor_specs(), b.tensor_specs()
+    diffs = []
+    for name, spec in sa.items():
+        other = sb.get(name)
+        if other is None or len(spec.shape) != 2 or tuple(other.shape) != tuple(spec.shape):
+            continue
+        rows, cols = int(spec.shape[0]), int(spec.shape[1])
+        diffs.append(difference(name, _rows(a, name), _rows(b, name), rows, cols))
+    return worst(diffs)
+
+
+def _rows(enc: Any, name: str) -> Callable[[int, int], Any]:
+    def rows(start: int, stop: int) -> Any:
+        return enc.rows(name, start, stop)
+
+    return rows
+
+
+def _slices(array: Any) -> Callable[[int, int], Any]:
+    def rows(start: int, stop: int) -> Any:
+        return array[start:stop]
+
+    return rows
+
+
+def _spectrum(a: Any, b: Any) -> dict[str, list[float]] | None:
+    """Both sides' frequencies (radians per position), when both encodings have them."""
+    if not (hasattr(a, "inv_freq") and hasattr(b, "inv_freq")):
+        return None
+    try:
+        fa, fb = a.inv_freq(), b.inv_freq()
+    except (PosencError, ValueError, TypeError):
+        return None
+    return {"artifact": [float(x) for x in fa], "reference": [float(x) for x in fb]}
+
+
+def _gguf_picture(path: str, config_path: str, lt: str, v: Any) -> Any:
+    """Where llama.cpp's tables for the GGUF differ from HF's: both read at the verdict's length."""
+    from ..api import load_config
+    from ..encodings import make_encoding
+    from ..models.hf_config import read_model_config
+    from ..models.llamacpp import gguf_tables
+
+    try:
+        tensors, _meta, _ = gguf_tables(path, n_ctx=v.n_ctx, length=v.length,
+                                        layer_type=None if lt in ("default", "full_attention") else lt)  # fmt: skip
+        cfg = read_model_config(load_config(config_path))
+        enc = make_encoding(cfg.kind, cfg.params(None if lt == "default" else lt, v.length))
+    except (PosencError, KeyError, ValueError):
+        return None
+    diffs = []
+    for name in ("cos", "sin"):
+        if (
+            name in tensors
+            and name in enc.tensor_specs()
+            and tuple(enc.tensor_specs()[name].shape) == tensors[name].shape
+        ):
+            diffs.append(of_arrays(name, tensors[name], enc.array(name)))
+    d = worst(diffs)
+    if d is None:
+        return None
+    if "inv_freq" in tensors and hasattr(enc, "inv_freq"):
+        d.picture.spectrum = {"artifact": [float(x) for x in tensors["inv_freq"]],
+                              "reference": [float(x) for x in enc.inv_freq()]}  # fmt: skip
+    return d.picture
+
+
+def _onnx_differences(path: str, config_path: str, max_bytes: int | None) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    """Per attention type (None for a model with one table): the largest difference of the stored caches that
+    are that type's (each cache goes to the type it differs from least) from HF's tables, and their most rows;
+    and per type, the cache closest to its tables (for a type no cache holds). Expected rows are computed block
+    by block (:func:`models.onnx.expected_encoding`)."""
+    from ..api import SourceOptions, layer_types
+    from ..models import onnx
+    from ..models.engines import engine_params, model_facts
+
+    model = onnx.read_onnx(path, max_bytes=max_bytes)
+    types = layer_types(config_path, SourceOptions())
+    per_cache: list[dict[Any, tuple[Difference | None, int]]] = []
+    for cache in model.caches:
+        by_type: dict[Any, tuple[Difference | None, int]] = {}
+        for lt in types:
+            facts = model_facts(config_path, layer_type=lt)
+            expect = engine_params(facts, "hf", seq_len=None)
+            diffs = []
+            for role, _n, cos, sin in onnx._roles(cache, facts, facts.params.get("scaling") == "longrope") or []:
+                if 2 * cos.shape[1] != facts.rot_dim or cos.shape[0] == 0:
+                    continue
+                enc, _s, _w = onnx.expected_encoding(expect, int(cos.shape[0]), role, facts)
+                for name, stored in (("cos_cache", cos), ("sin_cache", sin)):
+                    diffs.append(
+                        difference(name, _slices(stored), _rows(enc, name), int(cos.shape[0]), int(cos.shape[1]))
+                    )
+            by_type[lt] = (worst(diffs), int(cache.cos.shape[0]))
+        per_cache.append(by_type)
+    out: dict[Any, tuple[Difference | None, int | None]] = {}
+    for by_type in per_cache:
+        measured = {lt: v for lt, v in by_type.items() if v[0] is not None}
+        if not measured:
+            continue
+        lt = min(measured, key=lambda t: measured[t][0].max_abs)  # type: ignore[union-attr]
+        d, n = measured[lt]
+        old = out.get(lt)
+        if old is None or old[0] is None or (d is not None and d.max_abs > old[0].max_abs):
+            out[lt] = (d, max(n, old[1] or 0) if old else n)
+    closest: dict[Any, tuple[Difference | None, int | None]] = {}
+    for lt in types:
+        near = [c[lt] for c in per_cache if c.get(lt, (None, 0))[0] is not None]
+        if near:
+            closest[lt] = min(near, key=lambda v: v[0].max_abs)  # type: ignore[union-attr]
+    return out, closest
+
+
+def _worst_of(diffs: dict[Any, tuple[Difference | None, int | None]]) -> tuple[Difference | None, int | None]:
+    found = [v for v in diffs.values() if v[0] is not None]
+    return max(found, key=lambda v: v[0].max_abs) if found else (None, None)  # type: ignore[union-attr]
