@@ -618,7 +618,9 @@ def test_an_option_nothing_reads_is_refused_by_name(args, needle, tmp_path):
 
 def test_the_engines_options_are_stated_in_the_report(tmp_path):
     cfg = str(LLAMACPP / "qwen2.config.json")
-    code, out, _ = cli(["audit", cfg, "--engine", "hf,llamacpp,vllm", "--n-ctx", "4096", "--max-model-len", "8192"])
+    code, out, _ = cli(
+        ["audit", cfg, "--engine", "hf,llamacpp,vllm", "--len", "8192", "--n-ctx", "4096", "--max-model-len", "8192"]
+    )
     assert code == 0 and "llama.cpp n_ctx 4096, vLLM max_model_len 8192" in " ".join(out.decode().split())
 
 

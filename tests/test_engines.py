@@ -451,3 +451,49 @@ def test_a_model_type_an_engine_does_not_load_is_a_difference_in_compare():
     assert "mlx_lm/utils.py:220" in lim["source"] and found["tensors"] == []
     code, _, err = cli(["compare", f"{cfg}@mlx", f"{cfg}@hf", "--len", "16", "-q"])
     assert code == 1 and "DIFFERENT: mlx-lm 0.32.2 does not support model_type 'codegen'" in err
+
+
+# ----- an engine's float32 table judged against HF's exact one (audit's engine rows, compare's engines) ------
+def _plain_rope(base: float, n: int, dim: int = 128) -> tuple[np.ndarray, np.ndarray]:
+    """cos/sin of rotate_half RoPE in float64, built here with plain NumPy."""
+    w = 1.0 / base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+    a = np.arange(n, dtype=np.float64)[:, None] * np.concatenate([w, w])[None, :]
+    return np.cos(a), np.sin(a)
+
+
+def test_an_engines_float32_table_is_hfs_within_its_arithmetic_and_a_departure_is_not():
+    from posenc_cli.api import from_config
+    from posenc_cli.models.engines import within_arithmetic
+
+    dyn = str(DATA.parent.parent / "docs" / "examples" / "llama-2-7b-dynamic.json")
+    ref = from_config(dyn, length=4096)
+    cos, _sin = _plain_rope(10000.0, 4096)  # below max_position_embeddings HF's dynamic NTK keeps the base
+    np.testing.assert_allclose(ref.array("cos"), cos, atol=1e-6)
+    vllm, _ = engine_encoding(dyn, "vllm", length=4096)
+    assert "within the float32 formula's error" in within_arithmetic(vllm, ref)
+    np.testing.assert_allclose(vllm.array("cos"), cos, atol=2e-3)  # the float32 angles, and no more
+    sglang, _ = engine_encoding(dyn, "sglang", length=4096)  # static NTK: base 1e4 * 3^(128/126) everywhere
+    s_cos, _ = _plain_rope(1e4 * 3 ** (128 / 126), 4096)
+    np.testing.assert_allclose(sglang.array("cos"), s_cos, atol=2e-3)
+    assert within_arithmetic(sglang, ref) is None
+    # at 8192 tokens HF raises the base to what SGLang uses at every length: the same table in float32
+    assert within_arithmetic(engine_encoding(dyn, "sglang", length=8192)[0], from_config(dyn, length=8192))
+
+
+def test_an_audit_row_at_an_engines_limit_differs_and_carries_the_limit():
+    import jsonschema
+
+    from posenc_cli.auditing.report import SCHEMA_PATH
+
+    dyn = str(DATA.parent.parent / "docs" / "examples" / "llama-2-7b-dynamic.json")
+    code, out, err = cli(["audit", dyn, "--len", "8192", "--engine", "hf,vllm", "--json"])
+    assert code == 1, err
+    data = json.loads(out)
+    jsonschema.validate(data, json.loads(Path(SCHEMA_PATH).read_text()), cls=jsonschema.Draft202012Validator)
+    (row,) = [r for r in data["rows"] if r["engine"] == "vllm"]
+    assert row["verdict"] == "differ" and row["limit"]["from_position"] == 4096 and row["limit"]["rows"] == 4096
+    assert "computes no row from position 4096" in row["explanation"]
+    # the rows vLLM computes (base 1e4) against HF's at 8192 tokens (base raised to 1e4 * 3^(128/126))
+    c_v, s_v = _plain_rope(1e4, 4096)
+    c_h, s_h = _plain_rope(1e4 * 3 ** (128 / 126), 4096)
+    assert row["max_abs_diff"] == pytest.approx(max(np.abs(c_v - c_h).max(), np.abs(s_v - s_h).max()), abs=1e-3)

@@ -63,6 +63,8 @@ class AuditRow:
     length: int | None = None
     details: list[str] = field(default_factory=list)
     picture: Picture | None = None
+    #: an engine limit met within the asked positions (:meth:`posenc_cli.models.engines.EngineLimit.to_json`)
+    limit: dict[str, Any] | None = None
 
     @property
     def agrees(self) -> bool:
@@ -73,7 +75,7 @@ class AuditRow:
             "artifact": self.artifact, "layer_type": self.layer_type, "engine": self.engine, "verdict": self.verdict,
             "max_abs_diff": None if self.max_abs_diff is None else _num(self.max_abs_diff), "length": self.length,
             "explanation": self.explanation, "details": list(self.details),
-            "picture": None if self.picture is None else self.picture.to_json(),
+            "picture": None if self.picture is None else self.picture.to_json(), "limit": self.limit,
         }  # fmt: skip
 
 

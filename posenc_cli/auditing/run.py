@@ -234,7 +234,7 @@ class _Auditor:
         return enc
 
     def _engine(self, config_path: str, lt: str, engine: str, ref: Any) -> AuditRow:
-        from ..models.engines import engine_encoding, resolve_engine, rules_for
+        from ..models.engines import engine_encoding_within, resolve_engine, rules_for, within_arithmetic
 
         config = self.found.relative(config_path)
         n = _rows_of(ref)
@@ -245,13 +245,21 @@ class _Auditor:
         if "n_ctx" in e.options:
             options["n_ctx"] = self.n_ctx if self.n_ctx is not None else n  # llama.cpp's default: the training context
         try:
-            enc, facts = engine_encoding(
+            enc, facts, hit = engine_encoding_within(
                 config_path, engine, length=n, layer_type=None if lt == "default" else lt, **options
             )
         except PosencError as exc:
             return AuditRow(config, lt, engine, "skipped", f"{e.version}: {_one_line(exc)}", length=n)
         rules = [f"{r.says} ({r.source})" for r in rules_for(engine, facts.params)]
         says = [r.says for r in rules_for(engine, facts.params)]
+        if hit is not None:  # a limit is a divergence: the row differs, and the rows the engine computes are shown
+            d = None if enc is None else _encodings_difference(enc, ref, rows=hit.rows)
+            row = AuditRow(config, lt, engine, "differ", hit.line(),
+                           None if d is None else d.max_abs, n, details=rules + [f"rules read from {e.reference}"],
+                           limit=hit.to_json())  # fmt: skip
+            if d is not None:
+                row.picture = d.picture
+            return row
         if enc == ref:
             why = f"{e.version}: same table as hf" + (
                 f" ({len(rules)} rule(s) apply, none changes it)" if rules else ""
@@ -264,9 +272,10 @@ class _Auditor:
             return AuditRow(
                 config, lt, engine, "skipped", f"{e.version}: no tensor of the same shape as hf's", length=n
             )
-        ok = d.max_abs <= _atol(enc, ref)
+        arithmetic = within_arithmetic(enc, ref)
+        ok = arithmetic is not None or d.max_abs <= _atol(enc, ref)
         why = (
-            f"{e.version}: equal to hf's within 2 ulp"
+            f"{e.version}: " + (arithmetic or "equal to hf's within 2 ulp")
             if ok
             else f"{e.version}: "
             + ("; ".join(says) if says else "its parameters differ from hf's")
@@ -453,21 +462,24 @@ def _about(text: str, lt: str) -> bool:
 
 
 def _atol(a: Any, b: Any) -> float:
-    from ..tolerance import default_atol
+    from ..inspect.tolerance import default_atol
 
     return max(default_atol(a.out_dtype), default_atol(b.out_dtype))
 
 
-def _encodings_difference(a: Any, b: Any) -> Difference | None:
-    """The worst of the 2-D tensors ``a`` and ``b`` both have with the same shape, read block by block."""
+def _encodings_difference(a: Any, b: Any, rows: int | None = None) -> Difference | None:
+    """The worst of the 2-D tensors ``a`` and ``b`` both have with the same width, over their first ``rows``
+    rows (default: both have the same shape), read block by block."""
     sa, sb = a.tensor_specs(), b.tensor_specs()
     diffs = []
     for name, spec in sa.items():
         other = sb.get(name)
-        if other is None or len(spec.shape) != 2 or tuple(other.shape) != tuple(spec.shape):
+        if other is None or len(spec.shape) != 2 or len(other.shape) != 2 or other.shape[1] != spec.shape[1]:
             continue
-        rows, cols = int(spec.shape[0]), int(spec.shape[1])
-        diffs.append(difference(name, _rows(a, name), _rows(b, name), rows, cols))
+        if rows is None and tuple(other.shape) != tuple(spec.shape):
+            continue
+        n = int(spec.shape[0]) if rows is None else min(rows, int(spec.shape[0]), int(other.shape[0]))
+        diffs.append(difference(name, _rows(a, name), _rows(b, name), n, int(spec.shape[1])))
     return worst(diffs)
 
 

@@ -83,7 +83,9 @@ def byte_limit(value: int | None) -> int:
 
 
 def progress_enabled(quiet: int) -> bool:
-    return not quiet and sys.stderr.isatty()
+    """A progress bar redraws itself in place: only on a terminal that can move the cursor (not TERM=dumb, as
+    Emacs' shell buffers and pagers set it, where each redraw would leave a line behind)."""
+    return not quiet and sys.stderr.isatty() and os.environ.get("TERM", "") != "dumb"
 
 
 def refuse_binary_to_terminal(dest: str, fmt: str, force: bool) -> None:

@@ -832,6 +832,61 @@ def engine_rope(e: Engine, facts: ModelFacts, params: dict[str, Any], *, n_ctx: 
     return EngineRope(**kw, engine_name=e.name, arithmetic=e.arithmetic, engine_state=state)
 
 
+#: The largest relative difference of ggml's per-pair frequencies (iterated float32 powf) from the exact ones that
+#: still counts as the same frequencies (the GGUF verdict's rule, :func:`.llamacpp.verdict`).
+GGML_FREQ_RTOL = 1e-5
+
+
+class _TableRows:
+    """A 2-D tensor of an encoding as the slicing, ``shape`` and ``dtype`` a table check reads."""
+
+    def __init__(self, enc: Any, name: str) -> None:
+        self.enc, self.name = enc, name
+        spec = enc.tensor_specs()[name]
+        self.shape, self.dtype = tuple(spec.shape), np.dtype(spec.dtype)
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        return np.asarray(self.enc.rows(self.name, rows.start, rows.stop))
+
+
+def within_arithmetic(enc: Any, ref: Any) -> str | None:
+    """Why ``enc`` (an engine's table, :class:`EngineRope`) is the exact table ``ref`` computed in the engine's
+    float32 arithmetic, or None when it is not. torch and mlx: every cos/sin value within the float32 formula's
+    bound of :mod:`posenc_cli.inspect.tolerance` around ``ref`` (a numeric judgement, whatever the rules say);
+    ggml, whose iterated powf that bound does not model: the same parameters, no boundary row in range and
+    per-pair frequencies within :data:`GGML_FREQ_RTOL` (the GGUF verdict's rule)."""
+    import dataclasses
+
+    from ..inspect.tolerance import formula_check_table
+
+    exact = getattr(enc, "exact_reference", None)
+    if exact is None or not isinstance(ref, Rope):
+        return None
+    if enc.arithmetic == "ggml-float32":
+        # the frequencies' dtype (HF's float32 inv_freq) is part of the arithmetic, not of the parameters
+        if dataclasses.replace(exact(), inv_freq_dtype=ref.inv_freq_dtype) != ref:
+            return None
+        _pairs, _inv, boundary, _divides = enc.engine_state
+        if boundary is not None and enc.offset <= boundary[0] < enc.offset + enc.length:
+            return None
+        w, w_ref = np.asarray(enc.inv_freq(), np.float64), np.asarray(ref.inv_freq(), np.float64)
+        rel = float(np.max(np.abs(w - w_ref) / np.abs(w_ref))) if w.size and w.shape == w_ref.shape else np.inf
+        if not rel <= GGML_FREQ_RTOL:
+            return None
+        return f"hf's parameters in {ARITHMETIC[enc.arithmetic]}: per-pair frequencies within {rel:.2g} of hf's"
+    worst = None
+    for name, spec in enc.tensor_specs().items():
+        if len(spec.shape) != 2:
+            continue
+        verdict = formula_check_table(_TableRows(enc, name), ref, name)
+        if verdict is None or not verdict.ok:
+            return None
+        worst = verdict if worst is None or verdict.bound > worst.bound else worst
+    if worst is None:
+        return None
+    return f"hf's table in {ARITHMETIC[enc.arithmetic]}, {worst.text()}"
+
+
 def engine_rope_from_metadata(base: Any, metadata: dict[str, str]) -> tuple[Any, str]:
     """A file's table written by an ``--engine``: its ``rope`` parameters (``base``) in the engine's arithmetic,
     as its metadata records it (engine, arithmetic, boundary row, divided positions); (None, why) where the
