@@ -306,14 +306,15 @@ def test_a_mistyped_engine_after_a_config_is_named():
 
 
 def test_a_model_type_an_engine_does_not_load_is_named():
-    """mlx-lm loads a model type only through a module of mlx_lm/models (or its remapping); llama.cpp only what
-    convert_hf_to_gguf.py converts: a model type either lacks is refused by the engine, and kinds --engines says so."""
+    """mlx-lm loads a model type only through a module of mlx_lm/models (or its remapping): a model type it lacks
+    is refused as the engine's; llama.cpp's conversions posenc tabulates only for some types: another is refused
+    as posenc's limit, and kinds --engines says which."""
     cfg = str(CONFIGS / "codegen.json")
     code, _, err = cli(["generate", cfg, "--engine", "mlx", "--len", "4", "-o", "-"])
     assert code == 2 and "mlx-lm 0.32.2 does not support model_type 'codegen'" in err
     rows = {r["engine"]: r for r in json.loads(cli(["kinds", cfg, "--engines", "--json"])[1])}
     assert "does not support model_type 'codegen'" in rows["mlx"]["note"]
-    assert "does not support model_type 'codegen'" in rows["llamacpp"]["note"]
+    assert "posenc does not mirror how llama-cpp-python 0.3.36 handles model_type 'codegen'" in rows["llamacpp"]["note"]
     assert rows["vllm"]["note"] == "" and rows["hf"]["note"] == ""
 
 
@@ -497,3 +498,16 @@ def test_an_audit_row_at_an_engines_limit_differs_and_carries_the_limit():
     c_v, s_v = _plain_rope(1e4, 4096)
     c_h, s_h = _plain_rope(1e4 * 3 ** (128 / 126), 4096)
     assert row["max_abs_diff"] == pytest.approx(max(np.abs(c_v - c_h).max(), np.abs(s_v - s_h).max()), abs=1e-3)
+
+
+def test_a_model_type_posenc_does_not_mirror_for_an_engine_is_posencs_limit_not_the_engines():
+    """llama.cpp converts OLMo 2; posenc tabulates no conversion of it: the audit skips that row and says why,
+    it never reports llama.cpp as unsupported (a DIFFER), while mlx-lm's own list of model types does."""
+    olmo = str(DATA / "configs" / "published" / "olmo-2-1124-7b.json")
+    code, out, err = cli(["audit", olmo, "--engine", "hf,llamacpp", "--json"])
+    assert code == 0, err
+    (row,) = [r for r in json.loads(out)["rows"] if r["engine"] == "llamacpp"]
+    assert row["verdict"] == "skipped" and "posenc does not mirror" in row["explanation"]
+    assert "does not support" not in row["explanation"]
+    code, _, err = cli(["compare", f"{olmo}@llamacpp", f"{olmo}@hf", "-q"])
+    assert code == 2 and "posenc does not mirror" in err

@@ -108,6 +108,11 @@ class Engine:
     #: the model types the engine loads, where it refuses the others (None: not tabulated)
     model_types: frozenset[str] | None = None
     model_types_source: str = ""
+    #: the model types whose handling by this engine posenc mirrors, when that is fewer than the engine loads
+    #: (llama.cpp: the conversions of convert_hf_to_gguf.py posenc tabulates); another type is refused as
+    #: posenc's limit, never reported as the engine's
+    mirrored_types: frozenset[str] | None = None
+    mirrored_types_source: str = ""
     #: the architectures the engine's own model files serve; others run HF's code (None: every architecture)
     native: frozenset[str] | None = None
     native_source: str = ""
@@ -229,8 +234,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         Rule("pairing:by-arch", ("*",),
              "NORM (adjacent pairs) or NEOX by architecture; convert_hf_to_gguf permutes Q/K to match",
              "src/llama-model.cpp:3023 llama_model_rope_type"),
-    ), options=("n_ctx",), model_types=frozenset(_gguf_types()),
-           model_types_source="convert_hf_to_gguf.py converts no model of this type: records.py gguf_arch"),
+    ), options=("n_ctx",), mirrored_types=frozenset(_gguf_types()),
+           mirrored_types_source="the records' gguf_arch: the conversions posenc tabulates"),
 )}  # fmt: skip
 
 
@@ -440,6 +445,11 @@ def check_supported(facts: ModelFacts, e: Engine) -> None:
         raise ParameterError(
             f"{e.label} does not support model_type {facts.model_type!r} ({e.model_types_source}); "
             "compare with another engine"
+        )
+    if e.mirrored_types is not None and facts.model_type not in e.mirrored_types:
+        raise ParameterError(
+            f"posenc does not mirror how {e.label} handles model_type {facts.model_type!r} (only: "
+            f"{', '.join(sorted(e.mirrored_types))}; {e.mirrored_types_source}); compare with another engine"
         )
 
 
