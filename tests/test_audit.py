@@ -640,11 +640,11 @@ def test_range_requests_read_only_the_bytes_asked_for(tmp_path, monkeypatch):
             m = re.match(r"bytes=(\d+)-(\d+)$", self.headers.get("Range", ""))
             assert m and self.headers.get("Authorization") == "Bearer t0ken", self.headers
             a, b = int(m.group(1)), int(m.group(2)) + 1
+            sent.append(b - a)  # before the reply: the client may go on as soon as it has the bytes
             self.send_response(206)
             self.send_header("Content-Length", str(b - a))
             self.end_headers()
             self.wfile.write(blob[a:b])
-            sent.append(b - a)
 
         def log_message(self, *args):
             pass
