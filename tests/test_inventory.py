@@ -59,6 +59,26 @@ def test_every_config_mapping_type_has_a_record(data):
     assert model_type_record("no-such-type") is None
 
 
+def test_one_loader_reads_the_inventory_once(monkeypatch):
+    """The records and the inventory's callers share one loader: the 2.4 MB file is parsed once per process."""
+    import json
+
+    from posenc_cli.models import records
+
+    assert records.inventory is inventory and records.inventory_entry is model_type_record
+    data = inventory()
+
+    def no_second_load(*args, **kwargs):
+        raise AssertionError("the inventory was parsed a second time")
+
+    monkeypatch.setattr(json, "load", no_second_load)
+    monkeypatch.setattr(json, "loads", no_second_load)
+    entry = records.inventory_entry("llama")
+    assert entry is not None and entry is model_type_record("llama") is data["model_types"]["llama"]
+    records.inventory_config("qwen3_moe")
+    assert records.inventory() is data and inventory.cache_info().misses == 1
+
+
 def test_versions_are_recorded(data, index):
     assert data["transformers_version"] == index["transformers_version"] == "5.24.0"
     assert data["torch_version"] == index["torch_version"] == "2.13.0"

@@ -177,9 +177,8 @@ def test_no_kind_name_branches_in_models():
     import re
 
     from posenc_cli.encodings import KINDS
-    from posenc_cli.models.hf_positions import FAMILIES as POSITIONS
 
-    names = set(KINDS) | set(records.RECORDS) | set(POSITIONS)
+    names = set(KINDS) | set(records.RECORDS)
     compared = re.compile(r"(==|!=)\s*[\"']([\w-]+)[\"']")
     for path in (ROOT / "posenc_cli" / "models").glob("*.py"):
         for n, line in enumerate(path.read_text().splitlines(), 1):
@@ -272,3 +271,52 @@ def test_a_record_never_hides_a_key(name):
         # a rope dict that is null or empty says nothing; rope_theta/rope_scaling are named where they are read
         shown = shown or (key in ("rope_scaling", "rope_parameters") and not cfg[key])
         assert shown, (name, full)
+
+
+def test_the_records_are_the_one_family_table():
+    """Which reader reads a model type, and the kinds ``--kind`` may name to pick one, come from the records: no
+    module of models/ keeps a second table keyed by model type (a family added anywhere but its record fails)."""
+    import importlib
+    import re
+    from collections.abc import Mapping
+
+    from posenc_cli.models import readers
+    from posenc_cli.models.data import inventory
+
+    types = set(records.RECORDS) | set(inventory().get("model_types", {}))
+    own = [v for v in vars(records).values() if isinstance(v, Mapping)]  # the records' data, imported
+    rule_names = set(records.RULES) | set(records.HEAD_DIM_RULES) | set(records.LAYER_RULES)
+    # keyed by another namespace whose names happen to be model types' too: llama.cpp's GGUF architectures
+    gguf_archs = {r.gguf_arch for r in records.RECORDS.values()} - {None}
+    for path in sorted((ROOT / "posenc_cli" / "models").glob("*.py")):
+        if path.stem in ("__init__", "records"):
+            continue
+        module = importlib.import_module(f"posenc_cli.models.{path.stem}")
+        for name, value in vars(module).items():
+            if not isinstance(value, Mapping) or any(value is v for v in own) or set(value) <= rule_names:
+                continue
+            if gguf_archs <= set(value):  # llama.cpp's own table of its architectures (llamacpp.ROPE_TYPE)
+                continue
+            keyed = {k for k in value if isinstance(k, str)} & types
+            # a view of the records (hf_positions.FAMILIES) holds their own objects, nothing else
+            if keyed and not all(k in records.RECORDS and value[k] is records.RECORDS[k].positions for k in keyed):
+                raise AssertionError(f"{path.stem}.{name} is a table keyed by model type: {sorted(keyed)[:5]}")
+        text = path.read_text()
+        assert not re.search(r"^[A-Z_]+\b.*=\s*\{\s*\n?\s*\"hf_(positions|config)\"", text, re.M), path.name
+    # every model type a reader handles is found through its record
+    for mt, rec in records.RECORDS.items():
+        assert rec.readers, mt
+        assert set(rec.readers) <= set(records.reader_names()), mt
+        if rec.positions is not None:
+            assert records.positions_family(mt) is rec.positions
+            config = (
+                {"model_type": mt} if rec.positions.when is None else {"model_type": mt, rec.positions.when[0]: True}
+            )
+            assert readers.reader_for(config).__name__.endswith(rec.readers[0]), mt
+        else:
+            assert readers.reader_for({"model_type": mt}).__name__.endswith(records.ROTARY_READER), mt
+    # --kind picks among the records' own kinds, each reader's
+    for name in records.reader_names():
+        for kind in records.reader_kinds(name):
+            assert readers.reader_for({"model_type": "llama"}, kind).__name__.endswith(name), kind
+    assert readers.config_kinds() == ["t5", "alibi", "sinusoidal", "deberta", "learned", "rope"]

@@ -41,18 +41,20 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import ParameterError, param, ref
-from .records import Family, Layer, positions_families
+from .records import POSITIONS_READER, Family, Layer, positions_families, positions_family, reader_kinds
 
 #: Largest size accepted from a config (heads, positions, buckets, ...).
 MAX_SIZE = 2**31 - 1
 
 
 # The layer tables of the non-rotary families are records (:mod:`.records`: one record per model_type); this
-# module reads them.
-FAMILIES: dict[str, Family] = positions_families()
+# module reads them from there (:func:`.records.positions_family`). FAMILIES is a read-only view of them, for
+# the tools that list the families: it holds nothing the records do not.
+FAMILIES: Mapping[str, Family] = MappingProxyType(positions_families())
 
 #: BERT-style keys that name another position scheme than the learned absolute table (refused, not guessed).
 _ABSOLUTE = ("absolute",)
@@ -315,7 +317,8 @@ def read_positions(config: Mapping[str, Any], rows: str | None = None) -> Positi
     if rows is not None and rows not in ROWS:
         raise ParameterError(f"unknown rows={rows!r}; choose from: {', '.join(ROWS)}")
     mt = config.get("model_type")
-    if not isinstance(mt, str) or mt not in FAMILIES:
+    fam = positions_family(mt)
+    if not isinstance(mt, str) or fam is None:
         pet = config.get("position_embedding_type")
         if isinstance(mt, str) and pet is not None and pet not in _ROTARY:
             raise ParameterError(
@@ -323,7 +326,6 @@ def read_positions(config: Mapping[str, Any], rows: str | None = None) -> Positi
                 "are not RoPE, so no table is guessed"
             )
         return None
-    fam = FAMILIES[mt]
     if fam.when is not None:
         key, want = fam.when
         value = config.get(key)
@@ -372,11 +374,17 @@ def _ignored_keys(config: Mapping[str, Any], fam: Family) -> dict[str, str]:
 def claims(config: Mapping[str, Any]) -> bool:
     """Whether this table reads ``config``: its model_type is a family here (Falcon: unless ``alibi`` is absent or
     false; a bad value is claimed, so that reading it names the key)."""
-    mt = config.get("model_type")
-    if not isinstance(mt, str) or mt not in FAMILIES:
+    fam = positions_family(config.get("model_type"))
+    if fam is None:
         return False
-    when = FAMILIES[mt].when
+    when = fam.when
     return when is None or config.get(when[0]) not in (None, False)
+
+
+def _kinds_text() -> str:
+    """The kinds this module reads, as words (``t5, alibi, ... or learned``), from the records."""
+    *head, last = reader_kinds(POSITIONS_READER)
+    return f"{', '.join(head)} or {last}" if head else last
 
 
 def _reader(config: Mapping[str, Any], read_as: str | None, rows: str | None = None) -> PositionsConfig:
@@ -387,8 +395,8 @@ def _reader(config: Mapping[str, Any], read_as: str | None, rows: str | None = N
         mt = config.get("model_type")
         what = f"model_type {mt!r}" if mt is not None else "a config without model_type"
         raise ParameterError(
-            f"{ref('config')}: {what} is not one posenc reads as t5, alibi, sinusoidal, deberta or learned "
-            f"positions; drop {ref('kind')} to read it by its own rules"
+            f"{ref('config')}: {what} is not one posenc reads as {_kinds_text()} positions; drop {ref('kind')} to "
+            "read it by its own rules"
         )
     if read_as is not None:
         raise ParameterError(

@@ -1,10 +1,12 @@
-"""The model-config readers as a literal registry: a config.json dict -> the kind and parameters of its tables.
+"""The model-config readers, chosen by the records: a config.json dict -> the kind and parameters of its tables.
 
-Each entry of :data:`READERS` names a module of this package that exposes ``claims(config) -> bool``,
-``from_model_config``, ``model_config_layers`` and ``describe_model_config``, and the kinds a user may name with
-``--kind`` to pick it. The first reader that claims a config reads it; the last entry (the RoPE family table,
-:mod:`.hf_config`) claims every config, so an unknown model type meets its strict generic reading (an error
-naming each unread key, unless the user opts in with ``read_as``).
+Which reader reads a model type is its record's :attr:`~.records.Record.readers` (from its scheme): a module of
+this package that exposes ``claims(config) -> bool``, ``from_model_config``, ``model_config_layers`` and
+``describe_model_config``. The first of them that claims a config reads it (Falcon: the ALiBi reader when
+``alibi`` is true, else the rotary one); a model type without a record goes to the rotary reader
+(:mod:`.hf_config`), where it meets its inventory entry or its strict generic reading (an error naming each
+unread key, unless the user opts in with ``read_as``). The kinds a user may name with ``--kind`` to pick a reader
+are the records' kinds too (:func:`.records.reader_kinds`), so adding a family is one record, here as elsewhere.
 
 Imports run one way: ``api``/``sources``/``cli`` -> this module -> the readers -> ``encodings``.
 """
@@ -16,12 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import ParameterError, ref
-
-#: reader module (in this package) -> the kinds ``--kind`` may name to choose it. Order matters: first claim wins.
-READERS: dict[str, tuple[str, ...]] = {
-    "hf_positions": ("t5", "alibi", "sinusoidal", "deberta", "learned"),
-    "hf_config": ("rope",),
-}
+from .records import RECORDS, ROTARY_READER, reader_kinds, reader_names
 
 
 def _module(name: str) -> ModuleType:
@@ -30,28 +27,30 @@ def _module(name: str) -> ModuleType:
 
 def config_kinds() -> list[str]:
     """The kinds a user may name (``--kind``) with a model config."""
-    return [k for kinds in READERS.values() for k in kinds]
+    return [k for name in reader_names() for k in reader_kinds(name)]
 
 
 def reader_for(config: dict[str, Any], kind: str | None = None) -> ModuleType:
     """The reader module of ``config``: the one ``kind`` names (refused unless some reader builds it), else the
-    first that claims the config."""
+    first of its record's readers that claims the config (the rotary reader without a record)."""
     if kind is not None:
         from ..encodings import resolve_kind
 
         kind = resolve_kind(kind)
-        for name, kinds in READERS.items():
-            if kind in kinds:
+        for name in reader_names():
+            if kind in reader_kinds(name):
                 return _module(name)
         raise ParameterError(
             f"{ref('config')} builds the tables a model's config describes, which kind {kind!r} cannot read; "
             f"drop {ref('kind')} or use one of: {', '.join(config_kinds())}"
         )
-    for name in READERS:
+    mt = config.get("model_type")
+    rec = RECORDS.get(mt) if isinstance(mt, str) else None
+    for name in rec.readers if rec is not None else ():
         module = _module(name)
         if module.claims(config):
             return module
-    raise AssertionError("the last reader claims every config")  # pragma: no cover
+    return _module(ROTARY_READER)
 
 
 def from_model_config(

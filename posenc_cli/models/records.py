@@ -30,10 +30,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from . import data as _data
+
 #: The transformers release the records mirror.
 TRANSFORMERS_VERSION = "5.24.0"
 _HF = "huggingface/transformers src/transformers/models"
-INVENTORY = Path(__file__).resolve().parent / "data" / "transformers_inventory.json"
+INVENTORY = _data.INVENTORY
 
 #: The named rules a record may list in ``rules`` (the readers implement each; a test checks the names).
 RULES: dict[str, str] = {
@@ -147,10 +149,26 @@ class Record:
         return rule in self.rules
 
     @property
+    def readers(self) -> tuple[str, ...]:
+        """The reader modules of :mod:`posenc_cli.models` that may read this model type, first claim wins
+        (:mod:`.readers`): :mod:`.hf_positions` for a non-rotary table, :mod:`.hf_config` for a rotary one, both
+        when a switch key picks between them (Falcon: ALiBi with ``alibi: true``, else RoPE)."""
+        if self.positions is None:
+            return (ROTARY_READER,)
+        if self.positions.when is None:
+            return (POSITIONS_READER,)
+        return (POSITIONS_READER, ROTARY_READER)
+
+    @property
     def sectioned(self) -> bool:
         """The rotary splits its frequencies into M-RoPE sections (temporal, height, width)."""
         return "mrope_section" in self.defaults
 
+
+#: The reader modules (of this package) of the two kinds of record; :attr:`Record.readers` picks. The rotary
+#: reader also reads every model type without a record (strictly, from its inventory entry, or refused).
+POSITIONS_READER = "hf_positions"
+ROTARY_READER = "hf_config"
 
 #: Top-level keys every rotary record's reading knows.
 COMMON_TOP = ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "max_position_embeddings",
@@ -552,11 +570,6 @@ _POSITIONS: dict[str, Family] = {f.name: f for f in (
 )}  # fmt: skip
 
 
-def positions_families() -> dict[str, Family]:
-    """model_type -> the layer tables of its non-rotary positions (what :mod:`.hf_positions` reads)."""
-    return dict(_POSITIONS)
-
-
 def _with_positions(records: tuple[Record, ...]) -> dict[str, Record]:
     """One record per model_type: the rotary ones above, each non-rotary family as a record of its scheme, and
     Falcon's both (rotary with ``alibi: false``, ALiBi with ``alibi: true``)."""
@@ -574,20 +587,39 @@ def _with_positions(records: tuple[Record, ...]) -> dict[str, Record]:
 RECORDS: dict[str, Record] = _with_positions(_RECORDS)
 
 
-@cache
-def inventory() -> dict[str, Any]:
-    """The inventory of transformers' model types (``{}`` when the data file is absent)."""
-    if not INVENTORY.is_file():
-        return {}
-    data: dict[str, Any] = json.loads(INVENTORY.read_text(encoding="utf-8"))
-    return data
+def positions_family(model_type: object) -> Family | None:
+    """The non-rotary layer tables of ``model_type``'s record (what :mod:`.hf_positions` reads), or None."""
+    rec = RECORDS.get(model_type) if isinstance(model_type, str) else None
+    return rec.positions if rec is not None else None
 
 
-def inventory_entry(model_type: str) -> dict[str, Any] | None:
-    """The inventory's entry of ``model_type``, or None."""
-    types = inventory().get("model_types", {})
-    entry = types.get(model_type) if isinstance(types, dict) else None
-    return entry if isinstance(entry, dict) else None
+def positions_families() -> dict[str, Family]:
+    """model_type -> the non-rotary layer tables of its record, grouped by scheme (T5, ALiBi, sinusoids,
+    DeBERTa, learned) as the records list them: a view, for the tables of the docs and tools."""
+    return {mt: fam for mt in _POSITIONS if (fam := positions_family(mt)) is not None}
+
+
+def reader_names() -> tuple[str, ...]:
+    """Every reader module the records name, the rotary reader last (it reads the model types without a
+    record)."""
+    names = dict.fromkeys(name for rec in RECORDS.values() for name in rec.readers)
+    names.pop(ROTARY_READER, None)
+    return (*names, ROTARY_READER)
+
+
+def reader_kinds(reader: str) -> tuple[str, ...]:
+    """The kinds ``--kind`` may name with a model config to choose ``reader``: the layer kinds of the records it
+    reads (each family's first layer's kind, in the order the families are grouped, then any other), ``rope`` for the rotary reader."""
+    if reader == ROTARY_READER:
+        return ("rope",)
+    fams = [fam for mt, fam in positions_families().items() if reader in RECORDS[mt].readers]
+    firsts = [next(iter(f.layers.values())).kind for f in fams]
+    return tuple(dict.fromkeys([*firsts, *(layer.kind for f in fams for layer in f.layers.values())]))
+
+
+#: The inventory's one loader (:mod:`.data`, loaded once per process) and the entry of one model type.
+inventory = _data.inventory
+inventory_entry = _data.model_type_record
 
 
 #: transformers' remap of legacy layer type names (configuration_utils._LEGACY_LAYER_TYPE_REMAP)
