@@ -604,11 +604,34 @@ def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -
     if still.size == 0:
         return []  # every column advances every row: no vision block
     offset = int(still[0])  # the block's first cell: the next row is the first where a chunk stands still
-    # chunk boundaries: adjacent columns that moved differently on some row
+    sections = _mrope_sections(moved, h)
+    theta = np.arctan2(s_all[:, :h], c_all[:, :h])
+    params_base: dict[str, Any] = {"length": n, "dim": d}
+    if ana.dtype_param:
+        params_base["dtype"] = ana.dtype_param
+    base_value = _mrope_base(ana.tensor("inv_freq"), theta, moved, d)
+    if base_value is None:
+        return []
+    per_section: list[list[Candidate]] = []
+    for section in sections:
+        width, heights = _mrope_block_shape(s_all, moved, offset, section)
+        block = _MropeBlock(theta, moved, offset, section, width, base_value)
+        per_section.append(
+            [Candidate(kind_cls.KIND, {**params_base, **p}, note=note) for p, note in block.readings(heights)]
+        )
+    # every chunk reading gets its turn within the driver's budget of candidates per kind
+    merged = [c for group in zip_longest(*per_section) for c in group if c is not None]
+    return merged[:24]
+
+
+def _mrope_sections(moved: np.ndarray, h: int) -> list[tuple[int, int, int]]:
+    """The (temporal, height, width) chunk widths: where adjacent columns moved differently on some row
+    (``moved``: rows x half width). Two axes that never moved apart (a grid one cell long on one of them) leave
+    one boundary: that chunk is split every way; no reading when the boundaries are not one or two."""
     cuts = np.flatnonzero((moved[:, 1:] != moved[:, :-1]).any(axis=0)) + 1
     if cuts.size == 2:
-        sections = [(int(cuts[0]), int(cuts[1] - cuts[0]), int(h - cuts[1]))]
-    elif cuts.size == 1:  # two axes never moved apart (a grid one cell long on one of them): split that chunk
+        return [(int(cuts[0]), int(cuts[1] - cuts[0]), int(h - cuts[1]))]
+    if cuts.size == 1:
         lo, hi = int(cuts[0]), h - int(cuts[0])
         sections = [
             (lo, (hi + 1) // 2, hi // 2),
@@ -616,72 +639,104 @@ def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -
             ((lo + 1) // 2, lo // 2, hi),
             (lo // 2, (lo + 1) // 2, hi),
         ]
-        sections = [s for s in dict.fromkeys(sections) if min(s) >= 1]
+        return [s for s in dict.fromkeys(sections) if min(s) >= 1]
+    return []
+
+
+def _mrope_block_shape(
+    s_all: np.ndarray, moved: np.ndarray, offset: int, section: tuple[int, int, int]
+) -> tuple[int, list[int]]:
+    """The vision block's width in cells (where a chunk other than the width one first moves, or where the width
+    chunk is back at the block's first value) and its plausible heights (where the height chunk comes back, or a
+    row of cells after which text follows; and 1), read from the sin table ``s_all`` from row ``offset``."""
+    n, h = s_all.shape[0], moved.shape[1]
+    st_, sh, sw = section
+    rows = moved[offset:]  # rows[k - 1]: from cell k - 1 to cell k of the block (and on into the text)
+    other = rows[:, : h - sw].any(axis=1)
+    width = int(np.argmax(other)) + 1 if other.any() else n - offset
+    # ... or earlier, where the width chunk is back at the block's first value (a row of cells ends there while
+    # the other axes stand still: one row high, a frame step below 1)
+    w_cols = slice(h - sw, h)
+    wrap = [m for m in range(1, width) if np.array_equal(s_all[offset + m, w_cols], s_all[offset, w_cols])]
+    width = wrap[0] if wrap else width
+    # the grid's height: the first row of cells whose height chunk is back where the block started
+    h_cols = slice(st_, st_ + sh)
+    back = [
+        m
+        for m in range(1, (n - offset - 1) // width + 1)
+        if np.array_equal(s_all[offset + m * width, h_cols], s_all[offset, h_cols])
+    ]
+    # ... or, when the block ends before its height chunk comes back, a row of cells after which text follows
+    ends = [m for m in range(1, (n - offset) // width + 1) if _text_follows(moved, offset + m * width, n)]
+    return width, sorted({*back[:1], *ends[:3], 1})
+
+
+def _mrope_base(inv: Any, theta: np.ndarray, moved: np.ndarray, d: int) -> float | None:
+    """The base: from ``inv_freq`` when given, else from the slowest column (its smallest turn between two rows is
+    one position's worth, ``w_{h-1}``); None when it cannot be read or is not above 1."""
+    h = d // 2
+    if inv is not None and np.asarray(inv[1]).size == h and float(np.asarray(inv[1])[1]) > 0:
+        base_value = float(np.asarray(inv[1], dtype=np.float64)[1]) ** (-d / 2.0)
     else:
-        return []
-    theta = np.arctan2(s_all[:, :h], c_all[:, :h])
-    params_base: dict[str, Any] = {"length": n, "dim": d}
-    if ana.dtype_param:
-        params_base["dtype"] = ana.dtype_param
-    inv = ana.tensor("inv_freq")
-    per_section: list[list[Candidate]] = []
-    for st_, sh, sw in sections:
-        out: list[Candidate] = []
-        per_section.append(out)
-        rows = moved[offset:]  # rows[k - 1]: from cell k - 1 to cell k of the block (and on into the text)
-        other = rows[:, : h - sw].any(axis=1)
-        width = int(np.argmax(other)) + 1 if other.any() else n - offset
-        # ... or earlier, where the width chunk is back at the block's first value (a row of cells ends there while
-        # the other axes stand still: one row high, a frame step below 1)
-        w_cols = slice(h - sw, h)
-        wrap = [m for m in range(1, width) if np.array_equal(s_all[offset + m, w_cols], s_all[offset, w_cols])]
-        width = wrap[0] if wrap else width
-        # the grid's height: the first row of cells whose height chunk is back where the block started
-        h_cols = slice(st_, st_ + sh)
-        back = [
-            m
-            for m in range(1, (n - offset - 1) // width + 1)
-            if np.array_equal(s_all[offset + m * width, h_cols], s_all[offset, h_cols])
-        ]
-        # ... or, when the block ends before its height chunk comes back, a row of cells after which text follows
-        ends = [m for m in range(1, (n - offset) // width + 1) if _text_follows(moved, offset + m * width, n)]
-        heights = sorted({*back[:1], *ends[:3], 1})
-        # base: from inv_freq when given, else the slowest column of the chunk that moved first
-        if inv is not None and np.asarray(inv[1]).size == h and float(np.asarray(inv[1])[1]) > 0:
-            base_value = float(np.asarray(inv[1], dtype=np.float64)[1]) ** (-d / 2.0)
-        else:
-            # the slowest column's smallest turn between two rows is one position's worth: w_{h-1}
-            steps = (np.diff(theta[:, h - 1]) % an.TWO_PI)[moved[:, h - 1]]
-            steps = steps[(steps > 0) & (steps < math.pi)]
-            if steps.size == 0:
-                continue
-            base_value = float(steps.min()) ** (-d / (2.0 * (h - 1)))
-        if not (math.isfinite(base_value) and base_value > 1):
-            continue
+        steps = (np.diff(theta[:, h - 1]) % an.TWO_PI)[moved[:, h - 1]]
+        steps = steps[(steps > 0) & (steps < math.pi)]
+        if steps.size == 0:
+            return None
+        base_value = float(steps.min()) ** (-d / (2.0 * (h - 1)))
+    if not (math.isfinite(base_value) and base_value > 1):
+        return None
+    return base_value
+
+
+@dataclass
+class _MropeBlock:
+    """A vision block read from a table's angles ``theta`` (rows x half width): where it starts, its chunk
+    widths, its width in cells and the base; :meth:`readings` gives the parameters of each height and frame count."""
+
+    theta: np.ndarray
+    moved: np.ndarray
+    offset: int
+    section: tuple[int, int, int]
+    width: int
+    base_value: float
+
+    def t_step(self, frame: int, cells: int) -> int:
+        """The temporal id's advance at the first cell of ``frame`` (0-based): the slowest temporal column's angle
+        there against the block's first cell."""
+        col = self.section[0] - 1
+        d = 2 * self.theta.shape[1]
+        w_t = self.base_value ** (-2.0 * (self.section[0] - 1) / d)  # the slowest temporal column
+        turn = (float(self.theta[self.offset + frame * cells, col]) - float(self.theta[self.offset, col])) % an.TWO_PI
+        return round(turn / w_t)
+
+    def time_intervals(self, frames: int, cells: int) -> list[float]:
+        """The temporal steps the first frames show: 1 for one frame, else the first frame's advance (0.5 when it
+        does not advance: every step below 1 gives it), the second frame's half first when it is fractional."""
+        ti_values = [1.0]
+        if frames >= 2:
+            one = self.t_step(1, cells)
+            # a first frame that does not advance: a step below 1 (every one below 1 gives it; 0.5 names it)
+            ti_values = [float(one)] if one > 0 else [0.5]
+            if frames >= 3:  # a fractional step shows in the second frame: floor(2 t)
+                two = self.t_step(2, cells)
+                if two > 0 and two != 2 * one:
+                    ti_values.insert(0, two / 2.0)
+        return ti_values
+
+    def readings(self, heights: list[int]) -> list[tuple[dict[str, Any], str]]:
+        """(parameters, note) per height, frame count (the most that fit, or where text follows), base reading
+        and temporal step."""
+        n = self.theta.shape[0]
+        st_, sh, sw = self.section
+        width, offset = self.width, self.offset
+        out: list[tuple[dict[str, Any], str]] = []
         for height in heights:
             cells = width * height
-            w_t = base_value ** (-2.0 * (st_ - 1) / d)  # the slowest temporal column
-
-            def t_step(frame: int, cells: int = cells, col: int = st_ - 1, w_t: float = w_t) -> int:
-                """The temporal id's advance at the first cell of ``frame`` (0-based): the slowest temporal
-                column's angle there against the block's first cell."""
-                turn = (float(theta[offset + frame * cells, col]) - float(theta[offset, col])) % an.TWO_PI
-                return round(turn / w_t)
-
             frames_max = max(1, (n - offset) // cells)
-
-            ends = [f for f in range(1, frames_max + 1) if _text_follows(moved, offset + f * cells, n)]
+            ends = [f for f in range(1, frames_max + 1) if _text_follows(self.moved, offset + f * cells, n)]
             for frames in sorted({frames_max, *ends[:2]}):
-                ti_values = [1.0]
-                if frames >= 2:
-                    one = t_step(1)
-                    # a first frame that does not advance: a step below 1 (every one below 1 gives it; 0.5 names it)
-                    ti_values = [float(one)] if one > 0 else [0.5]
-                    if frames >= 3:  # a fractional step shows in the second frame: floor(2 t)
-                        two = t_step(2)
-                        if two > 0 and two != 2 * one:
-                            ti_values.insert(0, two / 2.0)
-                readings = base_readings(base_value)
+                ti_values = self.time_intervals(frames, cells)
+                readings = base_readings(self.base_value)
                 for b in [
                     r
                     for i, r in enumerate(readings[:2])
@@ -689,7 +744,6 @@ def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -
                 ]:
                     for ti in ti_values[:2]:
                         p = {
-                            **params_base,
                             "base": b,
                             "mrope_section": (st_, sh, sw),
                             "grid": f"{frames}x{height}x{width}",
@@ -700,10 +754,9 @@ def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -
                         note = (
                             f"{frames}x{height}x{width} vision block after {offset} text rows, chunks {st_}/{sh}/{sw}"
                         )
-                        out.append(Candidate(kind_cls.KIND, p, note=note))
-    # every chunk reading gets its turn within the driver's budget of candidates per kind
-    merged = [c for group in zip_longest(*per_section) for c in group if c is not None]
-    return merged[:24]
+                        out.append((p, note))
+
+        return out
 
 
 def _text_follows(moved: np.ndarray, end: int, n: int) -> bool:
