@@ -13,10 +13,6 @@ INSPECT = Path(__file__).resolve().parent.parent / "posenc_cli" / "inspect"
 MAX_LINES = 80
 #: Plain arithmetic, not thresholds.
 NEUTRAL = {0.0, 1.0, 0.5, 2.0, -1.0}
-#: Not yet split or named (the diagnosis is done; the structure readers and the analysis follow): each may only
-#: shrink, and the test fails when one is fixed without being taken off the list.
-PENDING_LONG = {"analysis.py": ["spectrum"], "hints/grid.py": ["_grid_hints"], "hints/rotary.py": ["hints_mrope"]}
-PENDING_LITERALS = {"analysis.py": 22, "hints/relative.py": 21, "hints/rotary.py": 50}
 
 
 def long_functions(source: str) -> list[tuple[str, int]]:
@@ -43,7 +39,7 @@ def _modules() -> list[Path]:
 
 def test_no_function_over_80_lines() -> None:
     found = {p.relative_to(INSPECT).as_posix(): sorted(n for n, _ in long_functions(p.read_text())) for p in _modules()}
-    assert {k: v for k, v in found.items() if v} == PENDING_LONG
+    assert {k: v for k, v in found.items() if v} == {}
 
 
 def test_no_threshold_literal_outside_tolerance() -> None:
@@ -52,7 +48,7 @@ def test_no_threshold_literal_outside_tolerance() -> None:
         for p in _modules()
         if p.name != "tolerance.py"
     }
-    assert {k: v for k, v in found.items() if v} == PENDING_LITERALS
+    assert {k: v for k, v in found.items() if v} == {}
 
 
 def test_the_walkers_see_what_they_forbid() -> None:

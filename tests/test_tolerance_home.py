@@ -80,3 +80,23 @@ def test_the_thresholds_keep_their_numbers() -> None:
         assert tolerance.coarse(dt) == (dt in (np.float16, ml_dtypes.bfloat16))
         assert tolerance.synth_atol(dt, 100, 0.5, 2.0) == 2 * e + 4 * 2.0**-52 * (100 * 0.5 + 1) * 2.0
     assert tolerance.ULP_TOL == 2.0
+
+
+def test_the_readers_constants_keep_their_numbers() -> None:
+    """The analysis's and the structure readers' thresholds, as they were typed in place before they moved here."""
+    t = tolerance
+    assert (t.LAG_GROWTH, t.ARCCOS_WEIGHT_FLOOR, t.SINGULAR_REL, t.AMPS_AGREE) == (1.5, 1e-12, 1e-12, 1e-6)
+    assert (t.FIT_SLACK, t.FIT_ERR_SIGMAS, t.TINY) == (8.0, 8.0, 1e-300)
+    assert (t.OFFSET_PHASE_TOL, t.OFFSET_FINE, t.OFFSET_STEP_FLOOR) == (1e-3, 1e-3, 1e-12)
+    assert (t.LADDER_REL_TOL, t.LADDER_DEFAULT_ERR, t.LADDER_SIGMA_FLOOR) == (1e-5, 1e-16, 1e-15)
+    assert (t.LADDER_BREAK, t.LADDER_BASE_ROUNDING, t.PROFILE_REL_TOL) == (4.0, 1e-7, 1e-6)
+    assert (t.RAMP_ROUNDING, t.RAMP_KEPT, t.RAMP_INTEGRAL, t.RAMP_START_INTEGRAL) == (1e-4, 1e-9, 1e-4, 1e-3)
+    assert (t.RAMP_INSIDE, t.LAW_ROUNDING, t.XPOS_RANK_ONE, t.MROPE_BASES_DIFFER) == (1e-6, 1e-6, 1e-3, 1e-9)
+    assert t.XPOS_SCALE_BASE_ROUNDINGS == (1e-6, 1e-4, 1e-3)
+    assert t.MAX_BIAS_ROUNDINGS == (1e-6, 1e-4, 1e-3, 1e-2)
+    assert (t.MPT_BIAS_ROUNDINGS, t.DIVISOR_ROUNDINGS) == ((1e-4, 1e-3, 1e-2), (1e-2, 1e-3))
+    assert (t.DIVISOR_ONE, t.LINE_PER_HEAD_RTOL, t.MAX_DISTANCE_CAP, t.DISTANCE_SLACK) == (1e-3, 1e-2, 128.0, 1e-6)
+    assert t.LONGROPE_BASES == (10000.0, 500000.0, 1000000.0)
+    assert t.DYNAMIC_FACTORS == (2.0, 4.0, 8.0, 16.0, 32.0)
+    assert t.NTK_FACTORS == (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 1.5, 3.0, 5.0, 10.0, 20.0)
+    assert (t.LLAMA3_HIGH, t.YARN_MSCALE, t.XPOS_ZETA_SHIFT, t.XPOS_ZETA_SPAN) == (4.0, 0.1, 0.4, 1.4)

@@ -131,7 +131,13 @@ class LagSample:
 
 
 def lag_sample(
-    n: int, *, centers: int = 8, growth: float = 1.5, start: int = 0, stride: int = 1, exclude: Any = ()
+    n: int,
+    *,
+    centers: int = 8,
+    growth: float = tolerance.LAG_GROWTH,
+    start: int = 0,
+    stride: int = 1,
+    exclude: Any = (),
 ) -> LagSample:
     """The rows :func:`pair_frequencies` and :func:`column_frequencies` need for a table of ``n`` positions.
 
@@ -245,7 +251,7 @@ def _unwrap(
     # the scatter of a few lags can underestimate the error: never report less than the rounding error of the
     # table (``floor`` per measured angle, weighted like the fit) allows
     info = np.sum(wts * (lags[:, None].astype(np.float64) ** 2), axis=0)
-    err = np.maximum(np.nan_to_num(err, nan=np.inf), floor / np.sqrt(np.maximum(info, 1e-300)))
+    err = np.maximum(np.nan_to_num(err, nan=np.inf), floor / np.sqrt(np.maximum(info, tolerance.TINY)))
     return FrequencyEstimate(freq=w, err=err, ok=ok & np.isfinite(w))
 
 
@@ -282,7 +288,7 @@ def column_frequencies(x: np.ndarray, sample: LagSample, eps: float) -> Frequenc
         a = np.arccos(np.clip(ratio, -1.0, 1.0))
         measured[i] = np.where(den > 0, a, np.nan)
         # arccos is ill-conditioned near 0 and pi: weight each lag by sin^2 of its angle
-        weights[i] = np.where(den > 0, np.maximum(np.sin(a) ** 2, 1e-12), 0.0)
+        weights[i] = np.where(den > 0, np.maximum(np.sin(a) ** 2, tolerance.ARCCOS_WEIGHT_FLOOR), 0.0)
     return _unwrap(measured, sample.lags, weights, cosine=True, floor=eps)
 
 
@@ -390,7 +396,7 @@ def find_pairs(x: np.ndarray, tol: float, *, skip: np.ndarray | None = None) -> 
             continue
         i2, j2 = i[keep], j[keep]
         spread = _square_sum_spread(x, i2, j2)
-        scale = np.maximum(np.maximum(amp[i2], amp[j2]) ** 2, 1e-300)
+        scale = np.maximum(np.maximum(amp[i2], amp[j2]) ** 2, tolerance.TINY)
         worst = float(np.max(spread / scale))
         # the pairing with the most pairs, then the tightest one, wins (low-precision tables fit loosely)
         if worst <= tol and (len(i2), -worst) > (best_key[0], -best_key[1]):
@@ -470,7 +476,6 @@ def spectrum(
     eps = data_eps(dt)
     tol = tolerance.fit_tol(dt) if tol is None else tol
     width = x.shape[1]
-    pos = sample.pos
     finite = np.all(np.isfinite(x), axis=0)
     zero = finite & np.all(x == 0, axis=0)
     zero_cols = np.flatnonzero(zero)
@@ -484,91 +489,147 @@ def spectrum(
             if find
             else []
         )
-    oscillators: list[Oscillator] = []
-    paired: set[int] = set()
-    if pairs:
-        pi = np.array([p[0] for p in pairs])
-        pj = np.array([p[1] for p in pairs])
-        est = pair_frequencies(x[:, pi], x[:, pj], sample, eps)
-        for k in range(len(pairs)):
-            w = float(est.freq[k])
-            s_col, c_col = int(pi[k]), int(pj[k])
-            if not math.isfinite(w):
-                continue
-            if w < 0:
-                s_col, c_col, w = c_col, s_col, -w
-            z = x[:, c_col] + 1j * x[:, s_col]
-            coef = np.mean(z * np.exp(-1j * w * pos))
-            amplitude, phase = float(abs(coef)), float(np.angle(coef))
-            fit = amplitude * np.exp(1j * (w * pos + phase))
-            dev = np.abs(z - fit)
-            res = float(np.max(dev))
-            if est.ok[k] and _fits(dev, tol * max(amplitude, 1e-300) * 8, amplitude, w, pos, float(est.err[k])):
-                oscillators.append(Oscillator(w, float(est.err[k]), amplitude, phase, s_col, c_col, res))
-                paired.update((s_col, c_col))
+    oscillators, paired = _paired_oscillators(x, pairs or [], sample, eps, tol)
     singles = np.array([c for c in range(width) if c not in paired and not zero[c] and finite[c]], dtype=np.int64)
     other: list[int] = sorted(set(bad.tolist()))
     if singles.size:
-        est = column_frequencies(x[:, singles], sample, eps)
-        w_s = np.where(np.isfinite(est.freq), est.freq, 0.0)
-        design_c = np.cos(np.outer(pos, w_s))
-        design_s = np.sin(np.outer(pos, w_s))
-        xs = x[:, singles]
-        # least squares x = a cos(wt) + b sin(wt) per column (2 x 2 normal equations)
-        cc = np.einsum("ij,ij->j", design_c, design_c)
-        ss = np.einsum("ij,ij->j", design_s, design_s)
-        cs = np.einsum("ij,ij->j", design_c, design_s)
-        xc = np.einsum("ij,ij->j", xs, design_c)
-        xsn = np.einsum("ij,ij->j", xs, design_s)
-        det = cc * ss - cs * cs
-        flat = np.abs(det) <= 1e-12 * np.maximum(cc * ss, 1e-300)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            a = np.where(flat, xc / np.where(cc > 0, cc, 1.0), (xc * ss - xsn * cs) / np.where(flat, 1.0, det))
-            b = np.where(flat, 0.0, (xsn * cc - xc * cs) / np.where(flat, 1.0, det))
-        amp_s = np.hypot(a, b)
-        phase_s = np.arctan2(-b, a)
-        fit = amp_s[None, :] * np.cos(np.outer(pos, w_s) + phase_s[None, :])
-        res_s = np.max(np.abs(xs - fit), axis=0)
-        # a single column cannot tell amplitude from frequency when its angle barely moves (sin x ~ x): with the
-        # amplitude of the pairs (or the caller's) known, refine frequency and phase by Gauss-Newton
         amps = [o.amplitude for o in oscillators] if known_amp is None else [known_amp]
-        if amps and np.ptp(amps) <= 1e-6 * max(amps):
-            amp = float(np.median(amps))
-            w2, p2, r2, gn_err = _refine_singles(xs, pos, w_s, phase_s, amp, np.full_like(res_s, np.inf))
-            # on a few rows the Chebyshev start can be far off for slow columns: also start from the angle read
-            # directly (arcsin for a sin column, arccos for a cos column) between the first and last rows
-            span = max(pos[-1] - pos[0], 1.0)
-            u0, u1 = np.clip(xs[0] / amp, -1, 1), np.clip(xs[-1] / amp, -1, 1)
-            starts = (
-                (np.abs(np.arcsin(u1) - np.arcsin(u0)) / span, np.arcsin(u0) - math.pi / 2),
-                (np.abs(np.arccos(u1) - np.arccos(u0)) / span, np.arccos(u0)),
-            )
-            for w0_, p0_ in starts:
-                w3, p3, r3, e3 = _refine_singles(xs, pos, w0_, p0_ - w0_ * pos[0], amp, np.full_like(res_s, np.inf))
-                better = r3 < r2
-                w2, p2 = np.where(better, w3, w2), np.where(better, p3, p2)
-                r2, gn_err = np.where(better, r3, r2), np.where(better, e3, gn_err)
-            # the free-amplitude fit can look as good on a few rows; the fixed amplitude wins if it fits the data
-            use = np.isfinite(w2) & (r2 <= np.maximum(tolerance.REFIT_FREE * res_s, tolerance.refit_tol(dt, amp)))
-            w_s, phase_s, res_s = np.where(use, w2, w_s), np.where(use, p2, phase_s), np.where(use, r2, res_s)
-            amp_s = np.where(use, amp, amp_s)
-            est.err = np.where(
-                use, np.maximum(np.nan_to_num(gn_err, nan=np.inf), tolerance.freq_err_floor(dt)), est.err
-            )
-        dev_s = np.abs(xs - amp_s[None, :] * np.cos(np.outer(pos, w_s) + phase_s[None, :]))
-        for k, col in enumerate(singles.tolist()):
-            if est.ok[k] and _fits(
-                dev_s[:, k], tol * max(float(amp_s[k]), 1e-300) * 8, float(amp_s[k]), w_s[k], pos, float(est.err[k])
-            ):
-                oscillators.append(
-                    Oscillator(
-                        float(w_s[k]), float(est.err[k]), float(amp_s[k]), float(phase_s[k]), None, col, float(res_s[k])
-                    )
-                )
-            else:
-                other.append(col)
+        found, rest = _single_oscillators(x, singles, sample, eps, tol, dt, amps)
+        oscillators += found
+        other += rest
     oscillators.sort(key=lambda o: min(o.columns))
     return Spectrum(width, oscillators, zero_cols.tolist(), sorted(other), tol, n)
+
+
+def _paired_oscillators(
+    x: np.ndarray, pairs: list[tuple[int, int]], sample: LagSample, eps: float, tol: float
+) -> tuple[list[Oscillator], set[int]]:
+    """The oscillators of (sin, cos) column ``pairs`` of ``x`` (read on ``sample.rows``): each pair's frequency,
+    amplitude and phase as one complex exponential, kept when its fit is rounding (:func:`_fits`); with the
+    columns they account for."""
+    oscillators: list[Oscillator] = []
+    paired: set[int] = set()
+    if not pairs:
+        return oscillators, paired
+    pos = sample.pos
+    pi = np.array([p[0] for p in pairs])
+    pj = np.array([p[1] for p in pairs])
+    est = pair_frequencies(x[:, pi], x[:, pj], sample, eps)
+    for k in range(len(pairs)):
+        w = float(est.freq[k])
+        s_col, c_col = int(pi[k]), int(pj[k])
+        if not math.isfinite(w):
+            continue
+        if w < 0:
+            s_col, c_col, w = c_col, s_col, -w
+        z = x[:, c_col] + 1j * x[:, s_col]
+        coef = np.mean(z * np.exp(-1j * w * pos))
+        amplitude, phase = float(abs(coef)), float(np.angle(coef))
+        fit = amplitude * np.exp(1j * (w * pos + phase))
+        dev = np.abs(z - fit)
+        res = float(np.max(dev))
+        if est.ok[k] and _fits(
+            dev, tol * max(amplitude, tolerance.TINY) * tolerance.FIT_SLACK, amplitude, w, pos, float(est.err[k])
+        ):
+            oscillators.append(Oscillator(w, float(est.err[k]), amplitude, phase, s_col, c_col, res))
+            paired.update((s_col, c_col))
+    return oscillators, paired
+
+
+def _single_oscillators(
+    x: np.ndarray, singles: np.ndarray, sample: LagSample, eps: float, tol: float, dt: np.dtype, amps: list[float]
+) -> tuple[list[Oscillator], list[int]]:
+    """The oscillators of unpaired columns ``singles`` of ``x``: a free sinusoid fitted to each
+    (:func:`_free_single_fits`), refitted with the amplitude fixed when ``amps`` (the pairs' or the caller's)
+    agree on one (:func:`_fixed_amplitude_refit`); kept when the fit is rounding, else returned as other columns."""
+    pos = sample.pos
+    est = column_frequencies(x[:, singles], sample, eps)
+    w_s = np.where(np.isfinite(est.freq), est.freq, 0.0)
+    xs = x[:, singles]
+    amp_s, phase_s, res_s = _free_single_fits(xs, pos, w_s)
+    err_s = est.err
+    # a single column cannot tell amplitude from frequency when its angle barely moves (sin x ~ x): with the
+    # amplitude of the pairs (or the caller's) known, refine frequency and phase by Gauss-Newton
+    if amps and np.ptp(amps) <= tolerance.AMPS_AGREE * max(amps):
+        amp = float(np.median(amps))
+        w_s, phase_s, res_s, amp_s, err_s = _fixed_amplitude_refit(xs, pos, w_s, phase_s, res_s, amp_s, err_s, amp, dt)
+    dev_s = np.abs(xs - amp_s[None, :] * np.cos(np.outer(pos, w_s) + phase_s[None, :]))
+    found: list[Oscillator] = []
+    other: list[int] = []
+    for k, col in enumerate(singles.tolist()):
+        if est.ok[k] and _fits(
+            dev_s[:, k],
+            tol * max(float(amp_s[k]), tolerance.TINY) * tolerance.FIT_SLACK,
+            float(amp_s[k]),
+            w_s[k],
+            pos,
+            float(err_s[k]),
+        ):
+            found.append(
+                Oscillator(
+                    float(w_s[k]), float(err_s[k]), float(amp_s[k]), float(phase_s[k]), None, col, float(res_s[k])
+                )
+            )
+        else:
+            other.append(col)
+    return found, other
+
+
+def _free_single_fits(xs: np.ndarray, pos: np.ndarray, w_s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Amplitude, phase and largest residual of ``a cos(wt) + b sin(wt)`` fitted by least squares to each column of
+    ``xs`` at its frequency ``w_s`` (2 x 2 normal equations; a singular system fits the cos term alone)."""
+    design_c = np.cos(np.outer(pos, w_s))
+    design_s = np.sin(np.outer(pos, w_s))
+    cc = np.einsum("ij,ij->j", design_c, design_c)
+    ss = np.einsum("ij,ij->j", design_s, design_s)
+    cs = np.einsum("ij,ij->j", design_c, design_s)
+    xc = np.einsum("ij,ij->j", xs, design_c)
+    xsn = np.einsum("ij,ij->j", xs, design_s)
+    det = cc * ss - cs * cs
+    flat = np.abs(det) <= tolerance.SINGULAR_REL * np.maximum(cc * ss, tolerance.TINY)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a = np.where(flat, xc / np.where(cc > 0, cc, 1.0), (xc * ss - xsn * cs) / np.where(flat, 1.0, det))
+        b = np.where(flat, 0.0, (xsn * cc - xc * cs) / np.where(flat, 1.0, det))
+    amp_s = np.hypot(a, b)
+    phase_s = np.arctan2(-b, a)
+    fit = amp_s[None, :] * np.cos(np.outer(pos, w_s) + phase_s[None, :])
+    return amp_s, phase_s, np.max(np.abs(xs - fit), axis=0)
+
+
+def _fixed_amplitude_refit(
+    xs: np.ndarray,
+    pos: np.ndarray,
+    w_s: np.ndarray,
+    phase_s: np.ndarray,
+    res_s: np.ndarray,
+    amp_s: np.ndarray,
+    err_s: np.ndarray,
+    amp: float,
+    dt: np.dtype,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Single columns refitted with the amplitude fixed at ``amp`` (Gauss-Newton on frequency and phase, from the
+    free fit and from the angles read directly): ``(w, phase, residual, amplitude, frequency error)``, the
+    refit's where it fits the data (:func:`posenc_cli.inspect.tolerance.refit_tol`), the free fit's elsewhere."""
+    w2, p2, r2, gn_err = _refine_singles(xs, pos, w_s, phase_s, amp, np.full_like(res_s, np.inf))
+    # on a few rows the Chebyshev start can be far off for slow columns: also start from the angle read
+    # directly (arcsin for a sin column, arccos for a cos column) between the first and last rows
+    span = max(pos[-1] - pos[0], 1.0)
+    u0, u1 = np.clip(xs[0] / amp, -1, 1), np.clip(xs[-1] / amp, -1, 1)
+    starts = (
+        (np.abs(np.arcsin(u1) - np.arcsin(u0)) / span, np.arcsin(u0) - math.pi / 2),
+        (np.abs(np.arccos(u1) - np.arccos(u0)) / span, np.arccos(u0)),
+    )
+    for w0_, p0_ in starts:
+        w3, p3, r3, e3 = _refine_singles(xs, pos, w0_, p0_ - w0_ * pos[0], amp, np.full_like(res_s, np.inf))
+        better = r3 < r2
+        w2, p2 = np.where(better, w3, w2), np.where(better, p3, p2)
+        r2, gn_err = np.where(better, r3, r2), np.where(better, e3, gn_err)
+    # the free-amplitude fit can look as good on a few rows; the fixed amplitude wins if it fits the data
+    use = np.isfinite(w2) & (r2 <= np.maximum(tolerance.REFIT_FREE * res_s, tolerance.refit_tol(dt, amp)))
+    w_s, phase_s, res_s = np.where(use, w2, w_s), np.where(use, p2, phase_s), np.where(use, r2, res_s)
+    amp_s = np.where(use, amp, amp_s)
+    err_s = np.where(use, np.maximum(np.nan_to_num(gn_err, nan=np.inf), tolerance.freq_err_floor(dt)), err_s)
+    return w_s, phase_s, res_s, amp_s, err_s
 
 
 def _fits(dev: np.ndarray, tol: float, amplitude: float, w: float, pos: np.ndarray, err: float = 0.0) -> bool:
@@ -586,7 +647,9 @@ def _fits(dev: np.ndarray, tol: float, amplitude: float, w: float, pos: np.ndarr
         return False
     centre = float(np.mean(pos))
     # the fit's own error counts only as far as the formula's error explains it (never widened by noise)
-    fit_err = np.minimum(8.0 * (err if math.isfinite(err) else 0.0) * np.abs(pos - centre), top) + top
+    fit_err = (
+        np.minimum(tolerance.FIT_ERR_SIGMAS * (err if math.isfinite(err) else 0.0) * np.abs(pos - centre), top) + top
+    )
     return bool(np.all(dev <= tol + abs(amplitude) * np.minimum(2.0, allow + fit_err)))
 
 
@@ -606,7 +669,7 @@ def _refine_singles(
         a11, a12, a22 = np.einsum("ij,ij->j", jw, jw), np.einsum("ij,ij->j", jw, jp), np.einsum("ij,ij->j", jp, jp)
         b1, b2 = np.einsum("ij,ij->j", jw, r), np.einsum("ij,ij->j", jp, r)
         det = a11 * a22 - a12 * a12
-        good = np.abs(det) > 1e-300
+        good = np.abs(det) > tolerance.TINY
         with np.errstate(invalid="ignore", divide="ignore"):
             dw = np.where(good, (b1 * a22 - b2 * a12) / np.where(good, det, 1.0), 0.0)
             dp = np.where(good, (a11 * b2 - a12 * b1) / np.where(good, det, 1.0), 0.0)
@@ -616,7 +679,9 @@ def _refine_singles(
         w, phase, res = np.where(better, w_new, w), np.where(better, p_new, phase), np.where(better, res_new, res)
         # 1-sigma of w for values rounded to about res: sqrt((J^T J)^-1)[w, w] * res
         with np.errstate(invalid="ignore", divide="ignore"):
-            err = np.where(good, np.sqrt(np.abs(a22 / np.where(good, det, 1.0))) * np.maximum(res, 1e-300), np.inf)
+            err = np.where(
+                good, np.sqrt(np.abs(a22 / np.where(good, det, 1.0))) * np.maximum(res, tolerance.TINY), np.inf
+            )
     # cos is even: report the same column with a non-negative frequency
     neg = w < 0
     return np.where(neg, -w, w), np.where(neg, -phase, phase), res, err
@@ -662,8 +727,8 @@ def _offset_candidates(
         ]
     )
     # float32 phases tell a true fit from a near one; coarse (float16) phases only within their noise, ~tol
-    step = tol / 16 if tol <= 1e-3 else tol
-    order = np.lexsort((np.abs(cand), np.round(mis_all / max(step, 1e-12))))[:64]
+    step = tol / 16 if tol <= tolerance.OFFSET_FINE else tol
+    order = np.lexsort((np.abs(cand), np.round(mis_all / max(step, tolerance.OFFSET_STEP_FLOOR))))[:64]
     return cand[order], mis_all[order]
 
 
@@ -678,14 +743,19 @@ def position_offset(
     turn (misfit within ``tol`` rad plus 6 sigma of the frequency times ``|o|``); the best fit wins, the smallest
     ``|o|`` among equal fits. Returns ``(o, max phase misfit)`` or None when there are no oscillators.
     """
-    found = _offset_candidates(spec, single_phase, 1e-3 if tol is None else tol, max_offset)
+    found = _offset_candidates(spec, single_phase, tolerance.OFFSET_PHASE_TOL if tol is None else tol, max_offset)
     if found is None or found[0].size == 0:
         return None
     return int(found[0][0]), float(found[1][0])
 
 
 def position_offsets(
-    spec: Spectrum, *, single_phase: float = 0.0, tol: float = 1e-3, count: int = 3, max_offset: int = 1 << 24
+    spec: Spectrum,
+    *,
+    single_phase: float = 0.0,
+    tol: float = tolerance.OFFSET_PHASE_TOL,
+    count: int = 3,
+    max_offset: int = 1 << 24,
 ) -> list[tuple[int, float]]:
     """Up to ``count`` offsets that fit the phases within ``tol``, best first (low-precision tables leave several
     plausible; 0 is among them whenever it fits)."""
@@ -770,7 +840,9 @@ class GeometricFit:
         return self.w0 * self.ratio ** np.asarray(k, dtype=np.float64)
 
 
-def geometric_fit(freqs: np.ndarray, errs: np.ndarray | None = None, *, rel_tol: float = 1e-5) -> GeometricFit | None:
+def geometric_fit(
+    freqs: np.ndarray, errs: np.ndarray | None = None, *, rel_tol: float = tolerance.LADDER_REL_TOL
+) -> GeometricFit | None:
     """Fit ``log w_k = log w0 + k log ratio`` to positive frequencies in their given order.
 
     The longest leading run that the fit of that run explains within ``max(rel_tol, 6 sigma)`` is kept (a
@@ -786,8 +858,8 @@ def geometric_fit(freqs: np.ndarray, errs: np.ndarray | None = None, *, rel_tol:
         return None
     if n == 1:
         return GeometricFit(float(w[0]), 1.0, 1, 0.0)
-    e = np.full(n, 1e-16) if errs is None else np.asarray(errs, dtype=np.float64)[:n]
-    sig = np.maximum(e / w, 1e-15)
+    e = np.full(n, tolerance.LADDER_DEFAULT_ERR) if errs is None else np.asarray(errs, dtype=np.float64)[:n]
+    sig = np.maximum(e / w, tolerance.LADDER_SIGMA_FLOOR)
     y = np.log(w)
     k = np.arange(n, dtype=np.float64)
 
@@ -814,7 +886,7 @@ def geometric_fit(freqs: np.ndarray, errs: np.ndarray | None = None, *, rel_tol:
                 break
             m += 1
             icpt, slope, worst2 = fit(m)
-            if worst2 > 4.0:
+            if worst2 > tolerance.LADDER_BREAK:
                 m -= 1
                 icpt, slope, _ = fit(m)
                 break
@@ -835,7 +907,7 @@ def infer_base(ratio: float, w0: float, n_freqs: int, width: int) -> tuple[float
     if n_freqs > 1:
         options.insert(1, ("k/(n-1)", ratio ** (-(n_freqs - 1.0))))
     for name, base in options:
-        nice = nice_number(base, 1e-7)
+        nice = nice_number(base, tolerance.LADDER_BASE_ROUNDING)
         if nice_digits(nice) <= 4:
             return base, name
     return options[0][1], options[0][0]
@@ -886,7 +958,7 @@ def scaling_profile(
     errs: np.ndarray | None = None,
     ref_errs: np.ndarray | None = None,
     *,
-    rel_tol: float = 1e-6,
+    rel_tol: float = tolerance.PROFILE_REL_TOL,
 ) -> ScalingProfile:
     """Classify ``freqs`` against ``reference`` (same order, e.g. both highest first).
 

@@ -128,7 +128,8 @@ RATIO_FLOOR = 1e-6
 #: that reproduces the table within its rounding is its reading).
 FACTOR_ROUNDINGS = (1e-6, 1e-4, 1e-3)
 COARSE_FACTOR_ROUNDINGS = (1e-2, 5e-2)
-#: An exact ``inv_freq`` tensor's frequencies are known to this relative error (never below :data:`TINY`).
+#: An exact ``inv_freq`` tensor's frequencies are known to this relative error (never below :data:`TINY`, the
+#: smallest positive divisor or scale anywhere in inspection).
 EXACT_FREQ_REL = 1e-15
 TINY = 1e-300
 #: A ladder's first frequency counts as 1 (no factor) within this (or the amplitude's tolerance, if larger).
@@ -222,6 +223,88 @@ HEAD_FACTORS_SAME = 1e-9
 #: A residual is stated in ulps up to this many (beyond, as an absolute difference); rounded up after this slack.
 ULPS_SHOWN = 64
 ULP_CEIL_SLACK = 1e-9
+
+# ----- the table analysis's numerics (posenc_cli.inspect.analysis) ---------------------------------------------
+#: The lags a table is sampled at grow geometrically by this factor.
+LAG_GROWTH = 1.5
+#: A lag whose measured angle sits at 0 or pi (where arccos is ill-conditioned) keeps at least this weight.
+ARCCOS_WEIGHT_FLOOR = 1e-12
+#: A single column's 2 x 2 least-squares system is singular when its determinant is below this fraction of its
+#: diagonal's product (the column is then fitted by its cos term alone).
+SINGULAR_REL = 1e-12
+#: The pairs' amplitudes agree (so a single column's amplitude is known) within this relative spread.
+AMPS_AGREE = 1e-6
+#: A sinusoid's fit deviations are rounding while within this many times the fit tolerance times the amplitude ...
+FIT_SLACK = 8.0
+#: ... plus the fitted frequency's error, counted this many standard errors, times the distance from the centre.
+FIT_ERR_SIGMAS = 8.0
+#: Phases fit a position offset within this (radians) by default.
+OFFSET_PHASE_TOL = 1e-3
+#: A phase tolerance at most this (float32 phases) ranks offset candidates in steps of a sixteenth of it; a
+#: coarser one in steps of itself; a step is never below :data:`OFFSET_STEP_FLOOR`.
+OFFSET_FINE = 1e-3
+OFFSET_STEP_FLOOR = 1e-12
+#: A geometric ladder's log-frequencies lie on a line within this (or six standard errors) ...
+LADDER_REL_TOL = 1e-5
+#: ... frequencies given without errors are taken as known to this, and never to better than
+#: :data:`LADDER_SIGMA_FLOOR` relative ...
+LADDER_DEFAULT_ERR = 1e-16
+LADDER_SIGMA_FLOOR = 1e-15
+#: ... and a ladder grown one frequency at a time stops where its worst deviation exceeds this many allowances.
+LADDER_BREAK = 4.0
+#: A ladder's base is tried as the shortest decimal within this relative tolerance (a round base names its
+#: exponent convention).
+LADDER_BASE_ROUNDING = 1e-7
+#: A frequency ratio equals 1 (kept) or the smallest ratio (divided) within this relative tolerance by default
+#: (:func:`posenc_cli.inspect.analysis.scaling_profile`).
+PROFILE_REL_TOL = 1e-6
+
+# ----- the rotary readers' thresholds (posenc_cli.inspect.hints.rotary) -----------------------------------------
+#: A ramp's parameters read off its line (llama3's original length and high factor, YaRN's factor) are shown
+#: rounded to this relative tolerance.
+RAMP_ROUNDING = 1e-4
+#: A frequency ratio within this of 1 is kept when llama3's factor is solved from its default ramp.
+RAMP_KEPT = 1e-9
+#: A YaRN ramp's ends read from its line are integers (a truncated correction range) within this ...
+RAMP_INTEGRAL = 1e-4
+#: ... and an unsaturated ramp's start is an integer within this.
+RAMP_START_INTEGRAL = 1e-3
+#: log xPos scales are rank one in (position, zeta_k) while no value strays from the rank-one fit by more than this.
+XPOS_RANK_ONE = 1e-3
+#: xPos's scale_base is tried rounded to these relative tolerances.
+XPOS_SCALE_BASE_ROUNDINGS = (1e-6, 1e-4, 1e-3)
+#: mrope's second base reading is tried only when it differs from the first by more than this, relative.
+MROPE_BASES_DIFFER = 1e-9
+
+# ----- the relative readers' thresholds (posenc_cli.inspect.hints.relative) -------------------------------------
+#: An ALiBi max_bias read from the slopes is tried rounded to these relative tolerances ...
+MAX_BIAS_ROUNDINGS = (1e-6, 1e-4, 1e-3, 1e-2)
+#: ... MPT's (from a heads x 1 x len bias) to these ...
+MPT_BIAS_ROUNDINGS = (1e-4, 1e-3, 1e-2)
+#: ... and Falcon's divisor to these, kept only when it differs from 1 by more than :data:`DIVISOR_ONE`.
+DIVISOR_ROUNDINGS = (1e-2, 1e-3)
+DIVISOR_ONE = 1e-3
+#: A heads x 1 x len bias is one line per head within this relative tolerance (regeneration then decides).
+LINE_PER_HEAD_RTOL = 1e-2
+#: T5 buckets' max_distance: a range open above is capped at no less than T5's default, and round candidates
+#: count inside the range within this relative slack.
+MAX_DISTANCE_CAP = 128.0
+DISTANCE_SLACK = 1e-6
+
+# ----- the readers' candidates and formula constants, not thresholds --------------------------------------------
+#: Bases tried when per-column factors hide the ladder (LongRoPE).
+LONGROPE_BASES = (10000.0, 500000.0, 1000000.0)
+#: Factors tried for dynamic NTK's base at the table's sequence length.
+DYNAMIC_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0)
+#: Factors tried for NTK's base change b' = b * f^(d/(d-2)) when the plain base is not a round number.
+NTK_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 1.5, 3.0, 5.0, 10.0, 20.0)
+#: llama3 scaling's default high_freq_factor (Llama 3.1's; low_freq_factor 1, original length 8192).
+LLAMA3_HIGH = 4.0
+#: YaRN's default attention factor is ``YARN_MSCALE * ln(factor) + 1``.
+YARN_MSCALE = 0.1
+#: xPos's per-pair bases ``zeta_k = (2k + XPOS_ZETA_SHIFT d) / (XPOS_ZETA_SPAN d)``.
+XPOS_ZETA_SHIFT = 0.4
+XPOS_ZETA_SPAN = 1.4
 
 
 def finfo(dtype: Any) -> Any:

@@ -99,7 +99,7 @@ def _grid_hints(
     exactly the columns the layout gives to ``a`` (values at equal coordinates are computed identically, so
     this holds bit for bit whatever the dtype); then each axis' frequencies give the base."""
     from .. import analysis as an
-    from ..candidates import Candidate, round_variants
+    from ..candidates import Candidate
 
     if ana.ndim != 2 or not ana.floating or ana.n < 1:
         return []
@@ -110,13 +110,7 @@ def _grid_hints(
     d = ana.width
     f = -(-d // (2 * ndim_grid))
     row0 = an.read_rows(ana.table, [first])[0]
-    trig_of = np.where(row0 == 0, 0, np.where(row0 == 1, 1, -1))
-    plans = []
-    for order_i, axis_order in enumerate(order_names):
-        for layout_i, layout in enumerate(layout_names):
-            exp_axis, exp_trig, exp_k = _grid_plan(ndim_grid, f, d, order_i, layout_i)
-            if np.array_equal(exp_trig, trig_of):
-                plans.append((axis_order, layout, exp_axis, exp_k, exp_trig))
+    plans = _grid_plans(ndim_grid, f, d, row0, layout_names, order_names)
     if not plans:
         return []
     rng = np.random.default_rng(0)
@@ -132,37 +126,7 @@ def _grid_hints(
     for shape in shapes:
         strides = [math.prod(shape[a + 1 :]) for a in range(ndim_grid)]
         for axis_order, layout, exp_axis, exp_k, exp_trig in plans:
-            ok = True
-            for a in range(ndim_grid):
-                if shape[a] < 2:
-                    # an axis of length 1 never changes: its columns equal the first row's everywhere
-                    mine_all = exp_axis == a
-                    if mine_all.any() and any(
-                        not np.array_equal(row(int(r))[mine_all], row0[mine_all])
-                        for r in rng.integers(0, cells, size=6)
-                    ):
-                        ok = False
-                        break
-                    continue
-                others = exp_axis != a
-                mine = (exp_axis == a) & (exp_k == 0)
-                # cells r (coordinate a below its last value) and r + stride_a differ in axis a only: along the
-                # whole line of axis a through the origin (a wrong side length crosses a true boundary there), and
-                # at a few random cells
-                line = [c * strides[a] for c in range(min(shape[a] - 1, 512))]
-                starts = line + [int(x) for x in rng.integers(0, cells, size=6)]
-                for r in starts:
-                    coord = (r // strides[a]) % shape[a]
-                    if coord == shape[a] - 1:
-                        r -= strides[a]
-                    x0, x1 = row(r), row(r + strides[a])
-                    moved = not mine.any() or not np.array_equal(x0[mine], x1[mine])
-                    if not np.array_equal(x0[others], x1[others]) or not moved:
-                        ok = False
-                        break
-                if not ok:
-                    break
-            if not ok:
+            if not _moves_by_axis(shape, strides, exp_axis, exp_k, row, row0, rng, cells):
                 continue
             grid = "x".join(map(str, shape))
             params = {
@@ -178,31 +142,7 @@ def _grid_hints(
             channel_options = ["exact", "ceil"] if params["channels"] == "exact" else ["ceil"]
             if ana.dtype_param:
                 params["dtype"] = ana.dtype_param
-            bases = [tolerance.DEFAULT_BASE]
-            # the longest axis that has a sin/cos pair beyond k = 0 (truncated columns may lack one)
-            for axis in sorted(range(ndim_grid), key=lambda a: -shape[a]):
-                pairs = []
-                for k in range(1, f):
-                    sc = np.flatnonzero((exp_axis == axis) & (exp_trig == 0) & (exp_k == k))
-                    cc = np.flatnonzero((exp_axis == axis) & (exp_trig == 1) & (exp_k == k))
-                    if sc.size:
-                        pairs.append((k, sc[0], cc[0] if cc.size else -1))
-                if shape[axis] < 2 or not pairs:
-                    continue
-                w = _axis_frequencies(
-                    ana.table,
-                    first,
-                    strides[axis],
-                    shape[axis],
-                    np.array([p[1] for p in pairs]),
-                    np.array([p[2] for p in pairs]),
-                )
-                e = np.array([p[0] for p in pairs]) / f
-                good = w > 0
-                if good.any():
-                    log_base = -float(np.sum(e[good] * np.log(w[good])) / np.sum(e[good] ** 2))
-                    bases = round_variants(math.exp(log_base), tols=tolerance.GRID_BASE_ROUNDINGS)
-                break
+            bases = _grid_bases(ana, first, f, shape, strides, exp_axis, exp_trig, exp_k)
             note = f"{grid} grid, {layout} per axis, {axis_order} axes"
             for b in bases:
                 for ch in channel_options:
@@ -210,3 +150,99 @@ def _grid_hints(
         if len(out) >= 24:
             break
     return out
+
+
+def _grid_plans(
+    ndim_grid: int, f: int, d: int, row0: np.ndarray, layout_names: tuple[str, ...], order_names: tuple[str, ...]
+) -> list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]:
+    """The (axis order, layout) conventions whose sin/cos columns match the first cell's row ``row0`` (sin 0 = 0,
+    cos 0 = 1), each with its per-column axis, frequency index and sin/cos plan (:func:`_grid_plan`)."""
+    trig_of = np.where(row0 == 0, 0, np.where(row0 == 1, 1, -1))
+    plans = []
+    for order_i, axis_order in enumerate(order_names):
+        for layout_i, layout in enumerate(layout_names):
+            exp_axis, exp_trig, exp_k = _grid_plan(ndim_grid, f, d, order_i, layout_i)
+            if np.array_equal(exp_trig, trig_of):
+                plans.append((axis_order, layout, exp_axis, exp_k, exp_trig))
+    return plans
+
+
+def _moves_by_axis(
+    shape: tuple[int, ...],
+    strides: list[int],
+    exp_axis: np.ndarray,
+    exp_k: np.ndarray,
+    row: Any,
+    row0: np.ndarray,
+    rng: np.random.Generator,
+    cells: int,
+) -> bool:
+    """Whether a grid of ``shape`` fits the table read by ``row(r)`` (cell r): a step along each axis changes
+    that axis' columns (its k = 0 column at least) and no other, bit for bit; an axis of length 1 never changes."""
+    ndim_grid = len(shape)
+    for a in range(ndim_grid):
+        if shape[a] < 2:
+            # an axis of length 1 never changes: its columns equal the first row's everywhere
+            mine_all = exp_axis == a
+            if mine_all.any() and any(
+                not np.array_equal(row(int(r))[mine_all], row0[mine_all]) for r in rng.integers(0, cells, size=6)
+            ):
+                return False
+            continue
+        others = exp_axis != a
+        mine = (exp_axis == a) & (exp_k == 0)
+        # cells r (coordinate a below its last value) and r + stride_a differ in axis a only: along the
+        # whole line of axis a through the origin (a wrong side length crosses a true boundary there), and
+        # at a few random cells
+        line = [c * strides[a] for c in range(min(shape[a] - 1, 512))]
+        starts = line + [int(x) for x in rng.integers(0, cells, size=6)]
+        for r in starts:
+            coord = (r // strides[a]) % shape[a]
+            if coord == shape[a] - 1:
+                r -= strides[a]
+            x0, x1 = row(r), row(r + strides[a])
+            moved = not mine.any() or not np.array_equal(x0[mine], x1[mine])
+            if not np.array_equal(x0[others], x1[others]) or not moved:
+                return False
+    return True
+
+
+def _grid_bases(
+    ana: an.TableAnalysis,
+    first: int,
+    f: int,
+    shape: tuple[int, ...],
+    strides: list[int],
+    exp_axis: np.ndarray,
+    exp_trig: np.ndarray,
+    exp_k: np.ndarray,
+) -> list[float]:
+    """The base read from the frequencies of the longest axis that has a sin/cos pair beyond k = 0 (truncated
+    columns may lack one), as round variants; :data:`posenc_cli.inspect.tolerance.DEFAULT_BASE` when none has."""
+    from ..candidates import round_variants
+
+    bases = [tolerance.DEFAULT_BASE]
+    for axis in sorted(range(len(shape)), key=lambda a: -shape[a]):
+        pairs = []
+        for k in range(1, f):
+            sc = np.flatnonzero((exp_axis == axis) & (exp_trig == 0) & (exp_k == k))
+            cc = np.flatnonzero((exp_axis == axis) & (exp_trig == 1) & (exp_k == k))
+            if sc.size:
+                pairs.append((k, sc[0], cc[0] if cc.size else -1))
+        if shape[axis] < 2 or not pairs:
+            continue
+        w = _axis_frequencies(
+            ana.table,
+            first,
+            strides[axis],
+            shape[axis],
+            np.array([p[1] for p in pairs]),
+            np.array([p[2] for p in pairs]),
+        )
+        e = np.array([p[0] for p in pairs]) / f
+        good = w > 0
+        if good.any():
+            log_base = -float(np.sum(e[good] * np.log(w[good])) / np.sum(e[good] ** 2))
+            bases = round_variants(math.exp(log_base), tols=tolerance.GRID_BASE_ROUNDINGS)
+        break
+    return bases

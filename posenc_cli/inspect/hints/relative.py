@@ -58,7 +58,7 @@ def hints_alibi(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -
                 else f"slopes 2^(-8k/n) for {heads} heads: the paper, HF Bloom, MPT and MLX agree"
             ),
         )
-        for b in round_variants(max_bias, tols=(1e-6, 1e-4, 1e-3, 1e-2))
+        for b in round_variants(max_bias, tols=tolerance.MAX_BIAS_ROUNDINGS)
     ]
     if c != heads:
         # 2^(-b k / n) at every head count (MLX's nn.ALiBi up to 3576b547, and ports of it)
@@ -69,7 +69,7 @@ def hints_alibi(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -
                 note=f"{heads} heads of linear biases, slope 2^-(b k/{heads})",
                 convention=f"slopes as MLX computes them for {heads} heads",
             )
-            for b in round_variants(-heads * math.log2(slopes[0]), tols=(1e-6, 1e-4, 1e-3, 1e-2))
+            for b in round_variants(-heads * math.log2(slopes[0]), tols=tolerance.MAX_BIAS_ROUNDINGS)
         ]
     return out
 
@@ -99,7 +99,7 @@ def _model_forms(ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
         return []
     j = np.arange(n, dtype=np.float64) - (0 if where == "first" else n - 1)
     slopes = rows[:, -1 if where == "first" else 0] / j[-1 if where == "first" else 0]
-    if not (np.all(slopes > 0) and np.allclose(rows, slopes[:, None] * j, rtol=1e-2, atol=0)):
+    if not (np.all(slopes > 0) and np.allclose(rows, slopes[:, None] * j, rtol=tolerance.LINE_PER_HEAD_RTOL, atol=0)):
         return []  # not one line per head
     base = {"length": n, "dim": heads, **({"dtype": ana.dtype_param} if ana.dtype_param else {})}
     out = []
@@ -112,15 +112,15 @@ def _model_forms(ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
             from ...encodings.relative import bloom_slopes
 
             ratio = float(bloom_slopes(heads)[0]) / float(slopes[0])
-            for d in round_variants(ratio, tols=(1e-2, 1e-3)):
-                if d > 0 and abs(d - 1.0) > 1e-3:
+            for d in round_variants(ratio, tols=tolerance.DIVISOR_ROUNDINGS):
+                if d > 0 and abs(d - 1.0) > tolerance.DIVISOR_ONE:
                     out.append(Candidate(kind_cls.KIND, {**base, "form": form, "divide_by": d}, note=note,
                                          convention=conv))  # fmt: skip
         else:
             c = 1 << max(heads - 1, 0).bit_length()
             guesses = [-c * math.log2(slopes[0])] + ([-c / 2 * math.log2(slopes[0])] if c != heads else [])
             for g in guesses:
-                for b in round_variants(g, tols=(1e-4, 1e-3, 1e-2)):
+                for b in round_variants(g, tols=tolerance.MPT_BIAS_ROUNDINGS):
                     out.append(Candidate(kind_cls.KIND, {**base, "form": form, "max_bias": b}, note=note,
                                          convention=conv))  # fmt: skip
     return out
@@ -186,7 +186,7 @@ def _t5_distances(back: np.ndarray, n: int, exact: int) -> list[int]:
         frac = math.log(dist / exact) * (n - exact)
         if b >= n - 1 - exact:
             # saturated: frac / ln(D/E) >= n-1-E  ->  D <= E * exp(frac / (n-1-E))
-            hi = min(hi, exact * math.exp(frac / max(n - 1 - exact, 1e-300)))
+            hi = min(hi, exact * math.exp(frac / max(n - 1 - exact, tolerance.TINY)))
         else:
             # b <= frac / ln(D/E) < b + 1
             if b > 0:
@@ -194,12 +194,16 @@ def _t5_distances(back: np.ndarray, n: int, exact: int) -> list[int]:
             lo = max(lo, exact * math.exp(frac / (b + 1)))
     picks = []
     if hi == math.inf:
-        hi = max(lo * 64, 128.0)
+        hi = max(lo * 64, tolerance.MAX_DISTANCE_CAP)
     for cand in (128, 256, 64, 512, 32, 1024, 16, 2048, 4096):
-        if lo * (1 - 1e-6) <= cand <= hi * (1 + 1e-6):
+        if lo * (1 - tolerance.DISTANCE_SLACK) <= cand <= hi * (1 + tolerance.DISTANCE_SLACK):
             picks.append(cand)
     for cand in (math.ceil(lo), math.floor(hi)):
-        if lo * (1 - 1e-6) <= cand <= hi * (1 + 1e-6) and cand not in picks and cand > exact:
+        if (
+            lo * (1 - tolerance.DISTANCE_SLACK) <= cand <= hi * (1 + tolerance.DISTANCE_SLACK)
+            and cand not in picks
+            and cand > exact
+        ):
             picks.append(int(cand))
     return picks[:3]
 

@@ -36,11 +36,11 @@ def _layout_names(kind_cls: Any) -> dict[str | None, str]:
 
 
 #: Bases tried when per-column factors hide the ladder (LongRoPE).
-LONGROPE_BASES = (10000.0, 500000.0, 1000000.0)
+LONGROPE_BASES = tolerance.LONGROPE_BASES
 #: Factors tried for dynamic NTK's base at the table's sequence length.
-_DYNAMIC_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0)
+_DYNAMIC_FACTORS = tolerance.DYNAMIC_FACTORS
 #: Factors tried for NTK's base change b' = b * f^(d/(d-2)) when the plain base is not a round number.
-_NTK_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 1.5, 3.0, 5.0, 10.0, 20.0)
+_NTK_FACTORS = tolerance.NTK_FACTORS
 
 
 def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
@@ -351,12 +351,12 @@ def _ramps(law: _Law, q: np.ndarray, qtol: np.ndarray, ref: np.ndarray, b: float
             p = {**law.params, "base": b, "scaling": "yarn", "factor": f_, "original_max_position_embeddings": L}
             if not truncate:
                 p["truncate"] = False
-            if not near_one(amp / (0.1 * math.log(f_) + 1.0), amp_tol):
+            if not near_one(amp / (tolerance.YARN_MSCALE * math.log(f_) + 1.0), amp_tol):
                 p["attention_factor"] = amp
             law.add(p, f"frequencies divided by {f_:g}, ramp in the index (YaRN)")
     for L, f_y in _yarn_unsaturated(q, r, b):
         p = {**law.params, "base": b, "scaling": "yarn", "factor": f_y, "original_max_position_embeddings": L}
-        if not near_one(amp / (0.1 * math.log(f_y) + 1.0), amp_tol):
+        if not near_one(amp / (tolerance.YARN_MSCALE * math.log(f_y) + 1.0), amp_tol):
             p["attention_factor"] = amp
         law.add(p, f"frequencies divided by up to {f_y:g}, ramp in the index not reaching its end (YaRN)")
 
@@ -415,7 +415,7 @@ def _llama3_options(
     When no frequency is divided all the way, ``f`` is not the smallest ratio: it is solved from the ramp with
     Llama 3.1's L, low and high (8192, 1, 4).
     """
-    kept, div = s > 1 - 1e-6, s < 1e-6
+    kept, div = s > 1 - tolerance.RAMP_INSIDE, s < tolerance.RAMP_INSIDE
     inner = ~kept & ~div
     inv = 1 / wavelength
     out: list[tuple[int, float, float, float]] = []
@@ -428,29 +428,34 @@ def _llama3_options(
     if inner.sum() >= 2:
         a, b = np.polyfit(inv[inner], s[inner], 1)  # s = a / wavelength + b
         if a > 0 and b < 0:
-            hff = an.nice_number(1 - 1 / b, 1e-4)
-            add(an.nice_number(-a / b, 1e-4), 1.0, hff, f)
+            hff = an.nice_number(1 - 1 / b, tolerance.RAMP_ROUNDING)
+            add(an.nice_number(-a / b, tolerance.RAMP_ROUNDING), 1.0, hff, f)
     # nothing need be divided all the way: with L, low, high = 8192, 1, 4 the ramp value is known and
     # q = (1 - s) / f + s gives f
     s_def = np.clip((8192 * inv - 1) / 3, 0, 1)
-    ramp = (s_def > 0) & (s_def < 1) & (q < 1 - 1e-9)
+    ramp = (s_def > 0) & (s_def < 1) & (q < 1 - tolerance.RAMP_KEPT)
     if ramp.any():
         f_sol = float(np.median((1 - s_def[ramp]) / (q[ramp] - s_def[ramp])))
         if f_sol > 1:
             for rel in tolerance.factor_roundings(coarse)[1:][::-1]:
-                add(8192, 1.0, 4.0, an.nice_number(f_sol, rel))
+                add(8192, 1.0, tolerance.LLAMA3_HIGH, an.nice_number(f_sol, rel))
     if inner.any():
         # defaults low 1, high 4: L = wavelength * (3 s + 1)
-        add(an.nice_number(float(np.median(wavelength[inner] * (3 * s[inner] + 1))), 1e-4), 1.0, 4.0, f)
+        add(
+            an.nice_number(float(np.median(wavelength[inner] * (3 * s[inner] + 1))), tolerance.RAMP_ROUNDING),
+            1.0,
+            tolerance.LLAMA3_HIGH,
+            f,
+        )
         hff = float(np.median(1 + (8192 * inv[inner] - 1) / s[inner]))
-        add(8192, 1.0, an.nice_number(hff, 1e-4), f)
+        add(8192, 1.0, an.nice_number(hff, tolerance.RAMP_ROUNDING), f)
     else:
         # a step: every kept wavelength below L / high, every divided one above L / low
         low = 4 * float(wavelength[kept].max()) if kept.any() else 0.0
         high = float(wavelength[div].min()) if div.any() else math.inf
         for L in _round_lengths(low, min(high, 1 << 30)):
-            add(L, 1.0, 4.0, f)
-        add(8192, 1.0, 4.0, f)
+            add(L, 1.0, tolerance.LLAMA3_HIGH, f)
+        add(8192, 1.0, tolerance.LLAMA3_HIGH, f)
     return out[: 5 + 2 * coarse]
 
 
@@ -458,8 +463,8 @@ def _yarn_lengths(rho: np.ndarray, r: int, base: float) -> list[tuple[int, bool]
     """Context lengths L whose YaRN correction range (beta_fast 32, beta_slow 1) gives the ramp ``rho``
     (0 = kept, 1 = divided, linear in the index between ``low`` and ``high``); round lengths first."""
     k = np.arange(rho.size)
-    kept, div = k[rho < 1e-6], k[rho > 1 - 1e-6]
-    inner = (rho > 1e-6) & (rho < 1 - 1e-6)
+    kept, div = k[rho < tolerance.RAMP_INSIDE], k[rho > 1 - tolerance.RAMP_INSIDE]
+    inner = (rho > tolerance.RAMP_INSIDE) & (rho < 1 - tolerance.RAMP_INSIDE)
 
     def c_inv(c: float, beta: float) -> float:
         # the L at which correction_dim(beta) = d ln(L / (2 pi beta)) / (2 ln base) equals c
@@ -473,7 +478,7 @@ def _yarn_lengths(rho: np.ndarray, r: int, base: float) -> list[tuple[int, bool]
     else:
         return []
     out: list[tuple[int, bool]] = []
-    if abs(lo - round(lo)) < 1e-4 and abs(hi - round(hi)) < 1e-4:
+    if abs(lo - round(lo)) < tolerance.RAMP_INTEGRAL and abs(hi - round(hi)) < tolerance.RAMP_INTEGRAL:
         lo_i, hi_i = round(lo), round(hi)
         # floor(c(32)) = lo (or below 0 when lo is 0) and ceil(c(1)) = hi (or above r - 1 when hi is r - 1)
         a1 = c_inv(lo_i, 32) if lo_i > 0 else 0.0
@@ -484,7 +489,7 @@ def _yarn_lengths(rho: np.ndarray, r: int, base: float) -> list[tuple[int, bool]
         if low < high:
             out += [(L, True) for L in _round_lengths(low, min(high, 1 << 30))]
     else:
-        out.append((round(an.nice_number(c_inv(lo, 32), 1e-6)), False))
+        out.append((round(an.nice_number(c_inv(lo, 32), tolerance.LAW_ROUNDING)), False))
     return out[:3]
 
 
@@ -498,7 +503,8 @@ def _yarn_unsaturated(q: np.ndarray, r: int, base: float) -> list[tuple[int, flo
     y = 1 - q
     k = np.arange(q.size, dtype=np.float64)
     top = y.max()
-    ramp = (y > 1e-6) & (y < top * (1 - 1e-6)) if np.sum(y > top * (1 - 1e-6)) > 1 else y > 1e-6
+    inside = tolerance.RAMP_INSIDE
+    ramp = (y > inside) & (y < top * (1 - inside)) if np.sum(y > top * (1 - inside)) > 1 else y > inside
     if ramp.sum() < 2:
         return []
     slope, icpt = np.polyfit(k[ramp], y[ramp], 1)
@@ -506,7 +512,7 @@ def _yarn_unsaturated(q: np.ndarray, r: int, base: float) -> list[tuple[int, flo
         return []
     lo_real = -icpt / slope
     lo = round(lo_real)
-    if abs(lo_real - lo) > 1e-3 or lo < 0:
+    if abs(lo_real - lo) > tolerance.RAMP_START_INTEGRAL or lo < 0:
         return []
 
     def c_inv(c: float, beta: float) -> float:
@@ -517,7 +523,7 @@ def _yarn_unsaturated(q: np.ndarray, r: int, base: float) -> list[tuple[int, flo
         hi = min(math.ceil(r * math.log(L / (2 * math.pi)) / (2 * math.log(base))), r - 1)
         c = slope * (hi - lo)
         if hi > lo and 0 < c < 1:
-            out.append((L, an.nice_number(1 / (1 - c), 1e-4)))
+            out.append((L, an.nice_number(1 / (1 - c), tolerance.RAMP_ROUNDING)))
     return out
 
 
@@ -550,17 +556,17 @@ def hints_xpos(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     if layout is None:
         return []
     uniq = np.arange(d // 2) if layout == an.DUPLICATE_HALF else np.arange(0, d, 2)
-    v = np.log((np.arange(0, d, 2) + 0.4 * d) / (1.4 * d))
+    v = np.log((np.arange(0, d, 2) + tolerance.XPOS_ZETA_SHIFT * d) / (tolerance.XPOS_ZETA_SPAN * d))
     lx = np.log(x[:, uniq])
     u = lx @ v / (v @ v)  # per row: (t - center) / scale_base
-    if np.max(np.abs(lx - np.outer(u, v))) > 1e-3 or rows.size < 2:
+    if np.max(np.abs(lx - np.outer(u, v))) > tolerance.XPOS_RANK_ONE or rows.size < 2:
         return []
     slope, icpt = np.polyfit(rows.astype(np.float64), u, 1)
     if slope <= 0:
         return []
     params = {**base_params(ana), "layout": _layout_names(kind_cls)[layout]}
     out = []
-    for sb in round_variants(1.0 / slope, tols=(1e-6, 1e-4, 1e-3)):
+    for sb in round_variants(1.0 / slope, tols=tolerance.XPOS_SCALE_BASE_ROUNDINGS):
         center = -icpt * sb
         c = round(center)
         p = {**params, "scale_base": sb}
@@ -598,11 +604,34 @@ def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -
     if still.size == 0:
         return []  # every column advances every row: no vision block
     offset = int(still[0])  # the block's first cell: the next row is the first where a chunk stands still
-    # chunk boundaries: adjacent columns that moved differently on some row
+    sections = _mrope_sections(moved, h)
+    theta = np.arctan2(s_all[:, :h], c_all[:, :h])
+    params_base: dict[str, Any] = {"length": n, "dim": d}
+    if ana.dtype_param:
+        params_base["dtype"] = ana.dtype_param
+    base_value = _mrope_base(ana.tensor("inv_freq"), theta, moved, d)
+    if base_value is None:
+        return []
+    per_section: list[list[Candidate]] = []
+    for section in sections:
+        width, heights = _mrope_block_shape(s_all, moved, offset, section)
+        block = _MropeBlock(theta, moved, offset, section, width, base_value)
+        per_section.append(
+            [Candidate(kind_cls.KIND, {**params_base, **p}, note=note) for p, note in block.readings(heights)]
+        )
+    # every chunk reading gets its turn within the driver's budget of candidates per kind
+    merged = [c for group in zip_longest(*per_section) for c in group if c is not None]
+    return merged[:24]
+
+
+def _mrope_sections(moved: np.ndarray, h: int) -> list[tuple[int, int, int]]:
+    """The (temporal, height, width) chunk widths: where adjacent columns moved differently on some row
+    (``moved``: rows x half width). Two axes that never moved apart (a grid one cell long on one of them) leave
+    one boundary: that chunk is split every way; no reading when the boundaries are not one or two."""
     cuts = np.flatnonzero((moved[:, 1:] != moved[:, :-1]).any(axis=0)) + 1
     if cuts.size == 2:
-        sections = [(int(cuts[0]), int(cuts[1] - cuts[0]), int(h - cuts[1]))]
-    elif cuts.size == 1:  # two axes never moved apart (a grid one cell long on one of them): split that chunk
+        return [(int(cuts[0]), int(cuts[1] - cuts[0]), int(h - cuts[1]))]
+    if cuts.size == 1:
         lo, hi = int(cuts[0]), h - int(cuts[0])
         sections = [
             (lo, (hi + 1) // 2, hi // 2),
@@ -610,76 +639,111 @@ def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -
             ((lo + 1) // 2, lo // 2, hi),
             (lo // 2, (lo + 1) // 2, hi),
         ]
-        sections = [s for s in dict.fromkeys(sections) if min(s) >= 1]
+        return [s for s in dict.fromkeys(sections) if min(s) >= 1]
+    return []
+
+
+def _mrope_block_shape(
+    s_all: np.ndarray, moved: np.ndarray, offset: int, section: tuple[int, int, int]
+) -> tuple[int, list[int]]:
+    """The vision block's width in cells (where a chunk other than the width one first moves, or where the width
+    chunk is back at the block's first value) and its plausible heights (where the height chunk comes back, or a
+    row of cells after which text follows; and 1), read from the sin table ``s_all`` from row ``offset``."""
+    n, h = s_all.shape[0], moved.shape[1]
+    st_, sh, sw = section
+    rows = moved[offset:]  # rows[k - 1]: from cell k - 1 to cell k of the block (and on into the text)
+    other = rows[:, : h - sw].any(axis=1)
+    width = int(np.argmax(other)) + 1 if other.any() else n - offset
+    # ... or earlier, where the width chunk is back at the block's first value (a row of cells ends there while
+    # the other axes stand still: one row high, a frame step below 1)
+    w_cols = slice(h - sw, h)
+    wrap = [m for m in range(1, width) if np.array_equal(s_all[offset + m, w_cols], s_all[offset, w_cols])]
+    width = wrap[0] if wrap else width
+    # the grid's height: the first row of cells whose height chunk is back where the block started
+    h_cols = slice(st_, st_ + sh)
+    back = [
+        m
+        for m in range(1, (n - offset - 1) // width + 1)
+        if np.array_equal(s_all[offset + m * width, h_cols], s_all[offset, h_cols])
+    ]
+    # ... or, when the block ends before its height chunk comes back, a row of cells after which text follows
+    ends = [m for m in range(1, (n - offset) // width + 1) if _text_follows(moved, offset + m * width, n)]
+    return width, sorted({*back[:1], *ends[:3], 1})
+
+
+def _mrope_base(inv: Any, theta: np.ndarray, moved: np.ndarray, d: int) -> float | None:
+    """The base: from ``inv_freq`` when given, else from the slowest column (its smallest turn between two rows is
+    one position's worth, ``w_{h-1}``); None when it cannot be read or is not above 1."""
+    h = d // 2
+    if inv is not None and np.asarray(inv[1]).size == h and float(np.asarray(inv[1])[1]) > 0:
+        base_value = float(np.asarray(inv[1], dtype=np.float64)[1]) ** (-d / 2.0)
     else:
-        return []
-    theta = np.arctan2(s_all[:, :h], c_all[:, :h])
-    params_base: dict[str, Any] = {"length": n, "dim": d}
-    if ana.dtype_param:
-        params_base["dtype"] = ana.dtype_param
-    inv = ana.tensor("inv_freq")
-    per_section: list[list[Candidate]] = []
-    for st_, sh, sw in sections:
-        out: list[Candidate] = []
-        per_section.append(out)
-        rows = moved[offset:]  # rows[k - 1]: from cell k - 1 to cell k of the block (and on into the text)
-        other = rows[:, : h - sw].any(axis=1)
-        width = int(np.argmax(other)) + 1 if other.any() else n - offset
-        # ... or earlier, where the width chunk is back at the block's first value (a row of cells ends there while
-        # the other axes stand still: one row high, a frame step below 1)
-        w_cols = slice(h - sw, h)
-        wrap = [m for m in range(1, width) if np.array_equal(s_all[offset + m, w_cols], s_all[offset, w_cols])]
-        width = wrap[0] if wrap else width
-        # the grid's height: the first row of cells whose height chunk is back where the block started
-        h_cols = slice(st_, st_ + sh)
-        back = [
-            m
-            for m in range(1, (n - offset - 1) // width + 1)
-            if np.array_equal(s_all[offset + m * width, h_cols], s_all[offset, h_cols])
-        ]
-        # ... or, when the block ends before its height chunk comes back, a row of cells after which text follows
-        ends = [m for m in range(1, (n - offset) // width + 1) if _text_follows(moved, offset + m * width, n)]
-        heights = sorted({*back[:1], *ends[:3], 1})
-        # base: from inv_freq when given, else the slowest column of the chunk that moved first
-        if inv is not None and np.asarray(inv[1]).size == h and float(np.asarray(inv[1])[1]) > 0:
-            base_value = float(np.asarray(inv[1], dtype=np.float64)[1]) ** (-d / 2.0)
-        else:
-            # the slowest column's smallest turn between two rows is one position's worth: w_{h-1}
-            steps = (np.diff(theta[:, h - 1]) % an.TWO_PI)[moved[:, h - 1]]
-            steps = steps[(steps > 0) & (steps < math.pi)]
-            if steps.size == 0:
-                continue
-            base_value = float(steps.min()) ** (-d / (2.0 * (h - 1)))
-        if not (math.isfinite(base_value) and base_value > 1):
-            continue
+        steps = (np.diff(theta[:, h - 1]) % an.TWO_PI)[moved[:, h - 1]]
+        steps = steps[(steps > 0) & (steps < math.pi)]
+        if steps.size == 0:
+            return None
+        base_value = float(steps.min()) ** (-d / (2.0 * (h - 1)))
+    if not (math.isfinite(base_value) and base_value > 1):
+        return None
+    return base_value
+
+
+@dataclass
+class _MropeBlock:
+    """A vision block read from a table's angles ``theta`` (rows x half width): where it starts, its chunk
+    widths, its width in cells and the base; :meth:`readings` gives the parameters of each height and frame count."""
+
+    theta: np.ndarray
+    moved: np.ndarray
+    offset: int
+    section: tuple[int, int, int]
+    width: int
+    base_value: float
+
+    def t_step(self, frame: int, cells: int) -> int:
+        """The temporal id's advance at the first cell of ``frame`` (0-based): the slowest temporal column's angle
+        there against the block's first cell."""
+        col = self.section[0] - 1
+        d = 2 * self.theta.shape[1]
+        w_t = self.base_value ** (-2.0 * (self.section[0] - 1) / d)  # the slowest temporal column
+        turn = (float(self.theta[self.offset + frame * cells, col]) - float(self.theta[self.offset, col])) % an.TWO_PI
+        return round(turn / w_t)
+
+    def time_intervals(self, frames: int, cells: int) -> list[float]:
+        """The temporal steps the first frames show: 1 for one frame, else the first frame's advance (0.5 when it
+        does not advance: every step below 1 gives it), the second frame's half first when it is fractional."""
+        ti_values = [1.0]
+        if frames >= 2:
+            one = self.t_step(1, cells)
+            # a first frame that does not advance: a step below 1 (every one below 1 gives it; 0.5 names it)
+            ti_values = [float(one)] if one > 0 else [0.5]
+            if frames >= 3:  # a fractional step shows in the second frame: floor(2 t)
+                two = self.t_step(2, cells)
+                if two > 0 and two != 2 * one:
+                    ti_values.insert(0, two / 2.0)
+        return ti_values
+
+    def readings(self, heights: list[int]) -> list[tuple[dict[str, Any], str]]:
+        """(parameters, note) per height, frame count (the most that fit, or where text follows), base reading
+        and temporal step."""
+        n = self.theta.shape[0]
+        st_, sh, sw = self.section
+        width, offset = self.width, self.offset
+        out: list[tuple[dict[str, Any], str]] = []
         for height in heights:
             cells = width * height
-            w_t = base_value ** (-2.0 * (st_ - 1) / d)  # the slowest temporal column
-
-            def t_step(frame: int, cells: int = cells, col: int = st_ - 1, w_t: float = w_t) -> int:
-                """The temporal id's advance at the first cell of ``frame`` (0-based): the slowest temporal
-                column's angle there against the block's first cell."""
-                turn = (float(theta[offset + frame * cells, col]) - float(theta[offset, col])) % an.TWO_PI
-                return round(turn / w_t)
-
             frames_max = max(1, (n - offset) // cells)
-
-            ends = [f for f in range(1, frames_max + 1) if _text_follows(moved, offset + f * cells, n)]
+            ends = [f for f in range(1, frames_max + 1) if _text_follows(self.moved, offset + f * cells, n)]
             for frames in sorted({frames_max, *ends[:2]}):
-                ti_values = [1.0]
-                if frames >= 2:
-                    one = t_step(1)
-                    # a first frame that does not advance: a step below 1 (every one below 1 gives it; 0.5 names it)
-                    ti_values = [float(one)] if one > 0 else [0.5]
-                    if frames >= 3:  # a fractional step shows in the second frame: floor(2 t)
-                        two = t_step(2)
-                        if two > 0 and two != 2 * one:
-                            ti_values.insert(0, two / 2.0)
-                readings = base_readings(base_value)
-                for b in [r for i, r in enumerate(readings[:2]) if i == 0 or abs(r / readings[0] - 1) > 1e-9]:
+                ti_values = self.time_intervals(frames, cells)
+                readings = base_readings(self.base_value)
+                for b in [
+                    r
+                    for i, r in enumerate(readings[:2])
+                    if i == 0 or abs(r / readings[0] - 1) > tolerance.MROPE_BASES_DIFFER
+                ]:
                     for ti in ti_values[:2]:
                         p = {
-                            **params_base,
                             "base": b,
                             "mrope_section": (st_, sh, sw),
                             "grid": f"{frames}x{height}x{width}",
@@ -690,10 +754,9 @@ def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -
                         note = (
                             f"{frames}x{height}x{width} vision block after {offset} text rows, chunks {st_}/{sh}/{sw}"
                         )
-                        out.append(Candidate(kind_cls.KIND, p, note=note))
-    # every chunk reading gets its turn within the driver's budget of candidates per kind
-    merged = [c for group in zip_longest(*per_section) for c in group if c is not None]
-    return merged[:24]
+                        out.append((p, note))
+
+        return out
 
 
 def _text_follows(moved: np.ndarray, end: int, n: int) -> bool:
