@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from .conftest import parse
+
 PKG = Path(__file__).resolve().parent.parent / "posenc_cli"
 INSPECTION = {
     "posenc_cli.inspect.analysis",
@@ -36,7 +38,7 @@ def graph() -> dict[str, set[str]]:
     for name, path in mods.items():
         is_pkg = path.name == "__init__.py"
         deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse(path.read_text())):
             if isinstance(node, ast.Import):
                 deps.update(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom):

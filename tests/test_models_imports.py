@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from .conftest import parse
+
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "posenc_cli"
 
@@ -55,7 +57,7 @@ def imports_of(path: Path, modules: set[str], text: str | None = None) -> set[st
         for child in ast.iter_child_nodes(node):
             visit(child)
 
-    visit(ast.parse(path.read_text() if text is None else text))
+    visit(parse(path.read_text() if text is None else text))
     found.discard(name)
     return found
 
