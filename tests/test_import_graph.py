@@ -6,6 +6,7 @@ modules form an import circle. The root package's PEP 562 ``__getattr__`` (the l
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from .conftest import parse
@@ -33,6 +34,12 @@ def modules() -> dict[str, Path]:
 
 
 def graph() -> dict[str, set[str]]:
+    """The package's import edges (a fresh copy: a test may add to it)."""
+    return {m: set(deps) for m, deps in _graph().items()}
+
+
+@functools.cache
+def _graph() -> dict[str, set[str]]:
     mods = modules()
     edges: dict[str, set[str]] = {}
     for name, path in mods.items():

@@ -7,6 +7,7 @@ included (they close a circle as surely as top-level ones, only later), ``if TYP
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from .conftest import parse
@@ -63,6 +64,12 @@ def imports_of(path: Path, modules: set[str], text: str | None = None) -> set[st
 
 
 def graph() -> dict[str, set[str]]:
+    """The package's import edges (a fresh copy: a test may add to it)."""
+    return {m: set(deps) for m, deps in _graph().items()}
+
+
+@functools.cache
+def _graph() -> dict[str, set[str]]:
     paths = sorted(PKG.rglob("*.py"))
     modules = {module_name(p) for p in paths}
     return {module_name(p): imports_of(p, modules) for p in paths}
