@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import ast
+import functools
 import io
 import os
 import pty
@@ -17,6 +19,13 @@ ROOT = Path(__file__).resolve().parent.parent
 # while they wait for work: with the suite on every core (pytest -n auto) they burned a quarter of the CPU time
 # on small matrix products and slowed the other workers. posenc's own row-block threads are not affected.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+@functools.cache
+def parse(source: str) -> ast.Module:
+    """``ast.parse(source)``, once per text in a test process: a dozen house tests read the whole package
+    (1.4 MB, 0.6 CPU-s a parse) and used to parse it each. The tree is shared: walk it, never change it."""
+    return ast.parse(source)
 
 
 #: What a copy of the checkout leaves out: environments, caches and build output (as .ci/run's copy does).

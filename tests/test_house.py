@@ -23,7 +23,7 @@ import pytest
 import posenc_cli
 from posenc_cli.encodings import KINDS
 
-from .conftest import ROOT, completion_env, copy_checkout
+from .conftest import ROOT, completion_env, copy_checkout, parse
 
 TOY_MODULE = '''
 """A toy kind for tests: pe[t, j] = cos(t / (j + 1)), one module, one registry line."""
@@ -117,7 +117,7 @@ PROPERTY_NAMES = {"relative"}
 
 
 def kind_literals(path: Path) -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text())
+    tree = parse(path.read_text())
     found = []
     check_keys: set[int] = set()
     for node in ast.walk(tree):  # CHECKS = {"relative": CheckDef(...)} and verdict("relative", ...)

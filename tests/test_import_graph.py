@@ -6,7 +6,10 @@ modules form an import circle. The root package's PEP 562 ``__getattr__`` (the l
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
+
+from .conftest import parse
 
 PKG = Path(__file__).resolve().parent.parent / "posenc_cli"
 INSPECTION = {
@@ -31,12 +34,18 @@ def modules() -> dict[str, Path]:
 
 
 def graph() -> dict[str, set[str]]:
+    """The package's import edges (a fresh copy: a test may add to it)."""
+    return {m: set(deps) for m, deps in _graph().items()}
+
+
+@functools.cache
+def _graph() -> dict[str, set[str]]:
     mods = modules()
     edges: dict[str, set[str]] = {}
     for name, path in mods.items():
         is_pkg = path.name == "__init__.py"
         deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse(path.read_text())):
             if isinstance(node, ast.Import):
                 deps.update(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom):

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from tests.test_import_graph import cycles, graph
 
+from .conftest import parse
+
 INSPECT = Path(__file__).resolve().parent.parent / "posenc_cli" / "inspect"
 MAX_LINES = 80
 #: Plain arithmetic, not thresholds.
@@ -17,7 +19,7 @@ NEUTRAL = {0.0, 1.0, 0.5, 2.0, -1.0}
 
 def long_functions(source: str) -> list[tuple[str, int]]:
     out = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse(source)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             n = node.end_lineno - node.lineno + 1  # type: ignore[operator]
             if n > MAX_LINES:
@@ -28,7 +30,7 @@ def long_functions(source: str) -> list[tuple[str, int]]:
 def float_literals(source: str) -> list[float]:
     return [
         n.value
-        for n in ast.walk(ast.parse(source))
+        for n in ast.walk(parse(source))
         if isinstance(n, ast.Constant) and isinstance(n.value, float) and n.value not in NEUTRAL
     ]
 

@@ -13,6 +13,8 @@ from posenc_cli.encodings import KINDS, get_kind, make_encoding
 from posenc_cli.inspect.hints import declared, layouts
 from posenc_cli.inspect.identification import identify
 
+from .conftest import parse
+
 HINTS = Path(__file__).resolve().parent.parent / "posenc_cli" / "inspect" / "hints"
 #: Parameters whose choices the readers read off the kind (besides ``layout``).
 READ_OFF = ("layout", "axis_order", "cache")
@@ -53,7 +55,7 @@ def test_the_readers_spell_no_declared_name():
     for path in sorted(HINTS.glob("*.py")):
         lits = {
             node.value
-            for node in ast.walk(ast.parse(path.read_text()))
+            for node in ast.walk(parse(path.read_text()))
             if isinstance(node, ast.Constant) and isinstance(node.value, str)
         }
         if lits & names:

@@ -15,7 +15,7 @@ from posenc_cli import api, scopes
 from posenc_cli.errors import ParameterError
 from posenc_cli.reports import Verdicts
 
-from .conftest import cli
+from .conftest import cli, parse
 
 PKG = Path(pe.__file__).parent
 CLI = PKG / "cli"
@@ -50,7 +50,7 @@ def violations(root: Path) -> list[str]:
     for path in sorted(root.glob("*.py")):
         if path.name == "_options.py":  # the declarations themselves
             continue
-        tree = ast.parse(path.read_text())
+        tree = parse(path.read_text())
         for mod in _imports(tree):
             if mod.split(".")[0] in FORBIDDEN:
                 out.append(f"{path.name} imports {mod}")

@@ -7,7 +7,10 @@ included (they close a circle as surely as top-level ones, only later), ``if TYP
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
+
+from .conftest import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "posenc_cli"
@@ -55,12 +58,18 @@ def imports_of(path: Path, modules: set[str], text: str | None = None) -> set[st
         for child in ast.iter_child_nodes(node):
             visit(child)
 
-    visit(ast.parse(path.read_text() if text is None else text))
+    visit(parse(path.read_text() if text is None else text))
     found.discard(name)
     return found
 
 
 def graph() -> dict[str, set[str]]:
+    """The package's import edges (a fresh copy: a test may add to it)."""
+    return {m: set(deps) for m, deps in _graph().items()}
+
+
+@functools.cache
+def _graph() -> dict[str, set[str]]:
     paths = sorted(PKG.rglob("*.py"))
     modules = {module_name(p) for p in paths}
     return {module_name(p): imports_of(p, modules) for p in paths}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import completion_env, completion_values
+from .conftest import completion_env, completion_values, parse
 
 HEAVY = ("numpy", "rich", "safetensors", "ml_dtypes")
 
@@ -122,7 +122,7 @@ def test_typer_reads_no_annotation_strings():
     modules = ["__init__", "_options", "_complete", *(module for module, _ in cli.COMMANDS.values())]
     offenders = []
     for name in modules:
-        tree = ast.parse((folder / f"{name}.py").read_text())
+        tree = parse((folder / f"{name}.py").read_text())
         for node in tree.body:
             if isinstance(node, ast.ImportFrom) and node.module == "__future__":
                 offenders.append(f"{name}.py")

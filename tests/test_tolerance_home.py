@@ -12,6 +12,8 @@ import numpy as np
 
 from posenc_cli.inspect import tolerance
 
+from .conftest import parse
+
 PKG = Path(__file__).resolve().parent.parent / "posenc_cli"
 #: Not a tolerance on table values: a least-squares cutoff on singular values (the check's own conditioning).
 ALLOWED = {("checks/absolute.py", "np.finfo(np.float64).eps * 4")}
@@ -34,7 +36,7 @@ def _is_eps(node: ast.AST) -> bool:
 def eps_multiples(source: str) -> list[str]:
     """Every ``number * eps`` or ``eps * number`` product in ``source``."""
     out = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse(source)):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             sides = (node.left, node.right)
             if any(isinstance(s, ast.Constant) and isinstance(s.value, (int, float)) for s in sides) and any(

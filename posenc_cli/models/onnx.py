@@ -706,10 +706,12 @@ def expected_encoding(params: dict[str, Any], rows: int, role: str, facts: Any) 
 RATIO_BLOCK = 8192
 
 
-def _ratio(cos: np.ndarray, sin: np.ndarray, enc: Any, s_exp: float, s: float, wmax: float) -> tuple[float, int, int, float]:  # fmt: skip
+def _ratio(cos: np.ndarray, sin: np.ndarray, enc: Any, s_exp: float, s: float, wmax: float,
+           above: float | None = None) -> tuple[float, int, int, float]:  # fmt: skip
     """Largest error over its tolerance: float32 angle rounding of the exporter (|t w| 2**-24 with margin) plus
     two ulps of the stored dtype; (ratio, row, column, error). The expected caches are ``enc``'s unscaled
-    (divided by ``s_exp``) and scaled by the measured ``s``, computed block by block over the rows."""
+    (divided by ``s_exp``) and scaled by the measured ``s``, computed block by block over the rows. With
+    ``above``, the first block whose ratio exceeds it ends the scan (a hypothesis needs only a yes or no)."""
     dt = _held_dtype(cos, sin)  # a float32 cache of float16 values is judged as float16 (its loss named apart)
     width = cos.shape[1]
     best = (-1.0, 0, 0, 0.0)
@@ -726,7 +728,7 @@ def _ratio(cos: np.ndarray, sin: np.ndarray, enc: Any, s_exp: float, s: float, w
         if np.isnan(r.flat[i]) or float(r.flat[i]) > best[0]:
             row, col = divmod(i, r.shape[1])
             best = (float(r.flat[i]), start + row, col % width, float(err.flat[i]))
-            if np.isnan(r.flat[i]):
+            if np.isnan(r.flat[i]) or (above is not None and best[0] > above):
                 break
     return best
 
@@ -768,7 +770,7 @@ def _check_one(where: str, role: str, cos: np.ndarray, sin: np.ndarray, cache: C
             venc, vs_exp, vmax = expected_encoding(variant, rows, role, facts)
         except ParameterError:
             continue
-        if _ratio(cos, sin, venc, vs_exp, s_meas, vmax)[0] <= 1.0:
+        if _ratio(cos, sin, venc, vs_exp, s_meas, vmax, above=1.0)[0] <= 1.0:
             out.append(f"{where}: {why}")
             return
     out.append(

@@ -344,6 +344,11 @@ class Rope(Encoding):
 
     # ----- tensors ------------------------------------------------------------------------------
     def tensor_specs(self) -> dict[str, TensorSpec]:
+        return dict(self._specs)
+
+    @cached_property
+    def _specs(self) -> dict[str, TensorSpec]:
+        """The tensors, built once (``rows`` asks for them on every block: 130000 times in the test suite)."""
         n, w = self.length, self.width
         freq = TensorSpec("inv_freq", (w // 2,), np.dtype(self.inv_freq_dtype))
         if self.cache == "onnx":
@@ -408,8 +413,8 @@ class Rope(Encoding):
         if name == "inv_freq":
             out[...] = w_hi[start:stop]
             return
-        if name not in self.tensor_specs():
-            raise ParameterError(f"rope has no tensor {name!r}; choose from: {', '.join(self.tensor_specs())}")
+        if name not in self._specs:
+            raise ParameterError(f"rope has no tensor {name!r}; choose from: {', '.join(self._specs)}")
         scale = float(self.attention_scaling)
         is_sin = name.startswith("sin")
         t_start = self.offset + start
