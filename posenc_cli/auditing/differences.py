@@ -27,12 +27,22 @@ class Difference:
     max_abs: float
     row: int
     column: int
-    picture: Picture
+    picture: Picture | None
 
 
-def difference(tensor: str, a: Rows, b: Rows, rows: int, columns: int) -> Difference:
+def difference(
+    tensor: str,
+    a: Rows,
+    b: Rows,
+    rows: int,
+    columns: int,
+    on_block: Callable[..., None] | None = None,
+    pictures: bool = True,
+) -> Difference:
     """|a - b| over ``rows`` x ``columns`` (``a(start, stop)`` and ``b(start, stop)`` give row ranges), in float64;
-    a nan on one side only counts as an infinite difference."""
+        a nan on one side only counts as an infinite difference. ``on_block(start, stop, xa, xb)`` sees each block of
+        both sides in float64 (another reading of the same rows, without computing them again). ``pictures=False``
+    measures the largest difference only (no binning; ``picture`` is None)."""
     edges = np.linspace(0, rows, min(rows, POSITION_BINS) + 1).astype(np.int64)
     cedges = np.linspace(0, columns, min(columns, COLUMN_BINS) + 1).astype(np.int64)
     by_position = np.zeros(len(edges) - 1)
@@ -41,12 +51,17 @@ def difference(tensor: str, a: Rows, b: Rows, rows: int, columns: int) -> Differ
     best, where = -1.0, (0, 0)
     for start in range(0, rows, BLOCK_ROWS):
         stop = min(rows, start + BLOCK_ROWS)
-        d = np.abs(np.asarray(a(start, stop), dtype=np.float64) - np.asarray(b(start, stop), dtype=np.float64))
+        xa, xb = np.asarray(a(start, stop), dtype=np.float64), np.asarray(b(start, stop), dtype=np.float64)
+        if on_block is not None:
+            on_block(start, stop, xa, xb)
+        d = np.abs(xa - xb)
         d = d.reshape(stop - start, -1)
         d[np.isnan(d)] = np.inf  # nan on one side; both nan is also no agreement to report
         i = int(np.argmax(d))
         if d.flat[i] > best:
             best, where = float(d.flat[i]), (start + i // d.shape[1], i % d.shape[1])
+        if not pictures:
+            continue
         np.maximum(by_column, d.max(axis=0), out=by_column)
         row_max = d.max(axis=1)
         col_max = np.maximum.reduceat(d, cedges[:-1], axis=1)
@@ -58,6 +73,8 @@ def difference(tensor: str, a: Rows, b: Rows, rows: int, columns: int) -> Differ
             if hi > lo:
                 by_position[k] = max(by_position[k], float(row_max[lo:hi].max()))
                 np.maximum(grid[k], col_max[lo:hi].max(axis=0), out=grid[k])
+    if not pictures:
+        return Difference(tensor, max(best, 0.0), where[0], where[1], None)
     picture = Picture(
         tensor=tensor,
         rows=rows,

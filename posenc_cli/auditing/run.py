@@ -10,6 +10,7 @@ safetensors weights are memory-mapped, an ONNX model's external data is read onl
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -234,7 +235,7 @@ class _Auditor:
         return enc
 
     def _engine(self, config_path: str, lt: str, engine: str, ref: Any) -> AuditRow:
-        from ..models.engines import engine_encoding_within, resolve_engine, rules_for, within_arithmetic
+        from ..models.engines import ArithmeticJudge, engine_encoding_within, resolve_engine, rules_for
 
         config = self.found.relative(config_path)
         n = _rows_of(ref)
@@ -267,12 +268,14 @@ class _Auditor:
             return AuditRow(
                 config, lt, engine, "agree", why, 0.0, n, details=rules + [f"rules read from {e.reference}"]
             )
-        d = _encodings_difference(enc, ref)
+        judge = ArithmeticJudge(enc, ref)  # fed the same blocks as the difference: the engine's rows read once
+        # the pictures only for a diverging row: read again then (an agreeing row is the common case)
+        d = _encodings_difference(enc, ref, judge=judge, pictures=False)
         if d is None:
             return AuditRow(
                 config, lt, engine, "skipped", f"{e.version}: no tensor of the same shape as hf's", length=n
             )
-        arithmetic = within_arithmetic(enc, ref)
+        arithmetic = judge.result()
         ok = arithmetic is not None or d.max_abs <= _atol(enc, ref)
         why = (
             f"{e.version}: " + (arithmetic or "equal to hf's within 2 ulp")
@@ -284,8 +287,10 @@ class _Auditor:
         row = AuditRow(config, lt, engine, "agree" if ok else "differ", why, d.max_abs, n,
                        details=rules + [f"rules read from {e.reference}"])  # fmt: skip
         if not ok:
-            row.picture = d.picture
-            row.picture.spectrum = _spectrum(enc, ref)
+            drawn = _encodings_difference(enc, ref)
+            if drawn is not None and drawn.picture is not None:
+                row.picture = drawn.picture
+                row.picture.spectrum = _spectrum(enc, ref)
         return row
 
     # ----- learned tables in the weights ----------------------------------------------------------------
@@ -467,7 +472,9 @@ def _atol(a: Any, b: Any) -> float:
     return max(default_atol(a.out_dtype), default_atol(b.out_dtype))
 
 
-def _encodings_difference(a: Any, b: Any, rows: int | None = None) -> Difference | None:
+def _encodings_difference(
+    a: Any, b: Any, rows: int | None = None, judge: Any = None, pictures: bool = True
+) -> Difference | None:
     """The worst of the 2-D tensors ``a`` and ``b`` both have with the same width, over their first ``rows``
     rows (default: both have the same shape), read block by block."""
     sa, sb = a.tensor_specs(), b.tensor_specs()
@@ -479,7 +486,10 @@ def _encodings_difference(a: Any, b: Any, rows: int | None = None) -> Difference
         if rows is None and tuple(other.shape) != tuple(spec.shape):
             continue
         n = int(spec.shape[0]) if rows is None else min(rows, int(spec.shape[0]), int(other.shape[0]))
-        diffs.append(difference(name, _rows(a, name), _rows(b, name), n, int(spec.shape[1])))
+        feed = None if judge is None else functools.partial(judge.feed, name)
+        diffs.append(
+            difference(name, _rows(a, name), _rows(b, name), n, int(spec.shape[1]), on_block=feed, pictures=pictures)
+        )
     return worst(diffs)
 
 
@@ -531,7 +541,7 @@ def _gguf_picture(path: str, config_path: str, lt: str, v: Any) -> Any:
         ):
             diffs.append(of_arrays(name, tensors[name], enc.array(name)))
     d = worst(diffs)
-    if d is None:
+    if d is None or d.picture is None:
         return None
     if "inv_freq" in tensors and hasattr(enc, "inv_freq"):
         d.picture.spectrum = {"artifact": [float(x) for x in tensors["inv_freq"]],

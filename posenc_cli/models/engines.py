@@ -847,34 +847,29 @@ def engine_rope(e: Engine, facts: ModelFacts, params: dict[str, Any], *, n_ctx: 
 GGML_FREQ_RTOL = 1e-5
 
 
-class _TableRows:
-    """A 2-D tensor of an encoding as the slicing, ``shape`` and ``dtype`` a table check reads."""
+class ArithmeticJudge:
+    """:func:`within_arithmetic` fed block by block, so that a caller that reads an engine's table anyway (the
+    audit's difference and picture) reads it once: :meth:`feed` each block of each 2-D tensor (the engine's
+    values ``x`` and ``ref``'s ``y`` on positions ``start:stop``), then :meth:`result`."""
 
-    def __init__(self, enc: Any, name: str) -> None:
-        self.enc, self.name = enc, name
-        spec = enc.tensor_specs()[name]
-        self.shape, self.dtype = tuple(spec.shape), np.dtype(spec.dtype)
+    def __init__(self, enc: Any, ref: Any) -> None:
+        import dataclasses
 
-    def __getitem__(self, rows: slice) -> np.ndarray:
-        return np.asarray(self.enc.rows(self.name, rows.start, rows.stop))
+        self.enc, self.ref = enc, ref
+        self.verdicts: dict[str, Any] = {}
+        self.why: str | None = None
+        exact = getattr(enc, "exact_reference", None)
+        self.applies = exact is not None and isinstance(ref, Rope)
+        self.numeric = self.applies and enc.arithmetic != "ggml-float32"
+        if self.applies and not self.numeric:
+            self.why = self._ggml(dataclasses)
 
-
-def within_arithmetic(enc: Any, ref: Any) -> str | None:
-    """Why ``enc`` (an engine's table, :class:`EngineRope`) is the exact table ``ref`` computed in the engine's
-    float32 arithmetic, or None when it is not. torch and mlx: every cos/sin value within the float32 formula's
-    bound of :mod:`posenc_cli.inspect.tolerance` around ``ref`` (a numeric judgement, whatever the rules say);
-    ggml, whose iterated powf that bound does not model: the same parameters, no boundary row in range and
-    per-pair frequencies within :data:`GGML_FREQ_RTOL` (the GGUF verdict's rule)."""
-    import dataclasses
-
-    from ..inspect.tolerance import formula_check_table
-
-    exact = getattr(enc, "exact_reference", None)
-    if exact is None or not isinstance(ref, Rope):
-        return None
-    if enc.arithmetic == "ggml-float32":
+    def _ggml(self, dataclasses: Any) -> str | None:
+        """ggml, whose iterated powf the float32 formula's bound does not model: the same parameters, no
+        boundary row in range, per-pair frequencies within :data:`GGML_FREQ_RTOL` (the GGUF verdict's rule)."""
+        enc, ref = self.enc, self.ref
         # the frequencies' dtype (HF's float32 inv_freq) is part of the arithmetic, not of the parameters
-        if dataclasses.replace(exact(), inv_freq_dtype=ref.inv_freq_dtype) != ref:
+        if dataclasses.replace(enc.exact_reference(), inv_freq_dtype=ref.inv_freq_dtype) != ref:
             return None
         _pairs, _inv, boundary, _divides = enc.engine_state
         if boundary is not None and enc.offset <= boundary[0] < enc.offset + enc.length:
@@ -884,17 +879,54 @@ def within_arithmetic(enc: Any, ref: Any) -> str | None:
         if not rel <= GGML_FREQ_RTOL:
             return None
         return f"hf's parameters in {ARITHMETIC[enc.arithmetic]}: per-pair frequencies within {rel:.2g} of hf's"
-    worst = None
-    for name, spec in enc.tensor_specs().items():
-        if len(spec.shape) != 2:
-            continue
-        verdict = formula_check_table(_TableRows(enc, name), ref, name)
-        if verdict is None or not verdict.ok:
+
+    def feed(self, name: str, start: int, stop: int, x: np.ndarray, y: np.ndarray) -> None:
+        from ..inspect.tolerance import FormulaVerdict, formula_check
+
+        if not self.numeric:
+            return
+        terms, spec = self.ref.angle_terms(name), self.ref.tensor_specs().get(name)
+        mine = self.enc.tensor_specs()[name]
+        if terms is None or spec is None or tuple(spec.shape) != tuple(mine.shape):
+            self.verdicts[name] = FormulaVerdict(False, np.inf, np.nan, -1, False)
+            return
+        rows = np.arange(start, stop, dtype=np.int64)
+        v = formula_check(x, y, rows, terms, np.dtype(mine.dtype), spec.dtype)
+        out = self.verdicts.get(name)
+        if out is not None:
+            top = v if v.bound > out.bound else out
+            v = FormulaVerdict(out.ok and v.ok, max(out.ratio, v.ratio), top.bound, top.bound_row,
+                               out.informative and v.informative)  # fmt: skip
+        self.verdicts[name] = v
+
+    def result(self) -> str | None:
+        """Why the table is ``ref`` in the engine's arithmetic, or None (also when no 2-D tensor was fed)."""
+        if not self.numeric:
+            return self.why
+        if not self.verdicts or not all(v.ok for v in self.verdicts.values()):
             return None
-        worst = verdict if worst is None or verdict.bound > worst.bound else worst
-    if worst is None:
-        return None
-    return f"hf's table in {ARITHMETIC[enc.arithmetic]}, {worst.text()}"
+        worst = max(self.verdicts.values(), key=lambda v: v.bound)
+        return f"hf's table in {ARITHMETIC[self.enc.arithmetic]}, {worst.text()}"
+
+
+def within_arithmetic(enc: Any, ref: Any) -> str | None:
+    """Why ``enc`` (an engine's table, :class:`EngineRope`) is the exact table ``ref`` computed in the engine's
+    float32 arithmetic, or None when it is not. torch and mlx: every cos/sin value within the float32 formula's
+    bound of :mod:`posenc_cli.inspect.tolerance` around ``ref`` (a numeric judgement, whatever the rules say);
+    ggml: :meth:`ArithmeticJudge._ggml`. Reads the tables block by block (:class:`ArithmeticJudge`)."""
+    judge = ArithmeticJudge(enc, ref)
+    if judge.numeric:
+        for name, spec in enc.tensor_specs().items():
+            if len(spec.shape) != 2:
+                continue
+            n = int(spec.shape[0])
+            block = max(1, (1 << 18) // max(1, int(spec.shape[1])))
+            for start in range(0, n, block):
+                stop = min(n, start + block)
+                x = np.asarray(enc.rows(name, start, stop), dtype=np.float64)
+                y = np.asarray(ref.rows(name, start, stop), dtype=np.float64)
+                judge.feed(name, start, stop, x, y)
+    return judge.result()
 
 
 def engine_rope_from_metadata(base: Any, metadata: dict[str, str]) -> tuple[Any, str]:
