@@ -457,6 +457,12 @@ class FormulaVerdict:
         """``within the float32 formula's error (bound 1.2e-03 at row 8191)``."""
         return f"within the {self.compute} formula's error (bound {self.bound:.2g} at row {self.bound_row})"
 
+    def joined(self, other: FormulaVerdict) -> FormulaVerdict:
+        """The verdict of this block's rows and ``other``'s together (the largest bound names its row)."""
+        top = other if other.bound > self.bound else self
+        return FormulaVerdict(self.ok and other.ok, max(self.ratio, other.ratio), top.bound, top.bound_row,
+                              self.informative and other.informative)  # fmt: skip
+
     def to_json(self) -> dict[str, Any]:
         return {
             "tolerance": FORMULA,
@@ -518,11 +524,5 @@ def formula_check_table(
         x = np.asarray(table[start:stop], dtype=np.float64)
         y = np.asarray(encoding.rows(name, start, stop), dtype=np.float64)
         v = formula_check(x, y, rows, terms, np.dtype(table.dtype), spec.dtype)
-        if out is None:
-            out = v
-        else:
-            top = v if v.bound > out.bound else out
-            out = FormulaVerdict(
-                out.ok and v.ok, max(out.ratio, v.ratio), top.bound, top.bound_row, out.informative and v.informative
-            )
+        out = v if out is None else out.joined(v)
     return out

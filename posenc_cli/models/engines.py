@@ -893,11 +893,7 @@ class ArithmeticJudge:
         rows = np.arange(start, stop, dtype=np.int64)
         v = formula_check(x, y, rows, terms, np.dtype(mine.dtype), spec.dtype)
         out = self.verdicts.get(name)
-        if out is not None:
-            top = v if v.bound > out.bound else out
-            v = FormulaVerdict(out.ok and v.ok, max(out.ratio, v.ratio), top.bound, top.bound_row,
-                               out.informative and v.informative)  # fmt: skip
-        self.verdicts[name] = v
+        self.verdicts[name] = v if out is None else out.joined(v)
 
     def result(self) -> str | None:
         """Why the table is ``ref`` in the engine's arithmetic, or None (also when no 2-D tensor was fed)."""
