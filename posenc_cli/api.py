@@ -860,20 +860,22 @@ def compare(
 
 def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: Any, ta: str, tb: str) -> None:
     """A table that differs from a spec (``rope:preset=llama3.1``) only by the float32 formula's error is the
-    same within that error: ``res`` says so, with the bound (:mod:`posenc_cli.inspect.tolerance`). Two engines'
-    tables of one model (``CONFIG@mlx`` vs ``CONFIG@hf``) are the same when they share their parameters and each
-    is within that error of the correctly rounded table of those parameters."""
+    same within that error: ``res`` says so, with the bound (:mod:`posenc_cli.inspect.tolerance`). So is an
+    engine's float32 table (``CONFIG@vllm``) within that error of an exact one (``CONFIG``), and two engines' tables
+    (``CONFIG@mlx`` vs ``CONFIG@hf``) each within it of the exact table of the second one's parameters."""
     from .inspect.tolerance import formula_check_table
 
-    def reference(src: Source) -> tuple[Any, bool]:  # (the exact encoding the table approximates, is it exact)
-        exact = getattr(src.encoding, "exact_reference", None)
-        return (exact(), False) if exact is not None else (src.encoding, True)
-
     if src_a.encoding is not None and src_b.encoding is not None:
-        (ref_a, exact_a), (ref_b, exact_b) = reference(src_a), reference(src_b)
-        if (exact_a and exact_b) or ref_a != ref_b:
+        # an engine's table (``exact_reference``: computed in its own float32 arithmetic) is judged against the
+        # other side's exact table, or two engines' against the exact table of one of them: numerically, as the
+        # audit's engine rows are (posenc_cli.models.engines.ArithmeticJudge)
+        sides = ((src_a, arr_a, ta), (src_b, arr_b, tb))
+        engine_sides = [(arr, name) for src, arr, name in sides if hasattr(src.encoding, "exact_reference")]
+        if not engine_sides:
             return
-        checks = [(arr, ref_a, name) for arr, name, exact in ((arr_a, ta, exact_a), (arr_b, tb, exact_b)) if not exact]
+        exact = [src.encoding for src, _arr, _name in sides if not hasattr(src.encoding, "exact_reference")]
+        ref = exact[0] if exact else src_b.encoding.exact_reference()
+        checks = [(arr, ref, name) for arr, name in engine_sides]
     elif src_b.encoding is not None:
         checks = [(arr_a, src_b.encoding, tb)]
     elif src_a.encoding is not None:

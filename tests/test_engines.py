@@ -511,3 +511,16 @@ def test_a_model_type_posenc_does_not_mirror_for_an_engine_is_posencs_limit_not_
     assert "does not support" not in row["explanation"]
     code, _, err = cli(["compare", f"{olmo}@llamacpp", f"{olmo}@hf", "-q"])
     assert code == 2 and "posenc does not mirror" in err
+
+
+def test_compare_judges_an_engines_table_against_an_exact_one_as_the_audit_does():
+    """CONFIG@vllm against CONFIG (posenc's exact table): the same table in torch float32, as the audit's vllm row
+    says; SGLang's static NTK base against HF's at 4096 rows stays DIFFERENT (built here with plain NumPy)."""
+    llama = str(DATA.parent.parent / "docs" / "examples" / "llama-3.1-8b.json")
+    code, _out, err = cli(["compare", f"{llama}@vllm", llama, "--len", "4096", "-q"])
+    assert code == 0 and "SAME within the float32 formula's error" in err, err
+    dyn = str(DATA.parent.parent / "docs" / "examples" / "llama-2-7b-dynamic.json")
+    assert cli(["compare", f"{dyn}@sglang", dyn, "--len", "4096", "-q"])[0] == 1
+    s_cos, _ = _plain_rope(1e4 * 3 ** (128 / 126), 4096)
+    h_cos, _ = _plain_rope(1e4, 4096)
+    assert np.abs(s_cos - h_cos).max() > 0.5  # far beyond any float32 arithmetic
