@@ -10,8 +10,9 @@ import numpy as np
 
 from .report import Picture
 
-#: rows per block: 8192 rows of a 128-wide float64 table are 8 MiB
-BLOCK_ROWS = 8192
+#: values per block of one side (2 MiB of float64: 2048 rows of a 128-wide table): the few temporaries of a block
+#: stay in cache, and steps running side by side hold a few MiB each whatever the length
+BLOCK_VALUES = 1 << 18
 #: the pictures' resolution: position bins and column bins
 POSITION_BINS = 256
 COLUMN_BINS = 64
@@ -30,6 +31,90 @@ class Difference:
     picture: Picture | None
 
 
+@dataclass
+class Side:
+    """One tensor of two tables to measure: ``a(start, stop)`` and ``b(start, stop)`` give its rows (2-D, or
+    flattened after the first axis to ``columns``); ``on_block(start, stop, xa, xb)`` sees each block of both sides
+    in float64 (another reading of the same rows, without computing them again)."""
+
+    tensor: str
+    a: Rows
+    b: Rows
+    columns: int
+    on_block: Callable[..., None] | None = None
+
+
+class _Running:
+    """The largest |a - b| of one tensor so far, and the binned maxima for its picture."""
+
+    def __init__(self, side: Side, rows: int, pictures: bool) -> None:
+        self.side, self.rows, self.pictures = side, rows, pictures
+        columns = side.columns
+        self.edges = np.linspace(0, rows, min(rows, POSITION_BINS) + 1).astype(np.int64)
+        self.cedges = np.linspace(0, columns, min(columns, COLUMN_BINS) + 1).astype(np.int64)
+        self.by_position = np.zeros(len(self.edges) - 1)
+        self.grid = np.zeros((len(self.edges) - 1, len(self.cedges) - 1))
+        self.by_column = np.zeros(columns)
+        self.best, self.where = -1.0, (0, 0)
+
+    def add(self, start: int, stop: int) -> None:
+        side = self.side
+        xa = np.asarray(side.a(start, stop), dtype=np.float64)
+        xb = np.asarray(side.b(start, stop), dtype=np.float64)
+        if side.on_block is not None:
+            side.on_block(start, stop, xa, xb)
+        d = np.abs(xa - xb)
+        d = d.reshape(stop - start, -1)
+        d[np.isnan(d)] = np.inf  # nan on one side; both nan is also no agreement to report
+        i = int(np.argmax(d))
+        if d.flat[i] > self.best:
+            self.best, self.where = float(d.flat[i]), (start + i // d.shape[1], i % d.shape[1])
+        if not self.pictures:
+            return
+        edges = self.edges
+        np.maximum(self.by_column, d.max(axis=0), out=self.by_column)
+        row_max = d.max(axis=1)
+        col_max = np.maximum.reduceat(d, self.cedges[:-1], axis=1)
+        # the position bins this block touches
+        first = int(np.searchsorted(edges, start, side="right")) - 1
+        last = int(np.searchsorted(edges, stop - 1, side="right")) - 1
+        for k in range(first, last + 1):
+            lo, hi = max(edges[k], start) - start, min(edges[k + 1], stop) - start
+            if hi > lo:
+                self.by_position[k] = max(self.by_position[k], float(row_max[lo:hi].max()))
+                np.maximum(self.grid[k], col_max[lo:hi].max(axis=0), out=self.grid[k])
+
+    def result(self) -> Difference:
+        tensor, best, where = self.side.tensor, max(self.best, 0.0), self.where
+        if not self.pictures:
+            return Difference(tensor, best, where[0], where[1], None)
+        picture = Picture(
+            tensor=tensor,
+            rows=self.rows,
+            columns=self.side.columns,
+            positions=[int(x) for x in self.edges[:-1]],
+            by_position=self.by_position.tolist(),
+            by_column=self.by_column.tolist(),
+            grid=self.grid.tolist(),
+        )
+        return Difference(tensor, best, where[0], where[1], picture)
+
+
+def differences(sides: list[Side], rows: int, pictures: bool = True) -> list[Difference]:
+    """|a - b| of each tensor of ``sides`` over ``rows`` rows, in float64, read block by block with the blocks
+    outermost: every tensor's rows ``[start, stop)`` are read before the next block's, so a table whose tensors
+    share one computation (cos and sin of the same angles) computes each block once. A nan on one side only
+    counts as an infinite difference. ``pictures=False`` measures the largest difference only (no binning;
+    ``picture`` is None)."""
+    running = [_Running(side, rows, pictures) for side in sides]
+    block = max(1, BLOCK_VALUES // max([1, *(side.columns for side in sides)]))
+    for start in range(0, rows, block):
+        stop = min(rows, start + block)
+        for r in running:
+            r.add(start, stop)
+    return [r.result() for r in running]
+
+
 def difference(
     tensor: str,
     a: Rows,
@@ -39,52 +124,8 @@ def difference(
     on_block: Callable[..., None] | None = None,
     pictures: bool = True,
 ) -> Difference:
-    """|a - b| over ``rows`` x ``columns`` (``a(start, stop)`` and ``b(start, stop)`` give row ranges), in float64;
-        a nan on one side only counts as an infinite difference. ``on_block(start, stop, xa, xb)`` sees each block of
-        both sides in float64 (another reading of the same rows, without computing them again). ``pictures=False``
-    measures the largest difference only (no binning; ``picture`` is None)."""
-    edges = np.linspace(0, rows, min(rows, POSITION_BINS) + 1).astype(np.int64)
-    cedges = np.linspace(0, columns, min(columns, COLUMN_BINS) + 1).astype(np.int64)
-    by_position = np.zeros(len(edges) - 1)
-    grid = np.zeros((len(edges) - 1, len(cedges) - 1))
-    by_column = np.zeros(columns)
-    best, where = -1.0, (0, 0)
-    for start in range(0, rows, BLOCK_ROWS):
-        stop = min(rows, start + BLOCK_ROWS)
-        xa, xb = np.asarray(a(start, stop), dtype=np.float64), np.asarray(b(start, stop), dtype=np.float64)
-        if on_block is not None:
-            on_block(start, stop, xa, xb)
-        d = np.abs(xa - xb)
-        d = d.reshape(stop - start, -1)
-        d[np.isnan(d)] = np.inf  # nan on one side; both nan is also no agreement to report
-        i = int(np.argmax(d))
-        if d.flat[i] > best:
-            best, where = float(d.flat[i]), (start + i // d.shape[1], i % d.shape[1])
-        if not pictures:
-            continue
-        np.maximum(by_column, d.max(axis=0), out=by_column)
-        row_max = d.max(axis=1)
-        col_max = np.maximum.reduceat(d, cedges[:-1], axis=1)
-        # the position bins this block touches
-        first = int(np.searchsorted(edges, start, side="right")) - 1
-        last = int(np.searchsorted(edges, stop - 1, side="right")) - 1
-        for k in range(first, last + 1):
-            lo, hi = max(edges[k], start) - start, min(edges[k + 1], stop) - start
-            if hi > lo:
-                by_position[k] = max(by_position[k], float(row_max[lo:hi].max()))
-                np.maximum(grid[k], col_max[lo:hi].max(axis=0), out=grid[k])
-    if not pictures:
-        return Difference(tensor, max(best, 0.0), where[0], where[1], None)
-    picture = Picture(
-        tensor=tensor,
-        rows=rows,
-        columns=columns,
-        positions=[int(x) for x in edges[:-1]],
-        by_position=by_position.tolist(),
-        by_column=by_column.tolist(),
-        grid=grid.tolist(),
-    )
-    return Difference(tensor, max(best, 0.0), where[0], where[1], picture)
+    """:func:`differences` of one tensor."""
+    return differences([Side(tensor, a, b, columns, on_block)], rows, pictures)[0]
 
 
 def worst(diffs: list[Difference]) -> Difference | None:

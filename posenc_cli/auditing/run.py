@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import InputError, ParameterError, PosencError, param
 from . import discover, hub
-from .differences import Difference, difference, of_arrays, worst
+from .differences import Difference, Side, differences, of_arrays, worst
 from .report import AuditReport, AuditRow
 
 #: ``on_progress(what, done, total)``: called before each step of a long audit
@@ -144,6 +144,8 @@ class _Auditor:
         self.against = None if against is None else os.fspath(against)
         self.step = 0
         self.tmp = tmp  # removed when the audit ends
+        #: one measurement step per distinct (engine table, reference): engines whose tables are equal share it
+        self._measurements: dict[Any, Callable[[], _Measured]] = {}
         self.max_bytes: int | None = None
 
     def progress(self, what: str, total: int) -> None:
@@ -172,6 +174,10 @@ class _Auditor:
             settings={k: v for k, v in (("n_ctx", self.n_ctx), ("max_model_len", self.max_model_len)) if v is not None},
         )
         total = len(layers) * (1 + len(self.engines)) + len(f.ggufs) + len(f.onnxs)
+        # the rows in report order: rows ready now, or (label, step, finish): the steps (each reads its own tables
+        # block by block) run on every core, each once (two engines with the same table share a measurement),
+        # and finish(result) makes the rows here, in order
+        slots: list[Any] = []
         for lt, v in layers.items():
             if v is None:
                 report.notes.append(f"layer type {lt} applies no positions (NoPE): nothing to check")
@@ -179,31 +185,55 @@ class _Auditor:
             kind, params = v
             self.progress(f"{lt}: the reference", total)
             if "weights_tensor" in params:
-                report.rows.append(self._learned(lt, params, data))
+                slots.append([self._learned(lt, params, data)])
                 if [e for e in self.engines if e != "hf"]:
                     report.notes.append(
                         f"{lt}: engines not compared: learned positions are the weights each engine loads"
                     )
                 continue
-            ref = self._reference(lt, kind, params, report)
-            if ref is None:
-                continue
-            if not self._engines_apply(config_path, lt, report):
+            row, ref = self._reference(lt, kind, params)
+            slots.append([row])
+            if ref is None or not self._engines_apply(config_path, lt, report):
                 continue
             for engine in self.engines:
-                if engine == "hf":
-                    continue
-                self.progress(f"{lt}: {engine}", total)
-                report.rows.append(self._engine(config_path, lt, engine, ref))
+                if engine != "hf":
+                    slots.append(self._engine(config_path, lt, engine, ref))
         for path in f.ggufs:
-            self.progress(f"{f.relative(path)}", total)
-            report.rows += self._gguf(path, config_path, report.length)
+            slots.append((f.relative(path), functools.partial(self._gguf, path, config_path, report.length), None))
         for path in f.onnxs:
-            self.progress(f"{f.relative(path)}", total)
-            report.rows += self._onnx(path, config_path)
+            slots.append((f.relative(path), functools.partial(self._onnx, path, config_path), None))
+        report.rows += self._run_steps(slots, total)
         if not report.rows:
             raise InputError(f"{f.label}: nothing to audit: no layer type applies positions, and no conversion")
         return report
+
+    def _run_steps(self, slots: list[Any], total: int) -> list[AuditRow]:
+        """The rows of ``slots`` in order: rows, or ``(label, step, finish)`` whose steps run concurrently on every
+        core, a step shared by several slots once; progress is reported from this thread as each slot's rows are
+        made (``finish(step's result)``, or the result itself when ``finish`` is None)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from ..encodings.parallel import workers
+
+        steps = {id(slot[1]): slot[1] for slot in slots if isinstance(slot, tuple)}
+        rows: list[AuditRow] = []
+        # a pool of its own: the steps fill tables on the shared pool (encodings.parallel) and wait for it
+        with ThreadPoolExecutor(max(1, min(workers(), len(steps))), thread_name_prefix="posenc-audit") as ex:
+            futures = {key: ex.submit(step) for key, step in steps.items()}
+            try:
+                for slot in slots:
+                    if isinstance(slot, tuple):
+                        label, step, finish = slot
+                        self.progress(label, total)
+                        result = futures[id(step)].result()
+                        rows += result if finish is None else finish(result)
+                    else:
+                        rows += slot
+            except BaseException:  # an error or Ctrl-C: the steps not started yet are dropped
+                for future in futures.values():
+                    future.cancel()
+                raise
+        return rows
 
     # ----- the reference and the engines ----------------------------------------------------------------
     def _engines_apply(self, config_path: str, lt: str, report: AuditReport) -> bool:
@@ -219,23 +249,24 @@ class _Auditor:
             return False
         return True
 
-    def _reference(self, lt: str, kind: str, params: dict[str, Any], report: AuditReport) -> Any:
+    def _reference(self, lt: str, kind: str, params: dict[str, Any]) -> tuple[AuditRow, Any]:
+        """The reference row of layer type ``lt`` and HF's encoding (None when it cannot be made: an error row)."""
         from ..encodings import make_encoding
 
         config = self.found.relative(self.found.config or "")
         try:
             enc = make_encoding(kind, params)
         except PosencError as exc:
-            report.rows.append(AuditRow(config, lt, "hf", "error", _one_line(exc)))
-            return None
+            return AuditRow(config, lt, "hf", "error", _one_line(exc)), None
         meta = enc.metadata()
         row = AuditRow(config, lt, "hf", "reference", _describe(enc), length=_rows_of(enc),
                        details=[f"{k}={_short(v)}" for k, v in meta.items() if k != "posenc_version" and v != "none"])  # fmt: skip
-        report.rows.append(row)
-        return enc
+        return row, enc
 
-    def _engine(self, config_path: str, lt: str, engine: str, ref: Any) -> AuditRow:
-        from ..models.engines import ArithmeticJudge, engine_encoding_within, resolve_engine, rules_for
+    def _engine(self, config_path: str, lt: str, engine: str, ref: Any) -> Any:
+        """Engine ``engine``'s row of layer type ``lt``: the row now, or ``(label, step, finish)`` when its table
+        must be measured against ``ref`` (the step shared with every engine whose table is the same)."""
+        from ..models.engines import engine_encoding_within, resolve_engine, rules_for
 
         config = self.found.relative(config_path)
         n = _rows_of(ref)
@@ -250,48 +281,44 @@ class _Auditor:
                 config_path, engine, length=n, layer_type=None if lt == "default" else lt, **options
             )
         except PosencError as exc:
-            return AuditRow(config, lt, engine, "skipped", f"{e.version}: {_one_line(exc)}", length=n)
-        rules = [f"{r.says} ({r.source})" for r in rules_for(engine, facts.params)]
+            return [AuditRow(config, lt, engine, "skipped", f"{e.version}: {_one_line(exc)}", length=n)]
         says = [r.says for r in rules_for(engine, facts.params)]
+        details = [f"{r.says} ({r.source})" for r in rules_for(engine, facts.params)]
+        details.append(f"rules read from {e.reference}")
         if hit is not None:  # a limit is a divergence: the row differs, and the rows the engine computes are shown
-            d = None if enc is None else _encodings_difference(enc, ref, rows=hit.rows)
-            row = AuditRow(config, lt, engine, "differ", hit.line(),
-                           None if d is None else d.max_abs, n, details=rules + [f"rules read from {e.reference}"],
-                           limit=hit.to_json())  # fmt: skip
-            if d is not None:
-                row.picture = d.picture
-            return row
+
+            def limited(d: Difference | None) -> list[AuditRow]:
+                row = AuditRow(config, lt, engine, "differ", hit.line(), None if d is None else d.max_abs, n,
+                               details=details, limit=hit.to_json())  # fmt: skip
+                row.picture = None if d is None else d.picture
+                return [row]
+
+            if enc is None:
+                return limited(None)
+            return (f"{lt}: {engine}", functools.partial(_encodings_difference, enc, ref, rows=hit.rows), limited)
         if enc == ref:
-            why = f"{e.version}: same table as hf" + (
-                f" ({len(rules)} rule(s) apply, none changes it)" if rules else ""
+            why = f"{e.version}: same table as hf" + (f" ({len(says)} rule(s) apply, none changes it)" if says else "")
+            return [AuditRow(config, lt, engine, "agree", why, 0.0, n, details=details)]
+
+        def finish(measured: _Measured) -> list[AuditRow]:
+            d, arithmetic, ok, picture = measured
+            if d is None:
+                return [AuditRow(config, lt, engine, "skipped", f"{e.version}: no tensor of the same shape as hf's",
+                                 length=n)]  # fmt: skip
+            why = (
+                f"{e.version}: " + (arithmetic or "equal to hf's within 2 ulp")
+                if ok
+                else f"{e.version}: "
+                + ("; ".join(says) if says else "its parameters differ from hf's")
+                + f" (largest at position {d.row}, {d.tensor} column {d.column})"
             )
-            return AuditRow(
-                config, lt, engine, "agree", why, 0.0, n, details=rules + [f"rules read from {e.reference}"]
-            )
-        judge = ArithmeticJudge(enc, ref)  # fed the same blocks as the difference: the engine's rows read once
-        # the pictures only for a diverging row: read again then (an agreeing row is the common case)
-        d = _encodings_difference(enc, ref, judge=judge, pictures=False)
-        if d is None:
-            return AuditRow(
-                config, lt, engine, "skipped", f"{e.version}: no tensor of the same shape as hf's", length=n
-            )
-        arithmetic = judge.result()
-        ok = arithmetic is not None or d.max_abs <= _atol(enc, ref)
-        why = (
-            f"{e.version}: " + (arithmetic or "equal to hf's within 2 ulp")
-            if ok
-            else f"{e.version}: "
-            + ("; ".join(says) if says else "its parameters differ from hf's")
-            + f" (largest at position {d.row}, {d.tensor} column {d.column})"
-        )
-        row = AuditRow(config, lt, engine, "agree" if ok else "differ", why, d.max_abs, n,
-                       details=rules + [f"rules read from {e.reference}"])  # fmt: skip
-        if not ok:
-            drawn = _encodings_difference(enc, ref)
-            if drawn is not None and drawn.picture is not None:
-                row.picture = drawn.picture
-                row.picture.spectrum = _spectrum(enc, ref)
-        return row
+            row = AuditRow(config, lt, engine, "agree" if ok else "differ", why, d.max_abs, n, details=details)
+            row.picture = picture
+            return [row]
+
+        key = (getattr(enc, "table_key", None) or id(enc), id(ref))
+        measure = self._measurements.setdefault(key, functools.partial(_measure, enc, ref))
+        return (f"{lt}: {engine}", measure, finish)
 
     # ----- learned tables in the weights ----------------------------------------------------------------
     def _learned(self, lt: str, params: dict[str, Any], data: dict[str, Any]) -> AuditRow:
@@ -472,13 +499,38 @@ def _atol(a: Any, b: Any) -> float:
     return max(default_atol(a.out_dtype), default_atol(b.out_dtype))
 
 
+#: an engine's table measured against HF's: (the largest difference, why it is HF's table in the engine's
+#: arithmetic or None, whether the row agrees, the picture of a diverging row)
+_Measured = tuple[Difference | None, str | None, bool, Any]
+
+
+def _measure(enc: Any, ref: Any) -> _Measured:
+    """An engine's table ``enc`` against HF's ``ref``: read once for the difference and the arithmetic's judge; the
+    picture only for a diverging row (read again then: an agreeing row is the common case)."""
+    from ..models.engines import ArithmeticJudge
+
+    judge = ArithmeticJudge(enc, ref)
+    d = _encodings_difference(enc, ref, judge=judge, pictures=False)
+    if d is None:
+        return None, None, False, None
+    arithmetic = judge.result()
+    ok = arithmetic is not None or d.max_abs <= _atol(enc, ref)
+    picture = None
+    if not ok:
+        drawn = _encodings_difference(enc, ref)
+        if drawn is not None and drawn.picture is not None:
+            picture = drawn.picture
+            picture.spectrum = _spectrum(enc, ref)
+    return d, arithmetic, ok, picture
+
+
 def _encodings_difference(
     a: Any, b: Any, rows: int | None = None, judge: Any = None, pictures: bool = True
 ) -> Difference | None:
     """The worst of the 2-D tensors ``a`` and ``b`` both have with the same width, over their first ``rows``
     rows (default: both have the same shape), read block by block."""
     sa, sb = a.tensor_specs(), b.tensor_specs()
-    diffs = []
+    by_rows: dict[int, list[Side]] = {}  # tensors of the same length are read block by block together
     for name, spec in sa.items():
         other = sb.get(name)
         if other is None or len(spec.shape) != 2 or len(other.shape) != 2 or other.shape[1] != spec.shape[1]:
@@ -487,10 +539,8 @@ def _encodings_difference(
             continue
         n = int(spec.shape[0]) if rows is None else min(rows, int(spec.shape[0]), int(other.shape[0]))
         feed = None if judge is None else functools.partial(judge.feed, name)
-        diffs.append(
-            difference(name, _rows(a, name), _rows(b, name), n, int(spec.shape[1]), on_block=feed, pictures=pictures)
-        )
-    return worst(diffs)
+        by_rows.setdefault(n, []).append(Side(name, _rows(a, name), _rows(b, name), int(spec.shape[1]), feed))
+    return worst([d for n, sides in by_rows.items() for d in differences(sides, n, pictures)])
 
 
 def _rows(enc: Any, name: str) -> Callable[[int, int], Any]:
@@ -571,10 +621,9 @@ def _onnx_differences(path: str, config_path: str, max_bytes: int | None) -> tup
                 if 2 * cos.shape[1] != facts.rot_dim or cos.shape[0] == 0:
                     continue
                 enc, _s, _w = onnx.expected_encoding(expect, int(cos.shape[0]), role, facts)
-                for name, stored in (("cos_cache", cos), ("sin_cache", sin)):
-                    diffs.append(
-                        difference(name, _slices(stored), _rows(enc, name), int(cos.shape[0]), int(cos.shape[1]))
-                    )
+                sides = [Side(name, _slices(stored), _rows(enc, name), int(cos.shape[1]))
+                         for name, stored in (("cos_cache", cos), ("sin_cache", sin))]  # fmt: skip
+                diffs += differences(sides, int(cos.shape[0]))
             by_type[lt] = (worst(diffs), int(cache.cos.shape[0]))
         per_cache.append(by_type)
     out: dict[Any, tuple[Difference | None, int | None]] = {}

@@ -14,7 +14,10 @@ as a double-double ``r_hi + r_lo`` to ~2**-60 absolute. Finally
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Callable, Hashable
 from decimal import Decimal, localcontext
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -171,3 +174,32 @@ def _sincos(
     if want_cos:
         c = cos_hi - sin_hi * lo
     return s, c
+
+
+_T = TypeVar("_T", bound=tuple)
+
+
+class LastBlock:
+    """Each thread's last computed block of rows, kept for the next request of the same block.
+
+    sin and cos of one block of angles come out of one computation (:func:`sincos`), and a reader of a table's
+    tensors block by block (a comparison, a check) asks for the cos rows and then the sin rows of the same
+    positions: the second request is then free. Blocks of more than :attr:`MAX_ELEMENTS` values are not kept
+    (a whole long table asked for at once would stay in memory). The kept arrays are shared: callers must not
+    write into them.
+    """
+
+    #: values of the largest block kept (all its arrays together): 2**21 float64 values are 16 MiB
+    MAX_ELEMENTS = 1 << 21
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def get(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """``compute()`` (a tuple of arrays), or what it returned for the same ``key`` last time in this thread."""
+        last: tuple[Any, _T] | None = getattr(self._local, "last", None)
+        if last is not None and last[0] == key:
+            return last[1]
+        value = compute()
+        self._local.last = (key, value) if sum(v.size for v in value) <= self.MAX_ELEMENTS else None
+        return value

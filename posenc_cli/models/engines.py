@@ -53,10 +53,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from ..encodings._trig import LastBlock
 from ..encodings.rope.core import Rope, place_pairs
 from ..errors import ParameterError, param
 
@@ -614,10 +616,11 @@ def _f32_trig(angles: np.ndarray, scale: np.float32) -> tuple[np.ndarray, np.nda
     return cos, sin
 
 
-def _torch_pairs(rope: Rope, linear_positions: bool) -> Pairs:
+def _torch_pairs(rope: Rope, linear_positions: bool) -> tuple[Pairs, tuple[Any, ...]]:
     """vLLM / SGLang: ``freqs = einsum(t, inv_freq)`` in float32, ``cos() * mscale``. inv_freq follows HF's float32
     formula (both engines' ``_compute_inv_freq`` are the same torch expressions). vLLM's and SGLang's linear
-    scaling divides the positions instead (``t = t / scaling_factor``)."""
+    scaling divides the positions instead (``t = t / scaling_factor``). Also the inputs that decide the pairs'
+    bits (:attr:`EngineRope.table_key`)."""
     from ..encodings.rope.scaling import SCALINGS
 
     if linear_positions:
@@ -634,7 +637,7 @@ def _torch_pairs(rope: Rope, linear_positions: bool) -> Pairs:
             tt = (tt / div).astype(f32)
         return _f32_trig((tt[:, None] * inv[None, :]).astype(f32), scale)
 
-    return pairs
+    return pairs, (inv.tobytes(), None if div is None else float(div), float(scale))
 
 
 #: mlx/backend/cpu/simd/math.h exp: Cephes' polynomial for 2**fpart, fused multiply-adds in float32
@@ -719,17 +722,17 @@ def _mlx_freqs(rope: Rope) -> tuple[np.ndarray, np.float32, np.float32]:
     return SCALINGS[scaling].float32(rope), one, f32(rope.attention_scaling)
 
 
-def _mlx_pairs(rope: Rope) -> tuple[Pairs, np.ndarray]:
+def _mlx_pairs(rope: Rope) -> tuple[Pairs, np.ndarray, tuple[Any, ...]]:
     inv, pscale, amp = _mlx_freqs(rope)
 
     def pairs(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         pos = (t.astype(f32) * pscale).astype(f32)
         return _f32_trig((pos[:, None] * inv[None, :]).astype(f32), amp)
 
-    return pairs, (inv.astype(np.float64) * float(pscale))
+    return pairs, (inv.astype(np.float64) * float(pscale)), (inv.tobytes(), float(pscale), float(amp))
 
 
-def _ggml_pairs(facts: ModelFacts, n_ctx: int | None) -> tuple[Pairs, np.ndarray]:
+def _ggml_pairs(facts: ModelFacts, n_ctx: int | None) -> tuple[Pairs, np.ndarray, tuple[Any, ...]]:
     """llama.cpp: ggml's float32 rope cache for a faithful conversion of the config at context ``n_ctx``
     (:mod:`posenc_cli.models.llamacpp`), and the frequencies llama.cpp means."""
     from . import llamacpp as lc
@@ -751,7 +754,8 @@ def _ggml_pairs(facts: ModelFacts, n_ctx: int | None) -> tuple[Pairs, np.ndarray
         c, s = lc.rope_cache(t, rope.n_rot, **kw)
         return c[:, :h], s[:, :h]
 
-    return pairs, lc.intended_inv_freq(rope, ctx)
+    key = tuple((k, v.tobytes() if isinstance(v, np.ndarray) else v) for k, v in sorted(kw.items()))
+    return pairs, lc.intended_inv_freq(rope, ctx), (rope.n_rot, *key)
 
 
 @dataclass(frozen=True)
@@ -765,10 +769,14 @@ class EngineRope(Rope):
     #: (rows -> float32 cos/sin pairs, the engine's inv_freq or None, SGLang's boundary row or None, whether
     #: linear scaling divides the positions)
     engine_state: Any = field(default=None, compare=False, repr=False)
+    #: what decides every bit of the tables: the arithmetic, the parameters and the engine's float32 inputs (two
+    #: engines computing the same float32 expressions of the same inputs, e.g. vLLM and SGLang, have equal keys)
+    table_key: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def param_fields(cls) -> list[Any]:
-        return [f for f in super().param_fields() if f.name not in ("engine_name", "arithmetic", "engine_state")]
+        skip = ("engine_name", "arithmetic", "engine_state", "table_key")
+        return [f for f in super().param_fields() if f.name not in skip]
 
     def exact_reference(self) -> Rope:
         """The correctly rounded ``rope`` of the same parameters: the table this engine's arithmetic approximates
@@ -786,8 +794,18 @@ class EngineRope(Rope):
             out["engine_boundary_row"] = f"{boundary[0]}:{boundary[1]!r}"
         return out
 
-    def _pairs_at(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _pairs_at(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """The engine's float32 cos and sin of positions ``start:stop`` (shared with the other part's request of
+        the same rows: :class:`~posenc_cli.encodings._trig.LastBlock`)."""
+        return self._last_pairs.get((start, stop), lambda: self._compute_pairs(start, stop))
+
+    @cached_property
+    def _last_pairs(self) -> LastBlock:
+        return LastBlock()
+
+    def _compute_pairs(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         pairs, _inv, boundary, _divides = self.engine_state
+        t = np.arange(start, stop, dtype=np.int64)
         cos, sin = pairs(t)
         if boundary is not None:
             hit = t == boundary[0]
@@ -806,8 +824,7 @@ class EngineRope(Rope):
         if name == "inv_freq" or name not in self.tensor_specs():
             super().fill(name, start, stop, out)
             return
-        t = np.arange(self.offset + start, self.offset + stop, dtype=np.int64)
-        cos, sin = self._pairs_at(t)
+        cos, sin = self._pairs_at(self.offset + start, self.offset + stop)
         place_pairs(sin if name.startswith("sin") else cos, out, "cache" if name.endswith("_cache") else self.layout)
 
 
@@ -828,18 +845,25 @@ def engine_rope(e: Engine, facts: ModelFacts, params: dict[str, Any], *, n_ctx: 
     if e.arithmetic == "exact" or not _plain_rope(facts) or params.get("scaling") == "proportional":
         return base  # type: ignore[return-value]
     assert isinstance(base, Rope)
-    kw = {f.name: getattr(base, f.name) for f in base.param_fields()}
     inv: np.ndarray | None = None
     effects = {r.effect for r in engine_rules(facts, e.name)}
     divides = e.arithmetic == "torch-float32" and base.scaling == "linear" and "linear:divides-positions" in effects
     if e.arithmetic == "torch-float32":
-        pairs = _torch_pairs(base, divides)
+        pairs, inputs = _torch_pairs(base, divides)
     elif e.arithmetic == "mlx-float32":
-        pairs, inv = _mlx_pairs(base)
+        pairs, inv, inputs = _mlx_pairs(base)
     else:
-        pairs, inv = _ggml_pairs(facts, n_ctx)
+        pairs, inv, inputs = _ggml_pairs(facts, n_ctx)
+    return _engine_rope_of(base, e.name, e.arithmetic, pairs, inv, inputs, boundary, divides)
+
+
+def _engine_rope_of(base: Rope, name: str, arith: str, pairs: Pairs, inv: np.ndarray | None, inputs: tuple[Any, ...],
+                    boundary: tuple[int, float] | None, divides: bool) -> EngineRope:  # fmt: skip
+    """``base``'s parameters with engine ``name``'s pairs; ``inputs``: what decides the pairs' bits."""
+    kw = {f.name: getattr(base, f.name) for f in base.param_fields()}
+    key = (arith, tuple((k, repr(v)) for k, v in sorted(kw.items())), inputs, boundary)
     state = (pairs, inv, boundary, divides)
-    return EngineRope(**kw, engine_name=e.name, arithmetic=e.arithmetic, engine_state=state)
+    return EngineRope(**kw, engine_name=name, arithmetic=arith, engine_state=state, table_key=key)
 
 
 #: The largest relative difference of ggml's per-pair frequencies (iterated float32 powf) from the exact ones that
@@ -941,11 +965,10 @@ def engine_rope_from_metadata(base: Any, metadata: dict[str, str]) -> tuple[Any,
         boundary = (int(at), float(scale))
     divides = metadata.get("engine_divides_positions") == "true"
     if arith == "torch-float32":
-        pairs, inv = _torch_pairs(base, divides), None
+        (pairs, inputs), inv = _torch_pairs(base, divides), None
     else:
-        pairs, inv = _mlx_pairs(base)
-    kw = {f.name: getattr(base, f.name) for f in base.param_fields()}
-    return EngineRope(**kw, engine_name=name, arithmetic=arith, engine_state=(pairs, inv, boundary, divides)), ""
+        pairs, inv, inputs = _mlx_pairs(base)
+    return _engine_rope_of(base, name, arith, pairs, inv, inputs, boundary, divides), ""
 
 
 def llamacpp_encoding(kind: str, params: dict[str, Any], facts: ModelFacts | None = None,

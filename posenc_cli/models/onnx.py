@@ -515,12 +515,15 @@ class _Reader:
                 raise InputError(
                     f"{self.path}: {what} reads bytes {offset}..{offset + length} of {loc}, which holds {size}"
                 )
-            with open(full, "rb") as fh:
+            arr = np.empty(nbytes // dtype.itemsize, dtype=dtype)
+            with open(full, "rb") as fh:  # read into the array itself: no second copy of a long cache
                 fh.seek(offset)
-                raw = fh.read(length)
+                got = fh.readinto(arr.view(np.uint8).data)
         except OSError as exc:
             raise InputError(f"{self.path}: {what}: cannot read external data {loc} ({exc.strerror or exc})") from None
-        return np.frombuffer(raw, dtype=dtype).copy()
+        if got != nbytes:
+            raise InputError(f"{self.path}: {what} reads bytes {offset}..{offset + length} of {loc}, which ended early")
+        return arr
 
 
 def _np_dtype(name: str) -> np.dtype:
@@ -681,11 +684,23 @@ def _held_dtype(cos: np.ndarray, sin: np.ndarray) -> str:
         if _WIDTH[narrow] >= _WIDTH[dt]:
             break
         nd = _np_dtype(narrow)
-        if np.array_equal(cos.astype(nd).astype(cos.dtype), cos) and np.array_equal(
-            sin.astype(nd).astype(sin.dtype), sin
-        ):
+        if all(_round_trips(part, nd) for part in (cos, sin)):
             return narrow
     return dt
+
+
+#: rows per block when a cache's values are tested for a narrower dtype
+HELD_BLOCK = 8192
+
+
+def _round_trips(values: np.ndarray, narrow: np.dtype) -> bool:
+    """Whether every value survives a round trip through ``narrow``: block by block, so that a cache of wider
+    values (the common case) is told after its first block and a long cache needs no full-size copies."""
+    for start in range(0, values.shape[0], HELD_BLOCK):
+        block = values[start : start + HELD_BLOCK]
+        if not np.array_equal(block.astype(narrow).astype(values.dtype), block):
+            return False
+    return True
 
 
 def expected_encoding(params: dict[str, Any], rows: int, role: str, facts: Any) -> tuple[Any, float, float]:
@@ -702,8 +717,9 @@ def expected_encoding(params: dict[str, Any], rows: int, role: str, facts: Any) 
     return enc, float(enc.attention_scaling), float(np.max(enc.inv_freq()))  # type: ignore[attr-defined]
 
 
-#: rows per block when a stored cache is compared with the expected one
-RATIO_BLOCK = 8192
+#: values per block (cos and sin together) when a stored cache is compared with the expected one: 2 MiB of
+#: float64, so that the block's temporaries stay a few MiB however long the cache
+RATIO_VALUES = 1 << 18
 
 
 def _ratio(cos: np.ndarray, sin: np.ndarray, enc: Any, s_exp: float, s: float, wmax: float,
@@ -715,8 +731,9 @@ def _ratio(cos: np.ndarray, sin: np.ndarray, enc: Any, s_exp: float, s: float, w
     dt = _held_dtype(cos, sin)  # a float32 cache of float16 values is judged as float16 (its loss named apart)
     width = cos.shape[1]
     best = (-1.0, 0, 0, 0.0)
-    for start in range(0, cos.shape[0], RATIO_BLOCK):
-        stop = min(cos.shape[0], start + RATIO_BLOCK)
+    block = max(1, RATIO_VALUES // max(1, 2 * width))
+    for start in range(0, cos.shape[0], block):
+        stop = min(cos.shape[0], start + block)
         a = np.concatenate([cos[start:stop].astype(np.float64), sin[start:stop].astype(np.float64)], axis=1)
         e = np.concatenate([enc.rows("cos_cache", start, stop), enc.rows("sin_cache", start, stop)], axis=1)
         e *= s / s_exp

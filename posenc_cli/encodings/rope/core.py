@@ -327,6 +327,11 @@ class Rope(Encoding):
         return factors
 
     @cached_property
+    def _last_block(self) -> _trig.LastBlock:
+        """sin and cos of the last block of the exact path, for the other part's request (:class:`_trig.LastBlock`)."""
+        return _trig.LastBlock()
+
+    @cached_property
     def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
         """The width/2 angular frequencies as a double-double (hi, lo)."""
         rule = SCALINGS[self.scaling]
@@ -428,11 +433,12 @@ class Rope(Encoding):
                 place_pairs(u.real if is_sin else u.imag, out[a:b], layout)
                 refine(out[a:b], t_start + a)
             return
-        t = np.arange(t_start, self.offset + stop, dtype=np.float64)
-        v = _trig.sin_or_cos(t, w_hi, w_lo, "sin" if is_sin else "cos")
-        if scale != 1.0:
-            v *= scale
-        place_pairs(v, out, "cache" if name.endswith("_cache") else self.layout)
+        s, c = self._last_block.get(
+            (t_start, stop - start),
+            lambda: _trig.sincos(np.arange(t_start, self.offset + stop, dtype=np.float64), w_hi, w_lo),
+        )
+        v = s if is_sin else c  # shared with the other part's request: scaled into a new array
+        place_pairs(v * scale if scale != 1.0 else v, out, "cache" if name.endswith("_cache") else self.layout)
 
 
 _EXAMPLES = {

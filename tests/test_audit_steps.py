@@ -1,0 +1,212 @@
+"""How an audit computes its rows: block-major differences, the last block shared between cos and sin, engines
+with the same table measured once, and rows that come out the same on one core or several.
+
+Expected maxima and pictures are plain NumPy over whole arrays; shared blocks are checked against fresh
+encodings (a second read must not see the first one's scaling applied twice); engine tables are compared bit for
+bit to decide which keys may be equal.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import posenc_cli
+from posenc_cli.auditing import differences as dm
+from posenc_cli.auditing import run as audit_run
+from posenc_cli.encodings import make_encoding
+from posenc_cli.encodings._trig import LastBlock
+from posenc_cli.models import engines as eng
+
+DATA = Path(__file__).resolve().parent / "data"
+LLAMA31 = DATA / "llamacpp" / "llama31.config.json"
+
+
+# ----- differences: blocks outermost, the same numbers as one pass over whole arrays ----------------------------
+def _tables(rows: int, cols: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((rows, cols))
+    b = a + rng.standard_normal((rows, cols)) * 1e-3
+    b[rng.integers(rows), rng.integers(cols)] = np.nan  # a nan on one side is an infinite difference
+    return a, b
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(1, 3), (700, 5), (5000, 96)])
+def test_differences_equal_plain_numpy_over_whole_arrays(monkeypatch, rows, cols):
+    monkeypatch.setattr(dm, "BLOCK_VALUES", 1024)  # many blocks, a last one shorter
+    a, b = _tables(rows, cols, rows)
+    c, d = _tables(rows, cols + 2, rows + 1)
+    got = dm.differences(
+        [dm.Side("x", lambda s, e: a[s:e], lambda s, e: b[s:e], cols),
+         dm.Side("y", lambda s, e: c[s:e], lambda s, e: d[s:e], cols + 2)],
+        rows,
+    )  # fmt: skip
+    for diff, (p, q) in zip(got, [(a, b), (c, d)]):
+        plain = np.abs(p - q)
+        plain[np.isnan(plain)] = np.inf
+        r, k = np.unravel_index(int(np.argmax(plain)), plain.shape)
+        assert (diff.max_abs, diff.row, diff.column) == (np.inf, r, k)
+        pic = diff.picture
+        assert pic is not None
+        assert pic.by_column == plain.max(axis=0).tolist()
+        edges = pic.positions + [rows]
+        assert pic.by_position == [plain[s:e].max() for s, e in zip(edges[:-1], edges[1:])]
+
+
+def test_differences_read_every_tensor_of_a_block_before_the_next_block(monkeypatch):
+    monkeypatch.setattr(dm, "BLOCK_VALUES", 40)
+    a = np.zeros((100, 4))
+    seen: list[tuple[str, int]] = []
+
+    def side(name: str) -> dm.Side:
+        def rows(s: int, e: int) -> np.ndarray:
+            seen.append((name, s))
+            return a[s:e]
+
+        return dm.Side(name, rows, lambda s, e: a[s:e], 4)
+
+    dm.differences([side("cos"), side("sin")], 100, pictures=False)
+    assert seen == [(name, s) for s in range(0, 100, 10) for name in ("cos", "sin")]
+
+
+# ----- the last block, shared between cos and sin ---------------------------------------------------------------
+def test_last_block_is_kept_per_thread_and_not_when_large():
+    memo, calls = LastBlock(), []
+
+    def compute(n: int):
+        calls.append(n)
+        return (np.zeros(n), np.ones(n))
+
+    first = memo.get(("k", 1), lambda: compute(10))
+    assert memo.get(("k", 1), lambda: compute(10)) is first and calls == [10]
+    other: list = []
+    t = threading.Thread(target=lambda: other.append(memo.get(("k", 1), lambda: compute(10))))
+    t.start()
+    t.join()
+    assert other[0] is not first and calls == [10, 10]  # another thread computes its own
+    memo.get(("k", 2), lambda: compute(10))
+    assert calls == [10, 10, 10]  # another key replaces the block
+    big = LastBlock.MAX_ELEMENTS
+    memo.get(("big", 0), lambda: compute(big))
+    memo.get(("big", 0), lambda: compute(big))
+    assert calls[-2:] == [big, big]  # too large to keep
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        dict(dim=32, base=10000.0),
+        dict(dim=32, base=500000.0, scaling="yarn", factor=4.0, original_max_position_embeddings=256),
+    ],
+)
+def test_a_shared_block_reads_the_same_as_a_fresh_encoding(spec):
+    """float64 tables take the exact path, where cos and sin share their block: every order of reads gives what a
+    fresh encoding gives (the attention scaling applied once, to a copy)."""
+    p = {**spec, "length": 3000, "dtype": "float64"}
+    shared = make_encoding("rope", p)
+    assert shared.attention_scaling != 1.0 or "scaling" not in spec
+    for name in ("cos", "sin", "cos", "cos", "sin"):
+        for start, stop in ((0, 1000), (1000, 3000), (0, 1000)):
+            fresh = make_encoding("rope", p).rows(name, start, stop)
+            np.testing.assert_array_equal(shared.rows(name, start, stop), fresh)
+    t = np.arange(3000, dtype=np.float64)[:, None]
+    w = shared.inv_freq()
+    cos = np.cos(t * w) * shared.attention_scaling
+    np.testing.assert_allclose(shared.rows("cos", 0, 3000)[:, :16], cos, rtol=0, atol=1e-12)
+
+
+# ----- engines with the same table: one key, one measurement ---------------------------------------------------
+CONFIGS = {
+    "llama31": json.loads(LLAMA31.read_text()),
+    "linear": {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 4096,
+               "rope_theta": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 2.0}},
+    "plain": {"model_type": "qwen2", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 4096,
+              "rope_theta": 1000000.0},
+    # vLLM never raises the NTK base, SGLang raises it once for factor * max_position_embeddings: other tables
+    "dynamic": {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 2048,
+                "rope_theta": 10000.0, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_equal_table_keys_mean_equal_tables(tmp_path, name):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS[name]))
+    made = {}
+    for engine in ("vllm", "sglang", "mlx", "llamacpp"):
+        try:
+            enc, _facts = eng.engine_encoding(
+                str(path), engine, length=2048, n_ctx=4096 if engine == "llamacpp" else None
+            )
+        except posenc_cli.ParameterError:  # llama.cpp has no dynamic NTK
+            assert (engine, name) == ("llamacpp", "dynamic")
+            continue
+        made[engine] = (enc.table_key, {k: enc.array(k) for k in ("cos", "sin")})
+    for e1, (k1, t1) in made.items():
+        for e2, (k2, t2) in made.items():
+            same = all(np.array_equal(t1[k], t2[k]) for k in t1)
+            if k1 == k2:
+                assert same, (e1, e2)
+    keys = {e: k for e, (k, _t) in made.items()}
+    assert len(set(keys.values())) >= 2  # the arithmetics differ
+    # vLLM and SGLang compute the same torch expressions: one key where their rules agree, two where they do not
+    assert (keys["vllm"] == keys["sglang"]) == (name != "dynamic")
+
+
+def test_an_audit_measures_a_table_two_engines_share_once(tmp_path, monkeypatch):
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "config.json").write_text(LLAMA31.read_text())
+    measured: list[str] = []
+    real = audit_run._measure
+
+    def counting(enc, ref):
+        measured.append(enc.engine_name)
+        return real(enc, ref)
+
+    monkeypatch.setattr(audit_run, "_measure", counting)
+    report = posenc_cli.audit(str(d), engine="vllm,sglang,mlx", length=4096)
+    assert sorted(measured) in (["mlx", "vllm"], ["mlx", "sglang"])
+    by = {r.engine: r for r in report.rows}
+    assert by["vllm"].verdict == by["sglang"].verdict == "agree"
+    assert by["vllm"].max_abs_diff == by["sglang"].max_abs_diff > 0
+    assert by["vllm"].explanation.split(":", 1)[1] == by["sglang"].explanation.split(":", 1)[1]
+
+
+# ----- one core or several: the same report ---------------------------------------------------------------------
+def test_the_report_is_the_same_on_one_core_and_on_several(tmp_path, monkeypatch):
+    pytest.importorskip("gguf")
+    import shutil
+
+    d = tmp_path / "model"
+    d.mkdir()
+    shutil.copy(DATA / "llamacpp" / "qwen2.config.json", d / "config.json")
+    shutil.copy(DATA / "llamacpp" / "qwen2.gguf", d / "qwen2.gguf")
+    steps: list[str] = []
+
+    def run(n: int) -> dict:
+        monkeypatch.setattr("posenc_cli.encodings.parallel.workers", lambda: n)
+        steps.clear()
+        report = posenc_cli.audit(str(d), length=2048, on_progress=lambda what, done, total: steps.append(what))
+        return report.to_json()
+
+    one, order = run(1), list(steps)
+    several = run(4)
+    assert several == one and steps == order
+    assert [r["engine"] for r in one["rows"]][:2] == ["hf", "llamacpp"]
+
+
+def test_the_key_holds_the_engines_float32_inputs_not_only_the_parameters():
+    """Two torch-float32 tables of the same parameters, one dividing the positions by the linear factor (vLLM's
+    and SGLang's rule) and one dividing the frequencies (HF's): other bits, so other keys."""
+    base = make_encoding("rope", dict(dim=64, base=10000.0, scaling="linear", factor=3.0, length=4096))
+    made = []
+    for divides in (True, False):
+        pairs, inputs = eng._torch_pairs(base, divides)
+        made.append(eng._engine_rope_of(base, "vllm", "torch-float32", pairs, None, inputs, None, divides))
+    assert not np.array_equal(made[0].array("cos"), made[1].array("cos"))
+    assert made[0].table_key != made[1].table_key
