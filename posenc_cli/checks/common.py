@@ -15,8 +15,9 @@ import numpy as np
 
 from .base import CheckContext, CheckResult
 
-#: float64 elements per working block (16 MiB): bounds memory for wide tables, where BLOCK_ROWS would not.
-BLOCK_ELEMS = 1 << 21
+#: float64 elements per working block (512 KiB): bounds memory for wide tables, where BLOCK_ROWS would not, and
+#: keeps a block's passes in cache (check of a 131072 x 128 pair of tables: 1.8 s with 16 MiB blocks, 1.4 s)
+BLOCK_ELEMS = 1 << 16
 NONFINITE = "table has non-finite values"
 
 T = TypeVar("T")

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import tolerance
 from .analysis import read_rows, rounded_dtype, spread_rows
-from .metrics import BLOCK_ROWS, CompareResult, coarser_dtype, finfo
+from .metrics import CompareResult, block_rows, coarser_dtype, finfo
 
 
 def within_rounding(res: CompareResult, a: Any, b: Any) -> None:
@@ -28,10 +28,11 @@ def within_rounding(res: CompareResult, a: Any, b: Any) -> None:
         return  # already the same at the stored dtypes' tolerance, and neither is stored coarse
     x, y = (a, b) if fine_is_b else (b, a)
     atol = tolerance.default_atol(coarse)
-    for start in range(0, int(x.shape[0]), BLOCK_ROWS):
-        xs = np.asarray(x[start : start + BLOCK_ROWS], dtype=np.float64)
+    step = block_rows(int(np.prod(x.shape[1:])))
+    for start in range(0, int(x.shape[0]), step):
+        xs = np.asarray(x[start : start + step], dtype=np.float64)
         with np.errstate(over="ignore", invalid="ignore"):
-            ys = np.asarray(y[start : start + BLOCK_ROWS]).astype(coarse).astype(np.float64)
+            ys = np.asarray(y[start : start + step]).astype(coarse).astype(np.float64)
             bad = ~((xs == ys) | (np.abs(xs - ys) <= atol))
         if np.any(bad):
             return

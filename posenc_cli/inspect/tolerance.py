@@ -505,6 +505,11 @@ def formula_check(
     return FormulaVerdict(bool(informative and ratio <= 1.0), ratio, top, int(rows[k]) if len(rows) else 0, informative)
 
 
+#: values per block when a whole table is judged (512 KiB of float64): the passes over a block stay in cache
+#: (131072 x 128: 0.085 s, 0.22 s with 2 MiB blocks)
+BLOCK_VALUES = 1 << 16
+
+
 def formula_check_table(
     table: Any, encoding: Any, name: str, *, block_rows: int | None = None
 ) -> FormulaVerdict | None:
@@ -515,8 +520,8 @@ def formula_check_table(
     if terms is None or spec is None or len(spec.shape) != 2 or tuple(table.shape) != tuple(spec.shape):
         return None
     n = int(spec.shape[0])
-    if block_rows is None:  # blocks of 2 MiB of float64: the passes over a block stay in cache
-        block_rows = max(1, (1 << 18) // max(1, int(spec.shape[1])))
+    if block_rows is None:
+        block_rows = max(1, BLOCK_VALUES // max(1, int(spec.shape[1])))
     out: FormulaVerdict | None = None
     for start in range(0, n, block_rows):
         stop = min(n, start + block_rows)

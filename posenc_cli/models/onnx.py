@@ -717,9 +717,9 @@ def expected_encoding(params: dict[str, Any], rows: int, role: str, facts: Any) 
     return enc, float(enc.attention_scaling), float(np.max(enc.inv_freq()))  # type: ignore[attr-defined]
 
 
-#: values per block (cos and sin together) when a stored cache is compared with the expected one: 2 MiB of
-#: float64, so that the block's temporaries stay a few MiB however long the cache
-RATIO_VALUES = 1 << 18
+#: values per block (cos and sin together) when a stored cache is compared with the expected one: 512 KiB of
+#: float64, so that the block's passes run in cache and its temporaries stay small however long the cache
+RATIO_VALUES = 1 << 16
 
 
 def _ratio(cos: np.ndarray, sin: np.ndarray, enc: Any, s_exp: float, s: float, wmax: float,
