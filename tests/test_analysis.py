@@ -216,6 +216,27 @@ def test_ulps_are_measured_at_the_value_with_a_floor():
     assert an.ulps(np.array([1e-12]), np.array([0.0]), np.dtype(np.float32))[0] < 0.01
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_ulps_equal_numpy_s_spacing_at_the_larger_value(dtype):
+    """Against ``np.spacing`` of the dtype (an independent path): values just below a power of two included,
+    where ``floor(log2(x))`` in float64 rounds up to the power."""
+    rng = np.random.default_rng(5)
+    info = np.finfo(dtype)
+    big = np.concatenate([
+        np.ldexp(1.0, rng.integers(-9, 10, 200)) * (1 - 2.0**-53),  # just below 2**k: log2 rounds to k
+        np.ldexp(1.0, rng.integers(-9, 10, 200)),
+        rng.uniform(1e-3, 1e3, 600),
+    ])  # fmt: skip
+    small = big * (1 - rng.uniform(0, 1e-2, big.size))
+    # the value rounded toward zero into dtype stays in its binade: np.spacing there is the spacing posenc means
+    v = big.astype(dtype)
+    v = np.where(v.astype(np.float64) > big, np.nextafter(v, dtype(0)), v)
+    want = np.abs(big - small) / np.spacing(v).astype(np.float64)
+    got = an.ulps(big, small, np.dtype(dtype))
+    assert big.min() >= an.ULP_FLOOR and big.min() > float(info.tiny)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_nice_numbers():
     assert an.nice_number(10000.0000013, 1e-8) == 10000.0
     assert an.nice_number(499999.7, 1e-6) == 500000.0

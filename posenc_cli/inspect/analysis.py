@@ -1277,18 +1277,24 @@ ULP_FLOOR = tolerance.ULP_FLOOR
 def ulps(x: np.ndarray, y: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """``|x - y|`` in ulps of ``dtype`` at the larger of ``|x|``, ``|y|`` and :data:`ULP_FLOOR` (equal values,
     equal infinities and NaN = NaN are 0; other non-finite differences are inf)."""
-    dt = np.dtype(dtype)
-    info = finfo(dt)
     with np.errstate(invalid="ignore", over="ignore"):
-        d = np.abs(x - y)
-        mag = np.maximum(np.maximum(np.abs(x), np.abs(y)), ULP_FLOOR)
-        # the spacing of dtype at mag: 2**(floor(log2 mag) - mantissa bits), and never below the smallest normal
-        exp = np.floor(np.log2(np.where(np.isfinite(mag), mag, 1.0)))
-        spacing = np.maximum(np.exp2(exp) * float(info.eps), float(info.tiny) * float(info.eps))
-        u = d / spacing
-    same = (x == y) | (np.isnan(x) & np.isnan(y))
-    u = np.where(same, 0.0, u)
-    return np.where(np.isnan(u), np.inf, u)
+        d = np.asarray(np.abs(x - y))
+        big = np.maximum(np.abs(x), np.abs(y))
+    d[(x == y) | (np.isnan(x) & np.isnan(y))] = 0.0
+    d[np.isnan(d)] = np.inf
+    return _in_ulps(d, big, np.dtype(dtype))
+
+
+def _in_ulps(d: np.ndarray, big: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """Differences ``d`` (0 where equal, inf where not comparable) in ulps of ``dt`` at magnitude ``big``."""
+    info = finfo(dt)
+    mag = np.maximum(big, ULP_FLOOR)
+    # the spacing of dt at mag: 2**(floor(log2 mag) - mantissa bits), never below the smallest normal's; frexp
+    # gives mag = m 2**e with 0.5 <= m < 1, so floor(log2 mag) = e - 1 exactly (log2 rounds up just below 2**k)
+    _, e = np.frexp(np.where(np.isfinite(mag), mag, 1.0))
+    spacing = np.maximum(np.ldexp(float(info.eps), e - 1), float(info.tiny) * float(info.eps))
+    with np.errstate(invalid="ignore"):
+        return d / spacing
 
 
 @dataclass
@@ -1327,19 +1333,22 @@ def residual(
     dt = np.dtype(ulp_dtype) if ulp_dtype is not None else coarser_dtype(np.dtype(dtype_x), np.dtype(dtype_y))
     atol = tolerance.default_atol(dt) if atol is None else atol
     with np.errstate(invalid="ignore", over="ignore"):
-        d = np.abs(x - y)
-    same = (x == y) | (np.isnan(x) & np.isnan(y))
-    d = np.where(same, 0.0, d)
-    d = np.where(np.isnan(d), np.inf, d)
-    u = ulps(x, y, dt)
-    mag = np.maximum(1.0, np.maximum(np.abs(np.nan_to_num(x)), np.abs(np.nan_to_num(y))))
-    ok = (u <= ulp_tol) | (d <= atol * mag)
+        d = np.asarray(np.abs(x - y))
+        big = np.maximum(np.abs(x), np.abs(y))  # nan where either is: d is then inf or 0 (below)
+    d[(x == y) | (np.isnan(x) & np.isnan(y))] = 0.0
+    d[np.isnan(d)] = np.inf
+    u = _in_ulps(d, big, dt)
     with np.errstate(invalid="ignore"):
-        num = float(np.nansum(np.where(np.isfinite(x) & np.isfinite(y), x * y, 0.0)))
-        den = math.sqrt(
-            float(np.nansum(np.where(np.isfinite(x), x * x, 0.0)))
-            * float(np.nansum(np.where(np.isfinite(y), y * y, 0.0)))
-        )
+        # a finite difference has both values finite: the larger magnitude scales atol past 1
+        ok = (u <= ulp_tol) | (d <= atol * np.maximum(big, 1.0))
+    with np.errstate(invalid="ignore", over="ignore"):
+        fx, fy = np.isfinite(x), np.isfinite(y)
+        if fx.all() and fy.all():
+            num = float(np.sum(x * y))
+            den = math.sqrt(float(np.sum(x * x)) * float(np.sum(y * y)))
+        else:
+            num = float(np.sum(np.where(fx & fy, x * y, 0.0)))
+            den = math.sqrt(float(np.sum(np.where(fx, x * x, 0.0))) * float(np.sum(np.where(fy, y * y, 0.0))))
     cosine = num / den if den > 0 else (1.0 if np.array_equal(x, y) else 0.0)
     worst = 0
     if d.size:
