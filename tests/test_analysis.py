@@ -237,6 +237,22 @@ def test_ulps_equal_numpy_s_spacing_at_the_larger_value(dtype):
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
+def test_read_rows_of_a_lazy_tensor_joins_nearby_rows_in_one_call():
+    table = np.arange(300 * 3, dtype=np.float32).reshape(300, 3)
+    calls: list[tuple[int, int]] = []
+
+    class Lazy:
+        shape, dtype = table.shape, table.dtype
+
+        def rows(self, start, stop):
+            calls.append((start, stop))
+            return table[start:stop]
+
+    rows = [201, 0, 2, 1, 50, 200, 299]  # unsorted: read in the order asked
+    np.testing.assert_array_equal(an.read_rows(Lazy(), rows), table[rows].astype(np.float64))
+    assert calls == [(0, 51), (200, 202), (299, 300)]  # 50 - 2 <= JOIN_GAP < 200 - 50, 299 - 201
+
+
 def test_nice_numbers():
     assert an.nice_number(10000.0000013, 1e-8) == 10000.0
     assert an.nice_number(499999.7, 1e-6) == 500000.0

@@ -353,17 +353,6 @@ def _complexity(c: Candidate) -> float:
     return score - (0.5 if c.preset else 0.0)
 
 
-def _runs(rows: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
-    """Consecutive runs of sorted rows: ``(start, stop, positions in rows)``."""
-    out = []
-    breaks = np.flatnonzero(np.diff(rows) > 1) + 1
-    start = 0
-    for stop in [*breaks.tolist(), rows.size]:
-        out.append((int(rows[start]), int(rows[stop - 1]) + 1, np.arange(start, stop)))
-        start = stop
-    return out
-
-
 def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) -> None:
     """Regenerate ``cand`` with posenc's engine and measure it against the input on sampled rows (``quick``: 48
     rows spread to the end of the table, a cheap first filter)."""
@@ -405,10 +394,8 @@ def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) ->
             if quick and rows.size > 48:
                 rows = an.spread_rows(int(spec.shape[0]), 48, head=8, tail=8)
             xs = an.read_rows(x, rows).reshape(rows.size, -1)
-            ys = np.empty_like(xs)
             try:
-                for lo, hi, where in _runs(rows):
-                    ys[where] = np.asarray(enc.rows(enc_name, lo, hi), dtype=np.float64).reshape(hi - lo, -1)
+                ys = an.read_rows(enc.lazy(enc_name), rows).reshape(rows.size, -1)
             except (ArithmeticError, ParameterError) as exc:  # e.g. a degenerate base the engine does not refuse
                 cand.why = f"{cand.kind} cannot build it: {type(exc).__name__}: {exc}"
                 return
