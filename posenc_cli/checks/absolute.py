@@ -482,26 +482,37 @@ def _sketch_feed(ctx: CheckContext) -> Feed:
     return Feed("sketch", what, block, lambda parts: sk, g)
 
 
+#: sketch values per chunk when the sampled nearest-pair search measures neighbours (512 KiB of float64)
+PAIR_CHUNK_VALUES = 1 << 16
+
+
 def _closest_pair_sampled(ctx: CheckContext, n_sort: int = 4, window: int = 8, keep: int = 64) -> tuple[int, int]:
     """Candidates from neighbours in sorted order along random projections, ranked by a random sketch."""
     t = ctx.table
     sk = shared(ctx, "sketch")
-    # The ``keep`` best candidate pairs by sketch distance of each (projection, window) chunk, then overall.
+    # The ``keep`` best candidate pairs by (squared) sketch distance of each (projection, window), then overall.
     ci, cj, sd = [], [], []
+    rows = len(sk)
+    chunk = max(1, PAIR_CHUNK_VALUES // max(1, sk.shape[1]))
     for c in range(n_sort):
         order = np.argsort(sk[:, c], kind="stable")
         sorted_sk = sk[order]
+        # pairs (order[i], order[i + w]) for every window w, a chunk of the sorted sketch at a time (read once
+        # for all windows while it is in cache): dist[w - 1, i]
+        dist = np.full((window, rows), np.inf)
+        for a in range(0, rows, chunk):
+            b = min(a + chunk, rows)
+            for w in range(1, window + 1):
+                e = min(b, rows - w)
+                if e > a:
+                    diff = sorted_sk[a:e] - sorted_sk[a + w : e + w]
+                    dist[w - 1, a:e] = np.einsum("ij,ij->i", diff, diff)
         for w in range(1, window + 1):
-            # pairs (order[i], order[i + w]): contiguous slices of the sorted sketch, a few thousand at a time
-            dist = np.empty(max(0, len(order) - w))
-            for a in range(0, dist.size, 8192):
-                b = min(a + 8192, dist.size)
-                diff = sorted_sk[a:b] - sorted_sk[a + w : b + w]
-                dist[a:b] = np.sqrt(np.add.reduce(diff * diff, axis=1))
-            best = np.argpartition(dist, keep)[:keep] if dist.size > keep else np.arange(dist.size)
+            d = dist[w - 1, : max(0, rows - w)]
+            best = np.argpartition(d, keep)[:keep] if d.size > keep else np.arange(d.size)
             ci.append(order[best])
             cj.append(order[best + w])
-            sd.append(dist[best])
+            sd.append(d[best])
     all_i, all_j, all_d = np.concatenate(ci), np.concatenate(cj), np.concatenate(sd)
     best = np.argpartition(all_d, keep)[:keep] if all_d.size > keep else np.arange(all_d.size)
     all_i, all_j, all_d = all_i[best], all_j[best], all_d[best]
