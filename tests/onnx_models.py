@@ -49,10 +49,13 @@ def genai_caches(
         interp = inv_freq / f32(factor)
         inv_freq = (interp * (f32(1) - mask) + inv_freq * mask).astype(f32)
     t = np.arange(length, dtype=np.int64).astype(f32)
-    freqs = np.outer(t, inv_freq).astype(f32)
-    cos = (np.cos(freqs.astype(np.float64)).astype(f32) * f32(mscale)).astype(f32)
-    sin = (np.sin(freqs.astype(np.float64)).astype(f32) * f32(mscale)).astype(f32)
-    return cos.astype(io_dtype), sin.astype(io_dtype)
+    cos = np.empty((length, inv_freq.size), dtype=io_dtype)
+    sin = np.empty_like(cos)
+    for a in range(0, length, 4096):  # row by row the same values; blocks keep the float64 temporaries small
+        freqs = np.outer(t[a : a + 4096], inv_freq).astype(f32).astype(np.float64)
+        cos[a : a + 4096] = (np.cos(freqs).astype(f32) * f32(mscale)).astype(f32).astype(io_dtype)
+        sin[a : a + 4096] = (np.sin(freqs).astype(f32) * f32(mscale)).astype(f32).astype(io_dtype)
+    return cos, sin
 
 
 def yarn_mscale(factor: float) -> float:
