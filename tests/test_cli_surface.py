@@ -201,3 +201,32 @@ def test_the_number_parser_rejects_what_it_should():
     for bad in ("0", "1.5", "0x10", "nan"):
         with pytest.raises(Exception, match=re.escape(bad)):
             ints(bad)
+
+
+def test_the_command_line_built_once_still_follows_the_terminal_width():
+    """``app()`` is reused within a process, per width: help at 60 columns, then 100, then 60 again in one process
+    wraps at each width, and a second run at a width reuses the group (Click keeps a run's state in its context)."""
+    from posenc_cli.cli import app
+
+    helps = {}
+    for columns in ("60", "100", "60"):
+        code, out, err = cli(["check", "--help"], env={"COLUMNS": columns})
+        assert code == 0, err
+        helps.setdefault(columns, []).append(out.decode().splitlines())
+    narrow, wide = helps["60"][0], helps["100"][0]
+    assert helps["60"][1] == narrow and len(narrow) > len(wide)  # wrapped at 60 again, after 100
+    assert max(len(line) for line in wide) > 60 >= sorted(len(line) for line in narrow)[len(narrow) // 2]
+    import os
+
+    old = os.environ.get("COLUMNS")
+    try:
+        os.environ["COLUMNS"] = "100"
+        first = app()
+        assert app() is first
+        os.environ["COLUMNS"] = "60"
+        assert app() is not first
+    finally:
+        os.environ.pop("COLUMNS") if old is None else os.environ.__setitem__("COLUMNS", old)
+    code, out, err = cli(["generate", "--len", "3", "--dim", "4", "--format", "npy"])
+    code2, out2, _ = cli(["generate", "--len", "3", "--dim", "4", "--format", "npy"])
+    assert code == code2 == 0 and out == out2, err

@@ -490,7 +490,7 @@ def test_an_audit_row_at_an_engines_limit_differs_and_carries_the_limit():
     code, out, err = cli(["audit", dyn, "--len", "8192", "--engine", "hf,vllm", "--json"])
     assert code == 1, err
     data = json.loads(out)
-    jsonschema.validate(data, json.loads(Path(SCHEMA_PATH).read_text()), cls=jsonschema.Draft202012Validator)
+    jsonschema.Draft202012Validator(json.loads(Path(SCHEMA_PATH).read_text())).validate(data)
     (row,) = [r for r in data["rows"] if r["engine"] == "vllm"]
     assert row["verdict"] == "differ" and row["limit"]["from_position"] == 4096 and row["limit"]["rows"] == 4096
     assert "computes no row from position 4096" in row["explanation"]

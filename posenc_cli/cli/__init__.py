@@ -122,8 +122,24 @@ def _group_class() -> Any:
     return LazyGroup
 
 
+#: the root group built for each terminal width, in this process (:func:`app`)
+_APPS: dict[int, Any] = {}
+
+
 def app() -> Any:
-    """The root Click group (Typer's), with ``--version``, ``--install-completion`` and ``--show-completion``."""
+    """The root Click group (Typer's), with ``--version``, ``--install-completion`` and ``--show-completion``.
+
+    Built once per terminal width in a process and reused: :func:`main` may run again in the same process (the
+    suite's in-process runs, an embedding program), and Typer's building of the commands from their signatures
+    costs more than most commands. The width (``COLUMNS``) is all a build reads from outside; Click keeps each
+    invocation's state in its context, not in the commands."""
+    width = _width()
+    if width not in _APPS:
+        _APPS[width] = _build_app()
+    return _APPS[width]
+
+
+def _build_app() -> Any:
     import typer
     from typer._completion_classes import completion_init
     from typer.main import get_command
