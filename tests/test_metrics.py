@@ -252,3 +252,27 @@ def test_equal_minimum_cosines_keep_the_first_row(monkeypatch):
     b = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 0.0], [1.0, 1.0]])  # rows 0 and 2: cosine 1 / sqrt(2), in two blocks
     r = compare(a, b)
     assert r.min_cosine == pytest.approx(1 / math.sqrt(2), rel=1e-15) and r.min_cosine_row == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_block_with_nans_measures_its_finite_values_as_a_finite_block_does(seed, monkeypatch):
+    """Blocks without NaN or infinity take a shorter path: the same tables with rows of NaN (equal in place) and
+    equal infinities added measure the same, and the largest difference and ulps are those plain NumPy gives."""
+    monkeypatch.setattr(metrics, "BLOCK_VALUES", 24)  # blocks of 3 rows of 8: finite and non-finite ones
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((20, 8)).astype(np.float32)
+    b = (a.astype(np.float64) + rng.standard_normal(a.shape) * 1e-6 * (rng.random(a.shape) < 0.3)).astype(np.float32)
+    plain = compare(a, b)
+    special = np.full((4, 8), np.nan, dtype=np.float32)
+    special[1] = np.inf
+    sa, sb = np.concatenate([a[:10], special, a[10:]]), np.concatenate([b[:10], special, b[10:]])
+    mixed = compare(sa, sb)
+    d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    bits_a, bits_b = (x.view(np.int32).astype(np.int64) for x in (a, b))
+    ords = [np.where(v < 0, -(v & 0x7FFFFFFF), v) for v in (bits_a, bits_b)]
+    ulps = np.minimum(np.abs(ords[0] - ords[1]), d / metrics.tolerance.floor_spacing(np.dtype(np.float32)))
+    for r in (plain, mixed):
+        assert r.max_abs == d.max() and r.max_ulp == ulps.max()
+        assert r.mismatched == int(np.count_nonzero(d > r.atol))
+    assert mixed.max_rel == plain.max_rel  # (a row of NaN has cosine 0: min_cosine is not comparable)
+    assert mixed.mean_abs * mixed.total == pytest.approx(plain.mean_abs * plain.total, rel=1e-12)

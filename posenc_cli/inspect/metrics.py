@@ -42,10 +42,64 @@ _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 def ordinal(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Each value rounded to ``dtype``, as its position on the ordered line of that dtype's floats (float64)."""
-    bits = np.asarray(x).astype(dtype).view(_UINT[dtype.itemsize])
+    bits = np.asarray(x, dtype=dtype).view(_UINT[dtype.itemsize])  # no copy when x holds dtype's values
     sign = np.array(1 << (8 * dtype.itemsize - 1), dtype=bits.dtype)
     magnitude = (bits & ~sign).astype(np.float64)
     return np.where((bits & sign) != 0, -magnitude, magnitude)
+
+
+def _differences(
+    x: np.ndarray, y: np.ndarray, both_nan: np.ndarray | None, atol: float, rtol: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``|x - y|`` (0 for NaN in place and equal infinities, inf for other non-finite pairs) and where it is within
+    ``atol + rtol * |y|``; ``both_nan`` None: a block of finite values only (the common case, fewer passes)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(x - y)
+        if both_nan is None:
+            return diff, (diff <= atol + rtol * np.abs(y) if rtol else diff <= atol)
+        diff[both_nan] = 0.0
+        diff[(x == y)] = 0.0  # equal infinities
+        diff[np.isnan(diff)] = np.inf
+        # equal values (NaN in place, equal infinities included) match whatever the bound; an infinite
+        # difference never does (rtol * |inf| would otherwise be NaN, or inf)
+        return diff, (diff == 0) | (np.isfinite(diff) & (diff <= atol + rtol * np.abs(y)))
+
+
+def _rel_and_ulps(ra: np.ndarray, rb: np.ndarray, x: np.ndarray, y: np.ndarray, diff: np.ndarray,
+                  both_nan: np.ndarray | None, ulp_dtype: np.dtype) -> tuple[float, float]:  # fmt: skip
+    """A block's largest relative difference (over ``y != 0``) and largest difference in ulps of ``ulp_dtype``."""
+    rel = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nz = y != 0
+        if both_nan is not None:
+            nz &= ~both_nan  # NaN in place matches: no relative difference
+        if np.any(nz):
+            r = diff[nz] / np.abs(y[nz])
+            # inf / inf (a finite value against an infinity) is no agreement: infinitely far, not NaN (a NaN would
+            # hide the block's largest finite value from max())
+            rel = float(np.max(r if both_nan is None else np.where(np.isnan(r), np.inf, r)))
+        # the values' own bits when they are stored in the dtype the ulps count in (no rounding to do)
+        steps = np.abs(
+            ordinal(ra if ra.dtype == ulp_dtype else x, ulp_dtype)
+            - ordinal(rb if rb.dtype == ulp_dtype else y, ulp_dtype)
+        )
+        # near zero (a sign flip of two tiny values), a difference is measured in ulps of ULP_FLOOR, as everywhere
+        # in posenc: -1e-8 vs 1e-8 is a few hundred float32 ulps, not two billion
+        np.minimum(steps, diff / tolerance.floor_spacing(ulp_dtype), out=steps)
+        if both_nan is None:
+            return rel, float(steps.max())
+        steps[both_nan] = 0.0
+        return rel, float(np.nanmax(np.where(np.isnan(steps), np.inf, steps)))
+
+
+def _min_cosine(x: np.ndarray, y: np.ndarray) -> tuple[int, float]:
+    """The row of a block whose cosine similarity is smallest (the first on ties), and that cosine."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        num = np.einsum("ij,ij->i", x, y)
+        den = np.sqrt(np.einsum("ij,ij->i", x, x) * np.einsum("ij,ij->i", y, y))
+        cos = np.where(den > 0, num / np.where(den > 0, den, 1), np.where(np.all(x == y, axis=1), 1.0, 0.0))
+    i = int(np.nanargmin(cos)) if not np.all(np.isnan(cos)) else 0
+    return i, float(cos[i])
 
 
 @dataclass
@@ -109,20 +163,14 @@ def compare(a: np.ndarray, b: np.ndarray, atol: float | None = None, rtol: float
     min_cos = np.inf
     step = block_rows(a2.shape[1])
     for start in range(0, a2.shape[0], step):
-        x = np.asarray(a2[start : start + step], dtype=np.float64)
-        y = np.asarray(b2[start : start + step], dtype=np.float64)
-        both_nan = np.isnan(x) & np.isnan(y)
-        with np.errstate(invalid="ignore", over="ignore"):
-            diff = np.abs(x - y)
-            diff[both_nan] = 0.0
-            diff[(x == y)] = 0.0  # equal infinities
-            nan_diff = np.isnan(diff)
-            diff[nan_diff] = np.inf
-            # equal values (NaN in place, equal infinities included) match whatever the bound; an infinite
-            # difference never does (rtol * |inf| would otherwise be NaN, or inf)
-            within = (diff == 0) | (np.isfinite(diff) & (diff <= atol + rtol * np.abs(y)))
-        res.mismatched += int(np.count_nonzero(~within))
-        abs_sum += float(np.sum(diff[np.isfinite(diff)]))
+        ra, rb = a2[start : start + step], b2[start : start + step]
+        x = np.asarray(ra, dtype=np.float64)
+        y = np.asarray(rb, dtype=np.float64)
+        finite = bool(np.isfinite(x).all() and np.isfinite(y).all())
+        both_nan = None if finite else np.isnan(x) & np.isnan(y)
+        diff, within = _differences(x, y, both_nan, atol, rtol)
+        res.mismatched += int(within.size - np.count_nonzero(within))
+        abs_sum += float(np.sum(diff)) if finite else float(np.sum(diff[np.isfinite(diff)]))
         flat = int(np.argmax(diff))
         if diff.flat[flat] > res.max_abs or res.max_abs_at is None:
             r, c = divmod(flat, diff.shape[1])
@@ -130,24 +178,12 @@ def compare(a: np.ndarray, b: np.ndarray, atol: float | None = None, rtol: float
             # every index of the element: (row, column), or (head, row, column) of a 3-D table
             res.max_abs_at = (start + r, *map(int, np.unravel_index(c, a.shape[1:]))) if a.ndim >= 2 else (start + r,)
             res.value_a, res.value_b = float(x.flat[flat]), float(y.flat[flat])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            nz = y != 0
-            if np.any(nz):
-                res.max_rel = max(res.max_rel, float(np.max(diff[nz] / np.abs(y[nz]))))
-            steps = np.abs(ordinal(x, ulp_dtype) - ordinal(y, ulp_dtype))
-            # near zero (a sign flip of two tiny values), a difference is measured in ulps of ULP_FLOOR, as
-            # everywhere in posenc: -1e-8 vs 1e-8 is a few hundred float32 ulps, not two billion
-            steps = np.minimum(steps, diff / tolerance.floor_spacing(ulp_dtype))
-            steps[both_nan] = 0.0
-            res.max_ulp = max(res.max_ulp, float(np.nanmax(np.where(np.isnan(steps), np.inf, steps))))
-            if a.ndim >= 2:
-                num = np.einsum("ij,ij->i", x, y)
-                den = np.sqrt(np.einsum("ij,ij->i", x, x) * np.einsum("ij,ij->i", y, y))
-                cos = np.where(den > 0, num / np.where(den > 0, den, 1), np.where(np.all(x == y, axis=1), 1.0, 0.0))
-                i = int(np.nanargmin(cos)) if not np.all(np.isnan(cos)) else 0
-                if cos[i] < min_cos:
-                    min_cos = float(cos[i])
-                    res.min_cosine_row = start + i
+        rel, ulp = _rel_and_ulps(ra, rb, x, y, diff, both_nan, ulp_dtype)
+        res.max_rel, res.max_ulp = max(res.max_rel, rel), max(res.max_ulp, ulp)
+        if a.ndim >= 2:
+            i, cos = _min_cosine(x, y)
+            if cos < min_cos:
+                min_cos, res.min_cosine_row = cos, start + i
     res.mean_abs = abs_sum / res.total
     # None as well when no row has a cosine (every row holds an infinity, e.g. a causal ALiBi mask)
     res.min_cosine = None if a.ndim < 2 or res.min_cosine_row is None else min_cos
