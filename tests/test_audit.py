@@ -165,6 +165,7 @@ def test_an_onnx_export_with_a_cache_per_layer_type_is_matched_to_them(tmp_path,
     assert {r["layer_type"] for r in onnx_rows} == {"full_attention", "sliding_attention"}
     # the builder rounds t * w to float32: within 2048 * 2**-23 at 2048 positions, not exactly 0
     assert all(r["verdict"] == "agree" and 0 < r["max_abs_diff"] < 2048 * 2**-23 for r in onnx_rows)
+    assert all(r["picture"] is None for r in onnx_rows)  # pictures are drawn for diverging rows only
     # the local cache exported with the global base: the sliding layers' row differs, by what the bases make
     d2 = gemma_export(tmp_path / "bad", 1e6, 1e6)
     code, data, err = audit_json([str(d2), "--engine", "hf"])
@@ -178,6 +179,9 @@ def test_an_onnx_export_with_a_cache_per_layer_type_is_matched_to_them(tmp_path,
     bad = verdicts.get("sliding_attention")
     assert bad is not None and bad["verdict"] == "differ", data["rows"]
     assert bad["max_abs_diff"] == pytest.approx(want, abs=1e-4)
+    assert bad["picture"]["tensor"] in ("cos_cache", "sin_cache") and max(
+        bad["picture"]["by_position"]
+    ) == pytest.approx(bad["max_abs_diff"])
 
 
 # ----- engines ---------------------------------------------------------------------------------------------

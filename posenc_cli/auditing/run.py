@@ -423,13 +423,15 @@ class _Auditor:
         name = self.found.relative(path)
         if importlib.util.find_spec("onnx") is None:
             return [AuditRow(name, "-", "onnx", "skipped", "reading ONNX needs: pip install 'posenc-cli[onnx]'")]
+        missing = re.compile(r"^no cache of .* holds the (\S+) layers' tables$")
         try:
             results = check_onnx(path, config_path, engine="hf", max_bytes=self.max_bytes)
-            diffs, closest = _onnx_differences(path, config_path, self.max_bytes)
+            # the pictures only when a row differs (binning them costs more than the difference itself)
+            diverging = any(res.divergences for res in results)
+            diffs, closest = _onnx_differences(path, config_path, self.max_bytes, pictures=diverging)
         except PosencError as exc:
             return [AuditRow(name, "-", "onnx", "error", _one_line(exc))]
         rows = []
-        missing = re.compile(r"^no cache of .* holds the (\S+) layers' tables$")
         lacking = [m.group(1) for res in results for x in res.divergences if (m := missing.match(x))]
         for res in results:
             lt = res.label[res.label.rindex("[") + 1 : -1] if res.label.endswith("]") else None
@@ -599,11 +601,13 @@ def _gguf_picture(path: str, config_path: str, lt: str, v: Any) -> Any:
     return d.picture
 
 
-def _onnx_differences(path: str, config_path: str, max_bytes: int | None) -> tuple[dict[Any, Any], dict[Any, Any]]:
+def _onnx_differences(
+    path: str, config_path: str, max_bytes: int | None, pictures: bool = True
+) -> tuple[dict[Any, Any], dict[Any, Any]]:
     """Per attention type (None for a model with one table): the largest difference of the stored caches that
     are that type's (each cache goes to the type it differs from least) from HF's tables, and their most rows;
     and per type, the cache closest to its tables (for a type no cache holds). Expected rows are computed block
-    by block (:func:`models.onnx.expected_encoding`)."""
+    by block (:func:`models.onnx.expected_encoding`); ``pictures=False`` measures without binning."""
     from ..api import SourceOptions, layer_types
     from ..models import onnx
     from ..models.engines import engine_params, model_facts
@@ -623,7 +627,7 @@ def _onnx_differences(path: str, config_path: str, max_bytes: int | None) -> tup
                 enc, _s, _w = onnx.expected_encoding(expect, int(cos.shape[0]), role, facts)
                 sides = [Side(name, _slices(stored), _rows(enc, name), int(cos.shape[1]))
                          for name, stored in (("cos_cache", cos), ("sin_cache", sin))]  # fmt: skip
-                diffs += differences(sides, int(cos.shape[0]))
+                diffs += differences(sides, int(cos.shape[0]), pictures)
             by_type[lt] = (worst(diffs), int(cache.cos.shape[0]))
         per_cache.append(by_type)
     out: dict[Any, tuple[Difference | None, int | None]] = {}
