@@ -288,3 +288,19 @@ def test_table_analysis_is_lazy_and_generic():
     assert "spectrum" not in ana._cache
     assert ana.spectrum.sinusoidal and "spectrum" in ana._cache
     assert an.position_offset(ana.spectrum)[0] == 4
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_residual_of_finite_values_is_unchanged_by_nans_in_place(seed):
+    """Finite tables take a shorter path: the same values with a row of NaN in place on both sides (equal, so no
+    difference) measure the same largest difference, ulps and verdict, which plain NumPy gives."""
+    rng = np.random.default_rng(seed)
+    y = rng.standard_normal((30, 6))
+    x = (y + rng.standard_normal(y.shape) * 1e-7 * (rng.random(y.shape) < 0.2)).astype(np.float32).astype(np.float64)
+    plain = an.residual(x, y, np.float32, np.float64, rows_checked=30)
+    nan_row = np.full((1, 6), np.nan)
+    mixed = an.residual(np.vstack([x, nan_row]), np.vstack([y, nan_row]), np.float32, np.float64, rows_checked=31)
+    d = np.abs(x - y)
+    assert plain.max_abs == mixed.max_abs == d.max()
+    assert plain.ulp == mixed.ulp == an.ulps(x, y, np.dtype(np.float32)).max()
+    assert plain.within == mixed.within and plain.worst_row == mixed.worst_row == int(np.argmax(d.max(axis=1)))

@@ -1291,13 +1291,14 @@ def ulps(x: np.ndarray, y: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return _in_ulps(d, big, np.dtype(dtype))
 
 
-def _in_ulps(d: np.ndarray, big: np.ndarray, dt: np.dtype) -> np.ndarray:
-    """Differences ``d`` (0 where equal, inf where not comparable) in ulps of ``dt`` at magnitude ``big``."""
+def _in_ulps(d: np.ndarray, big: np.ndarray, dt: np.dtype, finite: bool = False) -> np.ndarray:
+    """Differences ``d`` (0 where equal, inf where not comparable) in ulps of ``dt`` at magnitude ``big``
+    (``finite``: every magnitude is finite)."""
     info = finfo(dt)
     mag = np.maximum(big, ULP_FLOOR)
     # the spacing of dt at mag: 2**(floor(log2 mag) - mantissa bits), never below the smallest normal's; frexp
     # gives mag = m 2**e with 0.5 <= m < 1, so floor(log2 mag) = e - 1 exactly (log2 rounds up just below 2**k)
-    _, e = np.frexp(np.where(np.isfinite(mag), mag, 1.0))
+    _, e = np.frexp(mag if finite else np.where(np.isfinite(mag), mag, 1.0))
     spacing = np.maximum(np.ldexp(float(info.eps), e - 1), float(info.tiny) * float(info.eps))
     with np.errstate(invalid="ignore"):
         return d / spacing
@@ -1338,18 +1339,20 @@ def residual(
     """
     dt = np.dtype(ulp_dtype) if ulp_dtype is not None else coarser_dtype(np.dtype(dtype_x), np.dtype(dtype_y))
     atol = tolerance.default_atol(dt) if atol is None else atol
+    fx, fy = np.isfinite(x), np.isfinite(y)
+    finite = bool(fx.all() and fy.all())
     with np.errstate(invalid="ignore", over="ignore"):
         d = np.asarray(np.abs(x - y))
         big = np.maximum(np.abs(x), np.abs(y))  # nan where either is: d is then inf or 0 (below)
-    d[(x == y) | (np.isnan(x) & np.isnan(y))] = 0.0
-    d[np.isnan(d)] = np.inf
-    u = _in_ulps(d, big, dt)
+    if not finite:  # (finite values: d is 0 where they are equal already)
+        d[(x == y) | (np.isnan(x) & np.isnan(y))] = 0.0
+        d[np.isnan(d)] = np.inf
+    u = _in_ulps(d, big, dt, finite)
     with np.errstate(invalid="ignore"):
         # a finite difference has both values finite: the larger magnitude scales atol past 1
         ok = (u <= ulp_tol) | (d <= atol * np.maximum(big, 1.0))
     with np.errstate(invalid="ignore", over="ignore"):
-        fx, fy = np.isfinite(x), np.isfinite(y)
-        if fx.all() and fy.all():
+        if finite:
             num = float(np.sum(x * y))
             den = math.sqrt(float(np.sum(x * x)) * float(np.sum(y * y)))
         else:
