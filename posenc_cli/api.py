@@ -982,7 +982,8 @@ def audit(
     max_bytes : int, optional
         The most bytes an ONNX model's caches may take when read (default: ``formats.DEFAULT_MAX_BYTES``).
     on_progress : callable, optional
-        Called as ``on_progress(what, done, total)`` before each step.
+        Called as ``on_progress(what, done, total)`` before each step's rows, in report order and in the
+        calling thread (the steps themselves run concurrently on every core).
 
     Returns
     -------
