@@ -186,18 +186,23 @@ def test_the_report_is_the_same_on_one_core_and_on_several(tmp_path, monkeypatch
     d.mkdir()
     shutil.copy(DATA / "llamacpp" / "qwen2.config.json", d / "config.json")
     shutil.copy(DATA / "llamacpp" / "qwen2.gguf", d / "qwen2.gguf")
-    steps: list[str] = []
+    steps: list[tuple[str, int, int]] = []
 
     def run(n: int) -> dict:
         monkeypatch.setattr("posenc_cli.encodings.parallel.workers", lambda: n)
         steps.clear()
-        report = posenc_cli.audit(str(d), length=2048, on_progress=lambda what, done, total: steps.append(what))
+        report = posenc_cli.audit(str(d), length=2048, on_progress=lambda *step: steps.append(step))
         return report.to_json()
 
     one, order = run(1), list(steps)
     several = run(4)
     assert several == one and steps == order
     assert [r["engine"] for r in one["rows"]][:2] == ["hf", "llamacpp"]
+    # one progress step per slot of the report, in its order, counted to the total
+    assert [done for _, done, _ in steps] == list(range(len(steps))) and {t for _, _, t in steps} == {len(steps)}
+    labels = [what for what, _, _ in steps]
+    assert labels[0].endswith("the reference") and labels[-1] == "qwen2.gguf"
+    assert [w.split(": ")[-1] for w in labels[1:-1]] == [r["engine"] for r in one["rows"][1:-1]]
 
 
 def test_the_key_holds_the_engines_float32_inputs_not_only_the_parameters():

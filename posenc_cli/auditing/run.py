@@ -173,62 +173,59 @@ class _Auditor:
             against=self.against,
             settings={k: v for k, v in (("n_ctx", self.n_ctx), ("max_model_len", self.max_model_len)) if v is not None},
         )
-        total = len(layers) * (1 + len(self.engines)) + len(f.ggufs) + len(f.onnxs)
-        # the rows in report order: rows ready now, or (label, step, finish): the steps (each reads its own tables
-        # block by block) run on every core, each once (two engines with the same table share a measurement),
-        # and finish(result) makes the rows here, in order
-        slots: list[Any] = []
+        # the rows in report order, each slot (label, step, finish): a step (each reads its own tables block by
+        # block) runs on every core, once however many slots share it (engines with the same table share their
+        # measurement), and finish(its result) makes the slot's rows; a slot without a step holds its rows
+        slots: list[tuple[str, Callable[[], Any] | None, Any]] = []
         for lt, v in layers.items():
             if v is None:
                 report.notes.append(f"layer type {lt} applies no positions (NoPE): nothing to check")
                 continue
             kind, params = v
-            self.progress(f"{lt}: the reference", total)
             if "weights_tensor" in params:
-                slots.append([self._learned(lt, params, data)])
+                slots.append((f"{lt}: the reference", functools.partial(self._learned, lt, params, data), _one_row))
                 if [e for e in self.engines if e != "hf"]:
                     report.notes.append(
                         f"{lt}: engines not compared: learned positions are the weights each engine loads"
                     )
                 continue
             row, ref = self._reference(lt, kind, params)
-            slots.append([row])
+            slots.append((f"{lt}: the reference", None, [row]))
             if ref is None or not self._engines_apply(config_path, lt, report):
                 continue
             for engine in self.engines:
                 if engine != "hf":
-                    slots.append(self._engine(config_path, lt, engine, ref))
+                    slot = self._engine(config_path, lt, engine, ref)
+                    slots.append(slot if isinstance(slot, tuple) else (f"{lt}: {engine}", None, slot))
         for path in f.ggufs:
             slots.append((f.relative(path), functools.partial(self._gguf, path, config_path, report.length), None))
         for path in f.onnxs:
             slots.append((f.relative(path), functools.partial(self._onnx, path, config_path), None))
-        report.rows += self._run_steps(slots, total)
+        report.rows += self._run_steps(slots)
         if not report.rows:
             raise InputError(f"{f.label}: nothing to audit: no layer type applies positions, and no conversion")
         return report
 
-    def _run_steps(self, slots: list[Any], total: int) -> list[AuditRow]:
-        """The rows of ``slots`` in order: rows, or ``(label, step, finish)`` whose steps run concurrently on every
-        core, a step shared by several slots once; progress is reported from this thread as each slot's rows are
-        made (``finish(step's result)``, or the result itself when ``finish`` is None)."""
+    def _run_steps(self, slots: list[tuple[str, Callable[[], Any] | None, Any]]) -> list[AuditRow]:
+        """The rows of ``slots`` (``(label, step, finish)``, see :meth:`run`) in order. The steps run concurrently on
+        every core; progress is reported from this thread, slot by slot, as each slot's rows are made."""
         from concurrent.futures import ThreadPoolExecutor
 
         from ..encodings.parallel import workers
 
-        steps = {id(slot[1]): slot[1] for slot in slots if isinstance(slot, tuple)}
+        steps = {id(step): step for _label, step, _finish in slots if step is not None}
         rows: list[AuditRow] = []
         # a pool of its own: the steps fill tables on the shared pool (encodings.parallel) and wait for it
         with ThreadPoolExecutor(max(1, min(workers(), len(steps))), thread_name_prefix="posenc-audit") as ex:
             futures = {key: ex.submit(step) for key, step in steps.items()}
             try:
-                for slot in slots:
-                    if isinstance(slot, tuple):
-                        label, step, finish = slot
-                        self.progress(label, total)
-                        result = futures[id(step)].result()
-                        rows += result if finish is None else finish(result)
-                    else:
-                        rows += slot
+                for label, step, finish in slots:
+                    self.progress(label, len(slots))
+                    if step is None:
+                        rows += finish
+                        continue
+                    result = futures[id(step)].result()
+                    rows += result if finish is None else finish(result)
             except BaseException:  # an error or Ctrl-C: the steps not started yet are dropped
                 for future in futures.values():
                     future.cancel()
@@ -456,6 +453,10 @@ class _Auditor:
 
 
 # ----- helpers ----------------------------------------------------------------------------------------------
+def _one_row(row: AuditRow) -> list[AuditRow]:
+    return [row]
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc)
     return " ".join(str(text).split())
