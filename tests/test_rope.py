@@ -736,3 +736,19 @@ def test_yarn_with_base_one_is_refused():
                 "original_max_position_embeddings": 16,
             }
         )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_rope_that_has_computed_tables_pickles_and_computes_them_again(dtype):
+    """Its threads' helpers (locks, thread-local scratch, the last block) stay behind: a rope sent to another
+    process (a DataLoader worker under spawn) makes its own and gives the same tables."""
+    import pickle
+
+    enc = make_encoding("rope", dict(dim=16, length=5000, dtype=dtype, scaling="yarn", factor=4.0,
+                                     original_max_position_embeddings=1024))  # fmt: skip
+    cos = enc.array("cos")
+    enc.rows("sin", 0, 100)
+    again = pickle.loads(pickle.dumps(enc))
+    assert again == enc
+    np.testing.assert_array_equal(again.array("cos"), cos)
+    np.testing.assert_array_equal(again.rows("sin", 0, 100), enc.rows("sin", 0, 100))

@@ -326,6 +326,13 @@ class Rope(Encoding):
         assert factors is not None  # validate() requires both for longrope
         return factors
 
+    #: what the computing keeps on an instance for its own threads (locks, thread-local scratch, the last block):
+    #: not pickled (a pickled rope, e.g. sent to a DataLoader worker, makes its own)
+    _RUNTIME = ("_adder", "_fast_by_dtype", "_last_block", "_last_pairs")
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in self._RUNTIME}
+
     @cached_property
     def _last_block(self) -> _trig.LastBlock:
         """sin and cos of the last block of the exact path, for the other part's request (:class:`_trig.LastBlock`)."""
