@@ -498,8 +498,8 @@ def _closest_pair_sampled(ctx: CheckContext, n_sort: int = 4, window: int = 8, k
         order = np.argsort(sk[:, c], kind="stable")
         sorted_sk = sk[order]
         # pairs (order[i], order[i + w]) for every window w, a chunk of the sorted sketch at a time (read once
-        # for all windows while it is in cache): dist[w - 1, i]
-        dist = np.full((window, rows), np.inf)
+        # for all windows while it is in cache): dist[w - 1, i], in the sketch's dtype (a quarter of its size)
+        dist = np.full((window, rows), np.inf, dtype=sk.dtype)
         for a in range(0, rows, chunk):
             b = min(a + chunk, rows)
             for w in range(1, window + 1):
