@@ -84,46 +84,24 @@ def _head(w: np.ndarray, bits: int) -> np.ndarray:
 def sincos(t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Accurate ``sin(t w)`` and ``cos(t w)`` as float64 arrays of shape ``(len(t), len(w))``.
 
-    ``t`` holds integer-valued float64 positions with ``|t| < 2**31``; ``w_hi + w_lo`` the frequencies.
+    ``t`` holds integer-valued float64 positions with ``|t| < 2**31``; ``w_hi + w_lo`` the frequencies. Both
+    come out of one range reduction (a caller that wants one of them keeps the other: :class:`LastBlock`).
     """
-    s, c = _chunked(t, w_hi, w_lo, True, True)
-    assert s is not None and c is not None
-    return s, c
-
-
-def sin_or_cos(t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray, which: str) -> np.ndarray:
-    """Only ``sin(t w)`` (``which="sin"``) or only ``cos(t w)`` (``"cos"``), like :func:`sincos`."""
-    s, c = _chunked(t, w_hi, w_lo, which == "sin", which == "cos")
-    out = s if which == "sin" else c
-    assert out is not None
-    return out
-
-
-def _chunked(
-    t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray, want_sin: bool, want_cos: bool
-) -> tuple[np.ndarray | None, np.ndarray | None]:
     t = np.asarray(t, dtype=np.float64)
     w_hi, w_lo = np.asarray(w_hi, dtype=np.float64), np.asarray(w_lo, dtype=np.float64)
     step = max(1, _CHUNK // max(1, w_hi.size))
     if len(t) <= step:
-        return _sincos(t[:, None], w_hi, w_lo, want_sin, want_cos)
+        return sincos_reduced(*reduce(t[:, None], w_hi, w_lo))
     # Row chunks keep the ~15 temporaries in cache: 2-3x faster than one pass over a big array.
-    s = np.empty((len(t), w_hi.size)) if want_sin else None
-    c = np.empty((len(t), w_hi.size)) if want_cos else None
+    s, c = np.empty((len(t), w_hi.size)), np.empty((len(t), w_hi.size))
     for a in range(0, len(t), step):
-        s_, c_ = _sincos(t[a : a + step, None], w_hi, w_lo, want_sin, want_cos)
-        if s is not None:
-            s[a : a + step] = s_
-        if c is not None:
-            c[a : a + step] = c_
+        s[a : a + step], c[a : a + step] = sincos_reduced(*reduce(t[a : a + step, None], w_hi, w_lo))
     return s, c
 
 
 def sincos_pairs(t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Like :func:`sincos` but elementwise: ``sin(t[i] w[i])`` and ``cos(t[i] w[i])`` (arrays broadcast)."""
-    s, c = _sincos(np.asarray(t, dtype=np.float64), np.asarray(w_hi), np.asarray(w_lo), True, True)
-    assert s is not None and c is not None
-    return s, c
+    return sincos_reduced(*reduce(np.asarray(t, dtype=np.float64), np.asarray(w_hi), np.asarray(w_lo)))
 
 
 def reduce(t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -160,20 +138,6 @@ def sincos_reduced(hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarr
     sin_hi = np.sin(hi)
     cos_hi = np.cos(hi)
     return sin_hi + cos_hi * lo, cos_hi - sin_hi * lo
-
-
-def _sincos(
-    t: np.ndarray, w_hi: np.ndarray, w_lo: np.ndarray, want_sin: bool, want_cos: bool
-) -> tuple[np.ndarray | None, np.ndarray | None]:
-    hi, lo = reduce(t, w_hi, w_lo)
-    s = c = None
-    sin_hi = np.sin(hi)
-    cos_hi = np.cos(hi)
-    if want_sin:
-        s = sin_hi + cos_hi * lo
-    if want_cos:
-        c = cos_hi - sin_hi * lo
-    return s, c
 
 
 _T = TypeVar("_T", bound=tuple)
