@@ -37,7 +37,7 @@ def _tables(rows: int, cols: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize(("rows", "cols"), [(1, 3), (700, 5), (5000, 96)])
 def test_differences_equal_plain_numpy_over_whole_arrays(monkeypatch, rows, cols):
-    monkeypatch.setattr(dm, "BLOCK_VALUES", 1024)  # many blocks, a last one shorter
+    monkeypatch.setattr("posenc_cli.blocks.CACHE_VALUES", 1024)  # many blocks, a last one shorter
     a, b = _tables(rows, cols, rows)
     c, d = _tables(rows, cols + 2, rows + 1)
     got = dm.differences(
@@ -58,7 +58,7 @@ def test_differences_equal_plain_numpy_over_whole_arrays(monkeypatch, rows, cols
 
 
 def test_differences_read_every_tensor_of_a_block_before_the_next_block(monkeypatch):
-    monkeypatch.setattr(dm, "BLOCK_VALUES", 40)
+    monkeypatch.setattr("posenc_cli.blocks.CACHE_VALUES", 40)
     a = np.zeros((100, 4))
     seen: list[tuple[str, int]] = []
 

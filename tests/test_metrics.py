@@ -194,7 +194,7 @@ def test_empty_tables_are_the_same():
 
 def test_metrics_accumulate_across_blocks(monkeypatch):
     """Tables longer than a block: each metric is the worst (or the sum) over all blocks, at its global row."""
-    monkeypatch.setattr(metrics, "BLOCK_VALUES", 4)  # 2 rows of 2 values
+    monkeypatch.setattr("posenc_cli.blocks.CACHE_VALUES", 4)  # 2 rows of 2 values
     a = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 0.0], [1.0, 0.0]])
     b = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0], [1.0, 1.0], [1.0, 0.25]])
     # |d| rows: [0, 0], [0, 1], [0, 0], [1, 1], [0, 0.25]; relative: 1/2 in block 0, 1/1 in block 1, 1 in 2
@@ -247,7 +247,7 @@ def test_cosine_of_short_rows():
 
 
 def test_equal_minimum_cosines_keep_the_first_row(monkeypatch):
-    monkeypatch.setattr(metrics, "BLOCK_VALUES", 4)  # 2 rows of 2 values
+    monkeypatch.setattr("posenc_cli.blocks.CACHE_VALUES", 4)  # 2 rows of 2 values
     a = np.ones((4, 2))
     b = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 0.0], [1.0, 1.0]])  # rows 0 and 2: cosine 1 / sqrt(2), in two blocks
     r = compare(a, b)
@@ -258,7 +258,7 @@ def test_equal_minimum_cosines_keep_the_first_row(monkeypatch):
 def test_a_block_with_nans_measures_its_finite_values_as_a_finite_block_does(seed, monkeypatch):
     """Blocks without NaN or infinity take a shorter path: the same tables with rows of NaN (equal in place) and
     equal infinities added measure the same, and the largest difference and ulps are those plain NumPy gives."""
-    monkeypatch.setattr(metrics, "BLOCK_VALUES", 24)  # blocks of 3 rows of 8: finite and non-finite ones
+    monkeypatch.setattr("posenc_cli.blocks.CACHE_VALUES", 24)  # blocks of 3 rows of 8: finite and non-finite ones
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((20, 8)).astype(np.float32)
     b = (a.astype(np.float64) + rng.standard_normal(a.shape) * 1e-6 * (rng.random(a.shape) < 0.3)).astype(np.float32)

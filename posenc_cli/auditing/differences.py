@@ -8,11 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..blocks import rows_per_block
 from .report import Picture
 
-#: values per block of one side (512 KiB of float64: 512 rows of a 128-wide table): a block's passes run in cache
-#: (131072 x 128 without pictures: 0.02 s, 0.20 s with 2 MiB blocks), and steps side by side hold little memory
-BLOCK_VALUES = 1 << 16
 #: the pictures' resolution: position bins and column bins
 POSITION_BINS = 256
 COLUMN_BINS = 64
@@ -107,7 +105,7 @@ def differences(sides: list[Side], rows: int, pictures: bool = True) -> list[Dif
     counts as an infinite difference. ``pictures=False`` measures the largest difference only (no binning;
     ``picture`` is None)."""
     running = [_Running(side, rows, pictures) for side in sides]
-    block = max(1, BLOCK_VALUES // max([1, *(side.columns for side in sides)]))
+    block = rows_per_block(max([1, *(side.columns for side in sides)]))  # (steps side by side hold little memory)
     for start in range(0, rows, block):
         stop = min(rows, start + block)
         for r in running:

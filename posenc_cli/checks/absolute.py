@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..blocks import rows_per_block
 from . import sweep
 from .base import CheckContext, CheckResult
 from .common import (
@@ -399,8 +400,6 @@ def check_unique(ctx: CheckContext) -> CheckResult:
 
 def _closest_pair_exact(ctx: CheckContext) -> tuple[int, int]:
     """Nearest pair by |x|^2 + |y|^2 - 2 x.y in row blocks, each row's best candidate re-measured directly."""
-    from .common import rows_per_block
-
     p = f64(ctx.table[:])
     n = p.shape[0]
     sq = scan(ctx).norms ** 2
@@ -482,10 +481,6 @@ def _sketch_feed(ctx: CheckContext) -> Feed:
     return Feed("sketch", what, block, lambda parts: sk, g)
 
 
-#: sketch values per chunk when the sampled nearest-pair search measures neighbours (512 KiB of float64)
-PAIR_CHUNK_VALUES = 1 << 16
-
-
 def _closest_pair_sampled(ctx: CheckContext, n_sort: int = 4, window: int = 8, keep: int = 64) -> tuple[int, int]:
     """Candidates from neighbours in sorted order along random projections, ranked by a random sketch."""
     t = ctx.table
@@ -493,7 +488,7 @@ def _closest_pair_sampled(ctx: CheckContext, n_sort: int = 4, window: int = 8, k
     # The ``keep`` best candidate pairs by (squared) sketch distance of each (projection, window), then overall.
     ci, cj, sd = [], [], []
     rows = len(sk)
-    chunk = max(1, PAIR_CHUNK_VALUES // max(1, sk.shape[1]))
+    chunk = rows_per_block(sk.shape[1])
     for c in range(n_sort):
         order = np.argsort(sk[:, c], kind="stable")
         sorted_sk = sk[order]

@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from ..blocks import rows_per_block
 from . import tolerance
 from .analysis import read_rows, rounded_dtype, spread_rows
-from .metrics import CompareResult, block_rows, coarser_dtype, finfo
+from .metrics import CompareResult, coarser_dtype, finfo
 
 
 def within_rounding(res: CompareResult, a: Any, b: Any) -> None:
@@ -28,7 +29,7 @@ def within_rounding(res: CompareResult, a: Any, b: Any) -> None:
         return  # already the same at the stored dtypes' tolerance, and neither is stored coarse
     x, y = (a, b) if fine_is_b else (b, a)
     atol = tolerance.default_atol(coarse)
-    step = block_rows(int(np.prod(x.shape[1:])))
+    step = rows_per_block(int(np.prod(x.shape[1:])))
     for start in range(0, int(x.shape[0]), step):
         xs = np.asarray(x[start : start + step], dtype=np.float64)
         with np.errstate(over="ignore", invalid="ignore"):

@@ -934,7 +934,7 @@ def within_arithmetic(enc: Any, ref: Any) -> str | None:
     float32 arithmetic, or None when it is not. torch and mlx: every cos/sin value within the float32 formula's
     bound of :mod:`posenc_cli.inspect.tolerance` around ``ref`` (a numeric judgement, whatever the rules say);
     ggml: :meth:`ArithmeticJudge._ggml`. Reads the tables block by block (:class:`ArithmeticJudge`)."""
-    from ..inspect.tolerance import BLOCK_VALUES
+    from ..blocks import rows_per_block
 
     judge = ArithmeticJudge(enc, ref)
     if judge.numeric:
@@ -942,7 +942,7 @@ def within_arithmetic(enc: Any, ref: Any) -> str | None:
             if len(spec.shape) != 2:
                 continue
             n = int(spec.shape[0])
-            block = max(1, BLOCK_VALUES // max(1, int(spec.shape[1])))
+            block = rows_per_block(int(spec.shape[1]))
             for start in range(0, n, block):
                 stop = min(n, start + block)
                 x = np.asarray(enc.rows(name, start, stop), dtype=np.float64)

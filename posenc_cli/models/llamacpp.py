@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from ..blocks import rows_per_block
 from ..errors import ParameterError, param
 
 #: The llama.cpp these tables mirror.
@@ -705,8 +706,9 @@ def compare_rope(
     # verdict holds a few MiB of tables instead of a dozen full-length float64 arrays
     intended = intended_inv_freq(rope, ctx)
     it_err = vs_hf = 0.0
-    for start in range(0, length, VERDICT_BLOCK):
-        stop = min(length, start + VERDICT_BLOCK)
+    step = rows_per_block(intended.size)
+    for start in range(0, length, step):
+        stop = min(length, start + step)
         pairs, spairs = _pairs_rows(rope, n_ctx, start, stop)
         p = np.arange(start, stop, dtype=np.float64)[:, None]
         exact = np.cos(p * intended[None, :]) * ctx.mscale
@@ -723,10 +725,6 @@ def compare_rope(
     if arch_note:
         notes.append(arch_note)
     return div, eq, notes, {"iteration_error": it_err, "max_abs_vs_hf": vs_hf, "max_rel_inv_freq": rel_w}
-
-
-#: positions per block of the verdict's numbers (1024 x 64 pairs: a few 512 KiB float64 temporaries per block)
-VERDICT_BLOCK = 1024
 
 
 def _pairs_rows(rope: LlamaRope, n_ctx: int | None, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:

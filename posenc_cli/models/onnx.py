@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ..blocks import rows_per_block
 from ..errors import InputError, ParameterError
 
 EXTRA = "pip install 'posenc-cli[onnx]'"
@@ -689,15 +690,12 @@ def _held_dtype(cos: np.ndarray, sin: np.ndarray) -> str:
     return dt
 
 
-#: rows per block when a cache's values are tested for a narrower dtype
-HELD_BLOCK = 8192
-
-
 def _round_trips(values: np.ndarray, narrow: np.dtype) -> bool:
     """Whether every value survives a round trip through ``narrow``: block by block, so that a cache of wider
     values (the common case) is told after its first block and a long cache needs no full-size copies."""
-    for start in range(0, values.shape[0], HELD_BLOCK):
-        block = values[start : start + HELD_BLOCK]
+    step = rows_per_block(int(np.prod(values.shape[1:])))
+    for start in range(0, values.shape[0], step):
+        block = values[start : start + step]
         if not np.array_equal(block.astype(narrow).astype(values.dtype), block):
             return False
     return True
@@ -717,11 +715,6 @@ def expected_encoding(params: dict[str, Any], rows: int, role: str, facts: Any) 
     return enc, float(enc.attention_scaling), float(np.max(enc.inv_freq()))  # type: ignore[attr-defined]
 
 
-#: values per block (cos and sin together) when a stored cache is compared with the expected one: 512 KiB of
-#: float64, so that the block's passes run in cache and its temporaries stay small however long the cache
-RATIO_VALUES = 1 << 16
-
-
 def _ratio(cos: np.ndarray, sin: np.ndarray, enc: Any, s_exp: float, s: float, wmax: float,
            above: float | None = None) -> tuple[float, int, int, float]:  # fmt: skip
     """Largest error over its tolerance: float32 angle rounding of the exporter (|t w| 2**-24 with margin) plus
@@ -731,7 +724,7 @@ def _ratio(cos: np.ndarray, sin: np.ndarray, enc: Any, s_exp: float, s: float, w
     dt = _held_dtype(cos, sin)  # a float32 cache of float16 values is judged as float16 (its loss named apart)
     width = cos.shape[1]
     best = (-1.0, 0, 0, 0.0)
-    block = max(1, RATIO_VALUES // max(1, 2 * width))
+    block = rows_per_block(2 * width)  # cos and sin side by side
     for start in range(0, cos.shape[0], block):
         stop = min(cos.shape[0], start + block)
         a = np.concatenate([cos[start:stop].astype(np.float64), sin[start:stop].astype(np.float64)], axis=1)
