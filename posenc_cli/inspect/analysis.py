@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from . import tolerance
-from .metrics import coarser_dtype, finfo
+from .metrics import abs_difference, coarser_dtype, finfo
 
 TWO_PI = 2.0 * math.pi
 #: Tables with at most this many elements are verified on every row; bigger ones on a sample.
@@ -1283,11 +1283,9 @@ ULP_FLOOR = tolerance.ULP_FLOOR
 def ulps(x: np.ndarray, y: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """``|x - y|`` in ulps of ``dtype`` at the larger of ``|x|``, ``|y|`` and :data:`ULP_FLOOR` (equal values,
     equal infinities and NaN = NaN are 0; other non-finite differences are inf)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        d = np.asarray(np.abs(x - y))
+    d = abs_difference(x, y, np.isnan(x) & np.isnan(y))
+    with np.errstate(invalid="ignore"):
         big = np.maximum(np.abs(x), np.abs(y))
-    d[(x == y) | (np.isnan(x) & np.isnan(y))] = 0.0
-    d[np.isnan(d)] = np.inf
     return _in_ulps(d, big, np.dtype(dtype))
 
 
@@ -1341,12 +1339,9 @@ def residual(
     atol = tolerance.default_atol(dt) if atol is None else atol
     fx, fy = np.isfinite(x), np.isfinite(y)
     finite = bool(fx.all() and fy.all())
-    with np.errstate(invalid="ignore", over="ignore"):
-        d = np.asarray(np.abs(x - y))
-        big = np.maximum(np.abs(x), np.abs(y))  # nan where either is: d is then inf or 0 (below)
-    if not finite:  # (finite values: d is 0 where they are equal already)
-        d[(x == y) | (np.isnan(x) & np.isnan(y))] = 0.0
-        d[np.isnan(d)] = np.inf
+    d = abs_difference(x, y, None if finite else np.isnan(x) & np.isnan(y))
+    with np.errstate(invalid="ignore"):
+        big = np.maximum(np.abs(x), np.abs(y))  # nan where either is: d is then inf or 0
     u = _in_ulps(d, big, dt, finite)
     with np.errstate(invalid="ignore"):
         # a finite difference has both values finite: the larger magnitude scales atol past 1

@@ -40,18 +40,25 @@ def ordinal(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.where((bits & sign) != 0, -magnitude, magnitude)
 
 
+def abs_difference(x: Any, y: Any, both_nan: np.ndarray | None) -> np.ndarray:
+    """``|x - y|``: 0 where the values are equal (NaN in place and equal infinities too), inf for other non-finite
+    pairs; ``both_nan`` (where both are NaN) None: every value is finite (the common case, fewer passes)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.asarray(np.abs(x - y))
+    if both_nan is not None:
+        diff[both_nan | (x == y)] = 0.0
+        diff[np.isnan(diff)] = np.inf
+    return diff
+
+
 def _differences(
     x: np.ndarray, y: np.ndarray, both_nan: np.ndarray | None, atol: float, rtol: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``|x - y|`` (0 for NaN in place and equal infinities, inf for other non-finite pairs) and where it is within
-    ``atol + rtol * |y|``; ``both_nan`` None: a block of finite values only (the common case, fewer passes)."""
+    """:func:`abs_difference` and where it is within ``atol + rtol * |y|``."""
+    diff = abs_difference(x, y, both_nan)
     with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(x - y)
         if both_nan is None:
             return diff, (diff <= atol + rtol * np.abs(y) if rtol else diff <= atol)
-        diff[both_nan] = 0.0
-        diff[(x == y)] = 0.0  # equal infinities
-        diff[np.isnan(diff)] = np.inf
         # equal values (NaN in place, equal infinities included) match whatever the bound; an infinite
         # difference never does (rtol * |inf| would otherwise be NaN, or inf)
         return diff, (diff == 0) | (np.isfinite(diff) & (diff <= atol + rtol * np.abs(y)))
