@@ -504,17 +504,24 @@ def check(
                 assumed_command = best.command
                 metadata = {**src.metadata, **encoding.metadata()}
                 tensors = _as_spec_tensors(tensors, encoding, best.tensor_map)
+    from .inspect.tolerance import table_arithmetic
+
+    value_dtype = _value_dtype(src, array)
+    rtol = rtol_for(value_dtype)
+    # how the values were computed is the file's own statement (its metadata), never the identification's
+    arithmetic = table_arithmetic(dict(tensors), encoding, dict(src.metadata), value_dtype, rtol)
     ctx = CheckContext(
         table=array,
         tensors=tensors,
         metadata=metadata,
         kind=kind,
         encoding=encoding,
-        rtol=rtol_for(_value_dtype(src, array)),
+        rtol=rtol,
         seed=seed,
         probes=probes,
         kind_cls=kind_cls,
         spec_origin=origin,
+        arithmetic=arithmetic,
     )
     names = checks.applicable(ctx)
     ctx.planned = tuple(names)  # the first read of the table feeds all of them (checks/sweep.py)
@@ -536,11 +543,14 @@ def check(
             f"{param('require')} {','.join(missing)}: not measurable on {src.label}; measurable: {', '.join(available)}"
         )
     unmeasured = [] if kind_cls is None else [n for n, req in kind_cls.PROPERTIES.items() if req and n not in available]
-    failed = [r.name for r in results if r.name in required and r.passed is False]
     not_run = [r.name for r in results if r.not_run]
-    ok = not failed and not any(n in required for n in not_run)  # a required property must have held
-    if comparison is not None and not comparison.same:
-        ok = False
+    from .reports import check_verdict
+
+    ok, failed = check_verdict(
+        {r.name: r.status for r in results}, required, None if comparison is None else comparison.same
+    )
+    judged = [r.name for r in results if r.status in ("PASS", "FAIL")]
+    not_judged = checks.not_judged(kind_cls, [n for n in judged if n not in required])
     from .checks.sweep import passes
 
     reads = [{"properties": p.properties, "computed": p.feeds, "blocks": p.blocks, "rows": p.rows} for p in passes(ctx)]
@@ -562,6 +572,8 @@ def check(
         assumed_command=assumed_command,
         against=comparison,
         passes=reads,
+        not_judged=not_judged,
+        arithmetic=arithmetic.to_json(),
     )
 
 
@@ -777,26 +789,34 @@ def pair_tensors(
                 [n for n in names_b if n not in paired_b],
             )
         return [(src_a.tensor_name(None), src_b.tensor_name(None))], [], []
+    left_a = [n for n in names_a if n not in names_b]
+    left_b = [n for n in names_b if n not in names_a]
+    # the rest by their roles' names: HF keeps one inv_freq per attention type (``sliding_attention_inv_freq``,
+    # and its ``..._original_inv_freq`` copy) where the reference of that type has ``inv_freq``
+    by_role = _pairs_by_role_name(left_a, left_b)
+    paired_a, paired_b = {a for a, _ in by_role}, {b for _, b in by_role}
     return (
-        [(n, n) for n in shared],
-        [n for n in names_a if n not in names_b],
-        [n for n in names_b if n not in names_a],
+        [(n, n) for n in shared] + by_role,
+        [n for n in left_a if n not in paired_a],
+        [n for n in left_b if n not in paired_b],
     )
 
 
 def _pairs_by_role_name(names_a: list[str], names_b: list[str]) -> list[tuple[str, str]]:
     """Tensors of two tables paired by the name of their role: a name of ``b`` that is one word of a name of
-    ``a`` (``cos_cached``, ``rotary.cos`` and ``cos`` hold the cosines), where that pairing is one to one."""
+    ``a``, or the words it ends with (``cos_cached``, ``rotary.cos`` and ``cos`` hold the cosines;
+    ``sliding_attention_inv_freq`` and ``inv_freq`` the frequencies), where each name of ``a`` finds one (several
+    names of ``a`` may hold the same values: HF's ``original_inv_freq`` beside its ``inv_freq``)."""
     import re
 
     pairs = []
     for a in names_a:
-        words = set(re.split(r"[._\-]+", a))
-        found = [b for b in names_b if b in words]
+        words = re.split(r"[._\-]+", a)
+        found = [
+            b for b in names_b if b in words or (len(bw := re.split(r"[._\-]+", b)) > 1 and words[-len(bw) :] == bw)
+        ]
         if len(found) == 1:
             pairs.append((a, found[0]))
-    if len({b for _, b in pairs}) != len(pairs):
-        return []
     return pairs
 
 

@@ -28,6 +28,8 @@ from typing import IO, Any
 
 import numpy as np
 
+from .reports import AGAINST, check_verdict
+
 #: Quiet levels shared by every command.
 QUIET_NONE, QUIET_VERDICT, QUIET_ALL = 0, 1, 2
 #: Status of a check result in ``--json`` and in the report.
@@ -218,6 +220,7 @@ FIGURES: dict[str, Figure] = {
     "finite": Figure("{v} non-finite value{s}", "=", "non-finite values"),
     "matches-spec": Figure("max rel. diff {v}", "<=", "relative difference from the regenerated table"),
     "bounded": Figure("max |x| {v}", "<=", "max |value|"),
+    "distinct": Figure("{v} distinct row{s} of {rows}", "=", "rows no other row equals"),
     "unique": Figure("closest rows {v} apart", ">", "distance between the closest distinct rows"),
     "constant-norm": Figure("norms {norm}, spread {v}", "<=", "max - min row norm", "norm spread {v}"),
     "equidistant": Figure("steps {distance}, spread {v}", "<=", "max - min distance between consecutive rows",
@@ -283,10 +286,10 @@ def report_json(report: Any) -> dict[str, Any]:
     required = list(d["required"])
     results = [result_json(r, r["name"] in required) for r in d["results"]]
     not_run = [r["name"] for r in results if r["status"] == "NOT RUN"]
-    failed = [r["name"] for r in results if r["required"] and r["status"] == "FAIL"]
     against = d.get("against")
-    ok = bool(d["ok"]) and not failed and not any(n in required for n in not_run)
-    ok = ok and (against is None or bool(against["same"]))
+    ok, failed = check_verdict(
+        {r["name"]: r["status"] for r in results}, required, None if against is None else bool(against["same"])
+    )
     return {
         "source": d["source"],
         "tensor": d["tensor"],
@@ -300,6 +303,8 @@ def report_json(report: Any) -> dict[str, Any]:
         "failed": failed,
         "not_run": not_run,
         "unmeasured": list(d.get("unmeasured", [])),
+        "not_judged": dict(d.get("not_judged") or {}),
+        "arithmetic": d.get("arithmetic"),
         "against": against,
         "results": results,
     }
@@ -566,7 +571,9 @@ def check_report(report: Any, *, quiet: int = QUIET_NONE, verbose: bool = False)
         _emit(check_notes(d, width=term_width(sys.stdout), verbose=verbose), sys.stdout)
     failed = list(d["failed"])
     if d.get("against") is not None and not d["against"]["same"]:
-        failed.append(f"matches {d['against']['b']}")
+        failed = [f"matches {d['against']['b']}" if n == AGAINST else n for n in failed]
+        if f"matches {d['against']['b']}" not in failed:
+            failed.append(f"matches {d['against']['b']}")
     check_summary(d["source"], d["ok"], failed, results=d["results"], quiet=quiet)
 
 
@@ -590,6 +597,15 @@ def check_notes(
         note(f"not checked (--tensor): {', '.join(d['not_checked'])}", "yellow")
     if d.get("unmeasured"):
         note(f"not measurable on these tensors: {', '.join(d['unmeasured'])}", "yellow")
+    if d.get("arithmetic"):
+        note(f"arithmetic: {d['arithmetic']['text']}", None)
+    judged = d.get("not_judged") or {}
+    if judged:
+        by_why: dict[str, list[str]] = {}
+        for name, why in judged.items():
+            by_why.setdefault(why, []).append(name)
+        for why, names in by_why.items():
+            note(f"not judged ({why}): {', '.join(names)}", "yellow")
     cmp = d.get("against")
     if cmp is not None:
         if cmp["same"]:

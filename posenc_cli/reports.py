@@ -10,6 +10,7 @@ build their classes at start-up: each dataclass costs about as much as 1.5% of `
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,24 @@ class Preview:
         }
 
 
+#: The name ``failed`` gives a table that differs from what ``check --against`` compared it with.
+AGAINST = "against"
+
+
+def check_verdict(
+    statuses: Mapping[str, str], required: Sequence[str], against_same: bool | None = None
+) -> tuple[bool, list[str]]:
+    """``check``'s verdict from each property's status (``PASS``, ``FAIL``, ``INFO``, ``NOT RUN``), the required
+    properties and, with ``--against``, whether the table equals its reference: ``(ok, failed)``, where
+    ``failed`` names every required property that failed or could not run (a required property must have held)
+    and :data:`AGAINST` when the table differs, and ``ok`` is exactly ``not failed``: the one rule the report,
+    its JSON and the exit code read."""
+    failed = [n for n in required if statuses.get(n) in ("FAIL", "NOT RUN")]
+    if against_same is False:
+        failed.append(AGAINST)
+    return not failed, failed
+
+
 @dataclass
 class CheckReport:
     """What ``check`` measured on one source: every property, which were required, and the verdict.
@@ -83,6 +102,10 @@ class CheckReport:
     #: the reads of the table that several properties shared (``check --verbose``): for each, the properties it
     #: served, what it computed, and its blocks
     passes: list[dict[str, Any]] = field(default_factory=list)
+    #: property -> why it could not be judged (a table of unknown kind: what no kind says must hold)
+    not_judged: dict[str, str] = field(default_factory=dict)
+    #: the arithmetic the table was judged within (:class:`posenc_cli.inspect.tolerance.Arithmetic`'s JSON)
+    arithmetic: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,6 +121,8 @@ class CheckReport:
             "failed": self.failed,
             "not_run": self.not_run,
             "unmeasured": self.unmeasured,
+            "not_judged": self.not_judged,
+            "arithmetic": self.arithmetic,
             "against": None if self.against is None else self.against.to_json(),
             "results": [r.to_json() for r in self.results],
             "passes": self.passes,

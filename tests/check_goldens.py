@@ -71,22 +71,23 @@ def layout(case: str, s: np.ndarray, c: np.ndarray) -> dict[str, np.ndarray]:
     raise KeyError(case)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _data() -> dict[str, np.ndarray]:
     with np.load(DATA) as z:
         return {k: z[k] for k in z.files}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def library_angles(name: str) -> tuple[np.ndarray, np.ndarray]:
     """(sin, cos) of angle table ``name`` as the library rounded them."""
     d = _data()
     s, c = plain_angles(d[f"{name}:freq"], ANGLE_ROWS[name])
-    return corrected(s, d[f"{name}:sin:mask"], d[f"{name}:sin:up"]), corrected(c, d[f"{name}:cos:mask"],
-                                                                                d[f"{name}:cos:up"])
+    return corrected(s, d[f"{name}:sin:mask"], d[f"{name}:sin:up"]), corrected(
+        c, d[f"{name}:cos:mask"], d[f"{name}:cos:up"]
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def library_tables(case: str) -> dict[str, np.ndarray]:
     """The first rows of ``case``'s tables as the library made them, bit for bit (SHA-256 checked); read-only."""
     d = _data()

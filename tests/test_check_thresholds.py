@@ -83,14 +83,19 @@ def test_equidistant_and_symmetric():
 
 def test_one_row_and_all_zero_tables():
     one = np.array([[1.0, 0.0]])
-    for check in (absolute.check_equidistant, absolute.check_offset_invariant, absolute.check_shift_linear):
+    # nothing to compare on one row: not judged (status NOT RUN, which a required property fails by), and the
+    # table fails ``distinct``, which every table of positions needs
+    for check in (absolute.check_equidistant, absolute.check_offset_invariant, absolute.check_shift_linear,
+                  absolute.check_unique):  # fmt: skip
         r = check(ctx(one))
-        assert r.passed is True and r.tolerance == 0.0
-    assert absolute.check_unique(ctx(one)).passed is True
+        assert r.passed is None and r.not_run and r.needs == ("distinct",)
+    assert absolute.check_distinct(ctx(one)).passed is False
     zeros = np.zeros((3, 2))  # s = 0: the tolerance is rtol * tiny, and a spread of 0 is within it
     r = absolute.check_constant_norm(ctx(zeros))
     assert r.passed and 0 < r.tolerance < 1e-300
     assert absolute.check_unique(ctx(zeros)).passed is False
+    r = absolute.check_distinct(ctx(zeros))
+    assert r.passed is False and r.value == 1 and r.detail == "every row is the same"
 
 
 def test_unique():
@@ -281,6 +286,13 @@ def result(name, status, value, tolerance, detail, method="exact", **data):
 
 
 NOTHING = "one row: nothing to compare"
+
+
+def not_judged(name):
+    """A property of row pairs on a one-row table: not judged, it needs ``distinct`` (which fails the table)."""
+    return {**result(name, "NOT RUN", None, None, NOTHING, "skipped"), "needs": ["distinct"]}
+
+
 WHOLE = {
     "bounded": (
         lambda: absolute.check_bounded(ctx(np.array([[1.25, 0.5], [0.25, 0.0]]))),
@@ -314,24 +326,28 @@ WHOLE = {
     ),
     "equidistant-one-row": (
         lambda: absolute.check_equidistant(ctx(ONE_ROW)),
-        result("equidistant", "PASS", 0.0, 0.0, NOTHING),
+        not_judged("equidistant"),
     ),
     "offset-invariant-one-row": (
         lambda: absolute.check_offset_invariant(ctx(ONE_ROW)),
-        result("offset-invariant", "PASS", 0.0, 0.0, NOTHING),
+        not_judged("offset-invariant"),
     ),
     "shift-linear-one-row": (
         lambda: absolute.check_shift_linear(ctx(ONE_ROW)),
-        result("shift-linear", "PASS", 0.0, 0.0, NOTHING),
+        not_judged("shift-linear"),
     ),
-    "unique-one-row": (lambda: absolute.check_unique(ctx(ONE_ROW)), result("unique", "PASS", None, R, "one row")),
+    "unique-one-row": (lambda: absolute.check_unique(ctx(ONE_ROW)), not_judged("unique")),
+    "distinct-one-row": (
+        lambda: absolute.check_distinct(ctx(ONE_ROW)),
+        result("distinct", "FAIL", 1, 2, "1 row: a table of positions needs at least two", rows=1),
+    ),
     "symmetric-two-rows": (
         lambda: absolute.check_symmetric(ctx(np.eye(2))),
         result("symmetric", "PASS", 0.0, R, "fewer than 3 rows: nothing to compare"),
     ),
     "relative-one-row": (
         lambda: rotary.check_relative(rope(np.ones((1, 4)), np.zeros((1, 4)))),
-        result("relative", "PASS", 0.0, 0.0, NOTHING),
+        not_judged("relative"),
     ),
     "pythagorean": (
         lambda: rotary.check_pythagorean(

@@ -167,7 +167,7 @@ def test_nan_table_fails_finite_and_nothing_crashes():
             assert r.detail == "table has non-finite values", r
             assert r.passed is None and r.not_run and r.needs == ("finite",), r  # not run: needs finite
             assert r.to_json()["status"] == "NOT RUN"
-    assert checks.required_for(None, None, list(res)) == ["finite"]
+    assert checks.required_for(None, None, list(res)) == ["finite", "distinct"]  # what every table needs
 
 
 def test_unique_large_tables_use_hashing_and_sampled_search():
@@ -374,7 +374,7 @@ def test_registry_integrity():
         declared = get_kind(kind).PROPERTIES
         assert set(declared) <= set(checks.CHECKS), kind
         assert any(declared.values()), f"{kind} requires nothing"
-    assert checks.UNKNOWN_KIND_REQUIRES == ("finite",)
+    assert checks.UNKNOWN_KIND_REQUIRES == ("finite", "distinct")
 
 
 def test_required_for():
@@ -383,7 +383,9 @@ def test_required_for():
     assert checks.required_for(None, None, available) == ["finite"]
     assert checks.required_for("no-such-kind", None, available) == ["finite"]
     assert checks.required_for("sinusoidal", ["decay", "bounded"], available) == ["decay", "bounded"]
-    with pytest.raises(ParameterError, match="unknown check 'rotary'; choose from: finite, matches-spec, bounded"):
+    with pytest.raises(
+        ParameterError, match="unknown check 'rotary'; choose from: finite, matches-spec, bounded, disti"
+    ):
         checks.required_for("sinusoidal", ["rotary"], available)
     with pytest.raises(ParameterError, match="unknown check"):
         checks.run_checks(ctx_for(sinusoidal(5, 4)), ["nope"])

@@ -20,6 +20,7 @@ from .absolute import (
     check_bounded,
     check_constant_norm,
     check_decay,
+    check_distinct,
     check_equidistant,
     check_offset_invariant,
     check_precision,
@@ -41,7 +42,9 @@ from .rotary import (
 )
 from .sweep import BLOCK_ELEMS
 
-__all__ = ["CHECKS", "CheckContext", "CheckDef", "CheckResult", "applicable", "required_for", "run_checks"]
+__all__ = [
+    "CHECKS", "CheckContext", "CheckDef", "CheckResult", "applicable", "not_judged", "required_for", "run_checks",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ CHECKS: dict[str, CheckDef] = {
     "matches-spec": CheckDef(check_matches_spec, "every tensor equals the table regenerated from its metadata",
                              lambda ctx: ctx.encoding is not None),
     "bounded": CheckDef(check_bounded, "every |value| <= the kind's bound (1; rope: attention_scaling)", _float_table),
+    "distinct": CheckDef(check_distinct, "at least two rows, no two identical (every kind's table)", _float_table),
     "unique": CheckDef(check_unique, "distinct positions get distinct rows", _float_table),
     "constant-norm": CheckDef(check_constant_norm, "every row has the same norm", _position_table),
     "equidistant": CheckDef(check_equidistant, "|P[t+1] - P[t]| is the same for every t", _position_table),
@@ -96,15 +100,22 @@ CHECKS: dict[str, CheckDef] = {
     "t5-saturation": CheckDef(check_t5_saturation, "saturates at max_distance, uses the expected buckets", has_matrix),
 }  # fmt: skip
 
-#: What a source of unknown kind must have.
-UNKNOWN_KIND_REQUIRES = ("finite",)
+#: What every table must have whatever its kind, the kind unknown too: finite values, and (a table of positions,
+#: one row each) at least two rows, no two alike: a zero, constant, repeated-row or one-row table encodes no
+#: position, and no property it passes vacuously (equidistant steps of 0) makes it one.
+UNKNOWN_KIND_REQUIRES = ("finite", "distinct")
 
 
 def applicable(ctx: CheckContext) -> list[str]:
-    """Every check that can run on this source, in display order: the kind's declared properties that fit the
-    data, or every check that fits when the kind is unknown."""
+    """Every check that can run on this source, in display order: the kind's declared properties and what every
+    table needs (:data:`UNKNOWN_KIND_REQUIRES`) that fit the data, or every check that fits when the kind is
+    unknown."""
     declared = ctx.kind_cls.PROPERTIES if ctx.kind_cls is not None else None
-    return [name for name, c in CHECKS.items() if (declared is None or name in declared) and c.fits(ctx)]
+    return [
+        name
+        for name, c in CHECKS.items()
+        if (declared is None or name in declared or name in UNKNOWN_KIND_REQUIRES) and c.fits(ctx)
+    ]
 
 
 def run_checks(ctx: CheckContext, names: Iterable[str] | None = None) -> list[CheckResult]:
@@ -132,9 +143,21 @@ def required_for(kind: str | type | None, require: list[str] | None, available: 
 
         kind_cls = get_kind(kind) if kind in KINDS else None
     if kind_cls is None:
-        return [name for name in UNKNOWN_KIND_REQUIRES if name in available]
+        return [name for name in CHECKS if name in UNKNOWN_KIND_REQUIRES and name in available]
     declared = kind_cls.PROPERTIES
-    return [name for name in CHECKS if declared.get(name) and name in available]
+    return [name for name in CHECKS if (declared.get(name) or name in UNKNOWN_KIND_REQUIRES) and name in available]
+
+
+def not_judged(kind: str | type | None, available: list[str]) -> dict[str, str]:
+    """The properties a table of unknown kind cannot be judged by, and why: every property ``check`` measured
+    beyond :data:`UNKNOWN_KIND_REQUIRES` (whether it must hold is the kind's to say), and ``matches-spec`` (nothing
+    to regenerate the table from). Empty for a known kind."""
+    if kind is not None:
+        return {}
+    why = "no kind says whether it must hold: measured, shown in lowercase"
+    out = {"matches-spec": "no kind or spec to regenerate the table from"}
+    out.update({n: why for n in available if n not in UNKNOWN_KIND_REQUIRES and n != "matches-spec"})
+    return out
 
 
 def probe_bytes(shape: tuple[int, ...], probes: int) -> int:

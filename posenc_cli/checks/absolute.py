@@ -20,6 +20,8 @@ from ..blocks import rows_per_block
 from . import sweep
 from .base import CheckContext, CheckResult
 from .common import (
+    ONE_ROW,
+    arith_bounds,
     duplicate_groups,
     f64,
     fmt,
@@ -142,10 +144,13 @@ def _ratio(measured: float, tol: float) -> float:
     return 0.0 if measured <= 0 else float("inf")
 
 
-def _tols(ctx: CheckContext) -> tuple[float, float]:
-    """(tolerance for distances and norms, tolerance for dot products) of this table."""
+def _tols(ctx: CheckContext, rows: float = 0.0) -> tuple[float, float]:
+    """(tolerance for distances and norms, tolerance for dot products) of this table: ``rtol`` of the largest row
+    norm ``s`` (of ``s**2``), widened for a quantity of ``rows`` rows by their arithmetic's error (a row within
+    ``e`` of the exact one moves a norm or a distance by ``e``, a dot product by ``2 s e + e**2``)."""
     s = max(scan(ctx).max_norm, np.finfo(np.float64).tiny)
-    return ctx.rtol * s, ctx.rtol * s * s
+    _, e, _ = arith_bounds(ctx)
+    return ctx.rtol * s + rows * e, ctx.rtol * s * s + rows * (2 * s * e + e * e)
 
 
 # ----- checks ---------------------------------------------------------------------------------------
@@ -154,7 +159,7 @@ def check_bounded(ctx: CheckContext) -> CheckResult:
     if not sc.finite:
         return skipped("bounded")
     bound = ctx.kind_cls.value_bound(dict(ctx.metadata)) if ctx.kind_cls is not None else 1.0
-    tol = bound * (1 + ctx.rtol)
+    tol = bound * (1 + ctx.rtol) + arith_bounds(ctx)[0]
     return verdict(
         "bounded",
         sc.max_abs <= tol,
@@ -170,7 +175,7 @@ def check_constant_norm(ctx: CheckContext) -> CheckResult:
     sc = scan(ctx)
     if not sc.finite:
         return skipped("constant-norm")
-    tol, _ = _tols(ctx)
+    tol, _ = _tols(ctx, rows=2)
     lo, hi = float(sc.norms.min()), float(sc.norms.max())
     spread = hi - lo
     i, j = int(sc.norms.argmin()), int(sc.norms.argmax())
@@ -185,9 +190,9 @@ def check_equidistant(ctx: CheckContext) -> CheckResult:
     if not sc.finite:
         return skipped("equidistant")
     if sc.rows < 2:
-        return verdict("equidistant", True, 0.0, 0.0, "one row: nothing to compare")
+        return skipped("equidistant", ONE_ROW, needs=("distinct",))
     d = profile(ctx).dist[1]
-    tol, _ = _tols(ctx)
+    tol, _ = _tols(ctx, rows=4)  # the spread of two distances, each of two rows
     spread = float(d.max() - d.min())
     if spread <= tol:
         detail = f"every consecutive pair is {float(d.mean()):.4f} apart"
@@ -269,15 +274,18 @@ def check_offset_invariant(ctx: CheckContext) -> CheckResult:
     if not sc.finite:
         return skipped("offset-invariant")
     if sc.rows < 2:
-        return verdict("offset-invariant", True, 0.0, 0.0, "one row: nothing to compare")
+        return skipped("offset-invariant", ONE_ROW, needs=("distinct",))
     pr = profile(ctx)
-    tol_d, tol_g = _tols(ctx)
+    tol_d, tol_g = _tols(ctx, rows=4)  # the spread of two distances (dot products), each of two rows
     worst_d = {k: float(pr.dist[k].max() - pr.dist[k].min()) for k in pr.ks}
     worst_g = {k: pr.dot_max[k] - pr.dot_min[k] for k in pr.ks}
     bad = [k for k in pr.ks if worst_d[k] > tol_d or worst_g[k] > tol_g]
     probe = gram_toeplitz_probe(ctx) if sc.rows > 2 else 0.0
-    tol_p = ctx.rtol
-    ok = not bad and probe <= tol_p
+    # rows within e_t of the exact ones move the Gram probe by about 2 (|E||P| + |P||E|) |x| (E the errors, P the
+    # rows): normalised as the residual is, 4 e_rms sqrt(d) / s_rms, counted twice (a random probe's spread)
+    _, _, e_rms = arith_bounds(ctx)
+    tol_p = ctx.rtol + 8 * e_rms * np.sqrt(ctx.table.shape[1]) / max(sc.rms_norm, np.finfo(np.float64).tiny)
+    ok = bool(not bad and probe <= tol_p)
     value = max(_ratio(max(worst_d.values()), tol_d), _ratio(max(worst_g.values()), tol_g), _ratio(probe, tol_p))
     ks_text = ",".join(map(str, pr.ks))
     if ok:
@@ -323,7 +331,7 @@ def check_symmetric(ctx: CheckContext) -> CheckResult:
     if not sc.finite:
         return skipped("symmetric")
     pr = profile(ctx)
-    tol, _ = _tols(ctx)
+    tol, _ = _tols(ctx, rows=4)  # two distances, each of two rows
     ks = [k for k in pr.ks if 2 * k < sc.rows]
     worst, where = 0.0, None
     for k in ks:
@@ -376,7 +384,7 @@ def check_unique(ctx: CheckContext) -> CheckResult:
     tol, _ = _tols(ctx)
     n = sc.rows
     if n < 2:
-        return verdict("unique", True, None, tol, "one row")
+        return skipped("unique", ONE_ROW, needs=("distinct",))
     if n <= EXACT_UNIQUE_ROWS:
         i, j = _closest_pair_exact(ctx)
         method = "exact (blocked Gram matrix, nearest pair re-measured directly)"
@@ -396,6 +404,36 @@ def check_unique(ctx: CheckContext) -> CheckResult:
     if dist == 0:
         detail = f"rows {i} and {j} are identical"
     return verdict("unique", ok, dist, tol, detail, method, closest=[i, j])
+
+
+def check_distinct(ctx: CheckContext) -> CheckResult:
+    """At least two rows and no two identical: what every table of positions needs, whatever its kind (a zero,
+    constant, repeated-row or one-row table gives no position its own row; ``unique`` then asks the kind's
+    margin, more than rounding, of the nearest pair)."""
+    sc = scan(ctx)
+    if not sc.finite:
+        return skipped("distinct")
+    n = sc.rows
+    if n < 2:
+        return verdict("distinct", False, n, 2, f"{n} row{'s' if n != 1 else ''}: a table of positions needs at least "
+                       "two", rows=n)  # fmt: skip
+    dup = _exact_duplicate(ctx)
+    if dup is None:
+        return verdict("distinct", True, n, n, f"{n} rows, no two identical", "exact: 64-bit row hashes, repeats "
+                       "compared row by row", rows=n)  # fmt: skip
+    i, j = dup
+    hashes = _row_hashes(ctx)
+    distinct, _ = duplicate_groups(hashes)
+    what = "every row is the same" if distinct == 1 else f"rows {i} and {j} are identical ({distinct} distinct of {n})"
+    return verdict("distinct", False, distinct, n, what, "exact: 64-bit row hashes, repeats compared row by row",
+                   rows=n, distinct_rows=distinct, identical=[i, j])  # fmt: skip
+
+
+def _row_hashes(ctx: CheckContext) -> np.ndarray:
+    """Every row's 64-bit hash as stored (the ``hashes`` feed, or the bfloat16 ones where only they were read)."""
+    if "hashes" in sweep.cache(ctx) or not _dedupe_by_bfloat16(ctx):
+        return shared(ctx, "hashes")
+    return shared(ctx, "precision")["bfloat16"][2]
 
 
 def _closest_pair_exact(ctx: CheckContext) -> tuple[int, int]:
@@ -748,7 +786,7 @@ def check_shift_linear(ctx: CheckContext) -> CheckResult:
         return skipped("shift-linear")
     n = sc.rows
     if not _shift_ks(n):
-        return verdict("shift-linear", True, 0.0, 0.0, "one row: nothing to compare")
+        return skipped("shift-linear", ONE_ROW, needs=("distinct",))
     probe: ShiftProbe = shared(ctx, "shift")
     ks, ortho, w = probe.ks, probe.ortho, probe.w
     p = ctx.probes
@@ -760,7 +798,9 @@ def check_shift_linear(ctx: CheckContext) -> CheckResult:
         resid[k] = float(est.max())
         worst_row[k] = int(est.argmax())
         on_data[k] = float(np.abs(sc.norms[k:] - sc.norms[:-k]).max()) / scale + resid[k]
-    tol = 2 * ctx.rtol
+    # P[t+k] - P[t] M_k of rows within e of exact ones misses by up to 2 e; the probes' RMS estimate of a row's
+    # residual strays by up to about 1.5 times it (8 probes): 3 e, relative to the RMS row norm
+    tol = 2 * ctx.rtol + 3 * 2 * arith_bounds(ctx)[1] / scale
     worst_k = max(resid, key=lambda k: resid[k])
     ok = resid[worst_k] <= tol
     rot_tol = max(1e3 * ctx.rtol, 1e-6)
@@ -948,12 +988,14 @@ def _needs(ctx: CheckContext, *, prop: str) -> tuple[str, ...]:
         return ("scan", "shift")
     if prop == "precision":
         return ("scan", "precision")
+    if prop == "distinct":
+        return ("scan", "precision") if _dedupe_by_bfloat16(ctx) else ("scan", "hashes")
     return ("scan",)
 
 
 for _prop in (
-    "finite", "bounded", "constant-norm", "equidistant", "offset-invariant", "symmetric", "decay", "unique",
-    "shift-linear", "precision",
+    "finite", "bounded", "distinct", "constant-norm", "equidistant", "offset-invariant", "symmetric", "decay",
+    "unique", "shift-linear", "precision",
 ):  # fmt: skip
     sweep.NEEDS[_prop] = functools.partial(_needs, prop=_prop)
 
@@ -962,6 +1004,7 @@ __all__ = [
     "check_bounded",
     "check_constant_norm",
     "check_decay",
+    "check_distinct",
     "check_equidistant",
     "check_offset_invariant",
     "check_precision",

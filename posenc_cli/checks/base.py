@@ -107,6 +107,10 @@ class CheckContext:
     #: The properties about to be measured (``api.check`` sets them), so that the first read of the table
     #: feeds all of them (see :mod:`.sweep`); empty: each check reads what it needs.
     planned: tuple[str, ...] = ()
+    #: The arithmetic the table is judged within (:class:`posenc_cli.inspect.tolerance.Arithmetic`; ``api.check``
+    #: sets it): every tolerance below is widened by what its error bound can do to the measured quantity. None:
+    #: float64's (the exact-table tolerances alone).
+    arithmetic: Any = None
 
     def __post_init__(self) -> None:
         if self.kind_cls is None and self.kind is not None:

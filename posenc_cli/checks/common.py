@@ -17,6 +17,8 @@ from ..blocks import rows_per_block
 from .base import CheckContext, CheckResult
 
 NONFINITE = "table has non-finite values"
+#: Why a property of row pairs is not judged on a one-row table (``unique`` fails it: it needs two rows).
+ONE_ROW = "one row: nothing to compare"
 
 T = TypeVar("T")
 
@@ -60,6 +62,15 @@ def skipped(
     """The result of a check that cannot measure this table because ``needs`` failed (status NOT RUN: neither
     a pass nor a fail of its own; a required property that did not run still fails the verdict)."""
     return CheckResult(name, None, None, None, detail, "skipped", needs=needs)
+
+
+def arith_bounds(ctx: CheckContext) -> tuple[float, float, float]:
+    """What the table's arithmetic (``ctx.arithmetic``) allows beyond an exact table rounded once: the largest
+    error of one value, of one row (Euclidean), and the root mean square of the rows' (0, 0, 0 for float64)."""
+    a = ctx.arithmetic
+    if a is None:
+        return 0.0, 0.0, 0.0
+    return a.value_bound(), a.norm_bound(), a.rms_norm_bound()
 
 
 def fmt(x: float) -> str:

@@ -528,3 +528,145 @@ def formula_check_table(
         v = formula_check(x, y, rows, terms, np.dtype(table.dtype), spec.dtype)
         out = v if out is None else out.joined(v)
     return out
+
+
+# ----- the arithmetic a table was computed in, for every verdict of ``check`` -----------------------------------
+#: How the arithmetic was known: a file's metadata said it, the data showed it, or neither (then float64).
+FROM_METADATA, INFERRED, ASSUMED = "metadata", "inferred from the data", "assumed"
+
+
+@dataclass
+class Arithmetic:
+    """The arithmetic ``check`` judges a table within: ``compute`` (``float64``: the exact formula rounded once
+    to the stored dtype; ``float32``: the float32 formula of the module docstring), the dtype the values are
+    ``stored`` in, how it was known (``source``: :data:`FROM_METADATA`, :data:`INFERRED` or :data:`ASSUMED`, with
+    ``why``), and with ``float32`` the bound of :func:`formula_bound` per row: its largest element
+    (``row_value``) and its Euclidean norm over the row (``row_norm``).
+
+    Every property check widens its exact-table tolerance by what this error can do to the quantity it measures
+    (a distance by the two rows' norm bounds, a dot product by ``2 s`` times them, ...): a table within its
+    arithmetic's error of one that has the property passes, one off by more fails."""
+
+    compute: str
+    stored: str
+    source: str
+    why: str = ""
+    row_value: np.ndarray | None = None
+    row_norm: np.ndarray | None = None
+
+    @property
+    def worst_row(self) -> int:
+        return int(np.argmax(self.row_norm)) if self.row_norm is not None and self.row_norm.size else 0
+
+    def value_bound(self) -> float:
+        """The largest elementwise bound beyond the stored rounding (0 for float64 arithmetic)."""
+        return float(self.row_value.max()) if self.row_value is not None and self.row_value.size else 0.0
+
+    def norm_bound(self) -> float:
+        """The largest bound on ``|row - exact row|`` (0 for float64 arithmetic)."""
+        return float(self.row_norm.max()) if self.row_norm is not None and self.row_norm.size else 0.0
+
+    def rms_norm_bound(self) -> float:
+        """The root mean square over rows of the row bound (what a random probe of all rows sees)."""
+        if self.row_norm is None or not self.row_norm.size:
+            return 0.0
+        return float(np.sqrt(np.mean(self.row_norm**2)))
+
+    def text(self) -> str:
+        """``float32 formula stored as float32 (inferred from the data: ...); bound 0.0024 at row 4999``."""
+        what = f"{self.compute} formula, stored as {self.stored}"
+        how = self.source + (f": {self.why}" if self.why else "")
+        bound = (
+            f"; bound {self.value_bound():.2g} per value, {self.norm_bound():.2g} per row, at row {self.worst_row}"
+            if self.compute != "float64"
+            else ""
+        )
+        return f"{what} ({how}){bound}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "compute": self.compute,
+            "stored": self.stored,
+            "source": self.source,
+            "why": self.why,
+            "value_bound": self.value_bound(),
+            "row_bound": self.norm_bound(),
+            "worst_row": self.worst_row,
+            "text": self.text(),
+        }
+
+
+def table_arithmetic(
+    tensors: dict[str, Any], encoding: Any, metadata: dict[str, str], stored: Any, rtol: float
+) -> Arithmetic:
+    """The arithmetic ``check`` judges ``tensors`` within (:class:`Arithmetic`).
+
+    Read from the metadata when a file says how its angles were computed (``angle_dtype``); else inferred from
+    the data when ``encoding`` (the kind and parameters the table is judged as) regenerates its angle tensors:
+    within ``rtol`` of the exact table (relative to ``max(1, |value|)``) it is float64's, within the float32
+    formula's bound (:func:`formula_check`: a residual that grows with the position as the angle's rounding does)
+    it is float32's; else, or without an exact table to compare with, float64 is assumed and said."""
+    from ..encodings.base import dtype_name
+
+    stored_name = dtype_name(np.dtype(stored))
+    named = [(n, a, encoding.angle_terms(n)) for n, a in tensors.items()] if encoding is not None else []
+    specs = encoding.tensor_specs() if encoding is not None else {}
+    angles = [
+        (n, a, t)
+        for n, a, t in named
+        if t is not None and n in specs and getattr(a, "ndim", 0) == 2 and tuple(a.shape) == tuple(specs[n].shape)
+    ]
+    stated = metadata.get("angle_dtype")
+    if stated == "float64":
+        return Arithmetic("float64", stored_name, FROM_METADATA, "angle_dtype float64")
+    if not angles:
+        why = (
+            "no kind and parameters regenerate its angles"
+            if stated != "float32"
+            else "angle_dtype float32, but no angles to bound"
+        )
+        return Arithmetic("float64", stored_name, ASSUMED, why)
+    n = int(angles[0][1].shape[0])
+    row_value = np.zeros(n)
+    row_sq = np.zeros(n)
+    exact = True
+    formula: FormulaVerdict | None = None
+    for name, table, terms in angles:
+        spec = specs[name]
+        step = rows_per_block(int(spec.shape[1]))
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            rows = np.arange(start, stop, dtype=np.int64)
+            x = np.asarray(table[start:stop], dtype=np.float64)
+            y = np.asarray(encoding.rows(name, start, stop), dtype=np.float64)
+            if exact:
+                with np.errstate(invalid="ignore"):
+                    exact = bool(np.all(np.abs(x - y) <= rtol * np.maximum(1.0, np.abs(y))))
+            bound = formula_bound(terms, rows, np.dtype(stored), spec.dtype)
+            np.maximum(row_value[start:stop], bound.max(axis=1), out=row_value[start:stop])
+            row_sq[start:stop] = np.maximum(row_sq[start:stop], np.einsum("ij,ij->i", bound, bound))
+            if stated != "float32":
+                v = formula_check(x, y, rows, terms, np.dtype(stored), spec.dtype)
+                formula = v if formula is None else formula.joined(v)
+    row_norm = np.sqrt(row_sq)
+    if stated == "float32":
+        return Arithmetic("float32", stored_name, FROM_METADATA, "angle_dtype float32", row_value, row_norm)
+    if exact:
+        return Arithmetic("float64", stored_name, INFERRED, "it equals the exact table within its dtype's rounding")
+    if formula is not None and formula.ok:
+        return Arithmetic(
+            "float32",
+            stored_name,
+            INFERRED,
+            f"its difference from the exact table stays within the float32 formula's bound (at most "
+            f"{formula.ratio:.2g} of it)",
+            row_value,
+            row_norm,
+        )
+    ratio = math.inf if formula is None else formula.ratio
+    why = (
+        f"it differs from the exact table by {ratio:.3g} times the float32 formula's bound: no arithmetic explains it"
+        if math.isfinite(ratio)
+        else "some of its values are not finite: no arithmetic explains them"
+    )
+    return Arithmetic("float64", stored_name, ASSUMED, why)
