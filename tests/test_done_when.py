@@ -404,7 +404,7 @@ def test_bert_position_table_just_works(bert):
     assert "kind unknown" in text and BERT_POS in text
     rows = table_rows(text)
     # what a learned table has of the seed's properties ...
-    assert rows["finite"][0] == "PASS"  # the one property an unknown kind requires
+    assert rows["finite"][0] == rows["distinct"][0] == "PASS"  # what every table needs, its kind unknown
     for name in ("bounded", "unique"):  # reported, not required: lowercase
         assert rows[name][0] == "pass", (name, rows[name])
     # ... and what it lacks (reported, not required: an unknown kind only requires finite)
@@ -413,7 +413,7 @@ def test_bert_position_table_just_works(bert):
     assert "every required property holds" in proc.stderr.decode()
 
     report = check_json([str(bert), "--tensor", BERT_POS])
-    assert report["ok"] is True and report["kind"] is None and report["required"] == ["finite"]
+    assert report["ok"] is True and report["kind"] is None and report["required"] == ["finite", "distinct"]
     assert report["tensor"] == BERT_POS
     res = results(report)
     assert set(ABSOLUTE_CHECKS) <= set(res), "every absolute-table check runs"
@@ -425,7 +425,7 @@ def test_bert_position_table_just_works(bert):
 def test_bert_position_table_expect_learned_passes(bert):
     report = check_json([str(bert), "--tensor", BERT_POS, "--expect", "learned"])
     assert report["ok"] is True and report["kind"] == "learned"
-    assert report["required"] == ["finite", "unique"]  # matches-spec needs posenc metadata
+    assert report["required"] == ["finite", "distinct", "unique"]  # matches-spec needs posenc metadata
 
 
 def test_bert_position_table_expect_sinusoidal_fails(bert):

@@ -93,8 +93,8 @@ def test_a_toy_kind_is_one_module_and_one_registry_line(toy_root):
 
     (report,) = json.loads(proc.stdout)
     assert report["kind"] == "toy"
-    assert report["required"] == ["finite", "matches-spec", "bounded"]
-    assert {r["name"] for r in report["results"]} == {"finite", "matches-spec", "bounded", "decay"}
+    assert report["required"] == ["finite", "matches-spec", "bounded", "distinct"]  # distinct: every table's
+    assert {r["name"] for r in report["results"]} == {"finite", "matches-spec", "bounded", "distinct", "decay"}
     proc = toy_run(toy_root, [], **completion_env("posenc generate --kind to"))
     assert proc.stdout.split() == [b"toy"]
     # and the values are the module's formula, read back through a posenc reader

@@ -130,9 +130,9 @@ def test_check_identifies_a_table_without_a_kind_and_says_so(tmp):
     assert "matches-spec" in out and "constant-norm" in out  # judged by sinusoidal's properties
     doc = json.loads(run("check", tmp / "base500k.npy", "--json")[1])[0]
     assert doc["kind"] == "sinusoidal" and doc["assumed_command"].endswith("-p base=500000")
-    # without identification: an unknown kind, only finite required
+    # without identification: an unknown kind, only what every table needs required
     doc = json.loads(run("check", tmp / "base500k.npy", "--json", "--no-identify")[1])[0]
-    assert doc["kind"] is None and doc["assumed"] == "" and doc["required"] == ["finite"]
+    assert doc["kind"] is None and doc["assumed"] == "" and doc["required"] == ["finite", "distinct"]
 
 
 def test_check_of_noise_says_nothing_was_identified(tmp):

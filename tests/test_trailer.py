@@ -101,6 +101,6 @@ def test_a_one_tensor_file_says_what_it_leaves_out(tmp_path):
 
 def test_plain_npy_without_trailer_still_reads(tmp_path):
     path = tmp_path / "plain.npy"
-    np.save(path, np.ones((4, 4), np.float32))
+    np.save(path, np.arange(16, dtype=np.float32).reshape(4, 4))  # four distinct rows: a table of positions
     assert list(read_table(str(path)).tensors) == ["pe"]
     assert run(["check", "-", "-q"], input=path.read_bytes()).returncode == 0

@@ -87,6 +87,7 @@ CHECKS = (
     "finite",
     "matches-spec",
     "bounded",
+    "distinct",
     "unique",
     "constant-norm",
     "equidistant",
