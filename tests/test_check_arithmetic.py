@@ -97,6 +97,12 @@ def test_rotary_caches_of_common_libraries_pass(case, tmp_path):
         assert a["worst_row"] == 8191 and a["value_bound"] > 8191 * tol.U32
 
 
+def test_bfloat16_values_widened_to_float32_are_judged_as_bfloat16():
+    cos = library_tables("hf-bf16")["cos"][:1024].astype(np.float32)  # how NumPy users save a bfloat16 cache
+    report = pe.check(cos)
+    assert report.ok and report.arithmetic["stored"] == "bfloat16", report.arithmetic
+
+
 def test_keras_hub_sine_position_encoding_passes():
     table = keras_hub_sine(2048, 128)
     report = pe.check(table)
@@ -278,3 +284,6 @@ def test_nan_and_inf_fail_finite_by_name_and_nothing_else_is_judged_on_them():
     assert list(finite.data["counts"].values()) == [{"nan": 1, "inf": 1}]
     assert all(s == "NOT RUN" for n, s in statuses.items() if n != "finite"), statuses
     assert all(r.needs == ("finite",) for r in report.results if r.not_run)
+    # bounded by work: the table is read once (the scan finds the NaN); the second read (the Freivalds products
+    # of offset-invariant and shift-linear) and its least-squares fits are not made for properties not judged
+    assert len(report.passes) == 1, report.passes

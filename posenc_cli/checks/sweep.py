@@ -148,6 +148,18 @@ def shared(ctx: CheckContext, key: str) -> Any:
             early[k] = ([pool(workers()).submit(t) for t in tasks], combine)
     if first:
         run(ctx, first, planned)
+    scanned = memo.get("scan")
+    if scanned is not None and not scanned.finite and key not in second:
+        # a NaN or an infinity: every property that reads the second read is not judged (it needs ``finite``), so
+        # neither it nor the fits it waits for are worth their work
+        for futures, _ in early.values():
+            for f in futures:
+                f.cancel()
+        for futures, _ in early.values():
+            for f in futures:
+                if not f.cancelled():
+                    f.exception()  # a fit already running ends (its result is dropped)
+        return memo[key]
     for k, (futures, combine) in early.items():
         memo[k + ":early"] = combine([f.result() for f in futures])
     if second:
