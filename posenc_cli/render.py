@@ -597,8 +597,9 @@ def check_notes(
         note(f"not checked (--tensor): {', '.join(d['not_checked'])}", "yellow")
     if d.get("unmeasured"):
         note(f"not measurable on these tensors: {', '.join(d['unmeasured'])}", "yellow")
-    if d.get("arithmetic"):
-        note(f"arithmetic: {d['arithmetic']['text']}", None)
+    arith = d.get("arithmetic")
+    if arith and (arith["compute"] != "float64" or arith["source"] == "assumed"):  # what widened or was assumed
+        note(f"arithmetic: {arith['text']}", None)
     judged = d.get("not_judged") or {}
     if judged:
         by_why: dict[str, list[str]] = {}
