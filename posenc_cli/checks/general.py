@@ -108,12 +108,16 @@ def check_matches_spec(ctx: CheckContext) -> CheckResult:
     tol = ctx.rtol
     ok = bool(compared) and not shape_bad and worst <= tol
     formula = None
-    if not ok and compared and not shape_bad:
+    # only the tensors off by more than ``rtol`` need the bound (an inv_freq beside them is exact or not)
+    off = [n for n in compared if per[n] > tol]
+    known = getattr(ctx.arithmetic, "formula", None)
+    angles = all(enc.angle_terms(n) is not None for n in off)
+    if not ok and compared and not shape_bad and known is not None and known.ok and enc is ctx.encoding and angles:
+        formula, ok = known, True  # the arithmetic was inferred from these very tensors against this encoding
+    elif not ok and compared and not shape_bad:
         # computed with the float32 formula (HF, fairseq, ...): within that error, with the bound, it matches
         from ..inspect.tolerance import formula_check_table
 
-        # only the tensors off by more than ``rtol`` need the bound (an inv_freq beside them is exact or not)
-        off = [n for n in compared if per[n] > tol]
         verdicts = [formula_check_table(a, enc, n) for n in off if (a := tensor(ctx, n)) is not None]
         if verdicts and all(v is not None and v.ok for v in verdicts):
             formula = max(verdicts, key=lambda v: v.bound)  # type: ignore[union-attr]

@@ -553,6 +553,8 @@ class Arithmetic:
     why: str = ""
     row_value: np.ndarray | None = None
     row_norm: np.ndarray | None = None
+    #: the float32 formula's verdict on every angle tensor, when it was inferred from it (``matches-spec`` reads it)
+    formula: FormulaVerdict | None = None
 
     @property
     def worst_row(self) -> int:
@@ -665,6 +667,7 @@ def table_arithmetic(
             f"{formula.ratio:.2g} of it)",
             row_value,
             row_norm,
+            formula,
         )
     ratio = math.inf if formula is None else formula.ratio
     why = (
