@@ -78,9 +78,15 @@ def test_pytorch_tutorial_and_annotated_transformer_pass_within_the_float32_form
         assert exact_tol < r.value <= r.tolerance, (prop, r.value, r.tolerance)
 
 
+#: Rows of the 8192-row rotary caches judged: long enough that the float32 angle's error is far above float32's
+#: exact-table thresholds, few enough for the suite's budget.
+ROTARY_ROWS = 2048
+
+
 @pytest.mark.parametrize("case", ["hf-f32", "hf-bf16", "ret", "torchtune"])
 def test_rotary_caches_of_common_libraries_pass(case, tmp_path):
-    path = _file(library_tables(case), tmp_path / f"{case}.safetensors")
+    tables = {k: v[:ROTARY_ROWS] for k, v in library_tables(case).items()}
+    path = _file(tables, tmp_path / f"{case}.safetensors")
     report = pe.check(path)
     statuses = _judged(report)
     assert report.ok and report.failed == [], (report.failed, statuses)
@@ -94,17 +100,17 @@ def test_rotary_caches_of_common_libraries_pass(case, tmp_path):
         assert report.kind == "rope" and a["stored"] == "bfloat16" and a["source"] == "inferred from the data"
     else:
         assert report.kind == "rope" and (a["compute"], a["source"]) == ("float32", "inferred from the data")
-        assert a["worst_row"] == 8191 and a["value_bound"] > 8191 * tol.U32
+        assert a["worst_row"] == ROTARY_ROWS - 1 and a["value_bound"] > (ROTARY_ROWS - 1) * tol.U32
 
 
 def test_bfloat16_values_widened_to_float32_are_judged_as_bfloat16():
-    cos = library_tables("hf-bf16")["cos"][:1024].astype(np.float32)  # how NumPy users save a bfloat16 cache
+    cos = library_tables("hf-bf16")["cos"][:512].astype(np.float32)  # how NumPy users save a bfloat16 cache
     report = pe.check(cos)
     assert report.ok and report.arithmetic["stored"] == "bfloat16", report.arithmetic
 
 
 def test_keras_hub_sine_position_encoding_passes():
-    table = keras_hub_sine(2048, 128)
+    table = keras_hub_sine(1024, 128)
     report = pe.check(table)
     assert report.ok and "FAIL" not in _judged(report).values(), report.failed
     assert report.arithmetic["compute"] == "float32"
@@ -150,7 +156,7 @@ def _paper32(n: int, d: int, base: float = 10000.0, layout: str = "interleaved")
 
 
 def test_mistaken_float32_tables_fail():
-    n, d = 1024, 64
+    n, d = 512, 64
     good = _paper32(n, d)
     assert pe.check(good, against="sinusoidal").ok
     # another base, a swapped layout: sinusoids still, but not the table asked for
@@ -170,16 +176,17 @@ def test_mistaken_float32_tables_fail():
 
 def test_shuffled_and_noise_tables_fail_their_intended_kind(tmp_path):
     rng = np.random.default_rng(0)
-    table = _paper32(512, 64)
-    shuffled = table[rng.permutation(512)]
-    noise = rng.standard_normal((512, 64)).astype(np.float32)
+    n = 256
+    table = _paper32(n, 64)
+    shuffled = table[rng.permutation(n)]
+    noise = rng.standard_normal((n, 64)).astype(np.float32)
     for t in (shuffled, noise):
         assert not pe.check(t, expect="sinusoidal").ok
-    cos, sin = library_tables("hf-f32")["cos"][:512], library_tables("hf-f32")["sin"][:512]
-    perm = rng.permutation(512)
+    cos, sin = library_tables("hf-f32")["cos"][:n], library_tables("hf-f32")["sin"][:n]
+    perm = rng.permutation(n)
     for tables in (
         {"cos": cos[perm], "sin": sin[perm]},
-        {"cos": rng.random((512, 128)), "sin": rng.random((512, 128))},
+        {"cos": rng.random((n, 128)), "sin": rng.random((n, 128))},
     ):
         path = _file({k: v.astype(np.float32) for k, v in tables.items()}, tmp_path / "r.safetensors")
         assert not pe.check(path, expect="rope").ok

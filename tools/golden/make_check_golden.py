@@ -5,12 +5,14 @@ Run once, in the side environment (posenc never imports torch, transformers, ein
     pip download --no-deps rotary-embedding-torch==0.9.1 einops==0.8.2 torchtune==0.6.1   # unzip the wheels
     PYTHONPATH=unzipped /work/side/venv/bin/python tools/golden/make_check_golden.py
 
-writes ``tests/data/golden/check_tables.npz``. A table of millions of values is not stored: each case stores the
-float32 frequencies the library computed (``<case>:freq``), and the test rebuilds the table from them the way the
-library does (angle ``fl32(t * w)``, then ``sin``/``cos`` rounded to float32), adds the stored corrections where
-the library's own ``sin``/``cos`` (SLEEF, within an ulp) rounded otherwise (``<case>:fix_at``, ``<case>:fix``:
-flat indices and float32 values of every element that differs), and checks the SHA-256 of the library's bytes
-(``<case>:sha256``). The test so judges the library's real output, bit for bit.
+writes ``tests/data/golden/check_tables.npz``. Tables of millions of values are not stored: the libraries compute
+one float32 angle ``fl32(t * w)`` per position and frequency, then its ``sin`` and ``cos`` in float32, so the file
+keeps, per angle table (``tutorial``: the first 2048 rows; ``hf``: HF's and torchtune's, which share their
+frequencies; ``ret``), the library's float32 frequencies (``<name>:freq``) and where its ``sin``/``cos`` (torch's,
+within an ulp) rounded to the other float32 neighbour of the correctly rounded value (``<name>:<sin|cos>:mask``,
+packed bits, and ``:up``, one packed bit per masked element); and per case and tensor the SHA-256 of the
+library's own bytes (``<case>:<tensor>:sha256``). tests/check_goldens.py lays the tables out from the angles as
+each library does and checks every digest: a test judges the library's real output, bit for bit.
 
 Cases (the code each one runs, as the library has it):
 
