@@ -20,7 +20,7 @@ import numpy as np
 
 DATA = Path(__file__).parent / "data" / "golden" / "check_tables.npz"
 #: angle table -> rows kept (the first rows of the library's table: the tests judge them)
-ANGLE_ROWS = {"tutorial": 2048, "hf": 8192, "ret": 8192}
+ANGLE_ROWS = {"tutorial": 2048, "hf": 8192, "ret": 8192, "gemma3": 128}
 #: case -> (its angle table, its tensors)
 CASES = {
     "tutorial": ("tutorial", ("pe",)),
@@ -29,6 +29,7 @@ CASES = {
     "hf-bf16": ("hf", ("cos", "sin")),
     "ret": ("ret", ("cos", "sin")),
     "torchtune": ("hf", ("cos", "sin")),
+    "gemma3-sliding": ("gemma3", ("cos", "sin", "sliding_attention_inv_freq", "sliding_attention_original_inv_freq")),
 }
 
 
@@ -62,6 +63,10 @@ def layout(case: str, s: np.ndarray, c: np.ndarray) -> dict[str, np.ndarray]:
         return {"pe": pe}
     if case == "hf-f32":  # emb = cat(freqs, freqs); emb.cos() * attention_scaling (1.0)
         return {"cos": np.concatenate([c, c], 1), "sin": np.concatenate([s, s], 1)}
+    if case == "gemma3-sliding":  # the same, and the per-type buffers Gemma3RotaryEmbedding registers
+        inv = _data()["gemma3:freq"]
+        return {**layout("hf-f32", s, c), "sliding_attention_inv_freq": inv.copy(),
+                "sliding_attention_original_inv_freq": inv.copy()}  # fmt: skip
     if case == "hf-bf16":  # the float32 cos/sin, then .to(x.dtype)
         return {k: v.astype(ml_dtypes.bfloat16) for k, v in layout("hf-f32", s, c).items()}
     if case == "ret":  # repeat(freqs, '... n -> ... (n r)', r=2), then freqs.cos(), freqs.sin()

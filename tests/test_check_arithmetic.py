@@ -230,24 +230,10 @@ def test_an_unknown_kind_names_what_it_could_not_judge():
 
 
 # ----- part 3: ok agrees with failed -------------------------------------------------------------------------------
-def _gemma3_sliding_cache(n: int = 128) -> dict[str, np.ndarray]:
-    """HF's Gemma 3 rotary cache for its sliding layers as transformers 5.24 keeps it: ``cos``/``sin`` and the
-    buffers ``sliding_attention_inv_freq`` / ``sliding_attention_original_inv_freq`` (Gemma3RotaryEmbedding
-    registers ``{layer_type}_inv_freq`` per type), in float32 as HF computes it (tests/data/configs/
-    gemma3_text_v5.json: head_dim 256, sliding layers at base 10000)."""
-    inv = (1.0 / (np.float32(10000.0) ** (np.arange(0, 256, 2, dtype=np.float32) / np.float32(256)))).astype(np.float32)
-    ang = np.arange(n, dtype=np.float32)[:, None] * inv[None, :]
-    emb = np.concatenate([ang, ang], axis=1).astype(np.float64)
-    return {
-        "cos": np.cos(emb).astype(np.float32),
-        "sin": np.sin(emb).astype(np.float32),
-        "sliding_attention_inv_freq": inv,
-        "sliding_attention_original_inv_freq": inv.copy(),
-    }
-
-
 def test_gemma3_cache_with_one_types_inv_freq_passes_against_its_model(tmp_path):
-    path = _file(_gemma3_sliding_cache(), tmp_path / "gemma3_sliding.safetensors")
+    # transformers' own cache of the sliding layers: cos, sin and only that type's inv_freq buffers
+    # (Gemma3RotaryEmbedding registers {layer_type}_inv_freq and {layer_type}_original_inv_freq)
+    path = _file(library_tables("gemma3-sliding"), tmp_path / "gemma3_sliding.safetensors")
     config = str(Path(__file__).parent / "data" / "configs" / "gemma3_text_v5.json")
     code, out, err = cli(["check", path, "--against", config, "--json"])
     data = json.loads(out)

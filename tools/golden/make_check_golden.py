@@ -30,6 +30,9 @@ Cases (the code each one runs, as the library has it):
 * ``torchtune``: torchtune 0.6.1 ``RotaryPositionalEmbeddings(dim=128, max_seq_len=8192)``'s ``cache``
   (modules/position_embeddings.py:46-67: ``stack([cos(idx_theta), sin(idx_theta)], -1)``, one angle per pair,
   pairs ``(2k, 2k + 1)``): ``cos = cache[..., 0]``, ``sin = cache[..., 1]`` (len x dim/2).
+* ``gemma3-sliding``: transformers 5.24's ``Gemma3RotaryEmbedding`` for tests/data/configs/gemma3_text_v5.json,
+  called for ``sliding_attention`` on 128 positions: ``cos``, ``sin`` and the buffers of that type only
+  (``sliding_attention_inv_freq``, ``sliding_attention_original_inv_freq``), as a user saves one type's cache.
 """
 
 from __future__ import annotations
@@ -93,6 +96,22 @@ def torchtune(n: int = 8192) -> tuple[dict, torch.Tensor]:
     return {"cos": rope.cache[..., 0], "sin": rope.cache[..., 1]}, rope.theta
 
 
+def gemma3_sliding(n: int = 128) -> tuple[dict, torch.Tensor]:
+    """transformers 5.24's Gemma3RotaryEmbedding for tests/data/configs/gemma3_text_v5.json, its sliding layers:
+    ``cos``, ``sin`` and the buffers of that type (``sliding_attention_inv_freq`` and its original copy), as a
+    user saves the cache of one layer type."""
+    import json
+
+    from transformers import Gemma3TextConfig
+    from transformers.models.gemma3.modeling_gemma3 import Gemma3RotaryEmbedding
+
+    cfg = Gemma3TextConfig(**json.loads((ROOT / "tests" / "data" / "configs" / "gemma3_text_v5.json").read_text()))
+    rot = Gemma3RotaryEmbedding(cfg)
+    cos, sin = rot(torch.zeros(1, 1, 1), torch.arange(n)[None], "sliding_attention")
+    bufs = {k: b for k, b in rot.named_buffers() if k.startswith("sliding_attention")}
+    return {"cos": cos[0], "sin": sin[0], **bufs}, bufs["sliding_attention_inv_freq"]
+
+
 def np_dtype(t: torch.Tensor) -> np.ndarray:
     if t.dtype == torch.bfloat16:
         import ml_dtypes
@@ -114,9 +133,11 @@ def main() -> None:
         "hf-bf16": hf(torch.bfloat16),
         "ret": ret(),
         "torchtune": torchtune(),
+        "gemma3-sliding": gemma3_sliding(),
     }
     out: dict[str, np.ndarray] = {}
-    angle_of = {"tutorial": ("tutorial", "pe"), "hf": ("hf-f32", "cos"), "ret": ("ret", "cos")}
+    angle_of = {"tutorial": ("tutorial", "pe"), "hf": ("hf-f32", "cos"), "ret": ("ret", "cos"),
+                "gemma3": ("gemma3-sliding", "cos")}  # fmt: skip
     for name, (case, _) in angle_of.items():
         tables, freq = made[case]
         n = ANGLE_ROWS[name]
@@ -126,8 +147,9 @@ def main() -> None:
         first = {k: np_dtype(v)[:n] for k, v in tables.items()}
         if case == "tutorial":
             s_lib, c_lib = first["pe"][:, 0::2], first["pe"][:, 1::2]
-        elif case == "hf-f32":
-            s_lib, c_lib = first["sin"][:, :64], first["cos"][:, :64]
+        elif case in ("hf-f32", "gemma3-sliding"):
+            h = first["cos"].shape[1] // 2
+            s_lib, c_lib = first["sin"][:, :h], first["cos"][:, :h]
         else:
             s_lib, c_lib = first["sin"][:, 0::2], first["cos"][:, 0::2]
         for part, lib, plain in (("sin", s_lib, s_plain), ("cos", c_lib, c_plain)):
@@ -146,7 +168,7 @@ def main() -> None:
         assert np.array_equal(bits(same), bits(out[f"{angles}:freq"])), f"{case} has other frequencies"
         n = ANGLE_ROWS[angles]
         for tname in names:
-            got = np.ascontiguousarray(np_dtype(tables[tname])[:n])
+            got = np.ascontiguousarray(np_dtype(tables[tname])[:n] if tables[tname].ndim > 1 else np_dtype(tables[tname]))
             out[f"{case}:{tname}:sha256"] = np.frombuffer(hashlib.sha256(got.tobytes()).digest(), np.uint8)
     out["versions"] = np.array([torch.__version__, __import__("transformers").__version__])
     np.savez_compressed(OUT, **out)
