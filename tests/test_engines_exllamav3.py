@@ -152,6 +152,8 @@ def test_defaults_are_exllamav3_s_own(tmp_path):
     assert p["dim"] == 128 and p.get("partial_rotary_factor") is None and p["base"] == 10000.0
     assert p["layout"] == "interleaved"  # Glm4Config: RopeStyle.GPTJ
     assert facts.rot_dim == 64  # HF's Glm4 rotates half the head
+    (line,) = rule_lines(facts, "exllamav3")
+    assert "rotated features 128 (HF 64)" in line and "base 10000 (HF" not in line  # Glm4Config: 10000 too
 
 
 def test_an_architecture_posenc_does_not_mirror_or_exllamav3_does_not_load(tmp_path):
@@ -178,7 +180,7 @@ def test_compare_and_audit_name_the_rule(tmp_path):
     cfg = str(DATA / "engines" / "qwen2_5_yarn.json")
     code, out, err = cli(["compare", f"{cfg}@exllamav3", f"{cfg}@hf", "--len", "64", "--json"])
     assert code == 1, err
-    (cmp,) = json.loads(out)["comparisons"] if "comparisons" in json.loads(out) else [json.loads(out)]
+    cmp = json.loads(out)
     assert any("= 32768 / 32768 = 1: no YaRN" in r for r in cmp["rules"])
     assert "no YaRN; HF applies factor 4, attention factor 1.1386" in cmp["reason"]
     code, out, err = cli(["compare", f"{cfg}@exllamav3", f"{cfg}@exllamav3", "--len", "64", "--json"])
@@ -190,6 +192,18 @@ def test_compare_and_audit_name_the_rule(tmp_path):
     data = json.loads(out)
     (row,) = [r for r in data["rows"] if r["engine"] == "exllamav3"]
     assert row["verdict"] == "differ" and "= 32768 / 32768 = 1: no YaRN" in row["explanation"]
+
+
+def test_check_against_exllamav3(tmp_path):
+    """A table exllamav3 computes for Qwen2.5's YaRN config (plain RoPE) is the config's table by exllamav3, not
+    by HF."""
+    cfg = str(DATA / "engines" / "qwen2_5_yarn.json")
+    out = tmp_path / "t.npz"
+    assert cli(["generate", cfg, "--engine", "exllamav3", "--len", "16", "-o", str(out)])[0] == 0
+    code, text, err = cli(["check", str(out), "--against", cfg, "--engine", "exllamav3"])
+    assert code == 0, err
+    code, text, err = cli(["check", str(out), "--against", f"{cfg}@hf"])
+    assert code == 1 and b"DIFFERENT" in text
 
 
 def test_dynamic_is_refused_in_one_line_and_is_a_divergence_in_compare():

@@ -724,10 +724,10 @@ def _own_params(facts: ModelFacts, e: Engine, effects: set[str]) -> dict[str, An
         a = own.max_positions
         b = d.get("original_max_position_embeddings", own.original)
         assert a is not None and b is not None  # refuse:needs-lengths
-        scale = math.sqrt(1 + math.log(a / b) / math.log(b)) if a > b else 1.0
+        # factor a / b: the attention factor sqrt(1 + ln(a/b) / ln b) (1 when a <= b), rope's own formula
         return {**p, "scaling": "longrope", "short_factor": tuple(d["short_factor"]),
                 "long_factor": tuple(d["long_factor"]), "original_max_position_embeddings": int(b),
-                "seq_len": int(b) + 1 if a > b else int(b), "attention_factor": scale}  # fmt: skip
+                "seq_len": int(b) + 1 if a > b else int(b), "factor": a / b}  # fmt: skip
     raise ParameterError(f"posenc does not mirror {e.label}'s rope_type {kind!r}; compare with another engine")
 
 
@@ -1392,7 +1392,7 @@ def _attention_values(facts: ModelFacts, hf: Any, own: Any) -> str | None:
     """The attention factor, where the factor is HF's (another factor is said with its own rule)."""
     if own.attention_scaling == hf.attention_scaling or own.opt.get("factor") != hf.opt.get("factor"):
         return None
-    return f"attention factor {own.attention_scaling:.5g}; HF {hf.attention_scaling:.5g}"
+    return f"applies attention factor {own.attention_scaling:.5g}; HF {hf.attention_scaling:.5g}"
 
 
 def _longrope_values(facts: ModelFacts, hf: Any, own: Any) -> str | None:
@@ -1401,19 +1401,21 @@ def _longrope_values(facts: ModelFacts, hf: Any, own: Any) -> str | None:
     parts = []
     long, hf_long = own.ext_factors() == own.long_factor, hf.ext_factors() == hf.long_factor
     if long != hf_long:
-        word = "long" if long else "short"
-        parts.append(f"{word} factors at every position; HF the {'long' if hf_long else 'short'} ones for a "
-                     f"sequence of {hf.effective_seq_len}")  # fmt: skip
+        a = _read_key(facts.raw, (int,), ("max_position_embeddings",), None)
+        b = own.opt["original_max_position_embeddings"]
+        parts.append(f"takes the {'long' if long else 'short'} factors at every position (max_position_embeddings "
+                     f"{a} {'>' if long else '<='} original {b}); HF the {'long' if hf_long else 'short'} ones for "
+                     f"a sequence of {hf.effective_seq_len}")  # fmt: skip
     if own.attention_scaling != hf.attention_scaling:
-        parts.append(f"attention factor {own.attention_scaling:.5g}; HF {hf.attention_scaling:.5g}")
+        parts.append(f"applies attention factor {own.attention_scaling:.5g}; HF {hf.attention_scaling:.5g}")
     return "; ".join(parts) or None
 
 
 def _reading_values(facts: ModelFacts, hf: Any, own: Any) -> str | None:
-    parts = [f"{what} {mine}; HF {theirs}" for what, mine, theirs in (
+    parts = [f"{what} {mine} (HF {theirs})" for what, mine, theirs in (
         ("base", f"{own.base:g}", f"{hf.base:g}"), ("rotated features", own.rot_dim, hf.rot_dim),
         ("pairs", own.layout, hf.layout)) if mine != theirs]  # fmt: skip
-    return "; ".join(parts) or None
+    return ("reads the config with its own keys and defaults: " + ", ".join(parts)) if parts else None
 
 
 #: The effects whose rule is said with the values it gives for one model (and HF's): (facts, HF's rope, the
