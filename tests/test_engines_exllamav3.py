@@ -141,6 +141,27 @@ def test_longrope_is_long_at_every_length(case):
         assert _within(mine, want, pos[short], w, scale).all() == matches, (case, factors)
 
 
+def test_yarn_mscale_ratio_only_where_the_architecture_opts_in(tmp_path):
+    """exllamav3/util/rope.py:310-328: without attention_factor, the mscale / mscale_all_dim ratio only for an
+    architecture that opts in (DeepSeek-V3: the stored table's attention factor 1 for mscale = mscale_all_dim = 1);
+    for another (Qwen3 here) 0.1 ln f + 1 although both keys are given (HF: their ratio, 1), and 1 with
+    llama_4_scaling_beta."""
+    assert _meta("deepseek_v3")["attn_factor"] == 1.0 and _meta("deepseek_v3")["yarn_mscale_ratio"]
+    cfg = json.loads((DATA / "engines" / "exllamav3" / "qwen3_yarn.json").read_text())
+    cfg["max_position_embeddings"] = 131072  # factor 4 from the lengths, as the config says
+    cfg["rope_scaling"].update(mscale=1.0, mscale_all_dim=1.0)
+    # Ministral 3 (Ministral3Config: llama_4_scaling_beta scales the queries): exllamav3 drops the YaRN factor
+    ministral = {**cfg, "architectures": ["Ministral3ForCausalLM"], "model_type": "ministral3",
+                 "rope_scaling": {**cfg["rope_scaling"], "llama_4_scaling_beta": 0.1}}  # fmt: skip
+    for config, want in ((cfg, 0.1 * math.log(4) + 1), (ministral, 1.0)):
+        (tmp_path / "config.json").write_text(json.dumps(config))
+        enc, _ = engine_encoding(tmp_path / "config.json", "exllamav3", length=1)
+        hf, _ = engine_encoding(tmp_path / "config.json", "hf", length=1)
+        assert enc.attention_scaling == pytest.approx(want, rel=1e-15)
+        assert hf.attention_scaling == pytest.approx(1.0, rel=1e-15)
+        assert np.allclose(enc.inv_freq(), hf.inv_freq(), rtol=2**-22)  # the frequencies agree
+
+
 def test_defaults_are_exllamav3_s_own(tmp_path):
     """read_rope_settings_default (exllamav3/model/config.py:311-334): partial_rotary_factor defaults to 1 and
     rope_theta to 10000 whatever HF's model class says (Glm4Config: 0.5; Qwen2Config: 1e6 in the records)."""

@@ -551,6 +551,11 @@ def check_supported(facts: ModelFacts, e: Engine) -> None:
             f"posenc does not mirror how {e.label} reads architecture {facts.architecture!r}'s RoPE (only "
             f"{len(e.readers)} architectures: {e.readers_source}); compare with another engine"
         )
+    if e.readers is not None and not _plain_rope(facts):
+        raise ParameterError(
+            f"posenc mirrors {e.label}'s plain rope tables only; {facts.model_type} uses {facts.kind}; compare with "
+            "another engine"
+        )
     if e.mirrored_types is not None and facts.model_type not in e.mirrored_types:
         raise ParameterError(
             f"posenc does not mirror how {e.label} handles model_type {facts.model_type!r} (only: "
