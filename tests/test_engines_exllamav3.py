@@ -177,6 +177,17 @@ def test_defaults_are_exllamav3_s_own(tmp_path):
     assert "rotated features 128 (HF 64)" in line and "base 10000 (HF" not in line  # Glm4Config: 10000 too
 
 
+def test_a_key_its_parser_demands(tmp_path):
+    """LlamaConfig reads hidden_size and num_attention_heads with no default (exllamav3/architecture/llama.py:27-28):
+    a config without hidden_size is refused by exllamav3 although it gives head_dim (HF's defaults fill it)."""
+    cfg = json.loads((DATA / "configs" / "gpt_oss.json").read_text())
+    del cfg["hidden_size"]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ParameterError, match=r"exllamav3 1.6.5 refuses a config without hidden_size: .*Missing any"):
+        engine_encoding(tmp_path / "config.json", "exllamav3", length=4)
+    assert engine_encoding(tmp_path / "config.json", "hf", length=4)[0].dim == 64
+
+
 def test_an_architecture_posenc_does_not_mirror_or_exllamav3_does_not_load(tmp_path):
     with pytest.raises(ParameterError, match=r"exllamav3 1.6.5 does not load architecture 'GPTNeoXForCausalLM'"):
         engine_encoding(DATA / "configs" / "gpt_neox.json", "exllamav3", length=4)

@@ -279,6 +279,10 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
              "the architecture's Config reads rope_theta (default 10000), rotary_dim or partial_rotary_factor "
              "(default 1: the whole head), the head dim and the pairing (NEOX or GPT-J) with its own keys",
              f"{EXL_CFG}:294-334"),
+        Rule("refuse:missing-key", ("*",),
+             "its Config reads hidden_size and num_attention_heads (or DeepSeek's qk_rope_head_dim) without a "
+             "default (ValueError 'Missing any of the following keys')",
+             f"{EXL_CFG}:225-229, exllamav3/util/file.py:120-122, exllamav3/architecture/llama.py:26-32"),
         Rule("refuse:rope-type", ("dynamic", "ntk"),
              "RoPE loads rope_type default, mrope, proportional, llama3, linear, yarn, longrope or su only "
              "(ValueError 'Unknown rope_type')", f"{EXL_ROPE}:200-216"),
@@ -528,6 +532,9 @@ def _refuses(rule: Rule, facts: ModelFacts, e: Engine) -> str | None:
     """What a ``refuse:`` rule refuses of this model, as the engine's own reading sees it, or None."""
     if e.readers is None or facts.architecture not in e.readers:
         return None
+    if rule.effect == "refuse:missing-key":
+        missing = [k for k in _demanded(e.readers[str(facts.architecture)]) if facts.raw.get(k) is None]
+        return f"a config without {', '.join(missing)}" if missing else None
     own = own_reading(facts, e)
     if rule.effect == "refuse:rope-type" and own.rope_type not in EXL3_ROPE_TYPES:
         return f"rope_type {own.rope_type!r}"
@@ -640,6 +647,11 @@ class OwnReading:
     mscale_ratio: bool
 
 
+def _demanded(reader: tuple[str, float, float, bool, str]) -> tuple[str, ...]:
+    """The keys an exllamav3 reader demands for the head dim (``read_cfg`` with ``no_default``)."""
+    return ("hidden_size", "num_attention_heads") if reader[4] == "head_dim" else (reader[4],)
+
+
 def own_reading(facts: ModelFacts, e: Engine) -> OwnReading:
     """The config's RoPE as ``e``'s own parser reads it: exllamav3's ``read_rope_settings_default``
     (exllamav3/model/config.py:294-334) with the architecture's arguments (:data:`EXL3_READERS`), and the rope type
@@ -647,18 +659,13 @@ def own_reading(facts: ModelFacts, e: Engine) -> OwnReading:
     assert e.readers is not None
     style, theta, prf, ratio, head_key = e.readers[str(facts.architecture)]
     raw = facts.raw
+    # the demanded keys are present (refuse:missing-key)
     if head_key == "head_dim":  # e.g. exllamav3/architecture/llama.py:26-32
-        head = _read_key(raw, (int,), ("head_dim",), None)
-        if not head:
-            hidden = _read_key(raw, (int,), ("hidden_size",), None)
-            heads = _read_key(raw, (int,), ("num_attention_heads",), None)
-            if hidden is None or heads is None:
-                raise ParameterError(f"{e.label} needs hidden_size and num_attention_heads (or head_dim)")
-            head = hidden // heads
+        head = _read_key(raw, (int,), ("head_dim",), None) or (
+            _read_key(raw, (int,), ("hidden_size",), 0) // _read_key(raw, (int,), ("num_attention_heads",), 1)
+        )
     else:  # override_head_dim = qk_rope_head_dim (exllamav3/architecture/deepseek_v3.py:31, :65-67)
         head = _read_key(raw, (int,), (head_key,), None)
-        if head is None:
-            raise ParameterError(f"{e.label} needs {head_key} in the config (its parser has no default)")
     rope = _read_key(raw, (dict,), ("rope_scaling", "rope_parameters"), None)
     kind = None if rope is None else rope.get("rope_type", rope.get("type"))
     return OwnReading(

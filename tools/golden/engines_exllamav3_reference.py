@@ -112,8 +112,9 @@ def readers() -> dict[str, tuple]:
     """arch -> (rope style, default theta, default partial factor, yarn_mscale_ratio, head-dim key) for each
     Config class whose __init__ (its own or inherited) makes exactly one ``read_rope_settings_default`` call, into
     ``self.rope_settings``, with literal arguments and no config_dict / theta_key / override_type, and reads the
-    head dim as ``read_cfg(int, "head_dim", None)`` falling back to hidden_size // num_q_heads (or passes
-    ``override_head_dim = self.qk_rope_head_dim`` read from "qk_rope_head_dim")."""
+    head dim as ``read_cfg(int, "head_dim", None)`` falling back to hidden_size // num_q_heads (both read with
+    no_default: demanded), or passes ``override_head_dim = self.qk_rope_head_dim`` read from "qk_rope_head_dim"
+    (demanded)."""
     out = {}
     for arch, d in sorted(ARCHS.items()):
         cls = d["config_class"]
@@ -160,6 +161,7 @@ def readers() -> dict[str, tuple]:
         else:
             if 'self.head_dim = self.read_cfg(int, "head_dim", None)' not in src or \
                     "self.head_dim = self.hidden_size // self.num_q_heads" not in src or \
+                    'self.hidden_size = self.read_cfg(int, "hidden_size", no_default)' not in src or \
                     'self.num_q_heads = self.read_cfg(int, "num_attention_heads", no_default)' not in src:
                 continue
             head = "head_dim"
