@@ -540,9 +540,10 @@ def _refuses(rule: Rule, facts: ModelFacts, e: Engine) -> str | None:
         return f"rope_type {own.rope_type!r}"
     if rule.effect == "refuse:needs-max-position-embeddings" and own.rope_type == "yarn" and own.max_positions is None:
         return "a YaRN config without max_position_embeddings"
-    lengths = own.max_positions is not None and (own.original is not None or
-                                                 own.rope.get("original_max_position_embeddings") is not None)  # fmt: skip
-    if rule.effect == "refuse:needs-lengths" and own.rope_type in ("longrope", "su") and not lengths:
+    # rope.py:346: the rope dict's key when present (even null), else the top-level one
+    original = own.rope.get("original_max_position_embeddings", own.original)
+    if rule.effect == "refuse:needs-lengths" and own.rope_type in ("longrope", "su") and \
+            (own.max_positions is None or original is None):  # fmt: skip
         return "a LongRoPE config without max_position_embeddings or original_max_position_embeddings"
     return None
 
@@ -620,7 +621,7 @@ def _read_key(d: dict[str, Any], types: tuple[type, ...], keys: tuple[str, ...],
             continue
         x = node[last]
         for t in types:
-            if t is float and isinstance(x, int) and not isinstance(x, bool):
+            if t is float and isinstance(x, int):  # bool included, as read_dict does
                 x = float(x)
             if t is int and isinstance(x, float) and x == int(x):
                 x = int(x)

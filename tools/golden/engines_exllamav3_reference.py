@@ -197,8 +197,9 @@ CASES = {  # name: config (relative to the repository)
     "llama2_dynamic": "tests/data/engines/llama2_dynamic.json",
     "phi4_no_architectures": "tests/data/configs/phi3.json",
     "gpt_oss_no_max_positions": "tests/data/configs/gpt_oss.json",  # without max_position_embeddings (DROP)
+    "phi35_no_original": "docs/examples/phi-3.5-mini.json",  # without original_max_position_embeddings (DROP)
 }
-DROP = {"gpt_oss_no_max_positions": "max_position_embeddings"}
+DROP = {"gpt_oss_no_max_positions": "max_position_embeddings", "phi35_no_original": "original_max_position_embeddings"}
 out: dict[str, np.ndarray] = {}
 
 
