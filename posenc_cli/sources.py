@@ -529,7 +529,7 @@ def open_config(
         if enc is not None:
             from .models.engines import rule_lines
 
-            src.engine_rules = rule_lines(facts, engine, seq_len=enc.offset + enc.length)
+            src.engine_rules = rule_lines(facts, engine, seq_len=enc.offset + enc.length, **reads)
         return src
     from .models.hf_positions import learned_table, rows_option
 

@@ -1381,12 +1381,12 @@ def departures(config: Any, *, layer_type: str | None = None, length: int | None
 
 
 # ----- a divergence in words: the rule and the values it gives ---------------------------------------------------
-def _hf_and_own(facts: ModelFacts, engine: str, seq_len: int) -> tuple[Any, Any]:
+def _hf_and_own(facts: ModelFacts, engine: str, seq_len: int, options: dict[str, Any]) -> tuple[Any, Any]:
     """HF's and the engine's ``rope`` of this model for a pass of ``seq_len`` rows (one row: their parameters)."""
     from ..encodings import make_encoding
 
     hf = make_encoding(facts.kind, {**engine_params(facts, "hf", seq_len=seq_len), "length": 1})
-    own = make_encoding(facts.kind, {**engine_params(facts, engine, seq_len=seq_len), "length": 1})
+    own = make_encoding(facts.kind, {**engine_params(facts, engine, seq_len=seq_len, **options), "length": 1})
     return hf, own
 
 
@@ -1441,18 +1441,20 @@ SAID_WITH_VALUES: dict[str, Callable[[ModelFacts, Any, Any], str | None]] = {
 }
 
 
-def rule_lines(facts: ModelFacts, engine: str, *, seq_len: int | None = None, valued_only: bool = False) -> list[str]:
+def rule_lines(facts: ModelFacts, engine: str, *, seq_len: int | None = None, valued_only: bool = False,
+               max_model_len: int | None = None, n_ctx: int | None = None) -> list[str]:  # fmt: skip
     """The rules of ``engine`` that make its table of this model differ from HF's for a pass of ``seq_len`` rows
     (default: the model's context), each in one line: the engine, what the rule does with this model's values
     and HF's (:data:`SAID_WITH_VALUES`) or its words, and the source. [] where the two tables' parameters agree
     (or the engine refuses the model: :func:`engine_refusal` says that). ``valued_only``: only the rules of
-    :data:`SAID_WITH_VALUES`."""
+    :data:`SAID_WITH_VALUES`; ``max_model_len``, ``n_ctx``: the engine's options, as :func:`engine_params`."""
     e = resolve_engine(engine)
     if e.name == "hf" or engine_refusal(facts, e) is not None:
         return []
     n = facts.max_positions if seq_len is None else int(seq_len)
+    options = {k: v for k, v in (("max_model_len", max_model_len), ("n_ctx", n_ctx)) if v is not None}
     try:
-        hf, own = _hf_and_own(facts, e.name, n)
+        hf, own = _hf_and_own(facts, e.name, n, options)
     except ParameterError:
         return []
     same = (np.array_equal(hf.inv_freq(), own.inv_freq()) and hf.attention_scaling == own.attention_scaling
