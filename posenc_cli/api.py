@@ -1455,6 +1455,7 @@ def compare_sources(
                 src_a, src_b = _first_rows(src_a, rows), _first_rows(src_b, rows)
             res = compare(src_a, src_b, tensor=narrowed, atol=atol, rtol=rtol, explain=explain)
             res.limits = limits
+        res.rules = src_a.engine_rules + src_b.engine_rules
         res.layer_type = lt if len(types) > 1 or opts.layer_type is not None else None
         items.append(res)
     return Verdicts("compare", items, list(dict.fromkeys(warnings)))
@@ -1474,7 +1475,7 @@ def _first_rows(src: Source, rows: int) -> Source:
         arr = src.array(n)
         arrays[n] = arr[:rows] if arr.ndim >= 2 and arr.shape[0] == have else arr
     out = Source(src.label, arrays, dict(src.metadata), lazy={k: ArrayTensor(k, v) for k, v in arrays.items()})
-    out.warnings, out.engine_limit = src.warnings, src.engine_limit
+    out.warnings, out.engine_limit, out.engine_rules = src.warnings, src.engine_limit, src.engine_rules
     return out
 
 

@@ -747,6 +747,9 @@ def comparison_report(cmp: Any, *, quiet: int = QUIET_NONE, verbose: bool = Fals
         width = term_width(stream)
         for lim in getattr(cmp, "limits", []):  # an engine's limit: a difference, the rows it computes below
             _emit([(s, "red") for s in wrap(f"limit: {lim.line()}", width, "", "  ")], stream)
+        if not cmp.same:  # an engine's rules that make its table differ from HF's
+            for rule in getattr(cmp, "rules", []):
+                _emit([(s, "red") for s in wrap(f"rule: {rule}", width, "", "  ")], stream)
         for i, tc in enumerate(cmp.tensors):
             res = tc.result
             if i:

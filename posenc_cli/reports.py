@@ -162,6 +162,9 @@ class Comparison:
     #: load, a length it refuses, positions out of its cache): each a difference; ``tensors`` then compare the
     #: rows it does compute (none when it computes none)
     limits: list[Any] = field(default_factory=list)
+    #: an engine's side: the engine's rules that make its table differ from HF's, each one line with its values
+    #: (said where the comparison differs)
+    rules: list[str] = field(default_factory=list)
 
     @property
     def same(self) -> bool:
@@ -170,7 +173,7 @@ class Comparison:
     @property
     def reason(self) -> str:
         """One line: what differs."""
-        parts = [lim.line() for lim in self.limits]
+        parts = [lim.line() for lim in self.limits] + ([] if self.same else list(self.rules))
         if self.limits and self.tensors and all(t.result.same for t in self.tensors):
             parts.append("those rows: same")
         parts += self._tensor_reasons()
@@ -200,6 +203,7 @@ class Comparison:
             "only_in_b": self.only_b,
             "skipped": self.skipped,
             "limits": [lim.to_json() for lim in self.limits],
+            "rules": [] if self.same else list(self.rules),
         }
 
 

@@ -190,6 +190,9 @@ class Source:
     #: An engine's table read for a comparison (``within_limits``): the limit it met computing the rows asked
     #: (:class:`posenc_cli.models.engines.EngineLimit`), its tensors the rows it computes (none: no tensor)
     engine_limit: Any = None
+    #: An engine's table: the engine's rules that make it differ from HF's, each in one line with its values
+    #: (:func:`posenc_cli.models.engines.rule_lines`)
+    engine_rules: list[str] = field(default_factory=list)
 
     @classmethod
     def from_encoding(cls, encoding: Any, label: str) -> Source:
@@ -523,6 +526,10 @@ def open_config(
             src = Source.from_encoding(enc, f"{label}@{engine}")
         src.warnings = list(facts.warnings)
         src.engine_limit = hit
+        if enc is not None:
+            from .models.engines import rule_lines
+
+            src.engine_rules = rule_lines(facts, engine, seq_len=enc.offset + enc.length, **reads)
         return src
     from .models.hf_positions import learned_table, rows_option
 

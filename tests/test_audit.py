@@ -84,7 +84,7 @@ def test_a_faithful_model_directory_agrees_everywhere(tmp_path, schema):
     (ref,) = rows(data, verdict="reference")
     assert (ref["artifact"], ref["engine"]) == ("config.json", "hf") and "base 1e+06" in ref["explanation"]
     engines = {r["engine"] for r in rows(data, artifact="config.json")}
-    assert engines == {"hf", "llamacpp", "mlx", "vllm", "sglang", "onnx-genai"}
+    assert engines == {"hf", "llamacpp", "mlx", "vllm", "sglang", "onnx-genai", "exllamav3"}
     (g,) = rows(data, artifact="qwen2.gguf")
     assert g["verdict"] == "agree" and g["engine"] == "llamacpp" and g["length"] == 4096
     # ggml's float32 iteration: within a few 1e-4 of the exact angles at 4096 positions, and not exactly 0

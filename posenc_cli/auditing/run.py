@@ -263,7 +263,7 @@ class _Auditor:
     def _engine(self, config_path: str, lt: str, engine: str, ref: Any) -> Any:
         """Engine ``engine``'s row of layer type ``lt``: the row now, or ``(label, step, finish)`` when its table
         must be measured against ``ref`` (the step shared with every engine whose table is the same)."""
-        from ..models.engines import engine_encoding_within, resolve_engine, rules_for
+        from ..models.engines import engine_encoding_within, resolve_engine, rule_says, rules_for
 
         config = self.found.relative(config_path)
         n = _rows_of(ref)
@@ -279,7 +279,7 @@ class _Auditor:
             )
         except PosencError as exc:
             return [AuditRow(config, lt, engine, "skipped", f"{e.version}: {_one_line(exc)}", length=n)]
-        says = [r.says for r in rules_for(engine, facts.params)]
+        says = rule_says(facts, engine, seq_len=n)
         details = [f"{r.says} ({r.source})" for r in rules_for(engine, facts.params)]
         details.append(f"rules read from {e.reference}")
         if hit is not None:  # a limit is a divergence: the row differs, and the rows the engine computes are shown

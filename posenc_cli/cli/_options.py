@@ -144,7 +144,8 @@ ReadAs = Annotated[
     ),
 ]
 
-ENGINE_NAMES = ("hf", "llamacpp", "mlx", "vllm", "sglang", "onnx-genai")  # posenc_cli.models.engines.ENGINE_NAMES
+# posenc_cli.models.engines.ENGINE_NAMES
+ENGINE_NAMES = ("hf", "llamacpp", "mlx", "vllm", "sglang", "onnx-genai", "exllamav3")
 Engine = Annotated[
     Optional[str],
     typer.Option(

@@ -37,12 +37,28 @@ limit:max-model-len          positions at or past ``max_model_len`` are refused 
                              refused at start-up
 limit:cache-rows             the cos/sin cache holds fewer rows than the engine's ``max_model_len``: the
                              positions past it are out of the cache
+read:by-architecture         the engine's own parser reads the config (:func:`own_reading`: the keys and
+                             defaults of the architecture's reader, :attr:`Engine.readers`), not HF's
+refuse:rope-type             a rope type the engine's RoPE does not dispatch is refused (the model does not load)
+refuse:needs-max-position-   YaRN without a top-level ``max_position_embeddings`` is refused
+embeddings
+refuse:needs-lengths         LongRoPE without ``max_position_embeddings`` or ``original_max_position_embeddings``
+                             is refused
+yarn:factor-from-lengths     the YaRN factor is ``max_position_embeddings / original_max_position_embeddings``
+                             whenever the rope dict gives the latter (equal lengths: factor 1, no YaRN)
+yarn:mscale-by-architecture  without ``attention_factor``: the ``mscale`` ratio only where the architecture opts
+                             in, 1 with ``llama_4_scaling_beta``, else ``0.1 ln f + 1``
+longrope:max-position-       long factors at every position iff ``max_position_embeddings`` > original; the
+embeddings                   attention factor from the two lengths (``attention_factor`` unread)
 ===========================  =============================================================================
+
+A divergence is said with this model's values (:func:`rule_lines`, :data:`SAID_WITH_VALUES`), as ``compare`` and
+``audit`` name it.
 
 Arithmetic (``Engine.arithmetic``): ``exact`` (posenc's correctly rounded tables: ``onnx-genai``, whose
 arithmetic posenc does not mirror: its rules only), ``torch-float32`` (HF transformers' rotary
 classes, vLLM, SGLang: float32 ``inv_freq`` as HF's float32 formula, float32 angles ``fl(t w)``,
-float32 cos/sin, times the float32 scale), ``mlx-float32`` (mlx's CPU rope, ``mlx/fast.cpp``: ``exp(-k ln b /
+float32 cos/sin, times the float32 scale; exllamav3's ``RoPE.compute_sincos`` computes the same), ``mlx-float32`` (mlx's CPU rope, ``mlx/fast.cpp``: ``exp(-k ln b /
 (d/2))`` in float32 or ``1 / freqs`` of mlx-lm's own float32 frequencies, float32 angles), ``ggml-float32``
 (llama.cpp: the float32 emulation of ggml in :mod:`posenc_cli.models.llamacpp`, iterated ``powf``). The stored
 tables of ``tests/data/engines`` were made by each engine's own code (``tools/golden/engines_*``).
@@ -63,7 +79,7 @@ from ..encodings.rope.core import Rope, place_pairs
 from ..errors import ParameterError, param
 
 #: Engine names, in the order tables and messages list them.
-ENGINE_NAMES = ("hf", "llamacpp", "mlx", "vllm", "sglang", "onnx-genai")
+ENGINE_NAMES = ("hf", "llamacpp", "mlx", "vllm", "sglang", "onnx-genai", "exllamav3")
 #: How the arithmetic is named in messages and metadata.
 ARITHMETIC = {
     "exact": "exact (correctly rounded)",
@@ -118,6 +134,15 @@ class Engine:
     #: the architectures the engine's own model files serve; others run HF's code (None: every architecture)
     native: frozenset[str] | None = None
     native_source: str = ""
+    #: the architectures (the config's architectures[0]) the engine loads, where it refuses the others and a config
+    #: without one (None: not keyed by architecture)
+    architectures: frozenset[str] | None = None
+    architectures_source: str = ""
+    #: how the engine's own config parser reads RoPE, per architecture (:data:`EXL3_READERS`: pairing style, default
+    #: rope_theta, default partial_rotary_factor, the DeepSeek mscale ratio, the head dim's key); an architecture
+    #: the engine loads that this table lacks is refused as posenc's limit
+    readers: dict[str, tuple[str, float, float, bool, str]] | None = None
+    readers_source: str = ""
 
     @property
     def label(self) -> str:
@@ -134,10 +159,19 @@ MLX_MODEL_TYPES = frozenset(['Klear', 'afm7', 'afmoe', 'apertus', 'baichuan_m1',
 VLLM_NATIVE_ARCHITECTURES = frozenset(['AXK1ForCausalLM', 'AfmoeForCausalLM', 'AliceAIForCausalLM', 'Alpamayo2Super', 'ApertusForCausalLM', 'AriaForConditionalGeneration', 'AudioFlamingo3ForConditionalGeneration', 'BagelForConditionalGeneration', 'BailingMoeForCausalLM', 'BailingMoeV25MTPModel', 'BailingMoeV2ForCausalLM', 'BailingMoeV2_5ForCausalLM', 'BailingMoeV3ForCausalLM', 'BailingMoeV3MTPModel', 'BailingMoeV3VLForConditionalGeneration', 'BeamForCausalLM', 'BeeForConditionalGeneration', 'BertForMaskedLM', 'BertForSequenceClassification', 'BertForTokenClassification', 'BertModel', 'BertSpladeSparseEmbeddingModel', 'BgeM3EmbeddingModel', 'Blip2ForConditionalGeneration', 'BloomForCausalLM', 'CLIPModel', 'ChatGLMForConditionalGeneration', 'ChatGLMModel', 'ClefFlashForJointSchema', 'ClefOmniForJointSchema', 'Cohere2ForCausalLM', 'Cohere2MoeForCausalLM', 'Cohere2VisionForConditionalGeneration', 'CohereAsrForConditionalGeneration', 'CohereCompassForConditionalGeneration', 'CohereForCausalLM', 'ColBERTJinaRobertaModel', 'ColBERTLfm2Model', 'ColBERTModernBertModel', 'ColModernVBertForRetrieval', 'ColPaliForRetrieval', 'ColQwen3', 'ColQwen3_5', 'ColUltraVBertForRetrieval', 'Cosmos3EdgeForConditionalGeneration', 'Cosmos3ForConditionalGeneration', 'D3ForSequenceClassification', 'DFlash2BeamDraftModel', 'DFlash2DraftModel', 'DFlashDraftModel', 'DFlashLagunaForCausalLM', 'DFlashMuseGlimmerAssistantModel', 'DFlashQwen3XPressModel', 'DSparkDraftModel', 'DSparkV41DraftModel', 'DbrxForCausalLM', 'DeciLMForCausalLM', 'DeepSeekMTPModel', 'DeepSeekV4MTPModel', 'DeepseekForCausalLM', 'DeepseekOCR2ForCausalLM', 'DeepseekOCRForCausalLM', 'DeepseekV2ForCausalLM', 'DeepseekV32ForCausalLM', 'DeepseekV32MTPModel', 'DeepseekV3BidirectionalModel', 'DeepseekV3ForCausalLM', 'DeepseekV41ForCausalLM', 'DeepseekV4ForCausalLM', 'DeepseekV4ForConditionalGeneration', 'DeepseekVLV2ForCausalLM', 'DiffusionGemmaForBlockDiffusion', 'DomynEdgeForCausalLM', 'DoryForCausalLM', 'Dots3NoteForCausalLM', 'Dots3NoteMTPModel', 'DotsOCRForCausalLM', 'Eagle2_5_VLForConditionalGeneration', 'Eagle3DeepseekV2ForCausalLM', 'Eagle3DeepseekV3ForCausalLM', 'Eagle3LlamaForCausalLM', 'Eagle3MiniMaxM2ForCausalLM', 'Eagle3Qwen2_5vlForCausalLM', 'Eagle3Qwen3ForCausalLM', 'Eagle3Qwen3vlForCausalLM', 'EagleCohereForCausalLM', 'EagleDeepSeekMTPModel', 'EagleLlama4ForCausalLM', 'EagleLlamaForCausalLM', 'EagleMiniCPMForCausalLM', 'EagleMistralForCausalLM', 'EagleMistralLarge3ForCausalLM', 'EmbeddingGemma2Model', 'Ernie4_5ForCausalLM', 'Ernie4_5_MoeForCausalLM', 'Ernie4_5_VLMoeForConditionalGeneration', 'ErnieMTPModel', 'Exaone4ForCausalLM', 'Exaone4_5_ForConditionalGeneration', 'Exaone4_5_MTP', 'ExaoneForCausalLM', 'ExaoneMoEForCausalLM', 'ExaoneMoeForCausalLM', 'ExaoneMoeMTP', 'ExtractHiddenStatesModel', 'FalconForCausalLM', 'FalconH1ForCausalLM', 'FalconMambaForCausalLM', 'FireRedASR2ForConditionalGeneration', 'FlintForCausalLM', 'FunASRForConditionalGeneration', 'FunAudioChatForConditionalGeneration', 'GLM4VForCausalLM', 'GPT2ForSequenceClassification', 'GPT2LMHeadModel', 'GPTJForCausalLM', 'Gemma2ForCausalLM', 'Gemma2Model', 'Gemma3ForCausalLM', 'Gemma3ForConditionalGeneration', 'Gemma3TextModel', 'Gemma3nForCausalLM', 'Gemma3nForConditionalGeneration', 'Gemma4DSparkModel', 'Gemma4ForCausalLM', 'Gemma4ForConditionalGeneration', 'Gemma4MTPModel', 'Gemma4UnifiedForConditionalGeneration', 'GemmaForCausalLM', 'Glm4ForCausalLM', 'Glm4MoeForCausalLM', 'Glm4MoeLiteForCausalLM', 'Glm4MoeLiteMTPModel', 'Glm4MoeMTPModel', 'Glm4vForConditionalGeneration', 'Glm4vMoeForConditionalGeneration', 'Glm5NextForCausalLM', 'Glm5NextForConditionalGeneration', 'Glm5NextMTPModel', 'GlmAsrForConditionalGeneration', 'GlmMoeDsaForCausalLM', 'GlmOcrForConditionalGeneration', 'GlmOcrMTPModel', 'GptOssForCausalLM', 'Granite4VisionForConditionalGeneration', 'GraniteForCausalLM', 'GraniteMoeForCausalLM', 'GraniteMoeHybridForCausalLM', 'GraniteMoeSWAForCausalLM', 'GraniteMoeSharedForCausalLM', 'GraniteSWAForCausalLM', 'GraniteSpeechForConditionalGeneration', 'GraniteSpeechPlusForConditionalGeneration', 'GteModel', 'GteNewForSequenceClassification', 'GteNewModel', 'H2OVLChatModel', 'HCXVisionV2ForCausalLM', 'HF_ColBERT', 'HYV3ForCausalLM', 'HYV3MTPModel', 'HYV4ForCausalLM', 'HYV4MTPModel', 'HfMoondream', 'HrmTextForCausalLM', 'HyperCLOVAXForCausalLM', 'IQuestCoderForCausalLM', 'IQuestLoopCoderForCausalLM', 'Idefics3ForConditionalGeneration', 'InklingForCausalLM', 'InklingForConditionalGeneration', 'InklingMTPModel', 'InternLM2ForCausalLM', 'InternLM2ForRewardModel', 'InternLM3ForCausalLM', 'InternS1ForConditionalGeneration', 'InternS1ProForConditionalGeneration', 'InternS2MobiusForConditionalGeneration', 'InternS2MobiusMTP', 'InternS2PreviewForConditionalGeneration', 'InternVLChatModel', 'InternVLForConditionalGeneration', 'IsaacForConditionalGeneration', 'JambaForCausalLM', 'JambaForSequenceClassification', 'JinaEmbeddingsV5Model', 'JinaForRanking', 'JinaVLForRanking', 'K2HorizonForCausalLM', 'K3DSparkModel', 'KananaVForConditionalGeneration', 'KeyeForConditionalGeneration', 'KeyeVL1_5ForConditionalGeneration', 'KimiK25ForConditionalGeneration', 'KimiK3ForConditionalGeneration', 'KimiK3MTPModel', 'KimiLinearForCausalLM', 'KimiVLForConditionalGeneration', 'LLaMAForCausalLM', 'LagunaForCausalLM', 'Lfm2BidirectionalModel', 'Lfm2ForCausalLM', 'Lfm2MoeForCausalLM', 'Lfm2VlForConditionalGeneration', 'LiLiCorrDraftModel', 'LightOnOCRForConditionalGeneration', 'Llama4ForCausalLM', 'Llama4ForConditionalGeneration', 'LlamaBidirectionalForSequenceClassification', 'LlamaBidirectionalModel', 'LlamaForCausalLM', 'LlamaForCausalLMEagle3', 'LlamaModel', 'LlamaNemotronVLForSequenceClassification', 'LlamaNemotronVLModel', 'Llama_Nemotron_Nano_VL', 'LlavaForConditionalGeneration', 'LlavaNextForConditionalGeneration', 'LlavaNextVideoForConditionalGeneration', 'LlavaOnevision2ForConditionalGeneration', 'LlavaOnevisionForConditionalGeneration', 'LongCatFlashMTPModel', 'LongcatFlashForCausalLM', 'LongcatFlashNgramForCausalLM', 'Mamba2ForCausalLM', 'MambaForCausalLM', 'MiDashengLMModel', 'MiMoForCausalLM', 'MiMoMTPModel', 'MiMoV2FlashForCausalLM', 'MiMoV2ForCausalLM', 'MiMoV2MTPModel', 'MiMoV2OmniForCausalLM', 'MiMoV2OmniMTPModel', 'MiniCPM3ForCausalLM', 'MiniCPMForCausalLM', 'MiniCPMO', 'MiniCPMOcrForConditionalGeneration', 'MiniCPMV', 'MiniCPMV4_6ForConditionalGeneration', 'MiniCPMV4_7ForConditionalGeneration', 'MiniMaxM2ForCausalLM', 'MiniMaxM3MTP', 'MiniMaxM3SparseForCausalLM', 'MiniMaxM3SparseForConditionalGeneration', 'Ministral3ForCausalLM', 'Mistral3ForConditionalGeneration', 'MistralForCausalLM', 'MistralLarge3ForCausalLM', 'MistralModel', 'MixtralForCausalLM', 'ModernBertForSequenceClassification', 'ModernBertForTokenClassification', 'ModernBertModel', 'ModernVBertModel', 'Molmo2ForConditionalGeneration', 'MolmoForCausalLM', 'Moondream3ForCausalLM', 'MoonshotKimiaForCausalLM', 'MossAudioModel', 'MossTranscribeDiarizeForConditionalGeneration', 'MuseGlimmerAssistantModel', 'MuseGlimmerForCausalLM', 'MuseGlimmerForConditionalGeneration', 'MuseSparkDSparkModel', 'MuseSparkForConditionalGeneration', 'NVLM_D', 'NemotronForCausalLM', 'NemotronHForCausalLM', 'NemotronHMTPModel', 'NemotronHPuzzleForCausalLM', 'NemotronH_Nano_Omni_Reasoning_V3', 'NemotronH_Nano_VL_V2', 'NemotronH_Omni_Reasoning_V3', 'NemotronH_Super_Omni_Reasoning_V3', 'NemotronParseForConditionalGeneration', 'NomicBertModel', 'OPTForCausalLM', 'OlmoHybridForCausalLM', 'OlmoeForCausalLM', 'OpenAIPrivacyFilterForTokenClassification', 'OpenCUAForConditionalGeneration', 'OpenPanguMTPModel', 'OpenPanguVLForConditionalGeneration', 'OpenVLAForActionPrediction', 'OpsColQwen3Model', 'OrionForCausalLM', 'Ovis', 'Ovis2_5', 'Ovis2_6ForCausalLM', 'Ovis2_6_MoeForCausalLM', 'PEagleDraftModel', 'PaddleOCRVLForConditionalGeneration', 'PaliGemmaForConditionalGeneration', 'PanguEmbeddedForCausalLM', 'PanguProMoEV2ForCausalLM', 'PanguUltraMoEForCausalLM', 'Param2MoEForCausalLM', 'ParseAuxMTPModel', 'PeagleLlamaForCausalLM', 'PeagleQwen3ForCausalLM', 'Phi3ForCausalLM', 'Phi3VForCausalLM', 'Phi4ForCausalLMV', 'Phi4MMForCausalLM', 'PhiMoEForCausalLM', 'PixtralForConditionalGeneration', 'Plamo3ForCausalLM', 'QianfanOCRForConditionalGeneration', 'Qwen2AudioForConditionalGeneration', 'Qwen2ForCausalLM', 'Qwen2ForProcessRewardModel', 'Qwen2ForRewardModel', 'Qwen2Model', 'Qwen2MoeForCausalLM', 'Qwen2VLForConditionalGeneration', 'Qwen2_5OmniForConditionalGeneration', 'Qwen2_5OmniModel', 'Qwen2_5_VLForConditionalGeneration', 'Qwen3ASRForConditionalGeneration', 'Qwen3ASRForcedAlignerForTokenClassification', 'Qwen3ASRRealtimeGeneration', 'Qwen3DSparkModel', 'Qwen3ForCausalLM', 'Qwen3MoeForCausalLM', 'Qwen3NextForCausalLM', 'Qwen3NextMTP', 'Qwen3OmniDSparkModel', 'Qwen3OmniMoeForConditionalGeneration', 'Qwen3VLForConditionalGeneration', 'Qwen3VLMoeForConditionalGeneration', 'Qwen3VLNemotronEmbedModel', 'Qwen3XPressModel', 'Qwen3_5ForCausalLM', 'Qwen3_5ForConditionalGeneration', 'Qwen3_5MTP', 'Qwen3_5MoeForCausalLM', 'Qwen3_5MoeForConditionalGeneration', 'Qwen3_5MoeMTP', 'Qwen4ExpForCausalLM', 'Qwen4ExpForConditionalGeneration', 'Qwen4ExpMTP', 'RForConditionalGeneration', 'RadioMBartPrefixForCausalLM', 'Rnj1ForCausalLM', 'RobertaForMaskedLM', 'RobertaForSequenceClassification', 'RobertaForTokenClassification', 'RobertaModel', 'SarvamMLAForCausalLM', 'SarvamMoEForCausalLM', 'SiglipModel', 'SkyworkR1VChatModel', 'SmolVLMForConditionalGeneration', 'SolarForCausalLM', 'StableLmForCausalLM', 'Step1ForCausalLM', 'Step3TextForCausalLM', 'Step3VLForConditionalGeneration', 'Step3p5ForCausalLM', 'Step3p5MTP', 'Step3p7ForConditionalGeneration', 'Step5ForCausalLM', 'Step5ForConditionalGeneration', 'Step5MTP', 'StepVLForConditionalGeneration', 'TeleChat2ForCausalLM', 'TeleChat3ForCausalLM', 'TeleFLMForCausalLM', 'Terratorch', 'UltravoxModel', 'UnlimitedOCRForCausalLM', 'VoxtralForConditionalGeneration', 'VoxtralRealtimeGeneration', 'VoyageQwen3BidirectionalEmbedModel', 'WhisperForConditionalGeneration', 'XLMRobertaForSequenceClassification', 'XLMRobertaForTokenClassification', 'XLMRobertaModel', 'Zamba2ForCausalLM'])  # fmt: skip
 SGLANG_NATIVE_ARCHITECTURES = frozenset(['AfmoeForCausalLM', 'ApertusForCausalLM', 'ArceeForCausalLM', 'BaichuanForCausalLM', 'BailingMM2NativeForConditionalGeneration', 'BailingMMNativeForConditionalGeneration', 'BailingMoEForCausalLM', 'BailingMoeForCausalLM', 'BailingMoeForCausalLMNextN', 'BailingMoeV2ForCausalLM', 'BailingMoeV2_5ForCausalLM', 'BailingMoeV3ForCausalLM', 'BailingMoeV3VLForConditionalGeneration', 'BeamForCausalLM', 'BertForSequenceClassification', 'BertModel', 'CLIPModel', 'ChatGLMModel', 'Cohere2ForCausalLM', 'Cohere2MoeForCausalLM', 'Cohere2VisionForConditionalGeneration', 'CohereForCausalLM', 'Contriever', 'Cosmos3EdgeForConditionalGeneration', 'Cosmos3ForConditionalGeneration', 'DFlash2BeamDraftModel', 'DFlash2DraftModel', 'DFlashDraftModel', 'DFlashLagunaForCausalLM', 'DSparkDraftModel', 'DSparkMiniMaxDraftModel', 'DbrxForCausalLM', 'DeciLMForCausalLM', 'DeepseekForCausalLM', 'DeepseekOCRForCausalLM', 'DeepseekV2ForCausalLM', 'DeepseekV32ForCausalLM', 'DeepseekV3ForCausalLM', 'DeepseekV3ForCausalLMNextN', 'DeepseekV4ForCausalLM', 'DeepseekV4ForCausalLMDSpark', 'DeepseekV4ForCausalLMNextN', 'DeepseekVL2ForCausalLM', 'DiffusionGemmaForBlockDiffusion', 'Dots3NoteForCausalLM', 'Dots3NoteForCausalLMNextN', 'DotsOCRForCausalLM', 'DotsVLMForCausalLM', 'Eagle3DeepseekV2ForCausalLM', 'EmbeddingGemma2Model', 'EmbeddingGemmaModel', 'Ernie4_5_ForCausalLM', 'Ernie4_5_MoeForCausalLM', 'Ernie4_5_MoeForCausalLMMTP', 'Ernie4_5_VLMoeForConditionalGeneration', 'Exaone4ForCausalLM', 'ExaoneForCausalLM', 'ExaoneMoEForCausalLM', 'ExaoneMoEForCausalLMMTP', 'ExaoneMoeForCausalLM', 'FalconH1ForCausalLM', 'FalconMambaForCausalLM', 'GPT2LMHeadModel', 'GPTBigCodeForCausalLM', 'GPTJForCausalLM', 'Gemma2ForCausalLM', 'Gemma2ForSequenceClassification', 'Gemma3ForCausalLM', 'Gemma3ForConditionalGeneration', 'Gemma3nForCausalLM', 'Gemma3nForConditionalGeneration', 'Gemma4AssistantForCausalLM', 'Gemma4ForCausalLM', 'Gemma4ForConditionalGeneration', 'Gemma4UnifiedAssistantForCausalLM', 'Gemma4UnifiedForConditionalGeneration', 'GemmaForCausalLM', 'GigaChat35ForCausalLM', 'GigaChat35ForCausalLMNextN', 'Glm4ForCausalLM', 'Glm4MoeForCausalLM', 'Glm4MoeForCausalLMNextN', 'Glm4MoeLiteForCausalLM', 'Glm4MoeLiteForCausalLMNextN', 'Glm4vForConditionalGeneration', 'Glm4vMoeForConditionalGeneration', 'Glm5NextForConditionalGeneration', 'Glm5NextForConditionalGenerationNextN', 'GlmAsrForConditionalGeneration', 'GlmImageForConditionalGeneration', 'GlmMoeDsaForCausalLM', 'GlmMoeDsaForCausalLMNextN', 'GlmOcrForConditionalGeneration', 'GlmOcrForConditionalGenerationNextN', 'GptOssForCausalLM', 'GraniteForCausalLM', 'GraniteMoeForCausalLM', 'GraniteMoeHybridForCausalLM', 'GraniteMoeSWAForCausalLM', 'GraniteMoeSharedForCausalLM', 'GraniteSWAForCausalLM', 'Grok1ForCausalLM', 'Grok1ModelForCausalLM', 'HYV3ForCausalLM', 'HYV3ForCausalLMNextN', 'HYV4ForCausalLM', 'HYV4ForCausalLMNextN', 'HrmTextForCausalLM', 'HunYuanDenseV1ForCausalLM', 'HunYuanMoEV1ForCausalLM', 'IQuestCoderForCausalLM', 'IQuestLoopCoderForCausalLM', 'IQuestQ1ForCausalLM', 'IQuestQ1MTP', 'InklingForConditionalGeneration', 'InklingForConditionalGenerationMTP', 'InternLM2ForCausalLM', 'InternLM2ForRewardModel', 'InternLM3ForCausalLM', 'InternS1ForConditionalGeneration', 'InternS1ProForConditionalGeneration', 'InternS2MobiusForConditionalGeneration', 'InternS2PreviewForConditionalGeneration', 'InternVLChatModel', 'JetNemotronForCausalLM', 'JetVLMForConditionalGeneration', 'K2HorizonForCausalLM', 'KimiK25ForConditionalGeneration', 'KimiK3ForConditionalGeneration', 'KimiK3LinearForCausalLM', 'KimiLinearForCausalLM', 'KimiVLForConditionalGeneration', 'LLaDA2MoeModelLM', 'LagunaForCausalLM', 'Lfm2BidirectionalModel', 'Lfm2DSparkDraftModel', 'Lfm2ForCausalLM', 'Lfm2MoeForCausalLM', 'Lfm2VlForConditionalGeneration', 'LiLiCorrDraftModel', 'LightOnOCRForConditionalGeneration', 'LingDSparkModel', 'Llama4ForCausalLM', 'Llama4ForConditionalGeneration', 'LlamaEmbeddingModel', 'LlamaForCausalLM', 'LlamaForCausalLMEagle', 'LlamaForCausalLMEagle3', 'LlamaForClassification', 'LlamaForSequenceClassification', 'LlamaForSequenceClassificationWithNormal_Weights', 'LlavaForConditionalGeneration', 'LlavaLlamaForCausalLM', 'LlavaMistralForCausalLM', 'LlavaQwenForCausalLM', 'LlavaVidForCausalLM', 'LocateAnythingForConditionalGeneration', 'LongcatFlashForCausalLM', 'LongcatFlashForCausalLMNextN', 'Mamba2ForCausalLM', 'MambaForCausalLM', 'MellumForCausalLM', 'MiDashengLMModel', 'MiMoForCausalLM', 'MiMoMTP', 'MiMoV2ASRForCausalLM', 'MiMoV2FlashForCausalLM', 'MiMoV2ForCausalLM', 'MiMoV2MTP', 'MindSporeForCausalLM', 'MiniCPM3ForCausalLM', 'MiniCPMForCausalLM', 'MiniCPMO', 'MiniCPMSALAForCausalLM', 'MiniCPMV', 'MiniCPMV4_6ForConditionalGeneration', 'MiniCPMV4_7ForConditionalGeneration', 'MiniMaxDFlash2DraftModel', 'MiniMaxM2ForCausalLM', 'MiniMaxM3SparseForCausalLM', 'MiniMaxM3SparseForConditionalGeneration', 'Ministral3ForCausalLM', 'Mistral3ForConditionalGeneration', 'MistralForCausalLM', 'MistralForCausalLMEagle', 'MistralLarge3ForCausalLM', 'MistralLarge3ForCausalLMEagle', 'MistralModel', 'MixtralForCausalLM', 'MllamaForConditionalGeneration', 'MossVLForConditionalGeneration', 'MultiModalityCausalLM', 'MuseGlimmerAssistantModel', 'MuseGlimmerForCausalLM', 'MuseGlimmerForConditionalGeneration', 'MuseSparkForConditionalGeneration', 'NVILAForConditionalGeneration', 'NVILALiteForConditionalGeneration', 'NanbeigeForCausalLM', 'NanbeigeForSequenceClassification', 'NemotronHForCausalLM', 'NemotronHForCausalLMMTP', 'NemotronHPuzzleForCausalLM', 'NemotronH_Nano_Omni_Reasoning_V3', 'NemotronH_Nano_VL_V2', 'NemotronH_Omni_Reasoning_V3', 'OPTForCausalLM', 'Olmo2ForCausalLM', 'OlmoForCausalLM', 'OlmoeForCausalLM', 'OrionForCausalLM', 'POINTSV15ChatModel', 'PaddleOCRVLForConditionalGeneration', 'PersimmonForCausalLM', 'Phi3ForCausalLM', 'Phi3SmallForCausalLM', 'Phi4MMForCausalLM', 'PhiForCausalLM', 'PhiMoEForCausalLM', 'PixtralForConditionalGeneration', 'PixtralVisionModel', 'QWenLMHeadModel', 'QuantMixtralForCausalLM', 'Qwen2AudioForConditionalGeneration', 'Qwen2ForCausalLM', 'Qwen2ForCausalLMEagle', 'Qwen2ForRewardModel', 'Qwen2ForSequenceClassification', 'Qwen2MoeForCausalLM', 'Qwen2VLForConditionalGeneration', 'Qwen2_5_VLForConditionalGeneration', 'Qwen3ASRForConditionalGeneration', 'Qwen3DSparkModel', 'Qwen3ForCausalLM', 'Qwen3ForRewardModel', 'Qwen3ForSequenceClassification', 'Qwen3Model', 'Qwen3MoeForCausalLM', 'Qwen3MoeForCausalLMMTP', 'Qwen3NextForCausalLM', 'Qwen3NextForCausalLMMTP', 'Qwen3OmniMoeForConditionalGeneration', 'Qwen3VLForConditionalGeneration', 'Qwen3VLMoeForConditionalGeneration', 'Qwen3_5ForCausalLM', 'Qwen3_5ForCausalLMMTP', 'Qwen3_5ForConditionalGeneration', 'Qwen3_5MoeForCausalLM', 'Qwen3_5MoeForConditionalGeneration', 'Qwen4ExpForCausalLMMTP', 'Qwen4ExpForConditionalGeneration', 'SDARForCausalLM', 'SDARMoeForCausalLM', 'Sarashina2VisionForCausalLM', 'SarvamMLAForCausalLM', 'SarvamMoEForCausalLM', 'SolarForCausalLM', 'Spark2_5ForCausalLM', 'StableLmForCausalLM', 'Starcoder2ForCausalLM', 'Step3VLForConditionalGeneration', 'Step3p5ForCausalLM', 'Step3p5MTP', 'Step3p7ForConditionalGeneration', 'StepVLForConditionalGeneration', 'TeleFLMForCausalLM', 'TorchNativeLlamaForCausalLM', 'TorchNativePhi3ForCausalLM', 'TransformersEmbeddingModel', 'TransformersForSequenceClassification', 'TransformersMoEEmbeddingModel', 'TransformersMoEForCausalLM', 'TransformersMoEForSequenceClassification', 'TransformersMultiModalEmbeddingModel', 'TransformersMultiModalForCausalLM', 'TransformersMultiModalForSequenceClassification', 'TransformersMultiModalMoEEmbeddingModel', 'TransformersMultiModalMoEForCausalLM', 'TransformersMultiModalMoEForSequenceClassification', 'UnlimitedOCRForCausalLM', 'VoxtralForConditionalGeneration', 'WhisperForConditionalGeneration', 'XLMRobertaForSequenceClassification', 'XLMRobertaModel', 'XllmForCausalLM', 'XverseForCausalLM', 'XverseMoeForCausalLM', 'YiVLForCausalLM', 'ZayaForCausalLM'])  # fmt: skip
 
+#: The architectures exllamav3 1.6.5 loads (``get_architectures()``; exllamav3/model/config.py:285 refuses any
+#: other) and, of those, the ones whose ``Config`` reads RoPE with one plain ``read_rope_settings_default`` call:
+#: architecture -> (rope style, default rope_theta, default partial_rotary_factor, yarn_mscale_ratio, the key of the
+#: head dim). Printed by tools/golden/engines_exllamav3_reference.py from the 1.6.5 wheel's own classes.
+EXL3_ARCHITECTURES = frozenset(['AfmoeForCausalLM', 'ApertusForCausalLM', 'ArceeForCausalLM', 'BailingMoeV3ForCausalLM', 'Cohere2ForCausalLM', 'CohereForCausalLM', 'DFlash2DraftModel', 'DFlashDraftModel', 'DFlashLagunaForCausalLM', 'DeciLMForCausalLM', 'DeepseekV3ForCausalLM', 'DeepseekV4ForCausalLM', 'Dots1ForCausalLM', 'Ernie4_5_ForCausalLM', 'Ernie4_5_MoeForCausalLM', 'Exaone4ForCausalLM', 'Gemma2ForCausalLM', 'Gemma3ForCausalLM', 'Gemma3ForConditionalGeneration', 'Gemma4AssistantForCausalLM', 'Gemma4ForConditionalGeneration', 'Gemma4UnifiedForConditionalGeneration', 'Glm4ForCausalLM', 'Glm4MoeForCausalLM', 'Glm4MoeLiteForCausalLM', 'Glm4vForConditionalGeneration', 'Glm4vMoeForConditionalGeneration', 'Glm5NextForConditionalGeneration', 'GlmMoeDsaForCausalLM', 'GptOssForCausalLM', 'HCXVisionV2ForCausalLM', 'HYV3ForCausalLM', 'HyperCLOVAXForCausalLM', 'IQuestCoderForCausalLM', 'KimiLinearForCausalLM', 'LagunaForCausalLM', 'Lfm2ForCausalLM', 'Lfm2MoeForCausalLM', 'Lfm2VlForConditionalGeneration', 'LlamaForCausalLM', 'MiMoForCausalLM', 'MiMoV2ForCausalLM', 'MiniMaxM2ForCausalLM', 'Ministral3ForCausalLM', 'Mistral3ForConditionalGeneration', 'MistralForCausalLM', 'MixtralForCausalLM', 'MuseGlimmerAssistantModel', 'MuseGlimmerForConditionalGeneration', 'NemotronHForCausalLM', 'NemotronH_Omni_Reasoning_V3', 'Olmo3ForCausalLM', 'OlmoHybridForCausalLM', 'Phi3ForCausalLM', 'Qwen2ForCausalLM', 'Qwen2_5_VLForConditionalGeneration', 'Qwen3ForCausalLM', 'Qwen3MoeForCausalLM', 'Qwen3NextForCausalLM', 'Qwen3VLForConditionalGeneration', 'Qwen3VLMoeForConditionalGeneration', 'Qwen3_5ForCausalLM', 'Qwen3_5ForConditionalGeneration', 'Qwen3_5MoeForCausalLM', 'Qwen3_5MoeForConditionalGeneration', 'Qwen4ExpForConditionalGeneration', 'SeedOssForCausalLM', 'SmolLM3ForCausalLM', 'SolarOpenForCausalLM', 'Spark2_5ForCausalLM', 'Step3p5ForCausalLM', 'Step3p7ForConditionalGeneration'])  # fmt: skip
+EXL3_READERS = {'AfmoeForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'ApertusForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'ArceeForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'BailingMoeV3ForCausalLM': ('GPTJ', 10000.0, 1.0, False, 'qk_rope_head_dim'), 'Cohere2ForCausalLM': ('GPTJ', 10000.0, 1.0, False, 'head_dim'), 'CohereForCausalLM': ('GPTJ', 10000.0, 1.0, False, 'head_dim'), 'DFlash2DraftModel': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'DFlashDraftModel': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'DFlashLagunaForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'DeciLMForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'DeepseekV3ForCausalLM': ('GPTJ', 10000.0, 1.0, True, 'qk_rope_head_dim'), 'Dots1ForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'Ernie4_5_ForCausalLM': ('GPTJ', 10000.0, 1.0, False, 'head_dim'), 'Ernie4_5_MoeForCausalLM': ('GPTJ', 10000.0, 1.0, False, 'head_dim'), 'Exaone4ForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'Gemma2ForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'Glm4ForCausalLM': ('GPTJ', 10000.0, 1.0, False, 'head_dim'), 'Glm4MoeForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'Glm4MoeLiteForCausalLM': ('GPTJ', 10000.0, 1.0, False, 'qk_rope_head_dim'), 'GlmMoeDsaForCausalLM': ('GPTJ', 10000.0, 1.0, False, 'qk_rope_head_dim'), 'GptOssForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'HYV3ForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'HyperCLOVAXForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'IQuestCoderForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'LlamaForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'MiMoForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'MiniMaxM2ForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'Ministral3ForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'MistralForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'MixtralForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'MuseGlimmerAssistantModel': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'Phi3ForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'Qwen2ForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'Qwen2_5_VLForConditionalGeneration': ('NEOX', 5000000.0, 1.0, False, 'head_dim'), 'Qwen3ForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'Qwen3MoeForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'Qwen3NextForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'SeedOssForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'SmolLM3ForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim'), 'SolarOpenForCausalLM': ('NEOX', 10000.0, 1.0, False, 'head_dim')}  # fmt: skip
+
 VLLM_CFG = "vllm/config/model.py"
 VLLM_ROPE = "vllm/model_executor/layers/rotary_embedding"
 SGL_ROPE = "sglang/srt/layers/rotary_embedding"
 MLX_ROPE = "mlx_lm/models/rope_utils.py"
+EXL_ROPE = "exllamav3/util/rope.py"
+EXL_CFG = "exllamav3/model/config.py"
 
 
 def _gguf_types() -> list[str]:
@@ -238,6 +272,40 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
              "src/llama-model.cpp:3023 llama_model_rope_type"),
     ), options=("n_ctx",), mirrored_types=frozenset(_gguf_types()),
            mirrored_types_source="the records' gguf_arch: the conversions posenc tabulates"),
+    Engine("exllamav3", "exllamav3", "1.6.5", "turboderp-org/exllamav3 exllamav3/util/rope.py RoPE (compute_sincos: "
+           "float32 einsum, sin/cos, times attn_factor), exllamav3/model/config.py read_rope_settings_default, "
+           "exllamav3/architecture/*.py Config classes (1.6.5 wheel)", "torch-float32", (
+        Rule("read:by-architecture", ("*",),
+             "the architecture's Config reads rope_theta (default 10000), rotary_dim or partial_rotary_factor "
+             "(default 1: the whole head), the head dim and the pairing (NEOX or GPT-J) with its own keys",
+             f"{EXL_CFG}:294-334"),
+        Rule("refuse:missing-key", ("*",),
+             "its Config reads hidden_size and num_attention_heads (or DeepSeek's qk_rope_head_dim) without a "
+             "default (ValueError 'Missing any of the following keys')",
+             f"{EXL_CFG}:225-229, exllamav3/util/file.py:120-122, exllamav3/architecture/llama.py:26-32"),
+        Rule("refuse:rope-type", ("dynamic", "ntk"),
+             "RoPE loads rope_type default, mrope, proportional, llama3, linear, yarn, longrope or su only "
+             "(ValueError 'Unknown rope_type')", f"{EXL_ROPE}:200-216"),
+        Rule("refuse:needs-max-position-embeddings", ("yarn",),
+             "YaRN asserts a top-level max_position_embeddings ('YaRN scaling requires explicit "
+             "max_position_embeddings')", f"{EXL_ROPE}:281-283"),
+        Rule("yarn:factor-from-lengths", ("yarn",),
+             "derives the YaRN factor from max_position_embeddings / original_max_position_embeddings whenever the "
+             "rope dict gives original_max_position_embeddings (HF: the config's factor)", f"{EXL_ROPE}:305-308"),
+        Rule("yarn:mscale-by-architecture", ("yarn",),
+             "without attention_factor: mscale / mscale_all_dim only where the architecture opts in "
+             "(yarn_mscale_ratio: DeepSeek-V3), 1 with llama_4_scaling_beta, else 0.1 ln f + 1 (HF: the ratio "
+             "whenever both are nonzero)", f"{EXL_ROPE}:310-328"),
+        Rule("refuse:needs-lengths", ("longrope",),
+             "LongRoPE compares max_position_embeddings with original_max_position_embeddings (rope dict, else top "
+             "level): without either, TypeError", f"{EXL_ROPE}:344-347"),
+        Rule("longrope:max-position-embeddings", ("longrope",),
+             "long factors at every position iff max_position_embeddings > original_max_position_embeddings (HF: "
+             "per pass, by the sequence length); attention factor sqrt(1 + ln(a/b) / ln b) from the two lengths, "
+             "attention_factor unread", f"{EXL_ROPE}:344-358"),
+    ), architectures=EXL3_ARCHITECTURES, architectures_source=f"{EXL_CFG}:281-285", readers=EXL3_READERS,
+       readers_source="the architectures whose Config makes one plain read_rope_settings_default call "
+                      "(tools/golden/engines_exllamav3_reference.py)"),
 )}  # fmt: skip
 
 
@@ -430,10 +498,9 @@ def engine_reach(
     not load, a length it refuses, positions out of its cache; the first one met), or None when it computes them
     all. A ``max_model_len`` the engine refuses at start-up is bad input and raises."""
     e = resolve_engine(engine)
-    if e.model_types is not None and facts.model_type not in e.model_types:
-        return EngineLimit(e.name, e.label, None, 0, length,
-                           f"{e.label} does not support model_type {facts.model_type!r}", e.model_types_source,
-                           offset)  # fmt: skip
+    refused = engine_refusal(facts, e)
+    if refused is not None:
+        return EngineLimit(e.name, e.label, None, 0, length, refused[0], refused[1], offset)
     for lim in sorted(engine_limits(facts, e.name, max_model_len=max_model_len), key=lambda x: x.rows):
         if offset + length > lim.rows:
             return EngineLimit(e.name, e.label, max(lim.rows, offset), max(lim.rows - offset, 0), length, lim.says,
@@ -441,12 +508,61 @@ def engine_reach(
     return None
 
 
-def check_supported(facts: ModelFacts, e: Engine) -> None:
-    """Refuse a model type the engine does not load, naming it and the engine's source."""
+def engine_refusal(facts: ModelFacts, e: Engine) -> tuple[str, str] | None:
+    """(why, source) when the engine itself refuses to load this model: a model type or an architecture it does
+    not load, a rope type or a missing key its parser rejects (the ``refuse:`` rules); else None."""
     if e.model_types is not None and facts.model_type not in e.model_types:
+        return f"{e.label} does not support model_type {facts.model_type!r}", e.model_types_source
+    if e.architectures is not None:
+        archs = facts.raw.get("architectures")
+        if not isinstance(archs, list) or len(archs) != 1:
+            said = "No architecture defined" if not archs else "Multiple architectures defined"
+            return f"{e.label} loads a config of exactly one architecture ({said!r})", e.architectures_source
+        if facts.architecture not in e.architectures:
+            return (f"{e.label} does not load architecture {facts.architecture!r} ('Unknown architecture')",
+                    e.architectures_source)  # fmt: skip
+    for r in engine_rules(facts, e.name):
+        refused = _refuses(r, facts, e) if r.effect.startswith("refuse:") else None
+        if refused is not None:
+            return f"{e.label} refuses {refused}: {r.says}", r.source
+    return None
+
+
+def _refuses(rule: Rule, facts: ModelFacts, e: Engine) -> str | None:
+    """What a ``refuse:`` rule refuses of this model, as the engine's own reading sees it, or None."""
+    if e.readers is None or facts.architecture not in e.readers:
+        return None
+    if rule.effect == "refuse:missing-key":
+        missing = [k for k in _demanded(e.readers[str(facts.architecture)]) if facts.raw.get(k) is None]
+        return f"a config without {', '.join(missing)}" if missing else None
+    own = own_reading(facts, e)
+    if rule.effect == "refuse:rope-type" and own.rope_type not in EXL3_ROPE_TYPES:
+        return f"rope_type {own.rope_type!r}"
+    if rule.effect == "refuse:needs-max-position-embeddings" and own.rope_type == "yarn" and own.max_positions is None:
+        return "a YaRN config without max_position_embeddings"
+    # rope.py:346: the rope dict's key when present (even null), else the top-level one
+    original = own.rope.get("original_max_position_embeddings", own.original)
+    if rule.effect == "refuse:needs-lengths" and own.rope_type in ("longrope", "su") and \
+            (own.max_positions is None or original is None):  # fmt: skip
+        return "a LongRoPE config without max_position_embeddings or original_max_position_embeddings"
+    return None
+
+
+def check_supported(facts: ModelFacts, e: Engine) -> None:
+    """Refuse a model the engine does not load (:func:`engine_refusal`), naming it and the engine's source; a model
+    whose handling by the engine posenc does not mirror is refused as posenc's limit."""
+    refused = engine_refusal(facts, e)
+    if refused is not None:
+        raise ParameterError(f"{refused[0]} ({refused[1]}); compare with another engine")
+    if e.readers is not None and facts.architecture not in e.readers:
         raise ParameterError(
-            f"{e.label} does not support model_type {facts.model_type!r} ({e.model_types_source}); "
-            "compare with another engine"
+            f"posenc does not mirror how {e.label} reads architecture {facts.architecture!r}'s RoPE (only "
+            f"{len(e.readers)} architectures: {e.readers_source}); compare with another engine"
+        )
+    if e.readers is not None and not _plain_rope(facts):
+        raise ParameterError(
+            f"posenc mirrors {e.label}'s plain rope tables only; {facts.model_type} uses {facts.kind}; compare with "
+            "another engine"
         )
     if e.mirrored_types is not None and facts.model_type not in e.mirrored_types:
         raise ParameterError(
@@ -485,6 +601,149 @@ def engine_limits(facts: ModelFacts, engine: str, *, max_model_len: int | None =
     return out
 
 
+#: The rope types exllamav3 1.6.5's RoPE dispatches (exllamav3/util/rope.py:200-214; None: no rope dict or no type)
+EXL3_ROPE_TYPES = (None, "default", "mrope", "proportional", "llama3", "linear", "yarn", "longrope", "su")
+
+
+def _read_key(d: dict[str, Any], types: tuple[type, ...], keys: tuple[str, ...], default: Any,
+              wrong_type_as_missing: bool = False) -> Any:  # fmt: skip
+    """exllamav3's ``read_dict`` (exllamav3/util/file.py:52): the first of ``keys`` present (``a->b`` nests), an int
+    read as a float and an integral float as an int; a value of another type is an error unless
+    ``wrong_type_as_missing``; ``default`` when none is present."""
+    for key in keys:
+        node: Any = d
+        *path, last = key.split("->")
+        for sub in path:
+            node = node.get(sub) if isinstance(node, dict) else None
+            if not node:
+                break
+        if not isinstance(node, dict) or node.get(last) is None:
+            continue
+        x = node[last]
+        for t in types:
+            if t is float and isinstance(x, int):  # bool included, as read_dict does
+                x = float(x)
+            if t is int and isinstance(x, float) and x == int(x):
+                x = int(x)
+            if isinstance(x, t):
+                return x
+        if not wrong_type_as_missing:
+            raise ParameterError(f"exllamav3 reads {last} as {types[0].__name__}, the config gives {x!r}")
+    return default
+
+
+@dataclass(frozen=True)
+class OwnReading:
+    """What an engine's own parser reads of a config's RoPE (exllamav3's ``RopeSettings``)."""
+
+    dim: int
+    base: float
+    rotary_dim: int | None
+    partial_rotary_factor: float
+    layout: str
+    rope: dict[str, Any]
+    rope_type: str | None
+    max_positions: int | None
+    original: int | None
+    mscale_ratio: bool
+
+
+def _demanded(reader: tuple[str, float, float, bool, str]) -> tuple[str, ...]:
+    """The keys an exllamav3 reader demands for the head dim (``read_cfg`` with ``no_default``)."""
+    return ("hidden_size", "num_attention_heads") if reader[4] == "head_dim" else (reader[4],)
+
+
+def own_reading(facts: ModelFacts, e: Engine) -> OwnReading:
+    """The config's RoPE as ``e``'s own parser reads it: exllamav3's ``read_rope_settings_default``
+    (exllamav3/model/config.py:294-334) with the architecture's arguments (:data:`EXL3_READERS`), and the rope type
+    as ``RoPE.__init__`` takes it (exllamav3/util/rope.py:186-190)."""
+    assert e.readers is not None
+    style, theta, prf, ratio, head_key = e.readers[str(facts.architecture)]
+    raw = facts.raw
+    # the demanded keys are present (refuse:missing-key)
+    if head_key == "head_dim":  # e.g. exllamav3/architecture/llama.py:26-32
+        head = _read_key(raw, (int,), ("head_dim",), None) or (
+            _read_key(raw, (int,), ("hidden_size",), 0) // _read_key(raw, (int,), ("num_attention_heads",), 1)
+        )
+    else:  # override_head_dim = qk_rope_head_dim (exllamav3/architecture/deepseek_v3.py:31, :65-67)
+        head = _read_key(raw, (int,), (head_key,), None)
+    rope = _read_key(raw, (dict,), ("rope_scaling", "rope_parameters"), None)
+    kind = None if rope is None else rope.get("rope_type", rope.get("type"))
+    return OwnReading(
+        dim=int(head),
+        base=_read_key(raw, (float,), ("rope_theta", "rope_parameters->rope_theta"), theta, True),
+        rotary_dim=_read_key(raw, (int,), ("rotary_dim",), None),
+        partial_rotary_factor=_read_key(
+            raw, (float,), ("partial_rotary_factor", "rope_parameters->partial_rotary_factor"), prf, True
+        ),
+        layout="half" if style == "NEOX" else "interleaved",
+        rope=dict(rope or {}),
+        rope_type=kind,
+        max_positions=_read_key(raw, (int,), ("max_position_embeddings",), None),
+        original=_read_key(raw, (int,), ("original_max_position_embeddings",), None),
+        mscale_ratio=ratio,
+    )
+
+
+def _own_params(facts: ModelFacts, e: Engine, effects: set[str]) -> dict[str, Any]:
+    """posenc ``rope`` parameters of the engine's own reading and its rules per rope type (exllamav3's
+    ``RoPE._rope_params_*``, exllamav3/util/rope.py:219-358)."""
+    own = own_reading(facts, e)
+    p: dict[str, Any] = {"dim": own.dim, "base": own.base, "layout": own.layout}
+    if own.rotary_dim:
+        p["rotary_dim"] = own.rotary_dim
+    elif own.partial_rotary_factor != 1.0:
+        p["partial_rotary_factor"] = own.partial_rotary_factor
+    d, kind = own.rope, own.rope_type
+    if kind in (None, "default", "mrope"):
+        return p
+    if kind == "llama3":  # rope.py:230-233: defaults of its own
+        return {**p, "scaling": "llama3", "factor": float(d.get("factor", 8.0)),
+                "low_freq_factor": float(d.get("low_freq_factor", 1.0)),
+                "high_freq_factor": float(d.get("high_freq_factor", 4.0)),
+                "original_max_position_embeddings": int(d.get("original_max_position_embeddings", 8192))}  # fmt: skip
+    if kind == "linear":  # rope.py:248
+        return {**p, "scaling": "linear", "factor": float(d.get("factor", 1.0))}
+    if kind == "yarn":
+        assert own.max_positions is not None  # refuse:needs-max-position-embeddings
+        orig = d.get("original_max_position_embeddings")
+        given = d.get("factor")
+        if orig is not None and "yarn:factor-from-lengths" in effects:
+            given = own.max_positions / int(orig)
+        orig = own.max_positions if orig is None else orig
+        if given is None:
+            raise ParameterError(f"{e.label} needs the YaRN factor (rope dict 'factor') without "
+                                 f"original_max_position_embeddings ({EXL_ROPE}:308, :97)")  # fmt: skip
+        factor = float(given)
+        attention: float | None = d.get("attention_factor")
+        if attention is None and "yarn:mscale-by-architecture" in effects:
+            mscale, mscale_all = d.get("mscale"), d.get("mscale_all_dim")
+
+            def get_mscale(m: float = 1.0) -> float:
+                return 1.0 if factor <= 1 else 0.1 * float(m) * math.log(factor) + 1.0
+
+            if own.mscale_ratio and mscale and mscale_all:
+                attention = get_mscale(mscale) / get_mscale(mscale_all)
+            elif d.get("llama_4_scaling_beta"):
+                attention = 1.0
+            else:
+                attention = get_mscale()
+        if attention is not None:
+            p["attention_factor"] = float(attention)
+        return {**p, "scaling": "yarn", "factor": factor, "original_max_position_embeddings": int(orig),
+                "beta_fast": float(d.get("beta_fast", 32)), "beta_slow": float(d.get("beta_slow", 1)),
+                "truncate": bool(d.get("truncate", True))}  # fmt: skip
+    if kind in ("longrope", "su") and "longrope:max-position-embeddings" in effects:
+        a = own.max_positions
+        b = d.get("original_max_position_embeddings", own.original)
+        assert a is not None and b is not None  # refuse:needs-lengths
+        # factor a / b: the attention factor sqrt(1 + ln(a/b) / ln b) (1 when a <= b), rope's own formula
+        return {**p, "scaling": "longrope", "short_factor": tuple(d["short_factor"]),
+                "long_factor": tuple(d["long_factor"]), "original_max_position_embeddings": int(b),
+                "seq_len": int(b) + 1 if a > b else int(b), "factor": a / b}  # fmt: skip
+    raise ParameterError(f"posenc does not mirror {e.label}'s rope_type {kind!r}; compare with another engine")
+
+
 def engine_params(
     facts: ModelFacts,
     engine: str,
@@ -513,6 +772,9 @@ def engine_params(
             raise ParameterError(f"{param(opt)} applies to engine {', '.join(users)}, not {engine}; drop it")
     scaling = p.get("scaling", "none")
     effects = {r.effect for r in engine_rules(facts, engine)}
+    if "read:by-architecture" in effects:  # the engine's own reading, not HF's
+        check_supported(facts, e)
+        return _own_params(facts, e, effects)
     if engine == "onnx-genai" and scaling not in ("none", "linear", "yarn", "longrope"):
         raise ParameterError(
             f"onnx-genai's rules for scaling {scaling} are not tabulated in posenc; compare with another engine"
@@ -1066,7 +1328,7 @@ def departures(config: Any, *, layer_type: str | None = None, length: int | None
                                "limits": [],
                                "rules": [{"says": r.says, "source": f"{e.label} {r.source}"}
                                          for r in engine_rules(facts, name)
-                                         if not r.effect.startswith("limit:")]}  # fmt: skip
+                                         if not r.effect.startswith(("limit:", "refuse:"))]}  # fmt: skip
         if runs_hf_code(facts, e):
             row["rules"].insert(
                 0,
@@ -1116,3 +1378,106 @@ def departures(config: Any, *, layer_type: str | None = None, length: int | None
         row["note"] = "; ".join(notes)
         rows.append(row)
     return rows
+
+
+# ----- a divergence in words: the rule and the values it gives ---------------------------------------------------
+def _hf_and_own(facts: ModelFacts, engine: str, seq_len: int, options: dict[str, Any]) -> tuple[Any, Any]:
+    """HF's and the engine's ``rope`` of this model for a pass of ``seq_len`` rows (one row: their parameters)."""
+    from ..encodings import make_encoding
+
+    hf = make_encoding(facts.kind, {**engine_params(facts, "hf", seq_len=seq_len), "length": 1})
+    own = make_encoding(facts.kind, {**engine_params(facts, engine, seq_len=seq_len, **options), "length": 1})
+    return hf, own
+
+
+def _yarn_factor_values(facts: ModelFacts, hf: Any, own: Any) -> str | None:
+    if own.scaling != "yarn" or hf.scaling != "yarn" or own.opt["factor"] == hf.opt["factor"]:
+        return None
+    f = own.opt["factor"]
+    mpe = _read_key(facts.raw, (int,), ("max_position_embeddings",), None)
+    return (f"derives the YaRN factor from max_position_embeddings / original_max_position_embeddings = {mpe} / "
+            f"{own.opt['original_max_position_embeddings']} = {f:g}" +
+            (": no YaRN" if f == 1 else f", attention factor {own.attention_scaling:.5g}") +
+            f"; HF applies factor {hf.opt['factor']:g}, attention factor {hf.attention_scaling:.5g}")  # fmt: skip
+
+
+def _attention_values(facts: ModelFacts, hf: Any, own: Any) -> str | None:
+    """The attention factor, where the factor is HF's (another factor is said with its own rule)."""
+    if own.attention_scaling == hf.attention_scaling or own.opt.get("factor") != hf.opt.get("factor"):
+        return None
+    return f"applies attention factor {own.attention_scaling:.5g}; HF {hf.attention_scaling:.5g}"
+
+
+def _longrope_values(facts: ModelFacts, hf: Any, own: Any) -> str | None:
+    if own.scaling != "longrope" or hf.scaling != "longrope":
+        return None
+    parts = []
+    long, hf_long = own.ext_factors() == own.long_factor, hf.ext_factors() == hf.long_factor
+    if long != hf_long:
+        a = _read_key(facts.raw, (int,), ("max_position_embeddings",), None)
+        b = own.opt["original_max_position_embeddings"]
+        parts.append(f"takes the {'long' if long else 'short'} factors at every position (max_position_embeddings "
+                     f"{a} {'>' if long else '<='} original {b}); HF the {'long' if hf_long else 'short'} ones for "
+                     f"a sequence of {hf.effective_seq_len}")  # fmt: skip
+    if own.attention_scaling != hf.attention_scaling:
+        parts.append(f"applies attention factor {own.attention_scaling:.5g}; HF {hf.attention_scaling:.5g}")
+    return "; ".join(parts) or None
+
+
+def _reading_values(facts: ModelFacts, hf: Any, own: Any) -> str | None:
+    parts = [f"{what} {mine} (HF {theirs})" for what, mine, theirs in (
+        ("base", f"{own.base:g}", f"{hf.base:g}"), ("rotated features", own.rot_dim, hf.rot_dim),
+        ("pairs", own.layout, hf.layout)) if mine != theirs]  # fmt: skip
+    return ("reads the config with its own keys and defaults: " + ", ".join(parts)) if parts else None
+
+
+#: The effects whose rule is said with the values it gives for one model (and HF's): (facts, HF's rope, the
+#: engine's rope) -> the words, or None when the rule changes nothing of this model's table.
+SAID_WITH_VALUES: dict[str, Callable[[ModelFacts, Any, Any], str | None]] = {
+    "yarn:factor-from-lengths": _yarn_factor_values,
+    "yarn:mscale-by-architecture": _attention_values,
+    "longrope:max-position-embeddings": _longrope_values,
+    "read:by-architecture": _reading_values,
+}
+
+
+def rule_lines(facts: ModelFacts, engine: str, *, seq_len: int | None = None, valued_only: bool = False,
+               max_model_len: int | None = None, n_ctx: int | None = None) -> list[str]:  # fmt: skip
+    """The rules of ``engine`` that make its table of this model differ from HF's for a pass of ``seq_len`` rows
+    (default: the model's context), each in one line: the engine, what the rule does with this model's values
+    and HF's (:data:`SAID_WITH_VALUES`) or its words, and the source. [] where the two tables' parameters agree
+    (or the engine refuses the model: :func:`engine_refusal` says that). ``valued_only``: only the rules of
+    :data:`SAID_WITH_VALUES`; ``max_model_len``, ``n_ctx``: the engine's options, as :func:`engine_params`."""
+    e = resolve_engine(engine)
+    if e.name == "hf" or engine_refusal(facts, e) is not None:
+        return []
+    n = facts.max_positions if seq_len is None else int(seq_len)
+    options = {k: v for k, v in (("max_model_len", max_model_len), ("n_ctx", n_ctx)) if v is not None}
+    try:
+        hf, own = _hf_and_own(facts, e.name, n, options)
+    except ParameterError:
+        return []
+    same = (np.array_equal(hf.inv_freq(), own.inv_freq()) and hf.attention_scaling == own.attention_scaling
+            and hf.layout == own.layout and hf.rot_dim == own.rot_dim)  # fmt: skip
+    if same:
+        return []
+    out = []
+    for r in engine_rules(facts, e.name):
+        if r.effect.startswith(("limit:", "refuse:")):
+            continue
+        said = SAID_WITH_VALUES.get(r.effect)
+        if said is None and valued_only:
+            continue
+        words = said(facts, hf, own) if said is not None else r.says
+        if words:
+            out.append(f"{e.package} {words} ({e.label} {r.source})")
+    return out
+
+
+def rule_says(facts: ModelFacts, engine: str, *, seq_len: int | None = None) -> list[str]:
+    """The words of the engine's rules that apply to this model (the audit's): each rule's own words, those of
+    :data:`SAID_WITH_VALUES` with this model's values and HF's where they change its table (:func:`rule_lines`);
+    a ``refuse:`` rule is a refusal (:func:`engine_refusal`), not words about a table."""
+    plain = [r.says for r in rules_for(engine, facts.params)
+             if r.effect not in SAID_WITH_VALUES and not r.effect.startswith("refuse:")]  # fmt: skip
+    return plain + rule_lines(facts, engine, seq_len=seq_len, valued_only=True)
