@@ -43,6 +43,7 @@ PARAMS = {
         "long_factor",
         "cache",
         "inv_freq_dtype",
+        "position_dtype",
     ),
     "xpos": ("length", "dim", "dtype", "scale_base", "layout", "offset", "center", "interpolate_factor"),
     "mrope": (

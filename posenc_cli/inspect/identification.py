@@ -219,6 +219,9 @@ def _identify(
         return Identification(
             shape, dtype, [], None, f"the table has {what} values, which no encoding produces; nothing is identified"
         )
+    broken = _broken(tensors)
+    if broken:
+        return Identification(shape, dtype, [], None, f"{broken}; nothing is identified")
     proposed: list[Candidate] = []
     seen: set[Any] = set()
     for _kind, hint in registry_hints() if hints is None else hints:
@@ -231,6 +234,30 @@ def _identify(
     for cand in verified:
         _name(cand)
     return _result(verified, tensors, shape, dtype)
+
+
+def _broken(tensors: dict[str, Any]) -> str:
+    """Why the source's tables encode no position ('' when one of them may): every table with a position axis
+    (two or more dimensions) is constant (zeros included), has one row, or repeats one row. Read on a spread of
+    rows: positions a table tells apart differ somewhere among them."""
+    reasons = []
+    for name, t in tensors.items():
+        shape = tuple(int(s) for s in t.shape)
+        if len(shape) < 2:
+            continue
+        rows = an.spread_rows(shape[0])
+        x = an.read_rows(t, rows).reshape(rows.size if len(shape) == 2 else 1, -1)
+        what = f"{name} ({'x'.join(map(str, shape))})" if len(tensors) > 1 else "the table"
+        if x.size and np.all(x == x.flat[0]):
+            value = "0" if x.flat[0] == 0 else f"{float(x.flat[0]):.6g}"
+            reasons.append(f"every value of {what} is {value}: it encodes no position")
+        elif len(shape) == 2 and shape[0] == 1:
+            reasons.append(f"{what} has one row: no second position to tell it from")
+        elif len(shape) == 2 and np.all(x == x[:1]):
+            reasons.append(f"every row of {what} is the same: it tells no position from another")
+        else:
+            return ""
+    return "; ".join(reasons)
 
 
 def _verify_all(proposed: list[Candidate], tensors: dict[str, Any]) -> list[Candidate]:
@@ -466,7 +493,7 @@ def _name(cand: Candidate) -> None:
                 best_preset, best_cover = pname, cover
     cand.presets = matching
     # a preset names the table when it accounts for some of its parameters, or when there is nothing else to say
-    if best_preset is not None and (best_cover > 0 or not explicit):
+    if best_preset is not None and (best_cover > 0 or not set(explicit) - set(cand.mistake)):
         cand.preset = best_preset
         explicit = {k: v for k, v in explicit.items() if k not in cls.PRESETS[best_preset]}
     else:

@@ -172,6 +172,9 @@ GRID_BASE_ROUNDINGS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2)
 TIMESCALE_ONE = 1e-12
 #: Phases whose best offset still misses by more than this (radians) leave the next offsets as alternatives.
 OFFSET_ALTERNATIVES = 1e-4
+#: Positions rounded to a half-precision dtype are read from the rows where its integers are exact only when
+#: those are at least this many (bfloat16's 256, float16's 2048).
+POSITIONS_READ_MIN = 64
 #: Per-column factors read from a table are tried rounded to these relative tolerances (as published, else as
 #: read).
 LIST_ROUNDINGS = (1e-5, 1e-7)

@@ -67,6 +67,13 @@ so its tables are off by about ``|t w| * 2**-24`` (1e-3 at t = 8192). posenc eva
 exponent ``2k/d``, float32 ``pow`` rounded correctly, float32 reciprocal and scaling; torch's own float32
 ``pow`` is not always correctly rounded, so values can differ from torch's by up to 2 float32 ulps) and then uses those float32 frequencies
 exactly: the angles are still exact, so this reproduces HF's frequencies but not its float32 angle error.
+
+Named precision mistakes. ``inv_freq_dtype=bfloat16`` / ``float16`` are HF's float32 ``inv_freq`` rounded to
+that dtype, as ``model.to(torch.bfloat16)`` rounds the ``inv_freq`` buffer (the forward widens it back to float32
+before the product: the frequencies are then off by up to 2**-9 relative, and the angles by that times the
+position). ``position_dtype=float16`` / ``bfloat16`` rounds each position to that dtype before the product
+(``torch.arange(n, dtype=x.dtype)`` in a half-precision model): exact integers end at 2048 (float16) or 256
+(bfloat16), beyond them neighbouring rows share an angle.
 """
 
 from __future__ import annotations
@@ -80,12 +87,16 @@ import numpy as np
 
 from ...errors import ParameterError, ref
 from .. import _angleadd, _trig
-from ..base import AngleTerms, Encoding, TensorSpec, format_value, param
+from ..base import AngleTerms, Encoding, TensorSpec, format_value, param, resolve_dtype
 from .scaling import SCALINGS, attention_scaling, optional_parameters
 
 LAYOUTS = ("half", "interleaved")
 CACHES = ("full", "onnx")
 INV_FREQ_DTYPES = ("float64", "float32")
+#: inv_freq rounded to a half-precision dtype (a model cast to it rounds the buffer): rope only.
+ROUNDED_INV_FREQ = ("bfloat16", "float16")
+#: Positions exact (integers), or rounded to a half-precision dtype before the product.
+POSITION_DTYPES = ("exact", "float16", "bfloat16")
 #: Positions must stay below this for exact range reduction.
 MAX_POSITION = 2**31 - 1
 #: Optional parameter -> the scaling rules that read it (a parameter given for another rule is refused).
@@ -198,7 +209,14 @@ class Rope(Encoding):
         "full", "tensors: full (cos, sin, inv_freq) or onnx (cos_cache, sin_cache: len x rot_dim/2)", choices=CACHES
     )
     inv_freq_dtype: str = param(
-        "float64", "float32 follows HF's float32 inv_freq arithmetic; angles stay exact", choices=INV_FREQ_DTYPES
+        "float64",
+        "float32 follows HF's float32 inv_freq arithmetic (bfloat16/float16: then rounded to it); angles stay exact",
+        choices=INV_FREQ_DTYPES + ROUNDED_INV_FREQ,
+    )
+    position_dtype: str = param(
+        "exact",
+        "positions rounded to float16/bfloat16 before the product (a half-precision arange)",
+        choices=POSITION_DTYPES,
     )
 
     # ----- validation ---------------------------------------------------------------------------
@@ -225,6 +243,14 @@ class Rope(Encoding):
             raise ParameterError(
                 f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower {ref('length')} or offset"
             )
+        if self.position_dtype != "exact":
+            top = max(abs(self.offset), abs(self.offset + self.length - 1))
+            with np.errstate(over="ignore"):
+                finite = np.isfinite(np.asarray(top, dtype=resolve_dtype(self.position_dtype)))
+            if not finite:
+                raise ParameterError(
+                    f"position {top} is infinite in {self.position_dtype}; lower {ref('length')} or drop position_dtype"
+                )
         for name, users in USED_BY.items():
             if getattr(self, name) is not None and self.scaling not in users:
                 raise ParameterError(
@@ -342,13 +368,14 @@ class Rope(Encoding):
     def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
         """The width/2 angular frequencies as a double-double (hi, lo)."""
         rule = SCALINGS[self.scaling]
-        if self.inv_freq_dtype == "float32":
-            hi = rule.float32(self).astype(np.float64)
-            return hi, np.zeros_like(hi)  # the float32 values are the frequencies, exactly
+        if self.inv_freq_dtype != "float64":
+            # HF's float32 values (rounded once more to a half-precision dtype) are the frequencies, exactly
+            hi = rule.float32(self).astype(resolve_dtype(self.inv_freq_dtype)).astype(np.float64)
+            return hi, np.zeros_like(hi)
         return _trig.double_double(rule.exact(self))
 
     def inv_freq(self) -> np.ndarray:
-        """The angular frequencies in float64 (rounded to float32 first when inv_freq_dtype=float32)."""
+        """The angular frequencies in float64 (HF's float32 ones, rounded to inv_freq_dtype, unless float64)."""
         return self._freqs[0].copy()
 
     def extra_metadata(self) -> dict[str, str]:
@@ -362,7 +389,7 @@ class Rope(Encoding):
     def _specs(self) -> dict[str, TensorSpec]:
         """The tensors, built once (``rows`` asks for them on every block: 130000 times in the test suite)."""
         n, w = self.length, self.width
-        freq = TensorSpec("inv_freq", (w // 2,), np.dtype(self.inv_freq_dtype))
+        freq = TensorSpec("inv_freq", (w // 2,), resolve_dtype(self.inv_freq_dtype))
         if self.cache == "onnx":
             return {
                 "cos_cache": TensorSpec("cos_cache", (n, w // 2), self.out_dtype),
@@ -404,7 +431,8 @@ class Rope(Encoding):
             scale = float(self.attention_scaling)
             w_hi = self._freqs[0]
             ok = (
-                _angleadd.usable(w_hi, dtype, scale)
+                self.position_dtype == "exact"  # angle addition steps one position per row
+                and _angleadd.usable(w_hi, dtype, scale)
                 and _angleadd.worth(self.length, len(w_hi))
                 and _angleadd.reaches(self.offset, self.offset + self.length - 1)
             )
@@ -412,6 +440,13 @@ class Rope(Encoding):
             refine = self._adder.refiner(self._column_maps[name], dtype, tiny, scale) if ok else None
             cache[key] = (self._adder, refine) if refine is not None else None
         return cache[key]
+
+    def _positions(self, start: int, count: int) -> np.ndarray:
+        """Positions ``start .. start + count - 1`` as the product sees them (rounded to position_dtype)."""
+        t = np.arange(start, start + count, dtype=np.float64)
+        if self.position_dtype != "exact":
+            t = t.astype(resolve_dtype(self.position_dtype)).astype(np.float64)
+        return t
 
     def angle_terms(self, name: str) -> AngleTerms | None:
         cols = self._column_maps.get(name)
@@ -441,8 +476,7 @@ class Rope(Encoding):
                 refine(out[a:b], t_start + a)
             return
         s, c = self._last_block.get(
-            (t_start, stop - start),
-            lambda: _trig.sincos(np.arange(t_start, self.offset + stop, dtype=np.float64), w_hi, w_lo),
+            (t_start, stop - start), lambda: _trig.sincos(self._positions(t_start, stop - start), w_hi, w_lo)
         )
         v = s if is_sin else c  # shared with the other part's request: scaled into a new array
         place_pairs(v * scale if scale != 1.0 else v, out, "cache" if name.endswith("_cache") else self.layout)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ...encodings.base import resolve_dtype
 from .. import analysis as an
 from .. import tolerance
 from ..candidates import Candidate, base_params, base_readings, near_one, round_base, round_variants
@@ -182,10 +183,86 @@ def _rope_params(
 def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """Rotary tables: duplicated columns (half or interleaved), one frequency per pair, an amplitude (attention
     scaling) and a frequency law: geometric (none, linear, NTK), ramps (llama3, YaRN), per column (longrope), or
-    trailing zero frequencies (proportional)."""
+    trailing zero frequencies (proportional); and the named precision mistakes before any per-column fit:
+    ``inv_freq`` rounded to bfloat16 / float16 (a geometric ladder within that rounding), positions rounded to
+    float16 / bfloat16 (the rows where they are exact integers read as a rotary table)."""
     st = _rotary_structure(ana)
-    if st is None:
+    out = _hints_rope(st, ana, kind_cls) if st is not None else []
+    if st is None or not _clean_ladder(st, ana):
+        out += _rounded_positions(tensors, ana, kind_cls)
+    return out
+
+
+#: A rope kind's parameters that name a precision mistake, by value: what identify's answer says of them.
+MISTAKES = {
+    "inv_freq_dtype": {dt: f"inv_freq rounded to {dt}" for dt in ("bfloat16", "float16")},
+    "position_dtype": {dt: f"positions rounded to {dt}" for dt in ("bfloat16", "float16")},
+}
+
+
+def _mistakes(params: dict[str, Any]) -> dict[str, str]:
+    """The named mistakes among ``params`` (parameter -> what it says)."""
+    return {k: MISTAKES[k][v] for k, v in params.items() if k in MISTAKES and v in MISTAKES[k]}
+
+
+def _clean_ladder(st: dict[str, Any], ana: an.TableAnalysis) -> bool:
+    """Whether every frequency of the structure lies on one geometric ladder (nothing for a mistake to explain)."""
+    freqs, errs, _inv, _dt = _ladder(st, ana)
+    nz = int(np.sum(freqs > 0))
+    geo = an.geometric_fit(freqs[:nz], errs[:nz]) if nz else None
+    return geo is not None and geo.count == nz
+
+
+def _rounded_positions(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
+    """Positions rounded to a half-precision dtype before the product: the first rows, where its integers are
+    exact (2048 in float16, 256 in bfloat16), read as a rotary table; each reading then spans every row."""
+    from ...encodings.rope.core import POSITION_DTYPES
+    from ..tolerance import finfo
+
+    if ana.ndim != 2 or any(len(t.shape) != 2 or int(t.shape[0]) != ana.n for t in tensors.values()):
         return []
+    out: list[Candidate] = []
+    for dt in POSITION_DTYPES[1:]:
+        exact = 2 ** (int(finfo(resolve_dtype(dt)).nmant) + 1)  # the last of the run of exact integers
+        if ana.n <= exact + 1 or exact < tolerance.POSITIONS_READ_MIN:
+            continue
+        head = {k: _Head(t, exact + 1) for k, t in tensors.items()}
+        sub = an.TableAnalysis(head, ana.metadata)
+        st = _rotary_structure(sub)
+        if st is None:
+            continue
+        for c in _hints_rope(st, sub, kind_cls, inv_mistakes=False):
+            if c.params.get("offset", 0) or "seq_len" in c.params or c.params.get("scaling", "none") != "none":
+                continue  # the plain laws only: a ramp read on the first rows need not hold past them
+            c.params.update(length=ana.n, position_dtype=dt)
+            c.mistake = _mistakes(c.params)
+            c.note = f"{c.note}; positions exact up to {exact}, rounded to {dt} beyond"
+            out.append(c)
+    return out
+
+
+class _Head:
+    """The first ``n`` rows of a table (array or row-block source), for a reading of those rows alone."""
+
+    def __init__(self, inner: Any, n: int) -> None:
+        self.inner = inner
+        self.shape = (n, *tuple(int(s) for s in inner.shape[1:]))
+        self.dtype = inner.dtype
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        stop = min(stop, self.shape[0])
+        return np.asarray(
+            self.inner[start:stop] if isinstance(self.inner, np.ndarray) else self.inner.rows(start, stop)
+        )
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        return np.asarray(
+            self.inner[: self.shape[0]] if isinstance(self.inner, np.ndarray) else self.rows(0, self.shape[0])
+        )[key]
+
+
+def _hints_rope(st: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any, inv_mistakes: bool = True) -> list[Candidate]:
+    """:func:`hints_rope` of one rotary structure (``inv_mistakes``: with the rounded-inv_freq readings)."""
     n, m, r = st["n"], st["m"], st["rot"]
     freqs, errs, inv, inv_dtype = _ladder(st, ana)
     amps = [o.amplitude for o in st["spec"].oscillators if o.amplitude > 0]
@@ -201,7 +278,15 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     def add(p: dict[str, Any], why: str, fallback: bool = False) -> None:
         note_ = f"{note}; {why}"
         out.append(
-            Candidate(kind_cls.KIND, p, tensor_map=dict(tmap), note=note_, fallback=fallback, convention=convention)
+            Candidate(
+                kind_cls.KIND,
+                p,
+                tensor_map=dict(tmap),
+                note=note_,
+                fallback=fallback,
+                convention=convention,
+                mistake=_mistakes(p),
+            )
         )
         if inv_dtype == "float64" and "inv_freq_dtype" not in p:
             p32 = {**p, "inv_freq_dtype": "float32"}
@@ -217,6 +302,8 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     zero_tail = 1 <= nz < m and bool(np.all(freqs[nz:] == 0))
     fit_n = nz if zero_tail else m
     geo = an.geometric_fit(freqs[:fit_n], errs[:fit_n])
+    if inv_mistakes and inv is None and (geo is None or geo.count < fit_n) and fit_n > 1:
+        _rounded_inv_freq(law, freqs[:fit_n], errs[:fit_n], m, convention)
     if geo is None:
         return out
     if geo.count == fit_n or m == 1:
@@ -229,6 +316,22 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     vis = fit_n if zero_tail else m
     _ladder_laws(law, freqs[:vis], errs[:vis], geo, max(n + offset, 1), not zero_tail)
     return out
+
+
+def _rounded_inv_freq(law: _Law, freqs: np.ndarray, errs: np.ndarray, m: int, convention: str) -> None:
+    """``inv_freq`` rounded to bfloat16 / float16 (a model cast to it rounds the buffer; the forward widens it
+    back): the ladder is geometric within that dtype's rounding, its first frequency 1. Tried before any
+    per-column reading, which would fit the rounding with one free factor per frequency."""
+    from ...encodings.rope.core import ROUNDED_INV_FREQ
+
+    for dt in ROUNDED_INV_FREQ:
+        half_ulp = tolerance.eps(resolve_dtype(dt)) / 2
+        geo = an.geometric_fit(freqs, np.maximum(errs, freqs * half_ulp))
+        if geo is None or geo.count < freqs.size or not near_one(geo.w0, half_ulp):
+            continue
+        for b in base_readings(geo.ratio ** (-law.r / 2.0), True)[:4]:
+            p = {**law.params, "base": b, "inv_freq_dtype": dt}
+            law.add(p, f"w_k = base^(-2k/{law.r}) rounded to {dt}")
 
 
 def _proportional(law: _Law, freqs: np.ndarray, errs: np.ndarray, nz: int, m: int) -> None:

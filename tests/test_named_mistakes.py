@@ -1,0 +1,151 @@
+"""identify names precision mistakes before free fits, and never identifies a broken table (issue 35, part 4).
+
+The rotary caches are transformers' own (``LlamaRotaryEmbedding`` with its ``inv_freq`` buffer cast to bfloat16 /
+float16, or with float16 position ids), made once in the side environment by tools/golden/make_issue35_golden.py;
+each is also rebuilt here with plain NumPy in float32 as transformers computes it (the two must agree).
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import posenc_cli as pe
+from posenc_cli.encodings import make_encoding
+
+from .conftest import ROOT, cli
+
+GOLDEN = ROOT / "tests" / "data" / "golden" / "issue35"
+
+
+def _hf_cos(n: int, head: int, inv_dtype: object = None, pos_dtype: object = None) -> np.ndarray:
+    """``LlamaRotaryEmbedding.forward``'s cos in float32 (rope_theta 10000), plain NumPy: inv_freq in float32,
+    then (a model cast) rounded to ``inv_dtype`` and widened back; positions rounded to ``pos_dtype``."""
+    inv = (1.0 / np.float32(10000.0) ** (np.arange(0, head, 2, dtype=np.float32) / np.float32(head))).astype(np.float32)
+    if inv_dtype is not None:
+        inv = inv.astype(inv_dtype).astype(np.float32)
+    t = np.arange(n).astype(pos_dtype if pos_dtype is not None else np.float32).astype(np.float32)
+    freqs = np.multiply.outer(t, inv).astype(np.float32)
+    return np.cos(np.concatenate([freqs, freqs], axis=1)).astype(np.float32)
+
+
+CASES = {
+    # golden file -> (the same table in plain NumPy, the parameter that names the mistake, its value, the words)
+    "llama_inv_freq_bf16": (
+        lambda: _hf_cos(1024, 16, inv_dtype=ml_dtypes.bfloat16),
+        "inv_freq_dtype",
+        "bfloat16",
+        "inv_freq rounded to bfloat16",
+    ),
+    "llama_inv_freq_fp16": (
+        lambda: _hf_cos(1024, 16, inv_dtype=np.float16),
+        "inv_freq_dtype",
+        "float16",
+        "inv_freq rounded to float16",
+    ),
+    "llama_positions_fp16": (
+        lambda: _hf_cos(2560, 8, pos_dtype=np.float16),
+        "position_dtype",
+        "float16",
+        "positions rounded to float16",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_rounded_rope_is_named_not_fitted(name):
+    numpy_table, param, value, words = CASES[name]
+    golden = np.load(GOLDEN / f"{name}.npy")
+    # the plain NumPy construction is transformers' arithmetic (float32 cos/sin within an ulp or two)
+    np.testing.assert_allclose(numpy_table(), golden, rtol=0, atol=4e-7)
+    found = pe.identify(golden)
+    best = found.best
+    assert best is not None, found.reason
+    assert best.params.get(param) == value and best.params.get("scaling", "none") == "none", best.params
+    assert best.params.get("base", 10000.0) == 10000.0 and "short_factor" not in best.params
+    assert words in found.summary and best.mistake == {param: words}
+    # the named reading regenerates the table within the float32 formula's error (or exactly)
+    enc = make_encoding("rope", best.params)
+    assert np.max(np.abs(enc.array("cos").astype(np.float64) - golden)) < 1e-4
+
+
+def test_bf16_inv_freq_at_the_issue_size_is_not_a_longrope_fit(tmp_path):
+    """The case of the issue: head 128, base 500000, bf16 inv_freq, 4096 rows: once 'identified as rope base
+    434500 scaling longrope factor 1' with 64 fitted short factors."""
+    d, base = 128, 500000.0
+    inv = (1.0 / np.float32(base) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d))).astype(np.float32)
+    inv = inv.astype(ml_dtypes.bfloat16).astype(np.float32)
+    freqs = np.multiply.outer(np.arange(4096, dtype=np.float32), inv).astype(np.float32)
+    np.save(tmp_path / "bf16_inv.npy", np.cos(np.concatenate([freqs, freqs], axis=1)).astype(np.float32))
+    code, out, _ = cli(["identify", str(tmp_path / "bf16_inv.npy")])
+    text = out.decode()
+    assert code == 0, text
+    assert "rope base 500000 with inv_freq rounded to bfloat16" in " ".join(text.split()), text
+    assert "longrope" not in text
+
+
+def test_a_rounded_reading_is_refused_where_it_cannot_hold():
+    with pytest.raises(pe.ParameterError, match="position_dtype"):
+        make_encoding("rope", {"length": 70000, "dim": 8, "position_dtype": "float16"})
+    # 2049 rounds to 2048 in float16 (ties to even): rows 2048 and 2049 share an angle
+    cos = make_encoding("rope", {"length": 2051, "dim": 8, "position_dtype": "float16"}).array("cos")
+    assert np.array_equal(cos[2048], cos[2049]) and not np.array_equal(cos[2049], cos[2050])
+
+
+def _broken() -> dict[str, np.ndarray]:
+    good = _hf_cos(512, 64)
+    rng = np.random.default_rng(0)
+    return {
+        "zeros": np.zeros((512, 128), np.float32),
+        "constant": np.full((512, 128), 0.5, np.float32),
+        "repeated-row": np.tile(good[7:8], (512, 1)),
+        "one-row": good[5:6],
+        "shuffled": good[rng.permutation(512)],
+        "noise": rng.standard_normal((512, 128)).astype(np.float32),
+    }
+
+
+BROKEN_WORDS = {
+    "zeros": "every value of the table is 0",
+    "constant": "every value of the table is 0.5",
+    "repeated-row": "every row of the table is the same",
+    "one-row": "has one row",
+    "shuffled": "no analytic kind reproduces it",
+    "noise": "no analytic kind reproduces it",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN_WORDS))
+def test_broken_tables_are_never_identified(tmp_path, name):
+    path = tmp_path / f"{name}.npy"
+    np.save(path, _broken()[name])
+    code, out, err = cli(["identify", str(path)])
+    text = " ".join(out.decode().split())
+    assert code == 1 and "not identified" in text and BROKEN_WORDS[name] in text, (code, text, err)
+
+
+def test_a_one_row_sinusoid_is_not_a_sinusoidal_table():
+    """Row 0 of the paper's table (sin 0, cos 0, ...) was 'identified as sinusoidal'."""
+    row = np.zeros((1, 64), np.float32)
+    row[0, 1::2] = 1.0
+    found = pe.identify(row)
+    assert found.best is None and "one row" in found.reason
+
+
+def test_falcon_rw_alibi_is_the_bias_transformers_adds():
+    """transformers' build_alibi_tensor converts the positions to bfloat16 before the bfloat16 product (257 becomes
+    256): posenc's falcon form is that bias, divided by sqrt(head_dim) (golden: heads 0, 1, 15, 31)."""
+    enc = make_encoding("alibi", {"length": 1024, "dim": 32, "form": "falcon", "divide_by": 8.0})
+    np.testing.assert_array_equal(enc.array("bias")[[0, 1, 15, 31], 0, :], np.load(GOLDEN / "falcon_rw_alibi.npy"))
+
+
+def test_falcon_rw_alibi_from_its_config_matches_the_golden(tmp_path):
+    cfg = ROOT / "tests" / "data" / "configs" / "positions" / "pos_falcon_rw_1b.json"
+    out = tmp_path / "falcon.safetensors"
+    code, _, err = cli(["generate", "--hf-config", str(cfg), "-o", str(out)])
+    assert code == 0, err
+    from safetensors.numpy import load_file
+
+    bias = load_file(str(out))["bias"][[0, 1, 15, 31], 0, :]
+    np.testing.assert_array_equal(bias, np.load(GOLDEN / "falcon_rw_alibi.npy"))

@@ -1,0 +1,81 @@
+"""Reference arrays for issue 35's identification and reading cases, made once by the references' own code.
+
+Run once, in the side environment (posenc never imports torch or transformers)::
+
+    /work/side/venv/bin/python tools/golden/make_issue35_golden.py   # writes tests/data/golden/issue35/
+
+- ``falcon_rw_alibi.npy``: transformers' ``models/falcon/modeling_falcon.py`` ``build_alibi_tensor`` for
+  Falcon-RW-1B (32 heads, head dim 2048 / 32 = 64) over 1024 positions, divided by ``sqrt(head_dim)`` as
+  ``FalconModel.forward`` divides it before adding it to the scores; heads 0, 1, 15, 31 (float32).
+- ``deepseek_v3.safetensors``: ``DeepseekV3RotaryEmbedding`` of tests/data/configs/deepseek_v3.json, the ``cos``
+  and ``sin`` its forward returns for a float32 query at positions 0..255 (its rotary head: qk_rope_head_dim).
+- ``llama_inv_freq_bf16.npy`` / ``llama_inv_freq_fp16.npy``: ``LlamaRotaryEmbedding`` (rope_theta 10000, head 16)
+  whose ``inv_freq`` buffer was cast to bfloat16 / float16 (what ``model.to(torch.bfloat16)`` does to the buffer),
+  the ``cos`` of its forward for a float32 query at positions 0..1023.
+- ``llama_positions_fp16.npy``: the same embedding (head 8) with float16 position ids (exact integers end at
+  2048), the ``cos`` at positions 0..2559.
+
+The versions go to ``versions.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+from safetensors.numpy import save_file
+from transformers import DeepseekV3Config, LlamaConfig
+from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3RotaryEmbedding
+from transformers.models.falcon.modeling_falcon import build_alibi_tensor
+from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests" / "data" / "golden" / "issue35"
+
+
+def falcon() -> None:
+    heads, hidden, n = 32, 2048, 1024
+    alibi = build_alibi_tensor(torch.ones(1, n, dtype=torch.long), heads, torch.float32)
+    alibi = (alibi / math.sqrt(hidden // heads)).reshape(heads, n)  # as FalconModel.forward divides it
+    np.save(OUT / "falcon_rw_alibi.npy", alibi[[0, 1, 15, 31]].numpy().astype(np.float32))
+
+
+def deepseek() -> None:
+    raw = json.loads((ROOT / "tests/data/configs/deepseek_v3.json").read_text())
+    cfg = DeepseekV3Config(**{k: v for k, v in raw.items() if not k.startswith("_")})
+    rot = DeepseekV3RotaryEmbedding(cfg)
+    pos = torch.arange(256)[None, :]
+    cos, sin = rot(torch.zeros(1, dtype=torch.float32), pos)
+    save_file({"cos": cos[0].numpy().copy(), "sin": sin[0].numpy().copy()}, str(OUT / "deepseek_v3.safetensors"))
+
+
+def llama(n: int, head: int, inv_dtype: torch.dtype | None = None, pos_dtype: torch.dtype | None = None) -> np.ndarray:
+    cfg = LlamaConfig(hidden_size=4 * head, num_attention_heads=4, head_dim=head, max_position_embeddings=n)
+    rot = LlamaRotaryEmbedding(cfg)
+    if inv_dtype is not None:
+        rot.inv_freq = rot.inv_freq.to(inv_dtype)
+    pos = torch.arange(n)[None, :]
+    if pos_dtype is not None:
+        pos = pos.to(pos_dtype)
+    cos, _ = rot(torch.zeros(1, dtype=torch.float32), pos)
+    return cos[0].numpy().astype(np.float32)
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    falcon()
+    deepseek()
+    np.save(OUT / "llama_inv_freq_bf16.npy", llama(1024, 16, inv_dtype=torch.bfloat16))
+    np.save(OUT / "llama_inv_freq_fp16.npy", llama(1024, 16, inv_dtype=torch.float16))
+    np.save(OUT / "llama_positions_fp16.npy", llama(2560, 8, pos_dtype=torch.float16))
+    versions = {"transformers": transformers.__version__, "torch": torch.__version__,
+                "how": "tools/golden/make_issue35_golden.py"}  # fmt: skip
+    (OUT / "versions.json").write_text(json.dumps(versions, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
