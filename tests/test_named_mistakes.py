@@ -149,3 +149,92 @@ def test_falcon_rw_alibi_from_its_config_matches_the_golden(tmp_path):
 
     bias = load_file(str(out))["bias"][[0, 1, 15, 31], 0, :]
     np.testing.assert_array_equal(bias, np.load(GOLDEN / "falcon_rw_alibi.npy"))
+
+
+# ----- forms people use, named ------------------------------------------------------------------------------------
+def _x_transformers(n: int, dim: int, theta: float = 10000.0) -> np.ndarray:
+    """lucidrains/x-transformers ``ScaledSinusoidalEmbedding`` in float32, as torch computes it: ``scale =
+    ones(1) * dim ** -0.5``, ``inv_freq = theta ** -(arange(dim // 2) / (dim // 2))``, ``emb = einsum('i, j -> i
+    j', pos, inv_freq)``, ``cat((emb.sin(), emb.cos()), -1) * scale``."""
+    half = dim // 2
+    freq_seq = (np.arange(half, dtype=np.float32) / np.float32(half)).astype(np.float32)
+    inv_freq = np.power(np.float32(theta), -freq_seq).astype(np.float32)
+    emb = np.multiply.outer(np.arange(n, dtype=np.float32), inv_freq).astype(np.float32)
+    scale = np.float32(dim**-0.5)
+    return (np.concatenate([np.sin(emb), np.cos(emb)], axis=-1) * scale).astype(np.float32)
+
+
+def _torchtune_cache(n: int, dim: int, base: float = 10000.0) -> np.ndarray:
+    """torchtune ``RotaryPositionalEmbeddings.build_rope_cache`` in float32: ``theta = 1 / base ** (arange(0, dim,
+    2)[: dim // 2].float() / dim)``, ``idx_theta = einsum('i, j -> ij', seq_idx, theta)``, ``cache =
+    stack([cos(idx_theta), sin(idx_theta)], -1)`` (n x dim/2 x 2); Meta's ``precompute_freqs_cis`` is the same
+    angles as ``polar(1, freqs)`` (complex64), whose ``view_as_real`` is this cache."""
+    theta = (1.0 / np.power(np.float32(base), np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim))).astype(
+        np.float32
+    )
+    idx_theta = np.multiply.outer(np.arange(n, dtype=np.float32), theta).astype(np.float32)
+    return np.stack([np.cos(idx_theta), np.sin(idx_theta)], axis=-1).astype(np.float32)
+
+
+def test_x_transformers_scaled_sinusoid_is_named():
+    table = _x_transformers(512, 256)
+    found = pe.identify(table)
+    best = found.best
+    assert best is not None, found.reason
+    assert best.kind == "sinusoidal" and best.params["layout"] == "split" and best.params.get("base", 1e4) == 1e4
+    assert best.params["scale"] == 256**-0.5 and "x-transformers" in found.summary and "dim ** -0.5" in found.summary
+    # the scale is a parameter of the kind: its table is the unscaled one times the scale, rounded once
+    plain = make_encoding("sinusoidal", {"length": 64, "dim": 256, "layout": "split", "dtype": "float64"})
+    scaled = make_encoding("sinusoidal", {"length": 64, "dim": 256, "layout": "split", "scale": 256**-0.5})
+    np.testing.assert_allclose(scaled.array("pe"), plain.array("pe") * 256**-0.5, rtol=0, atol=2**-24 * 256**-0.5)
+
+
+def test_a_sinusoid_scaled_by_another_constant_reads_its_scale():
+    table = (_x_transformers(256, 64) * np.float32(64**0.5) * np.float32(3.0)).astype(np.float32)
+    best = pe.identify(table).best
+    assert best is not None and best.params["scale"] == 3.0 and not best.convention
+
+
+def test_torchtune_cache_and_meta_freqs_cis_are_named(tmp_path):
+    cache = _torchtune_cache(1024, 64)
+    np.save(tmp_path / "cache.npy", cache)
+    code, out, _ = cli(["identify", str(tmp_path / "cache.npy")])
+    text = " ".join(out.decode().split())
+    assert code == 0 and "1024x32x2 float32" in text and "torchtune's RotaryPositionalEmbeddings cache" in text, text
+    freqs_cis = (cache[..., 0] + 1j * cache[..., 1]).astype(np.complex64)  # torch.polar(ones, freqs)
+    for source in (freqs_cis, cache):
+        found = pe.identify(source)
+        assert found.best is not None and found.best.params.get("cache") == "onnx", found.reason
+        assert found.best.params.get("base", 1e4) == 1e4 and "freqs_cis" in found.summary
+    np.save(tmp_path / "z.npy", freqs_cis)
+    code, _, err = cli(["identify", str(tmp_path / "z.npy")])
+    assert code == 2 and "view_as_real" in err and err.count("\n") == 1
+
+
+def _tf_tutorial(position: int, d_model: int) -> np.ndarray:
+    """The TensorFlow tutorial's ``get_angles`` / ``positional_encoding`` in its own NumPy (float64: an int64
+    array over np.float32(d_model) promotes to float64), before its ``tf.cast``."""
+
+    def get_angles(pos, i, d_model):
+        angle_rates = 1 / np.power(10000, (2 * (i // 2)) / np.float32(d_model))
+        return pos * angle_rates
+
+    angle_rads = get_angles(np.arange(position)[:, np.newaxis], np.arange(d_model)[np.newaxis, :], d_model)
+    angle_rads[:, 0::2] = np.sin(angle_rads[:, 0::2])
+    angle_rads[:, 1::2] = np.cos(angle_rads[:, 1::2])
+    return angle_rads
+
+
+def test_tf_tutorial_float64_table_is_identified_within_float64_formula_error():
+    table = _tf_tutorial(2048, 128)
+    assert table.dtype == np.float64
+    found = pe.identify(table)
+    best = found.best
+    assert best is not None, found.reason
+    assert best.kind == "sinusoidal" and best.params.get("layout", "interleaved") == "interleaved"
+    assert best.formula is not None and best.formula.compute == "float64" and "float64 formula" in found.summary
+    # off by more than float64 arithmetic allows (base 10001): not identified as base 10000
+    wrong = table.copy()
+    wrong[:, 0::2] = np.sin(np.arange(2048)[:, None] / np.power(10001.0, np.arange(0, 128, 2) / 128.0))
+    other = pe.identify(wrong).best
+    assert other is None or other.params.get("base") != 10000.0
