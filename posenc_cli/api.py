@@ -839,6 +839,8 @@ def compare(
         why = None
         if not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
             _within_formula(res, src_a, src_b, arr_a, arr_b, ta, tb)
+        if not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
+            res = _permuted_qk(res, (src_a, arr_a, ta), (src_b, arr_b, tb), atol, rtol)
         if not res.formula and arr_a.ndim >= 2:
             within_rounding(res, arr_a, arr_b)
         if explain and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
@@ -893,6 +895,45 @@ def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: A
         verdicts.append(verdict)
     worst = max(verdicts, key=lambda v: v.ratio)
     res.same, res.reason, res.formula = True, "", worst.to_json()
+
+
+def _permuted_qk(
+    res: Any, a: tuple[Source, Any, str], b: tuple[Source, Any, str], atol: float | None, rtol: float
+) -> Any:
+    """A table compared with the config of a model that permutes q/k before HF's rotary tables apply (DeepSeek-V3:
+    the config reads as the pairs (2k, 2k+1) the scores see, HF's rotary class gives the half layout of the same
+    values): the same when it is that half-layout table (exactly, or within the float32 formula's error), and the
+    verdict says the model permutes q/k; else ``res`` as it was."""
+    import dataclasses
+
+    from .encodings import make_encoding
+    from .inspect.metrics import compare as compare_arrays
+    from .inspect.tolerance import formula_check_table
+
+    def spec(src: Source) -> bool:
+        return src.encoding is not None and bool(src.lazy)
+
+    config, table = (b, a) if b[0].qk_permutation else (a, b)
+    src_c, _arr_c, name_c = config
+    src_t, arr_t, _name_t = table
+    if not src_c.qk_permutation or spec(src_t):
+        return res
+    try:
+        half = make_encoding(src_c.encoding.KIND, {**src_c.encoding.params(), "layout": "half"})
+        arr_h = half.array(name_c)
+    except (ParameterError, ValueError, KeyError):
+        return res
+    if tuple(arr_h.shape) != tuple(arr_t.shape):
+        return res
+    first, second = (arr_t, arr_h) if table is a else (arr_h, arr_t)
+    alt = compare_arrays(first, second, atol=atol, rtol=rtol)
+    if not alt.same:
+        verdict = formula_check_table(arr_t, half, name_c)
+        if verdict is None or not verdict.ok:
+            return res
+        alt.same, alt.reason, alt.formula = True, "", verdict.to_json()
+    alt.labels = dict(res.labels)
+    return dataclasses.replace(alt, note=src_c.qk_permutation)
 
 
 def _readings(src_a: Source, src_b: Source) -> tuple[Any, Any]:

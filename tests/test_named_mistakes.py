@@ -7,9 +7,12 @@ each is also rebuilt here with plain NumPy in float32 as transformers computes i
 
 from __future__ import annotations
 
+import json
+
 import ml_dtypes
 import numpy as np
 import pytest
+from safetensors.numpy import save_file
 
 import posenc_cli as pe
 from posenc_cli.encodings import make_encoding
@@ -238,3 +241,54 @@ def test_tf_tutorial_float64_table_is_identified_within_float64_formula_error():
     wrong[:, 0::2] = np.sin(np.arange(2048)[:, None] / np.power(10001.0, np.arange(0, 128, 2) / 128.0))
     other = pe.identify(wrong).best
     assert other is None or other.params.get("base") != 10000.0
+
+
+# ----- a model that permutes q/k: its HF cache is the same as its config says ---------------------------------------
+def test_deepseek_v3_hf_cache_is_the_same_as_its_config(tmp_path):
+    """transformers' DeepseekV3RotaryEmbedding gives the half layout (golden); DeepseekV3Attention de-interleaves q
+    and k before rotate_half (apply_rotary_pos_emb_interleave, rope_interleave true), so the config reads as pairs
+    (2k, 2k+1): the cache compares SAME, and the verdict says the model permutes q/k (the inventory's
+    'deinterleave', observed in transformers' code)."""
+    cache = GOLDEN / "deepseek_v3.safetensors"
+    cfg = ROOT / "tests" / "data" / "configs" / "deepseek_v3.json"
+    code, out, err = cli(["compare", str(cache), str(cfg), "-q"])
+    line = " ".join((out.decode() + err).split())
+    assert code == 0 and "SAME" in line, (line, err)
+    assert "deepseek_v3 permutes q and k" in line and "apply_rotary_pos_emb_interleave" in line
+    assert "1.36889" not in line and "attention" not in line
+    code, out, _ = cli(["compare", str(cache), str(cfg), "--json"])
+    found = json.loads(out)
+    assert code == 0 and found["same"] and all("permutes q and k" in t["note"] for t in found["tensors"])
+    # the interleaved table (what the scores see) is the config's own table: the same, with nothing to add
+    own = pe.from_config(str(cfg), length=256)
+    assert own.params()["layout"] == "interleaved"
+    save_file({"cos": own.array("cos"), "sin": own.array("sin")}, str(tmp_path / "own.safetensors"))
+    code, _out, err = cli(["compare", str(tmp_path / "own.safetensors"), str(cfg), "-q"])
+    assert code == 0 and "SAME" in err and "permutes q and k" not in err, err
+
+
+def test_a_layout_mistake_of_a_model_without_the_permutation_still_differs(tmp_path):
+    """Only a model whose attention permutes q/k excuses the other layout: llama's config against an interleaved
+    cache still differs, and says the layout."""
+    cfg = ROOT / "tests" / "data" / "configs" / "llama.json"
+    enc = pe.from_config(str(cfg), length=64, layout="interleaved")
+    save_file({"cos": enc.array("cos"), "sin": enc.array("sin")}, str(tmp_path / "inter.safetensors"))
+    code, _out, err = cli(["compare", str(tmp_path / "inter.safetensors"), str(cfg), "-q"])
+    assert code == 1 and "DIFFERENT" in err and "layout interleaved" in err and "permutes q and k" not in err, err
+
+
+def test_an_attention_factor_read_off_a_table_is_the_configs_mscale_ratio():
+    """mscale = mscale_all_dim (DeepSeek-V3) gives an attention factor of 1 (transformers' _compute_yarn_parameters:
+    get_mscale(f, mscale) / get_mscale(f, mscale_all_dim)); a table's reading of 1 (to its amplitude's
+    tolerance) is no difference, and against a config without mscale the default 0.1 ln(40) + 1 is B's own."""
+    from posenc_cli.inspect.diagnose.parameters import Reading, differences, parameter_steps
+
+    common = {"length": 256, "dim": 64, "dtype": "float32", "base": 10000.0, "scaling": "yarn", "factor": 40.0,
+              "original_max_position_embeddings": 4096}  # fmt: skip
+    table = Reading("rope", {**common, "attention_factor": 1.000000001047963}, how="within float32", rows=256)
+    config = Reading("rope", {**common, "mscale": 1.0, "mscale_all_dim": 1.0})
+    assert not {"attention_factor", "mscale", "mscale_all_dim"} & set(differences(table, config))
+    plain = Reading("rope", dict(common))
+    steps = parameter_steps("A", "B", table, plain)
+    text = " ".join(s.clause for s in steps)
+    assert "B gives 1.36889" in text, text

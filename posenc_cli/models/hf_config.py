@@ -292,6 +292,24 @@ def read_model_config(config: Mapping[str, Any], *, read_as: str | None = None) 
     return _Reader(dict(config), read_as).read()
 
 
+def qk_permutation(config: Mapping[str, Any]) -> str:
+    """What a model's attention does to q and k before HF's rotary tables apply, as the inventory observed it in
+    transformers' code ('' when nothing): ``deinterleave`` (DeepSeek-V3 and kin: ``apply_rotary_pos_emb_interleave``
+    permutes q and k, then ``rotate_half`` with the rotary class's half-layout cos/sin: the scores of pairs
+    (2k, 2k+1), which is how a config of that model reads)."""
+    try:
+        mt = _text_model_type(config)[0]
+    except ParameterError:
+        return ""
+    entry = inventory_entry(mt) if mt else None
+    if not entry or entry.get("pairing") != "deinterleave":
+        return ""
+    return (
+        f"{mt} permutes q and k ({entry.get('apply_function')} de-interleaves them) before rotate_half with "
+        f"{entry.get('rotary_class')}'s half-layout cos/sin: those rotate the pairs (2k, 2k+1) of the features"
+    )
+
+
 def _text_model_type(outer: Mapping[str, Any]) -> tuple[str | None, dict[str, Any], str, list[str]]:
     """(the text model_type, the dict holding its keys, their prefix, warnings) of a config, following the
     wrapper records' ``text_config``."""
