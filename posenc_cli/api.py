@@ -872,20 +872,36 @@ def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: A
         # other side's exact table, or two engines' against the exact table of one of them: numerically, as the
         # audit's engine rows are (posenc_cli.models.engines.ArithmeticJudge)
         sides = ((src_a, arr_a, ta), (src_b, arr_b, tb))
-        engine_sides = [(arr, name) for src, arr, name in sides if hasattr(src.encoding, "exact_reference")]
+        engine_sides = [
+            (arr, name, src.encoding) for src, arr, name in sides if hasattr(src.encoding, "exact_reference")
+        ]
         if not engine_sides:
             return
         exact = [src.encoding for src, _arr, _name in sides if not hasattr(src.encoding, "exact_reference")]
         ref = exact[0] if exact else src_b.encoding.exact_reference()
-        checks = [(arr, ref, name) for arr, name in engine_sides]
+        checks = [(arr, ref, name, engine) for arr, name, engine in engine_sides]
     elif src_b.encoding is not None:
-        checks = [(arr_a, src_b.encoding, tb)]
+        checks = [(arr_a, src_b.encoding, tb, None)]
     elif src_a.encoding is not None:
-        checks = [(arr_b, src_a.encoding, ta)]
+        checks = [(arr_b, src_a.encoding, ta, None)]
     else:
         return
-    verdicts = []
-    for table, enc, name in checks:
+    verdicts, notes = [], []
+    for table, enc, name, engine in checks:
+        if engine is not None and not _numeric_engine(engine):
+            # the audit's one rule for engine rows (posenc_cli.models.engines.ArithmeticJudge): ggml's table is
+            # hf's when its parameters and per-pair frequencies are, whatever the float32 formula's bound says
+            from .models.engines import within_arithmetic
+
+            why = (
+                within_arithmetic(engine, enc)
+                if engine.tensor_specs().get(name) == enc.tensor_specs().get(name)
+                else None
+            )
+            if why is None:
+                return
+            notes.append(why)
+            continue
         try:
             verdict = formula_check_table(table, enc, name)
         except (ParameterError, ValueError):
@@ -893,8 +909,18 @@ def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: A
         if verdict is None or not verdict.ok:
             return
         verdicts.append(verdict)
-    worst = max(verdicts, key=lambda v: v.ratio)
-    res.same, res.reason, res.formula = True, "", worst.to_json()
+    worst = max(verdicts, key=lambda v: v.ratio) if verdicts else None
+    res.same, res.reason = True, ""
+    res.formula = None if worst is None else worst.to_json()
+    res.note = "; ".join(notes)
+
+
+def _numeric_engine(engine: Any) -> bool:
+    """Whether an engine's table is judged on its values against the float32 formula's bound (torch, mlx), not
+    by its parameters and frequencies (ggml: :meth:`posenc_cli.models.engines.ArithmeticJudge._ggml`)."""
+    from .models.engines import ArithmeticJudge
+
+    return bool(ArithmeticJudge(engine, engine.exact_reference()).numeric)
 
 
 def _permuted_qk(
