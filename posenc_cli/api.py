@@ -840,7 +840,7 @@ def compare(
         if not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
             _within_formula(res, src_a, src_b, arr_a, arr_b, ta, tb)
         if not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
-            res = _permuted_qk(res, (src_a, arr_a, ta), (src_b, arr_b, tb), atol, rtol)
+            res = _class_table(res, (src_a, arr_a, ta), (src_b, arr_b, tb), atol, rtol)
         if not res.formula and arr_a.ndim >= 2:
             within_rounding(res, arr_a, arr_b)
         if explain and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
@@ -923,13 +923,14 @@ def _numeric_engine(engine: Any) -> bool:
     return bool(ArithmeticJudge(engine, engine.exact_reference()).numeric)
 
 
-def _permuted_qk(
+def _class_table(
     res: Any, a: tuple[Source, Any, str], b: tuple[Source, Any, str], atol: float | None, rtol: float
 ) -> Any:
-    """A table compared with the config of a model that permutes q/k before HF's rotary tables apply (DeepSeek-V3:
-    the config reads as the pairs (2k, 2k+1) the scores see, HF's rotary class gives the half layout of the same
-    values): the same when it is that half-layout table (exactly, or within the float32 formula's error), and the
-    verdict says the model permutes q/k; else ``res`` as it was."""
+    """A table compared with the config of a model whose attention changes HF's rotary tables before q and k meet
+    them (:attr:`Source.class_table`: DeepSeek-V3 permutes q/k, so the config reads as the pairs (2k, 2k+1) the
+    scores see while HF's rotary class gives the half layout; nanochat's rotate_half flips signs): the same when it
+    is the rotary class's own table (exactly, or within the float32 formula's error), and the verdict says what the
+    attention does; else ``res`` as it was."""
     import dataclasses
 
     from .encodings import make_encoding
@@ -939,13 +940,14 @@ def _permuted_qk(
     def spec(src: Source) -> bool:
         return src.encoding is not None and bool(src.lazy)
 
-    config, table = (b, a) if b[0].qk_permutation else (a, b)
+    config, table = (b, a) if b[0].class_table else (a, b)
     src_c, _arr_c, name_c = config
     src_t, arr_t, _name_t = table
-    if not src_c.qk_permutation or spec(src_t):
+    if src_c.class_table is None or spec(src_t):
         return res
+    changes, note = src_c.class_table
     try:
-        half = make_encoding(src_c.encoding.KIND, {**src_c.encoding.params(), "layout": "half"})
+        half = make_encoding(src_c.encoding.KIND, {**src_c.encoding.params(), **changes})
         arr_h = half.array(name_c)
     except (ParameterError, ValueError, KeyError):
         return res
@@ -959,7 +961,7 @@ def _permuted_qk(
             return res
         alt.same, alt.reason, alt.formula = True, "", verdict.to_json()
     alt.labels = dict(res.labels)
-    return dataclasses.replace(alt, note=src_c.qk_permutation)
+    return dataclasses.replace(alt, note=note)
 
 
 def _readings(src_a: Source, src_b: Source) -> tuple[Any, Any]:

@@ -190,10 +190,10 @@ class Source:
     #: An engine's table read for a comparison (``within_limits``): the limit it met computing the rows asked
     #: (:class:`posenc_cli.models.engines.EngineLimit`), its tensors the rows it computes (none: no tensor)
     engine_limit: Any = None
-    #: A model config whose attention permutes q and k before HF's rotary tables apply (DeepSeek-V3's
-    #: de-interleave): what it does, in words ('' for any other source). Its table is read in the pairing the
-    #: scores see; HF's rotary class's own cache is the other layout of the same values.
-    qk_permutation: str = ""
+    #: A model config whose attention changes HF's rotary tables before they meet q and k (DeepSeek-V3
+    #: de-interleaves q and k; nanochat's rotate_half flips signs): its table is read as the scores see it, and
+    #: this holds (the parameters of the rotary class's own cache, what the attention does in words); else None.
+    class_table: tuple[dict[str, Any], str] | None = None
 
     @classmethod
     def from_encoding(cls, encoding: Any, label: str) -> Source:
@@ -545,10 +545,10 @@ def open_config(
     src = Source.from_encoding(enc, "stdin" if text == "-" else text)
     src.metadata.update(notes)  # what the reading assumed (hf_read_as), written with the table
     src.warnings = list(warnings)
-    if name == "rope" and enc.params().get("layout") == "interleaved":
-        from .models.hf_config import qk_permutation
+    if name == "rope":
+        from .models.hf_config import class_table
 
-        src.qk_permutation = qk_permutation(config)
+        src.class_table = class_table(config, enc.params())
     return src
 
 

@@ -292,3 +292,57 @@ def test_an_attention_factor_read_off_a_table_is_the_configs_mscale_ratio():
     steps = parameter_steps("A", "B", table, plain)
     text = " ".join(s.clause for s in steps)
     assert "B gives 1.36889" in text, text
+
+
+# ----- nanochat: a rotate_half that flips the signs ------------------------------------------------------------------
+NANOCHAT = {"model_type": "nanochat", "hidden_size": 768, "num_attention_heads": 6, "max_position_embeddings": 2048}
+
+
+def test_nanochat_table_rotates_as_nanochat_does(tmp_path):
+    """transformers' modeling_nanochat rotate_half is cat(x2, -x1) (karpathy/nanochat's apply_rotary_emb: y1 = x1
+    cos + x2 sin): the scores rotate by -angle. posenc's nanochat table, applied with the usual rotate_half
+    (cat(-x2, x1)), gives what transformers' own apply_rotary_pos_emb gives (golden)."""
+    from safetensors.numpy import load_file
+
+    golden = load_file(str(GOLDEN / "nanochat.safetensors"))
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(NANOCHAT))
+    enc = pe.from_config(str(cfg), length=32)
+    assert enc.params()["sin_sign"] == -1
+    cos, sin = enc.array("cos").astype(np.float64), enc.array("sin").astype(np.float64)
+    q = (np.arange(128, dtype=np.float64) + 1) / 128
+    rotate_half = np.concatenate([-q[64:], q[:64]])  # HF's usual rotate_half, the convention posenc's tables follow
+    mine = q * cos + rotate_half * sin
+    np.testing.assert_allclose(mine, golden["rotated"], rtol=0, atol=2e-5)
+    # the class's own cache is the usual one (positive sin): the same as the config says, and the verdict says why
+    save_file({"cos": golden["cos"], "sin": golden["sin"]}, str(tmp_path / "hf.safetensors"))
+    code, _out, err = cli(["compare", str(tmp_path / "hf.safetensors"), str(cfg), "-q"])
+    line = " ".join(err.split())
+    assert code == 0 and "SAME" in line and "nanochat's rotate_half flips the signs" in line, line
+    code, out, _ = cli(["kinds", "--hf-config", str(cfg)])
+    assert code == 0 and "sin_sign" in out.decode() and "flips the signs" in " ".join(out.decode().split())
+
+
+def test_sin_sign_negates_sin_only():
+    plain = make_encoding("rope", {"length": 300, "dim": 16})
+    flipped = make_encoding("rope", {"length": 300, "dim": 16, "sin_sign": -1})
+    assert np.array_equal(flipped.array("sin"), -plain.array("sin"))
+    assert np.array_equal(flipped.array("cos"), plain.array("cos"))
+    with pytest.raises(pe.ParameterError, match="sin_sign"):
+        make_encoding("rope", {"length": 4, "dim": 4, "sin_sign": 0})
+
+
+def test_nanochat_own_buffers_are_identified(tmp_path):
+    """karpathy/nanochat's _precompute_rotary_embeddings: half-width cos/sin of float32 angles, cast to bfloat16,
+    kept as cos[None, :, None, :] (plain NumPy as its torch code computes them)."""
+    head, n = 64, 512
+    inv = (1.0 / np.power(np.float32(10000), np.arange(0, head, 2, dtype=np.float32) / np.float32(head))).astype(
+        np.float32
+    )
+    freqs = np.multiply.outer(np.arange(n, dtype=np.float32), inv).astype(np.float32)
+    cos = np.cos(freqs).astype(ml_dtypes.bfloat16)[None, :, None, :]
+    sin = np.sin(freqs).astype(ml_dtypes.bfloat16)[None, :, None, :]
+    save_file({"cos": cos.copy(), "sin": sin.copy()}, str(tmp_path / "nanochat.safetensors"))
+    code, out, _ = cli(["identify", str(tmp_path / "nanochat.safetensors")])
+    text = " ".join(out.decode().split())
+    assert code == 0 and "rope cache onnx rounded to bfloat16" in text and "nanochat" in text, text

@@ -190,6 +190,7 @@ def identify(
         tensors = {"table": tensors}
     tensors = {k: (v if hasattr(v, "shape") and hasattr(v, "dtype") else np.asarray(v)) for k, v in tensors.items()}
     shape = tuple(int(s) for s in next(iter(tensors.values())).shape) if len(tensors) == 1 else None
+    tensors = {k: _broadcast_rows(v) for k, v in tensors.items()}
     tensors, form = _stacked_cache(tensors)
     found = _identify_narrowed(tensors, metadata, hints)
     if form and shape is not None:  # the stacked table's own shape, and its readings name the form
@@ -204,6 +205,15 @@ STACKED_CACHE = (
     "a half-width cos/sin cache stacked as [..., 0] = cos, [..., 1] = sin: torchtune's RotaryPositionalEmbeddings "
     "cache, and Meta's complex freqs_cis (precompute_freqs_cis) as view_as_real holds it"
 )
+
+
+def _broadcast_rows(t: Any) -> Any:
+    """A table kept in the broadcast shape its model multiplies by (1, positions, 1, dim): nanochat's cos/sin
+    buffers, ``cos[None, :, None, :]``) as its positions x dim table; any other tensor as it is."""
+    shape = tuple(int(s) for s in t.shape)
+    if len(shape) == 4 and shape[0] == 1 and shape[2] == 1:
+        return np.asarray(t[...]).reshape(shape[1], shape[3])
+    return t
 
 
 def _stacked_cache(tensors: dict[str, Any]) -> tuple[dict[str, Any], str]:

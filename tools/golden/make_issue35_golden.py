@@ -15,6 +15,10 @@ Run once, in the side environment (posenc never imports torch or transformers)::
 - ``llama_positions_fp16.npy``: the same embedding (head 8) with float16 position ids (exact integers end at
   2048), the ``cos`` at positions 0..2559.
 
+- ``nanochat.safetensors``: ``NanoChatRotaryEmbedding`` (hidden 768, 6 heads: head 128) ``cos`` and ``sin`` at
+  positions 0..31, and ``rotated``: ``apply_rotary_pos_emb`` of modeling_nanochat (its ``rotate_half`` flips the
+  signs) applied to one fixed query vector ``q[j] = (j + 1) / 128`` at those positions.
+
 The versions go to ``versions.json``.
 """
 
@@ -28,10 +32,11 @@ import numpy as np
 import torch
 import transformers
 from safetensors.numpy import save_file
-from transformers import DeepseekV3Config, LlamaConfig
+from transformers import DeepseekV3Config, LlamaConfig, NanoChatConfig
 from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3RotaryEmbedding
 from transformers.models.falcon.modeling_falcon import build_alibi_tensor
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+from transformers.models.nanochat import modeling_nanochat
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "data" / "golden" / "issue35"
@@ -65,10 +70,22 @@ def llama(n: int, head: int, inv_dtype: torch.dtype | None = None, pos_dtype: to
     return cos[0].numpy().astype(np.float32)
 
 
+def nanochat() -> None:
+    cfg = NanoChatConfig(hidden_size=768, num_attention_heads=6, max_position_embeddings=2048)
+    rot = modeling_nanochat.NanoChatRotaryEmbedding(cfg)
+    cos, sin = rot(torch.zeros(1, dtype=torch.float32), torch.arange(32)[None, :])
+    q = (torch.arange(128, dtype=torch.float32) + 1) / 128
+    qs = q[None, None, None, :].expand(1, 1, 32, 128)  # batch, heads, positions, head dim
+    rotated, _ = modeling_nanochat.apply_rotary_pos_emb(qs, qs, cos, sin)
+    save_file({"cos": cos[0].numpy().copy(), "sin": sin[0].numpy().copy(), "rotated": rotated[0, 0].numpy().copy()},
+              str(OUT / "nanochat.safetensors"))  # fmt: skip
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     falcon()
     deepseek()
+    nanochat()
     np.save(OUT / "llama_inv_freq_bf16.npy", llama(1024, 16, inv_dtype=torch.bfloat16))
     np.save(OUT / "llama_inv_freq_fp16.npy", llama(1024, 16, inv_dtype=torch.float16))
     np.save(OUT / "llama_positions_fp16.npy", llama(2560, 8, pos_dtype=torch.float16))

@@ -71,7 +71,10 @@ exactly: the angles are still exact, so this reproduces HF's frequencies but not
 Named precision mistakes. ``inv_freq_dtype=bfloat16`` / ``float16`` are HF's float32 ``inv_freq`` rounded to
 that dtype, as ``model.to(torch.bfloat16)`` rounds the ``inv_freq`` buffer (the forward widens it back to float32
 before the product: the frequencies are then off by up to 2**-9 relative, and the angles by that times the
-position). ``position_dtype=float16`` / ``bfloat16`` rounds each position to that dtype before the product
+position). ``sin_sign=-1`` negates the sin tables: the table in ``rotate_half``'s convention of a model whose own
+``rotate_half`` flips the signs (``cat(x2, -x1)``: nanochat's ``apply_rotary_emb``, transformers'
+``modeling_nanochat.py`` ``rotate_half``), which rotates by minus the angle.
+``position_dtype=float16`` / ``bfloat16`` rounds each position to that dtype before the product
 (``torch.arange(n, dtype=x.dtype)`` in a half-precision model): exact integers end at 2048 (float16) or 256
 (bfloat16), beyond them neighbouring rows share an angle.
 """
@@ -213,6 +216,9 @@ class Rope(Encoding):
         "float32 follows HF's float32 inv_freq arithmetic (bfloat16/float16: then rounded to it); angles stay exact",
         choices=INV_FREQ_DTYPES + ROUNDED_INV_FREQ,
     )
+    sin_sign: int = param(
+        1, "-1: sin negated, for a model whose rotate_half flips signs (it rotates by -angle: nanochat)", low=-1, high=1
+    )
     position_dtype: str = param(
         "exact",
         "positions rounded to float16/bfloat16 before the product (a half-precision arange)",
@@ -242,6 +248,10 @@ class Rope(Encoding):
         if self.offset + self.length - 1 > MAX_POSITION:
             raise ParameterError(
                 f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower {ref('length')} or offset"
+            )
+        if self.sin_sign not in (1, -1):
+            raise ParameterError(
+                f"sin_sign={self.sin_sign}; choose 1 (rotate_half) or -1 (rotate_half with flipped signs)"
             )
         if self.position_dtype != "exact":
             top = max(abs(self.offset), abs(self.offset + self.length - 1))
@@ -456,6 +466,11 @@ class Rope(Encoding):
         return AngleTerms(freq, float(self.attention_scaling), self.offset)
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
+        self._fill(name, start, stop, out)
+        if self.sin_sign == -1 and name.startswith("sin"):
+            np.negative(out, out=out)  # exact: the model's rotate_half flips the signs (a rotation by -angle)
+
+    def _fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         w_hi, w_lo = self._freqs
         if name == "inv_freq":
             out[...] = w_hi[start:stop]

@@ -22,7 +22,8 @@ from . import declared, layouts
 PAIRINGS = {
     an.DUPLICATE_HALF: "pairs (k, k + d/2) as HF rotate_half and GPT-NeoX rotate them",
     an.DUPLICATE_INTERLEAVED: "pairs (2k, 2k+1) as GPT-J, llama.cpp NORM and MLX traditional=True rotate them",
-    None: "half-width caches as ONNX Runtime's RotaryEmbedding reads them",
+    None: "half-width caches, one column per frequency, as ONNX Runtime's RotaryEmbedding reads them and "
+    "nanochat keeps its cos/sin buffers",
 }
 
 
@@ -68,6 +69,10 @@ def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
     xs = {role: ana.read(name, sample.rows) for role, name in names.items()}
     tol = tolerance.duplicate_tol(first.dtype)
     layout = None if onnx else an.duplicate_layout(next(iter(xs.values())), tol)
+    if layout is None and not onnx and len(names) == 2:
+        # a cos and a sin table without duplicated columns: a half-width cache (nanochat's cos/sin buffers,
+        # torchtune's, Meta's freqs_cis parts); the spectrum of the pairs decides below
+        onnx = True
     if layout is None and not onnx:
         # no duplicated columns: an ONNX half-width cache if every column is a lone cos (or sin) of the position
         if len(names) != 1:
