@@ -346,3 +346,14 @@ def test_nanochat_own_buffers_are_identified(tmp_path):
     code, out, _ = cli(["identify", str(tmp_path / "nanochat.safetensors")])
     text = " ".join(out.decode().split())
     assert code == 0 and "rope cache onnx rounded to bfloat16" in text and "nanochat" in text, text
+
+
+def test_compare_explains_a_rounded_rope_by_its_named_mistake():
+    """compare's diagnosis names the mistake before a free per-column fit (once: 'frequencies divided column by
+    column (0.9964 .. 1.001)')."""
+    code, _out, err = cli(["compare", str(GOLDEN / "llama_inv_freq_bf16.npy"), "rope:dim=16", "-q"])
+    line = " ".join(err.split())
+    assert code == 1 and "has inv_freq rounded to bfloat16" in line and "column by column" not in line, line
+    code, _out, err = cli(["compare", str(GOLDEN / "llama_positions_fp16.npy"), "rope:dim=8", "-q"])
+    line = " ".join(err.split())
+    assert code == 1 and "has positions rounded to float16" in line, line

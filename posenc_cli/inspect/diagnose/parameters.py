@@ -34,6 +34,8 @@ GROUPS = {
     "rotary_dim": "rotary-dim",
     "partial_rotary_factor": "rotary-dim",
     "offset": "offset",
+    "inv_freq_dtype": "precision",
+    "position_dtype": "precision",
     "attention_factor": "attention-scaling",
     "mscale": "attention-scaling",
     "mscale_all_dim": "attention-scaling",
@@ -128,7 +130,7 @@ def differences(ra: Reading, rb: Reading) -> dict[str, tuple[Any, Any]]:
     """The parameters whose values differ and whose change moves the table, as ``{name: (A's, B's)}``."""
     if ra.kind != rb.kind:
         return {"kind": (ra.kind, rb.kind)}
-    names = [n for n in dict.fromkeys([*ra.params, *rb.params]) if n not in NOT_DIFFERENCES]
+    names = [n for n in dict.fromkeys([*ra.params, *rb.params]) if n not in NOT_DIFFERENCES or _mistake(ra, rb, n)]
     raw = {n: (ra.value(n), rb.value(n)) for n in names if not _same(ra.value(n), rb.value(n))}
     scaling = [n for n in raw if GROUPS.get(n) == "attention-scaling"]
     sa, sb = _own(ra, "attention_scaling"), _own(rb, "attention_scaling")
@@ -154,6 +156,15 @@ def _np_dtype(name: str) -> Any:
         return resolve_dtype(name)
     except ParameterError:
         return np.float64
+
+
+def _mistake(ra: Reading, rb: Reading, name: str) -> str:
+    """What a named precision mistake of either reading's ``name`` says ('' when neither is one): ``inv_freq``
+    rounded to bfloat16 or float16 moves the table, where float32's rounding is the arithmetic of the formula."""
+    from ..hints.rotary import MISTAKES
+
+    said = MISTAKES.get(name, {})
+    return said.get(ra.value(name), "") or said.get(rb.value(name), "")
 
 
 def _own(r: Reading, key: str) -> Any:
@@ -243,6 +254,11 @@ def parameter_step(A: str, B: str, ra: Reading, name: str, va: Any, vb: Any, rb:
         text = f"{A} has {_layout_text(ra.kind, va)}, where {B} has {_layout_text(ra.kind, vb)}"
     elif group == "offset":
         text = f"{A} starts at position {show(va)}; {B} at {show(vb)}"
+    elif group == "precision":
+        from ..hints.rotary import MISTAKES, NO_MISTAKE
+
+        wa, wb = (MISTAKES[name].get(v) or NO_MISTAKE[name] for v in (va, vb))
+        text = f"{A} has {wa} ({name} {show(va)}); {B} has {wb} ({name} {show(vb)})"
     elif group == "attention-scaling":
         ea = _effective(ra, name, va, "attention_scaling")
         eb = _effective(ra, name, vb, "attention_scaling") if rb is None else _own(rb, "attention_scaling")

@@ -205,6 +205,10 @@ MISTAKES = {
 }
 
 
+#: ... and what the other values of those parameters say beside a mistake (a diagnosis names both sides).
+NO_MISTAKE = {"inv_freq_dtype": "inv_freq not rounded to a half-precision dtype", "position_dtype": "exact positions"}
+
+
 def _mistakes(params: dict[str, Any]) -> dict[str, str]:
     """The named mistakes among ``params`` (parameter -> what it says)."""
     return {k: MISTAKES[k][v] for k, v in params.items() if k in MISTAKES and v in MISTAKES[k]}
