@@ -357,3 +357,20 @@ def test_compare_explains_a_rounded_rope_by_its_named_mistake():
     code, _out, err = cli(["compare", str(GOLDEN / "llama_positions_fp16.npy"), "rope:dim=8", "-q"])
     line = " ".join(err.split())
     assert code == 1 and "has positions rounded to float16" in line, line
+
+
+@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16])
+def test_angles_computed_in_half_precision_are_named(dtype):
+    """torch.outer of half-precision positions and inv_freq (as under autocast), cos in float32, plain NumPy: the
+    product of two half-precision values is exact in float32, then rounded to the half-precision dtype."""
+    d, n = 64, 1024
+    inv = (1.0 / np.power(np.float32(10000), np.arange(0, d, 2, dtype=np.float32) / np.float32(d))).astype(np.float32)
+    t = np.arange(n).astype(dtype).astype(np.float32)
+    ang = np.multiply.outer(t, inv.astype(dtype).astype(np.float32)).astype(dtype).astype(np.float32)
+    cos = np.cos(np.concatenate([ang, ang], axis=1)).astype(np.float32)
+    name = np.dtype(dtype).name if dtype is np.float16 else "bfloat16"
+    found = pe.identify({"cos": cos})
+    assert found.best is not None, found.reason
+    assert found.best.params.get("angle_dtype") == name and f"angles computed in {name}" in found.summary
+    with pytest.raises(pe.ParameterError, match="angle_dtype"):
+        make_encoding("rope", {"length": 4, "dim": 4, "angle_dtype": name, "inv_freq_dtype": "float32"})

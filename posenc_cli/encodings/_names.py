@@ -46,6 +46,7 @@ PARAMS = {
         "inv_freq_dtype",
         "sin_sign",
         "position_dtype",
+        "angle_dtype",
     ),
     "xpos": ("length", "dim", "dtype", "scale_base", "layout", "offset", "center", "interpolate_factor"),
     "mrope": (

@@ -74,6 +74,8 @@ before the product: the frequencies are then off by up to 2**-9 relative, and th
 position). ``sin_sign=-1`` negates the sin tables: the table in ``rotate_half``'s convention of a model whose own
 ``rotate_half`` flips the signs (``cat(x2, -x1)``: nanochat's ``apply_rotary_emb``, transformers'
 ``modeling_nanochat.py`` ``rotate_half``), which rotates by minus the angle.
+``angle_dtype=float16`` / ``bfloat16`` computes the angles in that dtype (``torch.outer`` of half-precision
+positions and ``inv_freq``, as under autocast): positions, frequencies and their product rounded to it.
 ``position_dtype=float16`` / ``bfloat16`` rounds each position to that dtype before the product
 (``torch.arange(n, dtype=x.dtype)`` in a half-precision model): exact integers end at 2048 (float16) or 256
 (bfloat16), beyond them neighbouring rows share an angle.
@@ -224,6 +226,11 @@ class Rope(Encoding):
         "positions rounded to float16/bfloat16 before the product (a half-precision arange)",
         choices=POSITION_DTYPES,
     )
+    angle_dtype: str = param(
+        "exact",
+        "angles t * inv_freq computed in float16/bfloat16 (positions, inv_freq and product rounded to it)",
+        choices=POSITION_DTYPES,
+    )
 
     # ----- validation ---------------------------------------------------------------------------
 
@@ -253,13 +260,22 @@ class Rope(Encoding):
             raise ParameterError(
                 f"sin_sign={self.sin_sign}; choose 1 (rotate_half) or -1 (rotate_half with flipped signs)"
             )
-        if self.position_dtype != "exact":
+        if self.angle_dtype != "exact" and (
+            self.inv_freq_dtype not in ("float64", self.angle_dtype)
+            or self.position_dtype not in ("exact", self.angle_dtype)
+        ):
+            raise ParameterError(
+                f"angle_dtype={self.angle_dtype} rounds positions and inv_freq to {self.angle_dtype} too; drop "
+                "inv_freq_dtype and position_dtype"
+            )
+        if self.position_dtype != "exact" or self.angle_dtype != "exact":
             top = max(abs(self.offset), abs(self.offset + self.length - 1))
             with np.errstate(over="ignore"):
-                finite = np.isfinite(np.asarray(top, dtype=resolve_dtype(self.position_dtype)))
+                finite = np.isfinite(np.asarray(top, dtype=resolve_dtype(self._position_rounding)))
             if not finite:
                 raise ParameterError(
-                    f"position {top} is infinite in {self.position_dtype}; lower {ref('length')} or drop position_dtype"
+                    f"position {top} is infinite in {self._position_rounding}; lower {ref('length')} or drop "
+                    "position_dtype / angle_dtype"
                 )
         for name, users in USED_BY.items():
             if getattr(self, name) is not None and self.scaling not in users:
@@ -378,9 +394,10 @@ class Rope(Encoding):
     def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
         """The width/2 angular frequencies as a double-double (hi, lo)."""
         rule = SCALINGS[self.scaling]
-        if self.inv_freq_dtype != "float64":
+        dt = self.angle_dtype if self.angle_dtype != "exact" else self.inv_freq_dtype
+        if dt != "float64":
             # HF's float32 values (rounded once more to a half-precision dtype) are the frequencies, exactly
-            hi = rule.float32(self).astype(resolve_dtype(self.inv_freq_dtype)).astype(np.float64)
+            hi = rule.float32(self).astype(resolve_dtype(dt)).astype(np.float64)
             return hi, np.zeros_like(hi)
         return _trig.double_double(rule.exact(self))
 
@@ -399,7 +416,11 @@ class Rope(Encoding):
     def _specs(self) -> dict[str, TensorSpec]:
         """The tensors, built once (``rows`` asks for them on every block: 130000 times in the test suite)."""
         n, w = self.length, self.width
-        freq = TensorSpec("inv_freq", (w // 2,), resolve_dtype(self.inv_freq_dtype))
+        freq = TensorSpec(
+            "inv_freq",
+            (w // 2,),
+            resolve_dtype(self.angle_dtype if self.angle_dtype != "exact" else self.inv_freq_dtype),
+        )
         if self.cache == "onnx":
             return {
                 "cos_cache": TensorSpec("cos_cache", (n, w // 2), self.out_dtype),
@@ -441,7 +462,7 @@ class Rope(Encoding):
             scale = float(self.attention_scaling)
             w_hi = self._freqs[0]
             ok = (
-                self.position_dtype == "exact"  # angle addition steps one position per row
+                self._position_rounding == "exact"  # angle addition steps one position per row
                 and _angleadd.usable(w_hi, dtype, scale)
                 and _angleadd.worth(self.length, len(w_hi))
                 and _angleadd.reaches(self.offset, self.offset + self.length - 1)
@@ -454,9 +475,21 @@ class Rope(Encoding):
     def _positions(self, start: int, count: int) -> np.ndarray:
         """Positions ``start .. start + count - 1`` as the product sees them (rounded to position_dtype)."""
         t = np.arange(start, start + count, dtype=np.float64)
-        if self.position_dtype != "exact":
-            t = t.astype(resolve_dtype(self.position_dtype)).astype(np.float64)
+        if self._position_rounding != "exact":
+            t = t.astype(resolve_dtype(self._position_rounding)).astype(np.float64)
         return t
+
+    @property
+    def _position_rounding(self) -> str:
+        """The dtype positions are rounded to before the product ('exact': none)."""
+        return self.angle_dtype if self.angle_dtype != "exact" else self.position_dtype
+
+    def _half_angles(self, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """sin and cos of angles computed in angle_dtype: the product of the rounded position and frequency (exact
+        in float64: two half-precision significands) rounded to it, then its sine and cosine in float64."""
+        ang = np.multiply.outer(self._positions(start, count), self._freqs[0])
+        ang = ang.astype(resolve_dtype(self.angle_dtype)).astype(np.float64)
+        return np.sin(ang), np.cos(ang)
 
     def angle_terms(self, name: str) -> AngleTerms | None:
         cols = self._column_maps.get(name)
@@ -490,9 +523,12 @@ class Rope(Encoding):
                 place_pairs(u.real if is_sin else u.imag, out[a:b], layout)
                 refine(out[a:b], t_start + a)
             return
-        s, c = self._last_block.get(
-            (t_start, stop - start), lambda: _trig.sincos(self._positions(t_start, stop - start), w_hi, w_lo)
-        )
+        if self.angle_dtype != "exact":
+            s, c = self._half_angles(t_start, stop - start)
+        else:
+            s, c = self._last_block.get(
+                (t_start, stop - start), lambda: _trig.sincos(self._positions(t_start, stop - start), w_hi, w_lo)
+            )
         v = s if is_sin else c  # shared with the other part's request: scaled into a new array
         place_pairs(v * scale if scale != 1.0 else v, out, "cache" if name.endswith("_cache") else self.layout)
 

@@ -36,6 +36,7 @@ GROUPS = {
     "offset": "offset",
     "inv_freq_dtype": "precision",
     "position_dtype": "precision",
+    "angle_dtype": "precision",
     "attention_factor": "attention-scaling",
     "mscale": "attention-scaling",
     "mscale_all_dim": "attention-scaling",

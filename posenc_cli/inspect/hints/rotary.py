@@ -194,7 +194,7 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     st = _rotary_structure(ana)
     out = _hints_rope(st, ana, kind_cls) if st is not None else []
     if st is None or not _clean_ladder(st, ana):
-        out += _rounded_positions(tensors, ana, kind_cls)
+        out += _rounded_positions(tensors, ana, kind_cls) + _rounded_angles(ana, kind_cls)
     return out
 
 
@@ -202,11 +202,16 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
 MISTAKES = {
     "inv_freq_dtype": {dt: f"inv_freq rounded to {dt}" for dt in ("bfloat16", "float16")},
     "position_dtype": {dt: f"positions rounded to {dt}" for dt in ("bfloat16", "float16")},
+    "angle_dtype": {dt: f"angles computed in {dt}" for dt in ("bfloat16", "float16")},
 }
 
 
 #: ... and what the other values of those parameters say beside a mistake (a diagnosis names both sides).
-NO_MISTAKE = {"inv_freq_dtype": "inv_freq not rounded to a half-precision dtype", "position_dtype": "exact positions"}
+NO_MISTAKE = {
+    "inv_freq_dtype": "inv_freq not rounded to a half-precision dtype",
+    "position_dtype": "exact positions",
+    "angle_dtype": "exact angles",
+}
 
 
 def _mistakes(params: dict[str, Any]) -> dict[str, str]:
@@ -247,6 +252,63 @@ def _rounded_positions(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls:
             c.mistake = _mistakes(c.params)
             c.note = f"{c.note}; positions exact up to {exact}, rounded to {dt} beyond"
             out.append(c)
+    return out
+
+
+def _rounded_angles(ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
+    """Angles computed in a half-precision dtype (``torch.outer`` of half-precision positions and ``inv_freq``,
+    as under autocast): no column is a sinusoid of the position any more, but row 1 holds each angle exactly (1
+    times the rounded frequency): the frequencies read there lie on that dtype's grid and on a geometric ladder
+    within its rounding; each reading is regenerated (the verification decides)."""
+    from ...encodings.rope.core import POSITION_DTYPES
+
+    cos, sin = ana.tensor("cos"), ana.tensor("sin")
+    pair = {"cos": cos, "sin": sin} if cos is not None or sin is not None else {"table": (ana.name, ana.table)}
+    pair = {k: v for k, v in pair.items() if v is not None}
+    first = next(iter(pair.values()))[1]
+    if len(first.shape) != 2 or ana.n < 3 or not ana.floating:
+        return []
+    head = {k: an.read_rows(v[1], np.arange(min(ana.n, 16))).reshape(min(ana.n, 16), -1) for k, v in pair.items()}
+    x0 = next(iter(head.values()))
+    layout = an.duplicate_layout(x0, tolerance.duplicate_tol(first.dtype))
+    if layout is None:
+        return []
+    width = int(first.shape[1])
+    uniq = np.arange(width // 2) if layout == an.DUPLICATE_HALF else np.arange(0, width, 2)
+    c1 = head["cos"][1, uniq] if "cos" in head else head["table"][1, uniq] if "table" in head else None
+    if "sin" in head:
+        s1 = head["sin"][1, uniq]
+        w = np.arctan2(s1, c1) if c1 is not None else np.arcsin(np.clip(s1, -1, 1))
+    else:
+        assert c1 is not None  # a cos table or a lone table
+        w = np.arccos(np.clip(c1, -1.0, 1.0))
+    # a frequency well above the table's own rounding at row 1 is read to it; slower ones say nothing there
+    readable = np.flatnonzero(w > np.sqrt(tolerance.eps(first.dtype)) * 64)
+    if readable.size < 3 or readable[0] != 0 or not np.all(np.diff(readable) == 1):
+        return []
+    w = w[readable]
+    named = _layout_names(kind_cls)
+    out: list[Candidate] = []
+    for dt in POSITION_DTYPES[1:]:
+        half_ulp = tolerance.eps(resolve_dtype(dt)) / 2
+        geo = an.geometric_fit(w, w * half_ulp * 4)
+        if geo is None or geo.count < w.size or not near_one(geo.w0, half_ulp * 4):
+            continue
+        for b in base_readings(geo.ratio ** (-width / 2.0), True)[:4]:
+            p = {"length": ana.n, "dim": width, "layout": named[layout], "base": b, "angle_dtype": dt}
+            if ana.dtype_param:
+                p["dtype"] = ana.dtype_param
+            tmap = {v[0]: ("cos" if k != "sin" else "sin") for k, v in pair.items()}
+            out.append(
+                Candidate(
+                    kind_cls.KIND,
+                    p,
+                    tensor_map=tmap,
+                    note=f"angles on the {dt} grid at row 1",
+                    convention=PAIRINGS.get(layout, ""),
+                    mistake=_mistakes(p),
+                )
+            )
     return out
 
 
