@@ -861,6 +861,8 @@ def compare(
         why = None
         if not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
             _within_formula(res, src_a, src_b, arr_a, arr_b, ta, tb)
+        if not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
+            res = _class_table(res, (src_a, arr_a, ta), (src_b, arr_b, tb), atol, rtol)
         if not res.formula and arr_a.ndim >= 2:
             within_rounding(res, arr_a, arr_b)
         if explain and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
@@ -892,20 +894,36 @@ def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: A
         # other side's exact table, or two engines' against the exact table of one of them: numerically, as the
         # audit's engine rows are (posenc_cli.models.engines.ArithmeticJudge)
         sides = ((src_a, arr_a, ta), (src_b, arr_b, tb))
-        engine_sides = [(arr, name) for src, arr, name in sides if hasattr(src.encoding, "exact_reference")]
+        engine_sides = [
+            (arr, name, src.encoding) for src, arr, name in sides if hasattr(src.encoding, "exact_reference")
+        ]
         if not engine_sides:
             return
         exact = [src.encoding for src, _arr, _name in sides if not hasattr(src.encoding, "exact_reference")]
         ref = exact[0] if exact else src_b.encoding.exact_reference()
-        checks = [(arr, ref, name) for arr, name in engine_sides]
+        checks = [(arr, ref, name, engine) for arr, name, engine in engine_sides]
     elif src_b.encoding is not None:
-        checks = [(arr_a, src_b.encoding, tb)]
+        checks = [(arr_a, src_b.encoding, tb, None)]
     elif src_a.encoding is not None:
-        checks = [(arr_b, src_a.encoding, ta)]
+        checks = [(arr_b, src_a.encoding, ta, None)]
     else:
         return
-    verdicts = []
-    for table, enc, name in checks:
+    verdicts, notes = [], []
+    for table, enc, name, engine in checks:
+        if engine is not None and not _numeric_engine(engine):
+            # the audit's one rule for engine rows (posenc_cli.models.engines.ArithmeticJudge): ggml's table is
+            # hf's when its parameters and per-pair frequencies are, whatever the float32 formula's bound says
+            from .models.engines import within_arithmetic
+
+            why = (
+                within_arithmetic(engine, enc)
+                if engine.tensor_specs().get(name) == enc.tensor_specs().get(name)
+                else None
+            )
+            if why is None:
+                return
+            notes.append(why)
+            continue
         try:
             verdict = formula_check_table(table, enc, name)
         except (ParameterError, ValueError):
@@ -913,8 +931,59 @@ def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: A
         if verdict is None or not verdict.ok:
             return
         verdicts.append(verdict)
-    worst = max(verdicts, key=lambda v: v.ratio)
-    res.same, res.reason, res.formula = True, "", worst.to_json()
+    worst = max(verdicts, key=lambda v: v.ratio) if verdicts else None
+    res.same, res.reason = True, ""
+    res.formula = None if worst is None else worst.to_json()
+    res.note = "; ".join(notes)
+
+
+def _numeric_engine(engine: Any) -> bool:
+    """Whether an engine's table is judged on its values against the float32 formula's bound (torch, mlx), not
+    by its parameters and frequencies (ggml: :meth:`posenc_cli.models.engines.ArithmeticJudge._ggml`)."""
+    from .models.engines import ArithmeticJudge
+
+    return bool(ArithmeticJudge(engine, engine.exact_reference()).numeric)
+
+
+def _class_table(
+    res: Any, a: tuple[Source, Any, str], b: tuple[Source, Any, str], atol: float | None, rtol: float
+) -> Any:
+    """A table compared with the config of a model whose attention changes HF's rotary tables before q and k meet
+    them (:attr:`Source.class_table`: DeepSeek-V3 permutes q/k, so the config reads as the pairs (2k, 2k+1) the
+    scores see while HF's rotary class gives the half layout; nanochat's rotate_half flips signs): the same when it
+    is the rotary class's own table (exactly, or within the float32 formula's error), and the verdict says what the
+    attention does; else ``res`` as it was."""
+    import dataclasses
+
+    from .encodings import make_encoding
+    from .inspect.metrics import compare as compare_arrays
+    from .inspect.tolerance import formula_check_table
+
+    def spec(src: Source) -> bool:
+        return src.encoding is not None and bool(src.lazy)
+
+    config, table = (b, a) if b[0].class_table else (a, b)
+    src_c, _arr_c, name_c = config
+    src_t, arr_t, _name_t = table
+    if src_c.class_table is None or spec(src_t):
+        return res
+    changes, note = src_c.class_table
+    try:
+        half = make_encoding(src_c.encoding.KIND, {**src_c.encoding.params(), **changes})
+        arr_h = half.array(name_c)
+    except (ParameterError, ValueError, KeyError):
+        return res
+    if tuple(arr_h.shape) != tuple(arr_t.shape):
+        return res
+    first, second = (arr_t, arr_h) if table is a else (arr_h, arr_t)
+    alt = compare_arrays(first, second, atol=atol, rtol=rtol)
+    if not alt.same:
+        verdict = formula_check_table(arr_t, half, name_c)
+        if verdict is None or not verdict.ok:
+            return res
+        alt.same, alt.reason, alt.formula = True, "", verdict.to_json()
+    alt.labels = dict(res.labels)
+    return dataclasses.replace(alt, note=note)
 
 
 def _readings(src_a: Source, src_b: Source) -> tuple[Any, Any]:

@@ -671,6 +671,8 @@ def compare_lines(res: Any, label_a: str, label_b: str, *, width: int = DEFAULT_
         rows.append(
             ("float32 formula", f"bound {num(f['bound'], 3)} at row {f['bound_row']} (the error grows with position)")
         )
+    if getattr(res, "note", ""):
+        rows.append(("taken into account", res.note))
     key_w = max(len(k) for k, _ in rows)
     for key, value in rows:
         out.extend((s, None) for s in wrap(f"{key:<{key_w}}  {value}", width, "", " " * (key_w + 2)))

@@ -177,6 +177,8 @@ class Comparison:
         if self.limits and self.tensors and all(t.result.same for t in self.tensors):
             parts.append("those rows: same")
         parts += self._tensor_reasons()
+        if not parts:  # the same: what the verdict took into account, once
+            parts = list(dict.fromkeys(t.result.note for t in self.tensors if t.result.note))
         return "; ".join(parts)
 
     def _tensor_reasons(self) -> list[str]:

@@ -193,6 +193,10 @@ class Source:
     #: An engine's table: the engine's rules that make it differ from HF's, each in one line with its values
     #: (:func:`posenc_cli.models.engines.rule_lines`)
     engine_rules: list[str] = field(default_factory=list)
+    #: A model config whose attention changes HF's rotary tables before they meet q and k (DeepSeek-V3
+    #: de-interleaves q and k; nanochat's rotate_half flips signs): its table is read as the scores see it, and
+    #: this holds (the parameters of the rotary class's own cache, what the attention does in words); else None.
+    class_table: tuple[dict[str, Any], str] | None = None
 
     @classmethod
     def from_encoding(cls, encoding: Any, label: str) -> Source:
@@ -548,6 +552,9 @@ def open_config(
     src = Source.from_encoding(enc, "stdin" if text == "-" else text)
     src.metadata.update(notes)  # what the reading assumed (hf_read_as), written with the table
     src.warnings = list(warnings)
+    from .models.hf_config import class_table
+
+    src.class_table = class_table(config, enc.params())
     return src
 
 

@@ -119,6 +119,11 @@ def _parameter_pairs() -> dict[str, tuple]:
             _read("cos", (1.25 * _rope(dtype=np.float64)).astype(np.float32), "rope", dim=D),
         ),
         "parameter-other": (_alibi(slopes), _alibi(_paper12()), _read("bias", _alibi(slopes), "alibi", dim=12)),
+        "parameter-precision": (
+            _rope(n=512, inv=_bf16(w).astype(np.float64)),
+            _rope(n=512),
+            _read("cos", _rope(n=512, inv=_bf16(w).astype(np.float64)), "rope", dim=D),
+        ),
     }
 
 

@@ -14,6 +14,9 @@ finding out what someone else's code computed). Run from the repository root: ``
   config gives 500000), 1024 positions.
 - ``docs/examples/hf_bf16_cos.npy``: ``hf_cos.npy``'s first 1024 positions cast to bfloat16 (``.to(torch.bfloat16)``
   rounds to nearest even, as ml_dtypes does) and saved widened to float32, as NumPy users save bfloat16 caches.
+- ``docs/examples/hf_inv_bf16_cos.npy``: Llama 2's cos cache (base 10000, head dim 16) from a model cast to bfloat16
+  (``model.to(torch.bfloat16)`` rounds the ``inv_freq`` buffer; the forward widens it back to float32 before the
+  float32 product), 1024 positions, float32.
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ def main() -> None:
     import ml_dtypes
 
     np.save(OUT / "hf_bf16_cos.npy", hf_llama31_cos(1024, 32).astype(ml_dtypes.bfloat16).astype(np.float32))
+    f32 = np.float32
+    inv = f32(1.0) / np.power(f32(10000.0), np.arange(0, 16, 2, dtype=np.int64).astype(f32) / f32(16))
+    inv = inv.astype(ml_dtypes.bfloat16).astype(f32)  # the buffer rounded by the cast, widened in the forward
+    freqs = np.multiply.outer(np.arange(1024, dtype=f32), inv)
+    np.save(OUT / "hf_inv_bf16_cos.npy", np.cos(np.concatenate([freqs, freqs], axis=1)).astype(f32))
 
 
 def hf_llama31_cos(n: int, d: int, base: float = 500000.0) -> np.ndarray:

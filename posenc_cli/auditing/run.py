@@ -306,7 +306,7 @@ class _Auditor:
                 f"{e.version}: " + (arithmetic or "equal to hf's within 2 ulp")
                 if ok
                 else f"{e.version}: "
-                + ("; ".join(says) if says else "its parameters differ from hf's")
+                + ("; ".join([*says, *([arithmetic] if arithmetic else [])]) or "its parameters differ from hf's")
                 + f" (largest at position {d.row}, {d.tensor} column {d.column})"
             )
             row = AuditRow(config, lt, engine, "agree" if ok else "differ", why, d.max_abs, n, details=details)
@@ -518,6 +518,8 @@ def _measure(enc: Any, ref: Any) -> _Measured:
         return None, None, False, None
     arithmetic = judge.result()
     ok = arithmetic is not None or d.max_abs <= _atol(enc, ref)
+    if not ok:  # one rule for engine rows: a row that differs says what differs (the judge names it)
+        arithmetic = judge.difference() or None
     picture = None
     if not ok:
         drawn = _encodings_difference(enc, ref)

@@ -15,6 +15,7 @@ PARAMS = {
         "padding_idx",
         "odd_dim",
         "angle_dtype",
+        "scale",
     ),
     "sinusoidal-2d": ("length", "dim", "dtype", "grid", "cls_token", "base", "axis_order", "layout", "channels"),
     "sinusoidal-3d": ("length", "dim", "dtype", "grid", "cls_token", "base", "axis_order", "layout", "channels"),
@@ -43,6 +44,9 @@ PARAMS = {
         "long_factor",
         "cache",
         "inv_freq_dtype",
+        "sin_sign",
+        "position_dtype",
+        "angle_dtype",
     ),
     "xpos": ("length", "dim", "dtype", "scale_base", "layout", "offset", "center", "interpolate_factor"),
     "mrope": (

@@ -39,7 +39,7 @@ Rows of ``bias`` run along the head axis: block ``[start, stop)`` is heads ``sta
 causal mask is separate), with that code's slope arithmetic: ``bloom`` is transformers'
 ``models/bloom/modeling_bloom.py`` ``build_alibi_tensor`` (float32 ``pow(2^(-8/c), k)`` slopes times the key
 position :math:`j`); ``falcon`` is ``models/falcon/modeling_falcon.py`` ``build_alibi_tensor`` (the same slopes
-rounded to bfloat16, the product in bfloat16) divided by ``divide_by`` (FalconModel divides it by
+rounded to bfloat16, the positions converted to bfloat16 and the product rounded to bfloat16) divided by ``divide_by`` (FalconModel divides it by
 :math:`\sqrt{d_{head}}` before adding it to the scaled scores); ``mpt`` is ``models/mpt/modeling_mpt.py``
 ``build_mpt_alibi_tensor`` (float32 slopes ``1 / 2^(k b / c')`` with :math:`c'` the power of two at or
 above the heads, times :math:`j - (\mathrm{len} - 1)`).
@@ -259,7 +259,10 @@ class Alibi(Encoding):
 
         bf = ml_dtypes.bfloat16
         s16 = s.astype(bf).astype(np.float64)
-        prod = (s16[:, None] * j).astype(bf).astype(np.float32)  # bfloat16 x int64 -> bfloat16
+        # bfloat16 x int64 -> bfloat16: torch converts the positions to bfloat16 first (257 becomes 256), then
+        # rounds the product (exact in float64: two 8-bit significands) to bfloat16
+        j16 = j.astype(bf).astype(np.float64)
+        prod = (s16[:, None] * j16).astype(bf).astype(np.float32)
         return (prod / np.float32(self.divide_by)).astype(np.float32)[:, None, :]
 
 

@@ -23,6 +23,8 @@ gets the extra column); ``freq=t2t`` uses floor(d/2) frequencies and a trailing 
 fairseq, HF MusicGen). ``odd_dim=ceil`` / ``zero-pad`` force one rule.
 
 ``padding_idx`` zeroes the row of that position value (fairseq / M2M100: rows are indexed by position).
+``scale`` multiplies every value (x-transformers' ``ScaledSinusoidalEmbedding`` starts it at ``dim ** -0.5``:
+``cat(sin, cos) * scale``, its ``split`` layout with the paper's frequencies).
 Angles are computed with exact range reduction (:mod:`._trig`), so every output dtype is correctly rounded
 to within an ulp at any position below 2**31, unlike the float32 formulas most libraries use.
 
@@ -125,9 +127,17 @@ class Sinusoidal(Encoding):
         "float32: frequencies and angles t*w rounded to float32 as torch code does (M2M100, Whisper)",
         choices=ANGLE_DTYPES,
     )
+    scale: float = param(
+        1.0, "multiplier of every value (x-transformers ScaledSinusoidalEmbedding: dim ** -0.5)", low=0.0, low_open=True
+    )
 
     #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "sinusoid:hints_sinusoidal"
+
+    @classmethod
+    def value_bound(cls, metadata: dict[str, str]) -> float:
+        # a scaled sinusoid's values reach its scale (posenc files record it)
+        return float(cls.metadata_param(metadata, "scale"))
 
     def validate(self) -> None:
         if self.offset + self.length - 1 > MAX_POSITION:
@@ -209,12 +219,12 @@ class Sinusoidal(Encoding):
         cache = self.__dict__.setdefault("_fast_by_dtype", {})
         if dtype not in cache:
             ok = (
-                _angleadd.usable(self._freqs[0], dtype)
+                _angleadd.usable(self._freqs[0], dtype, self.scale)
                 and _angleadd.worth(self.length, self._plan[0])
                 and _angleadd.reaches(self.offset, self.offset + self.length - 1)
             )
             tiny = _angleadd.tiny_threshold(dtype) if ok else None
-            cache[dtype] = (self._adder, self._adder.refiner(self._columns, dtype, tiny)) if ok else None
+            cache[dtype] = (self._adder, self._adder.refiner(self._columns, dtype, tiny, self.scale)) if ok else None
         return cache[dtype]
 
     def angle_terms(self, name: str) -> AngleTerms | None:
@@ -222,7 +232,7 @@ class Sinusoidal(Encoding):
             return None
         cols = self._columns
         freq = np.where(cols.freq >= 0, self._freqs[0][np.maximum(cols.freq, 0)], 0.0)
-        return AngleTerms(freq, 1.0, self.offset)
+        return AngleTerms(freq, self.scale, self.offset)
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         n, n_sin, n_cos, pad = self._plan
@@ -232,7 +242,9 @@ class Sinusoidal(Encoding):
         interleaved = self.layout == "interleaved"
         first_sin = self.layout == "split"
 
-        def place(a: int, b: int, s: np.ndarray, c: np.ndarray) -> None:
+        def place(a: int, b: int, s: np.ndarray, c: np.ndarray, scaled: bool = False) -> None:
+            if self.scale != 1.0 and not scaled:  # float64 products, rounded once to the output dtype below
+                s, c = s * self.scale, c * self.scale
             o = out[a:b]
             if interleaved:
                 o[:, 0 : 2 * n_sin : 2] = s[:, :n_sin]
@@ -263,11 +275,11 @@ class Sinusoidal(Encoding):
             pairs = None
             if interleaved and self.dim % 2 == 0 and out.dtype == np.float32 and out.flags.c_contiguous:
                 pairs = out.view(np.complex64)  # (sin, cos) column pairs are exactly a complex64 (real, imag)
-            for a, b, u in adder.chunks(t_start, rows):
+            for a, b, u in adder.chunks(t_start, rows, self.scale):
                 if pairs is not None:
                     np.copyto(pairs[a:b], u, casting="same_kind")
                 else:
-                    place(a, b, u.real, u.imag)
+                    place(a, b, u.real, u.imag, scaled=True)
                 refine(out[a:b], t_start + a)
         if pad:
             out[:, -1] = 0

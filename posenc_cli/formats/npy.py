@@ -145,7 +145,10 @@ def descr_dtype(descr: object, label: str) -> np.dtype:
     if dtype.hasobject:
         raise InputError(f"{label}: holds Python objects (dtype {descr!r}); posenc never loads pickled data")
     if dtype.kind == "c":
-        raise InputError(f"{label}: holds {dtype.name} data; complex values are not an encoding table")
+        raise InputError(
+            f"{label}: holds {dtype.name} data; complex values are not an encoding table: save real pairs "
+            "(torch.view_as_real(z), numpy.stack([z.real, z.imag], -1)), read as a cos/sin cache"
+        )
     if dtype.fields is not None or dtype.subdtype is not None:
         raise InputError(f"{label}: holds a structured array ({descr!r}), not an encoding table")
     if dtype.name not in _READABLE:

@@ -56,6 +56,9 @@ class Candidate:
     formula: tol.FormulaVerdict | None = None
     #: the framework convention the parameters follow, when the reading knows it ("slopes as MLX computes them")
     convention: str = ""
+    #: parameters that name a precision mistake (``inv_freq_dtype`` -> "inv_freq rounded to bfloat16"): the label
+    #: says them in words, after the kind's own parameters
+    mistake: dict[str, str] = field(default_factory=dict)
 
     def key(self) -> tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
         from ..encodings.base import format_value
@@ -71,8 +74,9 @@ class Candidate:
 
         bits = [f"preset {self.preset}"] if self.preset else []
         shown = self.explicit if (self.explicit or self.preset or self.command) else _short_params(self.params)
-        bits += [f"{k} {show_value(v)}" for k, v in shown.items()]
-        return " ".join([self.kind, *bits[:4]])
+        bits += [f"{k} {show_value(v)}" for k, v in shown.items() if k not in self.mistake]
+        named = f" with {' and '.join(self.mistake.values())}" if self.mistake else ""
+        return " ".join([self.kind, *bits[:4]]) + named
 
     def to_json(self) -> dict[str, Any]:
         from ..encodings.base import format_value
@@ -98,6 +102,7 @@ class Candidate:
             "tolerance": self.tolerance,
             "formula_bound": None if self.formula is None else self.formula.to_json(),
             "convention": self.convention,
+            "mistake": list(self.mistake.values()),
             "why": self.why,
             "command": self.command,
         }

@@ -97,7 +97,7 @@ class Identification:
         if b.tolerance == tol.FORMULA and b.formula is not None:
             return (
                 f"{name}: regenerated, it agrees within {b.max_abs:.2g}, {b.formula.text()}: the formula "
-                f"evaluated in float32, on {b.rows_checked} rows"
+                f"evaluated in {b.formula.compute}, on {b.rows_checked} rows"
             )
         return (
             f"{name}: regenerated, it agrees within {b.max_abs:.2g} ({_ulps(b.ulp)} {b.ulp_dtype} ulp) "
@@ -189,6 +189,55 @@ def identify(
     if not isinstance(tensors, dict):
         tensors = {"table": tensors}
     tensors = {k: (v if hasattr(v, "shape") and hasattr(v, "dtype") else np.asarray(v)) for k, v in tensors.items()}
+    shape = tuple(int(s) for s in next(iter(tensors.values())).shape) if len(tensors) == 1 else None
+    tensors = {k: _broadcast_rows(v) for k, v in tensors.items()}
+    tensors, form = _stacked_cache(tensors)
+    found = _identify_narrowed(tensors, metadata, hints)
+    if form and shape is not None:  # the stacked table's own shape, and its readings name the form
+        found.shape = shape
+        for c in found.candidates:
+            c.convention = form
+    return found
+
+
+#: How identify names a cos/sin cache stacked on a last axis of two (or complex: cos + i sin).
+STACKED_CACHE = (
+    "a half-width cos/sin cache stacked as [..., 0] = cos, [..., 1] = sin: torchtune's RotaryPositionalEmbeddings "
+    "cache, and Meta's complex freqs_cis (precompute_freqs_cis) as view_as_real holds it"
+)
+
+
+def _broadcast_rows(t: Any) -> Any:
+    """A table kept in the broadcast shape its model multiplies by (1, positions, 1, dim): nanochat's cos/sin
+    buffers, ``cos[None, :, None, :]``) as its positions x dim table; any other tensor as it is."""
+    shape = tuple(int(s) for s in t.shape)
+    if len(shape) == 4 and shape[0] == 1 and shape[2] == 1:
+        return np.asarray(t[...]).reshape(shape[1], shape[3])
+    return t
+
+
+def _stacked_cache(tensors: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A lone complex tensor (cos + i sin: Meta's ``freqs_cis``) or real tensor whose last axis holds two planes
+    (torchtune's ``cache``, ``view_as_real(freqs_cis)``) as its ``cos_cache`` and ``sin_cache`` planes, and the
+    words that name the form ('' for any other source)."""
+    if len(tensors) != 1:
+        return tensors, ""
+    t = next(iter(tensors.values()))
+    if np.dtype(t.dtype).kind == "c":
+        arr = np.asarray(t[...])
+        t = np.stack([arr.real, arr.imag], axis=-1)
+    shape = tuple(int(s) for s in t.shape)
+    if len(shape) != 3 or shape[2] != 2 or tol.finfo(t.dtype) is None or 0 in shape:
+        return tensors, ""
+    arr = t if isinstance(t, np.ndarray) else np.asarray(t[...])
+    return {"cos_cache": arr[:, :, 0], "sin_cache": arr[:, :, 1]}, STACKED_CACHE
+
+
+def _identify_narrowed(
+    tensors: dict[str, Any], metadata: dict[str, str] | None, hints: list[tuple[str, Hint]] | None
+) -> Identification:
+    """:func:`identify` of the tensors as stored, or, when nothing names them exactly, as the coarser dtype their
+    values lie on."""
     found = _identify(tensors, metadata, hints)
     if found.best is not None and found.best.tolerance != tol.FORMULA:
         return found
@@ -219,6 +268,9 @@ def _identify(
         return Identification(
             shape, dtype, [], None, f"the table has {what} values, which no encoding produces; nothing is identified"
         )
+    broken = _broken(tensors)
+    if broken:
+        return Identification(shape, dtype, [], None, f"{broken}; nothing is identified")
     proposed: list[Candidate] = []
     seen: set[Any] = set()
     for _kind, hint in registry_hints() if hints is None else hints:
@@ -231,6 +283,30 @@ def _identify(
     for cand in verified:
         _name(cand)
     return _result(verified, tensors, shape, dtype)
+
+
+def _broken(tensors: dict[str, Any]) -> str:
+    """Why the source's tables encode no position ('' when one of them may): every table with a position axis
+    (two or more dimensions) is constant (zeros included), has one row, or repeats one row. Read on a spread of
+    rows: positions a table tells apart differ somewhere among them."""
+    reasons = []
+    for name, t in tensors.items():
+        shape = tuple(int(s) for s in t.shape)
+        if len(shape) < 2:
+            continue
+        rows = an.spread_rows(shape[0])
+        x = an.read_rows(t, rows).reshape(rows.size if len(shape) == 2 else 1, -1)
+        what = f"{name} ({'x'.join(map(str, shape))})" if len(tensors) > 1 else "the table"
+        if x.size and np.all(x == x.flat[0]):
+            value = "0" if x.flat[0] == 0 else f"{float(x.flat[0]):.6g}"
+            reasons.append(f"every value of {what} is {value}: it encodes no position")
+        elif len(shape) == 2 and shape[0] == 1:
+            reasons.append(f"{what} has one row: no second position to tell it from")
+        elif len(shape) == 2 and np.all(x == x[:1]):
+            reasons.append(f"every row of {what} is the same: it tells no position from another")
+        else:
+            return ""
+    return "; ".join(reasons)
 
 
 def _verify_all(proposed: list[Candidate], tensors: dict[str, Any]) -> list[Candidate]:
@@ -408,6 +484,10 @@ def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) ->
             # with position: within the bound of posenc_cli.inspect.tolerance it is "reproduced to float32-formula
             # accuracy"
             fv = tol.formula_check(xs, ys, rows, terms, np.dtype(x.dtype), spec.dtype)
+            if not fv.ok and np.dtype(x.dtype) == np.float64:
+                # NumPy code computes in float64 (the TF tutorial's get_angles): its own, much smaller, error
+                fv64 = tol.formula_check(xs, ys, rows, terms, np.dtype(x.dtype), spec.dtype, np.float64)
+                fv = fv64 if fv64.ok else fv
             loose &= fv.ok
             if formula is None or fv.bound > formula.bound:
                 formula = fv
@@ -466,7 +546,7 @@ def _name(cand: Candidate) -> None:
                 best_preset, best_cover = pname, cover
     cand.presets = matching
     # a preset names the table when it accounts for some of its parameters, or when there is nothing else to say
-    if best_preset is not None and (best_cover > 0 or not explicit):
+    if best_preset is not None and (best_cover > 0 or not set(explicit) - set(cand.mistake)):
         cand.preset = best_preset
         explicit = {k: v for k, v in explicit.items() if k not in cls.PRESETS[best_preset]}
     else:

@@ -126,6 +126,8 @@ class CompareResult:
     #: ``bfloat16`` or ``float16`` when one table holds that dtype's values and the other, rounded to it, agrees
     #: (the values differ by the rounding alone)
     precision: str = ""
+    #: what a verdict of SAME took into account beyond the values (a model that permutes q/k), in words
+    note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         def clean(v: Any) -> Any:

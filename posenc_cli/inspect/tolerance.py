@@ -172,6 +172,9 @@ GRID_BASE_ROUNDINGS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2)
 TIMESCALE_ONE = 1e-12
 #: Phases whose best offset still misses by more than this (radians) leave the next offsets as alternatives.
 OFFSET_ALTERNATIVES = 1e-4
+#: Positions rounded to a half-precision dtype are read from the rows where its integers are exact only when
+#: those are at least this many (bfloat16's 256, float16's 2048).
+POSITIONS_READ_MIN = 64
 #: Per-column factors read from a table are tried rounded to these relative tolerances (as published, else as
 #: read).
 LIST_ROUNDINGS = (1e-5, 1e-7)
@@ -478,13 +481,15 @@ class FormulaVerdict:
 
 
 def formula_check(
-    x: np.ndarray, y: np.ndarray, rows: np.ndarray, terms: AngleTerms, stored: Any, ref: Any
+    x: np.ndarray, y: np.ndarray, rows: np.ndarray, terms: AngleTerms, stored: Any, ref: Any, compute: Any = np.float32
 ) -> FormulaVerdict:
-    """Whether table values ``x`` (rows x columns, read on ``rows``) are the exact ``y`` up to the float32
-    formula's error. A float64 table must hold float32 values (it was computed in float32 and widened)."""
+    """Whether table values ``x`` (rows x columns, read on ``rows``) are the exact ``y`` up to the error of the
+    formula evaluated in ``compute`` arithmetic (float32 by default; float64 for NumPy code such as the TF
+    tutorial's ``get_angles``). A table stored finer than ``compute`` must hold ``compute`` values (it was
+    computed in it and widened)."""
     x = np.asarray(x, dtype=np.float64).reshape(len(rows), -1)
     y = np.asarray(y, dtype=np.float64).reshape(len(rows), -1)
-    bound = formula_bound(terms, rows, stored, ref)
+    bound = formula_bound(terms, rows, stored, ref, compute)
     if bound.shape != x.shape:
         return FormulaVerdict(False, math.inf, math.nan, -1, False)
     amp = abs(float(terms.amplitude))
@@ -501,10 +506,12 @@ def formula_check(
         ratio = float(diff.max())
         if math.isnan(ratio):
             ratio = math.inf  # a nan on either side, or an infinite one: outside every bound
-    widened = eps(stored) < eps(np.float32)
-    if widened and x.size and not np.array_equal(x.astype(np.float32).astype(np.float64), x, equal_nan=True):
-        return FormulaVerdict(False, ratio, top, int(rows[k]) if len(rows) else 0, informative)
-    return FormulaVerdict(bool(informative and ratio <= 1.0), ratio, top, int(rows[k]) if len(rows) else 0, informative)
+    name = np.dtype(compute).name
+    widened = eps(stored) < eps(compute)
+    if widened and x.size and not np.array_equal(x.astype(compute).astype(np.float64), x, equal_nan=True):
+        return FormulaVerdict(False, ratio, top, int(rows[k]) if len(rows) else 0, informative, name)
+    ok = bool(informative and ratio <= 1.0)
+    return FormulaVerdict(ok, ratio, top, int(rows[k]) if len(rows) else 0, informative, name)
 
 
 def formula_check_table(

@@ -1136,7 +1136,12 @@ GGML_FREQ_RTOL = 1e-5
 class ArithmeticJudge:
     """:func:`within_arithmetic` fed block by block, so that a caller that reads an engine's table anyway (the
     audit's difference and picture) reads it once: :meth:`feed` each block of each 2-D tensor (the engine's
-    values ``x`` and ``ref``'s ``y`` on positions ``start:stop``), then :meth:`result`."""
+    values ``x`` and ``ref``'s ``y`` on positions ``start:stop``), then :meth:`result`.
+
+    One rule for every engine row (audit, ``compare X@ENGINE Y``): the table is ``ref``'s when it lies within the
+    bound of the arithmetic both sides use (:meth:`result` says which, and the bound); otherwise
+    :meth:`difference` names what differs: a parameter (both values), llama.cpp's boundary row, frequencies
+    beyond ggml's, or values beyond the float32 formula's bound (how far, where)."""
 
     def __init__(self, enc: Any, ref: Any) -> None:
         import dataclasses
@@ -1154,8 +1159,11 @@ class ArithmeticJudge:
         """ggml, whose iterated powf the float32 formula's bound does not model: the same parameters, no
         boundary row in range, per-pair frequencies within :data:`GGML_FREQ_RTOL` (the GGUF verdict's rule)."""
         enc, ref = self.enc, self.ref
-        # the frequencies' dtype (HF's float32 inv_freq) is part of the arithmetic, not of the parameters
-        if dataclasses.replace(enc.exact_reference(), inv_freq_dtype=ref.inv_freq_dtype) != ref:
+        # the frequencies' dtype (HF's float32 inv_freq) is part of the arithmetic, not of the parameters; the
+        # sequence length a rule reads (llama.cpp's n_ctx for LongRoPE, HF's max position + 1) is one only through
+        # the frequencies and the attention scaling it gives, compared below
+        mine = dataclasses.replace(enc.exact_reference(), inv_freq_dtype=ref.inv_freq_dtype, seq_len=ref.seq_len)
+        if mine != ref or enc.exact_reference().attention_scaling != ref.attention_scaling:
             return None
         _pairs, _inv, boundary, _divides = enc.engine_state
         if boundary is not None and enc.offset <= boundary[0] < enc.offset + enc.length:
@@ -1180,6 +1188,45 @@ class ArithmeticJudge:
         v = formula_check(x, y, rows, terms, np.dtype(mine.dtype), spec.dtype)
         out = self.verdicts.get(name)
         self.verdicts[name] = v if out is None else out.joined(v)
+
+    def difference(self) -> str:
+        """What differs from ``ref``, in one clause ('' when the table is ``ref``'s within the arithmetic, or
+        nothing was judged)."""
+        from ..inspect.diagnose.parameters import Reading, parameter_steps
+
+        if not self.applies or self.result() is not None:
+            return ""
+        import dataclasses
+
+        enc, ref = self.enc, self.ref
+        mine = enc.exact_reference()
+        same_else = dataclasses.replace(mine, seq_len=ref.seq_len, inv_freq_dtype=ref.inv_freq_dtype) == ref
+        if same_else and mine.effective_seq_len != ref.effective_seq_len:
+            return (
+                f"{enc.engine_name} reads sequence length {mine.effective_seq_len} where hf reads "
+                f"{ref.effective_seq_len}, and its scaling rule ({ref.scaling}) follows it"
+            )
+        ra = Reading(ref.KIND, dict(mine.params()), label=enc.engine_name)
+        rb = Reading(ref.KIND, dict(ref.params()), label="hf")
+        steps = [s.clause for s in parameter_steps(enc.engine_name, "hf", ra, rb) if s.name != "sub-range"]
+        if steps:
+            return "; ".join(steps)
+        if not self.numeric:
+            _pairs, _inv, boundary, _divides = enc.engine_state
+            if boundary is not None and enc.offset <= boundary[0] < enc.offset + enc.length:
+                return f"{enc.engine_name} switches its table at position {boundary[0]}"
+            w, w_ref = np.asarray(enc.inv_freq(), np.float64), np.asarray(ref.inv_freq(), np.float64)
+            if w.shape == w_ref.shape and w.size:
+                rel = float(np.max(np.abs(w - w_ref) / np.abs(w_ref)))
+                return f"its per-pair frequencies differ from hf's by up to {rel:.2g} (beyond {GGML_FREQ_RTOL:g})"
+            return f"its frequencies ({w.size}) are not hf's ({w_ref.size})"
+        bad = [v for v in self.verdicts.values() if not v.ok]
+        if not bad:
+            return ""
+        v = max(bad, key=lambda x: x.ratio)
+        if not v.informative:
+            return f"the float32 formula's bound says nothing there (bound {v.bound:.2g} at row {v.bound_row})"
+        return f"values {v.ratio:.3g} x beyond the float32 formula's error (bound {v.bound:.2g} at row {v.bound_row})"
 
     def result(self) -> str | None:
         """Why the table is ``ref`` in the engine's arithmetic, or None (also when no 2-D tensor was fed)."""

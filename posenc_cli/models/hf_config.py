@@ -292,6 +292,44 @@ def read_model_config(config: Mapping[str, Any], *, read_as: str | None = None) 
     return _Reader(dict(config), read_as).read()
 
 
+def class_table(config: Mapping[str, Any], params: Mapping[str, Any]) -> tuple[dict[str, Any], str] | None:
+    """The parameters of the cache a model's rotary class itself holds, when its attention changes it before q and
+    k meet it (a table read from the config is what the scores see), and what the attention does, in words; None
+    when the class's cache is the table. DeepSeek-V3 and kin (the inventory's ``deinterleave``) permute q and k:
+    the class gives the half layout of the pairs (2k, 2k+1); nanochat's rotate_half flips the signs: the class
+    gives the sin the scores see negated."""
+    if params.get("layout") == "interleaved" and (text := qk_permutation(config)):
+        return {"layout": "half"}, text
+    if params.get("sin_sign") == -1:
+        try:
+            mt = _text_model_type(config)[0]
+        except ParameterError:
+            mt = None
+        return {"sin_sign": 1}, (
+            f"{mt or 'the model'}'s rotate_half flips the signs (a rotation by -angle): its rotary class's own sin "
+            "is the negative of the sin the scores see"
+        )
+    return None
+
+
+def qk_permutation(config: Mapping[str, Any]) -> str:
+    """What a model's attention does to q and k before HF's rotary tables apply, as the inventory observed it in
+    transformers' code ('' when nothing): ``deinterleave`` (DeepSeek-V3 and kin: ``apply_rotary_pos_emb_interleave``
+    permutes q and k, then ``rotate_half`` with the rotary class's half-layout cos/sin: the scores of pairs
+    (2k, 2k+1), which is how a config of that model reads)."""
+    try:
+        mt = _text_model_type(config)[0]
+    except ParameterError:
+        return ""
+    entry = inventory_entry(mt) if mt else None
+    if not entry or entry.get("pairing") != "deinterleave":
+        return ""
+    return (
+        f"{mt} permutes q and k ({entry.get('apply_function')} de-interleaves them) before rotate_half with "
+        f"{entry.get('rotary_class')}'s half-layout cos/sin: those rotate the pairs (2k, 2k+1) of the features"
+    )
+
+
 def _text_model_type(outer: Mapping[str, Any]) -> tuple[str | None, dict[str, Any], str, list[str]]:
     """(the text model_type, the dict holding its keys, their prefix, warnings) of a config, following the
     wrapper records' ``text_config``."""
@@ -724,6 +762,8 @@ class _Reader:
         dim = self.layer_dim(head, lt)
         out: dict[str, _Value] = {"dim": dim, "base": self.theta(entry, where, lt)}
         out["layout"] = _Value(fam.pairing, f"layout of {self.family_name}")
+        if fam.sin_sign != 1:
+            out["sin_sign"] = _Value(fam.sin_sign, f"{self.family_name}'s rotate_half flips the signs (sin negated)")
         if fam.sectioned:
             return self.read_mrope(out, entry, where, raw_type, scaling, head)
         out["scaling"] = _Value(

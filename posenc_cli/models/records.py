@@ -122,6 +122,8 @@ class Record:
     gguf_arch: str | None = None
     #: where the record came from: "record" (written here) or "inventory"
     origin: str = "record"
+    #: -1 when the model's rotate_half flips the signs (nanochat: cat(x2, -x1)): its scores see sin negated
+    sin_sign: int = 1
     #: the non-rotary positions' layer tables (read by :mod:`.hf_positions`): T5, ALiBi, sinusoids, learned
     positions: Family | None = None
 
@@ -340,6 +342,10 @@ _RECORDS: tuple[Record, ...] = (
            theta={None: ("rope_theta", 1_000_000.0)}, rules=("mscale_pair", *_DEFAULT_FULL),
            rope_keys={"short_mscale": ("longrope",), "long_mscale": ("longrope",)},
            defaults=_dims(4096, 32, 131072)),
+    Record("nanochat", f"{_HF}/nanochat/modeling_nanochat.py NanoChatRotaryEmbedding (cat(freqs, freqs)), "
+           "rotate_half 'with flipped signs' (cat(x2, -x1)), apply_rotary_pos_emb: q cos + rotate_half(q) sin rotates "
+           "by -angle, as karpathy/nanochat's apply_rotary_emb (y1 = x1 cos + x2 sin)",
+           defaults=_dims(768, 6, 2048), sin_sign=-1),
     Record("olmo3", f"{_HF}/olmo3 Olmo3Config.convert_rope_params_to_dict (rope_scaling -> full_attention only, "
            "rope_theta -> both, default_theta 500000; layer_types: every 4th full), Olmo3RotaryEmbedding (one "
            "inv_freq and attention_scaling per layer type), apply_rotary_pos_emb (rotate_half)",

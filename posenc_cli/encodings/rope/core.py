@@ -67,6 +67,18 @@ so its tables are off by about ``|t w| * 2**-24`` (1e-3 at t = 8192). posenc eva
 exponent ``2k/d``, float32 ``pow`` rounded correctly, float32 reciprocal and scaling; torch's own float32
 ``pow`` is not always correctly rounded, so values can differ from torch's by up to 2 float32 ulps) and then uses those float32 frequencies
 exactly: the angles are still exact, so this reproduces HF's frequencies but not its float32 angle error.
+
+Named precision mistakes. ``inv_freq_dtype=bfloat16`` / ``float16`` are HF's float32 ``inv_freq`` rounded to
+that dtype, as ``model.to(torch.bfloat16)`` rounds the ``inv_freq`` buffer (the forward widens it back to float32
+before the product: the frequencies are then off by up to 2**-9 relative, and the angles by that times the
+position). ``sin_sign=-1`` negates the sin tables: the table in ``rotate_half``'s convention of a model whose own
+``rotate_half`` flips the signs (``cat(x2, -x1)``: nanochat's ``apply_rotary_emb``, transformers'
+``modeling_nanochat.py`` ``rotate_half``), which rotates by minus the angle.
+``angle_dtype=float16`` / ``bfloat16`` computes the angles in that dtype (``torch.outer`` of half-precision
+positions and ``inv_freq``, as under autocast): positions, frequencies and their product rounded to it.
+``position_dtype=float16`` / ``bfloat16`` rounds each position to that dtype before the product
+(``torch.arange(n, dtype=x.dtype)`` in a half-precision model): exact integers end at 2048 (float16) or 256
+(bfloat16), beyond them neighbouring rows share an angle.
 """
 
 from __future__ import annotations
@@ -80,12 +92,16 @@ import numpy as np
 
 from ...errors import ParameterError, ref
 from .. import _angleadd, _trig
-from ..base import AngleTerms, Encoding, TensorSpec, format_value, param
+from ..base import AngleTerms, Encoding, TensorSpec, format_value, param, resolve_dtype
 from .scaling import SCALINGS, attention_scaling, optional_parameters
 
 LAYOUTS = ("half", "interleaved")
 CACHES = ("full", "onnx")
 INV_FREQ_DTYPES = ("float64", "float32")
+#: inv_freq rounded to a half-precision dtype (a model cast to it rounds the buffer): rope only.
+ROUNDED_INV_FREQ = ("bfloat16", "float16")
+#: Positions exact (integers), or rounded to a half-precision dtype before the product.
+POSITION_DTYPES = ("exact", "float16", "bfloat16")
 #: Positions must stay below this for exact range reduction.
 MAX_POSITION = 2**31 - 1
 #: Optional parameter -> the scaling rules that read it (a parameter given for another rule is refused).
@@ -198,7 +214,22 @@ class Rope(Encoding):
         "full", "tensors: full (cos, sin, inv_freq) or onnx (cos_cache, sin_cache: len x rot_dim/2)", choices=CACHES
     )
     inv_freq_dtype: str = param(
-        "float64", "float32 follows HF's float32 inv_freq arithmetic; angles stay exact", choices=INV_FREQ_DTYPES
+        "float64",
+        "float32 follows HF's float32 inv_freq arithmetic (bfloat16/float16: then rounded to it); angles stay exact",
+        choices=INV_FREQ_DTYPES + ROUNDED_INV_FREQ,
+    )
+    sin_sign: int = param(
+        1, "-1: sin negated, for a model whose rotate_half flips signs (it rotates by -angle: nanochat)", low=-1, high=1
+    )
+    position_dtype: str = param(
+        "exact",
+        "positions rounded to float16/bfloat16 before the product (a half-precision arange)",
+        choices=POSITION_DTYPES,
+    )
+    angle_dtype: str = param(
+        "exact",
+        "angles t * inv_freq computed in float16/bfloat16 (positions, inv_freq and product rounded to it)",
+        choices=POSITION_DTYPES,
     )
 
     # ----- validation ---------------------------------------------------------------------------
@@ -225,6 +256,27 @@ class Rope(Encoding):
             raise ParameterError(
                 f"last position {self.offset + self.length - 1} exceeds {MAX_POSITION}; lower {ref('length')} or offset"
             )
+        if self.sin_sign not in (1, -1):
+            raise ParameterError(
+                f"sin_sign={self.sin_sign}; choose 1 (rotate_half) or -1 (rotate_half with flipped signs)"
+            )
+        if self.angle_dtype != "exact" and (
+            self.inv_freq_dtype not in ("float64", self.angle_dtype)
+            or self.position_dtype not in ("exact", self.angle_dtype)
+        ):
+            raise ParameterError(
+                f"angle_dtype={self.angle_dtype} rounds positions and inv_freq to {self.angle_dtype} too; drop "
+                "inv_freq_dtype and position_dtype"
+            )
+        if self.position_dtype != "exact" or self.angle_dtype != "exact":
+            top = max(abs(self.offset), abs(self.offset + self.length - 1))
+            with np.errstate(over="ignore"):
+                finite = np.isfinite(np.asarray(top, dtype=resolve_dtype(self._position_rounding)))
+            if not finite:
+                raise ParameterError(
+                    f"position {top} is infinite in {self._position_rounding}; lower {ref('length')} or drop "
+                    "position_dtype / angle_dtype"
+                )
         for name, users in USED_BY.items():
             if getattr(self, name) is not None and self.scaling not in users:
                 raise ParameterError(
@@ -342,13 +394,15 @@ class Rope(Encoding):
     def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
         """The width/2 angular frequencies as a double-double (hi, lo)."""
         rule = SCALINGS[self.scaling]
-        if self.inv_freq_dtype == "float32":
-            hi = rule.float32(self).astype(np.float64)
-            return hi, np.zeros_like(hi)  # the float32 values are the frequencies, exactly
+        dt = self.angle_dtype if self.angle_dtype != "exact" else self.inv_freq_dtype
+        if dt != "float64":
+            # HF's float32 values (rounded once more to a half-precision dtype) are the frequencies, exactly
+            hi = rule.float32(self).astype(resolve_dtype(dt)).astype(np.float64)
+            return hi, np.zeros_like(hi)
         return _trig.double_double(rule.exact(self))
 
     def inv_freq(self) -> np.ndarray:
-        """The angular frequencies in float64 (rounded to float32 first when inv_freq_dtype=float32)."""
+        """The angular frequencies in float64 (HF's float32 ones, rounded to inv_freq_dtype, unless float64)."""
         return self._freqs[0].copy()
 
     def extra_metadata(self) -> dict[str, str]:
@@ -362,7 +416,11 @@ class Rope(Encoding):
     def _specs(self) -> dict[str, TensorSpec]:
         """The tensors, built once (``rows`` asks for them on every block: 130000 times in the test suite)."""
         n, w = self.length, self.width
-        freq = TensorSpec("inv_freq", (w // 2,), np.dtype(self.inv_freq_dtype))
+        freq = TensorSpec(
+            "inv_freq",
+            (w // 2,),
+            resolve_dtype(self.angle_dtype if self.angle_dtype != "exact" else self.inv_freq_dtype),
+        )
         if self.cache == "onnx":
             return {
                 "cos_cache": TensorSpec("cos_cache", (n, w // 2), self.out_dtype),
@@ -404,7 +462,8 @@ class Rope(Encoding):
             scale = float(self.attention_scaling)
             w_hi = self._freqs[0]
             ok = (
-                _angleadd.usable(w_hi, dtype, scale)
+                self._position_rounding == "exact"  # angle addition steps one position per row
+                and _angleadd.usable(w_hi, dtype, scale)
                 and _angleadd.worth(self.length, len(w_hi))
                 and _angleadd.reaches(self.offset, self.offset + self.length - 1)
             )
@@ -412,6 +471,25 @@ class Rope(Encoding):
             refine = self._adder.refiner(self._column_maps[name], dtype, tiny, scale) if ok else None
             cache[key] = (self._adder, refine) if refine is not None else None
         return cache[key]
+
+    def _positions(self, start: int, count: int) -> np.ndarray:
+        """Positions ``start .. start + count - 1`` as the product sees them (rounded to position_dtype)."""
+        t = np.arange(start, start + count, dtype=np.float64)
+        if self._position_rounding != "exact":
+            t = t.astype(resolve_dtype(self._position_rounding)).astype(np.float64)
+        return t
+
+    @property
+    def _position_rounding(self) -> str:
+        """The dtype positions are rounded to before the product ('exact': none)."""
+        return self.angle_dtype if self.angle_dtype != "exact" else self.position_dtype
+
+    def _half_angles(self, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """sin and cos of angles computed in angle_dtype: the product of the rounded position and frequency (exact
+        in float64: two half-precision significands) rounded to it, then its sine and cosine in float64."""
+        ang = np.multiply.outer(self._positions(start, count), self._freqs[0])
+        ang = ang.astype(resolve_dtype(self.angle_dtype)).astype(np.float64)
+        return np.sin(ang), np.cos(ang)
 
     def angle_terms(self, name: str) -> AngleTerms | None:
         cols = self._column_maps.get(name)
@@ -421,6 +499,11 @@ class Rope(Encoding):
         return AngleTerms(freq, float(self.attention_scaling), self.offset)
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
+        self._fill(name, start, stop, out)
+        if self.sin_sign == -1 and name.startswith("sin"):
+            np.negative(out, out=out)  # exact: the model's rotate_half flips the signs (a rotation by -angle)
+
+    def _fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         w_hi, w_lo = self._freqs
         if name == "inv_freq":
             out[...] = w_hi[start:stop]
@@ -440,10 +523,12 @@ class Rope(Encoding):
                 place_pairs(u.real if is_sin else u.imag, out[a:b], layout)
                 refine(out[a:b], t_start + a)
             return
-        s, c = self._last_block.get(
-            (t_start, stop - start),
-            lambda: _trig.sincos(np.arange(t_start, self.offset + stop, dtype=np.float64), w_hi, w_lo),
-        )
+        if self.angle_dtype != "exact":
+            s, c = self._half_angles(t_start, stop - start)
+        else:
+            s, c = self._last_block.get(
+                (t_start, stop - start), lambda: _trig.sincos(self._positions(t_start, stop - start), w_hi, w_lo)
+            )
         v = s if is_sin else c  # shared with the other part's request: scaled into a new array
         place_pairs(v * scale if scale != 1.0 else v, out, "cache" if name.endswith("_cache") else self.layout)
 

@@ -354,6 +354,8 @@ def verify(ctx: Ctx, model: Model, cols_a: np.ndarray | None = None) -> an.Resid
     if cols_a is not None:
         xa = xa[:, cols_a]
     pred = model.predict(ctx.b, rows)
+    if np.shape(pred) != np.shape(xa):  # a model that maps B onto other columns than A has: it explains nothing
+        return an.Residual(math.inf, math.inf, dtype_name(ctx.stored), 0.0, False, int(rows.size))
     dt = ctx.match_dtype if model.round_to is None else np.dtype(model.round_to)
     if model.round_to is not None:
         with np.errstate(over="ignore"):

@@ -34,6 +34,9 @@ GROUPS = {
     "rotary_dim": "rotary-dim",
     "partial_rotary_factor": "rotary-dim",
     "offset": "offset",
+    "inv_freq_dtype": "precision",
+    "position_dtype": "precision",
+    "angle_dtype": "precision",
     "attention_factor": "attention-scaling",
     "mscale": "attention-scaling",
     "mscale_all_dim": "attention-scaling",
@@ -128,9 +131,54 @@ def differences(ra: Reading, rb: Reading) -> dict[str, tuple[Any, Any]]:
     """The parameters whose values differ and whose change moves the table, as ``{name: (A's, B's)}``."""
     if ra.kind != rb.kind:
         return {"kind": (ra.kind, rb.kind)}
-    names = [n for n in dict.fromkeys([*ra.params, *rb.params]) if n not in NOT_DIFFERENCES]
+    names = [n for n in dict.fromkeys([*ra.params, *rb.params]) if n not in NOT_DIFFERENCES or _mistake(ra, rb, n)]
     raw = {n: (ra.value(n), rb.value(n)) for n in names if not _same(ra.value(n), rb.value(n))}
+    scaling = [n for n in raw if GROUPS.get(n) == "attention-scaling"]
+    sa, sb = _own(ra, "attention_scaling"), _own(rb, "attention_scaling")
+    if scaling and sa is not None and sb is not None and abs(sa - sb) <= _amp_tol(ra, rb) * max(abs(sb), 1.0):
+        # attention_factor 1 read off a table, mscale = mscale_all_dim in a config: the same multiplier (an
+        # amplitude read off a table is known to the amplitude's tolerance), no difference
+        raw = {n: v for n, v in raw.items() if n not in scaling}
     return {n: v for n, v in raw.items() if _moves(ra, {n: v[1]})}
+
+
+def _amp_tol(ra: Reading, rb: Reading) -> float:
+    """How far apart two readings' attention scalings may be and be one: the amplitude tolerance of the coarser
+    of their dtypes (a spec's is exact)."""
+    dts = [r.value("dtype") for r in (ra, rb) if r.how and isinstance(r.value("dtype"), str)]
+    return max([tolerance.amp_tol(_np_dtype(d)) for d in dts], default=0.0)
+
+
+def _np_dtype(name: str) -> Any:
+    from ...encodings.base import resolve_dtype
+    from ...errors import ParameterError
+
+    try:
+        return resolve_dtype(name)
+    except ParameterError:
+        return np.float64
+
+
+def _mistake(ra: Reading, rb: Reading, name: str) -> str:
+    """What a named precision mistake of either reading's ``name`` says ('' when neither is one): ``inv_freq``
+    rounded to bfloat16 or float16 moves the table, where float32's rounding is the arithmetic of the formula."""
+    from ..hints.rotary import MISTAKES
+
+    said = MISTAKES.get(name, {})
+    return said.get(ra.value(name), "") or said.get(rb.value(name), "")
+
+
+def _own(r: Reading, key: str) -> Any:
+    """A derived quantity a reading's kind records in its metadata, from the reading's own parameters (None when
+    it cannot be built)."""
+    from ...encodings import make_encoding
+    from ...errors import ParameterError
+
+    try:
+        got = make_encoding(r.kind, r.params).extra_metadata().get(key)
+        return float(got) if got is not None else None
+    except (ParameterError, ValueError, TypeError):
+        return None
 
 
 def _rule_text(r: Reading, rule: str) -> str:
@@ -190,9 +238,10 @@ def _effective(r: Reading, name: str, value: Any, key: str) -> Any:
         return value
 
 
-def parameter_step(A: str, B: str, ra: Reading, name: str, va: Any, vb: Any) -> Step:
+def parameter_step(A: str, B: str, ra: Reading, name: str, va: Any, vb: Any, rb: Reading | None = None) -> Step:
     """``parameter-base``, ``parameter-layout``, ``parameter-rotary-dim``, ``parameter-offset``,
-    ``parameter-attention-scaling``, ``parameter-kind`` or ``parameter-other``: one parameter, both values."""
+    ``parameter-attention-scaling``, ``parameter-kind`` or ``parameter-other``: one parameter, both values (a
+    derived value of B's, such as its attention scaling, from B's own reading ``rb`` when given)."""
     group = GROUPS.get(name, "kind" if name == "kind" else "other")
     detail = {"parameter": name, "a": va, "b": vb}
     if group == "kind":
@@ -206,8 +255,14 @@ def parameter_step(A: str, B: str, ra: Reading, name: str, va: Any, vb: Any) -> 
         text = f"{A} has {_layout_text(ra.kind, va)}, where {B} has {_layout_text(ra.kind, vb)}"
     elif group == "offset":
         text = f"{A} starts at position {show(va)}; {B} at {show(vb)}"
+    elif group == "precision":
+        from ..hints.rotary import MISTAKES, NO_MISTAKE
+
+        wa, wb = (MISTAKES[name].get(v) or NO_MISTAKE[name] for v in (va, vb))
+        text = f"{A} has {wa} ({name} {show(va)}); {B} has {wb} ({name} {show(vb)})"
     elif group == "attention-scaling":
-        ea, eb = _effective(ra, name, va, "attention_scaling"), _effective(ra, name, vb, "attention_scaling")
+        ea = _effective(ra, name, va, "attention_scaling")
+        eb = _effective(ra, name, vb, "attention_scaling") if rb is None else _own(rb, "attention_scaling")
         text = f"{A} scales cos and sin by {show(ea)} ({name} {show(va)}); {B} gives {show(eb)} ({name} {show(vb)})"
     elif group == "rotary-dim":
         text = f"{A} rotates {name} {show(va)}; {B} gives {show(vb)}"
@@ -246,7 +301,7 @@ def qk_step(A: str, B: str, ra: Reading, va: Any, vb: Any) -> Step | None:
 def parameter_steps(A: str, B: str, ra: Reading, rb: Reading) -> list[Step]:
     """Every difference between two readings, one step each (a scaling rule and its parameters as one)."""
     diff = differences(ra, rb)
-    steps = [parameter_step(A, B, ra, n, *v) for n, v in diff.items() if GROUPS.get(n) != "scaling"]
+    steps = [parameter_step(A, B, ra, n, *v, rb=rb) for n, v in diff.items() if GROUPS.get(n) != "scaling"]
     if any(GROUPS.get(n) == "scaling" for n in diff):
         steps.append(scaling_step(A, B, ra, rb, diff))
     if "layout" in diff and (qk := qk_step(A, B, ra, *diff["layout"])) is not None:

@@ -196,6 +196,13 @@ EXPLANATIONS: tuple[ExplanationInfo, ...] = (
         "parameter-offset", "another first position", PARAMETERS, "both readings' offset", parameters.parameter_step
     ),
     ExplanationInfo(
+        "parameter-precision",
+        "a named precision mistake: inv_freq rounded to bfloat16/float16, positions rounded to float16/bfloat16",
+        PARAMETERS,
+        "inv_freq_dtype, position_dtype",
+        parameters.parameter_step,
+    ),
+    ExplanationInfo(
         "parameter-attention-scaling",
         "another attention scaling (cos/sin multiplier)",
         PARAMETERS,

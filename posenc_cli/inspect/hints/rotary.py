@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ...encodings.base import resolve_dtype
 from .. import analysis as an
 from .. import tolerance
 from ..candidates import Candidate, base_params, base_readings, near_one, round_base, round_variants
@@ -21,7 +22,8 @@ from . import declared, layouts
 PAIRINGS = {
     an.DUPLICATE_HALF: "pairs (k, k + d/2) as HF rotate_half and GPT-NeoX rotate them",
     an.DUPLICATE_INTERLEAVED: "pairs (2k, 2k+1) as GPT-J, llama.cpp NORM and MLX traditional=True rotate them",
-    None: "half-width caches as ONNX Runtime's RotaryEmbedding reads them",
+    None: "half-width caches, one column per frequency, as ONNX Runtime's RotaryEmbedding reads them and "
+    "nanochat keeps its cos/sin buffers",
 }
 
 
@@ -67,6 +69,10 @@ def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
     xs = {role: ana.read(name, sample.rows) for role, name in names.items()}
     tol = tolerance.duplicate_tol(first.dtype)
     layout = None if onnx else an.duplicate_layout(next(iter(xs.values())), tol)
+    if layout is None and not onnx and len(names) == 2:
+        # a cos and a sin table without duplicated columns: a half-width cache (nanochat's cos/sin buffers,
+        # torchtune's, Meta's freqs_cis parts); the spectrum of the pairs decides below
+        onnx = True
     if layout is None and not onnx:
         # no duplicated columns: an ONNX half-width cache if every column is a lone cos (or sin) of the position
         if len(names) != 1:
@@ -182,10 +188,152 @@ def _rope_params(
 def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     """Rotary tables: duplicated columns (half or interleaved), one frequency per pair, an amplitude (attention
     scaling) and a frequency law: geometric (none, linear, NTK), ramps (llama3, YaRN), per column (longrope), or
-    trailing zero frequencies (proportional)."""
+    trailing zero frequencies (proportional); and the named precision mistakes before any per-column fit:
+    ``inv_freq`` rounded to bfloat16 / float16 (a geometric ladder within that rounding), positions rounded to
+    float16 / bfloat16 (the rows where they are exact integers read as a rotary table)."""
     st = _rotary_structure(ana)
-    if st is None:
+    out = _hints_rope(st, ana, kind_cls) if st is not None else []
+    if st is None or not _clean_ladder(st, ana):
+        out += _rounded_positions(tensors, ana, kind_cls) + _rounded_angles(ana, kind_cls)
+    return out
+
+
+#: A rope kind's parameters that name a precision mistake, by value: what identify's answer says of them.
+MISTAKES = {
+    "inv_freq_dtype": {dt: f"inv_freq rounded to {dt}" for dt in ("bfloat16", "float16")},
+    "position_dtype": {dt: f"positions rounded to {dt}" for dt in ("bfloat16", "float16")},
+    "angle_dtype": {dt: f"angles computed in {dt}" for dt in ("bfloat16", "float16")},
+}
+
+
+#: ... and what the other values of those parameters say beside a mistake (a diagnosis names both sides).
+NO_MISTAKE = {
+    "inv_freq_dtype": "inv_freq not rounded to a half-precision dtype",
+    "position_dtype": "exact positions",
+    "angle_dtype": "exact angles",
+}
+
+
+def _mistakes(params: dict[str, Any]) -> dict[str, str]:
+    """The named mistakes among ``params`` (parameter -> what it says)."""
+    return {k: MISTAKES[k][v] for k, v in params.items() if k in MISTAKES and v in MISTAKES[k]}
+
+
+def _clean_ladder(st: dict[str, Any], ana: an.TableAnalysis) -> bool:
+    """Whether every frequency of the structure lies on one geometric ladder (nothing for a mistake to explain)."""
+    freqs, errs, _inv, _dt = _ladder(st, ana)
+    nz = int(np.sum(freqs > 0))
+    geo = an.geometric_fit(freqs[:nz], errs[:nz]) if nz else None
+    return geo is not None and geo.count == nz
+
+
+def _rounded_positions(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
+    """Positions rounded to a half-precision dtype before the product: the first rows, where its integers are
+    exact (2048 in float16, 256 in bfloat16), read as a rotary table; each reading then spans every row."""
+    from ...encodings.rope.core import POSITION_DTYPES
+    from ..tolerance import finfo
+
+    if ana.ndim != 2 or any(len(t.shape) != 2 or int(t.shape[0]) != ana.n for t in tensors.values()):
         return []
+    out: list[Candidate] = []
+    for dt in POSITION_DTYPES[1:]:
+        exact = 2 ** (int(finfo(resolve_dtype(dt)).nmant) + 1)  # the last of the run of exact integers
+        if ana.n <= exact + 1 or exact < tolerance.POSITIONS_READ_MIN:
+            continue
+        head = {k: _Head(t, exact + 1) for k, t in tensors.items()}
+        sub = an.TableAnalysis(head, ana.metadata)
+        st = _rotary_structure(sub)
+        if st is None:
+            continue
+        for c in _hints_rope(st, sub, kind_cls, inv_mistakes=False):
+            if c.params.get("offset", 0) or "seq_len" in c.params or c.params.get("scaling", "none") != "none":
+                continue  # the plain laws only: a ramp read on the first rows need not hold past them
+            c.params.update(length=ana.n, position_dtype=dt)
+            c.mistake = _mistakes(c.params)
+            c.note = f"{c.note}; positions exact up to {exact}, rounded to {dt} beyond"
+            out.append(c)
+    return out
+
+
+def _rounded_angles(ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
+    """Angles computed in a half-precision dtype (``torch.outer`` of half-precision positions and ``inv_freq``,
+    as under autocast): no column is a sinusoid of the position any more, but row 1 holds each angle exactly (1
+    times the rounded frequency): the frequencies read there lie on that dtype's grid and on a geometric ladder
+    within its rounding; each reading is regenerated (the verification decides)."""
+    from ...encodings.rope.core import POSITION_DTYPES
+
+    cos, sin = ana.tensor("cos"), ana.tensor("sin")
+    pair = {"cos": cos, "sin": sin} if cos is not None or sin is not None else {"table": (ana.name, ana.table)}
+    pair = {k: v for k, v in pair.items() if v is not None}
+    first = next(iter(pair.values()))[1]
+    if len(first.shape) != 2 or ana.n < 3 or not ana.floating:
+        return []
+    head = {k: an.read_rows(v[1], np.arange(min(ana.n, 16))).reshape(min(ana.n, 16), -1) for k, v in pair.items()}
+    x0 = next(iter(head.values()))
+    layout = an.duplicate_layout(x0, tolerance.duplicate_tol(first.dtype))
+    if layout is None:
+        return []
+    width = int(first.shape[1])
+    uniq = np.arange(width // 2) if layout == an.DUPLICATE_HALF else np.arange(0, width, 2)
+    c1 = head["cos"][1, uniq] if "cos" in head else head["table"][1, uniq] if "table" in head else None
+    if "sin" in head:
+        s1 = head["sin"][1, uniq]
+        w = np.arctan2(s1, c1) if c1 is not None else np.arcsin(np.clip(s1, -1, 1))
+    else:
+        assert c1 is not None  # a cos table or a lone table
+        w = np.arccos(np.clip(c1, -1.0, 1.0))
+    # a frequency well above the table's own rounding at row 1 is read to it; slower ones say nothing there
+    readable = np.flatnonzero(w > np.sqrt(tolerance.eps(first.dtype)) * 64)
+    if readable.size < 3 or readable[0] != 0 or not np.all(np.diff(readable) == 1):
+        return []
+    w = w[readable]
+    named = _layout_names(kind_cls)
+    out: list[Candidate] = []
+    for dt in POSITION_DTYPES[1:]:
+        half_ulp = tolerance.eps(resolve_dtype(dt)) / 2
+        geo = an.geometric_fit(w, w * half_ulp * 4)
+        if geo is None or geo.count < w.size or not near_one(geo.w0, half_ulp * 4):
+            continue
+        for b in base_readings(geo.ratio ** (-width / 2.0), True)[:4]:
+            p = {"length": ana.n, "dim": width, "layout": named[layout], "base": b, "angle_dtype": dt}
+            if ana.dtype_param:
+                p["dtype"] = ana.dtype_param
+            tmap = {v[0]: ("cos" if k != "sin" else "sin") for k, v in pair.items()}
+            out.append(
+                Candidate(
+                    kind_cls.KIND,
+                    p,
+                    tensor_map=tmap,
+                    note=f"angles on the {dt} grid at row 1",
+                    convention=PAIRINGS.get(layout, ""),
+                    mistake=_mistakes(p),
+                )
+            )
+    return out
+
+
+class _Head:
+    """The first ``n`` rows of a table (array or row-block source), for a reading of those rows alone."""
+
+    def __init__(self, inner: Any, n: int) -> None:
+        self.inner = inner
+        self.shape = (n, *tuple(int(s) for s in inner.shape[1:]))
+        self.dtype = inner.dtype
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        stop = min(stop, self.shape[0])
+        return np.asarray(
+            self.inner[start:stop] if isinstance(self.inner, np.ndarray) else self.inner.rows(start, stop)
+        )
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        return np.asarray(
+            self.inner[: self.shape[0]] if isinstance(self.inner, np.ndarray) else self.rows(0, self.shape[0])
+        )[key]
+
+
+def _hints_rope(st: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any, inv_mistakes: bool = True) -> list[Candidate]:
+    """:func:`hints_rope` of one rotary structure (``inv_mistakes``: with the rounded-inv_freq readings)."""
     n, m, r = st["n"], st["m"], st["rot"]
     freqs, errs, inv, inv_dtype = _ladder(st, ana)
     amps = [o.amplitude for o in st["spec"].oscillators if o.amplitude > 0]
@@ -201,7 +349,15 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     def add(p: dict[str, Any], why: str, fallback: bool = False) -> None:
         note_ = f"{note}; {why}"
         out.append(
-            Candidate(kind_cls.KIND, p, tensor_map=dict(tmap), note=note_, fallback=fallback, convention=convention)
+            Candidate(
+                kind_cls.KIND,
+                p,
+                tensor_map=dict(tmap),
+                note=note_,
+                fallback=fallback,
+                convention=convention,
+                mistake=_mistakes(p),
+            )
         )
         if inv_dtype == "float64" and "inv_freq_dtype" not in p:
             p32 = {**p, "inv_freq_dtype": "float32"}
@@ -217,6 +373,8 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     zero_tail = 1 <= nz < m and bool(np.all(freqs[nz:] == 0))
     fit_n = nz if zero_tail else m
     geo = an.geometric_fit(freqs[:fit_n], errs[:fit_n])
+    if inv_mistakes and inv is None and (geo is None or geo.count < fit_n) and fit_n > 1:
+        _rounded_inv_freq(law, freqs[:fit_n], errs[:fit_n], m, convention)
     if geo is None:
         return out
     if geo.count == fit_n or m == 1:
@@ -229,6 +387,22 @@ def hints_rope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) ->
     vis = fit_n if zero_tail else m
     _ladder_laws(law, freqs[:vis], errs[:vis], geo, max(n + offset, 1), not zero_tail)
     return out
+
+
+def _rounded_inv_freq(law: _Law, freqs: np.ndarray, errs: np.ndarray, m: int, convention: str) -> None:
+    """``inv_freq`` rounded to bfloat16 / float16 (a model cast to it rounds the buffer; the forward widens it
+    back): the ladder is geometric within that dtype's rounding, its first frequency 1. Tried before any
+    per-column reading, which would fit the rounding with one free factor per frequency."""
+    from ...encodings.rope.core import ROUNDED_INV_FREQ
+
+    for dt in ROUNDED_INV_FREQ:
+        half_ulp = tolerance.eps(resolve_dtype(dt)) / 2
+        geo = an.geometric_fit(freqs, np.maximum(errs, freqs * half_ulp))
+        if geo is None or geo.count < freqs.size or not near_one(geo.w0, half_ulp):
+            continue
+        for b in base_readings(geo.ratio ** (-law.r / 2.0), True)[:4]:
+            p = {**law.params, "base": b, "inv_freq_dtype": dt}
+            law.add(p, f"w_k = base^(-2k/{law.r}) rounded to {dt}")
 
 
 def _proportional(law: _Law, freqs: np.ndarray, errs: np.ndarray, nz: int, m: int) -> None:

@@ -50,7 +50,32 @@ def hints_sinusoidal(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: A
         guess[0].params["layout"] = layout
         return guess
     offsets = _offsets(ana, spec, layout == split_cos_first)
-    return _readings(kind_cls, ana, spec, geo, base, layout, interleaved, offsets, len(freqs)) or guess
+    scales = _scales(ana, spec)
+    out = []
+    for c in _readings(kind_cls, ana, spec, geo, base, layout, interleaved, offsets, len(freqs)) or guess:
+        for scale, why, convention in scales:
+            p = dict(c.params) if scale is None else {**c.params, "scale": scale}
+            note = f"{c.note}{why}" if c.note else ""
+            out.append(Candidate(kind_cls.KIND, p, note=note, structural=c.structural, convention=convention))
+    return out
+
+
+def _scales(ana: Any, spec: Any) -> list[tuple[float | None, str, str]]:
+    """The amplitude of the sin/cos pairs as a ``scale`` reading: none at 1; ``dim ** -0.5`` (x-transformers'
+    ScaledSinusoidalEmbedding) when it is that within the amplitude's tolerance, else its short decimals."""
+    from ..candidates import near_one, round_variants
+    from ..tolerance import amp_tol
+
+    amps = [o.amplitude for o in spec.oscillators if o.amplitude > 0]
+    amp = float(sorted(amps)[len(amps) // 2]) if amps else 1.0
+    tol = amp_tol(ana.dtype)
+    if near_one(amp, tol):
+        return [(None, "", "")]
+    inv_sqrt = ana.width**-0.5
+    if near_one(amp / inv_sqrt, tol):
+        named = "scaled by dim ** -0.5 as x-transformers' ScaledSinusoidalEmbedding starts"
+        return [(inv_sqrt, f", {named}", named)]
+    return [(v, f", scaled by {v:.6g}", "") for v in round_variants(amp)[:3]]
 
 
 def _offsets(ana: Any, spec: Any, cos_first: bool) -> list[int]:
