@@ -85,6 +85,27 @@ def test_weights_from_another_model_are_said_to_be(tmp_path):
     assert c.status == "differ" and "different models" in c.summary and not c.findings
 
 
+def test_the_reverse_trip_through_transformers_gguf_loading():
+    # llama_from_gguf_hf: llama.f32.gguf loaded by transformers' own GGUF loading and saved; the k_wrong copy's
+    # loader un-permuted K with the query head count (patched in by tools/golden/llamacpp_qk_weights.py)
+    reverse = json.loads((DATA / "conversions.json").read_text())["reverse"]
+    assert reverse == {"llama_from_gguf_hf": {"gguf": "llama.f32", "k_wrong": False},
+                       "llama_from_gguf_k_wrong_hf": {"gguf": "llama.f32", "k_wrong": True}}  # fmt: skip
+    good = check_weights(
+        str(DATA / "llama.f32.gguf"), str(DATA / "llama_from_gguf_hf"), str(DATA / "llama_from_gguf_hf")
+    )
+    assert good.status == "agree" and any("transformers' GGUF loading" in n for n in good.notes)
+    bad = check_weights(str(DATA / "llama.f32.gguf"), str(DATA / "llama_from_gguf_k_wrong_hf"),
+                        str(DATA / "llama_from_gguf_k_wrong_hf"))  # fmt: skip
+    assert bad.status == "differ" and {(t.role, t.found) for t in bad.tensors} == {
+        ("q", "expected"),
+        ("k", "other-heads"),
+    }
+    (finding,) = bad.findings
+    assert finding.startswith("attn_k.weight of layers 0-2 is permuted with 4 heads where the model has 2 KV heads")
+    assert "reload out-f32-None.gguf with a transformers whose GGUF loader un-permutes" in finding
+
+
 def converter_permute(rows: int, n_head: int) -> np.ndarray:
     """convert_hf_to_gguf.py's LlamaModel.permute (conversion/llama.py:176) applied to row numbers, in numpy."""
     w = np.arange(rows)
@@ -241,3 +262,51 @@ def test_shapes_that_disagree_with_the_head_counts_are_refused(tmp_path):
     assert code == 2
     rows = {r["layer_type"]: r for r in json.loads(out)["rows"] if r["artifact"] == "model.gguf"}
     assert rows["weights"]["verdict"] == "error" and "attn_q.weight has 32 rows" in rows["weights"]["explanation"]
+
+
+# ----- which layers slide: llama.cpp's pattern against the config's layer types ------------------------------
+GEMMA3 = Path(__file__).resolve().parent / "data" / "llamacpp"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expect"),
+    [
+        (None, "llama.cpp treats layers 2 as sliding (no gemma3.attention.sliding_window_pattern key: llama.cpp's "
+         "default for gemma3, 6) where HF's layer_types say full_attention"),
+        ((3, gguf.GGUFValueType.UINT32), None),
+        (([True, True, False, True, True, False], gguf.GGUFValueType.ARRAY), None),
+        ((2, gguf.GGUFValueType.UINT32), "llama.cpp treats layers 1, 3 as full (key "
+         "gemma3.attention.sliding_window_pattern = 2) where HF's layer_types say sliding"),
+    ],
+)  # fmt: skip
+def test_sliding_layers_follow_the_pattern_llama_cpp_reads(tmp_path, pattern, expect):
+    from posenc_cli.models.llamacpp import verdict
+
+    from .test_llamacpp_verdict import mutate
+
+    # a Gemma 3 whose every third layer is global; the real converter writes no pattern key
+    config = json.loads((GEMMA3 / "gemma3.config.json").read_text())
+    config["layer_types"] = ["sliding_attention", "sliding_attention", "full_attention"] * 2
+    keys = {} if pattern is None else {"gemma3.attention.sliding_window_pattern": pattern}
+    if pattern is not None and pattern[1] == gguf.GGUFValueType.ARRAY:
+        src = gguf.GGUFReader(str(GEMMA3 / "gemma3.gguf"))
+        w = gguf.GGUFWriter(str(tmp_path / "g.gguf"), "gemma3")
+        for key, f in src.fields.items():
+            if not key.startswith("GGUF.") and key != "general.architecture":
+                sub = {"sub_type": f.types[-1]} if f.types[0] == gguf.GGUFValueType.ARRAY else {}
+                w.add_key_value(key, f.contents(), f.types[0], **sub)
+        w.add_array("gemma3.attention.sliding_window_pattern", pattern[0])
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        path = str(tmp_path / "g.gguf")
+    else:
+        path = mutate(GEMMA3 / "gemma3.gguf", tmp_path / "g.gguf", set_keys=keys)
+    v = verdict(path, config, length=64)
+    slide = [d for d in v.divergences if d.startswith("sliding layers:")]
+    if expect is None:
+        assert not slide and any(n.startswith("sliding layers: llama.cpp's (key") for n in v.notes), v.notes
+    else:
+        assert any(expect in d for d in slide), slide
+        assert len(slide) == (2 if pattern is not None else 1)  # pattern 2 also makes layer 2 sliding

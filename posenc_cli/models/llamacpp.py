@@ -124,6 +124,24 @@ QK_PERMUTE: dict[str, str] = dict(pair.split("=", 1) for pair in _QK_PERMUTE_TEX
 #: pairs) equals HF's rotate_half.
 QK_PERMUTED = frozenset(a for a, v in QK_PERMUTE.items() if v != "no")
 
+#: Which layers llama.cpp treats as sliding, per architecture (each loader's ``load_swa_pattern(ml, N,
+#: dense_first)``, or a required ``get_arr`` of the pattern key; printed by tools/golden/llamacpp_arch_table.py):
+#: ``N:dense-first|dense-last:always|if`` (``if``: only when ``attention.sliding_window`` > 0) or ``array:...``.
+#: A GGUF's ``{arch}.attention.sliding_window_pattern`` (an array of booleans, or a number N) overrides the
+#: default N; ``llama_hparams::set_swa_pattern``: layer il is sliding when N == 0, else dense-last
+#: ``il % N < N - 1``, dense-first ``il % N != 0``.
+_SWA_PATTERN_TEXT = (
+    "afmoe=4:dense-last:if cohere2=4:dense-last:always cohere2moe=4:dense-first:always dflash=array:if "
+    "dots3note=array:always exaone-moe=4:dense-last:always exaone4=4:dense-last:if "
+    "gemma-embedding=6:dense-last:always gemma2=2:dense-last:always gemma3=6:dense-last:if "
+    "gemma3n=5:dense-last:always gemma4=array:always gemma4-assistant=array:always gpt-oss=2:dense-last:always "
+    "granite_swa=array:always laguna=4:dense-first:if llama4=4:dense-last:if maple=array:always "
+    "mellum=4:dense-last:if mimo2=array:always modern-bert=3:dense-first:if muse-glimmer=4:dense-last:always "
+    "olmo2=4:dense-last:if plamo3=8:dense-last:if smallthinker=4:dense-first:if spark2_5=array:always "
+    "step35=array:always"
+)
+SWA_PATTERN: dict[str, str] = dict(pair.split("=", 1) for pair in _SWA_PATTERN_TEXT.split())
+
 SCALING_TYPES = ("none", "linear", "yarn", "longrope")
 
 
@@ -851,6 +869,12 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
         v.equivalences += [x for x in e if x not in v.equivalences]
         v.notes += [x for x in nts if x not in v.notes]
         v.numbers[lt] = nums
+    if layer_type is None:  # which layers are sliding: llama.cpp's pattern against the config's layer types
+        from .swa_layers import compare_layers
+
+        d, n = compare_layers(gguf_path, raw)
+        v.divergences += d
+        v.notes += n
     if wc is not None:
         v.weights = wc
         if wc.status == "agree":

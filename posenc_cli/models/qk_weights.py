@@ -44,6 +44,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,32 +81,35 @@ def rotated_permute(n_head: int, head_dim: int, rot: int) -> np.ndarray:
 
 def candidates(
     rows: int, n_own: int, n_other: int, head_dim: int, rot: int, expected: str
-) -> list[tuple[str, np.ndarray]]:
-    """``(name, idx)`` for the expected permutation then the known wrong ones, duplicates dropped.
+) -> Iterator[tuple[str, np.ndarray]]:
+    """``(name, idx)`` for the expected permutation then the known wrong ones, duplicates dropped, each built
+    only when the ones before it did not match.
 
     ``expected`` is ``"permute"`` (half to consecutive pairs), ``"inverse"`` (consecutive to half) or ``"none"``;
     ``n_own`` is this tensor's head count, ``n_other`` the other side's (K: the query heads; Q: the KV heads)."""
     ident = np.arange(rows)
-    perm = rotated_permute(n_own, head_dim, rot)
-    exp = {"permute": perm, "inverse": np.argsort(perm), "none": ident}[expected]
-    out: list[tuple[str, np.ndarray]] = [("expected", exp), ("none", ident)]
+
+    def perm() -> np.ndarray:
+        return rotated_permute(n_own, head_dim, rot)
+
+    exp = {"permute": perm, "inverse": lambda: np.argsort(perm()), "none": lambda: ident}[expected]()
+    makers: list[tuple[str, Callable[[], np.ndarray]]] = [("expected", lambda: exp), ("none", lambda: ident)]
     if expected == "none":
-        out.append(("norm-permuted", llama_permute(rows, n_own)))  # the converter's permute: whole heads
-        out.append(("norm-permuted", perm))  # only the rotated rows
+        makers.append(("norm-permuted", lambda: llama_permute(rows, n_own)))  # the converter's: whole heads
+        makers.append(("norm-permuted", perm))  # only the rotated rows
     else:
         if n_other != n_own and rows % (2 * n_other) == 0:
-            out.append(("other-heads", llama_permute(rows, n_other)))
-        out.append(("whole-head", llama_permute(rows, n_own)))
-        out.append(("twice", exp[exp]))
-        out.append(("inverse", np.argsort(exp)))
+            makers.append(("other-heads", lambda: llama_permute(rows, n_other)))
+        makers.append(("whole-head", lambda: llama_permute(rows, n_own)))
+        makers.append(("twice", lambda: exp[exp]))
+        makers.append(("inverse", lambda: np.argsort(exp)))
     seen: list[np.ndarray] = []
-    unique = []
-    for name, idx in out:
+    for name, make in makers:
+        idx = make()
         if any(np.array_equal(idx, s) for s in seen):
             continue
         seen.append(idx)
-        unique.append((name, idx))
-    return unique
+        yield name, idx
 
 
 # ----- reading -------------------------------------------------------------------------------------------------
@@ -400,6 +404,10 @@ def _finding(members: list[TensorResult], ctx: dict[str, Any]) -> str:
                 f"re-convert with convert_hf_to_gguf.py, which permutes Q per {ctx['n_head']} and K per "
                 f"{ctx['n_head_kv']} heads, once"
             )
+    if ctx.get("reverse") is not None:  # the HF side is the copy: its loader's un-permute went wrong
+        effect = f"transformers' model rotates rotate_half pairs that are not llama.cpp's {ctx['rope_type']} pairs"
+        fix = (f"reload {ctx['reverse']} with a transformers whose GGUF loader un-permutes Q per {ctx['n_head']} and "
+               f"K per {ctx['n_head_kv']} heads (transformers #31766, #31788)")  # fmt: skip
     verb = "is" if len(names) == 1 else "are"
     return f"{tensors} of layers {layers} {verb} {what.removeprefix('is ')}: {effect}, so scores differ; {fix}"
 
@@ -425,7 +433,7 @@ def check_weights(gguf_path: str, config: Any, hf_dir: str | None, label: str | 
     )
     rep = cfg.report(lt)
     hf_layout = str(rep.get("layout", {}).get("value", "half"))
-    text = raw.get("text_config", raw) if isinstance(raw.get("text_config"), dict) else raw
+    text: dict[str, Any] = raw["text_config"] if isinstance(raw.get("text_config"), dict) else raw
     n_head = _first(keys.get("n_head")) or int(text.get("num_attention_heads", 0))
     n_head_kv = _first(keys.get("n_head_kv")) or int(text.get("num_key_value_heads") or n_head)
     head_dim = int(keys.get("key_length") or (keys["n_embd"] // n_head if n_head and "n_embd" in keys else 0))
@@ -485,8 +493,15 @@ def check_weights(gguf_path: str, config: Any, hf_dir: str | None, label: str | 
             + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
             + "; pass the directory of the model it was converted from"
         )
+    # an HF directory made from a GGUF by transformers' GGUF loading says so in its config (the reverse trip)
+    qc: dict[str, Any] = raw["quantization_config"] if isinstance(raw.get("quantization_config"), dict) else {}
+    reverse = str(qc.get("gguf_file") or "?") if qc.get("quant_method") == "gguf" else None
+    if reverse is not None:
+        check.notes.append(
+            f"the HF weights were made from a GGUF ({reverse}) by transformers' GGUF loading: checked the same way"
+        )
     ctx = {"arch": arch, "rope_type": rope_type, "n_head": n_head, "n_head_kv": n_head_kv, "head_dim": head_dim,
-           "rot": rot}  # fmt: skip
+           "rot": rot, "reverse": reverse}  # fmt: skip
     q_rows, k_rows = n_head * head_dim, n_head_kv * head_dim
     col_note = ""
     for gname in sorted(tensors, key=_order):

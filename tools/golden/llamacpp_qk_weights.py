@@ -17,6 +17,10 @@ mistakes are patches of the converter's own functions, applied before its main()
 * ``neox_permuted``: a NEOX-type model's ``modify_tensors`` runs ``LlamaModel.permute`` on q_proj/k_proj (weights and
   biases) first, as the llama path would.
 
+The reverse trip: the faithful float32 conversion loaded by transformers' own GGUF loading
+(``from_pretrained(gguf_file=...)``), faithfully and with its K un-permuted with the query head count, saved as
+``llama_from_gguf_hf`` / ``llama_from_gguf_k_wrong_hf`` (q/k only).
+
 What is stored: ``NAME.gguf`` with every key the converter wrote and of the tensors only the attention q/k/qkv
 ones (bytes as written: F32, F16, BF16 or Q8_0); ``HF/config.json`` and ``HF/model.safetensors`` with the HF
 model's q/k projections only (bf16, as saved); ``conversions.json`` the truth per file: the model, the outtype and
@@ -177,7 +181,29 @@ def convert(work, outtype, mistake, dest):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    return arch, kept
+    return arch, kept, out
+
+
+def from_gguf(work, full_gguf, name, k_wrong):
+    """The reverse trip: transformers' GGUF loading (modeling_gguf_pytorch_utils, LlamaTensorProcessor un-permutes
+    Q/K) of the full faithful conversion, saved as an HF directory (its config, its q/k projections). With
+    ``k_wrong`` the loader's ``_reverse_permute_weights`` un-permutes K with the query head count (its
+    ``num_kv_heads`` dropped), the mistake of transformers #31766/#31788's era."""
+    import transformers.modeling_gguf_pytorch_utils as m
+
+    orig = m.LlamaTensorProcessor._reverse_permute_weights
+    if k_wrong:
+        m.LlamaTensorProcessor._reverse_permute_weights = lambda self, w, n_head, n_kv=None: orig(self, w, n_head)
+    try:
+        model = transformers.LlamaForCausalLM.from_pretrained(os.path.dirname(full_gguf),
+                                                              gguf_file=os.path.basename(full_gguf))
+    finally:
+        m.LlamaTensorProcessor._reverse_permute_weights = orig
+    hf = os.path.join(OUT, name)
+    os.makedirs(hf, exist_ok=True)
+    model.config.to_json_file(os.path.join(hf, "config.json"))
+    keep = {k: v.contiguous() for k, v in model.state_dict().items() if "q_proj" in k or "k_proj" in k}
+    safetensors.torch.save_file(keep, os.path.join(hf, "model.safetensors"), metadata={"format": "pt"})
 
 
 os.makedirs(OUT, exist_ok=True)
@@ -187,8 +213,12 @@ works = {}
 for name in MODELS:
     works[name] = save_model(name)
 for fname, (model, outtype, mistake) in CONVERSIONS.items():
-    arch, kept = convert(works[model], outtype, mistake, os.path.join(OUT, f"{fname}.gguf"))
+    arch, kept, full = convert(works[model], outtype, mistake, os.path.join(OUT, f"{fname}.gguf"))
     manifest["files"][fname] = {"model": model, "hf": f"{model}_hf", "outtype": outtype, "mistake": mistake,
                                 "arch": arch, "tensors": kept}
     print(fname, arch, len(kept), "tensors")
+    if fname == "llama.f32":  # the reverse trip starts from the faithful float32 conversion
+        for name, k_wrong in (("llama_from_gguf_hf", False), ("llama_from_gguf_k_wrong_hf", True)):
+            from_gguf(works[model], full, name, k_wrong)
+            manifest.setdefault("reverse", {})[name] = {"gguf": fname, "k_wrong": k_wrong}
 json.dump(manifest, open(os.path.join(OUT, "conversions.json"), "w"), indent=1)
