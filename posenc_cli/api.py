@@ -1106,7 +1106,7 @@ def check_gguf(
     ``.divergences``, ``.equivalences``, ``.notes``, ``.weights``, ``.to_json()``). Without ``layer_type`` the
     GGUF's Q/K weights are compared with HF's where the config's directory holds them (``weights="skip"``: not;
     ``"row"``: a file that cannot be compared is reported in ``.weights`` instead of raising)."""
-    from .models.llamacpp import verdict
+    from .models.conversion import verdict
 
     path = config if isinstance(config, Mapping) else os.fspath(config)
     return verdict(os.fspath(gguf), path, n_ctx=n_ctx, length=length, layer_type=layer_type, weights=weights)

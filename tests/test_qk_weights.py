@@ -135,7 +135,7 @@ def test_the_converter_table_comes_from_its_registry():
 
 
 def test_without_hf_weights_nothing_is_claimed():
-    from posenc_cli.models.llamacpp import verdict
+    from posenc_cli.models.conversion import verdict
 
     v = verdict(str(DATA / "llama.f16.gguf"), str(DATA / "llama_hf" / "config.json"), length=16)
     assert any("Q/K rows, compared with HF's weights" in e for e in v.equivalences)
@@ -246,6 +246,24 @@ def test_a_missing_hf_tensor_is_refused_naming_it(tmp_path):
     assert "blk.2.attn_k.weight has no HF counterpart" in err
 
 
+def test_a_missing_gguf_tensor_is_refused_naming_it(tmp_path):
+    src = gguf.GGUFReader(str(DATA / "llama.f32.gguf"))
+    w = gguf.GGUFWriter(str(tmp_path / "m.gguf"), "llama")
+    for key, f in src.fields.items():
+        if not key.startswith("GGUF.") and key != "general.architecture":
+            sub = {"sub_type": f.types[-1]} if f.types[0] == gguf.GGUFValueType.ARRAY else {}
+            w.add_key_value(key, f.contents(), f.types[0], **sub)
+    for t in src.tensors:
+        if t.name != "blk.1.attn_k.weight":
+            w.add_tensor(t.name, np.array(t.data))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    err = bad(["check", str(tmp_path / "m.gguf"), "--against", str(DATA / "llama_hf")])
+    assert "tensor blk.1.attn_k.weight is missing" in err
+
+
 def test_shapes_that_disagree_with_the_head_counts_are_refused(tmp_path):
     from .test_llamacpp_verdict import mutate
 
@@ -280,7 +298,7 @@ GEMMA3 = Path(__file__).resolve().parent / "data" / "llamacpp"
     ],
 )  # fmt: skip
 def test_sliding_layers_follow_the_pattern_llama_cpp_reads(tmp_path, pattern, expect):
-    from posenc_cli.models.llamacpp import verdict
+    from posenc_cli.models.conversion import verdict
 
     from .test_llamacpp_verdict import mutate
 

@@ -45,7 +45,6 @@ correctly rounded), 2 ulp where that 1 ulp is then multiplied by a YaRN mscale.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,7 +125,8 @@ QK_PERMUTED = frozenset(a for a, v in QK_PERMUTE.items() if v != "no")
 
 #: Which layers llama.cpp treats as sliding, per architecture (each loader's ``load_swa_pattern(ml, N,
 #: dense_first)``, or a required ``get_arr`` of the pattern key; printed by tools/golden/llamacpp_arch_table.py):
-#: ``N:dense-first|dense-last:always|if`` (``if``: only when ``attention.sliding_window`` > 0) or ``array:...``.
+#: ``N:dense-first|dense-last:always|if`` (``if``: only when ``attention.sliding_window`` > 0) or ``array:...``;
+#: read through :func:`swa_pattern` (text, like ``_ROPE_TYPE_TEXT``: its names are GGUF architectures).
 #: A GGUF's ``{arch}.attention.sliding_window_pattern`` (an array of booleans, or a number N) overrides the
 #: default N; ``llama_hparams::set_swa_pattern``: layer il is sliding when N == 0, else dense-last
 #: ``il % N < N - 1``, dense-first ``il % N != 0``.
@@ -140,7 +140,16 @@ _SWA_PATTERN_TEXT = (
     "olmo2=4:dense-last:if plamo3=8:dense-last:if smallthinker=4:dense-first:if spark2_5=array:always "
     "step35=array:always"
 )
-SWA_PATTERN: dict[str, str] = dict(pair.split("=", 1) for pair in _SWA_PATTERN_TEXT.split())
+
+
+def swa_pattern(arch: str) -> str | None:
+    """The sliding-layer rule of ``arch``'s loader (see ``_SWA_PATTERN_TEXT``), None where it has none."""
+    for pair in _SWA_PATTERN_TEXT.split():
+        name, rule = pair.split("=", 1)
+        if name == arch:
+            return rule
+    return None
+
 
 SCALING_TYPES = ("none", "linear", "yarn", "longrope")
 
@@ -813,25 +822,19 @@ def _ranges(idx: np.ndarray) -> str:
 
 
 def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: int | None = None,
-            layer_type: str | None = None, weights: str = "raise") -> Verdict:  # fmt: skip
+            layer_type: str | None = None, weights_ok: bool | None = None) -> Verdict:  # fmt: skip
     """llama.cpp's tables for ``gguf_path`` against HF's for ``config`` (a config.json path, its directory or a
     dict) at ``n_ctx`` (default: the GGUF's training context) and ``length`` positions (default: ``n_ctx``), for
-    every attention type of the config (``layer_type``: that one only).
-
-    The whole verdict (no ``layer_type``) also compares the Q/K weights with HF's where the config's directory
-    holds them (:mod:`posenc_cli.models.qk_weights`): ``weights`` ``"raise"`` lets a file that cannot be compared
-    raise, ``"row"`` keeps it in ``Verdict.weights`` (status ``error``), ``"skip"`` compares nothing."""
+    every attention type of the config (``layer_type``: that one only). ``weights_ok``: whether the Q/K weights
+    were compared with HF's and agree (None: not compared; :func:`posenc_cli.models.conversion.verdict` compares
+    them and adds the weights and sliding-layer findings)."""
     from ..encodings import make_encoding
     from .config_file import load_config
     from .gguf import read_gguf
     from .hf_config import read_model_config
 
-    raw = load_config(config)
-    # the weights first: a damaged Q/K tensor is named by it before the gguf reader refuses the whole file
-    wc = None if weights == "skip" or layer_type is not None else _weights(gguf_path, config, raw, weights)
     g = read_gguf(gguf_path)
-    cfg = read_model_config(raw)
-    weights_ok = None if wc is None or wc.status not in ("agree", "differ") else wc.status == "agree"
+    cfg = read_model_config(load_config(config))
     full, warnings = from_gguf(g)
     asked = full.n_ctx_train if not n_ctx else int(n_ctx)
     length = asked if length is None else int(length)
@@ -869,42 +872,7 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
         v.equivalences += [x for x in e if x not in v.equivalences]
         v.notes += [x for x in nts if x not in v.notes]
         v.numbers[lt] = nums
-    if layer_type is None:  # which layers are sliding: llama.cpp's pattern against the config's layer types
-        from .swa_layers import compare_layers
-
-        d, n = compare_layers(gguf_path, raw)
-        v.divergences += d
-        v.notes += n
-    if wc is not None:
-        v.weights = wc
-        if wc.status == "agree":
-            v.equivalences.append(wc.summary)
-        elif wc.status == "differ":
-            v.divergences += [f"weights: {f}" for f in wc.findings] or [wc.summary]
-        else:
-            v.notes.append(wc.summary)
-        v.notes += [n for n in wc.notes if n not in v.notes]
     return v
-
-
-def _weights(gguf_path: str, config: Any, raw: dict[str, Any], mode: str) -> Any:
-    """The Q/K weights check of :func:`verdict` (HF's weights: the config's own directory)."""
-    from ..errors import PosencError
-    from .qk_weights import WeightsCheck, check_weights
-
-    hf_dir = None
-    if isinstance(config, (str, os.PathLike)) and str(config) != "-":
-        path = os.fspath(config)
-        if os.path.isdir(path):
-            hf_dir = path
-        elif os.path.basename(path) == "config.json":  # a model directory's own config, not a loose JSON file
-            hf_dir = os.path.dirname(os.path.abspath(path))
-    try:
-        return check_weights(gguf_path, raw, hf_dir)
-    except PosencError as exc:
-        if mode == "raise":
-            raise
-        return WeightsCheck(gguf_path, hf_dir, "error", f"weights not checked: {exc}", "")
 
 
 # ----- a GGUF file as a table source -----------------------------------------------------------------------

@@ -219,6 +219,11 @@ class HfTensor:
         if self.dtype == "BF16":
             mm = np.memmap(self.file, dtype=np.uint16, mode="r", offset=self.offset, shape=(rows, width))
             return (np.ascontiguousarray(mm[:, :cols]).astype(np.uint32) << 16).view(np.float32)
+        if self.dtype not in _HF_DTYPES:
+            raise WeightsError(
+                f"{self.file}: tensor {self.name} has dtype {self.dtype}; the weights check reads F32, F16, BF16 and "
+                "F64 checkpoints (a quantized HF checkpoint cannot be compared row by row)"
+            )
         mm = np.memmap(self.file, dtype=_HF_DTYPES[self.dtype], mode="r", offset=self.offset, shape=(rows, width))
         return np.asarray(mm[:, :cols], dtype=np.float32)
 
@@ -266,6 +271,9 @@ def hf_tensors(files: list[str]) -> dict[str, HfTensor]:
                 raise WeightsError(f"{file}: tensor {name} has a malformed header entry") from None
             if 8 + n + b > size:
                 raise WeightsError(f"{file}: tensor {name} runs past the end of the file; the file is truncated")
+            item = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8}.get(dtype)
+            if item is not None and b - a != int(np.prod(shape, dtype=np.int64)) * item:
+                raise WeightsError(f"{file}: tensor {name}'s data_offsets do not match its shape; the file is damaged")
             out[name] = HfTensor(file, name, dtype, shape, 8 + n + a)
     return out
 
@@ -470,6 +478,17 @@ def check_weights(gguf_path: str, config: Any, hf_dir: str | None, label: str | 
     if not tensors:
         check.summary = f"weights not checked: {label} holds no blk.N.attn_q/attn_k/attn_qkv tensors"
         return check
+    # every layer holds the Q/K tensors the others hold (a layer without them would go unchecked)
+    per_layer: dict[int, set[str]] = {}
+    for name in tensors:
+        per_layer.setdefault(int(name.split(".")[1]), set()).add(name.split(".", 2)[2])
+    every = set().union(*per_layer.values())
+    for layer in range(max(int(keys.get("n_layer") or 0), max(per_layer) + 1)):
+        lacking = sorted(every - per_layer.get(layer, set()))
+        if lacking:
+            raise WeightsError(
+                f"{label}: tensor blk.{layer}.{lacking[0]} is missing (other layers hold it); the file is incomplete"
+            )
     if not n_head or not head_dim or head_dim % 2 or rot % 2:
         raise WeightsError(f"{label}: head count {n_head} / head dim {head_dim} cannot split the Q/K rows")
     hf_all = hf_tensors(files)
@@ -640,18 +659,26 @@ def _decide(check: WeightsCheck, ctx: dict[str, Any]) -> None:
     check.summary = "weights: Q/K rows differ" + only + ": " + check.findings[0]
 
 
+def hf_weights_dir(config: Any) -> str | None:
+    """Where HF's weights are for a config given as a path: the directory itself, or a ``config.json``'s own
+    directory (a loose JSON file has none)."""
+    if not isinstance(config, (str, os.PathLike)) or str(config) == "-":
+        return None
+    path = os.fspath(config)
+    if os.path.isdir(path):
+        return path
+    if os.path.basename(path) == "config.json":
+        return os.path.dirname(path) or "."
+    return None
+
+
 def audit_verdict(gguf_path: str, config_path: str) -> tuple[str, str, list[str]]:
     """``(verdict, explanation, details)`` of an audit's weights row: ``agree`` / ``differ``, ``skipped`` when
     there are no HF weights beside the config (what the converter is expected to have done), ``error`` when the
     files cannot be compared (the reason naming the tensor)."""
     from ..errors import PosencError
 
-    if os.path.isdir(config_path):
-        hf_dir: str | None = config_path
-    elif os.path.basename(config_path) == "config.json":  # a model directory's own config, not a loose JSON file
-        hf_dir = os.path.dirname(config_path) or "."
-    else:
-        hf_dir = None
+    hf_dir = hf_weights_dir(config_path)
     try:
         check = check_weights(gguf_path, config_path, hf_dir)
     except PosencError as exc:

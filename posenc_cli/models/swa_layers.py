@@ -4,7 +4,7 @@ A sliding layer rotates with the sliding base (``rope.freq_base_swa`` or the arc
 with ``rope.freq_base``, so a layer llama.cpp places in the other kind rotates with the wrong base. llama.cpp decides
 per layer (``llama_model_base::load_swa_pattern``, src/llama-model.cpp): the GGUF's
 ``{arch}.attention.sliding_window_pattern`` as an array of booleans, else as a number N, else the architecture's
-default N (:data:`posenc_cli.models.llamacpp.SWA_PATTERN`), through ``llama_hparams::set_swa_pattern``. A
+default N (:func:`posenc_cli.models.llamacpp.swa_pattern`), through ``llama_hparams::set_swa_pattern``. A
 converter that writes no pattern key (convert_hf_to_gguf.py writes none for Gemma 3) leaves the default, which
 holds only for models whose layer types follow it.
 """
@@ -17,9 +17,9 @@ from typing import Any
 def llamacpp_sliding(arch: str, n_layer: int, fields: dict[str, Any]) -> tuple[list[bool] | None, str]:
     """llama.cpp's per-layer sliding flags for ``arch`` from a GGUF's keys (``fields``: key -> value), and where
     they come from; None when the architecture has no sliding layers in llama.cpp or cannot load."""
-    from .llamacpp import SWA_PATTERN
+    from .llamacpp import swa_pattern
 
-    entry = SWA_PATTERN.get(arch)
+    entry = swa_pattern(arch)
     if entry is None:
         return None, f"llama.cpp's loader for {arch} has no sliding-window layers"
     parts = entry.split(":")
