@@ -80,6 +80,53 @@ def test_a_quantized_faithful_file_agrees_within_its_rounding_and_not_exactly(ch
     assert 0 < np.max(np.abs(g - h)) <= np.max(np.abs(h)) / 127
 
 
+def requantized(src: Path, dest: Path, qtype: str) -> str:
+    """``src`` with its 2-D tensors quantized to ``qtype`` by gguf's own quantizer (the reference's code)."""
+    r = gguf.GGUFReader(str(src))
+    w = gguf.GGUFWriter(str(dest), r.fields["general.architecture"].contents())
+    for key, f in r.fields.items():
+        if not key.startswith("GGUF.") and key != "general.architecture":
+            sub = {"sub_type": f.types[-1]} if f.types[0] == gguf.GGUFValueType.ARRAY else {}
+            w.add_key_value(key, f.contents(), f.types[0], **sub)
+    qt = gguf.GGMLQuantizationType[qtype]
+    for t in r.tensors:
+        data = np.array(t.data, dtype=np.float32)
+        w.add_tensor(t.name, gguf.quants.quantize(data, qt), raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return str(dest)
+
+
+@pytest.mark.parametrize("qtype", ["Q4_0", "Q4_1", "Q5_0", "Q5_1"])
+def test_coarser_quantizations_agree_and_still_name_the_mistake(tmp_path, qtype):
+    hf = str(DATA / "llama_hf")
+    good = check_weights(requantized(DATA / "llama.f32.gguf", tmp_path / "g.gguf", qtype), hf, hf)
+    assert good.status == "agree", good.findings
+    bad = check_weights(requantized(DATA / "llama.k_with_q_heads.gguf", tmp_path / "b.gguf", qtype), hf, hf)
+    assert {(t.role, t.found) for t in bad.tensors} == {("q", "expected"), ("k", "other-heads")}
+
+
+def test_a_type_too_coarse_to_tell_rows_apart_is_not_checked(tmp_path):
+    src = gguf.GGUFReader(str(DATA / "llama.f32.gguf"))
+    w = gguf.GGUFWriter(str(tmp_path / "q2.gguf"), "llama")
+    for key, f in src.fields.items():
+        if not key.startswith("GGUF.") and key != "general.architecture":
+            sub = {"sub_type": f.types[-1]} if f.types[0] == gguf.GGUFValueType.ARRAY else {}
+            w.add_key_value(key, f.contents(), f.types[0], **sub)
+    block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType.Q2_K]  # 2.625 bits per weight
+    for t in src.tensors:
+        raw = np.zeros((t.data.shape[0], 256 // block * size), dtype=np.uint8)
+        w.add_tensor(t.name, raw, raw_dtype=gguf.GGMLQuantizationType.Q2_K)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    c = check_weights(str(tmp_path / "q2.gguf"), str(DATA / "llama_hf"), str(DATA / "llama_hf"))
+    assert c.status == "not checked" and "is Q2_K, whose rounding is too coarse" in c.summary
+
+
 def test_weights_from_another_model_are_said_to_be(tmp_path):
     c = check_weights(str(DATA / "llama.f16.gguf"), str(DATA / "llama_other_hf"), str(DATA / "llama_other_hf"))
     assert c.status == "differ" and "different models" in c.summary and not c.findings

@@ -28,10 +28,12 @@ quantization block (quantized types): a permutation of rows is decided by where 
 
 A GGUF value equals HF's when it equals HF's value rounded to the GGUF tensor's type (F32, F16, BF16: exact), or,
 for a quantized type (dequantized with ``gguf``'s own ``quants`` code), lies within the type's rounding bound:
-a ``b``-bit code (``b`` the whole bits per weight, from ``GGML_QUANT_SIZES``) spans the block's ``[-amax, amax]``
-in ``2^b - 1`` steps, so rounding moves a value by at most half a step; the scales' own rounding (f16, 6-bit
-sub-scales) at most doubles that: ``2 amax / (2^b - 1)`` (Q8_0: amax/127.5, where its rounding is at most
-amax/254 plus the f16 scale's 127 * amax/127 * 2^-11).
+a ``b``-bit code spans the block's ``[-amax, amax]`` in ``2^b - 1`` steps, so rounding moves a value by at most
+half a step, and a clamped end (Q4_0's codes reach -8 but +7 steps) or the scales' own rounding (f16, 6-bit
+sub-scales) at most doubles that: ``2 amax / (2^b - 1)``, with ``b`` the type's whole bits per weight from
+``GGML_QUANT_SIZES`` less one for its scales (:func:`code_bits`; Q8_0 7 bits: amax/63.5, where its rounding is at
+most amax/254 plus the f16 scale's; Q4_0 3 bits: 0.29 amax, where its clamp reaches amax/8). Types coarser than
+:data:`MIN_CODE_BITS` cannot tell rows apart and are reported not checked.
 
 When a tensor does not hold the expected permutation, the known wrong ones are tried (:func:`candidates`): none,
 the other side's head count, the whole head where only part rotates, twice, the inverse, the NORM permute of a
@@ -344,13 +346,25 @@ def _rounded(hf: np.ndarray, qname: str) -> np.ndarray:
 
 def _tolerance(hf: np.ndarray, gguf: Any, qtype: Any) -> np.ndarray | None:
     """Per element bound of a quantized type (see the module docstring); None for the exact float types."""
-    block, tsize = gguf.GGML_QUANT_SIZES[qtype]
+    block = gguf.GGML_QUANT_SIZES[qtype][0]
     if block == 1:
         return None
-    bits = math.floor(8 * tsize / block)
+    bits = code_bits(gguf, qtype)
     rows, cols = hf.shape
     amax = np.abs(hf.reshape(rows, cols // block, block)).max(axis=2, keepdims=True)
     return np.broadcast_to(2.0 * amax / (2**bits - 1), (rows, cols // block, block)).reshape(rows, cols)
+
+
+def code_bits(gguf: Any, qtype: Any) -> int:
+    """The bits of a quantized type's codes the bound assumes: its whole bits per weight less one (a block's
+    scale, minimum and sub-scales take at most one bit per weight: Q8_0 8.5 -> 7, Q4_0 4.5 -> 3, Q4_1 5 -> 4)."""
+    block, tsize = gguf.GGML_QUANT_SIZES[qtype]
+    return math.floor(8 * tsize / block) - 1
+
+
+#: Fewest code bits whose rounding bound (2/(2^b - 1) of the block's largest value: 0.29 at 3 bits) still tells
+#: one row from another; coarser types (Q2_K, Q3_K, the 1- to 3-bit IQ types) are not checked.
+MIN_CODE_BITS = 3
 
 
 def _row_ok(g: np.ndarray, h: np.ndarray, tol: np.ndarray | None) -> np.ndarray:
@@ -477,6 +491,13 @@ def check_weights(gguf_path: str, config: Any, hf_dir: str | None, label: str | 
         return check
     if not tensors:
         check.summary = f"weights not checked: {label} holds no blk.N.attn_q/attn_k/attn_qkv tensors"
+        return check
+    coarse = sorted(n for n, t in tensors.items() if gguf.GGML_QUANT_SIZES[t.qtype][0] > 1
+                    and code_bits(gguf, t.qtype) < MIN_CODE_BITS)  # fmt: skip
+    if coarse:
+        qname = tensors[coarse[0]].qtype.name
+        check.summary = (f"weights not checked: {coarse[0]} is {qname}, whose rounding is too coarse to tell its "
+                         f"rows apart; the converter should have {short}")  # fmt: skip
         return check
     # every layer holds the Q/K tensors the others hold (a layer without them would go unchecked)
     per_layer: dict[int, set[str]] = {}
