@@ -123,7 +123,7 @@ def save_model(name):
             if isinstance(mod, torch.nn.Linear) and mod.bias is not None:
                 mod.bias.normal_(0.0, 0.02)
     model = model.to(torch.bfloat16)
-    work = tempfile.mkdtemp(prefix=f"qk-{name}-")
+    work = os.path.join(tempfile.mkdtemp(prefix="qk-"), name)  # the converter names the model after the directory
     model.save_pretrained(work)
     json.dump({"model": {"vocab": {f"t{i}": i for i in range(64)}}, "added_tokens": []},
               open(os.path.join(work, "tokenizer.json"), "w"))
