@@ -269,6 +269,30 @@ def test_truncated_tensor_data_is_refused_naming_the_tensor(tmp_path):
     assert "runs past the end of the file" in err and "attn_" in err
 
 
+def test_a_file_truncated_past_its_q_k_tensors_is_one_row_of_an_audit(tmp_path):
+    # the Q/K tensors whole, a later tensor cut short: the gguf reader's refusal is a row, not a crash
+    d = audit_dir(tmp_path, "llama.f32", "llama_hf")
+    src = gguf.GGUFReader(str(DATA / "llama.f32.gguf"))
+    w = gguf.GGUFWriter(str(d / "model.gguf"), "llama")
+    for key, f in src.fields.items():
+        if not key.startswith("GGUF.") and key != "general.architecture":
+            sub = {"sub_type": f.types[-1]} if f.types[0] == gguf.GGUFValueType.ARRAY else {}
+            w.add_key_value(key, f.contents(), f.types[0], **sub)
+    for t in src.tensors:
+        w.add_tensor(t.name, np.array(t.data))
+    w.add_tensor("output_norm.weight", np.ones(64, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    whole = (d / "model.gguf").read_bytes()
+    (d / "model.gguf").write_bytes(whole[:-16])
+    code, out, _ = cli(["audit", str(d), "--engine", "hf", "--json", "--len", "16"])
+    rows = {r["layer_type"]: r for r in json.loads(out)["rows"] if r["artifact"] == "model.gguf"}
+    assert code == 2 and rows["weights"]["verdict"] == "error"
+    assert "the gguf reader refused it" in rows["weights"]["explanation"]
+
+
 def test_an_unknown_quantization_type_is_refused_naming_the_tensor(tmp_path):
     def edit(raw):
         at = type_field(raw, "blk.1.attn_q.weight")

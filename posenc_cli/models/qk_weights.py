@@ -193,7 +193,10 @@ def gguf_qk(path: str, label: str) -> tuple[dict[str, GgufTensor], dict[str, Any
 
 
 def _attention_keys(path: str, gguf: Any) -> dict[str, Any]:
-    reader = gguf.GGUFReader(path, "r")
+    try:
+        reader = gguf.GGUFReader(path, "r")
+    except Exception as exc:  # the header walk passed: anything left is the reader's own refusal
+        raise WeightsError(f"{path}: the gguf reader refused it ({type(exc).__name__}: {exc})") from None
     arch = reader.fields["general.architecture"].contents()
     keys: dict[str, Any] = {"arch": arch}
     for short, key in (("n_head", "attention.head_count"), ("n_head_kv", "attention.head_count_kv"),
