@@ -1190,14 +1190,17 @@ def check_gguf(
     n_ctx: int | None = None,
     length: int | None = None,
     layer_type: str | None = None,
+    weights: str = "raise",
 ) -> Any:
     """llama.cpp's tables for a GGUF file against HF's for its config (every attention type; ``layer_type``
     narrows it), each divergence named: a :class:`posenc_cli.models.llamacpp.Verdict` (``.ok``,
-    ``.divergences``, ``.equivalences``, ``.notes``, ``.to_json()``)."""
-    from .models.llamacpp import verdict
+    ``.divergences``, ``.equivalences``, ``.notes``, ``.weights``, ``.to_json()``). Without ``layer_type`` the
+    GGUF's Q/K weights are compared with HF's where the config's directory holds them (``weights="skip"``: not;
+    ``"row"``: a file that cannot be compared is reported in ``.weights`` instead of raising)."""
+    from .models.conversion import verdict
 
     path = config if isinstance(config, Mapping) else os.fspath(config)
-    return verdict(os.fspath(gguf), path, n_ctx=n_ctx, length=length, layer_type=layer_type)
+    return verdict(os.fspath(gguf), path, n_ctx=n_ctx, length=length, layer_type=layer_type, weights=weights)
 
 
 def check_onnx(

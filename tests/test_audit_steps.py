@@ -202,7 +202,9 @@ def test_the_report_is_the_same_on_one_core_and_on_several(tmp_path, monkeypatch
     assert [done for _, done, _ in steps] == list(range(len(steps))) and {t for _, _, t in steps} == {len(steps)}
     labels = [what for what, _, _ in steps]
     assert labels[0].endswith("the reference") and labels[-1] == "qwen2.gguf"
-    assert [w.split(": ")[-1] for w in labels[1:-1]] == [r["engine"] for r in one["rows"][1:-1]]
+    # the GGUF's slot gives two rows: its tables and its Q/K weights
+    assert [w.split(": ")[-1] for w in labels[1:-1]] == [r["engine"] for r in one["rows"][1:-2]]
+    assert one["rows"][-1]["layer_type"] == "weights"
 
 
 def test_the_key_holds_the_engines_float32_inputs_not_only_the_parameters():

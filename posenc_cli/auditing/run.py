@@ -389,13 +389,13 @@ class _Auditor:
         if importlib.util.find_spec("gguf") is None:
             return [AuditRow(name, "-", "llamacpp", "skipped", "reading GGUF needs: pip install 'posenc-cli[gguf]'")]
         try:
-            whole = check_gguf(path, config_path, n_ctx=self.n_ctx, length=length)
+            whole = check_gguf(path, config_path, n_ctx=self.n_ctx, length=length, weights="skip")
             types = [lt for lt in whole.numbers] or [None]
             verdicts = {lt: whole if len(types) == 1 else check_gguf(path, config_path, n_ctx=self.n_ctx,
                                                                      length=length, layer_type=lt)
                         for lt in types}  # fmt: skip
         except PosencError as exc:
-            return [AuditRow(name, "-", "llamacpp", "error", _one_line(exc))]
+            return [AuditRow(name, "-", "llamacpp", "error", _one_line(exc)), self._gguf_weights(path, config_path)]
         rows = []
         for lt, v in verdicts.items():
             nums = v.numbers.get(lt, {}) if lt is not None else {}
@@ -411,7 +411,15 @@ class _Auditor:
             if not v.ok and lt is not None:
                 row.picture = _gguf_picture(path, config_path, lt, v)
             rows.append(row)
+        rows.append(self._gguf_weights(path, config_path))
         return rows
+
+    def _gguf_weights(self, path: str, config_path: str) -> AuditRow:
+        """The GGUF's Q/K weights against HF's beside the config: one row (:mod:`posenc_cli.models.qk_weights`)."""
+        from ..models.qk_weights import audit_verdict
+
+        verdict, why, details = audit_verdict(path, config_path)
+        return AuditRow(self.found.relative(path), "weights", "llamacpp", verdict, why, details=details)
 
     def _onnx(self, path: str, config_path: str) -> list[AuditRow]:
         """One row per attention type the export's caches hold (:func:`posenc_cli.api.check_onnx` matches each

@@ -96,9 +96,60 @@ READS_YARN_EXT_FACTOR = frozenset(['grok'])  # fmt: skip
 READS_YARN_ATTN_FACTOR = frozenset(['grok'])  # fmt: skip
 #: Architectures whose loader defaults ``freq_base_swa`` to ``freq_base`` (the others default it to 10000).
 SWA_BASE_FROM_TRAIN = frozenset(['afmoe', 'cohere2', 'cohere2moe', 'dflash', 'exaone-moe', 'exaone4', 'gemma2', 'gpt-oss', 'laguna', 'llama4', 'maple', 'mellum', 'muse-glimmer', 'olmo2', 'smallthinker', 'spark2_5'])  # fmt: skip
-#: Architectures whose converter permutes the Q/K weights so that NORM (consecutive pairs) equals HF's
-#: rotate_half (convert_hf_to_gguf.py ``LlamaModel.permute`` and its subclasses).
-QK_PERMUTED = frozenset(['llama', 'llama4', 'deci', 'granite', 'granitemoe', 'mistral3', 'smollm3', 'arcee', 'internlm2', 'baichuan', 'minicpm', 'xverse', 'plm', 'llada', 'apertus', 'nanbeige', 'maincoder', 'llama-embed'])  # fmt: skip
+#: Whether convert_hf_to_gguf.py writes an architecture's Q/K rows permuted (``LlamaModel.permute`` and its kin):
+#: ``yes``, ``no``, or ``mixed`` (some of its converter classes do); printed from the converter's own registry by
+#: tools/golden/llamacpp_qk_permute.py (each decision's class and file:line are in its output).
+_QK_PERMUTE_TEXT = """
+afmoe=no apertus=no arcee=yes arctic=yes arwkv7=no baichuan=yes bailingmoe=yes bailingmoe2=no bailingmoe3=no
+bert=no bitnet=no bloom=no chameleon=yes chatglm=no codeshell=no cogvlm=yes cohere2=no cohere2moe=no
+command-r=no dbrx=no deci=yes deepseek=yes deepseek2=no deepseek32=no deepseek4=no dflash=no dots1=no
+dots3note=no dream=no ernie4_5=no ernie4_5-moe=no eurobert=no exaone=no exaone-moe=no exaone4=no falcon=no
+falcon-h1=no gemma=no gemma-embedding=no gemma2=no gemma3=no gemma3n=no gemma4=no gemma4-assistant=no
+glm-dsa=no glm4=no glm4moe=no glm5-next=no gpt-oss=no gpt2=no gptneox=no granite=yes granite_swa=yes
+granitehybrid=no granitemoe=yes graniteswitch=yes grok=no grovemoe=no hrm_text=no hunyuan-dense=no
+hunyuan-moe=no hunyuan_vl=no hy_v3=no hy_v4=no internlm2=yes jais=no jais2=no jamba=no jina-bert-v2=no
+kimi-k3=no kimi-linear=no laguna=no lfm2=no lfm2moe=no llada=yes llada-moe=no llama=mixed llama-embed=yes
+llama4=no maincoder=no mamba=no mamba2=no maple=no mellum=no mimo2=no minicpm=yes minicpm3=no minimax-01=no
+minimax-m2=no minimax-m3=no mistral3=no modern-bert=no mpt=no muse-glimmer=no nanbeige=yes nemotron=no
+nemotron_h=no nemotron_h_moe=no neo-bert=no olmo=yes olmo2=no olmoe=no openelm=no orion=no paddleocr=no
+pangu-embedded=no phi2=no phi3=no phimoe=no plamo=no plamo2=no plamo3=no plm=no pockettts=no qwen=no qwen2=no
+qwen2moe=no qwen2vl=no qwen3=no qwen35=no qwen35moe=no qwen3moe=no qwen3next=no qwen3tts=no qwen3vl=no
+qwen3vlmoe=no qwen4exp=no refact=no rnd1=no rwkv6=no rwkv6qwen2=no rwkv7=no seed_oss=no smallthinker=no
+smollm3=yes spark2_5=no stablelm=no starcoder=no starcoder2=no step35=no t5=no t5encoder=no talkie=no
+wavtokenizer-dec=no xverse=yes
+"""
+QK_PERMUTE: dict[str, str] = dict(pair.split("=", 1) for pair in _QK_PERMUTE_TEXT.split())
+#: Architectures whose converter permutes the Q/K rows (for some classes at least) so that NORM (consecutive
+#: pairs) equals HF's rotate_half.
+QK_PERMUTED = frozenset(a for a, v in QK_PERMUTE.items() if v != "no")
+
+#: Which layers llama.cpp treats as sliding, per architecture (each loader's ``load_swa_pattern(ml, N,
+#: dense_first)``, or a required ``get_arr`` of the pattern key; printed by tools/golden/llamacpp_arch_table.py):
+#: ``N:dense-first|dense-last:always|if`` (``if``: only when ``attention.sliding_window`` > 0) or ``array:...``;
+#: read through :func:`swa_pattern` (text, like ``_ROPE_TYPE_TEXT``: its names are GGUF architectures).
+#: A GGUF's ``{arch}.attention.sliding_window_pattern`` (an array of booleans, or a number N) overrides the
+#: default N; ``llama_hparams::set_swa_pattern``: layer il is sliding when N == 0, else dense-last
+#: ``il % N < N - 1``, dense-first ``il % N != 0``.
+_SWA_PATTERN_TEXT = (
+    "afmoe=4:dense-last:if cohere2=4:dense-last:always cohere2moe=4:dense-first:always dflash=array:if "
+    "dots3note=array:always exaone-moe=4:dense-last:always exaone4=4:dense-last:if "
+    "gemma-embedding=6:dense-last:always gemma2=2:dense-last:always gemma3=6:dense-last:if "
+    "gemma3n=5:dense-last:always gemma4=array:always gemma4-assistant=array:always gpt-oss=2:dense-last:always "
+    "granite_swa=array:always laguna=4:dense-first:if llama4=4:dense-last:if maple=array:always "
+    "mellum=4:dense-last:if mimo2=array:always modern-bert=3:dense-first:if muse-glimmer=4:dense-last:always "
+    "olmo2=4:dense-last:if plamo3=8:dense-last:if smallthinker=4:dense-first:if spark2_5=array:always "
+    "step35=array:always"
+)
+
+
+def swa_pattern(arch: str) -> str | None:
+    """The sliding-layer rule of ``arch``'s loader (see ``_SWA_PATTERN_TEXT``), None where it has none."""
+    for pair in _SWA_PATTERN_TEXT.split():
+        name, rule = pair.split("=", 1)
+        if name == arch:
+            return rule
+    return None
+
 
 SCALING_TYPES = ("none", "linear", "yarn", "longrope")
 
@@ -510,6 +561,8 @@ class Verdict:
     equivalences: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     numbers: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: the Q/K weights against HF's (:class:`posenc_cli.models.qk_weights.WeightsCheck`; None: not asked)
+    weights: Any = None
 
     @property
     def ok(self) -> bool:
@@ -520,6 +573,7 @@ class Verdict:
             "gguf": self.gguf, "config": self.config, "n_ctx": self.n_ctx, "length": self.length, "ok": self.ok,
             "divergences": self.divergences, "equivalences": self.equivalences, "notes": self.notes,
             "numbers": self.numbers, "llama_cpp": LLAMACPP_VERSION,
+            "weights": None if self.weights is None else self.weights.to_json(),
         }  # fmt: skip
 
 
@@ -535,10 +589,18 @@ def _same(a: float | None, b: float | None) -> bool:
 
 
 def compare_rope(
-    rope: LlamaRope, hf: dict[str, Any], hf_enc: Any, n_ctx: int | None, length: int, arch_note: str = ""
+    rope: LlamaRope,
+    hf: dict[str, Any],
+    hf_enc: Any,
+    n_ctx: int | None,
+    length: int,
+    arch_note: str = "",
+    weights_ok: bool | None = None,
 ) -> tuple[list[str], list[str], list[str], dict[str, float]]:
     """Divergences, equivalences, notes and numbers for one attention type: llama.cpp's ``rope`` against HF's
-    parameters ``hf`` (posenc's ``rope``/``mrope`` parameters read from config.json) and their encoding."""
+    parameters ``hf`` (posenc's ``rope``/``mrope`` parameters read from config.json) and their encoding.
+    ``weights_ok`` is whether the Q/K weights were compared with HF's and hold the permutation llama.cpp's pairs
+    need (None: not compared), the only evidence on which a pairing difference is called equivalent."""
     div: list[str] = []
     eq: list[str] = []
     notes: list[str] = []
@@ -560,10 +622,15 @@ def compare_rope(
     ours = LAYOUTS[rope.rope_type]
     if ours != hf_layout:
         if ours == "interleaved" and hf_layout == "half" and a in QK_PERMUTED:
-            eq.append(
-                f"pairing: llama.cpp rotates consecutive pairs (rope type NORM for {a}), HF rotate_half; "
-                "convert_hf_to_gguf.py permutes the Q/K weights for this architecture, so the scores are the same"
-            )
+            pairing = f"pairing: llama.cpp rotates consecutive pairs (rope type NORM for {a}), HF rotate_half"
+            if weights_ok:
+                eq.append(f"{pairing}; the Q/K rows, compared with HF's weights, are permuted per head to match, "
+                          "so the scores are the same")  # fmt: skip
+            elif weights_ok is None:
+                notes.append(
+                    f"{pairing}: the scores are the same only if the Q/K rows are permuted per head, as "
+                    "convert_hf_to_gguf.py does for this architecture; the weights were not checked"
+                )
         else:
             div.append(
                 f"pairing: llama.cpp's rope type for {a} is {rope.rope_type.upper()} ({ours} pairs), HF's model "
@@ -755,10 +822,12 @@ def _ranges(idx: np.ndarray) -> str:
 
 
 def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: int | None = None,
-            layer_type: str | None = None) -> Verdict:  # fmt: skip
+            layer_type: str | None = None, weights_ok: bool | None = None) -> Verdict:  # fmt: skip
     """llama.cpp's tables for ``gguf_path`` against HF's for ``config`` (a config.json path, its directory or a
     dict) at ``n_ctx`` (default: the GGUF's training context) and ``length`` positions (default: ``n_ctx``), for
-    every attention type of the config (``layer_type``: that one only)."""
+    every attention type of the config (``layer_type``: that one only). ``weights_ok``: whether the Q/K weights
+    were compared with HF's and agree (None: not compared; :func:`posenc_cli.models.conversion.verdict` compares
+    them and adds the weights and sliding-layer findings)."""
     from ..encodings import make_encoding
     from .config_file import load_config
     from .gguf import read_gguf
@@ -798,7 +867,7 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
             except ParameterError as exc:
                 v.divergences.append(f"sliding layers: HF has them, the GGUF does not ({exc})")
                 continue
-        d, e, nts, nums = compare_rope(rope, hf, enc, asked, length)
+        d, e, nts, nums = compare_rope(rope, hf, enc, asked, length, weights_ok=weights_ok)
         v.divergences += [x for x in d if x not in v.divergences]  # a setting both layer types share: once
         v.equivalences += [x for x in e if x not in v.equivalences]
         v.notes += [x for x in nts if x not in v.notes]

@@ -11,6 +11,7 @@ Not collected by pytest (no ``test_`` prefix).
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import platform
@@ -486,12 +487,159 @@ def audit_model_dir(tmp: Path, length: int, weights_gib: int) -> tuple[Path, Pat
     return model, table
 
 
+#: An 8B-shaped Llama (Llama 3.1 8B's attention): 32 layers, 32 query and 8 KV heads of 128, 4096 wide.
+EIGHT_B = {"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096,
+           "head_dim": 128}  # fmt: skip
+
+
+def add_qk_weights(model: Path, qtype: str, *, gguf_name: str = "model.gguf") -> None:
+    """Give ``model`` (config.json, model.safetensors and a GGUF, as :func:`audit_model_dir` writes them) an
+    8B-shaped attention: the config's head counts, and every layer's q_proj/k_proj (bf16) in the safetensors file
+    and attn_q/attn_k (``qtype``: F16 or Q8_0) in the GGUF, the GGUF's rows the converter's permutation of HF's.
+    The tensors are holes on disk except the first 32 columns of every row (what the weights check reads), so
+    the files are 8B-sized and a few hundred MiB on disk."""
+    import json
+
+    import gguf
+
+    from posenc_cli.models.gguf import validate
+    from posenc_cli.models.qk_weights import llama_permute
+
+    cfg = json.loads((model / "config.json").read_text())
+    cfg.update(EIGHT_B)
+    (model / "config.json").write_text(json.dumps(cfg))
+    n_layer, n_head, n_kv, width, hd = (EIGHT_B[k] for k in ("num_hidden_layers", "num_attention_heads",
+                                                             "num_key_value_heads", "hidden_size", "head_dim"))  # fmt: skip
+    shapes = {"q": (n_head * hd, width), "k": (n_kv * hd, width)}
+    # the safetensors file: its header rewritten with the q/k tensors after what it held
+    st = model / "model.safetensors"
+    with open(st, "rb") as fh:
+        n = int.from_bytes(fh.read(8), "little")
+        header = json.loads(fh.read(n))
+    end = max(e["data_offsets"][1] for k, e in header.items() if k != "__metadata__")
+    for i in range(n_layer):
+        for r, shape in shapes.items():
+            size = shape[0] * shape[1] * 2
+            header[f"model.layers.{i}.self_attn.{r}_proj.weight"] = {"dtype": "BF16", "shape": list(shape),
+                                                                     "data_offsets": [end, end + size]}  # fmt: skip
+            end += size
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    tmp_st = model / "model.safetensors.new"
+    with open(tmp_st, "wb") as fh:
+        fh.write(len(raw).to_bytes(8, "little") + raw)
+        fh.truncate(8 + len(raw) + end)
+    os.replace(tmp_st, st)
+    base = 8 + len(raw)
+    # the GGUF: its keys with the 8B head counts, then its tensors and the q/k ones, rewritten
+    path = model / gguf_name
+    src = gguf.GGUFReader(str(path))
+    arch = src.fields["general.architecture"].contents()
+    keep = [(t.name, np.asarray(t.data), t.tensor_type) for t in src.tensors if t.name == "rope_freqs.weight"]
+    others = [(t.name, tuple(int(x) for x in reversed(t.shape)), t.tensor_type, int(t.n_bytes))
+              for t in src.tensors if t.name != "rope_freqs.weight"]  # fmt: skip
+    w = gguf.GGUFWriter(str(path) + ".new", arch)
+    over = {f"{arch}.block_count": n_layer, f"{arch}.attention.head_count": n_head,
+            f"{arch}.attention.head_count_kv": n_kv, f"{arch}.embedding_length": width,
+            f"{arch}.rope.dimension_count": hd}  # fmt: skip
+    for key, f in src.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture" or key in over:
+            continue
+        if f.types[0] == gguf.GGUFValueType.ARRAY:
+            w.add_key_value(key, f.contents(), f.types[0], sub_type=f.types[-1])
+        else:
+            w.add_key_value(key, f.contents(), f.types[0])
+    for key, value in over.items():
+        w.add_uint32(key, value)
+    qt = gguf.GGMLQuantizationType[qtype]
+    block, tsize = gguf.GGML_QUANT_SIZES[qt]
+    for name, data, _ in keep:
+        w.add_tensor_info(name, data.shape, np.dtype(np.float32), data.nbytes)
+    for name, shape, _, nbytes in others:
+        w.add_tensor_info(name, shape, np.dtype(np.float32), nbytes)
+    for i in range(n_layer):
+        for r, (rows, cols) in shapes.items():
+            nbytes = rows * cols // block * tsize
+            if qtype == "F16":
+                w.add_tensor_info(f"blk.{i}.attn_{r}.weight", (rows, cols), np.dtype(np.float16), nbytes, raw_dtype=qt)
+            else:
+                w.add_tensor_info(f"blk.{i}.attn_{r}.weight", (rows, nbytes // rows), np.dtype(np.uint8), nbytes,
+                                  raw_dtype=qt)  # fmt: skip
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    os.replace(str(path) + ".new", path)
+    sizes = {name: nbytes for name, _, _, nbytes in others}
+    sizes.update({name: data.nbytes for name, data, _ in keep})
+    for i in range(n_layer):
+        for r, (rows, cols) in shapes.items():
+            sizes[f"blk.{i}.attn_{r}.weight"] = rows * cols // block * tsize
+    with open(path, "rb") as fh:  # the header's end: validate needs the data in place, so grow the file first
+        fh.seek(0, os.SEEK_END)
+        header_end = fh.tell()
+    with open(path, "r+b") as fh:
+        fh.truncate(header_end + sum(n + 32 for n in sizes.values()))
+    head = validate(str(path))
+    total = max(t.offset + sizes[name] for name, t in head.tensors.items())
+    with open(path, "r+b") as fh:
+        fh.truncate(total)
+        for name, data, _ in keep:
+            fh.seek(head.tensors[name].offset)
+            fh.write(data.astype(np.float32).tobytes())
+    # the first 32 columns of every row: random bf16 in HF's file, the converter's permutation in the GGUF
+    rng = np.random.default_rng(0)
+    for i in range(n_layer):
+        for r, (rows, cols) in shapes.items():
+            v = (rng.standard_normal((rows, 32)) * 0.02).astype(np.float32)
+            v = ((v.view(np.uint32) >> 16) << 16).view(np.float32)  # bf16 values
+            e = header[f"model.layers.{i}.self_attn.{r}_proj.weight"]
+            hf = np.memmap(st, dtype=np.uint16, mode="r+", offset=base + e["data_offsets"][0], shape=(rows, cols))
+            hf[:, :32] = (v.view(np.uint32) >> 16).astype(np.uint16)
+            del hf
+            g = v[llama_permute(rows, n_head if r == "q" else n_kv)]
+            first = g.astype(np.float16).view(np.uint8) if qtype == "F16" else gguf.quants.quantize(g, qt)
+            off = head.tensors[f"blk.{i}.attn_{r}.weight"].offset
+            mm = np.memmap(path, dtype=np.uint8, mode="r+", offset=off, shape=(rows, cols // block * tsize))
+            mm[:, : first.shape[1]] = first
+            del mm
+
+
+def bench_weights(tmp: Path, length: int, reps: int) -> None:
+    """The Q/K weights check of an 8B-shaped conversion (F16 and Q8_0 GGUF) against posenc check of the
+    model's largest table: within 1x."""
+    for qtype in ("F16", "Q8_0"):
+        what = f"weights check of an 8B-shaped {qtype} GGUF (32 layers, 32/8 heads, 4096 wide)"
+        print(f"[{what}]", flush=True)
+        model, table = audit_model_dir(tmp, length, 1)
+        add_qk_weights(model, qtype)
+        script = ("import sys; from posenc_cli.models.qk_weights import check_weights as c; "
+                  "r = c(sys.argv[1], sys.argv[2], sys.argv[2]); sys.exit(r.status != 'agree')")  # fmt: skip
+        weights_cmd = [sys.executable, "-c", script, str(model / "model.gguf"), str(model)]
+        check_cmd = [*posenc_cmd(), "check", str(table), "-q"]
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        med = interleaved_runs(
+            {
+                "weights check": functools.partial(run, weights_cmd, env),
+                "posenc check": functools.partial(run, check_cmd),
+            },
+            reps,
+        )
+        r = med["weights check"][0] / med["posenc check"][0]
+        report(what, f"{med['weights check'][0]:.2f} s = {r:.2f}x posenc check of its largest table "
+               f"({med['posenc check'][0]:.2f} s)", "<= 1x", r <= 1)  # fmt: skip
+        shutil.rmtree(model, ignore_errors=True)
+        table.unlink(missing_ok=True)
+
+
 def bench_audit(tmp: Path, length: int, weights_gib: int, reps: int) -> None:
     """audit of a model directory (config, sparse weights, a multi-GB GGUF, an ONNX export) against posenc check
     of the model's largest table: time within 2x, peak memory within 2x that table."""
-    what = f"posenc audit of a model directory ({weights_gib} GiB sparse GGUF and weights, ONNX, {length} positions)"
+    what = (f"posenc audit of a model directory ({weights_gib} GiB sparse GGUF and weights, 8B-shaped Q8_0 Q/K, ONNX, "
+            f"{length} positions)")  # fmt: skip
     print(f"[{what}]", flush=True)
     model, table = audit_model_dir(tmp, length, weights_gib)
+    add_qk_weights(model, "Q8_0")  # an 8B-shaped attention, so the audit's weights row reads 8B-sized Q/K tensors
     size = table.stat().st_size
     med = interleaved_runs(
         {
@@ -543,7 +691,7 @@ def main() -> None:
     ap.add_argument(
         "--only",
         default="",
-        help="comma-separated subset: memory,generate,startup,check,inspect,check-formula,export,audit,accuracy",
+        help="comma-separated subset: memory,generate,startup,check,inspect,check-formula,export,weights,audit,accuracy",
     )
     args = ap.parse_args()
     quick = args.quick
@@ -572,6 +720,8 @@ def main() -> None:
             bench_check_formula(tmp, 16384 if quick else 65536, 1024, reps)
         if _want(only, "export"):
             bench_export(tmp, 262144 if quick else 1048576, 1024)
+        if _want(only, "weights"):
+            bench_weights(tmp, 16384 if quick else 131072, reps)
         if _want(only, "audit"):
             bench_audit(tmp, 16384 if quick else 131072, 1 if quick else 4, reps)
         if _want(only, "accuracy"):

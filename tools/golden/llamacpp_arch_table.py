@@ -49,6 +49,28 @@ for path in sorted(glob.glob(os.path.join(root, "src/models/*.cpp"))):
                    "DIMENSION_SECTIONS"):
             if re.search(rf"LLM_KV_ROPE_(SCALING_)?{kv}\b", text):
                 keys[kv].extend(arches)
+# the sliding-window layers: load_swa_pattern(ml, N[, dense_first]) (llama-model.cpp; a GGUF's
+# {arch}.attention.sliding_window_pattern array or number overrides N), set_swa_pattern(N) (no key read), or a
+# required get_arr of the pattern key; "if" when the call sits inside a condition (the loaders' condition is a
+# sliding_window key > 0), "always" at the top of load_arch_hparams
+swa = {}
+for path in sorted(glob.glob(os.path.join(root, "src/models/*.cpp"))):
+    text = open(path).read()
+    for m in re.finditer(r"void (llama_model_\w+)::load_arch_hparams", text):
+        cls = m.group(1)
+        body = text[m.end() : text.find("\nvoid ", m.end()) if "\nvoid " in text[m.end() :] else len(text)]
+        arches = [names[a] for a, c in classes.items() if c == cls]
+        c = re.search(r"\n( +)load_swa_pattern\(ml, (\d+)(?:, *(?:/\*[^*]*\*/)?(true|false))?\)", body)
+        a = re.search(r"\n( +)ml\.get_arr\(LLM_KV_ATTENTION_SLIDING_WINDOW_PATTERN, hparams\.is_swa_impl\)", body)
+        if c:
+            when = "always" if len(c.group(1)) == 4 else "if"
+            dense = "dense-first" if c.group(3) == "true" else "dense-last"
+            for arch in arches:
+                swa[arch] = f"{c.group(2)}:{dense}:{when}"
+        elif a:
+            for arch in arches:
+                swa[arch] = f"array:{'always' if len(a.group(1)) == 4 else 'if'}"
+print("_SWA_PATTERN_TEXT = " + repr(" ".join(f"{k}={v}" for k, v in sorted(swa.items()))))
 # printed as text (arch=TYPE pairs): an architecture's name may be a posenc kind's too (t5)
 items = [f"{k}={out[k]}" for k in sorted(out)]
 lines, cur = [], ""
