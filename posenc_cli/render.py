@@ -1175,6 +1175,8 @@ def config_report(report: dict[str, Any], width: int | None = None, quiet: int =
     types = report.get("layer_types") or []
     head = f"model_type {report['model_type']}: read as {report['family'] or 'generic'} ({report['kind']} tables)"
     out.write(head + "\n")
+    if report.get("model_type_from"):
+        out.write("\n".join(wrap(f"model_type from: {report['model_type_from']}", width, "", "  ")) + "\n")
     if types:
         chosen = report.get("layer_type")
         nope = report.get("nope_layer_types") or []

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import ParameterError, ref
-from .records import RECORDS, ROTARY_READER, reader_kinds, reader_names
+from .records import RECORDS, ROTARY_READER, model_type_of, reader_kinds, reader_names
 
 
 def _module(name: str) -> ModuleType:
@@ -44,7 +44,7 @@ def reader_for(config: dict[str, Any], kind: str | None = None) -> ModuleType:
             f"{ref('config')} builds the tables a model's config describes, which kind {kind!r} cannot read; "
             f"drop {ref('kind')} or use one of: {', '.join(config_kinds())}"
         )
-    mt = config.get("model_type")
+    mt = model_type_of(config, strict=False)[0]  # the reader refuses what cannot be read
     rec = RECORDS.get(mt) if isinstance(mt, str) else None
     for name in rec.readers if rec is not None else ():
         module = _module(name)
