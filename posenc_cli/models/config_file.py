@@ -103,8 +103,17 @@ def parse_json(text: str, where: str = "config") -> Any:
         raise ParameterError(
             f"{ref('config')} {where}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
         ) from None
+    except ValueError as exc:  # Python's limit on integer digits (sys.get_int_max_str_digits)
+        raise ParameterError(
+            f"{ref('config')} {where}: a number far too long for any model config ({_first_line(exc)}); fix the "
+            "config.json"
+        ) from None
     except RecursionError:  # pragma: no cover - the depth check above comes first
         raise ParameterError(f"{ref('config')} {where}: JSON nested too deeply; not a model config") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).split(";")[0].strip()
 
 
 def _constant(name: str) -> float:

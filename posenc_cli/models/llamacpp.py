@@ -419,7 +419,7 @@ def from_gguf(g: Any, layer_type: str | None = None) -> tuple[LlamaRope, list[st
         o["head_dim"] = o["key_length"]
     n_rot = int(v.get("n_rot", head))
     o.setdefault("n_rot", f"the key length (no {arch}.rope.dimension_count key)")
-    base = float(_f32(v.get("freq_base", 10000.0)))
+    base = _positive_base(g.path, f"{arch}.rope.freq_base", v.get("freq_base", 10000.0))
     o.setdefault("freq_base", f"llama.cpp's default 10000 (no {arch}.rope.freq_base key)")
     scaling = str(v.get("scaling_type", "linear"))
     o.setdefault("scaling_type", f"llama.cpp's default 'linear' (no {arch}.rope.scaling.type key)")
@@ -476,7 +476,7 @@ def from_gguf(g: Any, layer_type: str | None = None) -> tuple[LlamaRope, list[st
         rope.head_dim = int(v["key_length_swa"])
     if arch in READS_FREQ_BASE_SWA:
         default = base if arch in SWA_BASE_FROM_TRAIN else 10000.0
-        rope.freq_base = float(_f32(v.get("freq_base_swa", default)))
+        rope.freq_base = _positive_base(g.path, f"{arch}.rope.freq_base_swa", v.get("freq_base_swa", default))
         o["freq_base"] = o.get(
             "freq_base_swa", f"llama.cpp's default for {arch} sliding layers ({default:g}; no freq_base_swa key)"
         )
@@ -485,6 +485,15 @@ def from_gguf(g: Any, layer_type: str | None = None) -> tuple[LlamaRope, list[st
         rope.freq_base, rope.freq_scale = 10000.0, 1.0  # hparams' defaults, never set for this arch
         o["freq_base"] = f"llama.cpp's default 10000 ({arch}'s loader reads no freq_base_swa)"
     return rope, warnings
+
+
+def _positive_base(path: str, key: str, value: Any) -> float:
+    """A RoPE base from a GGUF key as llama.cpp stores it (float32): refused unless finite and positive (ggml's
+    ``powf(freq_base, -2i/n)`` of a base <= 0 is no frequency, and posenc's arithmetic refuses it)."""
+    base = float(_f32(value))
+    if not (math.isfinite(base) and base > 0):
+        raise ParameterError(f"{path}: {key} is {base:g}; a RoPE base is a positive number; fix the GGUF's metadata")
+    return base
 
 
 # ----- the verdict against a HF config ---------------------------------------------------------------------
