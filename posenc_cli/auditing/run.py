@@ -162,7 +162,11 @@ class _Auditor:
         config_path = f.config
         data = load_config(config_path)
         layers = model_config_layers(data, length=self.length)
-        model_type = data.get("model_type") if isinstance(data.get("model_type"), str) else None
+        said = _default_lengths(data, layers) if self.length is None else []
+        from ..models.records import model_type_of
+
+        mt = model_type_of(data, strict=False)[0]
+        model_type = mt if isinstance(mt, str) else None
         lengths = [int(v[1]["length"]) for v in layers.values() if v is not None and "length" in v[1]]
         report = AuditReport(
             source=f.label,
@@ -173,6 +177,7 @@ class _Auditor:
             against=self.against,
             settings={k: v for k, v in (("n_ctx", self.n_ctx), ("max_model_len", self.max_model_len)) if v is not None},
         )
+        report.notes += said
         # the rows in report order, each slot (label, step, finish): a step (each reads its own tables block by
         # block) runs on every core, once however many slots share it (engines with the same table share their
         # measurement), and finish(its result) makes the slot's rows; a slot without a step holds its rows
@@ -191,7 +196,12 @@ class _Auditor:
                 continue
             row, ref = self._reference(lt, kind, params)
             slots.append((f"{lt}: the reference", None, [row]))
-            if ref is None or not self._engines_apply(config_path, lt, report):
+            if ref is None:
+                continue
+            if not self._engines_apply(config_path, lt, report):
+                if not self._rotary(config_path, lt):  # no engine's rules cover it: its kind's properties do
+                    slots.append((f"{lt}: its properties", functools.partial(_properties, row.artifact, lt, ref),
+                                  _one_row))  # fmt: skip
                 continue
             for engine in self.engines:
                 if engine != "hf":
@@ -204,6 +214,12 @@ class _Auditor:
         report.rows += self._run_steps(slots)
         if not report.rows:
             raise InputError(f"{f.label}: nothing to audit: no layer type applies positions, and no conversion")
+        if not report.compared and not any(r.verdict == "error" for r in report.rows):
+            asked = "no engine but hf was asked for" if self.engines == ["hf"] else "no engine's table was measured"
+            report.notes.append(
+                f"nothing compared: only the reference tables were built ({asked}, no GGUF or ONNX file is here, "
+                "and no table was read from the weights)"
+            )
         return report
 
     def _run_steps(self, slots: list[tuple[str, Callable[[], Any] | None, Any]]) -> list[AuditRow]:
@@ -243,6 +259,16 @@ class _Auditor:
             model_facts(config_path, layer_type=None if lt == "default" else lt)
         except PosencError as exc:
             report.notes.append(f"{lt}: engines not compared: {_one_line(exc)}")
+            return False
+        return True
+
+    def _rotary(self, config_path: str, lt: str) -> bool:
+        """Whether layer type ``lt`` has a rotary reading (engines' rules could cover it)."""
+        from ..models.engines import model_facts
+
+        try:
+            model_facts(config_path, layer_type=None if lt == "default" else lt)
+        except PosencError:
             return False
         return True
 
@@ -455,6 +481,50 @@ class _Auditor:
 # ----- helpers ----------------------------------------------------------------------------------------------
 def _one_row(row: AuditRow) -> list[AuditRow]:
     return [row]
+
+
+def _default_lengths(data: dict[str, Any], layers: dict[str, Any]) -> list[str]:
+    """Each layer type's length when ``--len`` is not given and its reading sets none (T5 buckets, Bloom's ALiBi
+    apply at any length): the config's context (:data:`~posenc_cli.models.records.CONTEXT_KEYS`), else the kind's
+    own default (:attr:`~posenc_cli.encodings.base.Encoding.DEFAULT_LENGTH`). Sets it in ``layers``; returns the
+    notes that say where it came from."""
+    from ..encodings import get_kind
+    from ..models.records import CONTEXT_KEYS
+
+    said: dict[str, list[str]] = {}
+    for lt, v in layers.items():
+        if v is None or "length" in v[1] or "weights_tensor" in v[1]:
+            continue
+        kind, params = v
+        key = next((k for k in CONTEXT_KEYS if type(data.get(k)) is int and data[k] > 0), None)
+        default = get_kind(kind).DEFAULT_LENGTH
+        if key is not None:
+            params["length"], why = data[key], f"config key {key}"
+        elif default is not None:
+            params["length"], why = default[0], f"{kind}'s own default, {default[1]}; the config sets none"
+        else:
+            continue
+        said.setdefault(f"{params['length']} positions ({why})", []).append(lt)
+    return [f"{', '.join(lts)}: compared at {what}; --len N overrides" for what, lts in said.items()]
+
+
+def _properties(artifact: str, lt: str, enc: Any) -> AuditRow:
+    """The reference table of a layer type no engine's rules cover, checked for the properties its kind
+    requires (as ``posenc check`` does): what the audit compares it with."""
+    from ..api import check
+
+    try:
+        rep = check(enc)
+    except PosencError as exc:
+        return AuditRow(artifact, lt, "check", "error", _one_line(exc))
+    held = ", ".join(r.name for r in rep.results if r.passed)
+    why = (
+        f"{enc.KIND} table: every required property holds ({held})"
+        if rep.ok
+        else f"{enc.KIND} table: {', '.join(rep.failed) or 'a required property'} failed"
+    )
+    return AuditRow(artifact, lt, "check", "agree" if rep.ok else "differ", why, None, _rows_of(enc),
+                    details=[f"{r.name}: {r.detail}" for r in rep.results])  # fmt: skip
 
 
 def _one_line(exc: BaseException) -> str:

@@ -622,6 +622,12 @@ inventory = _data.inventory
 inventory_entry = _data.model_type_record
 
 
+#: The config keys transformers' config classes name a model's context with (GPT-2's ``n_positions``, most
+#: others' ``max_position_embeddings``, Megatron-style ``seq_length``, MPT's ``max_seq_len``), first found wins:
+#: the length an audit uses when ``--len`` is not given and the family's own reading sets none.
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_seq_len")
+
+
 def model_type_of(config: Any, *, strict: bool = True) -> tuple[str | None, str | None]:
     """``(model_type, where it came from)`` of a config.json dict: its ``model_type`` key (origin None), else
     the one transformers' own auto mappings give its ``architectures`` (the inventory's ``architectures``); a
