@@ -1023,10 +1023,12 @@ def audit(
         ``.exit_code`` (0 every row agrees, 1 a row differs, 2 a file could not be read) and ``.to_json()``
         (the versioned schema ``posenc_cli/auditing/schema.json``).
     """
+    from .auditing.run import Verbs
     from .auditing.run import audit as run_audit
 
     return run_audit(
         source,
+        verbs=Verbs(check=check, check_onnx=check_onnx, layer_types=layer_types),
         against=against,
         engine=engine,
         length=length,

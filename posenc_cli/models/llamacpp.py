@@ -519,6 +519,8 @@ class Verdict:
     equivalences: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     numbers: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: each attention type's own verdict (what ``layer_type=`` that type gives), made in the same pass
+    by_type: dict[str, Verdict] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -771,10 +773,10 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
     from ..encodings import make_encoding
     from .config_file import load_config
     from .gguf import read_gguf
-    from .hf_config import read_model_config
+    from .readers import rotary_config
 
     g = read_gguf(gguf_path)
-    cfg = read_model_config(load_config(config))
+    cfg = rotary_config(load_config(config))
     full, warnings = from_gguf(g)
     asked = full.n_ctx_train if not n_ctx else int(n_ctx)
     length = asked if length is None else int(length)
@@ -801,17 +803,20 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
         hf = cfg.params(None if lt == "default" else lt, length)
         enc = make_encoding(cfg.kind, hf)
         rope = full
+        own = v.by_type[lt] = Verdict(gguf_path, label, asked, length, notes=list(warnings) + list(cfg.warnings))
         if lt == "sliding_attention":
             try:
                 rope, _ = from_gguf(g, "sliding_attention")
             except ParameterError as exc:
                 v.divergences.append(f"sliding layers: HF has them, the GGUF does not ({exc})")
+                own.divergences.append(v.divergences[-1])
                 continue
         d, e, nts, nums = compare_rope(rope, hf, enc, asked, length)
-        v.divergences += [x for x in d if x not in v.divergences]  # a setting both layer types share: once
-        v.equivalences += [x for x in e if x not in v.equivalences]
-        v.notes += [x for x in nts if x not in v.notes]
-        v.numbers[lt] = nums
+        for whole in (v, own):
+            whole.divergences += [x for x in d if x not in whole.divergences]  # a setting both types share: once
+            whole.equivalences += [x for x in e if x not in whole.equivalences]
+            whole.notes += [x for x in nts if x not in whole.notes]
+            whole.numbers[lt] = nums
     return v
 
 
@@ -935,11 +940,11 @@ def rope_from_hf_config(config: Any, layer_type: str | None = None) -> LlamaRope
     YaRN type, factor and original context; DeepSeek-V2's ``0.1 * mscale_all_dim``; M-RoPE sections), read back
     as llama.cpp reads them. What an engine running the HF model through llama.cpp would compute."""
     from .config_file import load_config
-    from .hf_config import read_model_config
+    from .readers import rotary_config
     from .records import RECORDS, gguf_arch
 
     raw = load_config(config)
-    cfg = read_model_config(raw)
+    cfg = rotary_config(raw)
     # the record's gguf_arch: the families whose rope keys this function writes as the converter does
     # (conversion/*.py of LLAMACPP_VERSION)
     arch = gguf_arch(cfg.model_type)

@@ -8,17 +8,22 @@ this package that exposes ``claims(config) -> bool``, ``from_model_config``, ``m
 unread key, unless the user opts in with ``read_as``). The kinds a user may name with ``--kind`` to pick a reader
 are the records' kinds too (:func:`.records.reader_kinds`), so adding a family is one record, here as elsewhere.
 
-Imports run one way: ``api``/``sources``/``cli`` -> this module -> the readers -> ``encodings``.
+Imports run one way: ``api``/``sources``/``cli`` -> this module -> the readers -> ``encodings``. The engines' rules,
+the GGUF and ONNX checks and the audit read a config's rotary tables through :func:`rotary_config` too: this module
+is the one door to the readers.
 """
 
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ParameterError, ref
 from .records import RECORDS, ROTARY_READER, model_type_of, reader_kinds, reader_names
+
+if TYPE_CHECKING:
+    from .hf_config import ModelConfig
 
 
 def _module(name: str) -> ModuleType:
@@ -83,4 +88,12 @@ def model_config_notes(config: dict[str, Any], *, kind: str | None = None, **opt
 def describe_model_config(config: dict[str, Any], *, kind: str | None = None, **options: Any) -> dict[str, Any]:
     """What a model's config says about its position encoding, each value with where it came from."""
     result: dict[str, Any] = reader_for(config, kind).describe_model_config(config, **options)
+    return result
+
+
+def rotary_config(config: dict[str, Any], *, read_as: str | None = None) -> ModelConfig:
+    """The rotary reading of a config (:class:`.hf_config.ModelConfig`): what the engines' rules, the GGUF check and
+    the ONNX check compare with. A model type whose positions are not rotary is refused in its own terms (T5's
+    buckets, Bloom's ALiBi: their readers read them; a model with learned positions or none)."""
+    result: ModelConfig = _module(ROTARY_READER).read_model_config(config, read_as=read_as)
     return result
