@@ -50,7 +50,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ParameterError, ref
+from ..errors import ParameterError, option_clause, ref
 from .config_file import _check_depth_obj, _json_type
 from .records import (
     LEGACY_LAYER_TYPES,
@@ -378,8 +378,8 @@ class _Reader:
             # no model_type and no architectures: no family is guessed (a family's defaults would make the table)
             raise ParameterError(
                 "config has no model_type and no architectures, so its family is unknown and no table is guessed; "
-                f"add model_type to config.json, or pass {ref('read_as')} FAMILY to read it with that family's "
-                "rules"
+                "add model_type to config.json"
+                + option_clause(f", or pass {ref('read_as')} FAMILY to read it with that family's rules")
             )
         assert rec is not None
         self.model_type_from = model_type_of(self.outer, strict=False)[1]
@@ -402,9 +402,11 @@ class _Reader:
             if self.read_as is None:
                 more = f" (and {len(self.unknown) - 1} more)" if len(self.unknown) > 1 else ""
                 raise ParameterError(
-                    f"{self.unknown[0]}{more}, and it could change the tables of model_type {self.model_type!r}; "
-                    f"check the model's code, then pass {ref('read_as')} FAMILY (e.g. llama) to read it as that "
-                    "family"
+                    f"{self.unknown[0]}{more}, and it could change the tables of model_type {self.model_type!r}"
+                    + option_clause(
+                        f"; check the model's code, then pass {ref('read_as')} FAMILY (e.g. llama) to read it as "
+                        "that family"
+                    )
                 )
             self.warnings.extend(f"{u}; ignored: read with {self.read_as}'s rules, as asked" for u in self.unknown)
         return ModelConfig(
@@ -1145,13 +1147,13 @@ def _refusal(model_type: str, why: str | None) -> str:
     if why is not None and why.endswith("not rotary"):
         return f"model_type {model_type!r} has no rotary table: {why}; posenc reads them without a rotary reading"
     if why is not None:
-        return (
-            f"model_type {model_type!r}: posenc does not read its rotary tables: {why}; pass "
-            f"{ref('read_as')} FAMILY to read it with that family's rules"
+        return f"model_type {model_type!r}: posenc does not read its rotary tables: {why}" + option_clause(
+            f"; pass {ref('read_as')} FAMILY to read it with that family's rules"
         )
     return (
         f"unknown model_type {model_type!r}: it is no model type of transformers {TRANSFORMERS_VERSION} posenc "
-        f"reads, and no table is guessed; check the model's code, then pass {ref('read_as')} FAMILY (e.g. llama)"
+        "reads, and no table is guessed"
+        + option_clause(f"; check the model's code, then pass {ref('read_as')} FAMILY (e.g. llama)")
     )
 
 

@@ -645,9 +645,11 @@ def model_type_of(config: Any, *, strict: bool = True) -> tuple[str | None, str 
             return model_type_of(config)
         except Exception:  # the strict reading refuses it; the caller reads it without a type
             return None, None
-    from ..errors import ParameterError, ref
+    from ..errors import ParameterError, option_clause, ref
 
-    fix = f"add model_type to config.json, or pass {ref('read_as')} FAMILY to read it with that family's rules"
+    fix = "add model_type to config.json" + option_clause(
+        f", or pass {ref('read_as')} FAMILY to read it with that family's rules"
+    )
     if not isinstance(archs, list) or not archs or not all(isinstance(a, str) for a in archs):
         raise ParameterError(f"config key architectures={str(archs)[:60]} is not a list of class names; {fix}")
     types = {a: _data.architecture_model_type(a) for a in archs}
