@@ -143,3 +143,16 @@ def test_every_api_verb_taking_a_spec_takes_length_and_dim(tmp_path):
     for verb, args in ((pe.check, (rope,)), (pe.identify, (rope,)), (pe.compare, (rope, rope))):
         with pytest.raises(ParameterError, match=r"length=16 applies to a spec"):
             verb(*args, length=16)
+
+
+def test_an_audit_row_names_parameters_as_its_reader_spells_them():
+    """The audit's rows carry the references of the errors they hold: ``--len`` on the command line (the option
+    audit takes), ``length=`` for Python callers (the issue's 'pass length=512' in a CLI report)."""
+    pytest.importorskip("gguf")
+    gguf, config = str(EXAMPLES / "llama-3.1-no-rope-freqs.gguf"), str(EXAMPLES / "llama-3.1-8b.json")
+    report = pe.audit(gguf, against=config, length=100_000_000, engine="hf")
+    (row,) = [r for r in report.to_json()["rows"] if r["verdict"] == "error"]
+    assert row["explanation"].startswith("length=100000000: the verdict would hold"), row
+    code, out, _ = cli(["audit", gguf, "--against", config, "--len", "100000000", "--engine", "hf", "--json"])
+    (row,) = [r for r in json.loads(out)["rows"] if r["verdict"] == "error"]
+    assert code == 2 and row["explanation"].startswith("--len 100000000: the verdict would hold"), row

@@ -535,7 +535,9 @@ def _properties(check: Callable[..., Any], artifact: str, lt: str, enc: Any) -> 
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc)
+    """The error's message on one line, its parameter references kept (the report's reader spells them:
+    :meth:`~.report.AuditReport.respelled`)."""
+    text = BaseException.__str__(exc) if isinstance(exc, PosencError) else str(exc)
     return " ".join(str(text).split())
 
 

@@ -74,6 +74,9 @@ def run(
             max_bytes=max_bytes,
             on_progress=on_progress,
         )
+    from . import _spelling
+
+    report = report.respelled(_spelling(["audit"]))  # --len, not length=
     if markdown is not None:
         write_report(report, markdown, "markdown", force=force)
     if html is not None:
