@@ -101,6 +101,7 @@ def test_a_config_without_a_readable_model_type_is_refused_in_one_line(tmp_path,
         ("vit", "vit keeps learned positions in its weights, which posenc does not read yet"),
         ("clip", "clip keeps learned positions in its weights, which posenc does not read yet"),
         ("kimi_linear", "kimi_linear applies no positional encoding in any layer"),
+        ("fsmt", "fsmt adds sinusoidal positions of its own code, which posenc does not read yet"),
     ],
 )
 def test_models_without_a_table_are_refused_in_their_own_terms(tmp_path, model_type, said):

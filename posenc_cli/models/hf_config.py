@@ -1134,6 +1134,9 @@ _NOT_READ = {
     "none": "{model_type} applies no positional encoding in any layer (transformers {version}'s own code, as the "
     "inventory observed it): there is no table to build",
     "learned": "{model_type} keeps learned positions in its weights, which posenc does not read yet",
+    "relative": "{model_type} applies relative positions (its attention's own bias), which posenc does not read yet",
+    "sinusoidal": "{model_type} adds sinusoidal positions of its own code, which posenc does not read yet",
+    "alibi": "{model_type} applies ALiBi biases of its own code, which posenc does not read yet",
 }
 
 
