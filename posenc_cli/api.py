@@ -714,8 +714,7 @@ def from_config_layers(
     """One encoding per attention type of a model's config (``{"full_attention": ..., ...}``) and the types that
     apply no position encoding (NoPE); ``params`` override what the config says in every type."""
     from .encodings import make_encoding
-    from .models.hf_positions import rows_option
-    from .models.readers import model_config_layers
+    from .models.readers import model_config_layers, rows_option
 
     data = load_config(config)
     length = params.pop("length", params.pop("len", None))

@@ -524,7 +524,7 @@ def open_config(
         src.warnings = list(facts.warnings)
         src.engine_limit = hit
         return src
-    from .models.hf_positions import learned_table, rows_option
+    from .models.readers import learned_table, rows_option
 
     # -p rows=buffer: the module's raw buffer instead of the rows the model adds to tokens 0..N-1
     rows = rows_option(config, given.pop("rows", None), text)

@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ParameterError, ref
-from .records import RECORDS, ROTARY_READER, model_type_of, reader_kinds, reader_names
+from .records import POSITIONS_READER, RECORDS, ROTARY_READER, model_type_of, reader_kinds, reader_names
 
 if TYPE_CHECKING:
     from .hf_config import ModelConfig
@@ -96,4 +96,18 @@ def rotary_config(config: dict[str, Any], *, read_as: str | None = None) -> Mode
     the ONNX check compare with. A model type whose positions are not rotary is refused in its own terms (T5's
     buckets, Bloom's ALiBi: their readers read them; a model with learned positions or none)."""
     result: ModelConfig = _module(ROTARY_READER).read_model_config(config, read_as=read_as)
+    return result
+
+
+def learned_table(path: str, config: dict[str, Any], **options: Any) -> tuple[Any, dict[str, str]] | None:
+    """The learned table a model keeps in its weights (``path``: its directory), read with its record's rules
+    (:func:`.hf_positions.learned_table`: the table, its metadata), or None when its positions are not learned."""
+    result: tuple[Any, dict[str, str]] | None = _module(POSITIONS_READER).learned_table(path, config, **options)
+    return result
+
+
+def rows_option(config: dict[str, Any], rows: Any, label: str) -> dict[str, str]:
+    """``-p rows=buffer|added`` for the readers (:func:`.hf_positions.rows_option`): refused for a config whose
+    tables have no buffer rows."""
+    result: dict[str, str] = _module(POSITIONS_READER).rows_option(config, rows, label)
     return result
