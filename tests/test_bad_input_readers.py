@@ -263,3 +263,33 @@ def test_every_reader_survives_mutated_files(reader, seeds, tmp_path):
         except Exception as exc:  # anything else is the bug this test looks for
             pytest.fail(f"{reader} case {case}: {type(exc).__name__}: {exc}"[:300])
     assert "refused" in outcomes, reader  # the loop is not vacuous: its mutations reach the readers' checks
+
+
+# ----- what the longer runs of the loop found ---------------------------------------------------------------------
+def test_a_gguf_string_that_is_not_utf8_is_one_line(tmp_path):
+    path = Path(_qwen2_gguf(tmp_path / "m.gguf"))
+    data = bytearray(path.read_bytes())
+    at = data.index(b"general.architecture") + len(b"general.architecture") + 4 + 8  # value type, then length
+    assert data[at : at + 5] == b"qwen2"
+    data[at + 1] = 0xB2  # not UTF-8
+    path.write_bytes(bytes(data))
+    err = _one_line_exit_2(["generate", str(path), "--len", "4", "-o", str(tmp_path / "x.safetensors")])
+    assert "general.architecture is not UTF-8 text" in err, err
+
+
+def test_an_onnx_attribute_of_the_wrong_type_is_one_line(tmp_path):
+    pytest.importorskip("onnx")
+    from onnx import helper
+
+    from .onnx_models import genai_caches, rotary_model, save
+
+    model = rotary_model({"": genai_caches(16, 10000.0, 32)}, num_heads=2, head_size=16)
+    node = next(n for n in model.graph.node if "Rotary" in n.op_type)
+    kept = [a for a in node.attribute if a.name != "num_heads"]
+    del node.attribute[:]
+    node.attribute.extend([*kept, helper.make_attribute("num_heads", "two")])
+    save(model, str(tmp_path / "m.onnx"))
+    from posenc_cli.models.onnx import read_onnx
+
+    with pytest.raises(PosencError, match=r"attribute num_heads is .*two.*, not a number; the model is damaged"):
+        read_onnx(str(tmp_path / "m.onnx"))
