@@ -129,6 +129,12 @@ def open_table(table: TableLike, *, max_bytes: int | None = None, **params: Any)
 
     if max_bytes is not None:
         check_int("max_bytes", max_bytes, 1)
+    if params and not isinstance(table, (str, os.PathLike)):
+        name = next(iter(params))
+        raise ParameterError(
+            f"{param(name)} {params[name]} applies to a spec (KIND:key=value), and the table is a "
+            f"{type(table).__name__}, whose shape is its own; drop it"
+        )
     if isinstance(table, Source):
         return table
     if isinstance(table, Encoding):
@@ -205,6 +211,8 @@ def write(
     force: bool = False,
     max_bytes: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    length: int | None = None,
+    dim: int | None = None,
 ) -> Written:
     """Write ``table`` to ``path`` atomically, C-contiguous, with posenc metadata; return what was written.
 
@@ -244,7 +252,7 @@ def write(
         from .errors import check_int
 
         check_int("max_bytes", max_bytes, 1)
-    src = open_table(table)
+    src = open_table(table, **_shape(length, dim))
     dest = os.fspath(path)
     fmt = formats.format_for(dest, format)
     lazy = dict(src.lazy)
@@ -406,6 +414,8 @@ def check(
     seed: int = 0,
     on_check: Callable[[str, int], None] | None = None,
     max_bytes: int | None = None,
+    length: int | None = None,
+    dim: int | None = None,
 ) -> CheckReport:
     """Measure every property of ``table`` that its kind declares and say whether the required ones hold.
 
@@ -449,7 +459,7 @@ def check(
     check_int("probes", probes, 1, MAX_PROBES)
     check_int("seed", seed, 0, MAX_SEED)
     limit = DEFAULT_MAX_BYTES if max_bytes is None else check_int("max_bytes", max_bytes, 1)
-    src = open_table(table)
+    src = open_table(table, **_shape(length, dim))
     if expect is not None:
         expect = resolve_kind(expect)
     chosen = _chosen_tensors(src, tensor)
@@ -642,8 +652,8 @@ def _identify_for_check(tensors: dict[str, Any], metadata: Mapping[str, str], ki
 
 def check_all(table: TableLike, **options: Any) -> list[CheckReport]:
     """:func:`check` of every table of a source: each group of a grouped file (one per attention type), else the
-    source itself."""
-    src = open_table(table)
+    source itself (``length``/``dim`` open a spec, as :func:`check` does)."""
+    src = open_table(table, **_shape(options.pop("length", None), options.pop("dim", None)))
     if src.groups:
         if options.get("tensor") is not None:
             raise ParameterError(
@@ -654,7 +664,13 @@ def check_all(table: TableLike, **options: Any) -> list[CheckReport]:
     return [check(src, **options)]
 
 
-def identify(table: TableLike, *, tensor: str | list[str] | tuple[str, ...] | None = None) -> Identification:
+def identify(
+    table: TableLike,
+    *,
+    tensor: str | list[str] | tuple[str, ...] | None = None,
+    length: int | None = None,
+    dim: int | None = None,
+) -> Identification:
     """Which kind, preset and parameters reproduce ``table``, read from its own structure (column frequencies and
     layout, value range, Toeplitz structure, per-head slopes, grid strides) and confirmed by regenerating it.
 
@@ -670,7 +686,7 @@ def identify(table: TableLike, *, tensor: str | list[str] | tuple[str, ...] | No
     """
     from .inspect.identification import identify as identify_tensors
 
-    src = open_table(table)
+    src = open_table(table, **_shape(length, dim))
     chosen = _chosen_tensors(src, tensor)
     groups = _tensor_groups(src, chosen)
     if len(groups) <= 1:
@@ -712,8 +728,7 @@ def from_config_layers(
     """One encoding per attention type of a model's config (``{"full_attention": ..., ...}``) and the types that
     apply no position encoding (NoPE); ``params`` override what the config says in every type."""
     from .encodings import make_encoding
-    from .models.hf_positions import rows_option
-    from .models.readers import model_config_layers
+    from .models.readers import model_config_layers, rows_option
 
     data = load_config(config)
     length = params.pop("length", params.pop("len", None))
@@ -830,6 +845,8 @@ def compare(
     atol: float | None = None,
     rtol: float = 0.0,
     explain: bool = True,
+    length: int | None = None,
+    dim: int | None = None,
 ) -> Comparison:
     """Compare every tensor of ``a`` with the reference ``b``: per tensor the max abs / relative / ulp difference
     and where, mean difference, row cosine and the verdict (every element within ``atol + rtol * |b|``); ``tensor``
@@ -844,7 +861,7 @@ def compare(
     if atol is not None:
         atol = check_float("atol", atol, 0.0)
     rtol = check_float("rtol", rtol, 0.0)
-    src_a, src_b = _open_pair(a, b)
+    src_a, src_b = _open_pair(a, b, _shape(length, dim))
     pairs, only_a, only_b = pair_tensors(src_a, src_b, tensor)
     skipped: list[str] = []
     if src_b.encoding is not None and not src_b.tensors and only_b:
@@ -1021,20 +1038,33 @@ def _pair_by_role(src: Source) -> dict[str, Any] | None:
     return pair if len(pair) == 2 else None
 
 
-def _open_pair(a: TableLike, b: TableLike) -> tuple[Source, Source]:
-    """Open two tables; a spec on one side takes its length and dim from the other side's table."""
+def _open_pair(a: TableLike, b: TableLike, shape: Mapping[str, int] | None = None) -> tuple[Source, Source]:
+    """Open two tables; a spec on one side takes its length and dim from ``shape`` (``length``/``dim`` given),
+    else from the other side's table."""
     from .sources import is_spec, open_source
 
     def spec(x: TableLike) -> bool:
         return isinstance(x, str) and is_spec(x)
 
+    given = dict(shape or {})
+    if given and not (spec(a) or spec(b)):
+        raise ParameterError(
+            f"{param(next(iter(given)))} {next(iter(given.values()))} applies to a spec (KIND:key=value), and "
+            "neither table is one; drop it"
+        )
     if spec(b) and not spec(a):
         src_a = open_table(a)
-        return src_a, open_source(b, like=src_a)
+        return src_a, open_source(b, like=src_a, params=given or None)
     if spec(a) and not spec(b):
         src_b = open_table(b)
-        return open_source(a, like=src_b), src_b
-    return open_table(a), open_table(b)
+        return open_source(a, like=src_b, params=given or None), src_b
+    return open_table(a, **given), open_table(b, **given)
+
+
+def _shape(length: int | None, dim: int | None) -> dict[str, int]:
+    """``length``/``dim`` as given to a verb taking a spec (``generate``'s keywords): the parameters its spec is
+    opened with (a table that is no spec refuses them by name)."""
+    return {k: v for k, v in (("length", length), ("dim", dim)) if v is not None}
 
 
 # ----- auditing a model -------------------------------------------------------------------------------
@@ -1083,10 +1113,12 @@ def audit(
         ``.exit_code`` (0 every row agrees, 1 a row differs, 2 a file could not be read) and ``.to_json()``
         (the versioned schema ``posenc_cli/auditing/schema.json``).
     """
+    from .auditing.run import Verbs
     from .auditing.run import audit as run_audit
 
     return run_audit(
         source,
+        verbs=Verbs(check=check, check_onnx=check_onnx, layer_types=layer_types),
         against=against,
         engine=engine,
         length=length,

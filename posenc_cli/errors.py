@@ -39,13 +39,31 @@ def param(name: str) -> str:
 ref = param
 
 
+def option_clause(text: str) -> str:
+    """A clause of a message that offers an option as the fix (``, or pass read_as FAMILY``): kept where the option
+    exists, dropped by a command that does not take it (``spell`` gives it as ``""``), so that no message names an
+    option its command has not."""
+    return f"\x04{text}\x05"
+
+
+_CLAUSE = re.compile("\x04(.*?)\x05", re.S)
+
+
 def render_params(text: str, spell: Callable[[str], str | None] | None = None) -> str:
-    """``text`` with each :func:`param` reference spelled by ``spell(name)`` (None: the Python spelling)."""
+    """``text`` with each :func:`param` reference spelled by ``spell(name)`` (None: the Python spelling; ``""``: the
+    command has no such option, and an :func:`option_clause` naming it is left out)."""
+
+    def clause(m: re.Match[str]) -> str:
+        inner = m.group(1)
+        names = [n.group(1) for n in _MARK.finditer(inner)]
+        return "" if spell is not None and any(spell(n) == "" for n in names) else inner
+
+    text = _CLAUSE.sub(clause, text)
 
     def one(m: re.Match[str]) -> str:
         name, value_follows = m.group(1), m.group(2) is not None
         spelled = spell(name) if spell is not None else None
-        if spelled is not None:
+        if spelled:
             return spelled + (" " if value_follows else "")
         return f"{name}=" if value_follows else name
 

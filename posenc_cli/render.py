@@ -1197,6 +1197,8 @@ def config_report(report: dict[str, Any], width: int | None = None, quiet: int =
     types = report.get("layer_types") or []
     head = f"model_type {report['model_type']}: read as {report['family'] or 'generic'} ({report['kind']} tables)"
     out.write(head + "\n")
+    if report.get("model_type_from"):
+        out.write("\n".join(wrap(f"model_type from: {report['model_type_from']}", width, "", "  ")) + "\n")
     if types:
         chosen = report.get("layer_type")
         nope = report.get("nope_layer_types") or []
@@ -1372,8 +1374,13 @@ def audit_verdict(report: Any) -> str:
     """The audit's one-line verdict (never wrapped, so grep finds it in CI logs)."""
     d = report if isinstance(report, Mapping) else report.to_json()
     counts = ", ".join(f"{n} {v}" for v, n in d["counts"].items())
+    errors = [r for r in d["rows"] if r["verdict"] == "error"]
     if d["exit_code"] == 2:
-        head = "ERROR: a file could not be read"
+        config = d.get("config")
+        built = all(r["artifact"] == config for r in errors)  # the config's own tables, no file
+        head = "ERROR: a table of the config could not be built" if built else "ERROR: a file could not be read"
+    elif d.get("compared") == 0:
+        head = "NOTHING COMPARED: no row compared a table (the notes say why)"
     else:
         head = "OK: every row agrees" if d["ok"] else "DIFFERS"
     return f"{head} ({len(d['rows'])} rows: {counts})"

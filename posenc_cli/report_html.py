@@ -19,7 +19,7 @@ _COLOURS = {"agree": "#1a7f37", "reference": "#57606a", "skipped": "#9a6700", "d
 
 
 def _data(report: Any) -> dict[str, Any]:
-    return dict(report) if isinstance(report, Mapping) else report.to_json()
+    return dict(report) if isinstance(report, Mapping) else report.to_json(details=True)
 
 
 def _fmt(v: Any) -> str:
@@ -121,14 +121,40 @@ def _line_chart(title: str, xs: list[float], series: dict[str, list[float]], xla
     return "".join(parts)
 
 
+#: the heatmap's cells are at least this many pixels on a side (finer cells are more than the eye can see: the
+#: grid is max-pooled down to them), and its colours this many levels (neighbouring cells of one level merge)
+CELL_PX, LEVELS = 4, 16
+
+
+def _pool(grid: list[list[float]], rows: int, cols: int) -> list[list[float]]:
+    """``grid`` max-pooled to at most ``rows`` x ``cols`` cells (non-finite values count as the largest)."""
+
+    def key(v: Any) -> float:
+        return v if isinstance(v, (int, float)) and math.isfinite(v) else math.inf
+
+    n, m = len(grid), len(grid[0]) if grid else 0
+    ri = [i * n // min(n, rows) for i in range(min(n, rows) + 1)]
+    ci = [j * m // min(m, cols) for j in range(min(m, cols) + 1)]
+    out = []
+    for a, b in zip(ri, ri[1:]):
+        line = []
+        for c, d in zip(ci, ci[1:]):
+            cells = [grid[i][j] for i in range(a, b) for j in range(c, d)]
+            line.append(max(cells, key=key))
+        out.append(line)
+    return out
+
+
 def _heatmap(title: str, grid: list[list[float]], positions: list[int], columns: int) -> str:
+    area_w, area_h = W - PAD - 8, H - PAD - 8
+    grid = _pool(grid, max(1, area_h // CELL_PX), max(1, area_w // CELL_PX)) if grid and grid[0] else grid
     rows = len(grid)
     cols = len(grid[0]) if grid else 0
     flat = [v for r in grid for v in r]
     scaled, _ = _scale(flat)
     lo, hi = (min(scaled), max(scaled)) if scaled else (0.0, 1.0)
     span = hi - lo if hi > lo else 1.0
-    cw, ch = (W - PAD - 8) / max(cols, 1), (H - PAD - 8) / max(rows, 1)
+    cw, ch = area_w / max(cols, 1), area_h / max(rows, 1)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" '
         f'aria-label="{html.escape(title)}"><title>{html.escape(title)}</title>',
@@ -137,13 +163,19 @@ def _heatmap(title: str, grid: list[list[float]], positions: list[int], columns:
         '<text x="10" y="70" font-size="10" transform="rotate(-90 10 70)" text-anchor="middle">position →</text>',
     ]
     for i in range(rows):
-        for j in range(cols):
-            t = (scaled[i * cols + j] - lo) / span
+        levels = [round((scaled[i * cols + j] - lo) / span * (LEVELS - 1)) for j in range(cols)]
+        j = 0
+        while j < cols:  # a run of cells of one level is one rectangle
+            k = j
+            while k + 1 < cols and levels[k + 1] == levels[j]:
+                k += 1
+            t = levels[j] / (LEVELS - 1)
             r, g, b = int(255 * min(1, 2 * t)), int(255 * (1 - abs(2 * t - 1))), int(255 * max(0, 1 - 2 * t))
             parts.append(
-                f'<rect x="{PAD + j * cw:.1f}" y="{8 + i * ch:.1f}" width="{cw + 0.3:.1f}" height="{ch + 0.3:.1f}" '
-                f'fill="rgb({r},{g},{b})"/>'
+                f'<rect x="{PAD + j * cw:.1f}" y="{8 + i * ch:.1f}" width="{(k - j + 1) * cw + 0.3:.1f}" '
+                f'height="{ch + 0.3:.1f}" fill="rgb({r},{g},{b})"/>'
             )
+            j = k + 1
     parts.append("</svg>")
     return "".join(parts)
 

@@ -535,7 +535,7 @@ def open_config(
 
             src.engine_rules = rule_lines(facts, engine, seq_len=enc.offset + enc.length, **reads)
         return src
-    from .models.hf_positions import learned_table, rows_option
+    from .models.readers import learned_table, rows_option
 
     # -p rows=buffer: the module's raw buffer instead of the rows the model adds to tokens 0..N-1
     rows = rows_option(config, given.pop("rows", None), text)

@@ -39,7 +39,8 @@ PHI = {
 
 
 def audit_json(args: list[str], env: dict | None = None) -> tuple[int, dict, str]:
-    code, out, err = cli(["audit", *args, "--json"], env=env)
+    """The audit's JSON with its pictures' grids (--json-details; --json alone is compact)."""
+    code, out, err = cli(["audit", *args, "--json-details"], env=env)
     return code, (json.loads(out) if out.strip() else {}), err
 
 
@@ -274,10 +275,10 @@ def test_an_existing_report_path_is_refused_without_force(tmp_path):
     for flag in ("--markdown", "--html"):
         dest = tmp_path / f"report.{flag[2:]}"
         dest.write_text("keep me")
-        code, _out, err = cli(["audit", cfg, "--engine", "hf", flag, str(dest)])
+        code, _out, err = cli(["audit", cfg, "--engine", "hf,vllm", flag, str(dest)])
         assert code == 2 and f"{dest} exists; pass --force to overwrite" in err
         assert dest.read_text() == "keep me"
-        code, _, err = cli(["audit", cfg, "--engine", "hf", flag, str(dest), "--force"])
+        code, _, err = cli(["audit", cfg, "--engine", "hf,vllm", flag, str(dest), "--force"])
         assert code == 0, err
         assert dest.read_text() != "keep me"
         assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left

@@ -23,6 +23,7 @@ from .conftest import inproc as run
 
 #: Llama-3.1-8B's rope settings (head_dim 64 from hidden_size / heads), shrunk where it does not matter.
 LLAMA31 = {
+    "model_type": "llama",
     "rope_theta": 500000.0,
     "rope_scaling": {
         "rope_type": "llama3",
@@ -36,6 +37,7 @@ LLAMA31 = {
     "max_position_embeddings": 131072,
 }
 YARN = {
+    "model_type": "llama",
     "rope_theta": 10000.0,
     "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024},
     "hidden_size": 128,
@@ -201,8 +203,13 @@ def test_rope_from_yarn_config_generate_then_check(tmp_path):
 
 
 def test_hf_config_without_a_length_names_the_fix(tmp_path):
-    config = write_config(tmp_path, {k: v for k, v in LLAMA31.items() if k != "max_position_embeddings"})
-    line = one_error_line(run(["generate", "--hf-config", str(config), "-o", str(tmp_path / "r.safetensors")]))
+    # read as written (--read-as: no class default of max_position_embeddings fills the gap)
+    config = write_config(
+        tmp_path, {k: v for k, v in LLAMA31.items() if k not in ("max_position_embeddings", "model_type")}
+    )
+    line = one_error_line(
+        run(["generate", "--hf-config", str(config), "--read-as", "llama", "-o", str(tmp_path / "r.safetensors")])
+    )
     assert "max_position_embeddings" in line and "--len" in line
     assert not (tmp_path / "r.safetensors").exists()
 

@@ -507,7 +507,7 @@ def test_a_model_type_posenc_does_not_mirror_for_an_engine_is_posencs_limit_not_
     it never reports llama.cpp as unsupported (a DIFFER), while mlx-lm's own list of model types does."""
     olmo = str(DATA / "configs" / "published" / "olmo-2-1124-7b.json")
     code, out, err = cli(["audit", olmo, "--engine", "hf,llamacpp", "--json"])
-    assert code == 0, err
+    assert code == 1 and json.loads(out)["compared"] == 0, err  # a skipped row compares nothing: no pass
     (row,) = [r for r in json.loads(out)["rows"] if r["engine"] == "llamacpp"]
     assert row["verdict"] == "skipped" and "posenc does not mirror" in row["explanation"]
     assert "does not support" not in row["explanation"]

@@ -30,7 +30,7 @@ CONFIG = {
 VALUES = {
     "--len": "6", "--dim": "6", "--param": "base=100", "--dtype": "float64", "--grid": "2x3", "--kind": "index",
     "--output": "{path}/out.npz", "--format": "json", "--tensor": "pe", "--force": "", "--hf-config": "{path}/cfg.json",
-    "--layer-type": "full_attention", "--precision": "2", "--max-bytes": "100", "--quiet": "", "--json": "",
+    "--layer-type": "full_attention", "--precision": "2", "--max-bytes": "100", "--quiet": "", "--json": "", "--json-details": "",
     "--expect": "learned", "--require": "finite", "--probes": "3", "--seed": "7", "--atol": "0.5", "--rtol": "0.5",
     "--name": "x", "--onnx-rope": "", "--all-layer-types": "", "--verbose": "", "--view": "dot",
     "--pair": "1", "--positions": "8", "--at": "2", "--max-offset": "5", "--cosine": "", "--head": "0", "--size": "4x3",

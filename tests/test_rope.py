@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from posenc_cli.encodings import make_encoding
 from posenc_cli.encodings.rope import Rope, XPos
 from posenc_cli.errors import ParameterError
-from posenc_cli.models.hf_config import params_from_hf_config
+from posenc_cli.models.hf_config import params_from_hf_config, read_model_config
 
 #: transformers' own YaRN (and every other rule) in float64: tools/golden/make_hf_scaling_golden.py
 HF_SCALING = json.loads((Path(__file__).parent / "data" / "golden" / "hf_scaling.json").read_text())["cases"]
@@ -445,7 +445,7 @@ def test_hf_llama31():
 
 
 def test_hf_new_rope_parameters_format():
-    cfg = {"hidden_size": 2048, "num_attention_heads": 16, "head_dim": 256, "max_position_embeddings": 4096,
+    cfg = {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 16, "head_dim": 256, "max_position_embeddings": 4096,
            "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e6}}  # fmt: skip
     enc = build(cfg)
     assert enc.dim == 256
@@ -453,20 +453,20 @@ def test_hf_new_rope_parameters_format():
 
 
 def test_hf_linear_old_type_key():
-    cfg = {"hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 4096, "rope_theta": 10000.0,
+    cfg = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 4096, "rope_theta": 10000.0,
            "rope_scaling": {"type": "linear", "factor": 4.0}}  # fmt: skip
     assert_freqs(build(cfg), ref_default(10000.0, 64) / 4.0)
 
 
 def test_hf_yarn_qwen_and_deepseek():
-    qwen = {"hidden_size": 5120, "num_attention_heads": 40, "max_position_embeddings": 131072, "rope_theta": 1e6,
+    qwen = {"model_type": "qwen2", "hidden_size": 5120, "num_attention_heads": 40, "max_position_embeddings": 131072, "rope_theta": 1e6,
             "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}  # fmt: skip
     enc = build(qwen)
     expected, attention = hf_golden("yarn_qwen2_5_config")
     assert_freqs(enc, expected, rtol=2e-15)
     assert enc.attention_scaling == pytest.approx(attention, rel=1e-15) == pytest.approx(0.1 * math.log(4) + 1)
     # DeepSeek-V3 (MLA): the rotated width is qk_rope_head_dim, not hidden_size // num_attention_heads
-    deepseek = {"hidden_size": 7168, "num_attention_heads": 128, "qk_rope_head_dim": 64, "max_position_embeddings": 163840,
+    deepseek = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128, "qk_rope_head_dim": 64, "max_position_embeddings": 163840,
                 "rope_theta": 10000,
                 "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
                                  "original_max_position_embeddings": 4096, "type": "yarn"}}  # fmt: skip
@@ -482,7 +482,7 @@ def test_hf_yarn_qwen_and_deepseek():
 def test_hf_longrope_phi3():
     short = [1.0 + 0.01 * k for k in range(48)]
     long = [1.0 + 0.5 * k for k in range(48)]
-    phi3 = {"hidden_size": 3072, "num_attention_heads": 32, "max_position_embeddings": 131072,
+    phi3 = {"model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "max_position_embeddings": 131072,
             "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
             "rope_scaling": {"type": "longrope", "short_factor": short, "long_factor": long}}  # fmt: skip
     enc = build(phi3, length=16)
@@ -511,7 +511,7 @@ def test_hf_partial_rotary_gpt_neox_and_phi2():
 
 
 def test_hf_dynamic_uses_max_position_embeddings():
-    cfg = {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096, "rope_theta": 10000.0,
+    cfg = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096, "rope_theta": 10000.0,
            "rope_scaling": {"type": "dynamic", "factor": 2.0}}  # fmt: skip
     short, long = build(cfg, length=1000), build(cfg, length=10000)
     np.testing.assert_array_equal(short.inv_freq(), rope(dim=128).inv_freq())
@@ -519,7 +519,7 @@ def test_hf_dynamic_uses_max_position_embeddings():
 
 
 def test_hf_per_layer_rope_parameters():
-    cfg = {"hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128, "max_position_embeddings": 8192,
+    cfg = {"model_type": "llama", "hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128, "max_position_embeddings": 8192,
            "rope_parameters": {"full_attention": {"rope_type": "proportional", "rope_theta": 1e6, "partial_rotary_factor": 0.25},
                                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}}  # fmt: skip
     with pytest.raises(ParameterError, match=r"pass layer_type, one of: full_attention, sliding_attention"):
@@ -559,7 +559,7 @@ def test_hf_per_layer_rope_parameters():
 )
 def test_hf_config_errors_name_the_key(cfg, needle):
     with pytest.raises(ParameterError) as info:
-        params_from_hf_config(cfg, 8)
+        read_model_config(cfg, read_as="llama").params(None, 8)  # no class defaults: the keys as written
     assert needle in str(info.value)
 
 

@@ -70,12 +70,18 @@ class AuditRow:
     def agrees(self) -> bool:
         return self.verdict in ("agree", "reference", "skipped")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, details: bool = True) -> dict[str, Any]:
+        """The row; ``details=False`` leaves the picture's grids out (its tensor and shape stay)."""
+        from ..errors import render_params
+
+        picture = None if self.picture is None else self.picture.to_json()
+        if picture is not None and not details:
+            picture = {k: picture[k] for k in ("tensor", "rows", "columns")}
         return {
             "artifact": self.artifact, "layer_type": self.layer_type, "engine": self.engine, "verdict": self.verdict,
             "max_abs_diff": None if self.max_abs_diff is None else _num(self.max_abs_diff), "length": self.length,
-            "explanation": self.explanation, "details": list(self.details),
-            "picture": None if self.picture is None else self.picture.to_json(), "limit": self.limit,
+            "explanation": render_params(self.explanation), "details": [render_params(d) for d in self.details],
+            "picture": picture, "limit": self.limit,
         }  # fmt: skip
 
 
@@ -95,12 +101,33 @@ class AuditReport:
     #: the engines' options given (``n_ctx``, ``max_model_len``): what the rows assumed
     settings: dict[str, int] = field(default_factory=dict)
 
+    def respelled(self, spell: Any) -> AuditReport:
+        """A copy whose explanations, details and notes name each parameter as ``spell`` does (the CLI: its flags,
+        ``--len``); the report itself keeps the references (:func:`posenc_cli.errors.param`) its errors carried."""
+        import dataclasses
+
+        from ..errors import render_params
+
+        rows = [dataclasses.replace(r, explanation=render_params(r.explanation, spell),
+                                    details=[render_params(d, spell) for d in r.details]) for r in self.rows]  # fmt: skip
+        for new, old in zip(rows, self.rows):
+            new.picture = old.picture
+        return dataclasses.replace(self, rows=rows, notes=[render_params(n, spell) for n in self.notes])
+
+    @property
+    def compared(self) -> int:
+        """How many rows compared a table with something (``agree`` or ``differ``): an audit of none is no pass."""
+        return sum(r.verdict in ("agree", "differ") for r in self.rows)
+
     @property
     def ok(self) -> bool:
-        return all(r.agrees for r in self.rows)
+        """Every row agrees, and at least one compared something."""
+        return self.compared > 0 and all(r.agrees for r in self.rows)
 
     @property
     def exit_code(self) -> int:
+        """2 when a row is an error (a file could not be read, a table not built), else 0 when :attr:`ok`, else 1
+        (a row differs, or nothing was compared)."""
         from ..errors import ExitCode
 
         if any(r.verdict == "error" for r in self.rows):
@@ -113,18 +140,31 @@ class AuditReport:
     def summary(self) -> str:
         """One line: how many rows, and how they came out."""
         counts = ", ".join(f"{n} {v}" for v, n in self.counts().items())
-        head = "every row agrees" if self.ok else ("a file could not be read" if self.exit_code == 2 else "DIFFERS")
+        head = (
+            "every row agrees"
+            if self.ok
+            else (
+                "a row could not be made"
+                if self.exit_code == 2
+                else ("NOTHING COMPARED" if not self.compared else "DIFFERS")
+            )
+        )
         return f"{self.source}: {len(self.rows)} row(s) ({counts}): {head}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, details: bool = False) -> dict[str, Any]:
+        """The report in the versioned schema (``schema.json``): compact (each diverging row's picture is its tensor
+        and shape) unless ``details``, which adds the pictures' grids and spectra (what ``--html`` draws). Parameters
+        are named as in Python (``length=``) unless :meth:`respelled` named them otherwise."""
         from .. import __version__
+        from ..errors import render_params
 
         return {
             "schema": SCHEMA_ID, "posenc_version": __version__, "source": self.source, "against": self.against,
             "config": self.config, "model_type": self.model_type, "length": self.length, "engines": self.engines,
             "settings": dict(self.settings),
-            "ok": self.ok, "exit_code": self.exit_code, "counts": self.counts(),
-            "rows": [r.to_json() for r in self.rows], "notes": list(self.notes),
+            "ok": self.ok, "exit_code": self.exit_code, "counts": self.counts(), "compared": self.compared,
+            "details": details, "rows": [r.to_json(details) for r in self.rows],
+            "notes": [render_params(n) for n in self.notes],
         }  # fmt: skip
 
 

@@ -16,7 +16,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import InputError, ParameterError, PosencError, param
 from . import discover, hub
@@ -25,6 +25,15 @@ from .report import AuditReport, AuditRow
 
 #: ``on_progress(what, done, total)``: called before each step of a long audit
 Progress = Callable[[str, int, int], None]
+
+
+class Verbs(NamedTuple):
+    """The sibling verbs an audit composes, given by :func:`posenc_cli.api.audit` (its own ``check``,
+    ``check_onnx`` and ``layer_types``): the audit sits below the api and never imports it back."""
+
+    check: Callable[..., Any]
+    check_onnx: Callable[..., Any]
+    layer_types: Callable[..., Any]
 
 
 def engine_names() -> tuple[str, ...]:
@@ -58,16 +67,19 @@ def audit(
     download: bool = False,
     max_bytes: int | None = None,
     on_progress: Progress | None = None,
+    verbs: Verbs,
 ) -> AuditReport:
-    """See :func:`posenc_cli.api.audit`."""
+    """See :func:`posenc_cli.api.audit`. The config is read from disk once, however many steps ask for it
+    (:func:`~posenc_cli.models.config_file.read_once`)."""
     from ..errors import check_int
+    from ..models.config_file import read_once
 
     chosen = parse_engines(engine)
     if length is not None:
         length = check_int("length", length, 1)
     if max_bytes is not None:
         max_bytes = check_int("max_bytes", max_bytes, 1)
-    with tempfile.TemporaryDirectory(prefix="posenc-audit-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="posenc-audit-") as tmp, read_once():
         found = _locate(os.fspath(source), download, tmp)
         if against is not None:
             try:
@@ -91,7 +103,7 @@ def audit(
                 f"{found.label}: no config.json to check against; give the HF model with {param('against')} DIR or "
                 "org/name"
             )
-        auditor = _Auditor(found, chosen, length, n_ctx, max_model_len, on_progress, against, tmp)
+        auditor = _Auditor(found, chosen, length, n_ctx, max_model_len, on_progress, against, tmp, verbs)
         auditor.max_bytes = max_bytes
         return auditor.run()
 
@@ -134,8 +146,10 @@ def _locate(text: str, download: bool, tmp: str) -> discover.Found:
 
 class _Auditor:
     def __init__(self, found: discover.Found, engines: list[str], length: int | None, n_ctx: int | None,
-                 max_model_len: int | None, on_progress: Progress | None, against: Any, tmp: str) -> None:  # fmt: skip
+                 max_model_len: int | None, on_progress: Progress | None, against: Any, tmp: str,
+                 verbs: Verbs) -> None:  # fmt: skip
         self.found = found
+        self.verbs = verbs
         self.engines = engines
         self.length = length
         self.n_ctx = n_ctx
@@ -154,7 +168,7 @@ class _Auditor:
         self.step += 1
 
     def run(self) -> AuditReport:
-        from ..api import load_config
+        from ..models.config_file import load_config
         from ..models.readers import model_config_layers
 
         f = self.found
@@ -162,7 +176,11 @@ class _Auditor:
         config_path = f.config
         data = load_config(config_path)
         layers = model_config_layers(data, length=self.length)
-        model_type = data.get("model_type") if isinstance(data.get("model_type"), str) else None
+        said = _default_lengths(data, layers) if self.length is None else []
+        from ..models.records import model_type_of
+
+        mt = model_type_of(data, strict=False)[0]
+        model_type = mt if isinstance(mt, str) else None
         lengths = [int(v[1]["length"]) for v in layers.values() if v is not None and "length" in v[1]]
         report = AuditReport(
             source=f.label,
@@ -173,6 +191,7 @@ class _Auditor:
             against=self.against,
             settings={k: v for k, v in (("n_ctx", self.n_ctx), ("max_model_len", self.max_model_len)) if v is not None},
         )
+        report.notes += said
         # the rows in report order, each slot (label, step, finish): a step (each reads its own tables block by
         # block) runs on every core, once however many slots share it (engines with the same table share their
         # measurement), and finish(its result) makes the slot's rows; a slot without a step holds its rows
@@ -191,7 +210,13 @@ class _Auditor:
                 continue
             row, ref = self._reference(lt, kind, params)
             slots.append((f"{lt}: the reference", None, [row]))
-            if ref is None or not self._engines_apply(config_path, lt, report):
+            if ref is None:
+                continue
+            if not self._engines_apply(config_path, lt, report):
+                if not self._rotary(config_path, lt):  # no engine's rules cover it: its kind's properties do
+                    slots.append((f"{lt}: its properties",
+                                  functools.partial(_properties, self.verbs.check, row.artifact, lt, ref),
+                                  _one_row))  # fmt: skip
                 continue
             for engine in self.engines:
                 if engine != "hf":
@@ -204,6 +229,12 @@ class _Auditor:
         report.rows += self._run_steps(slots)
         if not report.rows:
             raise InputError(f"{f.label}: nothing to audit: no layer type applies positions, and no conversion")
+        if not report.compared and not any(r.verdict == "error" for r in report.rows):
+            asked = "no engine but hf was asked for" if self.engines == ["hf"] else "no engine's table was measured"
+            report.notes.append(
+                f"nothing compared: only the reference tables were built ({asked}, no GGUF or ONNX file is here, "
+                "and no table was read from the weights)"
+            )
         return report
 
     def _run_steps(self, slots: list[tuple[str, Callable[[], Any] | None, Any]]) -> list[AuditRow]:
@@ -243,6 +274,16 @@ class _Auditor:
             model_facts(config_path, layer_type=None if lt == "default" else lt)
         except PosencError as exc:
             report.notes.append(f"{lt}: engines not compared: {_one_line(exc)}")
+            return False
+        return True
+
+    def _rotary(self, config_path: str, lt: str) -> bool:
+        """Whether layer type ``lt`` has a rotary reading (engines' rules could cover it)."""
+        from ..models.engines import model_facts
+
+        try:
+            model_facts(config_path, layer_type=None if lt == "default" else lt)
+        except PosencError:
             return False
         return True
 
@@ -320,7 +361,6 @@ class _Auditor:
 
     # ----- learned tables in the weights ----------------------------------------------------------------
     def _learned(self, lt: str, params: dict[str, Any], data: dict[str, Any]) -> AuditRow:
-        from ..api import check
         from ..sources import open_source
 
         f = self.found
@@ -338,7 +378,7 @@ class _Auditor:
             )  # fmt: skip
         try:
             src = open_source(root, layer_type=None if lt == "default" else lt, length=self.length)
-            rep = check(src)
+            rep = self.verbs.check(src)
         except PosencError as exc:
             return AuditRow("weights", lt, "hf", "error", _one_line(exc))
         artifact = src.metadata.get("weights_file", "weights")
@@ -382,18 +422,17 @@ class _Auditor:
     def _gguf(self, path: str, config_path: str, length: int | None) -> list[AuditRow]:
         """One row per attention type: llama.cpp's tables for the GGUF file against HF's for the config
         (:func:`posenc_cli.api.check_gguf`)."""
-        from ..api import check_gguf
+        from ..models.conversion import verdict
         from ..models.llamacpp import LLAMACPP_VERSION
 
         name = self.found.relative(path)
         if importlib.util.find_spec("gguf") is None:
             return [AuditRow(name, "-", "llamacpp", "skipped", "reading GGUF needs: pip install 'posenc-cli[gguf]'")]
         try:
-            whole = check_gguf(path, config_path, n_ctx=self.n_ctx, length=length, weights="skip")
-            types = [lt for lt in whole.numbers] or [None]
-            verdicts = {lt: whole if len(types) == 1 else check_gguf(path, config_path, n_ctx=self.n_ctx,
-                                                                     length=length, layer_type=lt)
-                        for lt in types}  # fmt: skip
+            # once: each attention type's part inside, the sliding layers compared, the weights in a row of their own
+            whole = verdict(path, config_path, n_ctx=self.n_ctx, length=length, weights="skip")
+            types: list[str | None] = [*whole.numbers] or [None]
+            verdicts = {lt: whole if len(types) == 1 else whole.by_type[str(lt)] for lt in types}
         except PosencError as exc:
             return [AuditRow(name, "-", "llamacpp", "error", _one_line(exc)), self._gguf_weights(path, config_path)]
         rows = []
@@ -424,17 +463,15 @@ class _Auditor:
     def _onnx(self, path: str, config_path: str) -> list[AuditRow]:
         """One row per attention type the export's caches hold (:func:`posenc_cli.api.check_onnx` matches each
         cache to its type), with the largest difference of those caches from HF's tables."""
-        from ..api import check_onnx
-
         name = self.found.relative(path)
         if importlib.util.find_spec("onnx") is None:
             return [AuditRow(name, "-", "onnx", "skipped", "reading ONNX needs: pip install 'posenc-cli[onnx]'")]
         missing = re.compile(r"^no cache of .* holds the (\S+) layers' tables$")
         try:
-            results = check_onnx(path, config_path, engine="hf", max_bytes=self.max_bytes)
+            results = self.verbs.check_onnx(path, config_path, engine="hf", max_bytes=self.max_bytes)
             # the pictures only when a row differs (binning them costs more than the difference itself)
             diverging = any(res.divergences for res in results)
-            diffs, closest = _onnx_differences(path, config_path, self.max_bytes, pictures=diverging)
+            diffs, closest = _onnx_differences(self.verbs, path, config_path, self.max_bytes, pictures=diverging)
         except PosencError as exc:
             return [AuditRow(name, "-", "onnx", "error", _one_line(exc))]
         rows = []
@@ -466,8 +503,52 @@ def _one_row(row: AuditRow) -> list[AuditRow]:
     return [row]
 
 
+def _default_lengths(data: dict[str, Any], layers: dict[str, Any]) -> list[str]:
+    """Each layer type's length when ``--len`` is not given and its reading sets none (T5 buckets, Bloom's ALiBi
+    apply at any length): the config's context (:data:`~posenc_cli.models.records.CONTEXT_KEYS`), else the kind's
+    own default (:attr:`~posenc_cli.encodings.base.Encoding.DEFAULT_LENGTH`). Sets it in ``layers``; returns the
+    notes that say where it came from."""
+    from ..encodings import get_kind
+    from ..models.records import CONTEXT_KEYS
+
+    said: dict[str, list[str]] = {}
+    for lt, v in layers.items():
+        if v is None or "length" in v[1] or "weights_tensor" in v[1]:
+            continue
+        kind, params = v
+        key = next((k for k in CONTEXT_KEYS if type(data.get(k)) is int and data[k] > 0), None)
+        default = get_kind(kind).DEFAULT_LENGTH
+        if key is not None:
+            params["length"], why = data[key], f"config key {key}"
+        elif default is not None:
+            params["length"], why = default[0], f"{kind}'s own default, {default[1]}; the config sets none"
+        else:
+            continue
+        said.setdefault(f"{params['length']} positions ({why})", []).append(lt)
+    return [f"{', '.join(lts)}: compared at {what}; --len N overrides" for what, lts in said.items()]
+
+
+def _properties(check: Callable[..., Any], artifact: str, lt: str, enc: Any) -> AuditRow:
+    """The reference table of a layer type no engine's rules cover, checked for the properties its kind
+    requires (``check``: the api's, as ``posenc check`` does): what the audit compares it with."""
+    try:
+        rep = check(enc)
+    except PosencError as exc:
+        return AuditRow(artifact, lt, "check", "error", _one_line(exc))
+    held = ", ".join(r.name for r in rep.results if r.passed)
+    why = (
+        f"{enc.KIND} table: every required property holds ({held})"
+        if rep.ok
+        else f"{enc.KIND} table: {', '.join(rep.failed) or 'a required property'} failed"
+    )
+    return AuditRow(artifact, lt, "check", "agree" if rep.ok else "differ", why, None, _rows_of(enc),
+                    details=[f"{r.name}: {r.detail}" for r in rep.results])  # fmt: skip
+
+
 def _one_line(exc: BaseException) -> str:
-    text = str(exc)
+    """The error's message on one line, its parameter references kept (the report's reader spells them:
+    :meth:`~.report.AuditReport.respelled`)."""
+    text = BaseException.__str__(exc) if isinstance(exc, PosencError) else str(exc)
     return " ".join(str(text).split())
 
 
@@ -584,15 +665,15 @@ def _spectrum(a: Any, b: Any) -> dict[str, list[float]] | None:
 
 def _gguf_picture(path: str, config_path: str, lt: str, v: Any) -> Any:
     """Where llama.cpp's tables for the GGUF differ from HF's: both read at the verdict's length."""
-    from ..api import load_config
     from ..encodings import make_encoding
-    from ..models.hf_config import read_model_config
+    from ..models.config_file import load_config
     from ..models.llamacpp import gguf_tables
+    from ..models.readers import rotary_config
 
     try:
         tensors, _meta, _ = gguf_tables(path, n_ctx=v.n_ctx, length=v.length,
                                         layer_type=None if lt in ("default", "full_attention") else lt)  # fmt: skip
-        cfg = read_model_config(load_config(config_path))
+        cfg = rotary_config(load_config(config_path))
         enc = make_encoding(cfg.kind, cfg.params(None if lt == "default" else lt, v.length))
     except (PosencError, KeyError, ValueError):
         return None
@@ -614,18 +695,17 @@ def _gguf_picture(path: str, config_path: str, lt: str, v: Any) -> Any:
 
 
 def _onnx_differences(
-    path: str, config_path: str, max_bytes: int | None, pictures: bool = True
+    verbs: Verbs, path: str, config_path: str, max_bytes: int | None, pictures: bool = True
 ) -> tuple[dict[Any, Any], dict[Any, Any]]:
     """Per attention type (None for a model with one table): the largest difference of the stored caches that
     are that type's (each cache goes to the type it differs from least) from HF's tables, and their most rows;
     and per type, the cache closest to its tables (for a type no cache holds). Expected rows are computed block
     by block (:func:`models.onnx.expected_encoding`); ``pictures=False`` measures without binning."""
-    from ..api import SourceOptions, layer_types
     from ..models import onnx
     from ..models.engines import engine_params, model_facts
 
     model = onnx.read_onnx(path, max_bytes=max_bytes)
-    types = layer_types(config_path, SourceOptions())
+    types = verbs.layer_types(config_path)
     per_cache: list[dict[Any, tuple[Difference | None, int]]] = []
     for cache in model.caches:
         by_type: dict[Any, tuple[Difference | None, int]] = {}

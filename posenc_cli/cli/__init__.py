@@ -15,6 +15,7 @@ compiles, a tenth of a small ``generate``); ``tests/test_startup.py`` keeps it s
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .. import __version__
@@ -244,6 +245,32 @@ def _install_completion(ctx: Any, param: Any, value: str | None) -> None:
 COMPLETE_VAR = "_POSENC_COMPLETE"
 
 
+def _spelling(args: list[str]) -> Callable[[str], str | None]:
+    """How an error names a parameter: the flag that sets it; ``""`` for an option the command being run does not
+    take (the clause offering it is left out, :func:`posenc_cli.errors.option_clause`)."""
+    from ._options import FLAGS
+
+    takes: set[str] | None = None
+    try:
+        command = app().commands.get(args[0]) if args else None
+        if command is not None:
+            takes = {str(p.name) for p in command.params}
+    except Exception:  # the spelling of an error must not fail: every flag then
+        takes = None
+
+    def spell(name: str) -> str | None:
+        flag = FLAGS.get(name)
+        if flag is not None and takes is not None and name in _OFFERED and name not in takes:
+            return ""
+        return flag
+
+    return spell
+
+
+#: the options an :func:`~posenc_cli.errors.option_clause` may offer (a command that lacks one drops the clause)
+_OFFERED = frozenset({"read_as"})
+
+
 def main(argv: list[str] | None = None) -> NoReturn:
     """Run one command and turn every way out into one line and an exit code (:class:`SystemExit`); the console
     script runs it through :func:`console`."""
@@ -263,9 +290,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
             code = group.invoke(ctx)
         sys.stdout.flush()
     except PosencError as exc:
-        from ._options import FLAGS
-
-        sys.stderr.write(f"Error: {exc.render(FLAGS.get)}\n")
+        sys.stderr.write(f"Error: {exc.render(_spelling(args))}\n")
         code = exc.exit_code
     except _click.exceptions.ClickException as exc:
         if not isinstance(exc, _click.exceptions.UsageError):  # a file Click could not open, ...

@@ -267,6 +267,10 @@ Quiet = Annotated[
     ),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout instead of the report.")]
+JsonDetails = Annotated[
+    bool,
+    typer.Option("--json-details", help="--json with every diverging row's pictures (position x column grids)."),
+]
 Markdown = Annotated[
     Optional[str],
     typer.Option("--markdown", metavar="FILE", help="Also write the report as Markdown (a CI step summary).",

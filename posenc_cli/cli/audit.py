@@ -17,10 +17,12 @@ config.json and the position tensors only, never whole weights).
 
 One row per artifact x layer type x engine: verdict, largest |difference| at
 --len (default: the model's context), why. --json, --markdown FILE and
---html FILE write the same report for machines, CI summaries and people.
+--html FILE write the same report for machines, CI summaries and people
+(--json-details: with the pictures' grids of each diverging row).
 
-Exit 0 when every row agrees, 1 when one differs, 2 on bad input or a file
-that cannot be read (its own row; the others are still checked).
+Exit 0 when every row agrees, 1 when one differs or nothing was compared, 2
+on bad input or a file that cannot be read (its own row; the others are still
+checked).
 
 Examples:
 
@@ -38,6 +40,7 @@ def run(
     max_model_len: o.MaxModelLen = None,
     download: o.Download = False,
     json_out: o.Json = False,
+    json_details: o.JsonDetails = False,
     markdown: o.Markdown = None,
     html: o.Html = None,
     force: o.Force = False,
@@ -71,12 +74,15 @@ def run(
             max_bytes=max_bytes,
             on_progress=on_progress,
         )
+    from . import _spelling
+
+    report = report.respelled(_spelling(["audit"]))  # --len, not length=
     if markdown is not None:
         write_report(report, markdown, "markdown", force=force)
     if html is not None:
         write_report(report, html, "html", force=force)
-    if json_out:
-        print_json(report.to_json())
+    if json_out or json_details:
+        print_json(report.to_json(details=json_details))
     else:
         audit_report(report, quiet=quiet, verbose=verbose)
     return int(report.exit_code) if report.exit_code else ExitCode.OK

@@ -276,6 +276,9 @@ class Encoding:
     VIEWS: ClassVar[tuple[str, ...]] = ()
     #: Small parameters that build an example (``posenc kinds`` lists its tensors, tests build it).
     EXAMPLE: ClassVar[dict[str, Any]] = {"length": 4, "dim": 8}
+    #: The length a kind that applies at any length is audited at when neither ``--len`` nor the model's config
+    #: gives one: ``(rows, where it comes from)``; None for kinds whose configs say their length.
+    DEFAULT_LENGTH: ClassVar[tuple[int, str] | None] = None
 
     length: int = param(help="number of positions (rows)", low=1)
     # typed int: __post_init__ refuses a missing dim for every kind with NEEDS_DIM; the kinds that do without it

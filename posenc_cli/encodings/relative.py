@@ -167,6 +167,7 @@ class Alibi(Encoding):
         "(2^(-8k/n) for every n, up to commit 3576b547; later MLX uses the paper's rule)",
     )
     PRESETS = {"mlx": {"slopes": "geometric", "max_bias": 8.0, "causal": False}}
+    DEFAULT_LENGTH = (512, "the ALiBi paper's training length L = 512 (Press et al. 2022, section 4)")
     PRESET_DOCS = {"mlx": "ml-explore/mlx nn.ALiBi up to 3576b547: slopes 2^(-8k/n) for every n, bias -slope*|i-j|"}
     PRIMARY = "bias"
     ROLES = {"bias": "matrix", "slopes": "slopes"}
@@ -335,6 +336,7 @@ class T5(IntegerTable):
     ROLES = {"buckets": "matrix"}
     PROPERTIES = {"finite": True, "matches-spec": True, "toeplitz": True, "monotone": True, "t5-saturation": True}
     MONOTONE = "non-decreasing-in-distance-each-side"
+    DEFAULT_LENGTH = (512, "the T5 paper's input length of 512 tokens (Raffel et al. 2020, section 3.1.2)")
 
     num_buckets: int = param(32, "number of buckets (halved per direction when bidirectional)", low=2)
     max_distance: int = param(128, "distance from which every position shares the last bucket", low=1)

@@ -8,11 +8,14 @@ so ``json`` never recurses into a RecursionError) and documents that are not an 
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import math
 import os
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..errors import ParameterError, ref
@@ -21,6 +24,35 @@ from ..errors import ParameterError, ref
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 #: Deepest nesting of objects/arrays accepted (real configs: 3-4).
 MAX_DEPTH = 32
+
+
+_memo_lock = threading.Lock()
+#: (real path, mtime, size) -> the parsed config, while :func:`read_once` is active (in any thread)
+_memo: dict[tuple[str, int, int], dict[str, Any]] = {}
+_memo_users = 0
+
+
+@contextlib.contextmanager
+def read_once() -> Iterator[None]:
+    """Within it, each config file is read from disk and parsed once (an audit asks its config of every step, on
+    several threads); each caller gets its own copy. Nested and concurrent uses share it; it is cleared when the
+    last one ends."""
+    global _memo_users
+    with _memo_lock:
+        _memo_users += 1
+    try:
+        yield
+    finally:
+        with _memo_lock:
+            _memo_users -= 1
+            if not _memo_users:
+                _memo.clear()
+
+
+def _read_file(path: str) -> bytes:
+    """The bytes of a config file (at most :data:`MAX_CONFIG_BYTES` + 1): the one place posenc reads one."""
+    with open(path, "rb") as fh:
+        return fh.read(MAX_CONFIG_BYTES + 1)
 
 
 def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
@@ -42,14 +74,19 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str,
             if os.path.isdir(path):
                 path = os.path.join(path, "config.json")
                 where = path
-            size = os.path.getsize(path)
+            st = os.stat(path)
+            size = st.st_size
             if size > MAX_CONFIG_BYTES:
                 raise ParameterError(
                     f"{ref('config')} {where}: {size} bytes is far larger than any model config "
                     f"(limit {MAX_CONFIG_BYTES}); pass the model's config.json"
                 )
-            with open(path, "rb") as fh:
-                raw = fh.read(MAX_CONFIG_BYTES + 1)
+            key = (os.path.realpath(path), st.st_mtime_ns, size)
+            with _memo_lock:
+                seen = _memo.get(key) if _memo_users else None
+            if seen is not None:
+                return copy.deepcopy(seen)
+            raw = _read_file(path)
     except FileNotFoundError:
         raise ParameterError(f"{ref('config')} {where}: no such file; pass a config.json or its directory") from None
     except IsADirectoryError:
@@ -70,6 +107,10 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str,
     data = parse_json(text, where)
     if not isinstance(data, dict):
         raise ParameterError(f"{ref('config')} {where}: expected a JSON object at top level, got {_json_type(data)}")
+    if path != "-":
+        with _memo_lock:
+            if _memo_users:
+                _memo[key] = copy.deepcopy(data)
     return data
 
 
@@ -103,8 +144,17 @@ def parse_json(text: str, where: str = "config") -> Any:
         raise ParameterError(
             f"{ref('config')} {where}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
         ) from None
+    except ValueError as exc:  # Python's limit on integer digits (sys.get_int_max_str_digits)
+        raise ParameterError(
+            f"{ref('config')} {where}: a number far too long for any model config ({_first_line(exc)}); fix the "
+            "config.json"
+        ) from None
     except RecursionError:  # pragma: no cover - the depth check above comes first
         raise ParameterError(f"{ref('config')} {where}: JSON nested too deeply; not a model config") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).split(";")[0].strip()
 
 
 def _constant(name: str) -> float:

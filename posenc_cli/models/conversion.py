@@ -27,8 +27,9 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
                        length=length, layer_type=layer_type, weights_ok=ok)  # fmt: skip
     if layer_type is None:  # which layers are sliding: llama.cpp's pattern against the config's layer types
         d, n = compare_layers(gguf_path, raw)
-        v.divergences += d
-        v.notes += n
+        for whole in (v, *v.by_type.values()):  # each attention type's own verdict says it too
+            whole.divergences += d
+            whole.notes += n
     if wc is not None:
         v.weights = wc
         if wc.status == "agree":

@@ -355,10 +355,10 @@ def model_facts(config: Any, *, layer_type: str | None = None) -> ModelFacts:
     """Read a config (path, directory, ``-`` or dict) with HF's rules."""
     from ..encodings import make_encoding
     from .config_file import load_config
-    from .hf_config import read_model_config
+    from .readers import rotary_config
 
     raw = load_config(config)
-    model = read_model_config(raw)
+    model = rotary_config(raw)
     from ..encodings import get_kind
 
     # engines' rules and ONNX checks speak of scaling rules and half-width caches: a kind without them is refused

@@ -264,6 +264,12 @@ def read_gguf(path: str, label: str | None = None) -> GgufRope:
     except Exception as exc:  # the header walk passed: anything left is the reader's own refusal
         raise GgufError(f"{label}: the gguf reader refused it ({type(exc).__name__}: {exc})") from None
 
+    def _contents(f: Any, key: str) -> Any:
+        try:
+            return f.contents()
+        except UnicodeDecodeError as exc:  # the gguf package decodes strings as UTF-8
+            raise GgufError(f"{label}: {key} is not UTF-8 text (byte {exc.start}); the file is malformed") from None
+
     def get(key: str, kind: str) -> Any:
         f = reader.fields.get(key)
         if f is None:
@@ -273,13 +279,13 @@ def read_gguf(path: str, label: str | None = None) -> GgufRope:
         if kind == "ints":
             if vtype != _ARRAY:
                 raise GgufError(f"{label}: {key} has value type {vtype}, expected an array of integers")
-            vals = f.contents()
+            vals = _contents(f, key)
             if not all(isinstance(v, int) for v in vals):
                 raise GgufError(f"{label}: {key} holds {vals!r}, expected integers")
             return [int(v) for v in vals]
         if want is not None and vtype not in want:
             raise GgufError(f"{label}: {key} has GGUF value type {vtype}, expected {kind}; the file is malformed")
-        value = f.contents()
+        value = _contents(f, key)
         if kind == "float":
             value = float(value)
         elif kind == "int":
@@ -330,7 +336,7 @@ def read_gguf(path: str, label: str | None = None) -> GgufRope:
             keys[key] = v
     for key in reader.fields:
         if key.startswith(f"{arch}.rope.") and key not in keys:
-            keys[key] = _plain(reader.fields[key].contents())
+            keys[key] = _plain(_contents(reader.fields[key], key))
     factors: dict[str, Any] = {}
     import numpy as np
 

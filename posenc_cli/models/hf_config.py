@@ -50,9 +50,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ParameterError, ref
+from ..errors import ParameterError, option_clause, ref
 from .config_file import _check_depth_obj, _json_type
-from .records import LEGACY_LAYER_TYPES, RECORDS, TRANSFORMERS_VERSION, Record, Refused, inventory_entry, record_for
+from .records import (
+    LEGACY_LAYER_TYPES,
+    RECORDS,
+    TRANSFORMERS_VERSION,
+    Record,
+    Refused,
+    inventory_entry,
+    model_type_of,
+    record_for,
+)
 
 #: Largest size (hidden size, head dim, positions...) accepted from a config.
 MAX_SIZE = 2**31 - 1
@@ -163,6 +172,9 @@ class ModelConfig:
     #: config keys the family's positional code never reads -> why they are ignored
     ignored: dict[str, str]
     assumption: str | None = None
+    #: where ``model_type`` came from when config.json has none (its ``architectures``, through transformers'
+    #: mapping); None when the config names it
+    model_type_from: str | None = None
 
     # ----- public ----------------------------------------------------------------------------------------
     def params(
@@ -216,6 +228,8 @@ class ModelConfig:
         for key in ("_short_mscale", "_long_mscale"):
             if key in rope:
                 out[key[1:]] = {"value": rope[key].value, "from": rope[key].origin}
+        if self.model_type_from is not None:
+            out["model_type_from"] = self.model_type_from
         if self.assumption is not None:
             out["read_as"] = {"value": self.family.model_type if self.family else None, "from": self.assumption}
         out["attention_scaling"] = {
@@ -330,10 +344,12 @@ def qk_permutation(config: Mapping[str, Any]) -> str:
     )
 
 
-def _text_model_type(outer: Mapping[str, Any]) -> tuple[str | None, dict[str, Any], str, list[str]]:
+def _text_model_type(
+    outer: Mapping[str, Any], strict: bool = True
+) -> tuple[str | None, dict[str, Any], str, list[str]]:
     """(the text model_type, the dict holding its keys, their prefix, warnings) of a config, following the
-    wrapper records' ``text_config``."""
-    outer_type = outer.get("model_type")
+    wrapper records' ``text_config`` (``strict``: see :func:`.records.model_type_of`)."""
+    outer_type = model_type_of(outer, strict=strict)[0]
     if outer_type is not None and not isinstance(outer_type, str):
         raise ParameterError(f"config key model_type={_show(outer_type)} is not a string; fix config.json")
     wrapper = RECORDS.get(outer_type or "")
@@ -386,7 +402,7 @@ class _Reader:
         return f"{self.prefix}{name}"
 
     def read(self) -> ModelConfig:
-        mt, self.cfg, self.prefix, self.warnings = _text_model_type(self.outer)
+        mt, self.cfg, self.prefix, self.warnings = _text_model_type(self.outer, strict=self.read_as is None)
         cfg = self.cfg
         rec, refused = _record(mt)
         assumption = None
@@ -397,9 +413,14 @@ class _Reader:
             raise ParameterError(_refusal(mt, refused))
         bare = rec is None
         if bare:
-            # a bare rope dict without any model_type (hand-written): the rope dict's rules, no class defaults
-            rec = RECORDS["llama"]
+            # no model_type and no architectures: no family is guessed (a family's defaults would make the table)
+            raise ParameterError(
+                "config has no model_type and no architectures, so its family is unknown and no table is guessed; "
+                "add model_type to config.json"
+                + option_clause(f", or pass {ref('read_as')} FAMILY to read it with that family's rules")
+            )
         assert rec is not None
+        self.model_type_from = model_type_of(self.outer, strict=False)[1]
         self.fam: Record = rec
         self.known = assumption is None and not bare
         self.family_name = rec.model_type
@@ -419,14 +440,16 @@ class _Reader:
             if self.read_as is None:
                 more = f" (and {len(self.unknown) - 1} more)" if len(self.unknown) > 1 else ""
                 raise ParameterError(
-                    f"{self.unknown[0]}{more}, and it could change the tables of model_type {self.model_type!r}; "
-                    f"check the model's code, then pass {ref('read_as')} FAMILY (e.g. llama) to read it as that "
-                    "family"
+                    f"{self.unknown[0]}{more}, and it could change the tables of model_type {self.model_type!r}"
+                    + option_clause(
+                        f"; check the model's code, then pass {ref('read_as')} FAMILY (e.g. llama) to read it as "
+                        "that family"
+                    )
                 )
             self.warnings.extend(f"{u}; ignored: read with {self.read_as}'s rules, as asked" for u in self.unknown)
         return ModelConfig(
             self.model_type, None if bare else rec, rec.scheme, layer_types, self.warnings,
-            head, ropes, self.ignored, assumption,
+            head, ropes, self.ignored, assumption, self.model_type_from,
         )  # fmt: skip
 
     def check_when(self) -> dict[str, _Value]:
@@ -1141,19 +1164,39 @@ def _record(model_type: str | None) -> tuple[Record | None, str | None]:
     except Refused as exc:
         return None, str(exc)
     if rec is not None and rec.scheme not in ROTARY:
-        return None, f"its record reads {rec.scheme} positions"
+        return None, f"its positions are {rec.scheme}, not rotary"
     return rec, None
 
 
+#: inventory scheme -> why a model of it has no table posenc reads, in the model's terms (no ``read_as`` hint:
+#: no rotary family's rules would make its table)
+_NOT_READ = {
+    "none": "{model_type} applies no positional encoding in any layer (transformers {version}'s own code, as the "
+    "inventory observed it): there is no table to build",
+    "learned": "{model_type} keeps learned positions in its weights, which posenc does not read yet",
+    "relative": "{model_type} applies relative positions (its attention's own bias), which posenc does not read yet",
+    "sinusoidal": "{model_type} adds sinusoidal positions of its own code, which posenc does not read yet",
+    "alibi": "{model_type} applies ALiBi biases of its own code, which posenc does not read yet",
+}
+
+
 def _refusal(model_type: str, why: str | None) -> str:
+    """Why ``model_type`` has no rotary reading, in the model's terms; the ``read_as`` hint only where reading
+    it with a rotary family's rules could be right (never for a model without positions, with learned ones, or
+    with a reader of its own)."""
+    said = _NOT_READ.get(str((inventory_entry(model_type) or {}).get("scheme")))
+    if said is not None:
+        return said.format(model_type=model_type, version=TRANSFORMERS_VERSION)
+    if why is not None and why.endswith("not rotary"):
+        return f"model_type {model_type!r} has no rotary table: {why}; posenc reads them without a rotary reading"
     if why is not None:
-        return (
-            f"model_type {model_type!r}: posenc does not read its rotary tables: {why}; pass "
-            f"{ref('read_as')} FAMILY to read it with that family's rules"
+        return f"model_type {model_type!r}: posenc does not read its rotary tables: {why}" + option_clause(
+            f"; pass {ref('read_as')} FAMILY to read it with that family's rules"
         )
     return (
         f"unknown model_type {model_type!r}: it is no model type of transformers {TRANSFORMERS_VERSION} posenc "
-        f"reads, and no table is guessed; check the model's code, then pass {ref('read_as')} FAMILY (e.g. llama)"
+        "reads, and no table is guessed"
+        + option_clause(f"; check the model's code, then pass {ref('read_as')} FAMILY (e.g. llama)")
     )
 
 

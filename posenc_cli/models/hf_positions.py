@@ -45,7 +45,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import ParameterError, param, ref
-from .records import POSITIONS_READER, Family, Layer, positions_families, positions_family, reader_kinds
+from .records import POSITIONS_READER, Family, Layer, model_type_of, positions_families, positions_family, reader_kinds
 
 #: Largest size accepted from a config (heads, positions, buckets, ...).
 MAX_SIZE = 2**31 - 1
@@ -316,7 +316,7 @@ def read_positions(config: Mapping[str, Any], rows: str | None = None) -> Positi
     ``added`` (default) reads the rows the model adds to tokens 0..N-1, ``buffer`` the module's raw buffer."""
     if rows is not None and rows not in ROWS:
         raise ParameterError(f"unknown rows={rows!r}; choose from: {', '.join(ROWS)}")
-    mt = config.get("model_type")
+    mt = model_type_of(config, strict=False)[0]
     fam = positions_family(mt)
     if not isinstance(mt, str) or fam is None:
         pet = config.get("position_embedding_type")
@@ -374,7 +374,7 @@ def _ignored_keys(config: Mapping[str, Any], fam: Family) -> dict[str, str]:
 def claims(config: Mapping[str, Any]) -> bool:
     """Whether this table reads ``config``: its model_type is a family here (Falcon: unless ``alibi`` is absent or
     false; a bad value is claimed, so that reading it names the key)."""
-    fam = positions_family(config.get("model_type"))
+    fam = positions_family(model_type_of(config, strict=False)[0])
     if fam is None:
         return False
     when = fam.when
@@ -392,7 +392,7 @@ def _reader(config: Mapping[str, Any], read_as: str | None, rows: str | None = N
     (an opt-in of the RoPE reader's for families posenc does not know: these have their own rules)."""
     reader = read_positions(config, rows)
     if reader is None:
-        mt = config.get("model_type")
+        mt = model_type_of(config, strict=False)[0]
         what = f"model_type {mt!r}" if mt is not None else "a config without model_type"
         raise ParameterError(
             f"{ref('config')}: {what} is not one posenc reads as {_kinds_text()} positions; drop {ref('kind')} to "
@@ -558,19 +558,34 @@ def _header(file: str) -> tuple[dict[str, Any], int]:
 
 
 def _read_tensor(file: str, name: str) -> Any:
-    """One tensor of a safetensors file, memory-mapped (only its bytes are read)."""
+    """One tensor of a safetensors file, memory-mapped (only its bytes are read); a damaged entry or a file
+    shorter than the entry says (a truncated download) is refused in one line."""
     import numpy as np
 
     from ..encodings.base import resolve_dtype
 
     header, start = _header(file)
     entry = header[name]
-    dtype = _SAFETENSORS_DTYPES.get(entry.get("dtype"))
+    damaged = f"{file}: tensor {name}'s header entry is damaged; download the weights again"
+    if not isinstance(entry, dict):
+        raise ParameterError(damaged)
+    dtype = _SAFETENSORS_DTYPES.get(str(entry.get("dtype")))
     if dtype is None:
         raise ParameterError(f"{file}: tensor {name} has dtype {entry.get('dtype')}; a position table is floating")
-    shape = tuple(int(s) for s in entry["shape"])
-    a, b = (int(x) for x in entry["data_offsets"])
+    raw_shape, offsets = entry.get("shape"), entry.get("data_offsets")
+    if not (isinstance(raw_shape, list) and all(type(s) is int and s >= 0 for s in raw_shape)) or not (
+        isinstance(offsets, list) and len(offsets) == 2 and all(type(x) is int and x >= 0 for x in offsets)
+    ):
+        raise ParameterError(damaged)
+    shape = tuple(raw_shape)
+    a, b = offsets
     dt = resolve_dtype(dtype)
     if b - a != int(np.prod(shape)) * dt.itemsize:
         raise ParameterError(f"{file}: tensor {name}'s offsets do not match its shape; the file is damaged")
+    size = os.path.getsize(file)
+    if start + b > size:
+        raise ParameterError(
+            f"{file}: truncated: tensor {name} ends at byte {start + b} and the file holds {size}; download the "
+            "weights again"
+        )
     return np.memmap(file, dtype=dt, mode="r", offset=start + a, shape=shape)

@@ -470,7 +470,7 @@ def from_gguf(g: Any, layer_type: str | None = None) -> tuple[LlamaRope, list[st
         o["head_dim"] = o["key_length"]
     n_rot = int(v.get("n_rot", head))
     o.setdefault("n_rot", f"the key length (no {arch}.rope.dimension_count key)")
-    base = float(_f32(v.get("freq_base", 10000.0)))
+    base = _positive_base(g.path, f"{arch}.rope.freq_base", v.get("freq_base", 10000.0))
     o.setdefault("freq_base", f"llama.cpp's default 10000 (no {arch}.rope.freq_base key)")
     scaling = str(v.get("scaling_type", "linear"))
     o.setdefault("scaling_type", f"llama.cpp's default 'linear' (no {arch}.rope.scaling.type key)")
@@ -527,7 +527,7 @@ def from_gguf(g: Any, layer_type: str | None = None) -> tuple[LlamaRope, list[st
         rope.head_dim = int(v["key_length_swa"])
     if arch in READS_FREQ_BASE_SWA:
         default = base if arch in SWA_BASE_FROM_TRAIN else 10000.0
-        rope.freq_base = float(_f32(v.get("freq_base_swa", default)))
+        rope.freq_base = _positive_base(g.path, f"{arch}.rope.freq_base_swa", v.get("freq_base_swa", default))
         o["freq_base"] = o.get(
             "freq_base_swa", f"llama.cpp's default for {arch} sliding layers ({default:g}; no freq_base_swa key)"
         )
@@ -536,6 +536,15 @@ def from_gguf(g: Any, layer_type: str | None = None) -> tuple[LlamaRope, list[st
         rope.freq_base, rope.freq_scale = 10000.0, 1.0  # hparams' defaults, never set for this arch
         o["freq_base"] = f"llama.cpp's default 10000 ({arch}'s loader reads no freq_base_swa)"
     return rope, warnings
+
+
+def _positive_base(path: str, key: str, value: Any) -> float:
+    """A RoPE base from a GGUF key as llama.cpp stores it (float32): refused unless finite and positive (ggml's
+    ``powf(freq_base, -2i/n)`` of a base <= 0 is no frequency, and posenc's arithmetic refuses it)."""
+    base = float(_f32(value))
+    if not (math.isfinite(base) and base > 0):
+        raise ParameterError(f"{path}: {key} is {base:g}; a RoPE base is a positive number; fix the GGUF's metadata")
+    return base
 
 
 # ----- the verdict against a HF config ---------------------------------------------------------------------
@@ -563,6 +572,8 @@ class Verdict:
     numbers: dict[str, dict[str, float]] = field(default_factory=dict)
     #: the Q/K weights against HF's (:class:`posenc_cli.models.qk_weights.WeightsCheck`; None: not asked)
     weights: Any = None
+    #: each attention type's own verdict (what ``layer_type=`` that type gives), made in the same pass
+    by_type: dict[str, Verdict] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -831,10 +842,10 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
     from ..encodings import make_encoding
     from .config_file import load_config
     from .gguf import read_gguf
-    from .hf_config import read_model_config
+    from .readers import rotary_config
 
     g = read_gguf(gguf_path)
-    cfg = read_model_config(load_config(config))
+    cfg = rotary_config(load_config(config))
     full, warnings = from_gguf(g)
     asked = full.n_ctx_train if not n_ctx else int(n_ctx)
     length = asked if length is None else int(length)
@@ -861,17 +872,20 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
         hf = cfg.params(None if lt == "default" else lt, length)
         enc = make_encoding(cfg.kind, hf)
         rope = full
+        own = v.by_type[lt] = Verdict(gguf_path, label, asked, length, notes=list(warnings) + list(cfg.warnings))
         if lt == "sliding_attention":
             try:
                 rope, _ = from_gguf(g, "sliding_attention")
             except ParameterError as exc:
                 v.divergences.append(f"sliding layers: HF has them, the GGUF does not ({exc})")
+                own.divergences.append(v.divergences[-1])
                 continue
         d, e, nts, nums = compare_rope(rope, hf, enc, asked, length, weights_ok=weights_ok)
-        v.divergences += [x for x in d if x not in v.divergences]  # a setting both layer types share: once
-        v.equivalences += [x for x in e if x not in v.equivalences]
-        v.notes += [x for x in nts if x not in v.notes]
-        v.numbers[lt] = nums
+        for whole in (v, own):
+            whole.divergences += [x for x in d if x not in whole.divergences]  # a setting both types share: once
+            whole.equivalences += [x for x in e if x not in whole.equivalences]
+            whole.notes += [x for x in nts if x not in whole.notes]
+            whole.numbers[lt] = nums
     return v
 
 
@@ -995,11 +1009,11 @@ def rope_from_hf_config(config: Any, layer_type: str | None = None) -> LlamaRope
     YaRN type, factor and original context; DeepSeek-V2's ``0.1 * mscale_all_dim``; M-RoPE sections), read back
     as llama.cpp reads them. What an engine running the HF model through llama.cpp would compute."""
     from .config_file import load_config
-    from .hf_config import read_model_config
+    from .readers import rotary_config
     from .records import RECORDS, gguf_arch
 
     raw = load_config(config)
-    cfg = read_model_config(raw)
+    cfg = rotary_config(raw)
     # the record's gguf_arch: the families whose rope keys this function writes as the converter does
     # (conversion/*.py of LLAMACPP_VERSION)
     arch = gguf_arch(cfg.model_type)

@@ -32,6 +32,7 @@ attributes.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -280,6 +281,23 @@ class _Reader:
             return True
         return any(a.name == "do_rotary" and a.i == 1 for a in node.attribute)
 
+    def number(self, attrs: dict[str, Any], key: str, node: str, kind: Any, default: Any) -> Any:
+        """Attribute ``key`` of a node as ``kind`` (int or float), ``default`` when absent; an attribute of another
+        type (a damaged or hand-edited model) is refused in one line."""
+        if key not in attrs:
+            return default
+        value = attrs[key]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or (kind is int and value != int(value))
+        ):
+            raise InputError(
+                f"{self.path}: node {node}'s attribute {key} is {str(value)[:40]!r}, not a number; the model is damaged"
+            )
+        return kind(value)
+
     def rotary_node(self, scope: _Scope, node: Any) -> RotaryNode:
         ci, si, inter = ROTARY_OPS[(node.domain, node.op_type)]
         attrs = {a.name: self.onnx.helper.get_attribute_value(a) for a in node.attribute}
@@ -298,11 +316,11 @@ class _Reader:
             op=node.op_type if not node.domain else f"{node.domain}.{node.op_type}",
             cos_input=names[0],
             sin_input=names[1],
-            interleaved=int(attrs.get(inter, 0)),
-            rotary_embedding_dim=int(attrs.get("rotary_embedding_dim", 0)),
-            num_heads=int(attrs.get("num_heads", 0)),
-            kv_num_heads=int(attrs["kv_num_heads"]) if "kv_num_heads" in attrs else None,
-            scale=float(attrs["scale"]) if "scale" in attrs else None,
+            interleaved=self.number(attrs, inter, name, int, 0),
+            rotary_embedding_dim=self.number(attrs, "rotary_embedding_dim", name, int, 0),
+            num_heads=self.number(attrs, "num_heads", name, int, 0),
+            kv_num_heads=self.number(attrs, "kv_num_heads", name, int, None),
+            scale=self.number(attrs, "scale", name, float, None),
             io_dtype=_DTYPES.get(io) if io else None,
         )
 

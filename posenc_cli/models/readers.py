@@ -8,17 +8,22 @@ this package that exposes ``claims(config) -> bool``, ``from_model_config``, ``m
 unread key, unless the user opts in with ``read_as``). The kinds a user may name with ``--kind`` to pick a reader
 are the records' kinds too (:func:`.records.reader_kinds`), so adding a family is one record, here as elsewhere.
 
-Imports run one way: ``api``/``sources``/``cli`` -> this module -> the readers -> ``encodings``.
+Imports run one way: ``api``/``sources``/``cli`` -> this module -> the readers -> ``encodings``. The engines' rules,
+the GGUF and ONNX checks and the audit read a config's rotary tables through :func:`rotary_config` too: this module
+is the one door to the readers.
 """
 
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ParameterError, ref
-from .records import RECORDS, ROTARY_READER, reader_kinds, reader_names
+from .records import POSITIONS_READER, RECORDS, ROTARY_READER, model_type_of, reader_kinds, reader_names
+
+if TYPE_CHECKING:
+    from .hf_config import ModelConfig
 
 
 def _module(name: str) -> ModuleType:
@@ -44,7 +49,7 @@ def reader_for(config: dict[str, Any], kind: str | None = None) -> ModuleType:
             f"{ref('config')} builds the tables a model's config describes, which kind {kind!r} cannot read; "
             f"drop {ref('kind')} or use one of: {', '.join(config_kinds())}"
         )
-    mt = config.get("model_type")
+    mt = model_type_of(config, strict=False)[0]  # the reader refuses what cannot be read
     rec = RECORDS.get(mt) if isinstance(mt, str) else None
     for name in rec.readers if rec is not None else ():
         module = _module(name)
@@ -83,4 +88,26 @@ def model_config_notes(config: dict[str, Any], *, kind: str | None = None, **opt
 def describe_model_config(config: dict[str, Any], *, kind: str | None = None, **options: Any) -> dict[str, Any]:
     """What a model's config says about its position encoding, each value with where it came from."""
     result: dict[str, Any] = reader_for(config, kind).describe_model_config(config, **options)
+    return result
+
+
+def rotary_config(config: dict[str, Any], *, read_as: str | None = None) -> ModelConfig:
+    """The rotary reading of a config (:class:`.hf_config.ModelConfig`): what the engines' rules, the GGUF check and
+    the ONNX check compare with. A model type whose positions are not rotary is refused in its own terms (T5's
+    buckets, Bloom's ALiBi: their readers read them; a model with learned positions or none)."""
+    result: ModelConfig = _module(ROTARY_READER).read_model_config(config, read_as=read_as)
+    return result
+
+
+def learned_table(path: str, config: dict[str, Any], **options: Any) -> tuple[Any, dict[str, str]] | None:
+    """The learned table a model keeps in its weights (``path``: its directory), read with its record's rules
+    (:func:`.hf_positions.learned_table`: the table, its metadata), or None when its positions are not learned."""
+    result: tuple[Any, dict[str, str]] | None = _module(POSITIONS_READER).learned_table(path, config, **options)
+    return result
+
+
+def rows_option(config: dict[str, Any], rows: Any, label: str) -> dict[str, str]:
+    """``-p rows=buffer|added`` for the readers (:func:`.hf_positions.rows_option`): refused for a config whose
+    tables have no buffer rows."""
+    result: dict[str, str] = _module(POSITIONS_READER).rows_option(config, rows, label)
     return result

@@ -628,6 +628,59 @@ inventory = _data.inventory
 inventory_entry = _data.model_type_record
 
 
+#: The config keys transformers' config classes name a model's context with (GPT-2's ``n_positions``, most
+#: others' ``max_position_embeddings``, Megatron-style ``seq_length``, MPT's ``max_seq_len``), first found wins:
+#: the length an audit uses when ``--len`` is not given and the family's own reading sets none.
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_seq_len")
+
+
+def model_type_of(config: Any, *, strict: bool = True) -> tuple[str | None, str | None]:
+    """``(model_type, where it came from)`` of a config.json dict: its ``model_type`` key (origin None), else
+    the one transformers' own auto mappings give its ``architectures`` (the inventory's ``architectures``); a
+    config with neither is ``(None, None)``. A config whose architectures name no model type, or several, is
+    refused in one line naming the architecture and the fix: posenc never guesses a model's family
+    (``strict=False``: ``(None, None)`` then, for a reading the user named with ``read_as``)."""
+    if not isinstance(config, dict):
+        return None, None
+    mt = config.get("model_type")
+    archs = config.get("architectures")
+    if mt is not None or archs is None:
+        return mt, None
+    if not strict:
+        try:
+            return model_type_of(config)
+        except Exception:  # the strict reading refuses it; the caller reads it without a type
+            return None, None
+    from ..errors import ParameterError, option_clause, ref
+
+    fix = "add model_type to config.json" + option_clause(
+        f", or pass {ref('read_as')} FAMILY to read it with that family's rules"
+    )
+    if not isinstance(archs, list) or not archs or not all(isinstance(a, str) for a in archs):
+        raise ParameterError(f"config key architectures={str(archs)[:60]} is not a list of class names; {fix}")
+    types = {a: _data.architecture_model_type(a) for a in archs}
+    for arch, found in types.items():
+        if found is None:
+            raise ParameterError(
+                f"config has no model_type, and its architecture {arch!r} is no class of transformers "
+                f"{TRANSFORMERS_VERSION}'s auto mappings; {fix}"
+            )
+        if isinstance(found, list):
+            raise ParameterError(
+                f"config has no model_type, and its architecture {arch!r} is the class of several model types "
+                f"({', '.join(found)}); {fix}"
+            )
+    named = sorted({str(t) for t in types.values()})
+    if len(named) > 1:
+        raise ParameterError(
+            f"config has no model_type, and its architectures name several model types ({', '.join(named)}); {fix}"
+        )
+    return named[0], (
+        f"architectures {archs[0]}, through transformers {TRANSFORMERS_VERSION}'s architecture -> model type "
+        "mapping (config.json has no model_type)"
+    )
+
+
 #: transformers' remap of legacy layer type names (configuration_utils._LEGACY_LAYER_TYPE_REMAP)
 LEGACY_LAYER_TYPES = {
     "mamba": "linear_attention",

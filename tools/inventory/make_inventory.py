@@ -4,6 +4,7 @@ posenc never imports torch or transformers; this tool does, once, in the side ve
 
     /work/side/hf/bin/python tools/inventory/make_inventory.py            # every model type
     /work/side/hf/bin/python tools/inventory/make_inventory.py llama t5   # a few (merged into the data)
+    /work/side/hf/bin/python tools/inventory/make_inventory.py --architectures  # the architecture mapping only
 
 It writes ``posenc_cli/models/data/transformers_inventory.json`` (one record per ``CONFIG_MAPPING`` model type;
 the schema is in ``tools/inventory/README.md``) and ``tests/data/inventory/`` (the reference arrays each type's
@@ -293,6 +294,12 @@ def scan_modules(model: torch.nn.Module) -> dict[str, Any]:
             for bname, _ in m.named_buffers(recurse=False):
                 if "sinusoid" in bname or bname in ("positional_embedding",):
                     sinusoidal.append((f"{name}.{bname}", cls))
+            # a table held as a bare parameter (ViT's ``position_embeddings = nn.Parameter(...)``, Swin's
+            # ``absolute_pos_embed``): learned positions the embeddings add, though no Embedding module holds them
+            for pname, _ in m.named_parameters(recurse=False):
+                low_p = pname.lower()
+                if "pos" in low_p and "emb" in low_p and "rel" not in low_p:
+                    learned.append((f"{name}.{pname}" if name else pname, "Parameter"))
     return {"rotary": rotary, "learned": learned, "sinusoidal": sinusoidal, "relative": relative}
 
 
@@ -1064,10 +1071,43 @@ def non_rope_tables() -> None:
     (ARRAYS / "index.json").write_text(json.dumps(index, sort_keys=True, indent=0) + "\n")
 
 
+# ----- architectures -> model type ----------------------------------------------------------------------------
+def architectures() -> dict[str, Any]:
+    """transformers' own architecture -> model type mapping: every ``MODEL_*_MAPPING_NAMES`` of
+    ``transformers.models.auto.modeling_auto`` (model type -> class name) inverted. A class several model types
+    name (``LlamaForCausalLM``: llama, exaone, internlm3, ...) is the type whose ``config_class`` the class
+    declares; when that is none of them, the sorted list of the types (a config naming it is refused)."""
+    types: dict[str, set[str]] = {}
+    for name in sorted(n for n in dir(modeling_auto) if n.startswith("MODEL") and n.endswith("_MAPPING_NAMES")):
+        for mt, cls in getattr(modeling_auto, name).items():
+            for c in cls if isinstance(cls, (list, tuple)) else (cls,):
+                types.setdefault(str(c), set()).add(str(mt))
+    out: dict[str, Any] = {}
+    for cls_name, mts in sorted(types.items()):
+        if len(mts) == 1:
+            out[cls_name] = next(iter(mts))
+            continue
+        own = None
+        with contextlib.suppress(Exception):
+            own = getattr(getattr(transformers, cls_name).config_class, "model_type", None)
+        out[cls_name] = own if own in mts else sorted(mts)
+    return out
+
+
+def write_architectures() -> None:
+    """Only the ``architectures`` part of the data, the model types' records kept as they are."""
+    data = json.loads(DATA.read_text())
+    data["architectures"] = architectures()
+    dump(data)
+
+
 # ----- driver -----------------------------------------------------------------------------------------------------
 def main(argv: list[str]) -> int:
     if argv == ["--positions"]:
         non_rope_tables()
+        return 0
+    if argv == ["--architectures"]:
+        write_architectures()
         return 0
     types = argv or sorted(CONFIG_MAPPING.keys())
     old = json.loads(DATA.read_text()) if DATA.exists() and argv else {"model_types": {}}
@@ -1107,6 +1147,23 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def dump(data: dict[str, Any]) -> None:
+    """The data file: compact, sorted keys, one architecture and one record per line (a re-run's diff shows the
+    entries that changed)."""
+    DATA.parent.mkdir(parents=True, exist_ok=True)
+    head = {k: v for k, v in data.items() if k not in ("model_types", "architectures")}
+    lines = ['{"architectures":{']
+    lines.append(",\n".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in sorted(data["architectures"].items())))
+    lines.append("}," + json.dumps(head, sort_keys=True, separators=(",", ":"))[1:-1] + ',"model_types":{')
+    recs = [
+        f"{json.dumps(k)}:{json.dumps(v, sort_keys=True, separators=(',', ':'))}"
+        for k, v in sorted(data["model_types"].items())
+    ]
+    lines.append(",\n".join(recs))
+    lines.append("}}")
+    DATA.write_text("\n".join(lines) + "\n")
+
+
 def write(records: dict, refs: dict, store: Store, index: dict) -> None:
     data = {
         "transformers_version": transformers.__version__,
@@ -1116,19 +1173,10 @@ def write(records: dict, refs: dict, store: Store, index: dict) -> None:
             "count": len(list(CONFIG_MAPPING.keys())),
             "sha1": hashlib.sha1("\n".join(sorted(CONFIG_MAPPING.keys())).encode()).hexdigest(),
         },
+        "architectures": architectures(),
         "model_types": {k: records[k] for k in sorted(records)},
     }
-    DATA.parent.mkdir(parents=True, exist_ok=True)
-    # compact, sorted keys, one record per line (a re-run's diff shows the types that changed)
-    head = {k: v for k, v in data.items() if k != "model_types"}
-    lines = [json.dumps(head, sort_keys=True, separators=(",", ":"))[:-1] + ',"model_types":{']
-    recs = [
-        f"{json.dumps(k)}:{json.dumps(v, sort_keys=True, separators=(',', ':'))}"
-        for k, v in data["model_types"].items()
-    ]
-    lines.append(",\n".join(recs))
-    lines.append("}}")
-    DATA.write_text("\n".join(lines) + "\n")
+    dump(data)
     used = {h for ref in refs.values() for per in ref.values() for e in per.values() for k, h in e.items()
             if k in ("cos", "sin", "inv_freq")}  # fmt: skip
     ARRAYS.mkdir(parents=True, exist_ok=True)

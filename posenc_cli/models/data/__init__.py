@@ -1,4 +1,5 @@
-"""Data generated from transformers' own code: ``transformers_inventory.json``, one record per model type.
+"""Data generated from transformers' own code: ``transformers_inventory.json``, one record per model type, and
+transformers' architecture (class name) -> model type mapping.
 
 Made by ``tools/inventory/make_inventory.py`` (its README documents every field). :func:`inventory` is the one
 loader of the file (:mod:`..records` reads it through here): read lazily on first use, once per process.
@@ -31,3 +32,12 @@ def model_type_record(model_type: str) -> dict[str, Any] | None:
     types = inventory().get("model_types", {})
     entry = types.get(model_type) if isinstance(types, dict) else None
     return entry if isinstance(entry, dict) else None
+
+
+def architecture_model_type(architecture: str) -> str | list[str] | None:
+    """The model type transformers' auto mappings give the class ``architecture`` (``GPTNeoXForCausalLM`` ->
+    ``gpt_neox``): a list when several types name the class and none is the one it declares; None when no
+    mapping names it (made by ``make_inventory.py --architectures``)."""
+    archs = inventory().get("architectures", {})
+    found = archs.get(architecture) if isinstance(archs, dict) else None
+    return found if isinstance(found, (str, list)) else None

@@ -1,0 +1,122 @@
+"""A config is read by its own model type, never by a guess (issue 35, part 3).
+
+A config.json without ``model_type`` is read from its ``architectures`` through transformers' own architecture ->
+model type mapping (the inventory's ``architectures``, made by ``tools/inventory/make_inventory.py
+--architectures``), or refused in one line naming the architecture and the fix. Model types posenc has no table
+for are refused in the model's terms, with a hint only where one fits.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from posenc_cli.errors import ParameterError
+from posenc_cli.models.data import architecture_model_type, inventory
+from posenc_cli.models.readers import from_model_config
+
+from .conftest import ROOT, cli
+
+CONFIGS = ROOT / "tests" / "data" / "configs"
+
+
+def _neox_without_model_type() -> dict:
+    cfg = {k: v for k, v in json.loads((CONFIGS / "gpt_neox.json").read_text()).items() if not k.startswith("_")}
+    del cfg["model_type"]
+    return cfg
+
+
+def test_the_architecture_mapping_is_transformers_own_and_names_real_model_types():
+    data = inventory()
+    archs = data["architectures"]
+    types = data["model_types"]
+    assert len(archs) > 1000  # every class of every MODEL_*_MAPPING_NAMES of transformers 5.24
+    assert archs["GPTNeoXForCausalLM"] == "gpt_neox" and archs["LlamaForCausalLM"] == "llama"
+    assert archs["ViTModel"] == "vit" and archs["KimiLinearForCausalLM"] == "kimi_linear"
+    for cls, mt in archs.items():
+        for t in [mt] if isinstance(mt, str) else mt:
+            assert t in types, (cls, t)
+    assert architecture_model_type("NoSuchModelForCausalLM") is None
+
+
+def test_neox_without_model_type_is_read_as_gpt_neox_by_its_architecture():
+    """transformers' GPTNeoXRotaryEmbedding rotates rotary_pct of the head (tests/data/golden/hf_gpt_neox.json,
+    made by its own code): 24 of 96 columns, not the whole head a llama reading would rotate."""
+    golden = json.loads((ROOT / "tests" / "data" / "golden" / "hf_gpt_neox.json").read_text())["layer_types"]
+    kind, params, _warnings, _notes = from_model_config(_neox_without_model_type(), length=16)
+    assert kind == "rope" and params["dim"] == 96 and params["partial_rotary_factor"] == 0.25
+    from posenc_cli.encodings import make_encoding
+
+    enc = make_encoding(kind, params)
+    np.testing.assert_allclose(enc.inv_freq(), golden["default"]["inv_freq"], rtol=1e-6)
+
+
+def test_kinds_says_where_the_model_type_came_from(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_neox_without_model_type()))
+    code, out, err = cli(["kinds", str(path)])
+    assert code == 0, err
+    text = out.decode()
+    assert text.startswith("model_type gpt_neox: read as gpt_neox")
+    assert "architectures GPTNeoXForCausalLM" in text and "rotated_dims             24" in text
+
+
+@pytest.mark.parametrize(
+    ("change", "needles"),
+    [
+        ({"architectures": ["FooForCausalLM"]}, ["'FooForCausalLM'", "no class of transformers"]),
+        ({"architectures": None}, ["no model_type and no architectures"]),
+        ({"architectures": ["GPTNeoXForCausalLM", "LlamaForCausalLM"]}, ["several model types", "gpt_neox, llama"]),
+        ({"architectures": "GPTNeoXForCausalLM"}, ["is not a list of class names"]),
+    ],
+)
+def test_a_config_without_a_readable_model_type_is_refused_in_one_line(tmp_path, change, needles):
+    cfg = {**_neox_without_model_type(), **change}
+    cfg = {k: v for k, v in cfg.items() if v is not None}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    for args in (["kinds", str(path)], ["generate", "--hf-config", str(path), "-o", str(tmp_path / "x.npy")],
+                 ["audit", str(path), "--engine", "hf"]):  # fmt: skip
+        code, out, err = cli(args)
+        assert code == 2 and not out, (args, err)
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        if args[0] == "audit":  # audit takes no --read-as: the fix it names is the one it has
+            assert err.rstrip().endswith("add model_type to config.json") and "read" + "-as" not in err, err
+        else:
+            assert "add model_type to config.json, or pass --read-as FAMILY" in err, err
+        for needle in needles:
+            assert needle in err, (needle, err)
+    with pytest.raises(ParameterError, match=r"pass read_as=FAMILY"):
+        from_model_config(cfg)
+    # the fix it names works: read as a family on the user's word
+    kind, params, _w, _notes = from_model_config(cfg, read_as="gpt_neox", length=4)
+    assert kind == "rope" and params["partial_rotary_factor"] == 0.25
+
+
+@pytest.mark.parametrize(
+    ("model_type", "said"),
+    [
+        ("vit", "vit keeps learned positions in its weights, which posenc does not read yet"),
+        ("clip", "clip keeps learned positions in its weights, which posenc does not read yet"),
+        ("kimi_linear", "kimi_linear applies no positional encoding in any layer"),
+        ("fsmt", "fsmt adds sinusoidal positions of its own code, which posenc does not read yet"),
+    ],
+)
+def test_models_without_a_table_are_refused_in_their_own_terms(tmp_path, model_type, said):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": model_type}))
+    for args in (["kinds", str(path)], ["audit", str(path)]):
+        code, _out, err = cli(args)
+        assert code == 2 and said in err and err.count("\n") == 1, err
+        assert "read-as" not in err and "read_as" not in err and "FAMILY" not in err, err
+
+
+def test_an_option_clause_is_left_out_where_the_option_does_not_exist():
+    from posenc_cli.errors import option_clause, ref, render_params
+
+    text = "add model_type" + option_clause(f", or pass {ref('read_as')} FAMILY")
+    assert render_params(text) == "add model_type, or pass read_as=FAMILY"
+    assert render_params(text, {"read_as": "--read-as"}.get) == "add model_type, or pass --read-as FAMILY"
+    assert render_params(text, {"read_as": ""}.get) == "add model_type"
