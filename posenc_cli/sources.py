@@ -552,7 +552,7 @@ def open_config(
     src = Source.from_encoding(enc, "stdin" if text == "-" else text)
     src.metadata.update(notes)  # what the reading assumed (hf_read_as), written with the table
     src.warnings = list(warnings)
-    from .models.hf_config import class_table
+    from .models.readers import class_table
 
     src.class_table = class_table(config, enc.params())
     return src

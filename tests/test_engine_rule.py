@@ -57,3 +57,18 @@ def test_a_real_difference_between_engines_still_differs():
     cfg = str(ROOT / "docs" / "examples" / "gpt-oss-20b.json")
     code, _out, err = cli(["compare", f"{cfg}@llamacpp", f"{cfg}@hf", "--len", "4096", "--n-ctx", "4096", "-q"])
     assert code == 1 and "DIFFERENT" in err and "truncate" in err, err
+
+
+def test_compare_of_an_engine_with_its_config_judges_every_tensor_by_the_audit_s_rule():
+    """``compare CONFIG@llamacpp CONFIG``: ggml's float32 frequencies (its inv_freq, 1.9e-7 from HF's at most for
+    Llama 3.1's llama3 scaling) are HF's within ggml's arithmetic, as the audit's row says; every tensor, inv_freq
+    too, is judged by that rule (inv_freq alone once made it DIFFERENT), and another config's table still differs."""
+    llama = str(ROOT / "docs" / "examples" / "llama-3.1-8b.json")
+    qwen = str(ROOT / "docs" / "examples" / "qwen2.5-7b-yarn.json")
+    code, out, err = cli(["compare", f"{llama}@llamacpp", llama, "--len", "2048", "--json"])
+    data = json.loads(out)
+    assert code == 0 and data["same"], data["reason"]
+    inv = next(t for t in data["tensors"] if t["a"] == "inv_freq")
+    assert inv["same"] and inv["max_abs"] > 0 and "ggml float32" in inv["note"], inv
+    code, out, err = cli(["compare", f"{llama}@llamacpp", qwen, "--len", "2048", "-q"])
+    assert code == 1 and "DIFFERENT" in out.decode() + err

@@ -347,8 +347,7 @@ class _Auditor:
                 f"{e.version}: " + (arithmetic or "equal to hf's within 2 ulp")
                 if ok
                 else f"{e.version}: "
-                # the engine's own rules name the difference where they apply, else the judge names it
-                + ("; ".join(says) or arithmetic or "its parameters differ from hf's")
+                + ("; ".join([*says, *([arithmetic] if arithmetic else [])]) or "its parameters differ from hf's")
                 + f" (largest at position {d.row}, {d.tensor} column {d.column})"
             )
             row = AuditRow(config, lt, engine, "agree" if ok else "differ", why, d.max_abs, n, details=details)

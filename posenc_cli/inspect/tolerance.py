@@ -628,8 +628,9 @@ def table_arithmetic(
     stated = metadata.get("angle_dtype")
     if stated == "float64":
         return Arithmetic("float64", stored_name, FROM_METADATA, "angle_dtype float64")
-    if stated is None and "posenc_version" in metadata and "kind" in metadata:
-        # posenc evaluates its parameters exactly (correctly rounded angles), rounding once to the stored dtype
+    if stated != "float32" and "posenc_version" in metadata and "kind" in metadata:
+        # posenc evaluates its parameters exactly (correctly rounded angles), rounding once to the stored dtype;
+        # rope's angle_dtype (exact, or a named half-precision mistake) is one of those parameters
         return Arithmetic("float64", stored_name, FROM_METADATA, f"computed by posenc {metadata['posenc_version']}")
     if not angles:
         why = (

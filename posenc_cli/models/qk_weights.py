@@ -442,15 +442,15 @@ def check_weights(gguf_path: str, config: Any, hf_dir: str | None, label: str | 
     checked, with what the converter is expected to have done). ``config`` is the HF config (dict or path)."""
     from .config_file import load_config
     from .gguf import import_gguf
-    from .hf_config import read_model_config
     from .llamacpp import QK_PERMUTE, rope_type_of
+    from .readers import rotary_config
 
     label = label or gguf_path
     gguf = import_gguf()
     tensors, keys = gguf_qk(gguf_path, label)
     arch = str(keys["arch"])
     raw = load_config(config)
-    cfg = read_model_config(raw)
+    cfg = rotary_config(raw)
     lt = (
         None
         if cfg.layer_types == ("default",)

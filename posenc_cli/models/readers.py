@@ -111,3 +111,10 @@ def rows_option(config: dict[str, Any], rows: Any, label: str) -> dict[str, str]
     tables have no buffer rows."""
     result: dict[str, str] = _module(POSITIONS_READER).rows_option(config, rows, label)
     return result
+
+
+def class_table(config: dict[str, Any], params: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+    """The parameters of the cache a model's rotary class itself holds where its attention changes it before q and
+    k meet it, and what the attention does in words (:func:`.hf_config.class_table`); None otherwise."""
+    result: tuple[dict[str, Any], str] | None = _module(ROTARY_READER).class_table(config, params)
+    return result
