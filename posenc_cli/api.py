@@ -518,8 +518,15 @@ def check(
 
     value_dtype = _value_dtype(src, array)
     rtol = rtol_for(value_dtype)
-    # how the values were computed is the file's own statement (its metadata), never the identification's
-    arithmetic = table_arithmetic(dict(tensors), encoding, dict(src.metadata), value_dtype, rtol)
+    # how the values were computed is the file's own statement (its metadata), never the identification's; a
+    # table an engine wrote (ggml's, which posenc cannot regenerate from the metadata alone) is bounded against
+    # the exact table of its parameters
+    judged_as = encoding
+    if judged_as is None and src.metadata.get("engine_arithmetic") not in (None, "exact"):
+        from .sources import encoding_from_metadata
+
+        judged_as = encoding_from_metadata(dict(src.metadata), exact=True)[0]
+    arithmetic = table_arithmetic(dict(tensors), judged_as, dict(src.metadata), value_dtype, rtol)
     ctx = CheckContext(
         table=array,
         tensors=tensors,
@@ -880,6 +887,8 @@ def compare(
             # an engine's inv_freq is judged with its tables: ggml's frequencies in float32 are hf's within its
             # arithmetic when the judge says so (one rule for engine rows)
             _within_formula(res, src_a, src_b, arr_a, arr_b, ta, tb)
+        if not res.same and arr_a.ndim == 1 and arr_b.ndim == 1:
+            _within_engine_frequencies(res, src_a, src_b, arr_a, arr_b)
         if not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
             res = _class_table(res, (src_a, arr_a, ta), (src_b, arr_b, tb), atol, rtol)
         if not res.formula and arr_a.ndim >= 2:
@@ -954,6 +963,26 @@ def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: A
     res.same, res.reason = True, ""
     res.formula = None if worst is None else worst.to_json()
     res.note = "; ".join(notes)
+
+
+def _within_engine_frequencies(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: Any) -> None:
+    """Frequencies a file says ggml computed (its metadata's ``engine_arithmetic``: iterated float32 powf, which
+    posenc cannot regenerate from the metadata alone) are the other side's when every one is within the engines'
+    rule (:data:`posenc_cli.inspect.tolerance.GGML_FREQ_RTOL`), as the audit's llama.cpp rows judge them."""
+    import numpy as np
+
+    from .inspect.tolerance import GGML_FREQ_RTOL
+
+    said = [s.metadata.get("engine_arithmetic", "") for s in (src_a, src_b)]
+    if not any(a.startswith("ggml") for a in said) or np.shape(arr_a) != np.shape(arr_b):
+        return
+    a, b = np.asarray(arr_a, np.float64), np.asarray(arr_b, np.float64)
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b)) and np.all(b != 0)):
+        return
+    rel = float(np.max(np.abs(a - b) / np.abs(b), initial=0.0))
+    if rel <= GGML_FREQ_RTOL:
+        res.same, res.reason = True, ""
+        res.note = f"ggml float32 frequencies (engine_arithmetic in the metadata): within {rel:.2g} of each other"
 
 
 def _engine_side(src_a: Source, src_b: Source) -> bool:

@@ -309,8 +309,10 @@ class Source:
         return self.tensors[name]
 
 
-def encoding_from_metadata(metadata: dict[str, str]) -> tuple[Any, str]:
-    """Rebuild the encoding that a posenc-written file says it holds; (None, reason) when impossible."""
+def encoding_from_metadata(metadata: dict[str, str], exact: bool = False) -> tuple[Any, str]:
+    """Rebuild the encoding that a posenc-written file says it holds; (None, reason) when impossible. ``exact``:
+    the kind and parameters alone, without the arithmetic of the engine that wrote it (``--engine``): the exact
+    table the engine's float32 arithmetic approximates, which the error model of ``check`` bounds it against."""
     kind = metadata.get("kind")
     if kind is None:
         return None, "no kind in metadata"
@@ -326,7 +328,7 @@ def encoding_from_metadata(metadata: dict[str, str]) -> tuple[Any, str]:
         enc = cls.from_params(params)
     except ParameterError as exc:
         return None, f"metadata does not describe a valid {kind}: {exc}"
-    if "engine_arithmetic" in metadata:  # written by --engine: the engine's arithmetic, as recorded
+    if "engine_arithmetic" in metadata and not exact:  # written by --engine: the engine's arithmetic, as recorded
         from .models.engines import engine_rope_from_metadata
 
         return engine_rope_from_metadata(enc, metadata)

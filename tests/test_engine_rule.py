@@ -72,3 +72,30 @@ def test_compare_of_an_engine_with_its_config_judges_every_tensor_by_the_audit_s
     assert inv["same"] and inv["max_abs"] > 0 and "ggml float32" in inv["note"], inv
     code, out, err = cli(["compare", f"{llama}@llamacpp", qwen, "--len", "2048", "-q"])
     assert code == 1 and "DIFFERENT" in out.decode() + err
+
+
+def test_a_table_ggml_computed_is_checked_within_ggml_s_arithmetic(tmp_path):
+    """A table written by ``--engine llamacpp`` (ggml's iterated float32 powf frequencies, which the float32
+    formula's bound does not model) passes ``check`` and ``check --against`` its config within ggml's arithmetic,
+    as the metadata says it was computed (it failed ``relative`` at 16384 rows, and its inv_freq made
+    ``--against`` DIFFERENT); the same file with its frequencies off by 1e-4 (plain numpy) still fails."""
+    from safetensors import safe_open
+    from safetensors.numpy import save_file
+
+    llama = str(ROOT / "docs" / "examples" / "llama-3.1-8b.json")
+    path = tmp_path / "ggml.safetensors"
+    code, _out, err = cli(["generate", "--hf-config", llama, "--engine", "llamacpp", "--len", "16384", "-o", str(path)])
+    assert code == 0, err
+    code, out, err = cli(["check", str(path), "--json"])
+    (report,) = json.loads(out)
+    assert code == 0 and report["ok"], report["failed"]
+    assert "ggml-float32" in report["arithmetic"]["why"] and report["arithmetic"]["compute"] == "float32"
+    code, out, err = cli(["check", str(path), "--against", llama, "-q"])
+    assert code == 0, out.decode() + err
+    with safe_open(str(path), "np") as f:
+        meta, tensors = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
+    tensors["inv_freq"] = tensors["inv_freq"] * (1 + 1e-4)
+    wrong = tmp_path / "wrong.safetensors"
+    save_file(tensors, str(wrong), metadata=meta)
+    code, out, err = cli(["check", str(wrong), "--against", llama, "-q"])
+    assert code == 1, out.decode() + err

@@ -420,20 +420,25 @@ def angle_allowance(w: float, pos: np.ndarray) -> np.ndarray:
     return np.minimum(2.0, np.abs(np.asarray(pos, dtype=np.float64)) * (w * rel * U32))
 
 
-def formula_bound(terms: AngleTerms, rows: np.ndarray, stored: Any, ref: Any, compute: Any = np.float32) -> np.ndarray:
+def formula_bound(
+    terms: AngleTerms, rows: np.ndarray, stored: Any, ref: Any, compute: Any = np.float32, freq_rtol: float = 0.0
+) -> np.ndarray:
     """The bound on ``|table - exact|`` of :mod:`this module's docstring <posenc_cli.inspect.tolerance>`, per element of
     ``rows`` (rows x columns): a table computed in ``compute`` arithmetic and stored as ``stored``, against a
     reference regenerated in ``ref``.
 
     With ``angle = min(2, |t| w rel_w u)`` and ``e32 = amp (angle + K_TRIG u)`` the bound is
     ``e32 + e_stored (amp + e32) + e_ref amp + floors``, which is affine in ``angle``: ``a angle + b``, computed
-    in place (four passes over the block instead of eleven; the check reads whole tables through it)."""
+    in place (four passes over the block instead of eleven; the check reads whole tables through it).
+    ``freq_rtol``: a relative error of the frequencies the arithmetic is known to reach beyond the formula's own
+    (ggml's iterated powf: :data:`GGML_FREQ_RTOL`, or what a table's own inv_freq shows), in units of 1."""
     u = eps(compute) / 2
     w = np.abs(np.asarray(terms.freq, dtype=np.float64))
     p = np.abs(np.asarray(rows, dtype=np.float64) + float(terms.offset))
     amp = abs(float(terms.amplitude))
     with np.errstate(divide="ignore", invalid="ignore"):
         rel_w = np.where(w > 0, 2.0 * np.abs(np.log(np.where(w > 0, w, 1.0))) + K_OMEGA, 0.0)
+    rel_w = np.maximum(rel_w, freq_rtol / u)
     e_stored = eps(stored) / 2 if eps(stored) > 2 * u else 0.0  # a cast to a coarser dtype than the arithmetic
     e_ref = eps(ref) / 2
     a = amp * (1 + e_stored)
@@ -537,6 +542,10 @@ def formula_check_table(
     return out
 
 
+#: ggml's per-pair frequencies (theta_scale^i by iterated float32 powf, llama.cpp's ggml_rope_cache_init) are hf's
+#: within this relative error (the GGUF verdict's and the engines' judge's rule)
+GGML_FREQ_RTOL = 1e-5
+
 # ----- the arithmetic a table was computed in, for every verdict of ``check`` -----------------------------------
 #: How the arithmetic was known: a file's metadata said it, the data showed it, or neither (then float64).
 FROM_METADATA, INFERRED, ASSUMED = "metadata", "inferred from the data", "assumed"
@@ -626,7 +635,14 @@ def table_arithmetic(
         if t is not None and n in specs and getattr(a, "ndim", 0) == 2 and tuple(a.shape) == tuple(specs[n].shape)
     ]
     stated = metadata.get("angle_dtype")
-    if stated == "float64":
+    engine = metadata.get("engine_arithmetic", "exact")
+    freq_rtol = 0.0
+    if engine not in ("", "exact", "none") and angles:
+        # an engine's table (``--engine``): its own float32 arithmetic, said by the metadata; ggml's frequencies
+        # are off by what the file's own inv_freq shows, else by the engines' rule
+        stated = "float32"
+        freq_rtol = _engine_freq_rtol(engine, tensors, encoding)
+    elif stated == "float64":
         return Arithmetic("float64", stored_name, FROM_METADATA, "angle_dtype float64")
     if stated != "float32" and "posenc_version" in metadata and "kind" in metadata:
         # posenc evaluates its parameters exactly (correctly rounded angles), rounding once to the stored dtype;
@@ -655,7 +671,7 @@ def table_arithmetic(
             if exact:
                 with np.errstate(invalid="ignore"):
                     exact = bool(np.all(np.abs(x - y) <= rtol * np.maximum(1.0, np.abs(y))))
-            bound = formula_bound(terms, rows, np.dtype(stored), spec.dtype)
+            bound = formula_bound(terms, rows, np.dtype(stored), spec.dtype, freq_rtol=freq_rtol)
             np.maximum(row_value[start:stop], bound.max(axis=1), out=row_value[start:stop])
             row_sq[start:stop] = np.maximum(row_sq[start:stop], np.einsum("ij,ij->i", bound, bound))
             if stated != "float32":
@@ -663,7 +679,10 @@ def table_arithmetic(
                 formula = v if formula is None else formula.joined(v)
     row_norm = np.sqrt(row_sq)
     if stated == "float32":
-        return Arithmetic("float32", stored_name, FROM_METADATA, "angle_dtype float32", row_value, row_norm)
+        said = f"engine_arithmetic {engine}" if engine not in ("", "exact", "none") else "angle_dtype float32"
+        if freq_rtol:
+            said += f", frequencies within {freq_rtol:.2g}"
+        return Arithmetic("float32", stored_name, FROM_METADATA, said, row_value, row_norm)
     if exact:
         return Arithmetic("float64", stored_name, INFERRED, "it equals the exact table within its dtype's rounding")
     if formula is not None and formula.ok:
@@ -684,3 +703,20 @@ def table_arithmetic(
         else "some of its values are not finite: no arithmetic explains them"
     )
     return Arithmetic("float64", stored_name, ASSUMED, why)
+
+
+def _engine_freq_rtol(engine: str, tensors: dict[str, Any], encoding: Any) -> float:
+    """How far an engine's frequencies are from the exact ones beyond float32's rounding: 0 for the engines whose
+    frequencies the float32 formula models (torch, mlx); for ggml, the largest relative difference of the table's
+    own ``inv_freq`` from the exact one where the file holds it, else :data:`GGML_FREQ_RTOL`."""
+    if not engine.startswith("ggml"):
+        return 0.0
+    own = tensors.get("inv_freq")
+    exact = encoding.inv_freq() if hasattr(encoding, "inv_freq") else None
+    if own is None or exact is None or np.shape(own) != np.shape(exact):
+        return GGML_FREQ_RTOL
+    w, w_exact = np.asarray(own, np.float64), np.asarray(exact, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.abs(w - w_exact) / np.abs(w_exact)
+    worst = float(np.max(rel[np.isfinite(rel)], initial=0.0))
+    return worst if worst <= GGML_FREQ_RTOL else GGML_FREQ_RTOL

@@ -78,6 +78,10 @@ from ..encodings._trig import LastBlock
 from ..encodings.rope.core import Rope, place_pairs
 from ..errors import ParameterError, param
 
+# the largest relative difference of ggml's per-pair frequencies (iterated float32 powf) from the exact ones that
+# still counts as the same frequencies: the GGUF verdict's rule, kept beside the error model every verdict asks
+from ..inspect.tolerance import GGML_FREQ_RTOL
+
 #: Engine names, in the order tables and messages list them.
 ENGINE_NAMES = ("hf", "llamacpp", "mlx", "vllm", "sglang", "onnx-genai", "exllamav3")
 #: How the arithmetic is named in messages and metadata.
@@ -1126,11 +1130,6 @@ def _engine_rope_of(base: Rope, name: str, arith: str, pairs: Pairs, inv: np.nda
     key = (arith, tuple((k, repr(v)) for k, v in sorted(kw.items())), inputs, boundary)
     state = (pairs, inv, boundary, divides)
     return EngineRope(**kw, engine_name=name, arithmetic=arith, engine_state=state, table_key=key)
-
-
-#: The largest relative difference of ggml's per-pair frequencies (iterated float32 powf) from the exact ones that
-#: still counts as the same frequencies (the GGUF verdict's rule, :func:`.llamacpp.verdict`).
-GGML_FREQ_RTOL = 1e-5
 
 
 class ArithmeticJudge:
