@@ -35,9 +35,35 @@ def matrix(ctx: CheckContext) -> tuple[str, np.ndarray] | None:
         return None
     if m.ndim == 2:
         m = m[None]
+    if m.ndim == 3 and m.shape[1] == 1 and m.shape[2] > 1 and is_float(m.dtype):
+        # an array-like of heads x len x len, read in row blocks as the matrices are
+        return name, KeyRowBias(m)  # type: ignore[return-value]
     if m.ndim != 3 or m.shape[1] != m.shape[2]:
         return None
     return name, m
+
+
+class KeyRowBias:
+    """A model's own ALiBi tensor, heads x 1 x len (Bloom, Falcon, MPT: one bias per key position ``b[j]``,
+    broadcast over the queries, the causal mask applied apart), read as the heads x len x len matrix the softmax
+    sees: softmax is unchanged by a constant per query row, so ``b[j]`` is ``b[j] - b[i]`` for the keys ``j <= i``
+    the causal mask keeps, and ``-inf`` (masked) for ``j > i``. On it, ``toeplitz`` and ``monotone`` say whether
+    the model's bias is ALiBi's ``-m (i - j)``. Rows are made on demand, a block at a time."""
+
+    def __init__(self, row: np.ndarray) -> None:
+        self.row = row
+        n = int(row.shape[2])
+        self.shape = (int(row.shape[0]), n, n)
+        self.ndim = 3
+        self.dtype = row.dtype
+
+    def __getitem__(self, key: tuple[int, slice]) -> np.ndarray:
+        h, rows = key
+        b = np.asarray(self.row[h, 0], dtype=np.float64)
+        i = np.arange(self.shape[1])[rows]
+        out = b[None, :] - b[i][:, None]
+        out[np.arange(self.shape[2])[None, :] > i[:, None]] = -np.inf
+        return out
 
 
 def _per_head(ctx: CheckContext, name: str) -> bool:
@@ -64,7 +90,16 @@ def _tol(ctx: CheckContext, m: np.ndarray) -> float:
     for _, _, blk in _row_blocks(m):
         fin = blk[np.isfinite(blk)]
         big = max(big, float(np.abs(fin).max()) if fin.size else 0.0)
-    return ctx.rtol * max(big, 1.0)
+    rtol = ctx.rtol
+    if isinstance(m, KeyRowBias) and ctx.kind_cls is not None:
+        # the arithmetic the kind says its model's tensor is computed in (Falcon's bfloat16 products): each of
+        # b[j] and b[i] is off by up to half its unit, relative to the largest value
+        computed = getattr(ctx.kind_cls, "ROW_FORM_ARITHMETIC", {}).get(str(_declared(ctx, "form")[0]))
+        if computed is not None:
+            import ml_dtypes
+
+            rtol = max(rtol, float(ml_dtypes.finfo(computed).eps))
+    return rtol * max(big, 1.0)
 
 
 def _row_blocks(m: np.ndarray, extra: int = 0):

@@ -173,6 +173,9 @@ class Alibi(Encoding):
     ROLES = {"bias": "matrix", "slopes": "slopes"}
     PROPERTIES = {"finite": True, "matches-spec": True, "toeplitz": True, "monotone": True}
     MONOTONE = "non-increasing-in-distance"
+    #: the dtype a ``form``'s own tensor is computed in where it is coarser than its stored float32 (Falcon:
+    #: bfloat16 positions times bfloat16 slopes, rounded to bfloat16): the matrix checks hold it to that rounding
+    ROW_FORM_ARITHMETIC = {"falcon": "bfloat16"}
     VIEWS = ("bias",)
 
     causal: bool = param(False, "true: -slope*(i-j) below the diagonal and -inf above; false: -slope*|i-j|")

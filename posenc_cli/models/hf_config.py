@@ -1184,11 +1184,11 @@ def _refusal(model_type: str, why: str | None) -> str:
     """Why ``model_type`` has no rotary reading, in the model's terms; the ``read_as`` hint only where reading
     it with a rotary family's rules could be right (never for a model without positions, with learned ones, or
     with a reader of its own)."""
+    if why is not None and why.endswith("not rotary"):  # a record of posenc reads them (T5, Bloom, Marian, ...)
+        return f"model_type {model_type!r} has no rotary table: {why}; posenc reads them without a rotary reading"
     said = _NOT_READ.get(str((inventory_entry(model_type) or {}).get("scheme")))
     if said is not None:
         return said.format(model_type=model_type, version=TRANSFORMERS_VERSION)
-    if why is not None and why.endswith("not rotary"):
-        return f"model_type {model_type!r} has no rotary table: {why}; posenc reads them without a rotary reading"
     if why is not None:
         return f"model_type {model_type!r}: posenc does not read its rotary tables: {why}" + option_clause(
             f"; pass {ref('read_as')} FAMILY to read it with that family's rules"
