@@ -655,29 +655,9 @@ def table_arithmetic(
             else "angle_dtype float32, but no angles to bound"
         )
         return Arithmetic("float64", stored_name, ASSUMED, why)
-    n = int(angles[0][1].shape[0])
-    row_value = np.zeros(n)
-    row_sq = np.zeros(n)
-    exact = True
-    formula: FormulaVerdict | None = None
-    for name, table, terms in angles:
-        spec = specs[name]
-        step = rows_per_block(int(spec.shape[1]))
-        for start in range(0, n, step):
-            stop = min(n, start + step)
-            rows = np.arange(start, stop, dtype=np.int64)
-            x = np.asarray(table[start:stop], dtype=np.float64)
-            y = np.asarray(encoding.rows(name, start, stop), dtype=np.float64)
-            if exact:
-                with np.errstate(invalid="ignore"):
-                    exact = bool(np.all(np.abs(x - y) <= rtol * np.maximum(1.0, np.abs(y))))
-            bound = formula_bound(terms, rows, np.dtype(stored), spec.dtype, freq_rtol=freq_rtol)
-            np.maximum(row_value[start:stop], bound.max(axis=1), out=row_value[start:stop])
-            row_sq[start:stop] = np.maximum(row_sq[start:stop], np.einsum("ij,ij->i", bound, bound))
-            if stated != "float32":
-                v = formula_check(x, y, rows, terms, np.dtype(stored), spec.dtype)
-                formula = v if formula is None else formula.joined(v)
-    row_norm = np.sqrt(row_sq)
+    row_value, row_norm, exact, formula = _scan_angles(
+        angles, specs, encoding, stored, stated != "float32", rtol, freq_rtol
+    )
     if stated == "float32":
         said = f"engine_arithmetic {engine}" if engine not in ("", "exact", "none") else "angle_dtype float32"
         if freq_rtol:
@@ -720,3 +700,35 @@ def _engine_freq_rtol(engine: str, tensors: dict[str, Any], encoding: Any) -> fl
         rel = np.abs(w - w_exact) / np.abs(w_exact)
     worst = float(np.max(rel[np.isfinite(rel)], initial=0.0))
     return worst if worst <= GGML_FREQ_RTOL else GGML_FREQ_RTOL
+
+
+def _scan_angles(
+    angles: list[Any], specs: dict[str, Any], encoding: Any, stored: Any, judge: bool, rtol: float, freq_rtol: float
+) -> tuple[np.ndarray, np.ndarray, bool, FormulaVerdict | None]:
+    """One pass over the angle tensors of :func:`table_arithmetic`, block by block: the float32 formula's bound per
+    row (its largest element, its norm), whether the table is the exact one within ``rtol``, and (``judge``) the
+    float32 formula's verdict on it."""
+    n = int(angles[0][1].shape[0])
+    row_value = np.zeros(n)
+    row_sq = np.zeros(n)
+    exact = True
+    formula: FormulaVerdict | None = None
+    for name, table, terms in angles:
+        spec = specs[name]
+        step = rows_per_block(int(spec.shape[1]))
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            rows = np.arange(start, stop, dtype=np.int64)
+            x = np.asarray(table[start:stop], dtype=np.float64)
+            y = np.asarray(encoding.rows(name, start, stop), dtype=np.float64)
+            if exact:
+                with np.errstate(invalid="ignore"):
+                    exact = bool(np.all(np.abs(x - y) <= rtol * np.maximum(1.0, np.abs(y))))
+            bound = formula_bound(terms, rows, np.dtype(stored), spec.dtype, freq_rtol=freq_rtol)
+            np.maximum(row_value[start:stop], bound.max(axis=1), out=row_value[start:stop])
+            row_sq[start:stop] = np.maximum(row_sq[start:stop], np.einsum("ij,ij->i", bound, bound))
+            if judge:
+                v = formula_check(x, y, rows, terms, np.dtype(stored), spec.dtype)
+                formula = v if formula is None else formula.joined(v)
+    row_norm = np.sqrt(row_sq)
+    return row_value, row_norm, exact, formula
