@@ -1211,6 +1211,16 @@ def check_sources(
     opts = options or SourceOptions()
     texts = list(sources)
     own = {"expect": expect, "require": require, "tensor": tensor, "identify": not identify}
+    if against is not None and is_config(against) and texts and all(_is_mlx(t) for t in texts):
+        from .models.mlx_weights import check_mlx
+
+        refuse_out_of_scope(opts.scoped(**own), [{"mlx-verdict"}])
+        if not os.path.isdir(against):
+            raise ParameterError(
+                f"{param('against')} {against}: an MLX directory is checked against the HF model "
+                "directory it was converted from (config.json and safetensors), not a loose config"
+            )
+        return Verdicts("mlx", [check_mlx(t, against) for t in texts])
     if against is not None and is_config(against) and any(is_gguf(t) for t in texts):
         refuse_out_of_scope(opts.scoped(**own), [{"gguf-verdict"}])
         bad = [t for t in texts if not is_gguf(t)]
@@ -1276,6 +1286,13 @@ def check_sources(
             for ref in refs:
                 items.append(_check_one(group, ref, expect, require, tensor, identify, probes, seed, opts, progress))
     return Verdicts("check", items, list(dict.fromkeys(warnings)))
+
+
+def _is_mlx(text: str) -> bool:
+    """A directory mlx-lm's ``convert`` wrote (:func:`posenc_cli.models.mlx_weights.is_mlx_dir`)."""
+    from .models.mlx_weights import is_mlx_dir
+
+    return is_mlx_dir(text)
 
 
 def _typed_sources(text: str, opts: SourceOptions) -> list[Source]:

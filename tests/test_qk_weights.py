@@ -305,11 +305,11 @@ def test_an_unknown_quantization_type_is_refused_naming_the_tensor(tmp_path):
 
 
 def test_a_missing_hf_tensor_is_refused_naming_it(tmp_path):
+    import ml_dtypes  # noqa: F401  (safetensors.numpy reads bf16 as ml_dtypes' bfloat16, which must be imported)
     from safetensors.numpy import load_file, save_file
 
     d = tmp_path / "hf"
     shutil.copytree(DATA / "llama_hf", d)
-    # bf16 is read back by safetensors.numpy as raw bytes we keep as they are
     tensors = load_file(str(d / "model.safetensors"))
     del tensors["model.layers.2.self_attn.k_proj.weight"]
     save_file(tensors, str(d / "model.safetensors"))

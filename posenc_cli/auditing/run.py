@@ -201,6 +201,8 @@ class _Auditor:
             slots.append((f.relative(path), functools.partial(self._gguf, path, config_path, report.length), None))
         for path in f.onnxs:
             slots.append((f.relative(path), functools.partial(self._onnx, path, config_path), None))
+        for path in f.mlxs:
+            slots.append((f.relative(path) or ".", functools.partial(self._mlx_weights, path, config_path), _one_row))
         report.rows += self._run_steps(slots)
         if not report.rows:
             raise InputError(f"{f.label}: nothing to audit: no layer type applies positions, and no conversion")
@@ -419,6 +421,21 @@ class _Auditor:
 
         verdict, why, details = audit_verdict(path, config_path)
         return AuditRow(self.found.relative(path), "weights", "llamacpp", verdict, why, details=details)
+
+    def _mlx_weights(self, path: str, config_path: str) -> AuditRow:
+        """An MLX directory's Q/K weights and rope flag against HF's: one row (:mod:`posenc_cli.models.mlx_weights`);
+        skipped when the reference is the MLX directory's own config (no HF weights given)."""
+        from ..models.mlx_weights import audit_verdict
+        from ..models.qk_weights import hf_weights_dir
+
+        name = self.found.relative(path)
+        name = "." if name == path and self.found.root == path else name
+        hf_dir = hf_weights_dir(config_path)
+        if hf_dir is None or os.path.abspath(hf_dir) == os.path.abspath(path):
+            why = "weights not checked: no HF model to compare the MLX weights with; give it with --against DIR"
+            return AuditRow(name, "weights", "mlx", "skipped", why)
+        verdict, why, details = audit_verdict(path, hf_dir)
+        return AuditRow(name, "weights", "mlx", verdict, why, details=details)
 
     def _onnx(self, path: str, config_path: str) -> list[AuditRow]:
         """One row per attention type the export's caches hold (:func:`posenc_cli.api.check_onnx` matches each

@@ -317,16 +317,21 @@ class WeightsCheck:
     findings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tensors: list[TensorResult] = field(default_factory=list)
+    #: the converted model's format: ``gguf`` (the file in ``gguf``) or ``mlx`` (mlx-lm's directory in ``gguf``)
+    kind: str = "gguf"
+    #: HF projections with no counterpart in the converted model (MLX: by name and shape)
+    unmatched: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.status != "differ"
 
     def to_json(self) -> dict[str, Any]:
+        own = {} if self.kind == "gguf" else {"kind": self.kind, "unmatched": self.unmatched}
         return {
-            "gguf": self.gguf, "hf": self.hf, "status": self.status, "summary": self.summary,
+            self.kind: self.gguf, **own, "hf": self.hf, "status": self.status, "summary": self.summary,
             "expected": self.expected, "findings": self.findings, "notes": self.notes,
-            "tensors": [{"gguf": t.gguf, "hf": t.hf, "layer": t.layer, "role": t.role, "kind": t.kind,
+            "tensors": [{self.kind: t.gguf, "hf": t.hf, "layer": t.layer, "role": t.role, "kind": t.kind,
                          "heads": t.heads, "found": t.found, "bad_rows": t.bad_rows[:64]} for t in self.tensors],
         }  # fmt: skip
 
@@ -623,12 +628,15 @@ def _fused_orders(rows: int, n_head: int, n_kv: int, head_dim: int, fused_hf: bo
 
 
 def _one(gname: str, hname: str, layer: int, role: str, kind: str, heads: int, other: int, head_dim: int, rot: int,
-         expected: str, g: np.ndarray, h: np.ndarray, tol: np.ndarray | None) -> TensorResult:  # fmt: skip
+         expected: str, g: np.ndarray, h: np.ndarray, tol: np.ndarray | None,
+         tol_of_g: bool = False) -> TensorResult:  # fmt: skip
+    """Which candidate permutation of HF's rows ``h`` the converted rows ``g`` hold; ``tol`` is per element of
+    ``h`` (moved with its rows), or with ``tol_of_g`` of ``g`` (a bound the converted file's own scales give)."""
     rows = g.shape[0]
     res = TensorResult(gname, hname, layer, role, kind, heads, None)
     best = 0.0
     for name, idx in candidates(rows, heads, other, head_dim, rot, expected):
-        ok = _row_ok(g, h[idx], None if tol is None else tol[idx])
+        ok = _row_ok(g, h[idx], None if tol is None else (tol if tol_of_g else tol[idx]))
         frac = float(ok.mean()) if rows else 1.0
         if name == "expected":
             res.bad_rows = [int(i) for i in np.flatnonzero(~ok)]
