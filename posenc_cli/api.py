@@ -1234,9 +1234,19 @@ def check_sources(
         refuse_out_of_scope(opts.scoped(**own), [{"onnx-verdict"}])
         if not all(t.lower().endswith(".onnx") for t in texts):
             raise ParameterError("check --against a config takes ONNX models, or other tables, not both at once")
-        onnx = [c for t in texts for c in check_onnx(t, against, engine=opts.engine, layer_type=opts.layer_type,
-                                                     max_bytes=opts.max_bytes)]  # fmt: skip
-        return Verdicts("onnx", onnx, list(dict.fromkeys(w for r in onnx for w in r.warnings)))
+        from .models.onnx_weights import weights_for
+
+        onnx, weights = [], []
+        for t in texts:  # the caches, then the q/k initializers where HF's weights are beside the config
+            w = weights_for(t, against)
+            try:
+                onnx += check_onnx(t, against, engine=opts.engine, layer_type=opts.layer_type, max_bytes=opts.max_bytes)
+            except InputError as exc:
+                if w is None or "no rotary node" not in str(exc):
+                    raise
+                w.notes.append(f"the cos/sin caches were not checked: {' '.join(str(exc).split())}")
+            weights += [] if w is None else [w]
+        return Verdicts("onnx", onnx + weights, list(dict.fromkeys(w for r in onnx for w in r.warnings)))
     if expect is not None:
         from .encodings import resolve_kind
 

@@ -836,7 +836,7 @@ def verdicts_report(v: Any, *, quiet: int = QUIET_NONE, verbose: bool = False) -
     elif quiet < QUIET_ALL:
         width = DEFAULT_WIDTH  # a verdict's findings wrap at 80 on any terminal, as in CI logs
         for r in v.items:
-            if v.what == "mlx":
+            if v.what == "mlx" or hasattr(r, "findings"):  # a conversion's weights (MLX; ONNX initializers)
                 lines = weights_check_lines(r, width)
             elif v.what == "gguf":
                 lines = gguf_verdict_lines(r, width)

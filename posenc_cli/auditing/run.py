@@ -452,7 +452,7 @@ class _Auditor:
             diverging = any(res.divergences for res in results)
             diffs, closest = _onnx_differences(path, config_path, self.max_bytes, pictures=diverging)
         except PosencError as exc:
-            return [AuditRow(name, "-", "onnx", "error", _one_line(exc))]
+            return [AuditRow(name, "-", "onnx", "error", _one_line(exc)), *self._onnx_weights(path, config_path)]
         rows = []
         lacking = [m.group(1) for res in results for x in res.divergences if (m := missing.match(x))]
         for res in results:
@@ -474,7 +474,18 @@ class _Auditor:
                            None if d is None else d.max_abs, n)  # fmt: skip
             row.picture = None if d is None else d.picture
             rows.append(row)
-        return rows
+        return rows + self._onnx_weights(path, config_path)
+
+    def _onnx_weights(self, path: str, config_path: str) -> list[AuditRow]:
+        """The export's Q/K initializers against HF's weights beside the config: one row, none without them
+        (:mod:`posenc_cli.models.onnx_weights`)."""
+        from ..models.onnx_weights import audit_verdict
+
+        found = audit_verdict(path, config_path)
+        if found is None:
+            return []
+        verdict, why, details = found
+        return [AuditRow(self.found.relative(path), "weights", "onnx", verdict, why, details=details)]
 
 
 # ----- helpers ----------------------------------------------------------------------------------------------
