@@ -120,9 +120,13 @@ def test_check_and_audit(tmp_path):
     rows = [r for r in report["rows"] if r["layer_type"] == "weights"]
     assert len(rows) == 1 and rows[0]["engine"] == "onnx" and rows[0]["verdict"] == "differ"
     assert code == 2  # the export's caches cannot be read (no rotary node): that row is an error
-    md = tmp_path / "r.md"
-    cli(["audit", str(d), "--engine", "hf", "--len", "16", "--markdown", str(md), "-qq"])
+    md, html = tmp_path / "r.md", tmp_path / "r.html"
+    cli(["audit", str(d), "--engine", "hf", "--len", "16", "--markdown", str(md), "--html", str(html), "-qq"])
     assert "| `model.onnx` | weights | onnx | ❌ differ |" in md.read_text()
+    assert "NORM order" in html.read_text()
+    code, out, _ = cli(["audit", str(d), "--engine", "hf", "--len", "16"])
+    table = [line.split() for line in out.decode().splitlines()]
+    assert ["model.onnx", "weights", "onnx", "DIFFER", "-"] in table
 
 
 def test_without_hf_weights_nothing_is_said_about_them():

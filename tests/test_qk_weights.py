@@ -399,3 +399,49 @@ def test_sliding_layers_follow_the_pattern_llama_cpp_reads(tmp_path, pattern, ex
     else:
         assert any(expect in d for d in slide), slide
         assert len(slide) == (2 if pattern is not None else 1)  # pattern 2 also makes layer 2 sliding
+
+
+def test_a_cached_hub_id_with_weights_is_checked_at_the_weights(tmp_path):
+    """The HF model as a Hub id whose cached snapshot holds its safetensors (links into blobs/, as
+    huggingface_hub writes them): the conversion's Q/K rows are compared with them, and the mistake named."""
+    import os
+
+    from .test_audit import COMMIT
+
+    repo = tmp_path / "hub" / "models--org--tiny-llama"
+    snap = repo / "snapshots" / COMMIT
+    snap.mkdir(parents=True)
+    (repo / "blobs").mkdir()
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT)
+    for i, rel in enumerate(["config.json", "model.safetensors"]):
+        blob = repo / "blobs" / f"{i:040x}"
+        shutil.copy(DATA / "llama_hf" / rel, blob)
+        os.symlink(os.path.relpath(blob, snap), snap / rel)
+    env = {"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    cases = (
+        ("llama.twice.gguf", "differ", "permuted twice"),
+        ("llama.q8_0.gguf", "agree", "equal HF's"),
+        ("llama_mlx_traditional", "differ", "rope_traditional: true"),
+        ("llama_mlx_q4", "agree", "equal HF's"),
+    )
+    for name, verdict, words in cases:
+        code, out, err = cli(["audit", "org/tiny-llama", "--against", str(DATA / name), "--engine", "hf", "--json",
+                              "--len", "16"], env=env)  # fmt: skip
+        rows = [r for r in json.loads(out)["rows"] if r["layer_type"] == "weights"]
+        assert len(rows) == 1 and rows[0]["verdict"] == verdict, (name, rows, err)
+        assert words in rows[0]["explanation"] and code == (1 if verdict == "differ" else 0)
+
+
+def test_an_index_whose_shards_are_not_all_here_is_not_checked(tmp_path):
+    """A snapshot with the safetensors index but not its shards (audit --download fetches only position
+    tensors): the weights were not checked, which is said, not an error."""
+    d = tmp_path / "hf"
+    d.mkdir()
+    shutil.copy(DATA / "llama_hf" / "config.json", d / "config.json")
+    shutil.copy(DATA / "llama_hf" / "model.safetensors", d / "model-00001-of-00002.safetensors")
+    index = {"weight_map": {"model.layers.0.self_attn.q_proj.weight": "model-00001-of-00002.safetensors",
+                            "lm_head.weight": "model-00002-of-00002.safetensors"}}  # fmt: skip
+    (d / "model.safetensors.index.json").write_text(json.dumps(index))
+    c = check_weights(str(DATA / "llama.twice.gguf"), str(d), str(d))
+    assert c.status == "not checked" and "no HF safetensors" in c.summary

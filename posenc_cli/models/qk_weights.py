@@ -234,7 +234,8 @@ class HfTensor:
 
 
 def hf_weight_files(directory: str) -> list[str]:
-    """The safetensors files of an HF model directory (one file, or the shards its index names); [] if none."""
+    """The safetensors files of an HF model directory (one file, or the shards its index names); [] if none, or if
+    a shard the index names is not there (a Hub snapshot fetched for its position tensors only)."""
     single = os.path.join(directory, "model.safetensors")
     if os.path.isfile(single):
         return [single]
@@ -248,8 +249,10 @@ def hf_weight_files(directory: str) -> list[str]:
         raise WeightsError(f"{index}: cannot read ({exc}); fix or remove it") from None
     if not isinstance(weight_map, dict):
         raise WeightsError(f"{index}: no weight_map object; it is not a safetensors index")
-    # shard names stay inside the model directory (an index naming ../x or /x is not followed)
-    return sorted({os.path.join(directory, os.path.basename(str(v))) for v in weight_map.values()})
+    # shard names stay inside the model directory (an index naming ../x or /x is not followed); a Hub snapshot
+    # holding the index but not every shard (audit --download fetches only position tensors) has no weights here
+    shards = sorted({os.path.join(directory, os.path.basename(str(v))) for v in weight_map.values()})
+    return shards if all(os.path.isfile(s) for s in shards) else []
 
 
 def hf_tensors(files: list[str]) -> dict[str, HfTensor]:
@@ -495,6 +498,8 @@ def check_weights(gguf_path: str, config: Any, hf_dir: str | None, label: str | 
     files = hf_weight_files(hf_dir) if hf_dir and os.path.isdir(hf_dir) else []
     if not files:
         where = "no HF safetensors beside config.json" if hf_dir is not None else "no HF weights for a loose config"
+        if hf_dir is not None and os.path.isfile(os.path.join(hf_dir, "model.safetensors.index.json")):
+            where = "no HF safetensors beside config.json: its index names shards that are not there"
         check.summary = f"weights not checked ({where}): the converter should have {short}"
         return check
     if not tensors:
