@@ -534,11 +534,22 @@ def check_weights(gguf_path: str, config: Any, hf_dir: str | None, label: str | 
         check.summary = f"weights not checked: the gguf package has no tensor names for architecture {arch!r}"
         return check
     # HF tensor -> GGUF name (the converter's own table)
-    hf_of: dict[str, HfTensor] = {}
+    hf_of: dict[str, Any] = {}
+    mapped: dict[str, HfTensor] = {}
     for name, t in hf_all.items():
         g = name_map.get_name(name, try_suffixes=(".weight", ".bias"))
-        if g is not None and g in tensors:
-            hf_of[g] = t
+        if g is not None:
+            mapped[g] = t
+            if g in tensors:
+                hf_of[g] = t
+    # a fused attn_qkv from HF's separate projections (convert_hf_to_gguf.py --fuse-qkv: ModelBase.modify_tensors
+    # concatenates [Q; K; V] after the class's own permute): its Q and K rows against HF's q_proj and k_proj
+    for gname in tensors:
+        stem, _, kind = gname.rpartition(".")
+        if gname not in hf_of and stem.endswith(".attn_qkv"):
+            q, k = (mapped.get(f"{stem.removesuffix('_qkv')}_{p}.{kind}") for p in "qk")
+            if q is not None and k is not None:
+                hf_of[gname] = _Stacked(q, k, tensors[gname].rows)
     missing = sorted(n for n in tensors if n not in hf_of)
     if missing:
         raise WeightsError(
@@ -573,7 +584,12 @@ def check_weights(gguf_path: str, config: Any, hf_dir: str | None, label: str | 
             if gt.rows < q_rows + k_rows:
                 raise WeightsError(f"{label}: tensor {gname} has {gt.rows} rows, fewer than Q+K's {q_rows + k_rows}")
             splits = [("q", slice(0, q_rows), n_head), ("k", slice(q_rows, q_rows + k_rows), n_head_kv)]
-            hf_orders = _fused_orders(gt.rows, n_head, n_head_kv, head_dim, fused_hf=ht.name != gname)
+            stacked = isinstance(ht, _Stacked)
+            hf_orders = _fused_orders(gt.rows, n_head, n_head_kv, head_dim, fused_hf=not stacked and ht.name != gname)
+            note = ("HF's separate q/k projections fused by the converter (attn_qkv = [Q; K; V], "
+                    "convert_hf_to_gguf.py --fuse-qkv): their Q and K rows compared")  # fmt: skip
+            if stacked and note not in check.notes:
+                check.notes.append(note)
         else:
             role = "q" if part == "attn_q" else "k"
             heads = n_head if role == "q" else n_head_kv
@@ -609,6 +625,29 @@ def check_weights(gguf_path: str, config: Any, hf_dir: str | None, label: str | 
     )  # fmt: skip
     _decide(check, ctx)
     return check
+
+
+@dataclass
+class _Stacked:
+    """HF's separate q and k projections read as the first rows of a fused ``[Q; K; V]`` tensor of ``rows`` rows
+    (V is not read: its rows are never compared)."""
+
+    q: HfTensor
+    k: HfTensor
+    rows: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.q.name} + {self.k.name}"
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.rows, *self.q.shape[1:])
+
+    def first(self, cols: int) -> np.ndarray:
+        qk = np.vstack([self.q.first(cols), self.k.first(cols)])
+        pad = np.full((self.rows - qk.shape[0], qk.shape[1]), np.nan, dtype=np.float32)
+        return np.vstack([qk, pad])
 
 
 def _first(v: Any) -> int | None:
