@@ -7,7 +7,10 @@ exporter writes every q/k projection that way). Each HF query/key projection (na
 initializers of its shape either way round, and decided by its values: the first ``FLOAT_COLUMNS`` inputs of every
 output row, rounded to the initializer's type, equal HF's under the expected row order or a known wrong one
 (:func:`posenc_cli.models.qk_weights.candidates`). A projection no initializer holds (fused into one QKV matrix,
-quantized, folded into another constant, or changed) is reported as not matched, never guessed.
+quantized, folded into another constant, or changed) is reported as not matched, never guessed. Each candidate
+initializer is read once (whole, by onnx's ``numpy_helper``; external data only from the model's directory) and
+only its first columns kept: unlike the GGUF check this reads every float initializer of a q/k shape, so an
+export of a large model costs a read of those initializers.
 
 The expected order follows from the graph's rotary op: ``RotaryEmbedding`` / ``GroupQueryAttention`` with
 ``interleaved`` (``rotary_interleaved``) 1 rotates consecutive pairs, so the rows must be permuted per head as
@@ -128,6 +131,7 @@ def check_onnx_weights(path: str, hf_dir: str | None) -> WeightsCheck:
     floats = {n: i for n, i in inits.items() if i.data_type in _FLOATS}
     used: set[str] = set()
     how = {"by name": 0, "by shape and values": 0, "transposed": 0}
+    views_of: dict[tuple[str, tuple[int, ...], int], list[tuple[np.ndarray, bool]]] = {}
     for hname in sorted(hf_all, key=lambda n: (names.get(n.rsplit(".", 1)[0], (0, ""))[0], n)):
         base, _, kind = hname.rpartition(".")
         if base not in names or kind not in ("weight", "bias"):
@@ -147,13 +151,16 @@ def check_onnx_weights(path: str, hf_dir: str | None) -> WeightsCheck:
         best = None
         for iname in pool:
             init = floats[iname]
-            arr = _array(onnx, init, path)
             qname = _FLOATS[init.data_type]
-            views = [(arr, False)] if arr.shape == shape else []
-            if len(shape) == 2 and arr.shape == shape[::-1]:
-                views.append((arr.T, True))
-            for view, transposed in views:
-                g = np.asarray(view.reshape(shape[0], -1)[:, :cols], dtype=np.float32)
+            if (iname, shape, cols) not in views_of:  # each initializer read once: the first columns either way
+                arr = _array(onnx, init, path)
+                views = [(arr, False)] if arr.shape == shape else []
+                if len(shape) == 2 and arr.shape == shape[::-1]:
+                    views.append((arr.T, True))
+                views_of[(iname, shape, cols)] = [
+                    (np.asarray(v.reshape(shape[0], -1)[:, :cols], dtype=np.float32), t) for v, t in views
+                ]
+            for g, transposed in views_of[(iname, shape, cols)]:
                 r = _one(iname, hname, layer, role, kind, heads, other, head_dim, rot, expected, g,
                          _rounded(h, qname), None)  # fmt: skip
                 if r.found is not None and (best is None or r.found == "expected"):
