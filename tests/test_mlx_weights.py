@@ -184,8 +184,10 @@ def test_hf_projections_without_an_mlx_counterpart_are_listed(tmp_path):
 def test_the_rope_flag_comes_from_mlx_lm_sources():
     # printed from mlx_lm/models/*.py: llama and qwen2 read rope_traditional (default false), stablelm's is a
     # literal False, glm4's default is true; mistral runs llama's module (MODEL_REMAPPING)
-    t = mlx_weights.MLX_TRADITIONAL
-    assert t["llama"] == t["qwen2"] == "config:false" and t["stablelm"] == "false" and t["glm4"] == "config:true"
+    rule = mlx_weights.mlx_rope_rule
+    assert rule("llama") == ("llama", "config:false") and rule("qwen2") == ("qwen2", "config:false")
+    assert rule("stablelm") == ("stablelm", "false") and rule("glm4") == ("glm4", "config:true")
+    assert rule("mistral") == ("llama", "config:false") and rule("no_such_model") == ("no_such_model", None)
     assert mlx_weights.traditional_of({"model_type": "mistral"}) == (
         False, "rope_traditional's default in mlx_lm/models/llama.py (model_type mistral): false")  # fmt: skip
     assert mlx_weights.traditional_of({"model_type": "stablelm", "rope_traditional": True})[0] is False

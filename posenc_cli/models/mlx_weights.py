@@ -3,8 +3,8 @@ r"""The query/key weights of an MLX conversion (mlx-lm's ``convert``) against HF
 mlx-lm keeps HF's tensor names and config keys, and each model module builds its rope as
 ``nn.RoPE(dims, traditional=...)``: ``traditional=False`` rotates HF's ``rotate_half`` pairs ``(i, i + r/2)``,
 ``traditional=True`` consecutive pairs ``(2i, 2i+1)`` (mlx's ``fast.rope``). Which flag a model type gets is
-:data:`MLX_TRADITIONAL`, printed from mlx-lm's own ``mlx_lm/models/*.py`` by ``tools/golden/mlx_traditional.py``
-(``config:D``: the module reads the config's ``rope_traditional``, default ``D``; ``true`` / ``false``: a literal;
+:func:`mlx_rope_rule`, from the text printed from mlx-lm's own ``mlx_lm/models/*.py`` by
+``tools/golden/mlx_traditional.py`` (``config:D``: the module reads the config's ``rope_traditional``, default ``D``; ``true`` / ``false``: a literal;
 ``mixed``: both literals, per layer or per rope, which posenc does not model), through mlx-lm's
 ``MODEL_REMAPPING`` (mistral runs llama's module). ``convert`` copies HF's rows unchanged (mlx_lm/convert.py,
 mlx_lm/utils.py ``load_model``/``save_model``), so a faithful directory holds HF's rows when the flag is false; a
@@ -67,11 +67,21 @@ mistral=llama llava=mistral3 phi-msft=phixtral falcon_mamba=mamba joyai_llm_flas
 qwen2_5_vl=qwen2_vl minimax_m2=minimax iquestcoder=llama xverse=llama gemma4_unified=gemma4
 deepseek_v41_text=deepseek_v41
 """
-#: mlx-lm model_type -> its rope flag: ``config:D`` (the config's rope_traditional, default D), ``true``, ``false``,
-#: ``mixed`` (see the module docstring)
-MLX_TRADITIONAL: dict[str, str] = dict(pair.split("=", 1) for pair in _MLX_TRADITIONAL_TEXT.split())
-#: mlx-lm's MODEL_REMAPPING: a model_type run by another's module
-MLX_REMAPPING: dict[str, str] = dict(pair.split("=", 1) for pair in _MLX_REMAPPING_TEXT.split())
+
+
+def mlx_rope_rule(model_type: str) -> tuple[str, str | None]:
+    """mlx-lm's module for ``model_type`` (through its ``MODEL_REMAPPING``) and that module's rope flag:
+    ``config:D`` (the config's rope_traditional, default D), ``true``, ``false``, ``mixed``, or None (no literal
+    flag). The tables are mlx-lm's own, keyed by its module names, read from the printed text above (not a second
+    family table: a model type posenc has no record for is still looked up, as mlx-lm would)."""
+    remap = dict(pair.split("=", 1) for pair in _MLX_REMAPPING_TEXT.split())
+    module = remap.get(model_type, model_type)
+    for pair in _MLX_TRADITIONAL_TEXT.split():
+        name, _, rule = pair.partition("=")
+        if name == module:
+            return module, rule
+    return module, None
+
 
 #: unit roundoff of the dtypes mlx-lm stores scales and biases in
 _UNIT = {"BF16": 2.0**-8, "F16": 2.0**-11, "F32": 2.0**-24}
@@ -99,8 +109,7 @@ def traditional_of(raw: dict[str, Any]) -> tuple[bool | None, str]:
     """mlx-lm's ``traditional`` flag for a config (None: mlx-lm's module for it sets none posenc reads), and where
     it comes from."""
     mt = str(raw.get("model_type") or "")
-    module = MLX_REMAPPING.get(mt, mt)
-    rule = MLX_TRADITIONAL.get(module)
+    module, rule = mlx_rope_rule(mt)
     via = f"mlx_lm/models/{module}.py" + (f" (model_type {mt})" if module != mt else "")
     if rule is None or rule == "mixed":
         what = "builds its ropes with both flags" if rule == "mixed" else "has no rope flag posenc reads"
@@ -268,8 +277,7 @@ def _decide(check: WeightsCheck, trad: bool, why: str, n_head: int, n_kv: int, h
         check.summary = (f"weights: Q/K rows differ from HF's under every permutation in {len(lost)} of {len(ts)} "
                          "tensors (most rows): the MLX and the HF weights are from different models")  # fmt: skip
         return
-    reads_flag = str(MLX_TRADITIONAL.get(MLX_REMAPPING.get(str(raw.get("model_type")), str(raw.get("model_type"))),
-                                         "")).startswith("config:")  # fmt: skip
+    reads_flag = str(mlx_rope_rule(str(raw.get("model_type") or ""))[1]).startswith("config:")
     by: dict[str | None, list[TensorResult]] = {}
     for t in ts:
         if t.found != "expected":

@@ -1,11 +1,12 @@
-"""Print MLX_TRADITIONAL for posenc_cli/models/mlx_weights.py from mlx-lm's own model sources (side environment).
+"""Print the text tables of posenc_cli/models/mlx_weights.py's mlx_rope_rule from mlx-lm's own sources (side
+environment).
 
     /work/side/mlx-venv/bin/python tools/golden/mlx_traditional.py
 
-For each ``mlx_lm/models/MODEL_TYPE.py``: ``config`` when its ModelArgs has a ``rope_traditional`` field (the rope
-reads it; its default is printed), then ``MODEL_REMAPPING`` (mlx_lm/utils.py: the model_type whose module
-runs another's, e.g. mistral -> llama), else the literal ``traditional=`` values its ropes are built with (``false``,
-``true``, or ``mixed`` when both occur), else nothing (the module builds no nn.RoPE with a literal flag).
+For each ``mlx_lm/models/MODULE.py``: ``config:D`` when its ModelArgs has a ``rope_traditional`` field (the rope
+reads it; D its default), else the literal ``traditional=`` values its ropes are built with (``false``, ``true``,
+or ``mixed`` when both occur), else nothing (the module builds no nn.RoPE with a literal flag). Then mlx-lm's
+``MODEL_REMAPPING`` (mlx_lm/utils.py: a model_type run by another's module, e.g. mistral -> llama).
 """
 
 import glob
