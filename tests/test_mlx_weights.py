@@ -250,3 +250,13 @@ def test_audit_has_one_mlx_weights_row_in_every_format(tmp_path):
     code, out, _ = cli(["audit", str(DATA / "llama_mlx"), "--engine", "hf", "--json"])
     rows = [r for r in json.loads(out)["rows"] if r["layer_type"] == "weights"]
     assert code == 0 and rows[0]["verdict"] == "skipped" and "--against DIR" in rows[0]["explanation"]
+
+
+def test_a_quantization_too_coarse_to_tell_rows_apart_is_not_checked(tmp_path):
+    d = tmp_path / "q2"
+    shutil.copytree(DATA / "llama_mlx_q4", d)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["quantization"]["bits"] = 2
+    (d / "config.json").write_text(json.dumps(cfg))
+    c = check_mlx(str(d), HF)
+    assert c.status == "not checked" and "quantized to 2 bits, too coarse" in c.summary and not c.tensors
