@@ -20,7 +20,9 @@ little-endian, one ``scales`` and ``biases`` per ``group_size`` columns from the
 per-module entry overrides it), ``w = scales * q + biases`` (``mx.dequantize``); rounding to the nearest code
 moves a value by at most half a step, and the scale's and bias's own rounding to their dtype by at most its unit
 roundoff times ``|bias| + (2^bits - 1) |scale|``: the bound is one step plus that. Only the first group of each
-row is read. tests/test_mlx_weights.py compares this dequantization with ``mx.dequantize``'s own output.
+row is read. tests/test_mlx_weights.py compares this dequantization with ``mx.dequantize``'s own output. Codes
+of fewer than 3 bits (:data:`~posenc_cli.models.qk_weights.MIN_CODE_BITS`: a step of a third of the range or more)
+cannot tell rows apart: such weights are reported not checked.
 """
 
 from __future__ import annotations
