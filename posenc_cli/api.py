@@ -1370,6 +1370,16 @@ def check_sources(
     opts = options or SourceOptions()
     texts = list(sources)
     own = {"expect": expect, "require": require, "tensor": tensor, "identify": not identify}
+    if against is not None and is_config(against) and texts and all(_is_mlx(t) for t in texts):
+        from .models.mlx_weights import check_mlx
+
+        refuse_out_of_scope(opts.scoped(**own), [{"mlx-verdict"}])
+        if not os.path.isdir(against):
+            raise ParameterError(
+                f"{param('against')} {against}: an MLX directory is checked against the HF model "
+                "directory it was converted from (config.json and safetensors), not a loose config"
+            )
+        return Verdicts("mlx", [check_mlx(t, against) for t in texts])
     if against is not None and is_config(against) and any(is_gguf(t) for t in texts):
         refuse_out_of_scope(opts.scoped(**own), [{"gguf-verdict"}])
         bad = [t for t in texts if not is_gguf(t)]
@@ -1383,9 +1393,19 @@ def check_sources(
         refuse_out_of_scope(opts.scoped(**own), [{"onnx-verdict"}])
         if not all(t.lower().endswith(".onnx") for t in texts):
             raise ParameterError("check --against a config takes ONNX models, or other tables, not both at once")
-        onnx = [c for t in texts for c in check_onnx(t, against, engine=opts.engine, layer_type=opts.layer_type,
-                                                     max_bytes=opts.max_bytes)]  # fmt: skip
-        return Verdicts("onnx", onnx, list(dict.fromkeys(w for r in onnx for w in r.warnings)))
+        from .models.onnx_weights import weights_for
+
+        onnx, weights = [], []
+        for t in texts:  # the caches, then the q/k initializers where HF's weights are beside the config
+            w = weights_for(t, against)
+            try:
+                onnx += check_onnx(t, against, engine=opts.engine, layer_type=opts.layer_type, max_bytes=opts.max_bytes)
+            except InputError as exc:
+                if w is None or "no rotary node" not in str(exc):
+                    raise
+                w.notes.append(f"the cos/sin caches were not checked: {' '.join(str(exc).split())}")
+            weights += [] if w is None else [w]
+        return Verdicts("onnx", onnx + weights, list(dict.fromkeys(w for r in onnx for w in r.warnings)))
     if expect is not None:
         from .encodings import resolve_kind
 
@@ -1435,6 +1455,13 @@ def check_sources(
             for ref in refs:
                 items.append(_check_one(group, ref, expect, require, tensor, identify, probes, seed, opts, progress))
     return Verdicts("check", items, list(dict.fromkeys(warnings)))
+
+
+def _is_mlx(text: str) -> bool:
+    """A directory mlx-lm's ``convert`` wrote (:func:`posenc_cli.models.mlx_weights.is_mlx_dir`)."""
+    from .models.mlx_weights import is_mlx_dir
+
+    return is_mlx_dir(text)
 
 
 def _typed_sources(text: str, opts: SourceOptions) -> list[Source]:

@@ -805,6 +805,19 @@ def gguf_verdict_lines(v: Any, width: int = DEFAULT_WIDTH) -> list[str]:
     return out
 
 
+def weights_check_lines(w: Any, width: int = DEFAULT_WIDTH) -> list[str]:
+    """The report for people of a conversion's query/key weights against HF's
+    (``models.qk_weights.WeightsCheck``): the verdict, each finding, what was compared and expected."""
+    head = {"agree": "agree", "differ": f"DIFFER ({len(w.findings)} divergence(s))"}.get(w.status, "not checked")
+    out = wrap(f"{w.gguf}: the query/key weights vs HF's in {w.hf}: {head}", width, "", "    ")
+    out += wrap(w.summary, width, "  ", "      ")
+    for word, items in (("divergence", w.findings[1:] if w.status == "differ" else w.findings),
+                        ("note", w.notes), ("expected", [w.expected] if w.expected else [])):  # fmt: skip
+        for item in items:
+            out += wrap(f"{word}: {item}", width, "  ", "      ")
+    return out
+
+
 def onnx_check_lines(r: Any, *, verbose: bool = False, width: int = DEFAULT_WIDTH) -> list[str]:
     """The report for people of an ONNX model's caches against its config (``models.onnx.OnnxCheck``): the
     verdict, each divergence, and what matched (always when it agrees, else with ``verbose``)."""
@@ -845,8 +858,12 @@ def verdicts_report(v: Any, *, quiet: int = QUIET_NONE, verbose: bool = False) -
     elif quiet < QUIET_ALL:
         width = DEFAULT_WIDTH  # a verdict's findings wrap at 80 on any terminal, as in CI logs
         for r in v.items:
-            lines = gguf_verdict_lines(r, width) if v.what == "gguf" else onnx_check_lines(r, verbose=verbose,
-                                                                                             width=width)  # fmt: skip
+            if v.what == "mlx" or hasattr(r, "findings"):  # a conversion's weights (MLX; ONNX initializers)
+                lines = weights_check_lines(r, width)
+            elif v.what == "gguf":
+                lines = gguf_verdict_lines(r, width)
+            else:
+                lines = onnx_check_lines(r, verbose=verbose, width=width)
             sys.stdout.write("\n".join(lines) + "\n")
 
 

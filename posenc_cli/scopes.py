@@ -75,7 +75,7 @@ class SourceOptions(NamedTuple):
 #: where the options that choose or judge tensors apply
 _ONE_TABLE = "tables one at a time, not a model file judged against a config or written whole"
 TABLES = frozenset({"spec", "config", "engine", "gguf", "onnx", "file", "stdin"})
-VERDICTS = frozenset({"gguf-verdict", "onnx-verdict"})
+VERDICTS = frozenset({"gguf-verdict", "onnx-verdict", "mlx-verdict"})
 
 #: option (the library's parameter name) -> (the source kinds it applies to, where it applies, said in words)
 SCOPES: dict[str, tuple[frozenset[str], str]] = {
@@ -125,6 +125,7 @@ _WHAT = {
     "registry": "the registry of kinds (no model config)",
     "engines-table": "a model config with --engines",
     "onnx-verdict": "an ONNX model judged against a model config as a whole",
+    "mlx-verdict": "an MLX directory's query/key weights judged against HF's",
 }
 
 

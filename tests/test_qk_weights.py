@@ -63,7 +63,10 @@ def test_every_conversion_is_named_as_the_converter_made_it(name, checks):
         assert c.status == "agree" and not c.findings, c.findings
     else:
         assert c.status == "differ"
-        assert any(f.startswith(WORDS[entry["mistake"]]) for f in c.findings), c.findings
+        # a fused attn_qkv names its part: "attn_k.weight (in attn_qkv)"
+        assert any(f.replace(" (in attn_qkv)", "").startswith(WORDS[entry["mistake"]]) for f in c.findings), c.findings
+    if "--fuse-qkv" in entry["outtype"]:  # HF's separate projections against the converter's fused tensor
+        assert any("fused by the converter" in n for n in c.notes) and all("attn_qkv" in t.gguf for t in c.tensors)
     if entry["mistake"] == "k_with_q_heads":
         assert "(K only)" in c.summary and "PR #3364" in c.summary
 
@@ -305,11 +308,11 @@ def test_an_unknown_quantization_type_is_refused_naming_the_tensor(tmp_path):
 
 
 def test_a_missing_hf_tensor_is_refused_naming_it(tmp_path):
+    import ml_dtypes  # noqa: F401  (safetensors.numpy reads bf16 as ml_dtypes' bfloat16, which must be imported)
     from safetensors.numpy import load_file, save_file
 
     d = tmp_path / "hf"
     shutil.copytree(DATA / "llama_hf", d)
-    # bf16 is read back by safetensors.numpy as raw bytes we keep as they are
     tensors = load_file(str(d / "model.safetensors"))
     del tensors["model.layers.2.self_attn.k_proj.weight"]
     save_file(tensors, str(d / "model.safetensors"))
@@ -399,3 +402,49 @@ def test_sliding_layers_follow_the_pattern_llama_cpp_reads(tmp_path, pattern, ex
     else:
         assert any(expect in d for d in slide), slide
         assert len(slide) == (2 if pattern is not None else 1)  # pattern 2 also makes layer 2 sliding
+
+
+def test_a_cached_hub_id_with_weights_is_checked_at_the_weights(tmp_path):
+    """The HF model as a Hub id whose cached snapshot holds its safetensors (links into blobs/, as
+    huggingface_hub writes them): the conversion's Q/K rows are compared with them, and the mistake named."""
+    import os
+
+    from .test_audit import COMMIT
+
+    repo = tmp_path / "hub" / "models--org--tiny-llama"
+    snap = repo / "snapshots" / COMMIT
+    snap.mkdir(parents=True)
+    (repo / "blobs").mkdir()
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT)
+    for i, rel in enumerate(["config.json", "model.safetensors"]):
+        blob = repo / "blobs" / f"{i:040x}"
+        shutil.copy(DATA / "llama_hf" / rel, blob)
+        os.symlink(os.path.relpath(blob, snap), snap / rel)
+    env = {"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    cases = (
+        ("llama.twice.gguf", "differ", "permuted twice"),
+        ("llama.q8_0.gguf", "agree", "equal HF's"),
+        ("llama_mlx_traditional", "differ", "rope_traditional: true"),
+        ("llama_mlx_q4", "agree", "equal HF's"),
+    )
+    for name, verdict, words in cases:
+        code, out, err = cli(["audit", "org/tiny-llama", "--against", str(DATA / name), "--engine", "hf", "--json",
+                              "--len", "16"], env=env)  # fmt: skip
+        rows = [r for r in json.loads(out)["rows"] if r["layer_type"] == "weights"]
+        assert len(rows) == 1 and rows[0]["verdict"] == verdict, (name, rows, err)
+        assert words in rows[0]["explanation"] and code == (1 if verdict == "differ" else 0)
+
+
+def test_an_index_whose_shards_are_not_all_here_is_not_checked(tmp_path):
+    """A snapshot with the safetensors index but not its shards (audit --download fetches only position
+    tensors): the weights were not checked, which is said, not an error."""
+    d = tmp_path / "hf"
+    d.mkdir()
+    shutil.copy(DATA / "llama_hf" / "config.json", d / "config.json")
+    shutil.copy(DATA / "llama_hf" / "model.safetensors", d / "model-00001-of-00002.safetensors")
+    index = {"weight_map": {"model.layers.0.self_attn.q_proj.weight": "model-00001-of-00002.safetensors",
+                            "lm_head.weight": "model-00002-of-00002.safetensors"}}  # fmt: skip
+    (d / "model.safetensors.index.json").write_text(json.dumps(index))
+    c = check_weights(str(DATA / "llama.twice.gguf"), str(d), str(d))
+    assert c.status == "not checked" and "no HF safetensors" in c.summary

@@ -23,6 +23,8 @@ class Found:
     config: str | None = None
     ggufs: list[str] = field(default_factory=list)
     onnxs: list[str] = field(default_factory=list)
+    #: directories mlx-lm's ``convert`` wrote (their q/k weights are checked against HF's)
+    mlxs: list[str] = field(default_factory=list)
     #: True when the learned tables of the config's directory are read (a directory, or a config.json file)
     weights: bool = False
     #: (the Hub id, whether --download may fetch its position tensors) for a model read from the Hub cache
@@ -37,8 +39,12 @@ class Found:
 
     def merge(self, other: Found) -> None:
         """Add ``other``'s conversions (``--against``): a config only where this one has none."""
-        if self.config is None:  # the reference is the other model's, with its weights and Hub origin
+        own_mlx = self.config is not None and os.path.dirname(self.config) in self.mlxs
+        if self.config is None or (own_mlx and other.config is not None and not other.mlxs):
+            # the reference is the other model's, with its weights and Hub origin (an MLX directory's config is a
+            # copy of HF's: the HF model given with --against is the reference)
             self.config, self.weights, self.hub = other.config, other.weights, other.hub
+        self.mlxs += [p for p in other.mlxs if p not in self.mlxs]
         self.ggufs += [p for p in other.ggufs if p not in self.ggufs]
         self.onnxs += [p for p in other.onnxs if p not in self.onnxs]
 
@@ -62,6 +68,10 @@ def find(path: str, label: str | None = None) -> Found:
         config = os.path.join(path, "config.json")
         if os.path.isfile(config):
             found.config = config
+        from ..models.mlx_weights import is_mlx_dir
+
+        if is_mlx_dir(path):
+            found.mlxs.append(path)
         for file in _walk(path):
             low = file.lower()
             if low.endswith(".onnx"):

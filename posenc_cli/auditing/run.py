@@ -226,6 +226,8 @@ class _Auditor:
             slots.append((f.relative(path), functools.partial(self._gguf, path, config_path, report.length), None))
         for path in f.onnxs:
             slots.append((f.relative(path), functools.partial(self._onnx, path, config_path), None))
+        for path in f.mlxs:
+            slots.append((f.relative(path) or ".", functools.partial(self._mlx_weights, path, config_path), _one_row))
         report.rows += self._run_steps(slots)
         if not report.rows:
             raise InputError(f"{f.label}: nothing to audit: no layer type applies positions, and no conversion")
@@ -459,6 +461,21 @@ class _Auditor:
         verdict, why, details = audit_verdict(path, config_path)
         return AuditRow(self.found.relative(path), "weights", "llamacpp", verdict, why, details=details)
 
+    def _mlx_weights(self, path: str, config_path: str) -> AuditRow:
+        """An MLX directory's Q/K weights and rope flag against HF's: one row (:mod:`posenc_cli.models.mlx_weights`);
+        skipped when the reference is the MLX directory's own config (no HF weights given)."""
+        from ..models.mlx_weights import audit_verdict
+        from ..models.qk_weights import hf_weights_dir
+
+        name = self.found.relative(path)
+        name = "." if name == path and self.found.root == path else name
+        hf_dir = hf_weights_dir(config_path)
+        if hf_dir is None or os.path.abspath(hf_dir) == os.path.abspath(path):
+            why = "weights not checked: no HF model to compare the MLX weights with; give it with --against DIR"
+            return AuditRow(name, "weights", "mlx", "skipped", why)
+        verdict, why, details = audit_verdict(path, hf_dir)
+        return AuditRow(name, "weights", "mlx", verdict, why, details=details)
+
     def _onnx(self, path: str, config_path: str) -> list[AuditRow]:
         """One row per attention type the export's caches hold (:func:`posenc_cli.api.check_onnx` matches each
         cache to its type), with the largest difference of those caches from HF's tables."""
@@ -472,7 +489,7 @@ class _Auditor:
             diverging = any(res.divergences for res in results)
             diffs, closest = _onnx_differences(self.verbs, path, config_path, self.max_bytes, pictures=diverging)
         except PosencError as exc:
-            return [AuditRow(name, "-", "onnx", "error", _one_line(exc))]
+            return [AuditRow(name, "-", "onnx", "error", _one_line(exc)), *self._onnx_weights(path, config_path)]
         rows = []
         lacking = [m.group(1) for res in results for x in res.divergences if (m := missing.match(x))]
         for res in results:
@@ -494,7 +511,18 @@ class _Auditor:
                            None if d is None else d.max_abs, n)  # fmt: skip
             row.picture = None if d is None else d.picture
             rows.append(row)
-        return rows
+        return rows + self._onnx_weights(path, config_path)
+
+    def _onnx_weights(self, path: str, config_path: str) -> list[AuditRow]:
+        """The export's Q/K initializers against HF's weights beside the config: one row, none without them
+        (:mod:`posenc_cli.models.onnx_weights`)."""
+        from ..models.onnx_weights import audit_verdict
+
+        found = audit_verdict(path, config_path)
+        if found is None:
+            return []
+        verdict, why, details = found
+        return [AuditRow(self.found.relative(path), "weights", "onnx", verdict, why, details=details)]
 
 
 # ----- helpers ----------------------------------------------------------------------------------------------

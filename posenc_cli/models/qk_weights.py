@@ -234,7 +234,8 @@ class HfTensor:
 
 
 def hf_weight_files(directory: str) -> list[str]:
-    """The safetensors files of an HF model directory (one file, or the shards its index names); [] if none."""
+    """The safetensors files of an HF model directory (one file, or the shards its index names); [] if none, or if
+    a shard the index names is not there (a Hub snapshot fetched for its position tensors only)."""
     single = os.path.join(directory, "model.safetensors")
     if os.path.isfile(single):
         return [single]
@@ -248,8 +249,10 @@ def hf_weight_files(directory: str) -> list[str]:
         raise WeightsError(f"{index}: cannot read ({exc}); fix or remove it") from None
     if not isinstance(weight_map, dict):
         raise WeightsError(f"{index}: no weight_map object; it is not a safetensors index")
-    # shard names stay inside the model directory (an index naming ../x or /x is not followed)
-    return sorted({os.path.join(directory, os.path.basename(str(v))) for v in weight_map.values()})
+    # shard names stay inside the model directory (an index naming ../x or /x is not followed); a Hub snapshot
+    # holding the index but not every shard (audit --download fetches only position tensors) has no weights here
+    shards = sorted({os.path.join(directory, os.path.basename(str(v))) for v in weight_map.values()})
+    return shards if all(os.path.isfile(s) for s in shards) else []
 
 
 def hf_tensors(files: list[str]) -> dict[str, HfTensor]:
@@ -317,16 +320,21 @@ class WeightsCheck:
     findings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tensors: list[TensorResult] = field(default_factory=list)
+    #: the converted model's format: ``gguf`` (the file in ``gguf``) or ``mlx`` (mlx-lm's directory in ``gguf``)
+    kind: str = "gguf"
+    #: HF projections with no counterpart in the converted model (MLX: by name and shape)
+    unmatched: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.status != "differ"
 
     def to_json(self) -> dict[str, Any]:
+        own = {} if self.kind == "gguf" else {"kind": self.kind, "unmatched": self.unmatched}
         return {
-            "gguf": self.gguf, "hf": self.hf, "status": self.status, "summary": self.summary,
+            self.kind: self.gguf, **own, "hf": self.hf, "status": self.status, "summary": self.summary,
             "expected": self.expected, "findings": self.findings, "notes": self.notes,
-            "tensors": [{"gguf": t.gguf, "hf": t.hf, "layer": t.layer, "role": t.role, "kind": t.kind,
+            "tensors": [{self.kind: t.gguf, "hf": t.hf, "layer": t.layer, "role": t.role, "kind": t.kind,
                          "heads": t.heads, "found": t.found, "bad_rows": t.bad_rows[:64]} for t in self.tensors],
         }  # fmt: skip
 
@@ -490,6 +498,8 @@ def check_weights(gguf_path: str, config: Any, hf_dir: str | None, label: str | 
     files = hf_weight_files(hf_dir) if hf_dir and os.path.isdir(hf_dir) else []
     if not files:
         where = "no HF safetensors beside config.json" if hf_dir is not None else "no HF weights for a loose config"
+        if hf_dir is not None and os.path.isfile(os.path.join(hf_dir, "model.safetensors.index.json")):
+            where = "no HF safetensors beside config.json: its index names shards that are not there"
         check.summary = f"weights not checked ({where}): the converter should have {short}"
         return check
     if not tensors:
@@ -524,11 +534,22 @@ def check_weights(gguf_path: str, config: Any, hf_dir: str | None, label: str | 
         check.summary = f"weights not checked: the gguf package has no tensor names for architecture {arch!r}"
         return check
     # HF tensor -> GGUF name (the converter's own table)
-    hf_of: dict[str, HfTensor] = {}
+    hf_of: dict[str, Any] = {}
+    mapped: dict[str, HfTensor] = {}
     for name, t in hf_all.items():
         g = name_map.get_name(name, try_suffixes=(".weight", ".bias"))
-        if g is not None and g in tensors:
-            hf_of[g] = t
+        if g is not None:
+            mapped[g] = t
+            if g in tensors:
+                hf_of[g] = t
+    # a fused attn_qkv from HF's separate projections (convert_hf_to_gguf.py --fuse-qkv: ModelBase.modify_tensors
+    # concatenates [Q; K; V] after the class's own permute): its Q and K rows against HF's q_proj and k_proj
+    for gname in tensors:
+        stem, _, kind = gname.rpartition(".")
+        if gname not in hf_of and stem.endswith(".attn_qkv"):
+            q, k = (mapped.get(f"{stem.removesuffix('_qkv')}_{p}.{kind}") for p in "qk")
+            if q is not None and k is not None:
+                hf_of[gname] = _Stacked(q, k, tensors[gname].rows)
     missing = sorted(n for n in tensors if n not in hf_of)
     if missing:
         raise WeightsError(
@@ -563,7 +584,12 @@ def check_weights(gguf_path: str, config: Any, hf_dir: str | None, label: str | 
             if gt.rows < q_rows + k_rows:
                 raise WeightsError(f"{label}: tensor {gname} has {gt.rows} rows, fewer than Q+K's {q_rows + k_rows}")
             splits = [("q", slice(0, q_rows), n_head), ("k", slice(q_rows, q_rows + k_rows), n_head_kv)]
-            hf_orders = _fused_orders(gt.rows, n_head, n_head_kv, head_dim, fused_hf=ht.name != gname)
+            stacked = isinstance(ht, _Stacked)
+            hf_orders = _fused_orders(gt.rows, n_head, n_head_kv, head_dim, fused_hf=not stacked and ht.name != gname)
+            note = ("HF's separate q/k projections fused by the converter (attn_qkv = [Q; K; V], "
+                    "convert_hf_to_gguf.py --fuse-qkv): their Q and K rows compared")  # fmt: skip
+            if stacked and note not in check.notes:
+                check.notes.append(note)
         else:
             role = "q" if part == "attn_q" else "k"
             heads = n_head if role == "q" else n_head_kv
@@ -601,6 +627,29 @@ def check_weights(gguf_path: str, config: Any, hf_dir: str | None, label: str | 
     return check
 
 
+@dataclass
+class _Stacked:
+    """HF's separate q and k projections read as the first rows of a fused ``[Q; K; V]`` tensor of ``rows`` rows
+    (V is not read: its rows are never compared)."""
+
+    q: HfTensor
+    k: HfTensor
+    rows: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.q.name} + {self.k.name}"
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.rows, *self.q.shape[1:])
+
+    def first(self, cols: int) -> np.ndarray:
+        qk = np.vstack([self.q.first(cols), self.k.first(cols)])
+        pad = np.full((self.rows - qk.shape[0], qk.shape[1]), np.nan, dtype=np.float32)
+        return np.vstack([qk, pad])
+
+
 def _first(v: Any) -> int | None:
     if isinstance(v, list):
         return int(v[0]) if v else None
@@ -623,12 +672,15 @@ def _fused_orders(rows: int, n_head: int, n_kv: int, head_dim: int, fused_hf: bo
 
 
 def _one(gname: str, hname: str, layer: int, role: str, kind: str, heads: int, other: int, head_dim: int, rot: int,
-         expected: str, g: np.ndarray, h: np.ndarray, tol: np.ndarray | None) -> TensorResult:  # fmt: skip
+         expected: str, g: np.ndarray, h: np.ndarray, tol: np.ndarray | None,
+         tol_of_g: bool = False) -> TensorResult:  # fmt: skip
+    """Which candidate permutation of HF's rows ``h`` the converted rows ``g`` hold; ``tol`` is per element of
+    ``h`` (moved with its rows), or with ``tol_of_g`` of ``g`` (a bound the converted file's own scales give)."""
     rows = g.shape[0]
     res = TensorResult(gname, hname, layer, role, kind, heads, None)
     best = 0.0
     for name, idx in candidates(rows, heads, other, head_dim, rot, expected):
-        ok = _row_ok(g, h[idx], None if tol is None else tol[idx])
+        ok = _row_ok(g, h[idx], None if tol is None else (tol if tol_of_g else tol[idx]))
         frac = float(ok.mean()) if rows else 1.0
         if name == "expected":
             res.bad_rows = [int(i) for i in np.flatnonzero(~ok)]

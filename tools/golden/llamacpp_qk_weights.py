@@ -73,6 +73,10 @@ CONVERSIONS = {
     "stablelm.f16": ("stablelm", "f16", None),
     "stablelm.neox_permuted": ("stablelm", "f16", "neox_permuted"),
     "phi3.f32": ("phi3", "f32", None),
+    # --fuse-qkv: the converter's base ModelBase.modify_tensors concatenates [Q; K; V] after the permute
+    "llama.f32.fused_qkv": ("llama", "f32 --fuse-qkv", None),
+    "llama.fused_qkv.k_with_q_heads": ("llama", "f16 --fuse-qkv", "k_with_q_heads"),
+    "qwen2.f32.fused_qkv": ("qwen2", "f32 --fuse-qkv", None),
 }
 
 PATCHES = {
@@ -138,9 +142,11 @@ def save_model(name):
 
 
 def convert(work, outtype, mistake, dest):
-    out = os.path.join(work, f"out-{outtype}-{mistake}.gguf")
+    outtype, *flags = outtype.split()
+    out = os.path.join(work, f"out-{outtype}-{mistake}{''.join(flags)}.gguf")
     driver = (
-        f"import sys; sys.argv=['convert_hf_to_gguf.py', {work!r}, '--outfile', {out!r}, '--outtype', {outtype!r}]\n"
+        f"import sys; sys.argv=['convert_hf_to_gguf.py', {work!r}, '--outfile', {out!r}, '--outtype', {outtype!r}, "
+        f"*{flags!r}]\n"
         f"sys.path.insert(0, {os.path.join(LLAMA_CPP, 'gguf-py')!r}); sys.path.insert(0, {LLAMA_CPP!r})\n"
         "import convert_hf_to_gguf as c\n"
         + PATCHES[mistake]
