@@ -249,7 +249,9 @@ def test_audit_has_one_mlx_weights_row_in_every_format(tmp_path):
     assert code == 0 and rows[0]["verdict"] == "agree"
     code, out, _ = cli(["audit", str(DATA / "llama_mlx"), "--engine", "hf", "--json"])
     rows = [r for r in json.loads(out)["rows"] if r["layer_type"] == "weights"]
-    assert code == 0 and rows[0]["verdict"] == "skipped" and "--against DIR" in rows[0]["explanation"]
+    # the weights skipped and only the reference: the audit compared nothing, and says so (exit 1)
+    assert rows[0]["verdict"] == "skipped" and "--against DIR" in rows[0]["explanation"]
+    assert code == 1 and json.loads(out)["compared"] == 0
 
 
 def test_a_quantization_too_coarse_to_tell_rows_apart_is_not_checked(tmp_path):

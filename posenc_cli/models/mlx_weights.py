@@ -178,7 +178,7 @@ def dequantize_first(w: HfTensor, scales: HfTensor, biases: HfTensor, group: int
 
 def check_mlx(mlx_dir: str, hf_dir: str) -> WeightsCheck:
     """The MLX directory's query/key rows and rope flag against the HF weights in ``hf_dir``."""
-    from .hf_config import read_model_config
+    from .readers import rotary_config
 
     def cfg(d: str) -> dict[str, Any]:
         path = os.path.join(d, "config.json")
@@ -197,7 +197,7 @@ def check_mlx(mlx_dir: str, hf_dir: str) -> WeightsCheck:
     n_kv = int(text.get("num_key_value_heads") or n_head)
     n_layer = int(text.get("num_hidden_layers") or 0)
     head_dim = int(text.get("head_dim") or (int(text.get("hidden_size") or 0) // n_head if n_head else 0))
-    mc = read_model_config(hf_raw)
+    mc = rotary_config(hf_raw)
     rep = mc.report(None if mc.layer_types == ("default",) else mc.layer_types[0])
     hf_layout = str(rep.get("layout", {}).get("value", "half"))
     rot = int(rep.get("rotated_dims", {}).get("value") or head_dim)

@@ -99,8 +99,8 @@ def rotary_interleaved(onnx: Any, path: str) -> tuple[bool | None, str]:
 def check_onnx_weights(path: str, hf_dir: str | None) -> WeightsCheck:
     """The ONNX model's q/k projection initializers against HF's weights in ``hf_dir``."""
     from .config_file import load_config
-    from .hf_config import read_model_config
     from .mlx_weights import _projection_names
+    from .readers import rotary_config
 
     check = WeightsCheck(path, hf_dir, "not checked", "", "", kind="onnx")
     files = hf_weight_files(hf_dir) if hf_dir and os.path.isdir(hf_dir) else []
@@ -112,7 +112,7 @@ def check_onnx_weights(path: str, hf_dir: str | None) -> WeightsCheck:
     n_head = int(text.get("num_attention_heads") or 0)
     n_kv = int(text.get("num_key_value_heads") or n_head)
     head_dim = int(text.get("head_dim") or (int(text.get("hidden_size") or 0) // n_head if n_head else 0))
-    mc = read_model_config(raw)
+    mc = rotary_config(raw)
     rep = mc.report(None if mc.layer_types == ("default",) else mc.layer_types[0])
     hf_layout = str(rep.get("layout", {}).get("value", "half"))
     rot = int(rep.get("rotated_dims", {}).get("value") or head_dim)
