@@ -192,6 +192,9 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
            "torch-float32"),
     Engine("mlx", "mlx-lm", "0.32.2", "ml-explore/mlx-lm mlx_lm/models (0.32.2 wheel) on mlx 0.32.4 mlx/fast.cpp "
            "(CPU: the pure-mlx rope fallback)", "mlx-float32", (
+        Rule("pairing:rope-traditional", ("*",),
+             "nn.RoPE(traditional=config.rope_traditional) rotates the pairs (2k, 2k+1) where the model's module "
+             "reads the key and the config sets it true (HF rotates halves)", "mlx_lm/models/llama.py:31, :69"),
         Rule("longrope:always-long", ("longrope",),
              "SuScaledRoPE uses long_factor at every length", f"{MLX_ROPE}:50, phi3.py:66"),
         Rule("yarn:truncate-ignored", ("yarn",),
@@ -783,6 +786,8 @@ def engine_params(
         raise ParameterError(
             f"onnx-genai's rules for scaling {scaling} are not tabulated in posenc; compare with another engine"
         )
+    if "pairing:rope-traditional" in effects:
+        p.update(_mlx_traditional(facts))
     if "partial:ignored" in effects:
         p.pop("partial_rotary_factor", None)
         p.pop("rotary_dim", None)
@@ -845,6 +850,27 @@ def engine_params(
         elif seq_len is not None:
             p["seq_len"] = seq_len
     return p
+
+
+def _mlx_traditional(facts: ModelFacts) -> dict[str, Any]:
+    """mlx-lm's pairing where the model's module reads ``rope_traditional`` from the config (mlx-lm 0.32.2's own
+    table, :func:`.mlx_weights.mlx_rope_rule`): ``{"layout": ...}`` when the config sets the key, else nothing (the
+    module's default is HF's pairing). A module whose flag posenc does not know, with the key set, is refused."""
+    if "rope_traditional" not in facts.raw:
+        return {}
+    from .mlx_weights import mlx_rope_rule
+
+    module, rule = mlx_rope_rule(facts.model_type)
+    value = facts.raw["rope_traditional"]
+    if rule is None or rule == "mixed" or not isinstance(value, bool):
+        raise ParameterError(
+            f"config key rope_traditional={value!r}: mlx-lm's {module} module "
+            + ("chooses its pairing per layer" if rule == "mixed" else "is not one posenc mirrors")
+            + "; compare with another engine"
+        )
+    if not rule.startswith("config:"):
+        return {}  # the module fixes its pairing whatever the config says
+    return {"layout": "interleaved" if value else "half"}
 
 
 def boundary_row(facts: ModelFacts, engine: str, seq_len: int) -> tuple[int, float] | None:
@@ -1479,7 +1505,19 @@ def _reading_values(facts: ModelFacts, hf: Any, own: Any) -> str | None:
 
 #: The effects whose rule is said with the values it gives for one model (and HF's): (facts, HF's rope, the
 #: engine's rope) -> the words, or None when the rule changes nothing of this model's table.
+def _traditional_values(facts: ModelFacts, hf: Any, own: Any) -> str | None:
+    if hf.layout == own.layout:
+        return None
+    value = facts.raw.get("rope_traditional")
+    return (
+        f"reads rope_traditional={value} from the config: nn.RoPE(traditional={value}) rotates "
+        + ("the pairs (2k, 2k+1)" if own.layout == "interleaved" else "halves")
+        + f"; HF rotates {'halves' if hf.layout == 'half' else 'the pairs (2k, 2k+1)'}"
+    )
+
+
 SAID_WITH_VALUES: dict[str, Callable[[ModelFacts, Any, Any], str | None]] = {
+    "pairing:rope-traditional": _traditional_values,
     "yarn:factor-from-lengths": _yarn_factor_values,
     "yarn:mscale-by-architecture": _attention_values,
     "longrope:max-position-embeddings": _longrope_values,
