@@ -103,6 +103,11 @@ class InputError(PosencError):
     """A source (file, stdin, spec) cannot be read or is not an encoding table."""
 
 
+class NoTableError(InputError):
+    """A file that reads well but holds no positional table posenc reads (an ONNX graph whose rotation is made of
+    ordinary ops, with no rotary node): an input error for a command asked for its table, "skipped" in an audit."""
+
+
 class OutputError(PosencError):
     """A destination cannot be written."""
 

@@ -119,7 +119,7 @@ def test_check_and_audit(tmp_path):
     validate(report, json.loads(Path(SCHEMA_PATH).read_text()))
     rows = [r for r in report["rows"] if r["layer_type"] == "weights"]
     assert len(rows) == 1 and rows[0]["engine"] == "onnx" and rows[0]["verdict"] == "differ"
-    assert code == 2  # the export's caches cannot be read (no rotary node): that row is an error
+    assert code == 1  # the weights differ; the export's caches (no rotary node) are a skipped row, not an error
     md, html = tmp_path / "r.md", tmp_path / "r.html"
     cli(["audit", str(d), "--engine", "hf", "--len", "16", "--markdown", str(md), "--html", str(html), "-qq"])
     assert "| `model.onnx` | weights | onnx | ❌ differ |" in md.read_text()
@@ -132,4 +132,23 @@ def test_check_and_audit(tmp_path):
 def test_without_hf_weights_nothing_is_said_about_them():
     code, _, err = cli(["check", str(DATA / "llama_onnx" / "model.onnx"), "--against",
                         str(DATA / "llama_onnx" / "config.json")])  # fmt: skip
+    assert code == 2 and "no rotary node" in err
+
+
+def test_an_export_without_a_rotary_node_is_skipped_in_an_audit_not_an_error(tmp_path):
+    """torch.onnx's plain export rotates with ordinary ops (no RotaryEmbedding node): the audit has no cache to
+    compare and says so in a skipped row, its weights row still agrees, and the audit exits 0 (it was an error row:
+    exit 2 for a file that reads well); ``check`` of the file alone, asked for its table, is still bad input."""
+    for f in (DATA / "llama_hf").iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    shutil.copy(DATA / "llama_onnx" / "model.onnx", tmp_path / "model.onnx")
+    code, out, err = cli(["audit", str(tmp_path), "--engine", "hf,vllm", "--len", "16", "--json"])
+    rows = {(r["artifact"], r["layer_type"]): r for r in json.loads(out)["rows"]}
+    assert code == 0, err
+    assert (
+        rows[("model.onnx", "-")]["verdict"] == "skipped"
+        and "no rotary node" in rows[("model.onnx", "-")]["explanation"]
+    )
+    assert rows[("model.onnx", "weights")]["verdict"] == "agree"
+    code, _out, err = cli(["check", str(tmp_path / "model.onnx")])
     assert code == 2 and "no rotary node" in err

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from ..errors import InputError, ParameterError, PosencError, param
+from ..errors import InputError, NoTableError, ParameterError, PosencError, param
 from . import discover, hub
 from .differences import Difference, Side, differences, of_arrays, worst
 from .report import AuditReport, AuditRow
@@ -488,6 +488,8 @@ class _Auditor:
             # the pictures only when a row differs (binning them costs more than the difference itself)
             diverging = any(res.divergences for res in results)
             diffs, closest = _onnx_differences(self.verbs, path, config_path, self.max_bytes, pictures=diverging)
+        except NoTableError as exc:  # a graph that rotates with ordinary ops: nothing to compare, not a bad file
+            return [AuditRow(name, "-", "onnx", "skipped", _one_line(exc)), *self._onnx_weights(path, config_path)]
         except PosencError as exc:
             return [AuditRow(name, "-", "onnx", "error", _one_line(exc)), *self._onnx_weights(path, config_path)]
         rows = []

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..blocks import rows_per_block
-from ..errors import InputError, ParameterError
+from ..errors import InputError, NoTableError, ParameterError
 
 EXTRA = "pip install 'posenc-cli[onnx]'"
 #: nested If subgraphs followed at most this deep
@@ -328,7 +328,7 @@ class _Reader:
         top = _Scope.of(graph, None, "graph")
         found = self.nodes(top)
         if not found:
-            raise InputError(
+            raise NoTableError(
                 f"{self.path}: no rotary node (RotaryEmbedding, or GroupQueryAttention with do_rotary=1) in the "
                 "graph; posenc reads the cos/sin caches those nodes take"
             )
