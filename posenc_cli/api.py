@@ -745,7 +745,7 @@ def from_config_layers(
         if v is not None and "weights_tensor" in v[1]:
             raise ParameterError(
                 f"layer type {lt} has learned positions ({v[1]['weights_tensor']} in the weights), which no "
-                "parameters build; give the model directory and --layer-type instead of every layer type"
+                f"parameters build; give the model directory and {param('layer_type')} instead of every layer type"
             )
     built = {lt: make_encoding(k, {**p, **params}) for lt, v in layers.items() if v is not None for k, p in [v]}
     return built, [lt for lt, v in layers.items() if v is None]

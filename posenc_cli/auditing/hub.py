@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, param
 
 #: ``org/name`` or ``org/name@revision`` (a branch, tag or commit)
 HUB_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<rev>[\w./-]+))?$")
@@ -104,7 +104,9 @@ def _hub():
     try:
         import huggingface_hub
     except ImportError:
-        raise InputError("--download needs huggingface_hub; install it with: pip install 'posenc-cli[hub]'") from None
+        raise InputError(
+            f"{param('download')} needs huggingface_hub; install it with: pip install 'posenc-cli[hub]'"
+        ) from None
     return huggingface_hub
 
 

@@ -251,20 +251,43 @@ def _spelling(args: list[str]) -> Callable[[str], str | None]:
     from ._options import FLAGS
 
     takes: set[str] | None = None
+    config: str | None = None
     try:
         command = app().commands.get(args[0]) if args else None
         if command is not None:
             takes = {str(p.name) for p in command.params}
+            config = _config_spelling(command, args[1:])
     except Exception:  # the spelling of an error must not fail: every flag then
         takes = None
 
     def spell(name: str) -> str | None:
+        if name in _CONFIG and config is not None:
+            return config
         flag = FLAGS.get(name)
         if flag is not None and takes is not None and name in _OFFERED and name not in takes:
             return ""
         return flag
 
     return spell
+
+
+#: the parameters that name a model config (the library's ``config=``/``hf_config=``)
+_CONFIG = frozenset({"config", "hf_config"})
+
+
+def _config_spelling(command: Any, args: list[str]) -> str | None:
+    """How the command being run was given its model config: ``--hf-config`` or ``--against`` when one of them is
+    on the command line, else the positional argument that took it (``SOURCE``, ``KIND``); None when the command
+    takes no config at all (every flag then)."""
+    given = {a.split("=", 1)[0] for a in args if a.startswith("--")}
+    options = {str(p.name): p for p in command.params if getattr(p, "param_type_name", "") == "option"}
+    for name in ("hf_config", "against"):
+        if name in options and given & set(options[name].opts):
+            return str(options[name].opts[0])
+    for p in command.params:
+        if getattr(p, "param_type_name", "") == "argument":
+            return str(p.metavar or p.name.upper()).strip("[].")
+    return None
 
 
 #: the options an :func:`~posenc_cli.errors.option_clause` may offer (a command that lacks one drops the clause)
