@@ -870,10 +870,14 @@ def compare(
     rtol = check_float("rtol", rtol, 0.0)
     src_a, src_b = _open_pair(a, b, _shape(length, dim))
     pairs, only_a, only_b = pair_tensors(src_a, src_b, tensor)
+    # a spec computes every tensor of its kind; those the table on the other side does not hold are skipped, and
+    # said, whichever side the spec is on (two that compute: those of the reference ``b``, as before)
     skipped: list[str] = []
-    if src_b.encoding is not None and not src_b.tensors and only_b:
-        # a spec computes every tensor of its kind; those the table does not hold are skipped, and said
-        skipped, only_b = only_b, []
+    skipped_by = ""
+    if _computes(src_b) and only_b:
+        skipped, only_b, skipped_by = only_b, [], src_b.label
+    elif _computes(src_a) and not _computes(src_b) and only_a:
+        skipped, only_a, skipped_by = only_a, [], src_a.label
     compared = []
     readings: Any = None
     for ta, tb in pairs:
@@ -907,7 +911,12 @@ def compare(
                 readings=readings,
             )
         compared.append(TensorComparison(ta, tb, res, why))
-    return Comparison(src_a.label, src_b.label, compared, only_a, only_b, skipped)
+    return Comparison(src_a.label, src_b.label, compared, only_a, only_b, skipped, skipped_by=skipped_by)
+
+
+def _computes(src: Source) -> bool:
+    """``src`` is a spec (or a model config, an engine): it computes every tensor of its kind, holding none."""
+    return src.encoding is not None and not src.tensors
 
 
 def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: Any, ta: str, tb: str) -> None:
@@ -1075,25 +1084,25 @@ def _pair_by_role(src: Source) -> dict[str, Any] | None:
 
 
 def _open_pair(a: TableLike, b: TableLike, shape: Mapping[str, int] | None = None) -> tuple[Source, Source]:
-    """Open two tables; a spec on one side takes its length and dim from ``shape`` (``length``/``dim`` given),
-    else from the other side's table."""
-    from .sources import is_spec, open_source
+    """Open two tables; a spec or a model config on one side takes its length and dim from ``shape``
+    (``length``/``dim`` given), else from the other side's table (as ``posenc compare`` does)."""
+    from .sources import is_config, is_spec, open_source
 
-    def spec(x: TableLike) -> bool:
-        return isinstance(x, str) and is_spec(x)
+    def spec(x: TableLike) -> bool:  # a side that builds its tables: a spec, or a model config
+        return isinstance(x, (str, os.PathLike)) and (is_spec(os.fspath(x)) or is_config(os.fspath(x)))
 
     given = dict(shape or {})
     if given and not (spec(a) or spec(b)):
         raise ParameterError(
-            f"{param(next(iter(given)))} {next(iter(given.values()))} applies to a spec (KIND:key=value), and "
-            "neither table is one; drop it"
+            f"{param(next(iter(given)))} {next(iter(given.values()))} applies to a spec (KIND:key=value) or a model "
+            "config, and neither table is one; drop it"
         )
     if spec(b) and not spec(a):
         src_a = open_table(a)
-        return src_a, open_source(b, like=src_a, params=given or None)
+        return src_a, open_source(os.fspath(b), like=src_a, params=given or None)
     if spec(a) and not spec(b):
         src_b = open_table(b)
-        return open_source(a, like=src_b, params=given or None), src_b
+        return open_source(os.fspath(a), like=src_b, params=given or None), src_b
     return open_table(a, **given), open_table(b, **given)
 
 
