@@ -111,3 +111,27 @@ def test_the_hub_refusal_names_download_in_each_spelling(monkeypatch):
         hub._hub()
     assert str(info.value).startswith("download needs huggingface_hub"), info.value
     assert info.value.render(_spelling(["audit"])).startswith("--download needs huggingface_hub")
+
+
+@pytest.mark.parametrize("offline", ["", "1"])
+def test_a_hub_id_not_in_the_cache_names_download_in_each_spelling(tmp_path, monkeypatch, offline):
+    import posenc_cli as pe
+    from posenc_cli.errors import InputError
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty cache: nothing is fetched without download
+    monkeypatch.setenv("HF_HUB_OFFLINE", offline)
+    with pytest.raises(InputError) as info:
+        pe.audit("no-such-org/no-such-model")
+    assert "pass download" in str(info.value) and "--" not in str(info.value), info.value
+    code, _out, err = cli(["audit", "no-such-org/no-such-model"])
+    assert code == 2 and "pass --download" in err, err
+
+
+def test_the_audits_default_length_note_names_the_option_in_each_spelling():
+    import posenc_cli as pe
+
+    config = "tests/data/configs/positions/pos_mt5_small.json"
+    notes = " ".join(pe.audit(config).to_json()["notes"])
+    assert "length N overrides" in notes and "--len" not in notes, notes
+    code, out, err = cli(["audit", config])
+    assert code == 0 and "--len N overrides" in " ".join((out.decode() + err).split()), (out, err)

@@ -85,9 +85,9 @@ def resolve(text: str, *, download: bool = False) -> str:
         return snap
     if not download or offline():
         how = (
-            "unset HF_HUB_OFFLINE and pass --download"
+            f"unset HF_HUB_OFFLINE and pass {param('download')}"
             if offline()
-            else "pass --download to fetch its config and position tensors (needs: pip install 'posenc-cli[hub]')"
+            else f"pass {param('download')} to fetch its config and position tensors (needs: pip install 'posenc-cli[hub]')"
         )
         raise InputError(f"{text} is not in the Hugging Face cache ({cache_dir()}); {how}")
     hf = _hub()
