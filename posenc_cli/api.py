@@ -1383,7 +1383,9 @@ def check_sources(
         refuse_out_of_scope(opts.scoped(**own), [{"gguf-verdict"}])
         bad = [t for t in texts if not is_gguf(t)]
         if bad:
-            raise ParameterError(f"{bad[0]} is not a GGUF file; check GGUF files --against a config one kind at a time")
+            raise ParameterError(
+                f"{bad[0]} is not a GGUF file; check GGUF files {param('against')} a config one kind at a time"
+            )
         verdicts = [
             check_gguf(t, against, n_ctx=opts.n_ctx, length=opts.length, layer_type=opts.layer_type) for t in texts
         ]
@@ -1391,7 +1393,9 @@ def check_sources(
     if against is not None and is_config(against) and any(t.lower().endswith(".onnx") for t in texts):
         refuse_out_of_scope(opts.scoped(**own), [{"onnx-verdict"}])
         if not all(t.lower().endswith(".onnx") for t in texts):
-            raise ParameterError("check --against a config takes ONNX models, or other tables, not both at once")
+            raise ParameterError(
+                f"check {param('against')} a config takes ONNX models, or other tables, not both at once"
+            )
         onnx = [c for t in texts for c in check_onnx(t, against, engine=opts.engine, layer_type=opts.layer_type,
                                                      max_bytes=opts.max_bytes)]  # fmt: skip
         return Verdicts("onnx", onnx, list(dict.fromkeys(w for r in onnx for w in r.warnings)))
@@ -1792,7 +1796,9 @@ def export_source(
         return src, False
     enc = src.encoding  # a posenc rope file: regenerate its encoding with the ONNX cache layout
     if enc is None:
-        raise ParameterError("--onnx-rope needs a spec or a posenc-written file (its metadata rebuilds the table)")
+        raise ParameterError(
+            f"{param('onnx_rope')} needs a spec or a posenc-written file (its metadata rebuilds the table)"
+        )
     _onnx_kind(enc.KIND, True)
     rebuilt = dataclasses.replace(enc, cache="onnx", **({"dtype": opts.dtype} if opts.dtype else {}))
     return Source.from_encoding(rebuilt, src.label), True  # rebuilt: in --dtype already
@@ -1812,7 +1818,9 @@ def _onnx_kind(of: Any, asked: bool) -> None:
 
     if kind is None or not onnx(get_kind(kind)):
         kinds = [k for k, cls in kind_classes().items() if onnx(cls)]
-        raise ParameterError(f"--onnx-rope cannot apply to {kind}: it writes the ONNX caches of {', '.join(kinds)}")
+        raise ParameterError(
+            f"{param('onnx_rope')} cannot apply to {kind}: it writes the ONNX caches of {', '.join(kinds)}"
+        )
 
 
 def identify_source(

@@ -135,3 +135,21 @@ def test_the_audits_default_length_note_names_the_option_in_each_spelling():
     assert "length N overrides" in notes and "--len" not in notes, notes
     code, out, err = cli(["audit", config])
     assert code == 0 and "--len N overrides" in " ".join((out.decode() + err).split()), (out, err)
+
+
+def test_export_and_check_refusals_name_their_options_in_each_spelling(bad):
+    import posenc_cli as pe
+    from posenc_cli.api import export_source
+    from posenc_cli.errors import ParameterError
+
+    table = str(bad / "t.npy")
+    with pytest.raises(ParameterError) as info:
+        export_source(table, onnx_rope=True)
+    assert str(info.value).startswith("onnx_rope needs a spec"), info.value
+    code, _out, err = cli(["export", table, "--onnx-rope", "-o", str(bad / "x.npy")])
+    assert code == 2 and err.startswith("Error: --onnx-rope needs a spec"), err
+    with pytest.raises(ParameterError) as info:
+        pe.check_sources([f"{LLAMA}.gguf", table], against=f"{LLAMA}.config.json")
+    assert "check GGUF files against a config" in str(info.value), info.value
+    code, _out, err = cli(["check", f"{LLAMA}.gguf", table, "--against", f"{LLAMA}.config.json"])
+    assert code == 2 and "check GGUF files --against a config" in err, err
