@@ -153,3 +153,13 @@ def test_export_and_check_refusals_name_their_options_in_each_spelling(bad):
     assert "check GGUF files against a config" in str(info.value), info.value
     code, _out, err = cli(["check", f"{LLAMA}.gguf", table, "--against", f"{LLAMA}.config.json"])
     assert code == 2 and "check GGUF files --against a config" in err, err
+
+
+def test_a_bad_config_is_named_by_the_argument_that_gave_it(bad, tmp_path):
+    c = str(bad / "bad.json")
+    code, _out, err = cli(["export", "rope", "--hf-config", c, "-o", str(tmp_path / "x.npy")])
+    assert code == 2 and err.startswith(f"Error: --hf-config {c}: invalid JSON"), err  # not SOURCE, the spec
+    code, _out, err = cli(["check", str(bad / "t.npy"), f"--against={c}"])
+    assert code == 2 and err.startswith(f"Error: --against {c}: invalid JSON"), err
+    code, _out, err = cli(["export", "-o", str(tmp_path / "x.npy")])  # the option itself: still its flag
+    assert code == 2 and "or --hf-config" in err, err
