@@ -1393,9 +1393,7 @@ def check_sources(
     if against is not None and is_config(against) and any(t.lower().endswith(".onnx") for t in texts):
         refuse_out_of_scope(opts.scoped(**own), [{"onnx-verdict"}])
         if not all(t.lower().endswith(".onnx") for t in texts):
-            raise ParameterError(
-                f"check {param('against')} a config takes ONNX models, or other tables, not both at once"
-            )
+            raise ParameterError("check --against a config takes ONNX models, or other tables, not both at once")
         onnx = [c for t in texts for c in check_onnx(t, against, engine=opts.engine, layer_type=opts.layer_type,
                                                      max_bytes=opts.max_bytes)]  # fmt: skip
         return Verdicts("onnx", onnx, list(dict.fromkeys(w for r in onnx for w in r.warnings)))
