@@ -745,7 +745,7 @@ def from_config_layers(
         if v is not None and "weights_tensor" in v[1]:
             raise ParameterError(
                 f"layer type {lt} has learned positions ({v[1]['weights_tensor']} in the weights), which no "
-                "parameters build; give the model directory and --layer-type instead of every layer type"
+                f"parameters build; give the model directory and {param('layer_type')} instead of every layer type"
             )
     built = {lt: make_encoding(k, {**p, **params}) for lt, v in layers.items() if v is not None for k, p in [v]}
     return built, [lt for lt, v in layers.items() if v is None]
@@ -870,10 +870,14 @@ def compare(
     rtol = check_float("rtol", rtol, 0.0)
     src_a, src_b = _open_pair(a, b, _shape(length, dim))
     pairs, only_a, only_b = pair_tensors(src_a, src_b, tensor)
+    # a spec computes every tensor of its kind; those the table on the other side does not hold are skipped, and
+    # said, whichever side the spec is on (two that compute: those of the reference ``b``, as before)
     skipped: list[str] = []
-    if src_b.encoding is not None and not src_b.tensors and only_b:
-        # a spec computes every tensor of its kind; those the table does not hold are skipped, and said
-        skipped, only_b = only_b, []
+    skipped_by = ""
+    if _computes(src_b) and only_b:
+        skipped, only_b, skipped_by = only_b, [], src_b.label
+    elif _computes(src_a) and not _computes(src_b) and only_a:
+        skipped, only_a, skipped_by = only_a, [], src_a.label
     compared = []
     readings: Any = None
     for ta, tb in pairs:
@@ -907,7 +911,12 @@ def compare(
                 readings=readings,
             )
         compared.append(TensorComparison(ta, tb, res, why))
-    return Comparison(src_a.label, src_b.label, compared, only_a, only_b, skipped)
+    return Comparison(src_a.label, src_b.label, compared, only_a, only_b, skipped, skipped_by=skipped_by)
+
+
+def _computes(src: Source) -> bool:
+    """``src`` is a spec (or a model config, an engine): it computes every tensor of its kind, holding none."""
+    return src.encoding is not None and not src.tensors
 
 
 def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: Any, ta: str, tb: str) -> None:
@@ -1075,25 +1084,25 @@ def _pair_by_role(src: Source) -> dict[str, Any] | None:
 
 
 def _open_pair(a: TableLike, b: TableLike, shape: Mapping[str, int] | None = None) -> tuple[Source, Source]:
-    """Open two tables; a spec on one side takes its length and dim from ``shape`` (``length``/``dim`` given),
-    else from the other side's table."""
-    from .sources import is_spec, open_source
+    """Open two tables; a spec or a model config on one side takes its length and dim from ``shape``
+    (``length``/``dim`` given), else from the other side's table (as ``posenc compare`` does)."""
+    from .sources import is_config, is_spec, open_source
 
-    def spec(x: TableLike) -> bool:
-        return isinstance(x, str) and is_spec(x)
+    def spec(x: TableLike) -> bool:  # a side that builds its tables: a spec, or a model config
+        return isinstance(x, (str, os.PathLike)) and (is_spec(os.fspath(x)) or is_config(os.fspath(x)))
 
     given = dict(shape or {})
     if given and not (spec(a) or spec(b)):
         raise ParameterError(
-            f"{param(next(iter(given)))} {next(iter(given.values()))} applies to a spec (KIND:key=value), and "
-            "neither table is one; drop it"
+            f"{param(next(iter(given)))} {next(iter(given.values()))} applies to a spec (KIND:key=value) or a model "
+            "config, and neither table is one; drop it"
         )
     if spec(b) and not spec(a):
         src_a = open_table(a)
-        return src_a, open_source(b, like=src_a, params=given or None)
+        return src_a, open_source(os.fspath(b), like=src_a, params=given or None)
     if spec(a) and not spec(b):
         src_b = open_table(b)
-        return open_source(a, like=src_b, params=given or None), src_b
+        return open_source(os.fspath(a), like=src_b, params=given or None), src_b
     return open_table(a, **given), open_table(b, **given)
 
 
@@ -1384,7 +1393,9 @@ def check_sources(
         refuse_out_of_scope(opts.scoped(**own), [{"gguf-verdict"}])
         bad = [t for t in texts if not is_gguf(t)]
         if bad:
-            raise ParameterError(f"{bad[0]} is not a GGUF file; check GGUF files --against a config one kind at a time")
+            raise ParameterError(
+                f"{bad[0]} is not a GGUF file; check GGUF files {param('against')} a config one kind at a time"
+            )
         verdicts = [
             check_gguf(t, against, n_ctx=opts.n_ctx, length=opts.length, layer_type=opts.layer_type) for t in texts
         ]
@@ -1810,7 +1821,9 @@ def export_source(
         return src, False
     enc = src.encoding  # a posenc rope file: regenerate its encoding with the ONNX cache layout
     if enc is None:
-        raise ParameterError("--onnx-rope needs a spec or a posenc-written file (its metadata rebuilds the table)")
+        raise ParameterError(
+            f"{param('onnx_rope')} needs a spec or a posenc-written file (its metadata rebuilds the table)"
+        )
     _onnx_kind(enc.KIND, True)
     rebuilt = dataclasses.replace(enc, cache="onnx", **({"dtype": opts.dtype} if opts.dtype else {}))
     return Source.from_encoding(rebuilt, src.label), True  # rebuilt: in --dtype already
@@ -1830,7 +1843,9 @@ def _onnx_kind(of: Any, asked: bool) -> None:
 
     if kind is None or not onnx(get_kind(kind)):
         kinds = [k for k, cls in kind_classes().items() if onnx(cls)]
-        raise ParameterError(f"--onnx-rope cannot apply to {kind}: it writes the ONNX caches of {', '.join(kinds)}")
+        raise ParameterError(
+            f"{param('onnx_rope')} cannot apply to {kind}: it writes the ONNX caches of {', '.join(kinds)}"
+        )
 
 
 def identify_source(

@@ -776,7 +776,9 @@ def comparison_report(cmp: Any, *, quiet: int = QUIET_NONE, verbose: bool = Fals
             if names:
                 _emit([(s, "red") for s in wrap(f"only in {label}: {', '.join(names)}", width)], stream)
         if getattr(cmp, "skipped", None):
-            note = f"not compared: {', '.join(cmp.skipped)} (computed by {cmp.label_b}, not in {cmp.label_a})"
+            by = getattr(cmp, "skipped_by", "") or cmp.label_b
+            held = cmp.label_a if by == cmp.label_b else cmp.label_b
+            note = f"not compared: {', '.join(cmp.skipped)} (computed by {by}, not in {held})"
             _emit([(s, None) for s in wrap(note, width)], stream)
     compare_summary(cmp, *_typed_labels(cmp), quiet=quiet)
 

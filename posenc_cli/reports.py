@@ -156,6 +156,8 @@ class Comparison:
     only_b: list[str] = field(default_factory=list)
     #: tensors a spec computes that the table does not hold: not compared, said, not a difference
     skipped: list[str] = field(default_factory=list)
+    #: the label of the side that computes the ``skipped`` tensors (the spec, on either side)
+    skipped_by: str = ""
     #: the attention type compared, for a model with several (None: the model's one table, or no model)
     layer_type: str | None = None
     #: the limits an engine's side met (:class:`posenc_cli.models.engines.EngineLimit`: a model type it does not
@@ -204,6 +206,7 @@ class Comparison:
             "only_in_a": self.only_a,
             "only_in_b": self.only_b,
             "skipped": self.skipped,
+            **({"skipped_by": self.skipped_by} if self.skipped else {}),
             "limits": [lim.to_json() for lim in self.limits],
             "rules": [] if self.same else list(self.rules),
         }

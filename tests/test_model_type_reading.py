@@ -120,3 +120,19 @@ def test_an_option_clause_is_left_out_where_the_option_does_not_exist():
     assert render_params(text) == "add model_type, or pass read_as=FAMILY"
     assert render_params(text, {"read_as": "--read-as"}.get) == "add model_type, or pass --read-as FAMILY"
     assert render_params(text, {"read_as": ""}.get) == "add model_type"
+
+
+def test_an_mla_config_without_model_type_is_refused_not_read_by_its_rope_width():
+    """A config without model_type and architectures is refused, whatever rope keys it has (no 'bare' MLA reading
+    of qk_rope_head_dim, no generic Llama reading); read_as reads it by that family's rules, the MLA key then one
+    the family does not know (said), and every reading names its family."""
+    from posenc_cli.models.hf_config import read_model_config
+
+    cfg = {"hidden_size": 512, "num_attention_heads": 8, "qk_rope_head_dim": 32, "max_position_embeddings": 64}
+    with pytest.raises(ParameterError, match=r"no model_type and no architectures"):
+        from_model_config(cfg)
+    model = read_model_config(cfg, read_as="llama")
+    assert model.family is not None and model.family.model_type == "llama"
+    assert model.report()["reference"] == model.family.reference
+    assert model.params(length=4)["dim"] == 64  # llama's head: hidden_size / heads, not qk_rope_head_dim
+    assert any("qk_rope_head_dim" in w and "llama" in w for w in model.warnings), model.warnings

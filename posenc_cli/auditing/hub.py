@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, param
 
 #: ``org/name`` or ``org/name@revision`` (a branch, tag or commit)
 HUB_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<rev>[\w./-]+))?$")
@@ -85,9 +85,9 @@ def resolve(text: str, *, download: bool = False) -> str:
         return snap
     if not download or offline():
         how = (
-            "unset HF_HUB_OFFLINE and pass --download"
+            f"unset HF_HUB_OFFLINE and pass {param('download')}"
             if offline()
-            else "pass --download to fetch its config and position tensors (needs: pip install 'posenc-cli[hub]')"
+            else f"pass {param('download')} to fetch its config and position tensors (needs: pip install 'posenc-cli[hub]')"
         )
         raise InputError(f"{text} is not in the Hugging Face cache ({cache_dir()}); {how}")
     hf = _hub()
@@ -104,7 +104,9 @@ def _hub():
     try:
         import huggingface_hub
     except ImportError:
-        raise InputError("--download needs huggingface_hub; install it with: pip install 'posenc-cli[hub]'") from None
+        raise InputError(
+            f"{param('download')} needs huggingface_hub; install it with: pip install 'posenc-cli[hub]'"
+        ) from None
     return huggingface_hub
 
 

@@ -375,7 +375,7 @@ class _Auditor:
             return AuditRow(
                 "weights", lt, "hf", "skipped",
                 f"learned positions ({weights}) live in the weights, which are not here"
-                + (": pass --download to fetch that tensor only" if hub_info is not None else ""),
+                + (f": pass {param('download')} to fetch that tensor only" if hub_info is not None else ""),
             )  # fmt: skip
         try:
             src = open_source(root, layer_type=None if lt == "default" else lt, length=self.length)
@@ -554,7 +554,7 @@ def _default_lengths(data: dict[str, Any], layers: dict[str, Any]) -> list[str]:
         else:
             continue
         said.setdefault(f"{params['length']} positions ({why})", []).append(lt)
-    return [f"{', '.join(lts)}: compared at {what}; --len N overrides" for what, lts in said.items()]
+    return [f"{', '.join(lts)}: compared at {what}; {param('length')} N overrides" for what, lts in said.items()]
 
 
 def _properties(check: Callable[..., Any], artifact: str, lt: str, enc: Any) -> AuditRow:

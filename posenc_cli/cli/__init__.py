@@ -245,26 +245,57 @@ def _install_completion(ctx: Any, param: Any, value: str | None) -> None:
 COMPLETE_VAR = "_POSENC_COMPLETE"
 
 
-def _spelling(args: list[str]) -> Callable[[str], str | None]:
+def _spelling(args: list[str], message: str = "") -> Callable[[str], str | None]:
     """How an error names a parameter: the flag that sets it; ``""`` for an option the command being run does not
-    take (the clause offering it is left out, :func:`posenc_cli.errors.option_clause`)."""
+    take (the clause offering it is left out, :func:`posenc_cli.errors.option_clause`). A model config is named as
+    the command was given the one ``message`` (the error's raw text) names: :func:`_config_spelling`."""
     from ._options import FLAGS
 
     takes: set[str] | None = None
+    config: str | None = None
     try:
         command = app().commands.get(args[0]) if args else None
         if command is not None:
             takes = {str(p.name) for p in command.params}
+            config = _config_spelling(command, args[1:], message)
     except Exception:  # the spelling of an error must not fail: every flag then
         takes = None
 
     def spell(name: str) -> str | None:
+        if name in _CONFIG and config is not None:
+            return config
         flag = FLAGS.get(name)
         if flag is not None and takes is not None and name in _OFFERED and name not in takes:
             return ""
         return flag
 
     return spell
+
+
+#: the parameter that names a model config being read (the library's ``config=``; ``hf_config`` is the option)
+_CONFIG = frozenset({"config"})
+
+
+def _config_spelling(command: Any, args: list[str], message: str = "") -> str | None:
+    """How the command being run was given the model config ``message`` names (``<config> PATH: ...``): the option
+    whose value it is (``--hf-config``, ``--against``), else the positional argument that took it (``SOURCE``,
+    ``KIND``); None when the command takes no argument (every flag then)."""
+    from ..errors import param
+
+    named = next(iter(message.split(param("config") + " ", 1)[1:]), "")
+    for p in command.params:
+        if getattr(p, "param_type_name", "") != "option" or p.name not in ("hf_config", "against"):
+            continue
+        for i, a in enumerate(args):
+            flag, eq, value = a.partition("=")
+            if flag in p.opts and not eq and i + 1 < len(args):
+                value = args[i + 1]
+            if flag in p.opts and (not named or named.startswith(value)):
+                return str(p.opts[0])
+    for p in command.params:
+        if getattr(p, "param_type_name", "") == "argument":
+            return str(p.metavar or p.name.upper()).strip("[].")
+    return None
 
 
 #: the options an :func:`~posenc_cli.errors.option_clause` may offer (a command that lacks one drops the clause)
@@ -290,7 +321,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
             code = group.invoke(ctx)
         sys.stdout.flush()
     except PosencError as exc:
-        sys.stderr.write(f"Error: {exc.render(_spelling(args))}\n")
+        sys.stderr.write(f"Error: {exc.render(_spelling(args, BaseException.__str__(exc)))}\n")
         code = exc.exit_code
     except _click.exceptions.ClickException as exc:
         if not isinstance(exc, _click.exceptions.UsageError):  # a file Click could not open, ...

@@ -516,4 +516,5 @@ FLAGS: dict[str, str] = {
     "n_ctx": "--n-ctx",
     "all_layer_types": "--all-layer-types",
     "engines": "--engines",
+    "onnx_rope": "--onnx-rope",
 }

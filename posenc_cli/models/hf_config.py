@@ -148,8 +148,9 @@ class ModelConfig:
     ----------
     model_type : str
         The (text) model type read (``gemma3_text`` for a ``gemma3`` wrapper).
-    family : Record or None
-        The :mod:`.records` entry used (``None`` only for a config without any ``model_type``).
+    family : Record
+        The :mod:`.records` entry used (a config without ``model_type`` is read by its ``architectures``' model
+        type, or refused).
     kind : str
         The posenc kind that reproduces the tables: ``rope``, or ``mrope`` for Qwen2-VL / Qwen2.5-VL.
     layer_types : tuple of str
@@ -163,7 +164,7 @@ class ModelConfig:
     """
 
     model_type: str
-    family: Record | None
+    family: Record
     kind: str
     layer_types: tuple[str, ...]
     warnings: list[str]
@@ -209,10 +210,9 @@ class ModelConfig:
         positions of ``layer_type``, each ``{"value": v, "from": origin}``, origin naming the config key or the
         class default it came from."""
         rope = self._rope(layer_type)
-        fam = self.family.model_type if self.family else None
         out: dict[str, Any] = {
-            "model_type": self.model_type, "family": fam, "kind": self.kind,
-            "reference": self.family.reference if self.family else "generic (Llama) reading",
+            "model_type": self.model_type, "family": self.family.model_type, "kind": self.kind,
+            "reference": self.family.reference,
             "layer_type": layer_type, "layer_types": list(self.layer_types),
             "nope_layer_types": [lt for lt in self.layer_types if self._ropes[lt] is None],
         }  # fmt: skip
@@ -231,7 +231,7 @@ class ModelConfig:
         if self.model_type_from is not None:
             out["model_type_from"] = self.model_type_from
         if self.assumption is not None:
-            out["read_as"] = {"value": self.family.model_type if self.family else None, "from": self.assumption}
+            out["read_as"] = {"value": self.family.model_type, "from": self.assumption}
         out["attention_scaling"] = {
             "value": _attention_scaling(self.kind, self.params(layer_type, 1)),
             "from": "HF's formula for this rule",
@@ -411,18 +411,17 @@ class _Reader:
             assumption = f"model_type {mt or 'unset'!r} read with {self.read_as}'s rules, as the user asked (read_as)"
         elif rec is None and mt is not None:
             raise ParameterError(_refusal(mt, refused))
-        bare = rec is None
-        if bare:
+        if rec is None:
             # no model_type and no architectures: no family is guessed (a family's defaults would make the table)
             raise ParameterError(
                 "config has no model_type and no architectures, so its family is unknown and no table is guessed; "
                 "add model_type to config.json"
                 + option_clause(f", or pass {ref('read_as')} FAMILY to read it with that family's rules")
             )
-        assert rec is not None
         self.model_type_from = model_type_of(self.outer, strict=False)[1]
         self.fam: Record = rec
-        self.known = assumption is None and not bare
+        #: the family read by its own rules (not through read_as)
+        self.known = assumption is None
         self.family_name = rec.model_type
         self.model_type = mt or "unknown"
         switch = self.check_when()
@@ -448,7 +447,7 @@ class _Reader:
                 )
             self.warnings.extend(f"{u}; ignored: read with {self.read_as}'s rules, as asked" for u in self.unknown)
         return ModelConfig(
-            self.model_type, None if bare else rec, rec.scheme, layer_types, self.warnings,
+            self.model_type, rec, rec.scheme, layer_types, self.warnings,
             head, ropes, self.ignored, assumption, self.model_type_from,
         )  # fmt: skip
 
@@ -475,7 +474,7 @@ class _Reader:
         """Every top-level key is read by the record, or ignored because the family's positional code never
         reads it; a key the inventory saw that code read and the record does not model is an error."""
         rec, cfg = self.fam, self.cfg
-        known = rec.known_top() | ({"qk_rope_head_dim"} if not self.known and self.read_as is None else set())
+        known = rec.known_top()
         observed = _keys_read(self.model_type if self.known else "")
         saved = _saved_top(rec.model_type) if rec.origin == "inventory" else None
         for k in cfg:
@@ -493,10 +492,8 @@ class _Reader:
                 )
             elif self.known:
                 self.ignored[self.key(k)] = f"transformers' {rec.model_type} positional code never reads it"
-            elif self.read_as is not None:
+            else:  # read through read_as
                 self.unknown.append(f"config key {self.key(k)} is one {rec.model_type}'s reading does not know")
-            else:
-                self.ignored[self.key(k)] = "a config without model_type: posenc reads its rope keys only"
 
     def unused(self, head: dict[str, _Value], ropes: dict[str, dict[str, _Value] | None]) -> None:
         """Keys the record knows that this config's reading did not need (hidden_size where head_dim gives the
@@ -539,8 +536,7 @@ class _Reader:
         mp = self.get("max_position_embeddings")
         if mp is not None:
             out["max_position_embeddings"] = mp
-        bare_mla = not self.known and self.read_as is None and self.cfg.get("qk_rope_head_dim") is not None
-        out["dim"] = HEAD_DIM["qk_rope" if bare_mla else self.fam.head_dim](self)
+        out["dim"] = HEAD_DIM[self.fam.head_dim](self)
         return out
 
     def head_from_config(self) -> _Value:

@@ -857,7 +857,7 @@ def verdict(gguf_path: str, config: Any, *, n_ctx: int | None = None, length: in
     if need > MAX_VERDICT_BYTES:
         raise ParameterError(
             f"{param('length')} {length}: the verdict would hold {need / 2**30:.1f} GiB of tables (limit "
-            f"{MAX_VERDICT_BYTES // 2**30} GiB); give a smaller --len"
+            f"{MAX_VERDICT_BYTES // 2**30} GiB); give a smaller {param('length')}"
         )
     if layer_type is not None and layer_type not in cfg.layer_types:
         raise ParameterError(
