@@ -176,3 +176,17 @@ def _check_depth_obj(obj: Any, where: str, depth: int = 0) -> None:
 def _json_type(v: Any) -> str:
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null",
             int: "a number", float: "a number"}.get(type(v), type(v).__name__)  # fmt: skip
+
+
+def weight_map(index: str, error: type[Exception] = ParameterError) -> dict[str, Any]:
+    """The ``weight_map`` of a safetensors index (``model.safetensors.index.json``: tensor name -> shard file), or
+    ``error`` in one line naming the file when it cannot be read or holds none. Shard names are the caller's to keep
+    inside the model directory (the readers follow only their base names)."""
+    try:
+        with open(index, encoding="utf-8") as fh:
+            found = json.load(fh).get("weight_map")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise error(f"{index}: cannot read ({exc}); fix or remove it") from None
+    if not isinstance(found, dict):
+        raise error(f"{index}: no weight_map object; it is not a safetensors index")
+    return found

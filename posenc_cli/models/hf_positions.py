@@ -486,16 +486,13 @@ def learned_table(
         return None
     single = os.path.join(path, "model.safetensors")
     index = os.path.join(path, "model.safetensors.index.json")
+    files: dict[str, str | None]
     if os.path.isfile(single):
         files = {single: None}
     elif os.path.isfile(index):
-        try:
-            with open(index, encoding="utf-8") as fh:
-                weight_map = json.load(fh).get("weight_map")
-        except (OSError, ValueError) as exc:
-            raise ParameterError(f"{index}: cannot read ({exc}); fix or remove it") from None
-        if not isinstance(weight_map, dict):
-            raise ParameterError(f"{index}: no weight_map object; it is not a safetensors index")
+        from .config_file import weight_map as read_weight_map
+
+        weight_map = read_weight_map(index)
         names = [n for n in weight_map if n == layer.tensor or n.endswith("." + str(layer.tensor))]
         # shard names stay inside the model directory (an index naming ../x or /x is not followed)
         files = {os.path.join(path, os.path.basename(str(weight_map[n]))): n for n in names}

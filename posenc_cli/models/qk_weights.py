@@ -242,13 +242,9 @@ def hf_weight_files(directory: str) -> list[str]:
     index = os.path.join(directory, "model.safetensors.index.json")
     if not os.path.isfile(index):
         return []
-    try:
-        with open(index, encoding="utf-8") as fh:
-            weight_map = json.load(fh).get("weight_map")
-    except (OSError, ValueError) as exc:
-        raise WeightsError(f"{index}: cannot read ({exc}); fix or remove it") from None
-    if not isinstance(weight_map, dict):
-        raise WeightsError(f"{index}: no weight_map object; it is not a safetensors index")
+    from .config_file import weight_map as read_weight_map
+
+    weight_map = read_weight_map(index, WeightsError)
     # shard names stay inside the model directory (an index naming ../x or /x is not followed); a Hub snapshot
     # holding the index but not every shard (audit --download fetches only position tensors) has no weights here
     shards = sorted({os.path.join(directory, os.path.basename(str(v))) for v in weight_map.values()})
