@@ -293,3 +293,18 @@ def test_an_onnx_attribute_of_the_wrong_type_is_one_line(tmp_path):
 
     with pytest.raises(PosencError, match=r"attribute num_heads is .*two.*, not a number; the model is damaged"):
         read_onnx(str(tmp_path / "m.onnx"))
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"metadata": {}}', '{"weight_map": [1]}'])
+def test_a_damaged_safetensors_index_is_one_line_naming_it(tmp_path, text):
+    """The one reader of model.safetensors.index.json (the learned tables' and the Q/K weights check's) names the
+    file and raises the caller's error class: exit 2 through the CLI, never a traceback."""
+    from posenc_cli.errors import ParameterError
+    from posenc_cli.models.config_file import weight_map
+    from posenc_cli.models.qk_weights import WeightsError
+
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(text)
+    for error in (ParameterError, WeightsError):
+        with pytest.raises(error, match=r"model\.safetensors\.index\.json: (cannot read|no weight_map object)"):
+            weight_map(str(index), error)
