@@ -978,17 +978,12 @@ def _within_engine_frequencies(res: Any, src_a: Source, src_b: Source, arr_a: An
     """Frequencies a file says ggml computed (its metadata's ``engine_arithmetic``: iterated float32 powf, which
     posenc cannot regenerate from the metadata alone) are the other side's when every one is within the engines'
     rule (:data:`posenc_cli.inspect.tolerance.GGML_FREQ_RTOL`), as the audit's llama.cpp rows judge them."""
-    import numpy as np
-
-    from .inspect.tolerance import GGML_FREQ_RTOL
+    from .inspect.tolerance import GGML_FREQ_RTOL, frequency_error
 
     said = [s.metadata.get("engine_arithmetic", "") for s in (src_a, src_b)]
-    if not any(a.startswith("ggml") for a in said) or np.shape(arr_a) != np.shape(arr_b):
+    if not any(a.startswith("ggml") for a in said):
         return
-    a, b = np.asarray(arr_a, np.float64), np.asarray(arr_b, np.float64)
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b)) and np.all(b != 0)):
-        return
-    rel = float(np.max(np.abs(a - b) / np.abs(b), initial=0.0))
+    rel = frequency_error(arr_a, arr_b)
     if rel <= GGML_FREQ_RTOL:
         res.same, res.reason = True, ""
         res.note = f"ggml float32 frequencies (engine_arithmetic in the metadata): within {rel:.2g} of each other"

@@ -546,6 +546,20 @@ def formula_check_table(
 #: within this relative error (the GGUF verdict's and the engines' judge's rule)
 GGML_FREQ_RTOL = 1e-5
 
+
+def frequency_error(w: Any, w_ref: Any) -> float:
+    """The largest relative difference of frequencies ``w`` from ``w_ref`` (per pair: ``|w - w_ref| / |w_ref|``; a
+    pair whose reference is 0 counts 0 when ``w`` is 0 too); inf when the two do not pair up (other shapes, none,
+    a value that is not finite). The one measure behind :data:`GGML_FREQ_RTOL`'s rule."""
+    a, b = np.asarray(w, np.float64), np.asarray(w_ref, np.float64)
+    if a.shape != b.shape or not a.size or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return math.inf
+    diff = np.abs(a - b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(b != 0, diff / np.abs(b), np.where(diff == 0, 0.0, np.inf))
+    return float(np.max(rel))
+
+
 # ----- the arithmetic a table was computed in, for every verdict of ``check`` -----------------------------------
 #: How the arithmetic was known: a file's metadata said it, the data showed it, or neither (then float64).
 FROM_METADATA, INFERRED, ASSUMED = "metadata", "inferred from the data", "assumed"
@@ -693,12 +707,7 @@ def _engine_freq_rtol(engine: str, tensors: dict[str, Any], encoding: Any) -> fl
         return 0.0
     own = tensors.get("inv_freq")
     exact = encoding.inv_freq() if hasattr(encoding, "inv_freq") else None
-    if own is None or exact is None or np.shape(own) != np.shape(exact):
-        return GGML_FREQ_RTOL
-    w, w_exact = np.asarray(own, np.float64), np.asarray(exact, np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.abs(w - w_exact) / np.abs(w_exact)
-    worst = float(np.max(rel[np.isfinite(rel)], initial=0.0))
+    worst = math.inf if own is None or exact is None else frequency_error(own, exact)
     return worst if worst <= GGML_FREQ_RTOL else GGML_FREQ_RTOL
 
 

@@ -80,7 +80,7 @@ from ..errors import ParameterError, param
 
 # the largest relative difference of ggml's per-pair frequencies (iterated float32 powf) from the exact ones that
 # still counts as the same frequencies: the GGUF verdict's rule, kept beside the error model every verdict asks
-from ..inspect.tolerance import GGML_FREQ_RTOL
+from ..inspect.tolerance import GGML_FREQ_RTOL, frequency_error
 
 #: Engine names, in the order tables and messages list them.
 ENGINE_NAMES = ("hf", "llamacpp", "mlx", "vllm", "sglang", "onnx-genai", "exllamav3")
@@ -1193,8 +1193,7 @@ class ArithmeticJudge:
         _pairs, _inv, boundary, _divides = enc.engine_state
         if boundary is not None and enc.offset <= boundary[0] < enc.offset + enc.length:
             return None
-        w, w_ref = np.asarray(enc.inv_freq(), np.float64), np.asarray(ref.inv_freq(), np.float64)
-        rel = float(np.max(np.abs(w - w_ref) / np.abs(w_ref))) if w.size and w.shape == w_ref.shape else np.inf
+        rel = frequency_error(enc.inv_freq(), ref.inv_freq())
         if not rel <= GGML_FREQ_RTOL:
             return None
         return f"hf's parameters in {ARITHMETIC[enc.arithmetic]}: per-pair frequencies within {rel:.2g} of hf's"
@@ -1242,7 +1241,7 @@ class ArithmeticJudge:
                 return f"{enc.engine_name} switches its table at position {boundary[0]}"
             w, w_ref = np.asarray(enc.inv_freq(), np.float64), np.asarray(ref.inv_freq(), np.float64)
             if w.shape == w_ref.shape and w.size:
-                rel = float(np.max(np.abs(w - w_ref) / np.abs(w_ref)))
+                rel = frequency_error(w, w_ref)
                 return f"its per-pair frequencies differ from hf's by up to {rel:.2g} (beyond {GGML_FREQ_RTOL:g})"
             return f"its frequencies ({w.size}) are not hf's ({w_ref.size})"
         bad = [v for v in self.verdicts.values() if not v.ok]
