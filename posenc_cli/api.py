@@ -1983,6 +1983,30 @@ def plot_tables(
     raise ParameterError(f"no view can draw {', '.join(s.label for s in drawn)}")
 
 
+def stored_tables(model_dir: str | os.PathLike[str], *, layer_type: str | None = None) -> list[Any]:
+    """Every fixed table a model keeps in its weights against the formula posenc generates for it (Whisper's
+    encoder, the Whisper-style audio encoders, ViTMAE's sin-cos tables; CTRL and the Qwen-Omni audio encoders
+    compute theirs and never save them): one :class:`posenc_cli.models.stored_tables.StoredCopy` per copy
+    (``verdict`` equal, differ, unstored or unchecked; ``why`` names the difference), empty for a model type that
+    keeps none. A weights file without the tensor, or holding it in another shape than the config says, is a
+    one-line :class:`ParameterError`."""
+    from .models.readers import stored_copies
+
+    path = os.fspath(model_dir)
+    return stored_copies(path, load_config(path), layer_type=layer_type)
+
+
+def relative_bias(
+    model_dir: str | os.PathLike[str], *, length: int, layer_type: str | None = None, max_bytes: int | None = None
+) -> Source:
+    """The per-head relative bias a T5-family model (t5, mt5, umt5, switch_transformers, pop2piano) adds to its
+    attention scores for a ``length x length`` window: its ``relative_attention_bias`` gathered through the
+    buckets (``T5Attention.compute_bias``), tensor ``bias`` (heads x N x N; ``bias_block<i>`` per block for UMT5)
+    in the dtype stored. What ``posenc export DIR -p table=bias`` writes."""
+    opts = SourceOptions(length=length, layer_type=layer_type, params=("table=bias",), max_bytes=max_bytes)
+    return open_source(os.fspath(model_dir), opts)
+
+
 def kinds() -> list[dict[str, Any]]:
     """What ``posenc kinds --json`` prints: every kind's tensors, parameters, presets and references."""
     from .encodings import KINDS, get_kind

@@ -187,6 +187,8 @@ class Source:
     groups: dict[str, Source] = field(default_factory=dict)
     #: What reading the source had to say (a model config read with assumptions): for the caller to show.
     warnings: list[str] = field(default_factory=list)
+    #: Facts the reading found that are no warning (a fixed table's stored copy equals its formula): shown as notes
+    notes: list[str] = field(default_factory=list)
     #: An engine's table read for a comparison (``within_limits``): the limit it met computing the rows asked
     #: (:class:`posenc_cli.models.engines.EngineLimit`), its tensors the rows it computes (none: no tensor)
     engine_limit: Any = None
@@ -537,10 +539,13 @@ def open_config(
 
             src.engine_rules = rule_lines(facts, engine, seq_len=enc.offset + enc.length, **reads)
         return src
-    from .models.readers import learned_table, rows_option
+    from .models.readers import learned_table, rows_option, table_option
 
     # -p rows=buffer: the module's raw buffer instead of the rows the model adds to tokens 0..N-1
     rows = rows_option(config, given.pop("rows", None), text)
+    # -p table=bias: a T5-style model's relative bias from its weights instead of its bucket table
+    if table_option(config, given.pop("table", None)) == "bias":
+        return _bias_source(text, config, given, length=length, layer_type=layer_type, max_bytes=max_bytes)
     learned = learned_table(text, config, length=length, layer_type=layer_type, read_as=read_as, **rows)
     if learned is not None:
         return _weights_source(text, *learned, given)
@@ -554,6 +559,7 @@ def open_config(
     src = Source.from_encoding(enc, "stdin" if text == "-" else text)
     src.metadata.update(notes)  # what the reading assumed (hf_read_as), written with the table
     src.warnings = list(warnings)
+    _stored_notes(text, config, layer_type, src)
     from .models.readers import class_table
 
     src.class_table = class_table(config, enc.params())
@@ -571,6 +577,36 @@ def _weights_source(text: str, rows: Any, metadata: dict[str, str], given: Mappi
         )
     return Source(text, {"pe": rows}, metadata, encoding_note="a trained table read from the model's weights",
                   lazy={"pe": formats.ArrayTensor("pe", rows)})  # fmt: skip
+
+
+def _bias_source(text: str, config: Any, given: Mapping[str, Any], **options: Any) -> Source:
+    """A T5-style model's relative bias gathered from its weights (heads x N x N): data, not a spec."""
+    from . import formats
+    from .models.readers import relative_bias
+
+    if given:
+        raise ParameterError(
+            f"table=bias reads {text}'s trained relative bias; parameters ({', '.join(given)}) cannot apply to it; "
+            "drop them"
+        )
+    tensors, metadata = relative_bias(text, config, **options)
+    return Source(text, tensors, metadata, encoding_note="a trained relative bias read from the model's weights",
+                  lazy={k: formats.ArrayTensor(k, v) for k, v in tensors.items()})  # fmt: skip
+
+
+def _stored_notes(text: str, config: Any, layer_type: str | None, src: Source) -> None:
+    """What the model keeps of this fixed table in its weights, against the formula just built: a note per copy
+    (a warning where it differs), and ``stored_copy`` in the metadata; nothing for a model type that keeps none
+    or a config alone."""
+    from .models.readers import stored_copies
+
+    if not os.path.isdir(text):
+        return
+    copies = stored_copies(text, config, layer_type=layer_type)
+    if copies:
+        src.metadata["stored_copy"] = "; ".join(f"{c.tensor}: {c.verdict}" for c in copies)
+    for c in copies:
+        (src.warnings if c.verdict == "differ" else src.notes).append(f"stored copy: {c.why}")
 
 
 def _position_hints(given: dict[str, Any]) -> dict[str, int]:

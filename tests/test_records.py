@@ -319,4 +319,4 @@ def test_the_records_are_the_one_family_table():
     for name in records.reader_names():
         for kind in records.reader_kinds(name):
             assert readers.reader_for({"model_type": "llama"}, kind).__name__.endswith(name), kind
-    assert readers.config_kinds() == ["t5", "alibi", "sinusoidal", "deberta", "learned", "rope"]
+    assert readers.config_kinds() == ["t5", "alibi", "sinusoidal", "sinusoidal-2d", "deberta", "learned", "rope"]

@@ -222,6 +222,7 @@ class _Auditor:
                 if engine != "hf":
                     slot = self._engine(config_path, lt, engine, ref)
                     slots.append(slot if isinstance(slot, tuple) else (f"{lt}: {engine}", None, slot))
+        slots += [(f"{row.layer_type}: its stored copy", None, [row]) for row in self._stored(data)]
         for path in f.ggufs:
             slots.append((f.relative(path), functools.partial(self._gguf, path, config_path, report.length), None))
         for path in f.onnxs:
@@ -359,6 +360,27 @@ class _Auditor:
         key = (getattr(enc, "table_key", None) or id(enc), id(ref))
         measure = self._measurements.setdefault(key, functools.partial(_measure, enc, ref))
         return (f"{lt}: {engine}", measure, finish)
+
+    # ----- fixed tables the weights keep a copy of -----------------------------------------------------------
+    def _stored(self, data: dict[str, Any]) -> list[AuditRow]:
+        """A row per fixed table the model keeps in its weights (Whisper's encoder, ViTMAE, audio encoders): the
+        stored copy against the formula (:mod:`posenc_cli.models.stored_tables`); a table the model never saves, or
+        weights not here, is a skipped row saying so."""
+        from ..models.readers import stored_copies
+
+        f = self.found
+        root = os.path.dirname(f.config or "") or "."
+        here = root if f.weights and _has_weights(root) else os.path.join(root, "config.json")  # no weights: unchecked
+        try:
+            copies = stored_copies(here, data)
+        except PosencError as exc:
+            return [AuditRow("weights", "-", "hf", "error", _one_line(exc))]
+        verdicts = {"equal": "agree", "differ": "differ"}
+        return [
+            AuditRow(c.file or "weights", c.layer_type, "hf", verdicts.get(c.verdict, "skipped"), c.why, c.max_diff,
+                     c.shape[-2] if len(c.shape) >= 2 else None, details=[f"stored copy: {c.tensor}"])
+            for c in copies
+        ]  # fmt: skip
 
     # ----- learned tables in the weights ----------------------------------------------------------------
     def _learned(self, lt: str, params: dict[str, Any], data: dict[str, Any]) -> AuditRow:

@@ -67,7 +67,10 @@ def say_warnings(src: Any, quiet: int) -> None:
     """What reading a source had to say (a model config's assumptions), on stderr once: then cleared."""
     for w in src.warnings:
         msg(f"Warning: {w}", quiet)
+    for n in getattr(src, "notes", ()):
+        msg(f"note: {n}", quiet)
     src.warnings = []
+    src.notes = []
 
 
 def stdin_source(command: str, what: str) -> str:

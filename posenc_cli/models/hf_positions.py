@@ -206,7 +206,7 @@ class PositionsConfig:
 
     def _compute(self, layer: Layer, out: dict[str, _Value], length: int | None) -> dict[str, _Value]:
         """Type checks and what the model's code derives from the raw values."""
-        for name in ("dim", "length", "num_buckets", "max_distance", "=divide_by"):
+        for name in ("dim", "length", "num_buckets", "max_distance", "=divide_by", "_heads"):
             if name in out:
                 v = out[name]
                 out[name] = _Value(_int(v.value, v.origin.removeprefix("config key ")), v.origin)
@@ -224,6 +224,8 @@ class PositionsConfig:
             out["divide_by"] = _Value(math.sqrt(hidden.value // heads), f"sqrt(head_dim), {hidden.origin} / heads")
         if "deberta_relative" in layer.rules:
             self._deberta(out)
+        if "patch_grid" in layer.rules:  # vit_mae: a square grid of int(num_patches ** 0.5) patches, a class row
+            self._patch_grid(out)
         if "extra_rows" in layer.rules:  # fairseq sinusoids: a buffer with offset rows and a zero padding row
             if self.rows == "buffer":  # the module's whole buffer: offset rows first, the padding_idx row zero
                 n = out["length"]
@@ -270,6 +272,31 @@ class PositionsConfig:
                 "position_biased_input is true (or absent: its default): the model also adds learned absolute "
                 "positions (embeddings.position_embeddings.weight); this table is the relative positions"
             )
+
+    def _patch_grid(self, out: dict[str, _Value]) -> None:
+        """ViTMAE's grid: ``num_patches = (H // ph) * (W // pw)`` (ViTMAEPatchEmbeddings) and a square grid of side
+        ``int(num_patches ** 0.5)`` (``initialize_weights``), which fills the table only when it is a square."""
+        size, patch = out.pop("=image_size"), out.pop("=patch_size")
+
+        def pair(v: _Value) -> tuple[int, int]:
+            key = v.origin.removeprefix("config key ")
+            raw = v.value if isinstance(v.value, (list, tuple)) else [v.value, v.value]
+            if len(raw) != 2:
+                raise ParameterError(f"config key {key}={_show(v.value)} is not one size or two; fix config.json")
+            return _int(raw[0], key), _int(raw[1], key)
+
+        (h, w), (ph, pw) = pair(size), pair(patch)
+        cells = (h // ph) * (w // pw)
+        side = math.isqrt(cells)
+        if cells < 1 or side * side != cells:
+            raise ParameterError(
+                f"image_size {_show(size.value)} / patch_size {_show(patch.value)} makes {cells} patches, not a square "
+                f"grid: {self.family.name}'s initialize_weights builds int(sqrt({cells}))**2 + 1 rows for a table of "
+                f"{cells + 1}, which transformers cannot fill"
+            )
+        why = f"{size.origin} / {patch.origin}: {cells} patches, a {side}x{side} grid"
+        out["grid"] = _Value(f"{side}x{side}", why)
+        out["length"] = _Value(cells + 1, f"{why}, plus the class row")
 
     def _warn(self, text: str) -> None:
         if text not in self.warnings:  # values are read once per call: say each thing once

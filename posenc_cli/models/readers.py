@@ -118,3 +118,25 @@ def class_table(config: dict[str, Any], params: dict[str, Any]) -> tuple[dict[st
     k meet it, and what the attention does in words (:func:`.hf_config.class_table`); None otherwise."""
     result: tuple[dict[str, Any], str] | None = _module(ROTARY_READER).class_table(config, params)
     return result
+
+
+def stored_copies(path: str, config: dict[str, Any], **options: Any) -> list[Any]:
+    """Every fixed table a model keeps in its weights (``path``: its directory) against its formula
+    (:func:`.stored_tables.stored_copies`: one :class:`~.stored_tables.StoredCopy` per copy), empty when its model
+    type keeps none."""
+    result: list[Any] = _module("stored_tables").stored_copies(path, config, **options)
+    return result
+
+
+def relative_bias(path: str, config: dict[str, Any], **options: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """The per-head relative bias a T5-family model adds for an N x N window, its ``relative_attention_bias``
+    gathered through the buckets (:func:`.stored_tables.relative_bias`): tensors and metadata."""
+    result: tuple[dict[str, Any], dict[str, str]] = _module("stored_tables").relative_bias(path, config, **options)
+    return result
+
+
+def table_option(config: dict[str, Any], table: Any) -> str | None:
+    """``-p table=buckets|bias`` (:func:`.stored_tables.table_option`): refused for a model without relative bias
+    in its weights."""
+    result: str | None = _module("stored_tables").table_option(config, table)
+    return result

@@ -415,8 +415,17 @@ class Layer:
     #: rows the model's buffer holds beyond the positions it adds (fairseq sinusoids: 2), for ``rows="buffer"``
     buffer_rows: int = 0
     #: named rules where the model's code derives a parameter (``extra_rows``, ``divide_by_sqrt_head_dim``,
-    #: ``even_dim``, ``deberta_relative``: :meth:`.hf_positions.PositionsConfig._compute` applies each)
+    #: ``even_dim``, ``deberta_relative``, ``patch_grid``: :meth:`.hf_positions.PositionsConfig._compute` applies
+    #: each)
     rules: tuple[str, ...] = ()
+    #: a fixed table the model also keeps in its weights (a frozen parameter or a persistent buffer): the names
+    #: of the stored copies (suffixes of the saved names), which :mod:`.stored_tables` checks against the formula
+    stored: tuple[str, ...] = ()
+    #: a fixed table the model computes and never saves (a non-persistent buffer): where and why, said instead
+    unstored: str | None = None
+    #: relative bias tables in the weights (num_buckets x heads, gathered through this layer's buckets): the
+    #: saved name's suffix, ``*`` standing for the block index where every block has its own (UMT5)
+    bias: str | None = None
 
     @property
     def learned(self) -> bool:
@@ -444,15 +453,19 @@ class Family:
     unread: dict[str, str] = field(default_factory=dict)
 
 
-def _t5(name: str, reference: str) -> Family:
+def _t5(name: str, reference: str, heads: int, *, every_block: bool = False) -> Family:
+    # ``_heads`` (num_heads: the columns of relative_attention_bias) is read for the bias only, not by the kind
     keys: dict[str, tuple[str, ...]] = {
         "num_buckets": ("relative_attention_num_buckets",),
         "max_distance": ("relative_attention_max_distance",),
+        "_heads": ("num_heads",),
     }
-    defaults = {"num_buckets": 32, "max_distance": 128}
+    defaults = {"num_buckets": 32, "max_distance": 128, "_heads": heads}
+    block = "*" if every_block else "0"  # T5Stack: has_relative_attention_bias=bool(i == 0); UMT5: every block
     return Family(name, reference, {
-        "encoder": Layer("t5", keys, defaults, {"bidirectional": True}),
-        "decoder": Layer("t5", keys, defaults, {"bidirectional": False}),
+        side: Layer("t5", keys, defaults, {"bidirectional": side == "encoder"},
+                    bias=f"{side}.block.{block}.layer.0.SelfAttention.relative_attention_bias.weight")
+        for side in ("encoder", "decoder")
     }, harmless=("n_positions",))  # fmt: skip
 
 
@@ -486,13 +499,46 @@ def _fairseq_sinusoids(length: tuple[str, ...], length_default: int, dim_default
 
 
 _MARIAN = {"layout": "split", "freq": "paper", "offset": 0, "base": 10000.0}
+#: Whisper's ``sinusoids`` (modeling_whisper.py): [sin | cos], t2t frequencies, float32 angles
+_WHISPER = {"layout": "split", "freq": "t2t", "offset": 0, "base": 10000.0, "angle_dtype": "float32"}
+
+
+def _whisper_sinusoids(dim: tuple[str, ...], dim_default: int, *, stored: tuple[str, ...] = (),
+                       unstored: str | None = None) -> Layer:  # fmt: skip
+    """An audio encoder's table of Whisper's ``sinusoids(max_source_positions, d_model)``."""
+    return Layer("sinusoidal", {"dim": dim, "length": ("max_source_positions",)}, {"dim": dim_default, "length": 1500},
+                 _WHISPER, rules=("even_dim",), stored=stored, unstored=unstored)  # fmt: skip
+
+
+def _audio_encoder(name: str, reference: str, dim: tuple[str, ...]) -> Family:
+    """A Whisper-style audio encoder whose ``embed_positions`` is a frozen ``nn.Embedding`` the checkpoint fills with
+    Whisper's sinusoids (the class never computes them: its ``_init_weights`` leaves a random table)."""
+    return Family(name, reference, {"default": _whisper_sinusoids(dim, 1280, stored=("embed_positions.weight",))})
+
+
+def _omni_audio(name: str, module: str, cls: str) -> Family:
+    """A Qwen-Omni audio encoder: ``SinusoidsPositionEmbedding(max_source_positions, d_model)``, a non-persistent
+    buffer of Whisper's sinusoids (``compute_default_singular_positional_embedding``)."""
+    where = f"{module} {cls}.positional_embedding"
+    return Family(name, f"{_HF}/{module} SinusoidsPositionEmbedding.compute_default_singular_positional_embedding "
+                  f"({cls}.positional_embedding: Whisper's sinusoids, a non-persistent buffer)",
+                  {"default": _whisper_sinusoids(("d_model",), 1280, unstored=f"{where} is a non-persistent buffer: "
+                                                 "the model computes it when built and never saves it")})  # fmt: skip
+
+
 _BERT_DIMS = {"dim": 768, "length": 512}
 
 #: model_type -> how its (non-rotary) positions are read. Keep grouped by scheme.
 _POSITIONS: dict[str, Family] = {f.name: f for f in (
-    _t5("t5", f"{_HF}/t5/modeling_t5.py T5Attention._relative_position_bucket (bidirectional = not is_decoder)"),
-    _t5("mt5", f"{_HF}/mt5/modeling_mt5.py MT5Attention._relative_position_bucket (as T5)"),
-    _t5("umt5", f"{_HF}/umt5/modeling_umt5.py UMT5Attention._relative_position_bucket (as T5, per layer)"),
+    _t5("t5", f"{_HF}/t5/modeling_t5.py T5Attention._relative_position_bucket (bidirectional = not is_decoder), "
+        "T5Attention.compute_bias (relative_attention_bias in block 0 of each stack: T5Stack)", 8),
+    _t5("mt5", f"{_HF}/mt5/modeling_mt5.py MT5Attention._relative_position_bucket, compute_bias (as T5)", 6),
+    _t5("umt5", f"{_HF}/umt5/modeling_umt5.py UMT5Attention._relative_position_bucket, compute_bias (as T5; "
+        "every block has its own relative_attention_bias)", 6, every_block=True),
+    _t5("switch_transformers", f"{_HF}/switch_transformers/modeling_switch_transformers.py "
+        "SwitchTransformersAttention._relative_position_bucket, compute_bias (as T5, block 0)", 12),
+    _t5("pop2piano", f"{_HF}/pop2piano/modeling_pop2piano.py Pop2PianoAttention._relative_position_bucket, "
+        "compute_bias (as T5, block 0)", 8),
     Family("bloom", f"{_HF}/bloom/modeling_bloom.py _get_alibi_slopes, build_alibi_tensor (float32 slopes x j)",
            {"default": Layer("alibi", {"dim": ("n_head", "num_attention_heads")}, {"dim": 8}, {"form": "bloom"})}),
     Family("falcon", f"{_HF}/falcon/modeling_falcon.py build_alibi_tensor (bfloat16 slopes x j), FalconModel.forward "
@@ -524,14 +570,43 @@ _POSITIONS: dict[str, Family] = {f.name: f for f in (
            "(offset 2; encoder max_source_positions, decoder max_target_positions)",
            {"encoder": _fairseq_sinusoids(("max_source_positions",), 6000, 256),
             "decoder": _fairseq_sinusoids(("max_target_positions",), 1024, 256)}),
-    Family("whisper", f"{_HF}/whisper/modeling_whisper.py sinusoids (encoder embed_positions), "
-           "WhisperPositionalEmbedding (decoder, learned)",
-           {"encoder": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_source_positions",)},
-                             {"dim": 384, "length": 1500}, {"layout": "split", "freq": "t2t", "offset": 0,
-                                                            "base": 10000.0, "angle_dtype": "float32"},
-                             rules=("even_dim",)),
+    Family("whisper", f"{_HF}/whisper/modeling_whisper.py sinusoids (encoder embed_positions, frozen, filled by "
+           "WhisperPreTrainedModel._init_weights), WhisperPositionalEmbedding (decoder, learned)",
+           {"encoder": _whisper_sinusoids(("d_model",), 384, stored=("encoder.embed_positions.weight",)),
             "decoder": Layer("learned", {"dim": ("d_model",), "length": ("max_target_positions",)},
                              {"dim": 384, "length": 448}, tensor="decoder.embed_positions.weight")}),
+    _audio_encoder("qwen2_audio_encoder", f"{_HF}/qwen2_audio/modeling_qwen2_audio.py Qwen2AudioEncoder."
+                   "embed_positions (nn.Embedding, requires_grad_(False); copied from WhisperEncoder, whose "
+                   "_init_weights fills it with whisper's sinusoids: checkpoints hold them)", ("d_model", "hidden_size")),
+    _audio_encoder("voxtral_encoder", f"{_HF}/voxtral/modeling_voxtral.py VoxtralEncoder.embed_positions "
+                   "(nn.Embedding, float32, requires_grad_(False), filled by the checkpoint with whisper's sinusoids)",
+                   ("hidden_size", "d_model")),
+    _audio_encoder("audioflamingo3_encoder", f"{_HF}/audioflamingo3/modeling_audioflamingo3.py "
+                   "AudioFlamingo3Encoder.embed_positions (nn.Embedding, requires_grad_(False), filled by the "
+                   "checkpoint with whisper's sinusoids)", ("hidden_size", "d_model")),
+    _omni_audio("qwen2_5_omni_audio_encoder", "qwen2_5_omni/modeling_qwen2_5_omni.py", "Qwen2_5OmniAudioEncoder"),
+    _omni_audio("qwen3_omni_moe_audio_encoder", "qwen3_omni_moe/modeling_qwen3_omni_moe.py",
+                "Qwen3OmniMoeAudioEncoder"),
+    Family("ctrl", f"{_HF}/ctrl/modeling_ctrl.py positional_encoding, angle_defn (1 / pow(10000, 2 (i // 2) / d) "
+           "in float32; sines of the even columns then cosines of the odd ones: [sin | cos]), CTRLModel.pos_encoding",
+           {"default": Layer("sinusoidal", {"dim": ("n_embd",), "length": ("n_positions",)},
+                             {"dim": 1280, "length": 256},
+                             {"layout": "split", "freq": "paper", "offset": 0, "base": 10000.0,
+                              "angle_dtype": "float32"},
+                             rules=("even_dim",),
+                             unstored="CTRLModel.pos_encoding is a non-persistent buffer (modeling_ctrl.py "
+                                      "CTRLModel.__init__): the model computes it when built and never saves it")}),
+    Family("vit_mae", f"{_HF}/vit_mae/modeling_vit_mae.py build_2d_sinusoidal_position_embedding (cls_token row "
+           "zero), ViTMAEEmbeddings.initialize_weights and ViTMAEDecoder.initialize_weights (grid "
+           "int(num_patches ** 0.5) square; the h and w halves rotated: [sin_w | cos_w | sin_h | cos_h], MAE's "
+           "layout), frozen nn.Parameter position_embeddings / decoder_pos_embed",
+           {lt: Layer("sinusoidal-2d", {"dim": (dim,), "=image_size": ("image_size",), "=patch_size": ("patch_size",)},
+                      {"dim": default, "=image_size": 224, "=patch_size": 16},
+                      {"axis_order": "reversed", "layout": "split", "channels": "exact", "base": 10000.0,
+                       "cls_token": True},
+                      rules=("patch_grid",), stored=(tensor,))
+            for lt, dim, default, tensor in (("encoder", "hidden_size", 768, "embeddings.position_embeddings"),
+                                             ("decoder", "decoder_hidden_size", 512, "decoder.decoder_pos_embed"))}),
     Family("deberta-v2", f"{_HF}/deberta_v2/modeling_deberta_v2.py build_relative_position, make_log_bucket_position "
            "(DebertaV2Encoder: max_relative_positions < 1 -> max_position_embeddings)",
            {"default": Layer("deberta", {"position_buckets": ("position_buckets",),
