@@ -198,3 +198,11 @@ def test_bias_bad_input(tmp_path):
     ):
         code, _, err = cli(["export", *args, "-o", str(tmp_path / "x.npy")])
         assert code == 2 and words in err and err.count("\n") == 1, err
+
+
+def test_plot_draws_the_bias(tmp_path):
+    pytest.importorskip("matplotlib")
+    dest = tmp_path / "bias.png"
+    code, _, err = cli(["plot", str(MODELS / "tiny_umt5"), "--len", "12", "-p", "table=bias", "--layer-type", "decoder",
+                        "-o", str(dest)])  # fmt: skip
+    assert code == 0 and "bias view" in err and dest.stat().st_size > 1000, err
