@@ -38,8 +38,8 @@ CASES = [
     (["check", "sinusiodal", "-n", "4", "-d", "4"], "unknown encoding 'sinusiodal'; did you mean 'sinusoidal'"),
     (
         ["generate", "--kind", "sinusoidal", "--hf-config", "cfg.json", "-n", "4"],
-        "--hf-config: a config without model_type is not one posenc reads as t5, alibi, sinusoidal, deberta or "
-        "learned positions; drop --kind",
+        "--hf-config: a config without model_type is not one posenc reads as t5, alibi, sinusoidal, sinusoidal-2d, "
+        "deberta or learned positions; drop --kind",
     ),
     (
         ["generate", "--layer-type", "sliding_attention", "-n", "4", "-d", "4"],

@@ -176,6 +176,9 @@ def test_bias_keeps_the_stored_dtype_and_buckets_still_default(tmp_path):
     code, out, _ = cli(["export", str(MODELS / "tiny_t5"), "--len", "6", "--layer-type", "encoder", "-o", "-",
                           "--format", "npy"])  # fmt: skip
     assert code == 0 and np.load(__import__("io").BytesIO(out)).dtype == np.int64  # the bucket table, as before
+    code, named, _ = cli(["export", str(MODELS / "tiny_t5"), "--len", "6", "--layer-type", "encoder", "-p",
+                          "table=buckets", "-o", "-", "--format", "npy"])  # fmt: skip
+    assert code == 0 and named == out
 
 
 def test_bias_bad_input(tmp_path):

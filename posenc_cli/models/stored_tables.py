@@ -201,7 +201,7 @@ def _coarser_than_compute(stored: Any, enc: Any) -> str:
     if tolerance.eps(stored) > tolerance.eps("float32"):
         return (
             f"a {stored.name} copy of the float32 table the model's code builds: the model adds these rounded values "
-            f"(--dtype {stored.name} regenerates them)"
+            f"(--dtype {stored.name} writes the formula in that dtype)"
         )
     return ""
 
