@@ -209,3 +209,31 @@ def test_plot_draws_the_bias(tmp_path):
     code, _, err = cli(["plot", str(MODELS / "tiny_umt5"), "--len", "12", "-p", "table=bias", "--layer-type", "decoder",
                         "-o", str(dest)])  # fmt: skip
     assert code == 0 and "bias view" in err and dest.stat().st_size > 1000, err
+
+
+@pytest.mark.parametrize("model_type", ["marian", "pegasus"])
+def test_marian_pegasus_copies(tmp_path, model_type):
+    gold = GOLDEN["marian_create_weight"]  # create_weight of (20, 16): both classes' code is the same
+    config = {"model_type": model_type, "d_model": 16, "max_position_embeddings": 20}
+    np.testing.assert_allclose(formula(config).array("pe"), gold, rtol=0, atol=2.0**-24)
+    both = tmp_path / "both"
+    both.mkdir()
+    (both / "config.json").write_text(json.dumps(config))
+    save_file({f"model.{side}.embed_positions.weight": gold for side in ("encoder", "decoder")},
+              str(both / "model.safetensors"))  # fmt: skip
+    copies = pe.stored_tables(both)
+    assert [c.verdict for c in copies] == ["equal", "equal"], [c.why for c in copies]
+    assert [c.tensor for c in copies] == [
+        "model.encoder.embed_positions.weight",
+        "model.decoder.embed_positions.weight",
+    ]
+    none = tmp_path / "none"
+    none.mkdir()
+    (none / "config.json").write_text(json.dumps(config))
+    save_file({"model.shared.weight": np.zeros((4, 16), np.float32)}, str(none / "model.safetensors"))
+    if model_type == "marian":  # MarianMTModel._keys_to_ignore_on_save: transformers never saves it
+        copies = pe.stored_tables(none)
+        assert [c.verdict for c in copies] == ["unstored", "unstored"] and "_keys_to_ignore_on_save" in copies[0].why
+    else:
+        with pytest.raises(ParameterError, match=r"no tensor named \*encoder.embed_positions.weight"):
+            pe.stored_tables(none)

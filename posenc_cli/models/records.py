@@ -423,6 +423,9 @@ class Layer:
     stored: tuple[str, ...] = ()
     #: a fixed table the model computes and never saves (a non-persistent buffer): where and why, said instead
     unstored: str | None = None
+    #: why weights without a ``stored`` copy are the model's own (its class drops the copy when saving:
+    #: ``_keys_to_ignore_on_save``); else a missing copy is an error
+    unsaved: str | None = None
     #: relative bias tables in the weights (num_buckets x heads, gathered through this layer's buckets): the
     #: saved name's suffix, ``*`` standing for the block index where every block has its own (UMT5)
     bias: str | None = None
@@ -499,6 +502,7 @@ def _fairseq_sinusoids(length: tuple[str, ...], length_default: int, dim_default
 
 
 _MARIAN = {"layout": "split", "freq": "paper", "offset": 0, "base": 10000.0}
+_EMBED_POSITIONS = ("encoder.embed_positions.weight", "decoder.embed_positions.weight")
 #: Whisper's ``sinusoids`` (modeling_whisper.py): [sin | cos], t2t frequencies, float32 angles
 _WHISPER = {"layout": "split", "freq": "t2t", "offset": 0, "base": 10000.0, "angle_dtype": "float32"}
 
@@ -556,13 +560,17 @@ _POSITIONS: dict[str, Family] = {f.name: f for f in (
                     "attn_config.rope": False},
            harmless=("attn_config.rope_theta", "attn_config.rope_impl", "attn_config.rope_dail_config",
                      "attn_config.rope_hf_config")),
-    Family("marian", f"{_HF}/marian/modeling_marian.py MarianSinusoidalPositionalEmbedding.create_weight",
+    Family("marian", f"{_HF}/marian/modeling_marian.py MarianSinusoidalPositionalEmbedding.create_weight (a frozen "
+           "nn.Embedding in the encoder and the decoder; MarianMTModel._keys_to_ignore_on_save drops both)",
            {"default": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_position_embeddings",)},
-                             {"dim": 1024, "length": 1024}, _MARIAN)},
+                             {"dim": 1024, "length": 1024}, _MARIAN, stored=_EMBED_POSITIONS,
+                             unsaved="MarianMTModel._keys_to_ignore_on_save drops embed_positions.weight (transformers "
+                                     "fills it with create_weight when loading); older checkpoints keep a copy")},
            harmless=("static_position_embeddings",)),
-    Family("pegasus", f"{_HF}/pegasus/modeling_pegasus.py PegasusSinusoidalPositionalEmbedding.create_weight",
+    Family("pegasus", f"{_HF}/pegasus/modeling_pegasus.py PegasusSinusoidalPositionalEmbedding.create_weight (a "
+           "frozen nn.Embedding in the encoder and the decoder)",
            {"default": Layer("sinusoidal", {"dim": ("d_model",), "length": ("max_position_embeddings",)},
-                             {"dim": 1024, "length": 1024}, _MARIAN)},
+                             {"dim": 1024, "length": 1024}, _MARIAN, stored=_EMBED_POSITIONS)},
            harmless=("static_position_embeddings",)),
     Family("m2m_100", f"{_HF}/m2m_100/modeling_m2m_100.py M2M100SinusoidalPositionalEmbedding (offset 2, padding_idx "
            "row zero)", {"default": _fairseq_sinusoids(("max_position_embeddings",), 1024, 1024)}),

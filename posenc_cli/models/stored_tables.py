@@ -131,6 +131,9 @@ def stored_copies(path: str, config: Mapping[str, Any], *, layer_type: str | Non
         want = tuple(enc.tensor_specs()["pe"].shape)
         for suffix in layer.stored:
             found = find_tensors(files, suffix)
+            if not found and layer.unsaved:
+                out.append(StoredCopy(lt, suffix, "unstored", f"no {suffix} in the weights: {layer.unsaved}"))
+                continue
             if not found:
                 raise ParameterError(
                     f"{path}: no tensor named *{suffix} in the weights, where {reader.model_type} keeps its {lt} "

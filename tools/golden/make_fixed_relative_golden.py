@@ -12,6 +12,8 @@ What it writes, each from the model's own transformers code:
   ``decoder_pos_embed`` after ``from_pretrained``, filled by ``ViTMAEEmbeddings.initialize_weights`` and
   ``ViTMAEDecoder.initialize_weights`` (``build_2d_sinusoidal_position_embedding`` with its h/w halves rotated;
   a fresh model of transformers 5.24 holds zeros there, see below);
+  ``marian_create_weight``: ``MarianSinusoidalPositionalEmbedding(20, 16).create_weight()`` (Marian's and
+  Pegasus's frozen ``embed_positions.weight``);
   ``omni_audio``: ``modeling_qwen2_5_omni.SinusoidsPositionEmbedding(64, 16)``'s buffer (an audio encoder's);
   ``whisper_sinusoids``: ``modeling_whisper.sinusoids(10, 16)`` (what the tiny Qwen2-Audio encoder stores);
   ``t5_encoder`` / ``t5_decoder``: ``T5Attention.compute_bias(24, 24)`` of the tiny T5's block 0 (heads x N x N);
@@ -119,6 +121,8 @@ def main() -> None:
         for side in ("encoder", "decoder"):
             for i, block in enumerate(getattr(m, side).block):
                 arrays[f"umt5_{side}_{i}"] = block.layer[0].SelfAttention.compute_bias(N, N)[0].numpy()
+    marian = mod("marian").MarianSinusoidalPositionalEmbedding(20, 16)
+    arrays["marian_create_weight"] = marian.create_weight().numpy()
     np.savez_compressed(GOLDEN, **arrays)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from make_hf_positions_golden import class_defaults
