@@ -209,3 +209,14 @@ def test_the_whole_table_and_its_row_roles_for_readers_that_build_on_it():
 def test_the_goldens_are_of_the_records_layers():
     for mt, g in GOLDEN.items():
         assert set(g["layers"]) <= set(RECORDS[mt].positions.layers), mt
+
+
+def test_the_key_a_first_row_follows_is_read_not_ignored():
+    code, out, err = cli(["kinds", "--hf-config", folder("camembert"), "--json"])
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["first_row"] == {
+        "value": 2,
+        "from": "config key pad_token_id + 1 (positions start after padding_idx)",
+    }
+    assert "pad_token_id" not in report["ignored"] and "vocab_size" in report["ignored"]

@@ -370,6 +370,10 @@ def _ignored_keys(config: Mapping[str, Any], fam: Family) -> dict[str, str]:
     ignored: the family's table lists every key its positional code reads (from transformers' source), so any
     other key cannot change the table, whatever its name (BLOOM's ``offset_alibi``)."""
     known = {k for layer in fam.layers.values() for keys in layer.keys.values() for k in keys}
+    for layer in fam.layers.values():  # the key a first row or padding row follows (pad_token_id + 1)
+        for rule in (layer.first_row, layer.padding_row):
+            if isinstance(rule, str):
+                known.add("pad_token_id" if rule == "pad+1" else rule.rsplit("+", 1)[0])
     known |= set(fam.ignored) | set(fam.unread) | set(fam.harmless) | {"position_embedding_type", "model_type"}
     if fam.when is not None:
         known.add(fam.when[0])

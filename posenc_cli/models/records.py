@@ -561,6 +561,10 @@ def learned_layer(table: dict[str, Any]) -> Layer:
     )  # fmt: skip
 
 
+def _rows_from(first: Any) -> str:
+    return str(first) if isinstance(first, int) else f"{first['key']} + {first['add']}"
+
+
 def _learned_families() -> dict[str, Family]:
     """model_type -> its learned tables, for every inventory type whose ``learned_table`` observation found one
     (and which no record above reads)."""
@@ -570,7 +574,7 @@ def _learned_families() -> dict[str, Family]:
         if not tables or mt in _POSITIONS:
             continue
         module = str(entry.get("modeling_module") or "").replace("models.", "", 1).replace(".", "/")
-        where = "; ".join(f"{t['module']}, rows from {t['first_row']}" for t in tables.values())
+        where = "; ".join(f"{t['module']}, rows from {_rows_from(t['first_row'])}" for t in tables.values())
         reference = f"{_HF}/{module}.py {where} (observed: tools/inventory/learned_rows.py)"
         observed = dict(entry.get("defaults") or {})
         out[mt] = Family(mt, reference, {lt: learned_layer(t) for lt, t in tables.items()}, observed_at=observed)
