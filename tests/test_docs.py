@@ -297,9 +297,7 @@ def assert_block_fresh(path: Path, begin: str, end: str, fresh: str) -> None:
     if UPDATE:
         path.write_text(text.replace(current, fresh))
         current = fresh
-    assert current == fresh, (
-        f"{path.name} {begin} is stale; run POSENC_UPDATE_DOCS=1 python -m pytest tests/test_docs.py"
-    )
+    assert current == fresh, f"{path.name} {begin} is stale; run python tools/regen_docs.py"
 
 
 def test_kinds_reference_is_fresh():
@@ -350,10 +348,15 @@ POSITIONS_BEGIN, POSITIONS_END = "<!-- positions:begin -->", "<!-- positions:end
 
 def positions_reference() -> str:
     """The non-rotary model families --hf-config reads, from posenc_cli.models.hf_positions' own table."""
+    import json
+
     from posenc_cli.models.hf_positions import FAMILIES as POSITIONS
 
     configs = {p.stem: p for p in sorted((ROOT / "tests" / "data" / "configs" / "positions").glob("*.json"))}
     models = {p.name: p for p in sorted((ROOT / "tests" / "data" / "models").iterdir())}
+    # the learned tables' tiny model folders, as their golden file names them (tools/golden/make_learned_golden.py)
+    golden = json.loads((ROOT / "tests" / "data" / "golden" / "learned_tables.json").read_text())["types"]
+    learned = {mt: ROOT / "tests" / "data" / "models" / g["fixture"] for mt, g in golden.items()}
     out = [
         POSITIONS_BEGIN,
         "",
@@ -366,7 +369,7 @@ def positions_reference() -> str:
         kinds = ", ".join(f"{lt}: {layer.kind}" for lt, layer in fam.layers.items())
         stem = {"speech_to_text": "s2t", "m2m_100": "m2m100", "deberta-v2": "deberta_v3"}.get(name, name)
         example = next((p for s, p in configs.items() if s.startswith(f"pos_{stem}")), None)
-        example = example or models.get(f"tiny_{stem}")
+        example = example or learned.get(name) or models.get(f"tiny_{stem}")
         cmd = f"`posenc kinds --hf-config {example.relative_to(ROOT)}`" if example else "-"
         out.append(f"| `{name}` | {kinds} | {cell(fam.reference)} | {cmd} |")
     out += ["", POSITIONS_END]

@@ -20,7 +20,7 @@ def _tool():
 def test_families_doc_is_fresh():
     tool = _tool()
     assert (ROOT / "docs" / "families.md").read_text() == tool.build(), (
-        "docs/families.md is stale; run python tools/families.py"
+        "docs/families.md is stale; run python tools/regen_docs.py"
     )
 
 

@@ -112,7 +112,9 @@ def build() -> str:
         "",
         '"exact": posenc reads the type\'s config, and `tests/test_inventory_coverage.py` holds the table against the '
         "arrays its own rotary class made at its default config, for every rope type the class supports (or "
-        '`tests/test_records.py` / `tests/test_hf_positions.py` against published configs). "refused": '
+        "`tests/test_records.py` / `tests/test_hf_positions.py` against published configs; a learned table: "
+        "`tests/test_learned_tables.py` reads a tiny model folder of the type and holds it against the rows its "
+        'own forward added). "refused": '
         "`posenc` answers in one line, exit 2, and writes nothing.",
         "",
         "| model type | scheme | pairing | layer types | reference | status |",
@@ -127,7 +129,7 @@ def main(argv: list[str]) -> int:
     text = build()
     if "--check" in argv:
         if not DOC.is_file() or DOC.read_text() != text:
-            print(f"{DOC.relative_to(ROOT)} is stale; run python tools/families.py", file=sys.stderr)
+            print(f"{DOC.relative_to(ROOT)} is stale; run python tools/regen_docs.py", file=sys.stderr)
             return 1
         return 0
     DOC.write_text(text)

@@ -414,8 +414,10 @@ class _Auditor:
             else f"learned {name} ({arr_shape}): {', '.join(rep.failed) or 'a required property'} failed"
         )
         n = int(src.tensors[src.names[0]].shape[0]) if src.names else None
-        return AuditRow(artifact, lt, "hf", "agree" if rep.ok else "differ", why, None, n,
-                        details=[f"{r.name}: {r.detail}" for r in rep.results])  # fmt: skip
+        # the reader held the table against its config (width, rows with offset rows, padding row): say what
+        against = src.metadata.get("config_checked")
+        details = ([f"config: {against}"] if against else []) + [f"{r.name}: {r.detail}" for r in rep.results]
+        return AuditRow(artifact, lt, "hf", "agree" if rep.ok else "differ", why, None, n, details=details)
 
     def _fetch_positions(self, hub_id: str, root: str, tensor: str) -> None:
         """``--download`` of a model with learned positions: that tensor, by byte ranges, into a copy of the

@@ -1169,7 +1169,7 @@ def _record(model_type: str | None) -> tuple[Record | None, str | None]:
 _NOT_READ = {
     "none": "{model_type} applies no positional encoding in any layer (transformers {version}'s own code, as the "
     "inventory observed it): there is no table to build",
-    "learned": "{model_type} keeps learned positions in its weights, which posenc does not read yet",
+    "learned": "{model_type} keeps learned positions in its weights, which posenc does not read yet ({why})",
     "relative": "{model_type} applies relative positions (its attention's own bias), which posenc does not read yet",
     "sinusoidal": "{model_type} adds sinusoidal positions of its own code, which posenc does not read yet",
     "alibi": "{model_type} applies ALiBi biases of its own code, which posenc does not read yet",
@@ -1182,9 +1182,12 @@ def _refusal(model_type: str, why: str | None) -> str:
     with a reader of its own)."""
     if why is not None and why.endswith("not rotary"):  # a record of posenc reads them (T5, Bloom, Marian, ...)
         return f"model_type {model_type!r} has no rotary table: {why}; posenc reads them without a rotary reading"
-    said = _NOT_READ.get(str((inventory_entry(model_type) or {}).get("scheme")))
+    entry = inventory_entry(model_type) or {}
+    said = _NOT_READ.get(str(entry.get("scheme")))
     if said is not None:
-        return said.format(model_type=model_type, version=TRANSFORMERS_VERSION)
+        seen = entry.get("learned_table") or {}
+        why = str(seen.get("status") or "the inventory saw no table gathered by token position")[:120]
+        return said.format(model_type=model_type, version=TRANSFORMERS_VERSION, why=why)
     if why is not None:
         return f"model_type {model_type!r}: posenc does not read its rotary tables: {why}" + option_clause(
             f"; pass {ref('read_as')} FAMILY to read it with that family's rules"

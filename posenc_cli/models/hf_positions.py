@@ -306,12 +306,19 @@ class PositionsConfig:
         """The buffer row the model adds to token 0 (0 with ``rows="buffer"``: the whole buffer is read)."""
         if self.rows == "buffer":
             return _Value(0, "rows=buffer (the module's whole buffer)")
-        if layer.first_row == "pad+1":
-            pad = self._get("pad_token_id")
-            p = _int(pad, "pad_token_id", low=0) if pad is not None else 1
-            where = "config key pad_token_id" if pad is not None else f"default of {self.family.name}"
-            return _Value(p + 1, f"{where} + 1 (positions start after padding_idx)")
+        if isinstance(layer.first_row, str):
+            return self._key_row(layer.first_row, layer, "positions start after padding_idx")
         return _Value(layer.first_row, f"{self.family.name}'s module in transformers")
+
+    def _key_row(self, rule: str, layer: Layer, why: str) -> _Value:
+        """A row given as a config key plus a number (``pad_token_id+1``; ``pad+1`` is the fairseq sinusoids'
+        name of the same rule); the key's class default when config.json omits it."""
+        key, add = ("pad_token_id", 1) if rule == "pad+1" else (rule.rsplit("+", 1)[0], int(rule.rsplit("+", 1)[1]))
+        value = self._get(key)
+        default = layer.first_row_default if layer.first_row_default is not None else 1
+        p = _int(value, key, low=0) if value is not None else default
+        where = f"config key {key}" if value is not None else f"default of {self.family.name}"
+        return _Value(p + add, f"{where} + {add} ({why})" if add else where)
 
     def _weights_hint(self, layer: Layer) -> str:
         return (
@@ -376,7 +383,8 @@ def read_positions(config: Mapping[str, Any], rows: str | None = None) -> Positi
                 f"(it behaves as {_show(same)})"
             )
     pet = config.get("position_embedding_type")
-    if pet is not None and pet not in _ABSOLUTE:
+    seen = fam.observed_at.get("position_embedding_type")  # the value the inventory observed the table at
+    if pet is not None and pet not in _ABSOLUTE and (seen is None or pet != seen):
         raise ParameterError(
             f"config key position_embedding_type={_show(pet)}: transformers 5's {mt} no longer reads it and applies "
             "the absolute table only, so this model's relative positions cannot be reproduced; posenc refuses"
@@ -389,6 +397,10 @@ def _ignored_keys(config: Mapping[str, Any], fam: Family) -> dict[str, str]:
     ignored: the family's table lists every key its positional code reads (from transformers' source), so any
     other key cannot change the table, whatever its name (BLOOM's ``offset_alibi``)."""
     known = {k for layer in fam.layers.values() for keys in layer.keys.values() for k in keys}
+    for layer in fam.layers.values():  # the key a first row or padding row follows (pad_token_id + 1)
+        for rule in (layer.first_row, layer.padding_row):
+            if isinstance(rule, str):
+                known.add("pad_token_id" if rule == "pad+1" else rule.rsplit("+", 1)[0])
     known |= set(fam.ignored) | set(fam.unread) | set(fam.harmless) | {"position_embedding_type", "model_type"}
     if fam.when is not None:
         known.add(fam.when[0])
@@ -531,9 +543,15 @@ def learned_table(
         found += [(file, n) for n in header if n == layer.tensor or n.endswith("." + str(layer.tensor))]
     if len(found) != 1:
         what = "no tensor" if not found else f"{len(found)} tensors ({', '.join(n for _, n in found)})"
+        said = reader._values(lt, None)
+        shape = (
+            f" (the config says [{said['length'].value + layer.table_rows}, {said['dim'].value}])"
+            if layer.table_rows is not None and "length" in said and "dim" in said
+            else ""
+        )
         raise ParameterError(
-            f"{path}: {what} named *{layer.tensor} in the weights, where {reader.model_type} keeps its positions; "
-            "pass the model's own directory"
+            f"{path}: {what} named *{layer.tensor} in the weights{shape}, where {reader.model_type} keeps its "
+            "positions; pass the model's own directory"
         )
     file, name = found[0]
     table = _read_tensor(file, name)
@@ -544,12 +562,34 @@ def learned_table(
         raise ParameterError(
             f"{file}: tensor {name} has shape {list(table.shape)}; expected rows x dim beyond row {first}"
         )
-    dim = values["dim"].value
-    if table.shape[1] != dim:
+    # the width and rows the config says, where the inventory saw the table follow a key (else not checked)
+    checked = [what for what in ("dim", "length") if what in values and (what == "dim" or layer.table_rows is not None)]
+    dim = values["dim"].value if "dim" in values else table.shape[1]
+    want = [table.shape[0], dim]
+    if "length" in checked:  # rows observed to follow the length key (+ offset rows)
+        want[0] = values["length"].value + (layer.table_rows or 0)
+    if table.shape[1] != dim or table.shape[0] != want[0]:
+        says = [values["dim"].origin.removeprefix("config key ")] if table.shape[1] != dim else []
+        if table.shape[0] != want[0]:
+            extra = f" + {layer.table_rows} offset rows" if layer.table_rows else ""
+            says.insert(0, values["length"].origin.removeprefix("config key ") + extra)
         raise ParameterError(
-            f"{file}: tensor {name} has {table.shape[1]} columns but {values['dim'].origin} says {dim}; the config and "
-            "weights disagree"
+            f"{file}: tensor {name} has shape {list(table.shape)} but the config ({', '.join(says)}) says {want}; "
+            "the config and weights disagree"
         )
+    pad: _Value | None = None
+    if layer.padding_row is not None and reader.rows != "buffer":
+        pad = (
+            reader._key_row(layer.padding_row, layer, "padding_idx")
+            if isinstance(layer.padding_row, str)
+            else _Value(layer.padding_row, f"{reader.family.name}'s module in transformers")
+        )
+        if 0 <= pad.value < table.shape[0] and bool((table[pad.value] != 0).any()):
+            raise ParameterError(
+                f"{file}: tensor {name} (shape {list(table.shape)}) row {pad.value} is not zero, where "
+                f"{reader.model_type}'s model keeps its padding row ({pad.origin}) zero; the weights are not this "
+                "model's"
+            )
     n = usable if length is None else _int(length, "length")
     if n > usable:
         raise ParameterError(f"{name} has {usable} usable rows (from row {first}); lower {ref('length')} to {usable}")
@@ -562,7 +602,54 @@ def learned_table(
         f"added: the rows the model adds to tokens 0..N-1 (buffer rows {first}..)",
         "reference": reader.family.reference,
     }  # fmt: skip
-    return table[first : first + n], meta
+    held: list[str] = []
+    if "dim" in checked:
+        held.append(f"width {dim} ({values['dim'].origin})")
+    if "length" in checked:
+        held.append(f"{want[0]} rows ({values['length'].origin} + {layer.table_rows or 0})")
+    if pad is not None:
+        held.append(f"padding row {pad.value} zero ({pad.origin})")
+    meta["config_checked"] = ", ".join(held) or "nothing (the inventory saw no config key the table follows)"
+    rows_out = table[first : first + n]
+    if layer.scale != 1.0:  # the module multiplies its rows (observed by the inventory)
+        rows_out = rows_out * rows_out.dtype.type(layer.scale)
+        meta["scale"] = repr(layer.scale)
+    return rows_out, meta
+
+
+def learned_tensor(
+    path: str, config: Mapping[str, Any], *, layer_type: str | None = None, read_as: str | None = None
+) -> tuple[Any, dict[str, Any]] | None:
+    """``(table, layout)``: the whole learned table of a model directory (every row of the tensor, as stored) and
+    what each of its rows is, for readers that build on it (a vision table's grid): ``layout`` holds the tensor's
+    name and file, its shape, ``first_row`` (the row added to token 0), ``positions`` (``[first, end)``: the rows
+    added to tokens 0..N-1), ``padding_row`` (zero, never added; None without one), ``offset_rows`` (rows before
+    ``first_row`` that are not the padding row), ``scale`` and the config keys the width and rows follow. The
+    table was held against its config as :func:`learned_table` holds it. None as :func:`learned_table`."""
+    added = learned_table(path, config, layer_type=layer_type, read_as=read_as)
+    if added is None:
+        return None
+    whole = learned_table(path, config, layer_type=layer_type, read_as=read_as, rows="buffer")
+    assert whole is not None
+    table, meta = whole
+    reader = read_positions(config, "added")
+    assert reader is not None
+    layer = reader.family.layers[reader._layer(layer_type)]
+    first = int(added[1]["first_row"])
+    pad = None
+    if layer.padding_row is not None:
+        pad = (
+            reader._key_row(layer.padding_row, layer, "padding_idx").value
+            if isinstance(layer.padding_row, str)
+            else layer.padding_row
+        )
+    layout = {
+        "model_type": reader.model_type, "tensor": meta["weights_tensor"], "file": meta["weights_file"],
+        "shape": list(table.shape), "first_row": first, "positions": [first, int(table.shape[0])],
+        "padding_row": pad, "offset_rows": [r for r in range(first) if r != pad], "scale": layer.scale,
+        "keys": {k: list(v) for k, v in layer.keys.items()}, "config_checked": added[1].get("config_checked"),
+    }  # fmt: skip
+    return table, layout
 
 
 def _header(file: str) -> tuple[dict[str, Any], int]:

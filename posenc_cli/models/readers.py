@@ -106,6 +106,13 @@ def learned_table(path: str, config: dict[str, Any], **options: Any) -> tuple[An
     return result
 
 
+def learned_tensor(path: str, config: dict[str, Any], **options: Any) -> tuple[Any, dict[str, Any]] | None:
+    """The whole learned table of a model directory and the role of each of its rows (offset rows, padding row,
+    the rows added to tokens: :func:`.hf_positions.learned_tensor`), for readers that build on it."""
+    result: tuple[Any, dict[str, Any]] | None = _module(POSITIONS_READER).learned_tensor(path, config, **options)
+    return result
+
+
 def rows_option(config: dict[str, Any], rows: Any, label: str) -> dict[str, str]:
     """``-p rows=buffer|added`` for the readers (:func:`.hf_positions.rows_option`): refused for a config whose
     tables have no buffer rows."""

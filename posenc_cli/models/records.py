@@ -429,6 +429,14 @@ class Layer:
     #: relative bias tables in the weights (num_buckets x heads, gathered through this layer's buckets): the
     #: saved name's suffix, ``*`` standing for the block index where every block has its own (UMT5)
     bias: str | None = None
+    #: learned tables observed by the inventory (:func:`learned_layer`): rows the table holds beyond its length
+    #: key (OPT/BART: 2 offset rows), the row the model's init keeps zero (``padding_idx``, as a config key +
+    #: add like ``first_row``, or a row number), the factor the module applies to the rows, and the default of
+    #: the key ``first_row`` names
+    table_rows: int | None = None
+    padding_row: int | str | None = None
+    scale: float = 1.0
+    first_row_default: int | None = None
 
     @property
     def learned(self) -> bool:
@@ -454,6 +462,10 @@ class Family:
     #: keys older configs carry that the family's transformers 5 config class no longer reads -> the key it reads
     #: (Falcon's n_head: FalconConfig has no attribute_map, so n_head leaves num_attention_heads at 71)
     unread: dict[str, str] = field(default_factory=dict)
+    #: the default config's values of the keys its position modules read, where the inventory observed the table
+    #: (a value equal to the observed one is the config the rows were seen at: Grounding DINO's
+    #: ``position_embedding_type: sine`` is its vision backbone's, and its text table was observed with it)
+    observed_at: dict[str, Any] = field(default_factory=dict)
 
 
 def _t5(name: str, reference: str, heads: int, *, every_block: bool = False) -> Family:
@@ -470,21 +482,6 @@ def _t5(name: str, reference: str, heads: int, *, every_block: bool = False) -> 
                     bias=f"{side}.block.{block}.layer.0.SelfAttention.relative_attention_bias.weight")
         for side in ("encoder", "decoder")
     }, harmless=("n_positions",))  # fmt: skip
-
-
-def _learned(name: str, reference: str, dim: tuple[str, ...], length: tuple[str, ...], defaults: dict[str, Any],
-             tensor: str, first_row: int | str = 0) -> Family:  # fmt: skip
-    layer = Layer("learned", {"dim": dim, "length": length}, defaults, tensor=tensor, first_row=first_row)
-    return Family(name, reference, {"default": layer})
-
-
-def _bart(name: str, reference: str) -> Family:
-    keys: dict[str, tuple[str, ...]] = {"dim": ("d_model",), "length": ("max_position_embeddings",)}
-    defaults = {"dim": 1024, "length": 1024}
-    return Family(name, reference, {
-        lt: Layer("learned", keys, defaults, tensor=f"{lt}.embed_positions.weight", first_row=2)
-        for lt in ("encoder", "decoder")
-    })  # fmt: skip
 
 
 def _fairseq_sinusoids(length: tuple[str, ...], length_default: int, dim_default: int) -> Layer:
@@ -530,7 +527,6 @@ def _omni_audio(name: str, module: str, cls: str) -> Family:
                                                  "the model computes it when built and never saves it")})  # fmt: skip
 
 
-_BERT_DIMS = {"dim": 768, "length": 512}
 
 #: model_type -> how its (non-rotary) positions are read. Keep grouped by scheme.
 _POSITIONS: dict[str, Family] = {f.name: f for f in (
@@ -623,52 +619,64 @@ _POSITIONS: dict[str, Family] = {f.name: f for f in (
                              {"position_buckets": -1, "max_relative_positions": -1, "length": 512},
                              rules=("deberta_relative",))},
            harmless=("position_biased_input", "relative_attention")),
-    _learned("gpt2", f"{_HF}/gpt2/modeling_gpt2.py GPT2Model.wpe (nn.Embedding(n_positions, n_embd))",
-             ("n_embd", "hidden_size"), ("n_positions", "max_position_embeddings"), {"dim": 768, "length": 1024},
-             "wpe.weight"),
-    _learned("bert", f"{_HF}/bert/modeling_bert.py BertEmbeddings.position_embeddings (position_ids = arange)",
-             ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS, "embeddings.position_embeddings.weight"),
-    _learned("roberta", f"{_HF}/roberta/modeling_roberta.py RobertaEmbeddings (positions from padding_idx + 1)",
-             ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS, "embeddings.position_embeddings.weight",
-             "pad+1"),
-    _learned("xlm-roberta", f"{_HF}/xlm_roberta/modeling_xlm_roberta.py XLMRobertaEmbeddings (from padding_idx + 1)",
-             ("hidden_size",), ("max_position_embeddings",), _BERT_DIMS, "embeddings.position_embeddings.weight",
-             "pad+1"),
-    _learned("xlm-roberta-xl", f"{_HF}/xlm_roberta_xl/modeling_xlm_roberta_xl.py XLMRobertaXLEmbeddings (from "
-             "padding_idx + 1)", ("hidden_size",), ("max_position_embeddings",), {"dim": 2560, "length": 514},
-             "embeddings.position_embeddings.weight", "pad+1"),
-    _learned("electra", f"{_HF}/electra/modeling_electra.py ElectraEmbeddings.position_embeddings (embedding_size "
-             "wide)", ("embedding_size",), ("max_position_embeddings",), {"dim": 128, "length": 512},
-             "embeddings.position_embeddings.weight"),
-    Family("distilbert", f"{_HF}/distilbert/modeling_distilbert.py Embeddings.position_embeddings (learned, or "
-           "sinusoids written into the same weights when sinusoidal_pos_embds)",
-           {"default": Layer("learned", {"dim": ("dim",), "length": ("max_position_embeddings",)},
-                             {"dim": 768, "length": 512}, tensor="embeddings.position_embeddings.weight")},
-           harmless=("sinusoidal_pos_embds",)),
-    _learned("gpt_neo", f"{_HF}/gpt_neo/modeling_gpt_neo.py GPTNeoModel.wpe", ("hidden_size",),
-             ("max_position_embeddings",), {"dim": 2048, "length": 2048}, "wpe.weight"),
-    _learned("gpt_bigcode", f"{_HF}/gpt_bigcode/modeling_gpt_bigcode.py GPTBigCodeModel.wpe (attribute_map n_embd, "
-             "n_positions)", ("n_embd", "hidden_size"), ("n_positions", "max_position_embeddings"),
-             {"dim": 768, "length": 1024}, "wpe.weight"),
-    _bart("bart", f"{_HF}/bart/modeling_bart.py BartLearnedPositionalEmbedding (offset 2: rows 2..; encoder and "
-          "decoder tables)"),
-    _bart("mbart", f"{_HF}/mbart/modeling_mbart.py MBartLearnedPositionalEmbedding (offset 2, encoder and decoder)"),
-    _learned("opt", f"{_HF}/opt/modeling_opt.py OPTLearnedPositionalEmbedding (offset 2: rows 2..)",
-             ("hidden_size",), ("max_position_embeddings",), {"dim": 768, "length": 2048},
-             "decoder.embed_positions.weight", 2),
 )}  # fmt: skip
+
+
+def learned_layer(table: dict[str, Any]) -> Layer:
+    """The :class:`Layer` of one learned table the inventory observed (``learned_table.tables[layer]``, made by
+    ``tools/inventory/learned_rows.py`` running the model's forward): the tensor, the config keys its width and
+    rows follow (each verified by a rebuild), the first row the model adds to token 0 (a number, or a config key
+    plus a number: ``pad_token_id + 1``), its padding row and factor. Every rule is data observed there."""
+    shape = table["shape"]
+    first = table["first_row"]
+    first_row: int | str = first if isinstance(first, int) else f"{first['key']}+{first['add']}"
+    pad = table.get("padding_idx") if table.get("padding_row_zero") else None
+    padding_row: int | str | None = pad
+    if isinstance(pad, int) and not isinstance(first, int) and table.get("pad_key") == first["key"]:
+        padding_row = f"{first['key']}+0"  # the padding row moves with the key, as the first row does
+    keys = {"dim": tuple(table.get("dim_keys") or ()), "length": tuple(table.get("length_keys") or ())}
+    defaults = {"dim": shape[1], "length": table.get("length_default", shape[0])}
+    first_default = first.get("default") if isinstance(first, dict) else None
+    return Layer(
+        "learned", {k: v for k, v in keys.items() if v}, defaults, tensor=table["tensor"], first_row=first_row,
+        table_rows=int(table.get("extra_rows", 0)), padding_row=padding_row, scale=float(table.get("scale", 1.0)),
+        first_row_default=first_default if isinstance(first_default, int) else None,
+    )  # fmt: skip
+
+
+def _rows_from(first: Any) -> str:
+    return str(first) if isinstance(first, int) else f"{first['key']} + {first['add']}"
+
+
+def _learned_families() -> dict[str, Family]:
+    """model_type -> its learned tables, for every inventory type whose ``learned_table`` observation found one
+    (and which no record above reads)."""
+    out: dict[str, Family] = {}
+    for mt, entry in sorted((_data.inventory().get("model_types") or {}).items()):
+        tables = (entry.get("learned_table") or {}).get("tables") if isinstance(entry, dict) else None
+        if not tables or mt in _POSITIONS:
+            continue
+        module = str(entry.get("modeling_module") or "").replace("models.", "", 1).replace(".", "/")
+        where = "; ".join(f"{t['module']}, rows from {_rows_from(t['first_row'])}" for t in tables.values())
+        reference = f"{_HF}/{module}.py {where} (observed: tools/inventory/learned_rows.py)"
+        observed = dict(entry.get("defaults") or {})
+        out[mt] = Family(mt, reference, {lt: learned_layer(t) for lt, t in tables.items()}, observed_at=observed)
+    return out
 
 
 def _with_positions(records: tuple[Record, ...]) -> dict[str, Record]:
     """One record per model_type: the rotary ones above, each non-rotary family as a record of its scheme, and
-    Falcon's both (rotary with ``alibi: false``, ALiBi with ``alibi: true``)."""
+    Falcon's both (rotary with ``alibi: false``, ALiBi with ``alibi: true``); the learned tables the inventory
+    observed last."""
     out = {r.model_type: r for r in records}
-    for name, fam in _POSITIONS.items():
+    observed = _learned_families()
+    for name, fam in {**_POSITIONS, **observed}.items():
         kinds = ", ".join(dict.fromkeys(layer.kind for layer in fam.layers.values()))
         if name in out:
             out[name] = replace(out[name], positions=fam)
         else:
-            out[name] = Record(name, fam.reference, scheme=kinds, positions=fam)
+            origin = "inventory" if name in observed else "record"
+            out[name] = Record(name, fam.reference, scheme=kinds, positions=fam, origin=origin)
     return out
 
 
@@ -684,8 +692,9 @@ def positions_family(model_type: object) -> Family | None:
 
 def positions_families() -> dict[str, Family]:
     """model_type -> the non-rotary layer tables of its record, grouped by scheme (T5, ALiBi, sinusoids,
-    DeBERTa, learned) as the records list them: a view, for the tables of the docs and tools."""
-    return {mt: fam for mt in _POSITIONS if (fam := positions_family(mt)) is not None}
+    DeBERTa, then the learned tables) as the records list them: a view, for the tables of the docs and tools."""
+    names = [*_POSITIONS, *(mt for mt, r in RECORDS.items() if r.positions is not None and mt not in _POSITIONS)]
+    return {mt: fam for mt in names if (fam := positions_family(mt)) is not None}
 
 
 def reader_names() -> tuple[str, ...]:
@@ -855,7 +864,9 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
     type applies RoPE or none, and the rotated width is the head's or its partial_rotary_factor's share."""
     scheme = entry.get("scheme")
     if scheme not in DERIVABLE:
-        raise Refused(f"its positions are {scheme}, which no record of posenc reads")
+        # what the inventory's run of its forward saw, when it ran one (tools/inventory/learned_rows.py)
+        seen = str((entry.get("learned_table") or {}).get("status") or "")[:120]
+        raise Refused(f"its positions are {scheme}, which no record of posenc reads" + (f" ({seen})" if seen else ""))
     if entry.get("status") != "ok":
         raise Refused(f"the inventory could not observe its rotary class ({str(entry.get('status'))[:60]})")
     sub = list(entry.get("sub_config") or [])

@@ -54,6 +54,9 @@ import transformers
 from transformers import CONFIG_MAPPING, AutoConfig
 from transformers.models.auto import modeling_auto
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import learned_rows
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "posenc_cli" / "models" / "data" / "transformers_inventory.json"
 ARRAYS = ROOT / "tests" / "data" / "inventory"
@@ -658,6 +661,7 @@ def visit(mt: str, store: Store) -> tuple[dict[str, Any], dict[str, Any]]:
         positions_path(rec, sys.modules[type(rot[1]).__module__], model, cfg_eager, rot[1], store)
     else:
         owner_reads(rec, model, found, cfg_eager)
+        learned_rows.add(rec, model, mcls, cfg)  # which table rows the forward adds (learned_rows.py)
     finish(rec, saved, saved_flat)
     rec.setdefault("status", "ok")
     return rec, refs
