@@ -904,8 +904,9 @@ def width_probes(rcls: type, base_cfg: Any, reads: list[str], store: Store) -> l
     config leaves it absent or null), a partial factor set to 0.25 (0.5 where it is 0.25 already) - and the
     class's number of frequencies per layer type (and the frequencies, in rope.npz) recorded with the change
     (``set``, and the value it replaced: ``was``; the first probe is the default config, ``set`` empty). Every
-    other positive integer of the config is changed the same way and kept where the width follows it. A change the config or class cannot be built with is left out. posenc holds
-    its width rule against every probe (records.py)."""
+    other positive integer of the config is changed the same way and kept where the width follows it. A change
+    the config or class cannot be built with is left out. posenc holds its width rule against every probe
+    (records.py)."""
     cls = type(base_cfg)
     base = base_cfg.to_dict()
     first = _probe(build_rotary(rcls, cls.from_dict(copy.deepcopy(base))), store)
@@ -933,6 +934,12 @@ def width_probes(rcls: type, base_cfg: Any, reads: list[str], store: Store) -> l
             continue  # an integer the width does not follow: nothing to record
         probes.append({"set": {key: new}, "was": {key: None if value == "<absent>" else value}, **got})
     return probes
+
+
+def _layer_index(name: str, i: int) -> int:
+    """The layer index in a module path (``model.layers.12.self_attn``: 12), else ``i``."""
+    found = re.findall(r"\.(\d+)\.", name)
+    return int(found[-1]) if found else i
 
 
 def positions_path(rec: dict, module: Any, model: torch.nn.Module, cfg: Any, rot: torch.nn.Module,
@@ -973,7 +980,8 @@ def positions_path(rec: dict, module: Any, model: torch.nn.Module, cfg: Any, rot
         for i, (name, m) in enumerate(layers):
             stack.append(name)
             try:
-                forward_attention(m, rot, lts[i] if lts and i < len(lts) else None)
+                idx = _layer_index(name, i)  # a hybrid's attention modules sit among other layers (LFM3's convs)
+                forward_attention(m, rot, lts[idx] if lts and idx < len(lts) else None)
             finally:
                 stack.pop()
             per_layer.append("rope" if any(layer == name for layer, _ in calls) else "none")
@@ -990,10 +998,11 @@ def positions_path(rec: dict, module: Any, model: torch.nn.Module, cfg: Any, rot
     if ran and layers:
         rec["layer_rope"] = per_layer
         lts = rec.get("layer_types")
-        if lts and len(lts) == len(per_layer):
+        indices = [_layer_index(name, i) for i, (name, _) in enumerate(layers)]
+        if lts and all(idx < len(lts) for idx in indices):
             lp: dict[str, set[str]] = {}
-            for lt, p in zip(lts, per_layer):
-                lp.setdefault(lt, set()).add(p)
+            for idx, p in zip(indices, per_layer):
+                lp.setdefault(lts[idx], set()).add(p)
             rec["layer_positions"] = {lt: "/".join(sorted(v)) for lt, v in lp.items()}
         else:
             rec["layer_positions"] = {"default": "/".join(sorted(set(per_layer)))}
