@@ -117,12 +117,17 @@ def test_the_head_rule_is_the_one_every_probe_follows():
         records._check_width(neither, {}, raw, "config", [], True)
 
 
-def test_glm4_moe_is_derived_and_its_probes_match_its_class():
+def test_glm4_moe_is_derived_from_the_inventory():
     rec = records.record_for("glm4_moe")
-    assert rec is not None and rec.origin == "inventory"
-    entry = records.inventory_entry("glm4_moe")
-    assert entry is not None and any(p["set"] for p in entry["width_probes"])
-    assert TOOL.check_probes("glm4_moe") >= 1
+    assert rec is not None and rec.origin == "inventory" and rec.head_dim == "config"
+
+
+#: the frequencies posenc reads at the probes' configs against the class's there: GLM-4 MoE's head_dim,
+#: JetMoE's kv_channels (read through the record's alias), Cohere2's head_dim (a given one wins in 5.24),
+#: DeepSeek-OCR 2's text model (its class ignores head_dim: hidden_size // num_attention_heads)
+@pytest.mark.parametrize("mt", ["glm4_moe", "jetmoe", "cohere2", "deepseek_ocr2_text"])
+def test_readings_at_the_probes_are_the_class_s(mt):
+    assert TOOL.check_probes(mt) >= 1
 
 
 # ----- rotary classes the inventory observed another way -----------------------------------------------------
@@ -154,3 +159,12 @@ def test_a_head_dim_beside_qk_rope_head_dim_is_refused_by_name():
         read_model_config(cfg).params(None, 8)
     cfg["head_dim"] = 64
     assert read_model_config(cfg).params(None, 8)["dim"] == 64
+
+
+def test_a_hybrid_s_attention_layers_are_matched_to_their_own_layer_types():
+    # LFM3: convolution layers between the attention ones; its full-attention layers rotate by proportional RoPE
+    entry = records.inventory_entry("lfm3")
+    assert entry is not None and set(entry["layer_positions"]) == {"full_attention", "sliding_attention"}
+    rec = records.record_for("lfm3")
+    assert rec is not None and "conv" in rec.nope
+    assert TOOL.check_type("lfm3").startswith("exact")

@@ -188,9 +188,13 @@ def check_probes(mt: str) -> int:
     entry = records.inventory_entry(mt) or {}
     a = arrays()
     compared = 0
-    for probe in entry.get("width_probes") or []:
-        if not probe.get("set") or not probe.get("inv_freq"):
-            continue
+    probes = entry.get("width_probes") or []
+    seen = {h for p in probes[:1] for h in (p.get("inv_freq") or {}).values()}  # the default's: checked above
+    for probe in probes:
+        names = set((probe.get("inv_freq") or {}).values())
+        if not probe.get("set") or not names or names <= seen:
+            continue  # the class's frequencies did not change: no width the rule must follow
+        seen |= names
         cfg = default_config(mt, "default", 0)
         text = cfg
         for p in entry.get("sub_config") or []:
