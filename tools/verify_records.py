@@ -140,8 +140,9 @@ def _check_type(mt: str) -> str:
         except ParameterError as exc:
             msg = str(exc)
             assert "\n" not in msg
-            if rope_type == "default":
-                return f"refused: {msg}"
+            if rope_type == "default":  # the config at hand decides (GLM-4 MoE's default: an odd width)
+                probed = check_probes(mt)
+                return f"refused: {msg}" + (f" (exact at {probed} of the inventory's width probes)" if probed else "")
             outcome = "exact (default); some rope types refused"
             continue
         for lt, ref in layers.items():
@@ -174,7 +175,59 @@ def _check_type(mt: str) -> str:
             # the class computes t * w and cos in float32: |t w| 2**-24 and two roundings of cos
             tol = 3 * t * got.max() * EPS32 + 4 * EPS32 * max(scale, 1.0)
             assert np.all(np.abs(mine - cos) <= tol), f"{where}: cos differs by {np.abs(mine - cos).max():.3g}"
-    return outcome
+    probed = check_probes(mt)
+    if outcome.startswith("exact") or not probed:
+        return outcome
+    return f"exact at {probed} of the inventory's width probes; {outcome}"
+
+
+def check_probes(mt: str) -> int:
+    """The frequencies posenc reads at each of the inventory's width probes (the type's default config with one
+    key its class read changed, tools/inventory ``width_probes``) against the ones its class built there, to
+    float32 rounding; a probe config posenc refuses in one line is skipped. Returns how many were compared."""
+    entry = records.inventory_entry(mt) or {}
+    a = arrays()
+    compared = 0
+    probes = entry.get("width_probes") or []
+    seen = {h for p in probes[:1] for h in (p.get("inv_freq") or {}).values()}  # the default's: checked above
+    for probe in probes:
+        names = set((probe.get("inv_freq") or {}).values())
+        if not probe.get("set") or not names or names <= seen:
+            continue  # the class's frequencies did not change: no width the rule must follow
+        seen |= names
+        cfg = default_config(mt, "default", 0)
+        text = cfg
+        for p in entry.get("sub_config") or []:
+            text = text[p]
+        for key, value in probe["set"].items():
+            *parents, last = key.split(".")
+            node = text
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[last] = value
+        try:
+            mc = read_model_config(cfg)
+        except ParameterError as exc:
+            assert "\n" not in str(exc)
+            continue
+        for lt, name in probe["inv_freq"].items():
+            layer = lt if lt in mc.layer_types else None
+            try:
+                params = mc.params(layer, 8)
+            except ParameterError:
+                continue
+            got = np.asarray(make_encoding(mc.kind, {**params, "dtype": "float64"}).inv_freq(), dtype=np.float64)
+            want = a[name].astype(np.float64).ravel()
+            where = f"{mt} at {probe['set']} {lt}"
+            assert got.size == want.size, f"{where}: {got.size} frequencies, its class {want.size}"
+            # float32 base ** (2i / d) in the class: the exponent's rounding times ln(base), and pow's own
+            rtol = (8 + 2 * math.log(float(params.get("base", 10000.0)))) * EPS32
+            diff = np.abs(got - want)
+            bad = diff > rtol * np.abs(want)
+            worst = float(np.max(diff[bad] / np.maximum(np.abs(want[bad]), 1e-300))) if bad.any() else 0.0
+            assert not bad.any(), f"{where}: frequencies differ by up to {worst:.3g} (relative)"
+            compared += 1
+    return compared
 
 
 OUT = ROOT / "posenc_cli" / "models" / "data" / "verified_records.json"

@@ -540,9 +540,10 @@ class _Reader:
         return out
 
     def head_from_config(self) -> _Value:
-        v = self.cfg.get("head_dim")
-        if v is not None:
-            return _Value(_number(v, self.key("head_dim"), integer=True), f"config key {self.key('head_dim')}")
+        for key in self.fam.aliases.get("head_dim", ("head_dim",)):  # JetMoE's kv_channels
+            v = self.cfg.get(key)
+            if v is not None:
+                return _Value(_number(v, self.key(key), integer=True), f"config key {self.key(key)}")
         if self.fam.defaults.get("head_dim") is not None and self.known:
             return _Value(self.fam.defaults["head_dim"], f"default of {self.family_name}")
         return self.head_computed()
@@ -574,6 +575,16 @@ class _Reader:
     def head_qk_rope(self) -> _Value:
         value = self.get("qk_rope_head_dim", required=True)
         assert value is not None
+        given = self.cfg.get("head_dim")
+        if given is not None and given != value.value:
+            # DeepseekV2Config.__post_init__ sets head_dim = qk_rope_head_dim over a given one; DeepseekV3Config
+            # sets it before a head_dim given in config.json is applied, and its rotary class then reads that
+            # (configuration_deepseek_v3.py:121-123, modeling_deepseek_v3.py:87)
+            raise ParameterError(
+                f"config key {self.key('head_dim')}={given} differs from {value.origin.removeprefix('config key ')}"
+                f"={value.value}: transformers' MLA config classes differ on which one their rotary class reads; "
+                "remove head_dim from config.json or make it equal"
+            )
         return value
 
     # ----- rope dicts ---------------------------------------------------------------------------------------
@@ -909,7 +920,11 @@ class _Reader:
                             f"{rot_dim} of {dim} features; RoPE needs at least 2"
                         )
         if rot_dim % 2 and scaling != "proportional":
-            raise ParameterError(f"the head dim {dim} gives {rot_dim} rotated features, an odd number; fix config.json")
+            raise ParameterError(
+                f"the head dim {dim} gives {rot_dim} rotated features, an odd number: transformers builds "
+                f"{(rot_dim + 1) // 2} frequencies over a width of {rot_dim} (int(head_dim x partial_rotary_factor)), "
+                "a table posenc's rope does not build; check head_dim and partial_rotary_factor in config.json"
+            )
         out["_rot_dim"] = _Value(rot_dim, "head dim x partial rotary factor" if rot_dim != dim else "the head dim")
         return rot_dim
 

@@ -252,9 +252,11 @@ _RECORDS: tuple[Record, ...] = (
            "(repeat_interleave), rotate_half on (2k, 2k+1)",
            pairing="interleaved", theta={None: ("rope_theta", 500000.0)}, rules=_DEFAULT_FULL,
            defaults=_dims(8192, 64, 8192), gguf_arch="command-r"),  # llama.cpp conversion/command_r.py:14
-    Record("cohere2", f"{_HF}/cohere2 Cohere2Config (head_dim = hidden_size // num_attention_heads, "
-           "sliding_window_pattern 4), Cohere2Attention (RoPE only where sliding_window is set)",
-           pairing="interleaved", head_dim="computed", layers=("every_nth_full", "sliding_window_pattern"),
+    Record("cohere2", f"{_HF}/cohere2 Cohere2Config (head_dim = hidden_size // num_attention_heads, unless "
+           "config.json gives head_dim: the config's remaining kwargs are set after __post_init__ and "
+           "Cohere2RotaryEmbedding reads it; sliding_window_pattern 4), Cohere2Attention (RoPE only where "
+           "sliding_window is set)",
+           pairing="interleaved", head_dim="config", layers=("every_nth_full", "sliding_window_pattern"),
            nope=("full_attention",), rules=_DEFAULT_FULL,
            defaults=_dims(8192, 64, 8192, num_hidden_layers=40, sliding_window_pattern=4)),
     Record("glm", f"{_HF}/glm GlmConfig (partial_rotary_factor 0.5), apply_rotary_pos_emb "
@@ -925,7 +927,11 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
             "the inventory does not record"
         )
     head_rule = "qk_rope" if mla else "config" if "head_dim" in top or "kv_channels" in top else "computed"
-    _check_width(entry, defaults, raw, head_rule, per_layer, partial_read)
+    head_rule = _check_width(entry, defaults, raw, head_rule, per_layer, partial_read, aliases)
+    was = {k: v for p in entry.get("width_probes") or [] for k, v in (p.get("was") or {}).items()}
+    qk_rope = raw.get("qk_rope_head_dim", was.get("qk_rope_head_dim"))
+    if head_rule == "qk_rope" and "qk_rope_head_dim" not in defaults and isinstance(qk_rope, int):
+        defaults["qk_rope_head_dim"] = qk_rope
     rules = () if partial_read else ("default_ignores_partial",)
     module = str(entry.get("modeling_module") or "").replace("models.", "", 1).replace(".", "/")
     reference = (
@@ -942,6 +948,36 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
     )  # fmt: skip
 
 
+def _head_width(cfg: dict[str, Any], head_rule: str, aliases: dict[str, tuple[str, ...]]) -> Any:
+    """The head width the record's rule reads from ``cfg`` (keys relative to the sub-config, under the names
+    the class reads them by: ``aliases``): transformers' ``getattr(config, "head_dim", None) or
+    config.hidden_size // config.num_attention_heads`` (modeling_rope_utils.py:180, glm4_moe/modeling_glm4_moe.py:
+    76), ``qk_rope_head_dim`` for MLA."""
+
+    def key(name: str) -> Any:
+        return next((cfg[k] for k in aliases.get(name, (name,)) if cfg.get(k) is not None), None)
+
+    if head_rule == "qk_rope":
+        return key("qk_rope_head_dim")
+    if head_rule == "config" and key("head_dim") is not None:
+        return key("head_dim")
+    hidden, heads = key("hidden_size"), key("num_attention_heads")
+    if isinstance(hidden, int) and isinstance(heads, int) and heads > 0:
+        return hidden // heads
+    return None
+
+
+def rotated_frequencies(head: int, share: float, rope_type: str = "default") -> int:
+    """How many frequencies transformers' rotary class builds for a head of ``head`` features rotated by
+    ``share``: ``dim = int(head_dim * partial_rotary_factor)`` then ``arange(0, dim, 2)`` - one per pair, an odd
+    ``dim`` rounding up (modeling_rope_utils.py:181-185, glm4_moe/modeling_glm4_moe.py:77-81); proportional
+    RoPE keeps ``head_dim // 2`` of them, the unrotated ones zero (modeling_rope_utils.py:240-255)."""
+    if rope_type == "proportional":
+        return head // 2
+    dim = int(head * share)
+    return (dim + 1) // 2
+
+
 def _check_width(
     entry: dict[str, Any],
     defaults: dict[str, Any],
@@ -949,38 +985,87 @@ def _check_width(
     head_rule: str,
     per_layer: list[str],
     partial_read: bool,
+    aliases: dict[str, tuple[str, ...]] | None = None,
+) -> str:
+    """The head rule (:data:`HEAD_DIM_RULES`) under which the rotated width is the one posenc derives, by the
+    model's own rule, from the config at hand: the head width times partial_rotary_factor (per layer type where
+    the rope dict is). The rule is held against the inventory's ``width_probes`` - the class's number of
+    frequencies at its default config and at configs with one key changed - so it is observed as a function of
+    the config, never a width fixed at the default (an odd width there, GLM-4 MoE's 42 x 0.5, says nothing of
+    GLM-4.5-Air's 128 x 0.5: the config at hand is judged when it is read). ``head_rule`` (from the keys the
+    class read) is tried first, then the others; none fitting every probe is refused. Entries without probes
+    (a class that keeps no ``inv_freq``) are checked on the width the class produced at the default config."""
+    aliases = aliases or {}
+    probes = [p for p in entry.get("width_probes") or [] if p.get("n_freq")]
+    if not probes:
+        _check_default_width(entry, defaults, raw, head_rule, per_layer, partial_read, aliases)
+        return head_rule
+    base = dict(raw)
+    for probe in probes:  # the values the probes replaced: keys the class did not read directly
+        base.update({k: v for k, v in (probe.get("was") or {}).items() if k not in base})
+    first: Refused | None = None
+    for rule in dict.fromkeys((head_rule, "config", "computed", "qk_rope")):
+        try:
+            for probe in probes:
+                _check_probe(probe, base, rule, per_layer, partial_read, aliases)
+        except Refused as exc:
+            first = first or exc
+            continue
+        return rule
+    assert first is not None
+    raise first
+
+
+def _check_probe(
+    probe: dict[str, Any],
+    base: dict[str, Any],
+    head_rule: str,
+    per_layer: list[str],
+    partial_read: bool,
+    aliases: dict[str, tuple[str, ...]],
 ) -> None:
-    """The rotated width the class produced is the one posenc derives from the same config: the head width
-    (head_dim, qk_rope_head_dim or hidden_size // num_attention_heads, as the record reads it) times
-    partial_rotary_factor (per layer type where the rope dict is), or half of it where cos holds one column per
-    frequency (gpt-oss style); else the type is refused."""
-    if head_rule == "qk_rope":
-        head = defaults.get("qk_rope_head_dim")
-    elif head_rule == "config" and defaults.get("head_dim") is not None:
-        head = defaults["head_dim"]
-    elif defaults.get("hidden_size") and defaults.get("num_attention_heads"):
-        head = defaults["hidden_size"] // defaults["num_attention_heads"]
-    else:
+    cfg = {**base, **probe.get("set", {})}
+    head = _head_width(cfg, head_rule, aliases)
+    where = ", ".join(f"{k}={v}" for k, v in probe.get("set", {}).items()) or "its default config"
+    for lt, n_freq in probe["n_freq"].items():
+        pre = f"rope_parameters.{lt}." if lt in per_layer else "rope_parameters."
+        share = cfg.get(f"{pre}partial_rotary_factor") if partial_read else None
+        share = float(share) if isinstance(share, (int, float)) else 1.0
+        rope_type = str(cfg.get(f"{pre}rope_type") or "default")
+        if not isinstance(head, int):
+            raise Refused(f"its head width at {where} is not one posenc derives from its config")
+        want = rotated_frequencies(head, share, rope_type)
+        if n_freq != want:
+            raise Refused(
+                f"at {where} its rotary class builds {n_freq} frequencies where the head of {head} times "
+                f"partial_rotary_factor {share:g} gives {want}: a width posenc does not derive"
+            )
+
+
+def _check_default_width(
+    entry: dict[str, Any],
+    defaults: dict[str, Any],
+    raw: dict[str, Any],
+    head_rule: str,
+    per_layer: list[str],
+    partial_read: bool,
+    aliases: dict[str, tuple[str, ...]],
+) -> None:
+    """The width the class produced at its default config (``rotary_dim``) against the rule, where the inventory
+    has no probes: the rotated width, or half of it where cos holds one column per frequency (gpt-oss style)."""
+    head = _head_width(defaults, head_rule, {})
+    if head is None:
         head = entry.get("head_dim")
     rot = entry.get("rotary_dim")
     types: list[str | None] = list(per_layer) or [None]
     rots = rot if isinstance(rot, dict) else {lt: rot for lt in types}
     for lt, width in rots.items():
-        key = (
-            f"rope_parameters.{lt}.partial_rotary_factor"
-            if lt in per_layer
-            else "rope_parameters.partial_rotary_factor"
-        )
-        share = raw.get(key) if partial_read else None
+        pre = f"rope_parameters.{lt}." if lt in per_layer else "rope_parameters."
+        share = raw.get(f"{pre}partial_rotary_factor") if partial_read else None
         share = float(share) if isinstance(share, (int, float)) else 1.0
         if not isinstance(width, int) or not isinstance(head, int):
             raise Refused(f"its rotated width ({rot}) is not one posenc derives from its config")
-        want = int(head * share)
-        if want % 2:  # transformers builds (want + 1) // 2 frequencies anyway (GLM-4 MoE: 21 of 42 -> 22 columns)
-            raise Refused(
-                f"at its default config its head of {head} times partial_rotary_factor {share:g} rotates an odd "
-                f"number of features ({want}), which posenc's rope does not build, so its reading is unverified"
-            )
+        want = 2 * rotated_frequencies(head, share, str(raw.get(f"{pre}rope_type") or "default"))
         if width not in (want, want // 2):
             raise Refused(f"its rotary class rotates {width} of {head} features, a width posenc does not derive")
 

@@ -32,6 +32,7 @@ How each field is observed (nothing is typed from memory):
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import copy
 import hashlib
@@ -43,6 +44,7 @@ import re
 import signal
 import sys
 import tempfile
+import textwrap
 import traceback
 import warnings
 from pathlib import Path
@@ -600,12 +602,18 @@ def visit(mt: str, store: Store) -> tuple[dict[str, Any], dict[str, Any]]:
             model = mcls(cfg_eager)
     except Exception as exc:
         why = f"{mcls.__name__} not built: {type(exc).__name__}: {exc}"[:200]
-        if not rotary_alone(rec, refs, module, cfg_eager, store, why):
+        built = parent_built(mt, mcls, cfg_eager)
+        if built is not None:  # the sub-config a parent type builds (T5Gemma 2's encoder and decoder)
+            rec["built_from"], cfg_eager, model = built
+            rec["default_not_built"] = why
+        elif not rotary_alone(rec, refs, module, cfg_eager, store, why, mcls):
             rec.update(scheme="unobserved", status=why)
+            rec.setdefault("status", why)
+            return rec, refs
         else:
             finish(rec, saved, saved_flat)
-        rec.setdefault("status", why)
-        return rec, refs
+            rec.setdefault("status", why)
+            return rec, refs
     found = scan_modules(model)
     src = inspect.getsource(module) if module is not None else ""
     alibi = bool(re.search(r"def \w*alibi\w*\(|build_\w*alibi", src))
@@ -665,6 +673,33 @@ def visit(mt: str, store: Store) -> tuple[dict[str, Any], dict[str, Any]]:
     finish(rec, saved, saved_flat)
     rec.setdefault("status", "ok")
     return rec, refs
+
+
+def parent_built(mt: str, mcls: type, cfg: Any) -> tuple[str, Any, torch.nn.Module] | None:
+    """When ``mt``'s model cannot be built at its default config: the config of the same class that another
+    model type of the same package builds as its sub-config (its defaults filled in by the parent: T5Gemma 2's
+    encoder and decoder), with the model built from it on meta - ``("parent:path", config, model)``, or None."""
+    pkg = type(cfg).__module__.rsplit(".", 1)[0]
+    for pmt in sorted(CONFIG_MAPPING.keys()):
+        if pmt == mt or CONFIG_MAPPING[pmt].__module__.rsplit(".", 1)[0] != pkg:
+            continue
+        try:
+            parent = AutoConfig.for_model(pmt)
+        except Exception:
+            continue
+        for path, sub in sub_configs(parent):
+            if not path or type(sub) is not type(cfg):
+                continue
+            sub = copy.deepcopy(sub)
+            with contextlib.suppress(Exception):
+                sub._attn_implementation = "eager"
+            try:
+                with torch.device("meta"):
+                    model = mcls(sub)
+            except Exception:
+                continue
+            return f"{pmt}:{'.'.join(path)}", sub, model
+    return None
 
 
 def owner_reads(rec: dict, model: torch.nn.Module, found: dict, cfg: Any) -> None:
@@ -836,8 +871,79 @@ def rope_section(rec: dict, refs: dict, rcls: type, pos_cfg: Any, store: Store) 
     if arrays:
         refs.update(arrays)
         rec["reference"] = rec["model_type"]
+    if "default" in keys_read:
+        try:
+            rec["width_probes"] = width_probes(rcls, base_cfg, keys_read["default"], store)
+        except Exception as exc:
+            rec["width_probes_status"] = f"{type(exc).__name__}: {exc}"[:160]
     if not keys_read:
         rec["status"] = "rotary class not run: " + "; ".join(f"{k}: {v}" for k, v in problems.items())[:300]
+
+
+def _probe(rot: torch.nn.Module, store: Store) -> dict[str, Any]:
+    """``n_freq`` (``{layer_type or "default": number of frequencies}``) and ``inv_freq`` (their arrays' names in
+    rope.npz) of a built rotary module."""
+    freqs = inv_freqs(rot)
+    return {
+        "n_freq": {lt or "default": int(inv.size) for lt, (inv, _) in freqs.items()},
+        "inv_freq": {lt or "default": store.put(inv) for lt, (inv, _) in freqs.items()},
+    }
+
+
+def _with_key(d: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    """A deep copy of the config dict ``d`` with ``dotted`` (``head_dim``,
+    ``rope_parameters.full_attention.partial_rotary_factor``) set to ``value``."""
+    d = copy.deepcopy(d)
+    *parents, last = dotted.split(".")
+    node = d
+    for part in parents:
+        node = node[part]
+    node[last] = value
+    return d
+
+
+def width_probes(rcls: type, base_cfg: Any, reads: list[str], store: Store) -> list[dict[str, Any]]:
+    """The rotated width as a function of the keys the class read: the config class built again from its own
+    dict (as from a config.json) with one read key changed at a time - an integer doubled (40 where the default
+    config leaves it absent or null), a partial factor set to 0.25 (0.5 where it is 0.25 already) - and the
+    class's number of frequencies per layer type (and the frequencies, in rope.npz) recorded with the change
+    (``set``, and the value it replaced: ``was``; the first probe is the default config, ``set`` empty). Every
+    other positive integer of the config is changed the same way and kept where the width follows it. A change
+    the config or class cannot be built with is left out. posenc holds its width rule against every probe
+    (records.py)."""
+    cls = type(base_cfg)
+    base = base_cfg.to_dict()
+    first = _probe(build_rotary(rcls, cls.from_dict(copy.deepcopy(base))), store)
+    probes = [{"set": {}, **first}]
+    # every integer of the config (the config class may derive a read key from another: head_dim from
+    # qk_rope_head_dim), the keys read and absent, and the partial factors read
+    keys = [k for k, v in base.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    keys += [k for k in reads if k not in keys and ("." not in k or k.endswith(".partial_rotary_factor"))]
+    for key in keys:
+        leaf = key.rsplit(".", 1)[-1]
+        value = lookup(base, key)
+        if leaf == "partial_rotary_factor" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            new: Any = 0.5 if value == 0.25 else 0.25
+        elif isinstance(value, int) and not isinstance(value, bool) and "." not in key:
+            new = 2 * value if value > 0 else 40
+        elif value in (None, "<absent>") and "." not in key:
+            new = 40
+        else:
+            continue
+        try:
+            got = _probe(build_rotary(rcls, cls.from_dict(_with_key(base, key, new))), store)
+        except Exception:
+            continue
+        if key not in reads and got["n_freq"] == first["n_freq"]:
+            continue  # an integer the width does not follow: nothing to record
+        probes.append({"set": {key: new}, "was": {key: None if value == "<absent>" else value}, **got})
+    return probes
+
+
+def _layer_index(name: str, i: int) -> int:
+    """The layer index in a module path (``model.layers.12.self_attn``: 12), else ``i``."""
+    found = re.findall(r"\.(\d+)\.", name)
+    return int(found[-1]) if found else i
 
 
 def positions_path(rec: dict, module: Any, model: torch.nn.Module, cfg: Any, rot: torch.nn.Module,
@@ -878,7 +984,8 @@ def positions_path(rec: dict, module: Any, model: torch.nn.Module, cfg: Any, rot
         for i, (name, m) in enumerate(layers):
             stack.append(name)
             try:
-                forward_attention(m, rot, lts[i] if lts and i < len(lts) else None)
+                idx = _layer_index(name, i)  # a hybrid's attention modules sit among other layers (LFM3's convs)
+                forward_attention(m, rot, lts[idx] if lts and idx < len(lts) else None)
             finally:
                 stack.pop()
             per_layer.append("rope" if any(layer == name for layer, _ in calls) else "none")
@@ -895,10 +1002,11 @@ def positions_path(rec: dict, module: Any, model: torch.nn.Module, cfg: Any, rot
     if ran and layers:
         rec["layer_rope"] = per_layer
         lts = rec.get("layer_types")
-        if lts and len(lts) == len(per_layer):
+        indices = [_layer_index(name, i) for i, (name, _) in enumerate(layers)]
+        if lts and all(idx < len(lts) for idx in indices):
             lp: dict[str, set[str]] = {}
-            for lt, p in zip(lts, per_layer):
-                lp.setdefault(lt, set()).add(p)
+            for idx, p in zip(indices, per_layer):
+                lp.setdefault(lts[idx], set()).add(p)
             rec["layer_positions"] = {lt: "/".join(sorted(v)) for lt, v in lp.items()}
         else:
             rec["layer_positions"] = {"default": "/".join(sorted(set(per_layer)))}
@@ -933,7 +1041,9 @@ def observe_apply(rec: dict, fn: Any, rcls: type, cfg: Any) -> None:
         rec["pairing_note"] = f"{type(exc).__name__}: {exc}"[:200]
 
 
-def rotary_alone(rec: dict, refs: dict, module: Any, cfg: Any, store: Store, why: str) -> bool:
+def rotary_alone(
+    rec: dict, refs: dict, module: Any, cfg: Any, store: Store, why: str, mcls: type | None = None
+) -> bool:
     """When the model cannot be built at its default config: the modeling module's own rotary class, built
     alone from the text config (keys read, arrays, pairing; no layer positions). False when there is none."""
     if module is None:
@@ -979,7 +1089,136 @@ def rotary_alone(rec: dict, refs: dict, module: Any, cfg: Any, store: Store, why
         rec["pairing"] = "unobserved: no apply_rotary* function in the modeling module"
     if rec.get("keys_read"):
         rec["status"] = f"ok (rotary class alone: {why})"[:200]
+        if fns and layers_alone(rec, module, text, rcls, fns, mcls):
+            rec["status"] = "ok"
+            rec["default_not_built"] = why
     return True
+
+
+_POSITION_ARGS = ("position_embeddings", "freqs_cis", "rotary_pos_emb")
+
+
+def _is_layer_class(c: Any, module: Any) -> bool:
+    """A class of the modeling module built per layer (``__init__(self, config, layer_idx)``) whose forward takes
+    the rotary embedding's output, outside the vision and audio towers."""
+    others = ("vision", "visual", "image", "audio", "vit", "patch")
+    if not (isinstance(c, type) and issubclass(c, torch.nn.Module) and c.__module__ == module.__name__):
+        return False
+    if any(o in c.__name__.lower() for o in others):
+        return False
+    init = list(inspect.signature(c.__init__).parameters)
+    fwd = inspect.signature(c.forward).parameters
+    return init[1:3] == ["config", "layer_idx"] and any(a in fwd for a in _POSITION_ARGS)
+
+
+def _built_calls(cls: type, module: Any) -> list[tuple[type, bool]]:
+    """The modeling module's classes ``cls.__init__`` builds, each with whether it is built unconditionally (no
+    ``if``, conditional expression or loop over a choice around the call): read from the code's syntax tree."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    out: list[tuple[type, bool]] = []
+
+    def walk(node: ast.AST, guarded: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            g = guarded or isinstance(child, (ast.If, ast.IfExp, ast.Try, ast.BoolOp))
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
+                c = getattr(module, child.func.id, None)
+                if isinstance(c, type) and getattr(c, "__module__", None) == module.__name__:
+                    out.append((c, not g))
+            walk(child, g)
+
+    walk(tree, False)
+    return out
+
+
+def _layer_classes(module: Any, mcls: type | None) -> list[type]:
+    """The classes the model builds per layer, as its own code says: the layer classes ``mcls.__init__`` (or a
+    model class it builds: a composite's language model) constructs, then the attention class each of them
+    builds unconditionally (a decoder layer whose MoE or mixer cannot be built at the default config: its
+    attention alone, where the layer always holds it)."""
+    if mcls is None:
+        return []
+    seen: list[type] = []
+    frontier = [mcls]
+    for _ in range(3):  # the model, its language model, ...
+        nxt = []
+        for c in frontier:
+            for built, _ in _built_calls(c, module):
+                if _is_layer_class(built, module):
+                    seen.append(built)
+                elif issubclass(built, torch.nn.Module) and built not in nxt:
+                    nxt.append(built)
+        if seen:
+            break
+        frontier = nxt
+    out = list(dict.fromkeys(seen))
+    for layer in list(out):
+        attn = [c for c, always in _built_calls(layer, module) if _is_layer_class(c, module)]
+        always = [c for c, a in _built_calls(layer, module) if a and _is_layer_class(c, module)]
+        if len(set(attn)) == 1 and always:
+            out.append(always[0])
+    return list(dict.fromkeys(out))
+
+
+def layers_alone(rec: dict, module: Any, text: Any, rcls: type, fns: dict[str, Any], mcls: type | None) -> bool:
+    """When the model cannot be built at its default config: which layers apply positions, from the layer class
+    the model's code builds (else the attention class that layer always builds: :func:`_layer_classes`) built
+    alone on meta for each layer index and run once with the rotary class's cos/sin and the apply functions wrapped
+    (``layer_rope``, ``layer_positions``, ``attention_keys_read``; ``layer_positions_from`` names the class).
+    False when no class builds and runs for every layer."""
+    n = getattr(text, "num_hidden_layers", None)
+    if not isinstance(n, int) or n <= 0:
+        return False
+    lts = rec.get("layer_types")
+    calls: list[int] = []
+    current = [-1]
+
+    def wrap(f: Any) -> Any:
+        def inner(*a: Any, **k: Any) -> Any:
+            calls.append(current[0])
+            return f(*a, **k)
+
+        return inner
+
+    for cls in _layer_classes(module, mcls):
+        try:
+            with torch.device("meta"):
+                rot = build_rotary(rcls, copy.deepcopy(text))
+        except Exception:
+            return False
+        per_layer: list[str] = []
+        layers: list[tuple[str, torch.nn.Module]] = []
+        originals = dict(fns)
+        for name, f in fns.items():
+            setattr(module, name, wrap(f))
+        try:
+            for i in range(n):
+                current[0] = i
+                with torch.device("meta"):
+                    layer = cls(copy.deepcopy(text), i)
+                forward_attention(layer, rot, lts[i] if lts and i < len(lts) else None)
+                per_layer.append("rope" if i in calls else "none")
+                layers.append((f"layers.{i}.{cls.__name__}", layer))
+        except Exception:
+            continue
+        finally:
+            for name, f in originals.items():
+                setattr(module, name, f)
+        rec["layer_rope"] = per_layer
+        if lts and len(lts) == len(per_layer):
+            lp: dict[str, set[str]] = {}
+            for lt, p in zip(lts, per_layer):
+                lp.setdefault(lt, set()).add(p)
+            rec["layer_positions"] = {lt: "/".join(sorted(v)) for lt, v in lp.items()}
+        else:
+            rec["layer_positions"] = {"default": "/".join(sorted(set(per_layer)))}
+        rec["layer_positions_from"] = f"{cls.__name__} built alone on meta for each of the {n} layers"
+        rec.pop("layer_positions_status", None)
+        attention_reads(rec, layers, rot)
+        return True
+    return False
 
 
 def _same_branch(layer: str, rotary_path: str) -> bool:
@@ -1183,6 +1422,9 @@ def write(records: dict, refs: dict, store: Store, index: dict) -> None:
     dump(data)
     used = {h for ref in refs.values() for per in ref.values() for e in per.values() for k, h in e.items()
             if k in ("cos", "sin", "inv_freq")}  # fmt: skip
+    used |= {
+        h for rec in records.values() for p in rec.get("width_probes") or [] for h in p.get("inv_freq", {}).values()
+    }
     ARRAYS.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(ARRAYS / "rope.npz", **{h: store.arrays[h] for h in sorted(used)})
     index = {
