@@ -32,6 +32,7 @@ class SourceOptions(NamedTuple):
     params: Sequence[str] = ()
     dtype: str | None = None
     grid: str | None = None
+    image_size: str | None = None
     layer_type: str | None = None
     max_bytes: int | None = None
     read_as: str | None = None
@@ -59,6 +60,7 @@ class SourceOptions(NamedTuple):
             ("--len", "length", self.length),
             ("--dim", "dim", self.dim),
             ("--grid", "grid", self.grid),
+            ("--image-size", "image_size", self.image_size),
             ("--dtype", "dtype", self.dtype if dtype else None),
         ):
             if value is not None:
@@ -87,6 +89,7 @@ SCOPES: dict[str, tuple[frozenset[str], str]] = {
     "params": (frozenset({"spec", "config", "engine", "config-layers"}), "specs and model configs"),
     "dtype": (frozenset({"spec", "config", "engine", "config-layers"}), "specs and model configs"),
     "grid": (frozenset({"spec", "config", "config-layers"}), "specs and model configs"),
+    "image_size": (frozenset({"config"}), "vision model directories"),
     "kind": (frozenset({"spec", "config", "config-layers"}), "specs and model configs (the kind that reads one)"),
     "all_layer_types": (frozenset({"config-layers"}), "model configs read as HF reads them"),
     "layer_type": (
@@ -144,8 +147,11 @@ def source_kinds(text: str, engine: str | None = None, *, stdin_config: bool = F
         name = split_engine(text)[1] or engine
         if name is None:
             return {"config"}
-        from .models.engines import resolve_engine
+        from .models.engines import ENGINES, resolve_engine
+        from .models.vision import ENGINES as VISION_ENGINES
 
+        if name in VISION_ENGINES and name not in ENGINES:  # timm: it resamples vision tables only
+            return {"config", "engine", f"engine:{name}"}
         engine_rules = resolve_engine(name)
         return {"config", "engine", f"engine:{engine_rules.name}", *(f"reads:{o}" for o in engine_rules.options)}
     if text.lower().endswith(".onnx"):

@@ -1,0 +1,499 @@
+"""ViT-family position tables: read from the weights, at the native grid or at any image size, resampled as the
+model (or timm) does it.
+
+A ViT-family model keeps one learned row per patch of its native ``g x g`` grid (row-major), plus rows for its
+class (and distillation) tokens; run at another image size, its ``interpolate_pos_encoding`` resizes the grid
+rows with ``F.interpolate`` (:mod:`posenc_cli.encodings.resample` reproduces the call in NumPy). Each model
+type's rule is one :class:`VisionRecord` here, read from transformers 5.24's code (``_HF`` paths, lines as in
+5.24.0):
+
+* the weights' tensor (a suffix of the saved name) and the extra rows with their order (``cls`` first in ViT,
+  ``cls, dist`` in DeiT, none in SigLIP and I-JEPA, ``cls`` *last* in Llama 4's vision tower);
+* the interpolation call (mode, ``align_corners``, ``antialias``, ``size=`` or ``scale_factor=``);
+* the new grid: ``height // patch_size`` and ``width // patch_size`` (a size that is not a multiple of the patch
+  is floored, as the patch convolution floors it);
+* when the table is kept as it is (``keep``): ``same_count_square`` is HF's ``num_patches == num_positions and
+  height == width`` (pixels: a 448x112 image has 196 patches like 224x224 but is resampled), ``same_grid`` is
+  timm's (``new_size == old_size``), ``always`` never resamples (Llama 4: the table is added as it is, so only
+  the native size runs), ``never`` always resamples (SigLIP 2 NaFlex resizes for every image, the same size
+  included: the identity);
+* tokens that get no position (DINOv2 with registers: the register tokens, inserted after ``cls`` once the
+  positions are added).
+
+``--engine timm`` applies timm 1.0.31's ``resample_abs_pos_embed`` (``timm/layers/pos_embed.py``: bicubic,
+``antialias=True``, ``align_corners`` unset, the rows before the grid kept as prefix tokens) to an HF checkpoint;
+a timm checkpoint's own ``config.json`` (``architecture`` + ``pretrained_cfg``) is read as timm's: its grid from
+``pretrained_cfg.input_size`` and the patch convolution's kernel, its prefix rows from the ``cls_token`` and
+``reg_token`` it holds (``VisionTransformer._pos_embed``: with ``no_embed_class`` the table has no prefix rows).
+
+Reading the table is one small function (:func:`read_table`), so that the generic learned-table reader can take
+its place. The output's metadata carries the grid (``grid`` HxW, ``grid_offset``, ``extra_rows``), the
+``resampling`` applied, ``image_size`` and ``patch_size``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..encodings.resample import Resampling
+from ..errors import ParameterError, param
+
+_HF = "transformers 5.24 src/transformers/models"
+_TIMM = "timm 1.0.31 timm/layers/pos_embed.py resample_abs_pos_embed (l.18-63)"
+
+#: the engines that resample a vision table: the model's own code (``hf``) or timm's defaults
+ENGINES = ("hf", "timm")
+
+
+_BICUBIC = Resampling("bicubic", align_corners=False, antialias=False)
+
+
+@dataclass(frozen=True)
+class VisionRecord:
+    """How one model type keeps and resamples its position table (see the module docstring)."""
+
+    model_type: str
+    reference: str
+    tensor: str
+    #: names of the rows that are not grid rows, in the table's order
+    extra: tuple[str, ...] = ("cls",)
+    #: where those rows sit: before the grid (``start``) or after it (``end``, Llama 4)
+    extra_at: str = "start"
+    resampling: Resampling | None = _BICUBIC
+    keep: str = "same_count_square"
+    #: config key (and class default) of a count of tokens that get no position, with their name
+    unpositioned: tuple[str, int, str] | None = None
+    #: class defaults for config keys the inventory has no default for
+    defaults: tuple[tuple[str, Any], ...] = ()
+    #: the native grid is ``sqrt(num_patches)`` (SigLIP 2), not ``image_size // patch_size``
+    grid_from: str = "image_size"
+
+
+def _hf(mt: str, ref: str, tensor: str = "embeddings.position_embeddings", **kw: Any) -> VisionRecord:
+    return VisionRecord(mt, f"{_HF}/{ref}", tensor, **kw)
+
+
+#: one record per model type (transformers 5.24.0)
+RECORDS: dict[str, VisionRecord] = {
+    r.model_type: r
+    for r in (
+        _hf("vit", "vit/modeling_vit.py ViTEmbeddings.interpolate_pos_encoding (l.89-127)"),
+        _hf("vit_msn", "vit_msn/modeling_vit_msn.py ViTMSNEmbeddings.interpolate_pos_encoding (l.86-124)"),
+        _hf(
+            "deit",
+            "deit/modeling_deit.py DeiTEmbeddings.interpolate_pos_encoding (l.94-132: class and distillation rows)",
+            extra=("cls", "dist"),
+        ),
+        _hf(
+            "ijepa",
+            "ijepa/modeling_ijepa.py IJepaEmbeddings.interpolate_pos_encoding (l.70-107: no class row)",
+            extra=(),
+        ),
+        _hf("dinov2", "dinov2/modeling_dinov2.py Dinov2Embeddings.interpolate_pos_encoding (l.87-123: in float32)"),
+        _hf(
+            "dinov2_with_registers",
+            "dinov2_with_registers/modeling_dinov2_with_registers.py "
+            "Dinov2WithRegistersEmbeddings.interpolate_pos_encoding (l.91-132: antialias=True; registers inserted "
+            "after cls at l.149, with no position)",
+            resampling=Resampling("bicubic", antialias=True),
+            unpositioned=("num_register_tokens", 4, "reg"),
+        ),
+        _hf(
+            "clip_vision_model",
+            "clip/modeling_clip.py CLIPVisionEmbeddings.interpolate_pos_encoding (l.161-200)",
+            "embeddings.position_embedding.weight",
+        ),
+        _hf(
+            "siglip_vision_model",
+            "siglip/modeling_siglip.py SiglipVisionEmbeddings.interpolate_pos_encoding (l.137-173: no class row)",
+            "embeddings.position_embedding.weight",
+            extra=(),
+        ),
+        _hf(
+            "siglip2_vision_model",
+            "siglip2/modeling_siglip2.py Siglip2VisionEmbeddings."
+            "resize_positional_embeddings (l.130-174: the weights of bilinear, align_corners=False, antialias=True, "
+            "per image, as a matmul)",
+            "embeddings.position_embedding.weight",
+            extra=(),
+            resampling=Resampling("bilinear", antialias=True),
+            keep="never",
+            grid_from="num_patches",
+        ),
+        _hf(
+            "llama4_vision_model",
+            "llama4/modeling_llama4.py Llama4VisionModel (l.1016-1022, l.1084-1100: the "
+            "class row last, added without resampling)",
+            "positional_embedding_vlm",
+            extra_at="end",
+            resampling=None,
+            keep="always",
+            defaults=(("image_size", 448), ("patch_size", 14)),
+        ),
+    )
+}
+
+#: timm's rule (``--engine timm``, and timm checkpoints): bicubic with antialias, the size passed
+TIMM_RESAMPLING = Resampling("bicubic", align_corners=False, antialias=True)
+
+
+def is_timm_config(config: Mapping[str, Any]) -> bool:
+    """A timm checkpoint's own config.json: ``architecture`` and a ``pretrained_cfg`` object, no ``model_type``."""
+    return (
+        isinstance(config.get("architecture"), str)
+        and isinstance(config.get("pretrained_cfg"), Mapping)
+        and "model_type" not in config
+    )
+
+
+def claims(config: Mapping[str, Any]) -> bool:
+    """Whether this module reads ``config``: a model type with a record here, or a timm checkpoint's config."""
+    return is_timm_config(config) or config.get("model_type") in RECORDS
+
+
+# ----- values ---------------------------------------------------------------------------------------------
+def parse_image_size(value: Any) -> tuple[int, int]:
+    """``H`` (square), ``HxW`` or ``(H, W)`` -> ``(H, W)``; anything else is one line naming it."""
+    bad = f"{param('image_size')} {value!r} is not H or HxW (pixels, e.g. 448 or 448x308)"
+    if isinstance(value, (tuple, list)):
+        parts = list(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        parts = [value, value]
+    elif isinstance(value, str):
+        text = value.strip().lower().replace("×", "x")
+        parts = text.split("x") if "x" in text else [text, text]
+    else:
+        raise ParameterError(bad)
+    if len(parts) != 2:
+        raise ParameterError(bad)
+    out = []
+    for p in parts:
+        if isinstance(p, bool):
+            raise ParameterError(bad)
+        if isinstance(p, str):
+            if not p.strip().isdigit():
+                raise ParameterError(bad)
+            p = int(p)
+        if not isinstance(p, int) or p < 1 or p > 2**20:
+            raise ParameterError(bad)
+        out.append(p)
+    return out[0], out[1]
+
+
+def _size(text: tuple[int, int]) -> str:
+    return f"{text[0]}x{text[1]}"
+
+
+def _config_int(config: Mapping[str, Any], key: str, default: Any, where: str) -> tuple[int, int]:
+    """An int or an ``[h, w]`` pair of config key ``key`` (the class default when absent), as ``(h, w)``."""
+    value = config.get(key, default)
+    if value is None:
+        raise ParameterError(f"{where}: config key {key} is missing and its class has no default; fix config.json")
+    pair = list(value) if isinstance(value, (list, tuple)) else [value, value]
+    if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in pair):
+        raise ParameterError(f"{where}: config key {key}={value!r} is not a positive integer or [h, w]; fix it")
+    return int(pair[0]), int(pair[1])
+
+
+def _default(record: VisionRecord, key: str) -> Any:
+    """The config class's default of ``key``: the record's, else the inventory's (made from the class)."""
+    own = dict(record.defaults)
+    if key in own:
+        return own[key]
+    from .data import model_type_record
+
+    entry = model_type_record(record.model_type) or {}
+    return (entry.get("defaults") or {}).get(key)
+
+
+# ----- the table from the weights ---------------------------------------------------------------------------
+def read_table(path: str, suffix: str) -> tuple[Any, str, str]:
+    """``(table, file, tensor name)``: the one tensor of the model directory ``path`` whose name is ``suffix`` or
+    ends with ``.suffix`` (``model.safetensors``, or the shards a ``model.safetensors.index.json`` names). This
+    is the only place that reads weights here: the generic learned-table reader can take its place."""
+    from .hf_positions import _header, _read_tensor
+
+    single = os.path.join(path, "model.safetensors")
+    index = os.path.join(path, "model.safetensors.index.json")
+    if os.path.isfile(single):
+        files = [single]
+    elif os.path.isfile(index):
+        from .config_file import weight_map
+
+        names = weight_map(index)
+        files = sorted({os.path.join(path, os.path.basename(str(f))) for n, f in names.items() if _is(n, suffix)})
+    else:
+        raise ParameterError(
+            f"{path}: no model.safetensors (or index) beside config.json; the position table lives in the weights: "
+            "pass the model's directory"
+        )
+    found = [(f, n) for f in files for n in _header(f)[0] if _is(n, suffix)]
+    if len(found) != 1:
+        what = "no tensor" if not found else f"{len(found)} tensors ({', '.join(n for _, n in found)})"
+        raise ParameterError(f"{path}: {what} named *{suffix} in the weights; pass the model's own directory")
+    file, name = found[0]
+    return _read_tensor(file, name), file, name
+
+
+def _is(name: str, suffix: str) -> bool:
+    return name == suffix or name.endswith("." + suffix)
+
+
+def _has(path: str, suffix: str) -> Any:
+    """The shape of the tensor named ``*suffix`` in ``path``'s weights, or None."""
+    from .hf_positions import _header
+
+    single = os.path.join(path, "model.safetensors")
+    if not os.path.isfile(single):
+        return None
+    header = _header(single)[0]
+    hits = [n for n in header if _is(n, suffix)]
+    return list(header[hits[0]].get("shape", [])) if len(hits) == 1 else None
+
+
+# ----- the layout of a table ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Layout:
+    """Where a table's rows sit: the native grid, the extra rows (index -> name) and the rule that resizes it."""
+
+    model_type: str
+    reference: str
+    engine: str
+    native_grid: tuple[int, int]
+    patch: tuple[int, int]
+    native_image: tuple[int, int]
+    extra: tuple[str, ...]
+    extra_at: str
+    resampling: Resampling | None
+    keep: str
+    unpositioned: str | None = None
+
+    def offset(self) -> int:
+        return len(self.extra) if self.extra_at == "start" else 0
+
+    def extra_rows(self, grid: tuple[int, int]) -> str:
+        first = 0 if self.extra_at == "start" else grid[0] * grid[1]
+        return ",".join(f"{first + i}:{name}" for i, name in enumerate(self.extra))
+
+
+def _hf_layout(record: VisionRecord, config: Mapping[str, Any], rows: int, where: str) -> Layout:
+    patch = _config_int(config, "patch_size", _default(record, "patch_size"), where)
+    n_extra = len(record.extra)
+    if record.grid_from == "num_patches":
+        n = _config_int(config, "num_patches", _default(record, "num_patches"), where)[0]
+        side = math.isqrt(n)
+        grid = (side, side)
+        image = (side * patch[0], side * patch[1])
+        said = f"num_patches {n}"
+    else:
+        image = _config_int(config, "image_size", _default(record, "image_size"), where)
+        grid = (image[0] // patch[0], image[1] // patch[1])
+        said = f"image_size {_size(image)} / patch {_size(patch)}"
+    _check_rows(rows, n_extra, grid, record.extra, where, said)
+    unpositioned = None
+    if record.unpositioned is not None:
+        key, default, name = record.unpositioned
+        count = config.get(key, _default(record, key) if _default(record, key) is not None else default)
+        unpositioned = f"{count} {name} tokens (config key {key}) sit after cls and get no position"
+    return Layout(record.model_type, record.reference, "hf", grid, patch, image, record.extra, record.extra_at,
+                  record.resampling, record.keep, unpositioned)  # fmt: skip
+
+
+def _check_rows(rows: int, n_extra: int, grid: tuple[int, int], extra: tuple[str, ...], where: str, said: str) -> None:
+    """Refuse a table that is not the config's grid plus its extra rows (naming both)."""
+    grid_rows = rows - n_extra
+    side = math.isqrt(max(grid_rows, 0))
+    names = f" + {n_extra} extra ({', '.join(extra)})" if n_extra else ""
+    if grid_rows < 1 or side * side != grid_rows:
+        raise ParameterError(
+            f"{where}: the position table has {rows} rows, which is not a square grid{names}; the model reshapes "
+            "it to sqrt x sqrt: the weights are not this model's"
+        )
+    if grid[0] * grid[1] != grid_rows or grid[0] != grid[1]:
+        raise ParameterError(
+            f"{where}: the weights' table is a {side}x{side} grid{names} ({rows} rows) and the config's {said} make a "
+            f"{_size(grid)} grid; the config and weights disagree: fix config.json or pass the right weights"
+        )
+
+
+def _timm_layout(config: Mapping[str, Any], path: str, rows: int) -> Layout:
+    """A timm checkpoint's layout, from its config.json and the tensors it holds (see the module docstring)."""
+    arch = str(config.get("architecture"))
+    pcfg = config["pretrained_cfg"]
+    size = pcfg.get("input_size")
+    if not (isinstance(size, list) and len(size) == 3 and all(isinstance(v, int) and v > 0 for v in size)):
+        raise ParameterError(f"{path}: pretrained_cfg.input_size={size!r} is not [channels, height, width]; fix it")
+    proj = _has(path, "patch_embed.proj.weight")
+    if not proj or len(proj) != 4:
+        raise ParameterError(f"{path}: no patch_embed.proj.weight in the weights; is this a timm ViT ({arch})?")
+    patch = (int(proj[2]), int(proj[3]))
+    image = (size[1], size[2])
+    grid = (image[0] // patch[0], image[1] // patch[1])
+    cls = _has(path, "cls_token")
+    reg = _has(path, "reg_token")
+    tokens = ["cls"] if cls else []
+    tokens += [f"reg{i}" for i in range(int(reg[1]) if reg and len(reg) == 3 else 0)]
+    # VisionTransformer._pos_embed: without no_embed_class the table holds a row per prefix token; with it, none
+    extra = tuple(tokens) if rows == grid[0] * grid[1] + len(tokens) else ()
+    unpositioned = None
+    if tokens and not extra:
+        unpositioned = f"{', '.join(tokens)} tokens sit before the grid and get no position (no_embed_class)"
+    if rows != grid[0] * grid[1] + len(extra):
+        raise ParameterError(
+            f"{path}: pos_embed has {rows} rows and pretrained_cfg.input_size {_size(image)} / patch {_size(patch)} "
+            f"make a {_size(grid)} grid + {len(tokens)} prefix tokens ({', '.join(tokens) or 'none'}); the config "
+            "and weights disagree"
+        )
+    return Layout(f"timm:{arch}", _TIMM, "timm", grid, patch, image, extra, "start", TIMM_RESAMPLING, "same_grid",
+                  unpositioned)  # fmt: skip
+
+
+def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple[Layout, Any, str, str]:
+    """``(layout, table, file, tensor)`` of the model directory ``path`` under ``engine`` (None: the model's own)."""
+    if engine is not None and engine not in ENGINES:
+        raise ParameterError(
+            f"{param('engine')} {engine} has no rule for a vision position table; choose from: {', '.join(ENGINES)}"
+        )
+    if not os.path.isdir(path):
+        raise ParameterError(
+            f"{path}: a vision model's position table lives in its weights; pass the model's directory "
+            "(config.json + model.safetensors)"
+        )
+    if is_timm_config(config):
+        if engine == "hf":
+            raise ParameterError(
+                f"{path} is a timm checkpoint: transformers has no code for it; drop {param('engine')}"
+            )
+        table, file, name = read_table(path, "pos_embed")
+        table = _rows(table, file, name)
+        return _timm_layout(config, path, table.shape[0]), table, file, name
+    record = RECORDS[str(config.get("model_type"))]
+    table, file, name = read_table(path, record.tensor)
+    table = _rows(table, file, name)
+    layout = _hf_layout(record, config, table.shape[0], path)
+    if engine == "timm":
+        if layout.extra_at != "start":
+            raise ParameterError(
+                f"{param('engine')} timm keeps prefix rows before the grid; {record.model_type} keeps its "
+                f"{', '.join(layout.extra)} row after it: drop {param('engine')}"
+            )
+        layout = Layout(layout.model_type, f"{_TIMM} over {record.reference}", "timm", layout.native_grid,
+                        layout.patch, layout.native_image, layout.extra, "start", TIMM_RESAMPLING, "same_grid",
+                        layout.unpositioned)  # fmt: skip
+    return layout, table, file, name
+
+
+def _rows(table: Any, file: str, name: str) -> Any:
+    """The table as rows x dim (a ``(1, rows, dim)`` parameter loses its leading 1)."""
+    shape = list(table.shape)
+    while len(shape) > 2 and shape[0] == 1:
+        table = table[0]
+        shape = shape[1:]
+    if len(shape) != 2 or shape[0] < 1:
+        raise ParameterError(f"{file}: tensor {name} has shape {list(table.shape)}; a position table is rows x dim")
+    if str(table.dtype) == "float64":
+        raise ParameterError(
+            f"{file}: tensor {name} is float64; torch resamples it in float64, which posenc does not reproduce "
+            "(it reproduces the float32 kernels)"
+        )
+    return table
+
+
+# ----- resizing -----------------------------------------------------------------------------------------------
+def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[Any, dict[str, str]]:
+    """The rows the model adds at image size ``image`` (None: its native size), and the grid metadata."""
+    import numpy as np
+
+    from ..encodings.resample import resample
+
+    img = layout.native_image if image is None else image
+    if img[0] < layout.patch[0] or img[1] < layout.patch[1]:
+        raise ParameterError(
+            f"{param('image_size')} {_size(img)} is smaller than one {_size(layout.patch)} patch; give at least "
+            f"{_size(layout.patch)}"
+        )
+    grid = (img[0] // layout.patch[0], img[1] // layout.patch[1])
+    n_extra = len(layout.extra)
+    native = layout.native_grid
+    if layout.extra_at == "start":
+        extra, cells = table[:n_extra], table[n_extra:]
+    else:
+        extra, cells = table[table.shape[0] - n_extra :], table[: table.shape[0] - n_extra]
+    kept = _kept(layout, native, grid, img)
+    rule = layout.resampling
+    if rule is None and not kept:
+        raise ParameterError(
+            f"{layout.model_type} adds its {_size(native)} table without resampling: it runs at "
+            f"{_size(layout.native_image)} only (pixels); drop {param('image_size')} or give that size"
+        )
+    if kept or rule is None:
+        rows = np.asarray(table)
+        applied = "none: the native table, kept as it is (" + _KEEP_WORDS[layout.keep] + ")"
+    else:
+        dtype = np.dtype(str(np.asarray(cells[:1]).dtype)) if hasattr(cells, "dtype") else np.float32
+        grid_in = np.asarray(cells, dtype=np.float32).reshape(native[0], native[1], -1)
+        factors = rule.scale_factors(native, grid)
+        if factors is not None:
+            out = resample(grid_in, rule=rule, scale_factor=factors)
+        else:
+            out = resample(grid_in, grid, rule)
+        out = out.reshape(grid[0] * grid[1], -1)
+        if dtype != np.float32:
+            out = out.astype(dtype)
+        parts = [np.asarray(extra, dtype=out.dtype), out]
+        rows = np.concatenate(parts if layout.extra_at == "start" else parts[::-1], axis=0)
+        applied = rule.describe()
+    meta = {
+        "grid": _size(grid),
+        "grid_offset": str(layout.offset()),
+        "extra_rows": layout.extra_rows(grid),
+        "resampling": f"engine={layout.engine}, {applied}",
+        "image_size": _size(img),
+        "patch_size": _size(layout.patch),
+        "native_grid": _size(native),
+    }
+    if layout.unpositioned:
+        meta["unpositioned_tokens"] = layout.unpositioned
+    return rows, meta
+
+
+_KEEP_WORDS = {
+    "same_count_square": "a square image of the native patch count",
+    "same_grid": "the native grid",
+    "always": "the model never resamples it",
+    "never": "",
+}
+
+
+def _kept(layout: Layout, native: tuple[int, int], grid: tuple[int, int], image: tuple[int, int]) -> bool:
+    """Whether the model adds its table as it is at this image size (the record's ``keep`` rule)."""
+    if layout.keep == "same_count_square":  # HF: num_patches == num_positions and height == width (pixels)
+        return grid[0] * grid[1] == native[0] * native[1] and image[0] == image[1]
+    if layout.keep == "same_grid":  # timm: new_size == old_size
+        return grid == native
+    if layout.keep == "always":
+        return grid == native
+    return False
+
+
+def vision_table(
+    path: str, config: Mapping[str, Any], *, image_size: Any = None, engine: str | None = None
+) -> tuple[Any, dict[str, str]]:
+    """``(rows, metadata)``: the position rows a vision model (its directory ``path``) adds at ``image_size``
+    (``H``, ``HxW`` or ``(H, W)``; None: its native size), under ``engine`` (``hf``, the model's own code, or
+    ``timm``); every extra row in the model's order, and the grid in the metadata."""
+    from .. import __version__
+
+    image = None if image_size is None else parse_image_size(image_size)
+    layout, table, file, name = layout_of(path, config, engine)
+    rows, meta = resize(layout, table, image)
+    head = {
+        "posenc_version": __version__, "source": "model weights", "model_type": layout.model_type,
+        "weights_file": os.path.basename(file), "weights_tensor": name, "reference": layout.reference,
+        "model_dir": path,
+    }  # fmt: skip
+    return rows, {**head, **meta}
