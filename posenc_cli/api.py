@@ -1131,6 +1131,7 @@ def audit(
     download: bool = False,
     max_bytes: int | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
+    image_size: Sequence[Any] | None = None,
 ) -> AuditReport:
     """Check everything about a model's positions against HF transformers' tables, in one report.
 
@@ -1157,6 +1158,10 @@ def audit(
     on_progress : callable, optional
         Called as ``on_progress(what, done, total)`` before each step's rows, in report order and in the
         calling thread (the steps themselves run concurrently on every core).
+    image_size : list, optional
+        A vision model (ViT, DeiT, DINOv2, CLIP, SigLIP, a timm ViT): the image sizes (``H``, ``"HxW"`` or
+        ``(H, W)``) at which its position table is checked besides its native one; ``engine="timm"`` adds timm's
+        resampling of it at each size, measured against the model's own.
 
     Returns
     -------
@@ -1179,6 +1184,7 @@ def audit(
         download=download,
         max_bytes=max_bytes,
         on_progress=on_progress,
+        image_size=image_size,
     )
 
 

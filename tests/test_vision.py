@@ -26,6 +26,7 @@ from .conftest import cli
 
 DATA = Path(__file__).resolve().parent / "data"
 MODELS = DATA / "models"
+DOCS_MODEL = DATA.parent.parent / "docs" / "examples" / "dinov2-tiny"  # docs/vision.md's worked example
 
 
 @cache
@@ -90,7 +91,7 @@ def test_scale_factor_differs_from_size() -> None:
 @pytest.mark.parametrize("case", MODEL_CASES)
 def test_model_rows_match_the_models_own_code(case: str) -> None:
     model, engine, size = case.split("|")
-    path = str(MODELS / f"vision_{model}")
+    path = str(DOCS_MODEL if model == "docs_dinov2" else MODELS / f"vision_{model}")
     rows, meta = vision_table(
         path,
         load_config(path),
@@ -260,3 +261,29 @@ def test_llama4_vision_runs_at_its_native_size_only(tmp_path: Path) -> None:
     assert code == 2 and "without resampling: it runs at 16x16 only" in err
     code, _, err = cli(["export", path, "--engine", "timm", "-o", str(tmp_path / "x.npy")])
     assert code == 2 and "keeps its cls row after it" in err
+
+
+# ----- audit --------------------------------------------------------------------------------------------------
+def test_audit_checks_the_native_size_and_each_size_given() -> None:
+    from posenc_cli.api import audit
+
+    report = audit(str(MODELS / "vision_vit"), image_size=["24x12", 12], engine="timm")
+    rows = [(r.layer_type, r.engine, r.verdict) for r in report.rows]
+    assert rows == [
+        ("16x16 native", "hf", "agree"), ("16x16 native", "timm", "agree"),
+        ("24x12", "hf", "agree"), ("24x12", "timm", "differ"),
+        ("12x12", "hf", "agree"), ("12x12", "timm", "differ"),
+    ]  # fmt: skip
+    timm_row = report.rows[3]
+    want = np.abs(model_goldens()["vit|timm|24x12"] - model_goldens()["vit|hf|24x12"]).max()
+    assert (
+        abs(timm_row.max_abs_diff - want) <= noise(want) and "antialias=False vs antialias=True" in timm_row.explanation
+    )
+    assert int(report.exit_code) == 1
+
+
+def test_audit_refuses_an_image_size_for_a_model_without_a_vision_table() -> None:
+    code, _, err = cli(["audit", str(MODELS / "tiny_bert"), "--image-size", "24"])
+    assert code == 2 and "--image-size applies to a vision model's position table" in err
+    code, _, err = cli(["audit", str(MODELS / "tiny_bert"), "--engine", "timm"])
+    assert code == 2 and "--engine timm resamples vision position tables" in err

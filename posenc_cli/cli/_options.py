@@ -124,6 +124,15 @@ ImageSize = Annotated[
         show_default=False,
     ),
 ]
+ImageSizes = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--image-size",
+        metavar="HxW",
+        help="A vision model: also check its position table at this image size (H for square; repeatable).",
+        show_default=False,
+    ),
+]
 HfConfig = Annotated[
     Optional[str],
     typer.Option(

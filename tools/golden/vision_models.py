@@ -134,6 +134,18 @@ def main(root):
                                            num_prefix_tokens=0 if m.no_embed_class else m.num_prefix_tokens)
                 key = f"{name}|timm|{'native' if size is None else f'{h}x{w}'}"
                 golden[key] = t[0].numpy().astype(np.float32)
+    # docs/vision.md's worked example: a DINOv2 of the published configuration's grid (image 518, patch 14: a
+    # 37x37 grid) with hidden size 8, run at 448x308 by its own code and by timm's resampling
+    torch.manual_seed(2)
+    model = tf.Dinov2Model(tf.Dinov2Config(image_size=518, patch_size=14, num_channels=3, **SMALL)).eval()
+    with torch.no_grad():
+        model.embeddings.position_embeddings.normal_(std=0.5)
+        docs = os.path.join(os.path.dirname(os.path.abspath(root)), "..", "docs", "examples", "dinov2-tiny")
+        model.save_pretrained(os.path.normpath(docs))
+        out = model.embeddings.interpolate_pos_encoding(torch.zeros(1, 32 * 22 + 1, 8), 448, 308)
+        golden["docs_dinov2|hf|448x308"] = out[0].numpy().astype(np.float32)
+        t = resample_abs_pos_embed(model.embeddings.position_embeddings, new_size=[32, 22], old_size=[37, 37])
+        golden["docs_dinov2|timm|448x308"] = t[0].numpy().astype(np.float32)
     np.savez_compressed(os.path.join(root, "vision", "model_goldens.npz"), **golden)
     print(len(golden), "arrays")
 
