@@ -512,7 +512,7 @@ def open_config(
     image_size = given.pop("image_size", None)
     from .models.vision import claims as vision_claims
 
-    if vision_claims(config):  # a ViT-family table from the weights, at the image size asked
+    if vision_claims(config, image_size):  # a ViT-family table from the weights, at the image size asked
         return _vision_source(text, config, given, image_size, engine, kind=kind, read_as=read_as,
                               layer_type=layer_type, length=asked_length)  # fmt: skip
     if image_size is not None:

@@ -287,3 +287,14 @@ def test_audit_refuses_an_image_size_for_a_model_without_a_vision_table() -> Non
     assert code == 2 and "--image-size applies to a vision model's position table" in err
     code, _, err = cli(["audit", str(MODELS / "tiny_bert"), "--engine", "timm"])
     assert code == 2 and "--engine timm resamples vision position tables" in err
+
+
+def test_a_multimodal_wrapper_gives_its_vision_table_with_an_image_size(tmp_path: Path) -> None:
+    out = tmp_path / "clip.safetensors"
+    code, _, err = cli(["export", str(MODELS / "vision_clip"), "--image-size", "24x12", "-o", str(out)])
+    assert code == 0, err
+    from posenc_cli.formats import read_table
+
+    table = read_table(str(out))
+    assert table.metadata["weights_tensor"] == "vision_model.embeddings.position_embedding.weight"
+    np.testing.assert_allclose(table.tensors["pe"], model_goldens()["clip|hf|24x12"], atol=noise(table.tensors["pe"]))

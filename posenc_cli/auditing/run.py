@@ -113,7 +113,7 @@ def audit(
         from ..models.config_file import load_config
         from ..models.vision import claims as vision_claims
 
-        if vision_claims(load_config(found.config)):
+        if vision_claims(load_config(found.config), image_size[0] if image_size else None):
             return auditor.vision(list(image_size or []), timm)
         if image_size:
             raise ParameterError(
@@ -388,7 +388,7 @@ class _Auditor:
         f = self.found
         assert f.config is not None
         data = load_config(f.config)
-        assert claims(data)
+        assert claims(data, sizes[0] if sizes else None)
         root = os.path.dirname(f.config) or "."
         mt = data.get("model_type") if isinstance(data.get("model_type"), str) else data.get("architecture")
         report = AuditReport(source=f.label, config=f.relative(f.config), model_type=str(mt), length=None,

@@ -137,6 +137,15 @@ RECORDS: dict[str, VisionRecord] = {
     )
 }
 
+#: multimodal wrappers whose vision tower is one of the records: wrapper model_type -> (the sub-config, the tower's
+#: model_type, the tower's prefix in the weights) (CLIPModel.vision_model, SiglipModel.vision_model,
+#: Siglip2Model.vision_model). Their text tower keeps a table of its own: ``--image-size`` selects the vision one.
+WRAPPERS: dict[str, tuple[str, str, str]] = {
+    "clip": ("vision_config", "clip_vision_model", "vision_model."),
+    "siglip": ("vision_config", "siglip_vision_model", "vision_model."),
+    "siglip2": ("vision_config", "siglip2_vision_model", "vision_model."),
+}
+
 #: timm's rule (``--engine timm``, and timm checkpoints): bicubic with antialias, the size passed
 TIMM_RESAMPLING = Resampling("bicubic", align_corners=False, antialias=True)
 
@@ -150,9 +159,11 @@ def is_timm_config(config: Mapping[str, Any]) -> bool:
     )
 
 
-def claims(config: Mapping[str, Any]) -> bool:
-    """Whether this module reads ``config``: a model type with a record here, or a timm checkpoint's config."""
-    return is_timm_config(config) or config.get("model_type") in RECORDS
+def claims(config: Mapping[str, Any], image_size: Any = None) -> bool:
+    """Whether this module reads ``config``: a model type with a record here, a timm checkpoint's config, or (with
+    an ``image_size``) a multimodal wrapper of such a vision tower."""
+    mt = config.get("model_type")
+    return is_timm_config(config) or mt in RECORDS or (image_size is not None and mt in WRAPPERS)
 
 
 # ----- values ---------------------------------------------------------------------------------------------
@@ -371,8 +382,16 @@ def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple
         table, file, name = read_table(path, "pos_embed")
         table = _rows(table, file, name)
         return _timm_layout(config, path, table.shape[0]), table, file, name
-    record = RECORDS[str(config.get("model_type"))]
-    table, file, name = read_table(path, record.tensor)
+    mt = str(config.get("model_type"))
+    prefix = ""
+    if mt in WRAPPERS:  # the vision tower's sub-config (its class defaults where it says nothing) and tensors
+        key, mt, prefix = WRAPPERS[mt]
+        sub = config.get(key) or {}
+        if not isinstance(sub, Mapping):
+            raise ParameterError(f"{path}: config key {key} is not an object; fix config.json")
+        config = sub
+    record = RECORDS[mt]
+    table, file, name = read_table(path, prefix + record.tensor)
     table = _rows(table, file, name)
     layout = _hf_layout(record, config, table.shape[0], path)
     if engine == "timm":

@@ -25,6 +25,8 @@ import timm  # noqa: E402
 from timm.layers import resample_abs_pos_embed  # noqa: E402
 
 SIZES = [None, (24, 24), (12, 12), (24, 12), (30, 18), (32, 8), (18, 18), (8, 20)]
+#: the rows before the grid (class, distillation) per model type; 1 elsewhere
+EXTRA = {"deit": 2, "ijepa": 0, "siglip_vision_model": 0, "siglip": 0, "siglip2_vision_model": 0}
 SMALL = dict(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
 
 
@@ -43,6 +45,9 @@ def hf_models():
     yield "siglip2_vision_model", tf.Siglip2VisionModel(
         tf.Siglip2VisionConfig(num_patches=16, patch_size=4, num_channels=3, **SMALL)
     )
+    text = dict(vocab_size=64, max_position_embeddings=16, **SMALL)
+    yield "clip", tf.CLIPModel(tf.CLIPConfig(text_config=text, vision_config=common))
+    yield "siglip", tf.SiglipModel(tf.SiglipConfig(text_config=text, vision_config=common))
     yield "llama4_vision_model", tf.Llama4VisionModel(
         tf.Llama4VisionConfig(image_size=16, patch_size=4, num_channels=3, vision_output_dim=8,
                               projector_input_dim=8, projector_output_dim=8, **SMALL)
@@ -63,7 +68,7 @@ def hf_rows(mt, model, size):
         table = emb.position_embedding.weight.reshape(emb.position_embedding_size, emb.position_embedding_size, -1)
         out = emb.resize_positional_embeddings(table, torch.tensor([[gh, gw]]), max_length=gh * gw)
         return out[0].detach().numpy()
-    extra = {"deit": 2, "ijepa": 0, "siglip_vision_model": 0}.get(mt, 1)
+    extra = EXTRA.get(mt, 1)
     dummy = torch.zeros(1, gh * gw + extra, 8)
     out = emb.interpolate_pos_encoding(dummy, h, w)
     return out.reshape(-1, out.shape[-1]).detach().numpy()
@@ -74,8 +79,8 @@ def hf_table(mt, model):
         return model.positional_embedding_vlm.detach()[None], 1
     emb = model.embeddings if hasattr(model, "embeddings") else model.vision_model.embeddings
     if hasattr(emb, "position_embeddings"):
-        return emb.position_embeddings.detach(), {"deit": 2, "ijepa": 0}.get(mt, 1)
-    return emb.position_embedding.weight.detach()[None], {"clip_vision_model": 1}.get(mt, 0)
+        return emb.position_embeddings.detach(), EXTRA.get(mt, 1)
+    return emb.position_embedding.weight.detach()[None], EXTRA.get(mt, 1)
 
 
 def timm_models():
