@@ -1943,6 +1943,12 @@ def describe(
         from .models.readers import describe_model_config, model_config_layers
 
         config = load_config(hf_config)
+        from .models.vision import claims as vision_claims
+
+        if vision_claims(config) and source is None and read_as is None and layer_type is None:
+            from .models.vision import describe as describe_vision
+
+            return Description("config", hf_config, [describe_vision(hf_config, config)])
         if layer_type is not None:
             types: list[str | None] = [layer_type]
         else:  # every attention type that applies an encoding, or the one table when all types share it

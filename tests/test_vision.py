@@ -298,3 +298,13 @@ def test_a_multimodal_wrapper_gives_its_vision_table_with_an_image_size(tmp_path
     table = read_table(str(out))
     assert table.metadata["weights_tensor"] == "vision_model.embeddings.position_embedding.weight"
     np.testing.assert_allclose(table.tensors["pe"], model_goldens()["clip|hf|24x12"], atol=noise(table.tensors["pe"]))
+
+
+def test_kinds_states_the_models_rule() -> None:
+    code, out, err = cli(["kinds", "--hf-config", str(MODELS / "vision_dinov2_with_registers")])
+    assert code == 0, err
+    text = out.decode()
+    assert "read as vision table" in text and "bicubic, antialias=True, align_corners=False, size" in text
+    assert "2 reg tokens after cls" in text
+    code, out, err = cli(["kinds", "--hf-config", str(MODELS / "vision_timm_vit")])  # was: missing hidden_size
+    assert code == 0 and "timm ViT" in out.decode(), err

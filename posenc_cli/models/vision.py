@@ -516,3 +516,42 @@ def vision_table(
         "model_dir": path,
     }  # fmt: skip
     return rows, {**head, **meta}
+
+
+def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``posenc kinds`` says of a vision model: its record's rule, each value with where it came from (the
+    native grid from the config; a timm checkpoint's from its weights, when ``path`` holds them)."""
+    out: dict[str, Any] = {"layer_type": None, "layer_types": [], "ignored": {}, "warnings": []}
+    rule: Resampling | None
+    if is_timm_config(config):
+        out.update(model_type=f"timm:{config.get('architecture')}", family="timm ViT", kind="learned", reference=_TIMM)
+        rule, keep, tensor, extra = TIMM_RESAMPLING, "same_grid", "pos_embed", "the cls_token and reg_token it holds"
+        size = config["pretrained_cfg"].get("input_size")
+        out["image_size"] = {"value": size[1:] if isinstance(size, list) else size, "from": "pretrained_cfg.input_size"}
+        out["patch_size"] = {"value": "the kernel of patch_embed.proj.weight", "from": "the weights"}
+    else:
+        mt = str(config.get("model_type"))
+        if mt in WRAPPERS:
+            key, mt, _ = WRAPPERS[mt]
+            config = config.get(key) or {}
+        record = RECORDS[mt]
+        out.update(model_type=mt, family="vision table", kind="learned", reference=record.reference)
+        rule, keep, tensor = record.resampling, record.keep, record.tensor
+        extra = ", ".join(record.extra) + (" (after the grid)" if record.extra_at == "end" else "") or "none"
+        for key in ("num_patches",) if record.grid_from == "num_patches" else ("image_size",):
+            from_config = key in config
+            value = config.get(key, _default(record, key))
+            out[key] = {"value": value, "from": f"config key {key}" if from_config else f"default of {mt}"}
+        value = config.get("patch_size", _default(record, "patch_size"))
+        where = "config key patch_size" if "patch_size" in config else f"default of {mt}"
+        out["patch_size"] = {"value": value, "from": where}
+    out["weights_tensor"] = {"value": tensor, "from": "the model's code"}
+    out["extra_rows"] = {"value": extra, "from": "the model's code"}
+    said = rule.describe() if rule is not None else "none: it runs at its native size only"
+    out["resampling"] = {"value": said, "from": "the model's code, at another --image-size"}
+    out["kept_when"] = {"value": _KEEP_WORDS[keep] or "never", "from": "the model's code"}
+    if not is_timm_config(config) and record.unpositioned is not None:
+        key, default, name = record.unpositioned
+        count = config.get(key, _default(record, key) if _default(record, key) is not None else default)
+        out["unpositioned"] = {"value": f"{count} {name} tokens after cls", "from": f"config key {key}"}
+    return out
