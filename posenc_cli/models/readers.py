@@ -118,3 +118,16 @@ def class_table(config: dict[str, Any], params: dict[str, Any]) -> tuple[dict[st
     k meet it, and what the attention does in words (:func:`.hf_config.class_table`); None otherwise."""
     result: tuple[dict[str, Any], str] | None = _module(ROTARY_READER).class_table(config, params)
     return result
+
+
+def weights_header(file: str) -> tuple[dict[str, Any], int]:
+    """A safetensors file's header (tensor name -> entry) and the offset of its data (:func:`.hf_positions._header`:
+    a damaged file is one line)."""
+    result: tuple[dict[str, Any], int] = _module(POSITIONS_READER)._header(file)
+    return result
+
+
+def weights_tensor(file: str, name: str) -> Any:
+    """One tensor of a safetensors file, memory-mapped (:func:`.hf_positions._read_tensor`: a damaged or truncated
+    entry is one line)."""
+    return _module(POSITIONS_READER)._read_tensor(file, name)

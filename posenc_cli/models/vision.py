@@ -226,7 +226,8 @@ def read_table(path: str, suffix: str) -> tuple[Any, str, str]:
     """``(table, file, tensor name)``: the one tensor of the model directory ``path`` whose name is ``suffix`` or
     ends with ``.suffix`` (``model.safetensors``, or the shards a ``model.safetensors.index.json`` names). This
     is the only place that reads weights here: the generic learned-table reader can take its place."""
-    from .hf_positions import _header, _read_tensor
+    from .readers import weights_header as _header
+    from .readers import weights_tensor as _read_tensor
 
     single = os.path.join(path, "model.safetensors")
     index = os.path.join(path, "model.safetensors.index.json")
@@ -256,7 +257,7 @@ def _is(name: str, suffix: str) -> bool:
 
 def _has(path: str, suffix: str) -> Any:
     """The shape of the tensor named ``*suffix`` in ``path``'s weights, or None."""
-    from .hf_positions import _header
+    from .readers import weights_header as _header
 
     single = os.path.join(path, "model.safetensors")
     if not os.path.isfile(single):
