@@ -45,6 +45,14 @@ class SourceOptions(NamedTuple):
         """The source options among a command's arguments, each by its own name (``-p`` is ``param``): a command's
         ``run`` passes ``locals()``, so that no command lists them again (or forgets one)."""
         given = {f: args.get(f) for f in cls._fields if f != "params"}
+        sizes = given.get("image_size")
+        if isinstance(sizes, (list, tuple)):  # --image-size is repeatable for audit; one table takes one
+            if len(sizes) > 1:
+                raise ParameterError(
+                    f"{param('image_size')} is given {len(sizes)} times; this command reads one table at one size: "
+                    "give it once (audit checks several)"
+                )
+            given["image_size"] = sizes[0] if sizes else None
         return cls(params=list(args.get("param") or []), **given)
 
     def engine_options(self) -> dict[str, Any]:

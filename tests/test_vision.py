@@ -20,7 +20,8 @@ from posenc_cli.encodings.resample import Resampling, resample
 from posenc_cli.errors import ParameterError
 from posenc_cli.inspect.diagnose.resampling import noise
 from posenc_cli.models.config_file import load_config
-from posenc_cli.models.vision import RECORDS, parse_image_size, vision_table
+from posenc_cli.models.records import RECORDS
+from posenc_cli.models.vision import parse_image_size, vision_table
 
 from .conftest import cli
 
@@ -107,9 +108,11 @@ def test_model_rows_match_the_models_own_code(case: str) -> None:
 
 
 def test_every_record_has_goldens_at_four_sizes_at_least() -> None:
-    for mt in RECORDS:
+    for mt, rec in RECORDS.items():
+        if rec.vision is None or (rec.vision.tower is not None and mt not in ("clip", "siglip")):
+            continue  # (SigLIP 2's wrapper reads its tower as siglip2_vision_model does)
         sizes = {c.split("|")[2] for c in MODEL_CASES if c.startswith(mt + "|hf|")}
-        need = 1 if RECORDS[mt].resampling is None else 4  # Llama 4 runs at its native size only
+        need = 1 if rec.vision.resampling is None else 4  # Llama 4 runs at its native size only
         assert len(sizes) >= need and "native" in sizes, (mt, sizes)
         assert any(len(set(s.split("x"))) == 2 for s in sizes) or need == 1  # a non-square size
 
@@ -308,3 +311,15 @@ def test_kinds_states_the_models_rule() -> None:
     assert "2 reg tokens after cls" in text
     code, out, err = cli(["kinds", "--hf-config", str(MODELS / "vision_timm_vit")])  # was: missing hidden_size
     assert code == 0 and "timm ViT" in out.decode(), err
+
+
+def test_one_image_size_per_table() -> None:
+    code, _, err = cli(["export", str(MODELS / "vision_vit"), "--image-size", "24", "--image-size", "32", "-o", "x"])
+    assert code == 2 and "--image-size is given 2 times" in err and err.count("\n") == 1, err
+
+
+def test_a_vision_config_alone_says_where_its_table_lives() -> None:
+    import posenc_cli as pe
+
+    with pytest.raises(ParameterError, match="learned over its patch grid: it lives in the weights"):
+        pe.from_config({"model_type": "vit"})

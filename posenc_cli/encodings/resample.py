@@ -74,6 +74,22 @@ class Resampling:
         return ((new[0] + self.offset) / old[0], (new[1] + self.offset) / old[1])
 
 
+#: DINO's original ``interpolate_pos_encoding`` passed ``scale_factor=((new + 0.1) / old)`` per axis
+#: (facebookresearch/dino vision_transformer.py, "we add a small number to avoid floating point error"); HF's and
+#: timm's pass the size. A candidate call of :data:`CALLS`, for naming which one made a table.
+DINO_OFFSET = 0.1
+
+#: every call a resized table is tried against: mode x antialias x align_corners x (size, scale_factor,
+#: scale_factor with DINO's offset)
+CALLS: tuple[Resampling, ...] = tuple(
+    Resampling(mode, align_corners=ac, antialias=aa, by=by, offset=off)
+    for mode in MODES
+    for aa in (False, True)
+    for ac in (False, True)
+    for by, off in (("size", 0), ("scale_factor", 0), ("scale_factor", DINO_OFFSET))
+)
+
+
 def output_size(old: tuple[int, int], factors: tuple[float, float]) -> tuple[int, int]:
     """The grid ``F.interpolate`` makes from ``scale_factor``: ``floor(old * factor)`` per axis (in float64, as
     torch's Python side computes it)."""

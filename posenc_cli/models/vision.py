@@ -4,7 +4,7 @@ model (or timm) does it.
 A ViT-family model keeps one learned row per patch of its native ``g x g`` grid (row-major), plus rows for its
 class (and distillation) tokens; run at another image size, its ``interpolate_pos_encoding`` resizes the grid
 rows with ``F.interpolate`` (:mod:`posenc_cli.encodings.resample` reproduces the call in NumPy). Each model
-type's rule is one :class:`VisionRecord` here, read from transformers 5.24's code (``_HF`` paths, lines as in
+type's rule is its record's :class:`.records.Vision` (:mod:`.records`), read from transformers 5.24's code (``_HF`` paths, lines as in
 5.24.0):
 
 * the weights' tensor (a suffix of the saved name) and the extra rows with their order (``cls`` first in ViT,
@@ -41,6 +41,7 @@ from typing import Any
 
 from ..encodings.resample import Resampling
 from ..errors import ParameterError, param
+from .records import RECORDS, Vision
 
 _HF = "transformers 5.24 src/transformers/models"
 _TIMM = "timm 1.0.31 timm/layers/pos_embed.py resample_abs_pos_embed (l.18-63)"
@@ -49,102 +50,19 @@ _TIMM = "timm 1.0.31 timm/layers/pos_embed.py resample_abs_pos_embed (l.18-63)"
 ENGINES = ("hf", "timm")
 
 
-_BICUBIC = Resampling("bicubic", align_corners=False, antialias=False)
+def _record(model_type: str) -> Vision | None:
+    """The vision part of ``model_type``'s record (:class:`.records.Vision`), or None."""
+    rec = RECORDS.get(model_type)
+    return rec.vision if rec is not None else None
 
 
-@dataclass(frozen=True)
-class VisionRecord:
-    """How one model type keeps and resamples its position table (see the module docstring)."""
+def _rule(vision: Vision) -> Resampling | None:
+    """The record's ``F.interpolate`` call as a :class:`Resampling` (None: the model never resizes)."""
+    if vision.resampling is None:
+        return None
+    mode, align_corners, antialias, by = vision.resampling
+    return Resampling(mode, align_corners=align_corners, antialias=antialias, by=by)
 
-    model_type: str
-    reference: str
-    tensor: str
-    #: names of the rows that are not grid rows, in the table's order
-    extra: tuple[str, ...] = ("cls",)
-    #: where those rows sit: before the grid (``start``) or after it (``end``, Llama 4)
-    extra_at: str = "start"
-    resampling: Resampling | None = _BICUBIC
-    keep: str = "same_count_square"
-    #: config key (and class default) of a count of tokens that get no position, with their name
-    unpositioned: tuple[str, int, str] | None = None
-    #: class defaults for config keys the inventory has no default for
-    defaults: tuple[tuple[str, Any], ...] = ()
-    #: the native grid is ``sqrt(num_patches)`` (SigLIP 2), not ``image_size // patch_size``
-    grid_from: str = "image_size"
-
-
-def _hf(mt: str, ref: str, tensor: str = "embeddings.position_embeddings", **kw: Any) -> VisionRecord:
-    return VisionRecord(mt, f"{_HF}/{ref}", tensor, **kw)
-
-
-#: one record per model type (transformers 5.24.0)
-RECORDS: dict[str, VisionRecord] = {
-    r.model_type: r
-    for r in (
-        _hf("vit", "vit/modeling_vit.py ViTEmbeddings.interpolate_pos_encoding (l.89-127)"),
-        _hf("vit_msn", "vit_msn/modeling_vit_msn.py ViTMSNEmbeddings.interpolate_pos_encoding (l.86-124)"),
-        _hf(
-            "deit",
-            "deit/modeling_deit.py DeiTEmbeddings.interpolate_pos_encoding (l.94-132: class and distillation rows)",
-            extra=("cls", "dist"),
-        ),
-        _hf(
-            "ijepa",
-            "ijepa/modeling_ijepa.py IJepaEmbeddings.interpolate_pos_encoding (l.70-107: no class row)",
-            extra=(),
-        ),
-        _hf("dinov2", "dinov2/modeling_dinov2.py Dinov2Embeddings.interpolate_pos_encoding (l.87-123: in float32)"),
-        _hf(
-            "dinov2_with_registers",
-            "dinov2_with_registers/modeling_dinov2_with_registers.py "
-            "Dinov2WithRegistersEmbeddings.interpolate_pos_encoding (l.91-132: antialias=True; registers inserted "
-            "after cls at l.149, with no position)",
-            resampling=Resampling("bicubic", antialias=True),
-            unpositioned=("num_register_tokens", 4, "reg"),
-        ),
-        _hf(
-            "clip_vision_model",
-            "clip/modeling_clip.py CLIPVisionEmbeddings.interpolate_pos_encoding (l.161-200)",
-            "embeddings.position_embedding.weight",
-        ),
-        _hf(
-            "siglip_vision_model",
-            "siglip/modeling_siglip.py SiglipVisionEmbeddings.interpolate_pos_encoding (l.137-173: no class row)",
-            "embeddings.position_embedding.weight",
-            extra=(),
-        ),
-        _hf(
-            "siglip2_vision_model",
-            "siglip2/modeling_siglip2.py Siglip2VisionEmbeddings."
-            "resize_positional_embeddings (l.130-174: the weights of bilinear, align_corners=False, antialias=True, "
-            "per image, as a matmul)",
-            "embeddings.position_embedding.weight",
-            extra=(),
-            resampling=Resampling("bilinear", antialias=True),
-            keep="never",
-            grid_from="num_patches",
-        ),
-        _hf(
-            "llama4_vision_model",
-            "llama4/modeling_llama4.py Llama4VisionModel (l.1016-1022, l.1084-1100: the "
-            "class row last, added without resampling)",
-            "positional_embedding_vlm",
-            extra_at="end",
-            resampling=None,
-            keep="always",
-            defaults=(("image_size", 448), ("patch_size", 14)),
-        ),
-    )
-}
-
-#: multimodal wrappers whose vision tower is one of the records: wrapper model_type -> (the sub-config, the tower's
-#: model_type, the tower's prefix in the weights) (CLIPModel.vision_model, SiglipModel.vision_model,
-#: Siglip2Model.vision_model). Their text tower keeps a table of its own: ``--image-size`` selects the vision one.
-WRAPPERS: dict[str, tuple[str, str, str]] = {
-    "clip": ("vision_config", "clip_vision_model", "vision_model."),
-    "siglip": ("vision_config", "siglip_vision_model", "vision_model."),
-    "siglip2": ("vision_config", "siglip2_vision_model", "vision_model."),
-}
 
 #: timm's rule (``--engine timm``, and timm checkpoints): bicubic with antialias, the size passed
 TIMM_RESAMPLING = Resampling("bicubic", align_corners=False, antialias=True)
@@ -160,10 +78,12 @@ def is_timm_config(config: Mapping[str, Any]) -> bool:
 
 
 def claims(config: Mapping[str, Any], image_size: Any = None) -> bool:
-    """Whether this module reads ``config``: a model type with a record here, a timm checkpoint's config, or (with
-    an ``image_size``) a multimodal wrapper of such a vision tower."""
+    """Whether this module reads ``config``: a model type whose record has a vision table (a multimodal wrapper:
+    its vision tower's), or a timm checkpoint's config. ``image_size`` is accepted for the callers' symmetry."""
+    if is_timm_config(config):
+        return True
     mt = config.get("model_type")
-    return is_timm_config(config) or mt in RECORDS or (image_size is not None and mt in WRAPPERS)
+    return isinstance(mt, str) and _record(mt) is not None
 
 
 # ----- values ---------------------------------------------------------------------------------------------
@@ -210,14 +130,14 @@ def _config_int(config: Mapping[str, Any], key: str, default: Any, where: str) -
     return int(pair[0]), int(pair[1])
 
 
-def _default(record: VisionRecord, key: str) -> Any:
+def _default(model_type: str, vision: Vision, key: str) -> Any:
     """The config class's default of ``key``: the record's, else the inventory's (made from the class)."""
-    own = dict(record.defaults)
+    own = dict(vision.defaults)
     if key in own:
         return own[key]
     from .data import model_type_record
 
-    entry = model_type_record(record.model_type) or {}
+    entry = model_type_record(model_type) or {}
     return (entry.get("defaults") or {}).get(key)
 
 
@@ -292,27 +212,34 @@ class Layout:
         return ",".join(f"{first + i}:{name}" for i, name in enumerate(self.extra))
 
 
-def _hf_layout(record: VisionRecord, config: Mapping[str, Any], rows: int, where: str) -> Layout:
-    patch = _config_int(config, "patch_size", _default(record, "patch_size"), where)
-    n_extra = len(record.extra)
-    if record.grid_from == "num_patches":
-        n = _config_int(config, "num_patches", _default(record, "num_patches"), where)[0]
+def _hf_layout(model_type: str, config: Mapping[str, Any], rows: int, where: str) -> Layout:
+    vision = _record(model_type)
+    assert vision is not None
+    patch = _config_int(config, "patch_size", _default(model_type, vision, "patch_size"), where)
+    n_extra = len(vision.extra)
+    if vision.grid_from == "num_patches":
+        n = _config_int(config, "num_patches", _default(model_type, vision, "num_patches"), where)[0]
         side = math.isqrt(n)
         grid = (side, side)
         image = (side * patch[0], side * patch[1])
         said = f"num_patches {n}"
     else:
-        image = _config_int(config, "image_size", _default(record, "image_size"), where)
+        image = _config_int(config, "image_size", _default(model_type, vision, "image_size"), where)
         grid = (image[0] // patch[0], image[1] // patch[1])
         said = f"image_size {_size(image)} / patch {_size(patch)}"
-    _check_rows(rows, n_extra, grid, record.extra, where, said)
-    unpositioned = None
-    if record.unpositioned is not None:
-        key, default, name = record.unpositioned
-        count = config.get(key, _default(record, key) if _default(record, key) is not None else default)
-        unpositioned = f"{count} {name} tokens (config key {key}) sit after cls and get no position"
-    return Layout(record.model_type, record.reference, "hf", grid, patch, image, record.extra, record.extra_at,
-                  record.resampling, record.keep, unpositioned)  # fmt: skip
+    _check_rows(rows, n_extra, grid, vision.extra, where, said)
+    return Layout(model_type, RECORDS[model_type].reference, "hf", grid, patch, image, vision.extra, vision.extra_at,
+                  _rule(vision), vision.keep, _unpositioned(model_type, vision, config))  # fmt: skip
+
+
+def _unpositioned(model_type: str, vision: Vision, config: Mapping[str, Any]) -> str | None:
+    """The tokens the model adds with no position, in words (DINOv2's registers), or None."""
+    if vision.unpositioned is None:
+        return None
+    key, default, name = vision.unpositioned
+    known = _default(model_type, vision, key)
+    count = config.get(key, known if known is not None else default)
+    return f"{count} {name} tokens (config key {key}) sit after cls and get no position"
 
 
 def _check_rows(rows: int, n_extra: int, grid: tuple[int, int], extra: tuple[str, ...], where: str, said: str) -> None:
@@ -385,23 +312,26 @@ def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple
         return _timm_layout(config, path, table.shape[0]), table, file, name
     mt = str(config.get("model_type"))
     prefix = ""
-    if mt in WRAPPERS:  # the vision tower's sub-config (its class defaults where it says nothing) and tensors
-        key, mt, prefix = WRAPPERS[mt]
+    vision = _record(mt)
+    assert vision is not None
+    if vision.tower is not None:  # the vision tower's sub-config (its class defaults where it says nothing), tensors
+        key, mt, prefix = vision.tower
         sub = config.get(key) or {}
         if not isinstance(sub, Mapping):
             raise ParameterError(f"{path}: config key {key} is not an object; fix config.json")
         config = sub
-    record = RECORDS[mt]
-    table, file, name = read_table(path, prefix + record.tensor)
+        vision = _record(mt)
+        assert vision is not None
+    table, file, name = read_table(path, prefix + vision.tensor)
     table = _rows(table, file, name)
-    layout = _hf_layout(record, config, table.shape[0], path)
+    layout = _hf_layout(mt, config, table.shape[0], path)
     if engine == "timm":
         if layout.extra_at != "start":
             raise ParameterError(
-                f"{param('engine')} timm keeps prefix rows before the grid; {record.model_type} keeps its "
+                f"{param('engine')} timm keeps prefix rows before the grid; {mt} keeps its "
                 f"{', '.join(layout.extra)} row after it: drop {param('engine')}"
             )
-        layout = Layout(layout.model_type, f"{_TIMM} over {record.reference}", "timm", layout.native_grid,
+        layout = Layout(layout.model_type, f"{_TIMM} over {layout.reference}", "timm", layout.native_grid,
                         layout.patch, layout.native_image, layout.extra, "start", TIMM_RESAMPLING, "same_grid",
                         layout.unpositioned)  # fmt: skip
     return layout, table, file, name
@@ -532,27 +462,57 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
         out["patch_size"] = {"value": "the kernel of patch_embed.proj.weight", "from": "the weights"}
     else:
         mt = str(config.get("model_type"))
-        if mt in WRAPPERS:
-            key, mt, _ = WRAPPERS[mt]
+        vision = _record(mt)
+        assert vision is not None
+        if vision.tower is not None:
+            key, mt, _ = vision.tower
             config = config.get(key) or {}
-        record = RECORDS[mt]
-        out.update(model_type=mt, family="vision table", kind="learned", reference=record.reference)
-        rule, keep, tensor = record.resampling, record.keep, record.tensor
-        extra = ", ".join(record.extra) + (" (after the grid)" if record.extra_at == "end" else "") or "none"
-        for key in ("num_patches",) if record.grid_from == "num_patches" else ("image_size",):
+            vision = _record(mt)
+            assert vision is not None
+        out.update(model_type=mt, family="vision table", kind="learned", reference=RECORDS[mt].reference)
+        rule, keep, tensor = _rule(vision), vision.keep, vision.tensor
+        extra = ", ".join(vision.extra) + (" (after the grid)" if vision.extra_at == "end" else "") or "none"
+        for key in ("num_patches",) if vision.grid_from == "num_patches" else ("image_size",):
             from_config = key in config
-            value = config.get(key, _default(record, key))
+            value = config.get(key, _default(mt, vision, key))
             out[key] = {"value": value, "from": f"config key {key}" if from_config else f"default of {mt}"}
-        value = config.get("patch_size", _default(record, "patch_size"))
+        value = config.get("patch_size", _default(mt, vision, "patch_size"))
         where = "config key patch_size" if "patch_size" in config else f"default of {mt}"
         out["patch_size"] = {"value": value, "from": where}
+        if vision.unpositioned is not None:
+            key, default, name = vision.unpositioned
+            known = _default(mt, vision, key)
+            count = config.get(key, known if known is not None else default)
+            out["unpositioned"] = {"value": f"{count} {name} tokens after cls", "from": f"config key {key}"}
     out["weights_tensor"] = {"value": tensor, "from": "the model's code"}
     out["extra_rows"] = {"value": extra, "from": "the model's code"}
     said = rule.describe() if rule is not None else "none: it runs at its native size only"
     out["resampling"] = {"value": said, "from": "the model's code, at another --image-size"}
     out["kept_when"] = {"value": _KEEP_WORDS[keep] or "never", "from": "the model's code"}
-    if not is_timm_config(config) and record.unpositioned is not None:
-        key, default, name = record.unpositioned
-        count = config.get(key, _default(record, key) if _default(record, key) is not None else default)
-        out["unpositioned"] = {"value": f"{count} {name} tokens after cls", "from": f"config key {key}"}
     return out
+
+
+# ----- the reader interface (models/readers.py: a record with ``vision`` is read here) ----------------------------
+def _in_weights(config: Mapping[str, Any]) -> str:
+    mt = config.get("model_type") or config.get("architecture")
+    return (
+        f"{mt}'s position table is learned over its patch grid: it lives in the weights; pass the model's directory "
+        f"(config.json + model.safetensors) as the source, with {param('image_size')} for another image size"
+    )
+
+
+def from_model_config(config: dict[str, Any], **options: Any) -> tuple[str, dict[str, Any], list[str], dict[str, str]]:
+    """A vision table is read from the weights, not built from the config: one line saying where it lives."""
+    raise ParameterError(_in_weights(config))
+
+
+def model_config_layers(config: dict[str, Any], **options: Any) -> dict[str, tuple[str, dict[str, Any]] | None]:
+    raise ParameterError(_in_weights(config))
+
+
+def model_config_notes(config: dict[str, Any], **options: Any) -> dict[str, str]:
+    return {}
+
+
+def describe_model_config(config: dict[str, Any], **options: Any) -> dict[str, Any]:
+    return describe("", config)

@@ -12,21 +12,15 @@ is said as such ("not checked" is an answer: nothing is guessed).
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Mapping
 from typing import Any
 
-from ...encodings.resample import MODES, Resampling
+from ...encodings.resample import CALLS
 from .core import Diagnosis, Explanation
 
-#: every call tried: mode x antialias x align_corners x (size, scale_factor, scale_factor with DINO's +0.1)
-CANDIDATES: tuple[Resampling, ...] = tuple(
-    Resampling(mode, align_corners=ac, antialias=aa, by=by, offset=off)
-    for mode, aa, ac, (by, off) in itertools.product(
-        MODES, (False, True), (False, True), (("size", 0.0), ("scale_factor", 0.0), ("scale_factor", 0.1))
-    )
-)
+#: every call tried (:data:`posenc_cli.encodings.resample.CALLS`)
+CANDIDATES = CALLS
 
 
 def applies(meta_a: Mapping[str, str], meta_b: Mapping[str, str]) -> bool:
@@ -36,12 +30,12 @@ def applies(meta_a: Mapping[str, str], meta_b: Mapping[str, str]) -> bool:
 
 
 def noise(native: Any) -> float:
-    """The float32 rounding a resampled table may carry: torch's CPU loops and ours sum up to 16 products of
-    weights at most 1.25 in size (Keys' cubic) in another order; 64 units of float32 rounding of the table's
-    largest value bounds it (the goldens show at most 14), far below what another call changes (1e-2 and up)."""
+    """The float32 rounding a resized table may carry (:func:`..tolerance.resample_tol` of its largest value)."""
     import numpy as np
 
-    return float(64 * np.finfo(np.float32).eps * max(float(np.abs(native).max()), 1e-30))
+    from ..tolerance import resample_tol
+
+    return resample_tol(float(np.abs(native).max()))
 
 
 def _native(meta: Mapping[str, str]) -> tuple[Any, Any] | None:
