@@ -26,7 +26,7 @@ from timm.layers import resample_abs_pos_embed  # noqa: E402
 
 SIZES = [None, (24, 24), (12, 12), (24, 12), (30, 18), (32, 8), (18, 18), (8, 20)]
 #: the rows before the grid (class, distillation) per model type; 1 elsewhere
-EXTRA = {"deit": 2, "ijepa": 0, "siglip_vision_model": 0, "siglip": 0, "siglip2_vision_model": 0}
+EXTRA = {"deit": 2, "ijepa": 0, "siglip_vision_model": 0, "siglip": 0, "siglip2_vision_model": 0, "siglip2": 0}
 SMALL = dict(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
 
 
@@ -48,6 +48,8 @@ def hf_models():
     text = dict(vocab_size=64, max_position_embeddings=16, **SMALL)
     yield "clip", tf.CLIPModel(tf.CLIPConfig(text_config=text, vision_config=common))
     yield "siglip", tf.SiglipModel(tf.SiglipConfig(text_config=text, vision_config=common))
+    yield "siglip2", tf.Siglip2Model(tf.Siglip2Config(
+        text_config=text, vision_config=dict(num_patches=16, patch_size=4, num_channels=3, **SMALL)))
     yield "llama4_vision_model", tf.Llama4VisionModel(
         tf.Llama4VisionConfig(image_size=16, patch_size=4, num_channels=3, vision_output_dim=8,
                               projector_input_dim=8, projector_output_dim=8, **SMALL)
@@ -64,7 +66,7 @@ def hf_rows(mt, model, size):
         return model.positional_embedding_vlm.detach().numpy()
     h, w = size or (16, 16)
     gh, gw = h // 4, w // 4
-    if mt == "siglip2_vision_model":
+    if mt in ("siglip2_vision_model", "siglip2"):
         table = emb.position_embedding.weight.reshape(emb.position_embedding_size, emb.position_embedding_size, -1)
         out = emb.resize_positional_embeddings(table, torch.tensor([[gh, gw]]), max_length=gh * gw)
         return out[0].detach().numpy()
