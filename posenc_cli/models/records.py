@@ -640,6 +640,17 @@ _VISION: tuple[Record, ...] = (
     _vision("llama4_vision_model", "llama4/modeling_llama4.py Llama4VisionModel (l.1016-1022, l.1084-1100: the "
             "class row last, added without resampling)", tensor="positional_embedding_vlm", extra_at="end",
             resampling=None, keep="always", defaults=(("image_size", 448), ("patch_size", 14))),
+    # the same interpolate_pos_encoding as CLIP's or SigLIP's (the source, docstrings and comments aside, is equal)
+    _vision("altclip_vision_model", "altclip/modeling_altclip.py AltCLIPVisionEmbeddings.interpolate_pos_encoding "
+            "(l.562: CLIP's)", tensor=_EMBEDDING),
+    _vision("chinese_clip_vision_model", "chinese_clip/modeling_chinese_clip.py ChineseCLIPVisionEmbeddings."
+            "interpolate_pos_encoding (l.155: CLIP's)", tensor=_EMBEDDING),
+    _vision("metaclip_2_vision_model", "metaclip_2/modeling_metaclip_2.py MetaClip2VisionEmbeddings."
+            "interpolate_pos_encoding (l.103: CLIP's)", tensor=_EMBEDDING),
+    _vision("git_vision_model", "git/modeling_git.py GitVisionEmbeddings.interpolate_pos_encoding (l.370: CLIP's)",
+            tensor=_EMBEDDING),
+    _vision("janus_vision_model", "janus/modeling_janus.py JanusVisionEmbeddings.interpolate_pos_encoding (l.135: "
+            "SigLIP's, no class row)", tensor=_EMBEDDING, extra=()),
     # multimodal wrappers: their vision tower's table (their text tower's learned table is not read here)
     _vision("clip", "clip/modeling_clip.py CLIPModel.vision_model", tower=("vision_config", "clip_vision_model",
             "vision_model.")),

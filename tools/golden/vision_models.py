@@ -26,7 +26,8 @@ from timm.layers import resample_abs_pos_embed  # noqa: E402
 
 SIZES = [None, (24, 24), (12, 12), (24, 12), (30, 18), (32, 8), (18, 18), (8, 20)]
 #: the rows before the grid (class, distillation) per model type; 1 elsewhere
-EXTRA = {"deit": 2, "ijepa": 0, "siglip_vision_model": 0, "siglip": 0, "siglip2_vision_model": 0, "siglip2": 0}
+EXTRA = {"deit": 2, "ijepa": 0, "siglip_vision_model": 0, "siglip": 0, "siglip2_vision_model": 0, "siglip2": 0,
+         "janus_vision_model": 0}
 SMALL = dict(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
 
 
@@ -45,6 +46,14 @@ def hf_models():
     yield "siglip2_vision_model", tf.Siglip2VisionModel(
         tf.Siglip2VisionConfig(num_patches=16, patch_size=4, num_channels=3, **SMALL)
     )
+    for mt, cfg, cls in (
+        ("altclip_vision_model", "AltCLIPVisionConfig", "AltCLIPVisionModel"),
+        ("chinese_clip_vision_model", "ChineseCLIPVisionConfig", "ChineseCLIPVisionModel"),
+        ("metaclip_2_vision_model", "MetaClip2VisionConfig", "MetaClip2VisionModel"),
+        ("git_vision_model", "GitVisionConfig", "GitVisionModel"),
+        ("janus_vision_model", "JanusVisionConfig", "JanusVisionModel"),
+    ):
+        yield mt, getattr(tf, cls)(getattr(tf, cfg)(**common))
     text = dict(vocab_size=64, max_position_embeddings=16, **SMALL)
     yield "clip", tf.CLIPModel(tf.CLIPConfig(text_config=text, vision_config=common))
     yield "siglip", tf.SiglipModel(tf.SiglipConfig(text_config=text, vision_config=common))
