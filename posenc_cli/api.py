@@ -897,7 +897,9 @@ def compare(
             res = _class_table(res, (src_a, arr_a, ta), (src_b, arr_b, tb), atol, rtol)
         if not res.formula and arr_a.ndim >= 2:
             within_rounding(res, arr_a, arr_b)
-        if explain and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
+        if explain and not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
+            why = _resampling_why(src_a, src_b, arr_a, arr_b, res.labels)
+        if explain and why is None and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
             from .inspect.diagnose import diagnose
 
             readings = _readings(src_a, src_b) if readings is None else readings  # one reading per table
@@ -912,6 +914,16 @@ def compare(
             )
         compared.append(TensorComparison(ta, tb, res, why))
     return Comparison(src_a.label, src_b.label, compared, only_a, only_b, skipped, skipped_by=skipped_by)
+
+
+def _resampling_why(src_a: Source, src_b: Source, arr_a: Any, arr_b: Any, labels: Mapping[str, str]) -> Any:
+    """Two vision tables of one model at one grid: which resampling made each (:mod:`.inspect.diagnose.resampling`),
+    or None when they are not such tables or their native table is not at hand."""
+    from .inspect.diagnose import resampling
+
+    if not resampling.applies(src_a.metadata, src_b.metadata):
+        return None
+    return resampling.explain(labels["a"], src_a.metadata, arr_a, labels["b"], src_b.metadata, arr_b)
 
 
 def _computes(src: Source) -> bool:
@@ -1119,6 +1131,7 @@ def audit(
     download: bool = False,
     max_bytes: int | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
+    image_size: Sequence[Any] | None = None,
 ) -> AuditReport:
     """Check everything about a model's positions against HF transformers' tables, in one report.
 
@@ -1145,6 +1158,10 @@ def audit(
     on_progress : callable, optional
         Called as ``on_progress(what, done, total)`` before each step's rows, in report order and in the
         calling thread (the steps themselves run concurrently on every core).
+    image_size : list, optional
+        A vision model (ViT, DeiT, DINOv2, CLIP, SigLIP, a timm ViT): the image sizes (``H``, ``"HxW"`` or
+        ``(H, W)``) at which its position table is checked besides its native one; ``engine="timm"`` adds timm's
+        resampling of it at each size, measured against the model's own.
 
     Returns
     -------
@@ -1167,6 +1184,7 @@ def audit(
         download=download,
         max_bytes=max_bytes,
         on_progress=on_progress,
+        image_size=image_size,
     )
 
 
@@ -1234,7 +1252,10 @@ def layer_types(text: str, options: SourceOptions | None = None) -> list[str | N
         return [opts.layer_type]
     if is_config(text):
         from .models.readers import model_config_layers
+        from .models.vision import claims as vision_claims
 
+        if vision_claims(load_config(split_engine(text)[0]), opts.image_size):  # one table: its grid at a size
+            return [None]
         if opts.engine is None and split_engine(text)[1] is None and opts.read_as is None:
             layers = model_config_layers(load_config(split_engine(text)[0]))
         else:
@@ -1713,7 +1734,7 @@ def built_source(
         return _all_layer_types(split_engine(text)[0], kind, opts)
     if config:
         src = open_source(text, opts, kind=kind, stdin_config=True)
-        if src.encoding is None:  # a learned table read from a model's weights: data to export, not to build
+        if src.encoding is None and "grid" not in src.metadata:  # a learned table: data to export, not to build
             raise ParameterError(
                 f"{text} holds a trained position table in its weights; export it: posenc export {text} -o FILE"
             )
@@ -1922,6 +1943,12 @@ def describe(
         from .models.readers import describe_model_config, model_config_layers
 
         config = load_config(hf_config)
+        from .models.vision import claims as vision_claims
+
+        if vision_claims(config) and source is None and read_as is None and layer_type is None:
+            from .models.vision import describe as describe_vision
+
+            return Description("config", hf_config, [describe_vision(hf_config, config)])
         if layer_type is not None:
             types: list[str | None] = [layer_type]
         else:  # every attention type that applies an encoding, or the one table when all types share it

@@ -32,6 +32,7 @@ class SourceOptions(NamedTuple):
     params: Sequence[str] = ()
     dtype: str | None = None
     grid: str | None = None
+    image_size: str | None = None
     layer_type: str | None = None
     max_bytes: int | None = None
     read_as: str | None = None
@@ -44,6 +45,14 @@ class SourceOptions(NamedTuple):
         """The source options among a command's arguments, each by its own name (``-p`` is ``param``): a command's
         ``run`` passes ``locals()``, so that no command lists them again (or forgets one)."""
         given = {f: args.get(f) for f in cls._fields if f != "params"}
+        sizes = given.get("image_size")
+        if isinstance(sizes, (list, tuple)):  # --image-size is repeatable for audit; one table takes one
+            if len(sizes) > 1:
+                raise ParameterError(
+                    f"{param('image_size')} is given {len(sizes)} times; this command reads one table at one size: "
+                    "give it once (audit checks several)"
+                )
+            given["image_size"] = sizes[0] if sizes else None
         return cls(params=list(args.get("param") or []), **given)
 
     def engine_options(self) -> dict[str, Any]:
@@ -59,6 +68,7 @@ class SourceOptions(NamedTuple):
             ("--len", "length", self.length),
             ("--dim", "dim", self.dim),
             ("--grid", "grid", self.grid),
+            ("--image-size", "image_size", self.image_size),
             ("--dtype", "dtype", self.dtype if dtype else None),
         ):
             if value is not None:
@@ -87,6 +97,7 @@ SCOPES: dict[str, tuple[frozenset[str], str]] = {
     "params": (frozenset({"spec", "config", "engine", "config-layers"}), "specs and model configs"),
     "dtype": (frozenset({"spec", "config", "engine", "config-layers"}), "specs and model configs"),
     "grid": (frozenset({"spec", "config", "config-layers"}), "specs and model configs"),
+    "image_size": (frozenset({"config"}), "vision model directories"),
     "kind": (frozenset({"spec", "config", "config-layers"}), "specs and model configs (the kind that reads one)"),
     "all_layer_types": (frozenset({"config-layers"}), "model configs read as HF reads them"),
     "layer_type": (
@@ -144,8 +155,11 @@ def source_kinds(text: str, engine: str | None = None, *, stdin_config: bool = F
         name = split_engine(text)[1] or engine
         if name is None:
             return {"config"}
-        from .models.engines import resolve_engine
+        from .models.engines import ENGINES, resolve_engine
+        from .models.vision import ENGINES as VISION_ENGINES
 
+        if name in VISION_ENGINES and name not in ENGINES:  # timm: it resamples vision tables only
+            return {"config", "engine", f"engine:{name}"}
         engine_rules = resolve_engine(name)
         return {"config", "engine", f"engine:{engine_rules.name}", *(f"reads:{o}" for o in engine_rules.options)}
     if text.lower().endswith(".onnx"):

@@ -114,8 +114,11 @@ def split_engine(text: str) -> tuple[str, str | None]:
     if not sep or os.path.exists(text):
         return text, None
     from .models.engines import ENGINE_NAMES
+    from .models.vision import ENGINES as VISION_ENGINES
 
     if tail.partition("==")[0] in ENGINE_NAMES:  # ENGINE or ENGINE==VERSION (the version is checked by the engine)
+        return head, tail
+    if tail in VISION_ENGINES and head and os.path.exists(head):  # DIR@timm: timm's resampling of a vision table
         return head, tail
     if head and os.path.exists(head):  # a model config with a mistyped engine: say so, not "no such file"
         import difflib
@@ -497,6 +500,7 @@ def open_config(
                 f"use {param('params')} dim=N to override it"
             )
     length = given.pop("length", None)
+    asked_length = length  # the user's --len (a comparison's other side fills in length below)
     if length is None and like is not None:
         length = like.rows()
     text, suffix = split_engine(text)
@@ -507,6 +511,17 @@ def open_config(
         flags = [param(k) for k, v in engine_options.items() if v is not None]
         raise ParameterError(f"{', '.join(flags)} set an engine's rules; give {param('engine')} or CONFIG@ENGINE")
     config = load_config(text)
+    image_size = given.pop("image_size", None)
+    from .models.vision import claims as vision_claims
+
+    if vision_claims(config, image_size):  # a ViT-family table from the weights, at the image size asked
+        return _vision_source(text, config, given, image_size, engine, kind=kind, read_as=read_as,
+                              layer_type=layer_type, length=asked_length)  # fmt: skip
+    if image_size is not None:
+        raise ParameterError(
+            f"{param('image_size')} applies to a vision model's position table (ViT, DeiT, DINOv2, CLIP, SigLIP, a "
+            f"timm ViT); {text} is not one: drop it"
+        )
     if engine is not None:
         from .models.engines import engine_encoding
 
@@ -563,6 +578,30 @@ def open_config(
     from .models.readers import class_table
 
     src.class_table = class_table(config, enc.params())
+    return src
+
+
+def _vision_source(
+    text: str,
+    config: dict[str, Any],
+    given: Mapping[str, Any],
+    image_size: Any,
+    engine: str | None,
+    **refused: Any,
+) -> Source:
+    """A vision model's position table read from its weights at ``image_size`` (:mod:`.models.vision`); the
+    options that choose another reading (``--kind``, ``--read-as``, ``--layer-type``, ``--len``) cannot apply."""
+    from .models.vision import vision_table
+
+    for name, value in refused.items():
+        if value is not None:
+            raise ParameterError(
+                f"{param(name)} cannot apply to {text}: a vision model's table is its grid at an image size; use "
+                f"{param('image_size')} (H or HxW)"
+            )
+    rows, meta = vision_table(text, config, image_size=image_size, engine=engine)
+    src = _weights_source(text if engine is None else f"{text}@{engine}", rows, meta, given)
+    src.encoding_note = "a trained vision table read from the model's weights, at an image size"
     return src
 
 

@@ -98,12 +98,8 @@ def test_a_config_without_a_readable_model_type_is_refused_in_one_line(tmp_path,
 @pytest.mark.parametrize(
     ("model_type", "said"),
     [
-        ("vit", "vit keeps learned positions in its weights, which posenc does not read yet"),
-        (
-            "clip_vision_model",
-            "clip_vision_model keeps learned positions in its weights, which posenc does not "
-            "read yet (no text forward: CLIPVisionModel",
-        ),
+        ("vivit", "vivit keeps learned positions in its weights, which posenc does not read yet"),
+        ("blip", "blip keeps learned positions in its weights, which posenc does not read yet"),
         ("kimi_linear", "kimi_linear applies no positional encoding in any layer"),
         ("fsmt", "fsmt adds sinusoidal positions of its own code, which posenc does not read yet"),
     ],

@@ -307,7 +307,9 @@ def test_the_records_are_the_one_family_table():
     for mt, rec in records.RECORDS.items():
         assert rec.readers, mt
         assert set(rec.readers) <= set(records.reader_names()), mt
-        if rec.positions is not None:
+        if rec.vision is not None:  # a vision table (a multimodal wrapper: its vision tower's), its own reader
+            assert readers.reader_for({"model_type": mt}).__name__.endswith(records.VISION_READER), mt
+        elif rec.positions is not None:
             assert records.positions_family(mt) is rec.positions
             config = (
                 {"model_type": mt} if rec.positions.when is None else {"model_type": mt, rec.positions.when[0]: True}

@@ -42,7 +42,11 @@ def rows() -> list[tuple[str, str, str, str, str, str]]:
         rec = records.RECORDS.get(mt)
         ref = f"{entry.get('modeling_module', '')} {entry.get('rotary_class') or ''}".strip()
         pairing, layers = "-", "-"
-        if mt in POSITIONS:
+        if rec is not None and rec.vision is not None:  # a ViT-family table on an image grid (models/vision.py)
+            scheme = "learned (image grid)"
+            status = "exact (vision record; the model's own arrays in tests/data/vision)"
+            ref = ref or rec.reference
+        elif mt in POSITIONS:
             fam = POSITIONS[mt]
             scheme = ", ".join(sorted({layer.kind for layer in fam.layers.values()}))
             layers = ", ".join(fam.layers) if len(fam.layers) > 1 else "-"

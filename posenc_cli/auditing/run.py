@@ -68,13 +68,18 @@ def audit(
     max_bytes: int | None = None,
     on_progress: Progress | None = None,
     verbs: Verbs,
+    image_size: Sequence[Any] | None = None,
 ) -> AuditReport:
     """See :func:`posenc_cli.api.audit`. The config is read from disk once, however many steps ask for it
     (:func:`~posenc_cli.models.config_file.read_once`)."""
     from ..errors import check_int
     from ..models.config_file import read_once
 
-    chosen = parse_engines(engine)
+    # timm resamples vision tables only: asked for, it adds timm's rows to a vision model's audit
+    names = engine.split(",") if isinstance(engine, str) else list(engine) if engine is not None else None
+    timm = names is not None and "timm" in [n.strip() for n in names]
+    rest = [n for n in names or [] if n.strip() != "timm"]
+    chosen = parse_engines(rest if rest else None)
     if length is not None:
         length = check_int("length", length, 1)
     if max_bytes is not None:
@@ -105,6 +110,18 @@ def audit(
             )
         auditor = _Auditor(found, chosen, length, n_ctx, max_model_len, on_progress, against, tmp, verbs)
         auditor.max_bytes = max_bytes
+        from ..models.config_file import load_config
+        from ..models.vision import claims as vision_claims
+
+        if vision_claims(load_config(found.config), image_size[0] if image_size else None):
+            return auditor.vision(list(image_size or []), timm)
+        if image_size:
+            raise ParameterError(
+                f"{param('image_size')} applies to a vision model's position table (ViT, DeiT, DINOv2, CLIP, SigLIP, "
+                f"a timm ViT); {found.label} is not one: drop it"
+            )
+        if timm:
+            raise ParameterError(f"{param('engine')} timm resamples vision position tables; {found.label} has none")
         return auditor.run()
 
 
@@ -381,6 +398,70 @@ class _Auditor:
                      c.shape[-2] if len(c.shape) >= 2 else None, details=[f"stored copy: {c.tensor}"])
             for c in copies
         ]  # fmt: skip
+
+
+    # ----- vision tables: the grid at the native size and at each image size asked ---------------------
+    def vision(self, sizes: list[Any], timm: bool) -> AuditReport:
+        """A vision model's table read from its weights at its native size and at each of ``sizes``: checked
+        for its properties (row count: the grid plus its extra rows, read with the model's rule), and with
+        ``timm``, timm's resampling of it measured against the model's own (the difference named)."""
+        from ..models.config_file import load_config
+        from ..models.vision import claims, parse_image_size
+
+        f = self.found
+        assert f.config is not None
+        data = load_config(f.config)
+        assert claims(data, sizes[0] if sizes else None)
+        root = os.path.dirname(f.config) or "."
+        mt = data.get("model_type") if isinstance(data.get("model_type"), str) else data.get("architecture")
+        report = AuditReport(source=f.label, config=f.relative(f.config), model_type=str(mt), length=None,
+                             engines=["hf", *(["timm"] if timm else [])], against=self.against, settings={})  # fmt: skip
+        parsed = [parse_image_size(s) for s in sizes]
+        for image in [None, *dict.fromkeys(parsed)]:
+            report.rows += self._vision_rows(root, image, timm)
+        return report
+
+    def _vision_rows(self, root: str, image: tuple[int, int] | None, timm: bool) -> list[AuditRow]:
+        from ..inspect.diagnose import resampling
+        from ..models.config_file import load_config
+        from ..models.vision import is_timm_config, vision_table
+        from ..sources import Source
+
+        data = load_config(os.path.join(root, "config.json"))
+        label = "native" if image is None else f"{image[0]}x{image[1]}"
+        own = "timm" if is_timm_config(data) else "hf"
+        try:
+            rows, meta = vision_table(root, data, image_size=image)
+        except PosencError as exc:
+            return [AuditRow("weights", label, own, "error", _one_line(exc))]
+        label = meta["image_size"] if image is not None else f"{meta['image_size']} native"
+        src = Source(root, {"pe": rows}, meta)
+        rep = self.verbs.check(src)
+        held = ", ".join(r.name for r in rep.results if r.passed)
+        extra = f" + rows {meta['extra_rows']}" if meta["extra_rows"] else ""
+        what = f"grid {meta['grid']}{extra}, {meta['resampling']}"
+        why = (f"{what}: every required property holds ({held})" if rep.ok
+               else f"{what}: {', '.join(rep.failed) or 'a required property'} failed")  # fmt: skip
+        out = [AuditRow(meta["weights_file"], label, own, "agree" if rep.ok else "differ", why, None,
+                        int(rows.shape[0]), details=[f"{r.name}: {r.detail}" for r in rep.results])]  # fmt: skip
+        if timm and own == "hf":
+            try:
+                t_rows, t_meta = vision_table(root, data, image_size=image, engine="timm")
+            except PosencError as exc:
+                return [*out, AuditRow("weights", label, "timm", "error", _one_line(exc))]
+            import numpy as np
+
+            diff = float(np.abs(np.asarray(t_rows, np.float32) - np.asarray(rows, np.float32)).max())
+            if diff == 0:
+                out.append(AuditRow(meta["weights_file"], label, "timm", "agree",
+                                    f"timm resamples it as the model does ({t_meta['resampling']})", 0.0,
+                                    int(rows.shape[0])))  # fmt: skip
+            else:
+                why_t = resampling.explain("the model's", meta, rows, "timm's", t_meta, t_rows)
+                said = why_t.summary if why_t is not None else f"{meta['resampling']} vs {t_meta['resampling']}"
+                out.append(AuditRow(meta["weights_file"], label, "timm", "differ", said, diff,
+                                    int(rows.shape[0])))  # fmt: skip
+        return out
 
     # ----- learned tables in the weights ----------------------------------------------------------------
     def _learned(self, lt: str, params: dict[str, Any], data: dict[str, Any]) -> AuditRow:

@@ -114,6 +114,16 @@ Grid = Annotated[
     Optional[str],
     typer.Option("--grid", metavar="HxW", help="Grid of the 2-D/3-D kinds, e.g. 14x14 or 8x14x14.", show_default=False),
 ]
+ImageSizes = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--image-size",
+        metavar="HxW",
+        help="With a vision model's directory: its position table at this image size in pixels (H for square), "
+        "resampled as the model does it (or as --engine timm does); audit takes several.",
+        show_default=False,
+    ),
+]
 HfConfig = Annotated[
     Optional[str],
     typer.Option(
@@ -478,6 +488,7 @@ FLAGS: dict[str, str] = {
     "params": "-p",
     "dtype": "--dtype",
     "grid": "--grid",
+    "image_size": "--image-size",
     "config": "--hf-config",
     "hf_config": "--hf-config",
     "layer_type": "--layer-type",

@@ -28,7 +28,8 @@ Examples:
 
   posenc audit ./Llama-3.1-8B
   posenc audit meta-llama/Llama-3.1-8B --engine vllm,llamacpp
-  posenc audit model.gguf --against ./hf-model --html audit.html"""
+  posenc audit model.gguf --against ./hf-model --html audit.html
+  posenc audit ./dinov2 --image-size 320 --image-size 448x308 --engine timm"""
 
 
 def run(
@@ -46,6 +47,7 @@ def run(
     force: o.Force = False,
     verbose: o.Verbose = False,
     max_bytes: o.MaxBytes = None,
+    image_size: o.ImageSizes = None,
     quiet: o.Quiet = 0,
 ) -> int:
     from ..api import audit
@@ -73,6 +75,7 @@ def run(
             download=download,
             max_bytes=max_bytes,
             on_progress=on_progress,
+            image_size=image_size,
         )
     from . import _spelling
 

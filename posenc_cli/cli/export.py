@@ -33,6 +33,7 @@ def run(
     param: o.Params = None,
     dtype: o.Dtype = None,
     grid: o.Grid = None,
+    image_size: o.ImageSizes = None,
     hf_config: o.HfConfig = None,
     layer_type: o.LayerType = None,
     read_as: o.ReadAs = None,

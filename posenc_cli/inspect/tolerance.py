@@ -357,6 +357,18 @@ def freq_err_floor(dtype: Any) -> float:
     return FREQ_ERR_ULPS * eps(dtype)
 
 
+#: A table resized by torch's interpolation kernels and by posenc's NumPy ones (:mod:`posenc_cli.encodings.resample`)
+#: differ by the order of up to 16 products of weights at most 1.25 in size (Keys' cubic): this many units of
+#: float32 rounding of the table's largest value bound it (torch 2.13's goldens show at most 14); another
+#: ``F.interpolate`` call (mode, antialias, align_corners) changes a table by 1e-2 of it and more.
+RESAMPLE_ULPS = 64
+
+
+def resample_tol(largest: float) -> float:
+    """How far a resized float32 table may be from torch's, for a table whose largest magnitude is ``largest``."""
+    return RESAMPLE_ULPS * eps("float32") * max(largest, TOL_FLOOR)
+
+
 def duplicate_tol(dtype: Any) -> float:
     """Two columns that hold the same value differ by at most :data:`DUPLICATE_ULPS` ulps of 1.0 in ``dtype``:
     :func:`posenc_cli.inspect.analysis.duplicate_layout`'s tolerance."""

@@ -147,3 +147,16 @@ def table_option(config: dict[str, Any], table: Any) -> str | None:
     in its weights."""
     result: str | None = _module("stored_tables").table_option(config, table)
     return result
+
+
+def weights_header(file: str) -> tuple[dict[str, Any], int]:
+    """A safetensors file's header (tensor name -> entry) and the offset of its data (:func:`.hf_positions._header`:
+    a damaged file is one line)."""
+    result: tuple[dict[str, Any], int] = _module(POSITIONS_READER)._header(file)
+    return result
+
+
+def weights_tensor(file: str, name: str) -> Any:
+    """One tensor of a safetensors file, memory-mapped (:func:`.hf_positions._read_tensor`: a damaged or truncated
+    entry is one line)."""
+    return _module(POSITIONS_READER)._read_tensor(file, name)

@@ -126,6 +126,8 @@ class Record:
     sin_sign: int = 1
     #: the non-rotary positions' layer tables (read by :mod:`.hf_positions`): T5, ALiBi, sinusoids, learned
     positions: Family | None = None
+    #: a ViT-family table on an image grid (read by :mod:`.vision`): its rows, and how the model resizes it
+    vision: Vision | None = None
 
     def known_top(self) -> set[str]:
         """The top-level keys this record's reading uses."""
@@ -155,6 +157,8 @@ class Record:
         """The reader modules of :mod:`posenc_cli.models` that may read this model type, first claim wins
         (:mod:`.readers`): :mod:`.hf_positions` for a non-rotary table, :mod:`.hf_config` for a rotary one, both
         when a switch key picks between them (Falcon: ALiBi with ``alibi: true``, else RoPE)."""
+        if self.vision is not None:
+            return (VISION_READER,)
         if self.positions is None:
             return (ROTARY_READER,)
         if self.positions.when is None:
@@ -171,6 +175,8 @@ class Record:
 #: reader also reads every model type without a record (strictly, from its inventory entry, or refused).
 POSITIONS_READER = "hf_positions"
 ROTARY_READER = "hf_config"
+#: the reader of ViT-family tables on image grids (a record's ``vision``)
+VISION_READER = "vision"
 
 #: Top-level keys every rotary record's reading knows.
 COMMON_TOP = ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "max_position_embeddings",
@@ -666,6 +672,85 @@ def _learned_families() -> dict[str, Family]:
     return out
 
 
+# ----- ViT-family tables on image grids (read by .vision) ------------------------------------------------------
+@dataclass(frozen=True)
+class Vision:
+    """How one model type keeps and resizes its position table over the patch grid (:mod:`.vision` reads it).
+
+    ``tensor``: the table's name in the weights (a suffix of the saved name). ``extra``: the rows that are not
+    grid rows, in the table's order, before the grid (``extra_at="start"``) or after it (``"end"``).
+    ``resampling``: the ``F.interpolate`` call of its ``interpolate_pos_encoding`` as ``(mode, align_corners,
+    antialias, "size" or "scale_factor")``, None when it never resizes. ``keep``: when the table is added as it is
+    (``same_count_square``: HF's ``num_patches == num_positions and height == width``; ``always``; ``never``).
+    ``unpositioned``: ``(config key, class default, name)`` of tokens that get no position. ``defaults``: class
+    defaults the inventory lacks. ``grid_from``: ``image_size`` (``image_size // patch_size``) or
+    ``num_patches`` (its square root). ``tower``: a multimodal wrapper's ``(sub-config, tower model type, prefix
+    of the tower's tensors)``.
+    """
+
+    tensor: str = "embeddings.position_embeddings"
+    extra: tuple[str, ...] = ("cls",)
+    extra_at: str = "start"
+    resampling: tuple[str, bool, bool, str] | None = ("bicubic", False, False, "size")
+    keep: str = "same_count_square"
+    unpositioned: tuple[str, int, str] | None = None
+    defaults: tuple[tuple[str, Any], ...] = ()
+    grid_from: str = "image_size"
+    tower: tuple[str, str, str] | None = None
+
+
+_EMBEDDING = "embeddings.position_embedding.weight"  # an nn.Embedding's table (CLIP, SigLIP)
+
+
+def _vision(model_type: str, reference: str, **kw: Any) -> Record:
+    return Record(model_type, f"{_HF}/{reference}", scheme="learned", vision=Vision(**kw))
+
+
+#: ViT-family model types, from transformers 5.24's modeling files (lines as in 5.24.0)
+_VISION: tuple[Record, ...] = (
+    _vision("vit", "vit/modeling_vit.py ViTEmbeddings.interpolate_pos_encoding (l.89-127)"),
+    _vision("vit_msn", "vit_msn/modeling_vit_msn.py ViTMSNEmbeddings.interpolate_pos_encoding (l.86-124)"),
+    _vision("deit", "deit/modeling_deit.py DeiTEmbeddings.interpolate_pos_encoding (l.94-132: class and "
+            "distillation rows)", extra=("cls", "dist")),
+    _vision("ijepa", "ijepa/modeling_ijepa.py IJepaEmbeddings.interpolate_pos_encoding (l.70-107: no class row)",
+            extra=()),
+    _vision("dinov2", "dinov2/modeling_dinov2.py Dinov2Embeddings.interpolate_pos_encoding (l.87-123: in float32)"),
+    _vision("dinov2_with_registers", "dinov2_with_registers/modeling_dinov2_with_registers.py "
+            "Dinov2WithRegistersEmbeddings.interpolate_pos_encoding (l.91-132: antialias=True; registers inserted "
+            "after cls at l.149, with no position)", resampling=("bicubic", False, True, "size"),
+            unpositioned=("num_register_tokens", 4, "reg")),
+    _vision("clip_vision_model", "clip/modeling_clip.py CLIPVisionEmbeddings.interpolate_pos_encoding (l.161-200)",
+            tensor=_EMBEDDING),
+    _vision("siglip_vision_model", "siglip/modeling_siglip.py SiglipVisionEmbeddings.interpolate_pos_encoding "
+            "(l.137-173: no class row)", tensor=_EMBEDDING, extra=()),
+    _vision("siglip2_vision_model", "siglip2/modeling_siglip2.py Siglip2VisionEmbeddings."
+            "resize_positional_embeddings (l.130-174: the weights of bilinear, align_corners=False, antialias=True, "
+            "per image, as a matmul)", tensor=_EMBEDDING, extra=(), resampling=("bilinear", False, True, "size"),
+            keep="never", grid_from="num_patches"),
+    _vision("llama4_vision_model", "llama4/modeling_llama4.py Llama4VisionModel (l.1016-1022, l.1084-1100: the "
+            "class row last, added without resampling)", tensor="positional_embedding_vlm", extra_at="end",
+            resampling=None, keep="always", defaults=(("image_size", 448), ("patch_size", 14))),
+    # the same interpolate_pos_encoding as CLIP's or SigLIP's (the source, docstrings and comments aside, is equal)
+    _vision("altclip_vision_model", "altclip/modeling_altclip.py AltCLIPVisionEmbeddings.interpolate_pos_encoding "
+            "(l.562: CLIP's)", tensor=_EMBEDDING),
+    _vision("chinese_clip_vision_model", "chinese_clip/modeling_chinese_clip.py ChineseCLIPVisionEmbeddings."
+            "interpolate_pos_encoding (l.155: CLIP's)", tensor=_EMBEDDING),
+    _vision("metaclip_2_vision_model", "metaclip_2/modeling_metaclip_2.py MetaClip2VisionEmbeddings."
+            "interpolate_pos_encoding (l.103: CLIP's)", tensor=_EMBEDDING),
+    _vision("git_vision_model", "git/modeling_git.py GitVisionEmbeddings.interpolate_pos_encoding (l.370: CLIP's)",
+            tensor=_EMBEDDING),
+    _vision("janus_vision_model", "janus/modeling_janus.py JanusVisionEmbeddings.interpolate_pos_encoding (l.135: "
+            "SigLIP's, no class row)", tensor=_EMBEDDING, extra=()),
+    # multimodal wrappers: their vision tower's table (their text tower's learned table is not read here)
+    _vision("clip", "clip/modeling_clip.py CLIPModel.vision_model", tower=("vision_config", "clip_vision_model",
+            "vision_model.")),
+    _vision("siglip", "siglip/modeling_siglip.py SiglipModel.vision_model", tower=("vision_config",
+            "siglip_vision_model", "vision_model.")),
+    _vision("siglip2", "siglip2/modeling_siglip2.py Siglip2Model.vision_model", tower=("vision_config",
+            "siglip2_vision_model", "vision_model.")),
+)  # fmt: skip
+
+
 def _with_positions(records: tuple[Record, ...]) -> dict[str, Record]:
     """One record per model_type: the rotary ones above, each non-rotary family as a record of its scheme, and
     Falcon's both (rotary with ``alibi: false``, ALiBi with ``alibi: true``); the learned tables the inventory
@@ -683,7 +768,7 @@ def _with_positions(records: tuple[Record, ...]) -> dict[str, Record]:
 
 
 #: model_type -> its record: rotary, M-RoPE, multimodal wrappers and the non-rotary families.
-RECORDS: dict[str, Record] = _with_positions(_RECORDS)
+RECORDS: dict[str, Record] = {**_with_positions(_RECORDS), **{r.model_type: r for r in _VISION}}
 
 
 def positions_family(model_type: object) -> Family | None:

@@ -1,0 +1,518 @@
+"""ViT-family position tables: read from the weights, at the native grid or at any image size, resampled as the
+model (or timm) does it.
+
+A ViT-family model keeps one learned row per patch of its native ``g x g`` grid (row-major), plus rows for its
+class (and distillation) tokens; run at another image size, its ``interpolate_pos_encoding`` resizes the grid
+rows with ``F.interpolate`` (:mod:`posenc_cli.encodings.resample` reproduces the call in NumPy). Each model
+type's rule is its record's :class:`.records.Vision` (:mod:`.records`), read from transformers 5.24's code (``_HF`` paths, lines as in
+5.24.0):
+
+* the weights' tensor (a suffix of the saved name) and the extra rows with their order (``cls`` first in ViT,
+  ``cls, dist`` in DeiT, none in SigLIP and I-JEPA, ``cls`` *last* in Llama 4's vision tower);
+* the interpolation call (mode, ``align_corners``, ``antialias``, ``size=`` or ``scale_factor=``);
+* the new grid: ``height // patch_size`` and ``width // patch_size`` (a size that is not a multiple of the patch
+  is floored, as the patch convolution floors it);
+* when the table is kept as it is (``keep``): ``same_count_square`` is HF's ``num_patches == num_positions and
+  height == width`` (pixels: a 448x112 image has 196 patches like 224x224 but is resampled), ``same_grid`` is
+  timm's (``new_size == old_size``), ``always`` never resamples (Llama 4: the table is added as it is, so only
+  the native size runs), ``never`` always resamples (SigLIP 2 NaFlex resizes for every image, the same size
+  included: the identity);
+* tokens that get no position (DINOv2 with registers: the register tokens, inserted after ``cls`` once the
+  positions are added).
+
+``--engine timm`` applies timm 1.0.31's ``resample_abs_pos_embed`` (``timm/layers/pos_embed.py``: bicubic,
+``antialias=True``, ``align_corners`` unset, the rows before the grid kept as prefix tokens) to an HF checkpoint;
+a timm checkpoint's own ``config.json`` (``architecture`` + ``pretrained_cfg``) is read as timm's: its grid from
+``pretrained_cfg.input_size`` and the patch convolution's kernel, its prefix rows from the ``cls_token`` and
+``reg_token`` it holds (``VisionTransformer._pos_embed``: with ``no_embed_class`` the table has no prefix rows).
+
+Reading the table is one small function (:func:`read_table`), so that the generic learned-table reader can take
+its place. The output's metadata carries the grid (``grid`` HxW, ``grid_offset``, ``extra_rows``), the
+``resampling`` applied, ``image_size`` and ``patch_size``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..encodings.resample import Resampling
+from ..errors import ParameterError, param
+from .records import RECORDS, Vision
+
+_HF = "transformers 5.24 src/transformers/models"
+_TIMM = "timm 1.0.31 timm/layers/pos_embed.py resample_abs_pos_embed (l.18-63)"
+
+#: the engines that resample a vision table: the model's own code (``hf``) or timm's defaults
+ENGINES = ("hf", "timm")
+
+
+def _record(model_type: str) -> Vision | None:
+    """The vision part of ``model_type``'s record (:class:`.records.Vision`), or None."""
+    rec = RECORDS.get(model_type)
+    return rec.vision if rec is not None else None
+
+
+def _rule(vision: Vision) -> Resampling | None:
+    """The record's ``F.interpolate`` call as a :class:`Resampling` (None: the model never resizes)."""
+    if vision.resampling is None:
+        return None
+    mode, align_corners, antialias, by = vision.resampling
+    return Resampling(mode, align_corners=align_corners, antialias=antialias, by=by)
+
+
+#: timm's rule (``--engine timm``, and timm checkpoints): bicubic with antialias, the size passed
+TIMM_RESAMPLING = Resampling("bicubic", align_corners=False, antialias=True)
+
+
+def is_timm_config(config: Mapping[str, Any]) -> bool:
+    """A timm checkpoint's own config.json: ``architecture`` and a ``pretrained_cfg`` object, no ``model_type``."""
+    return (
+        isinstance(config.get("architecture"), str)
+        and isinstance(config.get("pretrained_cfg"), Mapping)
+        and "model_type" not in config
+    )
+
+
+def claims(config: Mapping[str, Any], image_size: Any = None) -> bool:
+    """Whether this module reads ``config``: a model type whose record has a vision table (a multimodal wrapper:
+    its vision tower's), or a timm checkpoint's config. ``image_size`` is accepted for the callers' symmetry."""
+    if is_timm_config(config):
+        return True
+    mt = config.get("model_type")
+    return isinstance(mt, str) and _record(mt) is not None
+
+
+# ----- values ---------------------------------------------------------------------------------------------
+def parse_image_size(value: Any) -> tuple[int, int]:
+    """``H`` (square), ``HxW`` or ``(H, W)`` -> ``(H, W)``; anything else is one line naming it."""
+    bad = f"{param('image_size')} {value!r} is not H or HxW (pixels, e.g. 448 or 448x308)"
+    if isinstance(value, (tuple, list)):
+        parts = list(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        parts = [value, value]
+    elif isinstance(value, str):
+        text = value.strip().lower().replace("×", "x")
+        parts = text.split("x") if "x" in text else [text, text]
+    else:
+        raise ParameterError(bad)
+    if len(parts) != 2:
+        raise ParameterError(bad)
+    out = []
+    for p in parts:
+        if isinstance(p, bool):
+            raise ParameterError(bad)
+        if isinstance(p, str):
+            if not p.strip().isdigit():
+                raise ParameterError(bad)
+            p = int(p)
+        if not isinstance(p, int) or p < 1 or p > 2**20:
+            raise ParameterError(bad)
+        out.append(p)
+    return out[0], out[1]
+
+
+def _size(text: tuple[int, int]) -> str:
+    return f"{text[0]}x{text[1]}"
+
+
+def _config_int(config: Mapping[str, Any], key: str, default: Any, where: str) -> tuple[int, int]:
+    """An int or an ``[h, w]`` pair of config key ``key`` (the class default when absent), as ``(h, w)``."""
+    value = config.get(key, default)
+    if value is None:
+        raise ParameterError(f"{where}: config key {key} is missing and its class has no default; fix config.json")
+    pair = list(value) if isinstance(value, (list, tuple)) else [value, value]
+    if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in pair):
+        raise ParameterError(f"{where}: config key {key}={value!r} is not a positive integer or [h, w]; fix it")
+    return int(pair[0]), int(pair[1])
+
+
+def _default(model_type: str, vision: Vision, key: str) -> Any:
+    """The config class's default of ``key``: the record's, else the inventory's (made from the class)."""
+    own = dict(vision.defaults)
+    if key in own:
+        return own[key]
+    from .data import model_type_record
+
+    entry = model_type_record(model_type) or {}
+    return (entry.get("defaults") or {}).get(key)
+
+
+# ----- the table from the weights ---------------------------------------------------------------------------
+def read_table(path: str, suffix: str) -> tuple[Any, str, str]:
+    """``(table, file, tensor name)``: the one tensor of the model directory ``path`` whose name is ``suffix`` or
+    ends with ``.suffix`` (``model.safetensors``, or the shards a ``model.safetensors.index.json`` names). This
+    is the only place that reads weights here: the generic learned-table reader can take its place."""
+    from .readers import weights_header as _header
+    from .readers import weights_tensor as _read_tensor
+
+    single = os.path.join(path, "model.safetensors")
+    index = os.path.join(path, "model.safetensors.index.json")
+    if os.path.isfile(single):
+        files = [single]
+    elif os.path.isfile(index):
+        from .config_file import weight_map
+
+        names = weight_map(index)
+        files = sorted({os.path.join(path, os.path.basename(str(f))) for n, f in names.items() if _is(n, suffix)})
+    else:
+        raise ParameterError(
+            f"{path}: no model.safetensors (or index) beside config.json; the position table lives in the weights: "
+            "pass the model's directory"
+        )
+    found = [(f, n) for f in files for n in _header(f)[0] if _is(n, suffix)]
+    if len(found) != 1:
+        what = "no tensor" if not found else f"{len(found)} tensors ({', '.join(n for _, n in found)})"
+        raise ParameterError(f"{path}: {what} named *{suffix} in the weights; pass the model's own directory")
+    file, name = found[0]
+    return _read_tensor(file, name), file, name
+
+
+def _is(name: str, suffix: str) -> bool:
+    return name == suffix or name.endswith("." + suffix)
+
+
+def _has(path: str, suffix: str) -> Any:
+    """The shape of the tensor named ``*suffix`` in ``path``'s weights, or None."""
+    from .readers import weights_header as _header
+
+    single = os.path.join(path, "model.safetensors")
+    if not os.path.isfile(single):
+        return None
+    header = _header(single)[0]
+    hits = [n for n in header if _is(n, suffix)]
+    return list(header[hits[0]].get("shape", [])) if len(hits) == 1 else None
+
+
+# ----- the layout of a table ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Layout:
+    """Where a table's rows sit: the native grid, the extra rows (index -> name) and the rule that resizes it."""
+
+    model_type: str
+    reference: str
+    engine: str
+    native_grid: tuple[int, int]
+    patch: tuple[int, int]
+    native_image: tuple[int, int]
+    extra: tuple[str, ...]
+    extra_at: str
+    resampling: Resampling | None
+    keep: str
+    unpositioned: str | None = None
+
+    def offset(self) -> int:
+        return len(self.extra) if self.extra_at == "start" else 0
+
+    def extra_rows(self, grid: tuple[int, int]) -> str:
+        first = 0 if self.extra_at == "start" else grid[0] * grid[1]
+        return ",".join(f"{first + i}:{name}" for i, name in enumerate(self.extra))
+
+
+def _hf_layout(model_type: str, config: Mapping[str, Any], rows: int, where: str) -> Layout:
+    vision = _record(model_type)
+    assert vision is not None
+    patch = _config_int(config, "patch_size", _default(model_type, vision, "patch_size"), where)
+    n_extra = len(vision.extra)
+    if vision.grid_from == "num_patches":
+        n = _config_int(config, "num_patches", _default(model_type, vision, "num_patches"), where)[0]
+        side = math.isqrt(n)
+        grid = (side, side)
+        image = (side * patch[0], side * patch[1])
+        said = f"num_patches {n}"
+    else:
+        image = _config_int(config, "image_size", _default(model_type, vision, "image_size"), where)
+        grid = (image[0] // patch[0], image[1] // patch[1])
+        said = f"image_size {_size(image)} / patch {_size(patch)}"
+    _check_rows(rows, n_extra, grid, vision.extra, where, said)
+    return Layout(model_type, RECORDS[model_type].reference, "hf", grid, patch, image, vision.extra, vision.extra_at,
+                  _rule(vision), vision.keep, _unpositioned(model_type, vision, config))  # fmt: skip
+
+
+def _unpositioned(model_type: str, vision: Vision, config: Mapping[str, Any]) -> str | None:
+    """The tokens the model adds with no position, in words (DINOv2's registers), or None."""
+    if vision.unpositioned is None:
+        return None
+    key, default, name = vision.unpositioned
+    known = _default(model_type, vision, key)
+    count = config.get(key, known if known is not None else default)
+    return f"{count} {name} tokens (config key {key}) sit after cls and get no position"
+
+
+def _check_rows(rows: int, n_extra: int, grid: tuple[int, int], extra: tuple[str, ...], where: str, said: str) -> None:
+    """Refuse a table that is not the config's grid plus its extra rows (naming both)."""
+    grid_rows = rows - n_extra
+    side = math.isqrt(max(grid_rows, 0))
+    names = f" + {n_extra} extra ({', '.join(extra)})" if n_extra else ""
+    if grid_rows < 1 or side * side != grid_rows:
+        raise ParameterError(
+            f"{where}: the position table has {rows} rows, which is not a square grid{names}; the model reshapes "
+            "it to sqrt x sqrt: the weights are not this model's"
+        )
+    if grid[0] * grid[1] != grid_rows or grid[0] != grid[1]:
+        raise ParameterError(
+            f"{where}: the weights' table is a {side}x{side} grid{names} ({rows} rows) and the config's {said} make a "
+            f"{_size(grid)} grid; the config and weights disagree: fix config.json or pass the right weights"
+        )
+
+
+def _timm_layout(config: Mapping[str, Any], path: str, rows: int) -> Layout:
+    """A timm checkpoint's layout, from its config.json and the tensors it holds (see the module docstring)."""
+    arch = str(config.get("architecture"))
+    pcfg = config["pretrained_cfg"]
+    size = pcfg.get("input_size")
+    if not (isinstance(size, list) and len(size) == 3 and all(isinstance(v, int) and v > 0 for v in size)):
+        raise ParameterError(f"{path}: pretrained_cfg.input_size={size!r} is not [channels, height, width]; fix it")
+    proj = _has(path, "patch_embed.proj.weight")
+    if not proj or len(proj) != 4:
+        raise ParameterError(f"{path}: no patch_embed.proj.weight in the weights; is this a timm ViT ({arch})?")
+    patch = (int(proj[2]), int(proj[3]))
+    image = (size[1], size[2])
+    grid = (image[0] // patch[0], image[1] // patch[1])
+    cls = _has(path, "cls_token")
+    reg = _has(path, "reg_token")
+    tokens = ["cls"] if cls else []
+    tokens += [f"reg{i}" for i in range(int(reg[1]) if reg and len(reg) == 3 else 0)]
+    # VisionTransformer._pos_embed: without no_embed_class the table holds a row per prefix token; with it, none
+    extra = tuple(tokens) if rows == grid[0] * grid[1] + len(tokens) else ()
+    unpositioned = None
+    if tokens and not extra:
+        unpositioned = f"{', '.join(tokens)} tokens sit before the grid and get no position (no_embed_class)"
+    if rows != grid[0] * grid[1] + len(extra):
+        raise ParameterError(
+            f"{path}: pos_embed has {rows} rows and pretrained_cfg.input_size {_size(image)} / patch {_size(patch)} "
+            f"make a {_size(grid)} grid + {len(tokens)} prefix tokens ({', '.join(tokens) or 'none'}); the config "
+            "and weights disagree"
+        )
+    return Layout(f"timm:{arch}", _TIMM, "timm", grid, patch, image, extra, "start", TIMM_RESAMPLING, "same_grid",
+                  unpositioned)  # fmt: skip
+
+
+def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple[Layout, Any, str, str]:
+    """``(layout, table, file, tensor)`` of the model directory ``path`` under ``engine`` (None: the model's own)."""
+    if engine is not None and engine not in ENGINES:
+        raise ParameterError(
+            f"{param('engine')} {engine} has no rule for a vision position table; choose from: {', '.join(ENGINES)}"
+        )
+    if not os.path.isdir(path):
+        raise ParameterError(
+            f"{path}: a vision model's position table lives in its weights; pass the model's directory "
+            "(config.json + model.safetensors)"
+        )
+    if is_timm_config(config):
+        if engine == "hf":
+            raise ParameterError(
+                f"{path} is a timm checkpoint: transformers has no code for it; drop {param('engine')}"
+            )
+        table, file, name = read_table(path, "pos_embed")
+        table = _rows(table, file, name)
+        return _timm_layout(config, path, table.shape[0]), table, file, name
+    mt = str(config.get("model_type"))
+    prefix = ""
+    vision = _record(mt)
+    assert vision is not None
+    if vision.tower is not None:  # the vision tower's sub-config (its class defaults where it says nothing), tensors
+        key, mt, prefix = vision.tower
+        sub = config.get(key) or {}
+        if not isinstance(sub, Mapping):
+            raise ParameterError(f"{path}: config key {key} is not an object; fix config.json")
+        config = sub
+        vision = _record(mt)
+        assert vision is not None
+    table, file, name = read_table(path, prefix + vision.tensor)
+    table = _rows(table, file, name)
+    layout = _hf_layout(mt, config, table.shape[0], path)
+    if engine == "timm":
+        if layout.extra_at != "start":
+            raise ParameterError(
+                f"{param('engine')} timm keeps prefix rows before the grid; {mt} keeps its "
+                f"{', '.join(layout.extra)} row after it: drop {param('engine')}"
+            )
+        layout = Layout(layout.model_type, f"{_TIMM} over {layout.reference}", "timm", layout.native_grid,
+                        layout.patch, layout.native_image, layout.extra, "start", TIMM_RESAMPLING, "same_grid",
+                        layout.unpositioned)  # fmt: skip
+    return layout, table, file, name
+
+
+def _rows(table: Any, file: str, name: str) -> Any:
+    """The table as rows x dim (a ``(1, rows, dim)`` parameter loses its leading 1)."""
+    shape = list(table.shape)
+    while len(shape) > 2 and shape[0] == 1:
+        table = table[0]
+        shape = shape[1:]
+    if len(shape) != 2 or shape[0] < 1:
+        raise ParameterError(f"{file}: tensor {name} has shape {list(table.shape)}; a position table is rows x dim")
+    if str(table.dtype) == "float64":
+        raise ParameterError(
+            f"{file}: tensor {name} is float64; torch resamples it in float64, which posenc does not reproduce "
+            "(it reproduces the float32 kernels)"
+        )
+    return table
+
+
+# ----- resizing -----------------------------------------------------------------------------------------------
+def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[Any, dict[str, str]]:
+    """The rows the model adds at image size ``image`` (None: its native size), and the grid metadata."""
+    import numpy as np
+
+    from ..encodings.resample import resample
+
+    img = layout.native_image if image is None else image
+    if img[0] < layout.patch[0] or img[1] < layout.patch[1]:
+        raise ParameterError(
+            f"{param('image_size')} {_size(img)} is smaller than one {_size(layout.patch)} patch; give at least "
+            f"{_size(layout.patch)}"
+        )
+    grid = (img[0] // layout.patch[0], img[1] // layout.patch[1])
+    n_extra = len(layout.extra)
+    native = layout.native_grid
+    if layout.extra_at == "start":
+        extra, cells = table[:n_extra], table[n_extra:]
+    else:
+        extra, cells = table[table.shape[0] - n_extra :], table[: table.shape[0] - n_extra]
+    kept = _kept(layout, native, grid, img)
+    rule = layout.resampling
+    if rule is None and not kept:
+        raise ParameterError(
+            f"{layout.model_type} adds its {_size(native)} table without resampling: it runs at "
+            f"{_size(layout.native_image)} only (pixels); drop {param('image_size')} or give that size"
+        )
+    if kept or rule is None:
+        rows = np.asarray(table)
+        applied = "none: the native table, kept as it is (" + _KEEP_WORDS[layout.keep] + ")"
+    else:
+        dtype = np.dtype(str(np.asarray(cells[:1]).dtype)) if hasattr(cells, "dtype") else np.float32
+        grid_in = np.asarray(cells, dtype=np.float32).reshape(native[0], native[1], -1)
+        factors = rule.scale_factors(native, grid)
+        if factors is not None:
+            out = resample(grid_in, rule=rule, scale_factor=factors)
+        else:
+            out = resample(grid_in, grid, rule)
+        out = out.reshape(grid[0] * grid[1], -1)
+        if dtype != np.float32:
+            out = out.astype(dtype)
+        parts = [np.asarray(extra, dtype=out.dtype), out]
+        rows = np.concatenate(parts if layout.extra_at == "start" else parts[::-1], axis=0)
+        applied = rule.describe()
+    meta = {
+        "grid": _size(grid),
+        "grid_offset": str(layout.offset()),
+        "extra_rows": layout.extra_rows(grid),
+        "resampling": f"engine={layout.engine}, {applied}",
+        "image_size": _size(img),
+        "patch_size": _size(layout.patch),
+        "native_grid": _size(native),
+    }
+    if layout.unpositioned:
+        meta["unpositioned_tokens"] = layout.unpositioned
+    return rows, meta
+
+
+_KEEP_WORDS = {
+    "same_count_square": "a square image of the native patch count",
+    "same_grid": "the native grid",
+    "always": "the model never resamples it",
+    "never": "",
+}
+
+
+def _kept(layout: Layout, native: tuple[int, int], grid: tuple[int, int], image: tuple[int, int]) -> bool:
+    """Whether the model adds its table as it is at this image size (the record's ``keep`` rule)."""
+    if layout.keep == "same_count_square":  # HF: num_patches == num_positions and height == width (pixels)
+        return grid[0] * grid[1] == native[0] * native[1] and image[0] == image[1]
+    if layout.keep == "same_grid":  # timm: new_size == old_size
+        return grid == native
+    if layout.keep == "always":
+        return grid == native
+    return False
+
+
+def vision_table(
+    path: str, config: Mapping[str, Any], *, image_size: Any = None, engine: str | None = None
+) -> tuple[Any, dict[str, str]]:
+    """``(rows, metadata)``: the position rows a vision model (its directory ``path``) adds at ``image_size``
+    (``H``, ``HxW`` or ``(H, W)``; None: its native size), under ``engine`` (``hf``, the model's own code, or
+    ``timm``); every extra row in the model's order, and the grid in the metadata."""
+    from .. import __version__
+
+    image = None if image_size is None else parse_image_size(image_size)
+    layout, table, file, name = layout_of(path, config, engine)
+    rows, meta = resize(layout, table, image)
+    head = {
+        "posenc_version": __version__, "source": "model weights", "model_type": layout.model_type,
+        "weights_file": os.path.basename(file), "weights_tensor": name, "reference": layout.reference,
+        "model_dir": path,
+    }  # fmt: skip
+    return rows, {**head, **meta}
+
+
+def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``posenc kinds`` says of a vision model: its record's rule, each value with where it came from (the
+    native grid from the config; a timm checkpoint's from its weights, when ``path`` holds them)."""
+    out: dict[str, Any] = {"layer_type": None, "layer_types": [], "ignored": {}, "warnings": []}
+    rule: Resampling | None
+    if is_timm_config(config):
+        out.update(model_type=f"timm:{config.get('architecture')}", family="timm ViT", kind="learned", reference=_TIMM)
+        rule, keep, tensor, extra = TIMM_RESAMPLING, "same_grid", "pos_embed", "the cls_token and reg_token it holds"
+        size = config["pretrained_cfg"].get("input_size")
+        out["image_size"] = {"value": size[1:] if isinstance(size, list) else size, "from": "pretrained_cfg.input_size"}
+        out["patch_size"] = {"value": "the kernel of patch_embed.proj.weight", "from": "the weights"}
+    else:
+        mt = str(config.get("model_type"))
+        vision = _record(mt)
+        assert vision is not None
+        if vision.tower is not None:
+            key, mt, _ = vision.tower
+            config = config.get(key) or {}
+            vision = _record(mt)
+            assert vision is not None
+        out.update(model_type=mt, family="vision table", kind="learned", reference=RECORDS[mt].reference)
+        rule, keep, tensor = _rule(vision), vision.keep, vision.tensor
+        extra = ", ".join(vision.extra) + (" (after the grid)" if vision.extra_at == "end" else "") or "none"
+        for key in ("num_patches",) if vision.grid_from == "num_patches" else ("image_size",):
+            from_config = key in config
+            value = config.get(key, _default(mt, vision, key))
+            out[key] = {"value": value, "from": f"config key {key}" if from_config else f"default of {mt}"}
+        value = config.get("patch_size", _default(mt, vision, "patch_size"))
+        where = "config key patch_size" if "patch_size" in config else f"default of {mt}"
+        out["patch_size"] = {"value": value, "from": where}
+        if vision.unpositioned is not None:
+            key, default, name = vision.unpositioned
+            known = _default(mt, vision, key)
+            count = config.get(key, known if known is not None else default)
+            out["unpositioned"] = {"value": f"{count} {name} tokens after cls", "from": f"config key {key}"}
+    out["weights_tensor"] = {"value": tensor, "from": "the model's code"}
+    out["extra_rows"] = {"value": extra, "from": "the model's code"}
+    said = rule.describe() if rule is not None else "none: it runs at its native size only"
+    out["resampling"] = {"value": said, "from": "the model's code, at another --image-size"}
+    out["kept_when"] = {"value": _KEEP_WORDS[keep] or "never", "from": "the model's code"}
+    return out
+
+
+# ----- the reader interface (models/readers.py: a record with ``vision`` is read here) ----------------------------
+def _in_weights(config: Mapping[str, Any]) -> str:
+    mt = config.get("model_type") or config.get("architecture")
+    return (
+        f"{mt}'s position table is learned over its patch grid: it lives in the weights; pass the model's directory "
+        f"(config.json + model.safetensors) as the source, with {param('image_size')} for another image size"
+    )
+
+
+def from_model_config(config: dict[str, Any], **options: Any) -> tuple[str, dict[str, Any], list[str], dict[str, str]]:
+    """A vision table is read from the weights, not built from the config: one line saying where it lives."""
+    raise ParameterError(_in_weights(config))
+
+
+def model_config_layers(config: dict[str, Any], **options: Any) -> dict[str, tuple[str, dict[str, Any]] | None]:
+    raise ParameterError(_in_weights(config))
+
+
+def model_config_notes(config: dict[str, Any], **options: Any) -> dict[str, str]:
+    return {}
+
+
+def describe_model_config(config: dict[str, Any], **options: Any) -> dict[str, Any]:
+    return describe("", config)
