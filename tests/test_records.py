@@ -307,8 +307,11 @@ def test_the_records_are_the_one_family_table():
     for mt, rec in records.RECORDS.items():
         assert rec.readers, mt
         assert set(rec.readers) <= set(records.reader_names()), mt
-        if rec.vision is not None:  # a vision table (a multimodal wrapper: its vision tower's), its own reader
+        if rec.vision is not None and rec.positions is None:  # a vision table, its own reader
             assert readers.reader_for({"model_type": mt}).__name__.endswith(records.VISION_READER), mt
+        elif rec.vision is not None:  # a multimodal wrapper: its text tower's table; the grid with an image size
+            assert readers.reader_for({"model_type": mt}).__name__.endswith(records.POSITIONS_READER), mt
+            assert records.positions_family(mt) is rec.positions
         elif rec.positions is not None:
             assert records.positions_family(mt) is rec.positions
             config = (

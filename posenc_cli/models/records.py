@@ -157,8 +157,10 @@ class Record:
         """The reader modules of :mod:`posenc_cli.models` that may read this model type, first claim wins
         (:mod:`.readers`): :mod:`.hf_positions` for a non-rotary table, :mod:`.hf_config` for a rotary one, both
         when a switch key picks between them (Falcon: ALiBi with ``alibi: true``, else RoPE)."""
-        if self.vision is not None:
+        if self.vision is not None and self.positions is None:
             return (VISION_READER,)
+        if self.vision is not None:  # a multimodal wrapper: its vision tower's grid, else its text tower's table
+            return (VISION_READER, POSITIONS_READER)
         if self.positions is None:
             return (ROTARY_READER,)
         if self.positions.when is None:
@@ -768,7 +770,15 @@ def _with_positions(records: tuple[Record, ...]) -> dict[str, Record]:
 
 
 #: model_type -> its record: rotary, M-RoPE, multimodal wrappers and the non-rotary families.
-RECORDS: dict[str, Record] = {**_with_positions(_RECORDS), **{r.model_type: r for r in _VISION}}
+def _with_vision(out: dict[str, Record]) -> dict[str, Record]:
+    """The ViT-family records added; a multimodal wrapper that also has a text table (CLIP, SigLIP: learned, as
+    the inventory observed) keeps both, its vision tower read when an image size is asked for."""
+    for r in _VISION:
+        out[r.model_type] = replace(out[r.model_type], vision=r.vision) if r.model_type in out else r
+    return out
+
+
+RECORDS: dict[str, Record] = _with_vision(_with_positions(_RECORDS))
 
 
 def positions_family(model_type: object) -> Family | None:
@@ -797,6 +807,8 @@ def reader_kinds(reader: str) -> tuple[str, ...]:
     reads (each family's first layer's kind, in the order the families are grouped, then any other), ``rope`` for the rotary reader."""
     if reader == ROTARY_READER:
         return ("rope",)
+    if reader == VISION_READER:  # a vision table is read by image size, not picked by a kind
+        return ()
     fams = [fam for mt, fam in positions_families().items() if reader in RECORDS[mt].readers]
     firsts = [next(iter(f.layers.values())).kind for f in fams]
     return tuple(dict.fromkeys([*firsts, *(layer.kind for f in fams for layer in f.layers.values())]))

@@ -83,7 +83,17 @@ def claims(config: Mapping[str, Any], image_size: Any = None) -> bool:
     if is_timm_config(config):
         return True
     mt = config.get("model_type")
-    return isinstance(mt, str) and _record(mt) is not None
+    rec = _record(mt) if isinstance(mt, str) else None
+    if rec is not None and rec.tower is not None and image_size is None:
+        # a wrapper (CLIP, SigLIP) whose text tower has a table too: the vision grid when an image size is asked
+        return _text_table(mt) is None
+    return rec is not None
+
+
+def _text_table(model_type: str) -> Any:
+    """The text tower's table of a multimodal wrapper, when its record has one (else None)."""
+    rec = RECORDS.get(model_type)
+    return rec.positions if rec is not None else None
 
 
 # ----- values ---------------------------------------------------------------------------------------------
