@@ -399,7 +399,6 @@ class _Auditor:
             for c in copies
         ]  # fmt: skip
 
-
     # ----- vision tables: the grid at the native size and at each image size asked ---------------------
     def vision(self, sizes: list[Any], timm: bool) -> AuditReport:
         """A vision model's table read from its weights at its native size and at each of ``sizes``: checked

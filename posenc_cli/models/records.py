@@ -537,7 +537,6 @@ def _omni_audio(name: str, module: str, cls: str) -> Family:
                                                  "the model computes it when built and never saves it")})  # fmt: skip
 
 
-
 #: model_type -> how its (non-rotary) positions are read. Keep grouped by scheme.
 _POSITIONS: dict[str, Family] = {f.name: f for f in (
     _t5("t5", f"{_HF}/t5/modeling_t5.py T5Attention._relative_position_bucket (bidirectional = not is_decoder), "
