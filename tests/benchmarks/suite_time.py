@@ -30,6 +30,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 BUDGET_S = 60.0  # the suite's budget: 60 s wall on 2 cores
 CORES = 2
@@ -59,14 +61,12 @@ def pytest_collection_finish(session):  # (a pytest hook)
     _state["cpu_collect1"] = _cpu()
 
 
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):  # (a pytest hook)
     c0, k0, t0 = _cpu(), _kids(), time.time()
     yield
     _state["tests"][item.nodeid] = (_cpu() - c0, time.time() - t0, _kids() - k0)  # type: ignore[index]
     _state["t_last"] = time.time()
-
-
-pytest_runtest_protocol.hookwrapper = True  # type: ignore[attr-defined]
 
 
 def pytest_sessionfinish(session):  # (a pytest hook)
