@@ -56,10 +56,13 @@ def hf_longrope(dim: int, base: float, ext_factors: list[float]) -> np.ndarray:
     return (f32(1.0) / (np.asarray(ext_factors, dtype=f32) * np.power(f32(base), shape))).astype(f32)
 
 
-def hf_cos_sin(inv: np.ndarray, n: int, scaling: float = 1.0, cast: str | None = None):
+def hf_cos_sin(inv: np.ndarray, n: int, scaling: float = 1.0, cast: str | None = None, *, positions=None):
     """``LlamaRotaryEmbedding.forward``: ``freqs = inv_freq @ position_ids`` in float32, ``cat(freqs, freqs)``,
-    ``cos()``/``sin()`` in float32 times ``attention_scaling``, then ``.to(x.dtype)``."""
-    t = np.arange(n, dtype=f32)
+    ``cos()``/``sin()`` in float32 times ``attention_scaling``, then ``.to(x.dtype)``. ``positions``: those rows
+    only (``position_ids`` as given, each < ``n``), the same values as those rows of the whole table (every step
+    is elementwise)."""
+    t = np.arange(n, dtype=f32) if positions is None else np.asarray(positions).astype(f32)
+    assert t.size == 0 or float(t.max()) < n, "positions beyond the table"
     freqs = np.multiply.outer(t, inv.astype(f32)).astype(f32)  # a K=1 matmul: one rounding per product
     emb = np.concatenate([freqs, freqs], axis=1)
     cos = np.cos(emb).astype(f32) * f32(scaling)

@@ -2,8 +2,9 @@
 
 A ```console block holds ``$ `` command lines, each followed by the output a person sees on an 80-column
 terminal (stdout and stderr; ``(exit N)`` after a non-zero exit). The blocks of one file run in order, from the
-repository root as a reader types them: in a temporary copy of the checkout (``conftest.copy_checkout``), so
-commands that write files leave the repository alone. A plain ``posenc ARGS`` line runs in this process on
+repository root as a reader types them: in a temporary copy of the checkout (hard links to one
+``conftest.copy_checkout`` per test process, new for each file), so commands that write files leave the repository
+alone. A plain ``posenc ARGS`` line runs in this process on
 a stand-in terminal (``conftest.cli_tty``: isatty, 80 columns, stdout and stderr interleaved, stdin empty);
 anything else (pipes, redirections, other programs) runs through bash on a pseudo-terminal.
 ``test_the_in_process_terminal_shows_what_the_pty_shows`` holds the two to the same output. Outputs are
@@ -24,6 +25,7 @@ import os
 import pty
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -119,9 +121,38 @@ def refreshed(shown: str, real: str) -> str:
     return shown if disagreement(shown, real) is None else real
 
 
-def run_file(path: Path, tmp: Path) -> tuple[str, list[tuple[str, str, str]]]:
-    """Run every console block of ``path``; (the text with refreshed outputs, [(command, shown, real)])."""
-    root = copy_checkout(tmp / "repo")
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    """Each file under ``root``: (size, modification time)."""
+    out = {}
+    for p in root.rglob("*"):
+        if p.is_file():
+            st = p.stat()
+            out[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+@pytest.fixture(scope="session")
+def checkout(tmp_path_factory) -> Path:
+    """One copy of the checkout per test process (``conftest.copy_checkout``: 19 MB, 0.1 CPU-s and 0.3-1 s of
+    disk a copy), the template of each doc's copy, which is a new tree of hard links to it (:func:`run_file`)."""
+    return copy_checkout(tmp_path_factory.mktemp("checkout") / "repo")
+
+
+def run_file(path: Path, tmp: Path, template: Path) -> tuple[str, list[tuple[str, str, str]]]:
+    """Run every console block of ``path`` in a copy of the checkout at ``tmp/repo``: a tree of hard links to
+    ``template`` (files the commands write are this doc's alone); (the text with refreshed outputs, [(command,
+    shown, real)]). A command that wrote into a file of the checkout would change the template too: that fails."""
+    before = _files(template)
+    root = shutil.copytree(template, tmp / "repo", copy_function=os.link)
+    try:
+        return _run_blocks(path, root)
+    finally:
+        after = _files(template)
+        changed = sorted(f for f in before.keys() | after.keys() if before.get(f) != after.get(f))
+        assert not changed, f"{path.name}: a shown command changed files of the checkout: {changed}"
+
+
+def _run_blocks(path: Path, root: Path) -> tuple[str, list[tuple[str, str, str]]]:
     results = []
 
     def rerun(m: re.Match) -> str:
@@ -144,10 +175,10 @@ NEEDS = re.compile(r"<!-- needs: ([\w.]+) -->")
 
 
 @pytest.mark.parametrize("path", DOC_FILES, ids=[p.name for p in DOC_FILES])
-def test_every_shown_command_prints_what_is_shown(path, tmp_path):
+def test_every_shown_command_prints_what_is_shown(path, tmp_path, checkout):
     for module in NEEDS.findall(path.read_text()):
         pytest.importorskip(module, reason=f"{path.name} shows commands that need the {module} extra")
-    fresh, results = run_file(path, tmp_path)
+    fresh, results = run_file(path, tmp_path, checkout)
     if UPDATE:
         path.write_text(fresh)
         return
@@ -165,16 +196,31 @@ def test_every_shown_command_prints_what_is_shown(path, tmp_path):
         assert_same_output(shown, real, what=f"{path.name}: `{command}`")
 
 
-def test_the_runner_can_fail(tmp_path):
+def test_the_runner_can_fail(tmp_path, checkout):
     doc = tmp_path / "doc.md"
     doc.write_text("```console\n$ echo hi\nho\n$ posenc kinds nokind\nno\n```\n")
-    _, results = run_file(doc, tmp_path)
+    _, results = run_file(doc, tmp_path, checkout)
     assert results[0] == ("echo hi", "ho\n", "hi\n")
     assert results[1][:2] == ("posenc kinds nokind", "no\n") and results[1][2].endswith("(exit 2)\n")
     assert shell("exit 3", tmp_path) == "(exit 3)\n"
 
 
-def test_a_refresh_rewrites_only_outputs_that_really_differ(tmp_path):
+def test_a_command_that_writes_into_a_file_of_the_checkout_fails(tmp_path):
+    """The docs' copies are hard links to one copy of the checkout: a command that appended to one of its files
+    would change what the next doc reads. (Its own small template here, not the session's checkout.)"""
+    template = tmp_path / "template"
+    template.mkdir()
+    (template / "notes.txt").write_text("kept\n")
+    doc = tmp_path / "doc.md"
+    doc.write_text("```console\n$ echo new > fresh.txt; cat notes.txt\nkept\n```\n")
+    _, results = run_file(doc, tmp_path / "ok", template)  # a new file of its own is fine
+    assert results == [("echo new > fresh.txt; cat notes.txt", "kept\n", "kept\n")]
+    doc.write_text("```console\n$ echo more >> notes.txt\n```\n")
+    with pytest.raises(AssertionError, match=r"changed files of the checkout: \['notes.txt'\]"):
+        run_file(doc, tmp_path / "bad", template)
+
+
+def test_a_refresh_rewrites_only_outputs_that_really_differ(tmp_path, checkout):
     """POSENC_UPDATE_DOCS=1 leaves an output whose numbers differ only in their last digits as written."""
     doc = tmp_path / "doc.md"
     kept = (
@@ -187,7 +233,7 @@ def test_a_refresh_rewrites_only_outputs_that_really_differ(tmp_path):
     )
     changed = "```console\n$ echo 0.545 on 65 rows\n0.541 on 64 rows\n$ echo same 1.5\nsame 1.5\n```\n"
     doc.write_text("Text 3.2 around.\n\n" + kept + "\nbetween\n\n" + changed)
-    fresh, results = run_file(doc, tmp_path)
+    fresh, results = run_file(doc, tmp_path, checkout)
     assert fresh == "Text 3.2 around.\n\n" + kept + "\nbetween\n\n" + changed.replace("0.541 on 64", "0.545 on 65")
     assert [real for _, _, real in results][:2] == [
         "residual 3.269059611898939e-08 on 64 rows\n",

@@ -366,6 +366,7 @@ def test_svg_is_the_same_in_another_process(mpl, tmp_path):
     plot("dot", [source("sinusoidal", length=32, dim=8)], tmp_path / "here.svg")
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"  # not this process's seed
     env = {"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}
+    env.update({k: os.environ[k] for k in ("PYTHONDONTWRITEBYTECODE",) if k in os.environ})  # no bytecode here
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "there.svg"), str(ROOT)], check=True, env=env, cwd=ROOT)
     assert (tmp_path / "here.svg").read_bytes() == (tmp_path / "there.svg").read_bytes()
 
