@@ -32,12 +32,14 @@ class SourceOptions(NamedTuple):
     params: Sequence[str] = ()
     dtype: str | None = None
     grid: str | None = None
+    image_size: str | None = None
     layer_type: str | None = None
     max_bytes: int | None = None
     read_as: str | None = None
     engine: str | None = None
     max_model_len: int | None = None
     n_ctx: int | None = None
+    tower: str | None = None
 
     @classmethod
     def of(cls, args: Mapping[str, Any]) -> SourceOptions:
@@ -59,10 +61,13 @@ class SourceOptions(NamedTuple):
             ("--len", "length", self.length),
             ("--dim", "dim", self.dim),
             ("--grid", "grid", self.grid),
+            ("--image-size", "image_size", self.image_size),
             ("--dtype", "dtype", self.dtype if dtype else None),
         ):
             if value is not None:
                 out.append((f"{flag} {value}", {key: value}))
+        if self.tower is not None:  # which tower of a multimodal config (a reading option, in the same layers)
+            out.append((f"--tower {self.tower}", {"tower": self.tower}))
         return out + param_layers(self.params)
 
     def scoped(self, **more: Any) -> dict[str, Any]:
@@ -87,6 +92,7 @@ SCOPES: dict[str, tuple[frozenset[str], str]] = {
     "params": (frozenset({"spec", "config", "engine", "config-layers"}), "specs and model configs"),
     "dtype": (frozenset({"spec", "config", "engine", "config-layers"}), "specs and model configs"),
     "grid": (frozenset({"spec", "config", "config-layers"}), "specs and model configs"),
+    "image_size": (frozenset({"config"}), "vision model directories"),
     "kind": (frozenset({"spec", "config", "config-layers"}), "specs and model configs (the kind that reads one)"),
     "all_layer_types": (frozenset({"config-layers"}), "model configs read as HF reads them"),
     "layer_type": (
@@ -101,6 +107,7 @@ SCOPES: dict[str, tuple[frozenset[str], str]] = {
         "GGUF files and a model config read by engine {readers}",
     ),
     "hf_config": (frozenset({"config", "registry"}), "model configs"),
+    "tower": (frozenset({"config"}), "multimodal model configs"),
     "engines": (frozenset({"engines-table", "config"}), "model configs"),
     "tensor": (TABLES, _ONE_TABLE),
     "expect": (TABLES, _ONE_TABLE),

@@ -505,6 +505,10 @@ def open_config(
         flags = [param(k) for k, v in engine_options.items() if v is not None]
         raise ParameterError(f"{', '.join(flags)} set an engine's rules; give {param('engine')} or CONFIG@ENGINE")
     config = load_config(text)
+    vision = _vision_rotary_source(text, config, given, kind=kind, read_as=read_as, engine=engine,
+                                   layer_type=layer_type, max_bytes=max_bytes)  # fmt: skip
+    if vision is not None:
+        return vision
     if engine is not None:
         from .models.engines import engine_encoding
 
@@ -557,6 +561,27 @@ def open_config(
     from .models.readers import class_table
 
     src.class_table = class_table(config, enc.params())
+    return src
+
+
+def _vision_rotary_source(text: str, config: dict[str, Any], given: dict[str, Any], **reading: Any) -> Source | None:
+    """A vision tower's 2-D rotary tables (:mod:`posenc_cli.models.vision_rope`), when ``--tower vision`` names one
+    or the config is a tower; None otherwise (``tower`` is taken out of ``given`` either way)."""
+    from . import formats
+    from .models.vision_rope import from_config
+
+    found = from_config(config, given)
+    if found is None:
+        return None
+    for key in ("kind", "read_as", "engine", "layer_type"):
+        if reading.get(key) is not None:
+            raise ParameterError(f"{param(key)} applies to a language model's tables, not to a vision tower's; drop it")
+    name, params, notes = found
+    enc = make_encoding(name, {**params, **given})
+    max_bytes = reading.get("max_bytes")
+    check_size(enc.nbytes(), formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, text)
+    src = Source.from_encoding(enc, "stdin" if text == "-" else text)
+    src.metadata.update(notes)
     return src
 
 

@@ -36,7 +36,8 @@ VALUES = {
     "--pair": "1", "--positions": "8", "--at": "2", "--max-offset": "5", "--cosine": "", "--head": "0", "--size": "4x3",
     "--dpi": "50", "--no-explain": "", "--against": "sinusoidal:base=100", "--no-identify": "", "--read-as": "llama",
     "--engine": "mlx", "--max-model-len": "4096", "--n-ctx": "4096", "--engines": "",
-    "--markdown": "{path}/out.md", "--html": "{path}/out.html", "--download": "",
+    "--markdown": "{path}/out.md", "--html": "{path}/out.html", "--download": "", "--image-size": "24x12",
+    "--tower": "vision",
 }  # fmt: skip
 
 SMALL = ["--size", "3x2.5", "--dpi", "40"]

@@ -141,3 +141,64 @@ def test_bad_grids_are_one_line_errors(params: dict, message: str) -> None:
     with pytest.raises(ParameterError, match=message) as err:
         api.generate("rope-2d", **{"dim": 8, **params})
     assert "\n" not in str(err.value)
+
+
+# ----- the towers read from their configs -----------------------------------------------------------------------
+CONFIGS = GOLDEN.parent / "configs"
+#: the grids each golden tower ran on, read from the model's config: (config, options)
+READINGS = {
+    "pixtral": ("pixtral", {}),
+    "qwen2_vl": ("qwen2_vl", {"tower": "vision"}),
+    "qwen2_5_vl": ("qwen2_5_vl", {"tower": "vision"}),
+    "llama4": ("llama4", {"tower": "vision"}),
+}
+
+
+@pytest.mark.parametrize("key", [k for k in keys() if k.split("/")[0] in READINGS])
+def test_config_reading_gives_the_towers_rotation(golden: dict[str, np.ndarray], key: str) -> None:
+    """The tiny towers' own config.json (a tower's, or a multimodal model's with --tower vision) read by posenc at
+    the golden grid: Llama 4's grid is its image_size // patch_size, so the config's image_size is set."""
+    import json
+
+    tower, grid = key.split("/")
+    name, opts = READINGS[tower]
+    config = json.loads((CONFIGS / name / "config.json").read_text())
+    if tower == "llama4":
+        config["vision_config"]["image_size"] = 2 * int(grid.split("x")[0])
+        enc = api.from_config(config, dtype="float64", **opts)
+    else:
+        enc = api.from_config(config, grid=grid, dtype="float64", **opts)
+    assert enc.dim == 8
+    got = rotations(enc.array("cos"), enc.array("sin"), str(enc.layout))
+    np.testing.assert_allclose(got, golden[key], rtol=0, atol=5e-6)
+
+
+def test_image_size_goes_through_the_patching() -> None:
+    config = CONFIGS / "qwen2_5_vl"
+    enc = api.from_config(config, tower="vision", image_size="56x84")  # patch 14: 4 x 6 patches
+    assert (enc.grid, enc.window, enc.merge) == ("4x6", 4, 2)
+    assert api.from_config(CONFIGS / "pixtral", image_size="9x7").grid == "4x3"  # patch 2, floored
+
+
+@pytest.mark.parametrize(
+    ("config", "opts", "message"),
+    [
+        ("qwen2_vl", {"tower": "vision", "image_size": "9x8"}, "is not a multiple of 4 pixels"),
+        ("qwen2_vl", {"tower": "vision", "image_size": "1x8"}, "smaller than one patch"),
+        ("qwen2_vl", {"tower": "vision", "grid": "3x4"}, "does not fit spatial_merge_size 2"),
+        ("qwen2_vl", {"tower": "vision"}, "takes images of any size"),
+        ("llama4", {"tower": "vision", "grid": "4x6"}, "fixed 4x4 grid"),
+        ("pixtral", {"tower": "language"}, "has no language model"),
+        ("qwen2_vl", {"tower": "audio"}, "is not a tower"),
+    ],
+)
+def test_bad_tower_input_is_one_line(config: str, opts: dict, message: str) -> None:
+    with pytest.raises(ParameterError, match=message) as err:
+        api.from_config(CONFIGS / config, **opts)
+    assert "\n" not in str(err.value)
+
+
+def test_language_model_keeps_its_mrope() -> None:
+    enc = api.from_config(CONFIGS / "qwen2_vl", length=8)
+    assert enc.KIND == "mrope"
+    assert api.from_config(CONFIGS / "qwen2_vl", tower="language", length=8).KIND == "mrope"

@@ -114,6 +114,26 @@ Grid = Annotated[
     Optional[str],
     typer.Option("--grid", metavar="HxW", help="Grid of the 2-D/3-D kinds, e.g. 14x14 or 8x14x14.", show_default=False),
 ]
+ImageSize = Annotated[
+    Optional[str],
+    typer.Option(
+        "--image-size",
+        metavar="HxW",
+        help="With a vision model's directory: its position table at this image size in pixels (H for square), "
+        "resampled as the model does it (or as --engine timm does).",
+        show_default=False,
+    ),
+]
+Tower = Annotated[
+    Optional[str],
+    typer.Option(
+        "--tower",
+        metavar="TOWER",
+        autocompletion=complete.choices(("language", "vision")),
+        help="With a multimodal model's config: the tower whose tables to build, language (default) or vision.",
+        show_default=False,
+    ),
+]
 HfConfig = Annotated[
     Optional[str],
     typer.Option(
@@ -478,8 +498,10 @@ FLAGS: dict[str, str] = {
     "params": "-p",
     "dtype": "--dtype",
     "grid": "--grid",
+    "image_size": "--image-size",
     "config": "--hf-config",
     "hf_config": "--hf-config",
+    "tower": "--tower",
     "layer_type": "--layer-type",
     "read_as": "--read-as",
     "tensor": "--tensor",

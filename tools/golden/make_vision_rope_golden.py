@@ -21,7 +21,9 @@ rows. That is the whole positional effect, pairing and row order included, as th
 * timm EVA02: ``eva02_tiny_patch14_224`` (ref_feat_shape 16 x 16) shrunk to embed 32 / 4 heads / depth 1, at
   ``img_size`` = grid * 14 (``apply_rot_embed_cat`` on the rows after the class token: eva.py ``EvaAttention``).
 
-Writes ``tests/data/vision/rope_golden.npz`` (compressed; keys ``TOWER/HxW``) and ``rope_golden.json`` (what
+The HF towers' configs are saved too (``tests/data/vision/configs/``: Pixtral's tower config, and the Qwen2-VL,
+Qwen2.5-VL and Llama 4 model configs holding the tiny ``vision_config``), so that posenc's reading of each config is
+tested against the same arrays. Writes ``tests/data/vision/rope_golden.npz`` (compressed; keys ``TOWER/HxW``) and ``rope_golden.json`` (what
 each key holds, and the configs).
 """
 
@@ -69,6 +71,7 @@ def pixtral(grids: list[tuple[int, int]]) -> dict[str, np.ndarray]:
     cfg = PixtralVisionConfig(hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2,
                               head_dim=D, patch_size=2, image_size=16, num_channels=3)  # fmt: skip
     model = m.PixtralVisionModel(cfg).eval()
+    cfg.save_pretrained(OUT / "configs" / "pixtral")
     seen, undo = _catch(m, "apply_rotary_pos_emb", lambda a, k: _eye_heads_first(a[0].shape[2]),
                         lambda out: out[0].permute(1, 2, 0).numpy())  # fmt: skip
     out = {}
@@ -92,6 +95,8 @@ def _qwen(module_name: str, model_cls: str, cfg_cls: str, key: str, grids: list[
     cfg = getattr(transformers, cfg_cls)(depth=1, embed_dim=2 * D, hidden_size=2 * D, num_heads=2,
                                          intermediate_size=16, **cfg_kw)  # fmt: skip
     model = getattr(m, model_cls)(cfg).eval()
+    wrapper = getattr(transformers, cfg_cls.replace("Vision", ""))(vision_config=cfg.to_dict())
+    wrapper.save_pretrained(OUT / "configs" / key)
 
     def make_q(a: tuple, k: dict) -> torch.Tensor:  # q: (seq, heads, D)
         n = a[0].shape[0]
@@ -129,6 +134,10 @@ def llama4(sides: list[int]) -> dict[str, np.ndarray]:
                                      vision_output_dim=16, projector_input_dim=16, projector_output_dim=16,
                                      pixel_shuffle_ratio=1.0)  # fmt: skip
             model = m.Llama4VisionModel(cfg).eval()
+            if side == sides[0]:
+                from transformers import Llama4Config
+
+                Llama4Config(vision_config=cfg.to_dict()).save_pretrained(OUT / "configs" / "llama4")
             seen.clear()
             with torch.no_grad():
                 model(torch.zeros(1, 3, 2 * side, 2 * side))
