@@ -566,10 +566,21 @@ def open_config(
 
 def _vision_rotary_source(text: str, config: dict[str, Any], given: dict[str, Any], **reading: Any) -> Source | None:
     """A vision tower's 2-D rotary tables (:mod:`posenc_cli.models.vision_rope`), when ``--tower vision`` names one
-    or the config is a tower; None otherwise (``tower`` is taken out of ``given`` either way)."""
+    or the config is a tower, or a windowed relative bias's index or bias (:mod:`posenc_cli.models.vision_bias`,
+    ``-p table=index|bias``); None otherwise (``tower`` is taken out of ``given`` either way)."""
     from . import formats
+    from .models.vision_bias import record_of, tables
     from .models.vision_rope import from_config
 
+    if record_of(config) is not None:  # a windowed relative bias (Swin, BEiT): its index, or its bias from weights
+        table = str(given.pop("table", "index"))
+        if given:
+            raise ParameterError(
+                f"{text}: parameters ({', '.join(given)}) cannot apply to a relative bias table; drop them"
+            )
+        arrays, meta = tables(text, config, table)
+        return Source(text, arrays, meta, encoding_note=f"the relative position {table} of a windowed attention",
+                      lazy={k: formats.ArrayTensor(k, v) for k, v in arrays.items()})  # fmt: skip
     found = from_config(config, given)
     if found is None:
         return None

@@ -968,3 +968,35 @@ VISION_ROTARY: dict[str, VisionRotary] = {v.model_type: v for v in (
                  "(idx = image_size // patch_size; hidden_size // num_attention_heads)", "llama4", "hidden_size",
                  "num_attention_heads", head_dim="computed", grid="fixed", rope_types=("default",)),
 )}  # fmt: skip
+
+
+# ----- windowed relative position bias (Swin, BEiT) --------------------------------------------------------------
+@dataclass(frozen=True)
+class WindowBias:
+    """A vision model type whose attention adds a learned bias gathered by relative position within a window.
+
+    ``window``: ``window_size`` (Swin: the config key, square windows) or ``patch_grid`` (BEiT: ``image_size //
+    patch_size`` per side, the whole image is one window). ``cls``: the table has 3 more entries (class to token,
+    token to class, class to class) and the index one more row and column, first. ``switches``: config keys of
+    which one must be true for any bias to be added (BEiT's per-layer or shared bias). ``table``: the name the
+    weights keep each table under (its last component).
+    """
+
+    model_type: str
+    reference: str
+    window: str
+    cls: bool = False
+    switches: tuple[str, ...] = ()
+    table: str = "relative_position_bias_table"
+
+
+WINDOW_BIAS: dict[str, WindowBias] = {w.model_type: w for w in (
+    WindowBias("swin", f"{_HF}/swin/modeling_swin.py SwinRelativePositionBias (_create_relative_position_index, "
+               "forward)", "window_size"),
+    WindowBias("beit", f"{_HF}/beit/modeling_beit.py BeitRelativePositionBias (generate_relative_position_index, "
+               "forward at the native window)", "patch_grid", cls=True,
+               switches=("use_relative_position_bias", "use_shared_relative_position_bias")),
+    WindowBias("data2vec-vision", f"{_HF}/data2vec/modeling_data2vec_vision.py Data2VecVisionRelativePositionBias "
+               "(as BEiT's)", "patch_grid", cls=True,
+               switches=("use_relative_position_bias", "use_shared_relative_position_bias")),
+)}  # fmt: skip
