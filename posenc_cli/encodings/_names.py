@@ -118,6 +118,7 @@ CHECKS = (
     "symmetric",
     "decay",
     "precision",
+    "grid-locality",
     "pythagorean",
     "norm-preserving",
     "relative",
