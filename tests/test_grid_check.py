@@ -89,3 +89,55 @@ def test_check_command_reports_it(tmp_path) -> None:
     report = api.check(str(path))
     found = [r for r in report.results if r.name == "grid-locality"]
     assert len(found) == 1 and found[0].passed is None
+
+
+# ----- plot: the grid's pictures ----------------------------------------------------------------------------------
+def _source(table: np.ndarray, meta: dict):
+    from posenc_cli.plot import PlotSource
+
+    return PlotSource("vit", {"pe": table}, {"pe": "table"}, meta)
+
+
+def _figure():
+    pytest.importorskip("matplotlib")
+    from posenc_cli import plot
+
+    return lambda size: plot._figure(size, 50)
+
+
+def test_patch_view_draws_each_patchs_cosine_to_the_chosen_one() -> None:
+    from posenc_cli.plot import _view_patch
+
+    table = smooth_table()
+    _fig, (ax,) = _view_patch(_figure(), [_source(table, META)], {"patch": (2, 5)})
+    drawn = np.asarray(ax.images[0].get_array())
+    p = table[1:].astype(np.float64)
+    want = [p[i] @ p[2 * W + 5] / np.linalg.norm(p[i]) / np.linalg.norm(p[2 * W + 5]) for i in range(H * W)]
+    np.testing.assert_allclose(drawn, np.reshape(want, (H, W)), atol=1e-12)
+
+
+def test_grid_view_draws_feature_k_over_the_grid() -> None:
+    from posenc_cli.plot import _view_grid
+
+    table = smooth_table()
+    _fig, axes = _view_grid(_figure(), [_source(table, META)], {})
+    assert len(axes) == min(D, 16)
+    np.testing.assert_array_equal(np.asarray(axes[3].images[0].get_array()), table[1:, 3].reshape(H, W))
+
+
+def test_grid_views_apply_only_to_grid_tables() -> None:
+    from posenc_cli.plot import applicable
+
+    assert {"grid", "patch"} <= set(applicable([_source(smooth_table(), META)]))
+    assert not {"grid", "patch"} & set(applicable([_source(smooth_table(), {})]))
+    assert not {"grid", "patch"} & set(applicable([_source(smooth_table()[:-1], META)]))  # rows != grid + extra
+
+
+def test_patch_outside_the_grid_is_one_line(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    from posenc_cli import plot
+    from posenc_cli.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="outside vit's 6x8 grid") as err:
+        plot.plot("patch", [_source(smooth_table(), META)], tmp_path / "p.png", patch=(6, 0))
+    assert "\n" not in str(err.value)

@@ -13,25 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..encodings.grid import grid_layout
 from .base import CheckContext, CheckResult
 
 NAME = "grid-locality"
-
-
-def grid_layout(metadata: object) -> tuple[int, int, int] | None:
-    """``(H, W, first row)`` of a table whose metadata names a raster grid, else None."""
-    if not hasattr(metadata, "get"):
-        return None
-    text = str(metadata.get("grid") or "")
-    parts = text.lower().split("x")
-    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
-        return None
-    if str(metadata.get("row_order") or "raster") != "raster":
-        return None
-    offset = str(metadata.get("grid_offset") or "0")
-    if not offset.isdigit():
-        return None
-    return int(parts[0]), int(parts[1]), int(offset)
 
 
 def fits(ctx: CheckContext) -> bool:

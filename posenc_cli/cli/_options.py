@@ -460,6 +460,15 @@ MaxOffset = Annotated[
     ),
 ]
 Cosine = Annotated[bool, typer.Option("--cosine", help="dot: cosine similarity instead of the dot product.")]
+Patch = Annotated[
+    Optional[str],
+    typer.Option(
+        "--patch",
+        metavar="R,C",
+        help="patch: the patch (row, column) every patch is compared with (default: the centre).",
+        show_default=False,
+    ),
+]
 Head = Annotated[
     Optional[int],
     typer.Option(
@@ -502,6 +511,7 @@ FLAGS: dict[str, str] = {
     "config": "--hf-config",
     "hf_config": "--hf-config",
     "tower": "--tower",
+    "patch": "--patch",
     "layer_type": "--layer-type",
     "read_as": "--read-as",
     "tensor": "--tensor",
