@@ -90,11 +90,11 @@ def tables(path: str, config: Mapping[str, Any], table: str) -> tuple[dict[str, 
     from .. import __version__
 
     meta = {
-        "posenc_version": __version__, "source": "model config" if table == "index" else "model weights",
+        "posenc_version": __version__, "source": "model weights" if table == "bias" else "model config",
         "model_type": rec.model_type, "table": table, "grid": f"{wh}x{ww}", "grid_offset": "1" if rec.cls else "0",
         "extra_rows": "0:cls" if rec.cls else "", "reference": rec.reference,
     }  # fmt: skip
-    if table == "index":
+    if table != "bias":  # the index: from the config alone
         return {"index": index}, meta
     weights = _weights(path, rec)
     out: dict[str, np.ndarray] = {}
