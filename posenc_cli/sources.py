@@ -573,7 +573,7 @@ def _vision_rotary_source(text: str, config: dict[str, Any], given: dict[str, An
     from .models.vision_rope import from_config
 
     if record_of(config) is not None:  # a windowed relative bias (Swin, BEiT): its index, or its bias from weights
-        table = str(given.pop("table", "index"))
+        table = given.pop("table", None)
         if given:
             raise ParameterError(
                 f"{text}: parameters ({', '.join(given)}) cannot apply to a relative bias table; drop them"

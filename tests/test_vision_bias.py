@@ -27,7 +27,7 @@ def read(model: str, table: str | None = None):
     from posenc_cli import api
 
     params = (f"table={table}",) if table else ()
-    return api.open_source(str(DATA / "models" / model), SourceOptions(params=params))
+    return api.open_source(str(DATA / "vision" / "models" / model), SourceOptions(params=params))
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -81,14 +81,14 @@ def test_bad_options_are_one_line(model: str, params: tuple, message: str) -> No
     from posenc_cli import api
 
     with pytest.raises(ParameterError, match=message) as err:
-        api.open_source(str(DATA / "models" / model), SourceOptions(params=params))
+        api.open_source(str(DATA / "vision" / "models" / model), SourceOptions(params=params))
     assert "\n" not in str(err.value)
 
 
 def test_bias_needs_the_weights(tmp_path: Path) -> None:
     from posenc_cli import api
 
-    config = (DATA / "models" / "tiny_swin" / "config.json").read_text()
+    config = (DATA / "vision" / "models" / "tiny_swin" / "config.json").read_text()
     (tmp_path / "config.json").write_text(config)
     with pytest.raises(ParameterError, match=r"no model\.safetensors"):
         api.open_source(str(tmp_path), SourceOptions(params=("table=bias",)))

@@ -75,10 +75,11 @@ def window(rec: WindowBias, config: Mapping[str, Any]) -> tuple[int, int]:
     return ih // p, iw // p
 
 
-def tables(path: str, config: Mapping[str, Any], table: str) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """``({name: array}, metadata)`` of ``table`` (``index`` or ``bias``) for the model at ``path``."""
+def tables(path: str, config: Mapping[str, Any], table: Any = None) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """``({name: array}, metadata)`` of ``table`` (``index``, the default, or ``bias``) for the model at ``path``."""
     rec = record_of(config)
     assert rec is not None
+    table = TABLES[0] if table is None else str(table)
     if table not in TABLES:
         raise ParameterError(f"unknown table={table!r}; choose from: {', '.join(TABLES)}")
     if rec.switches and not any(config.get(k) is True for k in rec.switches):
@@ -111,8 +112,9 @@ def tables(path: str, config: Mapping[str, Any], table: str) -> tuple[dict[str, 
 
 
 def _weights(path: str, rec: WindowBias) -> list[tuple[str, np.ndarray]]:
+    from safetensors import SafetensorError, safe_open
+
     from .config_file import weight_map
-    from .hf_positions import _header, _read_tensor
 
     if not os.path.isdir(path):
         raise ParameterError(f"{path}: table=bias reads the relative bias from the weights; pass the model directory")
@@ -120,17 +122,21 @@ def _weights(path: str, rec: WindowBias) -> list[tuple[str, np.ndarray]]:
     index = os.path.join(path, "model.safetensors.index.json")
     if os.path.isfile(single):
         files = [single]
-    elif os.path.isfile(index):
+    elif os.path.isfile(index):  # shard names stay inside the model directory
         files = sorted({os.path.join(path, os.path.basename(str(f))) for f in weight_map(index).values()})
     else:
         raise ParameterError(f"{path}: no model.safetensors; table=bias reads the relative bias from the weights")
-    found = []
+    found: list[tuple[str, np.ndarray]] = []
     for file in files:
-        header, _ = _header(file)
-        found += [(n, file) for n in header if n == rec.table or n.endswith("." + rec.table)]
+        try:
+            with safe_open(file, "np") as f:
+                names = list(f.keys())
+                found += [(n, f.get_tensor(n)) for n in names if n == rec.table or n.endswith("." + rec.table)]
+        except (OSError, SafetensorError) as exc:
+            raise ParameterError(f"{file}: not a readable safetensors file ({str(exc)[:80]})") from None
     if not found:
         raise ParameterError(f"{path}: no tensor named *{rec.table} in the weights, where {rec.model_type} keeps it")
-    return [(n, _read_tensor(f, n)) for n, f in sorted(found, key=lambda t: _natural(t[0]))]
+    return sorted(found, key=lambda t: _natural(t[0]))
 
 
 def _natural(name: str) -> list[Any]:

@@ -5,7 +5,7 @@ posenc never imports torch or transformers; this script does, once, in the side 
 
     /work/side/venv/bin/python tools/golden/make_vision_bias_golden.py
 
-Three tiny random-weight models (transformers 5.24), saved with ``save_pretrained`` under ``tests/data/models/``:
+Three tiny random-weight models (transformers 5.24), saved with ``save_pretrained`` under ``tests/data/vision/models/``:
 
 * ``tiny_swin``: Swin, window 4 over an 8 x 8 patch grid, two stages (1 and 2 heads): per block a
   ``SwinRelativePositionBias`` (``models/swin/modeling_swin.py``), its ``relative_position_index`` buffer and its
@@ -29,7 +29,7 @@ import torch
 import transformers
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ROOT / "tests" / "data" / "models"
+MODELS = ROOT / "tests" / "data" / "vision" / "models"
 OUT = ROOT / "tests" / "data" / "vision"
 
 

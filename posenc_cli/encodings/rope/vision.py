@@ -118,7 +118,9 @@ class Rope2D(Encoding):
     ROLES = {"cos": "cos", "sin": "sin", "inv_freq": "inv-freq"}
     PROPERTIES = {"finite": True, "matches-spec": True, "bounded": True, "pythagorean": True, "norm-preserving": True}
     VIEWS = ("heatmap", "compare")
-    EXAMPLE = {"dim": 8, "grid": "4x4"}
+    EXAMPLE = {"dim": 8, "grid": "4x10"}  # wider than one Qwen2.5-VL window (4 x 4 merge blocks of 2 x 2)
+    #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
+    IDENTIFY = "vision:hints_rope2d"
     PRESETS = {
         "pixtral": {"frequencies": "alternate", "axes": "hw", "layout": "half", "base": 10000.0},
         "qwen2-vl": {"frequencies": "shared", "axes": "hw", "layout": "half", "merge": 2, "base": 10000.0},
