@@ -579,7 +579,7 @@ def _vision_rotary_source(text: str, config: dict[str, Any], given: dict[str, An
                 f"{text}: parameters ({', '.join(given)}) cannot apply to a relative bias table; drop them"
             )
         arrays, meta = tables(text, config, table)
-        return Source(text, arrays, meta, encoding_note=f"the relative position {table} of a windowed attention",
+        return Source(text, arrays, meta, encoding_note=f"the relative position {meta['table']} of a windowed attention",
                       lazy={k: formats.ArrayTensor(k, v) for k, v in arrays.items()})  # fmt: skip
     found = from_config(config, given)
     if found is None:
