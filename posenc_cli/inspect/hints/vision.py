@@ -16,13 +16,14 @@ import numpy as np
 
 from .. import analysis as an
 from ..candidates import Candidate
+from . import layouts
 
 #: grids proposed per preset at most (the driver verifies a few dozen candidates per kind)
 MAX_GRIDS = 6
 
 
 def _unrotated(c: np.ndarray, s: np.ndarray) -> np.ndarray:
-    return np.all(c == 1.0, axis=1) & np.all(s == 0.0, axis=1)
+    return np.all(c == 1, axis=1) & np.all(s == 0, axis=1)
 
 
 def hints_rope2d(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
@@ -34,27 +35,30 @@ def hints_rope2d(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) 
         return []
     c = np.asarray(cos[1][:], dtype=np.float64)
     s = np.asarray(sin[1][:], dtype=np.float64)
-    layouts = []
+    half, interleaved = layouts(kind_cls, 2)
+    found = []
     if np.array_equal(c[:, : d // 2], c[:, d // 2 :]) and np.array_equal(s[:, : d // 2], s[:, d // 2 :]):
-        layouts.append("half")
+        found.append(half)
     if np.array_equal(c[:, 0::2], c[:, 1::2]) and np.array_equal(s[:, 0::2], s[:, 1::2]):
-        layouts.append("interleaved")
-    if not layouts:
+        found.append(interleaved)
+    if not found:
         return []
     plain = _unrotated(c, s)
-    base = 10000.0
+    base = kind_cls.__dataclass_fields__["base"].default
     inv = ana.tensor("inv_freq")
     if inv is not None and len(inv[1].shape) == 1 and inv[1].shape[0] == d // 2 and d >= 8:
         f1 = float(np.asarray(inv[1][:], dtype=np.float64)[1])
-        if 0.0 < f1 < 1.0:
+        if 0 < f1 < 1:
             base = float(f"{f1 ** (-d / 4):.6g}")
     params_base: dict[str, Any] = {"length": n, "dim": d, "base": base}
     if ana.dtype_param:
         params_base["dtype"] = ana.dtype_param
     out: list[Candidate] = []
-    for name, preset in kind_cls.PRESETS.items():
+    # each preset, then the kind's defaults in each pairing the columns show
+    readings = [*kind_cls.PRESETS.items(), *((f"layout={lay}", {"layout": lay}) for lay in found)]
+    for name, preset in readings:
         first, last = int(preset.get("prefix_rows", 0)), int(preset.get("suffix_rows", 0))
-        if preset.get("layout", "half") not in layouts or not (plain[:first].all() and plain[n - last :].all()):
+        if preset.get("layout", half) not in found or not (plain[:first].all() and plain[n - last :].all()):
             continue
         cells, merge = n - first - last, int(preset.get("merge", 1))
         grids = [(h, cells // h) for h in range(1, cells + 1) if cells % h == 0]
