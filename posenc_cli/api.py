@@ -94,7 +94,9 @@ def from_config(
 ) -> Encoding:
     """The tables a model uses, from its config.json (a path, a model directory, ``"-"`` or a dict).
 
-    ``params`` override what the config says (e.g. ``length=4096``, ``dtype="float64"``); ``layer_type`` picks
+    ``params`` override what the config says (e.g. ``length=4096``, ``dtype="float64"``); ``tower="vision"`` reads a
+    multimodal model's vision tower (its 2-D rotary over ``grid="HxW"`` patches or ``image_size="HxW"`` pixels;
+    :mod:`posenc_cli.models.vision_rope`); ``layer_type`` picks
     one attention type of a per-layer config (e.g. ``"sliding_attention"``); ``read_as`` (e.g. ``"llama"``)
     reads a config whose keys posenc does not all know with that family's rules (otherwise refused). The
     Encoding carries parameters only: open the config with :func:`open_table` to keep the assumption in the
@@ -104,6 +106,13 @@ def from_config(
     from .models.readers import from_model_config
 
     data = load_config(config)
+    from .models.vision_rope import from_config as vision_tower
+
+    given: dict[str, Any] = {k: params.pop(k) for k in ("tower", "grid", "image_size") if k in params}
+    vision = vision_tower(data, given)  # a vision tower's 2-D rotary (tower="vision", or a tower's own config)
+    params.update(given)  # what the tower reading did not take (grid: M-RoPE's)
+    if vision is not None:
+        return make_encoding(vision[0], {**vision[1], **params})
     length = params.pop("length", params.pop("len", None))
     hints = {k: params[k] for k in ("offset", "seq_len") if isinstance(params.get(k), int)}
     name, cfg_params, _warnings, _notes = from_model_config(

@@ -842,6 +842,78 @@ def _view_compare(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, 
     return fig, axes
 
 
+def _patches(src: PlotSource) -> tuple[str, np.ndarray, int, int] | None:
+    """``(name, patches H x W x D, H, W)`` of a table whose metadata names its patch grid (``grid``,
+    ``grid_offset``: :func:`posenc_cli.encodings.grid.grid_layout`), its rows the grid plus ``extra_rows``."""
+    from .encodings.grid import grid_layout
+
+    layout = grid_layout(src.metadata)
+    names = src.with_role("table")
+    if layout is None or not names:
+        return None
+    h, w, first = layout
+    a = src.tensors[names[0]]
+    extra = [e for e in str(src.metadata.get("extra_rows") or "").split(",") if e.strip()]
+    if np.ndim(a) != 2 or np.shape(a)[0] != h * w + len(extra) or first + h * w > np.shape(a)[0]:
+        return None
+    return names[0], np.asarray(a[first : first + h * w], dtype=np.float64).reshape(h, w, -1), h, w
+
+
+def _has_patches(src: PlotSource) -> bool:
+    return _patches(src) is not None
+
+
+def _view_grid(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]) -> Any:
+    """Feature k of each patch's row over the H x W grid, one panel per feature (the first 16)."""
+    (src,) = sources
+    got = _patches(src)
+    assert got is not None
+    name, p, h, w = got
+    feats = list(range(min(p.shape[2], 16)))
+    cols = min(len(feats), 4)
+    rows = -(-len(feats) // cols)
+    fig = fig_size((2.6 * cols + 1.2, 2.6 * rows * h / max(w, 1) + 1.0))
+    axes = []
+    for i, k in enumerate(feats):
+        ax = fig.add_subplot(rows, cols, i + 1)
+        lim = float(np.abs(p[:, :, k]).max()) or 1.0
+        im = ax.imshow(p[:, :, k], cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest")
+        ax.set_title(f"feature {k}")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        fig.colorbar(im, ax=ax, shrink=0.8)
+        axes.append(ax)
+    shown = f"features 0..{feats[-1]} of {p.shape[2]}"
+    fig.suptitle(f"{src.label}: {name} over its {h}x{w} patch grid ({shown})")
+    return fig, axes
+
+
+def _view_patch(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]) -> Any:
+    """Cosine similarity of every patch's row to the row of one patch (``patch``: (row, column); default the
+    centre), drawn over the grid."""
+    (src,) = sources
+    got = _patches(src)
+    assert got is not None
+    name, p, h, w = got
+    r, c = opts.get("patch") or (h // 2, w // 2)
+    if not (0 <= r < h and 0 <= c < w):
+        raise ParameterError(f"{param('patch')} {r},{c} is outside {src.label}'s {h}x{w} grid; pass 0 <= R < {h}, "
+                             f"0 <= C < {w}")  # fmt: skip
+    flat = p.reshape(h * w, -1)
+    norms = np.linalg.norm(flat, axis=1)
+    unit = flat / np.where(norms > 0, norms, 1.0)[:, None]
+    sim = (unit @ unit[r * w + c]).reshape(h, w)
+    fig = fig_size((5.6, 4.6 * h / max(w, 1) + 0.8))
+    ax = fig.add_subplot(1, 1, 1)
+    im = ax.imshow(sim, cmap="viridis", vmin=-1.0, vmax=1.0, interpolation="nearest")
+    ax.plot([c], [r], marker="s", markersize=6, markerfacecolor="none", markeredgecolor="red")
+    ax.set_xlabel("patch column")
+    ax.set_ylabel("patch row")
+    fig.colorbar(im, ax=ax, label=f"cosine to patch ({r}, {c})")
+    ax.set_title(f"{src.label}: {name}, similarity to patch ({r}, {c})")
+    return fig, [ax]
+
+
 #: Every view, in the order ``posenc plot --help`` lists them.
 VIEWS: dict[str, View] = {
     "heatmap": View(_view_heatmap, "positions x dimensions, colour = value (the seed's figure)",
@@ -856,6 +928,10 @@ VIEWS: dict[str, View] = {
                  ("matrix",), (1, 1)),
     "compare": View(_view_compare, "two tables side by side and their difference",
                     ("table", "rotary", "scale", "matrix"), (2, 2), _has_primary),
+    "grid": View(_view_grid, "a 2-D table's features over its patch grid, one panel per feature",
+                 ("table",), (1, 1), _has_patches),
+    "patch": View(_view_patch, "cosine similarity of every patch's row to one patch's, over the grid",
+                  ("table",), (1, 1), _has_patches),
 }  # fmt: skip
 
 
@@ -891,6 +967,7 @@ def plot(
     max_offset: int | None = None,
     cosine: bool = False,
     head: int | None = None,
+    patch: tuple[int, int] | None = None,
     size: tuple[float, float] | None = None,
     dpi: int = DPI,
     force: bool = False,
@@ -921,6 +998,8 @@ def plot(
         dot: cosine similarity instead of the dot product.
     head : int, optional
         bias: show one head, ``0 <= head <`` the number of heads (default: up to 8 heads).
+    patch : (int, int), optional
+        patch: the patch (row, column) every patch is compared with (default: the grid's centre).
     size : (float, float), optional
         Figure size in inches, each side finite, above 0 and at most :data:`MAX_INCHES` (default: the view's own).
     dpi : int
@@ -987,6 +1066,7 @@ def plot(
         "max_offset": max_offset,
         "cosine": cosine,
         "head": head,
+        "patch": patch,
     }
     dest = os.fspath(path)
     if not force and os.path.lexists(dest):  # before drawing; the writer checks again without a race

@@ -231,6 +231,8 @@ FIGURES: dict[str, Figure] = {
     "decay": Figure("dot ratio {v} at k={k}", "report", "mean P[t].P[t+k] / mean |P|^2 at the largest k",
                     "dot ratio {v}"),
     "precision": Figure("{v} row{s} distinct in bf16", "report", "rows still distinct in bfloat16"),
+    "grid-locality": Figure("near {v}, far {distant}", "report",
+                            "mean cosine of a patch's row to its 4 grid neighbours", "neighbours {v}"),
     "pythagorean": Figure("max error {v}", "<=", "max |cos^2 + sin^2 - scaling^2|"),
     "norm-preserving": Figure("max rel. norm change {v}", "<=", "relative change of a rotated vector's norm"),
     "relative": Figure("max rel. score change {v}", "<=", "relative change of <R_m q, R_n k> under a shift"),

@@ -39,6 +39,7 @@ class SourceOptions(NamedTuple):
     engine: str | None = None
     max_model_len: int | None = None
     n_ctx: int | None = None
+    tower: str | None = None
 
     @classmethod
     def of(cls, args: Mapping[str, Any]) -> SourceOptions:
@@ -73,6 +74,8 @@ class SourceOptions(NamedTuple):
         ):
             if value is not None:
                 out.append((f"{flag} {value}", {key: value}))
+        if self.tower is not None:  # which tower of a multimodal config (a reading option, in the same layers)
+            out.append((f"--tower {self.tower}", {"tower": self.tower}))
         return out + param_layers(self.params)
 
     def scoped(self, **more: Any) -> dict[str, Any]:
@@ -112,6 +115,7 @@ SCOPES: dict[str, tuple[frozenset[str], str]] = {
         "GGUF files and a model config read by engine {readers}",
     ),
     "hf_config": (frozenset({"config", "registry"}), "model configs"),
+    "tower": (frozenset({"config"}), "multimodal model configs"),
     "engines": (frozenset({"engines-table", "config"}), "model configs"),
     "tensor": (TABLES, _ONE_TABLE),
     "expect": (TABLES, _ONE_TABLE),

@@ -511,6 +511,10 @@ def open_config(
         flags = [param(k) for k, v in engine_options.items() if v is not None]
         raise ParameterError(f"{', '.join(flags)} set an engine's rules; give {param('engine')} or CONFIG@ENGINE")
     config = load_config(text)
+    vision = _vision_rotary_source(text, config, given, kind=kind, read_as=read_as, engine=engine,
+                                   layer_type=layer_type, max_bytes=max_bytes)  # fmt: skip
+    if vision is not None:
+        return vision
     image_size = given.pop("image_size", None)
     from .models.vision import claims as vision_claims
 
@@ -520,7 +524,7 @@ def open_config(
     if image_size is not None:
         raise ParameterError(
             f"{param('image_size')} applies to a vision model's position table (ViT, DeiT, DINOv2, CLIP, SigLIP, a "
-            f"timm ViT); {text} is not one: drop it"
+            f"timm ViT) or a vision tower's rotary ({param('tower')} vision); {text} is neither: drop it"
         )
     if engine is not None:
         from .models.engines import engine_encoding
@@ -602,6 +606,38 @@ def _vision_source(
     rows, meta = vision_table(text, config, image_size=image_size, engine=engine)
     src = _weights_source(text if engine is None else f"{text}@{engine}", rows, meta, given)
     src.encoding_note = "a trained vision table read from the model's weights, at an image size"
+    return src
+
+
+def _vision_rotary_source(text: str, config: dict[str, Any], given: dict[str, Any], **reading: Any) -> Source | None:
+    """A vision tower's 2-D rotary tables (:mod:`posenc_cli.models.vision_rope`), when ``--tower vision`` names one
+    or the config is a tower, or a windowed relative bias's index or bias (:mod:`posenc_cli.models.vision_bias`,
+    ``-p table=index|bias``); None otherwise (``tower`` is taken out of ``given`` either way)."""
+    from . import formats
+    from .models.vision_bias import record_of, tables
+    from .models.vision_rope import from_config
+
+    if record_of(config) is not None:  # a windowed relative bias (Swin, BEiT): its index, or its bias from weights
+        table = given.pop("table", None)
+        if given:
+            raise ParameterError(
+                f"{text}: parameters ({', '.join(given)}) cannot apply to a relative bias table; drop them"
+            )
+        arrays, meta = tables(text, config, table)
+        return Source(text, arrays, meta, encoding_note=f"the relative position {meta['table']} of a windowed attention",
+                      lazy={k: formats.ArrayTensor(k, v) for k, v in arrays.items()})  # fmt: skip
+    found = from_config(config, given)
+    if found is None:
+        return None
+    for key in ("kind", "read_as", "engine", "layer_type"):
+        if reading.get(key) is not None:
+            raise ParameterError(f"{param(key)} applies to a language model's tables, not to a vision tower's; drop it")
+    name, params, notes = found
+    enc = make_encoding(name, {**params, **given})
+    max_bytes = reading.get("max_bytes")
+    check_size(enc.nbytes(), formats.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, text)
+    src = Source.from_encoding(enc, "stdin" if text == "-" else text)
+    src.metadata.update(notes)
     return src
 
 

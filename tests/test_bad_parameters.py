@@ -11,7 +11,7 @@ CASES = [
     # unknown kind or parameter: list the valid ones
     (
         ["generate", "--kind", "rotary2", "-n", "8", "-d", "4"],
-        "unknown encoding 'rotary2'; choose from: alibi, binary, deberta, index, learned, mrope, normalized, relative, rope, sinusoidal",
+        "unknown encoding 'rotary2'; choose from: alibi, binary, deberta, index, learned, mrope, normalized, relative, rope, rope-2d, sinusoidal",
     ),
     (
         ["generate", "-n", "8", "-d", "4", "-p", "rotary=1"],

@@ -40,7 +40,7 @@ def complete(line: str, shell: str = "bash") -> list[str]:
 
 @pytest.mark.parametrize("shell", list(SCRIPTS))
 def test_completion_offers_kinds_commands_options_and_values(shell):
-    assert complete("posenc generate --kind ro", shell) == ["rope"]
+    assert complete("posenc generate --kind ro", shell) == ["rope", "rope-2d"]
     assert "export" in complete("posenc ex", shell)
     assert complete("posenc gen", shell) == ["generate"]
     assert complete("posenc generate --le", shell) == ["--len"]
@@ -49,7 +49,7 @@ def test_completion_offers_kinds_commands_options_and_values(shell):
     assert complete("posenc check --expect t", shell) == ["t5"]
     assert complete("posenc kinds sinusoidal-", shell) == ["sinusoidal-2d", "sinusoidal-3d"]
     assert complete("posenc check si", shell) == ["sinusoidal", "sinusoidal-2d", "sinusoidal-3d"]
-    assert complete("posenc generate ro", shell) == ["rope"]
+    assert complete("posenc generate ro", shell) == ["rope", "rope-2d"]
     assert set(complete("posenc ", shell)) == {
         "generate",
         "check",

@@ -19,7 +19,7 @@ HINTS = Path(__file__).resolve().parent.parent / "posenc_cli" / "inspect" / "hin
 #: Parameters whose choices the readers read off the kind (besides ``layout``).
 READ_OFF = ("layout", "axis_order", "cache")
 #: What a kind needs besides its layout to build a small table.
-BASE = {"sinusoidal-3d": {"grid": "2x3x4", "length": 24, "dim": 48}}
+BASE = {"sinusoidal-3d": {"grid": "2x3x4", "length": 24, "dim": 48}, "rope-2d": {"grid": "8x8"}}
 
 
 def choices_of(kind: str) -> dict[str, tuple[str, ...]]:

@@ -39,6 +39,7 @@ EXAMPLE: dict[str, dict[str, object]] = {
     "t5": {"length": 16},
     "deberta": {"length": 16},
     "mrope": {"length": 16, "dim": 128},  # the default mrope_section (16, 24, 24) needs dim/2 = 64
+    "rope-2d": {"grid": "4x4", "dim": 8},
     "relative": {"length": 16},
 }
 

@@ -31,6 +31,8 @@ from .absolute import (
 from .base import CheckContext, CheckResult
 from .common import rows_per_block, tensor
 from .general import check_finite, check_matches_spec
+from .grid import check_grid_locality
+from .grid import fits as grid_fits
 from .matrix import check_monotone, check_t5_saturation, check_toeplitz, has_matrix
 from .rotary import (
     RELATIVE_PAIRS,
@@ -90,6 +92,8 @@ CHECKS: dict[str, CheckDef] = {
     "symmetric": CheckDef(check_symmetric, "distance to t+k equals distance to t-k", _position_table),
     "decay": CheckDef(check_decay, "report: how the mean dot product P[t].P[t+k] falls with k", _position_table),
     "precision": CheckDef(check_precision, "report: rows that stay distinct in float16 and bfloat16", _float_table),
+    "grid-locality": CheckDef(check_grid_locality, "report: cosine of patches to their grid neighbours vs far ones",
+                              grid_fits),
     "pythagorean": CheckDef(check_pythagorean, "cos^2 + sin^2 = attention_scaling^2 at every entry", has_tables),
     "norm-preserving": CheckDef(check_norm_preserving, "rotating by any row keeps vector norms", has_tables),
     "relative": CheckDef(check_relative, "<R_m q, R_n k> depends only on m - n", has_tables),

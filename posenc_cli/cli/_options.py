@@ -120,7 +120,18 @@ ImageSizes = Annotated[
         "--image-size",
         metavar="HxW",
         help="With a vision model's directory: its position table at this image size in pixels (H for square), "
-        "resampled as the model does it (or as --engine timm does); audit takes several.",
+        "resampled as the model does it (or as --engine timm does); a vision tower's rotary: its patch grid at "
+        "this size; audit takes several.",
+        show_default=False,
+    ),
+]
+Tower = Annotated[
+    Optional[str],
+    typer.Option(
+        "--tower",
+        metavar="TOWER",
+        autocompletion=complete.choices(("language", "vision")),
+        help="With a multimodal model's config: the tower whose tables to build, language (default) or vision.",
         show_default=False,
     ),
 ]
@@ -450,6 +461,15 @@ MaxOffset = Annotated[
     ),
 ]
 Cosine = Annotated[bool, typer.Option("--cosine", help="dot: cosine similarity instead of the dot product.")]
+Patch = Annotated[
+    Optional[str],
+    typer.Option(
+        "--patch",
+        metavar="R,C",
+        help="patch: the patch (row, column) every patch is compared with (default: the centre).",
+        show_default=False,
+    ),
+]
 Head = Annotated[
     Optional[int],
     typer.Option(
@@ -491,6 +511,8 @@ FLAGS: dict[str, str] = {
     "image_size": "--image-size",
     "config": "--hf-config",
     "hf_config": "--hf-config",
+    "tower": "--tower",
+    "patch": "--patch",
     "layer_type": "--layer-type",
     "read_as": "--read-as",
     "tensor": "--tensor",

@@ -35,6 +35,7 @@ def run(
     grid: o.Grid = None,
     image_size: o.ImageSizes = None,
     hf_config: o.HfConfig = None,
+    tower: o.Tower = None,
     layer_type: o.LayerType = None,
     read_as: o.ReadAs = None,
     engine: o.Engine = None,

@@ -14,7 +14,9 @@ pip install 'posenc-cli[plot]'), or, on a terminal without -o, as a heatmap.
 Views: heatmap (positions x dims), dot (dot product of rows t and t+k
 against k), circle (one frequency pair around the circle), spectrum
 (wavelength per frequency against the original context), bias (ALiBi, T5,
-relative matrices per head), compare (two tables and their difference).
+relative matrices per head), compare (two tables and their difference),
+grid (a 2-D table's features over its patch grid), patch (each patch's
+similarity to one patch, --patch R,C).
 Several sources overlay where it makes sense (dot, circle, spectrum); a model
 with several attention types is drawn type by type (--layer-type: one).
 
@@ -33,6 +35,7 @@ VIEW_OPTIONS = {
     "max_offset": ("dot", "--max-offset"),
     "cosine": ("dot", "--cosine"),
     "head": ("bias", "--head"),
+    "patch": ("patch", "--patch"),
 }
 
 
@@ -54,6 +57,7 @@ def run(
     max_offset: o.MaxOffset = None,
     cosine: o.Cosine = False,
     head: o.Head = None,
+    patch: o.Patch = None,
     size: o.Size = None,
     dpi: o.Dpi = None,
     force: o.Force = False,
@@ -67,7 +71,8 @@ def run(
     chosen, drawn, warnings = plot_tables(sources or [], options=TableOptions.of(locals()), view=view)
     for w in warnings:
         msg(f"Warning: {w}", quiet)
-    given = {"pair": pair, "positions": positions, "at": at, "max_offset": max_offset, "cosine": cosine, "head": head}
+    given = {"pair": pair, "positions": positions, "at": at, "max_offset": max_offset, "cosine": cosine, "head": head,
+             "patch": patch}  # fmt: skip
     for dest, (owner, flag) in VIEW_OPTIONS.items():
         if owner != chosen:
             refuse([(flag, given[dest])], f"it sets the {owner} view, and this plot is {chosen}")
@@ -92,6 +97,7 @@ def run(
         "max_offset": max_offset,
         "cosine": cosine,
         "head": head,
+        "patch": _patch(patch) if patch else None,
         "size": _size(size) if size else None,
         "force": force,
         "max_bytes": max_bytes,
@@ -114,6 +120,15 @@ def _terminal(src) -> None:
     size = shutil.get_terminal_size((80, 24))
     for line in termplot.panel_lines(plot.terminal_panels(src), size.columns, max(6, size.lines - 2)):
         sys.stdout.write(line + "\n")
+
+
+def _patch(text: str) -> tuple[int, int]:
+    """``R,C``: a patch's row and column."""
+    try:
+        r, c = (int(x) for x in text.replace("x", ",").split(","))
+    except ValueError:
+        raise ParameterError(f"--patch {text!r} is not R,C (a patch's row and column); use e.g. --patch 3,4") from None
+    return r, c
 
 
 def _size(text: str) -> tuple[float, float]:

@@ -22,6 +22,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "rope": ("rope.core", "Rope"),
     "xpos": ("rope.xpos", "XPos"),
     "mrope": ("rope.mrope", "MRope"),
+    "rope-2d": ("rope.vision", "Rope2D"),
     "learned": ("learned", "Learned"),
     "index": ("naive", "Index"),
     "normalized": ("naive", "Normalized"),

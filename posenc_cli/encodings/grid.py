@@ -80,6 +80,21 @@ def parse_grid(text: str, ndim: int) -> tuple[int, ...]:
     return shape
 
 
+def grid_layout(metadata: object) -> tuple[int, int, int] | None:
+    """``(H, W, first row)`` of a table whose metadata says its rows are a 2-D patch grid in row-major order:
+    ``grid`` = ``HxW``, ``grid_offset`` = the row of patch (0, 0) (default 0), ``row_order`` absent or ``raster``
+    (ViT-family tables; the rotary towers' ``merge`` and ``window`` orders are not raster); else None."""
+    if not hasattr(metadata, "get"):
+        return None
+    parts = str(metadata.get("grid") or "").lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        return None
+    offset = str(metadata.get("grid_offset") or "0")
+    if str(metadata.get("row_order") or "raster") != "raster" or not offset.isdigit():
+        return None
+    return int(parts[0]), int(parts[1]), int(offset)
+
+
 def grid_frequencies(n: int, base: float) -> tuple[np.ndarray, np.ndarray]:
     """``base**(-k/n)`` for ``k < n`` as double-double (hi, lo) float64 arrays."""
     with localcontext() as ctx:

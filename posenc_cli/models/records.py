@@ -1196,3 +1196,82 @@ def gguf_arch(model_type: str) -> str | None:
     """The GGUF architecture convert_hf_to_gguf.py writes for ``model_type`` (when posenc mirrors it)."""
     rec = RECORDS.get(model_type)
     return rec.gguf_arch if rec is not None else None
+
+
+# ----- vision towers' 2-D rotary embeddings (kind rope-2d) ------------------------------------------------------
+@dataclass(frozen=True)
+class VisionRotary:
+    """How one vision tower's rotary embedding reads its config (keyed by the tower config's ``model_type``).
+
+    ``preset`` is the ``rope-2d`` preset that reproduces it: the inventory's ``vision_rotary`` observation (the
+    rotation the tower's own attention applies) must list it among its ``matches``, or the tower is refused.
+    ``head_dim``: ``config`` reads ``head_dim`` first, else ``width // heads``; ``computed`` is ``width // heads``
+    whatever the config says. ``grid``: ``dynamic`` (any patch grid; ``image_size`` is not read by the rotary) or
+    ``fixed`` (the table is built for ``image_size // patch_size`` squared). ``merge``/``window``: the config keys
+    of the spatial merge size and of Qwen2.5-VL's window (in pixels: ``window_size // merge // patch`` blocks).
+    """
+
+    model_type: str
+    reference: str
+    preset: str
+    width: str
+    heads: str
+    head_dim: str = "config"
+    grid: str = "dynamic"
+    merge: str | None = None
+    window: str | None = None
+    #: rope types the tower's class accepts (another is refused by the class itself)
+    rope_types: tuple[str, ...] = ("axial",)
+    #: what the tower's blocks do with the rows beyond the table (reported in the metadata)
+    note: str = ""
+
+
+VISION_ROTARY: dict[str, VisionRotary] = {v.model_type: v for v in (
+    VisionRotary("pixtral", f"{_HF}/pixtral/modeling_pixtral.py PixtralVisionRotaryEmbedding; configuration_pixtral.py "
+                 "__post_init__ sets head_dim = hidden_size // num_attention_heads", "pixtral", "hidden_size",
+                 "num_attention_heads", head_dim="computed"),
+    VisionRotary("qwen2_vl_vision", f"{_HF}/qwen2_vl/modeling_qwen2_vl.py Qwen2VLVisionRotaryEmbedding "
+                 "(head_dim or embed_dim // num_heads); vision_utils.py get_vision_position_ids", "qwen2-vl",
+                 "embed_dim", "num_heads", merge="spatial_merge_size"),
+    VisionRotary("qwen2_5_vl_vision", f"{_HF}/qwen2_5_vl/modeling_qwen2_5_vl.py Qwen2_5_VLVisionRotaryEmbedding "
+                 "(head_dim or hidden_size // num_heads), Qwen2_5_VisionTransformerPretrainedModel.forward "
+                 "(permute_input_for_window_attn); vision_utils.py get_vision_window_index", "qwen2.5-vl",
+                 "hidden_size", "num_heads", merge="spatial_merge_size", window="window_size",
+                 note="every block sees the rows in window order; the fullatt_block_indexes blocks attend across "
+                      "windows, the others within each window"),
+    VisionRotary("llama4_vision_model", f"{_HF}/llama4/modeling_llama4.py Llama4VisionRotaryEmbedding._compute_freqs_ci "
+                 "(idx = image_size // patch_size; hidden_size // num_attention_heads)", "llama4", "hidden_size",
+                 "num_attention_heads", head_dim="computed", grid="fixed", rope_types=("default",)),
+)}  # fmt: skip
+
+
+# ----- windowed relative position bias (Swin, BEiT) --------------------------------------------------------------
+@dataclass(frozen=True)
+class WindowBias:
+    """A vision model type whose attention adds a learned bias gathered by relative position within a window.
+
+    ``window``: ``window_size`` (Swin: the config key, square windows) or ``patch_grid`` (BEiT: ``image_size //
+    patch_size`` per side, the whole image is one window). ``cls``: the table has 3 more entries (class to token,
+    token to class, class to class) and the index one more row and column, first. ``switches``: config keys of
+    which one must be true for any bias to be added (BEiT's per-layer or shared bias). ``table``: the name the
+    weights keep each table under (its last component).
+    """
+
+    model_type: str
+    reference: str
+    window: str
+    cls: bool = False
+    switches: tuple[str, ...] = ()
+    table: str = "relative_position_bias_table"
+
+
+WINDOW_BIAS: dict[str, WindowBias] = {w.model_type: w for w in (
+    WindowBias("swin", f"{_HF}/swin/modeling_swin.py SwinRelativePositionBias (_create_relative_position_index, "
+               "forward)", "window_size"),
+    WindowBias("beit", f"{_HF}/beit/modeling_beit.py BeitRelativePositionBias (generate_relative_position_index, "
+               "forward at the native window)", "patch_grid", cls=True,
+               switches=("use_relative_position_bias", "use_shared_relative_position_bias")),
+    WindowBias("data2vec-vision", f"{_HF}/data2vec/modeling_data2vec_vision.py Data2VecVisionRelativePositionBias "
+               "(as BEiT's)", "patch_grid", cls=True,
+               switches=("use_relative_position_bias", "use_shared_relative_position_bias")),
+)}  # fmt: skip

@@ -1384,6 +1384,9 @@ def main(argv: list[str]) -> int:
             refs.pop(mt, None)
         print(f"{i + 1}/{len(types)} {mt}: {rec.get('scheme')} {rec.get('pairing', '')} {rec.get('status')}",
               file=sys.stderr, flush=True)  # fmt: skip
+    from vision_rotary import observe_all  # the vision towers' rotary modules (tools/inventory/vision_rotary.py)
+
+    observe_all(records, types)
     write(records, refs, store, index)
     if not argv:
         non_rope_tables()
