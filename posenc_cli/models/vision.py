@@ -79,11 +79,14 @@ def is_timm_config(config: Mapping[str, Any]) -> bool:
 
 def claims(config: Mapping[str, Any], image_size: Any = None) -> bool:
     """Whether this module reads ``config``: a model type whose record has a vision table (a multimodal wrapper:
-    its vision tower's), or a timm checkpoint's config. ``image_size`` is accepted for the callers' symmetry."""
+    its vision tower's, when ``image_size`` is given, as its text tower has a table too), or a timm checkpoint's
+    config."""
     if is_timm_config(config):
         return True
     mt = config.get("model_type")
-    rec = _record(mt) if isinstance(mt, str) else None
+    if not isinstance(mt, str):
+        return False
+    rec = _record(mt)
     if rec is not None and rec.tower is not None and image_size is None:
         # a wrapper (CLIP, SigLIP) whose text tower has a table too: the vision grid when an image size is asked
         return _text_table(mt) is None
