@@ -42,14 +42,25 @@ def _sub(config: Mapping[str, Any], path: list[str]) -> dict[str, Any]:
     return dict(node)
 
 
+def _has_grid_table(model_type: Any) -> bool:
+    """The model type's record also has a learned grid table (:mod:`.vision` reads it from the weights)."""
+    from .records import RECORDS
+
+    rec = RECORDS.get(model_type) if isinstance(model_type, str) else None
+    return rec is not None and rec.vision is not None
+
+
 def tower_of(config: Mapping[str, Any], tower: str | None) -> tuple[VisionRotary, dict[str, Any], dict, str] | None:
     """``(record, tower config, observation, where)`` of the vision tower ``tower`` names (None: the config
-    itself when it is a tower, else None: the language model is read)."""
+    itself when it is a tower, unless it also adds a learned grid table, which is then read; else None: the
+    language model is read)."""
     if tower is not None and tower not in TOWERS:
         raise ParameterError(f"{param('tower')} {tower!r} is not a tower; choose from: {', '.join(TOWERS)}")
     mt = model_type_of(config, strict=False)[0]
     seen = _observed(mt)
     itself = [e for e in seen if e.get("sub_config") == []]
+    if itself and tower is None and _has_grid_table(mt):
+        return None  # a tower that also adds a learned grid table (Llama 4's): that table, --tower vision its rotary
     if itself:  # the config is a vision tower
         if tower == "language":
             raise ParameterError(f"{mt} is a vision tower's config: it has no language model; drop {param('tower')}")
