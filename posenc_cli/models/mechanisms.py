@@ -84,7 +84,7 @@ def describe(model_type: str, entry: dict[str, Any], version: str) -> str | None
         return None
     if not has_positions(entry):
         return (
-            f"{model_type} applies no positional encoding in any component (transformers {version}'s own code, "
+            f"{model_type} applies no positional encoding in any layer of any component (transformers {version}'s own code, "
             "as the inventory observed it): there is no table to build"
         )
     said = "; ".join(f"{name}: {', '.join(texts)}" for name, texts in parts)

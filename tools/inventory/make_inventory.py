@@ -692,6 +692,8 @@ def place_mechanisms(rec: dict, mcls: type, cfg: Any, built: bool) -> None:
         return
     if (before == "rope" and built and rec.get("rotary_path")) or main is None:
         return
+    if main == "rope" and not rec.get("rotary_class"):
+        main = "rotary"  # rotates (the trace saw it) without a rotary class this tool ran: no rope fields
     rec["scheme"] = main
 
 

@@ -74,7 +74,7 @@ _SHAPE = {
     "repeat_interleave", "tile", "flip", "roll", "select", "index_select", "embedding", "gather", "take",
     "cat", "stack", "concat", "concatenate", "broadcast_to", "unbind", "meshgrid", "requires_grad_", "mul",
     "__mul__", "__rmul__", "div", "__truediv__", "add", "__add__", "__radd__", "sub", "__sub__", "__rsub__",
-    "neg", "__neg__", "squeeze_", "unsqueeze_", "copy_", "fill_", "zero_", "pad", "__setitem__",
+    "neg", "__neg__", "copy", "fill", "zero", "pad", "__setitem__",
 }  # fmt: skip
 _LOOKUP = {"embedding", "__getitem__", "index_select", "gather", "take"}
 _TRIG = {"sin", "cos", "polar", "sin_", "cos_"}
@@ -83,6 +83,8 @@ _COMPARE = {
     "logical_and", "logical_or", "logical_not", "__and__", "__or__", "__invert__", "isin", "tril", "triu",
     "masked_fill", "masked_fill_", "where", "bool",
 }  # fmt: skip
+#: ops whose second tensor gives only a shape, dtype or device
+_LIKE = {"expand_as", "type_as", "view_as", "reshape_as", "to", "broadcast_to"}
 #: ops whose output holds none of their input's values
 _FRESH = {"ones_like", "zeros_like", "full_like", "empty_like", "new_ones", "new_zeros", "new_full", "new_empty",
           "size", "dim", "numel", "shape"}  # fmt: skip
@@ -106,7 +108,7 @@ class Tag:
     the convolution it came from), ``base`` (id of the token-state tensor it is a reshape of), ``lookup_nonpos``
     (looked up by indices that are not positions: token types)."""
 
-    __slots__ = ("base", "conv", "nonpos", "pos", "scores", "tables", "tok", "where")
+    __slots__ = ("base", "conv", "nonpos", "pos", "proj", "scores", "tables", "tok", "where")
 
     def __init__(self) -> None:
         self.pos: frozenset[str] = frozenset()
@@ -117,6 +119,7 @@ class Tag:
         self.base: int | None = None
         self.nonpos = False
         self.where: str | None = None
+        self.proj = False  # weights (a parameter in linear/matmul) were applied to the positions
 
 
 class Trace(TorchFunctionMode):
@@ -176,6 +179,8 @@ class Trace(TorchFunctionMode):
         return out
 
     def observe(self, op: str, func: Any, args: Any, kwargs: Any, out: Any) -> None:
+        if op.endswith("_") and not op.endswith("__") and op not in ("masked_fill_", "index_put_", "masked_scatter_"):
+            op = op[:-1]  # in place: the same op (add_ is add)
         flat: list[Any] = []
         for a in list(args) + list(kwargs.values()):
             if isinstance(a, (list, tuple)):
@@ -183,6 +188,9 @@ class Trace(TorchFunctionMode):
             else:
                 flat.append(a)
         tensors = [a for a in flat if torch.is_tensor(a)]
+        if op in _LIKE and args and torch.is_tensor(args[0]):
+            tensors = [args[0]]  # the other tensor gives only a shape, dtype or device (XLM's expand_as)
+            args, kwargs = (args[0],), {}
         outs = [o for o in (out if isinstance(out, (list, tuple)) else [out]) if torch.is_tensor(o)]
         if op in ("__setitem__", "index_put_", "masked_scatter_") and args and torch.is_tensor(args[0]):
             outs = [args[0]]  # written in place: the target now holds what was written (its old tag kept too)
@@ -265,6 +273,9 @@ class Trace(TorchFunctionMode):
                         pass
                 wh = [t.where for t in present if t.where]
                 new.where = wh[0] if wh else (self.stack[-1] if self.stack else "")
+                new.proj = any(t.proj for t in present) or (
+                    op in _PRODUCT | {"conv1d", "conv2d"} and any(t.tables and not t.pos for t in present)
+                )
                 if op in _TRIG and new.pos:
                     new.where = self.stack[-1] if self.stack else ""
         if new.tok or new.pos or new.tables or new.nonpos:
@@ -324,7 +335,7 @@ class Trace(TorchFunctionMode):
             groups = args[6] if len(args) > 6 else kwargs.get("groups", 1)
             if tt[0].conv is not None:  # a stack of convolutions (data2vec-audio's): the first one's input
                 new.conv = tt[0].conv
-            elif any(int(k) > 1 for k in w.shape[2:]):
+            elif any(int(k) > 1 for k in w.shape[2:]) and isinstance(groups, int) and groups > 1:
                 base = tt[0].base if tt[0].base is not None else id(toks[0][0])
                 new.conv = (f"{where} groups={groups} kernel={tuple(int(k) for k in w.shape[2:])}", base)
         pos_others = [(a, t) for a, t in others if t is not None and t.pos]
@@ -352,7 +363,7 @@ class Trace(TorchFunctionMode):
             return
         if op in _MUL or op in ("addcmul",):
             for _, t in pos_others:
-                if "trig" in t.pos:
+                if "trig" in t.pos or t.tables:  # sinusoids, computed or a table of them (RoFormer's)
                     self.event("rotary", where, t)
             return
         if (op in _PRODUCT and op != "linear") or op in ("baddbmm",):
@@ -367,6 +378,7 @@ class Trace(TorchFunctionMode):
     def event(self, kind: str, where: str, t: Tag | None = None, **extra: Any) -> None:
         self.events.append({"kind": kind, "where": where, "pos": sorted(t.pos) if t else [],
                             "tables": sorted(t.tables) if t else [], "made": t.where if t else None,
+                            "proj": bool(t and t.proj),
                             **extra})  # fmt: skip
 
 
@@ -378,7 +390,11 @@ def _along_sequence(a: torch.Tensor, ref: torch.Tensor) -> bool:
         return False
     shape = [1] * (ref.ndim - a.ndim) + [int(s) for s in a.shape]
     full = [int(s) for s in ref.shape]
-    return all(shape[i] == full[i] for i in range(1, ref.ndim) if full[i] > 1) and sum(s > 1 for s in shape) >= 2
+    # (tokens, features) states: every axis but the first (frames folded into the batch: TimeSformer); heads split
+    # off: every axis longer than 1 (the traced batch is 1), so XLNet's (heads, head_dim) content bias beside its
+    # (tokens, batch, heads, head_dim) queries is no table
+    start = 1 if ref.ndim == 3 else 0
+    return all(shape[i] == full[i] for i in range(start, ref.ndim) if full[i] > 1) and sum(s > 1 for s in shape) >= 2
 
 
 # ----- building and running ---------------------------------------------------------------------------------------
@@ -502,6 +518,12 @@ def inputs(comp: dict[str, Any], n: int = 8, dev: str = "meta") -> list[dict[str
         cands.append({"input_features": torch.zeros(1, mel, frames, device=dev), **extra})
         cands.append({"input_features": torch.zeros(1, 100, mel, device=dev), **extra})
         cands.append({"input_features": torch.zeros(1, mel, 100, device=dev), **extra})
+        first = next(
+            (m for m in comp["module"].modules() if isinstance(m, (torch.nn.LayerNorm, torch.nn.Linear))), None
+        )
+        if first is not None:  # features as wide as the first layer that reads them (wav2vec2-bert: 160)
+            width = first.in_features if isinstance(first, torch.nn.Linear) else int(first.normalized_shape[-1])
+            cands.append({"input_features": torch.zeros(1, 100, width, device=dev), **extra})
     if "pixel_values" in params:
         cands.append({"pixel_values": torch.zeros(1, 2, ch, *hw, device=dev), **extra})  # image pairs
     if not cands and "hidden_states" in params:
@@ -591,9 +613,12 @@ def mechanisms_of(events: list[dict[str, Any]], trace: Trace, comp: dict[str, An
         elif kind == "rotary":
             mech = "rotary"
         elif kind == "score_bias":
-            mech = "relative_bias" if tables else "alibi"
-            if tables:
-                entry["tensor"] = ", ".join(tables)
+            # gathered from a table, indexed by a table of relative positions (Swin-v2's log-spaced coordinates
+            # through an MLP), or weights applied to bucketed distances (LayoutLMv3): a relative bias; a bias of
+            # positions and constants only: ALiBi
+            mech = "relative_bias" if e["tables"] or e.get("proj") else "alibi"
+            if tables or e["tables"]:
+                entry["tensor"] = ", ".join(tables or e["tables"])
         else:  # relative, relative_gather
             mech = "relative"
             if tables:
