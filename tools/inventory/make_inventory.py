@@ -679,7 +679,11 @@ def place_mechanisms(rec: dict, mcls: type, cfg: Any, built: bool) -> None:
         rec["mechanisms_status"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
         return
     main = mechanisms.main_mechanism(rec)
-    if before == "alibi":
+    try:
+        src = inspect.getsource(sys.modules[mcls.__module__])
+    except (OSError, TypeError, KeyError):
+        src = ""
+    if re.search(r"def \w*alibi\w*\(|build_\w*alibi", src):  # the modeling module builds ALiBi biases
         rec.setdefault("mechanisms", []).append(
             {
                 "component": "model",
