@@ -782,7 +782,12 @@ def observe(rec: dict[str, Any], mcls: type, cfg: Any, fallback: Any) -> None:
             nested = [
                 c for c in comps if c is not comp and (not comp["path"] or c["path"].startswith(comp["path"] + "."))
             ]
-            if not nested:
+            named = [g for g in fallback(model, trace, comp, comps) if g["mechanism"] != "none"]
+            if named:  # the trace saw none where modules are named for positions: said, by name (RoFormer)
+                for g in named:
+                    g["trace"] = "saw no positions meet the token states"
+                found += named
+            elif not nested:
                 found.append(
                     {
                         "component": name,
