@@ -21,7 +21,8 @@ from posenc_cli.models.data import inventory, model_type_record
 from .conftest import ROOT
 
 ARRAYS = ROOT / "tests" / "data" / "inventory"
-SCHEMES = {"rope", "alibi", "relative", "sinusoidal", "learned", "none", "unobserved"}
+SCHEMES = {"rope", "rotary", "alibi", "relative", "convolutional", "sinusoidal", "fixed", "learned", "other", "none",
+           "unobserved"}  # fmt: skip
 PAIRINGS = {"half", "interleaved", "deinterleave", "other", "identity", "unobserved"}
 
 

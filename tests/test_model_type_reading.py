@@ -98,14 +98,19 @@ def test_a_config_without_a_readable_model_type_is_refused_in_one_line(tmp_path,
 @pytest.mark.parametrize(
     ("model_type", "said"),
     [
-        ("vivit", "vivit keeps learned positions in its weights, which posenc does not read yet"),
-        (
-            "dpt",
-            "dpt keeps learned positions in its weights, which posenc does not read yet (the inventory saw no "
-            "table gathered by token position)",
-        ),
+        ("vivit", "vision: a learned table (embeddings.position_embeddings) added to the token states"),
+        ("esm", "text: a learned table (embeddings.position_embeddings.weight) added to the token states"),
         ("kimi_linear", "kimi_linear applies no positional encoding in any layer"),
-        ("fsmt", "fsmt adds sinusoidal positions of its own code, which posenc does not read yet"),
+        (
+            "wav2vec2",
+            "positions come from a convolution over the sequence (encoder.pos_conv_embed.conv): there is no "
+            "table to write",
+        ),
+        (
+            "swin",
+            "a relative bias table (encoder.layers.*.blocks.*.attention.relative_position_bias."
+            "relative_position_bias_table) gathered by distance into the attention scores",
+        ),
     ],
 )
 def test_models_without_a_table_are_refused_in_their_own_terms(tmp_path, model_type, said):

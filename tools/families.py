@@ -90,6 +90,50 @@ def rows() -> list[tuple[str, str, str, str, str, str]]:
     return out
 
 
+#: the order mechanisms are listed in (tools/inventory/mechanisms.py names them)
+MECHANISMS = ("rotary", "learned", "fixed", "sinusoidal", "convolutional", "relative_bias", "relative", "alibi",
+              "other", "none")  # fmt: skip
+
+
+def mechanism_counts() -> tuple[list[str], dict[str, dict[str, int]], dict[str, int]]:
+    """(inputs, {mechanism: {input: model types}}, {mechanism: model types}) from the inventory's
+    ``mechanisms``: a type counts once per mechanism and component input (text, vision, audio, ...)."""
+    from posenc_cli.models import records
+
+    inv = records.inventory().get("model_types", {})
+    seen: dict[str, dict[str, set[str]]] = {}
+    total: dict[str, set[str]] = {}
+    for mt, entry in inv.items():
+        for m in entry.get("mechanisms") or []:
+            mech, what = str(m["mechanism"]), str(m.get("input") or "other")
+            seen.setdefault(mech, {}).setdefault(what, set()).add(mt)
+            total.setdefault(mech, set()).add(mt)
+    inputs = sorted({w for per in seen.values() for w in per}, key=lambda w: (w != "text", w))
+    counts = {m: {w: len(seen.get(m, {}).get(w, ())) for w in inputs} for m in MECHANISMS if m in seen}
+    counts.update({m: {w: len(v.get(w, ())) for w in inputs} for m, v in seen.items() if m not in counts})
+    return inputs, counts, {m: len(v) for m, v in total.items()}
+
+
+def mechanism_lines() -> list[str]:
+    inputs, counts, total = mechanism_counts()
+    if not counts:
+        return []
+    lines = [
+        "## Mechanisms by component",
+        "",
+        "Every mechanism that places positions, per component input, as `tools/inventory/mechanisms.py` observed "
+        "it by running each type's own code (a type counts once per mechanism and input; a type with several "
+        "components or mechanisms counts in several cells; `none`: a component whose forward ran and placed no "
+        "positions).",
+        "",
+        "| mechanism | " + " | ".join(inputs) + " | model types |",
+        "| --- | " + " | ".join("---:" for _ in inputs) + " | ---: |",
+    ]
+    for mech, per in counts.items():
+        lines.append(f"| {mech} | " + " | ".join(str(per[w]) for w in inputs) + f" | {total[mech]} |")
+    return lines + [""]
+
+
 def build() -> str:
     from posenc_cli.models import records
 
@@ -121,6 +165,7 @@ def build() -> str:
         'own forward added). "refused": '
         "`posenc` answers in one line, exit 2, and writes nothing.",
         "",
+        *mechanism_lines(),
         "| model type | scheme | pairing | layer types | reference | status |",
         "| --- | --- | --- | --- | --- | --- |",
     ]

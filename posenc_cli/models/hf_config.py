@@ -1198,6 +1198,12 @@ def _refusal(model_type: str, why: str | None) -> str:
     if why is not None and why.endswith("not rotary"):  # a record of posenc reads them (T5, Bloom, Marian, ...)
         return f"model_type {model_type!r} has no rotary table: {why}; posenc reads them without a rotary reading"
     entry = inventory_entry(model_type) or {}
+    if entry.get("scheme") not in ROTARY:
+        from .mechanisms import describe  # every component's mechanism, in the model's terms (issue 36)
+
+        told = describe(model_type, entry, TRANSFORMERS_VERSION)
+        if told is not None:
+            return told
     said = _NOT_READ.get(str(entry.get("scheme")))
     if said is not None:
         seen = entry.get("learned_table") or {}

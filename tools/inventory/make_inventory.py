@@ -609,10 +609,12 @@ def visit(mt: str, store: Store) -> tuple[dict[str, Any], dict[str, Any]]:
         elif not rotary_alone(rec, refs, module, cfg_eager, store, why, mcls):
             rec.update(scheme="unobserved", status=why)
             rec.setdefault("status", why)
+            place_mechanisms(rec, mcls, cfg_eager, built=False)
             return rec, refs
         else:
             finish(rec, saved, saved_flat)
             rec.setdefault("status", why)
+            place_mechanisms(rec, mcls, cfg_eager, built=False)
             return rec, refs
     found = scan_modules(model)
     src = inspect.getsource(module) if module is not None else ""
@@ -672,6 +674,7 @@ def visit(mt: str, store: Store) -> tuple[dict[str, Any], dict[str, Any]]:
         learned_rows.add(rec, model, mcls, cfg)  # which table rows the forward adds (learned_rows.py)
     finish(rec, saved, saved_flat)
     rec.setdefault("status", "ok")
+    place_mechanisms(rec, mcls, cfg_eager, built=True)
     return rec, refs
 
 
@@ -700,6 +703,42 @@ def parent_built(mt: str, mcls: type, cfg: Any) -> tuple[str, Any, torch.nn.Modu
                 continue
             return f"{pmt}:{'.'.join(path)}", sub, model
     return None
+
+
+def place_mechanisms(rec: dict, mcls: type, cfg: Any, built: bool) -> None:
+    """``mechanisms`` and ``components`` (tools/inventory/mechanisms.py: every mechanism of every component,
+    from a traced build and forward), and ``scheme`` from them: the text component's main mechanism. A rotary
+    class this tool found and ran in the built model keeps ``rope``; ALiBi found by its builder keeps
+    ``alibi`` (also recorded as a mechanism, ``evidence: name``)."""
+    import mechanisms
+
+    before = rec.get("scheme")
+    try:
+        mechanisms.observe(rec, mcls, cfg, mechanisms.fallback)
+    except Exception as exc:
+        rec["mechanisms_status"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        return
+    main = mechanisms.main_mechanism(rec)
+    try:
+        src = inspect.getsource(sys.modules[mcls.__module__])
+    except (OSError, TypeError, KeyError):
+        src = ""
+    if re.search(r"def \w*alibi\w*\(|build_\w*alibi", src):  # the modeling module builds ALiBi biases
+        rec.setdefault("mechanisms", []).append(
+            {
+                "component": "model",
+                "input": "text",
+                "mechanism": "alibi",
+                "module": rec.get("model_class") or "",
+                "evidence": "name",
+            }
+        )
+        return
+    if (before == "rope" and built and rec.get("rotary_path")) or main is None:
+        return
+    if main == "rope" and not rec.get("rotary_class"):
+        main = "rotary"  # rotates (the trace saw it) without a rotary class this tool ran: no rope fields
+    rec["scheme"] = main
 
 
 def owner_reads(rec: dict, model: torch.nn.Module, found: dict, cfg: Any) -> None:
@@ -1352,6 +1391,9 @@ def main(argv: list[str]) -> int:
     if argv == ["--architectures"]:
         write_architectures()
         return 0
+    if argv[:1] == ["--mechanisms"]:
+        mechanisms_pass(argv[1:])
+        return 0
     types = argv or sorted(CONFIG_MAPPING.keys())
     old = json.loads(DATA.read_text()) if DATA.exists() and argv else {"model_types": {}}
     index = json.loads((ARRAYS / "index.json").read_text()) if (ARRAYS / "index.json").exists() and argv else {}
@@ -1391,6 +1433,50 @@ def main(argv: list[str]) -> int:
     if not argv:
         non_rope_tables()
     return 0
+
+
+def mechanisms_pass(types: list[str]) -> None:
+    """``--mechanisms [TYPE ...]``: only ``mechanisms``, ``components`` and the ``scheme`` they give, observed
+    again for the types (all by default) and merged into the data under a lock (several passes may run at
+    once, each on its own types); the other fields are kept as the last full run wrote them."""
+    import fcntl
+
+    records = json.loads(DATA.read_text())["model_types"]
+    types = types or sorted(records)
+    done: dict[str, dict] = {}
+    signal.signal(signal.SIGALRM, _alarm)
+    for i, mt in enumerate(types):
+        rec = {k: v for k, v in records[mt].items()
+               if k not in ("mechanisms", "components", "mechanisms_status", "mechanisms_config")}  # fmt: skip
+        signal.alarm(TIMEOUT)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                cfg = AutoConfig.for_model(mt)
+                with contextlib.suppress(Exception):
+                    cfg._attn_implementation = "eager"
+                pkg = CONFIG_MAPPING[mt].__module__.rsplit(".", 1)[0]
+                try:
+                    module = importlib.import_module(pkg + ".modeling_" + pkg.rsplit(".", 1)[1])
+                except ImportError:
+                    module = None
+                mcls = model_class(cfg, module)
+                if mcls is not None:
+                    place_mechanisms(rec, mcls, cfg, built="not built" not in str(rec.get("status")))
+        except Timeout:
+            rec["mechanisms_status"] = f"timed out after {TIMEOUT} s"
+        except Exception as exc:
+            rec["mechanisms_status"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        finally:
+            signal.alarm(0)
+        done[mt] = jsonable(rec)
+        print(f"{i + 1}/{len(types)} {mt}: {rec.get('scheme')} {rec.get('mechanisms_status', '')}", file=sys.stderr,
+              flush=True)  # fmt: skip
+    with open(DATA.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(DATA.read_text())
+        data["model_types"].update(done)
+        dump(data)
+    DATA.with_suffix(".lock").unlink(missing_ok=True)
 
 
 def dump(data: dict[str, Any]) -> None:

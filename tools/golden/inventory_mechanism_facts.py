@@ -1,0 +1,320 @@
+"""Facts about where sampled model types place positions, made by the types' own code (issue 36.1's tests).
+
+Run once in the side venv (transformers 5.24.0, torch 2.13.0 CPU)::
+
+    /work/side/venv/bin/python tools/golden/inventory_mechanism_facts.py
+
+Independently of tools/inventory/mechanisms.py (no trace, no taint): for each sampled type, a tiny CPU instance
+(its default config with the layer counts below set to 1 and a small vocabulary) is built and run, and for the
+tensor or module that the modeling file's forward uses for positions (named below, with the line that uses it,
+read from transformers' source) the script records what the running code says:
+
+* ``exists``: the path resolves in the instance; ``holder``: ``parameter`` (trainable), ``frozen parameter``
+  (``requires_grad`` False) or ``buffer`` for a tensor, the class name for a module;
+* ``used``: the output changes when that tensor is perturbed (a tensor), or when the module's output is
+  perturbed through a forward hook (a module): the forward really reads it;
+* ``conv``: for a convolution, its kernel and groups;
+* ``calls``: for rotary types, how many times the modeling module's own ``apply_rotary*``/``rotate*``
+  functions were called during the forward (wrapped by name in the module);
+* ``permutes``: for types without positions (``NONE``), whether the output for permuted ids is the permuted output.
+
+Writes tests/data/inventory/mechanism_facts.json.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+import transformers
+from transformers import AutoConfig, AutoModel
+
+warnings.filterwarnings("ignore")
+transformers.logging.set_verbosity_error()
+torch.set_num_threads(1)
+OUT = Path(__file__).resolve().parents[2] / "tests" / "data" / "inventory" / "mechanism_facts.json"
+
+#: model type -> (mechanism, component, path in the base model, what the modeling file does with it, overrides)
+SAMPLE: dict[str, tuple[str, str, str, str, dict[str, Any]]] = {
+    # learned tables
+    "vit": ("learned", "model", "embeddings.position_embeddings",
+            "modeling_vit.py ViTEmbeddings.forward: embeddings = embeddings + self.position_embeddings", {}),
+    "deit": ("learned", "model", "embeddings.position_embeddings",
+             "modeling_deit.py DeiTEmbeddings.forward: embeddings = embeddings + position_embedding", {}),
+    "dinov2": ("learned", "model", "embeddings.position_embeddings",
+               "modeling_dinov2.py Dinov2Embeddings.forward: embeddings + self.interpolate_pos_encoding(...)", {}),
+    "esm": ("learned", "model", "embeddings.position_embeddings.weight",
+            "modeling_esm.py EsmEmbeddings.forward: position_embedding_type 'absolute' (the config default): "
+            "embeddings + self.position_embeddings(position_ids)", {"vocab_size": 33, "pad_token_id": 1}),
+    "gpt2": ("learned", "model", "wpe.weight", "modeling_gpt2.py GPT2Model.forward: inputs_embeds + self.wpe(...)",
+             {}),
+    # fixed tables (buffers, frozen parameters)
+    "vit_mae": ("fixed", "model", "embeddings.position_embeddings",
+                "modeling_vit_mae.py ViTMAEEmbeddings: nn.Parameter(..., requires_grad=False) (fixed sin-cos), "
+                "added in forward", {"mask_ratio": 0.0}),
+    "ctrl": ("fixed", "model", "pos_encoding",
+             "modeling_ctrl.py CTRLModel: register_buffer('pos_encoding', positional_encoding(...)); "
+             "pos_embeds = self.pos_encoding[position_ids, :]", {}),
+    "qwen2_audio": ("fixed", "audio_config", "audio_tower.embed_positions.weight",
+                    "modeling_qwen2_audio.py Qwen2AudioEncoder: embed_positions.requires_grad_(False) "
+                    "(Whisper-style sinusoids); inputs_embeds + embed_pos", {}),
+    "whisper": ("fixed", "model", "encoder.embed_positions.weight",
+                "modeling_whisper.py WhisperEncoder: embed_positions.requires_grad_(False); "
+                "inputs_embeds + self.embed_positions.weight", {}),
+    # convolutions over the sequence
+    "wav2vec2": ("convolutional", "model", "encoder.pos_conv_embed.conv",
+                 "modeling_wav2vec2.py Wav2Vec2Encoder.forward: hidden_states + self.pos_conv_embed(hidden_states)",
+                 {}),
+    "hubert": ("convolutional", "model", "encoder.pos_conv_embed.conv",
+               "modeling_hubert.py HubertEncoder.forward: hidden_states + self.pos_conv_embed(hidden_states)", {}),
+    "sew": ("convolutional", "model", "encoder.pos_conv_embed.conv",
+            "modeling_sew.py SEWEncoder.forward: pooled_hidden_states + position_embeddings", {}),
+    # relative bias tables
+    "swin": ("relative_bias", "model",
+             "encoder.layers.0.blocks.0.attention.relative_position_bias.relative_position_bias_table",
+             "modeling_swin.py SwinRelativePositionBias.forward: relative_position_bias_table[relative_position_index], "
+             "added to attention_scores (SwinAttention.relative_position_bias, line 416)",
+             {}),
+    "t5": ("relative_bias", "model", "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+           "modeling_t5.py T5Attention.compute_bias: relative_attention_bias(bucket) added to scores", {}),
+    "cpmant": ("relative_bias", "model", "position_bias.relative_attention_bias",
+               "modeling_cpmant.py CpmAntSegmentPositionEmbedding: F.embedding(bucket, relative_attention_bias); "
+               "CpmAntAttention: score = score + position_bias", {}),
+    # relative schemes
+    "xlnet": ("relative", "model", "layer.0.rel_attn.r",
+              "modeling_xlnet.py XLNetRelativeAttention.rel_attn_core: bd = einsum(q_head + r_r_bias, k_head_r) "
+              "with k_head_r = einsum(pos_emb, self.r): sinusoids of relative distances", {}),
+    "funnel": ("relative", "model", "encoder.blocks.0.0.attention.r_kernel",
+               "modeling_funnel.py FunnelRelMultiheadAttention.relative_positional_attention: einsum with "
+               "position_embeds (sinusoids of relative distances) and r_kernel", {}),
+    "wav2vec2-bert": ("relative", "model", "encoder.layers.0.self_attn.distance_embedding.weight",
+                      "modeling_wav2vec2_bert.py Wav2Vec2BertSelfAttention: distance_embedding(distance) "
+                      "einsum'd with the query ('relative_key')", {}),
+    "granite_speech": ("relative", "encoder_config", "encoder.layers.0.attn.rel_pos_emb.weight",
+                       "modeling_granite_speech.py GraniteSpeechConformerAttention: rel_pos_emb(attention_dists) "
+                       "einsum'd with the query (Shaw)", {}),
+    # rotary
+    "vjepa2": ("rotary", "model", "encoder.layer.0.attention",
+               "modeling_vjepa2.py VJEPA2RopeAttention: rotate_queries_or_keys on q and k",
+               {"frames_per_clip": 4, "crop_size": 64}),
+    "llama": ("rotary", "model", "rotary_emb", "modeling_llama.py apply_rotary_pos_emb", {}),
+    # sinusoids computed in forward
+    "rt_detr": ("sinusoidal", "model", "encoder.aifi.0.position_embedding",
+                "modeling_rt_detr.py RTDetrSinePositionEmbedding: 2-D sin/cos of the grid, added to q/k", {}),
+    "d_fine": ("sinusoidal", "model", "encoder.aifi.0.position_embedding",
+               "modeling_d_fine.py DFineSinePositionEmbedding: 2-D sin/cos of the grid, added to q/k", {}),
+}  # fmt: skip
+
+#: types whose text model places no positions (read in their modeling files): whether their outputs permute with
+#: their inputs (a recurrence or a causal mask orders tokens without a positional encoding)
+NONE = {
+    "mamba": "modeling_mamba.py MambaModel: embeddings -> MambaBlocks (a causal conv1d and a selective scan); "
+    "no position ids, no table",
+    "falcon_mamba": "modeling_falcon_mamba.py FalconMambaModel: embeddings -> FalconMambaBlocks (a causal conv1d "
+    "and a selective scan); no position ids, no table",
+}
+
+LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "encoder_layers", "decoder_layers", "depth",
+              "pred_num_hidden_layers", "num_pooler_layers")  # fmt: skip
+
+
+def tiny_config(mt: str, overrides: dict[str, Any]) -> Any:
+    cfg = AutoConfig.for_model(mt)
+    subs = [cfg] + [v for v in vars(cfg).values() if isinstance(v, transformers.PretrainedConfig)]
+    for sub in subs:
+        for k in LAYER_KEYS:
+            if isinstance(getattr(sub, k, None), int) and getattr(sub, k) > 1 and k in vars(sub):
+                setattr(sub, k, 1)
+        if "layer_types" in vars(sub) and isinstance(sub.layer_types, list):
+            sub.layer_types = sub.layer_types[:1]
+        if isinstance(getattr(sub, "vocab_size", None), int) and sub.vocab_size > 1024 and all(
+            not isinstance(v, int) or v < 1024 for k, v in vars(sub).items() if k.endswith(("_id", "_index"))
+        ):
+            sub.vocab_size = 1024
+    for k, v in overrides.items():
+        setattr(cfg, k, v)
+    cfg._attn_implementation = "eager"
+    return cfg
+
+
+def build(mt: str, overrides: dict[str, Any]) -> torch.nn.Module:
+    cfg = tiny_config(mt, overrides)
+    torch.manual_seed(0)
+    try:
+        model = AutoModel.from_config(cfg)
+    except (ValueError, KeyError, TypeError):
+        mod = importlib.import_module(type(cfg).__module__.replace("configuration_", "modeling_"))
+        cls = next(c for c in vars(mod).values() if isinstance(c, type) and issubclass(c, torch.nn.Module)
+                   and getattr(c, "config_class", None) is type(cfg) and c.__name__.endswith("Model")
+                   and "PreTrained" not in c.__name__)  # fmt: skip
+        model = cls(cfg)
+    return model.eval()
+
+
+def inputs(model: torch.nn.Module) -> dict[str, Any]:
+    cfg = model.config
+    params = inspect.signature(model.forward).parameters
+    g = torch.Generator().manual_seed(1)
+    if "input_ids" in params and "input_features" not in params and "pixel_values" not in params:
+        kw = {"input_ids": torch.arange(3, 11)[None]}
+        if "decoder_input_ids" in params:
+            kw["decoder_input_ids"] = torch.arange(3, 9)[None]
+        return kw
+    if "input_values" in params:
+        return {"input_values": torch.randn(1, 16000, generator=g)}
+    if "input_features" in params and type(model).__name__.startswith("Wav2Vec2Bert"):
+        width = cfg.feature_projection_input_dim  # modeling_wav2vec2_bert.py: LayerNorm(feature_projection_input_dim)
+        return {"input_features": torch.randn(1, 50, width, generator=g)}  # (batch, frames, features)
+    if "input_features" in params:
+        sub = getattr(cfg, "audio_config", None) or getattr(cfg, "encoder_config", None) or cfg
+        mel = getattr(sub, "num_mel_bins", None) or getattr(sub, "input_dim", None) or 80
+        frames = 2 * getattr(sub, "max_source_positions", 50)
+        kw = {"input_features": torch.randn(1, mel, frames, generator=g)}
+        if "decoder_input_ids" in params:
+            kw["decoder_input_ids"] = torch.arange(3, 9)[None]
+        return kw
+    if "pixel_values_videos" in params:
+        c = cfg.in_chans if hasattr(cfg, "in_chans") else 3
+        return {"pixel_values_videos": torch.randn(1, cfg.frames_per_clip, c, cfg.crop_size, cfg.crop_size,
+                                                    generator=g)}  # fmt: skip
+    if "pixel_values" in params:
+        size = getattr(cfg, "image_size", 224)
+        size = size if isinstance(size, int) else 224
+        return {"pixel_values": torch.randn(1, getattr(cfg, "num_channels", 3), size, size, generator=g)}
+    if "hidden_states" in params:  # an encoder fed features (Granite Speech's CTC encoder: input_dim wide)
+        lin = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
+        return {"hidden_states": torch.randn(1, 12, lin.in_features, generator=g)}
+    raise RuntimeError(f"no input for {type(model).__name__}")
+
+
+def first_tensor(out: Any) -> torch.Tensor:
+    if torch.is_tensor(out):
+        return out
+    if isinstance(out, dict) or hasattr(out, "values"):
+        return first_tensor(next(v for v in out.values() if v is not None and not isinstance(v, (int, bool))))
+    return first_tensor(next(v for v in out if v is not None))
+
+
+def component_root(model: torch.nn.Module, component: str) -> torch.nn.Module:
+    if component == "model":
+        return model
+    sub = getattr(model.config, component)
+    return next(m for m in model.modules() if getattr(m, "config", None) is sub)
+
+
+def fact(mt: str) -> dict[str, Any]:
+    mech, component, path, code, overrides = SAMPLE[mt]
+    model = build(mt, overrides)
+    root = component_root(model, component)
+    prefix = next(n for n, m in model.named_modules() if m is root)
+    kw = inputs(root) if root is not model else inputs(model)
+    rec: dict[str, Any] = {"mechanism": mech, "component": component, "path": path, "code": code,
+                           "model_class": type(model).__name__}  # fmt: skip
+    full = f"{prefix}.{path}" if prefix and not path.startswith(prefix + ".") else path
+    rec["path_in_model"] = full
+    params = dict(model.named_parameters())
+    buffers = dict(model.named_buffers())
+    modules = dict(model.named_modules())
+    fns = {}
+    mod = sys.modules[type(root).__module__]
+    for n, f in vars(mod).items():
+        if inspect.isfunction(f) and ("rotary" in n or "rotate" in n) and f.__module__ == mod.__name__:
+            fns[n] = f
+    calls = {n: 0 for n in fns}
+
+    def wrap(n: str, f: Any) -> Any:
+        def inner(*a: Any, **k: Any) -> Any:
+            calls[n] += 1
+            return f(*a, **k)
+
+        return inner
+
+    for n, f in fns.items():
+        setattr(mod, n, wrap(n, f))
+    try:
+        with torch.no_grad():
+            base = first_tensor(root(**kw)).clone()
+    finally:
+        for n, f in fns.items():
+            setattr(mod, n, f)
+    if any(calls.values()):
+        rec["calls"] = {n: c for n, c in calls.items() if c}
+    rec["exists"] = full in params or full in buffers or full in modules
+    if full in params:
+        t = params[full]
+        rec["holder"] = "parameter" if t.requires_grad else "frozen parameter"
+    elif full in buffers:
+        t = buffers[full]
+        rec["holder"] = "buffer"
+    elif full in modules:
+        t = None
+        m = modules[full]
+        rec["holder"] = type(m).__name__
+        if isinstance(m, torch.nn.Conv1d):
+            rec["conv"] = {"kernel": list(m.kernel_size), "groups": m.groups}
+    else:
+        return rec
+    with torch.no_grad():
+        if t is not None:
+            keep = t.detach().clone()
+            t.add_(torch.randn(t.shape, generator=torch.Generator().manual_seed(2)).to(t.dtype) + 1.0)
+            try:
+                after = first_tensor(root(**kw))
+            finally:
+                t.copy_(keep)
+        else:
+
+            def bump(m: Any, a: Any, o: Any) -> Any:
+                if torch.is_tensor(o):
+                    return o + 1.0
+                if isinstance(o, tuple) and o and torch.is_tensor(o[0]):
+                    return (o[0] + 1.0, *o[1:])
+                return o
+
+            h = modules[full].register_forward_hook(bump)
+            try:
+                after = first_tensor(root(**kw))
+            finally:
+                h.remove()
+    rec["used"] = bool(after.shape != base.shape or not torch.allclose(after, base, atol=1e-6))
+    return rec
+
+
+def none_fact(mt: str) -> dict[str, Any]:
+    model = build(mt, {})
+    ids = torch.arange(3, 11)[None]
+    perm = torch.tensor([3, 0, 6, 1, 7, 2, 5, 4])
+    with torch.no_grad():
+        a = first_tensor(model(input_ids=ids)).float()
+        b = first_tensor(model(input_ids=ids[:, perm])).float()
+    return {"mechanism": "none", "component": "model", "code": NONE[mt], "model_class": type(model).__name__,
+            "permutes": bool(torch.allclose(a[:, perm], b, rtol=1e-4, atol=1e-5))}  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
+    types = argv or [*SAMPLE, *NONE]
+    old = json.loads(OUT.read_text()) if OUT.exists() and argv else {}
+    facts = {k: v for k, v in old.get("facts", {}).items() if k in SAMPLE or k in NONE}
+    for mt in types:
+        try:
+            facts[mt] = none_fact(mt) if mt in NONE else fact(mt)
+        except Exception as exc:
+            facts[mt] = {"mechanism": SAMPLE[mt][0] if mt in SAMPLE else "none",
+                         "error": f"{type(exc).__name__}: {exc}"[:200]}  # fmt: skip
+
+        print(mt, facts[mt], file=sys.stderr, flush=True)
+    OUT.write_text(json.dumps({
+        "transformers_version": transformers.__version__, "torch_version": torch.__version__.split("+")[0],
+        "generator": "tools/golden/inventory_mechanism_facts.py", "facts": facts}, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
