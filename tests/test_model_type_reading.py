@@ -108,9 +108,9 @@ def test_a_config_without_a_readable_model_type_is_refused_in_one_line(tmp_path,
         ),
         (
             "swin",
-            "a relative bias table (encoder.layers.*.blocks.*.attention.relative_position_bias."
-            "relative_position_bias_table) gathered by distance into the attention scores",
+            "swin's positions are a relative position bias per attention window: posenc export DIR writes the index",
         ),
+        ("pixtral", "pixtral is a vision tower: its positions are a 2-D rotary over the patch grid (kind rope-2d"),
     ],
 )
 def test_models_without_a_table_are_refused_in_their_own_terms(tmp_path, model_type, said):

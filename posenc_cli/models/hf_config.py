@@ -56,6 +56,8 @@ from .records import (
     LEGACY_LAYER_TYPES,
     RECORDS,
     TRANSFORMERS_VERSION,
+    VISION_ROTARY,
+    WINDOW_BIAS,
     Record,
     Refused,
     inventory_entry,
@@ -1197,6 +1199,17 @@ def _refusal(model_type: str, why: str | None) -> str:
     with a reader of its own)."""
     if why is not None and why.endswith("not rotary"):  # a record of posenc reads them (T5, Bloom, Marian, ...)
         return f"model_type {model_type!r} has no rotary table: {why}; posenc reads them without a rotary reading"
+    if model_type in VISION_ROTARY:  # a vision tower: its 2-D rotary over a patch grid (models/vision_rope.py)
+        return (
+            f"{model_type} is a vision tower: its positions are a 2-D rotary over the patch grid (kind rope-2d, "
+            f"preset {VISION_ROTARY[model_type].preset}), built from this config with {ref('grid')} HxW or "
+            f"{ref('image_size')} HxW (posenc generate --hf-config CONFIG --grid HxW)"
+        )
+    if model_type in WINDOW_BIAS:  # a relative bias per attention window (models/vision_bias.py)
+        return (
+            f"{model_type}'s positions are a relative position bias per attention window: posenc export DIR writes "
+            "the index it gathers with, -p table=bias the per-head bias from the weights"
+        )
     entry = inventory_entry(model_type) or {}
     if entry.get("scheme") not in ROTARY:
         from .mechanisms import describe  # every component's mechanism, in the model's terms (issue 36)
