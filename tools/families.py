@@ -46,6 +46,16 @@ def rows() -> list[tuple[str, str, str, str, str, str]]:
             scheme = "learned (image grid)"
             status = "exact (vision record; the model's own arrays in tests/data/vision)"
             ref = ref or rec.reference
+        elif mt in records.VISION_ROTARY:  # a vision tower's own config: its 2-D rotary (models/vision_rope.py)
+            scheme = f"rope-2d ({records.VISION_ROTARY[mt].preset})"
+            status = "exact (vision tower, --grid or --image-size; the tower's own rotations in tests/data/vision)"
+            ref = ref if entry.get("modeling_module") else records.VISION_ROTARY[mt].reference
+        elif mt in records.WINDOW_BIAS:  # a relative bias per attention window (models/vision_bias.py)
+            scheme = "window relative bias"
+            status = (
+                "exact (index from the config, -p table=bias from the weights; the model's own in tests/data/vision)"
+            )
+            ref = ref if entry.get("modeling_module") else records.WINDOW_BIAS[mt].reference
         elif mt in POSITIONS:
             fam = POSITIONS[mt]
             scheme = ", ".join(sorted({layer.kind for layer in fam.layers.values()}))
