@@ -1744,8 +1744,11 @@ def built_source(
     if config:
         src = open_source(text, opts, kind=kind, stdin_config=True)
         if src.encoding is None and "grid" not in src.metadata:  # a learned table: data to export, not to build
+            given = [label for label, _ in opts.layers()]  # the reading options as given (-p table=bias, --len N)
+            given += [f"--layer-type {opts.layer_type}"] if opts.layer_type is not None else []
+            asked = " ".join([text, *given])
             raise ParameterError(
-                f"{text} holds a trained position table in its weights; export it: posenc export {text} -o FILE"
+                f"{text} holds a position table read from its weights; export it: posenc export {asked} -o FILE"
             )
         return src, []
     if not (is_gguf(text) or is_spec(text) or text.lower().endswith(".onnx")):

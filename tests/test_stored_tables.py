@@ -237,3 +237,18 @@ def test_marian_pegasus_copies(tmp_path, model_type):
     else:
         with pytest.raises(ParameterError, match=r"no tensor named \*encoder.embed_positions.weight"):
             pe.stored_tables(none)
+
+
+def test_generate_names_the_export_that_reads_the_table(tmp_path):
+    """``generate`` on a model directory whose table lives in its weights refuses, and the export it suggests
+    carries the reading options given (``-p table=bias``, ``--len``, ``--layer-type``): run as shown, it works."""
+    path = str(ROOT / "tests" / "data" / "models" / "tiny_t5")
+    code, out, err = cli(["generate", path, "-p", "table=bias", "--len", "8", "--layer-type", "encoder"])
+    assert code == 2 and out == b""
+    said = err.strip().splitlines()[-1]
+    shown = said.split("export it: posenc ", 1)[1].removesuffix(" -o FILE").split()
+    code, _, err = cli([*shown, "-o", str(tmp_path / "bias.safetensors")])
+    assert code == 0, err
+    from safetensors.numpy import load_file
+
+    assert load_file(str(tmp_path / "bias.safetensors"))["bias"].shape == (2, 8, 8)
