@@ -523,24 +523,10 @@ def learned_table(
     layer = reader.family.layers[lt]
     if not layer.learned:
         return None
-    single = os.path.join(path, "model.safetensors")
-    index = os.path.join(path, "model.safetensors.index.json")
-    files: dict[str, str | None]
-    if os.path.isfile(single):
-        files = {single: None}
-    elif os.path.isfile(index):
-        from .config_file import weight_map as read_weight_map
-
-        weight_map = read_weight_map(index)
-        names = [n for n in weight_map if n == layer.tensor or n.endswith("." + str(layer.tensor))]
-        # shard names stay inside the model directory (an index naming ../x or /x is not followed)
-        files = {os.path.join(path, os.path.basename(str(weight_map[n]))): n for n in names}
-    else:
+    files = weight_files(path, str(layer.tensor))
+    if files is None:
         return None
-    found: list[tuple[str, str]] = []
-    for file in files:
-        header, _ = _header(file)
-        found += [(file, n) for n in header if n == layer.tensor or n.endswith("." + str(layer.tensor))]
+    found = find_tensors(files, str(layer.tensor))
     if len(found) != 1:
         what = "no tensor" if not found else f"{len(found)} tensors ({', '.join(n for _, n in found)})"
         said = reader._values(lt, None)
@@ -650,6 +636,41 @@ def learned_tensor(
         "keys": {k: list(v) for k, v in layer.keys.items()}, "config_checked": added[1].get("config_checked"),
     }  # fmt: skip
     return table, layout
+
+
+# ----- finding tensors in a model directory (every reader of weights here: learned, stored, vision tables) -------
+def tensor_pattern(suffix: str) -> Any:
+    """A saved name ending with ``suffix`` (after a dot, or whole); ``*`` is a block index (captured)."""
+    import re
+
+    return re.compile(r"(?:^|\.)" + re.escape(suffix).replace(r"\*", r"(\d+)") + "$")
+
+
+def weight_files(path: str, suffix: str | None = None) -> list[str] | None:
+    """The safetensors files of model directory ``path``: ``model.safetensors``, else the shards its index names
+    (kept inside the directory; with ``suffix``, only those the index says hold a tensor named ``*suffix``); None
+    when it holds no weights."""
+    if not os.path.isdir(path):
+        return None
+    single = os.path.join(path, "model.safetensors")
+    if os.path.isfile(single):
+        return [single]
+    index = os.path.join(path, "model.safetensors.index.json")
+    if not os.path.isfile(index):
+        return None
+    from .config_file import weight_map
+
+    pat = tensor_pattern(suffix) if suffix is not None else None
+    names = weight_map(index)
+    # shard names stay inside the model directory (an index naming ../x or /x is not followed)
+    shards = dict.fromkeys(os.path.basename(str(f)) for n, f in names.items() if pat is None or pat.search(n))
+    return [os.path.join(path, s) for s in shards]
+
+
+def find_tensors(files: list[str], suffix: str) -> list[tuple[str, str]]:
+    """``(file, saved name)`` of every tensor whose name ends with ``suffix`` (``*``: any block index)."""
+    pat = tensor_pattern(suffix)
+    return [(file, name) for file in files for name in _header(file)[0] if pat.search(name)]
 
 
 def _header(file: str) -> tuple[dict[str, Any], int]:

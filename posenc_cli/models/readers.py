@@ -156,6 +156,19 @@ def weights_header(file: str) -> tuple[dict[str, Any], int]:
     return result
 
 
+def weight_files(path: str, suffix: str | None = None) -> list[str] | None:
+    """The safetensors files of a model directory (:func:`.hf_positions.weight_files`; with ``suffix``, only the
+    shards that hold a tensor named ``*suffix``), None without weights."""
+    result: list[str] | None = _module(POSITIONS_READER).weight_files(path, suffix)
+    return result
+
+
+def find_tensors(files: list[str], suffix: str) -> list[tuple[str, str]]:
+    """``(file, saved name)`` of every tensor named ``*suffix`` in ``files`` (:func:`.hf_positions.find_tensors`)."""
+    result: list[tuple[str, str]] = _module(POSITIONS_READER).find_tensors(files, suffix)
+    return result
+
+
 def weights_tensor(file: str, name: str) -> Any:
     """One tensor of a safetensors file, memory-mapped (:func:`.hf_positions._read_tensor`: a damaged or truncated
     entry is one line)."""

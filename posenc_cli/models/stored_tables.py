@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ParameterError, ref
-from .hf_positions import PositionsConfig, _header, _read_tensor, read_positions
+from .hf_positions import PositionsConfig, _read_tensor, find_tensors, read_positions, weight_files
+from .hf_positions import tensor_pattern as _pattern
 from .records import Layer
 
 #: correlation with the formula above which a table that differs is "trained away from its init"
@@ -66,35 +67,6 @@ class StoredCopy:
             "layer_type": self.layer_type, "tensor": self.tensor, "verdict": self.verdict, "why": self.why,
             "file": self.file, "shape": list(self.shape), "dtype": self.dtype, "max_diff": self.max_diff,
         }  # fmt: skip
-
-
-# ----- finding tensors in a model directory ------------------------------------------------------------------------
-def weight_files(path: str) -> list[str] | None:
-    """The safetensors files of model directory ``path`` (``model.safetensors``, else every shard its index names,
-    kept inside the directory); None when it holds no weights."""
-    if not os.path.isdir(path):
-        return None
-    single = os.path.join(path, "model.safetensors")
-    if os.path.isfile(single):
-        return [single]
-    index = os.path.join(path, "model.safetensors.index.json")
-    if not os.path.isfile(index):
-        return None
-    from .config_file import weight_map
-
-    shards = dict.fromkeys(os.path.basename(str(f)) for f in weight_map(index).values())
-    return [os.path.join(path, s) for s in shards]
-
-
-def _pattern(suffix: str) -> re.Pattern[str]:
-    """A saved name ending with ``suffix`` (after a dot, or whole); ``*`` is a block index (captured)."""
-    return re.compile(r"(?:^|\.)" + re.escape(suffix).replace(r"\*", r"(\d+)") + "$")
-
-
-def find_tensors(files: list[str], suffix: str) -> list[tuple[str, str]]:
-    """``(file, saved name)`` of every tensor whose name ends with ``suffix`` (``*``: any block index)."""
-    pat = _pattern(suffix)
-    return [(file, name) for file in files for name in _header(file)[0] if pat.search(name)]
 
 
 def _shape(shape: tuple[int, ...]) -> str:

@@ -159,24 +159,16 @@ def read_table(path: str, suffix: str) -> tuple[Any, str, str]:
     """``(table, file, tensor name)``: the one tensor of the model directory ``path`` whose name is ``suffix`` or
     ends with ``.suffix`` (``model.safetensors``, or the shards a ``model.safetensors.index.json`` names). This
     is the only place that reads weights here: the generic learned-table reader can take its place."""
-    from .readers import weights_header as _header
+    from .readers import find_tensors, weight_files
     from .readers import weights_tensor as _read_tensor
 
-    single = os.path.join(path, "model.safetensors")
-    index = os.path.join(path, "model.safetensors.index.json")
-    if os.path.isfile(single):
-        files = [single]
-    elif os.path.isfile(index):
-        from .config_file import weight_map
-
-        names = weight_map(index)
-        files = sorted({os.path.join(path, os.path.basename(str(f))) for n, f in names.items() if _is(n, suffix)})
-    else:
+    files = weight_files(path, suffix)
+    if files is None:
         raise ParameterError(
             f"{path}: no model.safetensors (or index) beside config.json; the position table lives in the weights: "
             "pass the model's directory"
         )
-    found = [(f, n) for f in files for n in _header(f)[0] if _is(n, suffix)]
+    found = find_tensors(files, suffix)
     if len(found) != 1:
         what = "no tensor" if not found else f"{len(found)} tensors ({', '.join(n for _, n in found)})"
         raise ParameterError(f"{path}: {what} named *{suffix} in the weights; pass the model's own directory")

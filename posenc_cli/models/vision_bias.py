@@ -114,17 +114,12 @@ def tables(path: str, config: Mapping[str, Any], table: Any = None) -> tuple[dic
 def _weights(path: str, rec: WindowBias) -> list[tuple[str, np.ndarray]]:
     from safetensors import SafetensorError, safe_open
 
-    from .config_file import weight_map
+    from .readers import weight_files
 
     if not os.path.isdir(path):
         raise ParameterError(f"{path}: table=bias reads the relative bias from the weights; pass the model directory")
-    single = os.path.join(path, "model.safetensors")
-    index = os.path.join(path, "model.safetensors.index.json")
-    if os.path.isfile(single):
-        files = [single]
-    elif os.path.isfile(index):  # shard names stay inside the model directory
-        files = sorted({os.path.join(path, os.path.basename(str(f))) for f in weight_map(index).values()})
-    else:
+    files = weight_files(path)  # the model's safetensors files, shard names kept inside the directory
+    if files is None:
         raise ParameterError(f"{path}: no model.safetensors; table=bias reads the relative bias from the weights")
     found: list[tuple[str, np.ndarray]] = []
     for file in files:
