@@ -425,6 +425,7 @@ def check(
     max_bytes: int | None = None,
     length: int | None = None,
     dim: int | None = None,
+    extra_rows: str | None = None,
 ) -> CheckReport:
     """Measure every property of ``table`` that its kind declares and say whether the required ones hold.
 
@@ -457,6 +458,11 @@ def check(
     max_bytes : int, optional
         The most bytes the probes may allocate (default: ``formats.DEFAULT_MAX_BYTES``); more probes than fit
         are refused before anything is allocated, naming ``probes`` and ``max_bytes``.
+    extra_rows : str, optional
+        The rows of a table that are not positions, ``"index:name,..."`` (``"0:cls"``), for a table that does not
+        say it itself (its kind's parameters or its metadata's ``extra_rows`` do): they are left out of every
+        property of positions, and the report names them (:mod:`posenc_cli.checks.rows`). Refused where it
+        contradicts the table or cannot apply (a matrix of distances).
     """
     from . import checks
     from .checks import probe_bytes
@@ -536,6 +542,12 @@ def check(
 
         judged_as = encoding_from_metadata(dict(src.metadata), exact=True)[0]
     arithmetic = table_arithmetic(dict(tensors), judged_as, dict(src.metadata), value_dtype, rtol)
+    from .checks.rows import not_positions, positions
+
+    primary_role = None if kind_cls is None else kind_cls.ROLES.get(next(iter(tensors)))
+    left_out = not_positions(
+        int(array.shape[0]), src.label, encoding, metadata, extra_rows, array.ndim == 2 and primary_role != "matrix"
+    )
     ctx = CheckContext(
         table=array,
         tensors=tensors,
@@ -548,9 +560,11 @@ def check(
         kind_cls=kind_cls,
         spec_origin=origin,
         arithmetic=arithmetic,
+        left_out=left_out,
     )
     names = checks.applicable(ctx)
     ctx.planned = tuple(names)  # the first read of the table feeds all of them (checks/sweep.py)
+    positions(ctx).planned = ctx.planned  # so does the first read of the position rows
     results: list[CheckResult] = []
     for prop in names:
         if on_check is not None:
@@ -602,6 +616,7 @@ def check(
         passes=reads,
         not_judged=not_judged,
         arithmetic=arithmetic.to_json(),
+        left_out=None if left_out is None else left_out.to_json(),
     )
 
 
@@ -1388,6 +1403,7 @@ def check_sources(
     probes: int = 8,
     seed: int = 0,
     progress: Callable[[str, int], Any] | None = None,
+    extra_rows: str | None = None,
 ) -> Verdicts:
     """``posenc check``: every source as the command line names it, judged. A table's properties (and with
     ``against`` a spec, file or model config, whether it equals it: the rows of a config come from the table,
@@ -1403,7 +1419,7 @@ def check_sources(
 
     opts = options or SourceOptions()
     texts = list(sources)
-    own = {"expect": expect, "require": require, "tensor": tensor, "identify": not identify}
+    own = {"expect": expect, "require": require, "tensor": tensor, "identify": not identify, "extra_rows": extra_rows}
     if against is not None and is_config(against) and texts and all(_is_mlx(t) for t in texts):
         from .models.mlx_weights import check_mlx
 
@@ -1489,7 +1505,9 @@ def check_sources(
                 warnings += [w for r in refs for w in r.warnings]
                 refs = _matching_refs(group, refs, types)
             for ref in refs:
-                items.append(_check_one(group, ref, expect, require, tensor, identify, probes, seed, opts, progress))
+                items.append(
+                    _check_one(group, ref, expect, require, tensor, identify, probes, seed, opts, progress, extra_rows)
+                )
     return Verdicts("check", items, list(dict.fromkeys(warnings)))
 
 
@@ -1563,9 +1581,9 @@ def _tables(src: Source, tensor: Any) -> list[Source]:
 
 
 def _check_one(group: Source, ref: Any, expect: Any, require: Any, tensor: Any, identify: bool, probes: int,
-               seed: int, opts: SourceOptions, progress: Any) -> CheckReport:  # fmt: skip
+               seed: int, opts: SourceOptions, progress: Any, extra_rows: str | None = None) -> CheckReport:  # fmt: skip
     kwargs: dict[str, Any] = {"expect": expect, "against": ref, "require": require, "tensor": tensor or None,
-                              "identify": identify, "probes": probes, "seed": seed}  # fmt: skip
+                              "identify": identify, "probes": probes, "seed": seed, "extra_rows": extra_rows}  # fmt: skip
     if opts.max_bytes is not None:
         kwargs["max_bytes"] = opts.max_bytes
     if progress is None:

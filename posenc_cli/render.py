@@ -307,6 +307,7 @@ def report_json(report: Any) -> dict[str, Any]:
         "unmeasured": list(d.get("unmeasured", [])),
         "not_judged": dict(d.get("not_judged") or {}),
         "arithmetic": d.get("arithmetic"),
+        "left_out": d.get("left_out"),
         "against": against,
         "results": results,
     }
@@ -599,6 +600,8 @@ def check_notes(
         note(f"not checked (--tensor): {', '.join(d['not_checked'])}", "yellow")
     if d.get("unmeasured"):
         note(f"not measurable on these tensors: {', '.join(d['unmeasured'])}", "yellow")
+    if d.get("left_out"):
+        note(d["left_out"]["text"], "yellow")
     arith = d.get("arithmetic")
     if arith and (arith["compute"] != "float64" or arith["source"] == "assumed"):  # what widened or was assumed
         note(f"arithmetic: {arith['text']}", None)

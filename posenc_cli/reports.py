@@ -106,6 +106,9 @@ class CheckReport:
     not_judged: dict[str, str] = field(default_factory=dict)
     #: the arithmetic the table was judged within (:class:`posenc_cli.inspect.tolerance.Arithmetic`'s JSON)
     arithmetic: dict[str, Any] | None = None
+    #: the rows that are not positions, left out of every property of positions, and why
+    #: (:class:`posenc_cli.checks.rows.NotPositions`'s JSON); None: every row is a position
+    left_out: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,6 +126,7 @@ class CheckReport:
             "unmeasured": self.unmeasured,
             "not_judged": self.not_judged,
             "arithmetic": self.arithmetic,
+            "left_out": self.left_out,
             "against": None if self.against is None else self.against.to_json(),
             "results": [r.to_json() for r in self.results],
             "passes": self.passes,

@@ -121,6 +121,7 @@ SCOPES: dict[str, tuple[frozenset[str], str]] = {
     "expect": (TABLES, _ONE_TABLE),
     "require": (TABLES, _ONE_TABLE),
     "identify": (TABLES, _ONE_TABLE),
+    "extra_rows": (TABLES, _ONE_TABLE),
     "atol": (TABLES, _ONE_TABLE),
     "rtol": (TABLES, _ONE_TABLE),
     "explain": (TABLES, _ONE_TABLE),

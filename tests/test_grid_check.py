@@ -8,6 +8,7 @@ import pytest
 
 from posenc_cli.checks.base import CheckContext
 from posenc_cli.checks.grid import check_grid_locality, fits
+from posenc_cli.checks.rows import not_positions, positions
 
 H, W, D = 6, 8, 16
 META = {"grid": f"{H}x{W}", "grid_offset": "1", "extra_rows": "0:cls"}
@@ -22,7 +23,10 @@ def smooth_table() -> np.ndarray:
 
 
 def ctx(table: np.ndarray, meta: dict) -> CheckContext:
-    return CheckContext(table=table, tensors={"pe": table}, metadata=meta, kind=None)
+    """What check measures grid-locality on: the table's position rows, the class row left out by the one mechanism
+    every check of positions goes through (checks/rows.py)."""
+    left = not_positions(table.shape[0], "t", None, meta, None, True)
+    return positions(CheckContext(table=table, tensors={"pe": table}, metadata=meta, kind=None, left_out=left))
 
 
 def reference(table: np.ndarray) -> tuple[float, float]:

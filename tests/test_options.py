@@ -37,7 +37,7 @@ VALUES = {
     "--dpi": "50", "--no-explain": "", "--against": "sinusoidal:base=100", "--no-identify": "", "--read-as": "llama",
     "--engine": "mlx", "--max-model-len": "4096", "--n-ctx": "4096", "--engines": "",
     "--markdown": "{path}/out.md", "--html": "{path}/out.html", "--download": "", "--image-size": "24x12",
-    "--tower": "vision", "--patch": "1,1",
+    "--tower": "vision", "--patch": "1,1", "--extra-rows": "0:cls",
 }  # fmt: skip
 
 SMALL = ["--size", "3x2.5", "--dpi", "40"]

@@ -436,11 +436,8 @@ class _Auditor:
         label = meta["image_size"] if image is not None else f"{meta['image_size']} native"
         src = Source(root, {"pe": rows}, meta)
         rep = self.verbs.check(src)
-        held = ", ".join(r.name for r in rep.results if r.passed)
         extra = f" + rows {meta['extra_rows']}" if meta["extra_rows"] else ""
-        what = f"grid {meta['grid']}{extra}, {meta['resampling']}"
-        why = (f"{what}: every required property holds ({held})" if rep.ok
-               else f"{what}: {', '.join(rep.failed) or 'a required property'} failed")  # fmt: skip
+        why = _verdict(f"grid {meta['grid']}{extra}, {meta['resampling']}", rep)
         out = [AuditRow(meta["weights_file"], label, own, "agree" if rep.ok else "differ", why, None,
                         int(rows.shape[0]), details=[f"{r.name}: {r.detail}" for r in rep.results])]  # fmt: skip
         if timm and own == "hf":
@@ -487,12 +484,7 @@ class _Auditor:
         artifact = src.metadata.get("weights_file", "weights")
         name = src.metadata.get("weights_tensor", weights)
         arr_shape = "x".join(str(s) for s in src.tensors[src.names[0]].shape) if src.names else "?"
-        held = ", ".join(r.name for r in rep.results if r.passed)
-        why = (
-            f"learned {name} ({arr_shape}): every required property holds ({held})"
-            if rep.ok
-            else f"learned {name} ({arr_shape}): {', '.join(rep.failed) or 'a required property'} failed"
-        )
+        why = _verdict(f"learned {name} ({arr_shape})", rep)
         n = int(src.tensors[src.names[0]].shape[0]) if src.names else None
         # the reader held the table against its config (width, rows with offset rows, padding row): say what
         against = src.metadata.get("config_checked")
@@ -668,14 +660,20 @@ def _properties(check: Callable[..., Any], artifact: str, lt: str, enc: Any) -> 
         rep = check(enc)
     except PosencError as exc:
         return AuditRow(artifact, lt, "check", "error", _one_line(exc))
-    held = ", ".join(r.name for r in rep.results if r.passed)
-    why = (
-        f"{enc.KIND} table: every required property holds ({held})"
-        if rep.ok
-        else f"{enc.KIND} table: {', '.join(rep.failed) or 'a required property'} failed"
-    )
+    why = _verdict(f"{enc.KIND} table", rep)
     return AuditRow(artifact, lt, "check", "agree" if rep.ok else "differ", why, None, _rows_of(enc),
                     details=[f"{r.name}: {r.detail}" for r in rep.results])  # fmt: skip
+
+
+def _verdict(what: str, rep: Any) -> str:
+    """One check report in an audit row: what held or failed, and the rows left out as not positions."""
+    held = ", ".join(r.name for r in rep.results if r.passed)
+    said = (
+        f"{what}: every required property holds ({held})"
+        if rep.ok
+        else f"{what}: {', '.join(rep.failed) or 'a required property'} failed"
+    )
+    return said + (f"; {rep.left_out['text']}" if rep.left_out else "")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -3,7 +3,8 @@
 A check is ``(ctx: CheckContext) -> CheckResult`` (see :mod:`.base`). The registry :data:`CHECKS` is literal
 and ordered for display. Which properties a kind is judged by, and which of them it must have, is the kind's
 own declaration (``Encoding.PROPERTIES``); a check finds its data by tensor role (``Encoding.ROLES``), never
-by kind. The measurements live in :mod:`.general` (every tensor), :mod:`.absolute` (tables with one row per
+by kind. Every check but those of the tensors as stored (``finite``, ``matches-spec``) judges the rows that are
+positions only: a class, register or padding row is left out, and said (:mod:`.rows`). The measurements live in :mod:`.general` (every tensor), :mod:`.absolute` (tables with one row per
 position), :mod:`.rotary` (cos/sin tables) and :mod:`.matrix` (len x len matrices).
 """
 
@@ -42,6 +43,7 @@ from .rotary import (
     check_relative,
     has_tables,
 )
+from .rows import positions
 from .sweep import BLOCK_ELEMS
 
 __all__ = [
@@ -58,6 +60,13 @@ class CheckDef:
     func: Callable[[CheckContext], CheckResult]
     doc: str
     fits: Callable[[CheckContext], bool] = lambda ctx: True
+    #: True: a property of the tensors as stored, judged on every row (``finite``, ``matches-spec``); False: a
+    #: property of positions, judged on the rows that are positions only (:func:`.rows.positions`).
+    whole: bool = False
+
+    def context(self, ctx: CheckContext) -> CheckContext:
+        """The context this check judges: ``ctx``, or its position rows."""
+        return ctx if self.whole else positions(ctx)
 
 
 def _float_table(ctx: CheckContext) -> bool:
@@ -78,9 +87,9 @@ def _has_float_tensor(ctx: CheckContext) -> bool:
 
 #: Every check, in display order.
 CHECKS: dict[str, CheckDef] = {
-    "finite": CheckDef(check_finite, "no NaN or infinity in any floating tensor", _has_float_tensor),
+    "finite": CheckDef(check_finite, "no NaN or infinity in any floating tensor", _has_float_tensor, whole=True),
     "matches-spec": CheckDef(check_matches_spec, "every tensor equals the table regenerated from its metadata",
-                             lambda ctx: ctx.encoding is not None),
+                             lambda ctx: ctx.encoding is not None, whole=True),
     "bounded": CheckDef(check_bounded, "every |value| <= the kind's bound (1; rope: attention_scaling)", _float_table),
     "distinct": CheckDef(check_distinct, "at least two rows, no two identical (every kind's table)", _float_table),
     "unique": CheckDef(check_unique, "distinct positions get distinct rows", _float_table),
@@ -118,7 +127,7 @@ def applicable(ctx: CheckContext) -> list[str]:
     return [
         name
         for name, c in CHECKS.items()
-        if (declared is None or name in declared or name in UNKNOWN_KIND_REQUIRES) and c.fits(ctx)
+        if (declared is None or name in declared or name in UNKNOWN_KIND_REQUIRES) and c.fits(c.context(ctx))
     ]
 
 
@@ -126,7 +135,7 @@ def run_checks(ctx: CheckContext, names: Iterable[str] | None = None) -> list[Ch
     """Run ``names`` (default: every applicable check) in display order."""
     wanted = applicable(ctx) if names is None else list(names)
     _validate(wanted)
-    return [CHECKS[name].func(ctx) for name in CHECKS if name in wanted]
+    return [(c := CHECKS[name]).func(c.context(ctx)) for name in CHECKS if name in wanted]
 
 
 def _validate(names: Iterable[str]) -> None:

@@ -111,6 +111,11 @@ class CheckContext:
     #: sets it): every tolerance below is widened by what its error bound can do to the measured quantity. None:
     #: float64's (the exact-table tolerances alone).
     arithmetic: Any = None
+    #: The rows of the tables that are not positions (:class:`.rows.NotPositions`: class, register, padding
+    #: rows), left out of every property of positions (:func:`.rows.positions`); None: every row is a position.
+    left_out: Any = None
+    #: The row of the source's table where ``table`` starts (the first position row, in a narrowed context).
+    first_row: int = 0
 
     def __post_init__(self) -> None:
         if self.kind_cls is None and self.kind is not None:

@@ -2,9 +2,9 @@
 it is over the grid.
 
 A table says it is a grid in its metadata: ``grid`` = ``HxW``, ``grid_offset`` = the row of patch (0, 0) (the class
-and register rows come first), ``extra_rows`` = ``"index:name,..."`` (rows that are not patches), rows in row-major
-order (``row_order`` absent or ``raster``). ``grid-locality`` measures the mean cosine similarity of each patch's
-row to its 4 neighbours on the grid and to the patches at least half the grid's longer side away (Manhattan
+and register rows come first), ``extra_rows`` = ``"index:name,..."`` (rows that are not patches: left out of every
+property of positions, :mod:`.rows`), rows in row-major order (``row_order`` absent or ``raster``).
+``grid-locality`` measures the mean cosine similarity of each patch's row to its 4 neighbours on the grid and to the patches at least half the grid's longer side away (Manhattan
 distance), exactly over every pair; a table learned on images is smooth (neighbours near 1, distant patches lower),
 a shuffled or untrained one is not. Reported, never required.
 """
@@ -28,15 +28,15 @@ def check_grid_locality(ctx: CheckContext) -> CheckResult:
     layout = grid_layout(ctx.metadata)
     assert layout is not None
     h, w, first = layout
-    extra = [e for e in str(ctx.metadata.get("extra_rows") or "").split(",") if e.strip()]
+    # ``ctx`` holds the position rows only (:mod:`.rows`): the class and register rows are left out already
     rows = ctx.table.shape[0]
-    if rows != h * w + len(extra) or first + h * w > rows:
+    if rows != h * w or ctx.first_row != first:
         detail = (
-            f"not measured: {rows} rows are not the grid {h}x{w} ({h * w} patches from row {first}) plus "
-            f"{len(extra)} extra rows"
+            f"not measured: {rows} position rows from row {ctx.first_row} are not the grid {h}x{w} ({h * w} "
+            f"patches from row {first})"
         )
         return CheckResult(NAME, None, None, None, detail, "skipped")
-    patches = np.asarray(ctx.table[first : first + h * w], dtype=np.float64)
+    patches = np.asarray(ctx.table, dtype=np.float64)
     if not np.isfinite(patches).all() or h * w < 2:
         return CheckResult(NAME, None, None, None, "not measured: non-finite values or one patch", "skipped")
     norms = np.linalg.norm(patches, axis=1)

@@ -343,6 +343,16 @@ Against = Annotated[
         show_default=False,
     ),
 ]
+ExtraRows = Annotated[
+    Optional[str],
+    typer.Option(
+        "--extra-rows",
+        metavar="ROWS",
+        help="Rows that are not positions, INDEX:NAME,... (0:cls): left out of the properties of positions, for "
+        "a table that does not say it (its kind's parameters or metadata extra_rows do).",
+        show_default=False,
+    ),
+]
 NoIdentify = Annotated[
     bool, typer.Option("--no-identify", help="Do not identify a table without a kind (judge it as unknown).")
 ]
@@ -527,6 +537,7 @@ FLAGS: dict[str, str] = {
     "expect": "--expect",
     "against": "--against",
     "identify": "--no-identify",
+    "extra_rows": "--extra-rows",
     "require": "--require",
     "probes": "--probes",
     "seed": "--seed",

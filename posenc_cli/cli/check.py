@@ -14,7 +14,10 @@ equidistant, ...).
 A source is judged as a whole (a RoPE file's cos and sin get their pair
 properties) unless --tensor narrows it. A table without a kind (a plain .npy)
 is identified from its structure and judged as what it is; the report says
-what was assumed. --against SOURCE also requires the table to equal that spec,
+what was assumed. Rows that are not positions (a class token's, a padding
+row) are left out of every property but finite and matches-spec, and named:
+a table says them through its kind's parameters or its metadata's
+extra_rows, else --extra-rows INDEX:NAME,... does. --against SOURCE also requires the table to equal that spec,
 file or model config (a spec's length and dim default to the table's; --len,
 --dim, -p set the rest), and says why when it does not. A model with several
 attention types is checked type by type (--layer-type narrows it); a GGUF or
@@ -27,7 +30,8 @@ Examples:
   posenc check pe.safetensors
   posenc check sinusoidal:preset=tf-tutorial --len 5 --dim 6
   posenc generate -n 512 -d 128 | posenc check -
-  posenc check exported.npy --against rope:base=500000"""
+  posenc check exported.npy --against rope:base=500000
+  posenc check mae_table.npy --extra-rows 0:cls"""
 
 
 def run(
@@ -47,6 +51,7 @@ def run(
     expect: o.Expect = None,
     against: o.Against = None,
     no_identify: o.NoIdentify = False,
+    extra_rows: o.ExtraRows = None,
     require: o.Require = None,
     probes: o.Probes = 8,
     seed: o.Seed = 0,
@@ -72,6 +77,7 @@ def run(
         require=[r.strip() for r in require.split(",") if r.strip()] if require else None,
         tensor=tensor,
         identify=not no_identify,
+        extra_rows=extra_rows,
         probes=probes,
         seed=seed,
         progress=table_progress if progress_enabled(quiet) else None,

@@ -279,6 +279,8 @@ class Encoding:
     #: The length a kind that applies at any length is audited at when neither ``--len`` nor the model's config
     #: gives one: ``(rows, where it comes from)``; None for kinds whose configs say their length.
     DEFAULT_LENGTH: ClassVar[tuple[int, str] | None] = None
+    #: The parameters that say which rows are not positions (:meth:`extra_rows`), named when a report says so.
+    EXTRA_ROWS_FROM: ClassVar[tuple[str, ...]] = ()
 
     length: int = param(help="number of positions (rows)", low=1)
     # typed int: __post_init__ refuses a missing dim for every kind with NEEDS_DIM; the kinds that do without it
@@ -452,6 +454,17 @@ class Encoding:
     def extra_metadata(self) -> dict[str, str]:
         """Derived values worth recording (e.g. RoPE's attention_scaling)."""
         return {}
+
+    def extra_rows(self) -> dict[int, str]:
+        """The rows of this table that are not positions, row -> name (a class token's row, a padding row), which
+        ``check`` leaves out of the properties of positions (:mod:`posenc_cli.checks.rows`). Default: what the
+        metadata's ``extra_rows`` (``"index:name,..."``) says, else none."""
+        text = self.extra_metadata().get("extra_rows")
+        if not text:
+            return {}
+        from .grid import parse_extra_rows
+
+        return parse_extra_rows(text, f"{self.KIND}'s extra_rows")
 
     # ----- tensors ------------------------------------------------------------------------------
     @property

@@ -62,6 +62,8 @@ from .base import Encoding, TensorSpec, param
 AXIS_ORDERS = ("reversed", "grid")
 LAYOUTS = ("split", "interleaved", "sin-block")
 CHANNELS = ("exact", "ceil")
+#: A name of a row that is not a position (``extra_rows``): a word (cls, dist, reg, padding, offset, ...).
+_ROW_NAME = re.compile(r"[A-Za-z][\w-]*")
 #: Largest grid side: coordinates must stay below 2**31 for exact range reduction.
 MAX_SIDE = 2**31 - 1
 
@@ -95,6 +97,27 @@ def grid_layout(metadata: object) -> tuple[int, int, int] | None:
     return int(parts[0]), int(parts[1]), int(offset)
 
 
+def parse_extra_rows(text: str, where: str) -> dict[int, str]:
+    """The metadata convention of rows that are not positions: ``extra_rows`` = ``"0:cls,1:reg"`` -> ``{0: "cls",
+    1: "reg"}``; ``where`` names the text's origin in the error (an option or
+    a metadata key)."""
+    out: dict[int, str] = {}
+    for entry in (e.strip() for e in str(text).split(",")):
+        if not entry:
+            continue
+        index, _, name = entry.partition(":")
+        index, name = index.strip(), name.strip()
+        if not index.isdigit() or not _ROW_NAME.fullmatch(name):
+            raise ParameterError(
+                f"{where} {text!r}: {entry!r} is not INDEX:NAME (a row number and a word); write e.g. 0:cls or "
+                "0:cls,1:reg"
+            )
+        if int(index) in out:
+            raise ParameterError(f"{where} {text!r} names row {index} twice; name each row once")
+        out[int(index)] = name
+    return out
+
+
 def grid_frequencies(n: int, base: float) -> tuple[np.ndarray, np.ndarray]:
     """``base**(-k/n)`` for ``k < n`` as double-double (hi, lo) float64 arrays."""
     with localcontext() as ctx:
@@ -115,6 +138,7 @@ class _GridSinusoidal(Encoding):
     VIEWS = ("heatmap", "dot", "compare")
 
     NDIM: ClassVar[int] = 2
+    EXTRA_ROWS_FROM = ("cls_token",)
 
     grid: str | None = param(None, "grid shape HxW (2-D) or TxHxW (3-D); rows are its cells in row-major order")
     cls_token: bool = param(False, "prepend an all-zero [CLS] row (MAE's cls_token=True)")
@@ -176,6 +200,10 @@ class _GridSinusoidal(Encoding):
                 f"{self.KIND} with channels=exact needs dim divisible by {per} ({self.NDIM} axes x sin/cos), got dim={self.dim}; "
                 f"pass {ref('dim')} {up} or channels=ceil"
             )
+
+    def extra_rows(self) -> dict[int, str]:
+        """MAE's all-zero [CLS] row (``cls_token``) is no patch of the grid."""
+        return {0: "cls"} if self.cls_token else {}
 
     # ----- tensors ----------------------------------------------------------------------------------
     def tensor_specs(self) -> dict[str, TensorSpec]:

@@ -111,6 +111,7 @@ class Sinusoidal(Encoding):
         "decay": False, "precision": False,
     }  # fmt: skip
     VIEWS = ("heatmap", "dot", "circle", "spectrum", "compare")
+    EXTRA_ROWS_FROM = ("padding_idx", "offset")
 
     base: float = param(10000.0, "frequency base (max wavelength / 2 pi)", low=0.0, low_open=True)
     offset: int = param(0, "position of the first row", low=-MAX_POSITION, high=MAX_POSITION)
@@ -189,6 +190,16 @@ class Sinusoidal(Encoding):
         else:
             expo = np.arange(0, 2 * n, 2, dtype=np.float32) * np.float32(-math.log(self.base) / self.dim)
         return np.exp(expo.astype(np.float64)).astype(np.float32)
+
+    def extra_rows(self) -> dict[int, str]:
+        """fairseq / M2M100 add rows from ``padding_idx + 1`` on (``make_positions``): when the all-zero
+        ``padding_idx`` row is in the table, it and the rows of the position values below it (which those models
+        never add) are not positions."""
+        p = self.padding_idx
+        if p is None or not self.offset <= p < self.offset + self.length:
+            return {}
+        row = p - self.offset
+        return {**{i: "offset" for i in range(row)}, row: "padding"}
 
     def tensor_specs(self) -> dict[str, TensorSpec]:
         return {"pe": TensorSpec("pe", (self.length, self.dim), self.out_dtype)}

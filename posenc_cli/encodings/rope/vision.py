@@ -118,6 +118,7 @@ class Rope2D(Encoding):
     ROLES = {"cos": "cos", "sin": "sin", "inv_freq": "inv-freq"}
     PROPERTIES = {"finite": True, "matches-spec": True, "bounded": True, "pythagorean": True, "norm-preserving": True}
     VIEWS = ("heatmap", "compare")
+    EXTRA_ROWS_FROM = ("prefix_rows", "suffix_rows")
     EXAMPLE = {"dim": 8, "grid": "4x10"}  # wider than one Qwen2.5-VL window (4 x 4 merge blocks of 2 x 2)
     #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "vision:hints_rope2d"
