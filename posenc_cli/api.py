@@ -921,9 +921,7 @@ def compare(
             res = _class_table(res, (src_a, arr_a, ta), (src_b, arr_b, tb), atol, rtol)
         if not res.formula and arr_a.ndim >= 2:
             within_rounding(res, arr_a, arr_b)
-        if explain and not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
-            why = _resampling_why(src_a, src_b, arr_a, arr_b, res.labels)
-        if explain and why is None and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
+        if explain and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
             from .inspect.diagnose import diagnose
 
             readings = _readings(src_a, src_b) if readings is None else readings  # one reading per table
@@ -935,19 +933,10 @@ def compare(
                 tensors_a=_pair_by_role(src_a),
                 tensors_b=_pair_by_role(src_b),
                 readings=readings,
+                metadata=(src_a.metadata, src_b.metadata),  # two resampled vision tables: which call made each
             )
         compared.append(TensorComparison(ta, tb, res, why))
     return Comparison(src_a.label, src_b.label, compared, only_a, only_b, skipped, skipped_by=skipped_by)
-
-
-def _resampling_why(src_a: Source, src_b: Source, arr_a: Any, arr_b: Any, labels: Mapping[str, str]) -> Any:
-    """Two vision tables of one model at one grid: which resampling made each (:mod:`.inspect.diagnose.resampling`),
-    or None when they are not such tables or their native table is not at hand."""
-    from .inspect.diagnose import resampling
-
-    if not resampling.applies(src_a.metadata, src_b.metadata):
-        return None
-    return resampling.explain(labels["a"], src_a.metadata, arr_a, labels["b"], src_b.metadata, arr_b)
 
 
 def _computes(src: Source) -> bool:

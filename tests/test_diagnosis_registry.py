@@ -88,8 +88,22 @@ def pairs() -> dict[str, tuple]:
         "base": (_sinusoid(base=5e5), b, {}),
         "head-scale": (_alibi([2 ** (-8 * k / 12) for k in range(1, 13)]), _alibi(_paper12()), {}),
         "frequency-scaling": (_rope(inv=1e4 ** (-np.arange(0, D, 2) / D) / 4), _rope(), {}),
+        "resampling": _resampling_pair(),
         **_parameter_pairs(),
     }
+
+
+def _resampling_pair() -> tuple:
+    """The tiny ViT's table at 24x12 as timm's resample_abs_pos_embed and as HF's interpolate_pos_encoding made it
+    (torch, tools/golden/vision_models.py), with the metadata posenc writes beside such tables."""
+    root = Path(__file__).resolve().parent
+    goldens = np.load(root / "data" / "vision" / "model_goldens.npz")
+    meta = {"model_dir": str(root / "data" / "models" / "vision_vit"), "grid": "6x3", "grid_offset": "1",
+            "extra_rows": "0:cls", "image_size": "24x12"}  # fmt: skip
+    call = "bicubic, antialias={}, align_corners=False, size"
+    timm = {**meta, "resampling": f"engine=timm, {call.format(True)}"}
+    hf = {**meta, "resampling": f"engine=hf, {call.format(False)}"}
+    return goldens["vit|timm|24x12"], goldens["vit|hf|24x12"], {"metadata": (timm, hf)}
 
 
 def _read(name: str, table: np.ndarray, kind: str, **spec) -> dict:

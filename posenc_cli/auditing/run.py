@@ -421,7 +421,7 @@ class _Auditor:
         return report
 
     def _vision_rows(self, root: str, image: tuple[int, int] | None, timm: bool) -> list[AuditRow]:
-        from ..inspect.diagnose import resampling
+        from ..inspect.diagnose import diagnose
         from ..models.config_file import load_config
         from ..models.vision import is_timm_config, vision_table
         from ..sources import Source
@@ -453,8 +453,10 @@ class _Auditor:
                                     f"timm resamples it as the model does ({t_meta['resampling']})", 0.0,
                                     int(rows.shape[0])))  # fmt: skip
             else:
-                why_t = resampling.explain("the model's", meta, rows, "timm's", t_meta, t_rows)
-                said = why_t.summary if why_t is not None else f"{meta['resampling']} vs {t_meta['resampling']}"
+                why_t = diagnose(rows, t_rows, a_name="the model's", b_name="timm's", metadata=(meta, t_meta))
+                said = (
+                    why_t.best.summary if why_t.best is not None else f"{meta['resampling']} vs {t_meta['resampling']}"
+                )
                 out.append(AuditRow(meta["weights_file"], label, "timm", "differ", said, diff,
                                     int(rows.shape[0])))  # fmt: skip
         return out

@@ -15,6 +15,7 @@ below 4M elements), plus one streaming pass over the reference when a row offset
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ def diagnose(
     tensors_a: dict[str, Any] | None = None,
     tensors_b: dict[str, Any] | None = None,
     readings: tuple[Any, Any] | None = None,
+    metadata: tuple[Mapping[str, str], Mapping[str, str]] | None = None,
 ) -> Diagnosis:
     """Explain why table ``a`` differs from the reference ``b``.
 
@@ -52,6 +54,9 @@ def diagnose(
     readings : (Reading, Reading), optional
         Both tables read as a kind with parameters (:func:`.parameters.read_source`): their differences are
         stated first, parameter by parameter (``A is rope base 10000; B gives 500000``).
+    metadata : (mapping, mapping), optional
+        Both tables' metadata: two vision tables of one model at one grid (``grid``, ``resampling``,
+        ``model_dir``) are explained by the resampling that made each (:mod:`.resampling`).
 
     Returns
     -------
@@ -83,7 +88,8 @@ def diagnose(
     # the wider table plays B: a partial-rotary A is a subset of B's columns
     if int(a.shape[1]) > int(b.shape[1]) and int(a.shape[1]) != int(b.shape[0]):
         back = None if readings is None else (readings[1], readings[0])
-        flipped = diagnose(b, a, a_name=b_name, b_name=a_name, readings=back)
+        meta_back = None if metadata is None else (metadata[1], metadata[0])
+        flipped = diagnose(b, a, a_name=b_name, b_name=a_name, readings=back, metadata=meta_back)
         flipped.a_name, flipped.b_name, flipped.shape_a, flipped.shape_b = a_name, b_name, shape_a, shape_b
         return flipped
     ctx = make_ctx(a, b, a_name, b_name, blocks)
@@ -96,7 +102,7 @@ def diagnose(
         if res.within and ctx.precision is None:
             diag.same = True
             return diag
-    st = drive(ctx, readings if readings is not None and None not in readings else None)
+    st = drive(ctx, readings if readings is not None and None not in readings else None, metadata)
     return finish(diag, st.explanations, st.tried, "" if st.explanations else _reason(st, shape_a, shape_b))
 
 

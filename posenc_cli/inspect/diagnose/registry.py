@@ -14,11 +14,11 @@ docs/inspect.md and to an independently built (A, B) pair that it explains.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import angles, columns, frequencies, heads, offsets, parameters
+from . import angles, columns, frequencies, heads, offsets, parameters, resampling
 from .core import SMALL_SHIFTS, Ctx, Explanation, valid_rows
 
 
@@ -31,6 +31,8 @@ class Search:
     tried: list[Explanation] = field(default_factory=list)
     #: both tables read as a kind with parameters (:mod:`.parameters`), when the caller has them
     readings: tuple[Any, Any] | None = None
+    #: both tables' metadata, when the caller has them (a vision table's names its model and its resampling)
+    metadata: tuple[Mapping[str, str], Mapping[str, str]] | None = None
 
     def columns(self, shift: int, transpose: bool) -> None:
         exp, near = columns.propose_columns(self.ctx, shift, transpose)
@@ -96,6 +98,13 @@ PARAMETERS = Tier(
     "both tables read as a kind with parameters: the parameters that differ",
     lambda st: st.readings is not None,
     lambda st: st.found(parameters.propose(st.ctx, st.readings)),  # type: ignore[arg-type]
+)
+RESAMPLING = Tier(
+    "resampling",
+    3,
+    "two vision tables of one model at one grid, their metadata given: the native table resampled by every call",
+    lambda st: st.metadata is not None and resampling.applies(*st.metadata),
+    lambda st: st.found(resampling.propose(st.ctx, st.metadata)),  # type: ignore[arg-type]
 )
 COLUMNS = Tier(
     "columns",
@@ -215,6 +224,14 @@ EXPLANATIONS: tuple[ExplanationInfo, ...] = (
         PARAMETERS,
         "every other parameter that moves the table",
         parameters.parameter_step,
+    ),
+    ExplanationInfo(
+        "resampling",
+        "two resamplings of one native vision table: which call made each (HF vs timm, antialias, mode, "
+        "align_corners, size vs scale_factor)",
+        RESAMPLING,
+        "every F.interpolate call of encodings.resample.CALLS, and the table kept as it is",
+        resampling.resampling_step,
     ),
     ExplanationInfo(
         "transpose", "A is B transposed (positions along columns)", TRANSPOSE, "A = B^T", columns.transpose_step
@@ -353,9 +370,12 @@ EXPLANATIONS: tuple[ExplanationInfo, ...] = (
 
 
 #: The searches, in the order they run (the readings, then the cheap column searches, then fits); the first
-#: that accounts for the difference ends the search.
+#: that accounts for the difference ends the search. The resampling search is dear (it reads the native table
+#: from the model directory and resamples it by every call) but runs only on the vision tables whose metadata
+#: names their model and resampling, where no column map can explain two interpolations: it goes first of them.
 TIERS: tuple[Tier, ...] = (
     PARAMETERS,
+    RESAMPLING,
     COLUMNS,
     TRANSPOSE,
     SMALL_OFFSETS,
@@ -366,9 +386,13 @@ TIERS: tuple[Tier, ...] = (
 )
 
 
-def drive(ctx: Ctx, readings: tuple[Any, Any] | None = None) -> Search:
+def drive(
+    ctx: Ctx,
+    readings: tuple[Any, Any] | None = None,
+    metadata: tuple[Mapping[str, str], Mapping[str, str]] | None = None,
+) -> Search:
     """Run :data:`TIERS` in order until one accounts for the difference."""
-    st = Search(ctx, readings=readings)
+    st = Search(ctx, readings=readings, metadata=metadata)
     said = False  # the parameters account: only the cheap structural tiers run, to name a map beside them
     for tier in TIERS:
         if st.explanations and not said:

@@ -8,6 +8,10 @@ the ``model_dir`` and ``weights_tensor`` their metadata name) differ when their 
 (:data:`CANDIDATES`, :mod:`posenc_cli.encodings.resample`) and says which one reproduces each side, within the
 float32 rounding of the kernels (:func:`noise`), and how the two calls differ. A side that no candidate reproduces
 is said as such ("not checked" is an answer: nothing is guessed).
+
+It is an entry of the diagnosis registry (:data:`.registry.EXPLANATIONS`, slug ``resampling``, tier
+``resampling``): :func:`propose` runs when :func:`..diagnose` is given both tables' metadata and :func:`applies`
+to them; ``compare`` and ``audit`` reach it through :func:`..diagnose`, like every other explanation.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...encodings.resample import CALLS
-from .core import Diagnosis, Explanation
+from .core import Diagnosis, Explanation, Step
 
 #: every call tried (:data:`posenc_cli.encodings.resample.CALLS`)
 CANDIDATES = CALLS
@@ -139,10 +143,11 @@ def explain(
             f"{a_name} is the native table resampled as {call_a} ({engines[0]}); {b_name} as {call_b} "
             f"({engines[1]}): they differ by {_differences(call_a, call_b)}"
         )
+    step = resampling_step(call_a, call_b, engines, same_call)
     exp = Explanation(
         name="resampling",
         summary=text,
-        steps=[],
+        steps=[step],
         residual_max_abs=max(res_a, res_b),
         residual_ulp=max(res_a, res_b) / float(np.spacing(np.float32(np.abs(native_grid).max()))),
         ulp_dtype="float32",
@@ -150,3 +155,27 @@ def explain(
         rows_checked=int(ga.shape[0]),
     )
     return Diagnosis(a_name, b_name, shape_a, shape_b, False, explanations=[exp])
+
+
+def resampling_step(call_a: str, call_b: str, engines: tuple[str, str], same_call: bool) -> Step:
+    """The step that words a resampling difference: the call that made each side, and what differs."""
+    clause = (
+        f"both are the native table resampled as {call_b}"
+        if same_call
+        else f"A was resampled as {call_a} ({engines[0]}), B as {call_b} ({engines[1]})"
+    )
+    detail = {"a": call_a, "b": call_b, "engines": list(engines), "differs": _differences(call_a, call_b)}
+    return Step("resampling", clause, f"resample the native table as {call_b}", detail)
+
+
+def propose(ctx: Any, metadata: tuple[Mapping[str, str], Mapping[str, str]]) -> tuple[list[Explanation], list[Any]]:
+    """The registry's search (tier ``resampling``): the explanation when one call of the native table reproduces
+    each side; else, when the native table is at hand, the attempt that says no call does (closest attempts)."""
+    import math
+
+    found = explain(ctx.a_name, metadata[0], ctx.a, ctx.b_name, metadata[1], ctx.b)
+    if found is None:
+        return [], []
+    if found.explanations:
+        return list(found.explanations), []
+    return [], [Explanation("resampling", found.reason, [], math.inf, math.inf, "float32", False, 0)]
