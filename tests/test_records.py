@@ -71,7 +71,29 @@ def test_keys_the_code_never_reads_are_reported_as_ignored_whatever_their_name(n
     rep = describe_model_config(published(name))
     for key in IGNORED[name]:
         assert key in rep["ignored"], (name, key, rep["ignored"])
-        assert "never reads it" in rep["ignored"][key]
+        assert "never reads it" in rep["ignored"][key] or key in ATTENTION_ONLY.get(name, ())
+
+
+#: keys the attention module reads and the rotary class does not (the inventory's attention_keys_read, not its
+#: keys_read): transformers 5.24 modeling_falcon.py FalconAttention.__init__ reads ``config.multi_query``
+#: (l.232, l.238) where FalconRotaryEmbedding reads max_position_embeddings, rope_parameters, head_dim,
+#: hidden_size and num_attention_heads only (l.106-132); modeling_smollm3.py SmolLM3Attention.__init__ reads
+#: num_key_value_heads, attention_dropout and attention_bias (l.174-189), SmolLM3RotaryEmbedding none of them.
+ATTENTION_ONLY = {"falcon-7b": ("multi_query",), "smollm3-3b": ("attention_bias", "num_key_value_heads")}
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION_ONLY))
+def test_keys_only_the_attention_reads_are_not_said_never_read(name):
+    """kinds said "positional code never reads it" of a key the inventory saw the attention read: it says which
+    module reads it, and that the rotary class (the table) does not; a key nothing reads keeps "never reads it"."""
+    rep = describe_model_config(published(name))
+    mt = name.split("-")[0]
+    for key in ATTENTION_ONLY[name]:
+        assert rep["ignored"][key] == (
+            f"transformers' {mt} attention reads it, its rotary class does not: the table does not depend on it"
+        ), (key, rep["ignored"].get(key))
+    never = [k for k, why in rep["ignored"].items() if "never reads it" in why]
+    assert never and not set(never) & set(ATTENTION_ONLY[name]), never
 
 
 def test_read_keys_are_not_ignored():

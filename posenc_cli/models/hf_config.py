@@ -478,6 +478,7 @@ class _Reader:
         rec, cfg = self.fam, self.cfg
         known = rec.known_top()
         observed = _keys_read(self.model_type if self.known else "")
+        attention = _attention_keys_read(self.model_type if self.known else "")
         saved = _saved_top(rec.model_type) if rec.origin == "inventory" else None
         for k in cfg:
             if k in known or k in _BOOKKEEPING:
@@ -491,6 +492,11 @@ class _Reader:
                 self.unknown.append(
                     f"config key {self.key(k)} is read by transformers' {self.model_type} positional code, and "
                     "posenc does not model it"
+                )
+            elif self.known and k in attention:  # the attention module reads it; the rotary class does not
+                self.ignored[self.key(k)] = (
+                    f"transformers' {rec.model_type} attention reads it, its rotary class does not: the table does "
+                    "not depend on it"
                 )
             elif self.known:
                 self.ignored[self.key(k)] = f"transformers' {rec.model_type} positional code never reads it"
@@ -1166,6 +1172,15 @@ def _keys_read(model_type: str) -> set[str]:
     for keys in (entry.get("keys_read") or {}).values():
         out |= {str(k).split(".")[0] for k in keys}
     return out
+
+
+def _attention_keys_read(model_type: str) -> set[str]:
+    """The top-level config keys the inventory saw ``model_type``'s attention module read when built and run
+    (``attention_keys_read``: the attention's own settings, with the position path's arguments among them)."""
+    entry = inventory_entry(model_type) if model_type else None
+    if entry is None:
+        return set()
+    return {str(k).split(".")[0] for k in entry.get("attention_keys_read") or ()}
 
 
 def _record(model_type: str | None) -> tuple[Record | None, str | None]:
