@@ -694,3 +694,34 @@ def test_npz_of_posenc_01_with_a_metadata_member_still_reads(tmp_path):
         zf.writestr("__metadata__.json", json.dumps({"kind": "sinusoidal"}))
     table = read_table(str(path))
     assert list(table.tensors) == ["pe"] and table.metadata == {"kind": "sinusoidal"}
+
+
+@pytest.mark.parametrize("where", ["open", "return"])
+def test_ctrl_c_as_the_temporary_file_is_created_leaves_none(tmp_path: Path, monkeypatch, where: str) -> None:
+    """Ctrl-C the moment the temporary file exists (inside the exclusive open, or as its descriptor is handed back,
+    before the writer's cleanup block): the file is still removed and the old target kept."""
+    from posenc_cli.formats import atomic
+
+    target = tmp_path / "pe.npy"
+    target.write_bytes(b"old")
+    real_open = os.open
+
+    def interrupted(path, flags, mode=0o777):
+        fd = real_open(path, flags, mode)
+        if where == "open":
+            os.close(fd)
+            raise KeyboardInterrupt
+        return fd
+
+    monkeypatch.setattr(atomic.os, "open", interrupted)
+    if where == "return":
+        real_make = atomic._make_temp
+
+        def make(*args, **kwargs):
+            real_make(*args, **kwargs)
+            raise KeyboardInterrupt  # after the file exists, before the caller holds its name
+
+        monkeypatch.setattr(atomic, "_make_temp", make)
+    with pytest.raises(KeyboardInterrupt):
+        atomic.write_atomic(str(target), lambda sink: sink.write(b"new"), force=True)
+    assert target.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["pe.npy"]

@@ -66,26 +66,38 @@ def _temp_files(directory, keep):
 
 
 def test_ctrl_c_mid_export_keeps_the_old_file_and_no_temporary(tmp_path):
+    """Ctrl-C while the export writes its temporary file. The child is stopped (SIGSTOP) the moment its temporary
+    file appears, so the export cannot finish first however loaded the machine is; SIGINT is sent while it is
+    stopped and handled once it continues (SIGCONT), in the middle of the export. 256 MiB of output, of which the
+    child writes only the first blocks (it took ~0.6 CPU-s more to write it all), so the moment between the file
+    appearing and the stop cannot see it finish."""
     target = tmp_path / "big.npy"
     target.write_bytes(b"old contents")
-    # ~1.6 GB of output: long enough to be interrupted in the middle
     proc = subprocess.Popen(
-        posenc_cmd() + ["export", "sinusoidal", "--len", "400000", "--dim", "1024", "-o", str(target), "--force"],
+        posenc_cmd() + ["export", "sinusoidal", "--len", "65536", "--dim", "1024", "-o", str(target), "--force"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=clean_env(),
     )
-    deadline = time.time() + 60
-    while time.time() < deadline and not _temp_files(tmp_path, {"big.npy"}):
-        time.sleep(0.02)
-    assert _temp_files(tmp_path, {"big.npy"}), "the export never started writing its temporary file"
-    time.sleep(0.1)  # in the middle of the export, without needing much free disk
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 60
+        while not _temp_files(tmp_path, {"big.npy"}) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        proc.send_signal(signal.SIGSTOP)
+        temps = _temp_files(tmp_path, {"big.npy"})
+        assert temps, f"the export never started writing its temporary file (exit {proc.poll()})"
+        assert target.read_bytes() == b"old contents"  # stopped mid-export: the target is not replaced yet
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGCONT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 130, err.decode()
     assert b"Traceback" not in err
     assert target.read_bytes() == b"old contents"
-    assert _temp_files(tmp_path, {"big.npy"}) == []
+    assert _temp_files(tmp_path, {"big.npy"}) == [], "the temporary file was left behind"
 
 
 def _ignore_xfsz_and_limit(limit: int):

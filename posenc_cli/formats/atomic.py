@@ -183,14 +183,22 @@ def write_table(
     write_atomic(dest, lambda sink: _write_to(sink, tensors, metadata, kind, progress), force=force)
 
 
-def _make_temp(directory: str, prefix: str) -> tuple[int, str]:
+def _make_temp(directory: str, prefix: str, claimed: list[str] | None = None) -> tuple[int, str]:
     """A new file ``<prefix><random>.tmp`` in ``directory``, mode 0600, opened exclusively: what
-    ``tempfile.mkstemp`` does, without importing tempfile (and shutil, random, bz2, lzma) at every start."""
+    ``tempfile.mkstemp`` does, without importing tempfile (and shutil, random, bz2, lzma) at every start.
+
+    ``claimed`` receives the name before the file is created, so that a caller interrupted (Ctrl-C) anywhere
+    between the creation and the return still knows which file to remove: a name this random, opened with
+    ``O_EXCL``, is this call's file whenever it exists (a name found taken is taken back)."""
     for _ in range(100):
         path = os.path.join(directory, f"{prefix}{os.urandom(6).hex()}.tmp")
+        if claimed is not None:
+            claimed.append(path)
         try:
             return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), path
         except FileExistsError:
+            if claimed is not None:
+                claimed.remove(path)
             continue
     raise FileExistsError(errno.EEXIST, "no free temporary file name", directory)
 
@@ -215,11 +223,12 @@ def write_atomic(dest: str, produce: Callable[[_FdSink], object], *, force: bool
         raise OutputError(f"cannot write {dest}: it is a directory")
     if not force and os.path.lexists(dest):
         raise OutputError(exists_message(dest))
+    claimed: list[str] = []  # the temporary file's name, known before it exists (Ctrl-C at any point removes it)
     try:
-        fd, tmp = _make_temp(directory, f".{os.path.basename(dest)}.")
-    except OSError as exc:
-        raise OutputError(f"cannot write {dest}: {exc.strerror or exc}") from None
-    try:
+        try:
+            fd, tmp = _make_temp(directory, f".{os.path.basename(dest)}.", claimed)
+        except OSError as exc:
+            raise OutputError(f"cannot write {dest}: {exc.strerror or exc}") from None
         try:
             produce(_FdSink(fd))
             if hasattr(os, "fchmod"):  # mkstemp makes 0600; regular output follows the umask
@@ -233,12 +242,13 @@ def write_atomic(dest: str, produce: Callable[[_FdSink], object], *, force: bool
             _link_no_clobber(tmp, dest)
         _fsync_dir(directory)
     except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        except OSError:
-            pass  # nothing better to do; the original error matters more
+        for name in claimed:
+            try:
+                os.unlink(name)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                pass  # nothing better to do; the original error matters more
         if isinstance(exc, FileExistsError):
             raise OutputError(exists_message(dest)) from None
         if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
