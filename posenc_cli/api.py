@@ -701,9 +701,14 @@ def identify(
     tensor: str | list[str] | tuple[str, ...] | None = None,
     length: int | None = None,
     dim: int | None = None,
+    extra_rows: str | None = None,
 ) -> Identification:
     """Which kind, preset and parameters reproduce ``table``, read from its own structure (column frequencies and
     layout, value range, Toeplitz structure, per-head slopes, grid strides) and confirmed by regenerating it.
+
+    Rows that are not positions (``extra_rows`` = ``"index:name,..."``, or the metadata's ``extra_rows``: a learned
+    class row before a sin-cos grid) are left out: the position rows are identified, and ``.left_out`` says which
+    rows were not (:mod:`posenc_cli.checks.rows`).
 
     ``.best`` is the simplest candidate that reproduces every compared value within 2 ulps (or within the error
     of the usual float32 formula, ``tolerance="float32-formula"``), ``.command`` the ``posenc generate`` line that
@@ -721,7 +726,21 @@ def identify(
     chosen = _chosen_tensors(src, tensor)
     groups = _tensor_groups(src, chosen)
     if len(groups) <= 1:
-        return identify_tensors({n: src.array(n) for n in chosen}, dict(src.metadata))
+        arrays = {n: src.array(n) for n in chosen}
+        left = _rows_left_out(src, arrays, extra_rows)
+        if left is None:
+            return identify_tensors(arrays, dict(src.metadata))
+        n, a, b = next(iter(arrays.values())).shape[0], left.start, left.stop
+        rows = {k: (v[a:b] if v.ndim >= 2 and v.shape[0] == n else v) for k, v in arrays.items()}
+        meta = {k: v for k, v in src.metadata.items() if k != "extra_rows"}
+        import dataclasses
+
+        return dataclasses.replace(identify_tensors(rows, meta), left_out=left.to_json())
+    if extra_rows is not None:
+        raise ParameterError(
+            f"{param('extra_rows')} {extra_rows} cannot apply to {src.label}: it holds one table per group "
+            f"({', '.join(groups)}); identify one group's file"
+        )
     found = {
         g: identify_tensors({n[len(g) + 1 :]: src.array(n) for n in names}, _group_metadata(src, g))
         for g, names in groups.items()
@@ -729,6 +748,17 @@ def identify(
     import dataclasses
 
     return dataclasses.replace(next(iter(found.values())), groups=found)  # a copy: the groups hold the first
+
+
+def _rows_left_out(src: Source, arrays: Mapping[str, Any], given: str | None) -> Any:
+    """The rows of a table to identify that are not positions (its metadata's ``extra_rows`` or ``given``), or None
+    (:func:`posenc_cli.checks.rows.not_positions`: refused by name where they cannot apply)."""
+    from .checks.rows import not_positions
+
+    first = next(iter(arrays.values()))
+    if given is None and not src.metadata.get("extra_rows"):
+        return None
+    return not_positions(int(first.shape[0]), src.label, None, src.metadata, given, first.ndim == 2)
 
 
 def _tensor_groups(src: Source, chosen: list[str]) -> dict[str, list[str]]:
@@ -1890,6 +1920,7 @@ def identify_source(
     n_ctx: int | None = None,
     tensor: list[str] | None = None,
     max_bytes: int | None = None,
+    extra_rows: str | None = None,
 ) -> tuple[str, Identification, list[str]]:
     """What ``posenc identify`` reads: a file, ``-`` or a GGUF file (llama.cpp's tables at ``length`` rows and
     context ``n_ctx``), identified (:func:`identify`). Returns the source's label, the identification and the
@@ -1907,7 +1938,7 @@ def identify_source(
         src = open_text(source, length=length, n_ctx=n_ctx, max_bytes=max_bytes)
     else:
         src = open_text(source, max_bytes=max_bytes)  # a mistyped kind gets "unknown encoding ... did you mean"
-    return src.label, identify(src, tensor=tensor or None), list(src.warnings)
+    return src.label, identify(src, tensor=tensor or None, extra_rows=extra_rows), list(src.warnings)
 
 
 def describe(

@@ -932,6 +932,8 @@ def identification_lines(
         line(f"not identified: {d['reason']}", "red", "", "  ")
     for name, why in (d.get("skipped") or {}).items():
         line(f"skipped {name}: {why}", None, "", "  ")
+    if d.get("left_out"):
+        line(d["left_out"]["text"].replace(": not checked", ": not identified"), "yellow", "", "  ")
     tried = [c for c in d["candidates"] if not c["accounts"]]
     if tried:
         # the closest is named in the reason already

@@ -174,3 +174,18 @@ def test_describe_groups_runs_of_one_name() -> None:
     assert describe({0: "cls", 1: "reg", 2: "reg", 9: "cls"}) == (
         "row 0 (cls), rows 1-2 (reg) and row 9 (cls) are not positions"
     )
+
+
+def test_identify_reads_the_positions_of_a_table_with_a_learned_class_row(tmp_path: Path) -> None:
+    """A sin-cos grid behind a learned (nonzero) class row is no table of one kind; told which row is not a position,
+    identify names the grid from the positions and says the row it left out."""
+    table = mae_table()
+    table[0] = np.random.default_rng(0).normal(0, 0.02, table.shape[1])
+    path = tmp_path / "learned_cls.npy"
+    np.save(path, table)
+    assert api.identify(str(path)).best is None
+    found = api.identify(str(path), extra_rows="0:cls")
+    assert found.command == "posenc generate --kind sinusoidal-2d --len 16 --dim 16 -p grid=4x4", found.summary
+    assert found.left_out is not None and found.left_out["rows"] == {"0": "cls"}
+    code, out, err = cli(["identify", str(path), "--extra-rows", "0:cls"])
+    assert code == 0 and "row 0 (cls) is not a position: not identified (as given: 0:cls)" in out.decode(), err

@@ -10,7 +10,9 @@ structure (column frequencies and layout, value range, Toeplitz structure,
 per-head slopes, grid strides), and print the posenc generate command that
 regenerates it with what is left (max abs, ulp). A table no analytic kind
 reproduces (a trained table, noise) gets the closest readings and why each
-fails.
+fails. Rows that are not positions (a learned class row before a sin-cos grid)
+are left out when the metadata's extra_rows or --extra-rows INDEX:NAME,...
+names them: the positions are identified, and the rows left out are said.
 
 Exit 0 identified, 1 not identified, 2 bad input.
 
@@ -25,6 +27,7 @@ def run(
     length: o.Length = None,
     n_ctx: o.NCtx = None,
     tensor: o.Tensors = None,
+    extra_rows: o.ExtraRows = None,
     verbose: o.Verbose = False,
     json_out: o.Json = False,
     max_bytes: o.MaxBytes = None,
@@ -33,7 +36,9 @@ def run(
     from ..api import identify_source
 
     text = source or stdin_source("identify", "a file or - for stdin")
-    label, found, warnings = identify_source(text, length=length, n_ctx=n_ctx, tensor=tensor, max_bytes=max_bytes)
+    label, found, warnings = identify_source(
+        text, length=length, n_ctx=n_ctx, tensor=tensor, max_bytes=max_bytes, extra_rows=extra_rows
+    )
     for w in warnings:
         msg(f"Warning: {w}", quiet)
     from ..render import identification_json, identification_report

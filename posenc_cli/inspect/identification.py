@@ -60,6 +60,9 @@ class Identification:
     #: the dtype the values are stored in when they are a coarser dtype's values widened (bfloat16 values saved as
     #: float32); the identification reads them as the coarser one
     widened: str = ""
+    #: the rows identified are the table's positions only: the rows left out as not positions, and why
+    #: (:class:`posenc_cli.checks.rows.NotPositions`'s JSON; ``command`` regenerates the positions); None: every row
+    left_out: dict[str, Any] | None = None
 
     @property
     def precision(self) -> str:
@@ -118,6 +121,7 @@ class Identification:
             "groups": {g: r.to_json() for g, r in self.groups.items() if r is not self},
             "precision": self.precision,
             "widened": self.widened,
+            "left_out": self.left_out,
         }
 
 
