@@ -395,12 +395,15 @@ def drive(
     st = Search(ctx, readings=readings, metadata=metadata)
     said = False  # the parameters account: only the cheap structural tiers run, to name a map beside them
     for tier in TIERS:
+        if not tier.applies(
+            st
+        ):  # (the resampling tier, dear, applies to vision tables only: elsewhere it is not there)
+            continue
         if st.explanations and not said:
             said = tier.cost > 0 and all(e.name.startswith("parameter") for e in st.explanations)
             if not said:
                 break
         if said and (tier.cost > 1 or len(st.explanations) > 1):
             break
-        if tier.applies(st):
-            tier.proposes(st)
+        tier.proposes(st)
     return st
