@@ -395,9 +395,8 @@ def drive(
     st = Search(ctx, readings=readings, metadata=metadata)
     said = False  # the parameters account: only the cheap structural tiers run, to name a map beside them
     for tier in TIERS:
-        if not tier.applies(
-            st
-        ):  # (the resampling tier, dear, applies to vision tables only: elsewhere it is not there)
+        # a tier that does not apply is not there (the resampling tier applies to vision tables only)
+        if not tier.applies(st):
             continue
         if st.explanations and not said:
             said = tier.cost > 0 and all(e.name.startswith("parameter") for e in st.explanations)
