@@ -501,6 +501,7 @@ def check(
     encoding = src.encoding if src.encoding is not None and (expect is None or expect == src.kind) else None
     origin = "the metadata"
     assumed, assumed_command = "", None
+    spec_of_positions = False  # the spec was identified from the position rows: it regenerates those only
     comparison = None
     if against is not None:
         ref = _open_against(against, src)
@@ -517,7 +518,10 @@ def check(
             elif renamed:
                 tensors = _as_spec_tensors(tensors, ref.encoding, renamed)
     elif encoding is None and identify and (src.kind is None or not _known_kind(src.kind)):
-        found = _identify_for_check(tensors, src.metadata, kind_cls)
+        # rows the table or the user says are not positions: the positions are identified (a learned class row
+        # before a sin-cos grid is no table of one kind), and the spec found regenerates those rows only
+        told = _rows_left_out(src, {name: array}, extra_rows)
+        found = _identify_for_check(tensors if told is None else _rows_of(tensors, told), src.metadata, kind_cls)
         if found is not None:
             assumed = found.summary
             best = found.best
@@ -529,6 +533,7 @@ def check(
                 assumed_command = best.command
                 metadata = {**src.metadata, **encoding.metadata()}
                 tensors = _as_spec_tensors(tensors, encoding, best.tensor_map)
+                spec_of_positions = told is not None
     from .inspect.tolerance import table_arithmetic
 
     value_dtype = _value_dtype(src, array)
@@ -541,13 +546,14 @@ def check(
         from .sources import encoding_from_metadata
 
         judged_as = encoding_from_metadata(dict(src.metadata), exact=True)[0]
-    arithmetic = table_arithmetic(dict(tensors), judged_as, dict(src.metadata), value_dtype, rtol)
     from .checks.rows import not_positions, positions
 
     primary_role = None if kind_cls is None else kind_cls.ROLES.get(next(iter(tensors)))
     left_out = not_positions(
         int(array.shape[0]), src.label, encoding, metadata, extra_rows, array.ndim == 2 and primary_role != "matrix"
     )
+    judged_tensors = _rows_of(tensors, left_out) if spec_of_positions and left_out is not None else tensors
+    arithmetic = table_arithmetic(dict(judged_tensors), judged_as, dict(src.metadata), value_dtype, rtol)
     ctx = CheckContext(
         table=array,
         tensors=tensors,
@@ -561,6 +567,7 @@ def check(
         spec_origin=origin,
         arithmetic=arithmetic,
         left_out=left_out,
+        spec_of_positions=spec_of_positions,
     )
     names = checks.applicable(ctx)
     ctx.planned = tuple(names)  # the first read of the table feeds all of them (checks/sweep.py)
@@ -730,8 +737,7 @@ def identify(
         left = _rows_left_out(src, arrays, extra_rows)
         if left is None:
             return identify_tensors(arrays, dict(src.metadata))
-        n, a, b = next(iter(arrays.values())).shape[0], left.start, left.stop
-        rows = {k: (v[a:b] if v.ndim >= 2 and v.shape[0] == n else v) for k, v in arrays.items()}
+        rows = _rows_of(arrays, left)
         meta = {k: v for k, v in src.metadata.items() if k != "extra_rows"}
         import dataclasses
 
@@ -748,6 +754,13 @@ def identify(
     import dataclasses
 
     return dataclasses.replace(next(iter(found.values())), groups=found)  # a copy: the groups hold the first
+
+
+def _rows_of(tensors: Mapping[str, Any], left: Any) -> dict[str, Any]:
+    """``tensors`` narrowed to the position rows ``[left.start, left.stop)`` (those of the table's length)."""
+    n = int(next(iter(tensors.values())).shape[0])
+    a, b = left.start, left.stop
+    return {k: (v[a:b] if getattr(v, "ndim", 0) >= 2 and v.shape[0] == n else v) for k, v in tensors.items()}
 
 
 def _rows_left_out(src: Source, arrays: Mapping[str, Any], given: str | None) -> Any:

@@ -144,8 +144,10 @@ def test_the_human_and_json_reports_name_the_rows(tables: dict[str, str]) -> Non
          "--extra-rows 0:cls cannot apply to alibi: its table is not one row per position"),
         (["{mae}", "--no-identify", "--extra-rows", "40:cls"], "row 40 is outside"),
         (["{mae}", "--no-identify", "--extra-rows", "0:cls,5:reg"], "row 5 (reg) lies between position rows 1 and 16"),
-        (["{mae}", "--extra-rows", "1:reg"],
-         "--extra-rows 1:reg contradicts {mae}: sinusoidal-2d with cls_token=true says row 0 (cls) is not a position"),
+        (["sinusoidal-2d:cls_token=true,grid=4x4", "--dim", "16", "--extra-rows", "1:reg"],
+         "--extra-rows 1:reg contradicts sinusoidal-2d:cls_token=true,grid=4x4: sinusoidal-2d with cls_token=true says "
+         "row 0 (cls) is not a position"),
+        (["{mae}", "--extra-rows", "1:reg"], "row 1 (reg) lies between position rows 0 and 16"),
         (["{mae}", "--no-identify", "--extra-rows", "cls"], "'cls' is not INDEX:NAME"),
         (["{mae}", "--no-identify", "--extra-rows", "0:cls,0:reg"], "names row 0 twice"),
         (["{mae}", "--no-identify", "--extra-rows", ",".join(f"{i}:x" for i in range(17))], "nothing is left to check"),
@@ -189,3 +191,12 @@ def test_identify_reads_the_positions_of_a_table_with_a_learned_class_row(tmp_pa
     assert found.left_out is not None and found.left_out["rows"] == {"0": "cls"}
     code, out, err = cli(["identify", str(path), "--extra-rows", "0:cls"])
     assert code == 0 and "row 0 (cls) is not a position: not identified (as given: 0:cls)" in out.decode(), err
+    # check identifies the positions the same way, and holds them to the spec found (the class row left out)
+    rep = api.check(str(path), extra_rows="0:cls")
+    assert rep.ok and rep.kind == "sinusoidal-2d" and statuses(rep)["matches-spec"] == "PASS", statuses(rep)
+    assert rep.assumed_command == found.command and rep.left_out["rows"] == {"0": "cls"}
+    wrong = table.copy()
+    wrong[7, :4] = wrong[8, :4]  # a position row off: not what the grid found regenerates
+    np.save(path, wrong)
+    rep = api.check(str(path), extra_rows="0:cls", expect="sinusoidal-2d")
+    assert not rep.ok and "constant-norm" in rep.failed, statuses(rep)

@@ -63,10 +63,14 @@ class CheckDef:
     #: True: a property of the tensors as stored, judged on every row (``finite``, ``matches-spec``); False: a
     #: property of positions, judged on the rows that are positions only (:func:`.rows.positions`).
     whole: bool = False
+    #: the check compares with the spec (``matches-spec``): the position rows only when the spec was identified
+    #: from them (``CheckContext.spec_of_positions``)
+    regenerates: bool = False
 
     def context(self, ctx: CheckContext) -> CheckContext:
         """The context this check judges: ``ctx``, or its position rows."""
-        return ctx if self.whole else positions(ctx)
+        whole = self.whole and not (self.regenerates and ctx.spec_of_positions)
+        return ctx if whole else positions(ctx)
 
 
 def _float_table(ctx: CheckContext) -> bool:
@@ -89,7 +93,7 @@ def _has_float_tensor(ctx: CheckContext) -> bool:
 CHECKS: dict[str, CheckDef] = {
     "finite": CheckDef(check_finite, "no NaN or infinity in any floating tensor", _has_float_tensor, whole=True),
     "matches-spec": CheckDef(check_matches_spec, "every tensor equals the table regenerated from its metadata",
-                             lambda ctx: ctx.encoding is not None, whole=True),
+                             lambda ctx: ctx.encoding is not None, whole=True, regenerates=True),
     "bounded": CheckDef(check_bounded, "every |value| <= the kind's bound (1; rope: attention_scaling)", _float_table),
     "distinct": CheckDef(check_distinct, "at least two rows, no two identical (every kind's table)", _float_table),
     "unique": CheckDef(check_unique, "distinct positions get distinct rows", _float_table),

@@ -116,6 +116,9 @@ class CheckContext:
     left_out: Any = None
     #: The row of the source's table where ``table`` starts (the first position row, in a narrowed context).
     first_row: int = 0
+    #: The spec (``encoding``) was identified from the position rows and regenerates those only: ``matches-spec``
+    #: compares them, not the rows left out.
+    spec_of_positions: bool = False
 
     def __post_init__(self) -> None:
         if self.kind_cls is None and self.kind is not None:

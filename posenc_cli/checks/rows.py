@@ -94,7 +94,7 @@ def not_positions(
     """Which of the ``n`` rows of ``label``'s tables are not positions, or None when every row is one.
 
     In order: the kind's parameters (``encoding``: a spec, a file posenc wrote, the identification, ``--against``),
-    else the metadata's ``extra_rows``; ``given`` (``--extra-rows``) says it for a table that says nothing, and is
+    else (they name none) the metadata's ``extra_rows``; ``given`` (``--extra-rows``) says it for a table that says nothing, and is
     refused where the table says otherwise or its rows are not positions (``positional`` False: a matrix of
     distances, not one row per position).
     """
@@ -111,7 +111,7 @@ def not_positions(
         meta = encoding.metadata()
         named = ", ".join(f"{k}={meta[k]}" for k in type(encoding).EXTRA_ROWS_FROM if k in meta)
         origin = (f"{encoding.KIND} with {named}" if named else f"{encoding.KIND}'s parameters") if said else ""
-    elif metadata.get("extra_rows"):
+    if not said and metadata.get("extra_rows"):  # the kind says none (or there is no kind): the file may
         said = parse(metadata["extra_rows"], "metadata extra_rows")
         origin = "the metadata's extra_rows"
     if given is not None:
