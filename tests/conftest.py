@@ -20,6 +20,14 @@ ROOT = Path(__file__).resolve().parent.parent
 # on small matrix products and slowed the other workers. posenc's own row-block threads are not affected.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+# Compiled modules are cached even where the environment asks Python not to write them (PYTHONDONTWRITEBYTECODE,
+# set in some containers and CI images): without the cache every worker compiles posenc_cli and rewrites the
+# asserts of every test module again at each run (7 of its 10 CPU-s of collection), and every posenc subprocess
+# compiles the modules it imports. The files go to __pycache__ folders, which git ignores; a fresh checkout pays
+# once. Set POSENC_TEST_NO_BYTECODE=1 to keep the environment's choice.
+if not os.environ.get("POSENC_TEST_NO_BYTECODE"):
+    sys.dont_write_bytecode = False
+
 
 @functools.cache
 def parse(source: str) -> ast.Module:
