@@ -124,11 +124,21 @@ def refreshed(shown: str, real: str) -> str:
 def _files(root: Path) -> dict[str, tuple[int, int]]:
     """Each file under ``root``: (size, modification time)."""
     out = {}
-    for p in root.rglob("*"):
-        if p.is_file():
-            st = p.stat()
-            out[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns)
+    stack = [("", os.fspath(root))]
+    while stack:
+        rel, folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append((rel + e.name + "/", e.path))
+                elif e.is_file():
+                    st = e.stat()
+                    out[rel + e.name] = (st.st_size, st.st_mtime_ns)
     return out
+
+
+#: template -> its files as the last doc's run left them: the state after one doc is the state before the next
+_SNAPSHOTS: dict[Path, dict[str, tuple[int, int]]] = {}
 
 
 @pytest.fixture(scope="session")
@@ -142,12 +152,12 @@ def run_file(path: Path, tmp: Path, template: Path) -> tuple[str, list[tuple[str
     """Run every console block of ``path`` in a copy of the checkout at ``tmp/repo``: a tree of hard links to
     ``template`` (files the commands write are this doc's alone); (the text with refreshed outputs, [(command,
     shown, real)]). A command that wrote into a file of the checkout would change the template too: that fails."""
-    before = _files(template)
+    before = _SNAPSHOTS.get(template) or _files(template)
     root = shutil.copytree(template, tmp / "repo", copy_function=os.link)
     try:
         return _run_blocks(path, root)
     finally:
-        after = _files(template)
+        after = _SNAPSHOTS[template] = _files(template)
         changed = sorted(f for f in before.keys() | after.keys() if before.get(f) != after.get(f))
         assert not changed, f"{path.name}: a shown command changed files of the checkout: {changed}"
 
