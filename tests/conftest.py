@@ -58,6 +58,21 @@ def copy_checkout(dest: Path) -> Path:
     return dest
 
 
+@pytest.fixture(scope="session")
+def checkout(tmp_path_factory) -> Path:
+    """One copy of the checkout per test process (:func:`copy_checkout`: 19 MB, 0.3 CPU-s and 0.3-1 s of disk a
+    copy), shared by the tests that run commands from the repository root: each runs in a new tree of hard links
+    to it (:func:`link_checkout`). Nothing writes into it."""
+    return copy_checkout(tmp_path_factory.mktemp("checkout") / "repo")
+
+
+def link_checkout(template: Path, dest: Path) -> Path:
+    """A new tree at ``dest`` of hard links to the files of ``template`` (0.06 CPU-s): the files a command creates
+    there are its own; one that wrote into an existing file would change the template (posenc writes a new file
+    and renames it into place)."""
+    return shutil.copytree(template, dest, copy_function=os.link)
+
+
 def posenc_cmd() -> list[str]:
     """The real command: the installed console script when it is this checkout's, else ``python -m posenc_cli``."""
     return [sys.executable, "-m", "posenc_cli"]
