@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, copy_checkout, inproc
+from .conftest import ROOT, copy_checkout, inproc, link_checkout
 
 yaml = pytest.importorskip("yaml", reason="the CI tests parse YAML: pip install pyyaml (in the test extra)")
 
@@ -37,18 +37,6 @@ def bash(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
     full.update({"PATH": f"{bindir}:{full['PATH']}", "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **env})
     return subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=cwd, env=full, capture_output=True,
                           timeout=300)  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def checkout(tmp_path_factory) -> Path:
-    """One copy of the checkout (0.3 CPU-s a copy); each workflow test runs in a tree of hard links to it."""
-    return copy_checkout(tmp_path_factory.mktemp("ci") / "repo")
-
-
-def linked(template: Path, dest: Path) -> Path:
-    """A tree of hard links to ``template`` at ``dest``: what the steps write are new files of its own (posenc
-    writes a new file and renames it into place)."""
-    return shutil.copytree(template, dest, copy_function=os.link)
 
 
 def entry_run(entry: list[str], args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -74,7 +62,7 @@ def test_the_workflow_audits_uploads_and_summarises(tmp_path, checkout):
     (summary,) = [s for s in runs if "GITHUB_STEP_SUMMARY" in s["run"]]
     assert summary.get("if") == "always()" and md in summary["run"]
     # run every command after the install, in order, as the runner would
-    repo = linked(checkout, tmp_path / "repo")
+    repo = link_checkout(checkout, tmp_path / "repo")
     step_summary = tmp_path / "step_summary.md"
     step_summary.write_text("earlier step\n")
     env = {k: str(v) for k, v in job.get("env", {}).items()} | {"GITHUB_STEP_SUMMARY": str(step_summary)}
@@ -98,7 +86,7 @@ def test_the_workflow_step_fails_the_job_when_a_row_differs(tmp_path, checkout):
     wf = workflow()
     (job,) = wf["jobs"].values()
     (audit,) = [s for s in job["steps"] if s.get("run", "").startswith("posenc audit")]
-    repo = linked(checkout, tmp_path / "repo")
+    repo = link_checkout(checkout, tmp_path / "repo")
     (repo / "bad.json").write_text((repo / "docs/examples/phi-3.5-mini.json").read_text())
     proc = bash(audit["run"] + " --len 4096 --engine hf,mlx", repo, {"MODEL": "bad.json"})
     assert proc.returncode == 1, proc.stderr.decode()

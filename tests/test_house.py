@@ -25,7 +25,7 @@ import pytest
 import posenc_cli
 from posenc_cli.encodings import KINDS
 
-from .conftest import ROOT, cli, completion_env, copy_checkout, parse
+from .conftest import ROOT, cli, completion_env, link_checkout, parse
 
 TOY_MODULE = '''
 """A toy kind for tests: pe[t, j] = cos(t / (j + 1)), one module, one registry line."""
@@ -228,25 +228,19 @@ def test_docs_have_a_python_example():
     assert any(name == "python-api.md" for name, _ in python_blocks())
 
 
-@pytest.fixture(scope="module")
-def checkout_template(tmp_path_factory) -> Path:
-    """One copy of the checkout for the examples (0.3 CPU-s a copy); each runs in a tree of hard links to it."""
-    return copy_checkout(tmp_path_factory.mktemp("examples") / "repo")
-
-
 def _stats(root: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
 
 
 @pytest.mark.parametrize("name,code", python_blocks(), ids=[n for n, _ in python_blocks()])
-def test_python_examples_run(tmp_path, monkeypatch, checkout_template, name, code):
+def test_python_examples_run(tmp_path, monkeypatch, checkout, name, code):
     """Each marked Python block of README and docs/, executed as written from (a copy of) the repository root: a
-    new tree of hard links to one copy, so the files an example writes are its own (posenc writes a new file and
+    new tree of hard links to the session's copy (``conftest.checkout``), so the files an example writes are its own (posenc writes a new file and
     renames it into place); one that wrote into a file of the checkout would change the copy: that fails."""
-    before = _stats(checkout_template)
-    monkeypatch.chdir(shutil.copytree(checkout_template, tmp_path / "repo", copy_function=os.link))
+    before = _stats(checkout)
+    monkeypatch.chdir(link_checkout(checkout, tmp_path / "repo"))
     exec(compile(code, name, "exec"), {})
-    assert _stats(checkout_template) == before, f"{name}: the example changed files of the checkout"
+    assert _stats(checkout) == before, f"{name}: the example changed files of the checkout"
 
 
 def test_api_names_parameters_as_every_other_surface():
