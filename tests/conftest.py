@@ -20,6 +20,14 @@ ROOT = Path(__file__).resolve().parent.parent
 # on small matrix products and slowed the other workers. posenc's own row-block threads are not affected.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+# Compiled modules are cached even where the environment asks Python not to write them (PYTHONDONTWRITEBYTECODE,
+# set in some containers and CI images): without the cache every worker compiles posenc_cli and rewrites the
+# asserts of every test module again at each run (7 of its 10 CPU-s of collection), and every posenc subprocess
+# compiles the modules it imports. The files go to __pycache__ folders, which git ignores; a fresh checkout pays
+# once. Set POSENC_TEST_NO_BYTECODE=1 to keep the environment's choice.
+if not os.environ.get("POSENC_TEST_NO_BYTECODE"):
+    sys.dont_write_bytecode = False
+
 
 @functools.cache
 def parse(source: str) -> ast.Module:
@@ -48,6 +56,21 @@ def copy_checkout(dest: Path) -> Path:
     README.md and docs/ show run from the repository root, as a reader types them, and may write files."""
     shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(*NOT_CHECKOUT), dirs_exist_ok=True)
     return dest
+
+
+@pytest.fixture(scope="session")
+def checkout(tmp_path_factory) -> Path:
+    """One copy of the checkout per test process (:func:`copy_checkout`: 19 MB, 0.3 CPU-s and 0.3-1 s of disk a
+    copy), shared by the tests that run commands from the repository root: each runs in a new tree of hard links
+    to it (:func:`link_checkout`). Nothing writes into it."""
+    return copy_checkout(tmp_path_factory.mktemp("checkout") / "repo")
+
+
+def link_checkout(template: Path, dest: Path) -> Path:
+    """A new tree at ``dest`` of hard links to the files of ``template`` (0.06 CPU-s): the files a command creates
+    there are its own; one that wrote into an existing file would change the template (posenc writes a new file
+    and renames it into place)."""
+    return shutil.copytree(template, dest, copy_function=os.link)
 
 
 def posenc_cmd() -> list[str]:

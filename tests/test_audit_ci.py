@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, copy_checkout
+from .conftest import ROOT, copy_checkout, inproc, link_checkout
 
 yaml = pytest.importorskip("yaml", reason="the CI tests parse YAML: pip install pyyaml (in the test extra)")
 
@@ -39,7 +39,13 @@ def bash(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
                           timeout=300)  # fmt: skip
 
 
-def test_the_workflow_audits_uploads_and_summarises(tmp_path):
+def entry_run(entry: list[str], args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """A hook's entry with ``args``, as pre-commit runs it (no shell): a ``posenc`` entry runs in this process."""
+    assert entry[0] == "posenc", entry
+    return inproc([*entry[1:], *args], cwd=cwd)
+
+
+def test_the_workflow_audits_uploads_and_summarises(tmp_path, checkout):
     wf = workflow()
     (job,) = wf["jobs"].values()
     steps = job["steps"]
@@ -56,7 +62,7 @@ def test_the_workflow_audits_uploads_and_summarises(tmp_path):
     (summary,) = [s for s in runs if "GITHUB_STEP_SUMMARY" in s["run"]]
     assert summary.get("if") == "always()" and md in summary["run"]
     # run every command after the install, in order, as the runner would
-    repo = copy_checkout(tmp_path / "repo")
+    repo = link_checkout(checkout, tmp_path / "repo")
     step_summary = tmp_path / "step_summary.md"
     step_summary.write_text("earlier step\n")
     env = {k: str(v) for k, v in job.get("env", {}).items()} | {"GITHUB_STEP_SUMMARY": str(step_summary)}
@@ -76,11 +82,11 @@ def test_the_workflow_audits_uploads_and_summarises(tmp_path):
     assert page.startswith("<!DOCTYPE html>") and 'id="verdicts"' in page
 
 
-def test_the_workflow_step_fails_the_job_when_a_row_differs(tmp_path):
+def test_the_workflow_step_fails_the_job_when_a_row_differs(tmp_path, checkout):
     wf = workflow()
     (job,) = wf["jobs"].values()
     (audit,) = [s for s in job["steps"] if s.get("run", "").startswith("posenc audit")]
-    repo = copy_checkout(tmp_path / "repo")
+    repo = link_checkout(checkout, tmp_path / "repo")
     (repo / "bad.json").write_text((repo / "docs/examples/phi-3.5-mini.json").read_text())
     proc = bash(audit["run"] + " --len 4096 --engine hf,mlx", repo, {"MODEL": "bad.json"})
     assert proc.returncode == 1, proc.stderr.decode()
@@ -119,8 +125,8 @@ def test_the_check_hook_passes_good_tables_and_fails_edited_ones(tmp_path):
     assert not any(files.search(n) for n in ("README.md", "config.json", "model.gguf"))
     good, bad = tables(tmp_path)
     entry = shlex.split(hook["entry"])
-    assert bash(shlex.join([*entry, good]), tmp_path, {}).returncode == 0
-    proc = bash(shlex.join([*entry, good, bad]), tmp_path, {})
+    assert entry_run(entry, [good], tmp_path).returncode == 0
+    proc = entry_run(entry, [good, bad], tmp_path)
     assert proc.returncode == 1 and b"bad.safetensors: required properties failed" in proc.stderr
 
 
@@ -128,10 +134,9 @@ def test_the_audit_hook_audits_the_model_in_args(tmp_path):
     hook = hooks()["posenc-audit"]
     assert hook["pass_filenames"] is False and re.search(hook["files"], "models/x/config.json")
     entry = shlex.split(hook["entry"])
-    ok = bash(shlex.join([*entry, str(ROOT / "tests/data/configs/published/qwen3-0.6b.json"), "--len", "4096"]),
-              tmp_path, {})  # fmt: skip
+    ok = entry_run(entry, [str(ROOT / "tests/data/configs/published/qwen3-0.6b.json"), "--len", "4096"], tmp_path)
     assert ok.returncode == 0, ok.stderr.decode()
-    differs = bash(shlex.join([*entry, str(ROOT / "docs/examples/phi-3.5-mini.json"), "--len", "4096"]), tmp_path, {})
+    differs = entry_run(entry, [str(ROOT / "docs/examples/phi-3.5-mini.json"), "--len", "4096"], tmp_path)
     assert differs.returncode == 1
 
 

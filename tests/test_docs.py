@@ -3,7 +3,7 @@
 A ```console block holds ``$ `` command lines, each followed by the output a person sees on an 80-column
 terminal (stdout and stderr; ``(exit N)`` after a non-zero exit). The blocks of one file run in order, from the
 repository root as a reader types them: in a temporary copy of the checkout (hard links to one
-``conftest.copy_checkout`` per test process, new for each file), so commands that write files leave the repository
+``conftest.checkout`` per test process, new for each file), so commands that write files leave the repository
 alone. A plain ``posenc ARGS`` line runs in this process on
 a stand-in terminal (``conftest.cli_tty``: isatty, 80 columns, stdout and stderr interleaved, stdin empty);
 anything else (pipes, redirections, other programs) runs through bash on a pseudo-terminal.
@@ -25,7 +25,6 @@ import os
 import pty
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,7 +35,7 @@ from posenc_cli.cli import COMMANDS
 from posenc_cli.encodings import KINDS, get_kind
 from posenc_cli.kindinfo import kind_info
 
-from .conftest import ROOT, cli_tty, copy_checkout
+from .conftest import ROOT, cli_tty, link_checkout
 from .printed_numbers import assert_same_output, disagreement
 
 README = ROOT / "README.md"
@@ -124,30 +123,33 @@ def refreshed(shown: str, real: str) -> str:
 def _files(root: Path) -> dict[str, tuple[int, int]]:
     """Each file under ``root``: (size, modification time)."""
     out = {}
-    for p in root.rglob("*"):
-        if p.is_file():
-            st = p.stat()
-            out[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns)
+    stack = [("", os.fspath(root))]
+    while stack:
+        rel, folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append((rel + e.name + "/", e.path))
+                elif e.is_file():
+                    st = e.stat()
+                    out[rel + e.name] = (st.st_size, st.st_mtime_ns)
     return out
 
 
-@pytest.fixture(scope="session")
-def checkout(tmp_path_factory) -> Path:
-    """One copy of the checkout per test process (``conftest.copy_checkout``: 19 MB, 0.1 CPU-s and 0.3-1 s of
-    disk a copy), the template of each doc's copy, which is a new tree of hard links to it (:func:`run_file`)."""
-    return copy_checkout(tmp_path_factory.mktemp("checkout") / "repo")
+#: template -> its files as the last doc's run left them: the state after one doc is the state before the next
+_SNAPSHOTS: dict[Path, dict[str, tuple[int, int]]] = {}
 
 
 def run_file(path: Path, tmp: Path, template: Path) -> tuple[str, list[tuple[str, str, str]]]:
     """Run every console block of ``path`` in a copy of the checkout at ``tmp/repo``: a tree of hard links to
     ``template`` (files the commands write are this doc's alone); (the text with refreshed outputs, [(command,
     shown, real)]). A command that wrote into a file of the checkout would change the template too: that fails."""
-    before = _files(template)
-    root = shutil.copytree(template, tmp / "repo", copy_function=os.link)
+    before = _SNAPSHOTS.get(template) or _files(template)
+    root = link_checkout(template, tmp / "repo")
     try:
         return _run_blocks(path, root)
     finally:
-        after = _files(template)
+        after = _SNAPSHOTS[template] = _files(template)
         changed = sorted(f for f in before.keys() | after.keys() if before.get(f) != after.get(f))
         assert not changed, f"{path.name}: a shown command changed files of the checkout: {changed}"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import compileall
 import doctest
+import json
 import os
 import re
 import shutil
@@ -24,7 +25,7 @@ import pytest
 import posenc_cli
 from posenc_cli.encodings import KINDS
 
-from .conftest import ROOT, completion_env, copy_checkout, parse
+from .conftest import ROOT, cli, completion_env, link_checkout, parse
 
 TOY_MODULE = '''
 """A toy kind for tests: pe[t, j] = cos(t / (j + 1)), one module, one registry line."""
@@ -76,32 +77,63 @@ def toy_root(tmp_path_factory) -> Path:
     return root
 
 
-def toy_run(root: Path, args: list[str], **env: str) -> subprocess.CompletedProcess:
+#: ``posenc ARGS`` for each (args, environment) of argv[1], one after the other in this interpreter (the copy's
+#: package on its path): [(exit code, stdout, stderr)] on stdout as JSON.
+TOY_RUNS = """
+import io, json, os, sys
+from posenc_cli.cli import main
+base, results, real_stdout = dict(os.environ), [], sys.stdout
+for args, env in json.loads(sys.argv[1]):
+    os.environ.clear()
+    os.environ.update({**base, **env})
+    out, err = io.BytesIO(), io.BytesIO()
+    sys.stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+    sys.stderr = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    results.append([code, out.getvalue().decode(), err.getvalue().decode()])
+real_stdout.write(json.dumps(results))
+"""
+
+
+def toy_runs(root: Path, cases: list[tuple[list[str], dict[str, str]]]) -> list[tuple[int, str, str]]:
+    """(exit code, stdout, stderr) of each ``posenc ARGS`` with its environment, run by the copy at ``root`` in one
+    fresh interpreter (a new process per command cost 0.35 CPU-s each, five times)."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("_POSENC")}
-    full.update({"PYTHONPATH": str(root), "COLUMNS": "120", "NO_COLOR": "1", **env})
-    return subprocess.run(
-        [sys.executable, "-m", "posenc_cli", *args], capture_output=True, env=full, cwd=root, timeout=120
+    full.update({"PYTHONPATH": str(root), "COLUMNS": "120", "NO_COLOR": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-c", TOY_RUNS, json.dumps(cases)], capture_output=True, env=full, cwd=root, timeout=120
     )
+    assert proc.returncode == 0, proc.stderr.decode()
+    return [tuple(r) for r in json.loads(proc.stdout)]
 
 
 def test_a_toy_kind_is_one_module_and_one_registry_line(toy_root):
-    proc = toy_run(toy_root, ["kinds"])
-    assert proc.returncode == 0 and b"toy" in proc.stdout, proc.stderr
-    proc = toy_run(toy_root, ["kinds", "toy", "--json"])
-    assert proc.returncode == 0 and b'"scale"' in proc.stdout, proc.stderr
     out = toy_root / "toy.safetensors"
-    proc = toy_run(toy_root, ["generate", "--kind", "toy", "-n", "16", "-d", "4", "-p", "scale=0.5", "-o", str(out)])
-    assert proc.returncode == 0, proc.stderr
-    proc = toy_run(toy_root, ["check", str(out), "--json"])
-    assert proc.returncode == 0, proc.stderr + proc.stdout
-    import json
-
-    (report,) = json.loads(proc.stdout)
+    kinds, kind, generate, check, complete = toy_runs(
+        toy_root,
+        [
+            (["kinds"], {}),
+            (["kinds", "toy", "--json"], {}),
+            (["generate", "--kind", "toy", "-n", "16", "-d", "4", "-p", "scale=0.5", "-o", str(out)], {}),
+            (["check", str(out), "--json"], {}),
+            ([], completion_env("posenc generate --kind to")),
+        ],
+    )
+    assert kinds[0] == 0 and "toy" in kinds[1], kinds[2]
+    assert kind[0] == 0 and '"scale"' in kind[1], kind[2]
+    assert generate[0] == 0, generate[2]
+    assert check[0] == 0, check[2] + check[1]
+    (report,) = json.loads(check[1])
     assert report["kind"] == "toy"
     assert report["required"] == ["finite", "matches-spec", "bounded", "distinct"]  # distinct: every table's
     assert {r["name"] for r in report["results"]} == {"finite", "matches-spec", "bounded", "distinct", "decay"}
-    proc = toy_run(toy_root, [], **completion_env("posenc generate --kind to"))
-    assert proc.stdout.split() == [b"toy"]
+    assert complete[1].split() == ["toy"], complete
     # and the values are the module's formula, read back through a posenc reader
     from posenc_cli.formats import read_table
 
@@ -112,8 +144,8 @@ def test_a_toy_kind_is_one_module_and_one_registry_line(toy_root):
 
 def test_a_toy_kind_is_missing_without_its_line(toy_root):
     """The fixture's registry line is what makes the toy kind exist (the test above can fail)."""
-    proc = toy_run(ROOT, ["generate", "--kind", "toy", "-n", "4", "-d", "4", "-o", os.devnull, "--force"])
-    assert proc.returncode == 2 and b"unknown encoding 'toy'" in proc.stderr
+    code, _, err = cli(["generate", "--kind", "toy", "-n", "4", "-d", "4", "-o", os.devnull, "--force"])
+    assert code == 2 and "unknown encoding 'toy'" in err  # (this checkout's package, in this process)
 
 
 # ----- no module outside encodings/ names a kind -----------------------------------------------------------
@@ -123,23 +155,23 @@ PROPERTY_NAMES = {"relative"}
 
 def kind_literals(path: Path) -> list[tuple[int, str]]:
     tree = parse(path.read_text())
-    found = []
+    named: list[ast.Constant] = []
     check_keys: set[int] = set()
-    for node in ast.walk(tree):  # CHECKS = {"relative": CheckDef(...)} and verdict("relative", ...)
-        if isinstance(node, ast.Dict):
+    for node in ast.walk(tree):  # one walk: CHECKS = {"relative": CheckDef(...)} and verdict("relative", ...)
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str) and node.value in KINDS:
+                named.append(node)
+        elif isinstance(node, ast.Dict):
             check_keys.update(id(k) for k in node.keys if k is not None)
-        if (
+        elif (
             isinstance(node, ast.Call)
             and node.args
             and getattr(node.func, "id", "") in ("verdict", "skipped", "CheckResult")
         ):
             check_keys.add(id(node.args[0]))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in KINDS:
-            if node.value in PROPERTY_NAMES and id(node) in check_keys:
-                continue
-            found.append((node.lineno, node.value))
-    return sorted(found)
+    return sorted(
+        (node.lineno, node.value) for node in named if not (node.value in PROPERTY_NAMES and id(node) in check_keys)
+    )
 
 
 def test_no_module_outside_encodings_names_a_kind():
@@ -196,11 +228,19 @@ def test_docs_have_a_python_example():
     assert any(name == "python-api.md" for name, _ in python_blocks())
 
 
+def _stats(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
 @pytest.mark.parametrize("name,code", python_blocks(), ids=[n for n, _ in python_blocks()])
-def test_python_examples_run(tmp_path, monkeypatch, name, code):
-    """Each marked Python block of README and docs/, executed as written from (a copy of) the repository root."""
-    monkeypatch.chdir(copy_checkout(tmp_path / "repo"))
+def test_python_examples_run(tmp_path, monkeypatch, checkout, name, code):
+    """Each marked Python block of README and docs/, executed as written from (a copy of) the repository root: a
+    new tree of hard links to the session's copy (``conftest.checkout``), so the files an example writes are its own (posenc writes a new file and
+    renames it into place); one that wrote into a file of the checkout would change the copy: that fails."""
+    before = _stats(checkout)
+    monkeypatch.chdir(link_checkout(checkout, tmp_path / "repo"))
     exec(compile(code, name, "exec"), {})
+    assert _stats(checkout) == before, f"{name}: the example changed files of the checkout"
 
 
 def test_api_names_parameters_as_every_other_surface():

@@ -7,6 +7,7 @@ has a case here. Runs in process (``conftest.cli``); a source of kind ``stdin`` 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -118,7 +119,10 @@ def options_of(command: str) -> list[tuple[str, str]]:
     return [(flag, dest) for flag, dest, _ in _options(command)]
 
 
+@functools.cache
 def _options(command: str) -> list[tuple[str, str, list[str]]]:
+    """(long flag, dest, every spelling) of ``command``'s options; once per command in a process (a build of the
+    command costs 0.01 CPU-s, and every refused case asks for the spellings)."""
     out = []
     for param in build_command(command).params:
         longs = [s for s in getattr(param, "opts", []) if s.startswith("--")]
@@ -134,8 +138,16 @@ def names_the_option(line: str, command: str, flag: str) -> bool:
     return any(re.search(rf"(?<![\w-]){re.escape(s)}(?![\w-])", line) for s in spellings)
 
 
+#: (command, flags): options read only after every source is read (posenc_cli/cli/plot.py passes them to
+#: ``plot.plot`` with the tables ``plot_tables`` read, the same call for a spec, a file and stdin); each is tested
+#: with a spec source, and a file or stdin source would render the same picture twice more to show nothing new.
+AFTER_READING = {"plot": ("--size", "--dpi", "--force", "--json")}
 CASES = [
-    (command, kind, flag) for command, kinds in BASELINES.items() for kind in kinds for flag, _ in options_of(command)
+    (command, kind, flag)
+    for command, kinds in BASELINES.items()
+    for kind in kinds
+    for flag, _ in options_of(command)
+    if kind == next(iter(kinds)) or flag not in AFTER_READING.get(command, ())
 ]
 
 
@@ -217,7 +229,7 @@ def check_option(tmp: Path, files: Path, command: str, kind: str, flag: str) -> 
         i = base_args.index("-o")
         base_args = base_args[:i] + base_args[i + 2 :]
     if flag == "--force":  # honoured only where the output exists: make it exist
-        run_case(base_args, tmp, stdin)
+        assert run_case([command, *base_args], tmp, stdin)[0] in (0, 1)
         code, out, err = cli([command, *base_args, *extra], input=stdin)
         assert code in (0, 1), err
         base = cli([command, *base_args], input=stdin)

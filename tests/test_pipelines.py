@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from .conftest import ROOT, clean_env, posenc_cmd, run
+from .conftest import ROOT, clean_env, inproc, posenc_cmd, run
 
 POSENC = " ".join(shlex.quote(a) for a in posenc_cmd())
 
@@ -44,7 +44,7 @@ def test_pipe_into_check_reads_a_non_seekable_stdin():
 
 
 def test_truncated_stream_is_a_clean_error():
-    data = run(["generate", "--len", "300", "--dim", "64"]).stdout
+    data = inproc(["generate", "--len", "300", "--dim", "64"]).stdout  # the bytes; the reading is the real process's
     proc = run(["check", "-"], input=data[: len(data) // 2])
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "Traceback" not in err and proc.stdout == b""
@@ -146,14 +146,20 @@ def test_full_tmpfs_is_a_clean_error(tmp_path):
 
 @pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_output_permissions_follow_the_umask(tmp_path, umask, mode):
+    """The umask is the process's: one real process inherits it from its parent, the other masks are set in this
+    process around an in-process run (the same writer, reading the same process state)."""
     target = tmp_path / "pe.safetensors"
-    proc = subprocess.run(
-        posenc_cmd() + ["generate", "-n", "8", "-d", "4", "-o", str(target)],
-        capture_output=True,
-        env=clean_env(),
-        preexec_fn=lambda: os.umask(umask),
-        timeout=60,
-    )
+    args = ["generate", "-n", "8", "-d", "4", "-o", str(target)]
+    if umask == 0o077:
+        proc = subprocess.run(
+            posenc_cmd() + args, capture_output=True, env=clean_env(), preexec_fn=lambda: os.umask(umask), timeout=60
+        )
+    else:
+        old = os.umask(umask)
+        try:
+            proc = inproc(args)
+        finally:
+            os.umask(old)
     assert proc.returncode == 0, proc.stderr
     assert target.stat().st_mode & 0o777 == mode
 
@@ -161,8 +167,8 @@ def test_output_permissions_follow_the_umask(tmp_path, umask, mode):
 def test_generate_npy_file_equals_the_npy_part_of_piped_bytes(tmp_path):
     """A pipe carries the .npy bytes a file holds, then posenc's trailer (the metadata) after the array."""
     target = tmp_path / "pe.npy"
-    assert run(["generate", "-n", "1000", "-d", "96", "-o", str(target)]).returncode == 0
-    piped = run(["generate", "-n", "1000", "-d", "96"]).stdout
+    assert inproc(["generate", "-n", "1000", "-d", "96", "-o", str(target)]).returncode == 0
+    piped = run(["generate", "-n", "1000", "-d", "96"]).stdout  # through a real pipe
     npy = target.read_bytes()
     assert piped[: len(npy)] == npy and piped[len(npy) : len(npy) + 16] == b"\x93POSENC-TRAILER\x01"
     assert np.load(target).shape == (1000, 96)
@@ -221,17 +227,19 @@ def test_console_exit_skips_only_the_teardown(args, code):
     """``posenc`` leaves without the interpreter's teardown (17-19 ms of a small generate), after doing what the
     interpreter does first: non-daemon threads joined, atexit handlers run, stdout flushed; the exit code kept.
     Its start-up runs without the cyclic garbage collector (3-4 ms)."""
-    normal = _exit_probe("main", args)
     fast = _exit_probe("console", args)
+    # what the interpreter's own exit gives: a real one for the first case (the probe sees a teardown, and the
+    # collector's counts), the in-process run's code and stdout for the others
+    normal = _exit_probe("main", args) if code == 0 else inproc(args)
     assert normal.returncode == fast.returncode == code, fast.stderr.decode()
     assert normal.stdout == fast.stdout  # everything written reached the pipe
     if code == 0:
         assert json.loads(fast.stdout)["shape"] == [3, 4]
-    fast_tail, normal_tail = (
-        [line for line in p.stderr.decode().splitlines() if line in ("thread", "atexit", "teardown")]
-        for p in (fast, normal)
-    )
+    fast_tail = [line for line in fast.stderr.decode().splitlines() if line in ("thread", "atexit", "teardown")]
     assert fast_tail == ["thread", "atexit"], fast.stderr.decode()
+    if code != 0:
+        return
+    normal_tail = [line for line in normal.stderr.decode().splitlines() if line in ("thread", "atexit", "teardown")]
     assert normal_tail == ["thread", "atexit", "teardown"]  # the probe sees a teardown
     # start-up ran without the cyclic collector, which is on again (start-up's objects frozen) for the command
     gc_fast, gc_normal = (json.loads(p.stderr.decode().split("\ngc ")[1].split("\n")[0]) for p in (fast, normal))
@@ -239,11 +247,19 @@ def test_console_exit_skips_only_the_teardown(args, code):
     assert sum(gc_fast[2]) < 0.7 * sum(gc_normal[2]), (gc_fast, gc_normal)  # collections of generations 0, 1, 2
 
 
+#: A closed stdout (``>&-``) is one stdout whose writes fail (EBADF, ``cli._closed_stdout``: Python starts with
+#: sys.stdout None) through the same writes as a full one: the three write paths (a small table, a large one
+#: streamed, text) are run against /dev/full, the closed stdout with the large table's.
+FULL_OR_CLOSED = [
+    ("> /dev/full", ["generate", "--len", "3", "--dim", "4"]),
+    ("> /dev/full", ["generate", "-n", "3000", "-d", "400"]),
+    ("> /dev/full", ["kinds"]),
+    (">&-", ["generate", "-n", "3000", "-d", "400"]),
+]
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-@pytest.mark.parametrize(
-    "args", [["generate", "--len", "3", "--dim", "4"], ["generate", "-n", "3000", "-d", "400"], ["kinds"]]
-)
-@pytest.mark.parametrize("redirect", ["> /dev/full", ">&-"])
+@pytest.mark.parametrize("redirect,args", FULL_OR_CLOSED, ids=[f"{r}-{' '.join(a)}" for r, a in FULL_OR_CLOSED])
 def test_a_full_or_closed_stdout_is_one_line_and_exit_2(args, redirect):
     proc = sh(f"{POSENC} {' '.join(args)} {redirect}")
     err = proc.stderr.decode()
