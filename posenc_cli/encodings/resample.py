@@ -40,8 +40,10 @@ from typing import Any
 
 from ..errors import ParameterError
 
-#: the modes posenc reproduces (``F.interpolate(mode=...)``)
+#: the modes posenc reproduces (``F.interpolate(mode=...)``), and the candidates a resized table is tried against
 MODES = ("bicubic", "bilinear")
+#: ``mode="nearest"`` (TimeSformer): no weights, no ``align_corners`` or ``antialias`` (torch refuses both)
+NEAREST = "nearest"
 
 
 @dataclass(frozen=True)
@@ -57,14 +59,18 @@ class Resampling:
     offset: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ParameterError(f"unknown resampling mode {self.mode!r}; choose from: {', '.join(MODES)}")
+        if self.mode not in (*MODES, NEAREST):
+            raise ParameterError(f"unknown resampling mode {self.mode!r}; choose from: {', '.join(MODES)}, {NEAREST}")
+        if self.mode == NEAREST and (self.align_corners or self.antialias):
+            raise ParameterError("mode nearest takes no align_corners or antialias (torch refuses them)")
         if self.by not in ("size", "scale_factor"):
             raise ParameterError(f"unknown resampling by={self.by!r}; choose from: size, scale_factor")
 
     def describe(self) -> str:
         """The call in words, e.g. ``bicubic, antialias=False, align_corners=False, size``."""
         by = self.by if not self.offset else f"scale_factor (new + {self.offset:g}) / old"
+        if self.mode == NEAREST:
+            return f"{self.mode}, {by}"
         return f"{self.mode}, antialias={self.antialias}, align_corners={self.align_corners}, {by}"
 
     def scale_factors(self, old: tuple[int, int], new: tuple[int, int]) -> tuple[float, float] | None:
@@ -191,7 +197,27 @@ def _weights_aa(n_in: int, n_out: int, rule: Resampling, factor: float | None) -
     return idx, wts
 
 
+def _nearest(n_in: int, n_out: int, factor: float | None) -> Any:
+    """The source index of each output of ``mode="nearest"`` (``nearest_idx`` of UpSample.h: the same size is a
+    copy, twice the size is ``i >> 1``, else ``min(floor(i * scale), n_in - 1)`` with ``scale`` in float32, from
+    ``compute_scales_value``)."""
+    import numpy as np
+
+    f32 = np.float32
+    i = np.arange(n_out)
+    if n_out == n_in:
+        return i
+    if n_out == 2 * n_in:
+        return i >> 1
+    scale = f32(1.0 / factor) if factor is not None and factor > 0 else f32(n_in) / f32(n_out)
+    return np.minimum(np.floor(i.astype(f32) * scale).astype(np.int64), n_in - 1)
+
+
 def _weights(n_in: int, n_out: int, rule: Resampling, factor: float | None) -> tuple[Any, Any]:
+    if rule.mode == NEAREST:
+        import numpy as np
+
+        return _nearest(n_in, n_out, factor)[:, None], np.ones((n_out, 1), np.float32)
     if rule.antialias:
         return _weights_aa(n_in, n_out, rule, factor)
     return _weights_plain(n_in, n_out, rule, factor)

@@ -698,6 +698,43 @@ class Vision:
     defaults: tuple[tuple[str, Any], ...] = ()
     grid_from: str = "image_size"
     tower: tuple[str, str, str] | None = None
+    # ----- fields of the tables whose layout or resize code is their own (SAM, DPT, YOLOS, ViTDet, ViTPose,
+    # ViViT, TimeSformer, AST); each default is the ViT-family's behaviour above
+    #: ``rows``: the weights keep ``(1,) rows x dim``; ``hwc``: a ``1 x H x W x dim`` grid (SAM's ``pos_embed``)
+    tensor_layout: str = "rows"
+    #: ``sqrt``: the model reshapes the grid rows to ``sqrt x sqrt`` of their count (``torch_int(n ** 0.5)``), so
+    #: the native grid is square; ``config``: it takes the grid from the config (any ``h x w``)
+    reshape: str = "sqrt"
+    #: the config key of the native image size (ViTDet: ``pretrain_image_size``)
+    image_key: str = "image_size"
+    #: ``(config key, class default, name)`` of tokens whose rows follow the grid, kept as they are (YOLOS's
+    #: detection tokens: ``det0, det1, ...``)
+    after: tuple[str, int, str] | None = None
+    #: what the model does with ``extra``: ``tokens`` (each is its token's position), ``dropped`` (sliced off: no
+    #: such token, ViTDet), ``added`` (added to every grid row: no such token, ViTPose)
+    extra_use: str = "tokens"
+    #: a config key that must be true for the table to exist (SAM ``use_abs_pos``)
+    switch: str | None = None
+    #: ``(config key, value, why)``: a config value this rule does not model, refused by name (``None``: any true
+    #: value; DPT's ``is_hybrid``)
+    unmodelled: tuple[tuple[str, Any, str], ...] = ()
+    #: ``(tensor suffix, frames key)`` of a per-frame table added to every patch of frame ``t`` (TimeSformer's
+    #: ``time_embeddings``; the rows then run patch-major, frame-minor: a grid ``HxWxT``)
+    time: tuple[str, str] | None = None
+    #: the config key of the frame count of a 3-D tubelet table (ViViT: ``num_frames // tubelet_size[0]`` frames
+    #: of ``image_size // tubelet_size[1:]`` patches, rows ``TxHxW``); the patch is ``tubelet_size[1:]``
+    tubelets: str | None = None
+    #: ``(bins key, length key, frequency stride key, time stride key)`` (AST: a frequency x time grid of a
+    #: spectrogram, added as it is: no image size applies)
+    strides: tuple[str, str, str, str] | None = None
+    #: the model infers the grid height as ``tokens // width`` with the class token counted (TimeSformer): a
+    #: one-patch-wide grid gets one row too many, and its code fails there
+    height_from_tokens: bool = False
+    #: a per-layer table (tensor suffix, config switch): ``(layers - 1) x 1 x rows x dim`` resized like the first
+    #: and added after each layer but the last (YOLOS ``mid_position_embeddings``), read with ``-p layer=N``
+    per_layer: tuple[str, str] | None = None
+    #: other position mechanisms of the model that this table is not (and posenc does not read), in words
+    not_read: str = ""
 
 
 _EMBEDDING = "embeddings.position_embedding.weight"  # an nn.Embedding's table (CLIP, SigLIP)
@@ -749,6 +786,67 @@ _VISION: tuple[Record, ...] = (
             "siglip_vision_model", "vision_model.")),
     _vision("siglip2", "siglip2/modeling_siglip2.py Siglip2Model.vision_model", tower=("vision_config",
             "siglip2_vision_model", "vision_model.")),
+    # ----- tables whose layout or resize code is their own (tools/golden/vision_rules.py made their goldens)
+    _vision("sam_vision_model", "sam/modeling_sam.py SamVisionEncoder (l.1028-1038: pos_embed 1 x H x W x C of "
+            "image_size // patch_size, if use_abs_pos; l.1066: added as it is; SamPatchEmbeddings.forward l.124-127 "
+            "refuses another image size)", tensor="vision_encoder.pos_embed", extra=(), resampling=None,
+            keep="always", tensor_layout="hwc", reshape="config", switch="use_abs_pos",
+            not_read="the decomposed relative positions its attention adds (rel_pos_h, rel_pos_w; use_rel_pos)"),
+    _vision("sam_hq_vision_model", "sam_hq/modeling_sam_hq.py SamHQVisionEncoder (l.527-537, l.565: SAM's; "
+            "SamHQPatchEmbeddings.forward l.486-489 refuses another image size)", tensor="vision_encoder.pos_embed",
+            extra=(), resampling=None, keep="always", tensor_layout="hwc", reshape="config", switch="use_abs_pos",
+            not_read="the decomposed relative positions its attention adds (rel_pos_h, rel_pos_w; use_rel_pos)"),
+    _vision("dpt", "dpt/modeling_dpt.py DPTViTEmbeddings._resize_pos_embed (l.201-214: bilinear, size=, at every "
+            "size; forward l.216-221)", resampling=("bilinear", False, False, "size"), keep="never",
+            unmodelled=(("is_hybrid", None, "DPT-hybrid's embeddings (DPTViTHybridEmbeddings, l.89-183) run a "
+                         "ResNet backbone; not read here"),
+                        ("backbone_config", None, "its positions are its backbone's (DPTForDepthEstimation l.926-928); "
+                         "read the backbone's own checkpoint"))),
+    _vision("yolos", "yolos/modeling_yolos.py YolosEmbeddings (l.88-91: cls, the image_size[0] // patch x "
+            "image_size[1] // patch grid, then num_detection_tokens rows) and InterpolateInitialPositionEmbeddings "
+            "(l.123-144: bicubic, size=, at every size); InterpolateMidPositionEmbeddings (l.147-184) the same per "
+            "layer, added after each layer but the last (YolosEncoder.forward l.419-427)",
+            after=("num_detection_tokens", 100, "det"), keep="never", reshape="config",
+            per_layer=("mid_position_embeddings", "use_mid_position_embeddings")),
+    _vision("vitdet", "vitdet/modeling_vitdet.py VitDetEmbeddings.get_absolute_positions (l.64-100: the class row "
+            "dropped, the sqrt x sqrt grid resized bicubic unless it is the image's grid; l.111-118)",
+            image_key="pretrain_image_size", extra_use="dropped", keep="same_grid",
+            switch="use_absolute_position_embeddings", not_read="the decomposed relative positions its attention "
+            "adds when use_relative_position_embeddings is true (rel_pos_h, rel_pos_w)"),
+    _vision("vitpose_backbone", "vitpose_backbone/modeling_vitpose_backbone.py VitPoseBackboneEmbeddings.forward "
+            "(l.88-93: position_embeddings[:, 1:] + position_embeddings[:, :1], no class token); "
+            "VitPoseBackbonePatchEmbeddings.forward l.63-67 refuses another image size", resampling=None,
+            keep="always", reshape="config", extra_use="added"),
+    _vision("vitpose", "vitpose/modeling_vitpose.py VitPoseForPoseEstimation.backbone (l.193: load_backbone)",
+            tower=("backbone_config", "vitpose_backbone", "backbone.")),
+    _vision("vivit", "vivit/modeling_vivit.py VivitEmbeddings (l.78-81: cls, then num_frames // tubelet_size[0] x "
+            "image_size // tubelet_size[1] x image_size // tubelet_size[2] tubelets, l.54-58, row-major; "
+            "interpolate_pos_encoding l.87-124 reshapes the tubelet rows to a 2-D sqrt x sqrt grid, which fails for "
+            "more than one frame: it runs at its native size only)", resampling=None, keep="always",
+            reshape="config", tubelets="num_frames"),
+    _vision("timesformer", "timesformer/modeling_timesformer.py TimesformerEmbeddings.forward (l.101-117: the "
+            "sqrt x sqrt grid resized nearest, size=, when the token count differs; l.120-142: time_embeddings "
+            "added per frame, the tokens then patch-major, frame-minor)", resampling=("nearest", False, False,
+            "size"), keep="same_count", time=("time_embeddings", "num_frames"), height_from_tokens=True,
+            unmodelled=(("attention_type", "space_only", "space_only runs each frame as its own sequence with no "
+                         "time table; not read here"),)),
+    _vision("audio-spectrogram-transformer", "audio_spectrogram_transformer/modeling_audio_spectrogram_transformer"
+            ".py ASTEmbeddings (l.76-96: cls, distillation, then the (num_mel_bins - patch_size) // frequency_stride "
+            "+ 1 x (max_length - patch_size) // time_stride + 1 frequency x time grid, l.82-87; added as it is) and "
+            "ASTPatchEmbeddings.forward (l.57-61: frequency-major rows)", extra=("cls", "dist"), resampling=None,
+            keep="always", reshape="config", grid_from="strides",
+            strides=("num_mel_bins", "max_length", "frequency_stride", "time_stride")),
+    # wrappers whose vision tower (or backbone) holds the table: its sub-config's model type decides the code
+    _vision("sam", "sam/modeling_sam.py SamModel.vision_encoder (l.1118)", tower=("vision_config",
+            "sam_vision_model", "")),
+    _vision("sam_hq", "sam_hq/modeling_sam_hq.py SamHQModel.vision_encoder (l.1243)", tower=("vision_config",
+            "sam_hq_vision_model", "")),
+    _vision("depth_anything", "depth_anything/modeling_depth_anything.py DepthAnythingForDepthEstimation.backbone "
+            "(l.320: load_backbone of backbone_config, DINOv2 by default: Dinov2Embeddings runs)",
+            tower=("backbone_config", "dinov2", "backbone.")),
+    _vision("prompt_depth_anything", "prompt_depth_anything/modeling_prompt_depth_anything.py "
+            "PromptDepthAnythingForDepthEstimation.backbone (l.378: load_backbone of backbone_config, DINOv2 by "
+            "default)", tower=("backbone_config", "dinov2", "backbone.")),
 )  # fmt: skip
 
 
