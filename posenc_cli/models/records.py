@@ -744,6 +744,14 @@ def _vision(model_type: str, reference: str, **kw: Any) -> Record:
     return Record(model_type, f"{_HF}/{reference}", scheme="learned", vision=Vision(**kw))
 
 
+#: SAM's image encoder table: ``1 x H x W x C`` of ``image_size // patch_size``, present when ``use_abs_pos``, added
+#: as it is (the patch embeddings refuse another size), beside the decomposed relative positions its attention adds
+_SAM_STYLE: dict[str, Any] = dict(
+    tensor="pos_embed", extra=(), resampling=None, keep="always", tensor_layout="hwc", reshape="config",
+    switch="use_abs_pos", not_read="the decomposed relative positions its attention adds (rel_pos_h, rel_pos_w; "
+    "use_rel_pos)",
+)  # fmt: skip
+
 #: ViT-family model types, from transformers 5.24's modeling files (lines as in 5.24.0)
 _VISION: tuple[Record, ...] = (
     _vision("vit", "vit/modeling_vit.py ViTEmbeddings.interpolate_pos_encoding (l.89-127)"),
@@ -836,6 +844,22 @@ _VISION: tuple[Record, ...] = (
             "ASTPatchEmbeddings.forward (l.57-61: frequency-major rows)", extra=("cls", "dist"), resampling=None,
             keep="always", reshape="config", grid_from="strides",
             strides=("num_mel_bins", "max_length", "frequency_stride", "time_stride")),
+    # SAM-style OCR vision encoders: a 1 x H x W x C pos_embed (and the decomposed relative positions SAM adds)
+    _vision("got_ocr2_vision", "got_ocr2/modeling_got_ocr2.py GotOcr2VisionEncoder (l.415-425: pos_embed 1 x H x W "
+            "x C, if use_abs_pos; l.452-453: added as it is; GotOcr2PatchEmbeddings.forward l.350-353 refuses another "
+            "image size)", **_SAM_STYLE),
+    _vision("pp_formulanet_vision", "pp_formulanet/modeling_pp_formulanet.py PPFormulaNetVisionModel (l.442-451, "
+            "l.480-481: SAM's; PPFormulaNetPatchEmbeddings.forward l.378-380 refuses another image size)",
+            **_SAM_STYLE),
+    _vision("slanext_vision", "slanext/modeling_slanext.py SLANeXtVisionEncoder (l.474-483, l.511-512: SAM's; "
+            "SLANeXtPatchEmbeddings.forward l.410-412 refuses another image size)", **_SAM_STYLE),
+    _vision("deepseek_ocr2_sam_vision_model", "deepseek_ocr2/modeling_deepseek_ocr2.py DeepseekOcr2SamVisionEncoder "
+            "(l.539-549: pos_embed 1 x H x W x C; forward l.570-573 and interpolate_pos_encoding l.582-597: bicubic, "
+            "antialias=True, size=, in float32, unless the grid is the table's)",
+            **{**_SAM_STYLE, "resampling": ("bicubic", False, True, "size"), "keep": "same_grid"}),
+    _vision("unlimited_ocr_sam_vision_model", "unlimited_ocr/modeling_unlimited_ocr.py UnlimitedOcrSamVisionEncoder "
+            "(l.564-574, forward l.595-598, interpolate_pos_encoding l.607-622: DeepSeek-OCR2's)",
+            **{**_SAM_STYLE, "resampling": ("bicubic", False, True, "size"), "keep": "same_grid"}),
     # wrappers whose vision tower (or backbone) holds the table: its sub-config's model type decides the code
     _vision("sam", "sam/modeling_sam.py SamModel.vision_encoder (l.1118)", tower=("vision_config",
             "sam_vision_model", "")),

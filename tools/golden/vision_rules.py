@@ -10,6 +10,8 @@ to its tokens, caught where its code adds them (the patch projection and the cla
 that the embeddings' output is the positions alone; ViTDet's and SAM's 1 x H x W x C output flattened row-major),
 or, where the model's code refuses the size, the error it raised (key ``...|refused``). YOLOS also gives the
 per-layer ``mid_position_embeddings`` its encoder adds (``InterpolateMidPositionEmbeddings``), key ``...|mid``.
+A model whose saved weights pass 200 kB (the SAM-style OCR encoders' fixed-width necks) keeps only its position
+tensors (names with ``pos``): posenc reads nothing else.
 """
 
 import os
@@ -122,6 +124,39 @@ def sam_hq_model():
             hook.remove()
         return seen["x"][0].reshape(-1, 8)
 
+    return m, rows
+
+
+def sam_style(module, cls, config_cls, **extra):
+    """A SAM-style OCR vision encoder (GOT-OCR2, PP-FormulaNet, SLANeXt, DeepSeek-OCR2, Unlimited-OCR)."""
+    import importlib
+
+    mod = importlib.import_module(f"transformers.models.{module}")
+    cfg = getattr(tf, config_cls)(image_size=16, patch_size=4, hidden_size=8, num_hidden_layers=1,
+                                  num_attention_heads=2, mlp_dim=16, output_channels=8, global_attn_indexes=[0],
+                                  window_size=2, **extra)
+    m = getattr(mod, cls)(cfg)
+
+    class Caught(Exception):  # stops the forward at the first layer's input (PP-FormulaNet's neck wants 256 wide)
+        pass
+
+    def catch(mod_, args):
+        raise Caught(args[0])
+
+    def rows(size):
+        h, w = size or (16, 16)
+        hook = m.layers[0].register_forward_pre_hook(catch)
+        _zero(m.patch_embed.projection.weight, m.patch_embed.projection.bias)
+        try:
+            m(torch.zeros(1, 3, h, w))
+        except Caught as caught:
+            x = caught.args[0][0]
+            return x.reshape(-1, x.shape[-1])
+        finally:
+            hook.remove()
+        raise AssertionError("the first layer never ran")
+
+    _randomise(m.pos_embed)
     return m, rows
 
 
@@ -291,7 +326,19 @@ MODELS = {"sam_vision_model": sam_vision, "sam": sam_model, "sam_hq_vision_model
           "depth_anything": depth_anything, "prompt_depth_anything": prompt_depth_anything,
           "yolos": yolos, "vitdet": vitdet, "vitpose": vitpose, "vitpose_backbone": vitpose_backbone,
           "vivit": vivit, "timesformer": timesformer,
-          "audio-spectrogram-transformer": ast}
+          "audio-spectrogram-transformer": ast,
+          "got_ocr2_vision": lambda: sam_style("got_ocr2.modeling_got_ocr2", "GotOcr2VisionEncoder",
+                                               "GotOcr2VisionConfig"),
+          "pp_formulanet_vision": lambda: sam_style("pp_formulanet.modeling_pp_formulanet", "PPFormulaNetVisionModel",
+                                                    "PPFormulaNetVisionConfig"),
+          "slanext_vision": lambda: sam_style("slanext.modeling_slanext", "SLANeXtVisionEncoder",
+                                              "SLANeXtVisionConfig"),
+          "deepseek_ocr2_sam_vision_model": lambda: sam_style("deepseek_ocr2.modeling_deepseek_ocr2",
+                                                              "DeepseekOcr2SamVisionEncoder",
+                                                              "DeepseekOcr2SamVisionConfig"),
+          "unlimited_ocr_sam_vision_model": lambda: sam_style("unlimited_ocr.modeling_unlimited_ocr",
+                                                              "UnlimitedOcrSamVisionEncoder",
+                                                              "UnlimitedOcrSamVisionConfig")}
 
 
 def main(root):
@@ -313,6 +360,12 @@ def main(root):
                     golden[key + "|mid"] = rows.mid(size).detach().numpy().astype(np.float32)
             model.load_state_dict(saved)  # the zeroed projections restored before saving
         model.save_pretrained(out)
+        weights = os.path.join(out, "model.safetensors")
+        if os.path.getsize(weights) > 200_000:  # fixed-width necks (DeepSeek-OCR2, PP-FormulaNet): positions only
+            from safetensors.torch import load_file, save_file
+
+            kept = {k: v for k, v in load_file(weights).items() if "pos" in k}
+            save_file(kept, weights, metadata={"format": "pt"})
         for extra in ("generation_config.json",):
             if os.path.exists(os.path.join(out, extra)):
                 os.remove(os.path.join(out, extra))
