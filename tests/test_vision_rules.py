@@ -130,6 +130,12 @@ LAYOUTS = {
                                "resampling": "engine=hf, nearest, size"},
     ("timesformer", "32x8"): {"grid": "8x2x3", "resampling": "engine=hf, none: the native table, kept as it is "
                               "(the native patch count)"},
+    ("sam3_vit_model", None): {"grid": "6x6", "image_size": "24x24", "native_grid": "4x4",
+                               "resampling": "engine=hf, tile: the grid repeated and cropped (not interpolated)"},
+    ("sam3_vision_model", "16x16"): {"grid": "4x4", "resampling": "engine=hf, none: the native table, kept as it is "
+                                     "(the native grid)"},
+    ("deepseek_ocr2_sam_vision_model", "24x12"): {"grid": "6x3", "extra_rows": "", "resampling": "engine=hf, bicubic, "
+                                                  "antialias=True, align_corners=False, size"},
     ("audio-spectrogram-transformer", None): {"grid": "4x5", "grid_axes": "frequency,time", "grid_offset": "2",
                                               "extra_rows": "0:cls,1:dist"},
 }  # fmt: skip
@@ -237,3 +243,18 @@ def test_config_values_the_rules_do_not_model_are_refused_by_name(tmp_path: Path
     depth = _copy(tmp_path, "depth_anything")  # the backbone's own model type chooses its code
     _edit_config(depth, ("backbone_config", "model_type"), "swinv2")
     _fails(["export", str(depth), *out], "its backbone_config is a swinv2")
+
+
+def test_compare_names_tiling_and_bilinear_against_timm(tmp_path: Path) -> None:
+    """``compare`` finds the call that made each side among the candidates, tiling included."""
+    for mt, hf_call in (
+        ("sam3_vit_model", "tile: the grid repeated and cropped"),
+        ("dpt", "bilinear, antialias=False"),
+    ):
+        a, b = str(tmp_path / f"{mt}-a.safetensors"), str(tmp_path / f"{mt}-b.safetensors")
+        path = str(MODELS / f"vision_{mt}")
+        assert cli(["export", path, "--image-size", "30x18", "-o", a])[0] == 0
+        assert cli(["export", path, "--engine", "timm", "--image-size", "30x18", "-o", b])[0] == 0
+        code, out, err = cli(["compare", a, b, "-q"])
+        text = out.decode() + err
+        assert code == 1 and f"resampled as {hf_call}" in text and "as bicubic, antialias=True" in text, text

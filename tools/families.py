@@ -45,7 +45,9 @@ def rows() -> list[tuple[str, str, str, str, str, str]]:
         if rec is not None and rec.vision is not None:  # a ViT-family table on an image grid (models/vision.py)
             scheme = "learned (image grid)"
             status = "exact (vision record; the model's own arrays in tests/data/vision)"
-            tower = records.RECORDS.get(rec.vision.tower[1]) if rec.vision.tower is not None else rec
+            tower = rec
+            while tower is not None and tower.vision is not None and tower.vision.tower is not None:
+                tower = records.RECORDS.get(tower.vision.tower[1])
             if tower is not None and tower.vision is not None and tower.vision.not_read:
                 status += f"; not read: {tower.vision.not_read}"
             ref = ref or rec.reference

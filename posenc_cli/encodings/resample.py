@@ -44,6 +44,9 @@ from ..errors import ParameterError
 MODES = ("bicubic", "bilinear")
 #: ``mode="nearest"`` (TimeSformer): no weights, no ``align_corners`` or ``antialias`` (torch refuses both)
 NEAREST = "nearest"
+#: not ``F.interpolate``: the grid repeated periodically and cropped (SAM 3's ``_tile_position_embeddings``:
+#: ``tile([1, 1, H // h + 1, W // w + 1])[:, :, :H, :W]``): output ``i`` reads ``i mod h``
+TILE = "tile"
 
 
 @dataclass(frozen=True)
@@ -59,10 +62,12 @@ class Resampling:
     offset: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.mode not in (*MODES, NEAREST):
-            raise ParameterError(f"unknown resampling mode {self.mode!r}; choose from: {', '.join(MODES)}, {NEAREST}")
-        if self.mode == NEAREST and (self.align_corners or self.antialias):
-            raise ParameterError("mode nearest takes no align_corners or antialias (torch refuses them)")
+        if self.mode not in (*MODES, NEAREST, TILE):
+            raise ParameterError(
+                f"unknown resampling mode {self.mode!r}; choose from: {', '.join(MODES)}, {NEAREST}, {TILE}"
+            )
+        if self.mode in (NEAREST, TILE) and (self.align_corners or self.antialias or self.by != "size"):
+            raise ParameterError(f"mode {self.mode} takes no align_corners, antialias or scale_factor")
         if self.by not in ("size", "scale_factor"):
             raise ParameterError(f"unknown resampling by={self.by!r}; choose from: size, scale_factor")
 
@@ -71,6 +76,8 @@ class Resampling:
         by = self.by if not self.offset else f"scale_factor (new + {self.offset:g}) / old"
         if self.mode == NEAREST:
             return f"{self.mode}, {by}"
+        if self.mode == TILE:
+            return "tile: the grid repeated and cropped (not interpolated)"
         return f"{self.mode}, antialias={self.antialias}, align_corners={self.align_corners}, {by}"
 
     def scale_factors(self, old: tuple[int, int], new: tuple[int, int]) -> tuple[float, float] | None:
@@ -86,14 +93,14 @@ class Resampling:
 DINO_OFFSET = 0.1
 
 #: every call a resized table is tried against: mode x antialias x align_corners x (size, scale_factor,
-#: scale_factor with DINO's offset)
+#: scale_factor with DINO's offset), then nearest and tile
 CALLS: tuple[Resampling, ...] = tuple(
     Resampling(mode, align_corners=ac, antialias=aa, by=by, offset=off)
     for mode in MODES
     for aa in (False, True)
     for ac in (False, True)
     for by, off in (("size", 0), ("scale_factor", 0), ("scale_factor", DINO_OFFSET))
-)
+) + (Resampling(NEAREST), Resampling(TILE))  # TimeSformer's nearest and SAM 3's tiling
 
 
 def output_size(old: tuple[int, int], factors: tuple[float, float]) -> tuple[int, int]:
@@ -214,10 +221,11 @@ def _nearest(n_in: int, n_out: int, factor: float | None) -> Any:
 
 
 def _weights(n_in: int, n_out: int, rule: Resampling, factor: float | None) -> tuple[Any, Any]:
-    if rule.mode == NEAREST:
+    if rule.mode in (NEAREST, TILE):
         import numpy as np
 
-        return _nearest(n_in, n_out, factor)[:, None], np.ones((n_out, 1), np.float32)
+        idx = _nearest(n_in, n_out, factor) if rule.mode == NEAREST else np.arange(n_out) % n_in
+        return idx[:, None], np.ones((n_out, 1), np.float32)
     if rule.antialias:
         return _weights_aa(n_in, n_out, rule, factor)
     return _weights_plain(n_in, n_out, rule, factor)

@@ -735,6 +735,9 @@ class Vision:
     per_layer: tuple[str, str] | None = None
     #: other position mechanisms of the model that this table is not (and posenc does not read), in words
     not_read: str = ""
+    #: the config key of the image size the model runs at when it differs from the table's (SAM 3: the table is
+    #: ``pretrain_image_size``'s grid, tiled to ``image_size``'s); the size used when none is given
+    run_image_key: str | None = None
 
 
 _EMBEDDING = "embeddings.position_embedding.weight"  # an nn.Embedding's table (CLIP, SigLIP)
@@ -860,6 +863,14 @@ _VISION: tuple[Record, ...] = (
     _vision("unlimited_ocr_sam_vision_model", "unlimited_ocr/modeling_unlimited_ocr.py UnlimitedOcrSamVisionEncoder "
             "(l.564-574, forward l.595-598, interpolate_pos_encoding l.607-622: DeepSeek-OCR2's)",
             **{**_SAM_STYLE, "resampling": ("bicubic", False, True, "size"), "keep": "same_grid"}),
+    _vision("sam3_vit_model", "sam3/modeling_sam3.py Sam3ViTEmbeddings (l.603-605: no class row, the "
+            "pretrain_image_size // patch_size grid, l.573-578; _tile_position_embeddings l.610-638: the sqrt x sqrt "
+            "grid tiled and cropped to the image's grid, not interpolated, unless it is that grid; forward "
+            "l.645-657); the model runs at image_size", extra=(), resampling=("tile", False, False, "size"),
+            keep="same_grid", image_key="pretrain_image_size", run_image_key="image_size",
+            not_read="the 2-D rotary its attention applies (Sam3ViTRotaryEmbedding, l.406)"),
+    _vision("sam3_vision_model", "sam3/modeling_sam3.py Sam3VisionModel.backbone (l.1095: AutoModel of "
+            "backbone_config, a sam3_vit_model)", tower=("backbone_config", "sam3_vit_model", "backbone.")),
     # wrappers whose vision tower (or backbone) holds the table: its sub-config's model type decides the code
     _vision("sam", "sam/modeling_sam.py SamModel.vision_encoder (l.1118)", tower=("vision_config",
             "sam_vision_model", "")),

@@ -220,6 +220,8 @@ class Layout:
     height_from_tokens: bool = False
     #: the table's input is not an image (AST: a spectrogram): ``--image-size`` cannot apply
     not_image: str | None = None
+    #: the image size the model runs at when none is given, when it is not the table's (SAM 3), or None
+    run_image: tuple[int, int] | None = None
 
     def offset(self) -> int:
         return len(self.extra) if self.extra_at == "start" and self.extra_use == "tokens" else 0
@@ -310,10 +312,14 @@ def _hf_layout(model_type: str, config: Mapping[str, Any], rows: int, where: str
         raise ParameterError(f"{where}: the config's {said} make no patch; fix config.json")
     _check_rows(rows, n_extra + len(after), grid, vision.extra + after, where, said, square=vision.reshape == "sqrt",
                 frames=frames)  # fmt: skip
+    run = None
+    if vision.run_image_key is not None:
+        key = vision.run_image_key
+        run = _config_int(config, key, _default(model_type, vision, key), where)
     return Layout(model_type, RECORDS[model_type].reference, "hf", grid, patch, image, vision.extra, vision.extra_at,
                   _rule(vision), vision.keep, _unpositioned(model_type, vision, config), after=after,
                   extra_use=vision.extra_use, frames=frames, height_from_tokens=vision.height_from_tokens,
-                  not_image=not_image)  # fmt: skip
+                  not_image=not_image, run_image=run)  # fmt: skip
 
 
 def _unpositioned(model_type: str, vision: Vision, config: Mapping[str, Any]) -> str | None:
@@ -417,8 +423,9 @@ def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple
     prefix = ""
     vision = _record(mt)
     assert vision is not None
-    if vision.tower is not None:  # the vision tower's sub-config (its class defaults where it says nothing), tensors
-        key, mt, prefix = vision.tower
+    while vision.tower is not None:  # the vision tower's sub-config (its class defaults where it says nothing)
+        key, mt, more = vision.tower
+        prefix += more
         sub = config.get(key) or {}
         if not isinstance(sub, Mapping):
             raise ParameterError(f"{path}: config key {key} is not an object; fix config.json")
@@ -452,9 +459,10 @@ def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple
             raise ParameterError(
                 f"{param('engine')} timm keeps prefix rows before a 2-D grid; {mt} {what}: drop {param('engine')}"
             )
-        layout = Layout(layout.model_type, f"{_TIMM} over {layout.reference}", "timm", layout.native_grid,
-                        layout.patch, layout.native_image, layout.extra, "start", TIMM_RESAMPLING, "same_grid",
-                        layout.unpositioned)  # fmt: skip
+        from dataclasses import replace
+
+        layout = replace(layout, reference=f"{_TIMM} over {layout.reference}", engine="timm",
+                         resampling=TIMM_RESAMPLING, keep="same_grid")  # fmt: skip
     return layout, table, file, name
 
 
@@ -536,7 +544,7 @@ def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[A
 
     if layout.not_image is not None and image is not None:
         raise ParameterError(f"{param('image_size')} cannot apply: {layout.not_image}; drop {param('image_size')}")
-    img = layout.native_image if image is None else image
+    img = (layout.run_image or layout.native_image) if image is None else image
     if img[0] < layout.patch[0] or img[1] < layout.patch[1]:
         raise ParameterError(
             f"{param('image_size')} {_size(img)} is smaller than one {_size(layout.patch)} patch; give at least "
@@ -723,7 +731,7 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
         mt = str(config.get("model_type"))
         vision = _record(mt)
         assert vision is not None
-        if vision.tower is not None:
+        while vision.tower is not None:
             key, mt, _ = vision.tower
             config = config.get(key) or {}
             named = config.get("model_type") if isinstance(config, Mapping) else None

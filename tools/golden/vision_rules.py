@@ -160,6 +160,38 @@ def sam_style(module, cls, config_cls, **extra):
     return m, rows
 
 
+def sam3_vit():
+    cfg = tf.Sam3ViTConfig(image_size=24, pretrain_image_size=16, patch_size=4, hidden_size=8, num_hidden_layers=1,
+                           num_attention_heads=2, intermediate_size=16, window_size=2, global_attn_indexes=[0])
+    m = tf.Sam3ViTModel(cfg)
+    e = m.embeddings
+    _randomise(e.position_embeddings)
+
+    def rows(size):
+        h, w = size or (24, 24)  # the model runs at image_size; its table is pretrain_image_size's grid
+        _zero(e.patch_embeddings.projection.weight)
+        return e(torch.zeros(1, 3, h, w))[0]
+
+    rows.sizes = [(16, 16)]  # the table's own grid: kept as it is
+    return m, rows
+
+
+def sam3_vision():
+    backbone = dict(model_type="sam3_vit_model", image_size=24, pretrain_image_size=16, patch_size=4, hidden_size=8,
+                    num_hidden_layers=1, num_attention_heads=2, intermediate_size=16, window_size=2,
+                    global_attn_indexes=[0])
+    m = tf.Sam3VisionModel(tf.Sam3VisionConfig(backbone_config=backbone, fpn_hidden_size=8))
+    e = m.backbone.embeddings
+    _randomise(e.position_embeddings)
+
+    def rows(size):
+        h, w = size or (24, 24)
+        _zero(e.patch_embeddings.projection.weight)
+        return e(torch.zeros(1, 3, h, w))[0]
+
+    return m, rows
+
+
 def dpt():
     m = tf.DPTModel(tf.DPTConfig(image_size=16, patch_size=4, is_hybrid=False, **SMALL), add_pooling_layer=False)
     e = m.embeddings
@@ -326,7 +358,7 @@ MODELS = {"sam_vision_model": sam_vision, "sam": sam_model, "sam_hq_vision_model
           "depth_anything": depth_anything, "prompt_depth_anything": prompt_depth_anything,
           "yolos": yolos, "vitdet": vitdet, "vitpose": vitpose, "vitpose_backbone": vitpose_backbone,
           "vivit": vivit, "timesformer": timesformer,
-          "audio-spectrogram-transformer": ast,
+          "audio-spectrogram-transformer": ast, "sam3_vit_model": sam3_vit, "sam3_vision_model": sam3_vision,
           "got_ocr2_vision": lambda: sam_style("got_ocr2.modeling_got_ocr2", "GotOcr2VisionEncoder",
                                                "GotOcr2VisionConfig"),
           "pp_formulanet_vision": lambda: sam_style("pp_formulanet.modeling_pp_formulanet", "PPFormulaNetVisionModel",
@@ -350,7 +382,7 @@ def main(root):
         out = os.path.join(root, "models", f"vision_{mt}")
         with torch.no_grad():
             saved = {n: p.detach().clone() for n, p in model.state_dict().items()}
-            for size in SIZES:
+            for size in SIZES + getattr(rows, "sizes", []):
                 key = f"{mt}|{'native' if size is None else f'{size[0]}x{size[1]}'}"
                 try:
                     golden[key] = rows(size).detach().numpy().astype(np.float32)
