@@ -738,6 +738,11 @@ class Vision:
     #: the config key of the image size the model runs at when it differs from the table's (SAM 3: the table is
     #: ``pretrain_image_size``'s grid, tiled to ``image_size``'s); the size used when none is given
     run_image_key: str | None = None
+    #: the model accepts only that image size (its patch embeddings refuse another: SegGPT); another is refused
+    fixed_input: bool = False
+    #: ``(config key, class default, name)`` of counted tokens whose rows come before the grid, in place of
+    #: ``extra`` (Pixio's ``n_cls_tokens``: ``cls0, cls1, ...``)
+    before: tuple[str, int, str] | None = None
 
 
 _EMBEDDING = "embeddings.position_embedding.weight"  # an nn.Embedding's table (CLIP, SigLIP)
@@ -871,6 +876,21 @@ _VISION: tuple[Record, ...] = (
             not_read="the 2-D rotary its attention applies (Sam3ViTRotaryEmbedding, l.406)"),
     _vision("sam3_vision_model", "sam3/modeling_sam3.py Sam3VisionModel.backbone (l.1095: AutoModel of "
             "backbone_config, a sam3_vit_model)", tower=("backbone_config", "sam3_vit_model", "backbone.")),
+    _vision("seggpt", "seggpt/modeling_seggpt.py SegGptEmbeddings (l.141-142: cls + the pretrain_image_size grid; "
+            "interpolate_pos_encoding l.145-161: the class row dropped, bicubic, size=, unless the grid is the "
+            "table's; forward l.180-189: the same rows added to the input's and the prompt's patches); "
+            "SegGptPatchEmbeddings.forward l.116-118 accepts image_size only", image_key="pretrain_image_size",
+            run_image_key="image_size", fixed_input=True, extra_use="dropped", keep="same_grid",
+            not_read="the decomposed relative positions its attention adds when use_relative_position_embeddings "
+            "is true (rel_pos_h, rel_pos_w)"),
+    _vision("mgp-str", "mgp_str/modeling_mgp_str.py MgpstrEmbeddings (l.76-84: cls + the image_size // patch_size "
+            "grid, h x w; forward l.87-99: added as it is, another image size refused)", tensor="embeddings.pos_embed",
+            resampling=None, keep="always", reshape="config",
+            unmodelled=(("distilled", None, "a distilled MGP-STR keeps 2 rows before the grid but adds 1 token "
+                         "(l.78, l.82-84): its own forward fails"),)),
+    _vision("pixio", "pixio/modeling_pixio.py PixioEmbeddings (l.79-82: n_cls_tokens rows, then the grid; "
+            "interpolate_pos_encoding l.88-125: bicubic, size=, in float32, unless a square image of the native "
+            "patch count)", before=("n_cls_tokens", 8, "cls")),
     # wrappers whose vision tower (or backbone) holds the table: its sub-config's model type decides the code
     _vision("sam", "sam/modeling_sam.py SamModel.vision_encoder (l.1118)", tower=("vision_config",
             "sam_vision_model", "")),

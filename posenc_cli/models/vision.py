@@ -222,6 +222,8 @@ class Layout:
     not_image: str | None = None
     #: the image size the model runs at when none is given, when it is not the table's (SAM 3), or None
     run_image: tuple[int, int] | None = None
+    #: the model accepts that image size only (SegGPT)
+    fixed_input: bool = False
 
     def offset(self) -> int:
         return len(self.extra) if self.extra_at == "start" and self.extra_use == "tokens" else 0
@@ -259,7 +261,13 @@ def _flag(config: Mapping[str, Any], model_type: str, vision: Vision, key: str) 
 def _hf_layout(model_type: str, config: Mapping[str, Any], rows: int, where: str) -> Layout:
     vision = _record(model_type)
     assert vision is not None
-    n_extra = len(vision.extra)
+    extra = vision.extra
+    if vision.before is not None:
+        key, default, name = vision.before
+        known = _default(model_type, vision, key)
+        count = _config_int(config, key, known if known is not None else default, where)[0]
+        extra = tuple(f"{name}{i}" for i in range(count))
+    n_extra = len(extra)
     frames = None
     not_image = None
     after: tuple[str, ...] = ()
@@ -310,16 +318,16 @@ def _hf_layout(model_type: str, config: Mapping[str, Any], rows: int, where: str
         said = f"{key} {_size(image)} / patch {_size(patch)}"
     if min(grid) < 1:
         raise ParameterError(f"{where}: the config's {said} make no patch; fix config.json")
-    _check_rows(rows, n_extra + len(after), grid, vision.extra + after, where, said, square=vision.reshape == "sqrt",
+    _check_rows(rows, n_extra + len(after), grid, extra + after, where, said, square=vision.reshape == "sqrt",
                 frames=frames)  # fmt: skip
     run = None
     if vision.run_image_key is not None:
         key = vision.run_image_key
         run = _config_int(config, key, _default(model_type, vision, key), where)
-    return Layout(model_type, RECORDS[model_type].reference, "hf", grid, patch, image, vision.extra, vision.extra_at,
+    return Layout(model_type, RECORDS[model_type].reference, "hf", grid, patch, image, extra, vision.extra_at,
                   _rule(vision), vision.keep, _unpositioned(model_type, vision, config), after=after,
                   extra_use=vision.extra_use, frames=frames, height_from_tokens=vision.height_from_tokens,
-                  not_image=not_image, run_image=run)  # fmt: skip
+                  not_image=not_image, run_image=run, fixed_input=vision.fixed_input)  # fmt: skip
 
 
 def _unpositioned(model_type: str, vision: Vision, config: Mapping[str, Any]) -> str | None:
@@ -545,6 +553,12 @@ def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[A
     if layout.not_image is not None and image is not None:
         raise ParameterError(f"{param('image_size')} cannot apply: {layout.not_image}; drop {param('image_size')}")
     img = (layout.run_image or layout.native_image) if image is None else image
+    if layout.fixed_input and layout.run_image is not None and img != layout.run_image:
+        raise ParameterError(
+            f"{layout.model_type}'s patch embeddings accept {_size(layout.run_image)} pixels only (its config's "
+            f"image_size; it resizes its {_size(layout.native_grid)} table to that grid); drop {param('image_size')} "
+            "or give that size"
+        )
     if img[0] < layout.patch[0] or img[1] < layout.patch[1]:
         raise ParameterError(
             f"{param('image_size')} {_size(img)} is smaller than one {_size(layout.patch)} patch; give at least "
@@ -742,6 +756,8 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
         out.update(model_type=mt, family="vision table", kind="learned", reference=RECORDS[mt].reference)
         rule, keep, tensor = _rule(vision), vision.keep, vision.tensor
         extra = ", ".join(vision.extra) + (" (after the grid)" if vision.extra_at == "end" else "") or "none"
+        if vision.before is not None:
+            extra = f"config key {vision.before[0]} {vision.before[2]} rows ({vision.before[2]}0, ...)"
         if vision.extra_use != "tokens":
             extra = f"{extra} ({vision.extra_use}: no such token)"
         if vision.after is not None:

@@ -192,6 +192,51 @@ def sam3_vision():
     return m, rows
 
 
+def seggpt():
+    m = tf.SegGptModel(tf.SegGptConfig(image_size=[24, 16], pretrain_image_size=16, patch_size=4, hidden_size=8,
+                                       num_hidden_layers=2, num_attention_heads=2, mlp_dim=16, merge_index=0,
+                                       intermediate_hidden_state_indices=[1]))
+    e = m.embeddings
+    _randomise(e.position_embeddings)
+
+    def rows(size):
+        h, w = size or (24, 16)  # the model runs at image_size; its table is pretrain_image_size's grid
+        px = torch.zeros(1, 3, h, w)
+        e.patch_embeddings(px)  # the model's own size check (accepts image_size only)
+        return e.interpolate_pos_encoding(h // 4, w // 4)[0].reshape(-1, 8)  # as forward calls it (l.180)
+
+    rows.sizes = [(16, 16)]
+    return m, rows
+
+
+def mgp_str():
+    m = tf.MgpstrModel(tf.MgpstrConfig(image_size=[16, 24], patch_size=4, hidden_size=8, num_hidden_layers=1,
+                                       num_attention_heads=2, mlp_ratio=2.0))
+    e = m.embeddings
+    _randomise(e.pos_embed)
+
+    def rows(size):
+        h, w = size or (16, 24)
+        _zero(e.cls_token, e.proj.weight, e.proj.bias)
+        return e(torch.zeros(1, 3, h, w))[0]
+
+    return m, rows
+
+
+def pixio():
+    m = tf.PixioModel(tf.PixioConfig(image_size=16, patch_size=4, n_cls_tokens=3, hidden_size=8, num_hidden_layers=1,
+                                     num_attention_heads=2, mlp_ratio=2))
+    e = m.embeddings
+    _randomise(e.position_embeddings)
+
+    def rows(size):
+        h, w = size or (16, 16)
+        _zero(e.cls_token, e.patch_embeddings.projection.weight, e.patch_embeddings.projection.bias)
+        return e(torch.zeros(1, 3, h, w))[0]
+
+    return m, rows
+
+
 def dpt():
     m = tf.DPTModel(tf.DPTConfig(image_size=16, patch_size=4, is_hybrid=False, **SMALL), add_pooling_layer=False)
     e = m.embeddings
@@ -359,6 +404,7 @@ MODELS = {"sam_vision_model": sam_vision, "sam": sam_model, "sam_hq_vision_model
           "yolos": yolos, "vitdet": vitdet, "vitpose": vitpose, "vitpose_backbone": vitpose_backbone,
           "vivit": vivit, "timesformer": timesformer,
           "audio-spectrogram-transformer": ast, "sam3_vit_model": sam3_vit, "sam3_vision_model": sam3_vision,
+          "seggpt": seggpt, "mgp-str": mgp_str, "pixio": pixio,
           "got_ocr2_vision": lambda: sam_style("got_ocr2.modeling_got_ocr2", "GotOcr2VisionEncoder",
                                                "GotOcr2VisionConfig"),
           "pp_formulanet_vision": lambda: sam_style("pp_formulanet.modeling_pp_formulanet", "PPFormulaNetVisionModel",
