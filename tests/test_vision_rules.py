@@ -140,6 +140,9 @@ LAYOUTS = {
                        "dropped_rows": "0:cls (no such token)"},
     ("pixio", "24x12"): {"grid": "6x3", "grid_offset": "3", "extra_rows": "0:cls0,1:cls1,2:cls2"},
     ("mgp-str", None): {"grid": "4x6", "grid_offset": "1", "extra_rows": "0:cls"},
+    ("sam2_vision_model", "30x16"): {"grid": "8x4", "native_grid": "3x5", "extra_rows": "", "resampling": "engine=hf, "
+                                     "bicubic, antialias=False, align_corners=False, size; plus the 2x2 window table "
+                                     "tiled"},
     ("audio-spectrogram-transformer", None): {"grid": "4x5", "grid_axes": "frequency,time", "grid_offset": "2",
                                               "extra_rows": "0:cls,1:dist"},
 }  # fmt: skip
@@ -212,6 +215,9 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     _fails(["export", str(MODELS / "vision_yolos"), "-p", "layer=2", *out], "give 0..1")
     _fails(["export", str(MODELS / "vision_dpt"), "-p", "layer=0", *out], "adds one table")
     _fails(["export", str(MODELS / "vision_vivit"), "--image-size", "24", *out], "runs at 16x16 only")
+    _fails(["export", str(MODELS / "vision_sam2_hiera_det_model"), "--image-size", "2", *out],
+           "makes a 1x1 grid, which the 2x2 window table does not tile")  # fmt: skip
+    _fails(["export", str(MODELS / "vision_sam2_hiera_det_model"), "--engine", "timm", *out], "window table tiled")
 
 
 def test_a_table_that_is_not_its_grid_plus_its_extra_rows(tmp_path: Path) -> None:

@@ -700,7 +700,8 @@ class Vision:
     tower: tuple[str, str, str] | None = None
     # ----- fields of the tables whose layout or resize code is their own (SAM, DPT, YOLOS, ViTDet, ViTPose,
     # ViViT, TimeSformer, AST); each default is the ViT-family's behaviour above
-    #: ``rows``: the weights keep ``(1,) rows x dim``; ``hwc``: a ``1 x H x W x dim`` grid (SAM's ``pos_embed``)
+    #: ``rows``: the weights keep ``(1,) rows x dim``; ``hwc``: a ``1 x H x W x dim`` grid (SAM's ``pos_embed``);
+    #: ``chw``: a ``1 x dim x H x W`` one (SAM 2's)
     tensor_layout: str = "rows"
     #: ``sqrt``: the model reshapes the grid rows to ``sqrt x sqrt`` of their count (``torch_int(n ** 0.5)``), so
     #: the native grid is square; ``config``: it takes the grid from the config (any ``h x w``)
@@ -743,6 +744,14 @@ class Vision:
     #: ``(config key, class default, name)`` of counted tokens whose rows come before the grid, in place of
     #: ``extra`` (Pixio's ``n_cls_tokens``: ``cls0, cls1, ...``)
     before: tuple[str, int, str] | None = None
+    #: the config key of the table's own ``[h, w]`` grid (SAM 2's ``window_positional_embedding_background_size``)
+    grid_key: str | None = None
+    #: ``(kernel, stride, padding)`` config keys: the grid at an image size is the patch convolution's output,
+    #: ``(size + 2 * padding - kernel) // stride + 1`` per axis (SAM 2's Hiera), not ``size // patch_size``
+    conv: tuple[str, str, str] | None = None
+    #: ``(tensor suffix, config key)`` of a window table tiled over the resized grid and added (SAM 2's
+    #: ``pos_embed_window``, a ``1 x C x w x w`` of the key's first entry; a grid it does not tile is refused)
+    window: tuple[str, str] | None = None
 
 
 _EMBEDDING = "embeddings.position_embedding.weight"  # an nn.Embedding's table (CLIP, SigLIP)
@@ -891,6 +900,16 @@ _VISION: tuple[Record, ...] = (
     _vision("pixio", "pixio/modeling_pixio.py PixioEmbeddings (l.79-82: n_cls_tokens rows, then the grid; "
             "interpolate_pos_encoding l.88-125: bicubic, size=, in float32, unless a square image of the native "
             "patch count)", before=("n_cls_tokens", 8, "cls")),
+    _vision("sam2_hiera_det_model", "sam2/modeling_sam2.py Sam2HieraDetModel (l.615-620: pos_embed 1 x C x the "
+            "window_positional_embedding_background_size grid, pos_embed_window 1 x C x window_size_per_stage[0] "
+            "squared; _get_pos_embed l.637-643: bicubic, size=, to the patch convolution's grid (Sam2PatchEmbeddings "
+            "l.125-131), at every size, plus the window table tiled; forward l.656)", tensor="pos_embed", extra=(),
+            keep="never", tensor_layout="chw", reshape="config", grid_key="window_positional_embedding_background_size",
+            conv=("patch_kernel_size", "patch_stride", "patch_padding"),
+            window=("pos_embed_window", "window_size_per_stage"), run_image_key="image_size"),
+    _vision("sam2_vision_model", "sam2/modeling_sam2.py Sam2VisionModel.backbone (l.688: AutoModel of "
+            "backbone_config, a sam2_hiera_det_model)", tower=("backbone_config", "sam2_hiera_det_model",
+            "backbone.")),
     # wrappers whose vision tower (or backbone) holds the table: its sub-config's model type decides the code
     _vision("sam", "sam/modeling_sam.py SamModel.vision_encoder (l.1118)", tower=("vision_config",
             "sam_vision_model", "")),

@@ -224,6 +224,17 @@ class Layout:
     run_image: tuple[int, int] | None = None
     #: the model accepts that image size only (SegGPT)
     fixed_input: bool = False
+    #: ``((kh, kw), (sh, sw), (ph, pw))`` of a patch convolution whose output is the grid (SAM 2), or None
+    conv: tuple[tuple[int, int], tuple[int, int], tuple[int, int]] | None = None
+    #: a ``w x w x dim`` window table tiled over the grid and added (SAM 2's ``pos_embed_window``), or None
+    window: Any = None
+
+    def grid_at(self, image: tuple[int, int]) -> tuple[int, int]:
+        """The patch grid of an image: ``size // patch``, or the patch convolution's output size."""
+        if self.conv is None:
+            return (image[0] // self.patch[0], image[1] // self.patch[1])
+        (kh, kw), (sh, sw), (ph, pw) = self.conv
+        return ((image[0] + 2 * ph - kh) // sh + 1, (image[1] + 2 * pw - kw) // sw + 1)
 
     def offset(self) -> int:
         return len(self.extra) if self.extra_at == "start" and self.extra_use == "tokens" else 0
@@ -303,6 +314,13 @@ def _hf_layout(model_type: str, config: Mapping[str, Any], rows: int, where: str
         frames = n_frames // int(tub[0])
         grid = (image[0] // patch[0], image[1] // patch[1])
         said = f"{vision.tubelets} {n_frames} / tubelet {tub[0]}, image_size {_size(image)} / {_size(patch)}"
+    elif vision.grid_key is not None:  # SAM 2: the table's grid is its own config key; the patch a convolution
+        grid = _config_int(config, vision.grid_key, _default(model_type, vision, vision.grid_key), where)
+        assert vision.conv is not None
+        k, st, pd = (_config_int(config, key, _default(model_type, vision, key), where) for key in vision.conv)
+        patch = k
+        image = grid  # the table is no image's grid: the model resizes it at every size
+        said = f"{vision.grid_key} {_size(grid)}"
     elif vision.grid_from == "num_patches":
         patch = _config_int(config, "patch_size", _default(model_type, vision, "patch_size"), where)
         n = _config_int(config, "num_patches", _default(model_type, vision, "num_patches"), where)[0]
@@ -324,10 +342,14 @@ def _hf_layout(model_type: str, config: Mapping[str, Any], rows: int, where: str
     if vision.run_image_key is not None:
         key = vision.run_image_key
         run = _config_int(config, key, _default(model_type, vision, key), where)
+    conv = None
+    if vision.conv is not None:
+        k, st, pd = (_config_int(config, key, _default(model_type, vision, key), where) for key in vision.conv)
+        conv = (k, st, pd)
     return Layout(model_type, RECORDS[model_type].reference, "hf", grid, patch, image, extra, vision.extra_at,
                   _rule(vision), vision.keep, _unpositioned(model_type, vision, config), after=after,
                   extra_use=vision.extra_use, frames=frames, height_from_tokens=vision.height_from_tokens,
-                  not_image=not_image, run_image=run, fixed_input=vision.fixed_input)  # fmt: skip
+                  not_image=not_image, run_image=run, fixed_input=vision.fixed_input, conv=conv)  # fmt: skip
 
 
 def _unpositioned(model_type: str, vision: Vision, config: Mapping[str, Any]) -> str | None:
@@ -452,13 +474,17 @@ def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple
     _refuse_unmodelled(mt, vision, config, path)
     table, file, name = read_table(path, prefix + vision.tensor)
     raw_shape = list(table.shape)
-    table = _rows(table, file, name, grid=vision.tensor_layout == "hwc")
+    table = _rows(table, file, name, grid=vision.tensor_layout == "hwc", channels_first=vision.tensor_layout == "chw")
     layout = _hf_layout(mt, config, table.shape[0], path)
-    if vision.tensor_layout == "hwc" and tuple(raw_shape[1:3]) != layout.native_grid:
-        raise ParameterError(
-            f"{path}: tensor {name} is a {raw_shape[1]}x{raw_shape[2]} grid and the config makes "
-            f"{_size(layout.native_grid)}; the config and weights disagree"
-        )
+    if vision.tensor_layout in ("hwc", "chw"):
+        hw = tuple(raw_shape[1:3] if vision.tensor_layout == "hwc" else raw_shape[2:4])
+        if hw != layout.native_grid:
+            raise ParameterError(
+                f"{path}: tensor {name} is a {hw[0]}x{hw[1]} grid and the config makes "
+                f"{_size(layout.native_grid)}; the config and weights disagree"
+            )
+    if vision.window is not None:
+        layout = _with_window(layout, vision, mt, config, path, prefix)
     if vision.time is not None:
         layout = _with_time(layout, vision, mt, config, path, prefix)
     if engine == "timm":
@@ -487,6 +513,8 @@ def _not_timm(layout: Layout) -> str | None:
         return "adds frames to its grid (a video table)"
     if layout.not_image is not None:
         return "takes a spectrogram, not an image"
+    if layout.window is not None or layout.conv is not None:
+        return "adds a window table tiled over its patch convolution's grid"
     return None
 
 
@@ -500,6 +528,28 @@ def _refuse_unmodelled(mt: str, vision: Vision, config: Mapping[str, Any], path:
         got = config.get(key, _default(mt, vision, key))
         if (value is None and got) or (value is not None and got == value):
             raise ParameterError(f"{path}: config key {key}={got!r}: {why}")
+
+
+def _with_window(layout: Layout, vision: Vision, mt: str, config: Mapping[str, Any], path: str, prefix: str) -> Layout:
+    """The layout with its window table (SAM 2's ``pos_embed_window``: ``1 x dim x w x w``), checked against the
+    config's window size."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    assert vision.window is not None
+    suffix, key = vision.window
+    sizes = config.get(key, _default(mt, vision, key))
+    if not (isinstance(sizes, list) and sizes and isinstance(sizes[0], int) and sizes[0] > 0):
+        raise ParameterError(f"{path}: config key {key}={sizes!r} is not a list of window sizes; fix config.json")
+    window, file, name = read_table(path, prefix + suffix)
+    shape = list(window.shape)
+    if shape[:1] != [1] or len(shape) != 4 or shape[2:] != [sizes[0], sizes[0]]:
+        raise ParameterError(
+            f"{file}: tensor {name} has shape {shape}; config key {key} makes its window {sizes[0]}x{sizes[0]} "
+            "(1 x dim x w x w): the config and weights disagree"
+        )
+    return replace(layout, window=np.ascontiguousarray(np.asarray(window)[0].transpose(1, 2, 0)))
 
 
 def _with_time(layout: Layout, vision: Vision, mt: str, config: Mapping[str, Any], path: str, prefix: str) -> Layout:
@@ -519,15 +569,19 @@ def _with_time(layout: Layout, vision: Vision, mt: str, config: Mapping[str, Any
     return replace(layout, time=time)
 
 
-def _rows(table: Any, file: str, name: str, *, grid: bool = False) -> Any:
+def _rows(table: Any, file: str, name: str, *, grid: bool = False, channels_first: bool = False) -> Any:
     """The table as rows x dim (a ``(1, rows, dim)`` parameter loses its leading 1; with ``grid``, a ``1 x H x W x
     dim`` one is flattened row-major)."""
     shape = list(table.shape)
-    if grid:
+    if grid or channels_first:
+        form = "1 x dim x H x W" if channels_first else "1 x H x W x dim"
         if len(shape) != 4 or shape[0] != 1:
-            raise ParameterError(
-                f"{file}: tensor {name} has shape {shape}; this model keeps its table as 1 x H x W x dim"
-            )
+            raise ParameterError(f"{file}: tensor {name} has shape {shape}; this model keeps its table as {form}")
+        if channels_first:
+            import numpy as np
+
+            table = np.ascontiguousarray(np.asarray(table)[0].transpose(1, 2, 0))[None]
+            shape = list(table.shape)
         table = table.reshape(shape[1] * shape[2], shape[3])
         shape = list(table.shape)
     while len(shape) > 2 and shape[0] == 1:
@@ -553,18 +607,23 @@ def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[A
     if layout.not_image is not None and image is not None:
         raise ParameterError(f"{param('image_size')} cannot apply: {layout.not_image}; drop {param('image_size')}")
     img = (layout.run_image or layout.native_image) if image is None else image
+    if layout.conv is not None and min(layout.grid_at(img)) < 1:
+        raise ParameterError(
+            f"{param('image_size')} {_size(img)} is smaller than the patch convolution's "
+            f"{_size(layout.conv[0])} kernel (with its padding); give a larger size"
+        )
     if layout.fixed_input and layout.run_image is not None and img != layout.run_image:
         raise ParameterError(
             f"{layout.model_type}'s patch embeddings accept {_size(layout.run_image)} pixels only (its config's "
             f"image_size; it resizes its {_size(layout.native_grid)} table to that grid); drop {param('image_size')} "
             "or give that size"
         )
-    if img[0] < layout.patch[0] or img[1] < layout.patch[1]:
+    if layout.conv is None and (img[0] < layout.patch[0] or img[1] < layout.patch[1]):
         raise ParameterError(
             f"{param('image_size')} {_size(img)} is smaller than one {_size(layout.patch)} patch; give at least "
             f"{_size(layout.patch)}"
         )
-    grid = (img[0] // layout.patch[0], img[1] // layout.patch[1]) if layout.not_image is None else layout.native_grid
+    grid = layout.grid_at(img) if layout.not_image is None else layout.native_grid
     native = layout.native_grid
     before, after = layout.before_after()
     head, cells, tail = table[:before], layout.cells(table), table[table.shape[0] - after :]
@@ -596,6 +655,18 @@ def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[A
         if dtype != np.float32:
             out = out.astype(dtype)
         applied = rule.describe()
+    if layout.window is not None:  # SAM 2: the window table tiled over the grid and added
+        ws = layout.window.shape[0]
+        if grid[0] % ws or grid[1] % ws:
+            raise ParameterError(
+                f"{param('image_size')} {_size(img)} makes a {_size(grid)} grid, which the {ws}x{ws} window table "
+                f"does not tile: {layout.model_type}'s code fails (or adds no rows) there; give a grid of multiples "
+                f"of {ws}"
+            )
+        win = np.asarray(layout.window, dtype=out.dtype)
+        tiled = win[np.arange(grid[0]) % ws][:, np.arange(grid[1]) % ws].reshape(grid[0] * grid[1], -1)
+        out = out + tiled
+        applied += f"; plus the {ws}x{ws} window table tiled"
     folded = ""
     if layout.extra_use == "added":  # ViTPose: the extra rows added to every grid row, no such token
         assert len(head) == 1, "one row added to the grid (ViTPose's class row)"

@@ -10,7 +10,7 @@ to its tokens, caught where its code adds them (the patch projection and the cla
 that the embeddings' output is the positions alone; ViTDet's and SAM's 1 x H x W x C output flattened row-major),
 or, where the model's code refuses the size, the error it raised (key ``...|refused``). YOLOS also gives the
 per-layer ``mid_position_embeddings`` its encoder adds (``InterpolateMidPositionEmbeddings``), key ``...|mid``.
-A model whose saved weights pass 200 kB (the SAM-style OCR encoders' fixed-width necks) keeps only its position
+A model whose saved weights pass 100 kB (the SAM-style OCR encoders' fixed-width necks) keeps only its position
 tensors (names with ``pos``): posenc reads nothing else.
 """
 
@@ -237,6 +237,38 @@ def pixio():
     return m, rows
 
 
+SAM2_BACKBONE = dict(hidden_size=8, num_attention_heads=1, image_size=[16, 16],
+                     window_positional_embedding_background_size=[3, 5], blocks_per_stage=[1, 1, 1, 1],
+                     embed_dim_per_stage=[8, 16, 32, 64], num_attention_heads_per_stage=[1, 1, 1, 1],
+                     window_size_per_stage=[2, 2, 2, 2], global_attention_blocks=[1], mlp_ratio=2.0)
+
+
+def _sam2_rows(hiera):
+    """The rows Sam2HieraDetModel.forward adds (l.655-656): _get_pos_embed of the patch convolution's grid."""
+    _randomise(hiera.pos_embed, hiera.pos_embed_window)
+
+    def rows(size):
+        h, w = size or (16, 16)
+        grid = hiera.patch_embed(torch.zeros(1, 3, h, w)).shape[1:3]
+        out = hiera._get_pos_embed(grid)[0]
+        return out.reshape(-1, out.shape[-1])
+
+    rows.sizes = [(32, 16), (24, 8), (16, 40), (8, 8)]  # grids the 2x2 window tiles
+    return rows
+
+
+def sam2_hiera():
+    m = tf.Sam2HieraDetModel(tf.Sam2HieraDetConfig(**SAM2_BACKBONE))
+    return m, _sam2_rows(m)
+
+
+def sam2_vision():
+    m = tf.Sam2VisionModel(tf.Sam2VisionConfig(backbone_config=dict(model_type="sam2_hiera_det_model",
+                                                                     **SAM2_BACKBONE),
+                                               backbone_channel_list=[64, 32, 16, 8], fpn_hidden_size=8))
+    return m, _sam2_rows(m.backbone)
+
+
 def dpt():
     m = tf.DPTModel(tf.DPTConfig(image_size=16, patch_size=4, is_hybrid=False, **SMALL), add_pooling_layer=False)
     e = m.embeddings
@@ -404,7 +436,7 @@ MODELS = {"sam_vision_model": sam_vision, "sam": sam_model, "sam_hq_vision_model
           "yolos": yolos, "vitdet": vitdet, "vitpose": vitpose, "vitpose_backbone": vitpose_backbone,
           "vivit": vivit, "timesformer": timesformer,
           "audio-spectrogram-transformer": ast, "sam3_vit_model": sam3_vit, "sam3_vision_model": sam3_vision,
-          "seggpt": seggpt, "mgp-str": mgp_str, "pixio": pixio,
+          "sam2_hiera_det_model": sam2_hiera, "sam2_vision_model": sam2_vision, "seggpt": seggpt, "mgp-str": mgp_str, "pixio": pixio,
           "got_ocr2_vision": lambda: sam_style("got_ocr2.modeling_got_ocr2", "GotOcr2VisionEncoder",
                                                "GotOcr2VisionConfig"),
           "pp_formulanet_vision": lambda: sam_style("pp_formulanet.modeling_pp_formulanet", "PPFormulaNetVisionModel",
@@ -431,7 +463,10 @@ def main(root):
             for size in SIZES + getattr(rows, "sizes", []):
                 key = f"{mt}|{'native' if size is None else f'{size[0]}x{size[1]}'}"
                 try:
-                    golden[key] = rows(size).detach().numpy().astype(np.float32)
+                    made = rows(size).detach().numpy().astype(np.float32)
+                    if made.shape[0] == 0:  # SAM 2 at a grid one window does not tile: broadcast to nothing
+                        raise ValueError("the model's positions are empty (its window tiles 0 times)")
+                    golden[key] = made
                 except Exception as exc:  # the model's own code refuses this size
                     golden[key + "|refused"] = np.array(f"{type(exc).__name__}: {exc}"[:300])
                 if hasattr(rows, "mid"):
@@ -439,7 +474,7 @@ def main(root):
             model.load_state_dict(saved)  # the zeroed projections restored before saving
         model.save_pretrained(out)
         weights = os.path.join(out, "model.safetensors")
-        if os.path.getsize(weights) > 200_000:  # fixed-width necks (DeepSeek-OCR2, PP-FormulaNet): positions only
+        if os.path.getsize(weights) > 100_000:  # fixed-width necks (DeepSeek-OCR2, PP-FormulaNet): positions only
             from safetensors.torch import load_file, save_file
 
             kept = {k: v for k, v in load_file(weights).items() if "pos" in k}
