@@ -462,7 +462,8 @@ def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple
         # the sub-config's own model_type chooses the tower's (or backbone's) class, as transformers does
         named = sub.get("model_type")
         if isinstance(named, str) and named != mt:
-            if _record(named) is None or _record(named).tower is not None:  # type: ignore[union-attr]
+            found = _record(named)
+            if found is None or found.tower is not None:
                 raise ParameterError(
                     f"{path}: its {key} is a {named}, whose position table posenc has no rule for (it reads "
                     f"{mt}'s); pass a checkpoint whose {key} is {mt}"
