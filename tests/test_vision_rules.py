@@ -143,6 +143,7 @@ LAYOUTS = {
     ("sam2_vision_model", "30x16"): {"grid": "8x4", "native_grid": "3x5", "extra_rows": "", "resampling": "engine=hf, "
                                      "bicubic, antialias=False, align_corners=False, size; plus the 2x2 window table "
                                      "tiled"},
+    ("hiera", "30x18"): {"grid": "15x9", "native_grid": "8x8", "patch_size": "2x2", "extra_rows": ""},
     ("audio-spectrogram-transformer", None): {"grid": "4x5", "grid_axes": "frequency,time", "grid_offset": "2",
                                               "extra_rows": "0:cls,1:dist"},
 }  # fmt: skip

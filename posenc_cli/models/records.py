@@ -752,6 +752,9 @@ class Vision:
     #: ``(tensor suffix, config key)`` of a window table tiled over the resized grid and added (SAM 2's
     #: ``pos_embed_window``, a ``1 x C x w x w`` of the key's first entry; a grid it does not tile is refused)
     window: tuple[str, str] | None = None
+    #: the config key of the patch the grid is counted in (``image // patch``; Hiera: ``patch_stride``, its
+    #: ``patch_size`` being the convolution's kernel)
+    patch_key: str = "patch_size"
 
 
 _EMBEDDING = "embeddings.position_embedding.weight"  # an nn.Embedding's table (CLIP, SigLIP)
@@ -910,6 +913,11 @@ _VISION: tuple[Record, ...] = (
     _vision("sam2_vision_model", "sam2/modeling_sam2.py Sam2VisionModel.backbone (l.688: AutoModel of "
             "backbone_config, a sam2_hiera_det_model)", tower=("backbone_config", "sam2_hiera_det_model",
             "backbone.")),
+    _vision("hiera", "hiera/modeling_hiera.py HieraEmbeddings (l.245-252: no class row, image_size // patch_stride; "
+            "interpolate_pos_encoding l.254-290: bicubic, size=, height // patch_stride, unless a square image of the "
+            "native patch count; forward l.307-309: added to the patch convolution's tokens, HieraPatchEmbeddings "
+            "l.165-171, before they are unrolled)", extra=(), patch_key="patch_stride",
+            conv=("patch_size", "patch_stride", "patch_padding")),
     # wrappers whose vision tower (or backbone) holds the table: its sub-config's model type decides the code
     _vision("sam", "sam/modeling_sam.py SamModel.vision_encoder (l.1118)", tower=("vision_config",
             "sam_vision_model", "")),

@@ -228,13 +228,21 @@ class Layout:
     conv: tuple[tuple[int, int], tuple[int, int], tuple[int, int]] | None = None
     #: a ``w x w x dim`` window table tiled over the grid and added (SAM 2's ``pos_embed_window``), or None
     window: Any = None
+    #: the grid is ``image // patch`` and the patch convolution must make that many tokens (Hiera), rather than
+    #: the convolution's output being the grid (SAM 2)
+    conv_checks: bool = False
+
+    def conv_grid(self, image: tuple[int, int]) -> tuple[int, int]:
+        """The patch convolution's output size at ``image``."""
+        assert self.conv is not None
+        (kh, kw), (sh, sw), (ph, pw) = self.conv
+        return ((image[0] + 2 * ph - kh) // sh + 1, (image[1] + 2 * pw - kw) // sw + 1)
 
     def grid_at(self, image: tuple[int, int]) -> tuple[int, int]:
         """The patch grid of an image: ``size // patch``, or the patch convolution's output size."""
-        if self.conv is None:
+        if self.conv is None or self.conv_checks:
             return (image[0] // self.patch[0], image[1] // self.patch[1])
-        (kh, kw), (sh, sw), (ph, pw) = self.conv
-        return ((image[0] + 2 * ph - kh) // sh + 1, (image[1] + 2 * pw - kw) // sw + 1)
+        return self.conv_grid(image)
 
     def offset(self) -> int:
         return len(self.extra) if self.extra_at == "start" and self.extra_use == "tokens" else 0
@@ -329,7 +337,7 @@ def _hf_layout(model_type: str, config: Mapping[str, Any], rows: int, where: str
         image = (side * patch[0], side * patch[1])
         said = f"num_patches {n}"
     else:
-        patch = _config_int(config, "patch_size", _default(model_type, vision, "patch_size"), where)
+        patch = _config_int(config, vision.patch_key, _default(model_type, vision, vision.patch_key), where)
         key = vision.image_key
         image = _config_int(config, key, _default(model_type, vision, key), where)
         grid = (image[0] // patch[0], image[1] // patch[1])
@@ -349,7 +357,8 @@ def _hf_layout(model_type: str, config: Mapping[str, Any], rows: int, where: str
     return Layout(model_type, RECORDS[model_type].reference, "hf", grid, patch, image, extra, vision.extra_at,
                   _rule(vision), vision.keep, _unpositioned(model_type, vision, config), after=after,
                   extra_use=vision.extra_use, frames=frames, height_from_tokens=vision.height_from_tokens,
-                  not_image=not_image, run_image=run, fixed_input=vision.fixed_input, conv=conv)  # fmt: skip
+                  not_image=not_image, run_image=run, fixed_input=vision.fixed_input, conv=conv,
+                  conv_checks=vision.grid_key is None)  # fmt: skip
 
 
 def _unpositioned(model_type: str, vision: Vision, config: Mapping[str, Any]) -> str | None:
@@ -514,7 +523,7 @@ def _not_timm(layout: Layout) -> str | None:
         return "adds frames to its grid (a video table)"
     if layout.not_image is not None:
         return "takes a spectrogram, not an image"
-    if layout.window is not None or layout.conv is not None:
+    if layout.window is not None or (layout.conv is not None and not layout.conv_checks):
         return "adds a window table tiled over its patch convolution's grid"
     return None
 
@@ -608,6 +617,12 @@ def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[A
     if layout.not_image is not None and image is not None:
         raise ParameterError(f"{param('image_size')} cannot apply: {layout.not_image}; drop {param('image_size')}")
     img = (layout.run_image or layout.native_image) if image is None else image
+    if layout.conv is not None and layout.conv_checks and layout.conv_grid(img) != layout.grid_at(img):
+        raise ParameterError(
+            f"{param('image_size')} {_size(img)}: the patch convolution makes a {_size(layout.conv_grid(img))} grid "
+            f"and {layout.model_type} resizes its table to {_size(layout.grid_at(img))} (size // "
+            f"{_size(layout.patch)}): its code fails there; give a multiple of {_size(layout.patch)}"
+        )
     if layout.conv is not None and min(layout.grid_at(img)) < 1:
         raise ParameterError(
             f"{param('image_size')} {_size(img)} is smaller than the patch convolution's "
@@ -619,7 +634,7 @@ def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[A
             f"image_size; it resizes its {_size(layout.native_grid)} table to that grid); drop {param('image_size')} "
             "or give that size"
         )
-    if layout.conv is None and (img[0] < layout.patch[0] or img[1] < layout.patch[1]):
+    if (layout.conv is None or layout.conv_checks) and (img[0] < layout.patch[0] or img[1] < layout.patch[1]):
         raise ParameterError(
             f"{param('image_size')} {_size(img)} is smaller than one {_size(layout.patch)} patch; give at least "
             f"{_size(layout.patch)}"

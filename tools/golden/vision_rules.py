@@ -269,6 +269,23 @@ def sam2_vision():
     return m, _sam2_rows(m.backbone)
 
 
+def hiera():
+    m = tf.HieraModel(tf.HieraConfig(image_size=[16, 16], patch_size=[3, 3], patch_stride=[2, 2], patch_padding=[1, 1],
+                                     embed_dim=8, depths=[1, 1], num_heads=[1, 1], masked_unit_size=[2, 2],
+                                     query_stride=[2, 2], num_query_pool=1, mlp_ratio=2.0), add_pooling_layer=False)
+    e = m.embeddings
+    _randomise(e.position_embeddings)
+
+    def rows(size):
+        h, w = size or (16, 16)
+        _zero(e.patch_embeddings.projection.weight, e.patch_embeddings.projection.bias)
+        # as HieraModel.forward calls it: interpolate_pos_encoding when asked (the model's flag; here at a size)
+        return e(torch.zeros(1, 3, h, w), interpolate_pos_encoding=size is not None)[0][0]
+
+    rows.sizes = [(12, 20), (15, 16)]  # 15: the convolution makes 8 rows, the resize 7
+    return m, rows
+
+
 def dpt():
     m = tf.DPTModel(tf.DPTConfig(image_size=16, patch_size=4, is_hybrid=False, **SMALL), add_pooling_layer=False)
     e = m.embeddings
@@ -436,7 +453,7 @@ MODELS = {"sam_vision_model": sam_vision, "sam": sam_model, "sam_hq_vision_model
           "yolos": yolos, "vitdet": vitdet, "vitpose": vitpose, "vitpose_backbone": vitpose_backbone,
           "vivit": vivit, "timesformer": timesformer,
           "audio-spectrogram-transformer": ast, "sam3_vit_model": sam3_vit, "sam3_vision_model": sam3_vision,
-          "sam2_hiera_det_model": sam2_hiera, "sam2_vision_model": sam2_vision, "seggpt": seggpt, "mgp-str": mgp_str, "pixio": pixio,
+          "sam2_hiera_det_model": sam2_hiera, "sam2_vision_model": sam2_vision, "seggpt": seggpt, "hiera": hiera, "mgp-str": mgp_str, "pixio": pixio,
           "got_ocr2_vision": lambda: sam_style("got_ocr2.modeling_got_ocr2", "GotOcr2VisionEncoder",
                                                "GotOcr2VisionConfig"),
           "pp_formulanet_vision": lambda: sam_style("pp_formulanet.modeling_pp_formulanet", "PPFormulaNetVisionModel",
