@@ -603,7 +603,9 @@ def _vision_source(
                 f"{param(name)} cannot apply to {text}: a vision model's table is its grid at an image size; use "
                 f"{param('image_size')} (H or HxW)"
             )
-    rows, meta = vision_table(text, config, image_size=image_size, engine=engine)
+    given = dict(given)
+    layer = given.pop("layer", None)  # -p layer=N: a per-layer table (YOLOS's mid_position_embeddings)
+    rows, meta = vision_table(text, config, image_size=image_size, engine=engine, layer=layer)
     src = _weights_source(text if engine is None else f"{text}@{engine}", rows, meta, given)
     src.encoding_note = "a trained vision table read from the model's weights, at an image size"
     return src

@@ -183,6 +183,6 @@ def test_kinds_names_the_mechanism_it_does_not_read(tmp_path):
     code, out, err = cli(["kinds", str(cfg)])
     assert code == 2 and out == b""
     assert "convolution over the sequence" in err and "Traceback" not in err
-    cfg.write_text('{"model_type": "vivit"}')  # (vit's table is read now: docs/vision.md)
+    cfg.write_text('{"model_type": "pvt"}')  # (vit's, vivit's and hiera's tables are read now: docs/vision.md)
     code, out, err = cli(["kinds", str(cfg)])
     assert code == 2 and "learned table" in err and "no positional encoding" not in err

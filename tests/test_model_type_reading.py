@@ -98,7 +98,7 @@ def test_a_config_without_a_readable_model_type_is_refused_in_one_line(tmp_path,
 @pytest.mark.parametrize(
     ("model_type", "said"),
     [
-        ("vivit", "vision: a learned table (embeddings.position_embeddings) added to the token states"),
+        ("pvt", "vision: a learned table (encoder.patch_embeddings.*.position_embeddings) added to the token states"),
         ("esm", "text: a learned table (embeddings.position_embeddings.weight) added to the token states"),
         ("kimi_linear", "kimi_linear applies no positional encoding in any layer"),
         (

@@ -45,6 +45,12 @@ def rows() -> list[tuple[str, str, str, str, str, str]]:
         if rec is not None and rec.vision is not None:  # a ViT-family table on an image grid (models/vision.py)
             scheme = "learned (image grid)"
             status = "exact (vision record; the model's own arrays in tests/data/vision)"
+            tower = rec
+            while tower is not None and tower.vision is not None and tower.vision.tower is not None:
+                tower = records.RECORDS.get(tower.vision.tower[1])
+            if tower is not None and tower.vision is not None and tower.vision.not_read:
+                # the table is exact, and the model also places positions in a way posenc does not read
+                status = f"partial (vision record: its table exact; not read: {tower.vision.not_read})"
             ref = ref or rec.reference
         elif mt in records.VISION_ROTARY:  # a vision tower's own config: its 2-D rotary (models/vision_rope.py)
             scheme = f"rope-2d ({records.VISION_ROTARY[mt].preset})"
@@ -155,6 +161,7 @@ def build() -> str:
     none = sum(1 for r in table if r[5] == "no positions")
     unverified = sum(1 for r in table if r[5].startswith("read, not verified"))
     unobserved = sum(1 for r in table if r[5].startswith("not observed"))
+    partial = sum(1 for r in table if r[5].startswith("partial"))
     version = records.inventory().get("transformers_version", records.TRANSFORMERS_VERSION)
     lines = [
         "# Model families",
@@ -166,7 +173,8 @@ def build() -> str:
         "",
         f"Of {len(table)} model types: **{exact} exact**, **{refused} refused** (one line naming what is missing), "
         f"{none} apply no positions, {unobserved} could not be observed, {unverified} read without reference "
-        f"arrays. Of the rotating types: {rope_exact} exact, {rope_refused} refused.",
+        f"arrays, {partial} partial (a table read exactly beside a mechanism posenc does not read). Of the rotating "
+        f"types: {rope_exact} exact, {rope_refused} refused.",
         "",
         '"exact": posenc reads the type\'s config, and `tests/test_inventory_coverage.py` holds the table against the '
         "arrays its own rotary class made at its default config, for every rope type the class supports (or "

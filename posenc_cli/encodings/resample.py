@@ -40,8 +40,13 @@ from typing import Any
 
 from ..errors import ParameterError
 
-#: the modes posenc reproduces (``F.interpolate(mode=...)``)
+#: the modes posenc reproduces (``F.interpolate(mode=...)``), and the candidates a resized table is tried against
 MODES = ("bicubic", "bilinear")
+#: ``mode="nearest"`` (TimeSformer): no weights, no ``align_corners`` or ``antialias`` (torch refuses both)
+NEAREST = "nearest"
+#: not ``F.interpolate``: the grid repeated periodically and cropped (SAM 3's ``_tile_position_embeddings``:
+#: ``tile([1, 1, H // h + 1, W // w + 1])[:, :, :H, :W]``): output ``i`` reads ``i mod h``
+TILE = "tile"
 
 
 @dataclass(frozen=True)
@@ -57,14 +62,22 @@ class Resampling:
     offset: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ParameterError(f"unknown resampling mode {self.mode!r}; choose from: {', '.join(MODES)}")
+        if self.mode not in (*MODES, NEAREST, TILE):
+            raise ParameterError(
+                f"unknown resampling mode {self.mode!r}; choose from: {', '.join(MODES)}, {NEAREST}, {TILE}"
+            )
+        if self.mode in (NEAREST, TILE) and (self.align_corners or self.antialias or self.by != "size"):
+            raise ParameterError(f"mode {self.mode} takes no align_corners, antialias or scale_factor")
         if self.by not in ("size", "scale_factor"):
             raise ParameterError(f"unknown resampling by={self.by!r}; choose from: size, scale_factor")
 
     def describe(self) -> str:
         """The call in words, e.g. ``bicubic, antialias=False, align_corners=False, size``."""
         by = self.by if not self.offset else f"scale_factor (new + {self.offset:g}) / old"
+        if self.mode == NEAREST:
+            return f"{self.mode}, {by}"
+        if self.mode == TILE:
+            return "tile: the grid repeated and cropped (not interpolated)"
         return f"{self.mode}, antialias={self.antialias}, align_corners={self.align_corners}, {by}"
 
     def scale_factors(self, old: tuple[int, int], new: tuple[int, int]) -> tuple[float, float] | None:
@@ -80,14 +93,14 @@ class Resampling:
 DINO_OFFSET = 0.1
 
 #: every call a resized table is tried against: mode x antialias x align_corners x (size, scale_factor,
-#: scale_factor with DINO's offset)
+#: scale_factor with DINO's offset), then nearest and tile
 CALLS: tuple[Resampling, ...] = tuple(
     Resampling(mode, align_corners=ac, antialias=aa, by=by, offset=off)
     for mode in MODES
     for aa in (False, True)
     for ac in (False, True)
     for by, off in (("size", 0), ("scale_factor", 0), ("scale_factor", DINO_OFFSET))
-)
+) + (Resampling(NEAREST), Resampling(TILE))  # TimeSformer's nearest and SAM 3's tiling
 
 
 def output_size(old: tuple[int, int], factors: tuple[float, float]) -> tuple[int, int]:
@@ -191,7 +204,28 @@ def _weights_aa(n_in: int, n_out: int, rule: Resampling, factor: float | None) -
     return idx, wts
 
 
+def _nearest(n_in: int, n_out: int, factor: float | None) -> Any:
+    """The source index of each output of ``mode="nearest"`` (``nearest_idx`` of UpSample.h: the same size is a
+    copy, twice the size is ``i >> 1``, else ``min(floor(i * scale), n_in - 1)`` with ``scale`` in float32, from
+    ``compute_scales_value``)."""
+    import numpy as np
+
+    f32 = np.float32
+    i = np.arange(n_out)
+    if n_out == n_in:
+        return i
+    if n_out == 2 * n_in:
+        return i >> 1
+    scale = f32(1.0 / factor) if factor is not None and factor > 0 else f32(n_in) / f32(n_out)
+    return np.minimum(np.floor(i.astype(f32) * scale).astype(np.int64), n_in - 1)
+
+
 def _weights(n_in: int, n_out: int, rule: Resampling, factor: float | None) -> tuple[Any, Any]:
+    if rule.mode in (NEAREST, TILE):
+        import numpy as np
+
+        idx = _nearest(n_in, n_out, factor) if rule.mode == NEAREST else np.arange(n_out) % n_in
+        return idx[:, None], np.ones((n_out, 1), np.float32)
     if rule.antialias:
         return _weights_aa(n_in, n_out, rule, factor)
     return _weights_plain(n_in, n_out, rule, factor)

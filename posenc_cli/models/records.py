@@ -698,6 +698,63 @@ class Vision:
     defaults: tuple[tuple[str, Any], ...] = ()
     grid_from: str = "image_size"
     tower: tuple[str, str, str] | None = None
+    # ----- fields of the tables whose layout or resize code is their own (SAM, DPT, YOLOS, ViTDet, ViTPose,
+    # ViViT, TimeSformer, AST); each default is the ViT-family's behaviour above
+    #: ``rows``: the weights keep ``(1,) rows x dim``; ``hwc``: a ``1 x H x W x dim`` grid (SAM's ``pos_embed``);
+    #: ``chw``: a ``1 x dim x H x W`` one (SAM 2's)
+    tensor_layout: str = "rows"
+    #: ``sqrt``: the model reshapes the grid rows to ``sqrt x sqrt`` of their count (``torch_int(n ** 0.5)``), so
+    #: the native grid is square; ``config``: it takes the grid from the config (any ``h x w``)
+    reshape: str = "sqrt"
+    #: the config key of the native image size (ViTDet: ``pretrain_image_size``)
+    image_key: str = "image_size"
+    #: ``(config key, class default, name)`` of tokens whose rows follow the grid, kept as they are (YOLOS's
+    #: detection tokens: ``det0, det1, ...``)
+    after: tuple[str, int, str] | None = None
+    #: what the model does with ``extra``: ``tokens`` (each is its token's position), ``dropped`` (sliced off: no
+    #: such token, ViTDet), ``added`` (added to every grid row: no such token, ViTPose)
+    extra_use: str = "tokens"
+    #: a config key that must be true for the table to exist (SAM ``use_abs_pos``)
+    switch: str | None = None
+    #: ``(config key, value, why)``: a config value this rule does not model, refused by name (``None``: any true
+    #: value; DPT's ``is_hybrid``)
+    unmodelled: tuple[tuple[str, Any, str], ...] = ()
+    #: ``(tensor suffix, frames key)`` of a per-frame table added to every patch of frame ``t`` (TimeSformer's
+    #: ``time_embeddings``; the rows then run patch-major, frame-minor: a grid ``HxWxT``)
+    time: tuple[str, str] | None = None
+    #: the config key of the frame count of a 3-D tubelet table (ViViT: ``num_frames // tubelet_size[0]`` frames
+    #: of ``image_size // tubelet_size[1:]`` patches, rows ``TxHxW``); the patch is ``tubelet_size[1:]``
+    tubelets: str | None = None
+    #: ``(bins key, length key, frequency stride key, time stride key)`` (AST: a frequency x time grid of a
+    #: spectrogram, added as it is: no image size applies)
+    strides: tuple[str, str, str, str] | None = None
+    #: the model infers the grid height as ``tokens // width`` with the class token counted (TimeSformer): a
+    #: one-patch-wide grid gets one row too many, and its code fails there
+    height_from_tokens: bool = False
+    #: a per-layer table (tensor suffix, config switch): ``(layers - 1) x 1 x rows x dim`` resized like the first
+    #: and added after each layer but the last (YOLOS ``mid_position_embeddings``), read with ``-p layer=N``
+    per_layer: tuple[str, str] | None = None
+    #: other position mechanisms of the model that this table is not (and posenc does not read), in words
+    not_read: str = ""
+    #: the config key of the image size the model runs at when it differs from the table's (SAM 3: the table is
+    #: ``pretrain_image_size``'s grid, tiled to ``image_size``'s); the size used when none is given
+    run_image_key: str | None = None
+    #: the model accepts only that image size (its patch embeddings refuse another: SegGPT); another is refused
+    fixed_input: bool = False
+    #: ``(config key, class default, name)`` of counted tokens whose rows come before the grid, in place of
+    #: ``extra`` (Pixio's ``n_cls_tokens``: ``cls0, cls1, ...``)
+    before: tuple[str, int, str] | None = None
+    #: the config key of the table's own ``[h, w]`` grid (SAM 2's ``window_positional_embedding_background_size``)
+    grid_key: str | None = None
+    #: ``(kernel, stride, padding)`` config keys: the grid at an image size is the patch convolution's output,
+    #: ``(size + 2 * padding - kernel) // stride + 1`` per axis (SAM 2's Hiera), not ``size // patch_size``
+    conv: tuple[str, str, str] | None = None
+    #: ``(tensor suffix, config key)`` of a window table tiled over the resized grid and added (SAM 2's
+    #: ``pos_embed_window``, a ``1 x C x w x w`` of the key's first entry; a grid it does not tile is refused)
+    window: tuple[str, str] | None = None
+    #: the config key of the patch the grid is counted in (``image // patch``; Hiera: ``patch_stride``, its
+    #: ``patch_size`` being the convolution's kernel)
+    patch_key: str = "patch_size"
 
 
 _EMBEDDING = "embeddings.position_embedding.weight"  # an nn.Embedding's table (CLIP, SigLIP)
@@ -706,6 +763,14 @@ _EMBEDDING = "embeddings.position_embedding.weight"  # an nn.Embedding's table (
 def _vision(model_type: str, reference: str, **kw: Any) -> Record:
     return Record(model_type, f"{_HF}/{reference}", scheme="learned", vision=Vision(**kw))
 
+
+#: SAM's image encoder table: ``1 x H x W x C`` of ``image_size // patch_size``, present when ``use_abs_pos``, added
+#: as it is (the patch embeddings refuse another size), beside the decomposed relative positions its attention adds
+_SAM_STYLE: dict[str, Any] = dict(
+    tensor="pos_embed", extra=(), resampling=None, keep="always", tensor_layout="hwc", reshape="config",
+    switch="use_abs_pos", not_read="the decomposed relative positions its attention adds (rel_pos_h, rel_pos_w; "
+    "use_rel_pos)",
+)  # fmt: skip
 
 #: ViT-family model types, from transformers 5.24's modeling files (lines as in 5.24.0)
 _VISION: tuple[Record, ...] = (
@@ -749,6 +814,121 @@ _VISION: tuple[Record, ...] = (
             "siglip_vision_model", "vision_model.")),
     _vision("siglip2", "siglip2/modeling_siglip2.py Siglip2Model.vision_model", tower=("vision_config",
             "siglip2_vision_model", "vision_model.")),
+    # ----- tables whose layout or resize code is their own (tools/golden/vision_rules.py made their goldens)
+    _vision("sam_vision_model", "sam/modeling_sam.py SamVisionEncoder (l.1028-1038: pos_embed 1 x H x W x C of "
+            "image_size // patch_size, if use_abs_pos; l.1066: added as it is; SamPatchEmbeddings.forward l.124-127 "
+            "refuses another image size)", tensor="vision_encoder.pos_embed", extra=(), resampling=None,
+            keep="always", tensor_layout="hwc", reshape="config", switch="use_abs_pos",
+            not_read="the decomposed relative positions its attention adds (rel_pos_h, rel_pos_w; use_rel_pos)"),
+    _vision("sam_hq_vision_model", "sam_hq/modeling_sam_hq.py SamHQVisionEncoder (l.527-537, l.565: SAM's; "
+            "SamHQPatchEmbeddings.forward l.486-489 refuses another image size)", tensor="vision_encoder.pos_embed",
+            extra=(), resampling=None, keep="always", tensor_layout="hwc", reshape="config", switch="use_abs_pos",
+            not_read="the decomposed relative positions its attention adds (rel_pos_h, rel_pos_w; use_rel_pos)"),
+    _vision("dpt", "dpt/modeling_dpt.py DPTViTEmbeddings._resize_pos_embed (l.201-214: bilinear, size=, at every "
+            "size; forward l.216-221)", resampling=("bilinear", False, False, "size"), keep="never",
+            unmodelled=(("is_hybrid", None, "DPT-hybrid's embeddings (DPTViTHybridEmbeddings, l.89-183) run a "
+                         "ResNet backbone; not read here"),
+                        ("backbone_config", None, "its positions are its backbone's (DPTForDepthEstimation l.926-928); "
+                         "read the backbone's own checkpoint"))),
+    _vision("yolos", "yolos/modeling_yolos.py YolosEmbeddings (l.88-91: cls, the image_size[0] // patch x "
+            "image_size[1] // patch grid, then num_detection_tokens rows) and InterpolateInitialPositionEmbeddings "
+            "(l.123-144: bicubic, size=, at every size); InterpolateMidPositionEmbeddings (l.147-184) the same per "
+            "layer, added after each layer but the last (YolosEncoder.forward l.419-427)",
+            after=("num_detection_tokens", 100, "det"), keep="never", reshape="config",
+            per_layer=("mid_position_embeddings", "use_mid_position_embeddings")),
+    _vision("vitdet", "vitdet/modeling_vitdet.py VitDetEmbeddings.get_absolute_positions (l.64-100: the class row "
+            "dropped, the sqrt x sqrt grid resized bicubic unless it is the image's grid; l.111-118)",
+            image_key="pretrain_image_size", extra_use="dropped", keep="same_grid",
+            switch="use_absolute_position_embeddings", not_read="the decomposed relative positions its attention "
+            "adds when use_relative_position_embeddings is true (rel_pos_h, rel_pos_w)"),
+    _vision("vitpose_backbone", "vitpose_backbone/modeling_vitpose_backbone.py VitPoseBackboneEmbeddings.forward "
+            "(l.88-93: position_embeddings[:, 1:] + position_embeddings[:, :1], no class token); "
+            "VitPoseBackbonePatchEmbeddings.forward l.63-67 refuses another image size", resampling=None,
+            keep="always", reshape="config", extra_use="added"),
+    _vision("vitpose", "vitpose/modeling_vitpose.py VitPoseForPoseEstimation.backbone (l.193: load_backbone)",
+            tower=("backbone_config", "vitpose_backbone", "backbone.")),
+    _vision("vivit", "vivit/modeling_vivit.py VivitEmbeddings (l.78-81: cls, then num_frames // tubelet_size[0] x "
+            "image_size // tubelet_size[1] x image_size // tubelet_size[2] tubelets, l.54-58, row-major; "
+            "interpolate_pos_encoding l.87-124 reshapes the tubelet rows to a 2-D sqrt x sqrt grid, which fails for "
+            "more than one frame: it runs at its native size only)", resampling=None, keep="always",
+            reshape="config", tubelets="num_frames"),
+    _vision("timesformer", "timesformer/modeling_timesformer.py TimesformerEmbeddings.forward (l.101-117: the "
+            "sqrt x sqrt grid resized nearest, size=, when the token count differs; l.120-142: time_embeddings "
+            "added per frame, the tokens then patch-major, frame-minor)", resampling=("nearest", False, False,
+            "size"), keep="same_count", time=("time_embeddings", "num_frames"), height_from_tokens=True,
+            unmodelled=(("attention_type", "space_only", "space_only runs each frame as its own sequence with no "
+                         "time table; not read here"),)),
+    _vision("audio-spectrogram-transformer", "audio_spectrogram_transformer/modeling_audio_spectrogram_transformer"
+            ".py ASTEmbeddings (l.76-96: cls, distillation, then the (num_mel_bins - patch_size) // frequency_stride "
+            "+ 1 x (max_length - patch_size) // time_stride + 1 frequency x time grid, l.82-87; added as it is) and "
+            "ASTPatchEmbeddings.forward (l.57-61: frequency-major rows)", extra=("cls", "dist"), resampling=None,
+            keep="always", reshape="config", grid_from="strides",
+            strides=("num_mel_bins", "max_length", "frequency_stride", "time_stride")),
+    # SAM-style OCR vision encoders: a 1 x H x W x C pos_embed (and the decomposed relative positions SAM adds)
+    _vision("got_ocr2_vision", "got_ocr2/modeling_got_ocr2.py GotOcr2VisionEncoder (l.415-425: pos_embed 1 x H x W "
+            "x C, if use_abs_pos; l.452-453: added as it is; GotOcr2PatchEmbeddings.forward l.350-353 refuses another "
+            "image size)", **_SAM_STYLE),
+    _vision("pp_formulanet_vision", "pp_formulanet/modeling_pp_formulanet.py PPFormulaNetVisionModel (l.442-451, "
+            "l.480-481: SAM's; PPFormulaNetPatchEmbeddings.forward l.378-380 refuses another image size)",
+            **_SAM_STYLE),
+    _vision("slanext_vision", "slanext/modeling_slanext.py SLANeXtVisionEncoder (l.474-483, l.511-512: SAM's; "
+            "SLANeXtPatchEmbeddings.forward l.410-412 refuses another image size)", **_SAM_STYLE),
+    _vision("deepseek_ocr2_sam_vision_model", "deepseek_ocr2/modeling_deepseek_ocr2.py DeepseekOcr2SamVisionEncoder "
+            "(l.539-549: pos_embed 1 x H x W x C; forward l.570-573 and interpolate_pos_encoding l.582-597: bicubic, "
+            "antialias=True, size=, in float32, unless the grid is the table's)",
+            **{**_SAM_STYLE, "resampling": ("bicubic", False, True, "size"), "keep": "same_grid"}),
+    _vision("unlimited_ocr_sam_vision_model", "unlimited_ocr/modeling_unlimited_ocr.py UnlimitedOcrSamVisionEncoder "
+            "(l.564-574, forward l.595-598, interpolate_pos_encoding l.607-622: DeepSeek-OCR2's)",
+            **{**_SAM_STYLE, "resampling": ("bicubic", False, True, "size"), "keep": "same_grid"}),
+    _vision("sam3_vit_model", "sam3/modeling_sam3.py Sam3ViTEmbeddings (l.603-605: no class row, the "
+            "pretrain_image_size // patch_size grid, l.573-578; _tile_position_embeddings l.610-638: the sqrt x sqrt "
+            "grid tiled and cropped to the image's grid, not interpolated, unless it is that grid; forward "
+            "l.645-657); the model runs at image_size", extra=(), resampling=("tile", False, False, "size"),
+            keep="same_grid", image_key="pretrain_image_size", run_image_key="image_size",
+            not_read="the 2-D rotary its attention applies (Sam3ViTRotaryEmbedding, l.406)"),
+    _vision("sam3_vision_model", "sam3/modeling_sam3.py Sam3VisionModel.backbone (l.1095: AutoModel of "
+            "backbone_config, a sam3_vit_model)", tower=("backbone_config", "sam3_vit_model", "backbone.")),
+    _vision("seggpt", "seggpt/modeling_seggpt.py SegGptEmbeddings (l.141-142: cls + the pretrain_image_size grid; "
+            "interpolate_pos_encoding l.145-161: the class row dropped, bicubic, size=, unless the grid is the "
+            "table's; forward l.180-189: the same rows added to the input's and the prompt's patches); "
+            "SegGptPatchEmbeddings.forward l.116-118 accepts image_size only", image_key="pretrain_image_size",
+            run_image_key="image_size", fixed_input=True, extra_use="dropped", keep="same_grid",
+            not_read="the decomposed relative positions its attention adds when use_relative_position_embeddings "
+            "is true (rel_pos_h, rel_pos_w)"),
+    _vision("mgp-str", "mgp_str/modeling_mgp_str.py MgpstrEmbeddings (l.76-84: cls + the image_size // patch_size "
+            "grid, h x w; forward l.87-99: added as it is, another image size refused)", tensor="embeddings.pos_embed",
+            resampling=None, keep="always", reshape="config",
+            unmodelled=(("distilled", None, "a distilled MGP-STR keeps 2 rows before the grid but adds 1 token "
+                         "(l.78, l.82-84): its own forward fails"),)),
+    _vision("pixio", "pixio/modeling_pixio.py PixioEmbeddings (l.79-82: n_cls_tokens rows, then the grid; "
+            "interpolate_pos_encoding l.88-125: bicubic, size=, in float32, unless a square image of the native "
+            "patch count)", before=("n_cls_tokens", 8, "cls")),
+    _vision("sam2_hiera_det_model", "sam2/modeling_sam2.py Sam2HieraDetModel (l.615-620: pos_embed 1 x C x the "
+            "window_positional_embedding_background_size grid, pos_embed_window 1 x C x window_size_per_stage[0] "
+            "squared; _get_pos_embed l.637-643: bicubic, size=, to the patch convolution's grid (Sam2PatchEmbeddings "
+            "l.125-131), at every size, plus the window table tiled; forward l.656)", tensor="pos_embed", extra=(),
+            keep="never", tensor_layout="chw", reshape="config", grid_key="window_positional_embedding_background_size",
+            conv=("patch_kernel_size", "patch_stride", "patch_padding"),
+            window=("pos_embed_window", "window_size_per_stage"), run_image_key="image_size"),
+    _vision("sam2_vision_model", "sam2/modeling_sam2.py Sam2VisionModel.backbone (l.688: AutoModel of "
+            "backbone_config, a sam2_hiera_det_model)", tower=("backbone_config", "sam2_hiera_det_model",
+            "backbone.")),
+    _vision("hiera", "hiera/modeling_hiera.py HieraEmbeddings (l.245-252: no class row, image_size // patch_stride; "
+            "interpolate_pos_encoding l.254-290: bicubic, size=, height // patch_stride, unless a square image of the "
+            "native patch count; forward l.307-309: added to the patch convolution's tokens, HieraPatchEmbeddings "
+            "l.165-171, before they are unrolled)", extra=(), patch_key="patch_stride",
+            conv=("patch_size", "patch_stride", "patch_padding")),
+    # wrappers whose vision tower (or backbone) holds the table: its sub-config's model type decides the code
+    _vision("sam", "sam/modeling_sam.py SamModel.vision_encoder (l.1118)", tower=("vision_config",
+            "sam_vision_model", "")),
+    _vision("sam_hq", "sam_hq/modeling_sam_hq.py SamHQModel.vision_encoder (l.1243)", tower=("vision_config",
+            "sam_hq_vision_model", "")),
+    _vision("depth_anything", "depth_anything/modeling_depth_anything.py DepthAnythingForDepthEstimation.backbone "
+            "(l.320: load_backbone of backbone_config, DINOv2 by default: Dinov2Embeddings runs)",
+            tower=("backbone_config", "dinov2", "backbone.")),
+    _vision("prompt_depth_anything", "prompt_depth_anything/modeling_prompt_depth_anything.py "
+            "PromptDepthAnythingForDepthEstimation.backbone (l.378: load_backbone of backbone_config, DINOv2 by "
+            "default)", tower=("backbone_config", "dinov2", "backbone.")),
 )  # fmt: skip
 
 

@@ -208,33 +208,157 @@ class Layout:
     resampling: Resampling | None
     keep: str
     unpositioned: str | None = None
+    #: rows after the grid kept as they are (YOLOS's detection tokens), after ``extra`` when it is at the end
+    after: tuple[str, ...] = ()
+    #: ``tokens``, ``dropped`` or ``added`` (:class:`.records.Vision` ``extra_use``)
+    extra_use: str = "tokens"
+    #: a per-frame table (frames x dim) added to every patch (TimeSformer), or None
+    time: Any = None
+    #: the frames of a 3-D tubelet table (ViViT), or None
+    frames: int | None = None
+    #: the model infers the grid height with its class token counted (TimeSformer)
+    height_from_tokens: bool = False
+    #: the table's input is not an image (AST: a spectrogram): ``--image-size`` cannot apply
+    not_image: str | None = None
+    #: the image size the model runs at when none is given, when it is not the table's (SAM 3), or None
+    run_image: tuple[int, int] | None = None
+    #: the model accepts that image size only (SegGPT)
+    fixed_input: bool = False
+    #: ``((kh, kw), (sh, sw), (ph, pw))`` of a patch convolution whose output is the grid (SAM 2), or None
+    conv: tuple[tuple[int, int], tuple[int, int], tuple[int, int]] | None = None
+    #: a ``w x w x dim`` window table tiled over the grid and added (SAM 2's ``pos_embed_window``), or None
+    window: Any = None
+    #: the grid is ``image // patch`` and the patch convolution must make that many tokens (Hiera), rather than
+    #: the convolution's output being the grid (SAM 2)
+    conv_checks: bool = False
+
+    def conv_grid(self, image: tuple[int, int]) -> tuple[int, int]:
+        """The patch convolution's output size at ``image``."""
+        assert self.conv is not None
+        (kh, kw), (sh, sw), (ph, pw) = self.conv
+        return ((image[0] + 2 * ph - kh) // sh + 1, (image[1] + 2 * pw - kw) // sw + 1)
+
+    def grid_at(self, image: tuple[int, int]) -> tuple[int, int]:
+        """The patch grid of an image: ``size // patch``, or the patch convolution's output size."""
+        if self.conv is None or self.conv_checks:
+            return (image[0] // self.patch[0], image[1] // self.patch[1])
+        return self.conv_grid(image)
 
     def offset(self) -> int:
-        return len(self.extra) if self.extra_at == "start" else 0
+        return len(self.extra) if self.extra_at == "start" and self.extra_use == "tokens" else 0
+
+    def before_after(self) -> tuple[int, int]:
+        """How many rows of the weights' table sit before the grid and after it."""
+        before = len(self.extra) if self.extra_at == "start" else 0
+        return before, len(self.extra) - before + len(self.after)
+
+    def cells(self, table: Any) -> Any:
+        """The grid rows of the weights' table (row-major)."""
+        before, after = self.before_after()
+        return table[before : table.shape[0] - after]
+
+    def grid_cells(self) -> int:
+        return self.native_grid[0] * self.native_grid[1] * (self.frames or 1)
 
     def extra_rows(self, grid: tuple[int, int]) -> str:
-        first = 0 if self.extra_at == "start" else grid[0] * grid[1]
-        return ",".join(f"{first + i}:{name}" for i, name in enumerate(self.extra))
+        if self.extra_use != "tokens":
+            names: list[tuple[int, str]] = []
+        else:
+            first = 0 if self.extra_at == "start" else grid[0] * grid[1] * (self.frames or 1)
+            names = [(first + i, name) for i, name in enumerate(self.extra)]
+        if self.after:
+            last = (names[-1][0] + 1) if names and self.extra_at == "end" else None
+            first = last if last is not None else len(names) + grid[0] * grid[1] * (self.frames or 1)
+            names += [(first + i, name) for i, name in enumerate(self.after)]
+        return ",".join(f"{i}:{name}" for i, name in names)
+
+
+def _flag(config: Mapping[str, Any], model_type: str, vision: Vision, key: str) -> Any:
+    return config.get(key, _default(model_type, vision, key))
 
 
 def _hf_layout(model_type: str, config: Mapping[str, Any], rows: int, where: str) -> Layout:
     vision = _record(model_type)
     assert vision is not None
-    patch = _config_int(config, "patch_size", _default(model_type, vision, "patch_size"), where)
-    n_extra = len(vision.extra)
-    if vision.grid_from == "num_patches":
+    extra = vision.extra
+    if vision.before is not None:
+        key, default, name = vision.before
+        known = _default(model_type, vision, key)
+        count = _config_int(config, key, known if known is not None else default, where)[0]
+        extra = tuple(f"{name}{i}" for i in range(count))
+    n_extra = len(extra)
+    frames = None
+    not_image = None
+    after: tuple[str, ...] = ()
+    if vision.after is not None:
+        key, default, name = vision.after
+        known = _default(model_type, vision, key)
+        count = _config_int(config, key, known if known is not None else default, where)[0]
+        after = tuple(f"{name}{i}" for i in range(count))
+    if vision.grid_from == "strides":  # AST: (bins - patch) // stride + 1 per axis, frequency first
+        assert vision.strides is not None
+        bins_k, length_k, fs_k, ts_k = vision.strides
+        patch = _config_int(config, "patch_size", _default(model_type, vision, "patch_size"), where)
+        bins, length = (_config_int(config, k, _default(model_type, vision, k), where)[0] for k in (bins_k, length_k))
+        fs, ts = (_config_int(config, k, _default(model_type, vision, k), where)[0] for k in (fs_k, ts_k))
+        if bins < patch[0] or length < patch[1]:
+            raise ParameterError(
+                f"{where}: config {bins_k}={bins} / {length_k}={length} is smaller than one {patch[0]} patch; fix it"
+            )
+        grid = ((bins - patch[0]) // fs + 1, (length - patch[1]) // ts + 1)
+        image = (bins, length)
+        said = f"{bins_k} {bins}, {length_k} {length}, patch {patch[0]}, strides {fs}x{ts}"
+        not_image = (
+            f"{model_type}'s input is a spectrogram ({length_k} {length} frames x {bins_k} {bins} bins) and its "
+            f"{_size(grid)} frequency x time table is added as it is"
+        )
+    elif vision.tubelets is not None:  # ViViT: frames // tubelet_t x image // tubelet_h x image // tubelet_w
+        tub = config.get("tubelet_size", _default(model_type, vision, "tubelet_size"))
+        if not (isinstance(tub, (list, tuple)) and len(tub) == 3 and all(isinstance(v, int) and v > 0 for v in tub)):
+            raise ParameterError(f"{where}: config key tubelet_size={tub!r} is not [t, h, w] of positive ints; fix it")
+        patch = (int(tub[1]), int(tub[2]))
+        image = _config_int(config, "image_size", _default(model_type, vision, "image_size"), where)
+        n_frames = _config_int(config, vision.tubelets, _default(model_type, vision, vision.tubelets), where)[0]
+        frames = n_frames // int(tub[0])
+        grid = (image[0] // patch[0], image[1] // patch[1])
+        said = f"{vision.tubelets} {n_frames} / tubelet {tub[0]}, image_size {_size(image)} / {_size(patch)}"
+    elif vision.grid_key is not None:  # SAM 2: the table's grid is its own config key; the patch a convolution
+        grid = _config_int(config, vision.grid_key, _default(model_type, vision, vision.grid_key), where)
+        assert vision.conv is not None
+        k, st, pd = (_config_int(config, key, _default(model_type, vision, key), where) for key in vision.conv)
+        patch = k
+        image = grid  # the table is no image's grid: the model resizes it at every size
+        said = f"{vision.grid_key} {_size(grid)}"
+    elif vision.grid_from == "num_patches":
+        patch = _config_int(config, "patch_size", _default(model_type, vision, "patch_size"), where)
         n = _config_int(config, "num_patches", _default(model_type, vision, "num_patches"), where)[0]
         side = math.isqrt(n)
         grid = (side, side)
         image = (side * patch[0], side * patch[1])
         said = f"num_patches {n}"
     else:
-        image = _config_int(config, "image_size", _default(model_type, vision, "image_size"), where)
+        patch = _config_int(config, vision.patch_key, _default(model_type, vision, vision.patch_key), where)
+        key = vision.image_key
+        image = _config_int(config, key, _default(model_type, vision, key), where)
         grid = (image[0] // patch[0], image[1] // patch[1])
-        said = f"image_size {_size(image)} / patch {_size(patch)}"
-    _check_rows(rows, n_extra, grid, vision.extra, where, said)
-    return Layout(model_type, RECORDS[model_type].reference, "hf", grid, patch, image, vision.extra, vision.extra_at,
-                  _rule(vision), vision.keep, _unpositioned(model_type, vision, config))  # fmt: skip
+        said = f"{key} {_size(image)} / patch {_size(patch)}"
+    if min(grid) < 1:
+        raise ParameterError(f"{where}: the config's {said} make no patch; fix config.json")
+    _check_rows(rows, n_extra + len(after), grid, extra + after, where, said, square=vision.reshape == "sqrt",
+                frames=frames)  # fmt: skip
+    run = None
+    if vision.run_image_key is not None:
+        key = vision.run_image_key
+        run = _config_int(config, key, _default(model_type, vision, key), where)
+    conv = None
+    if vision.conv is not None:
+        k, st, pd = (_config_int(config, key, _default(model_type, vision, key), where) for key in vision.conv)
+        conv = (k, st, pd)
+    return Layout(model_type, RECORDS[model_type].reference, "hf", grid, patch, image, extra, vision.extra_at,
+                  _rule(vision), vision.keep, _unpositioned(model_type, vision, config), after=after,
+                  extra_use=vision.extra_use, frames=frames, height_from_tokens=vision.height_from_tokens,
+                  not_image=not_image, run_image=run, fixed_input=vision.fixed_input, conv=conv,
+                  conv_checks=vision.grid_key is None)  # fmt: skip
 
 
 def _unpositioned(model_type: str, vision: Vision, config: Mapping[str, Any]) -> str | None:
@@ -247,11 +371,30 @@ def _unpositioned(model_type: str, vision: Vision, config: Mapping[str, Any]) ->
     return f"{count} {name} tokens (config key {key}) sit after cls and get no position"
 
 
-def _check_rows(rows: int, n_extra: int, grid: tuple[int, int], extra: tuple[str, ...], where: str, said: str) -> None:
+def _check_rows(
+    rows: int,
+    n_extra: int,
+    grid: tuple[int, int],
+    extra: tuple[str, ...],
+    where: str,
+    said: str,
+    *,
+    square: bool = True,
+    frames: int | None = None,
+) -> None:
     """Refuse a table that is not the config's grid plus its extra rows (naming both)."""
     grid_rows = rows - n_extra
-    side = math.isqrt(max(grid_rows, 0))
     names = f" + {n_extra} extra ({', '.join(extra)})" if n_extra else ""
+    if not square:  # the model takes its grid from the config: the rows must be exactly that grid
+        want = grid[0] * grid[1] * (frames or 1)
+        shape = (f"{frames}x" if frames else "") + _size(grid)
+        if rows != want + n_extra:
+            raise ParameterError(
+                f"{where}: the position table has {rows} rows and the config's {said} make a {shape} grid{names} "
+                f"({want + n_extra} rows); the config and weights disagree: fix config.json or pass the right weights"
+            )
+        return
+    side = math.isqrt(max(grid_rows, 0))
     if grid_rows < 1 or side * side != grid_rows:
         raise ParameterError(
             f"{where}: the position table has {rows} rows, which is not a square grid{names}; the model reshapes "
@@ -319,32 +462,138 @@ def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple
     prefix = ""
     vision = _record(mt)
     assert vision is not None
-    if vision.tower is not None:  # the vision tower's sub-config (its class defaults where it says nothing), tensors
-        key, mt, prefix = vision.tower
+    while vision.tower is not None:  # the vision tower's sub-config (its class defaults where it says nothing)
+        key, mt, more = vision.tower
+        prefix += more
         sub = config.get(key) or {}
         if not isinstance(sub, Mapping):
             raise ParameterError(f"{path}: config key {key} is not an object; fix config.json")
+        # the sub-config's own model_type chooses the tower's (or backbone's) class, as transformers does
+        named = sub.get("model_type")
+        if isinstance(named, str) and named != mt:
+            found = _record(named)
+            if found is None or found.tower is not None:
+                raise ParameterError(
+                    f"{path}: its {key} is a {named}, whose position table posenc has no rule for (it reads "
+                    f"{mt}'s); pass a checkpoint whose {key} is {mt}"
+                )
+            mt = named
         config = sub
         vision = _record(mt)
         assert vision is not None
+    _refuse_unmodelled(mt, vision, config, path)
     table, file, name = read_table(path, prefix + vision.tensor)
-    table = _rows(table, file, name)
+    raw_shape = list(table.shape)
+    table = _rows(table, file, name, grid=vision.tensor_layout == "hwc", channels_first=vision.tensor_layout == "chw")
     layout = _hf_layout(mt, config, table.shape[0], path)
-    if engine == "timm":
-        if layout.extra_at != "start":
+    if vision.tensor_layout in ("hwc", "chw"):
+        hw = tuple(raw_shape[1:3] if vision.tensor_layout == "hwc" else raw_shape[2:4])
+        if hw != layout.native_grid:
             raise ParameterError(
-                f"{param('engine')} timm keeps prefix rows before the grid; {mt} keeps its "
-                f"{', '.join(layout.extra)} row after it: drop {param('engine')}"
+                f"{path}: tensor {name} is a {hw[0]}x{hw[1]} grid and the config makes "
+                f"{_size(layout.native_grid)}; the config and weights disagree"
             )
-        layout = Layout(layout.model_type, f"{_TIMM} over {layout.reference}", "timm", layout.native_grid,
-                        layout.patch, layout.native_image, layout.extra, "start", TIMM_RESAMPLING, "same_grid",
-                        layout.unpositioned)  # fmt: skip
+    if vision.window is not None:
+        layout = _with_window(layout, vision, mt, config, path, prefix)
+    if vision.time is not None:
+        layout = _with_time(layout, vision, mt, config, path, prefix)
+    if engine == "timm":
+        what = _not_timm(layout)
+        if what is not None:
+            raise ParameterError(
+                f"{param('engine')} timm keeps prefix rows before a 2-D grid; {mt} {what}: drop {param('engine')}"
+            )
+        from dataclasses import replace
+
+        layout = replace(layout, reference=f"{_TIMM} over {layout.reference}", engine="timm",
+                         resampling=TIMM_RESAMPLING, keep="same_grid")  # fmt: skip
     return layout, table, file, name
 
 
-def _rows(table: Any, file: str, name: str) -> Any:
-    """The table as rows x dim (a ``(1, rows, dim)`` parameter loses its leading 1)."""
+def _not_timm(layout: Layout) -> str | None:
+    """Why timm's ``resample_abs_pos_embed`` (prefix rows, then one 2-D grid) cannot stand for this model's code,
+    or None when it can."""
+    if layout.extra_at != "start":
+        return f"keeps its {', '.join(layout.extra)} row after it"
+    if layout.after:
+        return f"keeps {len(layout.after)} rows ({layout.after[0]}..) after it"
+    if layout.extra_use != "tokens":
+        return f"has no {', '.join(layout.extra)} token: its row is {layout.extra_use}"
+    if layout.frames or layout.time is not None:
+        return "adds frames to its grid (a video table)"
+    if layout.not_image is not None:
+        return "takes a spectrogram, not an image"
+    if layout.window is not None or (layout.conv is not None and not layout.conv_checks):
+        return "adds a window table tiled over its patch convolution's grid"
+    return None
+
+
+def _refuse_unmodelled(mt: str, vision: Vision, config: Mapping[str, Any], path: str) -> None:
+    """A switched-off table, or a config value this rule does not model: one line naming the key."""
+    if vision.switch is not None and not _flag(config, mt, vision, vision.switch):
+        raise ParameterError(
+            f"{path}: config key {vision.switch} is false: this {mt} adds no learned position table; nothing to read"
+        )
+    for key, value, why in vision.unmodelled:
+        got = config.get(key, _default(mt, vision, key))
+        if (value is None and got) or (value is not None and got == value):
+            raise ParameterError(f"{path}: config key {key}={got!r}: {why}")
+
+
+def _with_window(layout: Layout, vision: Vision, mt: str, config: Mapping[str, Any], path: str, prefix: str) -> Layout:
+    """The layout with its window table (SAM 2's ``pos_embed_window``: ``1 x dim x w x w``), checked against the
+    config's window size."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    assert vision.window is not None
+    suffix, key = vision.window
+    sizes = config.get(key, _default(mt, vision, key))
+    if not (isinstance(sizes, list) and sizes and isinstance(sizes[0], int) and sizes[0] > 0):
+        raise ParameterError(f"{path}: config key {key}={sizes!r} is not a list of window sizes; fix config.json")
+    window, file, name = read_table(path, prefix + suffix)
+    shape = list(window.shape)
+    if shape[:1] != [1] or len(shape) != 4 or shape[2:] != [sizes[0], sizes[0]]:
+        raise ParameterError(
+            f"{file}: tensor {name} has shape {shape}; config key {key} makes its window {sizes[0]}x{sizes[0]} "
+            "(1 x dim x w x w): the config and weights disagree"
+        )
+    return replace(layout, window=np.ascontiguousarray(np.asarray(window)[0].transpose(1, 2, 0)))
+
+
+def _with_time(layout: Layout, vision: Vision, mt: str, config: Mapping[str, Any], path: str, prefix: str) -> Layout:
+    """The layout with its per-frame table (TimeSformer's ``time_embeddings``), checked against the frame count."""
+    from dataclasses import replace
+
+    assert vision.time is not None
+    suffix, key = vision.time
+    frames = _config_int(config, key, _default(mt, vision, key), path)[0]
+    time, file, name = read_table(path, prefix + suffix)
+    time = _rows(time, file, name)
+    if time.shape[0] != frames:
+        raise ParameterError(
+            f"{path}: tensor {name} has {time.shape[0]} rows and config key {key} says {frames} frames; the config "
+            "and weights disagree"
+        )
+    return replace(layout, time=time)
+
+
+def _rows(table: Any, file: str, name: str, *, grid: bool = False, channels_first: bool = False) -> Any:
+    """The table as rows x dim (a ``(1, rows, dim)`` parameter loses its leading 1; with ``grid``, a ``1 x H x W x
+    dim`` one is flattened row-major)."""
     shape = list(table.shape)
+    if grid or channels_first:
+        form = "1 x dim x H x W" if channels_first else "1 x H x W x dim"
+        if len(shape) != 4 or shape[0] != 1:
+            raise ParameterError(f"{file}: tensor {name} has shape {shape}; this model keeps its table as {form}")
+        if channels_first:
+            import numpy as np
+
+            table = np.ascontiguousarray(np.asarray(table)[0].transpose(1, 2, 0))[None]
+            shape = list(table.shape)
+        table = table.reshape(shape[1] * shape[2], shape[3])
+        shape = list(table.shape)
     while len(shape) > 2 and shape[0] == 1:
         table = table[0]
         shape = shape[1:]
@@ -365,28 +614,50 @@ def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[A
 
     from ..encodings.resample import resample
 
-    img = layout.native_image if image is None else image
-    if img[0] < layout.patch[0] or img[1] < layout.patch[1]:
+    if layout.not_image is not None and image is not None:
+        raise ParameterError(f"{param('image_size')} cannot apply: {layout.not_image}; drop {param('image_size')}")
+    img = (layout.run_image or layout.native_image) if image is None else image
+    if layout.conv is not None and layout.conv_checks and layout.conv_grid(img) != layout.grid_at(img):
+        raise ParameterError(
+            f"{param('image_size')} {_size(img)}: the patch convolution makes a {_size(layout.conv_grid(img))} grid "
+            f"and {layout.model_type} resizes its table to {_size(layout.grid_at(img))} (size // "
+            f"{_size(layout.patch)}): its code fails there; give a multiple of {_size(layout.patch)}"
+        )
+    if layout.conv is not None and min(layout.grid_at(img)) < 1:
+        raise ParameterError(
+            f"{param('image_size')} {_size(img)} is smaller than the patch convolution's "
+            f"{_size(layout.conv[0])} kernel (with its padding); give a larger size"
+        )
+    if layout.fixed_input and layout.run_image is not None and img != layout.run_image:
+        raise ParameterError(
+            f"{layout.model_type}'s patch embeddings accept {_size(layout.run_image)} pixels only (its config's "
+            f"image_size; it resizes its {_size(layout.native_grid)} table to that grid); drop {param('image_size')} "
+            "or give that size"
+        )
+    if (layout.conv is None or layout.conv_checks) and (img[0] < layout.patch[0] or img[1] < layout.patch[1]):
         raise ParameterError(
             f"{param('image_size')} {_size(img)} is smaller than one {_size(layout.patch)} patch; give at least "
             f"{_size(layout.patch)}"
         )
-    grid = (img[0] // layout.patch[0], img[1] // layout.patch[1])
-    n_extra = len(layout.extra)
+    grid = layout.grid_at(img) if layout.not_image is None else layout.native_grid
     native = layout.native_grid
-    if layout.extra_at == "start":
-        extra, cells = table[:n_extra], table[n_extra:]
-    else:
-        extra, cells = table[table.shape[0] - n_extra :], table[: table.shape[0] - n_extra]
+    before, after = layout.before_after()
+    head, cells, tail = table[:before], layout.cells(table), table[table.shape[0] - after :]
     kept = _kept(layout, native, grid, img)
     rule = layout.resampling
     if rule is None and not kept:
         raise ParameterError(
-            f"{layout.model_type} adds its {_size(native)} table without resampling: it runs at "
+            f"{layout.model_type} adds its {_grid_words(layout, native)} table without resampling: it runs at "
             f"{_size(layout.native_image)} only (pixels); drop {param('image_size')} or give that size"
         )
+    if layout.height_from_tokens and grid[1] == 1 and grid != native:
+        raise ParameterError(
+            f"{param('image_size')} {_size(img)} makes a {_size(grid)} grid one patch wide: {layout.model_type}'s "
+            "code takes the grid height as tokens // width with its class token counted and fails there; give a "
+            f"width of at least {2 * layout.patch[1]}"
+        )
     if kept or rule is None:
-        rows = np.asarray(table)
+        out = np.asarray(cells)
         applied = "none: the native table, kept as it is (" + _KEEP_WORDS[layout.keep] + ")"
     else:
         dtype = np.dtype(str(np.asarray(cells[:1]).dtype)) if hasattr(cells, "dtype") else np.float32
@@ -399,21 +670,69 @@ def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[A
         out = out.reshape(grid[0] * grid[1], -1)
         if dtype != np.float32:
             out = out.astype(dtype)
-        parts = [np.asarray(extra, dtype=out.dtype), out]
-        rows = np.concatenate(parts if layout.extra_at == "start" else parts[::-1], axis=0)
         applied = rule.describe()
+    if layout.window is not None:  # SAM 2: the window table tiled over the grid and added
+        ws = layout.window.shape[0]
+        if grid[0] % ws or grid[1] % ws:
+            raise ParameterError(
+                f"{param('image_size')} {_size(img)} makes a {_size(grid)} grid, which the {ws}x{ws} window table "
+                f"does not tile: {layout.model_type}'s code fails (or adds no rows) there; give a grid of multiples "
+                f"of {ws}"
+            )
+        win = np.asarray(layout.window, dtype=out.dtype)
+        tiled = win[np.arange(grid[0]) % ws][:, np.arange(grid[1]) % ws].reshape(grid[0] * grid[1], -1)
+        out = out + tiled
+        applied += f"; plus the {ws}x{ws} window table tiled"
+    folded = ""
+    if layout.extra_use == "added":  # ViTPose: the extra rows added to every grid row, no such token
+        assert len(head) == 1, "one row added to the grid (ViTPose's class row)"
+        out = out + np.asarray(head[0], dtype=out.dtype)
+        folded = ", ".join(f"{i}:{n}" for i, n in enumerate(layout.extra))
+    if layout.time is not None:  # TimeSformer: patch-major, frame-minor, each patch + its frame's row
+        time = np.asarray(layout.time, dtype=out.dtype)
+        out = (out[:, None, :] + time[None, :, :]).reshape(-1, out.shape[-1])
+    if layout.extra_use == "tokens":
+        parts = [np.asarray(head, dtype=out.dtype), out, np.asarray(tail, dtype=out.dtype)]
+    else:
+        parts = [out, np.asarray(tail, dtype=out.dtype)]
+    rows = np.concatenate(parts, axis=0)
     meta = {
-        "grid": _size(grid),
+        "grid": _grid_words(layout, grid),
         "grid_offset": str(layout.offset()),
         "extra_rows": layout.extra_rows(grid),
         "resampling": f"engine={layout.engine}, {applied}",
         "image_size": _size(img),
         "patch_size": _size(layout.patch),
-        "native_grid": _size(native),
+        "native_grid": _grid_words(layout, native),
     }
+    if layout.frames or layout.time is not None:
+        meta["grid_axes"] = "t,h,w" if layout.frames else "h,w,t"
+        meta["row_order"] = "tubelets, frame-major" if layout.frames else "patch-major, frame-minor"
+    if layout.time is not None:
+        meta["time_rows"] = f"{len(layout.time)} frames, each added to every patch of its frame (not resized)"
+    if layout.not_image is not None:
+        meta["grid_axes"] = "frequency,time"
+        meta["row_order"] = "frequency-major"
+        meta["image_size"] = f"{layout.native_image[0]}x{layout.native_image[1]} (mel bins x frames)"
+    if layout.extra_use == "dropped":
+        meta["dropped_rows"] = ", ".join(f"{i}:{n}" for i, n in enumerate(layout.extra)) + " (no such token)"
+    if folded:
+        meta["folded_rows"] = folded + " (added to every grid row; no such token)"
     if layout.unpositioned:
         meta["unpositioned_tokens"] = layout.unpositioned
+    vision = _record(layout.model_type)
+    if vision is not None and vision.not_read:
+        meta["not_read"] = vision.not_read
     return rows, meta
+
+
+def _grid_words(layout: Layout, grid: tuple[int, int]) -> str:
+    """The grid in the metadata: ``HxW``, ``TxHxW`` (ViViT's tubelets) or ``HxWxT`` (TimeSformer's rows)."""
+    if layout.frames:
+        return f"{layout.frames}x{_size(grid)}"
+    if layout.time is not None:
+        return f"{_size(grid)}x{len(layout.time)}"
+    return _size(grid)
 
 
 _KEEP_WORDS = {
@@ -421,6 +740,7 @@ _KEEP_WORDS = {
     "same_grid": "the native grid",
     "always": "the model never resamples it",
     "never": "",
+    "same_count": "the native patch count",
 }
 
 
@@ -432,26 +752,69 @@ def _kept(layout: Layout, native: tuple[int, int], grid: tuple[int, int], image:
         return grid == native
     if layout.keep == "always":
         return grid == native
+    if layout.keep == "same_count":  # TimeSformer: the token count equals the table's (the grid may differ)
+        return grid[0] * grid[1] == native[0] * native[1]
     return False
 
 
 def vision_table(
-    path: str, config: Mapping[str, Any], *, image_size: Any = None, engine: str | None = None
+    path: str,
+    config: Mapping[str, Any],
+    *,
+    image_size: Any = None,
+    engine: str | None = None,
+    layer: Any = None,
 ) -> tuple[Any, dict[str, str]]:
     """``(rows, metadata)``: the position rows a vision model (its directory ``path``) adds at ``image_size``
     (``H``, ``HxW`` or ``(H, W)``; None: its native size), under ``engine`` (``hf``, the model's own code, or
-    ``timm``); every extra row in the model's order, and the grid in the metadata."""
+    ``timm``); every extra row in the model's order, and the grid in the metadata. ``layer`` (YOLOS): the table
+    added after encoder layer ``layer`` instead of the first (``mid_position_embeddings[layer]``)."""
     from .. import __version__
 
     image = None if image_size is None else parse_image_size(image_size)
     layout, table, file, name = layout_of(path, config, engine)
+    said = None
+    if layer is not None:
+        table, name, said = _layer_table(path, config, layout, table, layer)
     rows, meta = resize(layout, table, image)
     head = {
         "posenc_version": __version__, "source": "model weights", "model_type": layout.model_type,
         "weights_file": os.path.basename(file), "weights_tensor": name, "reference": layout.reference,
         "model_dir": path,
     }  # fmt: skip
+    if said is not None:
+        head["layer"] = said
     return rows, {**head, **meta}
+
+
+def _layer_table(path: str, config: Mapping[str, Any], layout: Layout, first: Any, layer: Any) -> tuple[Any, str, str]:
+    """``(table, tensor name, words)``: the per-layer table ``layer`` of a model that adds one after each encoder
+    layer but the last (YOLOS ``mid_position_embeddings``: ``(layers - 1) x 1 x rows x dim``), laid out as the
+    first table."""
+    vision = _record(layout.model_type)
+    if vision is None or vision.per_layer is None or layout.engine != "hf":
+        raise ParameterError(
+            f"{param('layer')} applies to a model that adds a position table per layer (YOLOS); "
+            f"{layout.model_type} adds one table: drop it"
+        )
+    suffix, switch = vision.per_layer
+    if not _flag(config, layout.model_type, vision, switch):
+        raise ParameterError(f"{path}: config key {switch} is false: no per-layer tables; drop {param('layer')}")
+    stack, file, name = read_table(path, suffix)
+    shape = list(stack.shape)
+    if len(shape) != 4 or shape[1] != 1 or shape[2:] != list(first.shape):
+        raise ParameterError(
+            f"{file}: tensor {name} has shape {shape}; the model keeps (layers - 1) x 1 x {first.shape[0]} x "
+            f"{first.shape[1]} (its first table's rows); the weights are not this model's"
+        )
+    text = str(layer).strip()
+    if isinstance(layer, bool) or not text.isdigit() or int(text) >= shape[0]:
+        raise ParameterError(
+            f"{param('layer')} {layer!r} is not a layer with a table: give 0..{shape[0] - 1} (the table added after "
+            f"encoder layer N; the last layer adds none)"
+        )
+    n = int(text)
+    return stack[n, 0], f"{name}[{n}]", f"{n}: added after encoder layer {n} ({suffix}[{n}])"
 
 
 def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -469,21 +832,39 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
         mt = str(config.get("model_type"))
         vision = _record(mt)
         assert vision is not None
-        if vision.tower is not None:
+        while vision.tower is not None:
             key, mt, _ = vision.tower
             config = config.get(key) or {}
+            named = config.get("model_type") if isinstance(config, Mapping) else None
+            if isinstance(named, str) and _record(named) is not None:
+                mt = named  # the sub-config's own model type chooses the tower's class
             vision = _record(mt)
             assert vision is not None
         out.update(model_type=mt, family="vision table", kind="learned", reference=RECORDS[mt].reference)
         rule, keep, tensor = _rule(vision), vision.keep, vision.tensor
         extra = ", ".join(vision.extra) + (" (after the grid)" if vision.extra_at == "end" else "") or "none"
-        for key in ("num_patches",) if vision.grid_from == "num_patches" else ("image_size",):
+        if vision.before is not None:
+            extra = f"config key {vision.before[0]} {vision.before[2]} rows ({vision.before[2]}0, ...)"
+        if vision.extra_use != "tokens":
+            extra = f"{extra} ({vision.extra_use}: no such token)"
+        if vision.after is not None:
+            extra += f"; after the grid: config key {vision.after[0]} {vision.after[2]} rows"
+        if vision.strides is not None:
+            keys: tuple[str, ...] = vision.strides
+        elif vision.tubelets is not None:
+            keys = ("image_size", vision.tubelets, "tubelet_size")
+        else:
+            keys = ("num_patches",) if vision.grid_from == "num_patches" else (vision.image_key,)
+        if vision.time is not None:
+            keys += (vision.time[1],)
+        for key in keys:
             from_config = key in config
             value = config.get(key, _default(mt, vision, key))
             out[key] = {"value": value, "from": f"config key {key}" if from_config else f"default of {mt}"}
-        value = config.get("patch_size", _default(mt, vision, "patch_size"))
-        where = "config key patch_size" if "patch_size" in config else f"default of {mt}"
-        out["patch_size"] = {"value": value, "from": where}
+        if vision.tubelets is None:
+            value = config.get("patch_size", _default(mt, vision, "patch_size"))
+            where = "config key patch_size" if "patch_size" in config else f"default of {mt}"
+            out["patch_size"] = {"value": value, "from": where}
         if vision.unpositioned is not None:
             key, default, name = vision.unpositioned
             known = _default(mt, vision, key)

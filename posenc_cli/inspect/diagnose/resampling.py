@@ -115,8 +115,10 @@ def explain(
     layout, table = found
     if other[1].shape != table.shape or not np.array_equal(np.asarray(other[1]), np.asarray(table)):
         return None
-    n_extra = len(layout.extra)
-    cells = table[n_extra:] if layout.extra_at == "start" else table[: table.shape[0] - n_extra]
+    # rows that are not one resized 2-D grid (a frame table added, tubelets, a folded row, a layer's table)
+    if layout.time is not None or layout.frames or layout.extra_use == "added" or "layer" in {**meta_a, **meta_b}:
+        return None
+    cells = layout.cells(table)
     native_grid = np.asarray(cells, dtype=np.float32).reshape(layout.native_grid[0], layout.native_grid[1], -1)
     grid = tuple(int(v) for v in meta_a["grid"].split("x"))
     tol = noise(native_grid)
