@@ -252,3 +252,37 @@ def test_generate_names_the_export_that_reads_the_table(tmp_path):
     from safetensors.numpy import load_file
 
     assert load_file(str(tmp_path / "bias.safetensors"))["bias"].shape == (2, 8, 8)
+
+
+# ----- formulas copied from another type's module, each held against its own module's rows (issue 36) -------------
+FORMULAS = dict(np.load(ROOT / "tests" / "data" / "golden" / "fixed_formulas.npz"))
+
+
+@pytest.mark.parametrize(
+    "name,config",
+    [
+        ("nllb_moe", {"model_type": "nllb-moe", "d_model": 16, "max_position_embeddings": 12, "pad_token_id": 1}),
+        (
+            "kosmos2_text",
+            {"model_type": "kosmos_2_text_model", "embed_dim": 16, "max_position_embeddings": 12, "pad_token_id": 1},
+        ),
+        # the wrapper reads its text tower's table under text_config (records.tower_family)
+        (
+            "kosmos2_text",
+            {
+                "model_type": "kosmos-2",
+                "text_config": {"embed_dim": 16, "max_position_embeddings": 12, "pad_token_id": 1},
+            },
+        ),
+        ("qwen3_asr", {"model_type": "qwen3_asr_encoder", "d_model": 16}),  # its class default: 13 rows
+    ],
+    ids=["nllb-moe", "kosmos_2_text_model", "kosmos-2", "qwen3_asr_encoder"],
+)
+def test_copied_formulas_are_their_own_modules_rows(name, config):
+    gold = FORMULAS[name]
+    enc = formula(config)
+    x = enc.array("pe")
+    assert x.shape == gold.shape
+    v = tolerance.formula_check(gold, x, np.arange(x.shape[0]), enc.angle_terms("pe"), np.float32, np.float64,
+                                np.float32)  # fmt: skip
+    assert v.ok, v.ratio
