@@ -441,12 +441,17 @@ def observe(
         if len(rows) < N:
             continue
         k = rows[0]
-        # a run k, k+1, ...: the N tokens' rows, then (LED's encoder) those of the pad tokens the model appended
-        if rows != list(range(k, k + len(rows))):
+        module = run.hooked[name]
+        # a run k, k+1, ...: the N tokens' rows, then those of the pad tokens the model appended (LED's encoder:
+        # the run goes on; Longformer's: pad tokens take the padding row)
+        pad_row = getattr(module, "padding_idx", None)
+        tail = rows[N:]
+        if rows[:N] != list(range(k, k + N)) or (
+            tail != list(range(k + N, k + len(rows))) and not (isinstance(pad_row, int) and set(tail) == {pad_row})
+        ):
             continue
         padded = len(rows)
         rows = rows[:N]
-        module = run.hooked[name]
         tensor = _table_name(model, module)
         shape = tuple(module.weight.shape)
         if not module.weight.requires_grad:  # frozen (Marian's, RoFormer's sinusoids): a formula's table, not trained
@@ -455,7 +460,8 @@ def observe(
                 "formula, read only by a record of that formula"
             )
             continue
-        if padded != N and not _pads(run, name, k, padded, shape[0]):
+        # appended pad tokens taking the padding row are tokens (Longformer); a run must go on with one more token
+        if padded != N and set(tail) != {pad_row} and not _pads(run, name, k, padded, shape[0], token):
             unread[tensor] = (
                 f"{name} gives rows {k}..{k + padded - 1} for {N} tokens and not one more row for {padded + 1}: "
                 "not one row per token"
@@ -526,15 +532,15 @@ def observe(
     return out
 
 
-def _pads(run: _Run, name: str, k: int, padded: int, rows: int) -> bool:
+def _pads(run: _Run, name: str, k: int, padded: int, rows: int, token: int) -> bool:
     """Whether the ``padded`` rows the module gave for N tokens are the model padding the sequence (LED: to a
     multiple of ``attention_window``): with ``padded + 1`` tokens it gives a longer run from ``k`` (else the rows
     are not the tokens': PEGASUS-X's ``embed_global`` gathers its global tokens' rows whatever the length)."""
     if k + padded + 1 > rows:
         return False
     with contextlib.suppress(Exception):
-        got = run.run(torch.full((1, padded + 1), 5, dtype=torch.long)).get(name)
-        return bool(got) and len(got[0]) > padded and got[0] == list(range(k, k + len(got[0])))
+        got = run.run(torch.full((1, padded + 1), token, dtype=torch.long)).get(name)
+        return bool(got) and len(got[0]) > padded and got[0][: padded + 1] == list(range(k, k + padded + 1))
     return False
 
 
