@@ -892,6 +892,8 @@ def unread_tables(model_type: str, family: Family | None = None) -> list[tuple[s
                    f"{kinds} positions and not this table")  # fmt: skip
         if why is None:
             why = str(seen.get("status") or f"the inventory observed no rows of this {mechanism} table")
+        if mechanism == "fixed":  # a table its code fills: what is missing is the formula's record, not rows
+            why += "; a fixed table: posenc writes one only from a record of its formula, which this type lacks"
         out.append((comp, tensor, why))
     return out
 
