@@ -275,8 +275,9 @@ FORMULAS = dict(np.load(ROOT / "tests" / "data" / "golden" / "fixed_formulas.npz
             },
         ),
         ("qwen3_asr", {"model_type": "qwen3_asr_encoder", "d_model": 16}),  # its class default: 13 rows
+        ("xglm", {"model_type": "xglm", "d_model": 16, "max_position_embeddings": 12, "pad_token_id": 1}),
     ],
-    ids=["nllb-moe", "kosmos_2_text_model", "kosmos-2", "qwen3_asr_encoder"],
+    ids=["nllb-moe", "kosmos_2_text_model", "kosmos-2", "qwen3_asr_encoder", "xglm"],
 )
 def test_copied_formulas_are_their_own_modules_rows(name, config):
     gold = FORMULAS[name]
@@ -286,3 +287,18 @@ def test_copied_formulas_are_their_own_modules_rows(name, config):
     v = tolerance.formula_check(gold, x, np.arange(x.shape[0]), enc.angle_terms("pe"), np.float32, np.float64,
                                 np.float32)  # fmt: skip
     assert v.ok, v.ratio
+
+
+def test_xglm_refuses_a_padding_row_among_the_rows_it_adds(tmp_path):
+    # XGLM adds buffer rows 2..N+1 whatever pad_token_id is, and its buffer's pad_token_id row is zero
+    # (modeling_xglm.py XGLMSinusoidalPositionalEmbedding): with pad_token_id 5 the model adds a zero row at token 3
+    (tmp_path / "config.json").write_text(
+        json.dumps({"model_type": "xglm", "d_model": 16, "max_position_embeddings": 12, "pad_token_id": 5})
+    )
+    code, out, err = cli(["generate", "--hf-config", str(tmp_path / "config.json"), "-o", str(tmp_path / "x.npy")])
+    assert code == 2 and out == b"" and err.count("\n") == 1, err
+    assert "pad_token_id=5" in err and "2..13" in err, err
+    gold = FORMULAS["xglm"].copy()
+    gold[3] = 0.0  # what the model adds at token 3 then, built here with plain NumPy
+    enc = formula({"model_type": "xglm", "d_model": 16, "max_position_embeddings": 12, "pad_token_id": 1})
+    assert np.abs(enc.array("pe")[3] - gold[3]).max() > 0.5  # the formula is not that table: hence the refusal

@@ -235,6 +235,14 @@ class PositionsConfig:
             self._deberta(out)
         if "patch_grid" in layer.rules:  # vit_mae: a square grid of int(num_patches ** 0.5) patches, a class row
             self._patch_grid(out)
+        if "padding_row_outside" in layer.rules and self.rows != "buffer":  # XGLM: rows 2.., the padding row zero
+            pad, first, n = out["padding_idx"], self._first_row(layer).value, out["length"].value
+            if first <= pad.value < first + n:
+                raise ParameterError(
+                    f"{pad.origin.removeprefix('config key ')}={pad.value} puts the zeroed padding row among the rows "
+                    f"{first}..{first + n - 1} {self.family.name} adds to tokens, which the sinusoids posenc writes do "
+                    "not zero; posenc refuses (fix config.json, or pass -p rows=buffer for the module's buffer)"
+                )
         if "extra_rows" in layer.rules:  # fairseq sinusoids: a buffer with offset rows and a zero padding row
             if self.rows == "buffer":  # the module's whole buffer: offset rows first, the padding_idx row zero
                 n = out["length"]

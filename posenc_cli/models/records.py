@@ -425,7 +425,8 @@ class Layer:
     #: rows the model's buffer holds beyond the positions it adds (fairseq sinusoids: 2), for ``rows="buffer"``
     buffer_rows: int = 0
     #: named rules where the model's code derives a parameter (``extra_rows``, ``divide_by_sqrt_head_dim``,
-    #: ``even_dim``, ``deberta_relative``, ``patch_grid``: :meth:`.hf_positions.PositionsConfig._compute` applies
+    #: ``even_dim``, ``deberta_relative``, ``patch_grid``, ``padding_row_outside``: the zeroed padding_idx row must
+    #: not be one of the rows added, XGLM's fixed offset; :meth:`.hf_positions.PositionsConfig._compute` applies
     #: each)
     rules: tuple[str, ...] = ()
     #: a fixed table the model also keeps in its weights (a frozen parameter or a persistent buffer): the names
@@ -596,6 +597,11 @@ _POSITIONS: dict[str, Family] = {f.name: f for f in (
     Family("nllb-moe", f"{_HF}/nllb_moe/modeling_nllb_moe.py NllbMoeSinusoidalPositionalEmbedding (l.63-64: copied "
            "from M2M100's; NllbMoeEncoder l.693-697, NllbMoeDecoder l.775-779: max_position_embeddings, d_model, "
            "pad_token_id)", {"default": _fairseq_sinusoids(("max_position_embeddings",), 1024, 1024)}),
+    Family("xglm", f"{_HF}/xglm/modeling_xglm.py XGLMSinusoidalPositionalEmbedding (l.54-100: M2M100's get_embedding, "
+           "the padding_idx row zero, but position_ids + offset 2 whatever the padding: rows 2..N+1; XGLMModel "
+           "l.383-387: max_position_embeddings, d_model, pad_token_id; l.448-465: position_ids = arange)",
+           {"default": replace(_fairseq_sinusoids(("max_position_embeddings",), 2048, 1024), first_row=2,
+                               rules=("extra_rows", "padding_row_outside"))}),
     Family("kosmos_2_text_model", f"{_HF}/kosmos2/modeling_kosmos2.py Kosmos2TextSinusoidalPositionalEmbedding "
            "(l.529-605: M2M100's __init__, make_weights, get_embedding and position ids, copied; "
            "Kosmos2TextTransformer l.888-892: max_position_embeddings, embed_dim, pad_token_id)",

@@ -197,13 +197,15 @@ def formulas() -> None:
     12 tokens (ids 5, none padding) at width 16, for the records that read them by a formula copied from another
     type's: ``nllb_moe`` (``NllbMoeSinusoidalPositionalEmbedding(12, 16, padding_idx=1)``), ``kosmos2_text``
     (``Kosmos2TextSinusoidalPositionalEmbedding(12, 16, padding_idx=1)``), ``qwen3_asr`` (the buffer of
-    ``modeling_qwen3_asr.SinusoidsPositionEmbedding(13, 16)``, the encoder's default 13 rows)."""
+    ``modeling_qwen3_asr.SinusoidsPositionEmbedding(13, 16)``, the encoder's default 13 rows), ``xglm``
+    (``XGLMSinusoidalPositionalEmbedding(12, 16, padding_idx=1)`` at position_ids 0..11, as XGLMModel passes them)."""
     ids = torch.full((1, 12), 5, dtype=torch.long)
     arrays = {
         "nllb_moe": mod("nllb_moe").NllbMoeSinusoidalPositionalEmbedding(12, 16, 1)(ids)[0],
         "kosmos2_text": importlib.import_module("transformers.models.kosmos2.modeling_kosmos2")
         .Kosmos2TextSinusoidalPositionalEmbedding(12, 16, 1)(input_ids=ids)[0],
         "qwen3_asr": mod("qwen3_asr").SinusoidsPositionEmbedding(13, 16).positional_embedding,
+        "xglm": mod("xglm").XGLMSinusoidalPositionalEmbedding(12, 16, 1)(torch.arange(12)[None])[0],
     }
     np.savez_compressed(FORMULAS, **{k: v.detach().numpy().astype(np.float32) for k, v in arrays.items()})
     print(f"wrote {FORMULAS}: {', '.join(arrays)}")
