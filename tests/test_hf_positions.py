@@ -327,8 +327,9 @@ def test_rotary_position_embedding_type_goes_to_the_rope_reader():
     cfg = {"model_type": "esm", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 16,
            "position_embedding_type": "rotary"}  # fmt: skip
     assert read_positions(cfg) is None
-    with pytest.raises(ParameterError, match="position_embedding_type='absolute'"):
-        read_positions({**cfg, "position_embedding_type": "absolute"})
+    # absolute (ESM's default): its learned table, rows counted from pad_token_id + 1 (issue 36: read from weights)
+    reader = read_positions({**cfg, "position_embedding_type": "absolute"})
+    assert reader is not None and reader.family.layers["default"].first_row == "pad_token_id+1"
 
 
 def test_harmless_keys_pass_and_falcon_rope_keys_are_unused_with_alibi(tmp_path):

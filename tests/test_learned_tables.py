@@ -83,6 +83,81 @@ def test_every_inventory_type_with_a_learned_table_is_read_or_refused_in_one_lin
     assert seen > 40
 
 
+def _rule(layer) -> tuple:
+    """The observed rule of a learned layer: which row token 0 gets (a number, or a config key + n, the key's
+    sub-config left out), the offset rows, the padding row's form, whether a factor applies."""
+    first, pad = layer.first_row, layer.padding_row
+    first = first.rsplit(".", 1)[-1] if isinstance(first, str) else first
+    return (first, layer.table_rows, None if pad is None else type(pad).__name__, layer.scale != 1.0)
+
+
+def _one_per_rule() -> list[tuple[str, str]]:
+    """The first golden (type, layer) of each observed rule."""
+    out: dict[tuple, tuple[str, str]] = {}
+    for mt, lt in CASES:
+        if RECORDS[mt].origin == "inventory":  # (Whisper's hand-written record reads its encoder's sinusoids too)
+            out.setdefault(_rule(RECORDS[mt].positions.layers[lt]), (mt, lt))
+    return sorted(out.values())
+
+
+#: the wrappers' towers that keep a fixed table (tests/data/models/towers/, make_fixed_relative_golden.py --towers)
+TOWERS = sorted(p.name for p in (MODELS / "towers").iterdir())
+
+
+def test_every_non_vision_table_in_the_inventory_is_read_or_refused_by_name():
+    """Issue 36: every model type whose inventory ``mechanisms`` saw a learned or fixed table in a text, audio or
+    other non-vision component is read by a record (its own or its tower's; a learned one with a golden and a
+    tiny folder of its own or of a type with the same observed rule), or refused in one line naming the table,
+    its component and what the observation saw (never a bare "no record reads it")."""
+    from posenc_cli.models.records import Refused, covers, record_for, table_mechanisms, tower_family, unread_line
+
+    golden_rules = {_rule(RECORDS[mt].positions.layers[lt]) for mt, lt in CASES}
+    read, refused, bad = set(), set(), []
+    for mt, entry in sorted(inventory()["model_types"].items()):
+        tables = table_mechanisms(entry)
+        if not tables:
+            continue
+        try:
+            rec, why = record_for(mt), None
+        except Refused as exc:
+            rec, why = None, str(exc)
+        fam = rec.positions if rec is not None else None
+        towers = tower_family(mt)
+        line = why if rec is None else unread_line(mt, fam)
+        for comp, _, tensor in tables:
+            owner = next((f for f in (fam, towers) if f is not None and covers(f, tensor)), None)
+            if owner is not None:
+                layer = owner.layers[covers(owner, tensor)]
+                if layer.learned and _rule(layer) not in golden_rules:
+                    bad.append((mt, tensor, f"read by the rule {_rule(layer)}, which no golden holds"))
+                read.add(mt)
+                continue
+            refused.add(mt)
+            if (
+                not line
+                or "\n" in line
+                or tensor not in line
+                or f"component {comp}" not in line
+                or "no record of posenc reads" in line
+            ):
+                bad.append((mt, tensor, line))
+    assert not bad, "\n".join(map(str, bad))
+    assert len(read) > 120 and refused, (len(read), len(refused))
+
+
+def test_a_refused_table_is_one_line_naming_it_exit_2(tmp_path):
+    from posenc_cli.models.records import Refused, record_for, unread_tables
+
+    mt = "decision_transformer"  # its forward takes states, actions and timesteps, not input_ids
+    with pytest.raises(Refused):
+        record_for(mt)
+    (comp, tensor, _), *_ = unread_tables(mt)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": mt}))
+    code, out, err = cli(["kinds", "--hf-config", str(tmp_path)])
+    assert code == 2 and out == b"" and err.count("\n") == 1, err
+    assert tensor in err and f"component {comp}" in err and "no record of posenc reads" not in err, err
+
+
 def test_the_cli_exports_a_type_posenc_had_no_record_for(tmp_path):
     out = tmp_path / "albert.npy"
     code, _, err = cli(["export", folder("albert"), "-o", str(out)])
@@ -179,6 +254,62 @@ def test_audit_checks_a_learned_table_against_its_config(tmp_path):
     assert "width 16 (config key d_model)" in config and "14 rows (config key max_position_embeddings + 2)" in config
     code, data = _audit(_copy("camembert", tmp_path))
     assert code == 0 and "padding row 1 zero (config key pad_token_id)" in data["rows"][0]["details"][0]
+
+
+@pytest.mark.parametrize("mt,lt", _one_per_rule(), ids=[f"{m}:{lt}" for m, lt in _one_per_rule()])
+def test_audit_holds_each_rules_table_against_its_config(mt, lt):
+    """Issue 36 part 6, one type per observed rule: the audit reads the table from the weights, holds its width,
+    rows (with the offset rows) and padding row against the config keys the inventory saw them follow, and
+    checks its properties."""
+    code, data = _audit(folder(mt))
+    assert code == 0, data
+    row = next(r for r in data["rows"] if r["layer_type"] == lt or len(data["rows"]) == 1)
+    layer = RECORDS[mt].positions.layers[lt]
+    g = GOLDEN[mt]["layers"][lt]
+    config = next(d for d in row["details"] if d.startswith("config: "))
+    assert row["verdict"] == "agree" and "every required property holds" in row["explanation"], row
+    assert f"width {g['shape'][1]} (config key {layer.keys['dim'][0]})" in config, config
+    if layer.table_rows is not None:
+        assert f"{g['shape'][0]} rows (config key {layer.keys['length'][0]} + {layer.table_rows})" in config, config
+    if layer.padding_row is not None:
+        assert "padding row " in config and " zero (" in config, config
+
+
+@pytest.mark.parametrize("mt", TOWERS)
+def test_audit_checks_a_towers_fixed_table(mt):
+    """A wrapper's audio tower (Qwen2-Audio, Voxtral, Audio Flamingo 3, Music Flamingo: Whisper's sinusoids in
+    ``audio_tower.embed_positions.weight``; the Qwen-Omni thinkers: a buffer never saved) is held against its
+    formula at the tower's config, beside the wrapper's own rotary tables."""
+    from posenc_cli.models.records import tower_family
+
+    stored = (MODELS / "towers" / mt / "model.safetensors").exists()
+    code, out, err = cli(["audit", str(MODELS / "towers" / mt), "--engine", "hf", "--json"])
+    assert code == (0 if stored else 1), err  # a buffer never saved: nothing compared (exit 1, said)
+    rows = [r for r in json.loads(out)["rows"] if r["layer_type"] in tower_family(mt).layers]
+    assert rows, out
+    for row in rows:
+        if stored:
+            assert row["verdict"] == "agree" and row["length"] == 10, row
+            assert "audio_tower.embed_positions.weight (10 x 16 float32) equals the formula" in row["explanation"]
+        else:
+            assert row["verdict"] == "skipped" and "non-persistent buffer" in row["explanation"], row
+
+
+def test_a_towers_stored_table_that_is_not_the_formula(tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    d = tmp_path / "qwen2_audio"
+    shutil.copytree(MODELS / "towers" / "qwen2_audio", d)
+    w = load_file(str(d / "model.safetensors"))
+    save_file({k: np.zeros_like(v) for k, v in w.items()}, str(d / "model.safetensors"))
+    code, out, _ = cli(["audit", str(d), "--engine", "hf", "--json"])
+    (row,) = [r for r in json.loads(out)["rows"] if r["layer_type"] == "audio"]
+    assert code == 1 and row["verdict"] == "differ" and "all zeros" in row["explanation"], row
+    w = {k: v[:8] for k, v in w.items()}  # 8 rows where audio_config.max_source_positions says 10
+    save_file(w, str(d / "model.safetensors"))
+    code, out, _ = cli(["audit", str(d), "--engine", "hf", "--json"])
+    (row,) = [r for r in json.loads(out)["rows"] if r["layer_type"] == "-"]
+    assert row["verdict"] == "error" and "8 x 16" in row["explanation"] and "10 x 16" in row["explanation"], row
 
 
 def test_audit_names_a_table_shorter_than_its_config(tmp_path):

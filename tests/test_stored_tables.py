@@ -252,3 +252,53 @@ def test_generate_names_the_export_that_reads_the_table(tmp_path):
     from safetensors.numpy import load_file
 
     assert load_file(str(tmp_path / "bias.safetensors"))["bias"].shape == (2, 8, 8)
+
+
+# ----- formulas copied from another type's module, each held against its own module's rows (issue 36) -------------
+FORMULAS = dict(np.load(ROOT / "tests" / "data" / "golden" / "fixed_formulas.npz"))
+
+
+@pytest.mark.parametrize(
+    "name,config",
+    [
+        ("nllb_moe", {"model_type": "nllb-moe", "d_model": 16, "max_position_embeddings": 12, "pad_token_id": 1}),
+        (
+            "kosmos2_text",
+            {"model_type": "kosmos_2_text_model", "embed_dim": 16, "max_position_embeddings": 12, "pad_token_id": 1},
+        ),
+        # the wrapper reads its text tower's table under text_config (records.tower_family)
+        (
+            "kosmos2_text",
+            {
+                "model_type": "kosmos-2",
+                "text_config": {"embed_dim": 16, "max_position_embeddings": 12, "pad_token_id": 1},
+            },
+        ),
+        ("qwen3_asr", {"model_type": "qwen3_asr_encoder", "d_model": 16}),  # its class default: 13 rows
+        ("xglm", {"model_type": "xglm", "d_model": 16, "max_position_embeddings": 12, "pad_token_id": 1}),
+    ],
+    ids=["nllb-moe", "kosmos_2_text_model", "kosmos-2", "qwen3_asr_encoder", "xglm"],
+)
+def test_copied_formulas_are_their_own_modules_rows(name, config):
+    gold = FORMULAS[name]
+    enc = formula(config)
+    x = enc.array("pe")
+    assert x.shape == gold.shape
+    v = tolerance.formula_check(gold, x, np.arange(x.shape[0]), enc.angle_terms("pe"), np.float32, np.float64,
+                                np.float32)  # fmt: skip
+    assert v.ok, v.ratio
+
+
+def test_xglm_refuses_a_padding_row_among_the_rows_it_adds(tmp_path):
+    # XGLM adds buffer rows 2..N+1 whatever pad_token_id is, and its buffer's pad_token_id row is zero
+    # (modeling_xglm.py XGLMSinusoidalPositionalEmbedding): with pad_token_id 5 the model adds a zero row at token 3
+    (tmp_path / "config.json").write_text(
+        json.dumps({"model_type": "xglm", "d_model": 16, "max_position_embeddings": 12, "pad_token_id": 5})
+    )
+    code, out, err = cli(["generate", "--hf-config", str(tmp_path / "config.json"), "-o", str(tmp_path / "x.npy")])
+    assert code == 2 and out == b"" and err.count("\n") == 1, err
+    assert "pad_token_id=5" in err and "2..13" in err, err
+    gold = FORMULAS["xglm"].copy()
+    gold[3] = 0.0  # what the model adds at token 3 then, built here with plain NumPy
+    enc = formula({"model_type": "xglm", "d_model": 16, "max_position_embeddings": 12, "pad_token_id": 1})
+    assert np.abs(enc.array("pe")[3] - gold[3]).max() > 0.5  # the formula is not that table: hence the refusal

@@ -426,6 +426,13 @@ class _Reader:
         self.known = assumption is None
         self.family_name = rec.model_type
         self.model_type = mt or "unknown"
+        outer = model_type_of(self.outer, strict=False)[0]
+        if isinstance(outer, str) and assumption is None:  # a table of another component it leaves, named (issue 36)
+            from .records import unread_line
+
+            told = unread_line(outer)
+            if told is not None:
+                self.warnings.append(told)
         switch = self.check_when()
         head = {**switch, **self.read_head()}
         self.guard()
@@ -1227,6 +1234,11 @@ def _refusal(model_type: str, why: str | None) -> str:
         )
     entry = inventory_entry(model_type) or {}
     if entry.get("scheme") not in ROTARY:
+        from .records import unread_line  # each table posenc does not read, and what the inventory saw of it
+
+        told = unread_line(model_type)
+        if told is not None:
+            return told
         from .mechanisms import describe  # every component's mechanism, in the model's terms (issue 36)
 
         told = describe(model_type, entry, TRANSFORMERS_VERSION)

@@ -45,7 +45,16 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import ParameterError, param, ref
-from .records import POSITIONS_READER, Family, Layer, model_type_of, positions_families, positions_family, reader_kinds
+from .records import (
+    POSITIONS_READER,
+    Family,
+    Layer,
+    model_type_of,
+    positions_families,
+    positions_family,
+    reader_kinds,
+    unread_line,
+)
 
 #: Largest size accepted from a config (heads, positions, buckets, ...).
 MAX_SIZE = 2**31 - 1
@@ -226,6 +235,14 @@ class PositionsConfig:
             self._deberta(out)
         if "patch_grid" in layer.rules:  # vit_mae: a square grid of int(num_patches ** 0.5) patches, a class row
             self._patch_grid(out)
+        if "padding_row_outside" in layer.rules and self.rows != "buffer":  # XGLM: rows 2.., the padding row zero
+            pad, first, n = out["padding_idx"], self._first_row(layer).value, out["length"].value
+            if first <= pad.value < first + n:
+                raise ParameterError(
+                    f"{pad.origin.removeprefix('config key ')}={pad.value} puts the zeroed padding row among the rows "
+                    f"{first}..{first + n - 1} {self.family.name} adds to tokens, which the sinusoids posenc writes do "
+                    "not zero; posenc refuses (fix config.json, or pass -p rows=buffer for the module's buffer)"
+                )
         if "extra_rows" in layer.rules:  # fairseq sinusoids: a buffer with offset rows and a zero padding row
             if self.rows == "buffer":  # the module's whole buffer: offset rows first, the padding_idx row zero
                 n = out["length"]
@@ -360,6 +377,9 @@ def read_positions(config: Mapping[str, Any], rows: str | None = None) -> Positi
                 "are not RoPE, so no table is guessed"
             )
         return None
+    pet, seen = config.get("position_embedding_type"), fam.observed_at.get("position_embedding_type")
+    if pet in _ROTARY and seen is not None and pet != seen:
+        return None  # its code reads the key (the table was observed at another value): the rotary reading (ESM)
     if fam.when is not None:
         key, want = fam.when
         value = config.get(key)
@@ -375,6 +395,9 @@ def read_positions(config: Mapping[str, Any], rows: str | None = None) -> Positi
                 f"rename it to {read} in config.json"
             )
     reader.ignored = _ignored_keys(config, fam)
+    unread = unread_line(mt, fam)  # a table of another component this reading leaves (each named, with why)
+    if unread is not None:
+        reader.warnings.append(unread)
     for key, same in fam.ignored.items():
         value = reader._get(key)
         if value is not None and value != same:
@@ -382,8 +405,7 @@ def read_positions(config: Mapping[str, Any], rows: str | None = None) -> Positi
                 f"{key}={_show(value)} is ignored: transformers' {fam.name} code does not read it "
                 f"(it behaves as {_show(same)})"
             )
-    pet = config.get("position_embedding_type")
-    seen = fam.observed_at.get("position_embedding_type")  # the value the inventory observed the table at
+    # seen: the value the inventory observed the table at
     if pet is not None and pet not in _ABSOLUTE and (seen is None or pet != seen):
         raise ParameterError(
             f"config key position_embedding_type={_show(pet)}: transformers 5's {mt} no longer reads it and applies "

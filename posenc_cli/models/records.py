@@ -425,7 +425,8 @@ class Layer:
     #: rows the model's buffer holds beyond the positions it adds (fairseq sinusoids: 2), for ``rows="buffer"``
     buffer_rows: int = 0
     #: named rules where the model's code derives a parameter (``extra_rows``, ``divide_by_sqrt_head_dim``,
-    #: ``even_dim``, ``deberta_relative``, ``patch_grid``: :meth:`.hf_positions.PositionsConfig._compute` applies
+    #: ``even_dim``, ``deberta_relative``, ``patch_grid``, ``padding_row_outside``: the zeroed padding_idx row must
+    #: not be one of the rows added, XGLM's fixed offset; :meth:`.hf_positions.PositionsConfig._compute` applies
     #: each)
     rules: tuple[str, ...] = ()
     #: a fixed table the model also keeps in its weights (a frozen parameter or a persistent buffer): the names
@@ -433,6 +434,11 @@ class Layer:
     stored: tuple[str, ...] = ()
     #: a fixed table the model computes and never saves (a non-persistent buffer): where and why, said instead
     unstored: str | None = None
+    #: the buffer (a suffix of its state-dict name) the model fills with this formula and never saves (fairseq
+    #: sinusoids' ``embed_positions.weights``, CTRL's ``pos_encoding``): what the inventory's ``mechanisms`` name
+    buffer: str | None = None
+    #: a tower's layer (:func:`_tower_family`): the tower's module path its names begin with
+    prefix: str = ""
     #: why weights without a ``stored`` copy are the model's own (its class drops the copy when saving:
     #: ``_keys_to_ignore_on_save``); else a missing copy is an error
     unsaved: str | None = None
@@ -494,17 +500,19 @@ def _t5(name: str, reference: str, heads: int, *, every_block: bool = False) -> 
     }, harmless=("n_positions",))  # fmt: skip
 
 
-def _fairseq_sinusoids(length: tuple[str, ...], length_default: int, dim_default: int) -> Layer:
+def _fairseq_sinusoids(length: tuple[str, ...], length_default: int, dim_default: int, *,
+                       dim: tuple[str, ...] = ("d_model",), pad_default: int = 1) -> Layer:  # fmt: skip
     # the model adds buffer rows padding_idx + 1 .. padding_idx + N to tokens 0..N-1 (positions counted from
     # padding_idx + 1); the buffer holds N + 2 rows, the padding_idx row zero
     return Layer(
         "sinusoidal",
-        {"dim": ("d_model",), "length": length, "padding_idx": ("pad_token_id",)},
-        {"dim": dim_default, "length": length_default, "padding_idx": 1},
+        {"dim": dim, "length": length, "padding_idx": ("pad_token_id",)},
+        {"dim": dim_default, "length": length_default, "padding_idx": pad_default},
         {"layout": "split", "freq": "t2t", "base": 10000.0, "angle_dtype": "float32"},
         first_row="pad+1",
         buffer_rows=2,
         rules=("extra_rows",),
+        buffer="embed_positions.weights",
     )
 
 
@@ -527,14 +535,20 @@ def _audio_encoder(name: str, reference: str, dim: tuple[str, ...]) -> Family:
     return Family(name, reference, {"default": _whisper_sinusoids(dim, 1280, stored=("embed_positions.weight",))})
 
 
-def _omni_audio(name: str, module: str, cls: str) -> Family:
+def _omni_audio(name: str, module: str, cls: str, lines: str = "", length: tuple[str, int] | None = None,
+                dim_default: int = 1280) -> Family:  # fmt: skip
     """A Qwen-Omni audio encoder: ``SinusoidsPositionEmbedding(max_source_positions, d_model)``, a non-persistent
-    buffer of Whisper's sinusoids (``compute_default_singular_positional_embedding``)."""
+    buffer of Whisper's sinusoids (``compute_default_singular_positional_embedding``); ``length``: the config key
+    and default of its rows where the class passes another (Qwen3-ASR: ``max_position_embeddings``)."""
     where = f"{module} {cls}.positional_embedding"
+    layer = _whisper_sinusoids(("d_model",), dim_default, unstored=f"{where} is a non-persistent buffer: the model computes "
+                               "it when built and never saves it")  # fmt: skip
+    if length is not None:
+        layer = replace(layer, keys={**layer.keys, "length": (length[0],)}, defaults={**layer.defaults,
+                        "length": length[1]})  # fmt: skip
     return Family(name, f"{_HF}/{module} SinusoidsPositionEmbedding.compute_default_singular_positional_embedding "
-                  f"({cls}.positional_embedding: Whisper's sinusoids, a non-persistent buffer)",
-                  {"default": _whisper_sinusoids(("d_model",), 1280, unstored=f"{where} is a non-persistent buffer: "
-                                                 "the model computes it when built and never saves it")})  # fmt: skip
+                  f"({cls}.positional_embedding: Whisper's sinusoids, a non-persistent buffer{lines})",
+                  {"default": replace(layer, buffer="positional_embedding.positional_embedding")})  # fmt: skip
 
 
 #: model_type -> how its (non-rotary) positions are read. Keep grouped by scheme.
@@ -579,6 +593,19 @@ _POSITIONS: dict[str, Family] = {f.name: f for f in (
            harmless=("static_position_embeddings",)),
     Family("m2m_100", f"{_HF}/m2m_100/modeling_m2m_100.py M2M100SinusoidalPositionalEmbedding (offset 2, padding_idx "
            "row zero)", {"default": _fairseq_sinusoids(("max_position_embeddings",), 1024, 1024)}),
+    # M2M100SinusoidalPositionalEmbedding copied whole ("# Copied from ... M2M100SinusoidalPositionalEmbedding")
+    Family("nllb-moe", f"{_HF}/nllb_moe/modeling_nllb_moe.py NllbMoeSinusoidalPositionalEmbedding (l.63-64: copied "
+           "from M2M100's; NllbMoeEncoder l.693-697, NllbMoeDecoder l.775-779: max_position_embeddings, d_model, "
+           "pad_token_id)", {"default": _fairseq_sinusoids(("max_position_embeddings",), 1024, 1024)}),
+    Family("xglm", f"{_HF}/xglm/modeling_xglm.py XGLMSinusoidalPositionalEmbedding (l.54-100: M2M100's get_embedding, "
+           "the padding_idx row zero, but position_ids + offset 2 whatever the padding: rows 2..N+1; XGLMModel "
+           "l.383-387: max_position_embeddings, d_model, pad_token_id; l.448-465: position_ids = arange)",
+           {"default": replace(_fairseq_sinusoids(("max_position_embeddings",), 2048, 1024), first_row=2,
+                               rules=("extra_rows", "padding_row_outside"))}),
+    Family("kosmos_2_text_model", f"{_HF}/kosmos2/modeling_kosmos2.py Kosmos2TextSinusoidalPositionalEmbedding "
+           "(l.529-605: M2M100's __init__, make_weights, get_embedding and position ids, copied; "
+           "Kosmos2TextTransformer l.888-892: max_position_embeddings, embed_dim, pad_token_id)",
+           {"default": _fairseq_sinusoids(("max_position_embeddings",), 2048, 2048, dim=("embed_dim",))}),
     Family("speech_to_text", f"{_HF}/speech_to_text/modeling_speech_to_text.py Speech2TextSinusoidalPositionalEmbedding "
            "(offset 2; encoder max_source_positions, decoder max_target_positions)",
            {"encoder": _fairseq_sinusoids(("max_source_positions",), 6000, 256),
@@ -600,6 +627,10 @@ _POSITIONS: dict[str, Family] = {f.name: f for f in (
     _omni_audio("qwen2_5_omni_audio_encoder", "qwen2_5_omni/modeling_qwen2_5_omni.py", "Qwen2_5OmniAudioEncoder"),
     _omni_audio("qwen3_omni_moe_audio_encoder", "qwen3_omni_moe/modeling_qwen3_omni_moe.py",
                 "Qwen3OmniMoeAudioEncoder"),
+    _omni_audio("qwen3_asr_encoder", "qwen3_asr/modeling_qwen3_asr.py", "Qwen3ASREncoder", "; l.250-265, "
+                "l.342-345: SinusoidsPositionEmbedding(config.max_position_embeddings, config.d_model); "
+                "configuration_qwen3_asr.py l.56, l.68: d_model 1024, max_position_embeddings 13",
+                ("max_position_embeddings", 13), dim_default=1024),
     Family("ctrl", f"{_HF}/ctrl/modeling_ctrl.py positional_encoding, angle_defn (1 / pow(10000, 2 (i // 2) / d) "
            "in float32; sines of the even columns then cosines of the odd ones: [sin | cos]), CTRLModel.pos_encoding",
            {"default": Layer("sinusoidal", {"dim": ("n_embd",), "length": ("n_positions",)},
@@ -608,7 +639,8 @@ _POSITIONS: dict[str, Family] = {f.name: f for f in (
                               "angle_dtype": "float32"},
                              rules=("even_dim",),
                              unstored="CTRLModel.pos_encoding is a non-persistent buffer (modeling_ctrl.py "
-                                      "CTRLModel.__init__): the model computes it when built and never saves it")}),
+                                      "CTRLModel.__init__): the model computes it when built and never saves it",
+                             buffer="pos_encoding")}),
     Family("vit_mae", f"{_HF}/vit_mae/modeling_vit_mae.py build_2d_sinusoidal_position_embedding (cls_token row "
            "zero), ViTMAEEmbeddings.initialize_weights and ViTMAEDecoder.initialize_weights (grid "
            "int(num_patches ** 0.5) square; the h and w halves rotated: [sin_w | cos_w | sin_h | cos_h], MAE's "
@@ -657,6 +689,12 @@ def _rows_from(first: Any) -> str:
     return str(first) if isinstance(first, int) else f"{first['key']} + {first['add']}"
 
 
+#: The schemes a record can be derived from the inventory for (the others need a record written here).
+DERIVABLE = ("rope",)
+#: Sub-config names of towers that are not the language model: their rotary tables are not the text's.
+_NOT_TEXT = ("vision_config", "backbone_config", "audio_config", "detector_config", "word_timestamp_config")
+
+
 def _learned_families() -> dict[str, Family]:
     """model_type -> its learned tables, for every inventory type whose ``learned_table`` observation found one
     (and which no record above reads)."""
@@ -665,6 +703,9 @@ def _learned_families() -> dict[str, Family]:
         tables = (entry.get("learned_table") or {}).get("tables") if isinstance(entry, dict) else None
         if not tables or mt in _POSITIONS:
             continue
+        sub = entry.get("sub_config") or []
+        if entry.get("scheme") in DERIVABLE and not any(part in _NOT_TEXT for part in sub):
+            continue  # its text rotates (CLVP): the rotary reading is its record, the tables are named beside it
         module = str(entry.get("modeling_module") or "").replace("models.", "", 1).replace(".", "/")
         where = "; ".join(f"{t['module']}, rows from {_rows_from(t['first_row'])}" for t in tables.values())
         reference = f"{_HF}/{module}.py {where} (observed: tools/inventory/learned_rows.py)"
@@ -932,6 +973,136 @@ _VISION: tuple[Record, ...] = (
 )  # fmt: skip
 
 
+#: the inputs of a component whose tables lie over a patch grid or image features (read by :mod:`.vision`)
+VISION_INPUTS = ("vision", "video", "features")
+
+
+def table_mechanisms(entry: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """``[(component, mechanism, tensor), ...]``: every ``learned`` or ``fixed`` table the inventory's
+    ``mechanisms`` saw in a component that is not a vision one (those are the vision readers')."""
+    out = []
+    for m in entry.get("mechanisms") or []:
+        if m.get("mechanism") in ("learned", "fixed") and m.get("input") not in VISION_INPUTS:
+            for tensor in str(m.get("tensor") or m.get("module", "").split(" ")[0]).split(", "):
+                if (str(m["component"]), str(m["mechanism"]), tensor) not in out:
+                    out.append((str(m["component"]), str(m["mechanism"]), tensor))
+    return out
+
+
+def _prefixed(layer: Layer, config: str, module: str) -> Layer:
+    """``layer`` of a tower's own model type as its wrapper holds it: config keys under the tower's sub-config,
+    tensors under the tower's module path."""
+    keys = {k: tuple(f"{config}{key}" for key in v) for k, v in layer.keys.items()}
+
+    def rule(row: Any) -> Any:  # a row given by a config key + n: the key under the tower's sub-config
+        return f"{config}{'pad_token_id+1' if row == 'pad+1' else row}" if isinstance(row, str) else row
+
+    return replace(layer, keys=keys, first_row=rule(layer.first_row), padding_row=rule(layer.padding_row), tensor=None if layer.tensor is None else f"{module}{layer.tensor}",
+                   stored=tuple(f"{module}{t}" for t in layer.stored),
+                   buffer=None if layer.buffer is None else f"{module}{layer.buffer}", prefix=module,
+                   unstored=None if layer.unstored is None else f"{module.rstrip('.')}: {layer.unstored}")  # fmt: skip
+
+
+def _tower_family(mt: str, entry: dict[str, Any], families: dict[str, Family]) -> Family | None:
+    """The tables of ``mt``'s components that are towers of another model type (the inventory entry whose
+    ``model_class`` is the component's root class: Qwen2-Audio's ``audio_tower`` is a ``Qwen2AudioEncoder``,
+    model type ``qwen2_audio_encoder``) with a family of its own, under the tower's sub-config and module prefix;
+    only components where the inventory saw a learned or fixed table."""
+    classes = _model_classes()
+    comps = entry.get("components") or {}
+    layers: dict[str, Layer] = {}
+    refs = []
+    own = families.get(mt)
+    for comp in dict.fromkeys(c for c, _, _ in table_mechanisms(entry)):
+        if comp == "model" or comp not in comps:
+            continue
+        if own is not None and all(covers(own, t) for c, _, t in table_mechanisms(entry) if c == comp):
+            continue
+        path, _, cls = str(comps[comp].get("module", "")).partition(" ")
+        sub = classes.get(cls)
+        fam = families.get(sub) if sub is not None and sub != mt else None
+        if fam is None or not path:
+            continue
+        name = comp.removesuffix("_config").replace("_config.", ".")
+        for lt, layer in fam.layers.items():
+            layers[name if len(fam.layers) == 1 else f"{name}.{lt}"] = _prefixed(layer, f"{comp}.", f"{path}.")
+        refs.append(f"{fam.reference} (the {path} tower: {cls}, model type {sub})")
+    if not layers:
+        return None
+    return Family(mt, "; ".join(refs), layers)
+
+
+@cache
+def _model_classes() -> dict[str, str]:
+    """model class name -> the inventory's model type built as it (a class several types build is left out)."""
+    seen: dict[str, list[str]] = {}
+    for mt, entry in (_data.inventory().get("model_types") or {}).items():
+        if isinstance(entry, dict) and entry.get("model_class"):
+            seen.setdefault(str(entry["model_class"]), []).append(mt)
+    return {cls: types[0] for cls, types in seen.items() if len(types) == 1}
+
+
+def covers(fam: Family, tensor: str) -> str | None:
+    """The layer of ``fam`` that reads or generates the table the inventory names ``tensor`` (its learned
+    ``tensor``, a ``stored`` copy, or the buffer its ``unstored`` note names), else None."""
+    for lt, layer in fam.layers.items():
+        if not tensor.startswith(layer.prefix):
+            continue
+        inner = tensor.removeprefix(layer.prefix)  # a tower's names: the tower's own, under its module path
+        names = [n.removeprefix(layer.prefix) for n in (layer.tensor, *layer.stored, layer.buffer) if n]
+        if any(inner == n or inner.endswith("." + n) or n.endswith("." + inner) for n in names):
+            return lt
+    return None
+
+
+def unread_tables(model_type: str, family: Family | None = None) -> list[tuple[str, str, str]]:
+    """``[(component, tensor, why), ...]``: every learned or fixed table the inventory saw in a non-vision component
+    of ``model_type`` (:func:`table_mechanisms`) that neither ``family`` (the type's own positions, when it has
+    some) nor its towers' (:func:`tower_family`) read; ``why`` is what the inventory's observation of its rows saw
+    (``learned_table``: ``unread`` per tensor, else its ``status``; tools/inventory/learned_rows.py)."""
+    entry = _data.model_type_record(model_type)
+    if entry is None:
+        return []
+    towers = tower_family(model_type)
+    seen = entry.get("learned_table") or {}
+    unread: dict[str, str] = dict(seen.get("unread") or {})
+    out: list[tuple[str, str, str]] = []
+    for comp, mechanism, tensor in table_mechanisms(entry):
+        if any(f is not None and covers(f, tensor) for f in (family, towers)):
+            continue
+        why = unread.get(tensor) or next((w for t, w in unread.items() if tensor.startswith(t + ".")), None)
+        observed = next((t for t in (seen.get("tables") or {}).values() if t.get("tensor") == tensor), None)
+        if why is None and observed is not None:  # observed, but the type's record reads other positions
+            kinds = ", ".join(dict.fromkeys(layer.kind for layer in family.layers.values())) if family else "rotary"
+            why = (f"observed (rows from {_rows_from(observed['first_row'])}), but {model_type}'s record reads its "
+                   f"{kinds} positions and not this table")  # fmt: skip
+        if why is None:
+            why = str(seen.get("status") or f"the inventory observed no rows of this {mechanism} table")
+        if mechanism == "fixed":  # a table its code fills: what is missing is the formula's record, not rows
+            why += "; a fixed table: posenc writes one only from a record of its formula, which this type lacks"
+        out.append((comp, tensor, why))
+    return out
+
+
+def unread_line(model_type: str, family: Family | None = None) -> str | None:
+    """One line naming each table :func:`unread_tables` finds, its component and why posenc does not read it."""
+    found = unread_tables(model_type, family)
+    if not found:
+        return None
+    said = "; ".join(f"{tensor} (component {comp}): {why}" for comp, tensor, why in found)
+    return f"posenc does not read {model_type}'s position table {said}"
+
+
+@cache
+def tower_family(model_type: str) -> Family | None:
+    """The tables of ``model_type``'s towers read as their own model types' (:func:`_tower_family`), or None."""
+    entry = _data.model_type_record(model_type)
+    if entry is None:
+        return None
+    families = {mt: r.positions for mt, r in RECORDS.items() if r.positions is not None}
+    return _tower_family(model_type, entry, families)
+
+
 def _with_positions(records: tuple[Record, ...]) -> dict[str, Record]:
     """One record per model_type: the rotary ones above, each non-rotary family as a record of its scheme, and
     Falcon's both (rotary with ``alibi: false``, ALiBi with ``alibi: true``); the learned tables the inventory
@@ -957,7 +1128,22 @@ def _with_vision(out: dict[str, Record]) -> dict[str, Record]:
     return out
 
 
-RECORDS: dict[str, Record] = _with_vision(_with_positions(_RECORDS))
+def _with_towers(out: dict[str, Record]) -> dict[str, Record]:
+    """A type without a record whose every non-vision table is a tower's (Kosmos-2's text model, a
+    ``kosmos_2_text_model``) gains a record reading them (:func:`_tower_family`); a rotary type keeps its rotary
+    reading, its towers' tables checked beside it (:func:`tower_family`)."""
+    families = {mt: r.positions for mt, r in out.items() if r.positions is not None}
+    for mt, entry in sorted((_data.inventory().get("model_types") or {}).items()):
+        if mt in out or not isinstance(entry, dict) or entry.get("scheme") in (*DERIVABLE, "rotary"):
+            continue
+        fam = _tower_family(mt, entry, families)
+        if fam is not None and all(covers(fam, t) for _, _, t in table_mechanisms(entry)):
+            kinds = ", ".join(dict.fromkeys(layer.kind for layer in fam.layers.values()))
+            out[mt] = Record(mt, fam.reference, scheme=kinds, positions=fam, origin="inventory")
+    return out
+
+
+RECORDS: dict[str, Record] = _with_towers(_with_vision(_with_positions(_RECORDS)))
 
 
 def positions_family(model_type: object) -> Family | None:
@@ -1080,12 +1266,8 @@ _READ_ALIASES = {
 }
 
 
-#: Sub-config names of towers that are not the language model: their rotary tables are not the text's.
-_NOT_TEXT = ("vision_config", "backbone_config", "audio_config", "detector_config", "word_timestamp_config")
 #: The inventory's words for a layer type whose layers rotate, or apply no positions (``layer_positions``)
 _ROTATES, _NONE = "rope", "none"
-#: The schemes a record can be derived from the inventory for (the others need a record written here).
-DERIVABLE = ("rope",)
 
 
 class Refused(Exception):
@@ -1125,7 +1307,8 @@ def _derived(model_type: str) -> Record | str:
     try:
         return _derive(model_type, entry)
     except Refused as exc:
-        return str(exc)
+        told = unread_line(model_type)  # the tables of its other components, each named (they are not read either)
+        return f"{exc}; {told}" if told is not None and told not in str(exc) else str(exc)
 
 
 def derived(model_type: str, entry: dict[str, Any]) -> Record:
@@ -1143,6 +1326,9 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
     scheme = entry.get("scheme")
     if scheme not in DERIVABLE:
         # what the inventory's run of its forward saw, when it ran one (tools/inventory/learned_rows.py)
+        told = unread_line(model_type)
+        if told is not None:  # each table, with what the inventory's run of its forward saw (learned_rows.py)
+            raise Refused(told)
         seen = str((entry.get("learned_table") or {}).get("status") or "")[:120]
         raise Refused(f"its positions are {scheme}, which no record of posenc reads" + (f" ({seen})" if seen else ""))
     if entry.get("status") != "ok":

@@ -86,10 +86,29 @@ def stored_copies(path: str, config: Mapping[str, Any], *, layer_type: str | Non
     empty list when the model type keeps none, a row per copy otherwise. Without weights in ``path`` a kept table
     is ``unchecked``. The weights lacking the tensor, or holding it in another shape than the config says, is a
     one-line :class:`ParameterError`."""
-    reader = read_positions(config)
-    if reader is None:
+    readers = [r for r in (read_positions(config), tower_positions(config)) if r is not None]
+    if not readers:
         return []
     files = weight_files(path)
+    out: list[StoredCopy] = []
+    if layer_type is not None:  # the reading that has the layer type (a wrapper's own, or its tower's)
+        readers = [r for r in readers if layer_type in r.family.layers] or readers[:1]
+    for reader in readers:
+        out += _stored(path, reader, files, layer_type)
+    return out
+
+
+def tower_positions(config: Mapping[str, Any]) -> PositionsConfig | None:
+    """The reading of the tables ``config``'s model type keeps in its towers (:func:`.records.tower_family`: an
+    audio tower's Whisper sinusoids under ``audio_tower.``, its keys under ``audio_config``), or None."""
+    from .records import model_type_of, tower_family
+
+    mt = model_type_of(config, strict=False)[0]
+    fam = tower_family(mt) if isinstance(mt, str) else None
+    return PositionsConfig(mt, fam, dict(config)) if fam is not None and isinstance(mt, str) else None
+
+
+def _stored(path: str, reader: PositionsConfig, files: list[str] | None, layer_type: str | None) -> list[StoredCopy]:
     out: list[StoredCopy] = []
     for lt, layer in fixed_layers(reader, layer_type).items():
         if layer.unstored:

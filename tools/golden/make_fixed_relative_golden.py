@@ -134,5 +134,94 @@ def main() -> None:
     print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size} bytes): {', '.join(arrays)}")
 
 
+def towers(types: list[str]) -> None:
+    """``--towers TYPE ...``: a tiny folder per wrapper whose tower keeps a fixed table (posenc's
+    ``records.tower_family``: Qwen2-Audio's ``audio_tower``), ``tests/data/models/towers/<type>/``: the wrapper's
+    own config class at its defaults with the tower's sub-config tiny (width 16, 10 positions, one layer), and in
+    ``model.safetensors`` the tower's position table under the name the wrapper's own model (built on meta from
+    that config) gives it, filled as the released checkpoints hold it (the tower's own class built alone from the
+    sub-config; a stored table set to ``modeling_whisper.sinusoids``, a non-persistent buffer left out)."""
+    from safetensors.torch import save_file
+
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "tools" / "inventory"))
+    import learned_rows
+    from posenc_cli.models.data import model_type_record
+    from posenc_cli.models.records import tower_family
+
+    for mt in types:
+        fam = tower_family(mt)
+        entry = model_type_record(mt)
+        assert fam is not None and entry is not None, mt
+        cfg = transformers.AutoConfig.for_model(mt)
+        out = MODELS / "towers" / mt
+        tensors: dict[str, torch.Tensor] = {}
+        for lt, layer in fam.layers.items():
+            comp = next(k for keys in layer.keys.values() for k in keys).rsplit(".", 1)[0]
+            node = cfg
+            for part in comp.split("."):
+                node = getattr(node, part)
+            for keys, value in ((layer.keys["dim"], 16), (layer.keys["length"], 10)):
+                for key in keys:
+                    if hasattr(node, key.rsplit(".", 1)[1]):
+                        setattr(node, key.rsplit(".", 1)[1], value)
+            for k, v in list(vars(node).items()):
+                if "layers" in k and type(v) is int:
+                    setattr(node, k, 1)
+                elif ("heads" in k) and type(v) is int:
+                    setattr(node, k, 2)
+                elif ("ffn" in k or "intermediate" in k or "output_dim" in k) and type(v) is int:
+                    setattr(node, k, 16)
+            with torch.device("meta"):
+                whole = model_class(entry)(learned_rows.shrunk(cfg))
+            names = dict(whole.state_dict())
+            for name in layer.stored:
+                assert name in names and list(names[name].shape) == [10, 16], (mt, name, names.get(name))
+                tower = transformers.AutoModel._model_mapping[type(node)](node)
+                table = mod("whisper").sinusoids(10, 16)
+                assert list(dict(tower.state_dict())[name.removeprefix(layer.prefix)].shape) == [10, 16]
+                tensors[name] = table.contiguous()
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        cfg.save_pretrained(out)
+        if tensors:
+            save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+        print(f"{mt}: {out} ({', '.join(tensors) or 'no stored table'})")
+
+
+FORMULAS = ROOT / "tests" / "data" / "golden" / "fixed_formulas.npz"
+
+
+def formulas() -> None:
+    """``--formulas``: ``tests/data/golden/fixed_formulas.npz``, the rows each type's own position module adds to
+    12 tokens (ids 5, none padding) at width 16, for the records that read them by a formula copied from another
+    type's: ``nllb_moe`` (``NllbMoeSinusoidalPositionalEmbedding(12, 16, padding_idx=1)``), ``kosmos2_text``
+    (``Kosmos2TextSinusoidalPositionalEmbedding(12, 16, padding_idx=1)``), ``qwen3_asr`` (the buffer of
+    ``modeling_qwen3_asr.SinusoidsPositionEmbedding(13, 16)``, the encoder's default 13 rows), ``xglm``
+    (``XGLMSinusoidalPositionalEmbedding(12, 16, padding_idx=1)`` at position_ids 0..11, as XGLMModel passes them)."""
+    ids = torch.full((1, 12), 5, dtype=torch.long)
+    arrays = {
+        "nllb_moe": mod("nllb_moe").NllbMoeSinusoidalPositionalEmbedding(12, 16, 1)(ids)[0],
+        "kosmos2_text": importlib.import_module("transformers.models.kosmos2.modeling_kosmos2")
+        .Kosmos2TextSinusoidalPositionalEmbedding(12, 16, 1)(input_ids=ids)[0],
+        "qwen3_asr": mod("qwen3_asr").SinusoidsPositionEmbedding(13, 16).positional_embedding,
+        "xglm": mod("xglm").XGLMSinusoidalPositionalEmbedding(12, 16, 1)(torch.arange(12)[None])[0],
+    }
+    np.savez_compressed(FORMULAS, **{k: v.detach().numpy().astype(np.float32) for k, v in arrays.items()})
+    print(f"wrote {FORMULAS}: {', '.join(arrays)}")
+
+
+def model_class(entry: dict) -> type:
+    name = entry["model_class"]
+    if hasattr(transformers, name):
+        return getattr(transformers, name)
+    return getattr(importlib.import_module("transformers." + entry["modeling_module"]), name)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--towers"]:
+        towers(sys.argv[2:])
+    elif sys.argv[1:2] == ["--formulas"]:
+        formulas()
+    else:
+        main()

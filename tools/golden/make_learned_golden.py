@@ -82,10 +82,20 @@ def tiny_config(mt: str, tables: dict, layers: bool = True, width: int | None = 
     hidden sizes the table's width must match) 16, heads 2, ``*intermediate*``/``*ffn*`` 16, layers 1 (as many as
     the default where one layer breaks the config's validation: GPT-Neo's attention_types)."""
     cfg = AutoConfig.for_model(mt)
+    if (INVENTORY_TYPES[mt].get("learned_table") or {}).get("config_patched"):  # as the observation patched it (ESM)
+        from mechanisms import _patched
+
+        cfg = _patched(cfg)[0]
     cfg = learned_rows.shrunk(cfg) if layers else cfg
     for t in tables.values():
         for key in t.get("length_keys", [])[:1]:
             _set(cfg, key, LENGTH)
+    for t in tables.values():  # the model pads its input to a multiple of a config value (LED: attention_window)
+        pad = t.get("padded_to")
+        for sub in learned_rows._configs(cfg) if pad else []:
+            for k, v in list(vars(sub).items()):
+                if not k.startswith("_") and (v == pad or (isinstance(v, list) and v and all(x == pad for x in v))):
+                    setattr(sub, k, 4 if type(v) is int else [4] * len(v))
     if width is None:  # the default widths (a model whose other sizes must divide them)
         return cfg
     WIDTH = width
@@ -124,7 +134,8 @@ def capture(mt: str, entry: dict, folder: Path, arrays: dict, layers: bool = Tru
         first = t["first_row"]
         first_n = first if isinstance(first, int) else _get(cfg, first["key"]) + first["add"]
         n = int(weight.shape[0]) - int(first_n)
-        run.entry = ""
+        # the forward the observation ran for this table (Bark's semantic model, InstructBLIP's Q-Former)
+        run.entry = t.get("entry", "").split(".forward")[0].replace("(model)", "")
         run.entries = learned_rows._entry_points(model, paths)
         outputs: dict[str, torch.Tensor] = {}
         module = model.get_submodule(path)
@@ -152,8 +163,12 @@ def capture(mt: str, entry: dict, folder: Path, arrays: dict, layers: bool = Tru
     return {"fixture": f"learned/{mt}", "weights": "full" if full else "position tables only", "layers": out}
 
 
+INVENTORY_TYPES: dict = {}
+
+
 def main(argv: list[str]) -> int:
     inventory = json.loads(INVENTORY.read_text())["model_types"]
+    INVENTORY_TYPES.update(inventory)
     golden = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {"types": {}}
     have = golden["types"]
     arrays: dict[str, np.ndarray] = {}

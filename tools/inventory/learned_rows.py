@@ -311,20 +311,82 @@ def _same(cfg: Any, sub: Any, prefix: str) -> Any:
     return node
 
 
-def add(rec: dict[str, Any], meta: torch.nn.Module, mcls: type, cfg: Any) -> None:
-    """``rec["learned_table"]`` for a type whose positions do not rotate and whose position modules (the
-    inventory's ``position_modules.learned``) include an ``nn.Embedding`` (``meta``: the model built on meta);
-    unchanged otherwise. The shape keys tried are those the owners' construction read (``position_keys_read``)."""
+#: the inputs of a component whose tables lie over a patch grid or image features (the vision readers' tables)
+VISION_INPUTS = ("vision", "video", "features")
+
+
+def table_paths(rec: dict[str, Any], meta: torch.nn.Module) -> list[str]:
+    """The modules whose table the observation follows: the inventory's ``position_modules.learned``, and the
+    owner of every tensor the inventory's ``mechanisms`` saw as a ``learned`` or ``fixed`` table in a component
+    that is not a vision one (ESM's, FSMT's, Kosmos-2.5's tables, which no module name marks)."""
     paths = [p.split(" ")[0] for p in (rec.get("position_modules") or {}).get("learned", [])]
     modules = dict(meta.named_modules())
-    if not any(isinstance(modules.get(p), torch.nn.Embedding) for p in paths):
+    for m in rec.get("mechanisms") or []:
+        if m.get("mechanism") not in ("learned", "fixed") or m.get("input") in VISION_INPUTS:
+            continue
+        for tensor in str(m.get("tensor") or "").split(", "):
+            owner = tensor.rsplit(".", 1)[0] if "." in tensor else ""
+            if owner and owner in modules and owner not in paths:
+                paths.append(owner)
+    return paths
+
+
+def add(rec: dict[str, Any], meta: torch.nn.Module, mcls: type, cfg: Any) -> None:
+    """``rec["learned_table"]`` for a type whose position modules (the inventory's ``position_modules.learned``
+    and the tables its ``mechanisms`` saw, :func:`table_paths`) include an ``nn.Embedding`` or a module with a 2-D
+    ``weight`` (``meta``: the model built on meta); unchanged otherwise. The shape keys tried are those the owners'
+    construction read (``position_keys_read``)."""
+    paths = table_paths(rec, meta)
+    modules = dict(meta.named_modules())
+    static = _not_gathered(rec, meta)
+    if not any(_table_module(modules.get(p)) for p in paths):
+        # no table a forward gathers from (buffers computed by a formula: fixed sinusoids): what each module holds
+        unread = {**{_tensor_of(meta, p): _held(modules[p]) for p in paths if p in modules}, **static}
+        if unread:
+            rec["learned_table"] = {"status": "no module of its tables holds a 2-D weight", "unread": unread}
         return
     try:
         out = observe(mcls, cfg, paths, rec.get("position_keys_read"))
     except Exception as exc:  # the observation never costs the rest of the record
         out = {"status": f"{type(exc).__name__}: {exc}"[:200]}
+    if out is None and static:
+        out = {"status": "no table of its text forward is gathered by position", "unread": {}}
+    if out is not None and static:
+        unread = out.setdefault("unread", {})
+        unread.update({t: w for t, w in static.items() if t not in unread})
     if out is not None:
         rec["learned_table"] = out
+
+
+def _not_gathered(rec: dict[str, Any], meta: torch.nn.Module) -> dict[str, str]:
+    """The non-vision tables the inventory's ``mechanisms`` name that are no 2-D ``weight`` of a module a forward
+    could gather rows of (a bare parameter or buffer: SAM's memory encodings, Reformer's axial factors, a fixed
+    buffer), each with what it is."""
+    modules = dict(meta.named_modules())
+    params, buffers = dict(meta.named_parameters()), dict(meta.named_buffers())
+    out = {}
+    for m in rec.get("mechanisms") or []:
+        if m.get("mechanism") not in ("learned", "fixed") or m.get("input") in VISION_INPUTS:
+            continue
+        for tensor in str(m.get("tensor") or "").split(", "):
+            owner, _, leaf = tensor.rpartition(".")
+            if not tensor or (leaf == "weight" and owner and _table_module(modules.get(owner))):
+                continue
+            held = params.get(tensor, buffers.get(tensor))
+            what = "parameter" if tensor in params else "buffer" if tensor in buffers else "tensor"
+            shape = list(held.shape) if held is not None else "?"
+            cls = type(modules[owner]).__name__ if owner in modules else type(meta).__name__
+            out[tensor] = (
+                f"a {what} {shape} of {cls} ({owner or 'the model'}), not the 2-D weight of a module whose "
+                "forward gathers rows by position"
+            )
+    return out
+
+
+def _table_module(m: Any) -> bool:
+    """A module holding a 2-D table its forward may gather from (``nn.Embedding``, or a ``weight`` parameter)."""
+    w = getattr(m, "weight", None) if isinstance(m, torch.nn.Module) else None
+    return isinstance(m, torch.nn.Embedding) or (isinstance(w, torch.nn.Parameter) and w.ndim == 2)
 
 
 def observe(
@@ -350,27 +412,69 @@ def observe(
     try:
         seen = run.run(ids)
     except Exception as exc:
-        return {"status": f"no text forward: {exc}"[:200]}
+        why = f"no text forward: {exc}"[:200]
+        return {"status": why, "unread": {_tensor_of(model, p): why for p in paths}}
     tables: dict[str, dict[str, Any]] = {}
     unverified: dict[str, str] = {}
+    entries = dict.fromkeys(seen, run.entry)
+    failed: dict[str, str] = {}
+    for p in paths:  # a table the first forward never called: the forward of a module above it (Bark's semantic)
+        if p in run.hooked and p not in seen:
+            for entry_name, _ in _entry_points(model, [p])[1:]:
+                if not p.startswith(entry_name + "."):
+                    continue
+                run.entry = entry_name
+                try:
+                    got = run.run(ids)
+                except Exception as exc:
+                    failed[p] = f"{entry_name}.forward(input_ids of {N} tokens) failed: {type(exc).__name__}: {exc}"
+                    continue
+                if got.get(p) is not None:
+                    seen[p], entries[p] = got[p], entry_name
+                    break
+    unread = {_tensor_of(model, p): failed.get(p, why) for p in paths if (why := _why_unread(run, seen, p)) is not None}
     for name, got in seen.items():
         if got is None:
             continue
+        run.entry = entries[name]
         rows, factor = got
-        if len(rows) != N:
+        if len(rows) < N:
             continue
         k = rows[0]
-        if rows != list(range(k, k + N)):
-            continue
         module = run.hooked[name]
+        # a run k, k+1, ...: the N tokens' rows, then those of the pad tokens the model appended (LED's encoder:
+        # the run goes on; Longformer's: pad tokens take the padding row)
+        pad_row = getattr(module, "padding_idx", None)
+        tail = rows[N:]
+        if rows[:N] != list(range(k, k + N)) or (
+            tail != list(range(k + N, k + len(rows))) and not (isinstance(pad_row, int) and set(tail) == {pad_row})
+        ):
+            continue
+        padded = len(rows)
+        rows = rows[:N]
         tensor = _table_name(model, module)
         shape = tuple(module.weight.shape)
+        if not module.weight.requires_grad:  # frozen (Marian's, RoFormer's sinusoids): a formula's table, not trained
+            unread[tensor] = (
+                f"{name} ({type(module).__name__}) is frozen (requires_grad False): a table the model fills from a "
+                "formula, read only by a record of that formula"
+            )
+            continue
+        # appended pad tokens taking the padding row are tokens (Longformer); a run must go on with one more token
+        if padded != N and set(tail) != {pad_row} and not _pads(run, name, k, padded, shape[0], token):
+            unread[tensor] = (
+                f"{name} gives rows {k}..{k + padded - 1} for {N} tokens and not one more row for {padded + 1}: "
+                "not one row per token"
+            )
+            continue
         owner = _owner_config(model, name, used)
         entry: dict[str, Any] = {
             "tensor": tensor, "module": f"{name} {type(module).__name__}", "shape": list(shape),
             "first_row": k, "scale": factor, "rows_added": rows,
             "entry": f"{run.entry or '(model)'}.forward(input_ids of {N} equal tokens)",
         }  # fmt: skip
+        if padded != N:  # the model pads the sequence at its end before adding positions (LED: to attention_window)
+            entry["padded_to"] = padded
         pad_idx = getattr(module, "padding_idx", None)
         if isinstance(pad_idx, int):
             # the model's own init of this module (its _init_weights; BridgeTower's and CLAP's draw the padding row
@@ -392,7 +496,7 @@ def observe(
             ids2[0, 0] = pad
             seen2 = run.run(ids2).get(name)
             if seen2 is not None:
-                rows2 = seen2[0]
+                rows2 = seen2[0][:N]
                 entry["rows_with_pad_first"] = rows2
                 if rows2 != rows and rows2[0] == pad_idx and rows2[1:] == rows[:-1]:
                     entry["padding"] = "pad tokens take the padding row; the others are counted from it"
@@ -400,7 +504,7 @@ def observe(
             # does the first row follow pad_token_id? Built again with pad_token_id + 2: it moves by 2 (RoBERTa,
             # ProphetNet), or stays (MPNet's padding_idx is fixed at 1); anything else is not a rule posenc has
             entry["pad_key"] = _prefix(used, owner) + "pad_token_id"
-            moved = _first_row_at_pad(mcls, cfg, owner, name, ids, pad + 2) if type(pad) is int else None
+            moved = _first_row_at_pad(mcls, cfg, owner, name, ids, pad + 2, run.entry) if type(pad) is int else None
             entry["first_row_at_pad+2"] = moved
             if moved == k + 2:
                 entry["first_row"] = {"key": entry["pad_key"], "add": k - pad, "default": pad}
@@ -409,12 +513,65 @@ def observe(
                 continue
         entry.update(_shape_keys(mcls, used, owner, tensor, shape, keys_read))  # type: ignore[arg-type]
         tables[name] = entry
+    for name, why in unverified.items():
+        unread[_tensor_of(model, name)] = why
+    for entry in tables.values():
+        unread.pop(entry["tensor"], None)
     if not tables:
-        return {"status": "; ".join(unverified.values())[:200]} if unverified else None
-    out = {"tables": _layers(tables, paths), "observed_on": f"{N} tokens, model class {mcls.__name__}"}
+        if unverified:
+            return {"status": "; ".join(unverified.values())[:200], "unread": unread}
+        return {"status": "no table of its text forward is gathered by position", "unread": unread} if unread else None
+    out: dict[str, Any] = {
+        "tables": _layers(tables, list(dict.fromkeys([*learned_paths, *paths]))),
+        "observed_on": f"{N} tokens, model class {mcls.__name__}",
+    }
+    if unread:  # tables beside the ones read: each with what the observation saw of it
+        out["unread"] = unread
     if unverified:  # a type with a table posenc could not pin is refused whole: its other tables stay unread
-        return {"status": "; ".join(unverified.values())[:200], "observed": out}
+        return {"status": "; ".join(unverified.values())[:200], "observed": out, "unread": unread}
     return out
+
+
+def _pads(run: _Run, name: str, k: int, padded: int, rows: int, token: int) -> bool:
+    """Whether the ``padded`` rows the module gave for N tokens are the model padding the sequence (LED: to a
+    multiple of ``attention_window``): with ``padded + 1`` tokens it gives a longer run from ``k`` (else the rows
+    are not the tokens': PEGASUS-X's ``embed_global`` gathers its global tokens' rows whatever the length)."""
+    if k + padded + 1 > rows:
+        return False
+    with contextlib.suppress(Exception):
+        got = run.run(torch.full((1, padded + 1), token, dtype=torch.long)).get(name)
+        return bool(got) and len(got[0]) > padded and got[0][: padded + 1] == list(range(k, k + padded + 1))
+    return False
+
+
+def _tensor_of(model: torch.nn.Module, path: str) -> str:
+    """The state-dict name of the table module ``path`` holds (``path.weight``), else the module's path."""
+    w = getattr(model.get_submodule(path), "weight", None) if path else None
+    return f"{path}.weight" if isinstance(w, torch.Tensor) else path
+
+
+def _held(module: torch.nn.Module) -> str:
+    """What a table module that is no gathered weight holds (a buffer its formula fills, a 1-D or 3-D tensor)."""
+    held = [f"buffer {n} {list(b.shape)}" for n, b in module.named_buffers(recurse=False)]
+    held += [f"parameter {n} {list(p.shape)}" for n, p in module.named_parameters(recurse=False)]
+    return f"{type(module).__name__} holds {', '.join(held) or 'no tensor of its own'}: no 2-D weight a forward gathers rows of"
+
+
+def _why_unread(run: _Run, seen: dict[str, Any], path: str) -> str | None:
+    """Why the module ``path`` gave no table rows for the observed forward (None: it did, a run k..k+N-1)."""
+    module = run.model.get_submodule(path)
+    if path not in run.hooked:
+        return _held(module)
+    if path not in seen:
+        return f"{run.entry or '(model)'}.forward(input_ids) never called {path} ({type(module).__name__})"
+    got = seen[path]
+    if got is None:
+        return f"{path}'s output rows are no rows of its weight (its forward computes from the table)"
+    rows = got[0]
+    k = rows[0] if rows else 0
+    if len(rows) < N or rows != list(range(k, k + len(rows))):
+        return f"the rows {path} gave {N} equal tokens were {rows[: N + 2]}, not a run k..k+{N - 1}"
+    return None
 
 
 def _vocab(model: torch.nn.Module, entry: str) -> int:
@@ -425,7 +582,7 @@ def _vocab(model: torch.nn.Module, entry: str) -> int:
     return 0
 
 
-def _first_row_at_pad(mcls: type, cfg: Any, owner: Any, name: str, ids: torch.Tensor, pad: int) -> Any:
+def _first_row_at_pad(mcls: type, cfg: Any, owner: Any, name: str, ids: torch.Tensor, pad: int, entry: str) -> Any:
     trial = copy.deepcopy(cfg)
     prefix = _prefix(cfg, owner)
     with contextlib.suppress(Exception):
@@ -433,6 +590,7 @@ def _first_row_at_pad(mcls: type, cfg: Any, owner: Any, name: str, ids: torch.Te
         target.pad_token_id = pad
         model, _ = build(mcls, trial)
         run = _Run(model, [name])
+        run.entry = entry
         got = run.run(ids).get(name)
         return got[0][0] if got else None
     return None
@@ -442,6 +600,7 @@ def _layers(tables: dict[str, dict[str, Any]], paths: list[str]) -> dict[str, di
     """Layer names: ``default`` when the model has one position module, else the first path part where the
     position modules' paths differ (``encoder``, ``decoder``; ``text_model`` beside a vision tower's table)."""
     every = list(dict.fromkeys([*tables, *paths]))
+    every = [p for p in every if not any(q.startswith(p + ".") for q in every)]  # a table's owner: the table names it
     if len(every) == 1:
         return {"default": next(iter(tables.values()))}
     parts = [n.split(".") for n in every]
@@ -452,3 +611,81 @@ def _layers(tables: dict[str, dict[str, Any]], paths: list[str]) -> dict[str, di
     if len(set(names.values())) != len(names):
         names = {n: n for n in every}
     return {names[n]: t for n, t in tables.items()}
+
+
+def main(types: list[str]) -> int:
+    """``learned_rows.py TYPE ...``: only ``learned_table``, observed again for the types and merged into the data
+    under the inventory's lock (the other fields are kept as the last full run wrote them)."""
+    import contextlib as _cl
+    import fcntl
+    import importlib
+    import io
+    import json
+    import signal
+    import sys
+
+    import make_inventory as mi
+
+    records = json.loads(mi.DATA.read_text())["model_types"]
+    done: dict[str, Any] = {}
+    signal.signal(signal.SIGALRM, mi._alarm)
+    for mt in types:
+        rec = dict(records[mt])
+        rec.pop("learned_table", None)
+        signal.alarm(mi.TIMEOUT)
+        try:
+            with _cl.redirect_stdout(io.StringIO()):
+                cfg = mi.AutoConfig.for_model(mt)
+                pkg = mi.CONFIG_MAPPING[mt].__module__.rsplit(".", 1)[0]
+                try:
+                    module = importlib.import_module(pkg + ".modeling_" + pkg.rsplit(".", 1)[1])
+                except ImportError:
+                    module = None
+                mcls = mi.model_class(cfg, module)
+                patched = None
+                for attempt in (0, 1):
+                    eager = copy.deepcopy(cfg)
+                    with _cl.suppress(Exception):
+                        eager._attn_implementation = "eager"
+                    try:
+                        with torch.device("meta"):
+                            meta = mcls(eager)
+                        break
+                    except Exception:
+                        # the config the mechanisms pass patches where the default cannot be built (ESM: vocab_size None)
+                        from mechanisms import _patched
+
+                        patched = _patched(cfg) if attempt == 0 else None
+                        if patched is None:
+                            raise
+                        cfg = patched[0]
+                add(rec, meta, mcls, cfg)
+                if patched is not None and "learned_table" in rec:
+                    rec["learned_table"]["config_patched"] = patched[1]
+        except Exception as exc:
+            rec["learned_table"] = {"status": f"{type(exc).__name__}: {exc}".splitlines()[0][:200]}
+        finally:
+            signal.alarm(0)
+        done[mt] = mi.jsonable(rec)
+        lt = rec.get("learned_table") or {}
+        print(f"{mt}: {sorted(lt.get('tables') or {})} {lt.get('status', '')} unread={lt.get('unread')}"[:400],
+              file=sys.stderr, flush=True)  # fmt: skip
+    with open(mi.DATA.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(mi.DATA.read_text())
+        for mt, rec in done.items():
+            if "learned_table" in rec:
+                data["model_types"][mt]["learned_table"] = rec["learned_table"]
+            else:
+                data["model_types"][mt].pop("learned_table", None)
+        mi.dump(data)
+    mi.DATA.with_suffix(".lock").unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    raise SystemExit(main(sys.argv[1:]))
