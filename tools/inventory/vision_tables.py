@@ -12,9 +12,10 @@ list of (one per such table):
   root module); ``tower``: ``"path Class"`` of that
   root; ``holder``: ``"path Class"`` of the module that holds the table (an ``nn.Embedding``'s parent);
 * ``shape``: the table's shape at the default config;
-* ``ran_at``: the image the tower was run on (``HxW`` pixels, not its native size and not square; a NaFlex tower:
-  its patch grid), and ``status``: ``ok``, or what the forward raised at that size (``raised: ...``: a tower that
-  never resizes its table, Llama 4's, stops there);
+* ``ran_at``: the image the tower was run on (``HxW`` pixels, not its native size and not square; a NaFlex tower
+  or one that takes ``grid_thw``: its patch grid; ``native HxW`` when every other size raised before the table
+  was used: a tower that checks the image size), and ``status``: ``ok``, or what the forward raised (``raised:
+  ...``: a tower that never resizes its table, Llama 4's, stops there);
 * ``method``: ``Class.name`` of the holder's function that resized the table: the holder-class function (its
   class or a base's) innermost on the stack when a resizing function ran (``F.interpolate``,
   ``grid_sample``, ...), else when the table was first used; ``resize``: that resizing call (``function``,
@@ -60,6 +61,8 @@ TIMEOUT = 120
 CPU_LIMIT = 300_000_000
 #: torch functions that resize a grid
 _RESIZE = {"interpolate", "upsample", "upsample_bilinear", "upsample_nearest", "grid_sample", "adaptive_avg_pool2d"}
+#: the patch grid a tower that takes flattened patches and their grid (``grid_thw``) runs on (not square)
+GRID = (12, 20)
 #: the config numbers of a tower's grid
 _GRID_KEYS = ("image_size", "patch_size", "num_patches", "num_channels", "num_register_tokens")
 
@@ -182,12 +185,20 @@ def _inputs(tower: torch.nn.Module, cfg: Any) -> list[tuple[str, dict[str, Any]]
         kw = {"pixel_values": torch.zeros(1, gh * gw, ch * patch[0] * patch[1]),
               "spatial_shapes": torch.tensor([[gh, gw]]), "pixel_attention_mask": torch.ones(1, gh * gw, dtype=torch.long)}  # fmt: skip
         out.append((f"grid {gh}x{gw}", {k: v for k, v in kw.items() if k in params}))
+    grid_key = next((k for k in ("grid_thw", "image_grid_thw") if k in params), None)
+    if grid_key is not None:  # flattened patches and their grid (as vision_rotary.py runs such towers)
+        first = next(iter(list(params)[1:]), "pixel_values")
+        gh, gw = GRID
+        per = ch * int(getattr(cfg, "temporal_patch_size", None) or 1) * patch[0] * patch[1]
+        out.append((f"grid {gh}x{gw}", {first: torch.zeros(gh * gw, per), grid_key: torch.tensor([[1, gh, gw]])}))
     image = getattr(cfg, "image_size", None)
     h, w = _side(image) if image is not None else (patch[0] * 16, patch[1] * 16)
     H, W = h + 2 * patch[0], w + 5 * patch[1]
     extra = {"interpolate_pos_encoding": True} if "interpolate_pos_encoding" in params else {}
     out.append((f"{H}x{W}", {"pixel_values": torch.zeros(1, ch, H, W), **extra}))
     out.append((f"{H}x{W}", {"pixel_values": torch.zeros(1, 1, ch, H, W), **extra}))  # video towers
+    if image is not None:  # a tower that refuses any other size: the function that adds its table as it is
+        out.append((f"native {h}x{w}", {"pixel_values": torch.zeros(1, ch, h, w), **extra}))
     return out
 
 
@@ -276,6 +287,8 @@ def observe_one(mt: str, mech: dict[str, Any]) -> dict[str, Any]:
             break
     else:  # no input made the tower use its table: say what the first one raised
         ran_at, status, watch = first
+    if ran_at.startswith("native") and first is not None:
+        status = f"{status}; at {first[0]}: {first[1]}"  # it ran at its native size only
     entry["ran_at"] = ran_at
     entry["status"] = status
     hit = watch.resized or watch.used
