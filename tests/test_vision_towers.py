@@ -157,3 +157,12 @@ def test_a_tower_with_code_no_rule_was_read_from_is_refused_in_one_line(tmp_path
     code, _, err = cli(["kinds", "--hf-config", str(tmp_path)])
     assert code == 2 and err.count("\n") == 1, err
     assert f"{refused}'s vision tower places positions with {observed(refused)[0]['method']}" in err
+
+
+def test_the_docs_table_of_towers_is_fresh() -> None:
+    """docs/vision.md's generated block is what tools/vision_doc.py makes of the records and the inventory."""
+    from posenc_cli.models.vision import towers_markdown
+
+    text = (DATA.parent.parent / "docs" / "vision.md").read_text()
+    block = text.split("<!-- towers:begin (tools/vision_doc.py) -->\n", 1)[1].split("<!-- towers:end -->", 1)[0]
+    assert block == towers_markdown(), "docs/vision.md is stale: run python tools/vision_doc.py"

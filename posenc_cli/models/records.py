@@ -689,7 +689,9 @@ class Vision:
     of the tower's tensors)``. ``fingerprints``: the fingerprints (tools/inventory/vision_tables.py: the normalized
     source's SHA-1) of the code this rule was read from, the function that resizes the table; any other model type
     whose tower runs code of one of them is read by this rule (its tensor, prefix and sub-config as the inventory
-    observed them), with no record of its own.
+    observed them), with no record of its own. ``extra_key``: ``(config key, class default)`` of the number of
+    class rows before the grid, when the config sets it (Pixio's ``n_cls_tokens``: rows ``cls0, cls1, ...``),
+    in place of ``extra``.
     """
 
     tensor: str = "embeddings.position_embeddings"
@@ -702,6 +704,7 @@ class Vision:
     grid_from: str = "image_size"
     tower: tuple[str, str, str] | None = None
     fingerprints: tuple[str, ...] = ()
+    extra_key: tuple[str, int] | None = None
 
 
 _EMBEDDING = "embeddings.position_embedding.weight"  # an nn.Embedding's table (CLIP, SigLIP)
@@ -754,6 +757,9 @@ _VISION: tuple[Record, ...] = (
             "(l.298-322: bilinear, no class row; kept when the new grid is the native one)", tensor=_EMBEDDING,
             extra=(), resampling=("bilinear", False, False, "size"), keep="same_grid",
             fingerprints=("29b4e996b999be2b",)),
+    _vision("pixio", "pixio/modeling_pixio.py PixioEmbeddings.interpolate_pos_encoding (l.88-124: ViT's, in "
+            "float32, with n_cls_tokens class rows; added whole at l.134)", extra=(), extra_key=("n_cls_tokens", 8),
+            fingerprints=("e7c3868cdc43601f",)),
     # the table added as it is (a tower that never resizes it runs at its native size only): Ovis2's forward
     # (l.147-155); AIMv2's (aimv2/modeling_aimv2.py l.181-203, with is_native false: else no table, sinusoids);
     # Granite Docling's (granite_docling/modeling_granite_docling.py l.755-765, called without the flag at l.995)
@@ -780,8 +786,6 @@ _VISION: tuple[Record, ...] = (
 REVIEWED_REFUSALS: dict[str, str] = {
     # radio/modeling_radio.py RadioPatchEmbeddings._interpolate_position_embedding (l.110-120)
     "cb12ca2f64fbd647": "resized bilinearly to a max(h, w) square, cropped to the grid, then resized again",
-    # pixio/modeling_pixio.py PixioEmbeddings.interpolate_pos_encoding (l.88-125)
-    "e7c3868cdc43601f": "ViT's bicubic resize with n_cls_tokens class rows, a count no rule takes from the config",
 }
 
 

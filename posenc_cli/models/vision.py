@@ -399,8 +399,21 @@ class Layout:
         return ",".join(f"{first + i}:{name}" for i, name in enumerate(self.extra))
 
 
+def _extra(vision: Vision, config: Mapping[str, Any], model_type: str) -> tuple[str, ...]:
+    """The rows before (or after) the grid: the record's, or as many class rows as its ``extra_key`` says."""
+    if vision.extra_key is None:
+        return vision.extra
+    key, default = vision.extra_key
+    known = _default(model_type, vision, key)
+    count = config.get(key, known if known is not None else default)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ParameterError(f"config key {key}={count!r} is not a count of class rows; fix config.json")
+    return tuple(f"cls{i}" for i in range(count))
+
+
 def _hf_layout(read: Reading, rows: int, where: str) -> Layout:
     vision, config, model_type = read.vision, read.config, read.defaults_of
+    vision = replace(vision, extra=_extra(vision, config, model_type))
     patch = _config_int(config, "patch_size", _default(model_type, vision, "patch_size"), where)
     n_extra = len(vision.extra)
     if vision.grid_from == "num_patches":
@@ -645,7 +658,8 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
         vision, config, mt, own = read.vision, read.config, read.defaults_of, read.model_type
         out.update(model_type=own, family="vision table", kind="learned", reference=read.reference)
         rule, keep, tensor = _rule(vision), vision.keep, vision.tensor
-        extra = ", ".join(vision.extra) + (" (after the grid)" if vision.extra_at == "end" else "") or "none"
+        names = _extra(vision, config, mt)
+        extra = ", ".join(names) + (" (after the grid)" if vision.extra_at == "end" else "") or "none"
         for key in ("num_patches",) if vision.grid_from == "num_patches" else ("image_size",):
             from_config = key in config
             value = config.get(key, _default(mt, vision, key))
@@ -695,6 +709,8 @@ def describe_model_config(config: dict[str, Any], **options: Any) -> dict[str, A
 # ----- the table of docs/vision.md (tools/vision_doc.py writes it) ----------------------------------------------
 def _rule_words(vision: Vision) -> tuple[str, str, str]:
     rows = ", ".join(vision.extra) or "none"
+    if vision.extra_key is not None:
+        rows = f"{vision.extra_key[0]} class rows (default {vision.extra_key[1]})"
     if vision.extra and vision.extra_at == "end":
         rows += " (after the grid)"
     if vision.unpositioned is not None:

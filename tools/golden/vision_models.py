@@ -1,7 +1,7 @@
 """Tiny vision models and the position rows their own code adds at several image sizes (run once, side env).
 
     PYTHONPATH=/work/side/tvstub /work/side/venv/bin/python tools/golden/vision_models.py tests/data
-    PYTHONPATH=/work/side/tvstub /work/side/venv/bin/python tools/golden/vision_models.py --towers tests/data
+    PYTHONPATH=/work/side/tvstub /work/side/venv/bin/python tools/golden/vision_models.py --towers tests/data [NAME ...]
 
 Writes tests/data/models/vision_<type>/ (config.json + model.safetensors of a tiny random model: hidden 8, one
 layer, 4x4 patches, a 4x4 native grid) for each HF model type with a ViT-family table and for two timm ViTs
@@ -185,7 +185,7 @@ TOWERS = {
     "paligemma": {}, "colpali": {}, "tipsv2_vision_model": {"num_register_tokens": 2}, "step3p5_vision": {},
     "ovis2_vision": {}, "aimv2_vision_model": {}, "granite_docling_vision": {}, "idefics2_vision": {"image_size": 20},
     "idefics3": {"image_size": 20}, "smolvlm_vision": {"image_size": 20}, "flava_image_model": {},
-    "depth_anything": {}, "xclip_vision_model": {},
+    "depth_anything": {}, "xclip_vision_model": {}, "pixio": {"n_cls_tokens": 3},
 }
 TOWER_SIZES = [None, (24, 24), (12, 12), (24, 12), (32, 8), (8, 20), (28, 36)]
 SHRINK = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1, intermediate_size=32,
@@ -249,17 +249,24 @@ def _keep_small(file, limit=32768):
     save_file({k: v.contiguous() for k, v in kept.items()}, file, metadata=meta)
 
 
-def towers(root):
+def towers(root, names=()):
+    """The tiny models of :data:`TOWERS` (``names``: only those, merged into the goldens already written)."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "inventory"))
     inv = json.load(open(os.path.join(root, "..", "..", "posenc_cli", "models", "data",
                                       "transformers_inventory.json")))["model_types"]
     golden = {"torch_version": np.array(torch.__version__), "transformers_version": np.array(tf.__version__)}
+    file = os.path.join(root, "vision", "tower_goldens.npz")
+    if names:
+        with np.load(file) as z:
+            golden.update({k: z[k] for k in z.files if k.split("|")[0] not in names and "|" in k})
     for name, over in TOWERS.items():
+        if names and name not in names:
+            continue
         try:
             tower(root, inv, golden, name, over)
         except Exception as exc:  # said, and left out of the goldens
             print(name, "FAILED", type(exc).__name__, str(exc)[:200])
-    np.savez_compressed(os.path.join(root, "vision", "tower_goldens.npz"), **golden)
+    np.savez_compressed(file, **golden)
     print(len(golden), "arrays")
 
 
@@ -323,6 +330,6 @@ def tower(root, inv, golden, name, over):
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--towers"]:
-        towers(sys.argv[2])
+        towers(sys.argv[2], sys.argv[3:])
     else:
         main(sys.argv[1])
