@@ -124,9 +124,10 @@ def claims(config: Mapping[str, Any], image_size: Any = None) -> bool:
         # a wrapper (CLIP, SigLIP) whose text tower has a table too: the vision grid when an image size is asked
         return _text_table(mt) is None
     if rec is None and observed(mt):  # a type read (or refused) by the code its tower runs
-        # a tower itself is always its table; a wrapper's other parts (its text model) are read unless an image
-        # size is asked
-        return image_size is not None or all(e.get("component") == "model" for e in observed(mt))
+        # a tower itself is always its table (when the inventory saw which code places it: else the reading of its
+        # mechanisms says what it is); a wrapper's other parts (its text model) are read unless an image size is
+        # asked
+        return image_size is not None or all(e.get("component") == "model" and e.get("method") for e in observed(mt))
     return rec is not None
 
 
