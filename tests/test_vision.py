@@ -110,10 +110,12 @@ def test_model_rows_match_the_models_own_code(case: str) -> None:
 def test_every_record_has_goldens_at_four_sizes_at_least() -> None:
     with np.load(DATA / "vision" / "rules_goldens.npz") as z:  # tests/test_vision_rules.py checks those types
         own_rules = {k.split("|")[0] for k in z.files if "|" in k}
+    with np.load(DATA / "vision" / "tower_goldens.npz") as z:  # tests/test_vision_towers.py holds these
+        towers = [k for k in z.files if k.count("|") == 2]
     for mt, rec in RECORDS.items():
         if rec.vision is None or mt in own_rules:
             continue
-        sizes = {c.split("|")[2] for c in MODEL_CASES if c.startswith(mt + "|hf|")}
+        sizes = {c.split("|")[2] for c in [*MODEL_CASES, *towers] if c.startswith(mt + "|hf|")}
         need = 1 if rec.vision.resampling is None else 4  # Llama 4 runs at its native size only
         assert len(sizes) >= need and "native" in sizes, (mt, sizes)
         assert any(len(set(s.split("x"))) == 2 for s in sizes) or need == 1  # a non-square size

@@ -25,6 +25,21 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _read_by_its_towers_code(mt: str) -> bool:
+    """A vision tower type with no record whose table is read by the rule of the code it runs (models/vision.py,
+    from the inventory's ``vision_table``)."""
+    from posenc_cli.errors import ParameterError
+    from posenc_cli.models.vision import observed, reading
+
+    if not observed(mt) or any(e.get("component") != "model" for e in observed(mt)):
+        return False  # a wrapper (its language model is what it is read as without --image-size)
+    try:
+        reading({"model_type": mt})
+    except ParameterError:
+        return False
+    return True
+
+
 def rows() -> list[tuple[str, str, str, str, str, str]]:
     """(model type, scheme, pairing, layer types, reference, status) of every model type."""
     from posenc_cli.errors import ParameterError
@@ -52,6 +67,9 @@ def rows() -> list[tuple[str, str, str, str, str, str]]:
                 # the table is exact, and the model also places positions in a way posenc does not read
                 status = f"partial (vision record: its table exact; not read: {tower.vision.not_read})"
             ref = ref or rec.reference
+        elif rec is None and _read_by_its_towers_code(mt):  # models/vision.py: the rule of the code it runs
+            scheme = "learned (image grid)"
+            status = "exact (vision: the rule of the code its tower runs; a sample's own arrays in tests/data/vision)"
         elif mt in records.VISION_ROTARY:  # a vision tower's own config: its 2-D rotary (models/vision_rope.py)
             scheme = f"rope-2d ({records.VISION_ROTARY[mt].preset})"
             status = "exact (vision tower, --grid or --image-size; the tower's own rotations in tests/data/vision)"

@@ -6,6 +6,7 @@
 What it refreshes, each by the one code that makes it (so the docs and their tests cannot disagree):
 
 * ``docs/families.md``: every model type and what posenc does with its positions (``tools/families.py``);
+* ``docs/vision.md``'s table of the vision towers read by the code they run (``tools/vision_doc.py``);
 * ``docs/kinds.md``'s generated blocks (the kinds, the rotary families, the non-rotary families) and every
   command output shown in README.md and docs/*.md (``tests/test_docs.py`` with ``POSENC_UPDATE_DOCS=1``: an
   output that agrees with what is shown, numbers within their printed precision, is left as written).
@@ -29,6 +30,7 @@ def main(argv: list[str]) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     steps = [
         [sys.executable, str(ROOT / "tools" / "families.py"), *(["--check"] if check else [])],
+        [sys.executable, str(ROOT / "tools" / "vision_doc.py"), *(["--check"] if check else [])],
         [
             sys.executable,
             "-m",

@@ -723,11 +723,16 @@ class Vision:
     grid rows, in the table's order, before the grid (``extra_at="start"``) or after it (``"end"``).
     ``resampling``: the ``F.interpolate`` call of its ``interpolate_pos_encoding`` as ``(mode, align_corners,
     antialias, "size" or "scale_factor")``, None when it never resizes. ``keep``: when the table is added as it is
-    (``same_count_square``: HF's ``num_patches == num_positions and height == width``; ``always``; ``never``).
+    (``same_count_square``: HF's ``num_patches == num_positions and height == width``; ``same_grid``: the native
+    grid; ``always``: the native grid only, the model adding the table as it is; ``same_count``: any image of the
+    native patch count, the rows added as they are (resampled otherwise, when ``resampling`` is given); ``never``).
     ``unpositioned``: ``(config key, class default, name)`` of tokens that get no position. ``defaults``: class
     defaults the inventory lacks. ``grid_from``: ``image_size`` (``image_size // patch_size``) or
     ``num_patches`` (its square root). ``tower``: a multimodal wrapper's ``(sub-config, tower model type, prefix
-    of the tower's tensors)``.
+    of the tower's tensors)``. ``fingerprints``: the fingerprints (tools/inventory/vision_tables.py: the normalized
+    source's SHA-1) of the code this rule was read from, the function that resizes the table; any other model type
+    whose tower runs code of one of them is read by this rule (its tensor, prefix and sub-config as the inventory
+    observed them), with no record of its own.
     """
 
     tensor: str = "embeddings.position_embeddings"
@@ -796,6 +801,7 @@ class Vision:
     #: the config key of the patch the grid is counted in (``image // patch``; Hiera: ``patch_stride``, its
     #: ``patch_size`` being the convolution's kernel)
     patch_key: str = "patch_size"
+    fingerprints: tuple[str, ...] = ()
 
 
 _EMBEDDING = "embeddings.position_embedding.weight"  # an nn.Embedding's table (CLIP, SigLIP)
@@ -813,41 +819,60 @@ _SAM_STYLE: dict[str, Any] = dict(
     "use_rel_pos)",
 )  # fmt: skip
 
-#: ViT-family model types, from transformers 5.24's modeling files (lines as in 5.24.0)
+#: ViT-family model types, from transformers 5.24's modeling files (lines as in 5.24.0). ``fingerprints``: the code
+#: each rule was read from (tools/inventory/vision_tables.py); every other inventory type whose tower runs one of
+#: them is read by that rule with no record (models/vision.py ``reading``)
 _VISION: tuple[Record, ...] = (
-    _vision("vit", "vit/modeling_vit.py ViTEmbeddings.interpolate_pos_encoding (l.89-127)"),
-    _vision("vit_msn", "vit_msn/modeling_vit_msn.py ViTMSNEmbeddings.interpolate_pos_encoding (l.86-124)"),
+    # ViT's interpolate_pos_encoding (l.89-127); the same arithmetic in BLIP's (blip/modeling_blip.py l.191-229,
+    # BLIP-2's and InstructBLIP's: the attribute named position_embedding) and InternVL's
+    # (internvl/modeling_internvl.py l.254-292: patch_size a pair); ViT-MSN's and FLAVA's are ViT's code
+    _vision("vit", "vit/modeling_vit.py ViTEmbeddings.interpolate_pos_encoding (l.89-127)",
+            fingerprints=("9d3b784b1ed0acf9", "0d0a46abda33a25e", "0575bf341ecd8619")),
+    _vision("vit_msn", "vit_msn/modeling_vit_msn.py ViTMSNEmbeddings.interpolate_pos_encoding (l.86-124)",
+            fingerprints=("9d3b784b1ed0acf9",)),
     _vision("deit", "deit/modeling_deit.py DeiTEmbeddings.interpolate_pos_encoding (l.94-132: class and "
-            "distillation rows)", extra=("cls", "dist")),
+            "distillation rows)", extra=("cls", "dist"), fingerprints=("e827cfeb1506bf36",)),
     _vision("ijepa", "ijepa/modeling_ijepa.py IJepaEmbeddings.interpolate_pos_encoding (l.70-107: no class row)",
-            extra=()),
-    _vision("dinov2", "dinov2/modeling_dinov2.py Dinov2Embeddings.interpolate_pos_encoding (l.87-123: in float32)"),
+            extra=(), fingerprints=("44071bae81c31bcb",)),
+    _vision("dinov2", "dinov2/modeling_dinov2.py Dinov2Embeddings.interpolate_pos_encoding (l.87-123: in float32)",
+            fingerprints=("1843e8e6d39a0cb7",)),
     _vision("dinov2_with_registers", "dinov2_with_registers/modeling_dinov2_with_registers.py "
             "Dinov2WithRegistersEmbeddings.interpolate_pos_encoding (l.91-132: antialias=True; registers inserted "
             "after cls at l.149, with no position)", resampling=("bicubic", False, True, "size"),
-            unpositioned=("num_register_tokens", 4, "reg")),
+            unpositioned=("num_register_tokens", 4, "reg"), fingerprints=("3f05f97fe11376b0",)),
+    # CLIP's interpolate_pos_encoding: also AltCLIP's, Chinese-CLIP's, MetaCLIP 2's, GIT's, Kosmos-2's, OWL-ViT's,
+    # OWLv2's, CLIPSeg's and X-CLIP's (the same code under their prefixes: the inventory compares it)
     _vision("clip_vision_model", "clip/modeling_clip.py CLIPVisionEmbeddings.interpolate_pos_encoding (l.161-200)",
-            tensor=_EMBEDDING),
+            tensor=_EMBEDDING, fingerprints=("f22d1b3381486d19",)),
     _vision("siglip_vision_model", "siglip/modeling_siglip.py SiglipVisionEmbeddings.interpolate_pos_encoding "
-            "(l.137-173: no class row)", tensor=_EMBEDDING, extra=()),
+            "(l.137-173: no class row)", tensor=_EMBEDDING, extra=(), fingerprints=("ad386bdfcf76ab16",)),
     _vision("siglip2_vision_model", "siglip2/modeling_siglip2.py Siglip2VisionEmbeddings."
             "resize_positional_embeddings (l.130-174: the weights of bilinear, align_corners=False, antialias=True, "
             "per image, as a matmul)", tensor=_EMBEDDING, extra=(), resampling=("bilinear", False, True, "size"),
-            keep="never", grid_from="num_patches"),
+            keep="never", grid_from="num_patches", fingerprints=("eb93c9d8748788ae",)),
     _vision("llama4_vision_model", "llama4/modeling_llama4.py Llama4VisionModel (l.1016-1022, l.1084-1100: the "
             "class row last, added without resampling)", tensor="positional_embedding_vlm", extra_at="end",
-            resampling=None, keep="always", defaults=(("image_size", 448), ("patch_size", 14))),
-    # the same interpolate_pos_encoding as CLIP's or SigLIP's (the source, docstrings and comments aside, is equal)
-    _vision("altclip_vision_model", "altclip/modeling_altclip.py AltCLIPVisionEmbeddings.interpolate_pos_encoding "
-            "(l.562: CLIP's)", tensor=_EMBEDDING),
-    _vision("chinese_clip_vision_model", "chinese_clip/modeling_chinese_clip.py ChineseCLIPVisionEmbeddings."
-            "interpolate_pos_encoding (l.155: CLIP's)", tensor=_EMBEDDING),
-    _vision("metaclip_2_vision_model", "metaclip_2/modeling_metaclip_2.py MetaClip2VisionEmbeddings."
-            "interpolate_pos_encoding (l.103: CLIP's)", tensor=_EMBEDDING),
-    _vision("git_vision_model", "git/modeling_git.py GitVisionEmbeddings.interpolate_pos_encoding (l.370: CLIP's)",
-            tensor=_EMBEDDING),
-    _vision("janus_vision_model", "janus/modeling_janus.py JanusVisionEmbeddings.interpolate_pos_encoding (l.135: "
-            "SigLIP's, no class row)", tensor=_EMBEDDING, extra=()),
+            resampling=None, keep="same_count", defaults=(("image_size", 448), ("patch_size", 14)),
+            fingerprints=("68c6ca3a7bd280d5",)),
+    _vision("tipsv2_vision_model", "tipsv2/modeling_tipsv2.py Tipsv2VisionEmbeddings.interpolate_pos_encoding "
+            "(l.126-178: bilinear, antialias=True; registers inserted after cls at l.194-196, with no position)",
+            resampling=("bilinear", False, True, "size"), unpositioned=("num_register_tokens", 1, "reg"),
+            fingerprints=("ba0f57e815953947",)),
+    _vision("step3p5_vision", "step3p7/modeling_step3p7.py Step3p7VisionEmbeddings.interpolate_pos_encoding "
+            "(l.298-322: bilinear, no class row; kept when the new grid is the native one)", tensor=_EMBEDDING,
+            extra=(), resampling=("bilinear", False, False, "size"), keep="same_grid",
+            fingerprints=("29b4e996b999be2b",)),
+    # the table added as it is (a tower that never resizes it runs at its native size only): Ovis2's forward
+    # (l.147-155); AIMv2's (aimv2/modeling_aimv2.py l.181-203, with is_native false: else no table, sinusoids);
+    # Granite Docling's (granite_docling/modeling_granite_docling.py l.755-765, called without the flag at l.995)
+    _vision("ovis2_vision", "ovis2/modeling_ovis2.py Ovis2VisionEmbeddings.forward (l.147-155: the table added as "
+            "it is)", tensor="transformer." + _EMBEDDING, extra=(), resampling=None, keep="same_count",
+            fingerprints=("af0ff532b206c2bf", "11084f0aa87cbe82", "c1453bb813421173")),
+    # NaViT's buckets: Idefics2's forward; Idefics3's, SmolVLM's and Phi-4-multimodal's are its code
+    _vision("idefics2_vision", "idefics2/modeling_idefics2.py Idefics2VisionEmbeddings.forward (l.102-142: each "
+            "patch takes the row of the bucket its fractional coordinate falls in, no interpolation)",
+            tensor=_EMBEDDING, extra=(), resampling=("bucket", False, False, "size"), keep="never",
+            fingerprints=("62639230f865eab0",)),
     # multimodal wrappers: their vision tower's table (their text tower's learned table is not read here)
     _vision("clip", "clip/modeling_clip.py CLIPModel.vision_model", tower=("vision_config", "clip_vision_model",
             "vision_model.")),
@@ -943,7 +968,7 @@ _VISION: tuple[Record, ...] = (
                          "(l.78, l.82-84): its own forward fails"),)),
     _vision("pixio", "pixio/modeling_pixio.py PixioEmbeddings (l.79-82: n_cls_tokens rows, then the grid; "
             "interpolate_pos_encoding l.88-125: bicubic, size=, in float32, unless a square image of the native "
-            "patch count)", before=("n_cls_tokens", 8, "cls")),
+            "patch count)", before=("n_cls_tokens", 8, "cls"), fingerprints=("e7c3868cdc43601f",)),
     _vision("sam2_hiera_det_model", "sam2/modeling_sam2.py Sam2HieraDetModel (l.615-620: pos_embed 1 x C x the "
             "window_positional_embedding_background_size grid, pos_embed_window 1 x C x window_size_per_stage[0] "
             "squared; _get_pos_embed l.637-643: bicubic, size=, to the patch convolution's grid (Sam2PatchEmbeddings "
@@ -1101,6 +1126,14 @@ def tower_family(model_type: str) -> Family | None:
         return None
     families = {mt: r.positions for mt, r in RECORDS.items() if r.positions is not None}
     return _tower_family(model_type, entry, families)
+
+
+#: fingerprint (tools/inventory/vision_tables.py) -> what the code does, for the towers' code read and not
+#: reproduced: a type whose tower runs it is refused with these words (one with code never read: "not reviewed")
+REVIEWED_REFUSALS: dict[str, str] = {
+    # radio/modeling_radio.py RadioPatchEmbeddings._interpolate_position_embedding (l.110-120)
+    "cb12ca2f64fbd647": "resized bilinearly to a max(h, w) square, cropped to the grid, then resized again",
+}
 
 
 def _with_positions(records: tuple[Record, ...]) -> dict[str, Record]:

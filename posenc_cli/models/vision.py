@@ -36,12 +36,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 from ..encodings.resample import Resampling
 from ..errors import ParameterError, param
-from .records import RECORDS, Vision
+from .records import RECORDS, REVIEWED_REFUSALS, Vision
 
 _HF = "transformers 5.24 src/transformers/models"
 _TIMM = "timm 1.0.31 timm/layers/pos_embed.py resample_abs_pos_embed (l.18-63)"
@@ -56,12 +57,44 @@ def _record(model_type: str) -> Vision | None:
     return rec.vision if rec is not None else None
 
 
-def _rule(vision: Vision) -> Resampling | None:
-    """The record's ``F.interpolate`` call as a :class:`Resampling` (None: the model never resizes)."""
+def _rule(vision: Vision) -> Resampling | Bucketing | None:
+    """The record's ``F.interpolate`` call as a :class:`Resampling` (None: the model never resizes; mode
+    ``bucket``: :class:`Bucketing`)."""
     if vision.resampling is None:
         return None
     mode, align_corners, antialias, by = vision.resampling
+    if mode == "bucket":
+        return Bucketing()
     return Resampling(mode, align_corners=align_corners, antialias=antialias, by=by)
+
+
+@dataclass(frozen=True)
+class Bucketing:
+    """NaViT's placement (``Idefics2VisionEmbeddings.forward``, idefics2/modeling_idefics2.py l.102-142, and the
+    towers with the same code): no interpolation; a ``gh x gw`` grid's patch ``(i, j)`` takes the native table's row
+    ``bucketize(i * (1 / gh), boundaries) * side + bucketize(j * (1 / gw), boundaries)`` with ``boundaries =
+    arange(1 / side, 1, 1 / side)`` (``right=True``), the coordinates clamped to ``1 - 1e-6``, all in float32 as
+    torch computes them (the boundaries as ``arange``'s double ``start + i * step``, rounded)."""
+
+    def describe(self) -> str:
+        return "bucketed fractional coordinates (a row of the native table per patch, no interpolation)"
+
+    def scale_factors(self, old: tuple[int, int], new: tuple[int, int]) -> None:
+        return None
+
+    def indices(self, side: int, grid: tuple[int, int]) -> Any:
+        import numpy as np
+
+        step = 1.0 / side
+        count = math.ceil((1.0 - step) / step)  # arange's length, in double
+        boundaries = (step + step * np.arange(count, dtype=np.float64)).astype(np.float32)
+        top = np.float32(1.0 - 1e-6)
+
+        def buckets(n: int) -> Any:
+            coords = np.arange(n, dtype=np.float32) * (np.float32(1.0) / np.float32(n))
+            return np.searchsorted(boundaries, np.minimum(coords, top), side="right")
+
+        return (buckets(grid[0])[:, None] * side + buckets(grid[1])[None, :]).reshape(-1)
 
 
 #: timm's rule (``--engine timm``, and timm checkpoints): bicubic with antialias, the size passed
@@ -90,6 +123,11 @@ def claims(config: Mapping[str, Any], image_size: Any = None) -> bool:
     if rec is not None and rec.tower is not None and image_size is None:
         # a wrapper (CLIP, SigLIP) whose text tower has a table too: the vision grid when an image size is asked
         return _text_table(mt) is None
+    if rec is None and observed(mt):  # a type read (or refused) by the code its tower runs
+        # a tower itself is always its table (when the inventory saw which code places it: else the reading of its
+        # mechanisms says what it is); a wrapper's other parts (its text model) are read unless an image size is
+        # asked
+        return image_size is not None or all(e.get("component") == "model" and e.get("method") for e in observed(mt))
     return rec is not None
 
 
@@ -144,14 +182,165 @@ def _config_int(config: Mapping[str, Any], key: str, default: Any, where: str) -
 
 
 def _default(model_type: str, vision: Vision, key: str) -> Any:
-    """The config class's default of ``key``: the record's, else the inventory's (made from the class)."""
+    """The config class's default of ``key``: the record's, else the inventory's (made from the class: its
+    ``vision_table`` observation's ``config_defaults``, then its ``defaults``)."""
     own = dict(vision.defaults)
     if key in own:
         return own[key]
+    for e in observed(model_type):
+        if e.get("component") == "model" and key in (e.get("config_defaults") or {}):
+            return e["config_defaults"][key]
     from .data import model_type_record
 
     entry = model_type_record(model_type) or {}
     return (entry.get("defaults") or {}).get(key)
+
+
+# ----- towers read by a reviewed rule of the same code (the inventory's ``vision_table``) -----------------------
+_OBSERVER = "tools/inventory/vision_tables.py"
+
+
+@cache
+def _observations() -> dict[str, tuple[dict[str, Any], ...]]:
+    from .data import inventory
+
+    types = inventory().get("model_types") or {}
+    return {mt: tuple(e["vision_table"]) for mt, e in types.items() if isinstance(e, dict) and e.get("vision_table")}
+
+
+def observed(model_type: str) -> tuple[dict[str, Any], ...]:
+    """The inventory's ``vision_table`` entries of ``model_type`` (its learned vision tables, the code that
+    resizes each, observed running: :data:`_OBSERVER`); ``()`` for a type without one."""
+    return _observations().get(model_type, ())
+
+
+@cache
+def _rules() -> dict[str, str]:
+    """fingerprint -> the model type whose record's rule was read from that code."""
+    out: dict[str, str] = {}
+    for mt, rec in RECORDS.items():
+        for f in rec.vision.fingerprints if rec.vision is not None else ():
+            out.setdefault(f, mt)  # the first record read from it (ViT's before ViT-MSN's: the same rule)
+    return out
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How one model directory's vision table is read: the rule (its ``tensor`` the full suffix to find in the
+    weights), the (sub-)config its grid comes from, whose class defaults fill what it leaves out, and the
+    reference the output names."""
+
+    model_type: str
+    vision: Vision
+    config: Mapping[str, Any]
+    defaults_of: str
+    reference: str
+    #: other names of the table, tried when the weights hold none named ``vision.tensor`` (the module's name,
+    #: where transformers saves the tensor under its checkpoint's name)
+    also: tuple[str, ...] = ()
+    #: the tower's prefix inside its wrapper (the tensors the rule reads beside the table, e.g. SAM 2's window)
+    prefix: str = ""
+
+
+def _sub(config: Mapping[str, Any], component: str, where: str) -> tuple[Mapping[str, Any], bool]:
+    """The sub-config at the dotted ``component`` path (``model``: the config itself), and whether config.json
+    gives it (else its class defaults apply, as the wrapper's config class builds it)."""
+    if component == "model":
+        return config, True
+    node: Any = config
+    for part in component.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+        if node is None:
+            return {}, False
+    if not isinstance(node, Mapping):
+        raise ParameterError(f"{where}: config key {component} is not an object; fix config.json")
+    return node, True
+
+
+def _refusal(model_type: str, entry: Mapping[str, Any]) -> str:
+    method = entry.get("method")
+    if not entry.get("fingerprint") or not method:
+        return (
+            f"{model_type}'s vision table ({entry.get('tensor')}) could not be observed running "
+            f"({entry.get('status')}), so posenc does not read it"
+        )
+    words = REVIEWED_REFUSALS.get(str(entry["fingerprint"]), f"code posenc has not reviewed: {entry['fingerprint']}")
+    return f"{model_type}'s vision tower places positions with {method} ({words}), which posenc does not reproduce"
+
+
+def reading(config: Mapping[str, Any], where: str = "") -> Reading:
+    """How ``config``'s vision table is read: its record's rule, else the rule reviewed for the code its tower
+    runs (the inventory's observation), with the observed prefix and sub-config; a type whose code no rule was
+    read from is refused naming its class and method."""
+    mt = str(config.get("model_type"))
+    rec = RECORDS.get(mt)
+    vision = rec.vision if rec is not None else None
+    if vision is not None:
+        if vision.tower is None:
+            names = tuple(
+                str(e["saved_tensor"]) for e in observed(mt) if e.get("saved_tensor") not in (None, vision.tensor)
+            )
+            return Reading(mt, vision, config, mt, RECORDS[mt].reference, names)
+        prefix = ""
+        while vision.tower is not None:  # the vision tower's sub-config (its class defaults where it says nothing)
+            key, mt, more = vision.tower
+            prefix += more
+            sub = config.get(key) or {}
+            if not isinstance(sub, Mapping):
+                raise ParameterError(f"{where}: config key {key} is not an object; fix config.json")
+            # the sub-config's own model_type chooses the tower's (or backbone's) class, as transformers does
+            named = sub.get("model_type")
+            if isinstance(named, str) and named != mt:
+                found = _record(named)
+                if found is None or found.tower is not None:
+                    raise ParameterError(
+                        f"{where}: its {key} is a {named}, whose position table posenc has no rule for (it reads "
+                        f"{mt}'s); pass a checkpoint whose {key} is {mt}"
+                    )
+                mt = named
+            config = sub
+            vision = _record(mt)
+            assert vision is not None
+        return Reading(mt, replace(vision, tensor=prefix + vision.tensor), config, mt, RECORDS[mt].reference,
+                       prefix=prefix)  # fmt: skip
+    entries = observed(mt)
+    if not entries:
+        raise ParameterError(f"{mt} has no vision position table posenc knows of")
+    if len(entries) > 1:
+        tables = ", ".join(f"{e.get('tensor')} ({e.get('method') or e.get('status')})" for e in entries)
+        raise ParameterError(
+            f"{mt} has {len(entries)} learned vision tables ({tables}); posenc reads a tower with one table only"
+        )
+    entry = entries[0]
+    sub, given = _sub(config, str(entry.get("component")), where)
+    tower_mt = (
+        sub.get("model_type") if given and isinstance(sub.get("model_type"), str) else entry.get("tower_model_type")
+    )
+    tensor, tower_tensor = str(entry.get("tensor")), str(entry.get("tower_tensor"))
+    outer = tensor[: len(tensor) - len(tower_tensor)] if tower_tensor and tensor.endswith(tower_tensor) else None
+    if entry.get("component") != "model" and tower_mt != entry.get("tower_model_type"):
+        # config.json names another tower than the wrapper's default: that tower's own rule, under the prefix
+        if outer is None or not isinstance(tower_mt, str) or (RECORDS.get(tower_mt) is None and not observed(tower_mt)):
+            raise ParameterError(
+                f"{where or mt}: {entry.get('component')} is a {tower_mt} tower, not {mt}'s default "
+                f"{entry.get('tower_model_type')}, and posenc has no reading of it"
+            )
+        inner = reading({**sub, "model_type": tower_mt}, where)
+        return replace(inner, vision=replace(inner.vision, tensor=outer + inner.vision.tensor))
+    rule_mt = _rules().get(str(entry.get("fingerprint")))
+    if rule_mt is None:
+        raise ParameterError(_refusal(mt, entry))
+    rule = RECORDS[rule_mt].vision
+    assert rule is not None
+    note = (
+        f"{RECORDS[rule_mt].reference}; {mt}'s tower runs the same code ({entry.get('method')}, fingerprint "
+        f"{entry.get('fingerprint')}, observed by {_OBSERVER})"
+    )
+    saved = str(entry.get("saved_tensor") or tensor)  # the name save_pretrained writes first, the module's after
+    vision = replace(rule, tensor=saved, tower=None, defaults=())
+    if not given:  # the wrapper builds its default tower: the numbers the inventory saw
+        vision = replace(vision, defaults=tuple((entry.get("config_defaults") or {}).items()))
+    return Reading(str(tower_mt), vision, sub, str(tower_mt), note, (tensor,) if tensor != saved else ())
 
 
 # ----- the table from the weights ---------------------------------------------------------------------------
@@ -174,6 +363,17 @@ def read_table(path: str, suffix: str) -> tuple[Any, str, str]:
         raise ParameterError(f"{path}: {what} named *{suffix} in the weights; pass the model's own directory")
     file, name = found[0]
     return _read_tensor(file, name), file, name
+
+
+def _read_any(path: str, names: tuple[str, ...]) -> tuple[Any, str, str]:
+    """:func:`read_table` of the first of ``names`` the weights hold (the first's error when none)."""
+    from .readers import find_tensors, weight_files
+
+    files = weight_files(path) if len(names) > 1 else None
+    for name in names[1:]:
+        if files is not None and not find_tensors(files, names[0]) and find_tensors(files, name):
+            return read_table(path, name)
+    return read_table(path, names[0])
 
 
 def _is(name: str, suffix: str) -> bool:
@@ -205,7 +405,7 @@ class Layout:
     native_image: tuple[int, int]
     extra: tuple[str, ...]
     extra_at: str
-    resampling: Resampling | None
+    resampling: Resampling | Bucketing | None
     keep: str
     unpositioned: str | None = None
     #: rows after the grid kept as they are (YOLOS's detection tokens), after ``extra`` when it is at the end
@@ -277,9 +477,8 @@ def _flag(config: Mapping[str, Any], model_type: str, vision: Vision, key: str) 
     return config.get(key, _default(model_type, vision, key))
 
 
-def _hf_layout(model_type: str, config: Mapping[str, Any], rows: int, where: str) -> Layout:
-    vision = _record(model_type)
-    assert vision is not None
+def _hf_layout(read: Reading, rows: int, where: str) -> Layout:
+    vision, config, model_type = read.vision, read.config, read.defaults_of
     extra = vision.extra
     if vision.before is not None:
         key, default, name = vision.before
@@ -354,7 +553,7 @@ def _hf_layout(model_type: str, config: Mapping[str, Any], rows: int, where: str
     if vision.conv is not None:
         k, st, pd = (_config_int(config, key, _default(model_type, vision, key), where) for key in vision.conv)
         conv = (k, st, pd)
-    return Layout(model_type, RECORDS[model_type].reference, "hf", grid, patch, image, extra, vision.extra_at,
+    return Layout(read.model_type, read.reference, "hf", grid, patch, image, extra, vision.extra_at,
                   _rule(vision), vision.keep, _unpositioned(model_type, vision, config), after=after,
                   extra_use=vision.extra_use, frames=frames, height_from_tokens=vision.height_from_tokens,
                   not_image=not_image, run_image=run, fixed_input=vision.fixed_input, conv=conv,
@@ -458,34 +657,14 @@ def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple
         table, file, name = read_table(path, "pos_embed")
         table = _rows(table, file, name)
         return _timm_layout(config, path, table.shape[0]), table, file, name
-    mt = str(config.get("model_type"))
-    prefix = ""
-    vision = _record(mt)
-    assert vision is not None
-    while vision.tower is not None:  # the vision tower's sub-config (its class defaults where it says nothing)
-        key, mt, more = vision.tower
-        prefix += more
-        sub = config.get(key) or {}
-        if not isinstance(sub, Mapping):
-            raise ParameterError(f"{path}: config key {key} is not an object; fix config.json")
-        # the sub-config's own model_type chooses the tower's (or backbone's) class, as transformers does
-        named = sub.get("model_type")
-        if isinstance(named, str) and named != mt:
-            found = _record(named)
-            if found is None or found.tower is not None:
-                raise ParameterError(
-                    f"{path}: its {key} is a {named}, whose position table posenc has no rule for (it reads "
-                    f"{mt}'s); pass a checkpoint whose {key} is {mt}"
-                )
-            mt = named
-        config = sub
-        vision = _record(mt)
-        assert vision is not None
+    # the vision tower's sub-config (its class defaults where it says nothing), its tensor under its prefix
+    read = reading(config, path)
+    vision, mt, config, prefix = read.vision, read.defaults_of, read.config, read.prefix
     _refuse_unmodelled(mt, vision, config, path)
-    table, file, name = read_table(path, prefix + vision.tensor)
+    table, file, name = _read_any(path, (vision.tensor, *read.also))
     raw_shape = list(table.shape)
     table = _rows(table, file, name, grid=vision.tensor_layout == "hwc", channels_first=vision.tensor_layout == "chw")
-    layout = _hf_layout(mt, config, table.shape[0], path)
+    layout = _hf_layout(read, table.shape[0], path)
     if vision.tensor_layout in ("hwc", "chw"):
         hw = tuple(raw_shape[1:3] if vision.tensor_layout == "hwc" else raw_shape[2:4])
         if hw != layout.native_grid:
@@ -648,7 +827,9 @@ def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[A
     if rule is None and not kept:
         raise ParameterError(
             f"{layout.model_type} adds its {_grid_words(layout, native)} table without resampling: it runs at "
-            f"{_size(layout.native_image)} only (pixels); drop {param('image_size')} or give that size"
+            f"{_size(layout.native_image)} only (pixels"
+            + (f", or another image of its {native[0] * native[1]} patches" if layout.keep == "same_count" else "")
+            + f"); drop {param('image_size')} or give that size"
         )
     if layout.height_from_tokens and grid[1] == 1 and grid != native:
         raise ParameterError(
@@ -663,7 +844,10 @@ def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[A
         dtype = np.dtype(str(np.asarray(cells[:1]).dtype)) if hasattr(cells, "dtype") else np.float32
         grid_in = np.asarray(cells, dtype=np.float32).reshape(native[0], native[1], -1)
         factors = rule.scale_factors(native, grid)
-        if factors is not None:
+        if isinstance(rule, Bucketing):  # rows gathered, not interpolated: the table's own values, any dtype
+            out = np.asarray(cells)[rule.indices(native[0], grid)]
+            dtype = out.dtype
+        elif factors is not None:
             out = resample(grid_in, rule=rule, scale_factor=factors)
         else:
             out = resample(grid_in, grid, rule)
@@ -738,7 +922,7 @@ def _grid_words(layout: Layout, grid: tuple[int, int]) -> str:
 _KEEP_WORDS = {
     "same_count_square": "a square image of the native patch count",
     "same_grid": "the native grid",
-    "always": "the model never resamples it",
+    "always": "the model never resamples it: any image of the native patch count",
     "never": "",
     "same_count": "the native patch count",
 }
@@ -821,7 +1005,7 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
     """What ``posenc kinds`` says of a vision model: its record's rule, each value with where it came from (the
     native grid from the config; a timm checkpoint's from its weights, when ``path`` holds them)."""
     out: dict[str, Any] = {"layer_type": None, "layer_types": [], "ignored": {}, "warnings": []}
-    rule: Resampling | None
+    rule: Resampling | Bucketing | None
     if is_timm_config(config):
         out.update(model_type=f"timm:{config.get('architecture')}", family="timm ViT", kind="learned", reference=_TIMM)
         rule, keep, tensor, extra = TIMM_RESAMPLING, "same_grid", "pos_embed", "the cls_token and reg_token it holds"
@@ -829,18 +1013,9 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
         out["image_size"] = {"value": size[1:] if isinstance(size, list) else size, "from": "pretrained_cfg.input_size"}
         out["patch_size"] = {"value": "the kernel of patch_embed.proj.weight", "from": "the weights"}
     else:
-        mt = str(config.get("model_type"))
-        vision = _record(mt)
-        assert vision is not None
-        while vision.tower is not None:
-            key, mt, _ = vision.tower
-            config = config.get(key) or {}
-            named = config.get("model_type") if isinstance(config, Mapping) else None
-            if isinstance(named, str) and _record(named) is not None:
-                mt = named  # the sub-config's own model type chooses the tower's class
-            vision = _record(mt)
-            assert vision is not None
-        out.update(model_type=mt, family="vision table", kind="learned", reference=RECORDS[mt].reference)
+        read = reading(config, path)
+        vision, config, mt, own = read.vision, read.config, read.defaults_of, read.model_type
+        out.update(model_type=own, family="vision table", kind="learned", reference=read.reference)
         rule, keep, tensor = _rule(vision), vision.keep, vision.tensor
         extra = ", ".join(vision.extra) + (" (after the grid)" if vision.extra_at == "end" else "") or "none"
         if vision.before is not None:
@@ -902,3 +1077,55 @@ def model_config_notes(config: dict[str, Any], **options: Any) -> dict[str, str]
 
 def describe_model_config(config: dict[str, Any], **options: Any) -> dict[str, Any]:
     return describe("", config)
+
+
+# ----- the table of docs/vision.md (tools/vision_doc.py writes it) ----------------------------------------------
+def _rule_words(vision: Vision) -> tuple[str, str, str]:
+    rows = ", ".join(vision.extra) or "none"
+    if vision.before is not None:
+        rows = f"{vision.before[0]} {vision.before[2]} rows (default {vision.before[1]})"
+    if vision.extra and vision.extra_at == "end":
+        rows += " (after the grid)"
+    if vision.unpositioned is not None:
+        rows += f"; {vision.unpositioned[2]} tokens unpositioned"
+    rule = _rule(vision)
+    said = rule.describe() if rule is not None else "none: native size only"
+    return rows, said, _KEEP_WORDS[vision.keep] or "never"
+
+
+def towers_markdown() -> str:
+    """Markdown of every reviewed rule with the code it was read from and every inventory type read by it, then
+    the types refused, grouped by the code they run (docs/vision.md, between its ``towers`` markers)."""
+    by_code: dict[str, list[str]] = {}
+    refused: dict[str, list[str]] = {}
+    for mt, entries in sorted(_observations().items()):
+        rec = RECORDS.get(mt)
+        if rec is not None and rec.vision is not None:
+            continue
+        try:
+            reading({"model_type": mt})
+        except ParameterError as exc:
+            method = entries[0].get("method") if len(entries) == 1 else None
+            why = str(exc).split(" with ", 1)[-1].split(", which")[0] if method else "not observed running"
+            refused.setdefault(why if len(entries) == 1 else "several learned vision tables", []).append(mt)
+            continue
+        by_code.setdefault(str(entries[0].get("fingerprint")), []).append(mt)
+    lines = [
+        "| rule (record) | table rows | resizing | kept as it is when | code it was read from, and the types that run it |",
+        "|---|---|---|---|---|",
+    ]
+    for mt, rec in RECORDS.items():
+        if rec.vision is None or not rec.vision.fingerprints:
+            continue
+        rows, said, kept = _rule_words(rec.vision)
+        codes = []
+        for fp in rec.vision.fingerprints:
+            found = {str(e["method"]) for t in [*by_code.get(fp, []), mt] for e in observed(t)
+                     if e.get("fingerprint") == fp and e.get("method")}  # fmt: skip
+            types = ", ".join(f"`{t}`" for t in by_code.get(fp, [])) or "none other"
+            codes.append(f"{' / '.join(f'`{n}`' for n in sorted(found))} (`{fp}`): {types}")
+        lines.append(f"| `{mt}` | {rows} | {said} | {kept} | {'; '.join(codes)} |")
+    lines += ["", "Refused, by the code their tower runs (one line each, naming the class and method):", ""]
+    for why, names in sorted(refused.items()):
+        lines.append(f"* {why}: {', '.join(f'`{t}`' for t in names)}")
+    return "\n".join(lines) + "\n"

@@ -1429,6 +1429,9 @@ def main(argv: list[str]) -> int:
     from vision_rotary import observe_all  # the vision towers' rotary modules (tools/inventory/vision_rotary.py)
 
     observe_all(records, types)
+    from vision_tables import observe_all as observe_tables  # the code resizing each learned vision table
+
+    observe_tables(records, types)
     write(records, refs, store, index)
     if not argv:
         non_rope_tables()
