@@ -93,13 +93,18 @@ def test_the_observed_call_is_the_rules() -> None:
             r = reading({"model_type": mt})
         except ParameterError:
             continue
-        (entry,) = observed(mt) or ({},)
+        entries = observed(mt) or ({},)
+        if len(entries) != 1:
+            continue  # a table with per-frame or per-layer companions: tests/test_vision_rules.py holds its record
+        (entry,) = entries
         call = entry.get("resize")
         if RECORDS.get(mt) is not None and RECORDS[mt].vision is not None and RECORDS[mt].vision.tower is not None:
             continue  # a wrapper's record: its tower's rule is checked on the tower's type
         rule = r.vision.resampling
         if rule is None or rule[0] == "bucket":
-            assert call is None, (mt, call)
+            # a model with another position mechanism (SAM's decomposed relative positions, resized by get_rel_pos
+            # with mode="linear" in the same forward) may show that call: the observer sees the call, not its tensor
+            assert call is None or r.vision.not_read, (mt, call)
             continue
         if call is None:
             continue
