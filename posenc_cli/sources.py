@@ -563,6 +563,10 @@ def open_config(
     # -p rows=buffer: the module's raw buffer instead of the rows the model adds to tokens 0..N-1
     rows = rows_option(config, given.pop("rows", None), text)
     # -p table=bias: a T5-style model's relative bias from its weights instead of its bucket table
+    if given.get("table") == "bias":
+        from .models.vision_bias import refuse_query_relative
+
+        refuse_query_relative(config)  # SAM's encoder: relative positions taken with the queries, no bias table
     if table_option(config, given.pop("table", None)) == "bias":
         return _bias_source(text, config, given, length=length, layer_type=layer_type, max_bytes=max_bytes)
     learned = learned_table(text, config, length=length, layer_type=layer_type, read_as=read_as, **rows)

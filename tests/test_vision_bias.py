@@ -239,3 +239,16 @@ def test_swin_copies_bias_is_what_their_forward_adds(staged: dict[str, np.ndarra
         np.testing.assert_array_equal(got, want[src.metadata[name]])
     index = read(model).lazy["index"]
     np.testing.assert_array_equal(np.asarray(index.rows(0, 16)), relative_position_index(4, 4))
+
+
+def test_sam_decomposed_relative_positions_are_refused_by_name(tmp_path: Path) -> None:
+    """SAM's encoder takes its relative positions (rel_pos_h / rel_pos_w) with the queries: table=bias names that,
+    for the encoder's own config and the full model's, in one line."""
+    from posenc_cli import api
+
+    for model_type in ("sam_vision_model", "sam"):
+        (tmp_path / "config.json").write_text(f'{{"model_type": "{model_type}"}}')
+        with pytest.raises(ParameterError, match=rf"table=bias cannot apply to {model_type}: .*rel_pos_h, rel_pos_w"
+                           r".* with the queries") as err:  # fmt: skip
+            api.open_source(str(tmp_path), SourceOptions(params=("table=bias",)))
+        assert "\n" not in str(err.value)

@@ -97,6 +97,27 @@ def record_of(config: Mapping[str, Any]) -> WindowBias | None:
     return WINDOW_BIAS.get(mt) if isinstance(mt, str) else None
 
 
+def refuse_query_relative(config: Mapping[str, Any]) -> None:
+    """``table=bias`` on a model whose vision attention combines relative positions with its queries (SAM's
+    encoder: ``rel_pos_h`` / ``rel_pos_w`` through ``get_rel_pos``, then ``einsum`` with the query, as the
+    inventory traced it): there is no per-head bias to read without the queries; refused by name."""
+    mt = model_type_of(config, strict=False)[0]
+    if not isinstance(mt, str):
+        return
+    from .data import model_type_record
+
+    seen = [m for m in (model_type_record(mt) or {}).get("mechanisms") or []
+            if m.get("mechanism") == "relative" and m.get("input") == "vision" and m.get("evidence") == "trace"]  # fmt: skip
+    if seen:
+        where = str(seen[0].get("module") or "").split(" ")[0]
+        tensors = ", ".join(str(m.get("tensor")).rsplit(".", 1)[-1] for m in seen if m.get("tensor"))
+        raise ParameterError(
+            f"table=bias cannot apply to {mt}: its vision attention ({where}) combines relative positions "
+            f"({tensors or 'its own'}) with the queries, per axis, so there is no per-head bias table to read; "
+            "posenc does not read them yet"
+        )
+
+
 def _side(value: Any, key: str) -> tuple[int, int]:
     if isinstance(value, (list, tuple)) and len(value) == 2:
         a, b = value
