@@ -621,13 +621,13 @@ def _vision_rotary_source(text: str, config: dict[str, Any], given: dict[str, An
     from .models.vision_bias import record_of, tables
     from .models.vision_rope import from_config
 
-    if record_of(config) is not None:  # a windowed relative bias (Swin, BEiT): its index, or its bias from weights
-        table, image_size = given.pop("table", None), given.pop("image_size", None)
+    if record_of(config, given.get("tower")) is not None:  # a windowed relative bias (Swin, BEiT; a Swin backbone)
+        table, image_size, tower = given.pop("table", None), given.pop("image_size", None), given.pop("tower", None)
         if given:
             raise ParameterError(
                 f"{text}: parameters ({', '.join(given)}) cannot apply to a relative bias table; drop them"
             )
-        arrays, meta = tables(text, config, table, image_size)
+        arrays, meta = tables(text, config, table, image_size, tower)
         return Source(text, arrays, meta, encoding_note=f"the relative position {meta['table']} of a windowed attention",
                       lazy={k: formats.ArrayTensor(k, v) for k, v in arrays.items()})  # fmt: skip
     found = from_config(config, given)

@@ -23,10 +23,10 @@ def golden() -> dict[str, np.ndarray]:
         return {k: data[k] for k in data.files}
 
 
-def read(model: str, table: str | None = None):
+def read(model: str, table: str | None = None, *more: str):
     from posenc_cli import api
 
-    params = (f"table={table}",) if table else ()
+    params = ((f"table={table}",) if table else ()) + more
     return api.open_source(str(DATA / "vision" / "models" / model), SourceOptions(params=params))
 
 
@@ -252,3 +252,18 @@ def test_sam_decomposed_relative_positions_are_refused_by_name(tmp_path: Path) -
                            r".* with the queries") as err:  # fmt: skip
             api.open_source(str(tmp_path), SourceOptions(params=("table=bias",)))
         assert "\n" not in str(err.value)
+
+
+def test_swin_backbone_of_a_composite_with_tower_vision(staged: dict[str, np.ndarray]) -> None:
+    """Mask2Former's Swin backbone_config (where the inventory traced its windowed bias): with --tower vision its
+    bias is each backbone block's SwinRelativePositionBias output; without, the composite keeps its own reading."""
+    src = read("tiny_mask2former", "bias", "tower=vision")
+    assert src.metadata["read_from"] == "mask2former backbone_config (swin)"
+    want = {k.split("/", 1)[1]: v for k, v in staged.items() if k.startswith("tiny_mask2former/")}
+    names = sorted(k for k in src.lazy if k.startswith("bias_"))
+    assert len(names) == len(want) == 2
+    for name in names:
+        got = np.asarray(src.lazy[name].rows(0, src.lazy[name].shape[0]))
+        np.testing.assert_array_equal(got, want[src.metadata[name]])
+    with pytest.raises(ParameterError, match="mask2former places positions"):
+        read("tiny_mask2former")

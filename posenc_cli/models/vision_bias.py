@@ -92,9 +92,42 @@ def continuous_bias(
     return np.ascontiguousarray(bias.transpose(2, 0, 1), dtype=np.float32)
 
 
-def record_of(config: Mapping[str, Any]) -> WindowBias | None:
+def located(config: Mapping[str, Any], tower: str | None = None) -> tuple[WindowBias, Mapping[str, Any], str] | None:
+    """``(record, the config it reads, where)``: the config itself when its model type adds a windowed bias; else,
+    with ``tower="vision"`` (``--tower vision``: the model's other positions, Grounding DINO's text table, stay its
+    default reading), the sub-config where the inventory traced a vision component's windowed bias (Mask2Former's,
+    OneFormer's, Grounding DINO's Swin ``backbone_config``), when that sub-config's type has a record; else None."""
     mt = model_type_of(config, strict=False)[0]
-    return WINDOW_BIAS.get(mt) if isinstance(mt, str) else None
+    if not isinstance(mt, str):
+        return None
+    if mt in WINDOW_BIAS:
+        return WINDOW_BIAS[mt], config, mt
+    if tower != "vision":
+        return None
+    from .data import model_type_record
+
+    for m in (model_type_record(mt) or {}).get("mechanisms") or []:
+        comp = str(m.get("component") or "")
+        if m.get("mechanism") != "relative_bias" or m.get("input") != "vision" or comp in ("", "model"):
+            continue
+        sub: Any = config
+        for part in comp.split("."):
+            sub = sub.get(part) if isinstance(sub, Mapping) else None
+        sub_mt = sub.get("model_type") if isinstance(sub, Mapping) else None
+        if sub_mt in WINDOW_BIAS:
+            assert isinstance(sub, Mapping)
+            return WINDOW_BIAS[sub_mt], sub, f"{mt} {comp} ({sub_mt})"
+        if sub is None:
+            raise ParameterError(
+                f"{mt}'s {comp} adds a windowed relative bias (as the inventory traced its default), but this config "
+                f"has no {comp} (a timm backbone, or its class default) that posenc reads: give {comp} in config.json"
+            )
+    return None
+
+
+def record_of(config: Mapping[str, Any], tower: str | None = None) -> WindowBias | None:
+    found = located(config, tower)
+    return found[0] if found is not None else None
 
 
 def refuse_query_relative(config: Mapping[str, Any]) -> None:
@@ -206,12 +239,14 @@ def stages(rec: WindowBias, config: Mapping[str, Any], image: tuple[int, int] | 
 
 
 def tables(
-    path: str, config: Mapping[str, Any], table: Any = None, image_size: Any = None
+    path: str, config: Mapping[str, Any], table: Any = None, image_size: Any = None, tower: str | None = None
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """``({name: array}, metadata)`` of ``table`` (``index``, the default, or ``bias``) for the model at ``path``,
-    with each stage's window at ``image_size`` (pixels, H or HxW) where the model's windows follow it."""
-    rec = record_of(config)
-    assert rec is not None
+    with each stage's window at ``image_size`` (pixels, H or HxW) where the model's windows follow it; ``tower``
+    as :func:`located`."""
+    found = located(config, tower)
+    assert found is not None
+    rec, config, where = found
     table = TABLES[0] if table is None else str(table)
     if table not in TABLES:
         raise ParameterError(f"unknown table={table!r}; choose from: {', '.join(TABLES)}")
@@ -236,6 +271,8 @@ def tables(
         "model_type": rec.model_type, "table": table, "grid_offset": "1" if rec.cls else "0",
         "extra_rows": "0:cls" if rec.cls else "", "reference": rec.reference,
     }  # fmt: skip
+    if where != rec.model_type:
+        meta["read_from"] = where
     staged = stages(rec, config, image) if rec.stages else []
     if staged:
         ws = _side(_need(rec, config, "window_size"), "window_size")[0]

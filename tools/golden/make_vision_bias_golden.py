@@ -225,6 +225,29 @@ def swin_copies() -> dict[str, np.ndarray]:
     return out
 
 
+def mask2former() -> dict[str, np.ndarray]:
+    """A Mask2Former whose ``backbone_config`` is a tiny Swin (window 4, 8 x 8 patches, two stages): the bias each
+    backbone block's ``SwinRelativePositionBias`` gives, under the names the saved weights use."""
+    from transformers.models.swin.modeling_swin import SwinRelativePositionBias
+
+    bb = dict(model_type="swin", image_size=16, patch_size=2, embed_dim=8, depths=[1, 1], num_heads=[1, 2],
+              window_size=4, mlp_ratio=1.0, out_features=["stage1", "stage2"], out_indices=[1, 2])  # fmt: skip
+    cfg = transformers.Mask2FormerConfig(backbone_config=bb, feature_size=32, mask_feature_size=32, hidden_dim=32,
+                                         encoder_layers=1, decoder_layers=2, num_queries=4, encoder_feedforward_dim=16,
+                                         dim_feedforward=16, num_attention_heads=2, feature_strides=[2, 4],
+                                         common_stride=2)  # fmt: skip
+    model = transformers.Mask2FormerModel(cfg).eval()
+    _randomise(model)
+    model.save_pretrained(MODELS / "tiny_mask2former")
+    saved = _saved_names(MODELS / "tiny_mask2former")
+    out: dict[str, np.ndarray] = {}
+    for name, m in model.named_modules():
+        if isinstance(m, SwinRelativePositionBias):
+            with torch.no_grad():
+                out[f"tiny_mask2former/{_weight(saved, name)}"] = m()[0].numpy()
+    return out
+
+
 #: The image sizes at which the Swin V1-style layers' windows and shifts are recorded (the last two not whole
 #: patches, with odd stage grids: the forward pads both).
 SIZES = [(16, 16), (24, 40), (16, 8), (12, 12), (32, 20), (8, 8), (13, 27), (22, 18)]
@@ -291,7 +314,7 @@ def main(parts: list[str]) -> None:
         np.savez_compressed(OUT / "bias_golden.npz", **arrays)
         print({k: v.shape for k, v in arrays.items()})
     if not parts or "stages" in parts:
-        arrays = swinv2() | swin2sr() | stage_windows() | built_windows() | swin_copies()
+        arrays = swinv2() | swin2sr() | stage_windows() | built_windows() | swin_copies() | mask2former()
         np.savez_compressed(OUT / "bias_stages_golden.npz", **arrays)
         print({k: v.shape for k, v in arrays.items()})
 
