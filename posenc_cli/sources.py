@@ -630,6 +630,17 @@ def _vision_rotary_source(text: str, config: dict[str, Any], given: dict[str, An
         arrays, meta = tables(text, config, table, image_size, tower)
         return Source(text, arrays, meta, encoding_note=f"the relative position {meta['table']} of a windowed attention",
                       lazy={k: formats.ArrayTensor(k, v) for k, v in arrays.items()})  # fmt: skip
+    from .models.vision_bias import decomposed_located, decomposed_tables
+
+    if decomposed_located(config, given.get("tower")) is not None:  # SAM's encoder: per-axis relative positions
+        table, tower = given.pop("table", None), given.pop("tower", None)
+        if given:
+            raise ParameterError(
+                f"{text}: parameters ({', '.join(given)}) cannot apply to relative position tables; drop them"
+            )
+        arrays, meta = decomposed_tables(text, config, table, tower)
+        return Source(text, arrays, meta, encoding_note="the relative positions of a vision encoder's attention",
+                      lazy={k: formats.ArrayTensor(k, v) for k, v in arrays.items()})  # fmt: skip
     found = from_config(config, given)
     if found is None:
         return None

@@ -241,17 +241,30 @@ def test_swin_copies_bias_is_what_their_forward_adds(staged: dict[str, np.ndarra
     np.testing.assert_array_equal(np.asarray(index.rows(0, 16)), relative_position_index(4, 4))
 
 
-def test_sam_decomposed_relative_positions_are_refused_by_name(tmp_path: Path) -> None:
-    """SAM's encoder takes its relative positions (rel_pos_h / rel_pos_w) with the queries: table=bias names that,
-    for the encoder's own config and the full model's, in one line."""
+def test_sam_decomposed_relative_positions(staged: dict[str, np.ndarray], tmp_path: Path) -> None:
+    """SAM's encoder: each layer's rel_pos_h / rel_pos_w gathered as its own get_rel_pos gives them (windowed
+    layers at the window, the global one at the grid); the full SAM config reads its vision_config with --tower
+    vision, and table=bias without it says so in one line."""
     from posenc_cli import api
 
-    for model_type in ("sam_vision_model", "sam"):
-        (tmp_path / "config.json").write_text(f'{{"model_type": "{model_type}"}}')
-        with pytest.raises(ParameterError, match=rf"table=bias cannot apply to {model_type}: .*rel_pos_h, rel_pos_w"
-                           r".* with the queries") as err:  # fmt: skip
-            api.open_source(str(tmp_path), SourceOptions(params=("table=bias",)))
-        assert "\n" not in str(err.value)
+    src = read("tiny_sam_vision", "bias")
+    assert src.metadata["layer_sides"] == "2,8,2"
+    want = {k.split("/", 1)[1]: v for k, v in staged.items() if k.startswith("tiny_sam_vision/")}
+    names = sorted(k for k in src.lazy if k.startswith("rel_"))
+    assert len(names) == len(want) == 6
+    for name in names:
+        got = np.asarray(src.lazy[name].rows(0, src.lazy[name].shape[0]))
+        np.testing.assert_array_equal(got, want[src.metadata[name]])
+    index = read("tiny_sam_vision").lazy["index_8"]
+    np.testing.assert_array_equal(np.asarray(index.rows(0, 8)), np.subtract.outer(np.arange(8), np.arange(8)) + 7)
+    config = DATA / "vision" / "configs" / "sam"
+    whole = api.open_source(str(config), SourceOptions(params=("tower=vision",)))
+    assert whole.metadata["read_from"] == "sam vision_config (sam_vision_model)"
+    assert sorted(whole.lazy) == ["index_2", "index_8"]
+    with pytest.raises(ParameterError, match=r"table=bias on sam: its vision encoder \(vision_config\) takes "
+                       r"relative positions with the queries.*(--)?tower vision") as err:  # fmt: skip
+        api.open_source(str(config), SourceOptions(params=("table=bias",)))
+    assert "\n" not in str(err.value)
 
 
 def test_swin_backbone_of_a_composite_with_tower_vision(staged: dict[str, np.ndarray]) -> None:

@@ -1274,6 +1274,26 @@ class WindowBias:
     shrink: str = ""
 
 
+@dataclass(frozen=True)
+class DecomposedRelPos:
+    """A vision encoder whose attention adds, per axis, the query times a table of relative positions (MViTv2's
+    decomposed relative positions): ``rel_pos_h`` and ``rel_pos_w`` of ``2S - 1`` rows each per layer, ``S`` the
+    layer's window (``window_size``) or, for the layers in ``global_attn_indexes``, the patch grid
+    (``image_size // patch_size``), gathered at ``i - j + S - 1`` (``get_rel_pos``: its linear resize is the
+    identity at the size the weights have)."""
+
+    model_type: str
+    reference: str
+
+
+DECOMPOSED: dict[str, DecomposedRelPos] = {d.model_type: d for d in (
+    DecomposedRelPos("sam_vision_model", f"{_HF}/sam/modeling_sam.py SamVisionAttention (__init__, get_rel_pos, "
+                     "get_decomposed_rel_pos), SamVisionEncoder (window_size, global_attn_indexes)"),
+    DecomposedRelPos("sam_hq_vision_model", f"{_HF}/sam_hq/modeling_sam_hq.py SamHQVisionAttention (as SAM's), "
+                     "SamHQVisionEncoder"),
+)}  # fmt: skip
+
+
 WINDOW_BIAS: dict[str, WindowBias] = {w.model_type: w for w in (
     WindowBias("swin", f"{_HF}/swin/modeling_swin.py SwinRelativePositionBias (_create_relative_position_index, "
                "forward), SwinLayer.set_shift_and_window_size", "window_size", stages="halving", shrink="forward"),

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError, param
-from .records import WINDOW_BIAS, WindowBias, model_type_of
+from .records import DECOMPOSED, WINDOW_BIAS, DecomposedRelPos, WindowBias, model_type_of
 
 TABLES = ("index", "bias")
 
@@ -130,6 +130,109 @@ def record_of(config: Mapping[str, Any], tower: str | None = None) -> WindowBias
     return found[0] if found is not None else None
 
 
+# ----- decomposed relative positions (SAM's encoder) --------------------------------------------------------------
+def decomposed_located(
+    config: Mapping[str, Any], tower: str | None = None
+) -> tuple[DecomposedRelPos, Mapping[str, Any], str] | None:
+    """``(record, the encoder's config, where)``: the config itself when it is such an encoder's (SAM's
+    ``sam_vision_model``); with ``tower="vision"`` the sub-config where the inventory traced the vision component's
+    relative positions (SAM's ``vision_config``); else None."""
+    mt = model_type_of(config, strict=False)[0]
+    if not isinstance(mt, str):
+        return None
+    if mt in DECOMPOSED:
+        return DECOMPOSED[mt], config, mt
+    if tower != "vision":
+        return None
+    from .data import model_type_record
+
+    for m in (model_type_record(mt) or {}).get("mechanisms") or []:
+        comp = str(m.get("component") or "")
+        if m.get("mechanism") != "relative" or m.get("input") != "vision" or comp in ("", "model"):
+            continue
+        sub: Any = config
+        for part in comp.split("."):
+            sub = sub.get(part) if isinstance(sub, Mapping) else None
+        sub_mt = sub.get("model_type") if isinstance(sub, Mapping) else None
+        if isinstance(sub, Mapping) and sub_mt in DECOMPOSED:
+            return DECOMPOSED[sub_mt], sub, f"{mt} {comp} ({sub_mt})"
+        raise ParameterError(f"{mt}'s {comp} {'has no model_type posenc reads' if sub is not None else 'is missing'}: "
+                             f"its relative positions are read from the encoder's config; give {comp} with its "
+                             "model_type in config.json")  # fmt: skip
+    return None
+
+
+def _dget(rec: DecomposedRelPos, config: Mapping[str, Any], key: str) -> Any:
+    if key in config:
+        return config[key]
+    from .data import model_type_record
+
+    value = ((model_type_record(rec.model_type) or {}).get("defaults") or {}).get(key)
+    if value is None:
+        raise ParameterError(f"{rec.model_type} config has no {key} and posenc knows no class default; add it")
+    return value
+
+
+def decomposed_sizes(rec: DecomposedRelPos, config: Mapping[str, Any]) -> list[int]:
+    """Each layer's side ``S``: ``window_size``, or ``image_size // patch_size`` for the ``global_attn_indexes``."""
+    if _dget(rec, config, "use_rel_pos") is not True:
+        raise ParameterError(f"{rec.model_type} config turns its relative positions off (use_rel_pos false)")
+    layers, window = int(_dget(rec, config, "num_hidden_layers")), int(_dget(rec, config, "window_size"))
+    glob = set(_dget(rec, config, "global_attn_indexes") or [])
+    image, patch = _side(_dget(rec, config, "image_size"), "image_size"), _side(_dget(rec, config, "patch_size"), "p")
+    side = image[0] // patch[0]
+    return [side if i in glob or window == 0 else window for i in range(layers)]
+
+
+def decomposed_tables(
+    path: str, config: Mapping[str, Any], table: Any = None, tower: str | None = None
+) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """``index`` (the default): the gather index ``i - j + S - 1`` of each layer's side (``index_S``); ``bias``:
+    each layer's ``rel_pos_h`` and ``rel_pos_w`` from the weights gathered to ``S x S x head_dim``
+    (``rel_h_K``, ``rel_w_K``), what ``get_decomposed_rel_pos`` multiplies the queries by."""
+    found = decomposed_located(config, tower)
+    assert found is not None
+    rec, config, where = found
+    table = TABLES[0] if table is None else str(table)
+    if table not in TABLES:
+        raise ParameterError(f"unknown table={table!r}; choose from: {', '.join(TABLES)}")
+    sizes = decomposed_sizes(rec, config)
+    from .. import __version__
+
+    meta = {
+        "posenc_version": __version__, "source": "model weights" if table == "bias" else "model config",
+        "model_type": rec.model_type, "table": table, "reference": rec.reference,
+        "layer_sides": ",".join(str(n) for n in sizes),
+        "adds": "scores[(y, x), (y', x')] += q . rel_h[y, y'] + q . rel_w[x, x'] (get_decomposed_rel_pos)",
+    }  # fmt: skip
+    if where != rec.model_type:
+        meta["read_from"] = where
+    idx = {n: (np.arange(n)[:, None] - np.arange(n)[None, :] + n - 1).astype(np.int64) for n in sorted(set(sizes))}
+    if table != "bias":
+        return {f"index_{n}": v for n, v in idx.items()}, meta
+    if not os.path.isdir(path):
+        raise ParameterError(
+            f"{path}: table=bias reads the relative positions from the weights; pass the model directory"
+        )
+    out: dict[str, np.ndarray] = {}
+    for axis in ("h", "w"):
+        name = f"rel_pos_{axis}"
+        found_t = sorted(_tensors(path, lambda n, nm=name: n.endswith("." + nm)), key=lambda t: _natural(t[0]))
+        if len(found_t) != len(sizes):
+            raise ParameterError(f"{path}: the weights hold {len(found_t)} *.{name} tensors and the config makes "
+                                 f"{len(sizes)} layers (the config and the weights disagree)")  # fmt: skip
+        for k, ((tname, values), n) in enumerate(zip(found_t, sizes, strict=True)):
+            values = np.asarray(values)
+            if values.ndim != 2 or values.shape[0] != 2 * n - 1:
+                raise ParameterError(
+                    f"{path}: tensor {tname} has shape {list(values.shape)}; layer {k}'s side {n} needs {2 * n - 1} "
+                    "rows x head_dim (the config and the weights disagree)"
+                )
+            out[f"rel_{axis}_{k}"] = np.ascontiguousarray(values[idx[n]])
+            meta[f"rel_{axis}_{k}"] = tname
+    return out, meta
+
+
 def refuse_query_relative(config: Mapping[str, Any]) -> None:
     """``table=bias`` on a model whose vision attention combines relative positions with its queries (SAM's
     encoder: ``rel_pos_h`` / ``rel_pos_w`` through ``get_rel_pos``, then ``einsum`` with the query, as the
@@ -141,6 +244,16 @@ def refuse_query_relative(config: Mapping[str, Any]) -> None:
 
     seen = [m for m in (model_type_record(mt) or {}).get("mechanisms") or []
             if m.get("mechanism") == "relative" and m.get("input") == "vision" and m.get("evidence") == "trace"]  # fmt: skip
+    if seen and any(str(m.get("component")) not in ("", "model") for m in seen):
+        comp = next(str(m.get("component")) for m in seen if str(m.get("component")) not in ("", "model"))
+        sub: Any = config
+        for part in comp.split("."):
+            sub = sub.get(part) if isinstance(sub, Mapping) else None
+        if isinstance(sub, Mapping) and sub.get("model_type") in DECOMPOSED:
+            raise ParameterError(
+                f"table=bias on {mt}: its vision encoder ({comp}) takes relative positions with the queries, per "
+                f"axis; posenc reads those tables (rel_h, rel_w per layer) with {param('tower')} vision"
+            )
     if seen:
         where = str(seen[0].get("module") or "").split(" ")[0]
         tensors = ", ".join(str(m.get("tensor")).rsplit(".", 1)[-1] for m in seen if m.get("tensor"))
