@@ -242,19 +242,20 @@ def test_swin_copies_bias_is_what_their_forward_adds(staged: dict[str, np.ndarra
 
 
 def test_sam_decomposed_relative_positions(staged: dict[str, np.ndarray], tmp_path: Path) -> None:
-    """SAM's encoder: each layer's rel_pos_h / rel_pos_w gathered as its own get_rel_pos gives them (windowed
+    """SAM's and SAM-HQ's encoders: each layer's rel_pos_h / rel_pos_w gathered as its own get_rel_pos gives them (windowed
     layers at the window, the global one at the grid); the full SAM config reads its vision_config with --tower
     vision, and table=bias without it says so in one line."""
     from posenc_cli import api
 
-    src = read("tiny_sam_vision", "bias")
-    assert src.metadata["layer_sides"] == "2,8,2"
-    want = {k.split("/", 1)[1]: v for k, v in staged.items() if k.startswith("tiny_sam_vision/")}
-    names = sorted(k for k in src.lazy if k.startswith("rel_"))
-    assert len(names) == len(want) == 6
-    for name in names:
-        got = np.asarray(src.lazy[name].rows(0, src.lazy[name].shape[0]))
-        np.testing.assert_array_equal(got, want[src.metadata[name]])
+    for model in ("tiny_sam_vision", "tiny_sam_hq_vision"):
+        src = read(model, "bias")
+        assert src.metadata["layer_sides"] == "2,8,2"
+        want = {k.split("/", 1)[1]: v for k, v in staged.items() if k.startswith(model + "/")}
+        names = sorted(k for k in src.lazy if k.startswith("rel_"))
+        assert len(names) == len(want) == 6
+        for name in names:
+            got = np.asarray(src.lazy[name].rows(0, src.lazy[name].shape[0]))
+            np.testing.assert_array_equal(got, want[src.metadata[name]])
     index = read("tiny_sam_vision").lazy["index_8"]
     np.testing.assert_array_equal(np.asarray(index.rows(0, 8)), np.subtract.outer(np.arange(8), np.arange(8)) + 7)
     config = DATA / "vision" / "configs" / "sam"

@@ -249,38 +249,42 @@ def mask2former() -> dict[str, np.ndarray]:
 
 
 def sam() -> dict[str, np.ndarray]:
-    """SAM's vision encoder (``models/sam/modeling_sam.py``): 8 x 8 patches, window 2, layer 1 global
-    (``global_attn_indexes``), random ``rel_pos_h`` / ``rel_pos_w``; per layer what its own ``get_rel_pos`` gives
-    for the sizes its forward passes (the layer's side, query and key alike), under the saved names. Also a full
-    SAM config with that encoder as ``vision_config`` (configs/sam)."""
-    from transformers.models.sam.modeling_sam import SamVisionAttention
-
-    vc = transformers.SamVisionConfig(image_size=16, patch_size=2, hidden_size=8, output_channels=8,
-                                      num_hidden_layers=3, num_attention_heads=2, window_size=2,
-                                      global_attn_indexes=[1], mlp_dim=8)  # fmt: skip
-    model = transformers.SamVisionModel(vc).eval()
-    gen = torch.Generator().manual_seed(3)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith(("rel_pos_h", "rel_pos_w")):
-                p.copy_(torch.randn(p.shape, generator=gen))
-    model.save_pretrained(MODELS / "tiny_sam_vision")
-    (OUT / "configs" / "sam").mkdir(parents=True, exist_ok=True)
-    transformers.SamConfig(vision_config=vc.to_dict()).save_pretrained(OUT / "configs" / "sam")
+    """SAM's and SAM-HQ's vision encoders (``models/sam/modeling_sam.py``, ``models/sam_hq/modeling_sam_hq.py``):
+    8 x 8 patches, window 2, layer 1 global (``global_attn_indexes``), random ``rel_pos_h`` / ``rel_pos_w``; per
+    layer what its own ``get_rel_pos`` gives for the sizes its forward passes (the layer's side, query and key
+    alike), under the saved names. Also a full SAM config with that encoder as ``vision_config`` (configs/sam)."""
     from safetensors import safe_open
+    from transformers.models.sam.modeling_sam import SamVisionAttention
+    from transformers.models.sam_hq.modeling_sam_hq import SamHQVisionAttention
 
-    with safe_open(str(MODELS / "tiny_sam_vision" / "model.safetensors"), "np") as f:
-        saved = [k for k in f.keys() if k.endswith(("rel_pos_h", "rel_pos_w"))]
     out: dict[str, np.ndarray] = {}
-    for name, m in model.named_modules():
-        if isinstance(m, SamVisionAttention):
-            for axis in ("h", "w"):
-                rel = getattr(m, f"rel_pos_{axis}")
-                side = (rel.shape[0] + 1) // 2
-                (weight,) = [s for s in saved if s.endswith(f"rel_pos_{axis}") and
-                             [t for t in s.split(".") if t.isdigit()] == [t for t in name.split(".") if t.isdigit()]]
-                with torch.no_grad():
-                    out[f"tiny_sam_vision/{weight}"] = m.get_rel_pos(side, side, rel).numpy()
+    for key, name, attn in [("tiny_sam_vision", "SamVision", SamVisionAttention),
+                            ("tiny_sam_hq_vision", "SamHQVision", SamHQVisionAttention)]:  # fmt: skip
+        vc = getattr(transformers, f"{name}Config")(image_size=16, patch_size=2, hidden_size=8, output_channels=8,
+                                                    num_hidden_layers=3, num_attention_heads=2, window_size=2,
+                                                    global_attn_indexes=[1], mlp_dim=8)  # fmt: skip
+        model = getattr(transformers, f"{name}Model")(vc).eval()
+        gen = torch.Generator().manual_seed(3)
+        with torch.no_grad():
+            for pname, p in model.named_parameters():
+                if pname.endswith(("rel_pos_h", "rel_pos_w")):
+                    p.copy_(torch.randn(p.shape, generator=gen))
+        model.save_pretrained(MODELS / key)
+        if key == "tiny_sam_vision":
+            (OUT / "configs" / "sam").mkdir(parents=True, exist_ok=True)
+            transformers.SamConfig(vision_config=vc.to_dict()).save_pretrained(OUT / "configs" / "sam")
+        with safe_open(str(MODELS / key / "model.safetensors"), "np") as f:
+            saved = [k for k in f.keys() if k.endswith(("rel_pos_h", "rel_pos_w"))]
+        for mname, m in model.named_modules():
+            if isinstance(m, attn):
+                for axis in ("h", "w"):
+                    rel = getattr(m, f"rel_pos_{axis}")
+                    side = (rel.shape[0] + 1) // 2
+                    numbers = [t for t in mname.split(".") if t.isdigit()]
+                    (weight,) = [s for s in saved if s.endswith(f"rel_pos_{axis}")
+                                 and [t for t in s.split(".") if t.isdigit()] == numbers]  # fmt: skip
+                    with torch.no_grad():
+                        out[f"{key}/{weight}"] = m.get_rel_pos(side, side, rel).numpy()
     return out
 
 
