@@ -13,6 +13,13 @@ before (``tower="language"`` says so explicitly). The patch grid comes from ``gr
 ``image_size`` (``--image-size HxW`` in pixels, ``H`` for a square) through the tower's patching: ``H //
 patch_size`` patches per side (the patch convolution's floor), refused where the model's processor would resize the
 image first (a side not a multiple of ``patch_size * spatial_merge_size``: Qwen2-VL's ``smart_resize``).
+
+A timm checkpoint's own config.json (``architecture`` + ``pretrained_cfg``) names only its architecture; what timm
+builds for it is ``data/timm_rotary.json`` (``tools/inventory/timm_rotary.py``, from timm 1.0.31's
+``models/eva.py``). The architectures that rotate with ``RotaryEmbeddingCat`` over its index grid (EVA02,
+Perception Encoder, ``vit_*_rope_*``) are read as the ``eva02`` preset with their ``ref_feat_shape``,
+``rope_grid_offset``, ``rope_grid_indexing`` (``xy``: width on the first pairs), ``rope_temperature`` and prefix
+tokens; one that also adds a learned table gives that table unless ``--tower vision`` is given.
 """
 
 from __future__ import annotations
