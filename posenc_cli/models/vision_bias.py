@@ -46,6 +46,9 @@ from ..errors import ParameterError, param
 from .records import DECOMPOSED, WINDOW_BIAS, DecomposedRelPos, WindowBias, model_type_of
 
 TABLES = ("index", "bias")
+#: The inventory's mechanism of relative positions combined with the queries in attention (tools/inventory/
+#: mechanisms.py: SAM's rel_pos_h / rel_pos_w), as opposed to ``relative_bias``, a table added to the scores
+_WITH_QUERIES = "relative"
 
 
 def relative_position_index(wh: int, ww: int, cls: bool = False) -> np.ndarray:
@@ -148,7 +151,7 @@ def decomposed_located(
 
     for m in (model_type_record(mt) or {}).get("mechanisms") or []:
         comp = str(m.get("component") or "")
-        if m.get("mechanism") != "relative" or m.get("input") != "vision" or comp in ("", "model"):
+        if m.get("mechanism") != _WITH_QUERIES or m.get("input") != "vision" or comp in ("", "model"):
             continue
         sub: Any = config
         for part in comp.split("."):
@@ -243,7 +246,7 @@ def refuse_query_relative(config: Mapping[str, Any]) -> None:
     from .data import model_type_record
 
     seen = [m for m in (model_type_record(mt) or {}).get("mechanisms") or []
-            if m.get("mechanism") == "relative" and m.get("input") == "vision" and m.get("evidence") == "trace"]  # fmt: skip
+            if m.get("mechanism") == _WITH_QUERIES and m.get("input") == "vision" and m.get("evidence") == "trace"]  # fmt: skip
     if seen and any(str(m.get("component")) not in ("", "model") for m in seen):
         comp = next(str(m.get("component")) for m in seen if str(m.get("component")) not in ("", "model"))
         sub: Any = config

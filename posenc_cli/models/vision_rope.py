@@ -141,6 +141,9 @@ def timm_record(architecture: str) -> dict[str, Any] | None:
     return rec if isinstance(rec, dict) else None
 
 
+#: timm's ``grid_type`` of integer patch coordinates (``_build_grid``), the grid the ``eva02`` preset rotates by
+_INDEX_GRID = "index"
+
 #: ``model_args`` keys of a timm config.json that change no position: anything else there is refused (it could).
 _TIMM_ARGS_KEPT = frozenset({"in_chans", "num_classes", "global_pool", "drop_rate", "drop_path_rate", "pos_drop_rate",
                              "proj_drop_rate", "attn_drop_rate", "patch_drop_rate"})  # fmt: skip
@@ -165,7 +168,7 @@ def _timm(config: Mapping[str, Any], given: dict[str, Any]) -> tuple[str, dict[s
     if tower is None and rec.get("abs_pos_embed"):
         return None  # it adds a learned table too: that table (read from the weights), --tower vision its rotary
     where = f"timm:{arch}"
-    if rec["rope"] != "RotaryEmbeddingCat" or rec.get("grid_type") != "index" or rec.get("in_pixels"):
+    if rec["rope"] != "RotaryEmbeddingCat" or rec.get("grid_type") != _INDEX_GRID or rec.get("in_pixels"):
         raise ParameterError(
             f"{where} rotates with timm's {rec['rope']} (rope_type {rec.get('rope_type')}: "
             f"{'learned frequencies per layer, in the weights' if rec.get('rope_type') == 'mixed' else 'coordinates centred and normalised'}"
