@@ -563,6 +563,10 @@ def open_config(
     # -p rows=buffer: the module's raw buffer instead of the rows the model adds to tokens 0..N-1
     rows = rows_option(config, given.pop("rows", None), text)
     # -p table=bias: a T5-style model's relative bias from its weights instead of its bucket table
+    if given.get("table") == "bias":
+        from .models.vision_bias import refuse_query_relative
+
+        refuse_query_relative(config)  # SAM's encoder: relative positions taken with the queries, no bias table
     if table_option(config, given.pop("table", None)) == "bias":
         return _bias_source(text, config, given, length=length, layer_type=layer_type, max_bytes=max_bytes)
     learned = learned_table(text, config, length=length, layer_type=layer_type, read_as=read_as, **rows)
@@ -619,14 +623,25 @@ def _vision_rotary_source(text: str, config: dict[str, Any], given: dict[str, An
     from .models.vision_bias import record_of, tables
     from .models.vision_rope import from_config
 
-    if record_of(config) is not None:  # a windowed relative bias (Swin, BEiT): its index, or its bias from weights
-        table = given.pop("table", None)
+    if record_of(config, given.get("tower")) is not None:  # a windowed relative bias (Swin, BEiT; a Swin backbone)
+        table, image_size, tower = given.pop("table", None), given.pop("image_size", None), given.pop("tower", None)
         if given:
             raise ParameterError(
                 f"{text}: parameters ({', '.join(given)}) cannot apply to a relative bias table; drop them"
             )
-        arrays, meta = tables(text, config, table)
+        arrays, meta = tables(text, config, table, image_size, tower)
         return Source(text, arrays, meta, encoding_note=f"the relative position {meta['table']} of a windowed attention",
+                      lazy={k: formats.ArrayTensor(k, v) for k, v in arrays.items()})  # fmt: skip
+    from .models.vision_bias import decomposed_located, decomposed_tables
+
+    if decomposed_located(config, given.get("tower")) is not None:  # SAM's encoder: per-axis relative positions
+        table, tower = given.pop("table", None), given.pop("tower", None)
+        if given:
+            raise ParameterError(
+                f"{text}: parameters ({', '.join(given)}) cannot apply to relative position tables; drop them"
+            )
+        arrays, meta = decomposed_tables(text, config, table, tower)
+        return Source(text, arrays, meta, encoding_note="the relative positions of a vision encoder's attention",
                       lazy={k: formats.ArrayTensor(k, v) for k, v in arrays.items()})  # fmt: skip
     found = from_config(config, given)
     if found is None:

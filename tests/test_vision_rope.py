@@ -202,3 +202,77 @@ def test_language_model_keeps_its_mrope() -> None:
     enc = api.from_config(CONFIGS / "qwen2_vl", length=8)
     assert enc.KIND == "mrope"
     assert api.from_config(CONFIGS / "qwen2_vl", tower="language", length=8).KIND == "mrope"
+
+
+# ----- a timm checkpoint's own config.json (EVA02 and timm's rotary ViTs) -----------------------------------------
+TIMM_GOLDEN = Path(__file__).parent / "data" / "vision" / "timm_rope_golden.npz"
+TIMM_CONFIGS = Path(__file__).parent / "data" / "vision" / "configs"
+#: float32 angles of at most ~32 radians (a reference grid of 32 at frequency 1) are off by up to 32 * 2**-24;
+#: sin and cos by as much: twice that
+TIMM_ATOL = 2 * 32 * 2.0**-24
+
+
+@pytest.fixture(scope="module")
+def timm_golden() -> dict[str, np.ndarray]:
+    with np.load(TIMM_GOLDEN) as data:
+        return {k: data[k] for k in data.files}
+
+
+def _timm_source(arch: str, *params: str):
+    from posenc_cli.scopes import SourceOptions
+
+    return api.open_source(str(TIMM_CONFIGS / f"timm_{arch}"), SourceOptions(params=params))
+
+
+@pytest.mark.parametrize("arch", ["eva02_tiny_patch14_224", "vit_pe_core_base_patch16_224",
+                                  "vit_small_patch16_rope_224", "vit_betwixt_patch16_rope_reg4_gap_256"])  # fmt: skip
+def test_timm_config_is_timms_rotary(timm_golden: dict[str, np.ndarray], arch: str) -> None:
+    """The config.json timm writes for the Hub, read as timm builds the architecture (data/timm_rotary.json): the
+    sin and cos of every patch row equal what the model's own RotaryEmbeddingCat gives, at its native grid and at
+    three others; the prefix tokens (class, registers) come first and unrotated."""
+    sizes = sorted({k.split("/")[2] for k in timm_golden if k.startswith(f"timm/{arch}/")})
+    assert len(sizes) == 4
+    for size in sizes:
+        src = _timm_source(arch, "tower=vision", f"grid={size}")
+        n, p = src.lazy["cos"].shape[0], int(src.metadata["grid_offset"])
+        cos, sin = (np.asarray(src.lazy[t].rows(0, n)) for t in ("cos", "sin"))
+        np.testing.assert_allclose(cos[p:], timm_golden[f"timm/{arch}/{size}/cos"], rtol=0, atol=TIMM_ATOL)
+        np.testing.assert_allclose(sin[p:], timm_golden[f"timm/{arch}/{size}/sin"], rtol=0, atol=TIMM_ATOL)
+        assert (cos[:p] == 1).all() and (sin[:p] == 0).all() and p == (4 if "reg4" in arch else 1)
+
+
+def test_timm_numpy_built_mistakes_differ(timm_golden: dict[str, np.ndarray]) -> None:
+    """Perception Encoder's grid is 'xy' (width on the first d/4 pairs) with offset 1 and reference 14x14: a plain
+    numpy table of the 'ij' order, or without the offset, is caught by timm's own."""
+    want = timm_golden["timm/vit_pe_core_base_patch16_224/10x12/sin"]
+    freq = 10000.0 ** (-np.arange(16) / 16)  # dim 64: d/4 = 16 bands, temperature**(-k / 16)
+    y, x = np.meshgrid(np.arange(10.0), np.arange(12.0), indexing="ij")
+
+    def table(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        ang = np.concatenate([first.reshape(-1, 1) * freq, second.reshape(-1, 1) * freq], axis=1)
+        return np.repeat(np.sin(ang), 2, axis=1)
+
+    right = table((x.ravel() + 1) * 14 / 12, (y.ravel() + 1) * 14 / 10)
+    np.testing.assert_allclose(right, want, rtol=0, atol=TIMM_ATOL)  # the rule as posenc reads it, in plain numpy
+    assert np.abs(table((y.ravel() + 1) * 14 / 10, (x.ravel() + 1) * 14 / 12) - want).max() > 0.5  # ij
+    assert np.abs(table(x.ravel() * 14 / 12, y.ravel() * 14 / 10) - want).max() > 0.5  # no offset
+
+
+def test_timm_config_reading_rules(tmp_path: Path) -> None:
+    """Without a learned table (no pos_embed) the rotary is the default reading; --image-size goes through the
+    patch; learned frequencies (rope_mixed) and DINOv3's rope are refused by name; an unmodelled model_args key
+    too."""
+    import json
+
+    src = _timm_source("vit_small_patch16_rope_224", "image_size=320x224")
+    assert (src.metadata["grid"], src.metadata["axes"], src.metadata["image_size"]) == ("20x14", "wh", "320x224")
+    assert src.lazy["cos"].shape == (1 + 20 * 14, 64) and src.metadata["timm_architecture"].startswith("vit_small")
+    config = json.loads((TIMM_CONFIGS / "timm_vit_small_patch16_rope_224" / "config.json").read_text())
+    for arch, message in [("vit_small_patch16_rope_mixed_224", r"RotaryEmbeddingMixed \(rope_type mixed: learned"),
+                          ("vit_small_patch16_dinov3", r"RotaryEmbeddingDinoV3 \(rope_type dinov3")]:  # fmt: skip
+        (tmp_path / "config.json").write_text(json.dumps({**config, "architecture": arch}))
+        with pytest.raises(ParameterError, match=message):
+            api.open_source(str(tmp_path))
+    (tmp_path / "config.json").write_text(json.dumps({**config, "model_args": {"ref_feat_shape": [8, 8]}}))
+    with pytest.raises(ParameterError, match=r"model_args\.ref_feat_shape could change its rotary"):
+        api.open_source(str(tmp_path))

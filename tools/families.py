@@ -80,6 +80,13 @@ def rows() -> list[tuple[str, str, str, str, str, str]]:
                 "exact (index from the config, -p table=bias from the weights; the model's own in tests/data/vision)"
             )
             ref = ref if entry.get("modeling_module") else records.WINDOW_BIAS[mt].reference
+        elif mt in records.DECOMPOSED:  # per-axis relative positions taken with the queries (models/vision_bias.py)
+            scheme = "decomposed relative positions"
+            status = (
+                "exact (index from the config, -p table=bias rel_pos_h/w from the weights; the model's own in "
+                "tests/data/vision); its learned pos_embed is not read"
+            )
+            ref = ref if entry.get("modeling_module") else records.DECOMPOSED[mt].reference
         elif mt in POSITIONS:
             fam = POSITIONS[mt]
             scheme = ", ".join(sorted({layer.kind for layer in fam.layers.values()}))

@@ -53,6 +53,7 @@ from typing import Any
 from ..errors import ParameterError, option_clause, ref
 from .config_file import _check_depth_obj, _json_type
 from .records import (
+    DECOMPOSED,
     LEGACY_LAYER_TYPES,
     RECORDS,
     TRANSFORMERS_VERSION,
@@ -1231,6 +1232,12 @@ def _refusal(model_type: str, why: str | None) -> str:
         return (
             f"{model_type}'s positions are a relative position bias per attention window: posenc export DIR writes "
             "the index it gathers with, -p table=bias the per-head bias from the weights"
+        )
+    if model_type in DECOMPOSED:  # per-axis relative positions taken with the queries (models/vision_bias.py)
+        return (
+            f"{model_type}'s attention takes relative positions per axis with its queries: posenc export DIR writes "
+            "the index it gathers with, -p table=bias each layer's rel_pos_h/rel_pos_w from the weights (its "
+            "learned pos_embed is not read)"
         )
     entry = inventory_entry(model_type) or {}
     if entry.get("scheme") not in ROTARY:

@@ -1653,7 +1653,13 @@ class WindowBias:
     patch_size`` per side, the whole image is one window). ``cls``: the table has 3 more entries (class to token,
     token to class, class to class) and the index one more row and column, first. ``switches``: config keys of
     which one must be true for any bias to be added (BEiT's per-layer or shared bias). ``table``: the name the
-    weights keep each table under (its last component).
+    weights keep each table under (its last component). ``continuous``: the table is not kept but made by a small
+    network over log-spaced relative coordinates, ``16 * sigmoid`` (Swin V2's ``continuous_position_bias_mlp``).
+    ``stages``: how each stage's patch grid follows the image's (``halving``: stage ``i`` at the grid halved ``i``
+    times; ``same``: every stage at the grid; empty: one window). ``shrink``: when a stage's grid is not larger
+    than the window, the window becomes the grid and the shift 0: ``forward`` (from the grid the forward sees,
+    ``set_shift_and_window_size``), ``init`` (once, at construction, from the config's image size, the height
+    deciding: ``_compute_window_shift``), or empty (never: the stage is padded to the window).
     """
 
     model_type: str
@@ -1662,11 +1668,47 @@ class WindowBias:
     cls: bool = False
     switches: tuple[str, ...] = ()
     table: str = "relative_position_bias_table"
+    continuous: bool = False
+    stages: str = ""
+    shrink: str = ""
+
+
+@dataclass(frozen=True)
+class DecomposedRelPos:
+    """A vision encoder whose attention adds, per axis, the query times a table of relative positions (MViTv2's
+    decomposed relative positions): ``rel_pos_h`` and ``rel_pos_w`` of ``2S - 1`` rows each per layer, ``S`` the
+    layer's window (``window_size``) or, for the layers in ``global_attn_indexes``, the patch grid
+    (``image_size // patch_size``), gathered at ``i - j + S - 1`` (``get_rel_pos``: its linear resize is the
+    identity at the size the weights have)."""
+
+    model_type: str
+    reference: str
+
+
+DECOMPOSED: dict[str, DecomposedRelPos] = {d.model_type: d for d in (
+    DecomposedRelPos("sam_vision_model", f"{_HF}/sam/modeling_sam.py SamVisionAttention (__init__, get_rel_pos, "
+                     "get_decomposed_rel_pos), SamVisionEncoder (window_size, global_attn_indexes)"),
+    DecomposedRelPos("sam_hq_vision_model", f"{_HF}/sam_hq/modeling_sam_hq.py SamHQVisionAttention (as SAM's), "
+                     "SamHQVisionEncoder"),
+)}  # fmt: skip
 
 
 WINDOW_BIAS: dict[str, WindowBias] = {w.model_type: w for w in (
     WindowBias("swin", f"{_HF}/swin/modeling_swin.py SwinRelativePositionBias (_create_relative_position_index, "
-               "forward)", "window_size"),
+               "forward), SwinLayer.set_shift_and_window_size", "window_size", stages="halving", shrink="forward"),
+    WindowBias("donut-swin", f"{_HF}/donut/modeling_donut_swin.py DonutSwinSelfAttention "
+               "(create_relative_position_index, forward), DonutSwinLayer.set_shift_and_window_size", "window_size",
+               stages="halving", shrink="forward"),
+    WindowBias("maskformer-swin", f"{_HF}/maskformer/modeling_maskformer_swin.py MaskFormerSwinSelfAttention "
+               "(forward); MaskFormerSwinLayer pads every stage to the window (maybe_pad), never shrinks it",
+               "window_size", stages="halving"),
+    WindowBias("swinv2", f"{_HF}/swinv2/modeling_swinv2.py Swinv2SelfAttention (create_coords_table_and_index, "
+               "forward: 16 * sigmoid(continuous_position_bias_mlp(coords)[index])), Swinv2Layer._compute_window_shift, "
+               "Swinv2Encoder (pretrained_window_sizes)", "window_size", table="continuous_position_bias_mlp",
+               continuous=True, stages="halving", shrink="init"),
+    WindowBias("swin2sr", f"{_HF}/swin2sr/modeling_swin2sr.py Swin2SRSelfAttention (as Swin V2's), "
+               "Swin2SRLayer._compute_window_shift, Swin2SREncoder (every stage at the grid, pretrained window 0)",
+               "window_size", table="continuous_position_bias_mlp", continuous=True, stages="same", shrink="init"),
     WindowBias("beit", f"{_HF}/beit/modeling_beit.py BeitRelativePositionBias (generate_relative_position_index, "
                "forward at the native window)", "patch_grid", cls=True,
                switches=("use_relative_position_bias", "use_shared_relative_position_bias")),

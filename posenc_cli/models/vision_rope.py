@@ -13,6 +13,13 @@ before (``tower="language"`` says so explicitly). The patch grid comes from ``gr
 ``image_size`` (``--image-size HxW`` in pixels, ``H`` for a square) through the tower's patching: ``H //
 patch_size`` patches per side (the patch convolution's floor), refused where the model's processor would resize the
 image first (a side not a multiple of ``patch_size * spatial_merge_size``: Qwen2-VL's ``smart_resize``).
+
+A timm checkpoint's own config.json (``architecture`` + ``pretrained_cfg``) names only its architecture; what timm
+builds for it is ``data/timm_rotary.json`` (``tools/inventory/timm_rotary.py``, from timm 1.0.31's
+``models/eva.py``). The architectures that rotate with ``RotaryEmbeddingCat`` over its index grid (EVA02,
+Perception Encoder, ``vit_*_rope_*``) are read as the ``eva02`` preset with their ``ref_feat_shape``,
+``rope_grid_offset``, ``rope_grid_indexing`` (``xy``: width on the first pairs), ``rope_temperature`` and prefix
+tokens; one that also adds a learned table gives that table unless ``--tower vision`` is given.
 """
 
 from __future__ import annotations
@@ -115,10 +122,107 @@ def _sides(text: str, what: str) -> tuple[int, int]:
     return nums[0], nums[1]
 
 
+def timm_record(architecture: str) -> dict[str, Any] | None:
+    """What timm builds for ``architecture`` (``data/timm_rotary.json``, made by ``tools/inventory/timm_rotary.py``
+    from timm's own ``models/eva.py``), or None when it is no EVA-family architecture there; a pretrained tag
+    (``eva02_base_patch14_224.mim_in22k``) names the architecture before the dot."""
+    import json
+    from functools import cache
+    from pathlib import Path
+
+    @cache
+    def load() -> dict[str, Any]:
+        path = Path(__file__).resolve().parent / "data" / "timm_rotary.json"
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        return data
+
+    archs = load().get("architectures") or {}
+    rec = archs.get(architecture, archs.get(architecture.split(".", 1)[0]))
+    return rec if isinstance(rec, dict) else None
+
+
+#: timm's ``grid_type`` of integer patch coordinates (``_build_grid``), the grid the ``eva02`` preset rotates by
+_INDEX_GRID = "index"
+
+#: ``model_args`` keys of a timm config.json that change no position: anything else there is refused (it could).
+_TIMM_ARGS_KEPT = frozenset({"in_chans", "num_classes", "global_pool", "drop_rate", "drop_path_rate", "pos_drop_rate",
+                             "proj_drop_rate", "attn_drop_rate", "patch_drop_rate"})  # fmt: skip
+
+
+def _timm(config: Mapping[str, Any], given: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, str]] | None:
+    """A timm checkpoint's own config.json whose architecture rotates its patches (EVA02, timm's rotary ViTs):
+    ``("rope-2d", preset eva02 with the architecture's parameters, notes)``; None when the learned table is read
+    (no rotary, or a learned table too and no ``--tower vision``)."""
+    arch = str(config.get("architecture"))
+    rec = timm_record(arch)
+    tower = given.pop("tower", None)
+    if tower is not None and tower not in TOWERS:
+        raise ParameterError(f"{param('tower')} {tower!r} is not a tower; choose from: {', '.join(TOWERS)}")
+    if rec is None or rec.get("rope") is None:
+        if tower == "vision":
+            raise ParameterError(f"timm architecture {arch} has no rotary embedding (timm 1.0.31 models/eva.py) "
+                                 f"posenc knows of; drop {param('tower')}")  # fmt: skip
+        return None
+    if tower == "language":
+        raise ParameterError(f"{arch} is a timm vision model: it has no language model; drop {param('tower')}")
+    if tower is None and rec.get("abs_pos_embed"):
+        return None  # it adds a learned table too: that table (read from the weights), --tower vision its rotary
+    where = f"timm:{arch}"
+    if rec["rope"] != "RotaryEmbeddingCat" or rec.get("grid_type") != _INDEX_GRID or rec.get("in_pixels"):
+        raise ParameterError(
+            f"{where} rotates with timm's {rec['rope']} (rope_type {rec.get('rope_type')}: "
+            f"{'learned frequencies per layer, in the weights' if rec.get('rope_type') == 'mixed' else 'coordinates centred and normalised'}"
+            "), which posenc does not reproduce; the rope-2d eva02 preset is RotaryEmbeddingCat's index grid"
+        )  # fmt: skip
+    args = config.get("model_args") or {}
+    if not isinstance(args, Mapping):
+        raise ParameterError(f"{where}: model_args={args!r} is not an object")
+    unread = sorted(set(args) - _TIMM_ARGS_KEPT - {"img_size"})
+    if unread:
+        raise ParameterError(f"{where}: model_args.{unread[0]} could change its rotary and posenc does not model it; "
+                             "drop it")  # fmt: skip
+    patch = tuple(int(p) for p in rec["patch_size"])
+    pcfg = config.get("pretrained_cfg") or {}
+    size = args.get("img_size", (pcfg.get("input_size") or [None, *rec["img_size"]])[1:])
+    native = tuple(size) if isinstance(size, (list, tuple)) else (size, size)
+    if len(native) != 2 or not all(isinstance(v, int) and v >= 1 for v in native):
+        raise ParameterError(f"{where}: its image size {size!r} is not [height, width]; fix pretrained_cfg.input_size")
+    params: dict[str, Any] = {
+        "preset": "eva02", "dim": int(rec["dim"]), "base": float(rec["temperature"]),
+        "prefix_rows": int(rec["num_prefix_tokens"]), "axes": "hw" if rec["grid_indexing"] == "ij" else "wh",
+        "position_start": float(rec["grid_offset"]), "layout": "half" if rec.get("rotate_half") else "interleaved",
+    }  # fmt: skip
+    if rec.get("ref_feat_shape") is not None:
+        ref_h, ref_w = rec["ref_feat_shape"]
+        params["ref_grid"] = f"{ref_h}x{ref_w}"
+    notes = {"timm_architecture": arch, "patch_size": f"{patch[0]}x{patch[1]}",
+             "reference": "timm 1.0.31 timm/models/eva.py Eva (rope, num_prefix_tokens), "
+                          "timm/layers/pos_embed_sincos.py RotaryEmbeddingCat (_build_grid, build_rotary_pos_embed)"}  # fmt: skip
+    grid, image = given.pop("grid", None), given.pop("image_size", None)
+    if grid is not None and image is not None:
+        raise ParameterError(f"{param('grid')} and {param('image_size')} both give the patch grid; give one")
+    if grid is not None:
+        h, w = _sides(str(grid), "grid")
+    else:
+        ih, iw = _sides(str(image), "image_size") if image is not None else native
+        if min(ih // patch[0], iw // patch[1]) < 1:
+            raise ParameterError(f"{param('image_size')} {ih}x{iw} is smaller than one {patch[0]}x{patch[1]} patch; "
+                                 f"give at least {patch[0]}x{patch[1]}")  # fmt: skip
+        h, w = ih // patch[0], iw // patch[1]
+        notes["image_size"] = f"{ih}x{iw}"
+    params["grid"] = f"{h}x{w}"
+    return "rope-2d", params, notes
+
+
 def from_config(config: Mapping[str, Any], given: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, str]] | None:
     """``("rope-2d", parameters, metadata notes)`` of the vision tower ``given["tower"]`` names (or the config when
     it is a tower); None when the language model is read. Pops ``tower``, and ``grid`` / ``image_size`` when it
-    reads a tower."""
+    reads a tower. A timm checkpoint's own config.json whose architecture rotates (EVA02, timm's rotary ViTs) is
+    read as timm builds it (:func:`_timm`)."""
+    from .vision import is_timm_config
+
+    if is_timm_config(config):
+        return _timm(config, given)
     found = tower_of(config, given.pop("tower", None))
     if found is None:
         return None

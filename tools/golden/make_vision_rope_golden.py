@@ -171,7 +171,51 @@ def eva02(grids: list[tuple[int, int]]) -> dict[str, np.ndarray]:
     return out
 
 
+#: timm architectures whose own config.json posenc reads for their rotary (tests/test_vision_rope.py), each with
+#: one of the parameter sets timm's EVA code builds: EVA02 (ij, ref 16x16), Perception Encoder (xy, ref 14x14,
+#: grid offset 1), the plain rotary ViT (xy, no reference grid, temperature 100), and 4 register tokens (ref 16x16).
+TIMM = ["eva02_tiny_patch14_224", "vit_pe_core_base_patch16_224", "vit_small_patch16_rope_224",
+        "vit_betwixt_patch16_rope_reg4_gap_256"]  # fmt: skip
+
+
+def timm_configs(grids: list[tuple[int, int]]) -> dict[str, np.ndarray]:
+    """Each architecture of ``TIMM``: its config.json as timm writes it for the Hub (``save_config_for_hf``,
+    ``configs/timm_<arch>/``), and the sin and cos its own rotary module (``model.rope``, built by
+    ``timm.create_model`` at ``img_size`` = grid x patch, then its buffers computed on the CPU:
+    ``init_non_persistent_buffers``) gives at its native grid and at each of ``grids``: ``get_embed()`` is
+    ``cat([sin, cos])`` of the patches' rows (``RotaryEmbeddingCat``)."""
+    sys.path.insert(0, "/work/side/tvstub")
+    import sitecustomize_tv  # noqa: F401  (stands in for torchvision, whose functions timm's rope never calls)
+    import timm
+    from timm.models._hub import save_config_for_hf
+
+    out: dict[str, np.ndarray] = {}
+    for arch in TIMM:
+        with torch.device("meta"):
+            model = timm.create_model(arch, pretrained=False)
+        where = OUT / "configs" / f"timm_{arch}"
+        where.mkdir(parents=True, exist_ok=True)
+        save_config_for_hf(model, str(where / "config.json"))
+        patch = model.patch_embed.patch_size
+        native = tuple(model.patch_embed.grid_size)
+        for h, w in [native, *grids]:
+            with torch.device("meta"):
+                model = timm.create_model(arch, pretrained=False, img_size=(patch[0] * h, patch[1] * w))
+            rope = model.rope.to_empty(device="cpu")
+            rope.init_non_persistent_buffers()
+            emb = rope.get_embed()
+            dim = emb.shape[1] // 2
+            out[f"timm/{arch}/{h}x{w}/sin"] = emb[:, :dim].numpy()
+            out[f"timm/{arch}/{h}x{w}/cos"] = emb[:, dim:].numpy()
+    return out
+
+
 def main() -> None:
+    if sys.argv[1:] == ["timm"]:
+        arrays = timm_configs([(10, 12), (20, 8), (7, 7)])
+        np.savez_compressed(OUT / "timm_rope_golden.npz", **arrays)
+        print({k: v.shape for k, v in arrays.items()})
+        return
     import transformers  # before the torchvision stand-in, which transformers would take for torchvision
 
     arrays: dict[str, np.ndarray] = {}

@@ -675,7 +675,29 @@ def visit(mt: str, store: Store) -> tuple[dict[str, Any], dict[str, Any]]:
     finish(rec, saved, saved_flat)
     rec.setdefault("status", "ok")
     place_mechanisms(rec, mcls, cfg_eager, built=True)
+    window_bias_reads(rec, mcls, cfg_eager, saved)
     return rec, refs
+
+
+def window_bias_reads(rec: dict, mcls: type, cfg: Any, saved: dict) -> None:
+    """``window_bias.config_defaults``: for a type whose vision component adds a relative bias per attention window
+    (a ``relative_bias`` mechanism, Swin's family), the class defaults of every config key its model reads while it
+    is built again on meta from a recording copy of the config (window_size, image_size, patch_size, depths,
+    pretrained_window_sizes, ...: the window of each stage is fixed by them), dotted from the top config."""
+    if not any(
+        m.get("mechanism") == "relative_bias" and m.get("input") == "vision" for m in rec.get("mechanisms") or []
+    ):
+        return
+    log: set[str] = set()
+    try:
+        with torch.device("meta"), record():
+            mcls(recording(cfg, log))
+    except Exception as exc:
+        rec["window_bias"] = {"status": f"{type(exc).__name__}: {exc}".splitlines()[0][:200]}
+        return
+    rec["window_bias"] = {"config_defaults": {
+        k: jsonable(v) for k in sorted(log) if (v := lookup(saved, k)) != "<absent>" and not isinstance(v, dict)
+    }}  # fmt: skip
 
 
 def parent_built(mt: str, mcls: type, cfg: Any) -> tuple[str, Any, torch.nn.Module] | None:
