@@ -516,6 +516,10 @@ def open_config(
     if vision is not None:
         return vision
     image_size = given.pop("image_size", None)
+    if given.get("table") == "bias":
+        from .models.vision_bias import refuse_query_relative
+
+        refuse_query_relative(config)  # SAM's encoder: relative positions taken with the queries, no bias table
     from .models.vision import claims as vision_claims
 
     if vision_claims(config, image_size):  # a ViT-family table from the weights, at the image size asked
@@ -563,10 +567,6 @@ def open_config(
     # -p rows=buffer: the module's raw buffer instead of the rows the model adds to tokens 0..N-1
     rows = rows_option(config, given.pop("rows", None), text)
     # -p table=bias: a T5-style model's relative bias from its weights instead of its bucket table
-    if given.get("table") == "bias":
-        from .models.vision_bias import refuse_query_relative
-
-        refuse_query_relative(config)  # SAM's encoder: relative positions taken with the queries, no bias table
     if table_option(config, given.pop("table", None)) == "bias":
         return _bias_source(text, config, given, length=length, layer_type=layer_type, max_bytes=max_bytes)
     learned = learned_table(text, config, length=length, layer_type=layer_type, read_as=read_as, **rows)
@@ -634,7 +634,8 @@ def _vision_rotary_source(text: str, config: dict[str, Any], given: dict[str, An
                       lazy={k: formats.ArrayTensor(k, v) for k, v in arrays.items()})  # fmt: skip
     from .models.vision_bias import decomposed_located, decomposed_tables
 
-    if decomposed_located(config, given.get("tower")) is not None:  # SAM's encoder: per-axis relative positions
+    # SAM's encoder: per-axis relative positions, with -p table=index|bias (without: its absolute grid, .models.vision)
+    if given.get("table") is not None and decomposed_located(config, given.get("tower")) is not None:
         table, tower = given.pop("table", None), given.pop("tower", None)
         if given:
             raise ParameterError(

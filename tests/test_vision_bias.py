@@ -256,10 +256,10 @@ def test_sam_decomposed_relative_positions(staged: dict[str, np.ndarray], tmp_pa
         for name in names:
             got = np.asarray(src.lazy[name].rows(0, src.lazy[name].shape[0]))
             np.testing.assert_array_equal(got, want[src.metadata[name]])
-    index = read("tiny_sam_vision").lazy["index_8"]
+    index = read("tiny_sam_vision", "index").lazy["index_8"]
     np.testing.assert_array_equal(np.asarray(index.rows(0, 8)), np.subtract.outer(np.arange(8), np.arange(8)) + 7)
     config = DATA / "vision" / "configs" / "sam"
-    whole = api.open_source(str(config), SourceOptions(params=("tower=vision",)))
+    whole = api.open_source(str(config), SourceOptions(params=("tower=vision", "table=index")))
     assert whole.metadata["read_from"] == "sam vision_config (sam_vision_model)"
     assert sorted(whole.lazy) == ["index_2", "index_8"]
     with pytest.raises(ParameterError, match=r"table=bias on sam: its vision encoder \(vision_config\) takes "

@@ -885,11 +885,13 @@ _VISION: tuple[Record, ...] = (
             "image_size // patch_size, if use_abs_pos; l.1066: added as it is; SamPatchEmbeddings.forward l.124-127 "
             "refuses another image size)", tensor="vision_encoder.pos_embed", extra=(), resampling=None,
             keep="always", tensor_layout="hwc", reshape="config", switch="use_abs_pos",
-            not_read="the decomposed relative positions its attention adds (rel_pos_h, rel_pos_w; use_rel_pos)"),
+            not_read="the decomposed relative positions its attention adds (rel_pos_h, rel_pos_w; use_rel_pos): "
+            "another table, read with -p table=index or table=bias"),
     _vision("sam_hq_vision_model", "sam_hq/modeling_sam_hq.py SamHQVisionEncoder (l.527-537, l.565: SAM's; "
             "SamHQPatchEmbeddings.forward l.486-489 refuses another image size)", tensor="vision_encoder.pos_embed",
             extra=(), resampling=None, keep="always", tensor_layout="hwc", reshape="config", switch="use_abs_pos",
-            not_read="the decomposed relative positions its attention adds (rel_pos_h, rel_pos_w; use_rel_pos)"),
+            not_read="the decomposed relative positions its attention adds (rel_pos_h, rel_pos_w; use_rel_pos): "
+            "another table, read with -p table=index or table=bias"),
     _vision("dpt", "dpt/modeling_dpt.py DPTViTEmbeddings._resize_pos_embed (l.201-214: bilinear, size=, at every "
             "size; forward l.216-221)", resampling=("bilinear", False, False, "size"), keep="never",
             unmodelled=(("is_hybrid", None, "DPT-hybrid's embeddings (DPTViTHybridEmbeddings, l.89-183) run a "

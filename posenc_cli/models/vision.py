@@ -123,6 +123,8 @@ def claims(config: Mapping[str, Any], image_size: Any = None) -> bool:
     if rec is not None and rec.tower is not None and image_size is None:
         # a wrapper (CLIP, SigLIP) whose text tower has a table too: the vision grid when an image size is asked
         return _text_table(mt) is None
+    if rec is None and len(observed(mt)) > 1 and image_size is None:
+        return False  # several tables (object queries, level embeddings beside a grid): its mechanisms say which
     if rec is None and observed(mt):  # a type read (or refused) by the code its tower runs
         # a tower itself is always its table (when the inventory saw which code places it: else the reading of its
         # mechanisms says what it is); a wrapper's other parts (its text model) are read unless an image size is
