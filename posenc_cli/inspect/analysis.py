@@ -34,6 +34,7 @@ per column), :func:`pair_layout` / :func:`duplicate_layout` (interleaved, split,
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,11 +109,21 @@ def spread_rows(n: int, count: int = 256, *, head: int = 32, tail: int = 8, seed
     """
     if n <= count:
         return np.arange(n, dtype=np.int64)
+    # a new array each call (callers may change theirs); the sample itself is made once per arguments: identify
+    # asks for the same few samples once per candidate (a random generator and a geomspace cost ~0.5 ms each)
+    return _spread_rows(int(n), int(count), int(head), int(tail), int(seed)).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _spread_rows(n: int, count: int, head: int, tail: int, seed: int) -> np.ndarray:
+    """:func:`spread_rows` for ``n > count``, shared read-only by every call with these arguments."""
     parts = [np.arange(min(head, n)), np.arange(max(0, n - tail), n)]
     parts.append(np.unique(np.geomspace(1, n - 1, num=count // 4).astype(np.int64)))
     rng = np.random.default_rng(seed)
     parts.append(rng.integers(0, n, size=max(0, count - sum(p.size for p in parts))))
-    return np.unique(np.concatenate(parts)).astype(np.int64)
+    out = np.unique(np.concatenate(parts)).astype(np.int64)
+    out.flags.writeable = False
+    return out
 
 
 def check_rows(n: int, width: int, *, count: int = 512) -> np.ndarray:
