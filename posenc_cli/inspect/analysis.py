@@ -1400,7 +1400,15 @@ def residual(
 def nice_number(value: float, rel_tol: float) -> float:
     """The number with the fewest significant decimal digits within ``rel_tol`` of ``value`` (itself if none)."""
     if not math.isfinite(value) or value == 0:
-        return value
+        return value  # (itself: -0.0 stays -0.0)
+    if type(value) is float and type(rel_tol) is float:  # (not NumPy scalars: their arithmetic is their own)
+        return _nice_number(value, rel_tol)
+    return _nice_number.__wrapped__(value, rel_tol)
+
+
+# identify reads the same numbers again and again (every candidate's parameters, ranked by their digits)
+@functools.lru_cache(maxsize=8192)
+def _nice_number(value: float, rel_tol: float) -> float:
     for digits in range(1, 18):
         r = float(f"{value:.{digits - 1}e}")
         if abs(r - value) <= rel_tol * abs(value):
@@ -1410,9 +1418,14 @@ def nice_number(value: float, rel_tol: float) -> float:
 
 def nice_digits(value: float) -> int:
     """Significant decimal digits of ``value`` as its shortest repr writes it."""
+    return _nice_digits(float(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _nice_digits(value: float) -> int:
     if not math.isfinite(value) or value == 0:
         return 1
-    short = repr(abs(float(value)))
+    short = repr(abs(value))
     if "e" in short:
         short = short.split("e")[0]
     digits = short.replace(".", "").lstrip("0").rstrip("0")
