@@ -119,12 +119,12 @@ def test_hf_cache_identified_compared_checked(case: str, tmp_path) -> None:
         np.save(path, cos)
     # the spec as a person writes it from the model's config (not from the identification)
     spec = "rope:" + ",".join(f"{k}={_show(v)}" for k, v in want.items() if k != "dim")
-    cmp = pe.compare(str(path), spec, tensor=None)
-    assert cmp.same, cmp.reason
+    report = pe.check(str(path), against=spec)
+    cmp = report.against  # compare(path, spec), as check --against makes it (api.check calls api.compare)
+    assert cmp is not None and cmp.same, cmp.reason
     f = cmp.tensors[0].result.formula
     if f is not None:
         assert f["ok"] and f["bound"] > 0 and f["bound_row"] == cos.shape[0] - 1
-    report = pe.check(str(path), against=spec)
     failed = [r.name for r in report.results if r.passed is False]
     assert report.ok, failed
 

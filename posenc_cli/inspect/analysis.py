@@ -34,6 +34,7 @@ per column), :func:`pair_layout` / :func:`duplicate_layout` (interleaved, split,
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,11 +109,21 @@ def spread_rows(n: int, count: int = 256, *, head: int = 32, tail: int = 8, seed
     """
     if n <= count:
         return np.arange(n, dtype=np.int64)
+    # a new array each call (callers may change theirs); the sample itself is made once per arguments: identify
+    # asks for the same few samples once per candidate (a random generator and a geomspace cost ~0.5 ms each)
+    return _spread_rows(int(n), int(count), int(head), int(tail), int(seed)).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _spread_rows(n: int, count: int, head: int, tail: int, seed: int) -> np.ndarray:
+    """:func:`spread_rows` for ``n > count``, shared read-only by every call with these arguments."""
     parts = [np.arange(min(head, n)), np.arange(max(0, n - tail), n)]
     parts.append(np.unique(np.geomspace(1, n - 1, num=count // 4).astype(np.int64)))
     rng = np.random.default_rng(seed)
     parts.append(rng.integers(0, n, size=max(0, count - sum(p.size for p in parts))))
-    return np.unique(np.concatenate(parts)).astype(np.int64)
+    out = np.unique(np.concatenate(parts)).astype(np.int64)
+    out.flags.writeable = False
+    return out
 
 
 def check_rows(n: int, width: int, *, count: int = 512) -> np.ndarray:
@@ -1389,7 +1400,15 @@ def residual(
 def nice_number(value: float, rel_tol: float) -> float:
     """The number with the fewest significant decimal digits within ``rel_tol`` of ``value`` (itself if none)."""
     if not math.isfinite(value) or value == 0:
-        return value
+        return value  # (itself: -0.0 stays -0.0)
+    if type(value) is float and type(rel_tol) is float:  # (not NumPy scalars: their arithmetic is their own)
+        return _nice_number(value, rel_tol)
+    return _nice_number.__wrapped__(value, rel_tol)
+
+
+# identify reads the same numbers again and again (every candidate's parameters, ranked by their digits)
+@functools.lru_cache(maxsize=8192)
+def _nice_number(value: float, rel_tol: float) -> float:
     for digits in range(1, 18):
         r = float(f"{value:.{digits - 1}e}")
         if abs(r - value) <= rel_tol * abs(value):
@@ -1399,9 +1418,14 @@ def nice_number(value: float, rel_tol: float) -> float:
 
 def nice_digits(value: float) -> int:
     """Significant decimal digits of ``value`` as its shortest repr writes it."""
+    return _nice_digits(float(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _nice_digits(value: float) -> int:
     if not math.isfinite(value) or value == 0:
         return 1
-    short = repr(abs(float(value)))
+    short = repr(abs(value))
     if "e" in short:
         short = short.split("e")[0]
     digits = short.replace(".", "").lstrip("0").rstrip("0")

@@ -19,6 +19,7 @@ order; this module names no kind. The helpers at the bottom are shared by the ki
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import shlex
 from dataclasses import dataclass, field
@@ -396,7 +397,7 @@ def _rough_complexity(c: Candidate) -> float:
     from ..encodings import get_kind
 
     cls = get_kind(c.kind)
-    defaults = {f.name: f.default for f in cls.param_fields() if f.default is not dataclasses.MISSING}
+    defaults = _defaults(c.kind)
     explicit = {
         k: v
         for k, v in c.params.items()
@@ -421,6 +422,37 @@ def _rough_complexity(c: Candidate) -> float:
     return best
 
 
+@functools.cache
+def _defaults(kind: str) -> dict[str, Any]:
+    """The declared default of each parameter of ``kind`` that has one (read-only: shared)."""
+    from ..encodings import get_kind
+
+    return {f.name: f.default for f in get_kind(kind).param_fields() if f.default is not dataclasses.MISSING}
+
+
+def _encoding(cand: Candidate) -> Any:
+    """``make_encoding(cand.kind, cand.params)``, built once per candidate and parameters: the quick and the full
+    verification and the naming each need it (a build validates every parameter: ~1 ms, as much as reading the
+    quick rows). A ParameterError is raised again each time it is asked for."""
+    from ..encodings import make_encoding
+
+    said = (cand.kind, dict(cand.params))
+    memo: tuple[Any, Any, ParameterError | None] | None = cand.__dict__.get("_built")
+    try:
+        fresh = memo is not None and memo[0] == said
+    except (TypeError, ValueError):  # a parameter that compares element-wise (an array): build it again
+        fresh = False
+    if memo is None or not fresh:
+        try:
+            memo = (said, make_encoding(cand.kind, cand.params), None)
+        except ParameterError as exc:
+            memo = (said, None, exc)
+        cand.__dict__["_built"] = memo
+    if memo[2] is not None:
+        raise memo[2]
+    return memo[1]
+
+
 def _complexity(c: Candidate) -> float:
     """Fewer explicit parameters and shorter numbers first: the simplest description that reproduces the table."""
     score = 0.0
@@ -436,10 +468,8 @@ def _complexity(c: Candidate) -> float:
 def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) -> None:
     """Regenerate ``cand`` with posenc's engine and measure it against the input on sampled rows (``quick``: 48
     rows spread to the end of the table, a cheap first filter)."""
-    from ..encodings import make_encoding
-
     try:
-        enc = make_encoding(cand.kind, cand.params)
+        enc = _encoding(cand)
         enc.tensor_specs()
     except ParameterError as exc:
         cand.why = f"not a valid {cand.kind} table: {exc}"
@@ -529,14 +559,14 @@ def _sample_3d(x: Any, enc: Any, name: str) -> tuple[np.ndarray, np.ndarray, np.
 
 def _name(cand: Candidate) -> None:
     """Fill ``explicit``, ``preset``/``presets`` and ``command`` from the kind's declared defaults and presets."""
-    from ..encodings import get_kind, make_encoding
+    from ..encodings import get_kind
 
     cls = get_kind(cand.kind)
     try:
-        full = make_encoding(cand.kind, cand.params).params()
+        full = _encoding(cand).params()
     except ParameterError:
         full = dict(cand.params)
-    defaults = {f.name: f.default for f in cls.param_fields() if f.default is not dataclasses.MISSING}
+    defaults = _defaults(cand.kind)
     explicit = {
         k: v for k, v in full.items() if k not in ("length", "dim", "dtype") and (k not in defaults or v != defaults[k])
     }

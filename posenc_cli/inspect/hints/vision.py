@@ -26,6 +26,23 @@ def _unrotated(c: np.ndarray, s: np.ndarray) -> np.ndarray:
     return np.all(c == 1, axis=1) & np.all(s == 0, axis=1)
 
 
+def _values_per_axis(c: np.ndarray, s: np.ndarray, interleaved: bool) -> tuple[int, int]:
+    """The most distinct values a column of the first d/4 pairs holds, and of the last d/4 pairs (cos and sin;
+    pair ``k`` in column ``k``, or ``2k`` when interleaved)."""
+    d = c.shape[1]
+    q = d // 4
+    cols = np.arange(2 * q) * (2 if interleaved else 1)
+    out = []
+    for part in (cols[:q], cols[q:]):
+        most = 0
+        for x in (c[:, part], s[:, part]):
+            ordered = np.sort(x, axis=0)
+            steps = np.count_nonzero(ordered[1:] != ordered[:-1], axis=0) if len(x) > 1 else np.zeros(1, int)
+            most = max(most, 1 + int(steps.max(initial=0)))
+        out.append(most)
+    return out[0], out[1]
+
+
 def hints_rope2d(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
     cos, sin = ana.tensor("cos"), ana.tensor("sin")
     if cos is None or sin is None or len(cos[1].shape) != 2 or tuple(cos[1].shape) != tuple(sin[1].shape):
@@ -54,6 +71,12 @@ def hints_rope2d(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) 
     if ana.dtype_param:
         params_base["dtype"] = ana.dtype_param
     out: list[Candidate] = []
+    # the first d/4 pairs turn with one grid coordinate and the last d/4 with the other (the kind's ``coordinates``
+    # and ``angles``), so over the H x W grid rows a column of the first takes at most H values (axes hw; W for
+    # wh) and of the last at most W: a grid with a shorter side cannot be the table's (a 1-D cache holds a value
+    # per position in its fastest columns)
+    axes_default = kind_cls.__dataclass_fields__["axes"].default
+    counts: dict[tuple[int, int, bool], tuple[int, int]] = {}
     # each preset, then the kind's defaults in each pairing the columns show
     readings = [*kind_cls.PRESETS.items(), *((f"layout={lay}", {"layout": lay}) for lay in found)]
     for name, preset in readings:
@@ -61,8 +84,13 @@ def hints_rope2d(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) 
         if preset.get("layout", half) not in found or not (plain[:first].all() and plain[n - last :].all()):
             continue
         cells, merge = n - first - last, int(preset.get("merge", 1))
+        key = (first, last, preset.get("layout", half) == interleaved)
+        if key not in counts:
+            counts[key] = _values_per_axis(c[first : n - last], s[first : n - last], key[2])
+        first_axis, second_axis = counts[key] if preset.get("axes", axes_default) == "hw" else counts[key][::-1]
         grids = [(h, cells // h) for h in range(1, cells + 1) if cells % h == 0]
         grids = [(h, w) for h, w in grids if h % merge == 0 and w % merge == 0]
+        grids = [(h, w) for h, w in grids if h >= first_axis and w >= second_axis]
         grids.sort(key=lambda hw: (abs(hw[0] - hw[1]), hw))
         for h, w in grids[:MAX_GRIDS]:
             params = {**preset, **params_base, "grid": f"{h}x{w}"}
