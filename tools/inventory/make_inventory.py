@@ -52,12 +52,32 @@ from typing import Any
 
 import numpy as np
 import torch
-import transformers
-from transformers import CONFIG_MAPPING, AutoConfig
-from transformers.models.auto import modeling_auto
+
+
+def _torchvision_stand_in() -> None:
+    """timm imports torchvision, which has no build for the side venv's torch: where the stand-in
+    (``sitecustomize_tv``, on ``PYTHONPATH``) is present, it is imported before transformers and its modules get
+    import specs, so transformers' ``is_torchvision_available`` (hence ``is_timm_available``) holds and the types
+    with a timm backbone (DETR's default ``resnet50``) build. Its functions are never called by the code the
+    inventory runs."""
+    import importlib.machinery
+
+    try:
+        import sitecustomize_tv  # noqa: F401
+    except ImportError:
+        return
+    for name, mod in list(sys.modules.items()):
+        if name.split(".")[0] == "torchvision" and getattr(mod, "__spec__", None) is None:
+            mod.__spec__ = importlib.machinery.ModuleSpec(name, None)
+
+
+_torchvision_stand_in()
+import transformers  # noqa: E402
+from transformers import CONFIG_MAPPING, AutoConfig  # noqa: E402
+from transformers.models.auto import modeling_auto  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import learned_rows
+import learned_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "posenc_cli" / "models" / "data" / "transformers_inventory.json"
