@@ -530,8 +530,8 @@ def _hooks(trace: Trace) -> Any:
             if any((t := trace.tag(x)) is not None and t.tok for x in given):
                 values = o.values() if hasattr(o, "values") else (o if isinstance(o, (list, tuple)) else [o])
                 for x in _flat(list(values)):
-                    if torch.is_tensor(x) and trace.tag(x) is None:
-                        trace.token_input(x)
+                    if torch.is_tensor(x) and x.is_floating_point() and trace.tag(x) is None:
+                        trace.token_input(x)  # (not a mask: DETR's backbone returns the pixel mask beside)
 
     return (
         torch.nn.modules.module.register_module_forward_pre_hook(pre),
