@@ -302,9 +302,9 @@ class Trace(TorchFunctionMode):
                     new.nonpos = any(t.nonpos for t in present)
                     if op == "cumsum":
                         new.pos = new.pos | {"cumsum"}
-                    if op in _MUL | _DIV | {"outer"} and new.pos and len(tensors) == 2:
+                    if op in _MUL | _DIV | {"outer"} and new.pos and "cumsum" not in new.pos and len(tensors) == 2:
                         # values that are not positions (a float tensor of two or more values) times frequencies
-                        # made by arange: sinusoids of coordinates the model computes (DAB-DETR's anchor boxes,
+                        # made by arange (not counted positions: OPT's cumsum of the mask times the mask): sinusoids of coordinates the model computes (DAB-DETR's anchor boxes,
                         # Conditional DETR's reference points), not of token positions
                         plain = [
                             a for a in tensors
