@@ -618,7 +618,8 @@ def _encoder_decoder(model: torch.nn.Module, cfg: Any, comps: list[dict[str, Any
         kind = next((k for p, k in INPUTS if p in params), "other")
         found.append({"component": name, "config": getattr(m, "config", cfg), "path": path, "module": m,
                       "input": kind, "params": params})  # fmt: skip
-    return found if len({c["input"] for c in found}) == 2 else []
+    kinds = {c["input"] for c in found}
+    return found if len(kinds) == 2 and not kinds & {"other", "features"} else []  # (Funnel's decoder: states)
 
 
 def _ids(n: int, dev: str) -> torch.Tensor:
