@@ -10,8 +10,10 @@ GLM-4.7-Flash's architecture (``glm4_moe_lite``) rotates the rotary part of q/k 
 the attention class is built (eager, meta weights not needed: only the functions it calls are run here) and the
 function ``Glm4MoeLiteAttention.forward`` would call (read from the attention's own ``config.rope_interleave``
 branch, by running a forward with the functions wrapped) is applied to the unit vectors of the rotated width,
-with the rotary class's own cos/sin at position 7. Writes tests/data/inventory/attention_pairing.npz:
-``{value}_rotated`` (width x width: row i = unit vector i rotated), ``inv_freq``, ``called_{value}``.
+with the rotary class's own cos/sin at positions 7 and 2. Writes tests/data/inventory/attention_pairing.npz:
+``{value}_scores`` (width x width: the score of unit query i at position 7 with unit key j at position 2, what
+attention sees; the interleave function returns its pairs de-interleaved, so rows are compared as scores),
+``inv_freq``, ``called``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def main() -> int:
         width = cfg.qk_rope_head_dim
         x = torch.zeros(1, 1, width)
         cos, sin = rot(x, torch.tensor([[7]]))
+        cos2, sin2 = rot(x, torch.tensor([[2]]))
         seen: list[str] = []
         originals = {n: getattr(mod, n) for n in ("apply_rotary_pos_emb", "apply_rotary_pos_emb_interleave")}
 
@@ -63,8 +66,11 @@ def main() -> int:
                 setattr(mod, n, f)
         fn = originals[seen[0]]
         eye = torch.eye(width)[None, None]  # (batch, heads = 1, rows = width, width)
-        q, _ = fn(eye, eye, cos[:, None].expand(1, 1, width, width)[0], sin[:, None].expand(1, 1, width, width)[0])
-        arrays[f"{str(value).lower()}_rotated"] = q[0, 0].double().numpy()
+        def rotated(c: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+            q, _ = fn(eye, eye, c[:, None].expand(1, 1, width, width)[0], s[:, None].expand(1, 1, width, width)[0])
+            return q[0, 0].double()
+
+        arrays[f"{str(value).lower()}_scores"] = (rotated(cos, sin) @ rotated(cos2, sin2).T).numpy()
         called[str(value).lower()] = seen[0]
         arrays["inv_freq"] = rot.inv_freq.double().numpy()
     arrays["called"] = np.array(json.dumps(called))

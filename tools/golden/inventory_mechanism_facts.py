@@ -169,7 +169,8 @@ SAMPLE: dict[str, tuple[str, str, str, str, dict[str, Any]]] = {
                             "nn.Embedding(num_queries, hidden_dim): the decoder's learned object queries", {}),
     "lightglue": ("rotary", "model", "positional_encoder",
                   "modeling_lightglue.py:92-95 projector(keypoints).repeat_interleave(2); cos/sin of it; "
-                  "apply_rotary_pos_emb (:109) rotates q and k by keypoint coordinates", {}),
+                  "apply_rotary_pos_emb (:109) rotates q and k by keypoint coordinates",
+                  {"num_hidden_layers": 2}),  # (one layer: :768-780 leave keypoint_confidences unset)
     # the DETR family: 2-D sine of the feature map, and learned object queries
     "detr": ("sinusoidal", "model", "position_embedding",
              "modeling_detr.py:1121 DetrSinePositionEmbedding(d_model // 2, normalize=True): 2-D sin/cos of the "
@@ -500,10 +501,62 @@ def fact(key: str) -> dict[str, Any]:
                 after = first_tensor(root(**kw))
             finally:
                 h.remove()
-    rec["used"] = bool(after.shape != base.shape or not torch.allclose(after, base, atol=1e-6))
+    rec["used"] = _differ(after, base)
+    if not rec["used"]:  # any of the outputs (a detector's first one is its reference points, made before it)
+        rec["used"] = _any_changes(root, kw, t, modules.get(full))
     if key in SETS:  # the queries' own output (Mask2Former's first output is the pixel encoder's)
         rec["used"] = rec["used"] or bool(rec.get("set_permutes") is not None and _changes(root, kw, t, SETS[key][1]))
     return rec
+
+
+def _tensors(out: Any) -> list[torch.Tensor]:
+    values = out.values() if hasattr(out, "values") else out if isinstance(out, (list, tuple)) else [out]
+    found = []
+    for v in values:
+        if torch.is_tensor(v):
+            if v.is_floating_point():
+                found.append(v.detach().clone())
+        elif isinstance(v, (list, tuple)) or hasattr(v, "values"):
+            found += _tensors(v)
+    return found
+
+
+def _any_changes(root: torch.nn.Module, kw: dict[str, Any], t: torch.Tensor | None, m: Any) -> bool:
+    """Whether any floating output changes when ``t`` (or the output of module ``m``) is perturbed."""
+    with torch.no_grad():
+        a = _tensors(root(**kw))
+        if t is not None:
+            keep = t.detach().clone()
+            t.add_(torch.randn(t.shape, generator=torch.Generator().manual_seed(2)).to(t.dtype) + 1.0)
+            try:
+                b = _tensors(root(**kw))
+            finally:
+                t.copy_(keep)
+        else:
+
+            def bump(mod: Any, args: Any, o: Any) -> Any:
+                g = torch.Generator().manual_seed(2)
+                if torch.is_tensor(o):
+                    return o + torch.randn(o.shape, generator=g).to(o.dtype)
+                if isinstance(o, (tuple, list)) and o and torch.is_tensor(o[0]):
+                    return type(o)([o[0] + torch.randn(o[0].shape, generator=g).to(o[0].dtype), *o[1:]])
+                return o
+
+            h = m.register_forward_hook(bump)
+            try:
+                b = _tensors(root(**kw))
+            finally:
+                h.remove()
+    return any(_differ(x, y) for x, y in zip(a, b))
+
+
+def _differ(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Relative to the output's own size (a tiny SAM's image embeddings are ~1e-19: an absolute tolerance would
+    call any change none)."""
+    if a.shape != b.shape:
+        return True
+    scale = float(a.abs().max())
+    return bool(float((a - b).abs().max()) > 1e-4 * scale) if scale > 0 else bool((a != b).any())
 
 
 def _changes(root: torch.nn.Module, kw: dict[str, Any], t: torch.Tensor, field: str) -> bool:
