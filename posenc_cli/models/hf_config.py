@@ -522,7 +522,10 @@ class _Reader:
                 f"{', '.join(hit['apply_functions_called'])}: {hit['pairing']} pairs)",
             )  # fmt: skip
             return
-        what = "which layers rotate" if hit is None or hit["layer_rope"] != base["layer_rope"] else "the pairing"
+        what = (
+            "the pairing or which layers rotate" if hit is None
+            else "which layers rotate" if hit["layer_rope"] != base["layer_rope"] else "the pairing"
+        )  # fmt: skip
         self.unknown.append(
             f"config key {self.key(k)}={_show(value)} changes {what} in transformers' {mt} attention, which posenc "
             f"derived at {k}={_show(was)} and does not re-derive for this value"

@@ -204,9 +204,10 @@ SAMPLE: dict[str, tuple[str, str, str, str, dict[str, Any]]] = {
                                   "modeling_table_transformer.py:979 nn.Embedding(num_queries, d_model); :1099 "
                                   "queries = torch.zeros_like(them)", {}),
     # the types whose evidence was a name only
-    "sew-d": ("relative", "model", "encoder.encoder.rel_embeddings.weight",
-              "modeling_sew_d.py:984 rel_embeddings = nn.Embedding(pos_ebd_size, hidden); :801-803 c2p_att = "
-              "bmm(query, key_proj(rel_embeddings)) gathered by relative positions (DeBERTa's)", {}),
+    "sew-d": ("relative", "model", "encoder.encoder.layer.0.attention.self",
+              "modeling_sew_d.py:984 rel_embeddings = nn.Embedding(pos_ebd_size, hidden); :801-803 in "
+              "DisentangledSelfAttention: c2p_att = bmm(query, key_proj(rel_embeddings)) gathered by relative "
+              "positions (DeBERTa's)", {}),
     "sew-d:conv": ("convolutional", "model", "encoder.pos_conv_embed.conv",
                    "modeling_sew_d.py SEWDEncoder: hidden_states + pos_conv_embed(hidden_states)", {}),
     "roformer": ("rotary", "model", "encoder.embed_positions.weight",
