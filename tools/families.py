@@ -133,7 +133,7 @@ def rows() -> list[tuple[str, str, str, str, str, str]]:
 
 #: the order mechanisms are listed in (tools/inventory/mechanisms.py names them)
 MECHANISMS = ("rotary", "learned", "fixed", "sinusoidal", "convolutional", "relative_bias", "relative", "alibi",
-              "other", "none")  # fmt: skip
+              "other", "queries", "none")  # fmt: skip
 
 
 def mechanism_counts() -> tuple[list[str], dict[str, dict[str, int]], dict[str, int]]:
@@ -164,7 +164,8 @@ def mechanism_lines() -> list[str]:
         "",
         "Every mechanism that places positions, per component input, as `tools/inventory/mechanisms.py` observed "
         "it by running each type's own code (a type counts once per mechanism and input; a type with several "
-        "components or mechanisms counts in several cells; `none`: a component whose forward ran and placed no "
+        "components or mechanisms counts in several cells; `queries`: learned query vectors, a set that places no "
+        "positions of the input (DETR's object queries); `none`: a component whose forward ran and placed no "
         "positions).",
         "",
         "| mechanism | " + " | ".join(inputs) + " | model types |",

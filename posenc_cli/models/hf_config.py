@@ -47,7 +47,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import ParameterError, option_clause, ref
@@ -437,6 +437,7 @@ class _Reader:
         switch = self.check_when()
         head = {**switch, **self.read_head()}
         self.guard()
+        rec = self.fam  # a pairing re-derived from the config at hand (guard: the attention's probes)
         ropes, layer_types = self.read_ropes(head)
         head.update(self.layer_keys)
         self.unused(head, ropes)
@@ -491,7 +492,10 @@ class _Reader:
         for k in cfg:
             if k in known or k in _BOOKKEEPING:
                 continue
-            if rec.origin == "inventory" and saved is not None and k not in saved:
+            probes = _attention_probes(rec.model_type).get(k) if rec.origin == "inventory" and self.known else None
+            if probes:
+                self.probed(k, probes)
+            elif rec.origin == "inventory" and saved is not None and k not in saved:
                 self.unknown.append(
                     f"config key {self.key(k)} is no attribute of transformers' {rec.model_type} config class (a "
                     "legacy key its class may convert), and posenc has no record of that"
@@ -510,6 +514,36 @@ class _Reader:
                 self.ignored[self.key(k)] = f"transformers' {rec.model_type} positional code never reads it"
             else:  # read through read_as
                 self.unknown.append(f"config key {self.key(k)} is one {rec.model_type}'s reading does not know")
+
+    def probed(self, k: str, probes: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
+        """A key the attention reads whose other value the inventory saw change the pairing or which layers
+        rotate (its ``attention_probes``, issue 36.5): at the default the observation holds; at a probed value
+        that changes only the apply function, the pairing is re-derived from what that function does; any other
+        value is refused by name."""
+        base, changed = probes
+        value, was = self.cfg[k], changed[0]["was"][k]
+        mt = self.fam.model_type
+        if value == was:
+            self.ignored[self.key(k)] = (
+                f"the value transformers' {mt} attention was observed with (its pairing and layers are the record's)"
+            )
+            return
+        hit = next((p for p in changed if p["set"][k] == value), None)
+        if hit is not None and hit["layer_rope"] == base["layer_rope"] and hit.get("pairing") in PAIRINGS:
+            self.fam = replace(self.fam, pairing=hit["pairing"])
+            self.layer_keys[k] = _Value(
+                value, f"config key {self.key(k)} (transformers' {mt} attention then calls "
+                f"{', '.join(hit['apply_functions_called'])}: {hit['pairing']} pairs)",
+            )  # fmt: skip
+            return
+        what = (
+            "the pairing or which layers rotate" if hit is None
+            else "which layers rotate" if hit["layer_rope"] != base["layer_rope"] else "the pairing"
+        )  # fmt: skip
+        self.unknown.append(
+            f"config key {self.key(k)}={_show(value)} changes {what} in transformers' {mt} attention, which posenc "
+            f"derived at {k}={_show(was)} and does not re-derive for this value"
+        )
 
     def unused(self, head: dict[str, _Value], ropes: dict[str, dict[str, _Value] | None]) -> None:
         """Keys the record knows that this config's reading did not need (hidden_size where head_dim gives the
@@ -1169,6 +1203,24 @@ LAYERS = {
     "llama4": _llama4,
     "no_rope_layers": _no_rope_layers,
 }
+
+
+#: pairings a record of posenc applies (records.Record.pairing)
+PAIRINGS = ("half", "interleaved")
+
+
+def _attention_probes(model_type: str) -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """``{key: (default observation, [probes that changed it])}`` from the inventory's ``attention_probes``:
+    the config keys the attention reads whose other values changed the pairing or which layers rotate."""
+    entry = inventory_entry(model_type) or {}
+    probes = entry.get("attention_probes") or []
+    if not probes:
+        return {}
+    out: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+    for p in probes[1:]:
+        for k in p.get("set") or {}:
+            out.setdefault(k, (probes[0], []))[1].append(p)
+    return out
 
 
 def _keys_read(model_type: str) -> set[str]:

@@ -3,7 +3,8 @@
 The inventory (``tools/inventory/mechanisms.py``) records every mechanism each component of a transformers model
 type uses, observed by running the type's own code: ``learned`` and ``fixed`` tables, ``sinusoidal`` positions
 computed in the forward, ``convolutional`` positional embeddings, ``relative_bias`` tables and ``relative``
-schemes, ``rotary``, ``alibi`` or ``none``. This module says them in one line, for the messages of a type posenc
+schemes, ``rotary``, ``alibi``, ``queries`` (a learned set of query vectors: DETR's object queries, Pegasus-X's
+global tokens; no positions of the input) or ``none``. This module says them in one line, for the messages of a type posenc
 does not read (``posenc kinds``, ``generate --hf-config``): it never says "no positions" of a component that has
 some, and it names a mechanism posenc does not generate.
 """
@@ -23,6 +24,8 @@ PHRASES = {
     "relative": "relative positions combined with the queries in attention ({module})",
     "rotary": "rotary embeddings ({module})",
     "alibi": "ALiBi biases of its attention ({module})",
+    "queries": "learned queries ({tensor}): a set of vectors its decoder or attention starts from, not positions "
+    "of the input, so there is no position table to write",
     "other": "positions enter the token states through {module}, in a way posenc does not name",
     "none": "no positions",
 }
@@ -45,6 +48,15 @@ def phrase(m: dict[str, Any]) -> str:
     module = _short(str(m.get("conv", "")).split(" groups")[0] or m["module"]) if m["mechanism"] == "convolutional" \
         else _short(m["module"])  # fmt: skip
     text = PHRASES.get(m["mechanism"], m["mechanism"]).format(tensor=tensor, module=module, holder=holder)
+    if m["mechanism"] == "queries" and m.get("coordinates"):
+        text = (f"sinusoids of reference points computed from its learned queries ({module}): positions of the "
+                "boxes it predicts, not of the input")  # fmt: skip
+    elif m["mechanism"] == "rotary" and m.get("coordinates"):
+        text += f", by {m['coordinates']}"
+    elif m["mechanism"] == "rotary" and m.get("tensor"):
+        text += f" rotating by a {'fixed sinusoid' if m.get('sinusoid') else 'stored'} table ({tensor})"
+    elif m["mechanism"] == "fixed" and m.get("trainable"):
+        text += " (a trainable parameter its own initialisation fills with sinusoids)"
     if str(m.get("evidence", "")).startswith("name"):
         text += " (judged by its name only)"
     return text
@@ -72,8 +84,8 @@ def summary(entry: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
 
 def has_positions(entry: dict[str, Any]) -> bool:
-    """Whether the inventory saw any mechanism placing positions in any component."""
-    return any(m.get("mechanism") != "none" for m in entry.get("mechanisms") or [])
+    """Whether the inventory saw any mechanism placing positions in any component (learned queries place none)."""
+    return any(m.get("mechanism") not in ("none", "queries") for m in entry.get("mechanisms") or [])
 
 
 def describe(model_type: str, entry: dict[str, Any], version: str) -> str | None:
@@ -83,9 +95,11 @@ def describe(model_type: str, entry: dict[str, Any], version: str) -> str | None
     if not parts:
         return None
     if not has_positions(entry):
+        queries = [phrase(m) for m in entry.get("mechanisms") or [] if m.get("mechanism") == "queries"]
         return (
             f"{model_type} applies no positional encoding in any layer of any component (transformers {version}'s own code, "
-            "as the inventory observed it): there is no table to build"
-        )
+            "as the inventory observed it)" + (f"; {'; '.join(dict.fromkeys(queries))}" if queries else "")
+            + ": there is no table to build"
+        )  # fmt: skip
     said = "; ".join(f"{name}: {', '.join(texts)}" for name, texts in parts)
     return f"{model_type} places positions as follows, which no record of posenc reads yet: {said}"

@@ -33,8 +33,25 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import transformers
-from transformers import AutoConfig, AutoModel
+
+
+def _torchvision_stand_in() -> None:
+    """As tools/inventory/make_inventory.py: the torchvision stand-in (on PYTHONPATH) before transformers, so the
+    DETR family's default timm backbone builds."""
+    import importlib.machinery
+
+    try:
+        import sitecustomize_tv  # noqa: F401
+    except ImportError:
+        return
+    for name, mod in list(sys.modules.items()):
+        if name.split(".")[0] == "torchvision" and getattr(mod, "__spec__", None) is None:
+            mod.__spec__ = importlib.machinery.ModuleSpec(name, None)
+
+
+_torchvision_stand_in()
+import transformers  # noqa: E402
+from transformers import AutoConfig, AutoModel  # noqa: E402
 
 warnings.filterwarnings("ignore")
 transformers.logging.set_verbosity_error()
@@ -110,6 +127,160 @@ SAMPLE: dict[str, tuple[str, str, str, str, dict[str, Any]]] = {
                 "modeling_rt_detr.py RTDetrSinePositionEmbedding: 2-D sin/cos of the grid, added to q/k", {}),
     "d_fine": ("sinusoidal", "model", "encoder.aifi.0.position_embedding",
                "modeling_d_fine.py DFineSinePositionEmbedding: 2-D sin/cos of the grid, added to q/k", {}),
+    # issue 36's "no positions" list (the rest of it)
+    "dpt": ("learned", "model", "embeddings.position_embeddings",
+            "modeling_dpt.py:128 nn.Parameter(zeros(1, num_patches + 1, hidden)); :176 embeddings + "
+            "position_embeddings (resized by _resize_pos_embed)", {}),
+    "sam_vision_model": ("learned", "model", "vision_encoder.pos_embed",
+                         "modeling_sam.py:1031 self.pos_embed = nn.Parameter(...); :1066 hidden_states + "
+                         "self.pos_embed", {}),
+    "vivit": ("learned", "model", "embeddings.position_embeddings",
+              "modeling_vivit.py:81 nn.Parameter(zeros(1, num_patches + 1, hidden)), added to the tubelet "
+              "embeddings", {}),
+    "timesformer": ("learned", "model", "embeddings.position_embeddings",
+                    "modeling_timesformer.py:86 nn.Parameter(zeros(1, num_patches + 1, embed_dim)) (and :89 "
+                    "time_embeddings), added to the patch embeddings", {}),
+    "audio-spectrogram-transformer": ("learned", "model", "embeddings.position_embeddings",
+                                      "modeling_audio_spectrogram_transformer.py:78 nn.Parameter(zeros(1, "
+                                      "num_patches + 2, hidden)); :96 embeddings + self.position_embeddings", {}),
+    "swinv2": ("relative_bias", "model", "encoder.layers.0.blocks.0.attention.self.continuous_position_bias_mlp",
+               "modeling_swinv2.py:418 continuous_position_bias_mlp(relative_coords_table) gathered by "
+               "relative_position_index (:422) and added to the attention scores", {}),
+    # issue 36's "wrong scheme" list (the rest of it)
+    "data2vec-audio": ("convolutional", "model", "encoder.pos_conv_embed.layers.0.conv",
+                       "modeling_data2vec_audio.py:377 position_embeddings = self.pos_conv_embed(hidden_states), "
+                       "added to hidden_states", {}),
+    "unispeech": ("convolutional", "model", "encoder.pos_conv_embed.conv",
+                  "modeling_unispeech.py:467 position_embeddings = self.pos_conv_embed(hidden_states), added to "
+                  "hidden_states", {}),
+    "voxtral": ("fixed", "audio_config", "audio_tower.embed_positions.weight",
+                "modeling_voxtral.py:268 nn.Embedding(max_source_positions, embed_dim); :269 requires_grad_(False); "
+                ":316 embed_pos = self.embed_positions.weight, added to the features", {}),
+    "audioflamingo3": ("fixed", "audio_config", "audio_tower.embed_positions.weight",
+                       "modeling_audioflamingo3.py:334 nn.Embedding(max_source_positions, embed_dim); :335 "
+                       "requires_grad_(False); :382 inputs_embeds + self.embed_positions.weight", {}),
+    "audioflamingo3_encoder": ("fixed", "model", "embed_positions.weight",
+                               "modeling_audioflamingo3.py:334-335, :382 (the encoder as its own model type)", {}),
+    "mask2former": ("sinusoidal", "model", "transformer_module.position_embedder",
+                    "modeling_mask2former.py:2074 Mask2FormerSinePositionEmbedding of the pixel decoder's "
+                    "feature maps, added to keys", {}),
+    "mask2former:queries": ("queries", "model", "transformer_module.queries_features.weight",
+                            "modeling_mask2former.py:2077-2078 queries_embedder / queries_features = "
+                            "nn.Embedding(num_queries, hidden_dim): the decoder's learned object queries", {}),
+    "lightglue": ("rotary", "model", "positional_encoder",
+                  "modeling_lightglue.py:92-95 projector(keypoints).repeat_interleave(2); cos/sin of it; "
+                  "apply_rotary_pos_emb (:109) rotates q and k by keypoint coordinates",
+                  {"num_hidden_layers": 2}),  # (one layer: :768-780 leave keypoint_confidences unset)
+    # the DETR family: 2-D sine of the feature map, and learned object queries
+    "detr": ("sinusoidal", "model", "position_embedding",
+             "modeling_detr.py:1121 DetrSinePositionEmbedding(d_model // 2, normalize=True): 2-D sin/cos of the "
+             "feature map, added to q and k", {}),
+    "detr:queries": ("queries", "model", "query_position_embeddings.weight",
+                     "modeling_detr.py:1126 nn.Embedding(num_queries, d_model); :1250 its weight repeated per "
+                     "image; :1258 queries = torch.zeros_like(it): the decoder's states start as zeros and the "
+                     "table is added to them in every layer (DETR paper, sec. 3.2: object queries)", {}),
+    "conditional_detr": ("sinusoidal", "model", "position_embedding",
+                         "modeling_conditional_detr.py ConditionalDetrSinePositionEmbedding of the feature map",
+                         {}),
+    "conditional_detr:queries": ("queries", "model", "query_position_embeddings.weight",
+                                 "modeling_conditional_detr.py:1348 nn.Embedding(num_queries, d_model); :1278 "
+                                 "ref_point_head(them): reference points whose sine embedding is the decoder's "
+                                 "spatial query", {}),
+    "deformable_detr": ("sinusoidal", "model", "position_embedding",
+                        "modeling_deformable_detr.py DeformableDetrSinePositionEmbedding of each feature level", {}),
+    "deformable_detr:queries": ("queries", "model", "query_position_embeddings.weight",
+                                "modeling_deformable_detr.py:1201 nn.Embedding(num_queries, 2 * d_model); :1481 "
+                                "split into the queries' position and their initial states (target)", {}),
+    "dab-detr": ("sinusoidal", "model", "backbone.position_embedding",
+                 "modeling_dab_detr.py DabDetrSinePositionEmbedding of the feature map", {}),
+    "dab-detr:queries": ("queries", "model", "query_refpoint_embeddings.weight",
+                         "modeling_dab_detr.py:1153 nn.Embedding(num_queries, query_dim): learned anchor boxes, "
+                         "embedded by sinusoids of their coordinates in the decoder", {}),
+    "table-transformer": ("sinusoidal", "model", "backbone.position_embedding",
+                          "modeling_table_transformer.py:329 TableTransformerSinePositionEmbedding, :974 given to "
+                          "the conv model, :257 computed of each feature map",
+                          {}),
+    "table-transformer:queries": ("queries", "model", "query_position_embeddings.weight",
+                                  "modeling_table_transformer.py:979 nn.Embedding(num_queries, d_model); :1099 "
+                                  "queries = torch.zeros_like(them)", {}),
+    # the types whose evidence was a name only
+    "sew-d": ("relative", "model", "encoder.encoder.layer.0.attention.self",
+              "modeling_sew_d.py:984 rel_embeddings = nn.Embedding(pos_ebd_size, hidden); :801-803 in "
+              "DisentangledSelfAttention: c2p_att = bmm(query, key_proj(rel_embeddings)) gathered by relative "
+              "positions (DeBERTa's)", {}),
+    "sew-d:conv": ("convolutional", "model", "encoder.pos_conv_embed.conv",
+                   "modeling_sew_d.py SEWDEncoder: hidden_states + pos_conv_embed(hidden_states)", {}),
+    "roformer": ("rotary", "model", "encoder.embed_positions.weight",
+                 "modeling_roformer.py:50 RoFormerSinusoidalPositionalEmbedding(nn.Embedding), filled by "
+                 "_init_weights (:630 init.copy_(module.weight, module.create_weight())); :221 "
+                 "apply_rotary_position_embeddings rotates q and k by it", {}),
+    # doubtful classifications, read again
+    "longformer": ("learned", "model", "embeddings.position_embeddings.weight",
+                   "modeling_longformer.py:398 nn.Embedding(max_position_embeddings, hidden, padding_idx); :406 "
+                   "create_position_ids_from_input_ids (RoBERTa's padding offset); the sliding-window attention "
+                   "(:739 _sliding_chunks_query_key_matmul) masks by distance, it places no positions", {}),
+    "pegasus_x": ("sinusoidal", "model", "encoder.embed_positions",
+                  "modeling_pegasus_x.py:103-121 PegasusXSinusoidalPositionalEmbedding: sin/cos of arange "
+                  "computed in forward; :841-843 inputs_embeds + embed_pos (decoder :1040-1042 the same)", {}),
+    "pegasus_x:global": ("queries", "model", "encoder.embed_global.weight",
+                         "modeling_pegasus_x.py:750 embed_global = nn.Embedding(num_global_tokens, d); :869 "
+                         "looked up by arange(num_global_tokens): learned global token states, not positions; "
+                         "PegasusXGlobalLocalAttention (:272) attends in blocks, with no position term", {}),
+    "fsmt": ("fixed", "model", "encoder.embed_positions.weight",
+             "modeling_fsmt.py:1052 SinusoidalPositionalEmbedding(nn.Embedding); :222-224 _init_weights copies "
+             "get_embedding (:1075, fairseq's sinusoids) into it; the forward looks it up by make_positions", {}),
+    "kosmos-2.5": ("fixed", "text_config", "text_model.model.embed_positions.weights",
+                   "modeling_kosmos2_5.py:607 self.weights = nn.Buffer(get_embedding(...)) (sinusoids); :928 "
+                   "positions = self.embed_positions(...); :950 inputs_embeds + positions", {}),
+    "whisper": ("fixed", "encoder", "encoder.embed_positions.weight",
+                "modeling_whisper.py:574-575 nn.Embedding, requires_grad_(False); :530 _init_weights copies "
+                "sinusoids into it; :623 inputs_embeds + embed_positions(all_positions)", {}),
+    "whisper:decoder": ("learned", "decoder", "decoder.embed_positions.weight",
+                        "modeling_whisper.py:675 WhisperPositionalEmbedding(max_target_positions, d_model) "
+                        "(nn.Embedding, trained); :784 looked up by position ids", {}),
+}  # fmt: skip
+
+#: the model's own formula for a fixed table, called on the module that holds it (facts ``formula``)
+FORMULA: dict[str, Any] = {
+    "fsmt": lambda m, t: type(m).get_embedding(t.shape[0], t.shape[1], m.padding_idx),
+    "kosmos-2.5": lambda m, t: type(m).get_embedding(t.shape[0], t.shape[1], m.padding_idx),
+    "whisper": lambda m, t: importlib.import_module("transformers.models.whisper.modeling_whisper").sinusoids(*t.shape),
+    "roformer": lambda m, t: m.create_weight(),
+}
+
+#: the mechanisms each component has, read in the modeling file (facts ``only``): nothing else places positions
+ONLY: dict[str, list[str]] = {
+    "longformer": ["learned"],
+    "pegasus_x": ["queries", "sinusoidal"],
+    "fsmt": ["fixed"],
+    "whisper": ["fixed"],
+    "whisper:decoder": ["learned"],
+    "roformer": ["rotary"],
+    "detr": ["queries", "sinusoidal"],
+    "table-transformer": ["queries", "sinusoidal"],
+    "kosmos-2.5": ["fixed"],
+}
+
+#: queries (facts ``set_permutes``): the tables whose rows are permuted together, and the output whose rows should
+#: follow (a set: the decoder's outputs permute with its queries)
+SETS: dict[str, tuple[list[str], str]] = {
+    "detr:queries": (["query_position_embeddings.weight"], "last_hidden_state"),
+    "table-transformer:queries": (["query_position_embeddings.weight"], "last_hidden_state"),
+    "conditional_detr:queries": (["query_position_embeddings.weight"], "last_hidden_state"),
+    "deformable_detr:queries": (["query_position_embeddings.weight"], "last_hidden_state"),
+    "dab-detr:queries": (["query_refpoint_embeddings.weight"], "last_hidden_state"),
+    "mask2former:queries": (["transformer_module.queries_features.weight", "transformer_module.queries_embedder.weight"],
+                            "transformer_decoder_last_hidden_state"),
+}
+
+#: inputs a type's root takes that its signature does not tell (a video's frames, image pairs, text and image)
+INPUTS: dict[str, Any] = {
+    "vivit": lambda c, g: {"pixel_values": torch.randn(1, c.num_frames, 3, c.image_size, c.image_size, generator=g)},
+    "timesformer": lambda c, g: {"pixel_values": torch.randn(1, c.num_frames, 3, c.image_size, c.image_size,
+                                                              generator=g)},
+    "audio-spectrogram-transformer": lambda c, g: {"input_values": torch.randn(1, c.max_length, c.num_mel_bins,
+                                                                               generator=g)},
+    "lightglue": lambda c, g: {"pixel_values": torch.zeros(1, 2, 3, 64, 64)},  # blank: keypoints everywhere
 }  # fmt: skip
 
 #: types whose text model places no positions (read in their modeling files): whether their outputs permute with
@@ -177,6 +348,8 @@ def inputs(model: torch.nn.Module) -> dict[str, Any]:
         mel = getattr(sub, "num_mel_bins", None) or getattr(sub, "input_dim", None) or 80
         frames = 2 * getattr(sub, "max_source_positions", 50)
         kw = {"input_features": torch.randn(1, mel, frames, generator=g)}
+        if "input_features_mask" in params:  # modeling_audioflamingo3.py:356: the frames' mask, needed
+            kw["input_features_mask"] = torch.ones(1, frames, dtype=torch.long)
         if "decoder_input_ids" in params:
             kw["decoder_input_ids"] = torch.arange(3, 9)[None]
         return kw
@@ -205,16 +378,25 @@ def first_tensor(out: Any) -> torch.Tensor:
 def component_root(model: torch.nn.Module, component: str) -> torch.nn.Module:
     if component == "model":
         return model
+    if component in ("encoder", "decoder"):
+        return getattr(model, f"get_{component}")()
     sub = getattr(model.config, component)
     return next(m for m in model.modules() if getattr(m, "config", None) is sub)
 
 
-def fact(mt: str) -> dict[str, Any]:
-    mech, component, path, code, overrides = SAMPLE[mt]
+def fact(key: str) -> dict[str, Any]:
+    mech, component, path, code, overrides = SAMPLE[key]
+    mt = key.split(":")[0]
     model = build(mt, overrides)
     root = component_root(model, component)
     prefix = next(n for n, m in model.named_modules() if m is root)
-    kw = inputs(root) if root is not model else inputs(model)
+    if mt in INPUTS:
+        kw = INPUTS[mt](root.config, torch.Generator().manual_seed(1))
+    elif mt == "grounding-dino":  # text and image (modeling_grounding_dino.py GroundingDinoModel.forward)
+        kw = {"pixel_values": torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(1)),
+              "input_ids": torch.arange(3, 11)[None]}  # fmt: skip
+    else:
+        kw = inputs(root) if root is not model else inputs(model)
     rec: dict[str, Any] = {"mechanism": mech, "component": component, "path": path, "code": code,
                            "model_class": type(model).__name__}  # fmt: skip
     full = f"{prefix}.{path}" if prefix and not path.startswith(prefix + ".") else path
@@ -236,14 +418,26 @@ def fact(mt: str) -> dict[str, Any]:
 
         return inner
 
+    statics = {}  # rotary staticmethods of the module's classes (RoFormer's apply_rotary_position_embeddings)
+    for cn, c in vars(mod).items():
+        if isinstance(c, type) and c.__module__ == mod.__name__:
+            for n, f in vars(c).items():
+                if isinstance(f, staticmethod) and ("rotary" in n or "rotate" in n):
+                    statics[(c, n)] = f
+                    calls[f"{cn}.{n}"] = 0
     for n, f in fns.items():
         setattr(mod, n, wrap(n, f))
+    for (c, n), f in statics.items():
+        setattr(c, n, staticmethod(wrap(f"{c.__name__}.{n}", f.__func__)))
     try:
         with torch.no_grad():
-            base = first_tensor(root(**kw)).clone()
+            out0 = root(**kw)
+            base = first_tensor(out0).clone()
     finally:
         for n, f in fns.items():
             setattr(mod, n, f)
+        for (c, n), f in statics.items():
+            setattr(c, n, f)
     if any(calls.values()):
         rec["calls"] = {n: c for n, c in calls.items() if c}
     rec["exists"] = full in params or full in buffers or full in modules
@@ -261,6 +455,28 @@ def fact(mt: str) -> dict[str, Any]:
             rec["conv"] = {"kernel": list(m.kernel_size), "groups": m.groups}
     else:
         return rec
+    if key in FORMULA and t is not None:  # the model's own formula for the table, against its values
+        owner = modules[full.rsplit(".", 1)[0]]
+        want = FORMULA[key](owner, t).to(t.dtype)
+        rec["formula"] = bool(want.shape == t.shape and torch.allclose(t.detach(), want, atol=1e-6))
+    if key in ONLY:
+        rec["only"] = ONLY[key]
+    if key in SETS:
+        tables, field = SETS[key]
+        perm = torch.randperm(params[f"{prefix}.{tables[0]}" if prefix else tables[0]].shape[0],
+                              generator=torch.Generator().manual_seed(3))  # fmt: skip
+        keep = {n: params[n].detach().clone() for n in tables}
+        with torch.no_grad():
+            a = getattr(out0, field)
+            for n in tables:
+                params[n].copy_(keep[n][perm])
+            try:
+                b = getattr(root(**kw), field)
+            finally:
+                for n in tables:
+                    params[n].copy_(keep[n])
+        axis = next(i for i, n in enumerate(a.shape) if n == len(perm))  # the queries' axis
+        rec["set_permutes"] = bool(torch.allclose(a.index_select(axis, perm), b, rtol=1e-4, atol=1e-5))
     with torch.no_grad():
         if t is not None:
             keep = t.detach().clone()
@@ -271,11 +487,14 @@ def fact(mt: str) -> dict[str, Any]:
                 t.copy_(keep)
         else:
 
+            def noise(x: torch.Tensor) -> torch.Tensor:  # not a constant: a LayerNorm would remove it
+                return x + torch.randn(x.shape, generator=torch.Generator().manual_seed(2)).to(x.dtype)
+
             def bump(m: Any, a: Any, o: Any) -> Any:
                 if torch.is_tensor(o):
-                    return o + 1.0
-                if isinstance(o, tuple) and o and torch.is_tensor(o[0]):
-                    return (o[0] + 1.0, *o[1:])
+                    return noise(o)
+                if isinstance(o, (tuple, list)) and o and torch.is_tensor(o[0]):
+                    return type(o)([noise(o[0]), *o[1:]])
                 return o
 
             h = modules[full].register_forward_hook(bump)
@@ -283,8 +502,75 @@ def fact(mt: str) -> dict[str, Any]:
                 after = first_tensor(root(**kw))
             finally:
                 h.remove()
-    rec["used"] = bool(after.shape != base.shape or not torch.allclose(after, base, atol=1e-6))
+    rec["used"] = _differ(after, base)
+    if not rec["used"]:  # any of the outputs (a detector's first one is its reference points, made before it)
+        rec["used"] = _any_changes(root, kw, t, modules.get(full))
+    if key in SETS:  # the queries' own output (Mask2Former's first output is the pixel encoder's)
+        rec["used"] = rec["used"] or bool(rec.get("set_permutes") is not None and _changes(root, kw, t, SETS[key][1]))
     return rec
+
+
+def _tensors(out: Any) -> list[torch.Tensor]:
+    values = out.values() if hasattr(out, "values") else out if isinstance(out, (list, tuple)) else [out]
+    found = []
+    for v in values:
+        if torch.is_tensor(v):
+            if v.is_floating_point():
+                found.append(v.detach().clone())
+        elif isinstance(v, (list, tuple)) or hasattr(v, "values"):
+            found += _tensors(v)
+    return found
+
+
+def _any_changes(root: torch.nn.Module, kw: dict[str, Any], t: torch.Tensor | None, m: Any) -> bool:
+    """Whether any floating output changes when ``t`` (or the output of module ``m``) is perturbed."""
+    with torch.no_grad():
+        a = _tensors(root(**kw))
+        if t is not None:
+            keep = t.detach().clone()
+            t.add_(torch.randn(t.shape, generator=torch.Generator().manual_seed(2)).to(t.dtype) + 1.0)
+            try:
+                b = _tensors(root(**kw))
+            finally:
+                t.copy_(keep)
+        else:
+
+            def bump(mod: Any, args: Any, o: Any) -> Any:
+                g = torch.Generator().manual_seed(2)
+                if torch.is_tensor(o):
+                    return o + torch.randn(o.shape, generator=g).to(o.dtype)
+                if isinstance(o, (tuple, list)) and o and torch.is_tensor(o[0]):
+                    return type(o)([o[0] + torch.randn(o[0].shape, generator=g).to(o[0].dtype), *o[1:]])
+                return o
+
+            h = m.register_forward_hook(bump)
+            try:
+                b = _tensors(root(**kw))
+            finally:
+                h.remove()
+    return any(_differ(x, y) for x, y in zip(a, b))
+
+
+def _differ(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Relative to the output's own size (a tiny SAM's image embeddings are ~1e-19: an absolute tolerance would
+    call any change none)."""
+    if a.shape != b.shape:
+        return True
+    scale = float(a.abs().max())
+    return bool(float((a - b).abs().max()) > 1e-4 * scale) if scale > 0 else bool((a != b).any())
+
+
+def _changes(root: torch.nn.Module, kw: dict[str, Any], t: torch.Tensor, field: str) -> bool:
+    """Whether ``field`` of the output changes when ``t`` is perturbed."""
+    with torch.no_grad():
+        a = getattr(root(**kw), field).clone()
+        keep = t.detach().clone()
+        t.add_(torch.randn(t.shape, generator=torch.Generator().manual_seed(2)).to(t.dtype))
+        try:
+            b = getattr(root(**kw), field)
+        finally:
+            t.copy_(keep)
+    return not torch.allclose(a, b, atol=1e-6)
 
 
 def none_fact(mt: str) -> dict[str, Any]:
@@ -302,6 +588,7 @@ def main(argv: list[str]) -> int:
     types = argv or [*SAMPLE, *NONE]
     old = json.loads(OUT.read_text()) if OUT.exists() and argv else {}
     facts = {k: v for k, v in old.get("facts", {}).items() if k in SAMPLE or k in NONE}
+    types = [k for t in types for k in [*SAMPLE, *NONE] if k == t or k.startswith(t + ":")] if argv else types
     for mt in types:
         try:
             facts[mt] = none_fact(mt) if mt in NONE else fact(mt)

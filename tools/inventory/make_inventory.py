@@ -52,12 +52,32 @@ from typing import Any
 
 import numpy as np
 import torch
-import transformers
-from transformers import CONFIG_MAPPING, AutoConfig
-from transformers.models.auto import modeling_auto
+
+
+def _torchvision_stand_in() -> None:
+    """timm imports torchvision, which has no build for the side venv's torch: where the stand-in
+    (``sitecustomize_tv``, on ``PYTHONPATH``) is present, it is imported before transformers and its modules get
+    import specs, so transformers' ``is_torchvision_available`` (hence ``is_timm_available``) holds and the types
+    with a timm backbone (DETR's default ``resnet50``) build. Its functions are never called by the code the
+    inventory runs."""
+    import importlib.machinery
+
+    try:
+        import sitecustomize_tv  # noqa: F401
+    except ImportError:
+        return
+    for name, mod in list(sys.modules.items()):
+        if name.split(".")[0] == "torchvision" and getattr(mod, "__spec__", None) is None:
+            mod.__spec__ = importlib.machinery.ModuleSpec(name, None)
+
+
+_torchvision_stand_in()
+import transformers  # noqa: E402
+from transformers import CONFIG_MAPPING, AutoConfig  # noqa: E402
+from transformers.models.auto import modeling_auto  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import learned_rows
+import learned_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "posenc_cli" / "models" / "data" / "transformers_inventory.json"
@@ -1416,6 +1436,9 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--mechanisms"]:
         mechanisms_pass(argv[1:])
         return 0
+    if argv[:1] == ["--attention-probes"]:
+        attention_probes_pass(argv[1:])
+        return 0
     types = argv or sorted(CONFIG_MAPPING.keys())
     old = json.loads(DATA.read_text()) if DATA.exists() and argv else {"model_types": {}}
     index = json.loads((ARRAYS / "index.json").read_text()) if (ARRAYS / "index.json").exists() and argv else {}
@@ -1499,7 +1522,161 @@ def mechanisms_pass(types: list[str]) -> None:
     with open(DATA.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         data = json.loads(DATA.read_text())
-        data["model_types"].update(done)
+        for mt, rec in done.items():  # only this pass's fields: another pass may have written others since
+            now = data["model_types"].setdefault(mt, {})
+            for k in ("mechanisms", "components", "mechanisms_status", "mechanisms_config", "scheme"):
+                now.pop(k, None)
+                if k in rec:
+                    now[k] = rec[k]
+        dump(data)
+    DATA.with_suffix(".lock").unlink(missing_ok=True)
+
+
+#: layers an attention probe builds (enough for every-n-th rules of the usual intervals)
+PROBE_LAYERS = 12
+
+
+def _alternatives(v: Any) -> list[Any]:
+    """Other values of a config value to probe the attention with: a bool flipped, an integer doubled (or 1
+    where it is 0), a list of 0/1 flags flipped."""
+    if isinstance(v, bool):
+        return [not v]
+    if isinstance(v, int):
+        return [2 * v if v else 1]
+    if isinstance(v, list) and v and all(isinstance(x, (bool, int)) and x in (0, 1) for x in v):
+        return [[type(x)(1 - x) for x in v]]
+    return []
+
+
+def attention_observed(layers: list[tuple[str, torch.nn.Module]], rot: torch.nn.Module, cfg: Any,
+                       fns: dict[str, Any], module: Any, lts: list | None) -> dict[str, Any]:  # fmt: skip
+    """Each layer's attention class built alone on meta from ``cfg`` (for its own layer index) and run once:
+    which layers call an apply function (``layer_rope``) and which functions (``apply_functions_called``)."""
+    calls: list[tuple[int, str]] = []
+    current = [-1]
+
+    def wrap(n: str, f: Any) -> Any:
+        def inner(*a: Any, **k: Any) -> Any:
+            calls.append((current[0], n))
+            return f(*a, **k)
+
+        return inner
+
+    per_layer = []
+    for n, f in fns.items():
+        setattr(module, n, wrap(n, f))
+    try:
+        for i, (name, m) in enumerate(layers[:PROBE_LAYERS]):
+            idx = _layer_index(name, i)
+            current[0] = idx
+            built = None
+            for args in ((cfg, idx), (cfg,)):
+                try:
+                    with torch.device("meta"):
+                        built = type(m)(*args)
+                    break
+                except Exception:
+                    continue
+            if built is None:
+                raise RuntimeError(f"{type(m).__name__} not built from the probed config")
+            lt = getattr(cfg, "layer_types", None)
+            forward_attention(built, rot, lt[idx] if isinstance(lt, list) and idx < len(lt) else None)
+            per_layer.append("rope" if any(c[0] == idx for c in calls) else "none")
+    finally:
+        for n, f in fns.items():
+            setattr(module, n, f)
+    return {"layer_rope": per_layer, "apply_functions_called": sorted({n for _, n in calls})}
+
+
+def attention_probes(mt: str, rec: dict) -> list[dict[str, Any]]:
+    """Issue 36.5: which config keys the attention reads change the pairing or which layers rotate. The model is
+    built on meta at the default config; each attention-read key of the rotary module's config (not one the
+    rotary class reads: the width probes cover those) is given another value (``_alternatives``) and each layer's
+    attention class built and run again; a key whose value changed the layers that call an apply function, or
+    the function called, is a probe ``{set, was, layer_rope, apply_functions_called, pairing?}`` (the first
+    entry: the default config, ``set`` empty)."""
+    cfg = AutoConfig.for_model(mt)
+    with contextlib.suppress(Exception):
+        cfg._attn_implementation = "eager"
+    pkg = CONFIG_MAPPING[mt].__module__.rsplit(".", 1)[0]
+    module = importlib.import_module(pkg + ".modeling_" + pkg.rsplit(".", 1)[1])
+    mcls = model_class(cfg, module)
+    with torch.device("meta"):
+        model = mcls(cfg)
+    rot = model.get_submodule(rec["rotary_path"])
+    layers: list[tuple[str, torch.nn.Module]] = []
+    for name, m in model.named_modules():
+        leaf = name.rsplit(".", 1)[-1].lower()
+        if (
+            re.search(r"(attention|attn)$", leaf)
+            and re.search(r"\.\d+\.", name)
+            and _same_branch(name, rec["rotary_path"])
+            and not any(name.startswith(n + ".") for n, _ in layers)
+        ):
+            layers.append((name, m))
+    if not layers:
+        raise RuntimeError("no attention layer in the rotary module's branch")
+    amod = sys.modules[type(layers[0][1]).__module__]
+    fns = apply_functions(amod)
+    rcfg = rot.config
+    base = attention_observed(layers, rot, rcfg, fns, amod, None)
+    out = [{"set": {}, **base}]
+    rotary_reads = {k.split(".")[0] for keys in (rec.get("keys_read") or {}).values() for k in keys}
+    for key in rec.get("attention_keys_read") or []:
+        if "." in key or key in rotary_reads or not hasattr(rcfg, key):
+            continue
+        was = getattr(rcfg, key)
+        for value in _alternatives(was):
+            probe = copy.deepcopy(rcfg)
+            try:
+                setattr(probe, key, value)
+                got = attention_observed(layers, rot, probe, fns, amod, None)
+            except Exception:
+                continue
+            if got != base:
+                entry = {"set": {key: value}, "was": {key: was}, **got}
+                new = [f for f in got["apply_functions_called"] if f not in base["apply_functions_called"]]
+                if new:  # another apply function: its pairing, observed as the default one was
+                    tmp: dict[str, Any] = {"head_dim": rec.get("head_dim")}
+                    observe_apply(tmp, fns[new[0]], type(rot), rcfg)
+                    entry["pairing"] = tmp.get("pairing")
+                out.append(entry)
+    return out
+
+
+def attention_probes_pass(types: list[str]) -> None:
+    """``--attention-probes [TYPE ...]``: only ``attention_probes`` (see :func:`attention_probes`), for the
+    types whose rotary class this tool ran (all such by default), merged field by field under the lock."""
+    import fcntl
+
+    records = json.loads(DATA.read_text())["model_types"]
+    types = types or sorted(mt for mt, r in records.items() if r.get("rotary_path") and r.get("attention_keys_read"))
+    done: dict[str, dict[str, Any]] = {}
+    signal.signal(signal.SIGALRM, _alarm)
+    for i, mt in enumerate(types):
+        rec = records[mt]
+        got: dict[str, Any] = {}
+        signal.alarm(TIMEOUT)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                got["attention_probes"] = attention_probes(mt, rec)
+        except Timeout:
+            got["attention_probes_status"] = f"timed out after {TIMEOUT} s"
+        except Exception as exc:
+            got["attention_probes_status"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        finally:
+            signal.alarm(0)
+        done[mt] = jsonable(got)
+        print(f"{i + 1}/{len(types)} {mt}: {len(got.get('attention_probes') or []) - 1} probes "
+              f"{got.get('attention_probes_status', '')}", file=sys.stderr, flush=True)  # fmt: skip
+    with open(DATA.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(DATA.read_text())
+        for mt, got in done.items():
+            rec = data["model_types"][mt]
+            rec.pop("attention_probes", None)
+            rec.pop("attention_probes_status", None)
+            rec.update(got)
         dump(data)
     DATA.with_suffix(".lock").unlink(missing_ok=True)
 

@@ -74,7 +74,7 @@ _SHAPE = {
     "repeat_interleave", "tile", "flip", "roll", "select", "index_select", "embedding", "gather", "take",
     "cat", "stack", "concat", "concatenate", "broadcast_to", "unbind", "meshgrid", "requires_grad_", "mul",
     "__mul__", "__rmul__", "div", "__truediv__", "add", "__add__", "__radd__", "sub", "__sub__", "__rsub__",
-    "neg", "__neg__", "copy", "fill", "zero", "pad", "__setitem__",
+    "neg", "__neg__", "copy", "fill", "zero", "pad", "__setitem__", "reshape_as", "view_as",
 }  # fmt: skip
 _LOOKUP = {"embedding", "__getitem__", "index_select", "gather", "take"}
 _TRIG = {"sin", "cos", "polar", "sin_", "cos_"}
@@ -88,6 +88,10 @@ _LIKE = {"expand_as", "type_as", "view_as", "reshape_as", "to", "broadcast_to"}
 #: ops whose output holds none of their input's values
 _FRESH = {"ones_like", "zeros_like", "full_like", "empty_like", "new_ones", "new_zeros", "new_full", "new_empty",
           "size", "dim", "numel", "shape"}  # fmt: skip
+#: fresh tensors shaped like their input: a sequence made from a table's shape keeps the table as its origin
+_FRESH_OF = {"ones_like", "zeros_like", "full_like", "empty_like"}
+_C2P_KEEP = {"squeeze", "unsqueeze", "expand", "div", "__truediv__", "mul", "__mul__"}
+_DIV = {"div", "__truediv__", "__rtruediv__", "true_divide"}
 _ADD = {"add", "__add__", "__radd__", "add_", "__iadd__", "sub", "__sub__", "__rsub__", "sub_", "__isub__"}
 _MUL = {"mul", "__mul__", "__rmul__", "mul_", "__imul__"}
 _PRODUCT = {"matmul", "__matmul__", "bmm", "einsum", "baddbmm", "mm", "linear", "scaled_dot_product_attention"}
@@ -108,7 +112,21 @@ class Tag:
     the convolution it came from), ``base`` (id of the token-state tensor it is a reshape of), ``lookup_nonpos``
     (looked up by indices that are not positions: token types)."""
 
-    __slots__ = ("base", "conv", "nonpos", "pos", "proj", "scores", "tables", "tok", "where")
+    __slots__ = (
+        "base",
+        "c2p",
+        "conv",
+        "nonpos",
+        "pos",
+        "proj",
+        "rot",
+        "scores",
+        "seq",
+        "tables",
+        "tok",
+        "trig",
+        "where",
+    )
 
     def __init__(self) -> None:
         self.pos: frozenset[str] = frozenset()
@@ -120,6 +138,10 @@ class Tag:
         self.nonpos = False
         self.where: str | None = None
         self.proj = False  # weights (a parameter in linear/matmul) were applied to the positions
+        self.trig = False  # sin/cos of token-state values (LightGlue's keypoint coordinates, projected)
+        self.rot: tuple[str, Tag] | None = None  # token states times sinusoids of positions, not yet summed
+        self.c2p = False  # token states times a projected table (DeBERTa's content-to-position scores)
+        self.seq: frozenset[str] = frozenset()  # tables the sequence axis was made from (DETR's object queries)
 
 
 class Trace(TorchFunctionMode):
@@ -130,6 +152,7 @@ class Trace(TorchFunctionMode):
         self.tags: dict[int, tuple[Any, Tag]] = {}  # id -> (tensor, tag): the tensor kept alive so ids stay unique
         self.names: dict[int, str] = {}  # parameters / buffers: id -> dotted path
         self.frozen: set[str] = set()
+        self.shapes: dict[str, tuple[int, ...]] = {}
         self.buffers: set[str] = set()
         self.stack: list[str] = []
         self.classes: dict[str, str] = {}
@@ -155,6 +178,8 @@ class Trace(TorchFunctionMode):
 
     def name_tensors(self, model: torch.nn.Module) -> None:
         """Parameters and buffers by path; a buffer keeps the tag its constructor gave it."""
+        for n, t in [*model.named_parameters(remove_duplicate=False), *model.named_buffers(remove_duplicate=False)]:
+            self.shapes[n] = tuple(t.shape)
         for n, p in model.named_parameters(remove_duplicate=False):
             self.names.setdefault(id(p), n)
             if not p.requires_grad:
@@ -197,6 +222,13 @@ class Trace(TorchFunctionMode):
         if not outs:
             return
         if op in _FRESH:
+            t0 = self.tag(tensors[0]) if op in _FRESH_OF and tensors else None
+            if t0 is not None and not t0.tok and not t0.pos and (t0.seq or t0.tables):
+                # zeros_like(table): a sequence made from the table's shape (DETR's decoder queries start so)
+                tag = Tag()
+                tag.seq = _seq(t0)
+                for o in outs:
+                    self.set(o, tag)
             return
         if op == "arange":
             tag = Tag()
@@ -228,14 +260,19 @@ class Trace(TorchFunctionMode):
                         # an integer table looked up gives its own values: positions only if they are
                         new.pos = data_t.pos if data_t else frozenset()
                         new.nonpos = not new.pos
+                    elif index_t is not None and index_t.pos and _whole(tensors, op):
+                        # every row of the table, by an arange as long as it is: the table itself (Pegasus-X's
+                        # global tokens, CLIP's position_ids), not positions looked up in it
+                        new.tables = data_t.tables if data_t else frozenset()
                     elif index_t is not None and index_t.pos:
                         new.pos = index_t.pos
                         new.tables = (data_t.tables if data_t else frozenset()) | index_t.tables
                     elif op in ("embedding", "index_select", "gather", "take") or (
                         index_t is not None and index_t.tables
                     ):
-                        new.nonpos = True  # looked up by token types, or ids that are no positions
-                        new.tables = data_t.tables if data_t else frozenset()
+                        # looked up by token types, or ids that are no positions: not a table of positions
+                        # (Kosmos-2.5's segment embedding added to its sinusoids is not part of them)
+                        new.nonpos = True
                     else:
                         new.pos = frozenset().union(*(t.pos for t in present)) if present else frozenset()
                         new.tables = frozenset().union(*(t.tables for t in present)) if present else frozenset()
@@ -265,6 +302,17 @@ class Trace(TorchFunctionMode):
                     new.nonpos = any(t.nonpos for t in present)
                     if op == "cumsum":
                         new.pos = new.pos | {"cumsum"}
+                    if op in _MUL | _DIV | {"outer"} and new.pos and "cumsum" not in new.pos and len(tensors) == 2:
+                        # values that are not positions (a float tensor of two or more values) times frequencies
+                        # made by arange (not counted positions: OPT's cumsum of the mask times the mask): sinusoids of coordinates the model computes (DAB-DETR's anchor boxes,
+                        # Conditional DETR's reference points), not of token positions
+                        plain = [
+                            a for a in tensors
+                            if a.is_floating_point() and a.numel() > 1 and a.ndim >= 2
+                            and _coordinates(self.tag(a))
+                        ]  # fmt: skip
+                        if plain:
+                            new.pos = new.pos | {"coord"}
                     if op in _TRIG and new.pos:
                         new.pos = new.pos | {"trig"}
                     if op in ("outer", "einsum", "matmul", "mul", "__mul__", "__rmul__") and any(
@@ -278,7 +326,13 @@ class Trace(TorchFunctionMode):
                 )
                 if op in _TRIG and new.pos:
                     new.where = self.stack[-1] if self.stack else ""
-        if new.tok or new.pos or new.tables or new.nonpos:
+        if not new.tok:
+            first = self.tag(tensors[0]) if tensors else None
+            if op in _PRODUCT:  # rows of a product are its first operand's
+                new.seq = _seq(first) if first is not None else frozenset()
+            else:
+                new.seq = frozenset().union(*(_seq(t) for _, t in tags if t is not None))
+        if new.tok or new.pos or new.tables or new.nonpos or new.proj or new.seq:
             for o in outs:
                 self.set(o, new)
 
@@ -315,6 +369,22 @@ class Trace(TorchFunctionMode):
             new.scores = True
         if op in _CONV_KEEP and len(toks) == 1 and tt[0].conv is not None:
             new.conv = tt[0].conv
+        first_t = next((a for a in _flat(args) if torch.is_tensor(a)), None)  # (einsum's equation skipped)
+        first = self.tag(first_t) if first_t is not None else None
+        if op in _PRODUCT and first is not None:  # a product's rows are its first operand's (q in q @ k)
+            new.seq = _seq(first)
+        elif op in _ADD:
+            new.seq = frozenset().union(*(t.seq for t in tt))
+        else:  # weights of the queries times sampled values (Deformable DETR), grid_sample's grid: theirs too
+            new.seq = frozenset().union(*(t.seq for t in tt), *(_seq(t) for _, t in others if t is not None))
+        # token states times a projected table (DeBERTa's c2p/p2c: query x key_proj(rel_embeddings)), reshaped
+        product = op in _PRODUCT and op != "linear" and len(toks) == 1
+        new.c2p = (product and any(t is not None and t.proj and not t.pos and not t.tok for _, t in others)) or (
+            len(toks) == 1 and tt[0].c2p and op in _CONV_KEEP | _C2P_KEEP
+        )
+        if len(toks) == 1 and tt[0].rot is not None and op in _CONV_KEEP:
+            new.rot = tt[0].rot
+        new.trig = len(toks) == 1 and (op in _TRIG or (tt[0].trig and op in _SHAPE))
         if op in (
             "view",
             "reshape",
@@ -346,6 +416,10 @@ class Trace(TorchFunctionMode):
             and _along_sequence(a, ref)
         ]  # fmt: skip
         if op in _ADD:
+            if len(toks) >= 2 and all(t.rot is not None for t in tt):
+                # x * cos + rotated(x) * sin: a rotation of the token states by angles of positions
+                self.event("rotary", tt[0].rot[0], tt[0].rot[1])
+                return
             if len(toks) >= 2:
                 for (_, t), (b, u) in ((toks[0], toks[1]), (toks[1], toks[0])):
                     if t.conv is not None and t.conv[1] == (u.base if u.base is not None else id(b)):
@@ -357,20 +431,37 @@ class Trace(TorchFunctionMode):
                     if t.tables or "cmp" not in t.pos:
                         self.event("score_bias", where, t)
                 return
+            made_from = frozenset().union(*(t.seq for t in tt))
             for a, t in pos_others + table_others:
-                if (t.tables or "cmp" not in t.pos) and _along_sequence(a, ref):
+                if t.tables and not t.pos and t.tables & made_from:
+                    # a table added to states made from that table: a set of queries (DETR's object queries,
+                    # Pegasus-X's global tokens), not positions of the input
+                    self.event("queries", where, t)
+                elif (t.tables or "cmp" not in t.pos) and _along_sequence(a, ref):
                     self.event("absolute", where, t)
             return
+        if op in _MUL and len(toks) == 2 and sum(t.trig for t in tt) == 1:
+            # token states times sinusoids of values computed from the input (LightGlue's keypoints):
+            # a rotation by coordinates, once summed with the rotated states times the other sinusoid
+            data = Tag()
+            data.pos = frozenset({"data", "trig"})
+            new.rot = (where, data)
+            return
         if op in _MUL or op in ("addcmul",):
-            for _, t in pos_others:
+            for a, t in pos_others:
                 if "trig" in t.pos or t.tables:  # sinusoids, computed or a table of them (RoFormer's)
-                    self.event("rotary", where, t)
+                    if a.is_complex() or op == "addcmul":  # a complex product (freqs_cis) rotates by itself
+                        self.event("rotary", where, t)
+                    else:  # a rotation once summed with the rotated states times the other sinusoid
+                        new.rot = (where, t)
             return
         if (op in _PRODUCT and op != "linear") or op in ("baddbmm",):
             for _, t in pos_others:
+                if "cmp" in t.pos and not t.tables:
+                    continue  # compared positions: a mask (Longformer's sliding window), not a position
                 self.event("relative" if not tt[0].scores or op != "baddbmm" else "score_bias", where, t)
             return
-        if op in ("gather", "take_along_dim", "__getitem__", "index_select") and any(t.scores for t in tt):
+        if op in ("gather", "take_along_dim", "__getitem__", "index_select") and any(t.scores or t.c2p for t in tt):
             for _, t in pos_others:
                 self.event("relative_gather", where, t)
             return
@@ -380,6 +471,33 @@ class Trace(TorchFunctionMode):
                             "tables": sorted(t.tables) if t else [], "made": t.where if t else None,
                             "proj": bool(t and t.proj),
                             **extra})  # fmt: skip
+
+
+def _coordinates(t: Tag | None) -> bool:
+    """Values computed without positions, tokens or a parameter of their own (a table's projection, a sigmoid
+    of it): coordinates, when sinusoids are made of them."""
+    return t is None or not (t.pos or t.tok or t.tables)
+
+
+def _flat(args: Any) -> list[Any]:
+    out: list[Any] = []
+    for a in args:
+        out.extend(a) if isinstance(a, (list, tuple)) else out.append(a)
+    return out
+
+
+def _seq(t: Tag) -> frozenset[str]:
+    """The tables a tensor's sequence axis was made from: its own record, or the tables it is (a table used as
+    states, not looked up by positions)."""
+    if t.seq:
+        return t.seq
+    return t.tables if t.tables and not t.pos and not t.tok and not t.nonpos else frozenset()
+
+
+def _whole(tensors: list, op: str) -> bool:
+    """A lookup whose indices (made by ``arange``) are as many as the table's rows: all of it."""
+    data, index = (tensors[1], tensors[0]) if op == "embedding" else (tensors[0], tensors[1])
+    return data.ndim == 2 and index.numel() == data.shape[0] and index.shape[-1] == data.shape[0]
 
 
 def _along_sequence(a: torch.Tensor, ref: torch.Tensor) -> bool:
@@ -402,13 +520,22 @@ def _hooks(trace: Trace) -> Any:
     def pre(m: torch.nn.Module, a: Any) -> None:
         trace.stack.append(trace.paths.get(id(m), type(m).__name__))
 
-    def post(m: torch.nn.Module, a: Any, o: Any) -> None:
+    def post(m: torch.nn.Module, a: Any, kw: Any, o: Any) -> None:
         if trace.stack:
             trace.stack.pop()
+        with contextlib.suppress(Exception):
+            # a module given token states returns token states, even where its code left the trace (LightGlue's
+            # keypoint detector: keypoints and descriptors of the images); positions it returns keep their tags
+            given = [x for x in _flat(list(a) + list((kw or {}).values())) if torch.is_tensor(x)]
+            if any((t := trace.tag(x)) is not None and t.tok for x in given):
+                values = o.values() if hasattr(o, "values") else (o if isinstance(o, (list, tuple)) else [o])
+                for x in _flat(list(values)):
+                    if torch.is_tensor(x) and x.is_floating_point() and trace.tag(x) is None:
+                        trace.token_input(x)  # (not a mask: DETR's backbone returns the pixel mask beside)
 
     return (
         torch.nn.modules.module.register_module_forward_pre_hook(pre),
-        torch.nn.modules.module.register_module_forward_hook(post, always_call=True),
+        torch.nn.modules.module.register_module_forward_hook(post, with_kwargs=True, always_call=True),
     )
 
 
@@ -466,7 +593,33 @@ def components(model: torch.nn.Module, cfg: Any) -> list[dict[str, Any]]:
         kind = next((k for name, k in INPUTS if name in params), "other")
         out.append({"component": ".".join(path) or "model", "config": sub, "path": n, "module": m, "input": kind,
                     "params": params})  # fmt: skip
-    return out
+    return out + _encoder_decoder(model, cfg, out)
+
+
+def _encoder_decoder(model: torch.nn.Module, cfg: Any, comps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An encoder-decoder whose encoder and decoder take different inputs (Whisper: audio features, then text)
+    has each as a component of its own (``encoder``, ``decoder``: the modules its ``get_encoder`` /
+    ``get_decoder`` return), so each states its own positions."""
+    found = []
+    for name in ("encoder", "decoder"):
+        try:
+            m = getattr(model, f"get_{name}")()
+        except Exception:
+            return []
+        if not isinstance(m, torch.nn.Module) or m is model:
+            return []
+        path = next((n for n, x in model.named_modules() if x is m), None)
+        if path is None or any(c["path"] == path for c in comps):
+            return []
+        try:
+            params = list(inspect.signature(m.forward).parameters)
+        except (TypeError, ValueError):
+            return []
+        kind = next((k for p, k in INPUTS if p in params), "other")
+        found.append({"component": name, "config": getattr(m, "config", cfg), "path": path, "module": m,
+                      "input": kind, "params": params})  # fmt: skip
+    kinds = {c["input"] for c in found}
+    return found if len(kinds) == 2 and not kinds & {"other", "features"} else []  # (Funnel's decoder: states)
 
 
 def _ids(n: int, dev: str) -> torch.Tensor:
@@ -526,6 +679,15 @@ def inputs(comp: dict[str, Any], n: int = 8, dev: str = "meta") -> list[dict[str
             cands.append({"input_features": torch.zeros(1, 100, width, device=dev), **extra})
     if "pixel_values" in params:
         cands.append({"pixel_values": torch.zeros(1, 2, ch, *hw, device=dev), **extra})  # image pairs
+        if dev != "meta":  # small images on a CPU instance (LightGlue's keypoints: one per pixel of a blank image)
+            cands.append({"pixel_values": torch.zeros(1, 2, ch, 64, 64, device=dev), **extra})
+            cands.append({"pixel_values": torch.zeros(1, ch, 64, 64, device=dev), **extra})
+    if "input_features_mask" in params:  # a mask of the features' frames (Audio Flamingo 3's encoder needs it)
+        for c in cands:
+            f = c.get("input_features")
+            if f is not None:
+                frames = f.shape[1] if f.shape[1] == 100 else f.shape[-1]
+                c["input_features_mask"] = torch.ones(1, frames, dtype=torch.long, device=dev)
     if not cands and "hidden_states" in params:
         lin = next((m for m in comp["module"].modules() if isinstance(m, (torch.nn.Linear, torch.nn.Conv1d))), None)
         if lin is not None:
@@ -592,7 +754,15 @@ def mechanisms_of(events: list[dict[str, Any]], trace: Trace, comp: dict[str, An
         kind = e["kind"]
         tables = [t for t in e["tables"] if _is_float_table(trace, t)]
         entry: dict[str, Any] = {"evidence": "trace"}
-        if kind == "absolute":
+        if kind == "rotary" and "data" in e["pos"]:
+            mech = "rotary"
+            entry["coordinates"] = "angles computed from the input (keypoint coordinates), not token positions"
+        elif "coord" in e["pos"] and kind != "queries":
+            # sinusoids of coordinates the model computes from its queries (DAB-DETR's anchor boxes, Conditional
+            # DETR's reference points): part of its object queries, not positions of the input
+            mech = "queries"
+            entry["coordinates"] = True
+        elif kind == "absolute":
             if tables:
                 kinds = {_table_kind(trace, t) for t in tables}
                 mech = "fixed" if kinds == {"fixed"} else "learned"
@@ -612,6 +782,12 @@ def mechanisms_of(events: list[dict[str, Any]], trace: Trace, comp: dict[str, An
             entry["conv"] = e["conv"]
         elif kind == "rotary":
             mech = "rotary"
+            tables = [t for t in tables if len(trace.shapes.get(t, ())) >= 2]  # not inv_freq: a table of rows
+            if tables:  # rotated by a table of sinusoids looked up by positions (RoFormer's)
+                entry["tensor"] = ", ".join(tables)
+        elif kind == "queries":
+            mech = "queries"
+            entry["tensor"] = ", ".join(e["tables"])
         elif kind == "score_bias":
             # gathered from a table, indexed by a table of relative positions (Swin-v2's log-spaced coordinates
             # through an MLP), or weights applied to bucketed distances (LayoutLMv3): a relative bias; a bias of
@@ -627,7 +803,7 @@ def mechanisms_of(events: list[dict[str, Any]], trace: Trace, comp: dict[str, An
         c = owner(where)
         made = e.get("made")
         path = made if mech in ("rotary", "sinusoidal") and made else where
-        if entry.get("tensor"):
+        if entry.get("tensor") and mech != "rotary":
             path = entry["tensor"].split(", ")[0].rsplit(".", 1)[0]
         key = (c["component"], mech, re.sub(r"\.\d+(?=[. ,]|$)", ".*", f"{path} {entry.get('tensor')}"))
         if key in out:
@@ -668,8 +844,8 @@ def shrunk(cfg: Any) -> tuple[Any, list[str]]:
                 setattr(sub, k, LAYERS)
                 changed.append(".".join(path + (k,)))
                 for k2, v2 in list(vars(sub).items()):
-                    if isinstance(v2, list) and len(v2) == v and k2 != k:
-                        setattr(sub, k2, v2[:LAYERS])
+                    if isinstance(v2, (list, tuple)) and len(v2) == v and k2 != k:
+                        setattr(sub, k2, v2[:LAYERS])  # per-layer lists and tuples (SEW's conv_dim)
         vocab = getattr(sub, "vocab_size", None)
         ids = [v for k, v in vars(sub).items() if isinstance(v, int) and re.search(r"_(id|index)$", k)]
         if isinstance(vocab, int) and vocab > SMALL_VOCAB and all(i < SMALL_VOCAB for i in ids):
@@ -769,6 +945,23 @@ def observe(rec: dict[str, Any], mcls: type, cfg: Any, fallback: Any) -> None:
                         status[comp["component"]] = "ran: " + how
                         continue
                     why += f"; on a tiny CPU instance: {why2}"
+            if why is not None and comp["path"] and isinstance(comp["config"], transformers.PretrainedConfig):
+                # the component alone, a tiny CPU instance of its own class from its sub-config (an audio
+                # tower too big to build with the whole model: Audio Flamingo 3's)
+                alone = tiny(type(comp["module"]), comp["config"])
+                if isinstance(alone, str):
+                    why += f"; alone: {alone}"
+                else:
+                    acomp = {**comp, "module": alone[0], "path": ""}
+                    why3 = run(acomp, alone[1], dev="cpu")
+                    if why3 is None:
+                        got = mechanisms_of(_prefixed(alone[1], comp["path"]), alone[1], comp, [comp])
+                        for g in got:
+                            g["evidence"] = "trace (tiny CPU instance of the component alone)"
+                        found += [g for g in got if not any(_same(g, f) for f in found)]
+                        status[comp["component"]] = "ran: tiny CPU instance of the component alone"
+                        continue
+                    why += f"; alone on a tiny CPU instance: {why3}"
         if why is None:
             got = mechanisms_of(list(trace.events), trace, comp, comps)
             found += [g for g in got if not any(_same(g, f) for f in found)]
@@ -807,6 +1000,17 @@ def observe(rec: dict[str, Any], mcls: type, cfg: Any, fallback: Any) -> None:
                 cpu = tiny(mcls, cfg)
             comp = next(c for c in comps if c["component"] == f["component"])
             f.update(permutation(cpu, comp))
+        if f["mechanism"] in ("learned", "fixed", "rotary") and not f.get("sinusoid") and f.get("tensor"):
+            name = f["tensor"].split(", ")[0]
+            values = initialised(model, name)
+            if values is not None and sinusoid_values(values):
+                # the model's own initialisation writes sinusoids of the row into the table (FSMT's fairseq
+                # SinusoidalPositionalEmbedding, an nn.Embedding the forward never trains into anything else)
+                f["sinusoid"] = True
+                f["sinusoid_evidence"] = "values: the model's own _init_weights writes sin/cos of the row"
+                if f["mechanism"] == "learned":
+                    f["mechanism"], f["trainable"] = "fixed", True
+                continue
         if f["mechanism"] == "fixed" and not f.get("sinusoid") and f.get("tensor"):
             if cpu is None:
                 cpu = tiny(mcls, cfg)
@@ -822,6 +1026,56 @@ def observe(rec: dict[str, Any], mcls: type, cfg: Any, fallback: Any) -> None:
         for c in comps
     }  # fmt: skip
     rec["mechanisms"] = sorted(found, key=lambda f: (f["component"], f["mechanism"], f["module"]))
+
+
+def initialised(model: torch.nn.Module, name: str) -> torch.Tensor | None:
+    """The values the model's own ``_init_weights`` gives the parameter or buffer ``name`` of a meta-built
+    model: that one tensor made on the CPU, then ``_init_weights`` of its module and of each ancestor (the
+    others stay on meta, where initialising does nothing), the meta tensor put back after."""
+    owner_path, _, leaf = name.rpartition(".")
+    try:
+        owner = model.get_submodule(owner_path)
+    except AttributeError:
+        return None
+    params, buffers = owner._parameters, owner._buffers
+    old = params.get(leaf) if leaf in params else buffers.get(leaf)
+    if old is None or not old.is_floating_point() or old.numel() > 50_000_000:
+        return None
+    new = torch.zeros(old.shape, dtype=torch.float32)
+    if leaf in params:
+        params[leaf] = torch.nn.Parameter(new, requires_grad=old.requires_grad)
+    else:
+        buffers[leaf] = new
+    init = getattr(model, "_init_weights", None)
+    try:
+        parts = owner_path.split(".") if owner_path else []
+        for i in range(len(parts), -1, -1):
+            with contextlib.suppress(Exception):
+                init(model.get_submodule(".".join(parts[:i])))
+        got = (params[leaf] if leaf in params else buffers[leaf]).detach().clone()
+    except Exception:
+        got = None
+    finally:
+        if leaf in params:
+            params[leaf] = old
+        else:
+            buffers[leaf] = old
+    return got if got is not None and got.device.type == "cpu" else None
+
+
+def _prefixed(trace: Trace, prefix: str) -> list[dict[str, Any]]:
+    """A component-alone trace's events with its module and tensor paths put under ``prefix`` (the
+    component's path in the whole model); its module classes are named under the prefix too."""
+
+    def put(p: Any) -> Any:
+        return f"{prefix}.{p}" if p else (prefix if p == "" else p)
+
+    trace.classes.update({put(k): v for k, v in list(trace.classes.items())})
+    trace.buffers |= {put(b) for b in trace.buffers}
+    trace.frozen |= {put(b) for b in trace.frozen}
+    trace.shapes.update({put(k): v for k, v in list(trace.shapes.items())})
+    return [{**e, "where": put(e["where"]), "made": put(e.get("made")), "tables": [put(t) for t in e["tables"]]}
+            for e in trace.events]  # fmt: skip
 
 
 def permutation(cpu: Any, comp: dict[str, Any]) -> dict[str, str]:
@@ -965,7 +1219,7 @@ def main_mechanism(rec: dict[str, Any]) -> str | None:
     text = [c for c, v in comps.items() if v.get("input") == "text"]
     order = [c for c in text] + [c for c in comps if c not in text]
     priority = ("rotary", "alibi", "relative_bias", "relative", "convolutional", "sinusoidal", "fixed", "learned",
-                "other", "none")  # fmt: skip
+                "other", "queries", "none")  # fmt: skip
     for comp in order:
         here = {m["mechanism"] for m in mechs if m["component"] == comp}
         for p in priority:
@@ -985,6 +1239,7 @@ SCHEME = {
     "fixed": lambda m: "sinusoidal" if m.get("sinusoid") else "fixed",
     "learned": lambda m: "learned",
     "other": lambda m: "other",
+    "queries": lambda m: "none",  # a set of learned queries places no positions of the input
     "none": lambda m: "none",
 }
 
