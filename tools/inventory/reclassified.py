@@ -51,7 +51,9 @@ def confirmed(entry: dict) -> str:
     """How a type without positions is confirmed: a permutation of a tiny instance, or why not."""
     nones = [m for m in entry.get("mechanisms") or [] if m["mechanism"] == "none"]
     if not nones:
-        return str(entry.get("mechanisms_status") or entry.get("status") or "no mechanism observed")[:120]
+        comps = "; ".join(f"{c}: {v.get('forward')}" for c, v in (entry.get("components") or {}).items())
+        return ("not confirmed: no mechanism recorded ("
+                + str(entry.get("mechanisms_status") or comps or "no component found")[:100] + ")")  # fmt: skip
     said = []
     for m in nones:
         how = "outputs permute with inputs" if m.get("confirmed_by") == "permutation" else m.get("permutation")
