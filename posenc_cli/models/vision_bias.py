@@ -95,6 +95,23 @@ def continuous_bias(
     return np.ascontiguousarray(bias.transpose(2, 0, 1), dtype=np.float32)
 
 
+def _traced_components(mt: str, config: Mapping[str, Any], mechanism: str) -> list[tuple[str, Any]]:
+    """``[(component, its sub-config in config or None), ...]``: each vision component of ``mt`` (not the model
+    itself) where the inventory traced ``mechanism``, in the inventory's order."""
+    from .data import model_type_record
+
+    out = []
+    for m in (model_type_record(mt) or {}).get("mechanisms") or []:
+        comp = str(m.get("component") or "")
+        if m.get("mechanism") != mechanism or m.get("input") != "vision" or comp in ("", "model"):
+            continue
+        sub: Any = config
+        for part in comp.split("."):
+            sub = sub.get(part) if isinstance(sub, Mapping) else None
+        out.append((comp, sub))
+    return out
+
+
 def located(config: Mapping[str, Any], tower: str | None = None) -> tuple[WindowBias, Mapping[str, Any], str] | None:
     """``(record, the config it reads, where)``: the config itself when its model type adds a windowed bias; else,
     with ``tower="vision"`` (``--tower vision``: the model's other positions, Grounding DINO's text table, stay its
@@ -105,17 +122,7 @@ def located(config: Mapping[str, Any], tower: str | None = None) -> tuple[Window
         return None
     if mt in WINDOW_BIAS:
         return WINDOW_BIAS[mt], config, mt
-    if tower != "vision":
-        return None
-    from .data import model_type_record
-
-    for m in (model_type_record(mt) or {}).get("mechanisms") or []:
-        comp = str(m.get("component") or "")
-        if m.get("mechanism") != "relative_bias" or m.get("input") != "vision" or comp in ("", "model"):
-            continue
-        sub: Any = config
-        for part in comp.split("."):
-            sub = sub.get(part) if isinstance(sub, Mapping) else None
+    for comp, sub in _traced_components(mt, config, "relative_bias") if tower == "vision" else ():
         sub_mt = sub.get("model_type") if isinstance(sub, Mapping) else None
         if sub_mt in WINDOW_BIAS:
             assert isinstance(sub, Mapping)
@@ -145,17 +152,7 @@ def decomposed_located(
         return None
     if mt in DECOMPOSED:
         return DECOMPOSED[mt], config, mt
-    if tower != "vision":
-        return None
-    from .data import model_type_record
-
-    for m in (model_type_record(mt) or {}).get("mechanisms") or []:
-        comp = str(m.get("component") or "")
-        if m.get("mechanism") != _WITH_QUERIES or m.get("input") != "vision" or comp in ("", "model"):
-            continue
-        sub: Any = config
-        for part in comp.split("."):
-            sub = sub.get(part) if isinstance(sub, Mapping) else None
+    for comp, sub in _traced_components(mt, config, _WITH_QUERIES) if tower == "vision" else ():
         sub_mt = sub.get("model_type") if isinstance(sub, Mapping) else None
         if isinstance(sub, Mapping) and sub_mt in DECOMPOSED:
             return DECOMPOSED[sub_mt], sub, f"{mt} {comp} ({sub_mt})"
