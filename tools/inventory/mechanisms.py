@@ -1149,6 +1149,12 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return all(a.get(k) == b.get(k) for k in ("component", "mechanism", "module", "tensor"))
 
 
+def _words(name: str) -> set[str]:
+    """The words of a module or parameter path (split at ``.`` and ``_``, lowercased): ``pos`` is a word of
+    ``encoder.pos_conv_embed``, not of ``post_conv_dds``."""
+    return set(re.split(r"[._]", name.lower()))
+
+
 def fallback(model: torch.nn.Module, trace: Trace, comp: dict[str, Any], comps: list) -> list[dict[str, Any]]:
     """Where a component's forward could not run: the module tree under its root."""
     from make_inventory import apply_functions, is_rotary
@@ -1172,7 +1178,7 @@ def fallback(model: torch.nn.Module, trace: Trace, comp: dict[str, Any], comps: 
             out.append({**base, "mechanism": "rotary", "module": f"{name} {cls}", "evidence": "structure"})
             continue
         leaf = name.rsplit(".", 1)[-1].lower()
-        if isinstance(m, torch.nn.Conv1d) and m.groups > 1 and "pos" in name.lower():
+        if isinstance(m, torch.nn.Conv1d) and m.groups > 1 and "pos" in _words(name):  # pos_conv, not post_
             out.append({**base, "mechanism": "convolutional", "module": f"{name} {cls}", "evidence": "name"})
         if isinstance(m, torch.nn.Embedding):
             tensor = f"{name}.weight" if name else "weight"
@@ -1192,6 +1198,9 @@ def fallback(model: torch.nn.Module, trace: Trace, comp: dict[str, Any], comps: 
             lp = pname.lower()
             if "relative_position_bias_table" in lp or ("rel" in lp and "pos" in lp and "bias" in lp):
                 out.append({**base, "mechanism": "relative_bias", "module": f"{name} {cls}", "tensor": full,
+                            "evidence": "name"})  # fmt: skip
+            elif {"emb", "rel"} <= _words(pname):  # VITS's emb_rel_k / emb_rel_v: relative key and value tables
+                out.append({**base, "mechanism": "relative", "module": f"{name} {cls}", "tensor": full,
                             "evidence": "name"})  # fmt: skip
             elif ("pos" in lp and ("emb" in lp or "enc" in lp)) or "sinusoid" in lp:
                 if "rel" in lp:
