@@ -684,8 +684,6 @@ def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple
             raise ParameterError(
                 f"{param('engine')} timm keeps prefix rows before a 2-D grid; {mt} {what}: drop {param('engine')}"
             )
-        from dataclasses import replace
-
         layout = replace(layout, reference=f"{_TIMM} over {layout.reference}", engine="timm",
                          resampling=TIMM_RESAMPLING, keep="same_grid")  # fmt: skip
     return layout, table, file, name
@@ -724,8 +722,6 @@ def _refuse_unmodelled(mt: str, vision: Vision, config: Mapping[str, Any], path:
 def _with_window(layout: Layout, vision: Vision, mt: str, config: Mapping[str, Any], path: str, prefix: str) -> Layout:
     """The layout with its window table (SAM 2's ``pos_embed_window``: ``1 x dim x w x w``), checked against the
     config's window size."""
-    from dataclasses import replace
-
     import numpy as np
 
     assert vision.window is not None
@@ -745,8 +741,6 @@ def _with_window(layout: Layout, vision: Vision, mt: str, config: Mapping[str, A
 
 def _with_time(layout: Layout, vision: Vision, mt: str, config: Mapping[str, Any], path: str, prefix: str) -> Layout:
     """The layout with its per-frame table (TimeSformer's ``time_embeddings``), checked against the frame count."""
-    from dataclasses import replace
-
     assert vision.time is not None
     suffix, key = vision.time
     frames = _config_int(config, key, _default(mt, vision, key), path)[0]
