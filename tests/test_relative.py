@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from decimal import Decimal, localcontext
@@ -141,6 +142,14 @@ def f32_exact(value: Decimal) -> float:
     return sign * float(m * Fraction(2) ** (e - 23))
 
 
+@functools.cache  # the exact logarithm is most of the reference's time; the configs share many x
+def f32_log(x: float) -> float:
+    """``torch.log`` of a float32: the natural log of ``x``, correctly rounded to float32 (from 60 digits)."""
+    with localcontext() as ctx:
+        ctx.prec = 60
+        return f32_exact(Decimal(x).ln())
+
+
 def hf_t5_bucket(relative_position: int, bidirectional=True, num_buckets=32, max_distance=128) -> int:
     """HF transformers T5Attention._relative_position_bucket for one int, float32 steps emulated exactly.
 
@@ -161,9 +170,7 @@ def hf_t5_bucket(relative_position: int, bidirectional=True, num_buckets=32, max
     if relative_position < max_exact:
         return relative_buckets + relative_position
     x = f32(f32(float(relative_position)) / f32(float(max_exact)))
-    with localcontext() as ctx:
-        ctx.prec = 60
-        log_x = f32_exact(Decimal(x).ln())
+    log_x = f32_log(x)
     y = f32(log_x / f32(math.log(max_distance / max_exact)))
     z = f32(y * f32(float(num_buckets - max_exact)))
     large = min(max_exact + int(z), num_buckets - 1)
