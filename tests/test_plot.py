@@ -372,6 +372,27 @@ def test_files_are_in_the_right_format_without_stamps(mpl, tmp_path, fmt):
         assert data == (tmp_path / "b.pdf").read_bytes()
 
 
+def test_the_layout_pass_only_lays_out_and_the_file_is_the_same(mpl, tmp_path, monkeypatch):
+    """savefig draws a figure with a layout engine twice, the first time with drawing disabled so that the engine
+    measures; plot's figure (plot._figure_class) only runs the engine then: each Axes is drawn once instead of
+    twice, and the picture is the one a plain matplotlib Figure gives, pixel for pixel, panel for panel."""
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    import posenc_cli.plot as plot_module
+
+    drawn = []
+    axes_draw = Axes.draw
+    monkeypatch.setattr(Axes, "draw", lambda self, renderer: (drawn.append(self), axes_draw(self, renderer))[1])
+    srcs = [source("rope", "base 1e4", length=64, dim=8), source("rope:base=500000", "base 5e5", length=64, dim=8)]
+    ours = plot("dot", srcs, tmp_path / "ours.png", dpi=40)  # one panel, a legend outside it
+    assert len(drawn) == 1
+    monkeypatch.setattr(plot_module, "_figure_class", lambda: Figure)
+    plain = plot("dot", srcs, tmp_path / "plain.png", dpi=40)
+    assert len(drawn) == 3
+    assert ours.panels == plain.panels and np.array_equal(read_rgb(ours.path), read_rgb(plain.path))
+
+
 def test_svg_is_the_same_in_another_process(mpl, tmp_path):
     """Drawn here and in a fresh interpreter with another string-hash seed: the same bytes (no set order or id
     leaks into the file)."""
