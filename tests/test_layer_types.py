@@ -204,16 +204,17 @@ def test_the_gguf_verdict_covers_each_layer_type_and_layer_type_narrows_it():
 
 # ----- plot ---------------------------------------------------------------------------------------------------
 def test_plot_draws_every_layer_type_by_default(tmp_path, monkeypatch):
+    """Which sources reach the figure (the spectrum of several sources is drawn and read back in test_plot): savefig
+    writes a few bytes here."""
     pytest.importorskip("matplotlib")
     from matplotlib.figure import Figure
 
+    monkeypatch.setattr(Figure, "savefig", lambda self, fh, **kwargs: fh.write(b"\x89PNG picture"))
     out = tmp_path / "spectrum.png"
     code, stdout, err = cli(["plot", GEMMA3, "--len", "64", "--view", "spectrum", "-o", str(out), "--json"])
     assert code == 0, err
     drawn = json.loads(stdout)["sources"]
     assert [d.rsplit("[", 1)[1] for d in drawn] == ["full_attention]", "sliding_attention]"], drawn
-    # which sources --layer-type keeps: drawn above, so savefig writes a few bytes here (0.4 CPU-s less)
-    monkeypatch.setattr(Figure, "savefig", lambda self, fh, **kwargs: fh.write(b"\x89PNG picture"))
     code, stdout, err = cli(
         ["plot", GEMMA3, "--len", "64", "--view", "spectrum", "-o", str(out), "--json", "-f", "--layer-type",
          "full_attention"]
