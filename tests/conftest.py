@@ -161,6 +161,21 @@ def posenc():
     return run
 
 
+#: What matplotlib's savefig writes into the picture's file under :func:`undrawn`.
+UNDRAWN = b"\x89PNG picture"
+
+
+@pytest.fixture
+def undrawn(monkeypatch):
+    """matplotlib's savefig writes :data:`UNDRAWN` into the (atomic writer's) file instead of drawing: for a test
+    that reads a figure (titles, panels, pixel size) or what reached it, not its pixels. Drawing costs 0.2-1.5
+    CPU-s a picture; test_plot.py draws every view and reads its pixels back."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    monkeypatch.setattr(Figure, "savefig", lambda self, fh, **kwargs: fh.write(UNDRAWN))
+
+
 class _TerminalBuffer(io.BytesIO):
     """Bytes that say they are a terminal: what posenc asks with ``isatty()`` (preview, width, no binary)."""
 
