@@ -203,13 +203,8 @@ def test_the_gguf_verdict_covers_each_layer_type_and_layer_type_narrows_it():
 
 
 # ----- plot ---------------------------------------------------------------------------------------------------
-def test_plot_draws_every_layer_type_by_default(tmp_path, monkeypatch):
-    """Which sources reach the figure (the spectrum of several sources is drawn and read back in test_plot): savefig
-    writes a few bytes here."""
-    pytest.importorskip("matplotlib")
-    from matplotlib.figure import Figure
-
-    monkeypatch.setattr(Figure, "savefig", lambda self, fh, **kwargs: fh.write(b"\x89PNG picture"))
+def test_plot_draws_every_layer_type_by_default(tmp_path, undrawn):
+    """Which sources reach the figure (the spectrum of several sources is drawn and read back in test_plot)."""
     out = tmp_path / "spectrum.png"
     code, stdout, err = cli(["plot", GEMMA3, "--len", "64", "--view", "spectrum", "-o", str(out), "--json"])
     assert code == 0, err

@@ -26,7 +26,7 @@ from posenc_cli.plot import (
     terminal_panels,
 )
 
-from .conftest import ROOT
+from .conftest import ROOT, UNDRAWN
 
 # a warning while drawing (a UserWarning, e.g. constrained layout that cannot fit the panels) fails the test
 pytestmark = pytest.mark.filterwarnings("error::UserWarning")
@@ -54,16 +54,6 @@ def source(spec: str, label: str | None = None, **params) -> PlotSource:
 @pytest.fixture
 def mpl():
     return pytest.importorskip("matplotlib")
-
-
-@pytest.fixture
-def undrawn(mpl, monkeypatch):
-    """For a test that reads the figure (titles, panel count, pixel size) and not its pixels: ``savefig`` writes a
-    few bytes into the writer's file instead of drawing (0.2-1.5 CPU-s a picture; the pictures are drawn and read
-    back pixel by pixel in the other tests)."""
-    from matplotlib.figure import Figure
-
-    monkeypatch.setattr(Figure, "savefig", lambda self, fh, **kwargs: fh.write(b"\x89PNG picture"))
 
 
 def read_rgb(path) -> np.ndarray:
@@ -428,7 +418,7 @@ def test_an_existing_picture_is_refused_without_force_and_replaced_with_it(undra
     assert str(err.value) == f"{out} exists; pass force to overwrite"
     assert out.read_bytes() == b"old picture" and sorted(os.listdir(tmp_path)) == ["pe.png"]
     result = plot("heatmap", [source("sinusoidal", length=8, dim=4)], out, force=True)
-    assert out.read_bytes() == b"\x89PNG picture" and result.path == str(out)  # what savefig wrote
+    assert out.read_bytes() == UNDRAWN and result.path == str(out)  # what savefig wrote
     assert sorted(os.listdir(tmp_path)) == ["pe.png"]  # no temporary file left beside it
 
 

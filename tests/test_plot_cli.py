@@ -15,7 +15,7 @@ import pytest
 
 from posenc_cli.encodings import KINDS, get_kind
 
-from .conftest import ROOT, cli, cli_tty
+from .conftest import ROOT, UNDRAWN, cli, cli_tty
 from .test_plot import DRAWN_HERE
 
 matplotlib = pytest.importorskip("matplotlib")
@@ -76,14 +76,12 @@ CASES = _cases()
 
 
 @pytest.mark.parametrize("kind,view,drawn", CASES, ids=[f"{k}-{v}" for k, v, _ in CASES])
-def test_every_declared_view_renders_for_its_kind(tmp_path, monkeypatch, kind, view, drawn):
+def test_every_declared_view_renders_for_its_kind(tmp_path, request, kind, view, drawn):
     """Each (kind, view) of CASES builds its figure from the kind's tensors and, once per way of drawing
     (:func:`_drawn_as`), draws a picture that is not blank, with no warning on the way. The default view (the
     first the kind declares; compare for two tables) is drawn without --view, so it is the one chosen."""
-    if not drawn:  # matplotlib's savefig writes a few bytes into the writer's file instead of drawing
-        from matplotlib.figure import Figure
-
-        monkeypatch.setattr(Figure, "savefig", lambda self, fh, **kw: fh.write(b"\x89PNG picture"))
+    if not drawn:
+        request.getfixturevalue("undrawn")
     out = tmp_path / f"{kind}-{view}.png"
     sources = [spec(kind)]
     if view == "compare":
@@ -94,7 +92,7 @@ def test_every_declared_view_renders_for_its_kind(tmp_path, monkeypatch, kind, v
     assert code == 0, err
     assert re.fullmatch(rf"wrote {re.escape(str(out))} \({view} view, png, \d+ x \d+ px\)\n", err), err
     if not drawn:
-        assert out.read_bytes() == b"\x89PNG picture"
+        assert out.read_bytes() == UNDRAWN
         return
     img = matplotlib.image.imread(out)
     assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100

@@ -20,7 +20,7 @@ from posenc_cli.formats import read_table
 from posenc_cli.inspect import tolerance
 from posenc_cli.models.readers import from_model_config
 
-from .conftest import ROOT, cli
+from .conftest import ROOT, UNDRAWN, cli
 
 MODELS = ROOT / "tests" / "data" / "models"
 GOLDEN = dict(np.load(ROOT / "tests" / "data" / "golden" / "fixed_relative.npz"))
@@ -203,17 +203,12 @@ def test_bias_bad_input(tmp_path):
         assert code == 2 and words in err and err.count("\n") == 1, err
 
 
-def test_plot_draws_the_bias(tmp_path, monkeypatch):
-    """The model's bias reaches the bias view (whose pictures test_plot draws and reads back pixel by pixel): savefig
-    writes a few bytes here."""
-    pytest.importorskip("matplotlib")
-    from matplotlib.figure import Figure
-
-    monkeypatch.setattr(Figure, "savefig", lambda self, fh, **kwargs: fh.write(b"\x89PNG picture"))
+def test_plot_draws_the_bias(tmp_path, undrawn):
+    """The model's bias reaches the bias view (whose pictures test_plot draws and reads back pixel by pixel)."""
     dest = tmp_path / "bias.png"
     code, out, err = cli(["plot", str(MODELS / "tiny_umt5"), "--len", "12", "-p", "table=bias", "--layer-type",
                           "decoder", "-o", str(dest), "--json"])  # fmt: skip
-    assert code == 0 and dest.read_bytes() == b"\x89PNG picture", err
+    assert code == 0 and dest.read_bytes() == UNDRAWN, err
     drawn = json.loads(out)
     assert drawn["view"] == "bias" and [p["title"] for p in drawn["panels"]] == [f"head {h} of 3" for h in range(3)]
 
