@@ -137,8 +137,8 @@ def peak_offset(img, panel, rgb) -> float:
     return float(np.mean(ks))
 
 
-@pytest.mark.parametrize("spec", ["sinusoidal", "rope"])
-@pytest.mark.parametrize("cosine", [False, True])
+# (rope's dot product, not its cosine, is the first curve of the overlay below: the same rows, offsets and axes)
+@pytest.mark.parametrize(("cosine", "spec"), [(False, "sinusoidal"), (True, "sinusoidal"), (True, "rope")])
 def test_dot_curve_peaks_at_offset_zero(mpl, tmp_path, spec, cosine):
     src = source(spec, length=256, dim=32)
     res = plot("dot", [src], tmp_path / "d.png", starts=[128], cosine=cosine)
@@ -153,6 +153,7 @@ def test_dot_overlays_two_bases_each_peaking_at_zero(mpl, tmp_path):
     res = plot("dot", [a, b], tmp_path / "d2.png")
     img = read_rgb(res.path)
     (panel,) = res.panels
+    assert panel.xlim[0] < -50 and panel.xlim[1] > 50  # t = 128 of 256 rows, offsets up to a quarter of them
     for rgb in (C0, C1):
         assert abs(peak_offset(img, panel, rgb)) <= 1.0
 
