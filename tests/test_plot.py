@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -347,17 +348,22 @@ def test_terminal_panels_without_matplotlib(monkeypatch):
 STAMPS = {"png": [b"tEXt", b"tIME"], "svg": [b"<dc:date>", b"<dc:creator>"], "pdf": [b"/CreationDate", b"/ModDate"]}
 
 
-@pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
+def assert_file_without_stamps(result, fmt: str) -> bytes:
+    """The file is a ``fmt`` picture with no version, tool or date in its bytes, and no temporary file is left."""
+    data = Path(result.path).read_bytes()
+    assert result.format == fmt and data.startswith({"png": b"\x89PNG", "svg": b"<?xml", "pdf": b"%PDF"}[fmt])
+    assert b"Matplotlib" not in data and b"matplotlib.org" not in data
+    assert not [stamp for stamp in STAMPS[fmt] if stamp in data]
+    assert not [p for p in os.listdir(os.path.dirname(result.path)) if p.startswith(".posenc-plot-")]
+    return data
+
+
+@pytest.mark.parametrize("fmt", ["png", "pdf"])
 def test_files_are_in_the_right_format_without_stamps(mpl, tmp_path, fmt):
     """No version, tool or date in the bytes, so a picture drawn again is the same file (drawn twice here for
     pdf; svg in another process below)."""
     src = source("rope:preset=llama3.1", length=64, dim=16)
-    first = plot("dot", [src], tmp_path / f"a.{fmt}", size=(5, 3), dpi=50)
-    data = (tmp_path / f"a.{fmt}").read_bytes()
-    assert first.format == fmt and data.startswith({"png": b"\x89PNG", "svg": b"<?xml", "pdf": b"%PDF"}[fmt])
-    assert b"Matplotlib" not in data and b"matplotlib.org" not in data
-    assert not [stamp for stamp in STAMPS[fmt] if stamp in data]
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".posenc-plot-")]
+    data = assert_file_without_stamps(plot("dot", [src], tmp_path / f"a.{fmt}", size=(5, 3), dpi=50), fmt)
     if fmt == "pdf":
         plot("dot", [src], tmp_path / "b.pdf", size=(5, 3), dpi=50)
         assert data == (tmp_path / "b.pdf").read_bytes()
@@ -385,15 +391,15 @@ def test_the_layout_pass_only_lays_out_and_the_file_is_the_same(mpl, tmp_path, m
 
 
 def test_svg_is_the_same_in_another_process(mpl, tmp_path):
-    """Drawn here and in a fresh interpreter with another string-hash seed: the same bytes (no set order or id
-    leaks into the file)."""
+    """An svg without stamps (as the png and pdf above), drawn here and in a fresh interpreter with another
+    string-hash seed: the same bytes (no set order or id leaks into the file)."""
     code = (  # source() as below, without importing this module (and pytest, hypothesis) in the child
         "import sys; sys.path.insert(0, sys.argv[2]); from posenc_cli import api; "
         "from posenc_cli.plot import PlotSource, plot; e = api.generate('sinusoidal', length=32, dim=8); "
         "plot('dot', [PlotSource('sinusoidal', {n: e.array(n) for n in e.tensor_specs()}, dict(type(e).ROLES), "
         "e.metadata())], sys.argv[1])"
     )
-    plot("dot", [source("sinusoidal", length=32, dim=8)], tmp_path / "here.svg")
+    assert_file_without_stamps(plot("dot", [source("sinusoidal", length=32, dim=8)], tmp_path / "here.svg"), "svg")
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"  # not this process's seed
     env = {"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}
     env.update({k: os.environ[k] for k in ("PYTHONDONTWRITEBYTECODE",) if k in os.environ})  # no bytecode here
