@@ -233,7 +233,120 @@ def test_a_learned_table_is_read_from_the_weights_and_checked(tmp_path, schema):
     save_file(weights, str(d / "model.safetensors"))
     code, data, err = audit_json([str(d)])
     assert code == 1, err
-    assert data["rows"][0]["verdict"] == "differ" and "finite" in data["rows"][0]["explanation"]
+    assert data["rows"][0]["verdict"] == "failed" and "finite" in data["rows"][0]["explanation"]
+
+
+# ----- vision tables: a property of the table told apart from a difference ---------------------------------
+MODELS = DATA / "models"
+
+
+def test_the_rows_a_model_repeats_by_design_are_those_its_own_forward_repeats():
+    """``designed_repeats`` (the model's rule run over weights of distinct random rows) groups the rows as the
+    model's own forward repeats them (tools/golden/vision_rules.py: tiny random weights, torch): SAM 3's tiling
+    at its default size and at 30x18, TimeSformer's nearest upsampling of its time-summed grid; none where the
+    table is kept as it is."""
+    from posenc_cli.models.config_file import load_config
+    from posenc_cli.models.vision import designed_repeats
+
+    cases = (("sam3_vit_model", "native"), ("sam3_vit_model", "30x18"), ("timesformer", "24x12"),
+             ("timesformer", "30x18"), ("timesformer", "native"))  # fmt: skip
+    with np.load(DATA / "vision" / "rules_goldens.npz") as goldens:
+        for mt, size in cases:
+            golden = goldens[f"{mt}|{size}"]
+            path = str(MODELS / f"vision_{mt}")
+            got = designed_repeats(path, load_config(path), image_size=None if size == "native" else size)
+            _, first, inverse = np.unique(golden, axis=0, return_index=True, return_inverse=True)
+            if len(first) == len(golden):
+                assert got is None, (mt, size)
+            else:  # each row -> the first row equal to it in the model's own output
+                np.testing.assert_array_equal(got, first[np.asarray(inverse).reshape(-1)], err_msg=f"{mt} {size}")
+
+
+def test_rows_the_model_repeats_are_expected_and_a_failed_property_is_no_difference(tmp_path, schema):
+    """SAM 3 tiles its 4x4 table to 6x6 at its default size, TimeSformer upsamples by nearest at 24x12: their
+    tables are what the models compute, and ``distinct`` fails as their arithmetic makes it (exit 0, said as
+    expected of them). A checkpoint whose own rows repeat (row 1 = row 0 of the weights) fails ``distinct`` over
+    the rows the model keeps apart: a property failure, told apart from a difference in every report."""
+    from safetensors.numpy import load_file, save_file
+
+    from posenc_cli.render import audit_lines, audit_verdict
+    from posenc_cli.report_html import markdown, page
+
+    tiled = posenc_cli.audit(str(MODELS / "vision_sam3_vit_model"))
+    (row,) = tiled.rows
+    assert (row.verdict, tiled.exit_code) == ("agree", 0), row.explanation
+    assert len(row.expected) == 1 and row.expected[0].startswith("distinct fails: 20 of 36 position rows repeat")
+    assert "over the 16 rows it keeps apart, distinct holds" in row.expected[0]
+    assert "the model's own table" in row.explanation and "expected" in row.explanation
+    validate(tiled.to_json(), schema)
+    nearest = posenc_cli.audit(str(MODELS / "vision_timesformer"), image_size=["24x12"])
+    assert [r.verdict for r in nearest.rows] == ["agree", "agree"] and nearest.exit_code == 0
+    assert not nearest.rows[0].expected and "18 of 54 position rows" in nearest.rows[1].expected[0]
+
+    d = tmp_path / "sam3"
+    shutil.copytree(MODELS / "vision_sam3_vit_model", d)
+    weights = load_file(str(d / "model.safetensors"))
+    table = weights["embeddings.position_embeddings"].copy()
+    table[0, 1] = table[0, 0]  # the checkpoint itself repeats a row: the tiling repeats it again
+    weights["embeddings.position_embeddings"] = table
+    save_file(weights, str(d / "model.safetensors"))
+    broken = posenc_cli.audit(str(d))
+    (row,) = broken.rows
+    assert (row.verdict, broken.exit_code, row.expected) == ("failed", 1, []), row.explanation
+    assert "nothing differs; a required property fails: distinct" in row.explanation
+    data = broken.to_json(details=True)
+    validate(data, schema)
+    assert data["counts"] == {"failed": 1} and data["compared"] == 1 and data["schema"] == "posenc-audit/2"
+    text = "\n".join(audit_lines(broken, width=80))
+    assert " FAILED " in text and "DIFFER" not in text
+    assert audit_verdict(broken) == "A PROPERTY FAILED (1 rows: 1 failed)"
+    md = markdown(broken)
+    assert "⚠️ failed" in md and "❌" not in md and "DIFFERS" not in md
+    html = page(broken)
+    assert 'data-verdict="failed"' in html and "DIFFER" not in html and 'data-exit-code="1"' in html
+    code, _out, err = cli(["audit", str(d), "-q"])
+    assert (code, err.strip()) == (1, "A PROPERTY FAILED (1 rows: 1 failed)")
+
+
+def test_a_tower_posenc_refuses_is_one_line_and_a_table_the_config_turns_off_is_not_checked(tmp_path, schema):
+    """PVT and RADIO (configs as transformers 5.24 builds them from its defaults) place positions with code posenc
+    does not reproduce: one ``refused`` row and a verdict line naming it, exit 2 (not "a file could not be
+    read"). AIMv2 with ``is_native`` and InternVL without absolute positions keep no learned table (their
+    checkpoints save none): not checked, said so, not a missing tensor."""
+    from safetensors.numpy import load_file, save_file
+
+    from posenc_cli.render import audit_verdict
+
+    for mt, method in (("pvt", "PvtPatchEmbeddings.interpolate_pos_encoding"),
+                       ("radio", "RadioPatchEmbeddings._interpolate_position_embedding")):  # fmt: skip
+        (tmp_path / mt).mkdir()
+        shutil.copy(DATA / "configs" / "refused_towers" / f"{mt}.json", tmp_path / mt / "config.json")
+        report = posenc_cli.audit(str(tmp_path / mt))
+        (row,) = report.rows
+        assert (row.verdict, report.exit_code) == ("refused", 2) and method in row.explanation
+        assert "does not reproduce" in row.explanation
+        assert audit_verdict(report).startswith(f"REFUSED: {mt}'s vision tower places positions with {method} (")
+        validate(report.to_json(), schema)
+    code, _out, err = cli(["audit", str(tmp_path / "pvt"), "-q"])
+    assert code == 2 and err.startswith("REFUSED: pvt's") and len(err.strip().splitlines()) == 1
+
+    for mt, key, value in (("aimv2_vision_model", "is_native", True),
+                           ("internvl_vision", "use_absolute_position_embeddings", False)):  # fmt: skip
+        d = tmp_path / mt
+        shutil.copytree(MODELS / f"vision_{mt}", d)
+        config = json.loads((d / "config.json").read_text())
+        config[key] = value
+        (d / "config.json").write_text(json.dumps(config))
+        weights = load_file(str(d / "model.safetensors"))  # the model made with that config saves no table
+        save_file({k: v for k, v in weights.items() if "position_embedding" not in k}, str(d / "model.safetensors"))
+        report = posenc_cli.audit(str(d))
+        (row,) = report.rows
+        assert row.verdict == "skipped" and row.explanation.startswith("not checked: ")
+        assert f"config key {key} is {json.dumps(value)}: this {mt} keeps no learned position table" in row.explanation
+        assert "no tensor" not in row.explanation and report.exit_code == 1 and report.notes
+        validate(report.to_json(), schema)
+        code, _out, err = cli(["export", str(d), "-o", str(tmp_path / f"{mt}.npy")])
+        assert code == 2 and "no table to read" in err and "no tensor" not in err
 
 
 # ----- bad input ---------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from ..errors import InputError, NoTableError, ParameterError, PosencError, param
+from ..errors import InputError, NoTableError, ParameterError, PosencError, RefusedError, param
 from . import discover, hub
 from .differences import Difference, Side, differences, of_arrays, worst
 from .report import AuditReport, AuditRow
@@ -418,6 +418,8 @@ class _Auditor:
         parsed = [parse_image_size(s) for s in sizes]
         for image in [None, *dict.fromkeys(parsed)]:
             report.rows += self._vision_rows(root, image, timm)
+        if not report.compared and report.exit_code != 2:
+            report.notes.append("nothing compared: no table was read (each row says why)")
         return report
 
     def _vision_rows(self, root: str, image: tuple[int, int] | None, timm: bool) -> list[AuditRow]:
@@ -432,19 +434,21 @@ class _Auditor:
         try:
             rows, meta = vision_table(root, data, image_size=image)
         except PosencError as exc:
-            return [AuditRow("weights", label, own, "error", _one_line(exc))]
+            return [_unread_row("weights", label, own, exc)]
         label = meta["image_size"] if image is not None else f"{meta['image_size']} native"
         src = Source(root, {"pe": rows}, meta)
         rep = self.verbs.check(src)
+        expected = [] if rep.ok else self._by_design(root, data, image, rows, meta, rep)
         extra = f" + rows {meta['extra_rows']}" if meta["extra_rows"] else ""
-        why = _verdict(f"grid {meta['grid']}{extra}, {meta['resampling']}", rep)
-        out = [AuditRow(meta["weights_file"], label, own, "agree" if rep.ok else "differ", why, None,
-                        int(rows.shape[0]), details=[f"{r.name}: {r.detail}" for r in rep.results])]  # fmt: skip
+        why = _verdict(f"grid {meta['grid']}{extra}, {meta['resampling']}", rep, expected, "the model's own table")
+        out = [AuditRow(meta["weights_file"], label, own, "agree" if rep.ok or expected else "failed", why, None,
+                        int(rows.shape[0]), details=[*(f"expected: {x}" for x in expected), *(f"{r.name}: {r.detail}" for r in rep.results)],
+                        expected=expected)]  # fmt: skip
         if timm and own == "hf":
             try:
                 t_rows, t_meta = vision_table(root, data, image_size=image, engine="timm")
             except PosencError as exc:
-                return [*out, AuditRow("weights", label, "timm", "error", _one_line(exc))]
+                return [*out, _unread_row("weights", label, "timm", exc)]
             import numpy as np
 
             diff = float(np.abs(np.asarray(t_rows, np.float32) - np.asarray(rows, np.float32)).max())
@@ -460,6 +464,37 @@ class _Auditor:
                 out.append(AuditRow(meta["weights_file"], label, "timm", "differ", said, diff,
                                     int(rows.shape[0])))  # fmt: skip
         return out
+
+    def _by_design(self, root: str, data: Any, image: Any, rows: Any, meta: dict[str, str], rep: Any) -> list[str]:
+        """The failed properties of a vision table that fail as the model's own arithmetic makes them, each in
+        words (empty: a failure of the table). They must be properties of repeated rows (``distinct``,
+        ``unique``), the model's rule at this size must repeat rows whatever its weights hold
+        (:func:`~posenc_cli.models.vision.designed_repeats`), and each property must hold over the position rows it
+        keeps apart: then every repeat in the table is one the model makes."""
+        from ..encodings.grid import parse_extra_rows
+        from ..models.vision import designed_repeats
+        from ..sources import Source
+
+        failed = list(rep.failed)
+        if not failed or any(name not in ("distinct", "unique") for name in failed):
+            return []
+        try:
+            design = designed_repeats(root, data, image_size=image)
+        except PosencError:
+            return []
+        if design is None:
+            return []
+        extra = parse_extra_rows(meta.get("extra_rows") or "", "metadata extra_rows")
+        positions = [i for i in range(int(rows.shape[0])) if i not in extra]
+        apart = [i for i in positions if int(design[i]) == i]
+        again = self.verbs.check(Source(root, {"pe": rows[apart]}, {}), require=failed, identify=False)
+        if not again.ok:
+            return []
+        return [
+            f"{name} fails: {len(positions) - len(apart)} of {len(positions)} position rows repeat others, as the "
+            f"model's own resampling makes them; over the {len(apart)} rows it keeps apart, {name} holds"
+            for name in failed
+        ]
 
     # ----- learned tables in the weights ----------------------------------------------------------------
     def _learned(self, lt: str, params: dict[str, Any], data: dict[str, Any]) -> AuditRow:
@@ -486,12 +521,12 @@ class _Auditor:
         artifact = src.metadata.get("weights_file", "weights")
         name = src.metadata.get("weights_tensor", weights)
         arr_shape = "x".join(str(s) for s in src.tensors[src.names[0]].shape) if src.names else "?"
-        why = _verdict(f"learned {name} ({arr_shape})", rep)
+        why = _verdict(f"learned {name} ({arr_shape})", rep, what_is="the stored table")
         n = int(src.tensors[src.names[0]].shape[0]) if src.names else None
         # the reader held the table against its config (width, rows with offset rows, padding row): say what
         against = src.metadata.get("config_checked")
         details = ([f"config: {against}"] if against else []) + [f"{r.name}: {r.detail}" for r in rep.results]
-        return AuditRow(artifact, lt, "hf", "agree" if rep.ok else "differ", why, None, n, details=details)
+        return AuditRow(artifact, lt, "hf", "agree" if rep.ok else "failed", why, None, n, details=details)
 
     def _fetch_positions(self, hub_id: str, root: str, tensor: str) -> None:
         """``--download`` of a model with learned positions: that tensor, by byte ranges, into a copy of the
@@ -662,20 +697,33 @@ def _properties(check: Callable[..., Any], artifact: str, lt: str, enc: Any) -> 
         rep = check(enc)
     except PosencError as exc:
         return AuditRow(artifact, lt, "check", "error", _one_line(exc))
-    why = _verdict(f"{enc.KIND} table", rep)
-    return AuditRow(artifact, lt, "check", "agree" if rep.ok else "differ", why, None, _rows_of(enc),
+    why = _verdict(f"{enc.KIND} table", rep, what_is="HF's own table")
+    return AuditRow(artifact, lt, "check", "agree" if rep.ok else "failed", why, None, _rows_of(enc),
                     details=[f"{r.name}: {r.detail}" for r in rep.results])  # fmt: skip
 
 
-def _verdict(what: str, rep: Any) -> str:
-    """One check report in an audit row: what held or failed, and the rows left out as not positions."""
+def _verdict(what: str, rep: Any, expected: Sequence[str] = (), what_is: str = "the table") -> str:
+    """One check report in an audit row: what held or failed, and the rows left out as not positions. A failure
+    is a property of the table itself (``what_is``), not a difference; one ``expected`` of the model (rows its own
+    arithmetic repeats) is said as such."""
     held = ", ".join(r.name for r in rep.results if r.passed)
-    said = (
-        f"{what}: every required property holds ({held})"
-        if rep.ok
-        else f"{what}: {', '.join(rep.failed) or 'a required property'} failed"
-    )
+    failed = ", ".join(rep.failed) or "a required property"
+    if rep.ok:
+        said = f"{what}: every required property holds ({held})"
+    elif expected:
+        said = f"{what}: {what_is}; " + (f"{held} {'holds' if ', ' not in held else 'hold'}; " if held else "")
+        said += f"expected of it: {'; '.join(expected)}"
+    else:
+        said = f"{what}: {what_is}, nothing differs; a required property fails: {failed}"
     return said + (f"; {rep.left_out['text']}" if rep.left_out else "")
+
+
+def _unread_row(artifact: str, label: str, engine: str, exc: PosencError) -> AuditRow:
+    """The row of a table not made: ``skipped`` when the config says the model has none (no table to read: not
+    checked), ``refused`` when the model makes it with code posenc does not reproduce, else ``error``."""
+    if isinstance(exc, NoTableError):
+        return AuditRow(artifact, label, engine, "skipped", f"not checked: {_one_line(exc)}")
+    return AuditRow(artifact, label, engine, "refused" if isinstance(exc, RefusedError) else "error", _one_line(exc))
 
 
 def _one_line(exc: BaseException) -> str:
