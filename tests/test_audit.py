@@ -351,6 +351,13 @@ def test_a_tower_posenc_refuses_is_one_line_and_a_table_the_config_turns_off_is_
         validate(report.to_json(), schema)
     code, _out, err = cli(["audit", str(tmp_path / "pvt"), "-q"])
     assert code == 2 and err.startswith("REFUSED: pvt's") and len(err.strip().splitlines()) == 1
+    # a wrapper: its text model's rotary is still audited beside the refused tower
+    (tmp_path / "molmo2").mkdir()
+    shutil.copy(DATA / "configs" / "refused_towers" / "molmo2.json", tmp_path / "molmo2" / "config.json")
+    report = posenc_cli.audit(str(tmp_path / "molmo2"), engine="hf,vllm", length=64)
+    assert [(r.layer_type, r.engine, r.verdict) for r in report.rows] == [
+        ("default", "hf", "reference"), ("default", "vllm", "agree"), ("vision tower", "hf", "refused")]  # fmt: skip
+    assert "Molmo2VisionModel.forward" in report.rows[-1].explanation and report.exit_code == 2
 
     for mt, key, value in (("aimv2_vision_model", "is_native", True),
                            ("internvl_vision", "use_absolute_position_embeddings", False)):  # fmt: skip

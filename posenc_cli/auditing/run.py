@@ -192,7 +192,13 @@ class _Auditor:
         assert f.config is not None
         config_path = f.config
         data = load_config(config_path)
-        layers = model_config_layers(data, length=self.length)
+        tower, rest = self._refused_tower(data), None
+        try:
+            layers = model_config_layers(data, length=self.length)
+        except PosencError as exc:
+            if tower is None:
+                raise
+            layers, rest = {}, f"the rest of the model: {_one_line(exc)}"  # the refused tower's row, and why
         said = _default_lengths(data, layers) if self.length is None else []
         from ..models.records import model_type_of
 
@@ -208,7 +214,7 @@ class _Auditor:
             against=self.against,
             settings={k: v for k, v in (("n_ctx", self.n_ctx), ("max_model_len", self.max_model_len)) if v is not None},
         )
-        report.notes += said
+        report.notes += said + ([rest] if rest else [])
         # the rows in report order, each slot (label, step, finish): a step (each reads its own tables block by
         # block) runs on every core, once however many slots share it (engines with the same table share their
         # measurement), and finish(its result) makes the slot's rows; a slot without a step holds its rows
@@ -247,15 +253,35 @@ class _Auditor:
         for path in f.mlxs:
             slots.append((f.relative(path) or ".", functools.partial(self._mlx_weights, path, config_path), _one_row))
         report.rows += self._run_steps(slots)
+        if tower is not None:
+            report.rows.append(tower)
         if not report.rows:
             raise InputError(f"{f.label}: nothing to audit: no layer type applies positions, and no conversion")
-        if not report.compared and not any(r.verdict == "error" for r in report.rows):
+        if not report.compared and report.exit_code != 2:
             asked = "no engine but hf was asked for" if self.engines == ["hf"] else "no engine's table was measured"
             report.notes.append(
                 f"nothing compared: only the reference tables were built ({asked}, no GGUF or ONNX file is here, "
                 "and no table was read from the weights)"
             )
         return report
+
+    def _refused_tower(self, data: dict[str, Any]) -> AuditRow | None:
+        """The row of a wrapper's vision tower whose one learned table posenc refuses to read (code it has no rule
+        for, the inventory's observation): the rest of the model is audited beside it. None when the config
+        has no such tower (a tower read by a rule is audited with ``--image-size``)."""
+        from ..models.vision import observed, reading
+
+        mt = data.get("model_type")
+        entries = observed(mt) if isinstance(mt, str) else ()
+        if len(entries) != 1 or entries[0].get("component") == "model":
+            return None  # a tower itself is audited as a vision model; several tables: the mechanisms say
+        try:
+            reading(data, self.found.label)
+        except RefusedError as exc:
+            return AuditRow("weights", "vision tower", "hf", "refused", _one_line(exc))
+        except PosencError:
+            return None
+        return None
 
     def _run_steps(self, slots: list[tuple[str, Callable[[], Any] | None, Any]]) -> list[AuditRow]:
         """The rows of ``slots`` (``(label, step, finish)``, see :meth:`run`) in order. The steps run concurrently on
