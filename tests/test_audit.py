@@ -333,8 +333,8 @@ def test_rows_the_model_repeats_are_expected_and_a_failed_property_is_no_differe
 def test_a_tower_posenc_refuses_is_one_line_and_a_table_the_config_turns_off_is_not_checked(tmp_path, schema):
     """PVT and RADIO (configs as transformers 5.24 builds them from its defaults) place positions with code posenc
     does not reproduce: one ``refused`` row and a verdict line naming it, exit 2 (not "a file could not be
-    read"). AIMv2 with ``is_native`` and InternVL without absolute positions keep no learned table (their
-    checkpoints save none): not checked, said so, not a missing tensor."""
+    read"). AIMv2 with ``is_native``, InternVL without absolute positions and SAM without ``use_abs_pos`` keep
+    no learned table (their checkpoints save none): not checked, said so, not a missing tensor."""
     from safetensors.numpy import load_file, save_file
 
     from posenc_cli.render import audit_verdict
@@ -360,14 +360,16 @@ def test_a_tower_posenc_refuses_is_one_line_and_a_table_the_config_turns_off_is_
     assert "Molmo2VisionModel.forward" in report.rows[-1].explanation and report.exit_code == 2
 
     for mt, key, value in (("aimv2_vision_model", "is_native", True),
-                           ("internvl_vision", "use_absolute_position_embeddings", False)):  # fmt: skip
+                           ("internvl_vision", "use_absolute_position_embeddings", False),
+                           ("sam_vision_model", "use_abs_pos", False)):  # fmt: skip
         d = tmp_path / mt
         shutil.copytree(MODELS / f"vision_{mt}", d)
         config = json.loads((d / "config.json").read_text())
         config[key] = value
         (d / "config.json").write_text(json.dumps(config))
         weights = load_file(str(d / "model.safetensors"))  # the model made with that config saves no table
-        save_file({k: v for k, v in weights.items() if "position_embedding" not in k}, str(d / "model.safetensors"))
+        kept = {k: v for k, v in weights.items() if "position_embedding" not in k and not k.endswith("pos_embed")}
+        save_file(kept, str(d / "model.safetensors"))
         report = posenc_cli.audit(str(d))
         (row,) = report.rows
         assert row.verdict == "skipped" and row.explanation.startswith("not checked: ")
@@ -376,6 +378,8 @@ def test_a_tower_posenc_refuses_is_one_line_and_a_table_the_config_turns_off_is_
         validate(report.to_json(), schema)
         code, _out, err = cli(["export", str(d), "-o", str(tmp_path / f"{mt}.npy")])
         assert code == 2 and "no table to read" in err and "no tensor" not in err
+        code, out, _err = cli(["kinds", "--hf-config", str(d / "config.json")])
+        assert code == 0 and f"table           none (config key {key} is {json.dumps(value)})" in out.decode()
 
 
 # ----- bad input ---------------------------------------------------------------------------------------------

@@ -712,25 +712,34 @@ def _not_timm(layout: Layout) -> str | None:
     return None
 
 
+def _switched_off(
+    mt: str, vision: Vision, config: Mapping[str, Any], absent: tuple[str, Any, str] | None
+) -> tuple[str, str, str] | None:
+    """``(config key, its value in JSON, what the model does then)`` when the config turns the learned table off
+    (the record's ``switch`` false, or the code's :data:`~.records.VISION_SWITCHES` value), else None."""
+    import json
+
+    if vision.switch is not None and not _flag(config, mt, vision, vision.switch):
+        return vision.switch, "false", "its code makes the table only when the key is true"
+    if absent is not None:
+        key, value, does = absent
+        got = config.get(key, _default(mt, vision, key))
+        if got == value:
+            return key, json.dumps(got), does
+    return None
+
+
 def _refuse_unmodelled(
     mt: str, vision: Vision, config: Mapping[str, Any], path: str, absent: tuple[str, Any, str] | None = None
 ) -> None:
     """A switched-off table (no table to read: :class:`~posenc_cli.errors.NoTableError`), or a config value this
     rule does not model (refused: :class:`~posenc_cli.errors.RefusedError`): one line naming the key."""
-    import json
-
-    if vision.switch is not None and not _flag(config, mt, vision, vision.switch):
+    off = _switched_off(mt, vision, config, absent)
+    if off is not None:
+        key, value, does = off
         raise NoTableError(
-            f"{path}: config key {vision.switch} is false: this {mt} adds no learned position table; no table to read"
+            f"{path}: config key {key} is {value}: this {mt} keeps no learned position table ({does}); no table to read"
         )
-    if absent is not None:
-        key, value, does = absent
-        got = config.get(key, _default(mt, vision, key))
-        if got == value:
-            raise NoTableError(
-                f"{path}: config key {key} is {json.dumps(got)}: this {mt} keeps no learned position table ({does}); "
-                "no table to read"
-            )
     for key, value, why in vision.unmodelled:
         got = config.get(key, _default(mt, vision, key))
         if (value is None and got) or (value is not None and got == value):
@@ -1059,6 +1068,9 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
         read = reading(config, path)
         vision, config, mt, own = read.vision, read.config, read.defaults_of, read.model_type
         out.update(model_type=own, family="vision table", kind="learned", reference=read.reference)
+        off = _switched_off(mt, vision, config, read.absent)
+        if off is not None:  # the config turns the table off: said first, the rule after it
+            out["table"] = {"value": f"none (config key {off[0]} is {off[1]})", "from": f"the model's code: {off[2]}"}
         rule, keep, tensor = _rule(vision), vision.keep, vision.tensor
         extra = ", ".join(vision.extra) + (" (after the grid)" if vision.extra_at == "end" else "") or "none"
         if vision.before is not None:
