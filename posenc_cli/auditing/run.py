@@ -467,9 +467,9 @@ class _Auditor:
         expected = [] if rep.ok else self._by_design(root, data, image, rows, meta, rep)
         extra = f" + rows {meta['extra_rows']}" if meta["extra_rows"] else ""
         why = _verdict(f"grid {meta['grid']}{extra}, {meta['resampling']}", rep, expected, "the model's own table")
+        details = [*(f"expected: {x}" for x in expected), *(f"{r.name}: {r.detail}" for r in rep.results)]
         out = [AuditRow(meta["weights_file"], label, own, "agree" if rep.ok or expected else "failed", why, None,
-                        int(rows.shape[0]), details=[*(f"expected: {x}" for x in expected), *(f"{r.name}: {r.detail}" for r in rep.results)],
-                        expected=expected)]  # fmt: skip
+                        int(rows.shape[0]), details=details, expected=expected)]  # fmt: skip
         if timm and own == "hf":
             try:
                 t_rows, t_meta = vision_table(root, data, image_size=image, engine="timm")
