@@ -343,7 +343,9 @@ def test_a_tower_posenc_refuses_is_one_line_and_a_table_the_config_turns_off_is_
                        ("radio", "RadioPatchEmbeddings._interpolate_position_embedding")):  # fmt: skip
         (tmp_path / mt).mkdir()
         shutil.copy(DATA / "configs" / "refused_towers" / f"{mt}.json", tmp_path / mt / "config.json")
-        report = posenc_cli.audit(str(tmp_path / mt))
+        # a model directory, and a config file of another name (read as given, not the config.json beside it)
+        given = tmp_path / mt if mt == "pvt" else DATA / "configs" / "refused_towers" / f"{mt}.json"
+        report = posenc_cli.audit(str(given))
         (row,) = report.rows
         assert (row.verdict, report.exit_code) == ("refused", 2) and method in row.explanation
         assert "does not reproduce" in row.explanation

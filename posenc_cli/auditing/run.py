@@ -454,7 +454,7 @@ class _Auditor:
         from ..models.vision import is_timm_config, vision_table
         from ..sources import Source
 
-        data = load_config(os.path.join(root, "config.json"))
+        data = load_config(self.found.config or os.path.join(root, "config.json"))
         label = "native" if image is None else f"{image[0]}x{image[1]}"
         own = "timm" if is_timm_config(data) else "hf"
         try:
