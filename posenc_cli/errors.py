@@ -99,6 +99,11 @@ class UnknownTensorError(ParameterError, KeyError):
         return PosencError.__str__(self)
 
 
+class RefusedError(ParameterError):
+    """A model whose positions run code posenc does not reproduce (no rule was read from it): refused by name, in
+    one line; in an audit, a ``refused`` row (the rest of the model still audited)."""
+
+
 class InputError(PosencError):
     """A source (file, stdin, spec) cannot be read or is not an encoding table."""
 

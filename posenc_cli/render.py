@@ -1380,7 +1380,7 @@ def audit_lines(report: Any, *, width: int | None = None, verbose: bool = False)
     for row in d["rows"]:
         diff = row.get("max_abs_diff")
         cells = [row["artifact"], row["layer_type"], row["engine"], row["verdict"].upper() if row["verdict"] in
-                 ("differ", "error") else row["verdict"], "-" if diff is None else num(diff)]  # fmt: skip
+                 ("differ", "failed", "error", "refused") else row["verdict"], "-" if diff is None else num(diff)]  # fmt: skip
         out.append(
             "  ".join(
                 f"{_clip(str(c), n):<{n}}" if i < 4 else f"{_clip(str(c), n):>{n}}"
@@ -1398,17 +1398,22 @@ def audit_lines(report: Any, *, width: int | None = None, verbose: bool = False)
 
 def audit_verdict(report: Any) -> str:
     """The audit's one-line verdict (never wrapped, so grep finds it in CI logs)."""
+    from .auditing.report import failure_words
+
     d = report if isinstance(report, Mapping) else report.to_json()
     counts = ", ".join(f"{n} {v}" for v, n in d["counts"].items())
     errors = [r for r in d["rows"] if r["verdict"] == "error"]
-    if d["exit_code"] == 2:
+    refused = [r for r in d["rows"] if r["verdict"] == "refused"]
+    if d["exit_code"] == 2 and not errors and refused:  # what posenc refuses, named (the rest still audited)
+        head = f"REFUSED: {refused[0]['explanation']}" + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else "")
+    elif d["exit_code"] == 2:
         config = d.get("config")
         built = all(r["artifact"] == config for r in errors)  # the config's own tables, no file
         head = "ERROR: a table of the config could not be built" if built else "ERROR: a file could not be read"
     elif d.get("compared") == 0:
         head = "NOTHING COMPARED: no row compared a table (the notes say why)"
     else:
-        head = "OK: every row agrees" if d["ok"] else "DIFFERS"
+        head = "OK: every row agrees" if d["ok"] else failure_words(d["counts"])
     return f"{head} ({len(d['rows'])} rows: {counts})"
 
 

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 #: the verdicts' colours on the page (text stays readable without them)
-_COLOURS = {"agree": "#1a7f37", "reference": "#57606a", "skipped": "#9a6700", "differ": "#cf222e", "error": "#8250df"}
+_COLOURS = {"agree": "#1a7f37", "reference": "#57606a", "skipped": "#9a6700", "differ": "#cf222e", "failed": "#bc4c00",
+            "error": "#8250df", "refused": "#8250df"}  # fmt: skip
 
 
 def _data(report: Any) -> dict[str, Any]:
@@ -40,7 +41,8 @@ def markdown(report: Any) -> str:
     from .render import audit_verdict
 
     d = _data(report)
-    icon = {"agree": "✅", "reference": "📐", "skipped": "⏭️", "differ": "❌", "error": "⛔"}
+    icon = {"agree": "✅", "reference": "📐", "skipped": "⏭️", "differ": "❌", "failed": "⚠️", "error": "⛔",
+            "refused": "🚫"}  # fmt: skip
     out = [
         f"## posenc audit: `{_cell(d['source'])}`",
         "",

@@ -57,12 +57,36 @@ def schema() -> dict:
     return loaded
 
 
+#: a picture's arrays: long runs of one item schema (``$defs/number``, or an array of them for ``grid``)
+_PICTURE_RUNS = ("positions", "by_position", "by_column", "grid")
+
+
+def _is_number(x: object) -> bool:
+    """``$defs/number`` of schema.json in plain Python: a JSON number, or 'nan', 'inf', '-inf'."""
+    return type(x) in (int, float) or x in ("nan", "inf", "-inf")
+
+
 def validate(data: dict, schema: dict) -> None:
     """``data`` against ``schema`` (checked once by the fixture), the first error raised: ``jsonschema.validate``
-    checks the schema on every call and walks every error of a broken report (a picture is 16384 numbers)."""
+    checks the schema on every call and walks every error of a broken report. A picture is 16384 numbers of one
+    item schema, which jsonschema walks at about 0.5 CPU-s a report: the schema validates each run's first items,
+    and every item of it is held to the same rule in plain Python (``_is_number``; ``positions`` integers)."""
     import jsonschema
 
-    jsonschema.Draft202012Validator(schema).validate(data)
+    short = json.loads(json.dumps(data))
+    for row, full in zip(short.get("rows") or [], data.get("rows") or []):
+        pic, whole = row.get("picture"), full.get("picture")
+        for key in _PICTURE_RUNS if pic else ():
+            run = whole.get(key)
+            if not isinstance(run, list) or not run:
+                continue
+            rows_ok = key != "grid" or all(isinstance(r, list) for r in run)
+            items = [x for r in run for x in r] if key == "grid" and rows_ok else run
+            good = (lambda x: type(x) is int) if key == "positions" else _is_number
+            if not (rows_ok and all(good(x) for x in items)):
+                raise jsonschema.ValidationError(f"picture {key}: an item is not what $defs allows")
+            pic[key] = [r[:2] for r in run[:2]] if key == "grid" else run[:2]
+    jsonschema.Draft202012Validator(schema).validate(short)
 
 
 def model_dir(tmp_path: Path, name: str = "qwen2") -> Path:
@@ -186,15 +210,13 @@ def test_an_onnx_export_with_a_cache_per_layer_type_is_matched_to_them(tmp_path,
 
 
 # ----- engines ---------------------------------------------------------------------------------------------
-def test_an_engine_that_departs_from_hf_differs_by_the_formula(tmp_path, schema):
+def test_an_engine_that_departs_from_hf_differs_by_the_formula(diverging_report, schema):
     """mlx-lm's SuScaledRoPE uses the long factors at every length; HF uses the short ones up to the original
-    context: at 2048 positions the tables differ by exactly what the two factor lists make."""
-    cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps(PHI))
-    code, data, err = audit_json([str(cfg), "--len", str(ORIG), "--engine", "hf,mlx"])
-    assert code == 1, err
+    context: at 2048 positions the tables differ by exactly what the two factor lists make. (The report of the
+    reports' tests below: the same audit, built once.)"""
+    data = json.loads(json.dumps(diverging_report.to_json(details=True)))
     validate(data, schema)
-    assert data["engines"] == ["hf", "mlx"]
+    assert data["engines"] == ["hf", "mlx", "vllm"] and data["exit_code"] == 1
     (m,) = rows(data, engine="mlx")
     assert m["verdict"] == "differ" and "long_factor" in m["explanation"]
     s = math.sqrt(1 + math.log(MAXPOS / ORIG) / math.log(ORIG))
@@ -233,7 +255,133 @@ def test_a_learned_table_is_read_from_the_weights_and_checked(tmp_path, schema):
     save_file(weights, str(d / "model.safetensors"))
     code, data, err = audit_json([str(d)])
     assert code == 1, err
-    assert data["rows"][0]["verdict"] == "differ" and "finite" in data["rows"][0]["explanation"]
+    assert data["rows"][0]["verdict"] == "failed" and "finite" in data["rows"][0]["explanation"]
+
+
+# ----- vision tables: a property of the table told apart from a difference ---------------------------------
+MODELS = DATA / "models"
+
+
+def test_the_rows_a_model_repeats_by_design_are_those_its_own_forward_repeats():
+    """``designed_repeats`` (the model's rule run over weights of distinct random rows) groups the rows as the
+    model's own forward repeats them (tools/golden/vision_rules.py: tiny random weights, torch): SAM 3's tiling
+    at its default size and at 30x18, TimeSformer's nearest upsampling of its time-summed grid; none where the
+    table is kept as it is."""
+    from posenc_cli.models.config_file import load_config
+    from posenc_cli.models.vision import designed_repeats
+
+    cases = (("sam3_vit_model", "native"), ("sam3_vit_model", "30x18"), ("timesformer", "24x12"),
+             ("timesformer", "30x18"), ("timesformer", "native"))  # fmt: skip
+    with np.load(DATA / "vision" / "rules_goldens.npz") as goldens:
+        for mt, size in cases:
+            golden = goldens[f"{mt}|{size}"]
+            path = str(MODELS / f"vision_{mt}")
+            got = designed_repeats(path, load_config(path), image_size=None if size == "native" else size)
+            _, first, inverse = np.unique(golden, axis=0, return_index=True, return_inverse=True)
+            if len(first) == len(golden):
+                assert got is None, (mt, size)
+            else:  # each row -> the first row equal to it in the model's own output
+                np.testing.assert_array_equal(got, first[np.asarray(inverse).reshape(-1)], err_msg=f"{mt} {size}")
+
+
+def test_rows_the_model_repeats_are_expected_and_a_failed_property_is_no_difference(tmp_path, schema):
+    """SAM 3 tiles its 4x4 table to 6x6 at its default size, TimeSformer upsamples by nearest at 24x12: their
+    tables are what the models compute, and ``distinct`` fails as their arithmetic makes it (exit 0, said as
+    expected of them). A checkpoint whose own rows repeat (row 1 = row 0 of the weights) fails ``distinct`` over
+    the rows the model keeps apart: a property failure, told apart from a difference in every report."""
+    from safetensors.numpy import load_file, save_file
+
+    from posenc_cli.render import audit_lines, audit_verdict
+    from posenc_cli.report_html import markdown, page
+
+    tiled = posenc_cli.audit(str(MODELS / "vision_sam3_vit_model"))
+    (row,) = tiled.rows
+    assert (row.verdict, tiled.exit_code) == ("agree", 0), row.explanation
+    assert len(row.expected) == 1 and row.expected[0].startswith("distinct fails: 20 of 36 position rows repeat")
+    assert "over the 16 rows it keeps apart, distinct holds" in row.expected[0]
+    assert "the model's own table" in row.explanation and "expected" in row.explanation
+    validate(tiled.to_json(), schema)
+    nearest = posenc_cli.audit(str(MODELS / "vision_timesformer"), image_size=["24x12"])
+    assert [r.verdict for r in nearest.rows] == ["agree", "agree"] and nearest.exit_code == 0
+    assert not nearest.rows[0].expected and "18 of 54 position rows" in nearest.rows[1].expected[0]
+
+    d = tmp_path / "sam3"
+    shutil.copytree(MODELS / "vision_sam3_vit_model", d)
+    weights = load_file(str(d / "model.safetensors"))
+    table = weights["embeddings.position_embeddings"].copy()
+    table[0, 1] = table[0, 0]  # the checkpoint itself repeats a row: the tiling repeats it again
+    weights["embeddings.position_embeddings"] = table
+    save_file(weights, str(d / "model.safetensors"))
+    broken = posenc_cli.audit(str(d))
+    (row,) = broken.rows
+    assert (row.verdict, broken.exit_code, row.expected) == ("failed", 1, []), row.explanation
+    assert "nothing differs; a required property fails: distinct" in row.explanation
+    data = broken.to_json(details=True)
+    validate(data, schema)
+    assert data["counts"] == {"failed": 1} and data["compared"] == 1 and data["schema"] == "posenc-audit/2"
+    text = "\n".join(audit_lines(broken, width=80))
+    assert " FAILED " in text and "DIFFER" not in text
+    assert audit_verdict(broken) == "A PROPERTY FAILED (1 rows: 1 failed)"
+    md = markdown(broken)
+    assert "⚠️ failed" in md and "❌" not in md and "DIFFERS" not in md
+    html = page(broken)
+    assert 'data-verdict="failed"' in html and "DIFFER" not in html and 'data-exit-code="1"' in html
+    code, _out, err = cli(["audit", str(d), "-q"])
+    assert (code, err.strip()) == (1, "A PROPERTY FAILED (1 rows: 1 failed)")
+
+
+def test_a_tower_posenc_refuses_is_one_line_and_a_table_the_config_turns_off_is_not_checked(tmp_path, schema):
+    """PVT and RADIO (configs as transformers 5.24 builds them from its defaults) place positions with code posenc
+    does not reproduce: one ``refused`` row and a verdict line naming it, exit 2 (not "a file could not be
+    read"). AIMv2 with ``is_native``, InternVL without absolute positions and SAM without ``use_abs_pos`` keep
+    no learned table (their checkpoints save none): not checked, said so, not a missing tensor."""
+    from safetensors.numpy import load_file, save_file
+
+    from posenc_cli.render import audit_verdict
+
+    for mt, method in (("pvt", "PvtPatchEmbeddings.interpolate_pos_encoding"),
+                       ("radio", "RadioPatchEmbeddings._interpolate_position_embedding")):  # fmt: skip
+        (tmp_path / mt).mkdir()
+        shutil.copy(DATA / "configs" / "refused_towers" / f"{mt}.json", tmp_path / mt / "config.json")
+        # a model directory, and a config file of another name (read as given, not the config.json beside it)
+        given = tmp_path / mt if mt == "pvt" else DATA / "configs" / "refused_towers" / f"{mt}.json"
+        report = posenc_cli.audit(str(given))
+        (row,) = report.rows
+        assert (row.verdict, report.exit_code) == ("refused", 2) and method in row.explanation
+        assert "does not reproduce" in row.explanation
+        assert audit_verdict(report).startswith(f"REFUSED: {mt}'s vision tower places positions with {method} (")
+        validate(report.to_json(), schema)
+    code, _out, err = cli(["audit", str(tmp_path / "pvt"), "-q"])
+    assert code == 2 and err.startswith("REFUSED: pvt's") and len(err.strip().splitlines()) == 1
+    # a wrapper: its text model's rotary is still audited beside the refused tower
+    (tmp_path / "molmo2").mkdir()
+    shutil.copy(DATA / "configs" / "refused_towers" / "molmo2.json", tmp_path / "molmo2" / "config.json")
+    report = posenc_cli.audit(str(tmp_path / "molmo2"), engine="hf,vllm", length=64)
+    assert [(r.layer_type, r.engine, r.verdict) for r in report.rows] == [
+        ("default", "hf", "reference"), ("default", "vllm", "agree"), ("vision tower", "hf", "refused")]  # fmt: skip
+    assert "Molmo2VisionModel.forward" in report.rows[-1].explanation and report.exit_code == 2
+
+    for mt, key, value in (("aimv2_vision_model", "is_native", True),
+                           ("internvl_vision", "use_absolute_position_embeddings", False),
+                           ("sam_vision_model", "use_abs_pos", False)):  # fmt: skip
+        d = tmp_path / mt
+        shutil.copytree(MODELS / f"vision_{mt}", d)
+        config = json.loads((d / "config.json").read_text())
+        config[key] = value
+        (d / "config.json").write_text(json.dumps(config))
+        weights = load_file(str(d / "model.safetensors"))  # the model made with that config saves no table
+        kept = {k: v for k, v in weights.items() if "position_embedding" not in k and not k.endswith("pos_embed")}
+        save_file(kept, str(d / "model.safetensors"))
+        report = posenc_cli.audit(str(d))
+        (row,) = report.rows
+        assert row.verdict == "skipped" and row.explanation.startswith("not checked: ")
+        assert f"config key {key} is {json.dumps(value)}: this {mt} keeps no learned position table" in row.explanation
+        assert "no tensor" not in row.explanation and report.exit_code == 1 and report.notes
+        validate(report.to_json(), schema)
+        code, _out, err = cli(["export", str(d), "-o", str(tmp_path / f"{mt}.npy")])
+        assert code == 2 and "no table to read" in err and "no tensor" not in err
+        code, out, _err = cli(["kinds", "--hf-config", str(d / "config.json")])
+        assert code == 0 and f"table           none (config key {key} is {json.dumps(value)})" in out.decode()
 
 
 # ----- bad input ---------------------------------------------------------------------------------------------
@@ -272,16 +420,18 @@ def test_broken_files_are_their_own_rows_and_the_rest_is_still_checked(tmp_path,
 
 def test_an_existing_report_path_is_refused_without_force(tmp_path):
     cfg = str(LLAMACPP / "qwen2.config.json")
-    for flag in ("--markdown", "--html"):
-        dest = tmp_path / f"report.{flag[2:]}"
+    dests = {flag: tmp_path / f"report.{flag[2:]}" for flag in ("--markdown", "--html")}
+    for flag, dest in dests.items():
         dest.write_text("keep me")
-        code, _out, err = cli(["audit", cfg, "--engine", "hf,vllm", flag, str(dest)])
+        code, _out, err = cli(["audit", cfg, "--engine", "hf,vllm", "--len", "64", flag, str(dest)])
         assert code == 2 and f"{dest} exists; pass --force to overwrite" in err
         assert dest.read_text() == "keep me"
-        code, _, err = cli(["audit", cfg, "--engine", "hf,vllm", flag, str(dest), "--force"])
-        assert code == 0, err
-        assert dest.read_text() != "keep me"
-        assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
+    # with --force both are replaced: one audit writes both (64 positions: the size is not what is tested)
+    both = [x for flag, dest in dests.items() for x in (flag, str(dest))]
+    code, _, err = cli(["audit", cfg, "--engine", "hf,vllm", "--len", "64", *both, "--force"])
+    assert code == 0, err
+    assert all(dest.read_text() != "keep me" for dest in dests.values())
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
 # ----- Hub ids: the local cache, the download of position tensors only --------------------------------------
@@ -441,11 +591,17 @@ def test_the_schema_rejects_what_it_should(diverging_report, schema):
     import jsonschema
 
     data = json.loads(json.dumps(diverging_report.to_json()))
+    detailed = json.loads(json.dumps(diverging_report.to_json(details=True)))
+    (m,) = [r for r in detailed["rows"] if r["picture"] is not None]
+    pictures = [{**m["picture"], "grid": [*m["picture"]["grid"][:-1], [*m["picture"]["grid"][-1][:-1], "x"]]},
+                {**m["picture"], "by_column": [*m["picture"]["by_column"][:-1], None]},
+                {**m["picture"], "positions": [*m["picture"]["positions"][:-1], 1.5]}]  # fmt: skip
     for broken in (
         {**data, "schema": "posenc-audit/0"},
         {**data, "rows": [{**data["rows"][0], "verdict": "maybe"}]},
         {**data, "extra": 1},
         {k: v for k, v in data.items() if k != "exit_code"},
+        *({**detailed, "rows": [{**m, "picture": p}]} for p in pictures),  # the last item of each run
     ):
         with pytest.raises(jsonschema.ValidationError):
             validate(broken, schema)

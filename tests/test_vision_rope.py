@@ -239,6 +239,23 @@ def test_timm_config_is_timms_rotary(timm_golden: dict[str, np.ndarray], arch: s
         np.testing.assert_allclose(cos[p:], timm_golden[f"timm/{arch}/{size}/cos"], rtol=0, atol=TIMM_ATOL)
         np.testing.assert_allclose(sin[p:], timm_golden[f"timm/{arch}/{size}/sin"], rtol=0, atol=TIMM_ATOL)
         assert (cos[:p] == 1).all() and (sin[:p] == 0).all() and p == (4 if "reg4" in arch else 1)
+        # timm's built model holds the prefix: reg4_gap has no class token, four register tokens (eva.py l.708)
+        assert src.metadata["extra_rows"] == ("0:reg0,1:reg1,2:reg2,3:reg3" if "reg4" in arch else "0:cls")
+
+
+def test_register_rows_are_labelled_registers_not_class_rows() -> None:
+    """``registers``: the last prefix rows are register tokens (timm: the class token, then reg_token), labelled
+    reg0.. in extra_rows and left out of the position checks by that name; more registers than prefix rows is
+    refused in one line."""
+    from posenc_cli.encodings import make_encoding
+
+    enc = make_encoding("rope-2d", {"preset": "eva02", "dim": 8, "grid": "2x3", "prefix_rows": 3, "registers": 2})
+    assert enc.metadata()["extra_rows"] == "0:cls,1:reg0,2:reg1" and enc.length == 9
+    rep = api.check(enc)
+    assert rep.ok and rep.left_out is not None and "row 0 (cls)" in rep.left_out["text"]
+    assert "row 1 (reg0)" in rep.left_out["text"] and "row 2 (reg1)" in rep.left_out["text"]
+    with pytest.raises(ParameterError, match="registers=2 is more than prefix_rows=1"):
+        make_encoding("rope-2d", {"preset": "eva02", "dim": 8, "grid": "2x3", "registers": 2})
 
 
 def test_timm_numpy_built_mistakes_differ(timm_golden: dict[str, np.ndarray]) -> None:

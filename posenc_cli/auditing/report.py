@@ -13,13 +13,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: the JSON's version: ``schema`` in every report; schema.json's ``$id`` ends with it
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA_ID = f"posenc-audit/{SCHEMA_VERSION}"  # schema.json says the same in its "schema" const
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "schema.json")
 
-#: Row verdicts. ``reference`` is the HF table the others are checked against; ``skipped`` says why a row could
-#: not be computed (not a failure of the model); ``error`` is a file that cannot be read (exit 2).
-VERDICTS = ("agree", "differ", "error", "skipped", "reference")
+#: Row verdicts. ``reference`` is the HF table the others are checked against; ``agree``: equal to it, or (a table
+#: checked for its properties) every required property holds; ``differ``: two tables differ; ``failed``: a
+#: required property of a table fails (nothing was compared with it: the table is what the model itself
+#: computes); ``skipped`` says why a row could not be computed (not a failure of the model); ``error`` is a file
+#: that cannot be read (exit 2); ``refused``: a table the model computes with code posenc does not reproduce, named
+#: in one line (exit 2, as every refusal).
+VERDICTS = ("agree", "differ", "failed", "error", "refused", "skipped", "reference")
+#: the verdicts of a row that judged a table (compared it, or checked its properties)
+JUDGED = ("agree", "differ", "failed")
 
 
 @dataclass
@@ -65,6 +71,9 @@ class AuditRow:
     picture: Picture | None = None
     #: an engine limit met within the asked positions (:meth:`posenc_cli.models.engines.EngineLimit.to_json`)
     limit: dict[str, Any] | None = None
+    #: the properties that fail as the model's own arithmetic makes them (rows it repeats by design), each with
+    #: what showed it: expected of the model, not a failure (the row agrees)
+    expected: list[str] = field(default_factory=list)
 
     @property
     def agrees(self) -> bool:
@@ -81,14 +90,14 @@ class AuditRow:
             "artifact": self.artifact, "layer_type": self.layer_type, "engine": self.engine, "verdict": self.verdict,
             "max_abs_diff": None if self.max_abs_diff is None else _num(self.max_abs_diff), "length": self.length,
             "explanation": render_params(self.explanation), "details": [render_params(d) for d in self.details],
-            "picture": picture, "limit": self.limit,
+            "picture": picture, "limit": self.limit, "expected": [render_params(x) for x in self.expected],
         }  # fmt: skip
 
 
 @dataclass
 class AuditReport:
     """Everything ``audit`` found about one model. ``exit_code``: 0 when every row agrees, 2 when a file could not
-    be read, else 1."""
+    be read or a table is refused, else 1 (a table differs, a property failed, or nothing was judged)."""
 
     source: str
     config: str | None
@@ -109,15 +118,17 @@ class AuditReport:
         from ..errors import render_params
 
         rows = [dataclasses.replace(r, explanation=render_params(r.explanation, spell),
-                                    details=[render_params(d, spell) for d in r.details]) for r in self.rows]  # fmt: skip
+                                    details=[render_params(d, spell) for d in r.details],
+                                    expected=[render_params(x, spell) for x in r.expected]) for r in self.rows]  # fmt: skip
         for new, old in zip(rows, self.rows):
             new.picture = old.picture
         return dataclasses.replace(self, rows=rows, notes=[render_params(n, spell) for n in self.notes])
 
     @property
     def compared(self) -> int:
-        """How many rows compared a table with something (``agree`` or ``differ``): an audit of none is no pass."""
-        return sum(r.verdict in ("agree", "differ") for r in self.rows)
+        """How many rows judged a table (``agree``, ``differ`` or ``failed``: compared it with something, or checked
+        its properties): an audit of none is no pass."""
+        return sum(r.verdict in JUDGED for r in self.rows)
 
     @property
     def ok(self) -> bool:
@@ -126,11 +137,11 @@ class AuditReport:
 
     @property
     def exit_code(self) -> int:
-        """2 when a row is an error (a file could not be read, a table not built), else 0 when :attr:`ok`, else 1
-        (a row differs, or nothing was compared)."""
+        """2 when a row is an error (a file could not be read, a table not built) or refused, else 0 when :attr:`ok`,
+        else 1 (a row differs, a property failed, or nothing was compared)."""
         from ..errors import ExitCode
 
-        if any(r.verdict == "error" for r in self.rows):
+        if any(r.verdict in ("error", "refused") for r in self.rows):
             return int(ExitCode.ERROR)
         return int(ExitCode.OK if self.ok else ExitCode.FAILED)
 
@@ -146,7 +157,7 @@ class AuditReport:
             else (
                 "a row could not be made"
                 if self.exit_code == 2
-                else ("NOTHING COMPARED" if not self.compared else "DIFFERS")
+                else ("NOTHING COMPARED" if not self.compared else failure_words(self.counts()))
             )
         )
         return f"{self.source}: {len(self.rows)} row(s) ({counts}): {head}"
@@ -166,6 +177,13 @@ class AuditReport:
             "details": details, "rows": [r.to_json(details) for r in self.rows],
             "notes": [render_params(n) for n in self.notes],
         }  # fmt: skip
+
+
+def failure_words(counts: dict[str, int]) -> str:
+    """What went wrong in words, a difference told apart from a property failure: ``DIFFERS``, ``A PROPERTY
+    FAILED`` or both."""
+    said = (["DIFFERS"] if counts.get("differ") else []) + (["A PROPERTY FAILED"] if counts.get("failed") else [])
+    return "; ".join(said) or "DIFFERS"
 
 
 def _num(x: float) -> float | str:

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from ..errors import InputError, NoTableError, ParameterError, PosencError, param
+from ..errors import InputError, NoTableError, ParameterError, PosencError, RefusedError, param
 from . import discover, hub
 from .differences import Difference, Side, differences, of_arrays, worst
 from .report import AuditReport, AuditRow
@@ -192,7 +192,13 @@ class _Auditor:
         assert f.config is not None
         config_path = f.config
         data = load_config(config_path)
-        layers = model_config_layers(data, length=self.length)
+        tower, rest = self._refused_tower(data), None
+        try:
+            layers = model_config_layers(data, length=self.length)
+        except PosencError as exc:
+            if tower is None:
+                raise
+            layers, rest = {}, f"the rest of the model: {_one_line(exc)}"  # the refused tower's row, and why
         said = _default_lengths(data, layers) if self.length is None else []
         from ..models.records import model_type_of
 
@@ -208,7 +214,7 @@ class _Auditor:
             against=self.against,
             settings={k: v for k, v in (("n_ctx", self.n_ctx), ("max_model_len", self.max_model_len)) if v is not None},
         )
-        report.notes += said
+        report.notes += said + ([rest] if rest else [])
         # the rows in report order, each slot (label, step, finish): a step (each reads its own tables block by
         # block) runs on every core, once however many slots share it (engines with the same table share their
         # measurement), and finish(its result) makes the slot's rows; a slot without a step holds its rows
@@ -247,15 +253,35 @@ class _Auditor:
         for path in f.mlxs:
             slots.append((f.relative(path) or ".", functools.partial(self._mlx_weights, path, config_path), _one_row))
         report.rows += self._run_steps(slots)
+        if tower is not None:
+            report.rows.append(tower)
         if not report.rows:
             raise InputError(f"{f.label}: nothing to audit: no layer type applies positions, and no conversion")
-        if not report.compared and not any(r.verdict == "error" for r in report.rows):
+        if not report.compared and report.exit_code != 2:
             asked = "no engine but hf was asked for" if self.engines == ["hf"] else "no engine's table was measured"
             report.notes.append(
                 f"nothing compared: only the reference tables were built ({asked}, no GGUF or ONNX file is here, "
                 "and no table was read from the weights)"
             )
         return report
+
+    def _refused_tower(self, data: dict[str, Any]) -> AuditRow | None:
+        """The row of a wrapper's vision tower whose one learned table posenc refuses to read (code it has no rule
+        for, the inventory's observation): the rest of the model is audited beside it. None when the config
+        has no such tower (a tower read by a rule is audited with ``--image-size``)."""
+        from ..models.vision import observed, reading
+
+        mt = data.get("model_type")
+        entries = observed(mt) if isinstance(mt, str) else ()
+        if len(entries) != 1 or entries[0].get("component") == "model":
+            return None  # a tower itself is audited as a vision model; several tables: the mechanisms say
+        try:
+            reading(data, self.found.label)
+        except RefusedError as exc:
+            return AuditRow("weights", "vision tower", "hf", "refused", _one_line(exc))
+        except PosencError:
+            return None
+        return None
 
     def _run_steps(self, slots: list[tuple[str, Callable[[], Any] | None, Any]]) -> list[AuditRow]:
         """The rows of ``slots`` (``(label, step, finish)``, see :meth:`run`) in order. The steps run concurrently on
@@ -418,6 +444,8 @@ class _Auditor:
         parsed = [parse_image_size(s) for s in sizes]
         for image in [None, *dict.fromkeys(parsed)]:
             report.rows += self._vision_rows(root, image, timm)
+        if not report.compared and report.exit_code != 2:
+            report.notes.append("nothing compared: no table was read (each row says why)")
         return report
 
     def _vision_rows(self, root: str, image: tuple[int, int] | None, timm: bool) -> list[AuditRow]:
@@ -426,25 +454,27 @@ class _Auditor:
         from ..models.vision import is_timm_config, vision_table
         from ..sources import Source
 
-        data = load_config(os.path.join(root, "config.json"))
+        data = load_config(self.found.config or os.path.join(root, "config.json"))
         label = "native" if image is None else f"{image[0]}x{image[1]}"
         own = "timm" if is_timm_config(data) else "hf"
         try:
             rows, meta = vision_table(root, data, image_size=image)
         except PosencError as exc:
-            return [AuditRow("weights", label, own, "error", _one_line(exc))]
+            return [_unread_row("weights", label, own, exc)]
         label = meta["image_size"] if image is not None else f"{meta['image_size']} native"
         src = Source(root, {"pe": rows}, meta)
         rep = self.verbs.check(src)
+        expected = [] if rep.ok else self._by_design(root, data, image, rows, meta, rep)
         extra = f" + rows {meta['extra_rows']}" if meta["extra_rows"] else ""
-        why = _verdict(f"grid {meta['grid']}{extra}, {meta['resampling']}", rep)
-        out = [AuditRow(meta["weights_file"], label, own, "agree" if rep.ok else "differ", why, None,
-                        int(rows.shape[0]), details=[f"{r.name}: {r.detail}" for r in rep.results])]  # fmt: skip
+        why = _verdict(f"grid {meta['grid']}{extra}, {meta['resampling']}", rep, expected, "the model's own table")
+        details = [*(f"expected: {x}" for x in expected), *(f"{r.name}: {r.detail}" for r in rep.results)]
+        out = [AuditRow(meta["weights_file"], label, own, "agree" if rep.ok or expected else "failed", why, None,
+                        int(rows.shape[0]), details=details, expected=expected)]  # fmt: skip
         if timm and own == "hf":
             try:
                 t_rows, t_meta = vision_table(root, data, image_size=image, engine="timm")
             except PosencError as exc:
-                return [*out, AuditRow("weights", label, "timm", "error", _one_line(exc))]
+                return [*out, _unread_row("weights", label, "timm", exc)]
             import numpy as np
 
             diff = float(np.abs(np.asarray(t_rows, np.float32) - np.asarray(rows, np.float32)).max())
@@ -460,6 +490,37 @@ class _Auditor:
                 out.append(AuditRow(meta["weights_file"], label, "timm", "differ", said, diff,
                                     int(rows.shape[0])))  # fmt: skip
         return out
+
+    def _by_design(self, root: str, data: Any, image: Any, rows: Any, meta: dict[str, str], rep: Any) -> list[str]:
+        """The failed properties of a vision table that fail as the model's own arithmetic makes them, each in
+        words (empty: a failure of the table). They must be properties of repeated rows (``distinct``,
+        ``unique``), the model's rule at this size must repeat rows whatever its weights hold
+        (:func:`~posenc_cli.models.vision.designed_repeats`), and each property must hold over the position rows it
+        keeps apart: then every repeat in the table is one the model makes."""
+        from ..encodings.grid import parse_extra_rows
+        from ..models.vision import designed_repeats
+        from ..sources import Source
+
+        failed = list(rep.failed)
+        if not failed or any(name not in ("distinct", "unique") for name in failed):
+            return []
+        try:
+            design = designed_repeats(root, data, image_size=image)
+        except PosencError:
+            return []
+        if design is None:
+            return []
+        extra = parse_extra_rows(meta.get("extra_rows") or "", "metadata extra_rows")
+        positions = [i for i in range(int(rows.shape[0])) if i not in extra]
+        apart = [i for i in positions if int(design[i]) == i]
+        again = self.verbs.check(Source(root, {"pe": rows[apart]}, {}), require=failed, identify=False)
+        if not again.ok:
+            return []
+        return [
+            f"{name} fails: {len(positions) - len(apart)} of {len(positions)} position rows repeat others, as the "
+            f"model's own resampling makes them; over the {len(apart)} rows it keeps apart, {name} holds"
+            for name in failed
+        ]
 
     # ----- learned tables in the weights ----------------------------------------------------------------
     def _learned(self, lt: str, params: dict[str, Any], data: dict[str, Any]) -> AuditRow:
@@ -486,12 +547,12 @@ class _Auditor:
         artifact = src.metadata.get("weights_file", "weights")
         name = src.metadata.get("weights_tensor", weights)
         arr_shape = "x".join(str(s) for s in src.tensors[src.names[0]].shape) if src.names else "?"
-        why = _verdict(f"learned {name} ({arr_shape})", rep)
+        why = _verdict(f"learned {name} ({arr_shape})", rep, what_is="the stored table")
         n = int(src.tensors[src.names[0]].shape[0]) if src.names else None
         # the reader held the table against its config (width, rows with offset rows, padding row): say what
         against = src.metadata.get("config_checked")
         details = ([f"config: {against}"] if against else []) + [f"{r.name}: {r.detail}" for r in rep.results]
-        return AuditRow(artifact, lt, "hf", "agree" if rep.ok else "differ", why, None, n, details=details)
+        return AuditRow(artifact, lt, "hf", "agree" if rep.ok else "failed", why, None, n, details=details)
 
     def _fetch_positions(self, hub_id: str, root: str, tensor: str) -> None:
         """``--download`` of a model with learned positions: that tensor, by byte ranges, into a copy of the
@@ -662,20 +723,33 @@ def _properties(check: Callable[..., Any], artifact: str, lt: str, enc: Any) -> 
         rep = check(enc)
     except PosencError as exc:
         return AuditRow(artifact, lt, "check", "error", _one_line(exc))
-    why = _verdict(f"{enc.KIND} table", rep)
-    return AuditRow(artifact, lt, "check", "agree" if rep.ok else "differ", why, None, _rows_of(enc),
+    why = _verdict(f"{enc.KIND} table", rep, what_is="HF's own table")
+    return AuditRow(artifact, lt, "check", "agree" if rep.ok else "failed", why, None, _rows_of(enc),
                     details=[f"{r.name}: {r.detail}" for r in rep.results])  # fmt: skip
 
 
-def _verdict(what: str, rep: Any) -> str:
-    """One check report in an audit row: what held or failed, and the rows left out as not positions."""
+def _verdict(what: str, rep: Any, expected: Sequence[str] = (), what_is: str = "the table") -> str:
+    """One check report in an audit row: what held or failed, and the rows left out as not positions. A failure
+    is a property of the table itself (``what_is``), not a difference; one ``expected`` of the model (rows its own
+    arithmetic repeats) is said as such."""
     held = ", ".join(r.name for r in rep.results if r.passed)
-    said = (
-        f"{what}: every required property holds ({held})"
-        if rep.ok
-        else f"{what}: {', '.join(rep.failed) or 'a required property'} failed"
-    )
+    failed = ", ".join(rep.failed) or "a required property"
+    if rep.ok:
+        said = f"{what}: every required property holds ({held})"
+    elif expected:
+        said = f"{what}: {what_is}; " + (f"{held} {'holds' if ', ' not in held else 'hold'}; " if held else "")
+        said += f"expected of it: {'; '.join(expected)}"
+    else:
+        said = f"{what}: {what_is}, nothing differs; a required property fails: {failed}"
     return said + (f"; {rep.left_out['text']}" if rep.left_out else "")
+
+
+def _unread_row(artifact: str, label: str, engine: str, exc: PosencError) -> AuditRow:
+    """The row of a table not made: ``skipped`` when the config says the model has none (no table to read: not
+    checked), ``refused`` when the model makes it with code posenc does not reproduce, else ``error``."""
+    if isinstance(exc, NoTableError):
+        return AuditRow(artifact, label, engine, "skipped", f"not checked: {_one_line(exc)}")
+    return AuditRow(artifact, label, engine, "refused" if isinstance(exc, RefusedError) else "error", _one_line(exc))
 
 
 def _one_line(exc: BaseException) -> str:

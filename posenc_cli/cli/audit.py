@@ -20,9 +20,11 @@ One row per artifact x layer type x engine: verdict, largest |difference| at
 --html FILE write the same report for machines, CI summaries and people
 (--json-details: with the pictures' grids of each diverging row).
 
-Exit 0 when every row agrees, 1 when one differs or nothing was compared, 2
-on bad input or a file that cannot be read (its own row; the others are still
-checked).
+Exit 0 when every row agrees, 1 when one differs (DIFFER), a table fails a
+required property (FAILED: a property of the table itself; rows the model's own
+arithmetic repeats are expected of it) or nothing was compared, 2 on bad input,
+a file that cannot be read, or a table posenc refuses (REFUSED, named in one
+line): each its own row, the others are still checked.
 
 Examples:
 

@@ -75,6 +75,7 @@ PARAMS = {
         "ref_grid",
         "prefix_rows",
         "suffix_rows",
+        "registers",
         "merge",
         "window",
         "inv_freq_dtype",

@@ -1137,6 +1137,23 @@ REVIEWED_REFUSALS: dict[str, str] = {
     "cb12ca2f64fbd647": "resized bilinearly to a max(h, w) square, cropped to the grid, then resized again",
 }
 
+#: fingerprint (tools/inventory/vision_tables.py: of the function that places the table, ``fingerprint``, or of
+#: its embeddings' forward, ``forward_fingerprint``) -> ``(config key, value, what the code does then)``: code read
+#: from a tower that builds its learned table only when the key does not have that value; with it, there is no
+#: table to read (a record's own rule says the same with :attr:`Vision.switch`)
+VISION_SWITCHES: dict[str, tuple[str, Any, str]] = {
+    # aimv2/modeling_aimv2.py Aimv2VisionEmbeddings: __init__ l.177-178 makes position_embedding only when not
+    # is_native; forward l.186-198 adds a 2-D sin-cos table built at the image's grid instead
+    "11084f0aa87cbe82": (
+        "is_native",
+        True,
+        "its forward builds a 2-D sin-cos table at each image's grid instead, from no weights",
+    ),
+    # internvl/modeling_internvl.py InternVLVisionEmbeddings: __init__ l.248-251 sets position_embeddings = None;
+    # forward l.312-313 adds a table only when it is not None
+    "4769fe7677065b3d": ("use_absolute_position_embeddings", False, "its forward adds no absolute position table"),
+}
+
 
 def _with_positions(records: tuple[Record, ...]) -> dict[str, Record]:
     """One record per model_type: the rotary ones above, each non-rotary family as a record of its scheme, and

@@ -41,8 +41,8 @@ from functools import cache
 from typing import Any
 
 from ..encodings.resample import Resampling
-from ..errors import ParameterError, param
-from .records import RECORDS, REVIEWED_REFUSALS, Vision
+from ..errors import NoTableError, ParameterError, RefusedError, param
+from .records import RECORDS, REVIEWED_REFUSALS, VISION_SWITCHES, Vision
 
 _HF = "transformers 5.24 src/transformers/models"
 _TIMM = "timm 1.0.31 timm/layers/pos_embed.py resample_abs_pos_embed (l.18-63)"
@@ -242,6 +242,9 @@ class Reading:
     also: tuple[str, ...] = ()
     #: the tower's prefix inside its wrapper (the tensors the rule reads beside the table, e.g. SAM 2's window)
     prefix: str = ""
+    #: ``(config key, value, what the code does then)``: with that value the tower keeps no learned table
+    #: (:data:`~.records.VISION_SWITCHES`, by the fingerprint of the code it runs)
+    absent: tuple[str, Any, str] | None = None
 
 
 def _sub(config: Mapping[str, Any], component: str, where: str) -> tuple[Mapping[str, Any], bool]:
@@ -295,7 +298,7 @@ def reading(config: Mapping[str, Any], where: str = "") -> Reading:
             if isinstance(named, str) and named != mt:
                 found = _record(named)
                 if found is None or found.tower is not None:
-                    raise ParameterError(
+                    raise RefusedError(
                         f"{where}: its {key} is a {named}, whose position table posenc has no rule for (it reads "
                         f"{mt}'s); pass a checkpoint whose {key} is {mt}"
                     )
@@ -310,7 +313,7 @@ def reading(config: Mapping[str, Any], where: str = "") -> Reading:
         raise ParameterError(f"{mt} has no vision position table posenc knows of")
     if len(entries) > 1:
         tables = ", ".join(f"{e.get('tensor')} ({e.get('method') or e.get('status')})" for e in entries)
-        raise ParameterError(
+        raise RefusedError(
             f"{mt} has {len(entries)} learned vision tables ({tables}); posenc reads a tower with one table only"
         )
     entry = entries[0]
@@ -323,7 +326,7 @@ def reading(config: Mapping[str, Any], where: str = "") -> Reading:
     if entry.get("component") != "model" and tower_mt != entry.get("tower_model_type"):
         # config.json names another tower than the wrapper's default: that tower's own rule, under the prefix
         if outer is None or not isinstance(tower_mt, str) or (RECORDS.get(tower_mt) is None and not observed(tower_mt)):
-            raise ParameterError(
+            raise RefusedError(
                 f"{where or mt}: {entry.get('component')} is a {tower_mt} tower, not {mt}'s default "
                 f"{entry.get('tower_model_type')}, and posenc has no reading of it"
             )
@@ -331,7 +334,7 @@ def reading(config: Mapping[str, Any], where: str = "") -> Reading:
         return replace(inner, vision=replace(inner.vision, tensor=outer + inner.vision.tensor))
     rule_mt = _rules().get(str(entry.get("fingerprint")))
     if rule_mt is None:
-        raise ParameterError(_refusal(mt, entry))
+        raise RefusedError(_refusal(mt, entry))
     rule = RECORDS[rule_mt].vision
     assert rule is not None
     note = (
@@ -342,7 +345,9 @@ def reading(config: Mapping[str, Any], where: str = "") -> Reading:
     vision = replace(rule, tensor=saved, tower=None, defaults=())
     if not given:  # the wrapper builds its default tower: the numbers the inventory saw
         vision = replace(vision, defaults=tuple((entry.get("config_defaults") or {}).items()))
-    return Reading(str(tower_mt), vision, sub, str(tower_mt), note, (tensor,) if tensor != saved else ())
+    codes = (str(entry.get("forward_fingerprint")), str(entry.get("fingerprint")))
+    absent = next((VISION_SWITCHES[c] for c in codes if c in VISION_SWITCHES), None)
+    return Reading(str(tower_mt), vision, sub, str(tower_mt), note, (tensor,) if tensor != saved else (), absent=absent)
 
 
 # ----- the table from the weights ---------------------------------------------------------------------------
@@ -662,7 +667,7 @@ def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple
     # the vision tower's sub-config (its class defaults where it says nothing), its tensor under its prefix
     read = reading(config, path)
     vision, mt, config, prefix = read.vision, read.defaults_of, read.config, read.prefix
-    _refuse_unmodelled(mt, vision, config, path)
+    _refuse_unmodelled(mt, vision, config, path, read.absent)
     table, file, name = _read_any(path, (vision.tensor, *read.also))
     raw_shape = list(table.shape)
     table = _rows(table, file, name, grid=vision.tensor_layout == "hwc", channels_first=vision.tensor_layout == "chw")
@@ -707,16 +712,38 @@ def _not_timm(layout: Layout) -> str | None:
     return None
 
 
-def _refuse_unmodelled(mt: str, vision: Vision, config: Mapping[str, Any], path: str) -> None:
-    """A switched-off table, or a config value this rule does not model: one line naming the key."""
+def _switched_off(
+    mt: str, vision: Vision, config: Mapping[str, Any], absent: tuple[str, Any, str] | None
+) -> tuple[str, str, str] | None:
+    """``(config key, its value in JSON, what the model does then)`` when the config turns the learned table off
+    (the record's ``switch`` false, or the code's :data:`~.records.VISION_SWITCHES` value), else None."""
+    import json
+
     if vision.switch is not None and not _flag(config, mt, vision, vision.switch):
-        raise ParameterError(
-            f"{path}: config key {vision.switch} is false: this {mt} adds no learned position table; nothing to read"
+        return vision.switch, "false", "its code makes the table only when the key is true"
+    if absent is not None:
+        key, value, does = absent
+        got = config.get(key, _default(mt, vision, key))
+        if got == value:
+            return key, json.dumps(got), does
+    return None
+
+
+def _refuse_unmodelled(
+    mt: str, vision: Vision, config: Mapping[str, Any], path: str, absent: tuple[str, Any, str] | None = None
+) -> None:
+    """A switched-off table (no table to read: :class:`~posenc_cli.errors.NoTableError`), or a config value this
+    rule does not model (refused: :class:`~posenc_cli.errors.RefusedError`): one line naming the key."""
+    off = _switched_off(mt, vision, config, absent)
+    if off is not None:
+        key, value, does = off
+        raise NoTableError(
+            f"{path}: config key {key} is {value}: this {mt} keeps no learned position table ({does}); no table to read"
         )
     for key, value, why in vision.unmodelled:
         got = config.get(key, _default(mt, vision, key))
         if (value is None and got) or (value is not None and got == value):
-            raise ParameterError(f"{path}: config key {key}={got!r}: {why}")
+            raise RefusedError(f"{path}: config key {key}={got!r}: {why}")
 
 
 def _with_window(layout: Layout, vision: Vision, mt: str, config: Mapping[str, Any], path: str, prefix: str) -> Layout:
@@ -906,6 +933,35 @@ def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[A
     return rows, meta
 
 
+def designed_repeats(path: str, config: Mapping[str, Any], *, image_size: Any = None, engine: str | None = None) -> Any:
+    """Per row of the table the model adds at ``image_size`` (as :func:`vision_table`), the first row that the
+    model's own arithmetic makes it equal to whatever its weights hold (a tiled grid, nearest upsampling, an edge
+    clamped by the interpolation), or None when it keeps every row apart.
+
+    Found by running the model's own rule (:func:`resize`, the layout read from this directory) over weights of
+    distinct random rows (and random frame and window tables): two rows equal there are copies of one source row
+    in every table the model makes; two rows it keeps apart are equal in the real table only if its weights are."""
+    import numpy as np
+
+    image = None if image_size is None else parse_image_size(image_size)
+    layout, table, _file, _name = layout_of(path, config, engine)
+    rng = np.random.default_rng(0)
+
+    def tags(*shape: int) -> Any:
+        return rng.standard_normal((*shape, 4)).astype(np.float32)
+
+    tagged = replace(
+        layout,
+        time=None if layout.time is None else tags(len(layout.time)),
+        window=None if layout.window is None else tags(*np.shape(layout.window)[:2]),
+    )
+    rows, _meta = resize(tagged, tags(int(table.shape[0])), image)
+    _values, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    if len(first) == rows.shape[0]:
+        return None
+    return first[np.asarray(inverse).reshape(-1)]
+
+
 def _grid_words(layout: Layout, grid: tuple[int, int]) -> str:
     """The grid in the metadata: ``HxW``, ``TxHxW`` (ViViT's tubelets) or ``HxWxT`` (TimeSformer's rows)."""
     if layout.frames:
@@ -1012,6 +1068,9 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
         read = reading(config, path)
         vision, config, mt, own = read.vision, read.config, read.defaults_of, read.model_type
         out.update(model_type=own, family="vision table", kind="learned", reference=read.reference)
+        off = _switched_off(mt, vision, config, read.absent)
+        if off is not None:  # the config turns the table off: said first, the rule after it
+            out["table"] = {"value": f"none (config key {off[0]} is {off[1]})", "from": f"the model's code: {off[2]}"}
         rule, keep, tensor = _rule(vision), vision.keep, vision.tensor
         extra = ", ".join(vision.extra) + (" (after the grid)" if vision.extra_at == "end" else "") or "none"
         if vision.before is not None:

@@ -189,7 +189,7 @@ def _timm(config: Mapping[str, Any], given: dict[str, Any]) -> tuple[str, dict[s
         raise ParameterError(f"{where}: its image size {size!r} is not [height, width]; fix pretrained_cfg.input_size")
     params: dict[str, Any] = {
         "preset": "eva02", "dim": int(rec["dim"]), "base": float(rec["temperature"]),
-        "prefix_rows": int(rec["num_prefix_tokens"]), "axes": "hw" if rec["grid_indexing"] == "ij" else "wh",
+        "prefix_rows": int(rec["num_prefix_tokens"]), "registers": int(rec.get("num_reg_tokens", 0)), "axes": "hw" if rec["grid_indexing"] == "ij" else "wh",
         "position_start": float(rec["grid_offset"]), "layout": "half" if rec.get("rotate_half") else "interleaved",
     }  # fmt: skip
     if rec.get("ref_feat_shape") is not None:

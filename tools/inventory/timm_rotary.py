@@ -12,7 +12,8 @@ model holds::
 
 Per architecture: ``rope`` (the rotary class, or null), its attributes (``dim`` per head, ``temperature``,
 ``in_pixels``, ``grid_type``, ``ref_feat_shape``, ``grid_offset``, ``grid_indexing``, ``rotate_half``), the model's
-``num_prefix_tokens``, ``img_size``, ``patch_size``, ``dynamic_img_size``, ``abs_pos_embed`` (it also adds a learned
+``num_prefix_tokens`` (``class_token``, then ``num_reg_tokens`` register tokens), ``img_size``, ``patch_size``,
+``dynamic_img_size``, ``abs_pos_embed`` (it also adds a learned
 table, ``pos_embed``), and ``rope_type`` as the model was asked
 for (``Eva.__init__``: ``cat`` builds ``RotaryEmbeddingCat``, ``mixed`` learned frequencies, ``dinov3``).
 """
@@ -67,6 +68,10 @@ def observe(arch: str) -> dict:
         "rope": type(rope).__name__ if rope is not None else None,
         "rope_type": seen.get("rope_type") if seen.get("use_rot_pos_emb") else None,
         "num_prefix_tokens": int(model.num_prefix_tokens),
+        # eva.py Eva.__init__ l.708, l.741-742: the prefix is the class token (if any), then the register tokens
+        # (_pos_embed l.1003-1006 concatenates them in that order)
+        "class_token": getattr(model, "cls_token", None) is not None,
+        "num_reg_tokens": int(model.reg_token.shape[1]) if getattr(model, "reg_token", None) is not None else 0,
         "img_size": _plain(model.patch_embed.img_size),
         "patch_size": _plain(model.patch_embed.patch_size),
         "dynamic_img_size": bool(getattr(model, "dynamic_img_size", False)),

@@ -16,7 +16,9 @@ reference grid (``ref_grid``: :math:`c \cdot r / n`, EVA's rule) and
 :math:`(2k, 2k + 1)` (complex pairs, timm's ``rot``: each angle written twice in a row).
 
 Rows: the grid's patches in the order the attention blocks see them, between ``prefix_rows`` rows before the
-grid and ``suffix_rows`` after it that are not rotated (class and register tokens: cos 1, sin 0). Patches are
+grid and ``suffix_rows`` after it that are not rotated (class and register tokens: cos 1, sin 0; the last
+``registers`` of the prefix rows are register tokens, after the class token as timm's ``Eva._pos_embed`` puts
+them, and are labelled ``reg0, reg1, ...``). Patches are
 row-major (``y * W + x``), or with ``merge=m`` in spatial-merge order (each :math:`m \times m` block of patches
 consecutive, blocks row-major: ``get_vision_position_ids``), or with ``window=w`` (Qwen2.5-VL) the merge
 blocks in window order (each :math:`w \times w` window of blocks consecutive, windows row-major, partial
@@ -118,7 +120,7 @@ class Rope2D(Encoding):
     ROLES = {"cos": "cos", "sin": "sin", "inv_freq": "inv-freq"}
     PROPERTIES = {"finite": True, "matches-spec": True, "bounded": True, "pythagorean": True, "norm-preserving": True}
     VIEWS = ("heatmap", "compare")
-    EXTRA_ROWS_FROM = ("prefix_rows", "suffix_rows")
+    EXTRA_ROWS_FROM = ("prefix_rows", "suffix_rows", "registers")
     EXAMPLE = {"dim": 8, "grid": "4x10"}  # wider than one Qwen2.5-VL window (4 x 4 merge blocks of 2 x 2)
     #: the structure reader of posenc_cli/inspect/hints that proposes this kind's parameters from a table (data)
     IDENTIFY = "vision:hints_rope2d"
@@ -153,6 +155,8 @@ class Rope2D(Encoding):
     ref_grid: str | None = param(None, "rescale coordinates to this reference grid HxW, c * ref / n (EVA)")
     prefix_rows: int = param(0, "unrotated rows before the grid (class and register tokens)", low=0, high=64)
     suffix_rows: int = param(0, "unrotated rows after the grid (Llama 4's class token)", low=0, high=64)
+    registers: int = param(0, "of the prefix rows, the last N are register tokens (after the class token)", low=0,
+                           high=64)  # fmt: skip
     merge: int = param(1, "spatial merge size: m x m blocks of patches are consecutive rows", low=1, high=64)
     window: int = param(0, "window side in merge blocks (Qwen2.5-VL): rows in window order; 0: none", low=0)
     inv_freq_dtype: str = param(
@@ -186,6 +190,11 @@ class Rope2D(Encoding):
             raise ParameterError(
                 f"grid={self.grid} does not fit merge={self.merge}: both sides must be multiples of {self.merge}; "
                 f"use e.g. grid={_up(h, self.merge)}x{_up(w, self.merge)}"
+            )
+        if self.registers > self.prefix_rows:
+            raise ParameterError(
+                f"registers={self.registers} is more than prefix_rows={self.prefix_rows}: register tokens are prefix "
+                f"rows; pass prefix_rows={self.registers} or more"
             )
         expected = h * w + self.prefix_rows + self.suffix_rows
         if self.length != expected:
@@ -252,9 +261,10 @@ class Rope2D(Encoding):
     def extra_metadata(self) -> dict[str, str]:
         h, w = self.shape
         n = h * w
-        extra = [f"{i}:cls" for i in range(self.prefix_rows)] + [
-            f"{self.prefix_rows + n + i}:cls" for i in range(self.suffix_rows)
-        ]
+        classes = self.prefix_rows - self.registers
+        extra = [f"{i}:{'cls' if classes == 1 else f'cls{i}'}" for i in range(classes)]
+        extra += [f"{classes + i}:reg{i}" for i in range(self.registers)]
+        extra += [f"{self.prefix_rows + n + i}:cls" for i in range(self.suffix_rows)]
         order = "window" if self.window else "merge" if self.merge > 1 else "raster"
         return {
             "pairing": self.layout,
