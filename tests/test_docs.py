@@ -152,11 +152,12 @@ def in_process_plan(command: str) -> list[tuple[list[Stage], str | None]] | None
     """How to run a shell line without a shell: [(pipeline, file its output goes to)], one per ``;``-separated
     command; None when bash must run it.
 
-    What this runner knows: ``posenc ARGS`` as the first stage of a pipeline (in this process, stdout a pipe or
-    the file, stderr the terminal), ``python -c CODE`` and ``python SCRIPT ARGS`` alone (in this process), other
-    programs as stages (real processes: ``cut``, ``cat``), ``> FILE`` after the last stage. Two Python stages in
-    one pipeline (``posenc generate | posenc check -``) go to bash: the bytes between two posenc processes are
-    what such a line shows (one real pipe per page; tests/test_pipelines.py holds the rest)."""
+    What this runner knows: ``posenc ARGS`` as a stage of a pipeline (in this process, stdin the bytes the
+    stage before wrote, stdout a pipe or the file, stderr the terminal), ``python -c CODE`` and ``python SCRIPT
+    ARGS`` alone (in this process), other programs as stages (real processes: ``cut``, ``cat``), ``> FILE``
+    after the last stage. The stages run one after the other: what they print is the same, and the bytes a real
+    pipe carries between two posenc processes (a stdin that cannot seek, a reader that stops early) are
+    tests/test_pipelines.py's (test_pipe_into_check_reads_a_non_seekable_stdin, test_broken_pipe_is_quiet)."""
     words = _words(command)
     if not words:
         return None
@@ -170,11 +171,9 @@ def in_process_plan(command: str) -> list[tuple[list[Stage], str | None]] | None
         pipeline = _split(part, "|")
         if not all(pipeline) or any(w in ("|", ";", ">") for stage in pipeline for w in stage):
             return None
-        for i, stage in enumerate(pipeline):
+        for stage in pipeline:
             name = stage[0]
             if "=" in name or name in _BUILTINS:
-                return None
-            if name == "posenc" and i > 0:
                 return None
             if _is_python(stage) and len(pipeline) > 1:
                 return None
@@ -455,13 +454,14 @@ def test_the_in_process_terminal_shows_what_the_pty_shows(tmp_path, command):
 @pytest.mark.parametrize(
     "command",
     [
-        "posenc generate --len 3 --dim 4 --format csv -o - | cut -d, -f1-2 > t.csv; cat t.csv; python s.py x 'y z'",
+        "posenc generate --len 3 --dim 4 | posenc export - -o - --format csv | cut -d, -f1-2 > t.csv; cat t.csv; "
+        "python s.py x 'y z'",
         "posenc kinds nokind > out.txt; python -c \"print(repr(open('out.txt').read()))\"",
     ],
 )
 def test_shell_lines_run_in_this_process_as_bash_runs_them(tmp_path, command):
     """The lines :func:`in_process_plan` runs without a shell show what bash on a pseudo-terminal shows: a pipe
-    into another program, ``>`` (stdout to the file, stderr on the terminal), ``;``, quotes, ``python -c`` and
+    into posenc and from it into another program, ``>`` (stdout to the file, stderr on the terminal), ``;``, quotes, ``python -c`` and
     ``python SCRIPT ARGS`` (their output, exit code and files). (A traceback would differ: it would show this
     runner's frames, so a page showing one fails here rather than passing.)"""
     (tmp_path / "s.py").write_text("import sys\nprint(sys.argv[1:])\nprint('bye', file=sys.stderr)\nsys.exit(3)\n")
@@ -479,7 +479,6 @@ def test_shell_lines_run_in_this_process_as_bash_runs_them(tmp_path, command):
 @pytest.mark.parametrize(
     "command",
     [
-        "posenc generate | posenc check -",
         "cat x | python -c 'print(1)'",
         "posenc kinds 2> x",
         "posenc kinds > a > b",
