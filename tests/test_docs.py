@@ -327,7 +327,11 @@ _SNAPSHOTS: dict[Path, dict[str, tuple[int, int]]] = {}
 def run_file(path: Path, tmp: Path, template: Path) -> tuple[str, list[tuple[str, str, str]]]:
     """Run every console block of ``path`` in a copy of the checkout at ``tmp/repo``: a tree of hard links to
     ``template`` (files the commands write are this doc's alone); (the text with refreshed outputs, [(command,
-    shown, real)]). A command that wrote into a file of the checkout would change the template too: that fails."""
+    shown, real)]). A command that wrote into a file of the checkout would change the template too: that fails.
+    A page with nothing to run gets no copy."""
+    text = path.read_text()
+    if not any(not m.group("pre") and not missing_module(m) for m in BLOCK.finditer(text)):
+        return text, []
     before = _SNAPSHOTS.get(template) or _files(template)
     root = link_checkout(template, tmp / "repo")
     try:
