@@ -30,6 +30,10 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
+#: The fields of a syntax node that hold statements (try's handlers and match's cases hold them in turn).
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
 def imports_of(path: Path, modules: set[str], text: str | None = None) -> set[str]:
     """The posenc_cli modules ``path`` imports (any depth in the file, TYPE_CHECKING blocks excluded)."""
     name = module_name(path)
@@ -55,8 +59,9 @@ def imports_of(path: Path, modules: set[str], text: str | None = None) -> set[st
             for a in node.names:
                 if f"{target}.{a.name}" in modules:
                     found.add(f"{target}.{a.name}")
-        for child in ast.iter_child_nodes(node):
-            visit(child)
+        for field in _BODIES:  # an import is a statement: only statements' bodies can hold one
+            for child in getattr(node, field, ()):
+                visit(child)
 
     visit(parse(path.read_text() if text is None else text))
     found.discard(name)
