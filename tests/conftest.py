@@ -67,10 +67,17 @@ def checkout(tmp_path_factory) -> Path:
 
 
 def link_checkout(template: Path, dest: Path) -> Path:
-    """A new tree at ``dest`` of hard links to the files of ``template`` (0.06 CPU-s): the files a command creates
-    there are its own; one that wrote into an existing file would change the template (posenc writes a new file
-    and renames it into place)."""
-    return shutil.copytree(template, dest, copy_function=os.link)
+    """A new tree at ``dest`` of hard links to the files of ``template`` (0.02 CPU-s: no copy of each folder's
+    times and modes, which ``shutil.copytree`` made 0.12): the files a command creates there are its own; one
+    that wrote into an existing file would change the template (posenc writes a new file and renames it into
+    place)."""
+    src = os.fspath(template)
+    for folder, _, files in os.walk(src):
+        target = os.path.join(dest, os.path.relpath(folder, src))
+        os.makedirs(target)
+        for name in files:
+            os.link(os.path.join(folder, name), os.path.join(target, name))
+    return Path(dest)
 
 
 def posenc_cmd() -> list[str]:

@@ -88,7 +88,13 @@ def test_the_workflow_step_fails_the_job_when_a_row_differs(tmp_path, checkout):
     (audit,) = [s for s in job["steps"] if s.get("run", "").startswith("posenc audit")]
     repo = link_checkout(checkout, tmp_path / "repo")
     (repo / "bad.json").write_text((repo / "docs/examples/phi-3.5-mini.json").read_text())
-    proc = bash(audit["run"] + " --len 4096 --engine hf,mlx", repo, {"MODEL": "bad.json"})
+    # the step is one command (no pipe, list or redirection that could hide its exit code): its exit code is the
+    # step's, which fails the job; run in this process (the workflow test above runs the steps in bash)
+    line = audit["run"].replace('"$MODEL"', "bad.json")
+    assert not set(line) & set("|&;<>`$()"), audit["run"]
+    words = shlex.split(line)
+    assert words[0] == "posenc"
+    proc = inproc([*words[1:], "--len", "4096", "--engine", "hf,mlx"], cwd=repo)
     assert proc.returncode == 1, proc.stderr.decode()
     assert "differ" in (repo / "posenc-audit.md").read_text()
 

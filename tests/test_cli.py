@@ -10,9 +10,9 @@ import pytest
 
 from posenc_cli.encodings import make_encoding
 
+from .conftest import cli_tty
 from .conftest import inproc as run
 from .conftest import run as run_process
-from .conftest import run_tty
 
 
 def load_npy(data: bytes) -> np.ndarray:
@@ -41,7 +41,8 @@ def test_help_lists_every_command():
 
 
 def test_generate_previews_the_seed_table_on_a_terminal():
-    rc, shown = run_tty(["generate", "--len", "5", "--dim", "6", "-p", "preset=tf-tutorial"])
+    # on the stand-in terminal: test_docs holds it to a real pseudo-terminal, with this very command
+    rc, shown = cli_tty(["generate", "--len", "5", "--dim", "6", "-p", "preset=tf-tutorial"])
     assert rc == 0, shown
     for row in ("[ 0.841  0.046  0.002  0.540  0.999  1.000]", "[-0.757  0.185  0.009 -0.654  0.983  1.000]"):
         assert row in shown
@@ -58,7 +59,7 @@ def test_generate_writes_npy_bytes_when_piped():
 
 
 def test_generate_refuses_binary_to_a_terminal_with_minus_o():
-    rc, shown = run_tty(["generate", "--len", "5", "--dim", "6", "-o", "-"])
+    rc, shown = cli_tty(["generate", "--len", "5", "--dim", "6", "-o", "-"])
     assert rc == 2 and "refusing to write binary data to a terminal" in shown
 
 

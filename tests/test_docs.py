@@ -6,8 +6,11 @@ repository root as a reader types them: in a temporary copy of the checkout (har
 ``conftest.checkout`` per test process, new for each file), so commands that write files leave the repository
 alone. A plain ``posenc ARGS`` line runs in this process on
 a stand-in terminal (``conftest.cli_tty``: isatty, 80 columns, stdout and stderr interleaved, stdin empty);
-anything else (pipes, redirections, other programs) runs through bash on a pseudo-terminal.
-``test_the_in_process_terminal_shows_what_the_pty_shows`` holds the two to the same output. Outputs are
+so do the simple shell lines :func:`in_process_plan` knows (``;``, ``> FILE``, posenc piped into ``cut``,
+``python -c CODE``, ``python SCRIPT ARGS``: a Python interpreter and NumPy started per line cost more than
+what most of these lines do); anything else (``posenc ... | posenc ...``, variables, ``&&``) runs through bash
+on a pseudo-terminal. ``test_the_in_process_terminal_shows_what_the_pty_shows`` and
+``test_shell_lines_run_in_this_process_as_bash_runs_them`` hold the two to the same output. Outputs are
 compared after normalising only the temporary directory's path, with numbers compared as numbers
 (``tests/printed_numbers.py``: their last digits change with the CPU's vector width). The block after
 ``<!-- norun: WHY -->`` is not run (the set-up commands, which ``.ci/run`` runs); the block after
@@ -21,10 +24,12 @@ as written).
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +40,7 @@ from posenc_cli.cli import COMMANDS
 from posenc_cli.encodings import KINDS, get_kind
 from posenc_cli.kindinfo import kind_info
 
-from .conftest import ROOT, cli_tty, link_checkout
+from .conftest import ROOT, _main_in_process, _TerminalBuffer, cli_tty, link_checkout
 from .printed_numbers import assert_same_output, disagreement
 
 README = ROOT / "README.md"
@@ -72,21 +77,200 @@ def shown_output(text: str, code: int, cwd: Path) -> str:
 
 
 def run_shown(command: str, cwd: Path) -> str:
-    """A shown command's output on an 80-column terminal: in this process when it is a plain posenc call."""
+    """A shown command's output on an 80-column terminal: in this process when it is a plain posenc call or a
+    line :func:`in_process_plan` can run; through bash otherwise."""
     if PLAIN_POSENC.fullmatch(command):
         code, text = cli_tty(shlex.split(command)[1:], cwd=cwd, env=TERMINAL)
         return shown_output(text, code, cwd)
-    return shell(command, cwd)
+    plan = in_process_plan(command)
+    if plan is None:
+        return shell(command, cwd)
+    screen = _TerminalBuffer()
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        code = 0
+        for pipeline, redirect in plan:
+            code = _run_pipeline(pipeline, redirect, screen)
+    finally:
+        os.chdir(old)
+    return shown_output(screen.getvalue().decode("utf-8", "replace"), code, cwd)
+
+
+# ----- a few shell lines without a shell ---------------------------------------------------------------------
+#: Outside quotes, characters bash would expand or treat as syntax this runner does not know (``|``, ``;`` and
+#: ``>`` it knows); inside double quotes, the ones bash expands there.
+_SHELL_SYNTAX = set("$`\\*?[]{}~#&<()!")
+_QUOTED_SYNTAX = set("$`\\!")
+#: Shell builtins that change the shell itself: a line with one goes to bash.
+_BUILTINS = {"cd", "export", "set", "source", ".", "exit", "alias", "unset", "read", "exec", "eval", "ulimit",
+             "umask", "pushd", "popd", "shopt", "trap", "wait", "test", "["}  # fmt: skip
+
+
+def _words(command: str) -> list[str] | None:
+    """The words and operators (``|``, ``;``, ``>``) of a shell line, with quotes removed as bash removes them;
+    None when the line holds anything else a shell would interpret (variables, globs, ``&&``, ``2>``...)."""
+    out: list[str] = []
+    word: str | None = None
+    quote = ""
+    for ch in command:
+        if quote:
+            if ch == quote:
+                quote = ""
+            elif quote == '"' and ch in _QUOTED_SYNTAX:
+                return None
+            else:
+                word += ch  # type: ignore[operator]
+        elif ch in "'\"":
+            quote, word = ch, word or ""
+        elif ch in " \t":
+            if word is not None:
+                out.append(word)
+            word = None
+        elif ch in "|;>":
+            if word is not None:
+                if word.isdigit():  # 2> and the like
+                    return None
+                out.append(word)
+            word = None
+            out.append(ch)
+        elif ch in _SHELL_SYNTAX:
+            return None
+        else:
+            word = (word or "") + ch
+    if quote:
+        return None
+    if word is not None:
+        out.append(word)
+    return out
+
+
+Stage = list[str]
+
+
+def in_process_plan(command: str) -> list[tuple[list[Stage], str | None]] | None:
+    """How to run a shell line without a shell: [(pipeline, file its output goes to)], one per ``;``-separated
+    command; None when bash must run it.
+
+    What this runner knows: ``posenc ARGS`` as a stage of a pipeline (in this process, stdin the bytes the
+    stage before wrote, stdout a pipe or the file, stderr the terminal), ``python -c CODE`` and ``python SCRIPT
+    ARGS`` alone (in this process), other programs as stages (real processes: ``cut``, ``cat``), ``> FILE``
+    after the last stage. The stages run one after the other: what they print is the same, and the bytes a real
+    pipe carries between two posenc processes (a stdin that cannot seek, a reader that stops early) are
+    tests/test_pipelines.py's (test_pipe_into_check_reads_a_non_seekable_stdin, test_broken_pipe_is_quiet)."""
+    words = _words(command)
+    if not words:
+        return None
+    plan: list[tuple[list[Stage], str | None]] = []
+    for part in _split(words, ";"):
+        redirect = None
+        if ">" in part:
+            if part.count(">") > 1 or part.index(">") != len(part) - 2 or part[-1] in "|;>":
+                return None
+            part, redirect = part[:-2], part[-1]
+        pipeline = _split(part, "|")
+        if not all(pipeline) or any(w in ("|", ";", ">") for stage in pipeline for w in stage):
+            return None
+        for stage in pipeline:
+            name = stage[0]
+            if "=" in name or name in _BUILTINS:
+                return None
+            if _is_python(stage) and len(pipeline) > 1:
+                return None
+            if name in ("python", "python3") and not _is_python(stage):
+                return None
+            if name not in ("posenc", "python", "python3") and shutil.which(name) is None:
+                return None
+        if redirect is not None and _is_python(pipeline[-1]):
+            return None
+        plan.append((pipeline, redirect))
+    return plan
+
+
+def _split(words: list[str], op: str) -> list[list[str]]:
+    parts: list[list[str]] = [[]]
+    for w in words:
+        if w == op:
+            parts.append([])
+        else:
+            parts[-1].append(w)
+    return parts
+
+
+def _is_python(stage: Stage) -> bool:
+    """``python -c CODE`` or ``python SCRIPT.py ARGS`` (no interpreter options)."""
+    if stage[0] not in ("python", "python3") or len(stage) < 2:
+        return False
+    return (stage[1] == "-c" and len(stage) == 3) or stage[1].endswith(".py")
+
+
+def _run_pipeline(pipeline: list[Stage], redirect: str | None, screen: io.BytesIO) -> int:
+    """Run one pipeline's stages in turn, each reading what the one before wrote; the last one's exit code."""
+    data, code = b"", 0
+    for i, stage in enumerate(pipeline):
+        last = i == len(pipeline) - 1
+        sink: io.BytesIO | None = None if last and redirect is None else io.BytesIO()
+        if stage[0] == "posenc":
+            code = _main_in_process(stage[1:], data, sink if sink is not None else screen, screen, TERMINAL)
+        elif _is_python(stage):
+            code = _python_in_process(stage, screen)
+        else:
+            proc = subprocess.run(stage, input=data, capture_output=True, env=_shell_env())
+            (sink if sink is not None else screen).write(proc.stdout)
+            screen.write(proc.stderr)
+            code = proc.returncode
+        data = sink.getvalue() if sink is not None else b""
+    if redirect is not None:
+        Path(redirect).write_bytes(data)
+    return code
+
+
+def _python_in_process(stage: Stage, screen: io.BytesIO) -> int:
+    """``python -c CODE`` / ``python SCRIPT ARGS`` in this process, its output on the terminal: the exit code
+    (a traceback and 1 for an exception, as the interpreter gives)."""
+    import runpy
+    import traceback
+
+    saved, argv, path = (sys.stdin, sys.stdout, sys.stderr), sys.argv, sys.path[:]
+    term = io.TextIOWrapper(screen, encoding="utf-8", write_through=True)
+    sys.stdin, sys.stdout, sys.stderr = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), term, term
+    try:
+        if stage[1] == "-c":
+            sys.argv = ["-c"]
+            sys.path.insert(0, "")
+            exec(compile(stage[2], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+        else:
+            sys.argv = stage[1:]
+            sys.path.insert(0, str(Path(stage[1]).resolve().parent))
+            runpy.run_path(stage[1], run_name="__main__")
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=term)
+    except Exception:
+        traceback.print_exc(file=term)
+        code = 1
+    finally:
+        term.flush()
+        term.detach()
+        (sys.stdin, sys.stdout, sys.stderr), sys.argv, sys.path[:] = saved, argv, path
+    return code
+
+
+def _shell_env() -> dict[str, str]:
+    """The environment :func:`shell` gives bash: this interpreter first on PATH, the checkout on PYTHONPATH."""
+    bindir = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("_POSENC")}
+    env.update({**TERMINAL, "PATH": f"{bindir}:{env['PATH']}", "PYTHONPATH": str(ROOT)})
+    return env
 
 
 def shell(command: str, cwd: Path) -> str:
     """``command`` through bash with stdout and stderr on a pseudo-terminal of 80 columns; what it showed."""
-    bindir = str(Path(sys.executable).parent)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("_POSENC")}
-    env.update({**TERMINAL, "PATH": f"{bindir}:{env['PATH']}", "PYTHONPATH": str(ROOT)})
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        ["bash", "-c", command], stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, cwd=cwd, env=env
+        ["bash", "-c", command], stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, cwd=cwd, env=_shell_env()
     )
     os.close(slave)
     chunks = []
@@ -143,7 +327,11 @@ _SNAPSHOTS: dict[Path, dict[str, tuple[int, int]]] = {}
 def run_file(path: Path, tmp: Path, template: Path) -> tuple[str, list[tuple[str, str, str]]]:
     """Run every console block of ``path`` in a copy of the checkout at ``tmp/repo``: a tree of hard links to
     ``template`` (files the commands write are this doc's alone); (the text with refreshed outputs, [(command,
-    shown, real)]). A command that wrote into a file of the checkout would change the template too: that fails."""
+    shown, real)]). A command that wrote into a file of the checkout would change the template too: that fails.
+    A page with nothing to run gets no copy."""
+    text = path.read_text()
+    if not any(not m.group("pre") and not missing_module(m) for m in BLOCK.finditer(text)):
+        return text, []
     before = _SNAPSHOTS.get(template) or _files(template)
     root = link_checkout(template, tmp / "repo")
     try:
@@ -248,9 +436,8 @@ def test_a_refresh_rewrites_only_outputs_that_really_differ(tmp_path, checkout):
 @pytest.mark.parametrize(
     "command",
     [
-        "posenc kinds nokind",
+        "posenc kinds nokind",  # (an unknown --require check is the same one error line and exit 2)
         "posenc generate --len 5 --dim 6 -p preset=tf-tutorial",
-        "posenc check sinusoidal --len 16 --dim 8 --require finite,sparkly",
         "posenc generate --len 64 --dim 16 -o pe.npy",
         "posenc check pe.npy --expect sinusoidal",
         "posenc plot pe.npy",
@@ -268,10 +455,51 @@ def test_the_in_process_terminal_shows_what_the_pty_shows(tmp_path, command):
 
 
 @pytest.mark.parametrize(
-    "command", ["posenc generate | posenc check -", "posenc check 'a b'", "posenc kinds > x", "posenc kinds # all"]
+    "command",
+    [
+        "posenc generate --len 3 --dim 4 | posenc export - -o - --format csv | cut -d, -f1-2 > t.csv; cat t.csv; "
+        "python s.py x 'y z'",
+        "posenc kinds nokind > out.txt; python -c \"print(repr(open('out.txt').read()))\"",
+    ],
+)
+def test_shell_lines_run_in_this_process_as_bash_runs_them(tmp_path, command):
+    """The lines :func:`in_process_plan` runs without a shell show what bash on a pseudo-terminal shows: a pipe
+    into posenc and from it into another program, ``>`` (stdout to the file, stderr on the terminal), ``;``, quotes, ``python -c`` and
+    ``python SCRIPT ARGS`` (their output, exit code and files). (A traceback would differ: it would show this
+    runner's frames, so a page showing one fails here rather than passing.)"""
+    (tmp_path / "s.py").write_text("import sys\nprint(sys.argv[1:])\nprint('bye', file=sys.stderr)\nsys.exit(3)\n")
+    assert in_process_plan(command) is not None
+    real = shell(command, tmp_path)
+    for made in ("t.csv", "out.txt"):
+        (tmp_path / made).unlink(missing_ok=True)
+    assert run_shown(command, tmp_path) == real
+    if "csv" in command:  # what the line does: cut's columns, the script's arguments, stderr and exit code
+        assert "\n0.0,1.0\n" in real and real.endswith("['x', 'y z']\nbye\n(exit 3)\n"), real
+    else:  # the error on the terminal, nothing in the file
+        assert real.startswith("Error: unknown encoding 'nokind'") and real.endswith("\n''\n"), real
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat x | python -c 'print(1)'",
+        "posenc kinds 2> x",
+        "posenc kinds > a > b",
+        "posenc kinds && cat x",
+        "echo $HOME",
+        'echo "$HOME"',
+        "ls *.npy",
+        "cd docs; ls",
+        "FOO=1 posenc kinds",
+        "python -u x.py",
+        "posenc kinds # all",
+        "no-such-program-here x",
+        "echo 'open",
+    ],
 )
 def test_shell_syntax_runs_in_a_shell(command):
     assert not PLAIN_POSENC.fullmatch(command)
+    assert in_process_plan(command) is None
 
 
 def test_every_console_block_is_run_or_says_why_not():

@@ -38,6 +38,14 @@ def graph() -> dict[str, set[str]]:
     return {m: set(deps) for m, deps in _graph().items()}
 
 
+def _statements(node: ast.AST):
+    """Every statement under ``node``, at any depth (an import is a statement: expressions are not walked)."""
+    for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for child in getattr(node, field, ()):
+            yield child
+            yield from _statements(child)
+
+
 @functools.cache
 def _graph() -> dict[str, set[str]]:
     mods = modules()
@@ -45,7 +53,7 @@ def _graph() -> dict[str, set[str]]:
     for name, path in mods.items():
         is_pkg = path.name == "__init__.py"
         deps: set[str] = set()
-        for node in ast.walk(parse(path.read_text())):
+        for node in _statements(parse(path.read_text())):
             if isinstance(node, ast.Import):
                 deps.update(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom):

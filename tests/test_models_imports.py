@@ -30,6 +30,10 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
+#: The fields of a syntax node that hold statements (try's handlers and match's cases hold them in turn).
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
 def imports_of(path: Path, modules: set[str], text: str | None = None) -> set[str]:
     """The posenc_cli modules ``path`` imports (any depth in the file, TYPE_CHECKING blocks excluded)."""
     name = module_name(path)
@@ -55,8 +59,9 @@ def imports_of(path: Path, modules: set[str], text: str | None = None) -> set[st
             for a in node.names:
                 if f"{target}.{a.name}" in modules:
                     found.add(f"{target}.{a.name}")
-        for child in ast.iter_child_nodes(node):
-            visit(child)
+        for field in _BODIES:  # an import is a statement: only statements' bodies can hold one
+            for child in getattr(node, field, ()):
+                visit(child)
 
     visit(parse(path.read_text() if text is None else text))
     found.discard(name)
@@ -154,9 +159,11 @@ def test_the_circle_scan_can_fail():
         ["posenc_cli.encodings.rope.core", "posenc_cli.models.hf_config"]
     ]
     # and the scan sees a lazy import written in a function body, not one under TYPE_CHECKING
+    # (the probes alone, read as core.py's text: its relative imports resolve from its place; the file's own
+    # text, parsed again with each probe, added only a parse)
     src = PKG / "encodings" / "rope" / "core.py"
     modules = set(edges)
-    lazy = src.read_text() + "\n\ndef _probe():\n    from ...models.hf_config import claims\n"
-    assert "posenc_cli.models.hf_config" in imports_of(src, modules, lazy)
-    typing_only = src.read_text() + "\n\nif TYPE_CHECKING:\n    from ...models import hf_config\n"
-    assert "posenc_cli.models.hf_config" not in imports_of(src, modules, typing_only)
+    lazy = "import math\n\n\nclass Rope:\n    def _probe(self):\n        from ...models.hf_config import claims\n"
+    assert imports_of(src, modules, lazy) == {"posenc_cli.models.hf_config"}
+    typing_only = "if TYPE_CHECKING:\n    from ...models import hf_config\nelse:\n    from ...errors import ref\n"
+    assert imports_of(src, modules, typing_only) == {"posenc_cli.errors"}
