@@ -29,9 +29,12 @@ def _cos_sin(inv: np.ndarray, n: int, *, start: int = 0, layout: str = "half", s
     """``LlamaRotaryEmbedding.forward`` in float32 (positions from ``start``); ``interleaved``: each angle twice
     side by side, as a port that uses ``repeat_interleave`` builds it."""
     t = np.arange(start, start + n, dtype=np.float32)
-    freqs = np.multiply.outer(t, inv.astype(np.float32)).astype(np.float32)
-    emb = np.concatenate([freqs, freqs], axis=1) if layout == "half" else np.repeat(freqs, 2, axis=1)
-    return (np.cos(emb) * np.float32(scale)).astype(np.float32), (np.sin(emb) * np.float32(scale)).astype(np.float32)
+    freqs = np.multiply.outer(t, inv.astype(np.float32)).astype(np.float32, copy=False)
+    # cos and sin are elementwise: each angle's value is computed once and placed twice (as cos(emb) holds it)
+    cos, sin = np.cos(freqs) * np.float32(scale), np.sin(freqs) * np.float32(scale)
+    if layout == "half":
+        return np.concatenate([cos, cos], axis=1), np.concatenate([sin, sin], axis=1)
+    return np.repeat(cos, 2, axis=1), np.repeat(sin, 2, axis=1)
 
 
 #: mistake -> (the cache's inv_freq and how it is built, the spec it is checked against, words the why must hold)
