@@ -63,11 +63,17 @@ def hf_cos_sin(inv: np.ndarray, n: int, scaling: float = 1.0, cast: str | None =
     is elementwise)."""
     t = np.arange(n, dtype=f32) if positions is None else np.asarray(positions).astype(f32)
     assert t.size == 0 or float(t.max()) < n, "positions beyond the table"
-    freqs = np.multiply.outer(t, inv.astype(f32)).astype(f32)  # a K=1 matmul: one rounding per product
-    emb = np.concatenate([freqs, freqs], axis=1)
-    cos = np.cos(emb).astype(f32) * f32(scaling)
-    sin = np.sin(emb).astype(f32) * f32(scaling)
-    return _cast(cos, cast), _cast(sin, cast)
+    freqs = np.multiply.outer(t, inv.astype(f32)).astype(f32, copy=False)  # a K=1 matmul: one rounding per product
+    # ``emb = cat(freqs, freqs)``: cos and sin are elementwise, so each half is computed once and copied (the same
+    # values as cos(emb), in half the work), and scaled in float32 as the library does
+    half = freqs.shape[1]
+    out = []
+    for fn in (np.cos, np.sin):
+        full = np.empty((freqs.shape[0], 2 * half), dtype=f32)
+        np.multiply(fn(freqs), f32(scaling), out=full[:, :half])
+        full[:, half:] = full[:, :half]
+        out.append(_cast(full, cast))
+    return out[0], out[1]
 
 
 def _cast(x: np.ndarray, cast: str | None) -> np.ndarray:

@@ -172,6 +172,14 @@ def test_mistaken_float32_tables_fail():
     assert not report.ok
     assert report.arithmetic["compute"] == "float64"
     assert {"equidistant", "offset-invariant"} & set(report.failed), report.failed
+    # against the spec itself, off by three times the float32 formula's bound (its own, per element): the
+    # arithmetic judged on the exact table it regenerates is not float32's, and matches-spec fails
+    enc = pe.generate("sinusoidal", length=n, dim=d)
+    bound = tol.formula_bound(enc.angle_terms("pe"), np.arange(n), np.dtype(np.float32), np.float32)
+    off = (good + np.random.default_rng(2).choice([-1.0, 1.0], size=(n, d)) * 3 * bound).astype(np.float32)
+    report = pe.check(off, against="sinusoidal")
+    assert not report.ok and report.arithmetic["compute"] == "float64", report.arithmetic
+    assert "matches-spec" in report.failed
 
 
 def test_shuffled_and_noise_tables_fail_their_intended_kind(tmp_path):

@@ -460,3 +460,24 @@ def test_driver_names_no_kind():
     text = (Path(__file__).resolve().parent.parent / "posenc_cli" / "inspect" / "identification.py").read_text()
     for kind in KINDS:
         assert f'"{kind}"' not in text and f"'{kind}'" not in text, kind
+
+
+@pytest.mark.parametrize("bad_row", [None, 3, 1700, 2999])
+def test_residual_in_row_blocks_is_the_one_pass_measure(bad_row):
+    """``analysis.residual`` reads a long sample in cache-sized row blocks (3000 x 40: two blocks): its verdict,
+    maxima, worst row and cosine are those of the whole sample, in plain NumPy, wherever the worst element is."""
+    rng = np.random.default_rng(7)
+    y = rng.uniform(-1.5, 1.5, (3000, 40)).astype(np.float32).astype(np.float64)
+    x = y + rng.integers(-1, 2, y.shape) * np.spacing(np.abs(y).astype(np.float32)).astype(np.float64)  # 1 ulp
+    if bad_row is not None:
+        x[bad_row, 17] += 0.25
+    rows = np.arange(3000) * 5 + 11  # the sample's rows of the table
+    res = an.residual(x, y, np.float32, np.float32, rows_checked=3000, row_index=rows)
+    d = np.abs(x - y)
+    _, exponent = np.frexp(np.maximum(np.maximum(np.abs(x), np.abs(y)), 2.0**-10))
+    ulps = d / (2.0 ** (exponent - 1) * 2.0**-23)  # float32's spacing at the larger magnitude
+    assert res.max_abs == d.max() and res.ulp == pytest.approx(ulps.max(), rel=1e-12)
+    assert res.worst_row == rows[int(np.argmax(d.max(axis=1)))]
+    assert res.within == (bad_row is None)
+    assert res.cosine == pytest.approx(np.sum(x * y) / math.sqrt(np.sum(x * x) * np.sum(y * y)), rel=1e-12)
+    assert res.rows_checked == 3000 and res.ulp_dtype == "float32"

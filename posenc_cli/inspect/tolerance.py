@@ -498,15 +498,25 @@ class FormulaVerdict:
 
 
 def formula_check(
-    x: np.ndarray, y: np.ndarray, rows: np.ndarray, terms: AngleTerms, stored: Any, ref: Any, compute: Any = np.float32
+    x: np.ndarray,
+    y: np.ndarray,
+    rows: np.ndarray,
+    terms: AngleTerms,
+    stored: Any,
+    ref: Any,
+    compute: Any = np.float32,
+    *,
+    bound: np.ndarray | None = None,
 ) -> FormulaVerdict:
     """Whether table values ``x`` (rows x columns, read on ``rows``) are the exact ``y`` up to the error of the
     formula evaluated in ``compute`` arithmetic (float32 by default; float64 for NumPy code such as the TF
     tutorial's ``get_angles``). A table stored finer than ``compute`` must hold ``compute`` values (it was
-    computed in it and widened)."""
+    computed in it and widened). ``bound``: ``formula_bound(terms, rows, stored, ref, compute)`` when the caller
+    has computed it already (read, never changed)."""
     x = np.asarray(x, dtype=np.float64).reshape(len(rows), -1)
     y = np.asarray(y, dtype=np.float64).reshape(len(rows), -1)
-    bound = formula_bound(terms, rows, stored, ref, compute)
+    if bound is None:
+        bound = formula_bound(terms, rows, stored, ref, compute)
     if bound.shape != x.shape:
         return FormulaVerdict(False, math.inf, math.nan, -1, False)
     amp = abs(float(terms.amplitude))
@@ -748,8 +758,8 @@ def _scan_angles(
             bound = formula_bound(terms, rows, np.dtype(stored), spec.dtype, freq_rtol=freq_rtol)
             np.maximum(row_value[start:stop], bound.max(axis=1), out=row_value[start:stop])
             row_sq[start:stop] = np.maximum(row_sq[start:stop], np.einsum("ij,ij->i", bound, bound))
-            if judge:
-                v = formula_check(x, y, rows, terms, np.dtype(stored), spec.dtype)
+            if judge:  # the same bound as above (freq_rtol is 0 unless the metadata states float32: no judging)
+                v = formula_check(x, y, rows, terms, np.dtype(stored), spec.dtype, bound=bound)
                 formula = v if formula is None else formula.joined(v)
     row_norm = np.sqrt(row_sq)
     return row_value, row_norm, exact, formula
