@@ -17,6 +17,7 @@ which is simply what float32 angles are worth there; the low frequencies are hel
 from __future__ import annotations
 
 import copy
+import functools
 import io
 import json
 import math
@@ -56,7 +57,9 @@ LAYOUTS = {
 }  # fmt: skip
 
 
+@functools.cache
 def golden(name: str) -> dict:
+    """The golden file of ``name``, parsed once per test process (3 MB in all; shared, never changed)."""
     return json.loads((GOLDEN / f"hf_{name}.json").read_text())
 
 
@@ -90,70 +93,73 @@ def tolerance(enc, positions: list[int], d: int) -> np.ndarray:
     return max(1.0, enc.attention_scaling) * EPS32 * (C_ANGLE * t * w[None, :] + 4.0)
 
 
-def rope_cases() -> list[tuple[str, str]]:
-    return [(name, lt) for name in ROPE_GOLDEN for lt in golden(name)["layer_types"]]
-
-
 # ----- golden values per family -------------------------------------------------------------------------------
-@pytest.mark.parametrize("name,layer_type", rope_cases())
-def test_family_matches_transformers(name, layer_type):
-    g = golden(name)
-    entry = g["layer_types"][layer_type]
+# (one case per family, over its layer types: the list of cases reads no golden file, so collecting them parses
+# none, and a family's three tests share one parse)
+@pytest.mark.parametrize("name", ROPE_GOLDEN)
+def test_family_matches_transformers(name):
     mc = model(name)
-    lt = layer_type if layer_type in mc.layer_types else None
-    if not entry["rope"]:
-        with pytest.raises(ParameterError, match="applies no rotary embedding"):
-            mc.params(layer_type)
-        return
-    d = entry["head_dim"]
-    for group in entry["groups"]:
-        # HF's dynamic/longrope rules see max(position_ids) + 1: posenc's table of that length
-        enc = make_encoding("rope", {**mc.params(lt, group["seq_len"]), "dtype": "float64"})
-        # the multiplier the class applied to this group (Phimoe's mscale depends on the length), else the init's
-        used = group.get("attention_scaling_used", entry["attention_scaling"])
-        assert enc.attention_scaling == pytest.approx(used, rel=1e-7 if "attention_scaling_used" in group else 1e-12)
-        tol = tolerance(enc, group["positions"], d)
-        for tname in ("cos", "sin"):
-            ref = np.asarray(group[tname], dtype=np.float32).astype(np.float64)
-            got = full_head_rows(enc, tname, group["positions"], d)
-            bad = np.abs(got - ref) > tol
-            assert not bad.any(), f"{name}/{layer_type} {tname}: {np.argwhere(bad)[:3].tolist()} outside the bound"
+    for layer_type, entry in golden(name)["layer_types"].items():
+        lt = layer_type if layer_type in mc.layer_types else None
+        if not entry["rope"]:
+            with pytest.raises(ParameterError, match="applies no rotary embedding"):
+                mc.params(layer_type)
+            continue
+        d = entry["head_dim"]
+        for group in entry["groups"]:
+            # HF's dynamic/longrope rules see max(position_ids) + 1: posenc's table of that length
+            enc = make_encoding("rope", {**mc.params(lt, group["seq_len"]), "dtype": "float64"})
+            # the multiplier the class applied to this group (Phimoe's mscale depends on the length), else the init's
+            used = group.get("attention_scaling_used", entry["attention_scaling"])
+            rel = 1e-7 if "attention_scaling_used" in group else 1e-12
+            assert enc.attention_scaling == pytest.approx(used, rel=rel), (name, layer_type)
+            tol = tolerance(enc, group["positions"], d)
+            for tname in ("cos", "sin"):
+                ref = np.asarray(group[tname], dtype=np.float32).astype(np.float64)
+                got = full_head_rows(enc, tname, group["positions"], d)
+                bad = np.abs(got - ref) > tol
+                assert not bad.any(), f"{name}/{layer_type} {tname}: {np.argwhere(bad)[:3].tolist()} outside the bound"
+
+
+def rope_layers(name: str):
+    """(layer type, golden entry) of each layer type of ``name`` that rotates."""
+    return [(lt, entry) for lt, entry in golden(name)["layer_types"].items() if entry["rope"]]
 
 
 # Llama 4's equal llama3 factors make the (unused) smoothing term 0/0 in float32, as in HF
 @pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
-@pytest.mark.parametrize("name,layer_type", [c for c in rope_cases() if golden(c[0])["layer_types"][c[1]]["rope"]])
-def test_family_inv_freq_matches_transformers(name, layer_type):
+@pytest.mark.parametrize("name", ROPE_GOLDEN)
+def test_family_inv_freq_matches_transformers(name):
     # posenc's float32 path reproduces HF's float32 inv_freq arithmetic to within 2 float32 ulps (torch's pow)
-    entry = golden(name)["layer_types"][layer_type]
     mc = model(name)
-    lt = layer_type if layer_type in mc.layer_types else None
-    enc = make_encoding("rope", {**mc.params(lt, entry["groups"][0]["seq_len"]), "inv_freq_dtype": "float32"})
-    ref = np.asarray(entry["inv_freq"], dtype=np.float32)
-    got = enc.inv_freq().astype(np.float32)
-    assert got.shape == ref.shape
-    ulps = np.abs(got.view(np.int32).astype(np.int64) - ref.view(np.int32).astype(np.int64))
-    assert ulps.max() <= 2, f"{name}: inv_freq off by {ulps.max()} float32 ulps"
+    for layer_type, entry in rope_layers(name):
+        lt = layer_type if layer_type in mc.layer_types else None
+        enc = make_encoding("rope", {**mc.params(lt, entry["groups"][0]["seq_len"]), "inv_freq_dtype": "float32"})
+        ref = np.asarray(entry["inv_freq"], dtype=np.float32)
+        got = enc.inv_freq().astype(np.float32)
+        assert got.shape == ref.shape, (name, layer_type)
+        ulps = np.abs(got.view(np.int32).astype(np.int64) - ref.view(np.int32).astype(np.int64))
+        assert ulps.max() <= 2, f"{name}/{layer_type}: inv_freq off by {ulps.max()} float32 ulps"
 
 
 # ----- layout, independent of values -------------------------------------------------------------------------
-@pytest.mark.parametrize("name,layer_type", [c for c in rope_cases() if golden(c[0])["layer_types"][c[1]]["rope"]])
-def test_family_layout_pairs_the_right_features(name, layer_type):
+@pytest.mark.parametrize("name", ROPE_GOLDEN)
+def test_family_layout_pairs_the_right_features(name):
     # The golden "partner" array is read off the model's own rotation (which feature each feature mixes with).
     # posenc's layout and width must name the same pairs; and its own table must show that layout: a half
     # table repeats column j at j + r/2, an interleaved one at j ^ 1 (a column-permutation check).
-    entry = golden(name)["layer_types"][layer_type]
     mc = model(name)
-    lt = layer_type if layer_type in mc.layer_types else None
-    enc = make_encoding("rope", {**mc.params(lt, 64), "dtype": "float64"})
-    d = entry["head_dim"]
-    assert enc.layout == LAYOUTS[name]
-    assert partner_of(enc.layout, enc.width, d) == entry["partner"]
-    cos = enc.array("cos")
-    perm = partner_of(enc.layout, enc.width, enc.width)
-    np.testing.assert_array_equal(cos, cos[:, perm])
-    other = "interleaved" if enc.layout == "half" else "half"
-    assert not np.array_equal(cos, cos[:, partner_of(other, enc.width, enc.width)])
+    for layer_type, entry in rope_layers(name):
+        lt = layer_type if layer_type in mc.layer_types else None
+        enc = make_encoding("rope", {**mc.params(lt, 64), "dtype": "float64"})
+        d = entry["head_dim"]
+        assert enc.layout == LAYOUTS[name], (name, layer_type)
+        assert partner_of(enc.layout, enc.width, d) == entry["partner"], (name, layer_type)
+        cos = enc.array("cos")
+        perm = partner_of(enc.layout, enc.width, enc.width)
+        np.testing.assert_array_equal(cos, cos[:, perm], err_msg=f"{name}/{layer_type}")
+        other = "interleaved" if enc.layout == "half" else "half"
+        assert not np.array_equal(cos, cos[:, partner_of(other, enc.width, enc.width)]), (name, layer_type)
 
 
 # ----- M-RoPE -------------------------------------------------------------------------------------------------
