@@ -13,6 +13,7 @@ import importlib.util
 import pytest
 
 from .conftest import ROOT
+from .each import each
 
 DATA = ROOT / "tests" / "data" / "inventory"
 
@@ -29,9 +30,9 @@ TOOL = _tool()
 
 
 @pytest.mark.skipif(not (DATA / "index.json").is_file(), reason="inventory arrays not present")
-@pytest.mark.parametrize("mt", TOOL.rotating())
-def test_every_rotating_type_is_exact_or_refused_in_one_line(mt):
-    TOOL.check_type(mt)
+def test_every_rotating_type_is_exact_or_refused_in_one_line():
+    """One case per type (:func:`tests.each.each`: every type checked, each failure named)."""
+    each(TOOL.rotating(), TOOL.check_type)
 
 
 @pytest.mark.skipif(not (DATA / "index.json").is_file(), reason="inventory arrays not present")
