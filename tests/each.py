@@ -7,19 +7,22 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+import pytest
+
 T = TypeVar("T")
 
 
 def each(cases: Iterable[T], check: Callable[[T], object]) -> None:
-    """``check(case)`` for every case; then one failure listing every case whose check failed an assertion.
-    Any other exception stops at once, with the case added to its message (its traceback kept)."""
+    """``check(case)`` for every case; then one failure listing every case whose check failed (an assertion or
+    ``pytest.fail``). Any other exception stops at once, with the case added to its message (its traceback
+    kept)."""
     cases = list(cases)
     assert cases, "no cases"
     failed = []
     for case in cases:
         try:
             check(case)
-        except AssertionError as exc:
+        except (AssertionError, pytest.fail.Exception) as exc:  # an assert, or pytest.raises that saw nothing
             failed.append(f"{case}: {exc}")
         except Exception as exc:
             exc.add_note(f"(case {case})")

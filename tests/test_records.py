@@ -17,6 +17,7 @@ from posenc_cli.models.hf_config import HEAD_DIM, LAYERS, RULE_STEPS, read_model
 from posenc_cli.models.readers import describe_model_config, model_config_layers
 
 from .conftest import ROOT, cli
+from .each import each
 
 PUBLISHED = ROOT / "tests" / "data" / "configs" / "published"
 GOLDEN = json.loads((ROOT / "tests" / "data" / "golden" / "published_rope.json").read_text())["configs"]
@@ -174,8 +175,12 @@ def test_a_key_the_inventory_saw_read_and_posenc_does_not_model_is_an_error(monk
 
 
 # ----- the records' integrity (as scipy's test_WIN_FUNC_DATA_integrity) ---------------------------------------
-@pytest.mark.parametrize("name", sorted(records.RECORDS))
-def test_record_integrity(name):
+def test_record_integrity():
+    """Every record (:func:`tests.each.each`: each failure named)."""
+    each(sorted(records.RECORDS), _record_integrity)
+
+
+def _record_integrity(name):
     rec = records.RECORDS[name]
     assert rec.model_type == name
     from posenc_cli.encodings import KINDS

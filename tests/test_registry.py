@@ -24,6 +24,8 @@ from posenc_cli.encodings.base import Encoding, TensorSpec, display_name, format
 from posenc_cli.errors import ParameterError
 from posenc_cli.sources import encoding_from_metadata
 
+from .each import each
+
 #: Small parameters every kind builds from (grid kinds derive their length; alibi's dim is the head count).
 EXAMPLE: dict[str, dict[str, object]] = {
     "sinusoidal": {"length": 16, "dim": 8},
@@ -145,16 +147,24 @@ def test_metadata_is_strings_and_rebuilds_an_equal_encoding(kind):
     np.testing.assert_array_equal(rebuilt.array(), enc.array())
 
 
-@pytest.mark.parametrize(("kind", "preset"), presets())
-def test_preset_metadata_rebuilds_an_equal_encoding(kind, preset):
+def test_preset_metadata_rebuilds_an_equal_encoding():
+    """Every preset of every kind (:func:`tests.each.each`: each failure named)."""
+    each(presets(), lambda case: _preset_metadata_rebuilds_an_equal_encoding(*case))
+
+
+def _preset_metadata_rebuilds_an_equal_encoding(kind, preset):
     enc = example(kind, preset=preset)
     rebuilt, note = encoding_from_metadata(enc.metadata())
     assert rebuilt == enc, note
 
 
 # ----- parameters ----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("kind", "name"), documented_params())
-def test_documented_parameter_parses_from_its_string_default(kind, name):
+def test_documented_parameter_parses_from_its_string_default():
+    """Every documented parameter of every kind (:func:`tests.each.each`: each failure named)."""
+    each(documented_params(), lambda case: _documented_parameter_parses_from_its_string_default(*case))
+
+
+def _documented_parameter_parses_from_its_string_default(kind, name):
     cls = get_kind(kind)
     info = {p.name: p for p in cls.param_infos()}[name]
     assert info.help.strip(), f"{kind}.{name} has no help text"
@@ -175,15 +185,15 @@ def test_documented_parameter_parses_from_its_string_default(kind, name):
     assert enc == cls.from_params(base), f"passing {name}={text} explicitly changed the encoding"
 
 
-@pytest.mark.parametrize(
-    ("kind", "name"),
-    [
-        (k, p.name)
-        for k, p in ((k, p) for k in KINDS for p in get_kind(k).param_infos())
-        if p.choices and p.name != "preset"
-    ],
-)
-def test_every_choice_builds_or_says_what_is_missing(kind, name):
+def test_every_choice_builds_or_says_what_is_missing():
+    """Every parameter with choices of every kind (:func:`tests.each.each`: each failure named)."""
+    each(
+        [(k, p.name) for k in KINDS for p in get_kind(k).param_infos() if p.choices and p.name != "preset"],
+        lambda case: _every_choice_builds_or_says_what_is_missing(*case),
+    )
+
+
+def _every_choice_builds_or_says_what_is_missing(kind, name):
     """A documented choice never crashes: it builds or raises a one-line ParameterError."""
     cls = get_kind(kind)
     info = {p.name: p for p in cls.param_infos()}[name]
@@ -212,8 +222,12 @@ def test_unknown_parameter_lists_the_valid_ones(kind):
         assert re.search(rf"\b{re.escape(shown)}\b", listed), f"{shown} missing from: {message}"
 
 
-@pytest.mark.parametrize(("kind", "preset"), presets())
-def test_preset_expands_and_explicit_values_win(kind, preset):
+def test_preset_expands_and_explicit_values_win():
+    """Every preset of every kind (:func:`tests.each.each`: each failure named)."""
+    each(presets(), lambda case: _preset_expands_and_explicit_values_win(*case))
+
+
+def _preset_expands_and_explicit_values_win(kind, preset):
     cls = get_kind(kind)
     hints = typing.get_type_hints(cls)
     values = cls.PRESETS[preset]
