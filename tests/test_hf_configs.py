@@ -557,14 +557,23 @@ def mutate(cfg: dict, rnd: random.Random, n: int) -> dict:
     return cfg
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    name=st.sampled_from(sorted(REAL)),
-    seed=st.integers(0, 2**32 - 1),
-    n=st.integers(1, 4),
-    layer=st.sampled_from([None, "full_attention", "sliding_attention", "chunked_attention", "default"]),
-)
-def test_fuzz_mutated_configs_raise_only_parameter_error(name, seed, n, layer):
+# (hypothesis' own work for an example, ~1.6 ms, was twice the config's: each example mutates ten configs drawn
+# from its seed, 400 configs a run as before)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_fuzz_mutated_configs_raise_only_parameter_error(seed):
+    rnd = random.Random(seed)
+    for _ in range(10):
+        name, edits, n = rnd.choice(sorted(REAL)), rnd.randrange(2**32), rnd.randint(1, 4)
+        layer = rnd.choice([None, "full_attention", "sliding_attention", "chunked_attention", "default"])
+        try:
+            _mutated_config_raises_only_parameter_error(name, edits, n, layer)
+        except BaseException as exc:
+            exc.add_note(f"(config {name}, edits seed {edits}, {n} edits, layer {layer})")
+            raise
+
+
+def _mutated_config_raises_only_parameter_error(name, seed, n, layer):
     cfg = mutate(REAL[name], random.Random(seed), n)
     try:
         mc = read_model_config(cfg)
