@@ -34,6 +34,8 @@ from posenc_cli.formats import (
     write_table,
 )
 
+from .each import each
+
 ROOT = Path(__file__).resolve().parent.parent
 BF16 = np.dtype(ml_dtypes.bfloat16)
 ALL_DTYPES = ["float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"]
@@ -162,12 +164,17 @@ def test_safetensors_header_matches_safetensors_own_serialisation_of_the_same_or
     assert path.read_bytes() == safetensors.numpy.save(tensors, metadata={"k": "v"})
 
 
-@pytest.mark.parametrize("shape", [(7,), (5, 3), (2, 3, 4), (100, 17), (1, 1), (0, 4), (3, 0)])
-@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "int64", "uint8", "bool"])
-def test_npy_stream_is_byte_identical_to_np_save(tmp_path, shape, dtype, small_blocks):
+def test_npy_stream_is_byte_identical_to_np_save(tmp_path, small_blocks):
+    """Every dtype and shape (:func:`tests.each.each`: each failure named)."""
+    shapes = [(7,), (5, 3), (2, 3, 4), (100, 17), (1, 1), (0, 4), (3, 0)]
+    dtypes = ["float64", "float32", "float16", "int64", "uint8", "bool"]
+    each([(d, s) for d in dtypes for s in shapes], lambda case: _npy_stream_is_np_save(tmp_path, *case))
+
+
+def _npy_stream_is_np_save(tmp_path, dtype, shape):
     a = sample(dtype, shape)
     ours, ref = tmp_path / "ours.npy", tmp_path / "ref.npy"
-    write_table(str(ours), lazy(pe=a), {}, "npy")
+    write_table(str(ours), lazy(pe=a), {}, "npy", force=True)
     np.save(ref, a)
     assert ours.read_bytes() == ref.read_bytes()
 
