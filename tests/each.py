@@ -14,17 +14,20 @@ T = TypeVar("T")
 
 def each(cases: Iterable[T], check: Callable[[T], object]) -> None:
     """``check(case)`` for every case; then one failure listing every case whose check failed (an assertion or
-    ``pytest.fail``). Any other exception stops at once, with the case added to its message (its traceback
-    kept)."""
+    ``pytest.fail``). A case that calls ``pytest.skip`` has nothing to check; every case skipping is a failure.
+    Any other exception stops at once, with the case added to its message (its traceback kept)."""
     cases = list(cases)
     assert cases, "no cases"
-    failed = []
+    failed, skipped = [], 0
     for case in cases:
         try:
             check(case)
         except (AssertionError, pytest.fail.Exception) as exc:  # an assert, or pytest.raises that saw nothing
             failed.append(f"{case}: {exc}")
+        except pytest.skip.Exception:  # nothing to check for this case (pytest.skip): the others still run
+            skipped += 1
         except Exception as exc:
             exc.add_note(f"(case {case})")
             raise
     assert not failed, f"{len(failed)} of {len(cases)} cases failed:\n" + "\n".join(failed)
+    assert skipped < len(cases), f"every case skipped: nothing was checked ({len(cases)} cases)"

@@ -213,10 +213,13 @@ def test_no_kind_name_branches_in_models():
             assert not hits, f"{path.name}:{n}: {line.strip()}"
 
 
-@pytest.mark.parametrize("name", sorted(n for n, r in records.RECORDS.items() if r.scheme in ("rope", "mrope")))
-def test_every_key_the_source_reads_is_one_the_record_reads(name):
+def test_every_key_the_source_reads_is_one_the_record_reads():
     """The guard from the source: each key the inventory saw the family's rotary code read (any rope type) is
-    one the record models, so no other key can change the table."""
+    one the record models, so no other key can change the table (every rotary record: :func:`tests.each.each`)."""
+    each(sorted(n for n, r in records.RECORDS.items() if r.scheme in ("rope", "mrope")), _keys_read_are_the_record_s)
+
+
+def _keys_read_are_the_record_s(name):
     entry = records.inventory_entry(name)
     if entry is None or not entry.get("keys_read"):
         pytest.skip(f"the inventory observed no rotary reads of {name}")
@@ -254,10 +257,16 @@ def test_deepseek_v4_compressed_attention_layers_use_the_compress_table():
         read_model_config(cfg)
 
 
-@pytest.mark.parametrize("name", sorted(n for n, r in records.RECORDS.items() if r.scheme in ("rope", "mrope")))
-def test_record_pairing_and_defaults_are_the_inventory_s(name):
+def test_record_pairing_and_defaults_are_the_inventory_s():
     """A written record agrees with what the inventory observed of the same type's code: the pairing its
-    attention applies, and the class defaults of the keys its rotary class reads."""
+    attention applies, and the class defaults of the keys its rotary class reads (every rotary record)."""
+    each(
+        sorted(n for n, r in records.RECORDS.items() if r.scheme in ("rope", "mrope")),
+        _pairing_and_defaults_are_the_inventory_s,
+    )
+
+
+def _pairing_and_defaults_are_the_inventory_s(name):
     entry = records.inventory_entry(name)
     if entry is None or entry.get("status") != "ok" or entry.get("scheme") != "rope":
         pytest.skip(f"the inventory observed no rotary class of {name}")
