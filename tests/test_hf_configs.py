@@ -36,6 +36,8 @@ from posenc_cli.models.config_file import MAX_CONFIG_BYTES, MAX_DEPTH, load_conf
 from posenc_cli.models.hf_config import params_from_hf_config, read_model_config
 from posenc_cli.models.records import RECORDS
 
+from .each import each
+
 DATA = Path(__file__).parent / "data"
 CONFIGS = DATA / "configs"
 GOLDEN = DATA / "golden"
@@ -259,8 +261,12 @@ CLASS_OF = {"llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "phi3": "p
             "qwen2_5_vl_text": "qwen2_5_vl_text", "gpt_oss": "gpt_oss"}  # fmt: skip
 
 
-@pytest.mark.parametrize("family", list(CLASS_OF))
-def test_family_defaults_are_transformers_class_defaults(family):
+def test_family_defaults_are_transformers_class_defaults():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(list(CLASS_OF), lambda case: _family_defaults_are_transformers_class_defaults(case))
+
+
+def _family_defaults_are_transformers_class_defaults(family):
     # hf_class_defaults.json: what each config class fills in (made from transformers itself)
     ref = golden("class_defaults")[CLASS_OF[family]]
     fam = RECORDS[family]
@@ -396,66 +402,70 @@ def test_from_model_config_answers_the_kind():
 BASE = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64}
 
 
-@pytest.mark.parametrize(
-    "change,needle",
-    [
-        ({"num_attention_heads": 0}, "num_attention_heads=0 is out of range"),
-        ({"hidden_size": -256}, "hidden_size=-256 is out of range"),
-        ({"hidden_size": "256"}, "hidden_size='256' is not an integer"),
-        ({"hidden_size": 256.5}, "hidden_size=256.5 is not an integer"),
-        ({"hidden_size": True}, "hidden_size=true is not an integer"),
-        ({"num_attention_heads": 1000}, "give a head dim of 0"),
-        ({"head_dim": 0}, "head_dim=0 is out of range"),
-        ({"head_dim": 10**30}, "head_dim=1000000000000000000000000000000 is out of range"),
-        ({"rope_theta": math.nan}, "rope_theta=nan is not a finite number"),
-        ({"rope_theta": math.inf}, "rope_theta=inf is not a finite number"),
-        ({"rope_theta": 1e301}, "rope_theta=1e+301 is out of range"),
-        ({"rope_theta": -5.0}, "rope_theta=-5.0 is out of range"),
-        ({"rope_theta": 1}, "rope_theta=1.0 is out of range; the RoPE base must be > 1"),
-        ({"rope_theta": [1]}, "rope_theta=[1] is not a number"),
-        ({"max_position_embeddings": 0}, "max_position_embeddings=0 is out of range"),
-        ({"rope_scaling": "linear"}, "rope_scaling='linear' is not an object"),
-        ({"rope_scaling": {"rope_type": 7}}, "rope_scaling.rope_type=7 is not a string"),
-        ({"rope_scaling": {"rope_type": "linear", "factor": 0}}, "rope_scaling.factor=0 is out of range"),
-        ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "truncate": "no"}}, "truncate='no' is not true"),
-        (
-            {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 1, "beta_slow": 2}},
-            "beta_fast > beta_slow",
-        ),
-        (
-            {
-                "rope_scaling": {
-                    "rope_type": "longrope",
-                    "short_factor": [1.0] * 31,
-                    "long_factor": [1.0] * 32,
-                    "original_max_position_embeddings": 16,
-                }
-            },
-            "short_factor has 31 entries; longrope needs",
-        ),
-        (
-            {
-                "rope_scaling": {
-                    "rope_type": "longrope",
-                    "short_factor": "x",
-                    "long_factor": [1.0] * 32,
-                    "original_max_position_embeddings": 16,
-                }
-            },
-            "short_factor must be a list of numbers",
-        ),
-        (
-            {"rope_scaling": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 4, "high_freq_factor": 1}},
-            "llama3 needs high >= low",
-        ),
-        ({"rope_scaling": {"rope_type": "mrope"}}, "needs a qwen2_vl or qwen2_5_vl"),
-        ({"partial_rotary_factor": 1.5, "model_type": "phi"}, "partial_rotary_factor=1.5 is out of range"),
-        ({"layer_types": "full"}, "layer_types must be a non-empty list of strings"),
-        ({"text_config": [1, 2]}, "text_config=[1, 2] is not an object"),
-        ({"model_type": ["llama"]}, 'model_type=["llama"] is not a string'),
-    ],
-)
-def test_bad_values_name_the_key(change, needle):
+def test_bad_values_name_the_key():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            ({"num_attention_heads": 0}, "num_attention_heads=0 is out of range"),
+            ({"hidden_size": -256}, "hidden_size=-256 is out of range"),
+            ({"hidden_size": "256"}, "hidden_size='256' is not an integer"),
+            ({"hidden_size": 256.5}, "hidden_size=256.5 is not an integer"),
+            ({"hidden_size": True}, "hidden_size=true is not an integer"),
+            ({"num_attention_heads": 1000}, "give a head dim of 0"),
+            ({"head_dim": 0}, "head_dim=0 is out of range"),
+            ({"head_dim": 10**30}, "head_dim=1000000000000000000000000000000 is out of range"),
+            ({"rope_theta": math.nan}, "rope_theta=nan is not a finite number"),
+            ({"rope_theta": math.inf}, "rope_theta=inf is not a finite number"),
+            ({"rope_theta": 1e301}, "rope_theta=1e+301 is out of range"),
+            ({"rope_theta": -5.0}, "rope_theta=-5.0 is out of range"),
+            ({"rope_theta": 1}, "rope_theta=1.0 is out of range; the RoPE base must be > 1"),
+            ({"rope_theta": [1]}, "rope_theta=[1] is not a number"),
+            ({"max_position_embeddings": 0}, "max_position_embeddings=0 is out of range"),
+            ({"rope_scaling": "linear"}, "rope_scaling='linear' is not an object"),
+            ({"rope_scaling": {"rope_type": 7}}, "rope_scaling.rope_type=7 is not a string"),
+            ({"rope_scaling": {"rope_type": "linear", "factor": 0}}, "rope_scaling.factor=0 is out of range"),
+            ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "truncate": "no"}}, "truncate='no' is not true"),
+            (
+                {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 1, "beta_slow": 2}},
+                "beta_fast > beta_slow",
+            ),
+            (
+                {
+                    "rope_scaling": {
+                        "rope_type": "longrope",
+                        "short_factor": [1.0] * 31,
+                        "long_factor": [1.0] * 32,
+                        "original_max_position_embeddings": 16,
+                    }
+                },
+                "short_factor has 31 entries; longrope needs",
+            ),
+            (
+                {
+                    "rope_scaling": {
+                        "rope_type": "longrope",
+                        "short_factor": "x",
+                        "long_factor": [1.0] * 32,
+                        "original_max_position_embeddings": 16,
+                    }
+                },
+                "short_factor must be a list of numbers",
+            ),
+            (
+                {"rope_scaling": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 4, "high_freq_factor": 1}},
+                "llama3 needs high >= low",
+            ),
+            ({"rope_scaling": {"rope_type": "mrope"}}, "needs a qwen2_vl or qwen2_5_vl"),
+            ({"partial_rotary_factor": 1.5, "model_type": "phi"}, "partial_rotary_factor=1.5 is out of range"),
+            ({"layer_types": "full"}, "layer_types must be a non-empty list of strings"),
+            ({"text_config": [1, 2]}, "text_config=[1, 2] is not an object"),
+            ({"model_type": ["llama"]}, 'model_type=["llama"] is not a string'),
+        ],
+        lambda case: _bad_values_name_the_key(*case),
+    )
+
+
+def _bad_values_name_the_key(change, needle):
     with pytest.raises(ParameterError) as info:
         read_model_config({**BASE, **change}).params()
     msg = str(info.value)
