@@ -68,8 +68,12 @@ def test_every_kind_has_an_example():
     assert set(EXAMPLE) == set(KINDS), "add small example parameters for the new kind to EXAMPLE"
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_kind_imports_and_names_itself(kind):
+def test_kind_imports_and_names_itself():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _kind_imports_and_names_itself(case))
+
+
+def _kind_imports_and_names_itself(kind):
     module, cls_name = KINDS[kind]
     mod = importlib.import_module(f"posenc_cli.encodings.{module}")
     cls = getattr(mod, cls_name)
@@ -94,8 +98,12 @@ def test_unknown_kind_lists_every_kind():
 
 
 # ----- every kind builds and computes every tensor -------------------------------------------------------------
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_kind_builds_and_computes_every_tensor(kind):
+def test_kind_builds_and_computes_every_tensor():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _kind_builds_and_computes_every_tensor(case))
+
+
+def _kind_builds_and_computes_every_tensor(kind):
     enc = example(kind)
     assert kind == enc.KIND
     specs = enc.tensor_specs()
@@ -113,8 +121,12 @@ def test_kind_builds_and_computes_every_tensor(kind):
         assert enc.length == int(np.prod(grid))
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_any_row_range_equals_the_same_rows_of_the_whole_tensor(kind):
+def test_any_row_range_equals_the_same_rows_of_the_whole_tensor():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _any_row_range_equals_the_same_rows_of_the_whole_tensor(case))
+
+
+def _any_row_range_equals_the_same_rows_of_the_whole_tensor(kind):
     enc = example(kind)
     rng = np.random.default_rng(zlib.crc32(kind.encode()))
     for name, spec in enc.tensor_specs().items():
@@ -129,8 +141,12 @@ def test_any_row_range_equals_the_same_rows_of_the_whole_tensor(kind):
 
 
 # ----- metadata: strings that rebuild an equal encoding --------------------------------------------------------
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_metadata_is_strings_and_rebuilds_an_equal_encoding(kind):
+def test_metadata_is_strings_and_rebuilds_an_equal_encoding():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _metadata_is_strings_and_rebuilds_an_equal_encoding(case))
+
+
+def _metadata_is_strings_and_rebuilds_an_equal_encoding(kind):
     enc = example(kind)
     meta = enc.metadata()
     assert all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()), meta
@@ -209,8 +225,12 @@ def _every_choice_builds_or_says_what_is_missing(kind, name):
         example(kind, **{name: "no-such-choice"})
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_unknown_parameter_lists_the_valid_ones(kind):
+def test_unknown_parameter_lists_the_valid_ones():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _unknown_parameter_lists_the_valid_ones(case))
+
+
+def _unknown_parameter_lists_the_valid_ones(kind):
     cls = get_kind(kind)
     with pytest.raises(ParameterError) as info:
         example(kind, bogus_param="1")
@@ -255,8 +275,12 @@ def _checks():
     return pytest.importorskip("posenc_cli.checks")
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_every_kind_declares_properties_that_exist(kind):
+def test_every_kind_declares_properties_that_exist():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _every_kind_declares_properties_that_exist(case))
+
+
+def _every_kind_declares_properties_that_exist(kind):
     checks = _checks()
     declared = get_kind(kind).PROPERTIES
     assert any(declared.values()), f"{kind} requires nothing"
@@ -264,8 +288,12 @@ def test_every_kind_declares_properties_that_exist(kind):
         assert name in checks.CHECKS, f"{kind} declares unknown property {name!r}"
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_every_declared_role_and_view_is_known(kind):
+def test_every_declared_role_and_view_is_known():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _every_declared_role_and_view_is_known(case))
+
+
+def _every_declared_role_and_view_is_known(kind):
     cls = get_kind(kind)
     assert set(cls.ROLES.values()) <= {
         "table",
@@ -290,8 +318,12 @@ def test_every_check_is_a_hyphenated_noun_with_a_doc():
         assert c.doc.strip(), f"check {name} has no doc"
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_each_kinds_example_passes_its_own_default_expectations(kind):
+def test_each_kinds_example_passes_its_own_default_expectations():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _each_kinds_example_passes_its_own_default_expectations(case))
+
+
+def _each_kinds_example_passes_its_own_default_expectations(kind):
     """What ``posenc check KIND`` does, in process: every required property of a fresh table holds."""
     checks = _checks()
     from posenc_cli.checks.base import CheckContext
