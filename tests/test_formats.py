@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import zipfile
@@ -331,25 +332,30 @@ def test_real_encoding_tensors_stream_to_every_format(tmp_path, small_blocks):
 
 
 # ----- refusals before anything is written -------------------------------------------------------------
-@pytest.mark.parametrize(
-    "fmt, tensors, metadata, fragment",
-    [
-        ("npy", {"pe": np.zeros(3, BF16)}, {}, "bfloat16 cannot be stored in .npy"),
-        ("npz", {"pe": np.zeros(3, BF16)}, {}, "write .safetensors or pass dtype float32"),
-        ("safetensors", {"__metadata__": np.zeros(3)}, {}, "'__metadata__'"),
-        ("npz", {"__metadata__": np.zeros(3)}, {}, "'__metadata__'"),
-        ("safetensors", {"pe": np.zeros(3)}, {"length": 7}, "not a string"),
-        ("json", {"pe": np.zeros(3)}, {1: "x"}, "not a string"),
-        ("csv", {"pe": np.zeros((2, 2, 2))}, {}, "1-D or 2-D"),
-        ("csv", {"pe": np.zeros(2), "cos": np.zeros(2)}, {}, "holds one tensor"),
-        ("npy", {"pe": np.zeros(2), "cos": np.zeros(2)}, {}, "holds one tensor"),
-        ("safetensors", {"pe": np.zeros(2, np.complex64)}, {}, "complex64"),
-        ("safetensors", {"pe": np.zeros(2, "U3")}, {}, "does not write"),
-        ("safetensors", {}, {}, "no tensors"),
-        ("yaml", {"pe": np.zeros(2)}, {}, "unknown format"),
-    ],
-)
-def test_writer_refusals_create_nothing(tmp_path, fmt, tensors, metadata, fragment):
+def test_writer_refusals_create_nothing(tmp_path):
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            ("npy", {"pe": np.zeros(3, BF16)}, {}, "bfloat16 cannot be stored in .npy"),
+            ("npz", {"pe": np.zeros(3, BF16)}, {}, "write .safetensors or pass dtype float32"),
+            ("safetensors", {"__metadata__": np.zeros(3)}, {}, "'__metadata__'"),
+            ("npz", {"__metadata__": np.zeros(3)}, {}, "'__metadata__'"),
+            ("safetensors", {"pe": np.zeros(3)}, {"length": 7}, "not a string"),
+            ("json", {"pe": np.zeros(3)}, {1: "x"}, "not a string"),
+            ("csv", {"pe": np.zeros((2, 2, 2))}, {}, "1-D or 2-D"),
+            ("csv", {"pe": np.zeros(2), "cos": np.zeros(2)}, {}, "holds one tensor"),
+            ("npy", {"pe": np.zeros(2), "cos": np.zeros(2)}, {}, "holds one tensor"),
+            ("safetensors", {"pe": np.zeros(2, np.complex64)}, {}, "complex64"),
+            ("safetensors", {"pe": np.zeros(2, "U3")}, {}, "does not write"),
+            ("safetensors", {}, {}, "no tensors"),
+            ("yaml", {"pe": np.zeros(2)}, {}, "unknown format"),
+        ],
+        lambda case: _writer_refusals_create_nothing(tmp_path, *case),
+    )
+
+
+def _writer_refusals_create_nothing(tmp_path, fmt, tensors, metadata, fragment):
+    tmp_path = Path(tempfile.mkdtemp(dir=tmp_path))  # a folder of its own: the cases share tmp_path
     path = tmp_path / f"t.{fmt}"
     with pytest.raises(ParameterError) as exc:
         write_table(str(path), lazy(**tensors), metadata, fmt)

@@ -28,8 +28,12 @@ def published(name: str) -> dict:
     return json.loads((PUBLISHED / f"{name}.json").read_text())
 
 
-@pytest.mark.parametrize("name", ROTARY)
-def test_published_config_is_read_exactly_as_its_own_class(name):
+def test_published_config_is_read_exactly_as_its_own_class():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(ROTARY, lambda case: _published_config_is_read_exactly_as_its_own_class(case))
+
+
+def _published_config_is_read_exactly_as_its_own_class(name):
     mc = read_model_config(published(name))
     want = GOLDEN[name]
     assert mc.model_type == want["model_type"]
@@ -285,8 +289,12 @@ def _pairing_and_defaults_are_the_inventory_s(name):
             assert theta == raw[key], key
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in PUBLISHED.glob("*.json")))
-def test_a_record_never_hides_a_key(name):
+def test_a_record_never_hides_a_key():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(sorted(p.stem for p in PUBLISHED.glob("*.json")), lambda case: _a_record_never_hides_a_key(case))
+
+
+def _a_record_never_hides_a_key(name):
     """kinds CONFIG accounts for every key of the (text) config: a value read from it, the switch or layer keys
     it read, or a key ignored with its reason."""
     raw = published(name)
