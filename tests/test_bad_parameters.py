@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from .conftest import inproc as run
+from .each import each
 
 CASES = [
     # unknown kind or parameter: list the valid ones
@@ -101,8 +102,13 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("args,needle", CASES, ids=[" ".join(a) for a, _ in CASES])
-def test_bad_parameter_is_one_line_exit_two(tmp_path, args, needle):
+def test_bad_parameter_is_one_line_exit_two(tmp_path):
+    """Every case (:func:`tests.each.each`: each failure named), each in a folder of its own."""
+    each(range(len(CASES)), lambda i: _bad_parameter(tmp_path / str(i), *CASES[i]))
+
+
+def _bad_parameter(tmp_path, args, needle):
+    tmp_path.mkdir()
     (tmp_path / "cfg.json").write_text('{"hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 16}')
     proc = run(args + (["-o", str(tmp_path / "out.npy")] if args[0] == "generate" else []), cwd=tmp_path)
     err = proc.stderr.decode()

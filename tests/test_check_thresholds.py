@@ -16,6 +16,8 @@ from posenc_cli.checks import absolute, general, matrix, rotary
 from posenc_cli.checks.base import RTOL, CheckContext, rtol_for
 from posenc_cli.encodings import make_encoding
 
+from .each import each
+
 R = 0.25  # rtol: a power of two, so r * s is exact
 
 
@@ -435,8 +437,12 @@ WHOLE = {
 }
 
 
-@pytest.mark.parametrize("case", list(WHOLE))
-def test_whole_results(case):
+def test_whole_results():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(list(WHOLE), lambda case: _whole_results(case))
+
+
+def _whole_results(case):
     make, expected = WHOLE[case]
     assert make().to_json() == expected
 

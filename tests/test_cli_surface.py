@@ -16,6 +16,7 @@ import pytest
 from posenc_cli.cli import COMMANDS, build_command
 
 from .conftest import cli
+from .each import each
 
 
 def options() -> list[tuple[str, object]]:
@@ -127,11 +128,15 @@ def test_every_numeric_option_is_walked():
                                      "--dim"}  # fmt: skip
 
 
-@pytest.mark.parametrize(("command", "flag"), numeric_options())
-def test_a_hostile_number_is_one_line_and_exit_2_never_a_traceback(tmp_path, command, flag):
+def test_a_hostile_number_is_one_line_and_exit_2_never_a_traceback(tmp_path):
+    """Every numeric option of every command (:func:`tests.each.each`: each failure named)."""
     import numpy as np
 
     np.save(tmp_path / "pe.npy", np.cos(np.arange(32.0).reshape(8, 4)))
+    each(numeric_options(), lambda case: _hostile_numbers(tmp_path, *case))
+
+
+def _hostile_numbers(tmp_path, command, flag):
     base = [a.format(tmp=tmp_path) for a in BASE.get(command, [])]
     for value in HOSTILE:
         args = [command, *_without(base, {"--len": "-n", "--dim": "-d"}.get(flag)), flag, value]

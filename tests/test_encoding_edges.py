@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from posenc_cli.encodings import make_encoding
 from posenc_cli.errors import ParameterError
 
+from .each import each
+
 MAX53 = 2**53  # naive kinds: positions exact in float64
 MAX31 = 2**31 - 1  # sinusoidal and rotary kinds: exact range reduction
 
@@ -268,12 +270,16 @@ def test_xpos_center_and_interpolate_factor():
 
 
 # ----- parameter text (the plumbing mutation run: tools/mutation.sh plumbing) ------------------------------------------
-@pytest.mark.parametrize(
-    ("text", "want"),
-    [(t, True) for t in ("1", "true", "yes", "on", " YES ", "On")]
-    + [(t, False) for t in ("0", "false", "no", "off", "NO", "Off ")],
-)
-def test_boolean_spellings(text, want):
+def test_boolean_spellings():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [(t, True) for t in ("1", "true", "yes", "on", " YES ", "On")]
+        + [(t, False) for t in ("0", "false", "no", "off", "NO", "Off ")],
+        lambda case: _boolean_spellings(*case),
+    )
+
+
+def _boolean_spellings(text, want):
     from posenc_cli.encodings.base import parse_value
 
     assert parse_value(bool, "causal", text) is want

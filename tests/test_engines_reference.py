@@ -18,6 +18,8 @@ import pytest
 
 from posenc_cli.models.engines import engine_encoding
 
+from .each import each
+
 DATA = Path(__file__).parent / "data"
 TORCH = np.load(DATA / "engines" / "torch.npz")
 MLX = np.load(DATA / "engines" / "mlx.npz")
@@ -59,8 +61,12 @@ def _torch_case(case: str):
     return enc, pos, meta
 
 
-@pytest.mark.parametrize("case", _cases(TORCH))
-def test_vllm_and_sglang_equal_their_own_code(case):
+def test_vllm_and_sglang_equal_their_own_code():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(_cases(TORCH), lambda case: _vllm_and_sglang_equal_their_own_code(case))
+
+
+def _vllm_and_sglang_equal_their_own_code(case):
     enc, pos, _ = _torch_case(case)
     cos, sin = _pairs(enc, pos)
     want_c, want_s = TORCH[f"{case}.cos"], TORCH[f"{case}.sin"]

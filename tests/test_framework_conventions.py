@@ -11,6 +11,8 @@ import pytest
 
 import posenc_cli as pe
 
+from .each import each
+
 
 def paper_slopes(n: int) -> list[float]:
     def pow2(k: int) -> list[float]:
@@ -42,8 +44,12 @@ def symmetric_bias(slopes, n: int) -> np.ndarray:
     return (-np.asarray(slopes, dtype=np.float64)[:, None, None] * d).astype(np.float32)
 
 
-@pytest.mark.parametrize("heads", [1, 2, 3, 5, 6, 8, 12, 16, 20, 24, 40, 64])
-def test_generated_slopes_follow_each_framework(heads: int) -> None:
+def test_generated_slopes_follow_each_framework() -> None:
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each([1, 2, 3, 5, 6, 8, 12, 16, 20, 24, 40, 64], lambda case: _generated_slopes_follow_each_framework(case))
+
+
+def _generated_slopes_follow_each_framework(heads) -> None:
     np.testing.assert_allclose(
         pe.generate("alibi", length=2, dim=heads).array("slopes"), paper_slopes(heads), rtol=1e-7
     )

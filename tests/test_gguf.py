@@ -15,6 +15,7 @@ import pytest
 from posenc_cli.formats import read_table
 
 from .conftest import cli
+from .each import each
 
 # ----- a GGUF written byte by byte -------------------------------------------------------------------------
 
@@ -75,8 +76,12 @@ HOSTILE = {
 }
 
 
-@pytest.mark.parametrize("name", list(HOSTILE))
-def test_hostile_gguf_is_one_line_exit_2(tmp_path, name):
+def test_hostile_gguf_is_one_line_exit_2(tmp_path):
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(list(HOSTILE), lambda case: _hostile_gguf_is_one_line_exit_2(tmp_path, case))
+
+
+def _hostile_gguf_is_one_line_exit_2(tmp_path, name):
     data, needle = HOSTILE[name]
     path = tmp_path / "m.gguf"
     path.write_bytes(data)

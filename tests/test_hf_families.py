@@ -9,6 +9,7 @@ held against plain NumPy written from the class's source, for the cases the publ
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from posenc_cli.formats import read_table
 from posenc_cli.models.hf_config import read_model_config
 
 from .conftest import ROOT, cli
+from .each import each
 
 CONFIGS = ROOT / "tests" / "data" / "configs"
 GOLDEN = ROOT / "tests" / "data" / "golden"
@@ -243,8 +245,13 @@ BAD = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("name,mutate,named", BAD, ids=[f"{b[0]}-{i}" for i, b in enumerate(BAD)])
-def test_bad_configs_of_the_new_families_name_the_key(tmp_path, name, mutate, named):
+def test_bad_configs_of_the_new_families_name_the_key(tmp_path):
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(BAD, lambda case: _bad_configs_of_the_new_families_name_the_key(tmp_path, *case))
+
+
+def _bad_configs_of_the_new_families_name_the_key(tmp_path, name, mutate, named):
+    tmp_path = Path(tempfile.mkdtemp(dir=tmp_path))  # a folder of its own: the cases share tmp_path
     path = write(tmp_path, mutate(cfg(name)))
     out = tmp_path / "o.safetensors"
     code, _, err = cli(["generate", "--hf-config", path, "--len", "4", "--all-layer-types", "-o", str(out)])

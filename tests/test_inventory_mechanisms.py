@@ -21,6 +21,7 @@ from posenc_cli.models.data import inventory
 from posenc_cli.models.mechanisms import describe, has_positions, summary
 
 from .conftest import ROOT, cli
+from .each import each
 
 ARRAYS = ROOT / "tests" / "data" / "inventory"
 MECHANISMS = {"rotary", "learned", "fixed", "sinusoidal", "convolutional", "relative_bias", "relative", "alibi",
@@ -128,12 +129,31 @@ def test_inventory_agrees_with_the_facts(types, facts):
     assert all(n >= 2 for n in per.values()), per
 
 
-@pytest.mark.parametrize(
-    "model_type",
-    ["vit", "deit", "dinov2", "dpt", "sam_vision_model", "vivit", "timesformer", "audio-spectrogram-transformer",
-     "swin", "vit_mae", "ctrl", "xlnet", "funnel", "wav2vec2-bert", "vjepa2"],
-)  # fmt: skip
-def test_issue_s_types_said_to_have_no_positions_have_them(types, reclassified, model_type):
+def test_issue_s_types_said_to_have_no_positions_have_them(types, reclassified):
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            "vit",
+            "deit",
+            "dinov2",
+            "dpt",
+            "sam_vision_model",
+            "vivit",
+            "timesformer",
+            "audio-spectrogram-transformer",
+            "swin",
+            "vit_mae",
+            "ctrl",
+            "xlnet",
+            "funnel",
+            "wav2vec2-bert",
+            "vjepa2",
+        ],
+        lambda case: _issue_s_types_said_to_have_no_positions_have_them(types, reclassified, case),
+    )
+
+
+def _issue_s_types_said_to_have_no_positions_have_them(types, reclassified, model_type):
     """The issue's list (from name tests of an older inventory: main's had fixed some of them by more names);
     now each is placed by evidence: the trace of its own forward saw positions meet the token states."""
     rec = types[model_type]
@@ -143,17 +163,30 @@ def test_issue_s_types_said_to_have_no_positions_have_them(types, reclassified, 
     assert model_type not in reclassified["types"] or reclassified["types"][model_type]["after"] != "none"
 
 
-@pytest.mark.parametrize(
-    "model_type,component,mechanism",
-    [("wav2vec2", "model", "convolutional"), ("hubert", "model", "convolutional"),
-     ("data2vec-audio", "model", "convolutional"), ("sew", "model", "convolutional"),
-     ("unispeech", "model", "convolutional"), ("qwen2_audio", "audio_config", "fixed"),
-     ("voxtral", "audio_config", "fixed"), ("audioflamingo3", "audio_config", "fixed"),
-     ("rt_detr", "model", "sinusoidal"), ("d_fine", "model", "sinusoidal"),
-     ("granite_speech", "encoder_config", "relative"), ("cpmant", "model", "relative_bias"),
-     ("lightglue", "model", "rotary"), ("esm", "model", "learned")],
-)  # fmt: skip
-def test_issue_s_wrong_schemes_are_the_model_s_mechanisms(types, model_type, component, mechanism):
+def test_issue_s_wrong_schemes_are_the_model_s_mechanisms(types):
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            ("wav2vec2", "model", "convolutional"),
+            ("hubert", "model", "convolutional"),
+            ("data2vec-audio", "model", "convolutional"),
+            ("sew", "model", "convolutional"),
+            ("unispeech", "model", "convolutional"),
+            ("qwen2_audio", "audio_config", "fixed"),
+            ("voxtral", "audio_config", "fixed"),
+            ("audioflamingo3", "audio_config", "fixed"),
+            ("rt_detr", "model", "sinusoidal"),
+            ("d_fine", "model", "sinusoidal"),
+            ("granite_speech", "encoder_config", "relative"),
+            ("cpmant", "model", "relative_bias"),
+            ("lightglue", "model", "rotary"),
+            ("esm", "model", "learned"),
+        ],
+        lambda case: _issue_s_wrong_schemes_are_the_model_s_mechanisms(types, *case),
+    )
+
+
+def _issue_s_wrong_schemes_are_the_model_s_mechanisms(types, model_type, component, mechanism):
     mechs = {(m["component"], m["mechanism"]) for m in types[model_type].get("mechanisms") or []}
     assert (component, mechanism) in mechs, (model_type, sorted(mechs))
 

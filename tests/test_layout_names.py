@@ -14,6 +14,7 @@ from posenc_cli.inspect.hints import declared, layouts
 from posenc_cli.inspect.identification import identify
 
 from .conftest import parse
+from .each import each
 
 HINTS = Path(__file__).resolve().parent.parent / "posenc_cli" / "inspect" / "hints"
 #: Parameters whose choices the readers read off the kind (besides ``layout``).
@@ -38,8 +39,12 @@ def cases() -> list[tuple[str, str, str]]:
     return out
 
 
-@pytest.mark.parametrize(("kind", "name", "value"), cases())
-def test_every_declared_layout_is_identified_under_its_declared_name(kind, name, value):
+def test_every_declared_layout_is_identified_under_its_declared_name():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(cases(), lambda case: _every_declared_layout_is_identified_under_its_declared_name(*case))
+
+
+def _every_declared_layout_is_identified_under_its_declared_name(kind, name, value):
     enc = make_encoding(kind, {"length": 64, "dim": 32, **BASE.get(kind, {}), name: value})
     best = identify({n: enc.array(n) for n in enc.tensor_specs()}).best
     assert best is not None and best.kind == kind

@@ -21,11 +21,19 @@ from posenc_cli.models.records import RECORDS
 from posenc_cli.sources import open_source
 
 from .conftest import ROOT, cli
+from .each import each
 
 MODELS = ROOT / "tests" / "data" / "models"
 GOLDEN = json.loads((ROOT / "tests" / "data" / "golden" / "learned_tables.json").read_text())["types"]
-with np.load(ROOT / "tests" / "data" / "golden" / "learned_tables.npz") as _z:
-    ROWS = {k: _z[k] for k in _z.files}
+
+
+@cache
+def golden_rows() -> dict[str, np.ndarray]:
+    """The rows each type's own module adds (learned_tables.npz), loaded when a test first asks."""
+    with np.load(ROOT / "tests" / "data" / "golden" / "learned_tables.npz") as z:
+        return {k: z[k] for k in z.files}
+
+
 CASES = [(mt, lt) for mt, g in sorted(GOLDEN.items()) for lt in g["layers"]]
 #: the types issue 36 names as refused before the generic reader, and the ones read by hand-typed records
 NAMED = ("albert", "megatron-bert", "ernie", "layoutlm", "camembert", "mpnet", "xmod", "plbart", "mvp", "blenderbot",
@@ -43,11 +51,15 @@ def read(mt: str, lt: str) -> tuple[np.ndarray, dict[str, str]]:
     return np.asarray(src.array(src.names[0])), dict(src.metadata)
 
 
-@pytest.mark.parametrize("mt,lt", CASES, ids=[f"{m}:{lt}" for m, lt in CASES])
-def test_the_rows_the_model_adds(mt, lt):
+def test_the_rows_the_model_adds():
+    """Every type and layer of the goldens (:func:`tests.each.each`: each failure named)."""
+    each(CASES, lambda case: _the_rows_the_model_adds(*case))
+
+
+def _the_rows_the_model_adds(mt, lt):
     g = GOLDEN[mt]["layers"][lt]
     got, meta = read(mt, lt)
-    want = ROWS[g["rows"]]
+    want = golden_rows()[g["rows"]]
     assert got.shape == want.shape
     np.testing.assert_array_equal(got, want)
     assert meta["first_row"] == str(g["first_row"]) and meta["weights_tensor"].endswith(g["tensor"])
@@ -170,10 +182,10 @@ def test_the_cli_exports_a_type_posenc_had_no_record_for(tmp_path):
     out = tmp_path / "albert.npy"
     code, _, err = cli(["export", folder("albert"), "-o", str(out)])
     assert code == 0, err
-    np.testing.assert_array_equal(np.load(out), ROWS["albert:default"])
+    np.testing.assert_array_equal(np.load(out), golden_rows()["albert:default"])
     code, _, err = cli(["export", "--hf-config", folder("camembert"), "--len", "3", "-o", str(tmp_path / "c.npy")])
     assert code == 0, err
-    np.testing.assert_array_equal(np.load(tmp_path / "c.npy"), ROWS["camembert:default"][:3])
+    np.testing.assert_array_equal(np.load(tmp_path / "c.npy"), golden_rows()["camembert:default"][:3])
 
 
 def test_the_old_goldens_cross_check_the_new_reader():
@@ -342,7 +354,7 @@ def test_the_whole_table_and_its_row_roles_for_readers_that_build_on_it():
         assert layout["padding_row"] == pad and layout["first_row"] == first and list(table.shape) == layout["shape"]
         assert layout["offset_rows"] == [r for r in range(first) if r != pad]
         lt = next(iter(GOLDEN[mt]["layers"]))
-        np.testing.assert_array_equal(table[first:], ROWS[f"{mt}:{lt}"])
+        np.testing.assert_array_equal(table[first:], golden_rows()[f"{mt}:{lt}"])
 
 
 def test_the_goldens_are_of_the_records_layers():

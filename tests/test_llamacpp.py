@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 
 from posenc_cli.models import llamacpp as lc
 
+from .each import each
+
 DATA = Path(__file__).resolve().parent / "data" / "llamacpp"
 
 
@@ -57,8 +59,12 @@ def emulate(g):
 
 
 @pytest.mark.skipif(not GOLDEN, reason="tests/data/llamacpp/ggml_rope.npz is missing")
-@pytest.mark.parametrize("name", sorted(GOLDEN))
-def test_emulation_equals_real_ggml(name):
+def test_emulation_equals_real_ggml():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(sorted(GOLDEN), lambda case: _emulation_equals_real_ggml(case))
+
+
+def _emulation_equals_real_ggml(name):
     """Bit for bit on nearly every value; 1 ulp where glibc's cosf/sinf round differently from the correctly
     rounded value, 2 where such a value is then scaled by YaRN's mscale (measured: 4 to 20 values of 416 to 1664
     per set differ)."""

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import cli
+from tests.each import each
 
 BAD_CONFIGS = {
     "bad.json": '{"a":\n',  # invalid JSON
@@ -50,9 +51,12 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("config", sorted(BAD_CONFIGS))
-@pytest.mark.parametrize(("command", "args", "named"), CASES, ids=[" ".join(c[1]) for c in CASES])
-def test_a_bad_config_is_named_as_the_command_was_given_it(bad, config, command, args, named):
+def test_a_bad_config_is_named_as_the_command_was_given_it(bad):
+    """Every bad config given to every command (:func:`tests.each.each`: each failure named)."""
+    each([(config, *case) for config in sorted(BAD_CONFIGS) for case in CASES], lambda c: _bad_config(bad, *c))
+
+
+def _bad_config(bad, config, command, args, named):
     c = str(bad / config)
     code, _out, err = cli([a.format(c=c, d=bad) for a in args])
     assert code == 2, err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from .each import each
 from .printed_numbers import NUMBER, assert_same_output, disagreement, numbers_agree
 
 # ----- what passes: the last digits a CPU's vector width changes ----------------------------------------------------
@@ -52,8 +53,12 @@ def test_last_digits_agree(shown, printed):
     assert_same_output(shown, printed)
 
 
-@pytest.mark.parametrize(("shown", "printed"), DIFFER)
-def test_real_differences_fail(shown, printed):
+def test_real_differences_fail():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(DIFFER, lambda case: _real_differences_fail(*case))
+
+
+def _real_differences_fail(shown, printed):
     assert disagreement(shown, printed) is not None
     assert disagreement(printed, shown) is not None
     with pytest.raises(AssertionError, match="prints something else than shown"):

@@ -23,6 +23,8 @@ gguf = pytest.importorskip("gguf", reason="the GGUF tests need the gguf extra: p
 from posenc_cli.models import qk_weights  # noqa: E402
 from posenc_cli.models.qk_weights import WeightsError, check_weights  # noqa: E402
 
+from .each import each  # noqa: E402
+
 DATA = Path(__file__).resolve().parent / "data" / "qk_weights"
 MANIFEST = json.loads((DATA / "conversions.json").read_text())["files"]
 
@@ -49,8 +51,12 @@ def checks():
             for name, e in MANIFEST.items()}  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(MANIFEST))
-def test_every_conversion_is_named_as_the_converter_made_it(name, checks):
+def test_every_conversion_is_named_as_the_converter_made_it(checks):
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(sorted(MANIFEST), lambda case: _every_conversion_is_named_as_the_converter_made_it(checks, case))
+
+
+def _every_conversion_is_named_as_the_converter_made_it(checks, name):
     entry, c = MANIFEST[name], checks[name]
     truth = TRUTH[entry["mistake"]]
     assert c.tensors, name

@@ -17,6 +17,7 @@ from posenc_cli.models.hf_config import HEAD_DIM, LAYERS, RULE_STEPS, read_model
 from posenc_cli.models.readers import describe_model_config, model_config_layers
 
 from .conftest import ROOT, cli
+from .each import each
 
 PUBLISHED = ROOT / "tests" / "data" / "configs" / "published"
 GOLDEN = json.loads((ROOT / "tests" / "data" / "golden" / "published_rope.json").read_text())["configs"]
@@ -27,8 +28,12 @@ def published(name: str) -> dict:
     return json.loads((PUBLISHED / f"{name}.json").read_text())
 
 
-@pytest.mark.parametrize("name", ROTARY)
-def test_published_config_is_read_exactly_as_its_own_class(name):
+def test_published_config_is_read_exactly_as_its_own_class():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(ROTARY, lambda case: _published_config_is_read_exactly_as_its_own_class(case))
+
+
+def _published_config_is_read_exactly_as_its_own_class(name):
     mc = read_model_config(published(name))
     want = GOLDEN[name]
     assert mc.model_type == want["model_type"]
@@ -174,8 +179,12 @@ def test_a_key_the_inventory_saw_read_and_posenc_does_not_model_is_an_error(monk
 
 
 # ----- the records' integrity (as scipy's test_WIN_FUNC_DATA_integrity) ---------------------------------------
-@pytest.mark.parametrize("name", sorted(records.RECORDS))
-def test_record_integrity(name):
+def test_record_integrity():
+    """Every record (:func:`tests.each.each`: each failure named)."""
+    each(sorted(records.RECORDS), _record_integrity)
+
+
+def _record_integrity(name):
     rec = records.RECORDS[name]
     assert rec.model_type == name
     from posenc_cli.encodings import KINDS
@@ -208,10 +217,13 @@ def test_no_kind_name_branches_in_models():
             assert not hits, f"{path.name}:{n}: {line.strip()}"
 
 
-@pytest.mark.parametrize("name", sorted(n for n, r in records.RECORDS.items() if r.scheme in ("rope", "mrope")))
-def test_every_key_the_source_reads_is_one_the_record_reads(name):
+def test_every_key_the_source_reads_is_one_the_record_reads():
     """The guard from the source: each key the inventory saw the family's rotary code read (any rope type) is
-    one the record models, so no other key can change the table."""
+    one the record models, so no other key can change the table (every rotary record: :func:`tests.each.each`)."""
+    each(sorted(n for n, r in records.RECORDS.items() if r.scheme in ("rope", "mrope")), _keys_read_are_the_record_s)
+
+
+def _keys_read_are_the_record_s(name):
     entry = records.inventory_entry(name)
     if entry is None or not entry.get("keys_read"):
         pytest.skip(f"the inventory observed no rotary reads of {name}")
@@ -249,10 +261,16 @@ def test_deepseek_v4_compressed_attention_layers_use_the_compress_table():
         read_model_config(cfg)
 
 
-@pytest.mark.parametrize("name", sorted(n for n, r in records.RECORDS.items() if r.scheme in ("rope", "mrope")))
-def test_record_pairing_and_defaults_are_the_inventory_s(name):
+def test_record_pairing_and_defaults_are_the_inventory_s():
     """A written record agrees with what the inventory observed of the same type's code: the pairing its
-    attention applies, and the class defaults of the keys its rotary class reads."""
+    attention applies, and the class defaults of the keys its rotary class reads (every rotary record)."""
+    each(
+        sorted(n for n, r in records.RECORDS.items() if r.scheme in ("rope", "mrope")),
+        _pairing_and_defaults_are_the_inventory_s,
+    )
+
+
+def _pairing_and_defaults_are_the_inventory_s(name):
     entry = records.inventory_entry(name)
     if entry is None or entry.get("status") != "ok" or entry.get("scheme") != "rope":
         pytest.skip(f"the inventory observed no rotary class of {name}")
@@ -271,8 +289,12 @@ def test_record_pairing_and_defaults_are_the_inventory_s(name):
             assert theta == raw[key], key
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in PUBLISHED.glob("*.json")))
-def test_a_record_never_hides_a_key(name):
+def test_a_record_never_hides_a_key():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(sorted(p.stem for p in PUBLISHED.glob("*.json")), lambda case: _a_record_never_hides_a_key(case))
+
+
+def _a_record_never_hides_a_key(name):
     """kinds CONFIG accounts for every key of the (text) config: a value read from it, the switch or layer keys
     it read, or a key ignored with its reason."""
     raw = published(name)

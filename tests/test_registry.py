@@ -24,6 +24,8 @@ from posenc_cli.encodings.base import Encoding, TensorSpec, display_name, format
 from posenc_cli.errors import ParameterError
 from posenc_cli.sources import encoding_from_metadata
 
+from .each import each
+
 #: Small parameters every kind builds from (grid kinds derive their length; alibi's dim is the head count).
 EXAMPLE: dict[str, dict[str, object]] = {
     "sinusoidal": {"length": 16, "dim": 8},
@@ -66,8 +68,12 @@ def test_every_kind_has_an_example():
     assert set(EXAMPLE) == set(KINDS), "add small example parameters for the new kind to EXAMPLE"
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_kind_imports_and_names_itself(kind):
+def test_kind_imports_and_names_itself():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _kind_imports_and_names_itself(case))
+
+
+def _kind_imports_and_names_itself(kind):
     module, cls_name = KINDS[kind]
     mod = importlib.import_module(f"posenc_cli.encodings.{module}")
     cls = getattr(mod, cls_name)
@@ -92,8 +98,12 @@ def test_unknown_kind_lists_every_kind():
 
 
 # ----- every kind builds and computes every tensor -------------------------------------------------------------
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_kind_builds_and_computes_every_tensor(kind):
+def test_kind_builds_and_computes_every_tensor():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _kind_builds_and_computes_every_tensor(case))
+
+
+def _kind_builds_and_computes_every_tensor(kind):
     enc = example(kind)
     assert kind == enc.KIND
     specs = enc.tensor_specs()
@@ -111,8 +121,12 @@ def test_kind_builds_and_computes_every_tensor(kind):
         assert enc.length == int(np.prod(grid))
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_any_row_range_equals_the_same_rows_of_the_whole_tensor(kind):
+def test_any_row_range_equals_the_same_rows_of_the_whole_tensor():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _any_row_range_equals_the_same_rows_of_the_whole_tensor(case))
+
+
+def _any_row_range_equals_the_same_rows_of_the_whole_tensor(kind):
     enc = example(kind)
     rng = np.random.default_rng(zlib.crc32(kind.encode()))
     for name, spec in enc.tensor_specs().items():
@@ -127,8 +141,12 @@ def test_any_row_range_equals_the_same_rows_of_the_whole_tensor(kind):
 
 
 # ----- metadata: strings that rebuild an equal encoding --------------------------------------------------------
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_metadata_is_strings_and_rebuilds_an_equal_encoding(kind):
+def test_metadata_is_strings_and_rebuilds_an_equal_encoding():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _metadata_is_strings_and_rebuilds_an_equal_encoding(case))
+
+
+def _metadata_is_strings_and_rebuilds_an_equal_encoding(kind):
     enc = example(kind)
     meta = enc.metadata()
     assert all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()), meta
@@ -145,16 +163,24 @@ def test_metadata_is_strings_and_rebuilds_an_equal_encoding(kind):
     np.testing.assert_array_equal(rebuilt.array(), enc.array())
 
 
-@pytest.mark.parametrize(("kind", "preset"), presets())
-def test_preset_metadata_rebuilds_an_equal_encoding(kind, preset):
+def test_preset_metadata_rebuilds_an_equal_encoding():
+    """Every preset of every kind (:func:`tests.each.each`: each failure named)."""
+    each(presets(), lambda case: _preset_metadata_rebuilds_an_equal_encoding(*case))
+
+
+def _preset_metadata_rebuilds_an_equal_encoding(kind, preset):
     enc = example(kind, preset=preset)
     rebuilt, note = encoding_from_metadata(enc.metadata())
     assert rebuilt == enc, note
 
 
 # ----- parameters ----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("kind", "name"), documented_params())
-def test_documented_parameter_parses_from_its_string_default(kind, name):
+def test_documented_parameter_parses_from_its_string_default():
+    """Every documented parameter of every kind (:func:`tests.each.each`: each failure named)."""
+    each(documented_params(), lambda case: _documented_parameter_parses_from_its_string_default(*case))
+
+
+def _documented_parameter_parses_from_its_string_default(kind, name):
     cls = get_kind(kind)
     info = {p.name: p for p in cls.param_infos()}[name]
     assert info.help.strip(), f"{kind}.{name} has no help text"
@@ -175,15 +201,15 @@ def test_documented_parameter_parses_from_its_string_default(kind, name):
     assert enc == cls.from_params(base), f"passing {name}={text} explicitly changed the encoding"
 
 
-@pytest.mark.parametrize(
-    ("kind", "name"),
-    [
-        (k, p.name)
-        for k, p in ((k, p) for k in KINDS for p in get_kind(k).param_infos())
-        if p.choices and p.name != "preset"
-    ],
-)
-def test_every_choice_builds_or_says_what_is_missing(kind, name):
+def test_every_choice_builds_or_says_what_is_missing():
+    """Every parameter with choices of every kind (:func:`tests.each.each`: each failure named)."""
+    each(
+        [(k, p.name) for k in KINDS for p in get_kind(k).param_infos() if p.choices and p.name != "preset"],
+        lambda case: _every_choice_builds_or_says_what_is_missing(*case),
+    )
+
+
+def _every_choice_builds_or_says_what_is_missing(kind, name):
     """A documented choice never crashes: it builds or raises a one-line ParameterError."""
     cls = get_kind(kind)
     info = {p.name: p for p in cls.param_infos()}[name]
@@ -199,8 +225,12 @@ def test_every_choice_builds_or_says_what_is_missing(kind, name):
         example(kind, **{name: "no-such-choice"})
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_unknown_parameter_lists_the_valid_ones(kind):
+def test_unknown_parameter_lists_the_valid_ones():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _unknown_parameter_lists_the_valid_ones(case))
+
+
+def _unknown_parameter_lists_the_valid_ones(kind):
     cls = get_kind(kind)
     with pytest.raises(ParameterError) as info:
         example(kind, bogus_param="1")
@@ -212,8 +242,12 @@ def test_unknown_parameter_lists_the_valid_ones(kind):
         assert re.search(rf"\b{re.escape(shown)}\b", listed), f"{shown} missing from: {message}"
 
 
-@pytest.mark.parametrize(("kind", "preset"), presets())
-def test_preset_expands_and_explicit_values_win(kind, preset):
+def test_preset_expands_and_explicit_values_win():
+    """Every preset of every kind (:func:`tests.each.each`: each failure named)."""
+    each(presets(), lambda case: _preset_expands_and_explicit_values_win(*case))
+
+
+def _preset_expands_and_explicit_values_win(kind, preset):
     cls = get_kind(kind)
     hints = typing.get_type_hints(cls)
     values = cls.PRESETS[preset]
@@ -241,8 +275,12 @@ def _checks():
     return pytest.importorskip("posenc_cli.checks")
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_every_kind_declares_properties_that_exist(kind):
+def test_every_kind_declares_properties_that_exist():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _every_kind_declares_properties_that_exist(case))
+
+
+def _every_kind_declares_properties_that_exist(kind):
     checks = _checks()
     declared = get_kind(kind).PROPERTIES
     assert any(declared.values()), f"{kind} requires nothing"
@@ -250,8 +288,12 @@ def test_every_kind_declares_properties_that_exist(kind):
         assert name in checks.CHECKS, f"{kind} declares unknown property {name!r}"
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_every_declared_role_and_view_is_known(kind):
+def test_every_declared_role_and_view_is_known():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _every_declared_role_and_view_is_known(case))
+
+
+def _every_declared_role_and_view_is_known(kind):
     cls = get_kind(kind)
     assert set(cls.ROLES.values()) <= {
         "table",
@@ -276,8 +318,12 @@ def test_every_check_is_a_hyphenated_noun_with_a_doc():
         assert c.doc.strip(), f"check {name} has no doc"
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS)
-def test_each_kinds_example_passes_its_own_default_expectations(kind):
+def test_each_kinds_example_passes_its_own_default_expectations():
+    """Every kind (:func:`tests.each.each`: each failure named)."""
+    each(ALL_KINDS, lambda case: _each_kinds_example_passes_its_own_default_expectations(case))
+
+
+def _each_kinds_example_passes_its_own_default_expectations(kind):
     """What ``posenc check KIND`` does, in process: every required property of a fresh table holds."""
     checks = _checks()
     from posenc_cli.checks.base import CheckContext

@@ -16,6 +16,7 @@ from posenc_cli import render, termplot
 from posenc_cli.checks.base import CheckResult as R
 
 from .conftest import ROOT
+from .each import each
 from .printed_numbers import assert_same_output
 
 SCHEMA_PATH = ROOT / "docs" / "check-report.schema.json"
@@ -749,10 +750,13 @@ def test_wrap_splits_long_tokens_after_separators_not_inside_words():
 
 # ----- the terminal heatmap -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("shape", [(5, 6), (200, 64), (4096, 128), (3, 500), (1, 1)])
-@pytest.mark.parametrize("width", [20, 80, 133])
-@pytest.mark.parametrize("color", ["truecolor", "256", "none"])
-def test_termplot_fits_the_width_and_height(shape, width, color):
+def test_termplot_fits_the_width_and_height(shape):
+    """Every width and colour mode (:func:`tests.each.each`), over one random table of ``shape``."""
     a = np.random.default_rng(1).standard_normal(shape)
+    each([(w, c) for w in (20, 80, 133) for c in ("truecolor", "256", "none")], lambda case: _fits(a, *case))
+
+
+def _fits(a, width, color):
     lines = termplot.heatmap_lines(a, width, 12, color=color)
     assert len(lines) <= 12
     assert all(termplot.visible_len(line) <= width for line in lines)

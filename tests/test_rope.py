@@ -24,6 +24,8 @@ from posenc_cli.encodings.rope import Rope, XPos
 from posenc_cli.errors import ParameterError
 from posenc_cli.models.hf_config import params_from_hf_config, read_model_config
 
+from .each import each
+
 #: transformers' own YaRN (and every other rule) in float64: tools/golden/make_hf_scaling_golden.py
 HF_SCALING = json.loads((Path(__file__).parent / "data" / "golden" / "hf_scaling.json").read_text())["cases"]
 
@@ -168,63 +170,67 @@ def test_blocks_equal_whole_table():
     np.testing.assert_array_equal(parts, whole)
 
 
-@pytest.mark.parametrize(
-    "params,needle",
-    [
-        ({"dim": 7}, "rot_dim=7 is odd"),
-        ({"dim": 64, "rotary_dim": 5}, "rot_dim=5 is odd"),
-        ({"dim": 12, "partial_rotary_factor": 0.25}, "rot_dim=3 is odd"),
-        ({"dim": 8, "rotary_dim": 16}, "rotary_dim=16 exceeds dim=8"),
-        ({"dim": 8, "rotary_dim": 4, "partial_rotary_factor": 0.5}, "not both"),
-        ({"dim": 8, "layout": "split"}, "choose from: half, interleaved"),
-        ({"dim": 8, "scaling": "ntk2"}, "choose from: none, linear"),
-        ({"dim": 8, "factor": 2.0}, "factor is not used by scaling=none"),
-        ({"dim": 8, "scaling": "linear"}, "needs factor"),
-        ({"dim": 8, "scaling": "dynamic", "factor": 2.0}, "needs original_max_position_embeddings"),
-        ({"dim": 2, "scaling": "ntk", "factor": 2.0}, "rot_dim > 2"),
-        (
-            {
-                "dim": 8,
-                "scaling": "yarn",
-                "factor": 2.0,
-                "original_max_position_embeddings": 8,
-                "beta_fast": 1.0,
-                "beta_slow": 2.0,
-            },
-            "beta_fast > beta_slow",
-        ),
-        (
-            {"dim": 8, "scaling": "llama3", "low_freq_factor": 4.0, "high_freq_factor": 1.0},
-            "high_freq_factor > low_freq_factor",
-        ),
-        (
-            {
-                "dim": 8,
-                "scaling": "longrope",
-                "short_factor": "1;1;1",
-                "long_factor": "1;1;1;1",
-                "original_max_position_embeddings": 4,
-                "factor": 2.0,
-            },
-            "short_factor has 3 entries; longrope needs rot_dim/2 = 4",
-        ),
-        (
-            {
-                "dim": 8,
-                "scaling": "longrope",
-                "short_factor": "1;1;1;1",
-                "long_factor": "1;1;1;1",
-                "original_max_position_embeddings": 4,
-            },
-            "needs factor",
-        ),
-        ({"dim": 8, "base": 0.0}, "base=0.0 is out of range"),
-        ({"dim": 8, "offset": 2**31 - 2}, "exceeds"),
-        ({"dim": 8, "cache": "gguf"}, "choose from: full, onnx"),
-        ({"dim": 8, "beta_fast": 4.0}, "beta_fast is not used by scaling=none"),
-    ],
-)
-def test_bad_parameters_are_refused_with_a_clear_message(params, needle):
+def test_bad_parameters_are_refused_with_a_clear_message():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            ({"dim": 7}, "rot_dim=7 is odd"),
+            ({"dim": 64, "rotary_dim": 5}, "rot_dim=5 is odd"),
+            ({"dim": 12, "partial_rotary_factor": 0.25}, "rot_dim=3 is odd"),
+            ({"dim": 8, "rotary_dim": 16}, "rotary_dim=16 exceeds dim=8"),
+            ({"dim": 8, "rotary_dim": 4, "partial_rotary_factor": 0.5}, "not both"),
+            ({"dim": 8, "layout": "split"}, "choose from: half, interleaved"),
+            ({"dim": 8, "scaling": "ntk2"}, "choose from: none, linear"),
+            ({"dim": 8, "factor": 2.0}, "factor is not used by scaling=none"),
+            ({"dim": 8, "scaling": "linear"}, "needs factor"),
+            ({"dim": 8, "scaling": "dynamic", "factor": 2.0}, "needs original_max_position_embeddings"),
+            ({"dim": 2, "scaling": "ntk", "factor": 2.0}, "rot_dim > 2"),
+            (
+                {
+                    "dim": 8,
+                    "scaling": "yarn",
+                    "factor": 2.0,
+                    "original_max_position_embeddings": 8,
+                    "beta_fast": 1.0,
+                    "beta_slow": 2.0,
+                },
+                "beta_fast > beta_slow",
+            ),
+            (
+                {"dim": 8, "scaling": "llama3", "low_freq_factor": 4.0, "high_freq_factor": 1.0},
+                "high_freq_factor > low_freq_factor",
+            ),
+            (
+                {
+                    "dim": 8,
+                    "scaling": "longrope",
+                    "short_factor": "1;1;1",
+                    "long_factor": "1;1;1;1",
+                    "original_max_position_embeddings": 4,
+                    "factor": 2.0,
+                },
+                "short_factor has 3 entries; longrope needs rot_dim/2 = 4",
+            ),
+            (
+                {
+                    "dim": 8,
+                    "scaling": "longrope",
+                    "short_factor": "1;1;1;1",
+                    "long_factor": "1;1;1;1",
+                    "original_max_position_embeddings": 4,
+                },
+                "needs factor",
+            ),
+            ({"dim": 8, "base": 0.0}, "base=0.0 is out of range"),
+            ({"dim": 8, "offset": 2**31 - 2}, "exceeds"),
+            ({"dim": 8, "cache": "gguf"}, "choose from: full, onnx"),
+            ({"dim": 8, "beta_fast": 4.0}, "beta_fast is not used by scaling=none"),
+        ],
+        lambda case: _bad_parameters_are_refused_with_a_clear_message(*case),
+    )
+
+
+def _bad_parameters_are_refused_with_a_clear_message(params, needle):
     with pytest.raises(ParameterError, match=None) as info:
         rope(**params)
     assert needle in str(info.value)

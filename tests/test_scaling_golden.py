@@ -18,6 +18,8 @@ import pytest
 from posenc_cli.encodings import make_encoding
 from posenc_cli.models.hf_config import read_model_config
 
+from .each import each
+
 GOLDEN = json.loads((Path(__file__).parent / "data" / "golden" / "hf_scaling.json").read_text())
 CASES = GOLDEN["cases"]
 
@@ -52,8 +54,13 @@ def ids():
     return [f"{case}-{g['seq_len']}" for case, g in groups()]
 
 
-@pytest.mark.parametrize("case,group", groups(), ids=ids())
-def test_float32_path_is_transformers_bit_for_bit(case, group):
+def test_float32_path_is_transformers_bit_for_bit():
+    """Every case and length of the golden file (:func:`tests.each.each`: each failure named)."""
+    by_id = dict(zip(ids(), groups()))
+    each(by_id, lambda name: _float32_path_is_transformers_bit_for_bit(*by_id[name]))
+
+
+def _float32_path_is_transformers_bit_for_bit(case, group):
     enc = make_encoding("rope", {**params(case, group["seq_len"]), "inv_freq_dtype": "float32"})
     got = enc.inv_freq()  # float32 values, held in float64 (the angles are computed from them exactly)
     assert np.array_equal(got, got.astype(np.float32)) and enc.array("inv_freq").dtype == np.float32
@@ -67,8 +74,13 @@ def test_float32_path_is_transformers_bit_for_bit(case, group):
     assert enc.attention_scaling == pytest.approx(group["attention_scaling"], rel=1e-15)
 
 
-@pytest.mark.parametrize("case,group", groups(), ids=ids())
-def test_exact_path_is_transformers_in_float64(case, group):
+def test_exact_path_is_transformers_in_float64():
+    """Every case and length of the golden file (:func:`tests.each.each`: each failure named)."""
+    by_id = dict(zip(ids(), groups()))
+    each(by_id, lambda name: _exact_path_is_transformers_in_float64(*by_id[name]))
+
+
+def _exact_path_is_transformers_in_float64(case, group):
     enc = make_encoding("rope", {**params(case, group["seq_len"]), "dtype": "float64"})
     ref = np.asarray(group["inv_freq_f64"])
     got = enc.inv_freq()

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from posenc_cli.encodings import make_encoding
 from posenc_cli.errors import ParameterError
 
+from .each import each
+
 SEED_TF_TABLE = np.array(
     [
         [0.0, 0.0, 0.0, 1.0, 1.0, 1.0],
@@ -287,29 +289,36 @@ def test_bfloat16_is_rounded_from_the_exact_value():
 
 
 # ----- validation ---------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "params,message",
-    [
-        (
-            {"layout": "sideways"},
-            "unknown layout 'sideways' for sinusoidal; choose from: interleaved, split, split-cos-first",
-        ),
-        ({"freq": "fast"}, "choose from: paper, t2t"),
-        ({"base": "0"}, "base=0.0 is out of range"),
-        ({"base": "-5"}, "base=-5.0 is out of range"),
-        ({"base": "nan"}, "must be a finite number"),
-        ({"base": "inf"}, "must be a finite number"),
-        ({"base": "ten"}, "is not a number"),
-        ({"preset": "gpt"}, "unknown preset 'gpt' for sinusoidal; choose from: paper"),
-        ({"rotary": "1"}, "unknown parameter 'rotary' for sinusoidal; choose from:"),
-        ({"dtype": "int8"}, "unknown dtype 'int8' for sinusoidal; choose from: float64, float32, float16, bfloat16"),
-        ({"length": 0}, "length=0 is out of range; sinusoidal needs length >= 1"),
-        ({"dim": -3}, "dim=-3 is out of range"),
-        ({"offset": 2**31}, "out of range"),
-        ({"freq": "t2t", "min_timescale": 10, "max_timescale": 2}, "max_timescale=2.0 is below min_timescale=10.0"),
-    ],
-)
-def test_bad_parameters_name_the_value_and_the_fix(params, message):
+def test_bad_parameters_name_the_value_and_the_fix():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            (
+                {"layout": "sideways"},
+                "unknown layout 'sideways' for sinusoidal; choose from: interleaved, split, split-cos-first",
+            ),
+            ({"freq": "fast"}, "choose from: paper, t2t"),
+            ({"base": "0"}, "base=0.0 is out of range"),
+            ({"base": "-5"}, "base=-5.0 is out of range"),
+            ({"base": "nan"}, "must be a finite number"),
+            ({"base": "inf"}, "must be a finite number"),
+            ({"base": "ten"}, "is not a number"),
+            ({"preset": "gpt"}, "unknown preset 'gpt' for sinusoidal; choose from: paper"),
+            ({"rotary": "1"}, "unknown parameter 'rotary' for sinusoidal; choose from:"),
+            (
+                {"dtype": "int8"},
+                "unknown dtype 'int8' for sinusoidal; choose from: float64, float32, float16, bfloat16",
+            ),
+            ({"length": 0}, "length=0 is out of range; sinusoidal needs length >= 1"),
+            ({"dim": -3}, "dim=-3 is out of range"),
+            ({"offset": 2**31}, "out of range"),
+            ({"freq": "t2t", "min_timescale": 10, "max_timescale": 2}, "max_timescale=2.0 is below min_timescale=10.0"),
+        ],
+        lambda case: _bad_parameters_name_the_value_and_the_fix(*case),
+    )
+
+
+def _bad_parameters_name_the_value_and_the_fix(params, message):
     with pytest.raises(ParameterError) as err:
         make_encoding("sinusoidal", {"length": 8, "dim": 8, **params})
     assert message in str(err.value)

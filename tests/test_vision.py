@@ -24,6 +24,7 @@ from posenc_cli.models.records import RECORDS
 from posenc_cli.models.vision import parse_image_size, vision_table
 
 from .conftest import cli
+from .each import each
 
 DATA = Path(__file__).resolve().parent / "data"
 MODELS = DATA / "models"
@@ -42,19 +43,27 @@ def model_goldens() -> dict[str, np.ndarray]:
         return {k: z[k] for k in z.files}
 
 
-KERNEL_CASES = sorted(k[:-3] for k in kernel_goldens() if k.endswith("|in"))
-MODEL_CASES = sorted(k for k in model_goldens() if k.count("|") == 2)
+def kernel_cases() -> list[str]:
+    return sorted(k[:-3] for k in kernel_goldens() if k.endswith("|in"))
+
+
+def model_cases() -> list[str]:
+    return sorted(k for k in model_goldens() if k.count("|") == 2)
 
 
 # ----- the kernels --------------------------------------------------------------------------------------------
 def test_kernel_goldens_cover_every_mode() -> None:
-    seen = {tuple(c.split("|")[1:5]) for c in KERNEL_CASES}
+    seen = {tuple(c.split("|")[1:5]) for c in kernel_cases()}
     assert len(seen) == 16  # 2 modes x antialias x align_corners x (size, scale_factor)
     assert str(kernel_goldens()["torch_version"]).startswith("2.13")
 
 
-@pytest.mark.parametrize("case", KERNEL_CASES)
-def test_kernel_matches_torch(case: str) -> None:
+def test_kernel_matches_torch() -> None:
+    """Every golden case (:func:`tests.each.each`: each failure named; the goldens load when this runs)."""
+    each(kernel_cases(), _kernel_matches_torch)
+
+
+def _kernel_matches_torch(case: str) -> None:
     g = kernel_goldens()
     _, mode, aa, ac, by, a, b = case.split("|")
     rule = Resampling(mode, align_corners=ac == "1", antialias=aa == "1")
@@ -89,8 +98,12 @@ def test_scale_factor_differs_from_size() -> None:
 
 
 # ----- each model type's rule, against the model's own code ---------------------------------------------------
-@pytest.mark.parametrize("case", MODEL_CASES)
-def test_model_rows_match_the_models_own_code(case: str) -> None:
+def test_model_rows_match_the_models_own_code() -> None:
+    """Every model, engine and size of the goldens (:func:`tests.each.each`: each failure named)."""
+    each(model_cases(), _model_rows_match)
+
+
+def _model_rows_match(case: str) -> None:
     model, engine, size = case.split("|")
     path = str(DOCS_MODEL if model == "docs_dinov2" else MODELS / f"vision_{model}")
     rows, meta = vision_table(
@@ -115,7 +128,7 @@ def test_every_record_has_goldens_at_four_sizes_at_least() -> None:
     for mt, rec in RECORDS.items():
         if rec.vision is None or mt in own_rules:
             continue
-        sizes = {c.split("|")[2] for c in [*MODEL_CASES, *towers] if c.startswith(mt + "|hf|")}
+        sizes = {c.split("|")[2] for c in [*model_cases(), *towers] if c.startswith(mt + "|hf|")}
         need = 1 if rec.vision.resampling is None else 4  # Llama 4 runs at its native size only
         assert len(sizes) >= need and "native" in sizes, (mt, sizes)
         assert any(len(set(s.split("x"))) == 2 for s in sizes) or need == 1  # a non-square size

@@ -87,10 +87,15 @@ def default_config(mt: str, rope_type: str, n_freq: int) -> dict[str, Any]:
     return cfg
 
 
-@cache
 def max_positions(mt: str) -> int:
     """max_position_embeddings as the type's config gives it (under any alias its class maps), else 4096 - what
-    the inventory tool gave the rope types' parameters."""
+    the inventory tool gave the rope types' parameters (once per type and verification setting: reading the
+    config is refused where verification refuses its record)."""
+    return _max_positions(mt, records.VERIFY)
+
+
+@cache
+def _max_positions(mt: str, verify: bool) -> int:
     try:
         mc = read_model_config(default_config(mt, "default", 0))
         rotating = [lt for lt, p in mc.all_params(1).items() if p is not None]
@@ -110,15 +115,41 @@ def unique_cos(ref: np.ndarray, n: int) -> np.ndarray:
 
 
 _CHECKED: dict[tuple[str, bool], str] = {}
+#: model type -> the derived records its check read with verification on (records._derived's arguments)
+_READ: dict[str, set[str]] = {}
 
 
 def check_type(mt: str) -> str:
     """:func:`_check_type`, once per type and verification setting in a process (the tests and the freshness
-    check share the work)."""
+    check share the work). With verification off, the outcome found with it on is the same where that check
+    read no record verification refuses (records.py's ``_derive`` is the only reader of VERIFY, and refuses only
+    the types of ``_unverified``): the same records, the same reading, the same arrays."""
     key = (mt, records.VERIFY)
     if key not in _CHECKED:
-        _CHECKED[key] = _check_type(mt)
+        on = (mt, True)
+        if not records.VERIFY and on in _CHECKED and not _READ[mt] & records._unverified().keys():
+            _CHECKED[key] = _CHECKED[on]
+        else:
+            _CHECKED[key] = _watched(mt)
     return _CHECKED[key]
+
+
+def _watched(mt: str) -> str:
+    """:func:`_check_type`, noting (with verification on) every derived record it read."""
+    read: set[str] = set()
+    inner = records._derived
+
+    def noted(model_type: str) -> Any:
+        read.add(model_type)
+        return inner(model_type)
+
+    records._derived = noted  # type: ignore[assignment]
+    try:
+        return _check_type(mt)
+    finally:
+        records._derived = inner  # type: ignore[assignment]
+        if records.VERIFY:
+            _READ[mt] = read
 
 
 def _check_type(mt: str) -> str:

@@ -13,6 +13,7 @@ as a double-double ``r_hi + r_lo`` to ~2**-60 absolute. Finally
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable, Hashable
@@ -67,7 +68,18 @@ def geometric(first: Decimal, ratio: Decimal, n: int) -> list[Decimal]:
 
 
 def double_double(values: list[Decimal]) -> tuple[np.ndarray, np.ndarray]:
-    """Split high-precision decimals into float64 ``hi`` and ``lo`` parts (``hi + lo`` ~ value to ~106 bits)."""
+    """Split high-precision decimals into float64 ``hi`` and ``lo`` parts (``hi + lo`` ~ value to ~106 bits).
+
+    New arrays on every call; the split of the same values is kept (:func:`_double_double`): reading a model's
+    config builds its frequencies once per layer type and length, most with the same base and width."""
+    hi, lo = _double_double(tuple(values))
+    return hi.copy(), lo.copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _double_double(values: tuple[Decimal, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`double_double` of ``values`` (a tuple: the cache's key; equal decimals split alike). Each value
+    costs ~10 us (``float`` of a 60-digit decimal parses its string), its hash ~0.5 us."""
     hi = np.array([float(v) for v in values], dtype=np.float64)
     with localcontext() as ctx:
         ctx.prec = 80

@@ -1354,6 +1354,15 @@ def _unverified() -> dict[str, str]:
 
 
 def _derived(model_type: str) -> Record | str:
+    """:func:`_derived_as` under the verification setting in force (:data:`VERIFY`)."""
+    return _derived_as(model_type, VERIFY)
+
+
+@cache
+def _derived_as(model_type: str, verify: bool) -> Record | str:
+    """The derived record of ``model_type`` or why it is refused, once per type and ``verify`` (the value of
+    :data:`VERIFY` it was derived under) in a process: reading a config asks for its record several times (the
+    type, its text model, each layer's reading), and every ask derived it again (0.5 ms each)."""
     entry = inventory_entry(model_type)
     assert entry is not None
     try:
