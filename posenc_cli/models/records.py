@@ -801,6 +801,10 @@ class Vision:
     #: the config key of the patch the grid is counted in (``image // patch``; Hiera: ``patch_stride``, its
     #: ``patch_size`` being the convolution's kernel)
     patch_key: str = "patch_size"
+    #: the config key of a spatial merge ``m`` (Qwen3-VL's ``spatial_merge_size``): the patch grid, given as
+    #: ``--grid`` or ``--image-size`` as the tower's rotary takes it, has sides of multiples of ``m`` and its rows
+    #: come in ``m x m`` blocks (block-major, row-major inside a block), as the tower orders its patches
+    merge: str | None = None
     fingerprints: tuple[str, ...] = ()
 
 
@@ -873,6 +877,20 @@ _VISION: tuple[Record, ...] = (
             "patch takes the row of the bucket its fractional coordinate falls in, no interpolation)",
             tensor=_EMBEDDING, extra=(), resampling=("bucket", False, False, "size"), keep="never",
             fingerprints=("62639230f865eab0",)),
+    # Qwen3-VL's tower: the square num_position_embeddings table resampled per patch by taps and weights
+    # (vision_utils.py get_vision_interpolation_indices_and_weights l.231-297, _interpolation_axis_taps_weights
+    # l.191-228: bilinear, align_corners=True set at Qwen3VLVisionModel.__init__ l.639-643, the patches in
+    # spatial-merge order), gathered and summed in Qwen3VLVisionModel.forward (l.670-696). The same forward in
+    # Qwen3-VL-MoE's, Qwen3-Omni's, Cosmos 3 Omni's and Cohere Compass's towers; Qwen3.5's forward
+    # (qwen3_5/modeling_qwen3_5.py l.1156-1180, no deepstack) makes the same call (its __init__ l.1136-1140)
+    _vision("qwen3_vl_vision", "qwen3_vl/modeling_qwen3_vl.py Qwen3VLVisionModel.forward (l.670-696: pos_embed "
+            "gathered by get_vision_interpolation_indices_and_weights, vision_utils.py l.231-297, with "
+            "_interpolation_axis_taps_weights l.191-228; mode bilinear, align_corners=True from __init__ l.639-643; "
+            "rows in spatial_merge_size blocks)", tensor="pos_embed.weight", extra=(),
+            resampling=("bilinear", True, False, "taps"), keep="never", grid_from="num_position_embeddings",
+            merge="spatial_merge_size", fingerprints=("17e4ae629eef661d", "6a7dfd11e7d043cf"),
+            not_read="the 2-D rotary its attention applies (Qwen3VLVisionRotaryEmbedding, l.111-130): the "
+            "inventory could not run it (its vision_rotary is unobserved)"),
     # multimodal wrappers: their vision tower's table (their text tower's learned table is not read here)
     _vision("clip", "clip/modeling_clip.py CLIPModel.vision_model", tower=("vision_config", "clip_vision_model",
             "vision_model.")),

@@ -1,0 +1,214 @@
+"""The vision tables read last: Qwen3-VL's learned grid (gathered per patch by taps, in spatial-merge order), BEiT's
+and Data2Vec-Vision's relative bias at other image sizes, and ViViT / TimeSformer at other frame counts.
+
+Goldens come from each model's own code (transformers 5.24, torch 2.13), run once in the side environment by
+tools/golden/vision_gaps.py: tiny random models (tests/data/models/vision_qwen3_*, tests/data/vision/models/
+tiny_beit_rect; the BEiT, ViViT and TimeSformer models already committed) and, per grid, image size or frame
+count, what the model's forward adds (or the error its code raised there).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from posenc_cli.errors import ParameterError
+from posenc_cli.inspect.diagnose.resampling import noise
+from posenc_cli.models.config_file import load_config
+from posenc_cli.models.vision import claims, observed, reading, vision_table
+from posenc_cli.models.vision_bias import tables
+
+from .conftest import cli
+
+DATA = Path(__file__).resolve().parent / "data"
+MODELS = DATA / "models"
+BIAS_MODELS = DATA / "vision" / "models"
+
+
+@cache
+def goldens() -> dict[str, np.ndarray]:
+    with np.load(DATA / "vision" / "gaps_goldens.npz") as z:
+        return {k: z[k] for k in z.files}
+
+
+def _keys(prefix: str) -> list[list[str]]:
+    return [k.split("|") for k in goldens() if k.startswith(prefix + "|")]
+
+
+def _weights(path: Path, suffix: str) -> np.ndarray:
+    from safetensors.numpy import load_file
+
+    found = [v for k, v in load_file(str(path / "model.safetensors")).items() if k.endswith(suffix)]
+    assert len(found) == 1, suffix
+    return found[0]
+
+
+def test_goldens_are_the_side_environments() -> None:
+    g = goldens()
+    assert str(g["transformers_version"]) == "5.24.0" and str(g["torch_version"]).startswith("2.13")
+
+
+# ----- 1. Qwen3-VL's tower table ---------------------------------------------------------------------------------
+QWEN = ("qwen3_vl_vision", "qwen3_5_vision", "qwen3_vl")
+
+
+def test_qwen3_tower_rows_are_the_models_own_at_every_grid() -> None:
+    """Each tower (and the full Qwen3-VL, its tower under model.visual) at its native grid and at grids down,
+    up and non-square, against its own forward; a grid the tower's code refuses is refused by name."""
+    wrong = []
+    for model in QWEN:
+        path = MODELS / f"vision_{model}"
+        config = load_config(str(path))
+        cases = _keys(model)
+        made = {g for _, g, kind in cases if kind == "rows"}
+        native = "x".join([str(int(np.sqrt(_weights(path, "pos_embed.weight").shape[0])))] * 2)
+        assert native in made and len(made - {native}) >= 3 and any(len(set(g.split("x"))) == 2 for g in made)
+        for _, grid, kind in cases:
+            if kind == "refused":
+                with pytest.raises(ParameterError, match="does not fit spatial_merge_size 2"):
+                    vision_table(str(path), config, grid=grid)
+                continue
+            want = goldens()[f"{model}|{grid}|rows"]
+            got, meta = vision_table(str(path), config, grid=None if grid == native else grid)
+            if got.shape != want.shape or np.abs(got - want).max() > noise(want) or meta["grid"] != grid:
+                wrong.append((model, grid))
+    assert not wrong, wrong
+
+
+def test_qwen3_image_size_is_the_grid_through_the_patch_and_merge() -> None:
+    path = str(MODELS / "vision_qwen3_vl_vision")
+    config = load_config(path)
+    rows, meta = vision_table(path, config, image_size="32x48")  # patch 4: the 8x12 grid
+    assert np.array_equal(rows, goldens()["qwen3_vl_vision|8x12|rows"]) and meta["grid"] == "8x12"
+    with pytest.raises(ParameterError, match=r"not a multiple of 8x8 pixels .* e\.g\. 40x48"):
+        vision_table(path, config, image_size="36x48")  # the processor's smart_resize would resize it first
+    with pytest.raises(ParameterError, match="both give the patch grid"):
+        vision_table(path, config, image_size="32x48", grid="8x12")
+
+
+def test_qwen3_rows_come_in_merge_blocks() -> None:
+    """At the native grid the tower adds its table as it is, in 2x2 spatial-merge block order: the weights' table
+    put in that order with plain numpy is the golden, and the row-major table is not."""
+    path = MODELS / "vision_qwen3_vl_vision"
+    table = _weights(path, "pos_embed.weight")
+    want = goldens()["qwen3_vl_vision|6x6|rows"]
+    blocks = table.reshape(3, 2, 3, 2, -1).transpose(0, 2, 1, 3, 4).reshape(36, -1)
+    assert np.array_equal(blocks, want) and not np.allclose(table, want)
+
+
+def test_every_type_running_the_same_code_is_read_by_its_fingerprint() -> None:
+    types = ["qwen3_vl", "qwen3_vl_moe", "qwen3_vl_moe_vision", "qwen3_5", "qwen3_5_moe_vision",
+             "qwen3_omni_moe_thinker", "qwen3_omni_moe_vision_encoder", "cosmos3_omni"]  # fmt: skip
+    for mt in types:
+        r = reading({"model_type": mt})
+        assert r.vision.resampling == ("bilinear", True, False, "taps") and r.vision.merge == "spatial_merge_size"
+        (entry,) = observed(mt)
+        # the call the inventory saw run: the code's own arguments (the rule writes the border padding only)
+        assert entry["resize"]["spatial_merge_size"] == 2 and entry["resize"]["padding"] == "border", mt
+    # a wrapper reads its language model unless its vision tower is asked for
+    assert not claims({"model_type": "qwen3_vl"})
+    assert claims({"model_type": "qwen3_vl"}, grid="8x12") and claims({"model_type": "qwen3_vl"}, tower="vision")
+
+
+def test_qwen3_cli_tower_vision_grid(tmp_path: Path) -> None:
+    from posenc_cli.formats import read_table
+
+    out = tmp_path / "q.safetensors"
+    code, _, err = cli(["export", str(MODELS / "vision_qwen3_vl"), "--tower", "vision", "--grid", "8x12", "-o",
+                        str(out)])  # fmt: skip
+    assert code == 0, err
+    table = read_table(str(out))
+    assert np.array_equal(table.tensors["pe"], goldens()["qwen3_vl|8x12|rows"])
+    assert table.metadata["row_order"].startswith("2x2 spatial-merge blocks")
+    assert table.metadata["weights_tensor"].endswith("visual.pos_embed.weight")
+    code, _, err = cli(["export", str(MODELS / "vision_qwen3_vl"), "--tower", "vision", "--grid", "5x6", "-o",
+                        str(out), "--force"])  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and "5x6" in err and "spatial_merge_size" in err, err
+
+
+# ----- 2. BEiT's relative bias at another image size ---------------------------------------------------------------
+BEIT = ("tiny_beit", "tiny_data2vec_vision", "tiny_beit_rect")
+
+
+def test_beit_bias_and_index_are_the_models_own_at_every_size() -> None:
+    """The bias each layer's (or the shared) RelativePositionBias adds in the model's forward, at the native size
+    and at other sizes (non-square ones too; a non-square native table is resized even at its own size, as the
+    code views it width first), with and without interpolate_pos_encoding; the index of the new window."""
+    wrong = []
+    for model in BEIT:
+        path = str(BIAS_MODELS / model)
+        config = load_config(path)
+        sizes = sorted({s for _, s, _ in (k[:3] for k in _keys(model))})
+        assert "native" in sizes and len(sizes) >= 4
+        for size in sizes:
+            image = None if size == "native" else size
+            if f"{model}|{size}|refused" in goldens():
+                with pytest.raises(ParameterError, match="smaller than one 2x2 patch"):
+                    tables(path, config, "index", image)
+                continue
+            index, _ = tables(path, config, "index", image)
+            if not np.array_equal(index["index"], goldens()[f"{model}|{size}|index"]):
+                wrong.append((model, size, "index"))
+            bias, _ = tables(path, config, "bias", image)
+            names = sorted({k[2] for k in _keys(model) if k[1] == size} - {"index"})
+            assert len(names) == len(bias)
+            for k, name in enumerate(names):  # the modules in the model's order, as the weights sort
+                for variant in ("", "|interpolate_pos_encoding"):
+                    want = goldens()[f"{model}|{size}|{name}{variant}"]
+                    got = bias[f"bias_{k}"]
+                    if got.shape != want.shape or np.abs(got - want).max() > noise(want):
+                        wrong.append((model, size, name, variant))
+    assert not wrong, wrong
+
+
+def test_a_non_square_beit_table_is_not_its_raw_gather() -> None:
+    """The width-first view matters: the raw table gathered by the index (plain numpy) is not what the model adds."""
+    from posenc_cli.models.vision_bias import relative_position_index
+
+    raw = _weights(BIAS_MODELS / "tiny_beit_rect", "relative_position_bias_table")
+    gathered = raw[relative_position_index(4, 6, cls=True)].transpose(2, 0, 1)
+    want = goldens()["tiny_beit_rect|native|layers.0.relative_position_bias.relative_position_bias_table"]
+    assert gathered.shape == want.shape and np.abs(gathered - want).max() > 0.1
+
+
+# ----- 3. ViViT and TimeSformer at another frame count ---------------------------------------------------------------
+def test_video_tables_at_other_frame_counts_are_the_models_own() -> None:
+    wrong = []
+    for model in ("vivit", "timesformer"):
+        path = str(MODELS / f"vision_{model}")
+        config = load_config(path)
+        cases = [k for k in _keys(model) if "interpolate_pos_encoding" not in k]
+        assert sum(k[-1] == "rows" for k in cases) >= 2 and len(cases) >= 5
+        for _, spec, kind in cases:
+            frames, _, size = spec[1:].partition("@")
+            if kind == "refused":
+                with pytest.raises(ParameterError, match="tubelet"):
+                    vision_table(path, config, frames=frames, image_size=size or None)
+                continue
+            want = goldens()[f"{model}|{spec}|rows"]
+            got, meta = vision_table(path, config, frames=frames, image_size=size or None)
+            if got.shape != want.shape or np.abs(got - want).max() > noise(want) or "frames" not in meta:
+                wrong.append((model, spec))
+    assert not wrong, wrong
+
+
+def test_timesformer_frames_cross_check_in_plain_numpy() -> None:
+    """5 frames of a 3-frame model: each patch's row plus the time row torch's nearest picks, floor(t * 3 / 5)."""
+    path = MODELS / "vision_timesformer"
+    pos = _weights(path, "embeddings.position_embeddings")[0]
+    time = _weights(path, "embeddings.time_embeddings")[0]
+    pick = [0, 0, 1, 1, 2]
+    rows = [pos[0]] + [pos[1 + p] + time[pick[t]] for p in range(16) for t in range(5)]
+    assert np.allclose(np.stack(rows), goldens()["timesformer|f5|rows"], atol=1e-6, rtol=0)
+
+
+def test_frames_is_refused_by_name_where_it_cannot_apply() -> None:
+    path = str(MODELS / "vision_vit")
+    with pytest.raises(ParameterError, match=r"applies to a video model.s table .* vit.s has no frames"):
+        vision_table(path, load_config(path), frames=4)
+    path = str(MODELS / "vision_timesformer")
+    with pytest.raises(ParameterError, match="is not a frame count"):
+        vision_table(path, load_config(path), frames="0")
