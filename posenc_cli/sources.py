@@ -612,8 +612,9 @@ def _vision_source(
     layer = given.pop("layer", None)  # -p layer=N: a per-layer table (YOLOS's mid_position_embeddings)
     grid = given.pop("grid", None)  # --grid HxW: the patch grid of a tower that takes one (Qwen3-VL's)
     frames = given.pop("frames", None)  # -p frames=N: a video model's frame count (ViViT, TimeSformer)
+    stage = given.pop("stage", None)  # -p stage=K: the table of stage K, of a model with one per stage (PVT)
     rows, meta = vision_table(text, config, image_size=image_size, engine=engine, layer=layer, grid=grid,
-                              frames=frames)  # fmt: skip
+                              frames=frames, stage=stage)  # fmt: skip
     src = _weights_source(text if engine is None else f"{text}@{engine}", rows, meta, given)
     src.encoding_note = "a trained vision table read from the model's weights, at an image size"
     return src

@@ -212,3 +212,39 @@ def test_frames_is_refused_by_name_where_it_cannot_apply() -> None:
     path = str(MODELS / "vision_timesformer")
     with pytest.raises(ParameterError, match="is not a frame count"):
         vision_table(path, load_config(path), frames="0")
+
+
+# ----- 4. PVT: a table per stage -------------------------------------------------------------------------------------
+def test_pvt_stage_tables_are_the_models_own_at_every_size() -> None:
+    """Each stage's table, added as it is over the grid its patch convolutions make; a size where the model's forward
+    fails (another patch count, a grid smaller than a convolution or than the attention's reduction) is refused."""
+    path = str(MODELS / "vision_pvt")
+    config = load_config(path)
+    sizes = sorted({k[1] for k in _keys("pvt")})
+    ran = [s for s in sizes if f"pvt|{s}|refused" not in goldens()]
+    assert "native" in ran and len(ran) >= 4 and any(len(set(s.split("x"))) == 2 for s in ran)
+    wrong = []
+    for size in sizes:
+        image = None if size == "native" else size
+        for stage in range(4):
+            if size not in ran:
+                with pytest.raises(ParameterError, match="its forward fails there"):
+                    vision_table(path, config, image_size=image, stage=stage)
+                continue
+            want = goldens()[f"pvt|{size}|stage{stage}"]
+            got, meta = vision_table(path, config, image_size=image, stage=stage)
+            if got.shape != want.shape or not np.array_equal(got, want):
+                wrong.append((size, stage))
+    assert not wrong, wrong
+    # 128x8: 32x2 then 16x1 patches, the table's counts, but stage 1's attention reduces by 2x2 and fails there (the
+    # golden's error: a 16 x 1 input to a 2 x 2 kernel)
+    assert "(16 x 1). Kernel size: (2 x 2)" in str(goldens()["pvt|128x8|refused"])
+    with pytest.raises(ParameterError, match="stage 1 has a 16x1 grid and its attention reduces it by a 2x2"):
+        vision_table(path, config, image_size="128x8", stage=0)
+    _, meta = vision_table(path, config, image_size="66x19", stage=3)  # floored: 16x4, 8x2, 4x1, 4x1
+    assert meta["extra_rows"] == "0:cls" and meta["grid"] == "4x1" and meta["stage_grids"] == "16x4, 8x2, 4x1, 4x1"
+    with pytest.raises(ParameterError, match=r"is not a stage of pvt: give 0\.\.3"):
+        vision_table(path, config, stage=4)
+    vit = str(MODELS / "vision_vit")
+    with pytest.raises(ParameterError, match="applies to a model with a position table per stage"):
+        vision_table(vit, load_config(vit), stage=1)

@@ -805,6 +805,11 @@ class Vision:
     #: ``--grid`` or ``--image-size`` as the tower's rotary takes it, has sides of multiples of ``m`` and its rows
     #: come in ``m x m`` blocks (block-major, row-major inside a block), as the tower orders its patches
     merge: str | None = None
+    #: ``(tensor template with {k}, stage count key, patch key, stride key, reduction key)`` of a model with a table
+    #: per stage (PVT), read with ``-p stage=K`` (0 by default): each stage's patch convolution (kernel the stride
+    #: key's entry, stride the patch key's) makes its grid from the last one's, and its attention reduces that grid
+    #: by a convolution of the reduction key's entry
+    stages: tuple[str, str, str, str, str] | None = None
     fingerprints: tuple[str, ...] = ()
 
 
@@ -891,6 +896,17 @@ _VISION: tuple[Record, ...] = (
             merge="spatial_merge_size", fingerprints=("17e4ae629eef661d", "6a7dfd11e7d043cf"),
             not_read="the 2-D rotary its attention applies (Qwen3VLVisionRotaryEmbedding, l.111-130): the "
             "inventory could not run it (its vision_rotary is unobserved)"),
+    # PVT: a table per stage, added as it is (its interpolate_pos_encoding reshapes the table to the new grid and
+    # resizes it to that same grid: only the table's patch count runs)
+    _vision("pvt", "pvt/modeling_pvt.py PvtPatchEmbeddings (l.58-67: (image_size_k // patch_sizes[k])^2 rows, the "
+            "last stage's after a class row; image_size_k is image_size, then image_size // 2**(k+1), PvtEncoder "
+            "l.331-342; interpolate_pos_encoding l.72-81: the table reshaped to the new grid and resized to that same "
+            "grid, so it is added as it is and only at its patch count; forward l.83-102: the grid of the patch "
+            "convolution, kernel strides[k], stride patch_sizes[k]); PvtEfficientSelfAttention l.143-168 reduces "
+            "each grid by a sequence_reduction_ratios[k] convolution", tensor="encoder.patch_embeddings.0."
+            "position_embeddings", extra=(), resampling=None, keep="same_count", reshape="config",
+            stages=("encoder.patch_embeddings.{k}.position_embeddings", "num_encoder_blocks", "patch_sizes", "strides",
+                    "sequence_reduction_ratios"), fingerprints=("6e8973955f27d2bd",)),
     # multimodal wrappers: their vision tower's table (their text tower's learned table is not read here)
     _vision("clip", "clip/modeling_clip.py CLIPModel.vision_model", tower=("vision_config", "clip_vision_model",
             "vision_model.")),

@@ -479,6 +479,10 @@ class Layout:
     merge: int = 1
     #: the frames of one tubelet (ViViT's ``tubelet_size[0]``), with ``frames``
     tubelet_frames: int = 1
+    #: a model with a table per stage (PVT): every stage's ``(kernel, stride, reduction, patch count)``, and the
+    #: stage this layout's table belongs to
+    chain: tuple[tuple[int, int, int, int], ...] = ()
+    stage: int = 0
     #: rows after the grid kept as they are (YOLOS's detection tokens), after ``extra`` when it is at the end
     after: tuple[str, ...] = ()
     #: ``tokens``, ``dropped`` or ``added`` (:class:`.records.Vision` ``extra_use``)
@@ -715,8 +719,11 @@ def _timm_layout(config: Mapping[str, Any], path: str, rows: int) -> Layout:
                   unpositioned)  # fmt: skip
 
 
-def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple[Layout, Any, str, str]:
-    """``(layout, table, file, tensor)`` of the model directory ``path`` under ``engine`` (None: the model's own)."""
+def layout_of(
+    path: str, config: Mapping[str, Any], engine: str | None, stage: Any = None
+) -> tuple[Layout, Any, str, str]:
+    """``(layout, table, file, tensor)`` of the model directory ``path`` under ``engine`` (None: the model's own);
+    ``stage``: the stage whose table to read, of a model with one per stage (PVT: ``-p stage=K``)."""
     if engine is not None and engine not in ENGINES:
         raise ParameterError(
             f"{param('engine')} {engine} has no rule for a vision position table; choose from: {', '.join(ENGINES)}"
@@ -738,6 +745,18 @@ def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple
     read = reading(config, path)
     vision, mt, config, prefix = read.vision, read.defaults_of, read.config, read.prefix
     _refuse_unmodelled(mt, vision, config, path)
+    if stage is not None and vision.stages is None:
+        raise ParameterError(
+            f"{param('stage')} applies to a model with a position table per stage (PVT); {mt} has one table: drop it"
+        )
+    if vision.stages is not None:
+        layout, table, file, name = _stage_layout(read, path, stage)
+        if engine == "timm":
+            raise ParameterError(
+                f"{param('engine')} timm keeps prefix rows before a 2-D grid; {mt} adds a table per stage, each as "
+                f"it is: drop {param('engine')}"
+            )
+        return layout, table, file, name
     table, file, name = _read_any(path, (vision.tensor, *read.also))
     raw_shape = list(table.shape)
     table = _rows(table, file, name, grid=vision.tensor_layout == "hwc", channels_first=vision.tensor_layout == "chw")
@@ -762,6 +781,97 @@ def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple
         layout = replace(layout, reference=f"{_TIMM} over {layout.reference}", engine="timm",
                          resampling=TIMM_RESAMPLING, keep="same_grid")  # fmt: skip
     return layout, table, file, name
+
+
+def _stage_layout(read: Reading, path: str, stage: Any) -> tuple[Layout, Any, str, str]:
+    """The layout and table of stage ``stage`` (0 when None) of a model with a table per stage (PVT; the record's
+    ``stages``): its native grid ``image_size_k // patch_k`` squared, ``image_size_k`` the config's ``image_size``
+    for stage 0 and ``image_size // 2**(k+1)`` after (``PvtEncoder.__init__``), a class row before the last
+    stage's grid, and every stage's convolutions (:func:`_resize_stages` follows the image through them)."""
+    vision, config, mt = read.vision, read.config, read.defaults_of
+    assert vision.stages is not None
+    template, count_key, patch_key, stride_key, reduce_key = vision.stages
+    n = _config_int(config, count_key, _default(mt, vision, count_key), path)[0]
+
+    def per_stage(key: str) -> list[int]:
+        value = config.get(key, _default(mt, vision, key))
+        if not (isinstance(value, (list, tuple)) and len(value) >= n and all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value[:n])):  # fmt: skip
+            raise ParameterError(f"{path}: config key {key}={value!r} is not {n} positive integers (one per stage)")
+        return [int(v) for v in value[:n]]
+
+    patches, strides, reduce = per_stage(patch_key), per_stage(stride_key), per_stage(reduce_key)
+    image = config.get("image_size", _default(mt, vision, "image_size"))
+    if isinstance(image, bool) or not isinstance(image, int) or image < 1:
+        raise ParameterError(
+            f"{path}: config key image_size={image!r} is not a positive integer; {mt}'s code needs one"
+        )
+    text = "0" if stage is None else str(stage).strip()
+    if isinstance(stage, bool) or not text.isdigit() or int(text) >= n:
+        raise ParameterError(f"{param('stage')} {stage!r} is not a stage of {mt}: give 0..{n - 1}")
+    k = int(text)
+    counts = [((image if i == 0 else image // 2 ** (i + 1)) // patches[i]) ** 2 for i in range(n)]
+    prefix = vision.tensor[: -len(template.format(k=0))] if vision.tensor.endswith(template.format(k=0)) else ""
+    table, file, name = read_table(path, prefix + template.format(k=k))
+    table = _rows(table, file, name)
+    extra = ("cls",) if k == n - 1 else ()
+    if table.shape[0] != counts[k] + len(extra):
+        raise ParameterError(
+            f"{path}: tensor {name} has {table.shape[0]} rows and the config makes stage {k} a {counts[k]}-patch grid"
+            f"{' + a class row' if extra else ''}; the config and weights disagree"
+        )
+    side = math.isqrt(counts[k])
+    chain = tuple((strides[i], patches[i], reduce[i], counts[i]) for i in range(n))
+    layout = Layout(read.model_type, read.reference, "hf", (side, side), (patches[k], patches[k]), (image, image),
+                    extra, "start", None, "same_count", chain=chain, stage=k)  # fmt: skip
+    return layout, table, file, name
+
+
+def _resize_stages(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[Any, dict[str, str]]:
+    """A per-stage table at an image size: the image followed through every stage's patch convolution (``(g -
+    kernel) // stride + 1``); a stage whose grid has another patch count than its table, or is smaller than its
+    convolution's kernel or its attention's reduction, makes the model's forward fail: refused by name."""
+    import numpy as np
+
+    img = layout.native_image if image is None else image
+    g = img
+    grids = []
+    n = len(layout.chain)
+    for i, (kernel, stride, reduce, count) in enumerate(layout.chain):
+        where = f"{param('image_size')} {_size(img)}: {layout.model_type}'s stage {i}"
+        fix = f"give an image whose stages keep their tables' patch counts, e.g. {_size(layout.native_image)}"
+        if g[0] < kernel or g[1] < kernel:
+            raise ParameterError(f"{where} gets a {_size(g)} input, smaller than its {kernel}x{kernel} patch "
+                                 f"convolution: its forward fails there; {fix}")  # fmt: skip
+        g = ((g[0] - kernel) // stride + 1, (g[1] - kernel) // stride + 1)
+        if g[0] * g[1] != count:
+            raise ParameterError(
+                f"{where} makes a {_size(g)} patch grid ({g[0] * g[1]} patches) and adds its {count}-patch table as "
+                f"it is (interpolate_pos_encoding only reshapes it to that grid): its forward fails there; {fix}"
+            )
+        if reduce > 1 and (g[0] < reduce or g[1] < reduce or i == n - 1):
+            raise ParameterError(
+                f"{where} has a {_size(g)} grid and its attention reduces it by a {reduce}x{reduce} convolution"
+                + (" over its tokens with the class row" if i == n - 1 else "")
+                + f": its forward fails there; {fix}"
+            )
+        grids.append(g)
+    grid = grids[layout.stage]
+    before, _ = layout.before_after()
+    rows = np.concatenate([np.asarray(table[:before]), np.asarray(layout.cells(table))], axis=0)
+    meta = {
+        "grid": _size(grid),
+        "grid_offset": str(layout.offset()),
+        "extra_rows": layout.extra_rows(grid),
+        "resampling": "engine=hf, none: the stage's table added as it is, row-major over the stage's patch grid "
+        "(interpolate_pos_encoding reshapes it to that grid and resizes it to the same size)",
+        "image_size": _size(img),
+        "patch_size": _size(layout.patch),
+        "native_grid": _size(layout.native_grid),
+        "stage": f"{layout.stage} of stages 0..{n - 1} (-p stage=K; each stage adds its own table)",
+        "stage_grids": ", ".join(_size(s) for s in grids),
+    }
+    return rows, meta
 
 
 def _not_timm(layout: Layout) -> str | None:
@@ -939,6 +1049,8 @@ def resize(layout: Layout, table: Any, image: tuple[int, int] | None, grid: Any 
             f"{param('grid')} applies to a tower that takes a patch grid (Qwen3-VL's); {layout.model_type}'s table "
             f"is resized to an image: give {param('image_size')} HxW"
         )
+    if layout.chain:
+        return _resize_stages(layout, table, image)
     if layout.not_image is not None and image is not None:
         raise ParameterError(f"{param('image_size')} cannot apply: {layout.not_image}; drop {param('image_size')}")
     img = (layout.run_image or layout.native_image) if image is None else image
@@ -1096,17 +1208,19 @@ def vision_table(
     layer: Any = None,
     grid: Any = None,
     frames: Any = None,
+    stage: Any = None,
 ) -> tuple[Any, dict[str, str]]:
     """``(rows, metadata)``: the position rows a vision model (its directory ``path``) adds at ``image_size``
     (``H``, ``HxW`` or ``(H, W)``; None: its native size), under ``engine`` (``hf``, the model's own code, or
     ``timm``); every extra row in the model's order, and the grid in the metadata. ``layer`` (YOLOS): the table
     added after encoder layer ``layer`` instead of the first (``mid_position_embeddings[layer]``). ``grid``
     (``HxW`` patches): the patch grid of a tower that takes one (Qwen3-VL's), in place of ``image_size``.
-    ``frames``: a video model's frame count, in place of its config's ``num_frames`` (:func:`at_frames`)."""
+    ``frames``: a video model's frame count, in place of its config's ``num_frames`` (:func:`at_frames`).
+    ``stage``: the stage whose table to read, of a model with one per stage (PVT)."""
     from .. import __version__
 
     image = None if image_size is None else parse_image_size(image_size)
-    layout, table, file, name = layout_of(path, config, engine)
+    layout, table, file, name = layout_of(path, config, engine, stage)
     said = None
     if layer is not None:
         table, name, said = _layer_table(path, config, layout, table, layer)

@@ -14,6 +14,7 @@ Writes tests/data/vision/gaps_goldens.npz (key ``model|size|what``; a size the m
   BEiT made here with a non-square native grid, tiny_beit_rect): at an image size ``HxW`` (pixels), the bias each
   ``*RelativePositionBias`` module returns in the model's forward (a forward hook; ``what`` is the weight's name)
   and the index ``generate_relative_position_index`` gives for ``(H // patch, W // patch)``.
+* PVT (tests/data/models/vision_pvt): each stage's rows at an image size, key ``pvt|HxW|stageK``.
 * ViViT and TimeSformer (the committed tests/data/models/vision_vivit and vision_timesformer): at ``F`` frames (and
   an image size), the rows the embeddings add (the patch projection and class token zeroed), key
   ``vivit|f5|rows`` or ``timesformer|f5@24x16|rows``.
@@ -163,6 +164,47 @@ def _timesformer(root: Path, golden: dict) -> None:
                 golden[key + "|refused"] = _error(exc)
 
 
+PVT_SIZES = [None, (64, 16), (16, 64), (35, 35), (48, 48), (32, 48), (8, 8), (128, 8), (66, 19)]
+
+
+def _pvt(root: Path, golden: dict) -> None:
+    """PVT's per-stage tables: what each stage's PvtPatchEmbeddings adds (its projection, layer norm bias and class
+    token zeroed), caught by a forward hook on each, at image sizes; a size where the forward fails keeps the stages
+    that ran and the error (``pvt|HxW|refused``)."""
+    torch.manual_seed(2)
+    cfg = tf.PvtConfig(image_size=32, num_encoder_blocks=4, depths=[1, 1, 1, 1], sequence_reduction_ratios=[2, 2, 1, 1],
+                       hidden_sizes=[8, 8, 8, 8], patch_sizes=[4, 2, 2, 1], strides=[4, 2, 2, 1],
+                       num_attention_heads=[1, 1, 1, 1], mlp_ratios=[1, 1, 1, 1])
+    model = tf.PvtModel(cfg).eval()
+    out = root / "models" / "vision_pvt"
+    with torch.no_grad():
+        for e in model.encoder.patch_embeddings:
+            e.position_embeddings.normal_(std=0.5)
+    model.save_pretrained(out)
+    with torch.no_grad():
+        for e in model.encoder.patch_embeddings:
+            e.projection.weight.zero_()
+            e.projection.bias.zero_()
+            e.layer_norm.bias.zero_()
+            if e.cls_token is not None:
+                e.cls_token.zero_()
+        for size in PVT_SIZES:
+            h, w = size or (32, 32)
+            label = "native" if size is None else f"{h}x{w}"
+            got = {}
+            hooks = [e.register_forward_hook(lambda mod, args, o, k=k: (got.setdefault(k, o[0]), None)[1])
+                     for k, e in enumerate(model.encoder.patch_embeddings)]
+            try:
+                model(torch.zeros(1, 3, h, w))
+            except Exception as exc:
+                golden[f"pvt|{label}|refused"] = _error(exc)
+            finally:
+                for hk in hooks:
+                    hk.remove()
+            for k, rows in got.items():
+                golden[f"pvt|{label}|stage{k}"] = rows[0].numpy().astype(np.float32)
+
+
 def main(root: str) -> None:
     data = Path(root)
     golden: dict = {"torch_version": np.array(torch.__version__), "transformers_version": np.array(tf.__version__)}
@@ -174,6 +216,7 @@ def main(root: str) -> None:
     _beit(_beit_rect(data), "tiny_beit_rect", golden)
     _vivit(data, golden)
     _timesformer(data, golden)
+    _pvt(data, golden)
     golden = {k: np.asarray(v.detach().numpy() if isinstance(v, torch.Tensor) else v) for k, v in golden.items()}
     np.savez_compressed(data / "vision" / "gaps_goldens.npz", **golden)
     for k, v in golden.items():
