@@ -122,7 +122,7 @@ def test_qwen3_cli_tower_vision_grid(tmp_path: Path) -> None:
     assert code == 0, err
     table = read_table(str(out))
     assert np.array_equal(table.tensors["pe"], goldens()["qwen3_vl|8x12|rows"])
-    assert table.metadata["row_order"].startswith("2x2 spatial-merge blocks")
+    assert table.metadata["row_order"] == "merge" and table.metadata["merge"].startswith("2: 2x2 spatial-merge blocks")
     assert table.metadata["weights_tensor"].endswith("visual.pos_embed.weight")
     code, _, err = cli(["export", str(MODELS / "vision_qwen3_vl"), "--tower", "vision", "--grid", "5x6", "-o",
                         str(out), "--force"])  # fmt: skip

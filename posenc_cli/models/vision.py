@@ -1024,12 +1024,10 @@ def _resize_taps(layout: Layout, table: Any, image: tuple[int, int] | None, grid
         "patch_size": _size(layout.patch),
         "native_grid": _size(layout.native_grid),
         "grid_axes": "h,w",
-        "row_order": (
-            f"{layout.merge}x{layout.merge} spatial-merge blocks, block-major, row-major inside each block (the "
-            "tower's patch order)"
-            if layout.merge > 1
-            else "row-major"
-        ),
+        # the rotary towers' word (encodings/rope/vision.py): ``merge`` is not raster, so no check reads it as one
+        "row_order": "merge" if layout.merge > 1 else "raster",
+        "merge": f"{layout.merge}: {layout.merge}x{layout.merge} spatial-merge blocks, block-major, row-major inside "
+        "each block (the tower's patch order)",
         "frames": "one image (grid_thw t=1): each frame of a video adds these rows again",
     }
     return out, meta
