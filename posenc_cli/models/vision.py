@@ -975,13 +975,13 @@ def _patch_grid(layout: Layout, image: tuple[int, int] | None, grid: Any) -> tup
     rotary takes them (:func:`.vision_rope.from_config`): the image through the patch, refused where the processor
     would resize it first (a side not a multiple of ``patch * merge``, Qwen2-VL's ``smart_resize``); a grid whose
     sides are not multiples of the merge is refused (the tower's code fails there). And the image size in words."""
-    from .vision_rope import _sides
+    from ..encodings.grid import parse_grid
 
     merge, patch = layout.merge, layout.patch
     if grid is not None and image is not None:
         raise ParameterError(f"{param('grid')} and {param('image_size')} both give the patch grid; give one")
     if grid is not None:
-        h, w = _sides(str(grid), "grid")
+        h, w = parse_grid(str(grid), 2)
         said = f"{h * patch[0]}x{w * patch[1]} (the {h}x{w} patch grid)"
     elif image is not None:
         ih, iw = image
