@@ -245,6 +245,10 @@ def test_pvt_stage_tables_are_the_models_own_at_every_size() -> None:
     assert meta["extra_rows"] == "0:cls" and meta["grid"] == "4x1" and meta["stage_grids"] == "16x4, 8x2, 4x1, 4x1"
     with pytest.raises(ParameterError, match=r"is not a stage of pvt: give 0\.\.3"):
         vision_table(path, config, stage=4)
+    from posenc_cli.models.vision import describe
+
+    said = describe(path, config)  # what posenc kinds shows: every key the stages are made from
+    assert said["strides"]["value"] == [4, 2, 2, 1] and "-p stage=K" in said["extra_rows"]["value"]
     vit = str(MODELS / "vision_vit")
     with pytest.raises(ParameterError, match="applies to a model with a position table per stage"):
         vision_table(vit, load_config(vit), stage=1)

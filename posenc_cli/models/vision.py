@@ -1338,6 +1338,9 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
             extra += f"; after the grid: config key {vision.after[0]} {vision.after[2]} rows"
         if vision.strides is not None:
             keys: tuple[str, ...] = vision.strides
+        elif vision.stages is not None:  # PVT: a table per stage
+            keys = ("image_size", *vision.stages[1:])
+            extra = "a table per stage (-p stage=K); the last stage's has cls before its grid"
         elif vision.tubelets is not None:
             keys = ("image_size", vision.tubelets, "tubelet_size")
         else:
@@ -1350,7 +1353,7 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
             from_config = key in config
             value = config.get(key, _default(mt, vision, key))
             out[key] = {"value": value, "from": f"config key {key}" if from_config else f"default of {mt}"}
-        if vision.tubelets is None:
+        if vision.tubelets is None and vision.stages is None:
             value = config.get("patch_size", _default(mt, vision, "patch_size"))
             where = "config key patch_size" if "patch_size" in config else f"default of {mt}"
             out["patch_size"] = {"value": value, "from": where}
@@ -1362,6 +1365,8 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
     out["weights_tensor"] = {"value": tensor, "from": "the model's code"}
     out["extra_rows"] = {"value": extra, "from": "the model's code"}
     said = rule.describe() if rule is not None else "none: it runs at its native size only"
+    if not is_timm_config(config) and read.vision.stages is not None:
+        said = "none: each stage's table added as it is, at any image whose stages keep their tables' patch counts"
     out["resampling"] = {"value": said, "from": "the model's code, at another --image-size"}
     out["kept_when"] = {"value": _KEEP_WORDS[keep] or "never", "from": "the model's code"}
     return out
