@@ -111,6 +111,13 @@ def test_every_type_running_the_same_code_is_read_by_its_fingerprint() -> None:
     # a wrapper reads its language model unless its vision tower is asked for
     assert not claims({"model_type": "qwen3_vl"})
     assert claims({"model_type": "qwen3_vl"}, grid="8x12") and claims({"model_type": "qwen3_vl"}, tower="vision")
+    # --tower vision names the tower's table where no rotary tower was observed (Qwen3-VL's, CLIP's), and stays an
+    # error for a model with no vision tower
+    from posenc_cli.models.vision_rope import tower_of
+
+    assert tower_of({"model_type": "qwen3_vl"}, "vision") is None and tower_of({"model_type": "clip"}, "vision") is None
+    with pytest.raises(ParameterError, match="has no vision tower"):
+        tower_of({"model_type": "llama"}, "vision")
 
 
 def test_qwen3_cli_tower_vision_grid(tmp_path: Path) -> None:

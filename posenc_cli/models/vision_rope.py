@@ -58,10 +58,13 @@ def _has_grid_table(model_type: Any) -> bool:
 
 
 def _has_vision_table(model_type: Any) -> bool:
-    """The model type's vision tower adds a learned grid table the inventory saw its code place (Qwen3-VL's)."""
+    """The model type's vision tower adds a learned grid table: its record's (CLIP's, through its tower), or one
+    the inventory saw its code place (Qwen3-VL's)."""
     from .vision import observed
 
-    return isinstance(model_type, str) and any(e.get("method") for e in observed(model_type))
+    return _has_grid_table(model_type) or (
+        isinstance(model_type, str) and any(e.get("method") for e in observed(model_type))
+    )
 
 
 def tower_of(config: Mapping[str, Any], tower: str | None) -> tuple[VisionRotary, dict[str, Any], dict, str] | None:
