@@ -67,6 +67,8 @@ def test_qwen3_tower_rows_are_the_models_own_at_every_grid() -> None:
         native = "x".join([str(int(np.sqrt(_weights(path, "pos_embed.weight").shape[0])))] * 2)
         assert native in made and len(made - {native}) >= 3 and any(len(set(g.split("x"))) == 2 for g in made)
         for _, grid, kind in cases:
+            if kind not in ("rows", "refused"):
+                continue  # the rotary's cos and sin: test_qwen3_tower_rotary_is_the_towers_own
             if kind == "refused":
                 with pytest.raises(ParameterError, match="does not fit spatial_merge_size 2"):
                     vision_table(str(path), config, grid=grid)
@@ -111,28 +113,50 @@ def test_every_type_running_the_same_code_is_read_by_its_fingerprint() -> None:
     # a wrapper reads its language model unless its vision tower is asked for
     assert not claims({"model_type": "qwen3_vl"})
     assert claims({"model_type": "qwen3_vl"}, grid="8x12") and claims({"model_type": "qwen3_vl"}, tower="vision")
-    # --tower vision names the tower's table where no rotary tower was observed (Qwen3-VL's, CLIP's), and stays an
-    # error for a model with no vision tower
+    # --tower vision names the tower's rotary where one was observed (Qwen3-VL's), its table where none was (CLIP's),
+    # and stays an error for a model with no vision tower
     from posenc_cli.models.vision_rope import tower_of
 
-    assert tower_of({"model_type": "qwen3_vl"}, "vision") is None and tower_of({"model_type": "clip"}, "vision") is None
+    found = tower_of({"model_type": "qwen3_vl"}, "vision")
+    assert found is not None and found[0].preset == "qwen2-vl"
+    assert tower_of({"model_type": "clip"}, "vision") is None
     with pytest.raises(ParameterError, match="has no vision tower"):
         tower_of({"model_type": "llama"}, "vision")
 
 
-def test_qwen3_cli_tower_vision_grid(tmp_path: Path) -> None:
+def test_qwen3_tower_rotary_is_the_towers_own() -> None:
+    """--tower vision reads the tower's 2-D rotary (the qwen2-vl preset, which the inventory saw reproduce its
+    attention), against the cos and sin the tower's own rotary gives its blocks, at every golden grid."""
+    from posenc_cli import api
+
+    checked = 0
+    for model in QWEN:
+        config = load_config(str(MODELS / f"vision_{model}"))
+        for _, grid, kind in _keys(model):
+            if kind != "cos":
+                continue
+            enc = api.from_config(config, tower="vision", grid=grid, dtype="float64")
+            for name in ("cos", "sin"):
+                want = goldens()[f"{model}|{grid}|{name}"]
+                assert np.abs(enc.array(name) - want).max() < 1e-6, (model, grid, name)
+            checked += 1
+    assert checked >= 12
+    # the merge is the config's (the goldens' 2 is also the preset's default): a tower of spatial_merge_size 1
+    config = {**load_config(str(MODELS / "vision_qwen3_vl_vision")), "spatial_merge_size": 1}
+    assert api.from_config(config, tower="vision", grid="5x3").merge == 1
+
+
+def test_qwen3_cli_table_at_a_grid(tmp_path: Path) -> None:
     from posenc_cli.formats import read_table
 
     out = tmp_path / "q.safetensors"
-    code, _, err = cli(["export", str(MODELS / "vision_qwen3_vl"), "--tower", "vision", "--grid", "8x12", "-o",
-                        str(out)])  # fmt: skip
+    code, _, err = cli(["export", str(MODELS / "vision_qwen3_vl"), "--grid", "8x12", "-o", str(out)])
     assert code == 0, err
     table = read_table(str(out))
     assert np.array_equal(table.tensors["pe"], goldens()["qwen3_vl|8x12|rows"])
     assert table.metadata["row_order"] == "merge" and table.metadata["merge"].startswith("2: 2x2 spatial-merge blocks")
     assert table.metadata["weights_tensor"].endswith("visual.pos_embed.weight")
-    code, _, err = cli(["export", str(MODELS / "vision_qwen3_vl"), "--tower", "vision", "--grid", "5x6", "-o",
-                        str(out), "--force"])  # fmt: skip
+    code, _, err = cli(["export", str(MODELS / "vision_qwen3_vl"), "--grid", "5x6", "-o", str(out), "--force"])
     assert code == 2 and err.count("\n") == 1 and "5x6" in err and "spatial_merge_size" in err, err
 
 

@@ -68,13 +68,8 @@ def rows() -> list[tuple[str, str, str, str, str, str]]:
                 status = f"partial (vision record: its table exact; not read: {tower.vision.not_read})"
             ref = ref or rec.reference
         elif rec is None and _read_by_its_towers_code(mt):  # models/vision.py: the rule of the code it runs
-            from posenc_cli.models.vision import reading
-
             scheme = "learned (image grid)"
             status = "exact (vision: the rule of the code its tower runs; a sample's own arrays in tests/data/vision)"
-            not_read = reading({"model_type": mt}).vision.not_read
-            if not_read:  # the table is exact, and the tower also places positions in a way posenc does not read
-                status = f"partial (vision: the rule of the code its tower runs, its table exact; not read: {not_read})"
         elif mt in records.VISION_ROTARY:  # a vision tower's own config: its 2-D rotary (models/vision_rope.py)
             scheme = f"rope-2d ({records.VISION_ROTARY[mt].preset})"
             status = "exact (vision tower, --grid or --image-size; the tower's own rotations in tests/data/vision)"

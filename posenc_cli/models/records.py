@@ -893,9 +893,7 @@ _VISION: tuple[Record, ...] = (
             "_interpolation_axis_taps_weights l.191-228; mode bilinear, align_corners=True from __init__ l.639-643; "
             "rows in spatial_merge_size blocks)", tensor="pos_embed.weight", extra=(),
             resampling=("bilinear", True, False, "taps"), keep="never", grid_from="num_position_embeddings",
-            merge="spatial_merge_size", fingerprints=("17e4ae629eef661d", "6a7dfd11e7d043cf"),
-            not_read="the 2-D rotary its attention applies (Qwen3VLVisionRotaryEmbedding, l.111-130): the "
-            "inventory could not run it (its vision_rotary is unobserved)"),
+            merge="spatial_merge_size", fingerprints=("17e4ae629eef661d", "6a7dfd11e7d043cf")),
     # PVT: a table per stage, added as it is (its interpolate_pos_encoding reshapes the table to the new grid and
     # resizes it to that same grid: only the table's patch count runs)
     _vision("pvt", "pvt/modeling_pvt.py PvtPatchEmbeddings (l.58-67: (image_size_k // patch_sizes[k])^2 rows, the "
@@ -1674,6 +1672,23 @@ VISION_ROTARY: dict[str, VisionRotary] = {v.model_type: v for v in (
                  "hidden_size", "num_heads", merge="spatial_merge_size", window="window_size",
                  note="every block sees the rows in window order; the fullatt_block_indexes blocks attend across "
                       "windows, the others within each window"),
+    # Qwen3-VL's towers: Qwen2-VL's axial rotary (compute_axial_rope_parameters: head_dim or hidden_size //
+    # num_heads, spatial_dim = dim // 2, inv_freq over arange(0, spatial_dim, 2); cos/sin of (h, w) concatenated,
+    # then repeated: rotate_half), the patches in spatial-merge order (get_vision_position_ids); the same class,
+    # names aside, in each file below (its line)
+    *(VisionRotary(mt, f"{_HF}/{path} {cls}VisionRotaryEmbedding (l.{line}: Qwen3-VL's axial rotary); "
+                   f"{cls}Vision{tower}.forward: vision_utils.py get_vision_position_ids", "qwen2-vl", "hidden_size",
+                   "num_heads", merge="spatial_merge_size")
+      for mt, path, cls, line, tower in (
+          ("qwen3_vl_vision", "qwen3_vl/modeling_qwen3_vl.py", "Qwen3VL", "111-167", "Model"),
+          ("qwen3_vl_moe_vision", "qwen3_vl_moe/modeling_qwen3_vl_moe.py", "Qwen3VLMoe", "428-484", "Model"),
+          ("qwen3_5_vision", "qwen3_5/modeling_qwen3_5.py", "Qwen3_5", "76-132", "Model"),
+          ("qwen3_5_moe_vision", "qwen3_5_moe/modeling_qwen3_5_moe.py", "Qwen3_5Moe", "93-149", "Model"),
+          ("qwen3_omni_moe_vision_encoder", "qwen3_omni_moe/modeling_qwen3_omni_moe.py", "Qwen3OmniMoe", "987-1043",
+           "Encoder"),
+          ("cohere_compass_vision", "cohere_compass/modeling_cohere_compass.py", "CohereCompass", "651-707", "Model"),
+          ("qwen4_exp_vision", "qwen4_exp/modeling_qwen4_exp.py", "Qwen4Exp", "1694-1750", "Model"),
+      )),
     VisionRotary("llama4_vision_model", f"{_HF}/llama4/modeling_llama4.py Llama4VisionRotaryEmbedding._compute_freqs_ci "
                  "(idx = image_size // patch_size; hidden_size // num_attention_heads)", "llama4", "hidden_size",
                  "num_attention_heads", head_dim="computed", grid="fixed", rope_types=("default",)),

@@ -9,7 +9,8 @@ Writes tests/data/vision/gaps_goldens.npz (key ``model|size|what``; a size the m
 * ``qwen3_vl_vision``, ``qwen3_5_vision`` (towers) and ``qwen3_vl`` (the full model, its tower under ``model.visual``):
   tests/data/models/vision_<type>/. A patch grid ``HxW`` (``grid_thw = [[1, H, W]]``, flattened patches of zeros),
   the patch projection zeroed, so that what the first block gets is ``pos_embeds`` alone, caught by a forward
-  pre-hook on ``blocks[0]`` (Qwen3VLVisionModel.forward, qwen3_vl/modeling_qwen3_vl.py l.686-696).
+  pre-hook on ``blocks[0]`` (Qwen3VLVisionModel.forward, qwen3_vl/modeling_qwen3_vl.py l.686-696), with the
+  ``position_embeddings`` (cos, sin) its rotary gives the blocks (keys ``...|cos``, ``...|sin``).
 * BEiT and Data2Vec-Vision (the committed tests/data/vision/models/tiny_beit and tiny_data2vec_vision, and a
   BEiT made here with a non-square native grid, tiny_beit_rect): at an image size ``HxW`` (pixels), the bias each
   ``*RelativePositionBias`` module returns in the model's forward (a forward hook; ``what`` is the weight's name)
@@ -54,10 +55,18 @@ def _qwen(make, key: str, root: Path, golden: dict, tower_of=lambda m: m) -> Non
         tower.patch_embed.proj.bias.zero_()
         for h, w in QWEN_GRIDS:
             seen = {}
-            hook = tower.blocks[0].register_forward_pre_hook(lambda mod, args: seen.setdefault("x", args[0]))
+
+            def catch(mod, args, kwargs):
+                seen.setdefault("x", args[0] if args else kwargs["hidden_states"])
+                seen.setdefault("rope", kwargs.get("position_embeddings"))
+
+            hook = tower.blocks[0].register_forward_pre_hook(catch, with_kwargs=True)
             try:
                 tower(torch.zeros(h * w, per), grid_thw=torch.tensor([[1, h, w]]))
                 golden[f"{key}|{h}x{w}|rows"] = seen["x"].numpy().astype(np.float32)
+                cos, sin = seen["rope"]  # what the tower's rotary gives its blocks (Qwen3VLVisionModel.forward l.697)
+                golden[f"{key}|{h}x{w}|cos"] = cos.numpy().astype(np.float32)
+                golden[f"{key}|{h}x{w}|sin"] = sin.numpy().astype(np.float32)
             except Exception as exc:  # the tower's own code refuses this grid
                 golden[f"{key}|{h}x{w}|refused"] = _error(exc)
             finally:
