@@ -1310,7 +1310,8 @@ def layer_types(text: str, options: SourceOptions | None = None) -> list[str | N
         from .models.readers import model_config_layers
         from .models.vision import claims as vision_claims
 
-        if vision_claims(load_config(split_engine(text)[0]), opts.image_size):  # one table: its grid at a size
+        if vision_claims(load_config(split_engine(text)[0]), opts.image_size, grid=opts.grid, tower=opts.tower):
+            # one table: its grid at a size
             return [None]
         if opts.engine is None and split_engine(text)[1] is None and opts.read_as is None:
             layers = model_config_layers(load_config(split_engine(text)[0]))

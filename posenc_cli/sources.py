@@ -511,6 +511,7 @@ def open_config(
         flags = [param(k) for k, v in engine_options.items() if v is not None]
         raise ParameterError(f"{', '.join(flags)} set an engine's rules; give {param('engine')} or CONFIG@ENGINE")
     config = load_config(text)
+    asked_tower = given.get("tower")  # --tower vision on a tower whose table is read (no rotary): that table
     vision = _vision_rotary_source(text, config, given, kind=kind, read_as=read_as, engine=engine,
                                    layer_type=layer_type, max_bytes=max_bytes)  # fmt: skip
     if vision is not None:
@@ -522,7 +523,7 @@ def open_config(
         refuse_query_relative(config)  # SAM's encoder: relative positions taken with the queries, no bias table
     from .models.vision import claims as vision_claims
 
-    if vision_claims(config, image_size):  # a ViT-family table from the weights, at the image size asked
+    if vision_claims(config, image_size, grid=given.get("grid"), tower=asked_tower):  # a ViT-family table
         return _vision_source(text, config, given, image_size, engine, kind=kind, read_as=read_as,
                               layer_type=layer_type, length=asked_length)  # fmt: skip
     if image_size is not None:
@@ -609,7 +610,11 @@ def _vision_source(
             )
     given = dict(given)
     layer = given.pop("layer", None)  # -p layer=N: a per-layer table (YOLOS's mid_position_embeddings)
-    rows, meta = vision_table(text, config, image_size=image_size, engine=engine, layer=layer)
+    grid = given.pop("grid", None)  # --grid HxW: the patch grid of a tower that takes one (Qwen3-VL's)
+    frames = given.pop("frames", None)  # -p frames=N: a video model's frame count (ViViT, TimeSformer)
+    stage = given.pop("stage", None)  # -p stage=K: the table of stage K, of a model with one per stage (PVT)
+    rows, meta = vision_table(text, config, image_size=image_size, engine=engine, layer=layer, grid=grid,
+                              frames=frames, stage=stage)  # fmt: skip
     src = _weights_source(text if engine is None else f"{text}@{engine}", rows, meta, given)
     src.encoding_note = "a trained vision table read from the model's weights, at an image size"
     return src

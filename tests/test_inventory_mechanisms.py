@@ -237,10 +237,11 @@ def test_kinds_names_the_mechanism_it_does_not_read(tmp_path):
     code, out, err = cli(["kinds", str(cfg)])
     assert code == 2 and out == b""
     assert "convolution over the sequence" in err and "Traceback" not in err
-    cfg.write_text('{"model_type": "pvt"}')  # (vit's, vivit's and hiera's tables are read now: docs/vision.md)
+    cfg.write_text('{"model_type": "hunyuan_vl_vision"}')  # (vit's, vivit's, hiera's, pvt's tables are read now)
     code, out, err = cli(["kinds", str(cfg)])
     # its tower's code was seen placing the table (tools/inventory/vision_tables.py): the refusal names it
-    assert code == 2 and "PvtPatchEmbeddings.interpolate_pos_encoding" in err and "no positional encoding" not in err
+    assert code == 2 and "HunYuanVLVisionPatchEmbed.interpolate_pos_encoding" in err
+    assert "no positional encoding" not in err
 
 
 def test_the_reclassified_counts_stated_hold_on_the_inventory(types, reclassified):

@@ -125,6 +125,8 @@ def test_every_record_has_goldens_at_four_sizes_at_least() -> None:
         own_rules = {k.split("|")[0] for k in z.files if "|" in k}
     with np.load(DATA / "vision" / "tower_goldens.npz") as z:  # tests/test_vision_towers.py holds these
         towers = [k for k in z.files if k.count("|") == 2]
+    with np.load(DATA / "vision" / "gaps_goldens.npz") as z:  # tests/test_vision_gaps.py checks those types
+        own_rules |= {k.split("|")[0] for k in z.files if "|" in k}
     for mt, rec in RECORDS.items():
         if rec.vision is None or mt in own_rules:
             continue

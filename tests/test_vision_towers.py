@@ -37,13 +37,16 @@ def goldens() -> dict[str, np.ndarray]:
 
 @cache
 def learned_vision_types() -> tuple[str, ...]:
-    """Every inventory type whose ``mechanisms`` saw a learned table in a vision component."""
+    """Every inventory type whose ``mechanisms`` saw a learned table in a vision component, and every type whose
+    component fed features (Qwen3-VL's tower: flattened patches and their grid) the observer saw place a table on
+    an image grid (its ``vision_table``)."""
     types = inventory()["model_types"]
     return tuple(
         sorted(
             mt
             for mt, e in types.items()
             if any(m.get("input") == "vision" and m.get("mechanism") == "learned" for m in e.get("mechanisms") or [])
+            or e.get("vision_table")
         )
     )
 

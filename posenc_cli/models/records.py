@@ -801,6 +801,15 @@ class Vision:
     #: the config key of the patch the grid is counted in (``image // patch``; Hiera: ``patch_stride``, its
     #: ``patch_size`` being the convolution's kernel)
     patch_key: str = "patch_size"
+    #: the config key of a spatial merge ``m`` (Qwen3-VL's ``spatial_merge_size``): the patch grid, given as
+    #: ``--grid`` or ``--image-size`` as the tower's rotary takes it, has sides of multiples of ``m`` and its rows
+    #: come in ``m x m`` blocks (block-major, row-major inside a block), as the tower orders its patches
+    merge: str | None = None
+    #: ``(tensor template with {k}, stage count key, patch key, stride key, reduction key)`` of a model with a table
+    #: per stage (PVT), read with ``-p stage=K`` (0 by default): each stage's patch convolution (kernel the stride
+    #: key's entry, stride the patch key's) makes its grid from the last one's, and its attention reduces that grid
+    #: by a convolution of the reduction key's entry
+    stages: tuple[str, str, str, str, str] | None = None
     fingerprints: tuple[str, ...] = ()
 
 
@@ -873,6 +882,29 @@ _VISION: tuple[Record, ...] = (
             "patch takes the row of the bucket its fractional coordinate falls in, no interpolation)",
             tensor=_EMBEDDING, extra=(), resampling=("bucket", False, False, "size"), keep="never",
             fingerprints=("62639230f865eab0",)),
+    # Qwen3-VL's tower: the square num_position_embeddings table resampled per patch by taps and weights
+    # (vision_utils.py get_vision_interpolation_indices_and_weights l.231-297, _interpolation_axis_taps_weights
+    # l.191-228: bilinear, align_corners=True set at Qwen3VLVisionModel.__init__ l.639-643, the patches in
+    # spatial-merge order), gathered and summed in Qwen3VLVisionModel.forward (l.670-696). The same forward in
+    # Qwen3-VL-MoE's, Qwen3-Omni's, Cosmos 3 Omni's and Cohere Compass's towers; Qwen3.5's forward
+    # (qwen3_5/modeling_qwen3_5.py l.1156-1180, no deepstack) makes the same call (its __init__ l.1136-1140)
+    _vision("qwen3_vl_vision", "qwen3_vl/modeling_qwen3_vl.py Qwen3VLVisionModel.forward (l.670-696: pos_embed "
+            "gathered by get_vision_interpolation_indices_and_weights, vision_utils.py l.231-297, with "
+            "_interpolation_axis_taps_weights l.191-228; mode bilinear, align_corners=True from __init__ l.639-643; "
+            "rows in spatial_merge_size blocks)", tensor="pos_embed.weight", extra=(),
+            resampling=("bilinear", True, False, "taps"), keep="never", grid_from="num_position_embeddings",
+            merge="spatial_merge_size", fingerprints=("17e4ae629eef661d", "6a7dfd11e7d043cf")),
+    # PVT: a table per stage, added as it is (its interpolate_pos_encoding reshapes the table to the new grid and
+    # resizes it to that same grid: only the table's patch count runs)
+    _vision("pvt", "pvt/modeling_pvt.py PvtPatchEmbeddings (l.58-67: (image_size_k // patch_sizes[k])^2 rows, the "
+            "last stage's after a class row; image_size_k is image_size, then image_size // 2**(k+1), PvtEncoder "
+            "l.331-342; interpolate_pos_encoding l.72-81: the table reshaped to the new grid and resized to that same "
+            "grid, so it is added as it is and only at its patch count; forward l.83-102: the grid of the patch "
+            "convolution, kernel strides[k], stride patch_sizes[k]); PvtEfficientSelfAttention l.143-168 reduces "
+            "each grid by a sequence_reduction_ratios[k] convolution", tensor="encoder.patch_embeddings.0."
+            "position_embeddings", extra=(), resampling=None, keep="same_count", reshape="config",
+            stages=("encoder.patch_embeddings.{k}.position_embeddings", "num_encoder_blocks", "patch_sizes", "strides",
+                    "sequence_reduction_ratios"), fingerprints=("6e8973955f27d2bd",)),
     # multimodal wrappers: their vision tower's table (their text tower's learned table is not read here)
     _vision("clip", "clip/modeling_clip.py CLIPModel.vision_model", tower=("vision_config", "clip_vision_model",
             "vision_model.")),
@@ -1666,6 +1698,23 @@ VISION_ROTARY: dict[str, VisionRotary] = {v.model_type: v for v in (
                  "hidden_size", "num_heads", merge="spatial_merge_size", window="window_size",
                  note="every block sees the rows in window order; the fullatt_block_indexes blocks attend across "
                       "windows, the others within each window"),
+    # Qwen3-VL's towers: Qwen2-VL's axial rotary (compute_axial_rope_parameters: head_dim or hidden_size //
+    # num_heads, spatial_dim = dim // 2, inv_freq over arange(0, spatial_dim, 2); cos/sin of (h, w) concatenated,
+    # then repeated: rotate_half), the patches in spatial-merge order (get_vision_position_ids); the same class,
+    # names aside, in each file below (its line)
+    *(VisionRotary(mt, f"{_HF}/{path} {cls}VisionRotaryEmbedding (l.{line}: Qwen3-VL's axial rotary); "
+                   f"{cls}Vision{tower}.forward: vision_utils.py get_vision_position_ids", "qwen2-vl", "hidden_size",
+                   "num_heads", merge="spatial_merge_size")
+      for mt, path, cls, line, tower in (
+          ("qwen3_vl_vision", "qwen3_vl/modeling_qwen3_vl.py", "Qwen3VL", "111-167", "Model"),
+          ("qwen3_vl_moe_vision", "qwen3_vl_moe/modeling_qwen3_vl_moe.py", "Qwen3VLMoe", "428-484", "Model"),
+          ("qwen3_5_vision", "qwen3_5/modeling_qwen3_5.py", "Qwen3_5", "76-132", "Model"),
+          ("qwen3_5_moe_vision", "qwen3_5_moe/modeling_qwen3_5_moe.py", "Qwen3_5Moe", "93-149", "Model"),
+          ("qwen3_omni_moe_vision_encoder", "qwen3_omni_moe/modeling_qwen3_omni_moe.py", "Qwen3OmniMoe", "987-1043",
+           "Encoder"),
+          ("cohere_compass_vision", "cohere_compass/modeling_cohere_compass.py", "CohereCompass", "651-707", "Model"),
+          ("qwen4_exp_vision", "qwen4_exp/modeling_qwen4_exp.py", "Qwen4Exp", "1694-1750", "Model"),
+      )),
     VisionRotary("llama4_vision_model", f"{_HF}/llama4/modeling_llama4.py Llama4VisionRotaryEmbedding._compute_freqs_ci "
                  "(idx = image_size // patch_size; hidden_size // num_attention_heads)", "llama4", "hidden_size",
                  "num_attention_heads", head_dim="computed", grid="fixed", rope_types=("default",)),

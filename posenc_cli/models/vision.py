@@ -57,14 +57,17 @@ def _record(model_type: str) -> Vision | None:
     return rec.vision if rec is not None else None
 
 
-def _rule(vision: Vision) -> Resampling | Bucketing | None:
+def _rule(vision: Vision) -> Resampling | Bucketing | Taps | None:
     """The record's ``F.interpolate`` call as a :class:`Resampling` (None: the model never resizes; mode
-    ``bucket``: :class:`Bucketing`)."""
+    ``bucket``: :class:`Bucketing`; ``by`` ``taps``: :class:`Taps`)."""
     if vision.resampling is None:
         return None
     mode, align_corners, antialias, by = vision.resampling
     if mode == "bucket":
         return Bucketing()
+    if by == "taps":
+        assert mode == "bilinear", "Taps writes the bilinear taps only"
+        return Taps(mode, align_corners)
     return Resampling(mode, align_corners=align_corners, antialias=antialias, by=by)
 
 
@@ -97,6 +100,66 @@ class Bucketing:
         return (buckets(grid[0])[:, None] * side + buckets(grid[1])[None, :]).reshape(-1)
 
 
+@dataclass(frozen=True)
+class Taps:
+    """Qwen3-VL's placement: transformers 5.24 ``vision_utils.get_vision_interpolation_indices_and_weights``
+    (l.231-297) gives each patch of a ``gh x gw`` grid, in ``merge x merge`` block order, the taps of a ``side x
+    side`` table and their weights per axis (``_interpolation_axis_taps_weights``, l.191-228: the source
+    coordinate ``i * (side - 1) / max(n - 1, 1)`` with ``align_corners``, else ``(i + 0.5) * side / n - 0.5``;
+    taps ``floor + (0, 1)`` clamped to the table's border, their weights ``max(1 - distance, 0)``: bilinear, the
+    only mode a reviewed tower uses; the code's bicubic taps are not written here), the 2-D weights the outer
+    product; the tower sums
+    ``table[tap] * weight`` over the taps (``Qwen3VLVisionModel.forward`` l.695). All in float32, in the order the
+    code computes it; the sum in tap order."""
+
+    mode: str
+    align_corners: bool
+
+    def describe(self) -> str:
+        return (
+            f"{self.mode}, align_corners={self.align_corners}, as per-patch taps and weights gathered from the "
+            "table (get_vision_interpolation_indices_and_weights)"
+        )
+
+    def scale_factors(self, old: tuple[int, int], new: tuple[int, int]) -> None:
+        return None
+
+    def _axis(self, n: int, side: int) -> tuple[Any, Any]:
+        import numpy as np
+
+        f32 = np.float32
+        index = np.arange(n, dtype=f32)
+        if self.align_corners:
+            src = (index * f32(side - 1)) / f32(max(n - 1, 1))
+        else:
+            src = ((index + f32(0.5)) * f32(side)) / f32(n) - f32(0.5)
+        floor = np.floor(src)
+        offsets = np.arange(0, 2)  # floor, floor + 1 (bilinear: the only mode a reviewed rule gathers with)
+        taps = np.clip(floor.astype(np.int64)[:, None] + offsets, 0, side - 1)
+        d = np.abs(src[:, None] - floor[:, None] - offsets.astype(f32))
+        return taps, np.maximum(f32(1) - d, f32(0)).astype(f32)
+
+    def rows(self, cells: Any, side: int, grid: tuple[int, int], merge: int) -> Any:
+        """The rows the tower adds to a ``grid`` of patches, in its ``merge x merge`` block order."""
+        import numpy as np
+
+        h, w = grid
+        within = np.arange(h * w)
+        blocks_w = w // merge
+        row = (within // (merge * merge * blocks_w)) * merge + (within // merge) % merge
+        col = ((within // (merge * merge)) % blocks_w) * merge + within % merge
+        h_taps, h_w = self._axis(h, side)
+        w_taps, w_w = self._axis(w, side)
+        n = h_taps.shape[1]
+        index = (h_taps[row][:, :, None] * side + w_taps[col][:, None, :]).reshape(-1, n * n)
+        weight = (h_w[row][:, :, None] * w_w[col][:, None, :]).reshape(-1, n * n)
+        table = np.asarray(cells, dtype=np.float32)
+        out = table[index[:, 0]] * weight[:, :1]
+        for k in range(1, n * n):
+            out = out + table[index[:, k]] * weight[:, k : k + 1]
+        return out.astype(np.float32)
+
+
 #: timm's rule (``--engine timm``, and timm checkpoints): bicubic with antialias, the size passed
 TIMM_RESAMPLING = Resampling("bicubic", align_corners=False, antialias=True)
 
@@ -110,10 +173,12 @@ def is_timm_config(config: Mapping[str, Any]) -> bool:
     )
 
 
-def claims(config: Mapping[str, Any], image_size: Any = None) -> bool:
+def claims(config: Mapping[str, Any], image_size: Any = None, *, grid: Any = None, tower: str | None = None) -> bool:
     """Whether this module reads ``config``: a model type whose record has a vision table (a multimodal wrapper:
-    its vision tower's, when ``image_size`` is given, as its text tower has a table too), or a timm checkpoint's
-    config."""
+    its vision tower's, when ``image_size``, a patch ``grid`` or ``tower="vision"`` is given, as its text tower has
+    a table too), or a timm checkpoint's config."""
+    if image_size is None and (grid is not None or tower == "vision"):
+        image_size = grid if grid is not None else "native"  # the vision tower is asked for: its table
     if is_timm_config(config):
         return True
     mt = config.get("model_type")
@@ -412,9 +477,17 @@ class Layout:
     native_image: tuple[int, int]
     extra: tuple[str, ...]
     extra_at: str
-    resampling: Resampling | Bucketing | None
+    resampling: Resampling | Bucketing | Taps | None
     keep: str
     unpositioned: str | None = None
+    #: the tower's spatial merge: its patches come in ``merge x merge`` blocks (Qwen3-VL), 1 otherwise
+    merge: int = 1
+    #: the frames of one tubelet (ViViT's ``tubelet_size[0]``), with ``frames``
+    tubelet_frames: int = 1
+    #: a model with a table per stage (PVT): every stage's ``(kernel, stride, reduction, patch count)``, and the
+    #: stage this layout's table belongs to
+    chain: tuple[tuple[int, int, int, int], ...] = ()
+    stage: int = 0
     #: rows after the grid kept as they are (YOLOS's detection tokens), after ``extra`` when it is at the end
     after: tuple[str, ...] = ()
     #: ``tokens``, ``dropped`` or ``added`` (:class:`.records.Vision` ``extra_use``)
@@ -494,6 +567,7 @@ def _hf_layout(read: Reading, rows: int, where: str) -> Layout:
         extra = tuple(f"{name}{i}" for i in range(count))
     n_extra = len(extra)
     frames = None
+    tubelet_frames = 1
     not_image = None
     after: tuple[str, ...] = ()
     if vision.after is not None:
@@ -526,6 +600,7 @@ def _hf_layout(read: Reading, rows: int, where: str) -> Layout:
         image = _config_int(config, "image_size", _default(model_type, vision, "image_size"), where)
         n_frames = _config_int(config, vision.tubelets, _default(model_type, vision, vision.tubelets), where)[0]
         frames = n_frames // int(tub[0])
+        tubelet_frames = int(tub[0])
         grid = (image[0] // patch[0], image[1] // patch[1])
         said = f"{vision.tubelets} {n_frames} / tubelet {tub[0]}, image_size {_size(image)} / {_size(patch)}"
     elif vision.grid_key is not None:  # SAM 2: the table's grid is its own config key; the patch a convolution
@@ -535,13 +610,14 @@ def _hf_layout(read: Reading, rows: int, where: str) -> Layout:
         patch = k
         image = grid  # the table is no image's grid: the model resizes it at every size
         said = f"{vision.grid_key} {_size(grid)}"
-    elif vision.grid_from == "num_patches":
+    elif vision.grid_from in ("num_patches", "num_position_embeddings"):
+        key = vision.grid_from
         patch = _config_int(config, "patch_size", _default(model_type, vision, "patch_size"), where)
-        n = _config_int(config, "num_patches", _default(model_type, vision, "num_patches"), where)[0]
+        n = _config_int(config, key, _default(model_type, vision, key), where)[0]
         side = math.isqrt(n)
         grid = (side, side)
         image = (side * patch[0], side * patch[1])
-        said = f"num_patches {n}"
+        said = f"{key} {n}"
     else:
         patch = _config_int(config, vision.patch_key, _default(model_type, vision, vision.patch_key), where)
         key = vision.image_key
@@ -560,11 +636,14 @@ def _hf_layout(read: Reading, rows: int, where: str) -> Layout:
     if vision.conv is not None:
         k, st, pd = (_config_int(config, key, _default(model_type, vision, key), where) for key in vision.conv)
         conv = (k, st, pd)
+    merge = 1
+    if vision.merge is not None:
+        merge = _config_int(config, vision.merge, _default(model_type, vision, vision.merge), where)[0]
     return Layout(read.model_type, read.reference, "hf", grid, patch, image, extra, vision.extra_at,
                   _rule(vision), vision.keep, _unpositioned(model_type, vision, config), after=after,
                   extra_use=vision.extra_use, frames=frames, height_from_tokens=vision.height_from_tokens,
                   not_image=not_image, run_image=run, fixed_input=vision.fixed_input, conv=conv,
-                  conv_checks=vision.grid_key is None)  # fmt: skip
+                  conv_checks=vision.grid_key is None, merge=merge, tubelet_frames=tubelet_frames)  # fmt: skip
 
 
 def _unpositioned(model_type: str, vision: Vision, config: Mapping[str, Any]) -> str | None:
@@ -645,8 +724,11 @@ def _timm_layout(config: Mapping[str, Any], path: str, rows: int) -> Layout:
                   unpositioned)  # fmt: skip
 
 
-def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple[Layout, Any, str, str]:
-    """``(layout, table, file, tensor)`` of the model directory ``path`` under ``engine`` (None: the model's own)."""
+def layout_of(
+    path: str, config: Mapping[str, Any], engine: str | None, stage: Any = None
+) -> tuple[Layout, Any, str, str]:
+    """``(layout, table, file, tensor)`` of the model directory ``path`` under ``engine`` (None: the model's own);
+    ``stage``: the stage whose table to read, of a model with one per stage (PVT: ``-p stage=K``)."""
     if engine is not None and engine not in ENGINES:
         raise ParameterError(
             f"{param('engine')} {engine} has no rule for a vision position table; choose from: {', '.join(ENGINES)}"
@@ -668,6 +750,18 @@ def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple
     read = reading(config, path)
     vision, mt, config, prefix = read.vision, read.defaults_of, read.config, read.prefix
     _refuse_unmodelled(mt, vision, config, path, read.absent)
+    if stage is not None and vision.stages is None:
+        raise ParameterError(
+            f"{param('stage')} applies to a model with a position table per stage (PVT); {mt} has one table: drop it"
+        )
+    if vision.stages is not None:
+        layout, table, file, name = _stage_layout(read, path, stage)
+        if engine == "timm":
+            raise ParameterError(
+                f"{param('engine')} timm keeps prefix rows before a 2-D grid; {mt} adds a table per stage, each as "
+                f"it is: drop {param('engine')}"
+            )
+        return layout, table, file, name
     table, file, name = _read_any(path, (vision.tensor, *read.also))
     raw_shape = list(table.shape)
     table = _rows(table, file, name, grid=vision.tensor_layout == "hwc", channels_first=vision.tensor_layout == "chw")
@@ -694,9 +788,102 @@ def layout_of(path: str, config: Mapping[str, Any], engine: str | None) -> tuple
     return layout, table, file, name
 
 
+def _stage_layout(read: Reading, path: str, stage: Any) -> tuple[Layout, Any, str, str]:
+    """The layout and table of stage ``stage`` (0 when None) of a model with a table per stage (PVT; the record's
+    ``stages``): its native grid ``image_size_k // patch_k`` squared, ``image_size_k`` the config's ``image_size``
+    for stage 0 and ``image_size // 2**(k+1)`` after (``PvtEncoder.__init__``), a class row before the last
+    stage's grid, and every stage's convolutions (:func:`_resize_stages` follows the image through them)."""
+    vision, config, mt = read.vision, read.config, read.defaults_of
+    assert vision.stages is not None
+    template, count_key, patch_key, stride_key, reduce_key = vision.stages
+    n = _config_int(config, count_key, _default(mt, vision, count_key), path)[0]
+
+    def per_stage(key: str) -> list[int]:
+        value = config.get(key, _default(mt, vision, key))
+        if not (isinstance(value, (list, tuple)) and len(value) >= n and all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value[:n])):  # fmt: skip
+            raise ParameterError(f"{path}: config key {key}={value!r} is not {n} positive integers (one per stage)")
+        return [int(v) for v in value[:n]]
+
+    patches, strides, reduce = per_stage(patch_key), per_stage(stride_key), per_stage(reduce_key)
+    image = config.get("image_size", _default(mt, vision, "image_size"))
+    if isinstance(image, bool) or not isinstance(image, int) or image < 1:
+        raise ParameterError(
+            f"{path}: config key image_size={image!r} is not a positive integer; {mt}'s code needs one"
+        )
+    text = "0" if stage is None else str(stage).strip()
+    if isinstance(stage, bool) or not text.isdigit() or int(text) >= n:
+        raise ParameterError(f"{param('stage')} {stage!r} is not a stage of {mt}: give 0..{n - 1}")
+    k = int(text)
+    counts = [((image if i == 0 else image // 2 ** (i + 1)) // patches[i]) ** 2 for i in range(n)]
+    prefix = vision.tensor[: -len(template.format(k=0))] if vision.tensor.endswith(template.format(k=0)) else ""
+    table, file, name = read_table(path, prefix + template.format(k=k))
+    table = _rows(table, file, name)
+    extra = ("cls",) if k == n - 1 else ()
+    if table.shape[0] != counts[k] + len(extra):
+        raise ParameterError(
+            f"{path}: tensor {name} has {table.shape[0]} rows and the config makes stage {k} a {counts[k]}-patch grid"
+            f"{' + a class row' if extra else ''}; the config and weights disagree"
+        )
+    side = math.isqrt(counts[k])
+    chain = tuple((strides[i], patches[i], reduce[i], counts[i]) for i in range(n))
+    layout = Layout(read.model_type, read.reference, "hf", (side, side), (patches[k], patches[k]), (image, image),
+                    extra, "start", None, "same_count", chain=chain, stage=k)  # fmt: skip
+    return layout, table, file, name
+
+
+def _resize_stages(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[Any, dict[str, str]]:
+    """A per-stage table at an image size: the image followed through every stage's patch convolution (``(g -
+    kernel) // stride + 1``); a stage whose grid has another patch count than its table, or is smaller than its
+    convolution's kernel or its attention's reduction, makes the model's forward fail: refused by name."""
+    import numpy as np
+
+    img = layout.native_image if image is None else image
+    g = img
+    grids = []
+    n = len(layout.chain)
+    for i, (kernel, stride, reduce, count) in enumerate(layout.chain):
+        where = f"{param('image_size')} {_size(img)}: {layout.model_type}'s stage {i}"
+        fix = f"give an image whose stages keep their tables' patch counts, e.g. {_size(layout.native_image)}"
+        if g[0] < kernel or g[1] < kernel:
+            raise ParameterError(f"{where} gets a {_size(g)} input, smaller than its {kernel}x{kernel} patch "
+                                 f"convolution: its forward fails there; {fix}")  # fmt: skip
+        g = ((g[0] - kernel) // stride + 1, (g[1] - kernel) // stride + 1)
+        if g[0] * g[1] != count:
+            raise ParameterError(
+                f"{where} makes a {_size(g)} patch grid ({g[0] * g[1]} patches) and adds its {count}-patch table as "
+                f"it is (interpolate_pos_encoding only reshapes it to that grid): its forward fails there; {fix}"
+            )
+        if reduce > 1 and (g[0] < reduce or g[1] < reduce or i == n - 1):
+            raise ParameterError(
+                f"{where} has a {_size(g)} grid and its attention reduces it by a {reduce}x{reduce} convolution"
+                + (" over its tokens with the class row" if i == n - 1 else "")
+                + f": its forward fails there; {fix}"
+            )
+        grids.append(g)
+    grid = grids[layout.stage]
+    before, _ = layout.before_after()
+    rows = np.concatenate([np.asarray(table[:before]), np.asarray(layout.cells(table))], axis=0)
+    meta = {
+        "grid": _size(grid),
+        "grid_offset": str(layout.offset()),
+        "extra_rows": layout.extra_rows(grid),
+        "resampling": "engine=hf, none: the stage's table added as it is, row-major over the stage's patch grid "
+        "(interpolate_pos_encoding reshapes it to that grid and resizes it to the same size)",
+        "image_size": _size(img),
+        "patch_size": _size(layout.patch),
+        "native_grid": _size(layout.native_grid),
+        "stage": f"{layout.stage} of stages 0..{n - 1} (-p stage=K; each stage adds its own table)",
+        "stage_grids": ", ".join(_size(s) for s in grids),
+    }
+    return rows, meta
+
+
 def _not_timm(layout: Layout) -> str | None:
     """Why timm's ``resample_abs_pos_embed`` (prefix rows, then one 2-D grid) cannot stand for this model's code,
     or None when it can."""
+    if isinstance(layout.resampling, Taps):
+        return "gathers its table per patch, by taps and weights, in spatial-merge order (no F.interpolate of a grid)"
     if layout.extra_at != "start":
         return f"keeps its {', '.join(layout.extra)} row after it"
     if layout.after:
@@ -810,12 +997,85 @@ def _rows(table: Any, file: str, name: str, *, grid: bool = False, channels_firs
 
 
 # ----- resizing -----------------------------------------------------------------------------------------------
-def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[Any, dict[str, str]]:
-    """The rows the model adds at image size ``image`` (None: its native size), and the grid metadata."""
+def _patch_grid(layout: Layout, image: tuple[int, int] | None, grid: Any) -> tuple[tuple[int, int], str]:
+    """The patch grid of a tower that takes one (:class:`Taps`), from ``--grid`` or ``--image-size`` as the tower's
+    rotary takes them (:func:`.vision_rope.from_config`): the image through the patch, refused where the processor
+    would resize it first (a side not a multiple of ``patch * merge``, Qwen2-VL's ``smart_resize``); a grid whose
+    sides are not multiples of the merge is refused (the tower's code fails there). And the image size in words."""
+    from ..encodings.grid import parse_grid
+
+    merge, patch = layout.merge, layout.patch
+    if grid is not None and image is not None:
+        raise ParameterError(f"{param('grid')} and {param('image_size')} both give the patch grid; give one")
+    if grid is not None:
+        h, w = parse_grid(str(grid), 2)
+        said = f"{h * patch[0]}x{w * patch[1]} (the {h}x{w} patch grid)"
+    elif image is not None:
+        ih, iw = image
+        if ih < patch[0] or iw < patch[1]:
+            raise ParameterError(
+                f"{param('image_size')} {_size(image)} is smaller than one {_size(patch)} patch; give at least "
+                f"{patch[0] * merge}x{patch[1] * merge}"
+            )
+        unit = (patch[0] * merge, patch[1] * merge)
+        if merge > 1 and (ih % unit[0] or iw % unit[1]):
+            up = f"{-(-ih // unit[0]) * unit[0]}x{-(-iw // unit[1]) * unit[1]}"
+            raise ParameterError(
+                f"{param('image_size')} {_size(image)} is not a multiple of {_size(unit)} pixels (patch "
+                f"{_size(patch)} x spatial merge {merge}): the model's processor resizes it first (smart_resize); "
+                f"give the resized size, e.g. {up}"
+            )
+        h, w = ih // patch[0], iw // patch[1]
+        said = _size(image)
+    else:
+        (h, w), said = layout.native_grid, _size(layout.native_image)
+    if h % merge or w % merge:
+        raise ParameterError(
+            f"grid {h}x{w} does not fit spatial_merge_size {merge}: both sides must be multiples of {merge} (the "
+            f"tower's code fails there); use e.g. {-(-h // merge) * merge}x{-(-w // merge) * merge}"
+        )
+    return (h, w), said
+
+
+def _resize_taps(layout: Layout, table: Any, image: tuple[int, int] | None, grid: Any) -> tuple[Any, dict[str, str]]:
+    """A :class:`Taps` tower's rows at a patch grid (``grid``, or ``image`` through the patch) and its metadata."""
+    assert isinstance(layout.resampling, Taps)
+    patches, said = _patch_grid(layout, image, grid)
+    out = layout.resampling.rows(layout.cells(table), layout.native_grid[0], patches, layout.merge)
+    meta = {
+        "grid": _size(patches),
+        "grid_offset": "0",
+        "extra_rows": "",
+        "resampling": f"engine={layout.engine}, {layout.resampling.describe()}",
+        "image_size": said,
+        "patch_size": _size(layout.patch),
+        "native_grid": _size(layout.native_grid),
+        "grid_axes": "h,w",
+        # the rotary towers' word (encodings/rope/vision.py): ``merge`` is not raster, so no check reads it as one
+        "row_order": "merge" if layout.merge > 1 else "raster",
+        "merge": f"{layout.merge}: {layout.merge}x{layout.merge} spatial-merge blocks, block-major, row-major inside "
+        "each block (the tower's patch order)",
+        "frames": "one image (grid_thw t=1): each frame of a video adds these rows again",
+    }
+    return out, meta
+
+
+def resize(layout: Layout, table: Any, image: tuple[int, int] | None, grid: Any = None) -> tuple[Any, dict[str, str]]:
+    """The rows the model adds at image size ``image`` (None: its native size), and the grid metadata; ``grid``
+    (``HxW`` patches) for a tower that takes a patch grid (:class:`Taps`)."""
     import numpy as np
 
     from ..encodings.resample import resample
 
+    if isinstance(layout.resampling, Taps):
+        return _resize_taps(layout, table, image, grid)
+    if grid is not None:
+        raise ParameterError(
+            f"{param('grid')} applies to a tower that takes a patch grid (Qwen3-VL's); {layout.model_type}'s table "
+            f"is resized to an image: give {param('image_size')} HxW"
+        )
+    if layout.chain:
+        return _resize_stages(layout, table, image)
     if layout.not_image is not None and image is not None:
         raise ParameterError(f"{param('image_size')} cannot apply: {layout.not_image}; drop {param('image_size')}")
     img = (layout.run_image or layout.native_image) if image is None else image
@@ -916,7 +1176,7 @@ def resize(layout: Layout, table: Any, image: tuple[int, int] | None) -> tuple[A
         meta["grid_axes"] = "t,h,w" if layout.frames else "h,w,t"
         meta["row_order"] = "tubelets, frame-major" if layout.frames else "patch-major, frame-minor"
     if layout.time is not None:
-        meta["time_rows"] = f"{len(layout.time)} frames, each added to every patch of its frame (not resized)"
+        meta["time_rows"] = f"{len(layout.time)} frames, each added to every patch of its frame"
     if layout.not_image is not None:
         meta["grid_axes"] = "frequency,time"
         meta["row_order"] = "frequency-major"
@@ -1000,19 +1260,30 @@ def vision_table(
     image_size: Any = None,
     engine: str | None = None,
     layer: Any = None,
+    grid: Any = None,
+    frames: Any = None,
+    stage: Any = None,
 ) -> tuple[Any, dict[str, str]]:
     """``(rows, metadata)``: the position rows a vision model (its directory ``path``) adds at ``image_size``
     (``H``, ``HxW`` or ``(H, W)``; None: its native size), under ``engine`` (``hf``, the model's own code, or
     ``timm``); every extra row in the model's order, and the grid in the metadata. ``layer`` (YOLOS): the table
-    added after encoder layer ``layer`` instead of the first (``mid_position_embeddings[layer]``)."""
+    added after encoder layer ``layer`` instead of the first (``mid_position_embeddings[layer]``). ``grid``
+    (``HxW`` patches): the patch grid of a tower that takes one (Qwen3-VL's), in place of ``image_size``.
+    ``frames``: a video model's frame count, in place of its config's ``num_frames`` (:func:`at_frames`).
+    ``stage``: the stage whose table to read, of a model with one per stage (PVT)."""
     from .. import __version__
 
     image = None if image_size is None else parse_image_size(image_size)
-    layout, table, file, name = layout_of(path, config, engine)
+    layout, table, file, name = layout_of(path, config, engine, stage)
     said = None
     if layer is not None:
         table, name, said = _layer_table(path, config, layout, table, layer)
-    rows, meta = resize(layout, table, image)
+    frames_said = None
+    if frames is not None:
+        layout, frames_said = at_frames(layout, frames)
+    rows, meta = resize(layout, table, image, grid)
+    if frames_said is not None:
+        meta["frames"] = frames_said
     head = {
         "posenc_version": __version__, "source": "model weights", "model_type": layout.model_type,
         "weights_file": os.path.basename(file), "weights_tensor": name, "reference": layout.reference,
@@ -1021,6 +1292,51 @@ def vision_table(
     if said is not None:
         head["layer"] = said
     return rows, {**head, **meta}
+
+
+def at_frames(layout: Layout, frames: Any) -> tuple[Layout, str]:
+    """The layout of a video model run on ``frames`` frames (``-p frames=N``), and what the model does, in words.
+
+    TimeSformer (``TimesformerEmbeddings.forward``, transformers 5.24 timesformer/modeling_timesformer.py
+    l.130-137): another frame count resizes ``time_embeddings`` (``1 x frames x dim``, transposed) with
+    ``F.interpolate(size=frames, mode="nearest")``; each patch of frame ``t`` then gets row ``t`` of that. ViViT
+    (vivit/modeling_vivit.py ``VivitTubeletEmbeddings`` l.54-67, ``VivitEmbeddings.forward`` l.126-142): the
+    tubelet convolution makes ``frames // tubelet_size[0]`` tubelets (floored), and the table, of the config's
+    tubelet count, is added as it is (``interpolate_pos_encoding`` keeps every tubelet row), so any other tubelet
+    count fails in the model's forward: refused by name. A table without frames refuses the option."""
+    text = str(frames).strip()
+    if isinstance(frames, bool) or not text.isdigit() or int(text) < 1:
+        raise ParameterError(f"{param('frames')} {frames!r} is not a frame count; give a positive integer")
+    n = int(text)
+    if layout.time is not None:  # TimeSformer: the per-frame table resized nearest to n rows
+        import numpy as np
+
+        from ..encodings.resample import NEAREST, Resampling, resample
+
+        old = np.asarray(layout.time)
+        if n == old.shape[0]:
+            return layout, f"{n} (the config's num_frames: its time table as it is)"
+        time = resample(old.astype(np.float32)[:, None, :], (n, 1), Resampling(NEAREST))[:, 0, :].astype(old.dtype)
+        said = f"{n}: the {old.shape[0]} frame rows of its time table resized nearest, size={n} (TimesformerEmbeddings)"
+        return replace(layout, time=time), said
+    if layout.frames is not None:  # ViViT: tubelets of tubelet_frames frames, the table's count only
+        tt = layout.tubelet_frames
+        if n < tt:
+            raise ParameterError(
+                f"{param('frames')} {n} is fewer than one tubelet ({tt} frames, tubelet_size[0]): "
+                f"{layout.model_type}'s tubelet convolution fails there; give {layout.frames * tt} frames"
+            )
+        if n // tt != layout.frames:
+            raise ParameterError(
+                f"{param('frames')} {n} makes {n // tt} tubelets of {tt} frames and {layout.model_type} adds its "
+                f"{layout.frames}-tubelet table as it is (interpolate_pos_encoding resizes no frame axis): its "
+                f"forward fails there; give {layout.frames * tt} to {layout.frames * tt + tt - 1} frames"
+            )
+        return layout, f"{n}: {layout.frames} tubelets of {tt} frames (floored), the config's count: its table as it is"
+    raise ParameterError(
+        f"{param('frames')} applies to a video model's table (ViViT, TimeSformer); {layout.model_type}'s has no "
+        f"frames: drop it"
+    )
 
 
 def _layer_table(path: str, config: Mapping[str, Any], layout: Layout, first: Any, layer: Any) -> tuple[Any, str, str]:
@@ -1057,7 +1373,7 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
     """What ``posenc kinds`` says of a vision model: its record's rule, each value with where it came from (the
     native grid from the config; a timm checkpoint's from its weights, when ``path`` holds them)."""
     out: dict[str, Any] = {"layer_type": None, "layer_types": [], "ignored": {}, "warnings": []}
-    rule: Resampling | Bucketing | None
+    rule: Resampling | Bucketing | Taps | None
     if is_timm_config(config):
         out.update(model_type=f"timm:{config.get('architecture')}", family="timm ViT", kind="learned", reference=_TIMM)
         rule, keep, tensor, extra = TIMM_RESAMPLING, "same_grid", "pos_embed", "the cls_token and reg_token it holds"
@@ -1081,17 +1397,22 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
             extra += f"; after the grid: config key {vision.after[0]} {vision.after[2]} rows"
         if vision.strides is not None:
             keys: tuple[str, ...] = vision.strides
+        elif vision.stages is not None:  # PVT: a table per stage
+            keys = ("image_size", *vision.stages[1:])
+            extra = "a table per stage (-p stage=K); the last stage's has cls before its grid"
         elif vision.tubelets is not None:
             keys = ("image_size", vision.tubelets, "tubelet_size")
         else:
-            keys = ("num_patches",) if vision.grid_from == "num_patches" else (vision.image_key,)
+            keys = (vision.grid_from,) if vision.grid_from.startswith("num_") else (vision.image_key,)
+        if vision.merge is not None:
+            keys += (vision.merge,)
         if vision.time is not None:
             keys += (vision.time[1],)
         for key in keys:
             from_config = key in config
             value = config.get(key, _default(mt, vision, key))
             out[key] = {"value": value, "from": f"config key {key}" if from_config else f"default of {mt}"}
-        if vision.tubelets is None:
+        if vision.tubelets is None and vision.stages is None:
             value = config.get("patch_size", _default(mt, vision, "patch_size"))
             where = "config key patch_size" if "patch_size" in config else f"default of {mt}"
             out["patch_size"] = {"value": value, "from": where}
@@ -1103,6 +1424,8 @@ def describe(path: str, config: Mapping[str, Any]) -> dict[str, Any]:
     out["weights_tensor"] = {"value": tensor, "from": "the model's code"}
     out["extra_rows"] = {"value": extra, "from": "the model's code"}
     said = rule.describe() if rule is not None else "none: it runs at its native size only"
+    if not is_timm_config(config) and read.vision.stages is not None:
+        said = "none: each stage's table added as it is, at any image whose stages keep their tables' patch counts"
     out["resampling"] = {"value": said, "from": "the model's code, at another --image-size"}
     out["kept_when"] = {"value": _KEEP_WORDS[keep] or "never", "from": "the model's code"}
     return out

@@ -371,7 +371,7 @@ def tables(
     if image_size is not None:
         from .vision import parse_image_size
 
-        if not rec.stages:
+        if not rec.stages and rec.window != "patch_grid":
             raise ParameterError(
                 f"{param('image_size')} cannot apply to {rec.model_type}'s relative bias: it is made for the "
                 "config's patch grid (one window over the whole image); drop it"
@@ -399,21 +399,75 @@ def tables(
     if rec.continuous:
         return _continuous(path, rec, staged, table, meta)
     wh, ww = window(rec, config)
-    meta["grid"] = f"{wh}x{ww}"
-    index = relative_position_index(wh, ww, rec.cls)
+    resizes = rec.window == "patch_grid"  # BEiT: one window, the image's patch grid, its table resized to it
+    new = _image_window(rec, config, image) if resizes and image is not None else (wh, ww)
+    meta["grid"] = f"{new[0]}x{new[1]}"
+    if resizes and image is not None:
+        meta["image_size"] = f"{image[0]}x{image[1]}"
+        meta["native_grid"] = f"{wh}x{ww}"
+    if table == "bias" and resizes and (image is not None or wh != ww):
+        meta["resampling"] = _RESIZED.format(h=2 * wh - 1, w=2 * ww - 1, nh=2 * new[0] - 1, nw=2 * new[1] - 1)
+    index = relative_position_index(new[0], new[1], rec.cls)
     if table != "bias":  # the index: from the config alone
         return {"index": index}, meta
     out: dict[str, np.ndarray] = {}
-    rows = int(index.max()) + 1
+    rows = (2 * wh - 1) * (2 * ww - 1) + (3 if rec.cls else 0)
     for k, (name, values) in enumerate(_weights(path, rec)):
         if values.ndim != 2 or values.shape[0] != rows:
             raise ParameterError(
                 f"{path}: tensor {name} has shape {list(values.shape)}; a {wh}x{ww} window needs {rows} rows x heads "
                 "(the config and the weights disagree)"
             )
+        if resizes:
+            values = _resized_table(np.asarray(values), (wh, ww), new, rows - (3 if rec.cls else 0), f"{path}: {name}")
         out[f"bias_{k}"] = np.ascontiguousarray(np.asarray(values)[index].transpose(2, 0, 1))
         meta[f"bias_{k}"] = name
     return out, meta
+
+
+#: what BEiT's bias does at another image size, in the metadata (``{h}x{w}``: the native table's grid)
+_RESIZED = (
+    "engine=hf, bilinear, antialias=False, align_corners=False, size: the {h}x{w} relative-position table (its class "
+    "rows kept) resized to {nh}x{nw} for the image's window, viewed as the model's code views it (width first: "
+    "reshape(1, 2 * Ww - 1, 2 * Wh - 1, heads), so a non-square table is resized even at its own window), then "
+    "gathered by the new window's index "
+    "(BeitRelativePositionBias.forward); with interpolate_pos_encoding the bias is resized again to its own size, "
+    "which changes nothing"
+)
+
+
+def _image_window(rec: WindowBias, config: Mapping[str, Any], image: tuple[int, int]) -> tuple[int, int]:
+    """BEiT's window at an image size: ``(height // patch_size, width // patch_size)`` (``BeitLayer.forward``,
+    ``BeitModel.forward``: the resolution is the pixels' shape); an image smaller than one patch is refused (the
+    patch convolution fails there)."""
+    p = _side(_need(rec, config, "patch_size"), "patch_size")
+    if image[0] < p[0] or image[1] < p[1]:
+        raise ParameterError(
+            f"{param('image_size')} {image[0]}x{image[1]} is smaller than one {p[0]}x{p[1]} patch: {rec.model_type}'s "
+            f"patch convolution fails there; give at least {p[0]}x{p[1]}"
+        )
+    return image[0] // p[0], image[1] // p[1]
+
+
+def _resized_table(values: np.ndarray, old: tuple[int, int], new: tuple[int, int], grid_rows: int, where: str) -> Any:
+    """BEiT's relative-position table for the window ``new`` (``BeitRelativePositionBias.forward``, transformers 5.24
+    beit/modeling_beit.py l.220-245): the ``grid_rows`` rows of the ``old`` window's ``(2 Wh - 1)(2 Ww - 1)``
+    table reshaped ``(2 Ww - 1) x (2 Wh - 1)`` (width first, as the code writes it), resized bilinearly
+    (``align_corners=False``, no antialias, ``size=``) to ``(2 Wh' - 1) x (2 Ww' - 1)``, flattened, and its class
+    rows appended unchanged. A square window's table at its own window is copied (torch copies a grid resized to
+    its own size, and so does :func:`.resample`); a non-square one is resized even there, its sides swapped."""
+    from ..encodings.resample import Resampling, resample
+
+    if values.dtype != np.float32:
+        raise ParameterError(
+            f"{where} is {values.dtype}; the model resizes it in that dtype, which posenc does not reproduce (it "
+            "reproduces the float32 kernels): drop --image-size or pass float32 weights"
+        )
+    oh, ow = 2 * old[0] - 1, 2 * old[1] - 1
+    nh, nw = 2 * new[0] - 1, 2 * new[1] - 1
+    grid = values[:grid_rows].reshape(ow, oh, -1)
+    resized = resample(grid, (nh, nw), Resampling("bilinear", align_corners=False, antialias=False))
+    return np.concatenate([resized.reshape(nh * nw, -1), values[grid_rows:]], axis=0)
 
 
 def _runs_or_refuse(

@@ -57,6 +57,16 @@ def _has_grid_table(model_type: Any) -> bool:
     return rec is not None and rec.vision is not None
 
 
+def _has_vision_table(model_type: Any) -> bool:
+    """The model type's vision tower adds a learned grid table: its record's (CLIP's, through its tower), or one
+    the inventory saw its code place (Qwen3-VL's)."""
+    from .vision import observed
+
+    return _has_grid_table(model_type) or (
+        isinstance(model_type, str) and any(e.get("method") for e in observed(model_type))
+    )
+
+
 def tower_of(config: Mapping[str, Any], tower: str | None) -> tuple[VisionRotary, dict[str, Any], dict, str] | None:
     """``(record, tower config, observation, where)`` of the vision tower ``tower`` names (None: the config
     itself when it is a tower, unless it also adds a learned grid table, which is then read; else None: the
@@ -76,6 +86,8 @@ def tower_of(config: Mapping[str, Any], tower: str | None) -> tuple[VisionRotary
         return None
     else:
         subs = {tuple(e["sub_config"]) for e in seen}
+        if not subs and _has_vision_table(mt):
+            return None  # no rotary tower observed, but a learned vision table: that table (.vision reads it)
         if not subs:
             raise ParameterError(
                 f"model type {mt} has no vision tower with a rotary embedding in transformers {TRANSFORMERS_VERSION}'s "

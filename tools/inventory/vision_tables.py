@@ -1,7 +1,9 @@
 """The learned vision tables in the inventory: which code resizes each one, observed by running it.
 
 make_inventory's ``mechanisms`` pass lists, per model type, the learned tables a vision component adds to its
-patches (``input: vision``, ``mechanism: learned``). This pass takes each of them and writes ``vision_table``, a
+patches (``input: vision``, ``mechanism: learned``), and those of a component fed features (``input: features``:
+a tower whose forward takes flattened patches and their ``grid_thw``, Qwen3-VL's), kept here only where the tower
+ran on an image grid and its own code used the table. This pass takes each of them and writes ``vision_table``, a
 list of (one per such table):
 
 * ``component``: the config path of the tower (``vision_config``, ``vlm_config.vision_config``; ``model`` when the
@@ -18,14 +20,17 @@ list of (one per such table):
   ...``: a tower that never resizes its table, Llama 4's, stops there);
 * ``method``: ``Class.name`` of the holder's function that resized the table: the holder-class function (its
   class or a base's) innermost on the stack when a resizing function ran (``F.interpolate``,
-  ``grid_sample``, ...), else when the table was first used; ``resize``: that resizing call (``function``,
-  ``mode``, ``align_corners``, ``antialias``, ``by``: ``size`` or ``scale_factor``), absent when none ran;
+  ``grid_sample``, ...; or transformers' ``get_vision_interpolation_indices_and_weights``, whose taps and weights
+  the tower gathers: ``by: taps``), else when the table was first used; ``resize``: that resizing call
+  (``function``, ``mode``, ``align_corners``, ``antialias``, ``by``: ``size``, ``scale_factor`` or ``taps``, with
+  the taps' ``spatial_merge_size`` and ``padding``), absent when none ran;
 * ``fingerprint``: the first 16 hex digits of the SHA-1 of ``method``'s source, normalized: parsed and unparsed
   (comments and layout gone), docstrings and type annotations dropped, every name of a class defined in its
   module replaced by ``_C`` (so that a copy under another model's prefix, ``# Copied from`` ones, has the same fingerprint);
   ``forward_fingerprint``: the same of the holder's ``forward`` (what places the rows among the tokens);
 * ``config_defaults``: the tower config's image and patch numbers (``image_size``, ``patch_size``,
-  ``num_patches``, ``num_channels``, ``num_register_tokens``), which a config.json that leaves one out gets.
+  ``num_patches``, ``num_channels``, ``num_register_tokens``, ``num_position_embeddings``,
+  ``spatial_merge_size``), which a config.json that leaves one out gets.
 
 posenc (``posenc_cli/models/vision.py``) reads a type by the reviewed rule whose code has the same fingerprint
 (the ``fingerprints`` of a ``Vision`` record), and refuses one with new code, naming its class and method.
@@ -64,7 +69,15 @@ _RESIZE = {"interpolate", "upsample", "upsample_bilinear", "upsample_nearest", "
 #: the patch grid a tower that takes flattened patches and their grid (``grid_thw``) runs on (not square)
 GRID = (12, 20)
 #: the config numbers of a tower's grid
-_GRID_KEYS = ("image_size", "patch_size", "num_patches", "num_channels", "num_register_tokens")
+_GRID_KEYS = (
+    "image_size",
+    "patch_size",
+    "num_patches",
+    "num_channels",
+    "num_register_tokens",
+    "num_position_embeddings",
+    "spatial_merge_size",
+)
 
 
 def _alarm(signum: int, frame: Any) -> None:
@@ -276,7 +289,7 @@ def observe_one(mt: str, mech: dict[str, Any]) -> dict[str, Any]:
     for ran_at, kw in _inputs(tower, tcfg):
         watch = Watch(table, type(holder_mod))
         try:
-            with torch.no_grad(), watch:
+            with torch.no_grad(), watch, Gathers(sys.modules[tcls.__module__], watch):
                 tower(**kw)
             status = "ok"
         except Exception as exc:
@@ -302,6 +315,46 @@ def observe_one(mt: str, mech: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
+#: transformers' functions that resample a table as per-patch taps and weights, which the tower then gathers (no
+#: torch resize runs): ``vision_utils.get_vision_interpolation_indices_and_weights`` (Qwen3-VL's towers)
+_GATHERS = ("get_vision_interpolation_indices_and_weights",)
+
+
+class Gathers:
+    """Wraps each :data:`_GATHERS` function the tower's module imported, so that a call (from a function of the
+    holder's class) is noted on ``watch.resized`` as ``F.interpolate`` is: ``mode``, ``align_corners``, ``by:
+    taps`` and the ``spatial_merge_size`` it orders the patches by."""
+
+    def __init__(self, module: Any, watch: Watch) -> None:
+        self.module, self.watch, self.saved = module, watch, {}
+
+    def __enter__(self) -> None:
+        for name in _GATHERS:
+            fn = getattr(self.module, name, None)
+            if fn is None:
+                continue
+            self.saved[name] = fn
+
+            def wrapped(*args: Any, _fn: Any = fn, _name: str = name, **kwargs: Any) -> Any:
+                hit = self.watch._holder_frame()
+                if hit is not None and self.watch.resized is None:
+                    call = inspect.signature(_fn).bind(*args, **kwargs)
+                    call.apply_defaults()
+                    a = call.arguments
+                    self.watch.resized = (*hit, {
+                        "function": _name, "mode": a.get("mode"), "align_corners": a.get("align_corners"),
+                        "antialias": False, "by": "taps", "spatial_merge_size": a.get("spatial_merge_size"),
+                        "padding": a.get("padding"),
+                    })  # fmt: skip
+                return _fn(*args, **kwargs)
+
+            setattr(self.module, name, wrapped)
+
+    def __exit__(self, *exc: Any) -> None:
+        for name, fn in self.saved.items():
+            setattr(self.module, name, fn)
+
+
 def _saved_name(model: torch.nn.Module, name: str) -> str:
     """The name ``save_pretrained`` writes for the model's tensor ``name``: transformers reverts its checkpoint
     conversions on saving (Step 3.5's ``embeddings.position_embedding.weight`` is saved ``positional_embedding``)."""
@@ -325,13 +378,18 @@ def _is_param(model: torch.nn.Module, name: str) -> bool:
 def observe(mt: str, rec: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for mech in rec.get("mechanisms") or []:
-        if mech.get("input") != "vision" or mech.get("mechanism") != "learned":
+        if mech.get("input") not in ("vision", "features") or mech.get("mechanism") != "learned":
             continue
         try:
-            out.append(observe_one(mt, mech))
+            entry = observe_one(mt, mech)
         except Exception as exc:  # recorded: the inventory says why
-            out.append({"component": mech.get("component"), "tensor": mech.get("tensor"),
-                        "status": f"{type(exc).__name__}: {exc}".splitlines()[0][:200]})  # fmt: skip
+            entry = {"component": mech.get("component"), "tensor": mech.get("tensor"),
+                     "status": f"{type(exc).__name__}: {exc}".splitlines()[0][:200]}  # fmt: skip
+        if mech.get("input") == "features" and not (entry.get("method") and entry.get("status") == "ok"):
+            # a component fed features, not pixels: its table is a vision table only where the tower ran on an
+            # image (pixels, or flattened patches with their grid_thw) and its own code used the table
+            continue
+        out.append(entry)
     return out
 
 
