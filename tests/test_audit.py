@@ -331,7 +331,7 @@ def test_rows_the_model_repeats_are_expected_and_a_failed_property_is_no_differe
 
 
 def test_a_tower_posenc_refuses_is_one_line_and_a_table_the_config_turns_off_is_not_checked(tmp_path, schema):
-    """PVT and RADIO (configs as transformers 5.24 builds them from its defaults) place positions with code posenc
+    """RADIO (its config as transformers 5.24 builds it from its defaults) places positions with code posenc
     does not reproduce: one ``refused`` row and a verdict line naming it, exit 2 (not "a file could not be
     read"). AIMv2 with ``is_native``, InternVL without absolute positions and SAM without ``use_abs_pos`` keep
     no learned table (their checkpoints save none): not checked, said so, not a missing tensor."""
@@ -339,20 +339,19 @@ def test_a_tower_posenc_refuses_is_one_line_and_a_table_the_config_turns_off_is_
 
     from posenc_cli.render import audit_verdict
 
-    for mt, method in (("pvt", "PvtPatchEmbeddings.interpolate_pos_encoding"),
-                       ("radio", "RadioPatchEmbeddings._interpolate_position_embedding")):  # fmt: skip
-        (tmp_path / mt).mkdir()
-        shutil.copy(DATA / "configs" / "refused_towers" / f"{mt}.json", tmp_path / mt / "config.json")
-        # a model directory, and a config file of another name (read as given, not the config.json beside it)
-        given = tmp_path / mt if mt == "pvt" else DATA / "configs" / "refused_towers" / f"{mt}.json"
+    mt, method = "radio", "RadioPatchEmbeddings._interpolate_position_embedding"
+    (tmp_path / mt).mkdir()
+    shutil.copy(DATA / "configs" / "refused_towers" / f"{mt}.json", tmp_path / mt / "config.json")
+    # a model directory, and a config file of another name (read as given, not the config.json beside it)
+    for given in (tmp_path / mt, DATA / "configs" / "refused_towers" / f"{mt}.json"):
         report = posenc_cli.audit(str(given))
         (row,) = report.rows
         assert (row.verdict, report.exit_code) == ("refused", 2) and method in row.explanation
         assert "does not reproduce" in row.explanation
         assert audit_verdict(report).startswith(f"REFUSED: {mt}'s vision tower places positions with {method} (")
         validate(report.to_json(), schema)
-    code, _out, err = cli(["audit", str(tmp_path / "pvt"), "-q"])
-    assert code == 2 and err.startswith("REFUSED: pvt's") and len(err.strip().splitlines()) == 1
+    code, _out, err = cli(["audit", str(tmp_path / "radio"), "-q"])
+    assert code == 2 and err.startswith("REFUSED: radio's") and len(err.strip().splitlines()) == 1
     # a wrapper: its text model's rotary is still audited beside the refused tower
     (tmp_path / "molmo2").mkdir()
     shutil.copy(DATA / "configs" / "refused_towers" / "molmo2.json", tmp_path / "molmo2" / "config.json")
