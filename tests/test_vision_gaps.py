@@ -283,3 +283,27 @@ def test_pvt_stage_tables_are_the_models_own_at_every_size() -> None:
     vit = str(MODELS / "vision_vit")
     with pytest.raises(ParameterError, match="applies to a model with a position table per stage"):
         vision_table(vit, load_config(vit), stage=1)
+
+
+def test_an_audit_checks_every_stage_and_every_per_layer_table() -> None:
+    """An audit covers every position table the weights hold: PVT's four stage tables and YOLOS's table after
+    each encoder layer, each a row of its own holding the tensor's rows (counted here from the safetensors file with
+    plain numpy), at the native size and at an --image-size where the model runs; at a size the model refuses,
+    the first table's row says why and no further row repeats it."""
+    from safetensors.numpy import load_file
+
+    import posenc_cli
+
+    pvt = load_file(str(MODELS / "vision_pvt" / "model.safetensors"))
+    stage_rows = [pvt[k].reshape(-1, pvt[k].shape[-1]).shape[0] for k in sorted(pvt) if "position_embeddings" in k]
+    assert len(stage_rows) == 4
+    report = posenc_cli.audit(str(MODELS / "vision_pvt"), image_size=["64"])
+    got = [(r.layer_type, r.verdict, r.length) for r in report.rows]
+    assert got == [("32x32 native", "agree", stage_rows[0]), ("64x64", "error", None),
+                   *((f"32x32 native stage {k}", "agree", stage_rows[k]) for k in (1, 2, 3))]  # fmt: skip
+    yolos = load_file(str(MODELS / "vision_yolos" / "model.safetensors"))
+    (mid,) = [v for k, v in yolos.items() if k.endswith("mid_position_embeddings")]
+    report = posenc_cli.audit(str(MODELS / "vision_yolos"), image_size=["24"])
+    layers = [r.layer_type for r in report.rows if " layer " in r.layer_type]
+    assert len(layers) == 2 * mid.shape[0] and all(r.verdict == "agree" for r in report.rows), report.rows
+    assert layers[0].endswith("native layer 0") and layers[-1] == f"24x24 layer {mid.shape[0] - 1}"

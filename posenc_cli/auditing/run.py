@@ -442,8 +442,12 @@ class _Auditor:
         report = AuditReport(source=f.label, config=f.relative(f.config), model_type=str(mt), length=None,
                              engines=["hf", *(["timm"] if timm else [])], against=self.against, settings={})  # fmt: skip
         parsed = [parse_image_size(s) for s in sizes]
+        read = []  # the sizes whose first table was read: the model's further tables are read there too
         for image in [None, *dict.fromkeys(parsed)]:
-            report.rows += self._vision_rows(root, image, timm)
+            rows = self._vision_rows(root, image, timm)
+            report.rows += rows
+            read += [image] if rows[0].verdict not in ("error", "refused", "skipped") else []
+        report.rows += self._further_vision_rows(root, read)
         if not report.compared and report.exit_code != 2:
             report.notes.append("nothing compared: no table was read (each row says why)")
         return report
@@ -489,6 +493,39 @@ class _Auditor:
                 )
                 out.append(AuditRow(meta["weights_file"], label, "timm", "differ", said, diff,
                                     int(rows.shape[0])))  # fmt: skip
+        return out
+
+    def _further_vision_rows(self, root: str, images: list[tuple[int, int] | None]) -> list[AuditRow]:
+        """One row per further table of the model (each later stage of PVT, each per-layer table of YOLOS:
+        :func:`~posenc_cli.models.vision.further_tables`) at each size whose first table was read, checked as the
+        first table is, so that the audit covers every position table the weights hold (the first table's rows
+        are :meth:`_vision_rows`; where it was not read, its row says why)."""
+        from ..models.config_file import load_config
+        from ..models.vision import further_tables, vision_table
+        from ..sources import Source
+
+        data = load_config(self.found.config or os.path.join(root, "config.json"))
+        try:
+            more = further_tables(root, data)
+        except PosencError:
+            return []  # the first table's row already says why the weights could not be read
+        out = []
+        for image in images:
+            size = "native" if image is None else f"{image[0]}x{image[1]}"
+            for what, kwargs in more:
+                try:
+                    rows, meta = vision_table(root, data, image_size=image, **kwargs)
+                except PosencError as exc:
+                    out.append(_unread_row("weights", f"{size} {what}", "hf", exc))
+                    continue
+                label = f"{meta['image_size']}{' native' if image is None else ''} {what}"
+                rep = self.verbs.check(Source(root, {"pe": rows}, meta))
+                extra = f" + rows {meta['extra_rows']}" if meta["extra_rows"] else ""
+                why = _verdict(
+                    f"{what}: grid {meta['grid']}{extra}, {meta['resampling']}", rep, [], "the model's own table"
+                )
+                out.append(AuditRow(meta["weights_file"], label, "hf", "agree" if rep.ok else "failed", why, None,
+                                    int(rows.shape[0]), details=[f"{r.name}: {r.detail}" for r in rep.results]))  # fmt: skip
         return out
 
     def _by_design(self, root: str, data: Any, image: Any, rows: Any, meta: dict[str, str], rep: Any) -> list[str]:

@@ -1339,6 +1339,25 @@ def at_frames(layout: Layout, frames: Any) -> tuple[Layout, str]:
     )
 
 
+def further_tables(path: str, config: Mapping[str, Any]) -> list[tuple[str, dict[str, int]]]:
+    """The model's position tables beyond the one :func:`vision_table` reads by default, each as ``(label,
+    keyword arguments of vision_table)``: every later stage of a model with a table per stage (PVT's record
+    ``stages``: ``stage=K``), every per-layer table of a model that adds one after encoder layers (YOLOS's record
+    ``per_layer``, when its config switch is on: ``layer=N``). Empty for a model with one table. An audit reads
+    each, so that a check covers every table the weights hold."""
+    read = reading(config, path)
+    vision, mt, sub = read.vision, read.defaults_of, read.config
+    out: list[tuple[str, dict[str, int]]] = []
+    if vision.stages is not None:
+        count_key = vision.stages[1]
+        n = _config_int(sub, count_key, _default(mt, vision, count_key), path)[0]
+        out += [(f"stage {k}", {"stage": k}) for k in range(1, n)]
+    if vision.per_layer is not None and _flag(sub, mt, vision, vision.per_layer[1]):
+        stack, _file, _name = read_table(path, vision.per_layer[0])
+        out += [(f"layer {n}", {"layer": n}) for n in range(int(stack.shape[0]))]
+    return out
+
+
 def _layer_table(path: str, config: Mapping[str, Any], layout: Layout, first: Any, layer: Any) -> tuple[Any, str, str]:
     """``(table, tensor name, words)``: the per-layer table ``layer`` of a model that adds one after each encoder
     layer but the last (YOLOS ``mid_position_embeddings``: ``(layers - 1) x 1 x rows x dim``), laid out as the
