@@ -1339,7 +1339,7 @@ def at_frames(layout: Layout, frames: Any) -> tuple[Layout, str]:
     )
 
 
-def further_tables(path: str, config: Mapping[str, Any]) -> list[tuple[str, dict[str, int]]]:
+def further_tables(path: str, config: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The model's position tables beyond the one :func:`vision_table` reads by default, each as ``(label,
     keyword arguments of vision_table)``: every later stage of a model with a table per stage (PVT's record
     ``stages``: ``stage=K``), every per-layer table of a model that adds one after encoder layers (YOLOS's record
@@ -1347,7 +1347,7 @@ def further_tables(path: str, config: Mapping[str, Any]) -> list[tuple[str, dict
     each, so that a check covers every table the weights hold."""
     read = reading(config, path)
     vision, mt, sub = read.vision, read.defaults_of, read.config
-    out: list[tuple[str, dict[str, int]]] = []
+    out: list[tuple[str, dict[str, Any]]] = []
     if vision.stages is not None:
         count_key = vision.stages[1]
         n = _config_int(sub, count_key, _default(mt, vision, count_key), path)[0]
