@@ -8,7 +8,7 @@ config class's own code, for a type whose layers differ in rotation and of which
 name.
 
 Held against tests/data/golden/layer_rules.json (tools/golden/make_layer_rule_golden.py, run once in the side
-environment): for non-default configs of seven types, the cos/sin each decoder layer's own attention applies in a
+environment): for 7 non-default configs of 6 types, the cos/sin each decoder layer's own attention applies in a
 forward of a tiny instance (null: the layer calls no apply function), from transformers 5.24's code.
 """
 
