@@ -17,7 +17,13 @@ record per ``model_type``, data plus named rules):
   :math:`(2k, 2k + 1)` (``rotate_every_two``, ``repeat_interleave`` of the frequencies, ``view_as_complex``,
   DeepSeek-V3's de-interleave, which permutes queries and keys alike);
 * **per-layer attention types** and the types that apply no RoPE (Cohere2's full layers, Llama 4's full
-  layers, SmolLM3's ``no_rope_layers``, Granite 4's mamba layers).
+  layers, SmolLM3's ``no_rope_layers``, Granite 4's mamba layers), from the config at hand: its
+  ``layer_types``, else the record's layer rule over its period keys; a type whose layers differ in rotation and
+  of which posenc has no such rule is refused when the config names no types (its config class would build
+  them). An attention key the inventory's ``attention_probes`` saw change which layers rotate or the pairing
+  (Cohere2's ``sliding_window: null``, DeepSeek-V3's ``rope_interleave``) re-derives them from what the probe
+  saw at that value, holds at a value of the kind of the probed values that changed nothing, and is refused by
+  name at any other.
 
 Never a table from a guess, and never a refusal over a name. A key of the config is either one the record
 reads (reported with where it came from), or one the model's positional code never reads (reported as
