@@ -1636,8 +1636,13 @@ def attention_probes(mt: str, rec: dict) -> list[dict[str, Any]]:
     with contextlib.suppress(Exception):
         cfg._attn_implementation = "eager"
     pkg = CONFIG_MAPPING[mt].__module__.rsplit(".", 1)[0]
-    module = importlib.import_module(pkg + ".modeling_" + pkg.rsplit(".", 1)[1])
+    try:
+        module = importlib.import_module(pkg + ".modeling_" + pkg.rsplit(".", 1)[1])
+    except ImportError:  # a type built by another family's classes (EXAONE, InternLM3: Llama's), as visit does
+        module = None
     mcls = model_class(cfg, module)
+    if mcls is None:
+        raise RuntimeError("no model class in transformers' auto mappings")
     with torch.device("meta"):
         model = mcls(cfg)
     rot = model.get_submodule(rec["rotary_path"])
@@ -1655,7 +1660,9 @@ def attention_probes(mt: str, rec: dict) -> list[dict[str, Any]]:
         raise RuntimeError("no attention layer in the rotary module's branch")
     amod = sys.modules[type(layers[0][1]).__module__]
     fns = apply_functions(amod)
-    rcfg = rot.config
+    rcfg = getattr(rot, "config", None)
+    if rcfg is None:  # a rotary class not built from a config (GPT-J's, CodeGen's): the text config the model keeps
+        rcfg = cfg.get_text_config(decoder=True) if hasattr(cfg, "get_text_config") else cfg
     base = attention_observed(layers, rot, rcfg, fns, amod, None)
     tried: dict[str, list[Any]] = {}
     out = [{"set": {}, **base, "tried": tried}]
