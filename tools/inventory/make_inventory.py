@@ -1356,7 +1356,14 @@ def forward_attention(attn: torch.nn.Module, rot: torch.nn.Module, layer_type: s
         ):
             kwargs[name] = None  # e.g. Falcon's alibi: None on its rotary path
     with torch.no_grad():
-        attn(**kwargs)
+        try:
+            attn(**kwargs)
+        except Exception:
+            if "attention_mask" not in kwargs:
+                raise
+            # an attention that adds or slices its mask without a None check (Falcon, DeepSeek-V3.2): a zero mask
+            kwargs["attention_mask"] = torch.zeros(1, 1, n, n, device="meta")
+            attn(**kwargs)
 
 
 def attention_reads(rec: dict, layers: list[tuple[str, torch.nn.Module]], rot: torch.nn.Module) -> None:
