@@ -1324,8 +1324,13 @@ def _same_branch(layer: str, rotary_path: str) -> bool:
     return layer.startswith(parent + ".") if parent else not re.search(r"vision|visual|audio|image", layer)
 
 
-def forward_attention(attn: torch.nn.Module, rot: torch.nn.Module, layer_type: str | None) -> None:
-    """One attention module's forward on meta tensors, with the position embeddings its rotary module makes."""
+def forward_attention(attn: torch.nn.Module, rot: torch.nn.Module, layer_type: str | None, *,
+                      zero_mask: bool = False) -> None:  # fmt: skip
+    """One attention module's forward on meta tensors, with the position embeddings its rotary module makes;
+    ``zero_mask``: where it fails without a mask, again with a zero one (the attention probes only: the layer
+    trace keeps its observations, since a forward that runs further calls more functions - DeepSeek-V3.2's
+    indexer applies rotate_half beside the attention's interleaved pairs, and ``positions_path`` takes the
+    first function called)."""
     n = 6
     lin = next((c for c in attn.modules() if isinstance(c, torch.nn.Linear)), None)
     hidden = lin.in_features if lin is not None else 16
@@ -1359,7 +1364,7 @@ def forward_attention(attn: torch.nn.Module, rot: torch.nn.Module, layer_type: s
         try:
             attn(**kwargs)
         except Exception:
-            if "attention_mask" not in kwargs:
+            if not zero_mask or "attention_mask" not in kwargs:
                 raise
             # an attention that adds or slices its mask without a None check (Falcon, DeepSeek-V3.2): a zero mask
             kwargs["attention_mask"] = torch.zeros(1, 1, n, n, device="meta")
@@ -1623,7 +1628,7 @@ def attention_observed(layers: list[tuple[str, torch.nn.Module]], rot: torch.nn.
             if built is None:
                 raise RuntimeError(f"{type(m).__name__} not built from the probed config")
             lt = getattr(cfg, "layer_types", None)
-            forward_attention(built, rot, lt[idx] if isinstance(lt, list) and idx < len(lt) else None)
+            forward_attention(built, rot, lt[idx] if isinstance(lt, list) and idx < len(lt) else None, zero_mask=True)
             per_layer.append("rope" if any(c[0] == idx for c in calls) else "none")
     finally:
         for n, f in fns.items():
