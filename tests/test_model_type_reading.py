@@ -105,7 +105,8 @@ def test_a_config_without_a_readable_model_type_is_refused_in_one_line(tmp_path,
             "decision_transformer",
             "posenc does not read decision_transformer's position table encoder.wpe.weight (component model)",
         ),
-        ("kimi_linear", "kimi_linear applies no positional encoding in any layer"),
+        # (kimi_linear said so from its module names; its forward does not run on meta, so it is unobserved now)
+        ("zamba2", "zamba2 applies no positional encoding in any layer"),
         (
             "wav2vec2",
             "positions come from a convolution over the sequence (encoder.pos_conv_embed.conv): there is no "

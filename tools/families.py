@@ -122,7 +122,8 @@ def rows() -> list[tuple[str, str, str, str, str, str]]:
         elif scheme in ("none",):
             status = "no positions"
         elif scheme == "unobserved":
-            status = "not observed: " + str(entry.get("status") or "")[:80]
+            why = entry.get("status") if entry.get("status") != "ok" else entry.get("mechanisms_status")
+            status = "not observed: " + str(why or "")[:80]
         elif rec is not None:  # a wrapper: its text model's row says it
             scheme, status = "wrapper", f"reads {rec.text_model_type}"
         else:

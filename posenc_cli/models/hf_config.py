@@ -17,7 +17,13 @@ record per ``model_type``, data plus named rules):
   :math:`(2k, 2k + 1)` (``rotate_every_two``, ``repeat_interleave`` of the frequencies, ``view_as_complex``,
   DeepSeek-V3's de-interleave, which permutes queries and keys alike);
 * **per-layer attention types** and the types that apply no RoPE (Cohere2's full layers, Llama 4's full
-  layers, SmolLM3's ``no_rope_layers``, Granite 4's mamba layers).
+  layers, SmolLM3's ``no_rope_layers``, Granite 4's mamba layers), from the config at hand: its
+  ``layer_types``, else the record's layer rule over its period keys; a type whose layers differ in rotation and
+  of which posenc has no such rule is refused when the config names no types (its config class would build
+  them). An attention key the inventory's ``attention_probes`` saw change which layers rotate or the pairing
+  (Cohere2's ``sliding_window: null``, DeepSeek-V3's ``rope_interleave``) re-derives them from what the probe
+  saw at that value, holds at a value of the kind of the probed values that changed nothing, and is refused by
+  name at any other.
 
 Never a table from a guess, and never a refusal over a name. A key of the config is either one the record
 reads (reported with where it came from), or one the model's positional code never reads (reported as
@@ -179,6 +185,9 @@ class ModelConfig:
     #: where ``model_type`` came from when config.json has none (its ``architectures``, through transformers'
     #: mapping); None when the config names it
     model_type_from: str | None = None
+    #: the attention type of each layer, in order, as this config's layer rule gives them (``()``: one RoPE for
+    #: every layer, the config naming no types); a NoPE type's layers apply none
+    layers: tuple[str, ...] = ()
 
     # ----- public ----------------------------------------------------------------------------------------
     def params(
@@ -399,6 +408,8 @@ class _Reader:
         self.ignored: dict[str, str] = {}
         #: keys the layer rule read (reported with the values)
         self.layer_keys: dict[str, _Value] = {}
+        #: the attention type of each layer (:meth:`layer_types`)
+        self.layer_list: list[str] = []
 
     # where a key lives, for messages ("text_config.rope_theta")
     def key(self, name: str) -> str:
@@ -438,7 +449,11 @@ class _Reader:
         head = {**switch, **self.read_head()}
         self.guard()
         rec = self.fam  # a pairing re-derived from the config at hand (guard: the attention's probes)
-        ropes, layer_types = self.read_ropes(head)
+        try:
+            ropes, layer_types = self.read_ropes(head)
+        except ParameterError:
+            self.refuse_unknown()  # a key posenc does not model is the first reason (it may be why no layer rotates)
+            raise
         head.update(self.layer_keys)
         self.unused(head, ropes)
         if rec.has("fixed_base") and "rope_theta" in cfg:
@@ -446,21 +461,25 @@ class _Reader:
                 f"{self.key('rope_theta')} is ignored: transformers' {rec.model_type} hard-codes base "
                 f"{rec.defaults.get('rope_theta', 10000.0):g}"
             )
+        self.refuse_unknown()
         if self.unknown:
-            if self.read_as is None:
-                more = f" (and {len(self.unknown) - 1} more)" if len(self.unknown) > 1 else ""
-                raise ParameterError(
-                    f"{self.unknown[0]}{more}, and it could change the tables of model_type {self.model_type!r}"
-                    + option_clause(
-                        f"; check the model's code, then pass {ref('read_as')} FAMILY (e.g. llama) to read it as "
-                        "that family"
-                    )
-                )
             self.warnings.extend(f"{u}; ignored: read with {self.read_as}'s rules, as asked" for u in self.unknown)
         return ModelConfig(
             self.model_type, rec, rec.scheme, layer_types, self.warnings,
-            head, ropes, self.ignored, assumption, self.model_type_from,
+            head, ropes, self.ignored, assumption, self.model_type_from, tuple(self.layer_list),
         )  # fmt: skip
+
+    def refuse_unknown(self) -> None:
+        """Keys posenc does not model that could change the tables: an error, unless ``read_as`` was given."""
+        if self.unknown and self.read_as is None:
+            more = f" (and {len(self.unknown) - 1} more)" if len(self.unknown) > 1 else ""
+            raise ParameterError(
+                f"{self.unknown[0]}{more}, and it could change the tables of model_type {self.model_type!r}"
+                + option_clause(
+                    f"; check the model's code, then pass {ref('read_as')} FAMILY (e.g. llama) to read it as "
+                    "that family"
+                )
+            )
 
     def check_when(self) -> dict[str, _Value]:
         """A record that holds for one value of a switch key only (Falcon's alibi, Granite 4's
@@ -492,7 +511,7 @@ class _Reader:
         for k in cfg:
             if k in known or k in _BOOKKEEPING:
                 continue
-            probes = _attention_probes(rec.model_type).get(k) if rec.origin == "inventory" and self.known else None
+            probes = _attention_probes(rec.model_type).get(k) if self.known else None
             if probes:
                 self.probed(k, probes)
             elif rec.origin == "inventory" and saved is not None and k not in saved:
@@ -517,9 +536,11 @@ class _Reader:
 
     def probed(self, k: str, probes: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
         """A key the attention reads whose other value the inventory saw change the pairing or which layers
-        rotate (its ``attention_probes``, issue 36.5): at the default the observation holds; at a probed value
-        that changes only the apply function, the pairing is re-derived from what that function does; any other
-        value is refused by name."""
+        rotate (its ``attention_probes``, issue 36.5). At the default the observation holds, and at a value of
+        the same kind the probes saw change nothing (an integer window doubled) too; at a probed value that
+        changes only the apply function, the pairing is re-derived from what that function does; at one that
+        changes which layers rotate, the layer types that rotate are re-derived from the probe's layers (Cohere2's
+        ``sliding_window: null``: none; Exaone 4's: every type); any other value is refused by name."""
         base, changed = probes
         value, was = self.cfg[k], changed[0]["was"][k]
         mt = self.fam.model_type
@@ -529,11 +550,36 @@ class _Reader:
             )
             return
         hit = next((p for p in changed if p["set"][k] == value), None)
+        if hit is None:
+            tried = [v for v in (base.get("tried") or {}).get(k, []) if not any(p["set"][k] == v for p in changed)]
+            kind = _kind(value)
+            same = [v for v in (was, *tried) if _kind(v) == kind]
+            if len(same) > 1 and not any(_kind(p["set"][k]) == kind for p in changed):
+                self.ignored[self.key(k)] = (
+                    f"transformers' {mt} attention pairs and rotates the same layers at {k}="
+                    f"{' and '.join(_show(v) for v in same)} (probed); of the values probed only "
+                    f"{', '.join(_show(p['set'][k]) for p in changed)} changes that, and {_show(value)} is of their kind "
+                    f"({kind})"
+                )
+                return
         if hit is not None and hit["layer_rope"] == base["layer_rope"] and hit.get("pairing") in PAIRINGS:
             self.fam = replace(self.fam, pairing=hit["pairing"])
             self.layer_keys[k] = _Value(
                 value, f"config key {self.key(k)} (transformers' {mt} attention then calls "
                 f"{', '.join(hit['apply_functions_called'])}: {hit['pairing']} pairs)",
+            )  # fmt: skip
+            return
+        nope = None if hit is None else _nope_types(mt, base, hit)
+        if (
+            hit is not None
+            and nope is not None
+            and not set(hit["apply_functions_called"]) - set(base["apply_functions_called"])
+        ):
+            self.fam = replace(self.fam, nope=nope)
+            rotate = sorted(set(_probe_types(mt)) - set(nope))
+            self.layer_keys[k] = _Value(
+                value, f"config key {self.key(k)} (transformers' {mt} attention then rotates "
+                f"{' and '.join(rotate) or 'no'} layers, observed on its own layers)",
             )  # fmt: skip
             return
         what = (
@@ -661,7 +707,7 @@ class _Reader:
     def read_ropes(self, head: dict[str, _Value]) -> tuple[dict[str, dict[str, _Value] | None], tuple[str, ...]]:
         fam = self.fam
         rope, where, given = self.rope_source()
-        layer_list = self.layer_types()
+        layer_list = self.layer_list = [str(t) for t in self.layer_types()]
         types_ = sorted(set(layer_list)) if layer_list else ["default"]
         per_layer_keys = set(fam.theta) - {None}
         nested = bool(rope) and all(isinstance(v, dict) or v is None for v in rope.values())
@@ -718,8 +764,10 @@ class _Reader:
         """The attention type of each layer (config ``layer_types``, else the record's layer rule), or []."""
         fam, cfg = self.fam, self.cfg
         lts = next((cfg[k] for k in fam.aliases.get("layer_types", ("layer_types",)) if cfg.get(k) is not None), None)
-        if fam.layers is not None and fam.layers[0] == "no_rope_layers":
-            return LAYERS["no_rope_layers"](self, self.n_layers(), fam.layers[1])
+        if fam.layers is not None and fam.layers[0] in ("no_rope_layers", "llama4"):
+            # the flags decide which layers rotate, whatever layer_types says (smollm3/modeling_smollm3.py
+            # use_rope = config.no_rope_layers[layer_idx]; llama4/modeling_llama4.py:318 the same)
+            return LAYERS[fam.layers[0]](self, self.n_layers(), fam.layers[1])
         if lts is not None:
             if not isinstance(lts, list) or not all(isinstance(x, str) for x in lts) or not lts:
                 raise ParameterError(f"config key {self.key('layer_types')} must be a non-empty list of strings")
@@ -729,6 +777,17 @@ class _Reader:
             )
             return [LEGACY_LAYER_TYPES.get(x) or x for x in lts]
         if fam.layers is None:
+            if fam.nope and self.known:
+                # the config class builds the types itself (Qwen3-Next from full_attention_interval, Exaone 4 from
+                # sliding_window_pattern, Granite 4 all linear): a rule in its own code, not one posenc has
+                cls = (inventory_entry(fam.model_type) or {}).get("config_class") or f"{fam.model_type} config"
+                raise ParameterError(
+                    f"config has no {self.key('layer_types')}, and transformers' {cls} then builds them itself (a "
+                    f"rule posenc has no record of); they decide which layers rotate ({' and '.join(fam.nope)} layers apply "
+                    "none), "
+                    f"so no table is guessed; add {self.key('layer_types')} (one attention type per layer) to "
+                    "config.json"
+                )
             return []
         rule, arg = fam.layers
         return LAYERS[rule](self, self.n_layers(), arg)
@@ -1221,6 +1280,32 @@ def _attention_probes(model_type: str) -> dict[str, tuple[dict[str, Any], list[d
         for k in p.get("set") or {}:
             out.setdefault(k, (probes[0], []))[1].append(p)
     return out
+
+
+def _kind(v: Any) -> str:
+    """The kind of a config value a probe stands for: values of one kind the probes saw behave alike."""
+    return "none" if v is None else type(v).__name__
+
+
+def _probe_types(model_type: str) -> list[str]:
+    """The attention type of each layer the inventory's probes built (the default config's ``layer_types``)."""
+    lts = (inventory_entry(model_type) or {}).get("layer_types")
+    return [str(t) for t in lts] if isinstance(lts, list) else []
+
+
+def _nope_types(model_type: str, base: dict[str, Any], hit: dict[str, Any]) -> tuple[str, ...] | None:
+    """The layer types that apply no RoPE at a probed value, from the probe's layers (``layer_rope``, one per
+    layer of the default config's types); None where a type has layers of both kinds, or no types are known."""
+    lts = _probe_types(model_type)
+    rope = hit.get("layer_rope") or []
+    if not lts or len(rope) > len(lts) or len(rope) != len(base.get("layer_rope") or []):
+        return None
+    seen: dict[str, set[str]] = {}
+    for lt, r in zip(lts, rope):
+        seen.setdefault(lt, set()).add(r)
+    if any(len(v) != 1 for v in seen.values()) or set(seen) != set(lts):
+        return None
+    return tuple(sorted(lt for lt, v in seen.items() if v == {"none"}))
 
 
 def _keys_read(model_type: str) -> set[str]:

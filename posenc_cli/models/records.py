@@ -229,7 +229,7 @@ _RECORDS: tuple[Record, ...] = (
            defaults=_dims(4096, 32, 2048, qk_rope_head_dim=64), gguf_arch="deepseek2"),
     Record("deepseek_v3", f"{_HF}/deepseek_v3 DeepseekV3Config (head_dim = qk_rope_head_dim), "
            "DeepseekV3RotaryEmbedding, apply_rotary_pos_emb_interleave (rope_interleave, default true)",
-           pairing="interleaved", head_dim="qk_rope", reads=("rope_interleave",), rules=_DEFAULT_FULL,
+           pairing="interleaved", head_dim="qk_rope", rules=_DEFAULT_FULL,
            defaults=_dims(7168, 128, 4096, qk_rope_head_dim=64, rope_interleave=True),
            gguf_arch="deepseek2"),  # llama.cpp conversion/deepseek.py:225 DeepseekV2Model registers V3
     Record("deepseek_v4", f"{_HF}/deepseek_v4 DeepseekV4Config (rope_parameters per table: main, compress; "

@@ -751,7 +751,8 @@ def place_mechanisms(rec: dict, mcls: type, cfg: Any, built: bool) -> None:
     """``mechanisms`` and ``components`` (tools/inventory/mechanisms.py: every mechanism of every component,
     from a traced build and forward), and ``scheme`` from them: the text component's main mechanism. A rotary
     class this tool found and ran in the built model keeps ``rope``; ALiBi found by its builder keeps
-    ``alibi`` (also recorded as a mechanism, ``evidence: name``)."""
+    ``alibi`` (also recorded as a mechanism, ``evidence: name``); where nothing is found, ``unobserved`` (never
+    the scheme an earlier pass wrote)."""
     import mechanisms
 
     before = rec.get("scheme")
@@ -776,7 +777,18 @@ def place_mechanisms(rec: dict, mcls: type, cfg: Any, built: bool) -> None:
             }
         )
         return
-    if (before == "rope" and built and rec.get("rotary_path")) or main is None:
+    if before == "rope" and built and rec.get("rotary_path"):
+        return
+    if main is None:
+        # the trace found nothing and no component's forward ran (a component that ran says ``none``): a scheme
+        # stands only where the module scan named its modules (``position_modules``: MLlama's gated table);
+        # else a scheme a former pass wrote (Inkling2's ``convolutional``, by a name rule since dropped) or the
+        # scan's ``none`` (which only says no module is named for positions) has no evidence
+        if (rec.get("position_modules") or {}).get(before):
+            return
+        rec["scheme"] = "unobserved"
+        why = "; ".join(f"{c}: {v.get('forward')}" for c, v in (rec.get("components") or {}).items())
+        rec.setdefault("mechanisms_status", f"nothing observed ({why})"[:200])
         return
     if main == "rope" and not rec.get("rotary_class"):
         main = "rotary"  # rotates (the trace saw it) without a rotary class this tool ran: no rope fields
@@ -836,6 +848,10 @@ def finish(rec: dict, saved: dict, saved_flat: list[str]) -> None:
     for keys in rec.get("keys_read", {}).values():
         read |= {prefix + k for k in keys}
     read |= {prefix + k for k in rec.get("attention_keys_read", [])}
+    if rec.get("layer_positions") and rec.get("layer_types") is not None:
+        # the layer types decide which layers rotate (``layer_positions``), whichever module reads them (Bailing
+        # hybrid's decoder, not its attention): a config that names them is read with them
+        read.add(prefix + "layer_types")
     if rec.get("keys_read"):
         defaults = {}
         for k in sorted(read):
@@ -1308,8 +1324,13 @@ def _same_branch(layer: str, rotary_path: str) -> bool:
     return layer.startswith(parent + ".") if parent else not re.search(r"vision|visual|audio|image", layer)
 
 
-def forward_attention(attn: torch.nn.Module, rot: torch.nn.Module, layer_type: str | None) -> None:
-    """One attention module's forward on meta tensors, with the position embeddings its rotary module makes."""
+def forward_attention(attn: torch.nn.Module, rot: torch.nn.Module, layer_type: str | None, *,
+                      zero_mask: bool = False) -> None:  # fmt: skip
+    """One attention module's forward on meta tensors, with the position embeddings its rotary module makes;
+    ``zero_mask``: where it fails without a mask, again with a zero one (the attention probes only: the layer
+    trace keeps its observations, since a forward that runs further calls more functions - DeepSeek-V3.2's
+    indexer applies rotate_half beside the attention's interleaved pairs, and ``positions_path`` takes the
+    first function called)."""
     n = 6
     lin = next((c for c in attn.modules() if isinstance(c, torch.nn.Linear)), None)
     hidden = lin.in_features if lin is not None else 16
@@ -1340,7 +1361,14 @@ def forward_attention(attn: torch.nn.Module, rot: torch.nn.Module, layer_type: s
         ):
             kwargs[name] = None  # e.g. Falcon's alibi: None on its rotary path
     with torch.no_grad():
-        attn(**kwargs)
+        try:
+            attn(**kwargs)
+        except Exception:
+            if not zero_mask or "attention_mask" not in kwargs:
+                raise
+            # an attention that adds or slices its mask without a None check (Falcon, DeepSeek-V3.2): a zero mask
+            kwargs["attention_mask"] = torch.zeros(1, 1, n, n, device="meta")
+            attn(**kwargs)
 
 
 def attention_reads(rec: dict, layers: list[tuple[str, torch.nn.Module]], rot: torch.nn.Module) -> None:
@@ -1455,6 +1483,11 @@ def main(argv: list[str]) -> int:
         try:
             with contextlib.redirect_stdout(sink):
                 rec, ref = visit(mt, store)
+                if rec.get("rotary_path") and rec.get("attention_keys_read"):
+                    try:  # issue 36.5: the attention keys whose values change the pairing or the rotating layers
+                        rec["attention_probes"] = attention_probes(mt, rec)
+                    except Exception as exc:
+                        rec["attention_probes_status"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
         except Timeout:
             rec, ref = {"model_type": mt, "config_class": CONFIG_MAPPING[mt].__name__, "scheme": "unobserved",
                         "status": f"timed out after {TIMEOUT} s"}, {}  # fmt: skip
@@ -1536,16 +1569,31 @@ def mechanisms_pass(types: list[str]) -> None:
 PROBE_LAYERS = 12
 
 
-def _alternatives(v: Any) -> list[Any]:
+def _optional(cls: type, key: str) -> bool:
+    """Whether ``cls`` (a config class) annotates ``key`` as optional (``int | None``): None is then a value its
+    own code takes (Cohere2's ``sliding_window``: no window, no rotation), so the attention is probed with it."""
+    for klass in cls.__mro__:
+        ann = getattr(klass, "__annotations__", {}).get(key)
+        if ann is not None:
+            return "None" in str(ann)
+    return False
+
+
+def _alternatives(v: Any, optional: bool = False) -> list[Any]:
     """Other values of a config value to probe the attention with: a bool flipped, an integer doubled (or 1
-    where it is 0), a list of 0/1 flags flipped."""
+    where it is 0), a list of 0/1 flags flipped; ``None`` too where the config class annotates the key as optional,
+    and 1 for an optional key whose default is ``None``."""
     if isinstance(v, bool):
-        return [not v]
-    if isinstance(v, int):
-        return [2 * v if v else 1]
-    if isinstance(v, list) and v and all(isinstance(x, (bool, int)) and x in (0, 1) for x in v):
-        return [[type(x)(1 - x) for x in v]]
-    return []
+        out: list[Any] = [not v]
+    elif isinstance(v, int):
+        out = [2 * v if v else 1]
+    elif isinstance(v, list) and v and all(isinstance(x, (bool, int)) and x in (0, 1) for x in v):
+        out = [[type(x)(1 - x) for x in v]]
+    elif v is None and optional:
+        return [1]
+    else:
+        return []
+    return [*out, None] if optional else out
 
 
 def attention_observed(layers: list[tuple[str, torch.nn.Module]], rot: torch.nn.Module, cfg: Any,
@@ -1580,7 +1628,7 @@ def attention_observed(layers: list[tuple[str, torch.nn.Module]], rot: torch.nn.
             if built is None:
                 raise RuntimeError(f"{type(m).__name__} not built from the probed config")
             lt = getattr(cfg, "layer_types", None)
-            forward_attention(built, rot, lt[idx] if isinstance(lt, list) and idx < len(lt) else None)
+            forward_attention(built, rot, lt[idx] if isinstance(lt, list) and idx < len(lt) else None, zero_mask=True)
             per_layer.append("rope" if any(c[0] == idx for c in calls) else "none")
     finally:
         for n, f in fns.items():
@@ -1594,13 +1642,19 @@ def attention_probes(mt: str, rec: dict) -> list[dict[str, Any]]:
     rotary class reads: the width probes cover those) is given another value (``_alternatives``) and each layer's
     attention class built and run again; a key whose value changed the layers that call an apply function, or
     the function called, is a probe ``{set, was, layer_rope, apply_functions_called, pairing?}`` (the first
-    entry: the default config, ``set`` empty)."""
+    entry: the default config, ``set`` empty, and ``tried``: every key -> the values its attention was built and
+    run with, changed or not, so that a reader tells a value observed to change nothing from one never tried)."""
     cfg = AutoConfig.for_model(mt)
     with contextlib.suppress(Exception):
         cfg._attn_implementation = "eager"
     pkg = CONFIG_MAPPING[mt].__module__.rsplit(".", 1)[0]
-    module = importlib.import_module(pkg + ".modeling_" + pkg.rsplit(".", 1)[1])
+    try:
+        module = importlib.import_module(pkg + ".modeling_" + pkg.rsplit(".", 1)[1])
+    except ImportError:  # a type built by another family's classes (EXAONE, InternLM3: Llama's), as visit does
+        module = None
     mcls = model_class(cfg, module)
+    if mcls is None:
+        raise RuntimeError("no model class in transformers' auto mappings")
     with torch.device("meta"):
         model = mcls(cfg)
     rot = model.get_submodule(rec["rotary_path"])
@@ -1618,21 +1672,28 @@ def attention_probes(mt: str, rec: dict) -> list[dict[str, Any]]:
         raise RuntimeError("no attention layer in the rotary module's branch")
     amod = sys.modules[type(layers[0][1]).__module__]
     fns = apply_functions(amod)
-    rcfg = rot.config
+    rcfg = getattr(rot, "config", None)
+    if rcfg is None:  # a rotary class not built from a config (GPT-J's, CodeGen's): the text config the model keeps
+        rcfg = cfg.get_text_config(decoder=True) if hasattr(cfg, "get_text_config") else cfg
     base = attention_observed(layers, rot, rcfg, fns, amod, None)
-    out = [{"set": {}, **base}]
+    tried: dict[str, list[Any]] = {}
+    out = [{"set": {}, **base, "tried": tried}]
     rotary_reads = {k.split(".")[0] for keys in (rec.get("keys_read") or {}).values() for k in keys}
     for key in rec.get("attention_keys_read") or []:
-        if "." in key or key in rotary_reads or not hasattr(rcfg, key):
+        if "." in key or key in rotary_reads:
             continue
-        was = getattr(rcfg, key)
-        for value in _alternatives(was):
+        try:
+            was = getattr(rcfg, key)
+        except Exception:  # absent, or one value per layer (EmbeddingGemma 2's per_layer_config): not probed here
+            continue
+        for value in _alternatives(was, _optional(type(rcfg), key)):
             probe = copy.deepcopy(rcfg)
             try:
                 setattr(probe, key, value)
                 got = attention_observed(layers, rot, probe, fns, amod, None)
             except Exception:
                 continue
+            tried.setdefault(key, []).append(value)  # observed (changed or not): the values posenc may trust
             if got != base:
                 entry = {"set": {key: value}, "was": {key: was}, **got}
                 new = [f for f in got["apply_functions_called"] if f not in base["apply_functions_called"]]

@@ -643,6 +643,8 @@ def inputs(comp: dict[str, Any], n: int = 8, dev: str = "meta") -> list[dict[str
     for name in ("decoder_input_ids",):
         if name in params:
             extra[name] = _ids(n, dev)
+    if "use_cache" in params:  # no cache (a hybrid's cache of linear-attention layers fails to say its length)
+        extra["use_cache"] = False
     if "input_ids" in params:
         cands.append({"input_ids": _ids(n, dev), **extra})
     img = _size(cfg, "image_size", "img_size", "input_size", default=224)
