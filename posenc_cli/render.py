@@ -1406,10 +1406,11 @@ def audit_verdict(report: Any) -> str:
     refused = [r for r in d["rows"] if r["verdict"] == "refused"]
     if d["exit_code"] == 2 and not errors and refused:  # what posenc refuses, named (the rest still audited)
         head = f"REFUSED: {refused[0]['explanation']}" + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else "")
+    elif d["exit_code"] == 2 and errors:  # the first error in its own words (a file not read, a table not built,
+        # an option the model refuses at a size): the rows say the rest
+        head = f"ERROR: {errors[0]['explanation']}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
     elif d["exit_code"] == 2:
-        config = d.get("config")
-        built = all(r["artifact"] == config for r in errors)  # the config's own tables, no file
-        head = "ERROR: a table of the config could not be built" if built else "ERROR: a file could not be read"
+        head = "ERROR: a file could not be read"
     elif d.get("compared") == 0:
         head = "NOTHING COMPARED: no row compared a table (the notes say why)"
     else:
