@@ -162,13 +162,13 @@ def test_an_audit_measures_a_table_two_engines_share_once(tmp_path, monkeypatch)
     d.mkdir()
     (d / "config.json").write_text(LLAMA31.read_text())
     measured: list[str] = []
-    real = audit_run._measure
+    real = audit_run._measure_all
 
-    def counting(enc, ref):
-        measured.append(enc.engine_name)
-        return real(enc, ref)
+    def counting(encs, ref):
+        measured.extend(enc.engine_name for enc in encs)
+        return real(encs, ref)
 
-    monkeypatch.setattr(audit_run, "_measure", counting)
+    monkeypatch.setattr(audit_run, "_measure_all", counting)
     report = posenc_cli.audit(str(d), engine="vllm,sglang,mlx", length=4096)
     assert sorted(measured) in (["mlx", "vllm"], ["mlx", "sglang"])
     by = {r.engine: r for r in report.rows}
@@ -217,3 +217,62 @@ def test_the_key_holds_the_engines_float32_inputs_not_only_the_parameters():
         made.append(eng._engine_rope_of(base, "vllm", "torch-float32", pairs, None, inputs, None, divides))
     assert not np.array_equal(made[0].array("cos"), made[1].array("cos"))
     assert made[0].table_key != made[1].table_key
+
+
+# ----- an ONNX export: its caches measured as the check reads them, not computed again --------------------------
+def test_an_onnx_audit_takes_the_differences_the_check_measured_in_full(tmp_path, monkeypatch):
+    """The check of each cache against HF's tables shows its blocks to the audit (models.onnx.observing): the
+    differences it keeps are those a separate pass over the same cache computes (tensor, position, column, value),
+    the rows carry them, and each expected table is made once per cache and attention type, not twice."""
+    pytest.importorskip("onnx")
+    from posenc_cli.models import onnx as onnx_mod
+    from posenc_cli.models.engines import engine_params, model_facts
+
+    from .test_audit import gemma_export
+
+    d = gemma_export(tmp_path, 1e6, 1e4)
+    path, config = str(d / "onnx" / "model.onnx"), str(d / "config.json")
+    made: list[int] = []
+    real = onnx_mod.expected_encoding
+
+    def counting(*args, **kwargs):
+        made.append(args[1])
+        return real(*args, **kwargs)
+
+    def measuring(*args, **kwargs):
+        before = len(made)
+        out = real_differences(*args, **kwargs)
+        again.append(len(made) - before)
+        return out
+
+    again: list[int] = []
+    real_differences = audit_run._onnx_differences
+    monkeypatch.setattr(onnx_mod, "expected_encoding", counting)
+    monkeypatch.setattr(audit_run, "_onnx_differences", measuring)
+    report = posenc_cli.audit(str(d), engine="hf")
+    # two caches, each checked against both attention types: the check reads each against its own type in full, and
+    # stops at the first block of the other (a known mistake, another base, names it): only those two are made again
+    assert again == [2] and made == [2048] * len(made)
+    by_type = {r.layer_type: r.max_abs_diff for r in report.rows if r.engine == "onnx"}
+    with onnx_mod.observing(audit_run._OnnxSeen()) as seen:
+        posenc_cli.check_onnx(path, config, engine="hf")
+        model = onnx_mod.read_onnx(path)
+    assert len(seen.done) == 2 and not seen.running  # each cache against its own type
+    caches = {id(c): c for c in model.caches}
+    per_cache: dict[int, dict[str, float]] = {}
+    for (lt, engine, cache_id, role), pushed in seen.done.items():
+        facts = model_facts(config, layer_type=lt)
+        enc = real(engine_params(facts, engine, seq_len=None), 2048, role, facts)[0]
+        cache = caches[cache_id]
+        sides = [dm.Side(name, lambda s, e, a=stored: a[s:e], lambda s, e, n=name, x=enc: x.rows(n, s, e), 128)
+                 for name, stored in (("cos_cache", cache.cos), ("sin_cache", cache.sin))]  # fmt: skip
+        pulled = dm.differences(sides, 2048, pictures=False)
+        assert [(x.tensor, x.max_abs, x.row, x.column) for x in pushed] == [
+            (x.tensor, x.max_abs, x.row, x.column) for x in pulled
+        ]
+        per_cache.setdefault(cache_id, {})[lt] = max(x.max_abs for x in pushed)
+    kept: dict[str, float] = {}
+    for measured in per_cache.values():  # each cache goes to the type it differs from least
+        lt = min(measured, key=measured.__getitem__)
+        kept[lt] = max(kept.get(lt, 0.0), measured[lt])
+    assert by_type == kept and all(0 < v < 2048 * 2**-23 for v in by_type.values())
