@@ -162,13 +162,13 @@ def test_an_audit_measures_a_table_two_engines_share_once(tmp_path, monkeypatch)
     d.mkdir()
     (d / "config.json").write_text(LLAMA31.read_text())
     measured: list[str] = []
-    real = audit_run._measure_all
+    real = audit_run._measure
 
-    def counting(encs, ref):
-        measured.extend(enc.engine_name for enc in encs)
-        return real(encs, ref)
+    def counting(enc, ref):
+        measured.append(enc.engine_name)
+        return real(enc, ref)
 
-    monkeypatch.setattr(audit_run, "_measure_all", counting)
+    monkeypatch.setattr(audit_run, "_measure", counting)
     report = posenc_cli.audit(str(d), engine="vllm,sglang,mlx", length=4096)
     assert sorted(measured) in (["mlx", "vllm"], ["mlx", "sglang"])
     by = {r.engine: r for r in report.rows}

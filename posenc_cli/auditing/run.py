@@ -175,9 +175,8 @@ class _Auditor:
         self.against = None if against is None else os.fspath(against)
         self.step = 0
         self.tmp = tmp  # removed when the audit ends
-        #: one measurement step per reference: every distinct engine table measured against it in one pass over its
-        #: blocks (engines whose tables are equal share a table)
-        self._measurements: dict[int, _Measurements] = {}
+        #: one measurement step per distinct (engine table, reference): engines whose tables are equal share it
+        self._measurements: dict[Any, Callable[[], _Measured]] = {}
         self.max_bytes: int | None = None
 
     def progress(self, what: str, total: int) -> None:
@@ -401,9 +400,9 @@ class _Auditor:
             row.picture = picture
             return [row]
 
-        group = self._measurements.setdefault(id(ref), _Measurements(ref))
-        index = group.add(getattr(enc, "table_key", None) or id(enc), enc)
-        return (f"{lt}: {engine}", group, lambda measured: finish(measured[index]))
+        key = (getattr(enc, "table_key", None) or id(enc), id(ref))
+        measure = self._measurements.setdefault(key, functools.partial(_measure, enc, ref))
+        return (f"{lt}: {engine}", measure, finish)
 
     # ----- fixed tables the weights keep a copy of -----------------------------------------------------------
     def _stored(self, data: dict[str, Any]) -> list[AuditRow]:
@@ -810,40 +809,13 @@ def _atol(a: Any, b: Any) -> float:
 _Measured = tuple[Difference | None, str | None, bool, Any]
 
 
-class _Measurements:
-    """The audit step that measures every distinct engine table against one reference ``ref``: the tables are
-    :meth:`add`-ed while the report's slots are made, and the step (calling it) reads ``ref``'s blocks once for
-    all of them (:func:`_measure_all`)."""
-
-    def __init__(self, ref: Any) -> None:
-        self.ref = ref
-        self.encs: list[Any] = []
-        self.keys: dict[Any, int] = {}
-
-    def add(self, key: Any, enc: Any) -> int:
-        """The index of ``enc``'s measurement in the step's result: one per distinct ``key`` (a table's key)."""
-        if key not in self.keys:
-            self.keys[key] = len(self.encs)
-            self.encs.append(enc)
-        return self.keys[key]
-
-    def __call__(self) -> list[_Measured]:
-        return _measure_all(self.encs, self.ref)
-
-
-def _measure_all(encs: list[Any], ref: Any) -> list[_Measured]:
-    """Each engine table of ``encs`` against HF's ``ref``: each read once for the difference and the arithmetic's
-    judge, ``ref``'s rows computed once per block for all of them; the picture only for a diverging row (read again
-    then: an agreeing row is the common case)."""
+def _measure(enc: Any, ref: Any) -> _Measured:
+    """An engine's table ``enc`` against HF's ``ref``: read once for the difference and the arithmetic's judge; the
+    picture only for a diverging row (read again then: an agreeing row is the common case)."""
     from ..models.engines import ArithmeticJudge
 
-    judges = [ArithmeticJudge(enc, ref) for enc in encs]
-    found = _encodings_differences(encs, ref, judges)
-    return [_measured(enc, ref, judge, d) for enc, judge, d in zip(encs, judges, found)]
-
-
-def _measured(enc: Any, ref: Any, judge: Any, d: Difference | None) -> _Measured:
-    """An engine's row from its largest difference ``d`` from ``ref`` and its ``judge``, fed with every block."""
+    judge = ArithmeticJudge(enc, ref)
+    d = _encodings_difference(enc, ref, judge=judge, pictures=False)
     if d is None:
         return None, None, False, None
     arithmetic = judge.result()
@@ -864,64 +836,18 @@ def _encodings_difference(
 ) -> Difference | None:
     """The worst of the 2-D tensors ``a`` and ``b`` both have with the same width, over their first ``rows``
     rows (default: both have the same shape), read block by block."""
-    return _encodings_differences([a], b, [judge], rows, pictures)[0]
-
-
-def _encodings_differences(
-    encs: list[Any], b: Any, judges: list[Any], rows: int | None = None, pictures: bool = True
-) -> list[Difference | None]:
-    """:func:`_encodings_difference` of each of ``encs`` against ``b`` (fed to its judge, or None), in one pass:
-    the tensors of the same length and block width are read block by block together, so each block of ``b`` is
-    computed once for all of them (:class:`_SharedRows`)."""
-    shared = _SharedRows(b) if len(encs) > 1 else None
-    sb = b.tensor_specs()
-    # per table, its sides in its own order (as measured alone: the worst is the first of equal ones)
-    own: list[list[tuple[int, Side]]] = []
-    for a, judge in zip(encs, judges):
-        by_rows: dict[int, list[Side]] = {}  # tensors of the same length are read block by block together
-        for name, spec in a.tensor_specs().items():
-            other = sb.get(name)
-            if other is None or len(spec.shape) != 2 or len(other.shape) != 2 or other.shape[1] != spec.shape[1]:
-                continue
-            if rows is None and tuple(other.shape) != tuple(spec.shape):
-                continue
-            n = int(spec.shape[0]) if rows is None else min(rows, int(spec.shape[0]), int(other.shape[0]))
-            feed = None if judge is None else functools.partial(judge.feed, name)
-            b_rows = _rows(b, name) if shared is None else shared.rows(name)
-            by_rows.setdefault(n, []).append(Side(name, _rows(a, name), b_rows, int(spec.shape[1]), feed))
-        own.append([(n, side) for n, sides in by_rows.items() for side in sides])
-    # one pass per (length, widest tensor): the blocks each table's sides were read in alone
-    passes: dict[tuple[int, int], list[tuple[int, int, Side]]] = {}
-    for i, sides in enumerate(own):
-        widest = {n: max(side.columns for m, side in sides if m == n) for n, _side in sides}
-        for j, (n, side) in enumerate(sides):
-            passes.setdefault((n, widest[n]), []).append((i, j, side))
-    found: list[list[Difference | None]] = [[None] * len(sides) for sides in own]
-    for (n, _width), group in passes.items():
-        for (i, j, _side), d in zip(group, differences([side for _i, _j, side in group], n, pictures)):
-            found[i][j] = d
-    return [worst([d for d in ds if d is not None]) for ds in found]
-
-
-class _SharedRows:
-    """Rows of one table that several sides read block by block: each tensor's last block is kept (in float64, as
-    :func:`~.differences.differences` reads it), so the sides of one pass compute it once."""
-
-    def __init__(self, enc: Any) -> None:
-        self.enc = enc
-        self.last: dict[str, tuple[int, int, Any]] = {}
-
-    def rows(self, name: str) -> Callable[[int, int], Any]:
-        import numpy as np
-
-        def rows(start: int, stop: int) -> Any:
-            held = self.last.get(name)
-            if held is None or held[:2] != (start, stop):
-                held = (start, stop, np.asarray(self.enc.rows(name, start, stop), dtype=np.float64))
-                self.last[name] = held
-            return held[2]
-
-        return rows
+    sa, sb = a.tensor_specs(), b.tensor_specs()
+    by_rows: dict[int, list[Side]] = {}  # tensors of the same length are read block by block together
+    for name, spec in sa.items():
+        other = sb.get(name)
+        if other is None or len(spec.shape) != 2 or len(other.shape) != 2 or other.shape[1] != spec.shape[1]:
+            continue
+        if rows is None and tuple(other.shape) != tuple(spec.shape):
+            continue
+        n = int(spec.shape[0]) if rows is None else min(rows, int(spec.shape[0]), int(other.shape[0]))
+        feed = None if judge is None else functools.partial(judge.feed, name)
+        by_rows.setdefault(n, []).append(Side(name, _rows(a, name), _rows(b, name), int(spec.shape[1]), feed))
+    return worst([d for n, sides in by_rows.items() for d in differences(sides, n, pictures)])
 
 
 def _rows(enc: Any, name: str) -> Callable[[int, int], Any]:
