@@ -217,3 +217,64 @@ def test_the_key_holds_the_engines_float32_inputs_not_only_the_parameters():
         made.append(eng._engine_rope_of(base, "vllm", "torch-float32", pairs, None, inputs, None, divides))
     assert not np.array_equal(made[0].array("cos"), made[1].array("cos"))
     assert made[0].table_key != made[1].table_key
+
+
+# ----- an ONNX export: its caches measured as the check reads them, not computed again --------------------------
+def test_an_onnx_audit_takes_the_differences_the_check_measured_in_full(tmp_path, monkeypatch):
+    """The check of each cache against HF's tables shows its blocks to the audit (models.onnx.observing): the
+    differences it keeps are those a separate pass over the same cache computes (tensor, position, column, value),
+    the rows carry them, the model is read once, and each expected table is made once per cache and attention type
+    the check read in full, not twice."""
+    pytest.importorskip("onnx")
+    from posenc_cli.models import onnx as onnx_mod
+    from posenc_cli.models.engines import engine_params, model_facts
+
+    from .test_audit import gemma_export
+
+    d = gemma_export(tmp_path, 1e6, 1e4)
+    config = str(d / "config.json")
+    made: list[int] = []
+    again: list[int] = []
+    models: list = []
+    seen: list = []
+    real, real_differences, real_read = onnx_mod.expected_encoding, audit_run._onnx_differences, onnx_mod._read_onnx
+
+    def counting(*args, **kwargs):
+        made.append(args[1])
+        return real(*args, **kwargs)
+
+    def measuring(*args, **kwargs):
+        before = len(made)
+        seen.append(kwargs["seen"])
+        out = real_differences(*args, **kwargs)
+        again.append(len(made) - before)
+        return out
+
+    def reading(*args):
+        models.append(real_read(*args))
+        return models[-1]
+
+    monkeypatch.setattr(onnx_mod, "expected_encoding", counting)
+    monkeypatch.setattr(onnx_mod, "_read_onnx", reading)
+    monkeypatch.setattr(audit_run, "_onnx_differences", measuring)
+    report = posenc_cli.audit(str(d), engine="hf")
+    # two caches, each checked against both attention types: the check reads each against its own type in full, and
+    # stops at the first block of the other (a known mistake, another base, names it): only those two are made again
+    assert again == [2] and made == [2048] * len(made) and len(models) == 1
+    by_type = {r.layer_type: r.max_abs_diff for r in report.rows if r.engine == "onnx"}
+    ((model,), (kept,)) = models, seen
+    assert len(kept.done) == 2 and not kept.running  # each cache against its own type
+    caches = {id(c): c for c in model.caches}
+    nearest: dict[str, float] = {}
+    for (lt, engine, cache_id, role), pushed in kept.done.items():
+        facts = model_facts(config, layer_type=lt)
+        enc = real(engine_params(facts, engine, seq_len=None), 2048, role, facts)[0]
+        cache = caches[cache_id]
+        sides = [dm.Side(name, lambda s, e, a=stored: a[s:e], lambda s, e, n=name, x=enc: x.rows(n, s, e), 128)
+                 for name, stored in (("cos_cache", cache.cos), ("sin_cache", cache.sin))]  # fmt: skip
+        pulled = dm.differences(sides, 2048, pictures=False)
+        assert [(x.tensor, x.max_abs, x.row, x.column) for x in pushed] == [
+            (x.tensor, x.max_abs, x.row, x.column) for x in pulled
+        ]
+        nearest[lt] = max(nearest.get(lt, 0.0), *(x.max_abs for x in pushed))
+    assert by_type == nearest and all(0 < v < 2048 * 2**-23 for v in by_type.values())

@@ -61,6 +61,10 @@ class _Running:
         xb = np.asarray(side.b(start, stop), dtype=np.float64)
         if side.on_block is not None:
             side.on_block(start, stop, xa, xb)
+        self.take(start, stop, xa, xb)
+
+    def take(self, start: int, stop: int, xa: np.ndarray, xb: np.ndarray) -> None:
+        """Rows ``start:stop`` of both sides (float64), read by the caller; blocks in row order."""
         d = np.abs(xa - xb)
         d = d.reshape(stop - start, -1)
         d[np.isnan(d)] = np.inf  # nan on one side; both nan is also no agreement to report
@@ -124,6 +128,26 @@ def difference(
 ) -> Difference:
     """:func:`differences` of one tensor."""
     return differences([Side(tensor, a, b, columns, on_block)], rows, pictures)[0]
+
+
+class Pushed:
+    """The differences of tensors whose blocks a caller reads itself and pushes, in row order (:meth:`take`): what
+    :func:`differences` gives for the same rows, without reading them again."""
+
+    def __init__(self, tensors: list[str], rows: int, columns: int, pictures: bool = True) -> None:
+        self.running = [_Running(Side(t, _unread, _unread, columns), rows, pictures) for t in tensors]
+
+    def take(self, start: int, stop: int, xa: list[np.ndarray], xb: list[np.ndarray]) -> None:
+        """Rows ``start:stop`` of each tensor of both sides (float64), in the order the tensors were given."""
+        for r, a, b in zip(self.running, xa, xb):
+            r.take(start, stop, a, b)
+
+    def result(self) -> list[Difference]:
+        return [r.result() for r in self.running]
+
+
+def _unread(start: int, stop: int) -> np.ndarray:
+    raise AssertionError("a pushed difference reads no rows")  # pragma: no cover
 
 
 def worst(diffs: list[Difference]) -> Difference | None:

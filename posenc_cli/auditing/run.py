@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from ..errors import InputError, NoTableError, ParameterError, PosencError, RefusedError, param
 from . import discover, hub
-from .differences import Difference, Side, differences, of_arrays, worst
+from .differences import Difference, Pushed, Side, differences, of_arrays, worst
 from .report import AuditReport, AuditRow
 
 #: ``on_progress(what, done, total)``: called before each step of a long audit
@@ -679,11 +679,16 @@ class _Auditor:
         if importlib.util.find_spec("onnx") is None:
             return [AuditRow(name, "-", "onnx", "skipped", "reading ONNX needs: pip install 'posenc-cli[onnx]'")]
         missing = re.compile(r"^no cache of .* holds the (\S+) layers' tables$")
+        from ..models.onnx import observing
+
         try:
-            results = self.verbs.check_onnx(path, config_path, engine="hf", max_bytes=self.max_bytes)
-            # the pictures only when a row differs (binning them costs more than the difference itself)
-            diverging = any(res.divergences for res in results)
-            diffs, closest = _onnx_differences(self.verbs, path, config_path, self.max_bytes, pictures=diverging)
+            # the model read once; each cache the check compares in full with HF's tables is measured as it goes
+            with observing(_OnnxSeen()) as seen:
+                results = self.verbs.check_onnx(path, config_path, engine="hf", max_bytes=self.max_bytes)
+                # the pictures only when a row differs (binning them costs more than the difference itself)
+                diverging = any(res.divergences for res in results)
+                diffs, closest = _onnx_differences(self.verbs, path, config_path, self.max_bytes, pictures=diverging,
+                                                   seen=seen)  # fmt: skip
         except NoTableError as exc:  # a graph that rotates with ordinary ops: nothing to compare, not a bad file
             return [AuditRow(name, "-", "onnx", "skipped", _one_line(exc)), *self._onnx_weights(path, config_path)]
         except PosencError as exc:
@@ -938,13 +943,37 @@ def _gguf_picture(path: str, config_path: str, lt: str, v: Any) -> Any:
     return d.picture
 
 
+class _OnnxSeen:
+    """The differences from HF's tables of each ONNX cache that :func:`~posenc_cli.models.onnx.check_against`
+    compared in full (an :class:`~posenc_cli.models.onnx.Observer`): the audit's rows take them instead of
+    computing the expected tables again (:func:`_onnx_differences`)."""
+
+    def __init__(self) -> None:
+        self.running: dict[Any, Pushed] = {}
+        self.done: dict[Any, list[Difference]] = {}
+
+    def block(self, key: Any, rows: int, start: int, stop: int, stored: Any, expected: Any) -> None:
+        width = stored.shape[1] // 2
+        if start == 0 or key not in self.running:
+            self.running[key] = Pushed(["cos_cache", "sin_cache"], rows, width, pictures=False)
+        self.running[key].take(start, stop, [stored[:, :width], stored[:, width:]],
+                               [expected[:, :width], expected[:, width:]])  # fmt: skip
+
+    def finished(self, key: Any, complete: bool) -> None:
+        pushed = self.running.pop(key, None)
+        if complete and pushed is not None:
+            self.done[key] = pushed.result()
+
+
 def _onnx_differences(
-    verbs: Verbs, path: str, config_path: str, max_bytes: int | None, pictures: bool = True
-) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    verbs: Verbs, path: str, config_path: str, max_bytes: int | None, pictures: bool = True,
+    seen: _OnnxSeen | None = None,
+) -> tuple[dict[Any, Any], dict[Any, Any]]:  # fmt: skip
     """Per attention type (None for a model with one table): the largest difference of the stored caches that
     are that type's (each cache goes to the type it differs from least) from HF's tables, and their most rows;
     and per type, the cache closest to its tables (for a type no cache holds). Expected rows are computed block
-    by block (:func:`models.onnx.expected_encoding`); ``pictures=False`` measures without binning."""
+    by block (:func:`models.onnx.expected_encoding`), unless ``seen`` holds the difference (without pictures) of a
+    cache the check compared in full; ``pictures=False`` measures without binning."""
     from ..models import onnx
     from ..models.engines import engine_params, model_facts
 
@@ -959,6 +988,10 @@ def _onnx_differences(
             diffs = []
             for role, _n, cos, sin in onnx._roles(cache, facts, facts.params.get("scaling") == "longrope") or []:
                 if 2 * cos.shape[1] != facts.rot_dim or cos.shape[0] == 0:
+                    continue
+                held = None if seen is None or pictures else seen.done.get((lt, "hf", id(cache), role))
+                if held is not None:
+                    diffs += held
                     continue
                 enc, _s, _w = onnx.expected_encoding(expect, int(cos.shape[0]), role, facts)
                 sides = [Side(name, _slices(stored), _rows(enc, name), int(cos.shape[1]))

@@ -32,10 +32,13 @@ attributes.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -167,8 +170,49 @@ class _Budget:
             )
 
 
+class Observer(Protocol):
+    """What a caller that needs more of an ONNX check than its verdict sees, within :func:`observing` (in its own
+    thread): each cache compared with the expected tables is shown block by block (:meth:`block`), then
+    :meth:`finished` says whether every row was shown (a scan stops at the first block beyond the tolerance).
+    ``key`` is ``(layer_type, engine, id(cache), role)``, ``cache`` a :class:`Cache` of the model read once."""
+
+    def block(self, key: tuple[Any, ...], rows: int, start: int, stop: int, stored: np.ndarray,
+              expected: np.ndarray) -> None:  # fmt: skip
+        """Rows ``start:stop`` (of ``rows``) of the stored cos and sin side by side (float64) and of the expected
+        ones, unscaled; ``expected`` is overwritten once this returns."""
+
+    def finished(self, key: tuple[Any, ...], complete: bool) -> None:
+        """The scan of ``key`` ended; ``complete``: every row was shown."""
+
+
+_LOCAL = threading.local()
+_O = TypeVar("_O", bound=Observer)
+
+
+@contextlib.contextmanager
+def observing(observer: _O) -> Iterator[_O]:
+    """Within it, in this thread: :func:`read_onnx` reads each model once (the same path and limit give the same
+    :class:`OnnxRope`), and :func:`check_against` shows ``observer`` the caches it compares."""
+    old = getattr(_LOCAL, "held", None)
+    _LOCAL.held = (observer, {})
+    try:
+        yield observer
+    finally:
+        _LOCAL.held = old
+
+
 def read_onnx(path: str, *, max_bytes: int | None = None) -> OnnxRope:
     """The rotary caches of the ONNX model at ``path``; :class:`InputError` (one line) for anything else."""
+    held = getattr(_LOCAL, "held", None)
+    if held is None:
+        return _read_onnx(path, max_bytes)
+    key = (os.path.realpath(path), max_bytes)
+    if key not in held[1]:
+        held[1][key] = _read_onnx(path, max_bytes)
+    return held[1][key]
+
+
+def _read_onnx(path: str, max_bytes: int | None) -> OnnxRope:
     from ..formats import DEFAULT_MAX_BYTES
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes)
@@ -613,7 +657,9 @@ def check_against(path: str, config: str, *, engine: str = "hf", layer_type: str
             continue
         for role, _rows, cos, sin in roles:
             where = _name(cache) + (f" [{role} part]" if role and not cache.group else "")
-            _check_one(where, role, cos, sin, cache, facts, expect, engine, out, matched)
+            _check_one(
+                where, role, cos, sin, cache, facts, expect, engine, out, matched, (layer_type, engine, id(cache), role)
+            )
     if longrope:
         _check_swap(model, facts, engine, out)
     return OnnxCheck(path, config, engine, list(dict.fromkeys(out)), matched, list(facts.warnings))
@@ -734,11 +780,14 @@ def expected_encoding(params: dict[str, Any], rows: int, role: str, facts: Any) 
 
 
 def _ratio(cos: np.ndarray, sin: np.ndarray, enc: Any, s_exp: float, s: float, wmax: float,
-           above: float | None = None) -> tuple[float, int, int, float]:  # fmt: skip
+           above: float | None = None, shown: tuple[Any, ...] | None = None) -> tuple[float, int, int, float]:  # fmt: skip
     """Largest error over its tolerance: float32 angle rounding of the exporter (|t w| 2**-24 with margin) plus
     two ulps of the stored dtype; (ratio, row, column, error). The expected caches are ``enc``'s unscaled
     (divided by ``s_exp``) and scaled by the measured ``s``, computed block by block over the rows. With
-    ``above``, the first block whose ratio exceeds it ends the scan (a hypothesis needs only a yes or no)."""
+    ``above``, the first block whose ratio exceeds it ends the scan (a hypothesis needs only a yes or no).
+    ``shown``: the key under which an :class:`Observer` (:func:`observing`) sees the blocks."""
+    held = getattr(_LOCAL, "held", None)
+    observer = held[0] if held is not None and shown is not None else None
     dt = _held_dtype(cos, sin)  # a float32 cache of float16 values is judged as float16 (its loss named apart)
     width = cos.shape[1]
     best = (-1.0, 0, 0, 0.0)
@@ -747,6 +796,8 @@ def _ratio(cos: np.ndarray, sin: np.ndarray, enc: Any, s_exp: float, s: float, w
         stop = min(cos.shape[0], start + block)
         a = np.concatenate([cos[start:stop].astype(np.float64), sin[start:stop].astype(np.float64)], axis=1)
         e = np.concatenate([enc.rows("cos_cache", start, stop), enc.rows("sin_cache", start, stop)], axis=1)
+        if observer is not None:
+            observer.block(shown, int(cos.shape[0]), start, stop, a, e)
         e *= s / s_exp
         t = np.arange(start, stop, dtype=np.float64)[:, None]
         tol = abs(s) * (8 * 2.0**-24 * (t * wmax + 1) + 2 * _ULP1.get(dt, 2.0**-23))
@@ -757,12 +808,17 @@ def _ratio(cos: np.ndarray, sin: np.ndarray, enc: Any, s_exp: float, s: float, w
             row, col = divmod(i, r.shape[1])
             best = (float(r.flat[i]), start + row, col % width, float(err.flat[i]))
             if np.isnan(r.flat[i]) or (above is not None and best[0] > above):
-                break
+                if observer is not None:
+                    observer.finished(shown, stop == cos.shape[0])
+                return best
+    if observer is not None:
+        observer.finished(shown, True)
     return best
 
 
 def _check_one(where: str, role: str, cos: np.ndarray, sin: np.ndarray, cache: Cache, facts: Any,
-               expect: dict[str, Any], engine: str, out: list[str], matched: list[str]) -> None:  # fmt: skip
+               expect: dict[str, Any], engine: str, out: list[str], matched: list[str],
+               shown: tuple[Any, ...] | None = None) -> None:  # fmt: skip
     rows = int(cos.shape[0])
     need = facts.original if role == "short" else facts.max_positions
     if rows < need:
@@ -788,7 +844,7 @@ def _check_one(where: str, role: str, cos: np.ndarray, sin: np.ndarray, cache: C
         return
     # a scan that stops at the first block beyond the tolerance: a cache that matches is read in full all the
     # same; one that does not is measured in full only when no known mistake explains it (for the message)
-    ratio, row, col, err = _ratio(cos, sin, enc, s_exp, s_meas, wmax, above=1.0)
+    ratio, row, col, err = _ratio(cos, sin, enc, s_exp, s_meas, wmax, above=1.0, shown=shown)
     if ratio <= 1.0:
         matched.append(
             f"{where}: equals {engine}'s tables for the config (largest error {err:.2g}, {ratio:.2f} of the "
