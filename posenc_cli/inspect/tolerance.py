@@ -541,6 +541,27 @@ def formula_check(
     return FormulaVerdict(ok, ratio, top, int(rows[k]) if len(rows) else 0, informative, name)
 
 
+def formula_check_rows(
+    x: np.ndarray, y: np.ndarray, rows: np.ndarray, terms: AngleTerms, stored: Any, ref: Any, compute: Any = np.float32
+) -> FormulaVerdict:
+    """:func:`formula_check` of ``x`` against ``y`` (rows x columns, read on ``rows``) measured in blocks of rows
+    whose bound and difference stay in cache (:func:`posenc_cli.blocks.rows_per_block`), the blocks' verdicts
+    joined (:meth:`FormulaVerdict.joined`, as :func:`formula_check_table` joins its blocks): the verdict of one
+    call on the whole rows, without its two whole-table temporaries."""
+    x = np.asarray(x, dtype=np.float64).reshape(len(rows), -1)
+    y = np.asarray(y, dtype=np.float64).reshape(len(rows), -1)
+    step = rows_per_block(int(x.shape[1]))
+    if len(rows) <= step:
+        return formula_check(x, y, rows, terms, stored, ref, compute)
+    out: FormulaVerdict | None = None
+    for start in range(0, len(rows), step):
+        part = slice(start, start + step)
+        v = formula_check(x[part], y[part], rows[part], terms, stored, ref, compute)
+        out = v if out is None else out.joined(v)
+    assert out is not None
+    return out
+
+
 def formula_check_table(
     table: Any, encoding: Any, name: str, *, block_rows: int | None = None
 ) -> FormulaVerdict | None:
