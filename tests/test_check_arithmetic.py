@@ -205,6 +205,18 @@ def test_check_against_reads_the_spec_the_comparison_built_row_for_row():
     np.testing.assert_array_equal(tol.spec_rows(enc, "pe", 5, 9), exact[5:9])  # nothing built: computed
 
 
+def test_matches_spec_regenerates_in_the_files_value_dtype_not_from_the_comparisons_table(tmp_path):
+    """A bfloat16 table written widened to float32 (metadata value_dtype bfloat16) checked --against the float32
+    spec: matches-spec regenerates it in bfloat16, as its values were computed, and so finds it exact; the
+    comparison's float32 table (built once for the other verdicts) is not what it reads."""
+    enc = pe.generate("rope", length=3000, dim=64, base=10000.0, dtype="bfloat16")
+    path = tmp_path / "widened.safetensors"
+    pe.write(path, enc, dtype="float32")
+    report = pe.check(str(path), against="rope:base=10000.0")
+    (ms,) = [r for r in report.results if r.name == "matches-spec"]
+    assert report.ok and ms.passed and ms.value == 0.0, ms.to_json()
+
+
 def test_shuffled_and_noise_tables_fail_their_intended_kind(tmp_path):
     rng = np.random.default_rng(0)
     n = 256
