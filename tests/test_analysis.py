@@ -292,6 +292,11 @@ def test_formula_check_in_row_blocks_is_the_whole_rows_verdict():
         whole = tol.formula_check(x, y, rows, terms, np.dtype(np.float32), np.dtype(np.float32))
         blocked = tol.formula_check_rows(x, y, rows, terms, np.dtype(np.float32), np.dtype(np.float32))
         assert blocked == whole
+    # a float64 table judged within the float64 formula's error (NumPy code): the blocks keep that arithmetic
+    f64 = np.dtype(np.float64)
+    whole64 = tol.formula_check(y, y, rows, terms, f64, f64, np.float64)
+    assert tol.formula_check_rows(y, y, rows, terms, f64, f64, np.float64) == whole64
+    assert whole64.compute == "float64"
     assert tol.formula_check_rows(x32, y, rows, terms, np.dtype(np.float32), np.dtype(np.float32)).ok
     assert not blocked.ok
 

@@ -481,10 +481,11 @@ class FormulaVerdict:
         return f"within the {self.compute} formula's error (bound {self.bound:.2g} at row {self.bound_row})"
 
     def joined(self, other: FormulaVerdict) -> FormulaVerdict:
-        """The verdict of this block's rows and ``other``'s together (the largest bound names its row)."""
+        """The verdict of this block's rows and ``other``'s together (the largest bound names its row), in the
+        same arithmetic (``compute``: a float64 formula's blocks stay float64's)."""
         top = other if other.bound > self.bound else self
         return FormulaVerdict(self.ok and other.ok, max(self.ratio, other.ratio), top.bound, top.bound_row,
-                              self.informative and other.informative)  # fmt: skip
+                              self.informative and other.informative, self.compute)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         return {
