@@ -503,9 +503,16 @@ def check(
     assumed, assumed_command = "", None
     spec_of_positions = False  # the spec was identified from the position rows: it regenerates those only
     comparison = None
+    # the whole tensors the spec ``against`` built for the comparison, and the encoding that built them: the
+    # arithmetic and matches-spec read their rows there (one table regenerated once per command)
+    regenerated: dict[str, Any] = {}
+    built_by = None
     if against is not None:
         ref = _open_against(against, src)
+        computes = _computes(ref)
         comparison = compare(src, ref, tensor=chosen if len(chosen) < len(src.names) else None)
+        if computes:  # every tensor it holds now is its encoding's own, built once by the comparison
+            regenerated, built_by = dict(ref.tensors), ref.encoding
         if ref.encoding is not None:
             encoding, origin = ref.encoding, ref.label
             if kind is None or expect is None:
@@ -553,7 +560,14 @@ def check(
         int(array.shape[0]), src.label, encoding, metadata, extra_rows, array.ndim == 2 and primary_role != "matrix"
     )
     judged_tensors = _rows_of(tensors, left_out) if spec_of_positions and left_out is not None else tensors
-    arithmetic = table_arithmetic(dict(judged_tensors), judged_as, dict(src.metadata), value_dtype, rtol)
+    arithmetic = table_arithmetic(
+        dict(judged_tensors),
+        judged_as,
+        dict(src.metadata),
+        value_dtype,
+        rtol,
+        regenerated=regenerated if judged_as is not None and judged_as is built_by else None,
+    )
     ctx = CheckContext(
         table=array,
         tensors=tensors,
@@ -568,6 +582,7 @@ def check(
         arithmetic=arithmetic,
         left_out=left_out,
         spec_of_positions=spec_of_positions,
+        regenerated=regenerated if encoding is not None and encoding is built_by else {},
     )
     names = checks.applicable(ctx)
     ctx.planned = tuple(names)  # the first read of the table feeds all of them (checks/sweep.py)
@@ -947,6 +962,7 @@ def compare(
         skipped, only_a, skipped_by = only_a, [], src_a.label
     compared = []
     readings: Any = None
+    computes_b = _computes(src_b)  # before its tensors are built: then every one is its encoding's own
     for ta, tb in pairs:
         arr_a, arr_b = src_a.array(ta), src_b.array(tb)
         validate_table_array(arr_a, ta, src_a.label, need_float=False)
@@ -957,7 +973,7 @@ def compare(
         if not res.same and ((arr_a.ndim == 2 and arr_b.ndim == 2) or _engine_side(src_a, src_b)):
             # an engine's inv_freq is judged with its tables: ggml's frequencies in float32 are hf's within its
             # arithmetic when the judge says so (one rule for engine rows)
-            _within_formula(res, src_a, src_b, arr_a, arr_b, ta, tb)
+            _within_formula(res, src_a, src_b, arr_a, arr_b, ta, tb, built_b=computes_b)
         if not res.same and arr_a.ndim == 1 and arr_b.ndim == 1:
             _within_engine_frequencies(res, src_a, src_b, arr_a, arr_b)
         if not res.same and arr_a.ndim == 2 and arr_b.ndim == 2:
@@ -987,13 +1003,17 @@ def _computes(src: Source) -> bool:
     return src.encoding is not None and not src.tensors
 
 
-def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: Any, ta: str, tb: str) -> None:
+def _within_formula(
+    res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: Any, ta: str, tb: str, *, built_b: bool = False
+) -> None:
     """A table that differs from a spec (``rope:preset=llama3.1``) only by the float32 formula's error is the
     same within that error: ``res`` says so, with the bound (:mod:`posenc_cli.inspect.tolerance`). So is an
     engine's float32 table (``CONFIG@vllm``) within that error of an exact one (``CONFIG``), and two engines' tables
-    (``CONFIG@mlx`` vs ``CONFIG@hf``) each within it of the exact table of the second one's parameters."""
+    (``CONFIG@mlx`` vs ``CONFIG@hf``) each within it of the exact table of the second one's parameters.
+    ``built_b``: ``arr_b`` is ``src_b``'s encoding's own tensor ``tb`` (a spec's), read instead of computed again."""
     from .inspect.tolerance import formula_check_table
 
+    regenerated: dict[str, Any] | None = None
     if src_a.encoding is not None and src_b.encoding is not None:
         # an engine's table (``exact_reference``: computed in its own float32 arithmetic) is judged against the
         # other side's exact table, or two engines' against the exact table of one of them: numerically, as the
@@ -1009,6 +1029,8 @@ def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: A
         checks = [(arr, ref, name, engine) for arr, name, engine in engine_sides]
     elif src_b.encoding is not None:
         checks = [(arr_a, src_b.encoding, tb, None)]
+        if built_b:
+            regenerated = {tb: arr_b}
     elif src_a.encoding is not None:
         checks = [(arr_b, src_a.encoding, ta, None)]
     else:
@@ -1030,7 +1052,7 @@ def _within_formula(res: Any, src_a: Source, src_b: Source, arr_a: Any, arr_b: A
             notes.append(why)
             continue
         try:
-            verdict = formula_check_table(table, enc, name)
+            verdict = formula_check_table(table, enc, name, regenerated=regenerated)
         except (ParameterError, ValueError):
             return
         if verdict is None or not verdict.ok:

@@ -253,6 +253,54 @@ def test_read_rows_of_a_lazy_tensor_joins_nearby_rows_in_one_call():
     assert calls == [(0, 51), (200, 202), (299, 300)]  # 50 - 2 <= JOIN_GAP < 200 - 50, 299 - 201
 
 
+def test_read_rows_of_a_consecutive_run_is_one_call_into_a_new_float64_array():
+    table = np.arange(300 * 3, dtype=np.float64).reshape(300, 3)  # float64: a conversion would copy nothing
+    calls: list[tuple[int, int]] = []
+
+    class Lazy:
+        shape, dtype = table.shape, table.dtype
+
+        def rows(self, start, stop):
+            calls.append((start, stop))
+            return table[start:stop]  # a view of the tensor's own buffer: the answer must not be it
+
+    got = an.read_rows(Lazy(), np.arange(7, 300))
+    assert calls == [(7, 300)] and got.dtype == np.float64
+    np.testing.assert_array_equal(got, table[7:].astype(np.float64))
+    got[0, 0] = -1.0
+    assert table[7, 0] == 21.0
+    # a run with a repeat or out of order is no run: gathered in the order asked
+    np.testing.assert_array_equal(an.read_rows(Lazy(), [3, 3, 4]), table[[3, 3, 4]].astype(np.float64))
+    np.testing.assert_array_equal(an.read_rows(Lazy(), [5, 4, 6]), table[[5, 4, 6]].astype(np.float64))
+
+
+def test_formula_check_in_row_blocks_is_the_whole_rows_verdict():
+    """identify's full verification measures the float32 formula's bound in row blocks: the verdict (ratio, the
+    largest bound and its row, informative, ok) is the one of a single call on every row."""
+    from posenc_cli.encodings import make_encoding
+    from posenc_cli.inspect import tolerance as tol
+
+    n, d = 9000, 64  # several blocks of posenc_cli.blocks.rows_per_block(64)
+    enc = make_encoding("rope", {"length": n, "dim": d, "base": 10000.0})
+    y = np.asarray(enc.rows("cos", 0, n), dtype=np.float64)
+    pos = np.arange(n, dtype=np.float32)[:, None]
+    inv = (1.0 / (np.float32(10000.0) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d)))).astype(np.float32)
+    x32 = np.cos(np.concatenate([pos * inv, pos * inv], axis=1)).astype(np.float64)  # the float32 formula
+    rows = np.arange(n, dtype=np.int64)
+    terms = enc.angle_terms("cos")
+    for x in (x32, x32 + 1e-3 * (rows[:, None] == 4321)):  # within the bound, and one row beyond it
+        whole = tol.formula_check(x, y, rows, terms, np.dtype(np.float32), np.dtype(np.float32))
+        blocked = tol.formula_check_rows(x, y, rows, terms, np.dtype(np.float32), np.dtype(np.float32))
+        assert blocked == whole
+    # a float64 table judged within the float64 formula's error (NumPy code): the blocks keep that arithmetic
+    f64 = np.dtype(np.float64)
+    whole64 = tol.formula_check(y, y, rows, terms, f64, f64, np.float64)
+    assert tol.formula_check_rows(y, y, rows, terms, f64, f64, np.float64) == whole64
+    assert whole64.compute == "float64"
+    assert tol.formula_check_rows(x32, y, rows, terms, np.dtype(np.float32), np.dtype(np.float32)).ok
+    assert not blocked.ok
+
+
 def test_nice_numbers():
     assert an.nice_number(10000.0000013, 1e-8) == 10000.0
     assert an.nice_number(499999.7, 1e-6) == 500000.0

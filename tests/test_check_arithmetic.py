@@ -182,6 +182,41 @@ def test_mistaken_float32_tables_fail():
     assert "matches-spec" in report.failed
 
 
+def test_check_against_reads_the_spec_the_comparison_built_row_for_row():
+    """check --against builds the spec's table once (the comparison's reference) and the arithmetic and matches-spec
+    read their rows there: each value is judged against its own row (a wrong slice would move the worst value or
+    fail the exact rows), and the rows handed out are read-only views, never the reference changed."""
+    n, d = 3000, 64  # three blocks of posenc_cli.blocks.rows_per_block(64)
+    enc = pe.generate("sinusoidal", length=n, dim=d)
+    exact = np.asarray(enc.array("pe"))
+    assert pe.check(exact.copy(), against="sinusoidal").ok  # every row its own: exact
+    off = exact.copy()
+    off[2345, 17] += np.float32(1e-3)  # one value in the last block, far beyond float32's rounding
+    report = pe.check(off, against="sinusoidal")
+    assert not report.ok and "matches-spec" in report.failed
+    assert report.against.tensors[0].result.max_abs_at == (2345, 17)
+    (ms,) = [r for r in report.results if r.name == "matches-spec"]
+    assert ms.detail.startswith("pe[2345, 17] differs") and ms.value == pytest.approx(1e-3, rel=1e-3)
+    assert report.arithmetic["compute"] == "float64"
+    whole = enc.array("pe")
+    part = tol.spec_rows(enc, "pe", 1000, 1500, {"pe": whole})
+    np.testing.assert_array_equal(part, enc.rows("pe", 1000, 1500))
+    assert not part.flags.writeable and np.shares_memory(part, whole)
+    np.testing.assert_array_equal(tol.spec_rows(enc, "pe", 5, 9), exact[5:9])  # nothing built: computed
+
+
+def test_matches_spec_regenerates_in_the_files_value_dtype_not_from_the_comparisons_table(tmp_path):
+    """A bfloat16 table written widened to float32 (metadata value_dtype bfloat16) checked --against the float32
+    spec: matches-spec regenerates it in bfloat16, as its values were computed, and so finds it exact; the
+    comparison's float32 table (built once for the other verdicts) is not what it reads."""
+    enc = pe.generate("rope", length=3000, dim=64, base=10000.0, dtype="bfloat16")
+    path = tmp_path / "widened.safetensors"
+    pe.write(path, enc, dtype="float32")
+    report = pe.check(str(path), against="rope:base=10000.0")
+    (ms,) = [r for r in report.results if r.name == "matches-spec"]
+    assert report.ok and ms.passed and ms.value == 0.0, ms.to_json()
+
+
 def test_shuffled_and_noise_tables_fail_their_intended_kind(tmp_path):
     rng = np.random.default_rng(0)
     n = 256

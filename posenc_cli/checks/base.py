@@ -119,6 +119,10 @@ class CheckContext:
     #: The spec (``encoding``) was identified from the position rows and regenerates those only: ``matches-spec``
     #: compares them, not the rows left out.
     spec_of_positions: bool = False
+    #: Whole tensors of ``encoding`` the command has built already (``check --against``: the comparison's
+    #: reference), by the spec's tensor name: ``matches-spec`` reads its rows there instead of computing them
+    #: again (:func:`posenc_cli.inspect.tolerance.spec_rows`).
+    regenerated: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind_cls is None and self.kind is not None:

@@ -62,11 +62,15 @@ def check_matches_spec(ctx: CheckContext) -> CheckResult:
     """
     import dataclasses
 
+    from ..inspect.tolerance import spec_rows
+
     enc = ctx.encoding
     specs = enc.tensor_specs()
     through = ctx.metadata.get("value_dtype")
     if through is not None and through != enc.dtype and "dtype" in {f.name for f in enc.param_fields()}:
         enc = dataclasses.replace(enc, dtype=through)
+    # rows the command built already from this encoding (not from one of another dtype)
+    regenerated = ctx.regenerated if enc is ctx.encoding else None
     compared, missing, worst, where, shape_bad = [], [], 0.0, "", []
     per = {}
     for name, spec in specs.items():
@@ -83,7 +87,7 @@ def check_matches_spec(ctx: CheckContext) -> CheckResult:
         step = rows_per_block(int(np.prod(spec.shape[1:], dtype=np.int64)))
         for s in range(0, spec.shape[0], step):
             e = min(s + step, spec.shape[0])
-            want_raw, got_raw = np.asarray(enc.rows(name, s, e)), np.asarray(a[s:e])
+            want_raw, got_raw = spec_rows(enc, name, s, e, regenerated), np.asarray(a[s:e])
             if want_raw.dtype == got_raw.dtype and np.array_equal(
                 got_raw, want_raw, equal_nan=want_raw.dtype.kind in "fc"
             ):
@@ -120,7 +124,9 @@ def check_matches_spec(ctx: CheckContext) -> CheckResult:
         # computed with the float32 formula (HF, fairseq, ...): within that error, with the bound, it matches
         from ..inspect.tolerance import formula_check_table
 
-        verdicts = [formula_check_table(a, enc, n) for n in off if (a := tensor(ctx, n)) is not None]
+        verdicts = [
+            formula_check_table(a, enc, n, regenerated=regenerated) for n in off if (a := tensor(ctx, n)) is not None
+        ]
         if verdicts and all(v is not None and v.ok for v in verdicts):
             formula = max(verdicts, key=lambda v: v.bound)  # type: ignore[union-attr]
             ok = True

@@ -89,6 +89,10 @@ def read_rows(table: Any, rows: np.ndarray | list[int]) -> np.ndarray:
         return np.asarray(table[idx], dtype=np.float64)
     if idx.size == 0:
         return np.empty((0, *table.shape[1:]), dtype=np.float64)
+    if idx.ndim == 1 and idx[0] >= 0 and idx[-1] - idx[0] == idx.size - 1 and np.all(idx[1:] > idx[:-1]):
+        # a run of consecutive rows (every row of a table identify verifies in full): one call converted in one
+        # pass, not a gather and a scatter of the whole table (the same values, in a new array as before)
+        return np.array(table.rows(int(idx[0]), int(idx[-1]) + 1), dtype=np.float64)
     order = np.argsort(idx, kind="stable")
     s = idx[order]
     out = np.empty((idx.size, *table.shape[1:]), dtype=np.float64)

@@ -517,10 +517,10 @@ def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) ->
             # a table computed with the usual float32 formula (HF, fairseq, ...) is off by an error that grows
             # with position: within the bound of posenc_cli.inspect.tolerance it is "reproduced to float32-formula
             # accuracy"
-            fv = tol.formula_check(xs, ys, rows, terms, np.dtype(x.dtype), spec.dtype)
+            fv = tol.formula_check_rows(xs, ys, rows, terms, np.dtype(x.dtype), spec.dtype)
             if not fv.ok and np.dtype(x.dtype) == np.float64:
                 # NumPy code computes in float64 (the TF tutorial's get_angles): its own, much smaller, error
-                fv64 = tol.formula_check(xs, ys, rows, terms, np.dtype(x.dtype), spec.dtype, np.float64)
+                fv64 = tol.formula_check_rows(xs, ys, rows, terms, np.dtype(x.dtype), spec.dtype, np.float64)
                 fv = fv64 if fv64.ok else fv
             loose &= fv.ok
             if formula is None or fv.bound > formula.bound:

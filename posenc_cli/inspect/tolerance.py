@@ -40,6 +40,7 @@ The float32 formula's error
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -480,10 +481,11 @@ class FormulaVerdict:
         return f"within the {self.compute} formula's error (bound {self.bound:.2g} at row {self.bound_row})"
 
     def joined(self, other: FormulaVerdict) -> FormulaVerdict:
-        """The verdict of this block's rows and ``other``'s together (the largest bound names its row)."""
+        """The verdict of this block's rows and ``other``'s together (the largest bound names its row), in the
+        same arithmetic (``compute``: a float64 formula's blocks stay float64's)."""
         top = other if other.bound > self.bound else self
         return FormulaVerdict(self.ok and other.ok, max(self.ratio, other.ratio), top.bound, top.bound_row,
-                              self.informative and other.informative)  # fmt: skip
+                              self.informative and other.informative, self.compute)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -541,11 +543,53 @@ def formula_check(
     return FormulaVerdict(ok, ratio, top, int(rows[k]) if len(rows) else 0, informative, name)
 
 
+def spec_rows(
+    encoding: Any, name: str, start: int, stop: int, regenerated: Mapping[str, np.ndarray] | None = None
+) -> np.ndarray:
+    """Rows ``[start, stop)`` of tensor ``name`` of ``encoding``: a read-only slice of ``regenerated[name]`` when
+    the command has built that whole tensor from this very encoding already (``check --against``: the comparison's
+    reference), else computed (``encoding.rows``). One table is then regenerated once per command, not once per
+    verdict that reads it (the comparison, the arithmetic, ``matches-spec``)."""
+    whole = None if regenerated is None else regenerated.get(name)
+    if whole is None:
+        return np.asarray(encoding.rows(name, start, stop))
+    part = whole[start:stop]
+    part.flags.writeable = False  # a view of the comparison's reference: read, never changed
+    return part
+
+
+def formula_check_rows(
+    x: np.ndarray, y: np.ndarray, rows: np.ndarray, terms: AngleTerms, stored: Any, ref: Any, compute: Any = np.float32
+) -> FormulaVerdict:
+    """:func:`formula_check` of ``x`` against ``y`` (rows x columns, read on ``rows``) measured in blocks of rows
+    whose bound and difference stay in cache (:func:`posenc_cli.blocks.rows_per_block`), the blocks' verdicts
+    joined (:meth:`FormulaVerdict.joined`, as :func:`formula_check_table` joins its blocks): the verdict of one
+    call on the whole rows, without its two whole-table temporaries."""
+    x = np.asarray(x, dtype=np.float64).reshape(len(rows), -1)
+    y = np.asarray(y, dtype=np.float64).reshape(len(rows), -1)
+    step = rows_per_block(int(x.shape[1]))
+    if len(rows) <= step:
+        return formula_check(x, y, rows, terms, stored, ref, compute)
+    out: FormulaVerdict | None = None
+    for start in range(0, len(rows), step):
+        part = slice(start, start + step)
+        v = formula_check(x[part], y[part], rows[part], terms, stored, ref, compute)
+        out = v if out is None else out.joined(v)
+    assert out is not None
+    return out
+
+
 def formula_check_table(
-    table: Any, encoding: Any, name: str, *, block_rows: int | None = None
+    table: Any,
+    encoding: Any,
+    name: str,
+    *,
+    block_rows: int | None = None,
+    regenerated: Mapping[str, np.ndarray] | None = None,
 ) -> FormulaVerdict | None:
     """:func:`formula_check` of a whole 2-D ``table`` against tensor ``name`` of ``encoding`` (read block by
-    block); None when that tensor is not made of angles (``encoding.angle_terms`` is None) or the shapes differ."""
+    block); None when that tensor is not made of angles (``encoding.angle_terms`` is None) or the shapes differ.
+    ``regenerated``: whole tensors of ``encoding`` built already (:func:`spec_rows`)."""
     terms = encoding.angle_terms(name)
     spec = encoding.tensor_specs().get(name)
     if terms is None or spec is None or len(spec.shape) != 2 or tuple(table.shape) != tuple(spec.shape):
@@ -558,7 +602,7 @@ def formula_check_table(
         stop = min(n, start + block_rows)
         rows = np.arange(start, stop, dtype=np.int64)
         x = np.asarray(table[start:stop], dtype=np.float64)
-        y = np.asarray(encoding.rows(name, start, stop), dtype=np.float64)
+        y = np.asarray(spec_rows(encoding, name, start, stop, regenerated), dtype=np.float64)
         v = formula_check(x, y, rows, terms, np.dtype(table.dtype), spec.dtype)
         out = v if out is None else out.joined(v)
     return out
@@ -651,7 +695,13 @@ class Arithmetic:
 
 
 def table_arithmetic(
-    tensors: dict[str, Any], encoding: Any, metadata: dict[str, str], stored: Any, rtol: float
+    tensors: dict[str, Any],
+    encoding: Any,
+    metadata: dict[str, str],
+    stored: Any,
+    rtol: float,
+    *,
+    regenerated: Mapping[str, np.ndarray] | None = None,
 ) -> Arithmetic:
     """The arithmetic ``check`` judges ``tensors`` within (:class:`Arithmetic`).
 
@@ -659,7 +709,8 @@ def table_arithmetic(
     the data when ``encoding`` (the kind and parameters the table is judged as) regenerates its angle tensors:
     within ``rtol`` of the exact table (relative to ``max(1, |value|)``) it is float64's, within the float32
     formula's bound (:func:`formula_check`: a residual that grows with the position as the angle's rounding does)
-    it is float32's; else, or without an exact table to compare with, float64 is assumed and said."""
+    it is float32's; else, or without an exact table to compare with, float64 is assumed and said.
+    ``regenerated``: whole tensors of ``encoding`` the command has built already (:func:`spec_rows`)."""
     from ..encodings.base import dtype_name
 
     stored_name = dtype_name(np.dtype(stored))
@@ -692,7 +743,7 @@ def table_arithmetic(
         )
         return Arithmetic("float64", stored_name, ASSUMED, why)
     row_value, row_norm, exact, formula = _scan_angles(
-        angles, specs, encoding, stored, stated != "float32", rtol, freq_rtol
+        angles, specs, encoding, stored, stated != "float32", rtol, freq_rtol, regenerated
     )
     if stated == "float32":
         said = f"engine_arithmetic {engine}" if engine not in ("", "exact", "none") else "angle_dtype float32"
@@ -734,7 +785,14 @@ def _engine_freq_rtol(engine: str, tensors: dict[str, Any], encoding: Any) -> fl
 
 
 def _scan_angles(
-    angles: list[Any], specs: dict[str, Any], encoding: Any, stored: Any, judge: bool, rtol: float, freq_rtol: float
+    angles: list[Any],
+    specs: dict[str, Any],
+    encoding: Any,
+    stored: Any,
+    judge: bool,
+    rtol: float,
+    freq_rtol: float,
+    regenerated: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, bool, FormulaVerdict | None]:
     """One pass over the angle tensors of :func:`table_arithmetic`, block by block: the float32 formula's bound per
     row (its largest element, its norm), whether the table is the exact one within ``rtol``, and (``judge``) the
@@ -751,7 +809,7 @@ def _scan_angles(
             stop = min(n, start + step)
             rows = np.arange(start, stop, dtype=np.int64)
             x = np.asarray(table[start:stop], dtype=np.float64)
-            y = np.asarray(encoding.rows(name, start, stop), dtype=np.float64)
+            y = np.asarray(spec_rows(encoding, name, start, stop, regenerated), dtype=np.float64)
             if exact:
                 with np.errstate(invalid="ignore"):
                     exact = bool(np.all(np.abs(x - y) <= rtol * np.maximum(1.0, np.abs(y))))
