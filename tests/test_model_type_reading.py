@@ -151,3 +151,19 @@ def test_an_mla_config_without_model_type_is_refused_not_read_by_its_rope_width(
     assert model.report()["reference"] == model.family.reference
     assert model.params(length=4)["dim"] == 64  # llama's head: hidden_size / heads, not qk_rope_head_dim
     assert any("qk_rope_head_dim" in w and "llama" in w for w in model.warnings), model.warnings
+
+
+def test_an_unobserved_type_is_refused_with_why_the_inventory_could_not_observe_it(tmp_path):
+    """A type whose positions the inventory's trace could not see (its forward failed, no tiny instance) is refused
+    with the trace's own reason, for every such type: not 'its positions are unobserved, which no record reads'."""
+    from posenc_cli.models.records import Refused, derived, inventory_entry
+
+    unobserved = [mt for mt, e in inventory()["model_types"].items() if e.get("scheme") == "unobserved"]
+    assert len(unobserved) >= 50  # docs/families.md counts 86
+    for mt in unobserved:
+        entry = inventory_entry(mt)
+        with pytest.raises(Refused) as got:
+            derived(mt, entry)
+        said = str(got.value)
+        assert "which no record of posenc reads" not in said, (mt, said)
+        assert str(entry.get("mechanisms_status") or "its modules could not be built or run")[:40] in said, (mt, said)
