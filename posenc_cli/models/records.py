@@ -1423,8 +1423,8 @@ def _derive(model_type: str, entry: dict[str, Any]) -> Record:
         if told is not None:  # each table, with what the inventory's run of its forward saw (learned_rows.py)
             raise Refused(told)
         if scheme == "unobserved":  # why the inventory could not see them (its trace's own words)
-            why = str(entry.get("mechanisms_status") or "its modules could not be built or run")[:160]
-            raise Refused(f"the inventory could not observe its positions ({why})")
+            reason = str(entry.get("mechanisms_status") or "its modules could not be built or run")[:160]
+            raise Refused(f"the inventory could not observe its positions ({reason})")
         seen = str((entry.get("learned_table") or {}).get("status") or "")[:120]
         raise Refused(f"its positions are {scheme}, which no record of posenc reads" + (f" ({seen})" if seen else ""))
     if entry.get("status") != "ok":
