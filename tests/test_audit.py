@@ -830,3 +830,41 @@ def test_range_requests_read_only_the_bytes_asked_for(tmp_path, monkeypatch):
         assert sent == [100, 8]
     finally:
         server.shutdown()
+
+
+def test_a_multimodal_model_is_audited_in_both_towers(tmp_path, schema):
+    """A wrapper whose vision tower posenc reads (CLIP, Qwen3-VL): one audit holds the text model's positions and
+    the tower's table (at its native size and at each --image-size), the tower's rows labelled ``vision``; the
+    tower's table is the one ``export`` reads (row count from safetensors with plain numpy). Weights without the
+    tower's table (a text-only checkpoint): the tower is not checked, and says why; --image-size then is refused."""
+    from safetensors.numpy import load_file
+
+    report = posenc_cli.audit(str(MODELS / "vision_clip"))
+    stored = load_file(str(MODELS / "vision_clip" / "model.safetensors"))
+    vision_rows = stored["vision_model.embeddings.position_embedding.weight"].shape[0]
+    got = [(r.layer_type, r.verdict, r.length) for r in report.rows]
+    assert got == [("text_model", "agree", stored["text_model.embeddings.position_embedding.weight"].shape[0]),
+                   ("vision native", "agree", vision_rows)], got  # fmt: skip
+    assert report.rows[1].explanation.startswith("vision tower at ") and report.exit_code == 0
+    validate(report.to_json(), schema)
+    report = posenc_cli.audit(str(MODELS / "vision_qwen3_vl"), image_size=["64x48"])
+    labels = [(r.layer_type, r.engine, r.verdict) for r in report.rows]
+    assert labels[:2] == [("default", "hf", "reference"), ("default", "check", "agree")], labels
+    assert labels[2:] == [("vision native", "hf", "agree"), ("vision 64x48", "hf", "agree")], labels
+    from posenc_cli.models.config_file import load_config
+    from posenc_cli.models.vision import vision_table
+
+    q3 = str(MODELS / "vision_qwen3_vl")
+    assert report.rows[-1].length == vision_table(q3, load_config(q3), image_size="64x48")[0].shape[0] == 16 * 12
+    # the weights of the text model only
+    d = tmp_path / "clip_text_only"
+    shutil.copytree(MODELS / "vision_clip", d)
+    from safetensors.numpy import save_file
+
+    save_file({k: v for k, v in stored.items() if not k.startswith("vision_model.")}, str(d / "model.safetensors"))
+    report = posenc_cli.audit(str(d))
+    assert [(r.layer_type, r.verdict) for r in report.rows] == [("text_model", "agree"), ("vision tower", "skipped")]
+    assert "no tensor named *vision_model.embeddings.position_embedding.weight" in report.rows[1].explanation
+    assert report.exit_code == 0
+    code, _out, err = cli(["audit", str(d), "--image-size", "32"])
+    assert code == 2 and "vision tower: the weights hold no tensor" in err and len(err.strip().splitlines()) == 1

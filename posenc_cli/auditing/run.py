@@ -16,6 +16,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ..errors import InputError, NoTableError, ParameterError, PosencError, RefusedError, param
@@ -113,8 +114,11 @@ def audit(
         from ..models.config_file import load_config
         from ..models.vision import claims as vision_claims
 
-        if vision_claims(load_config(found.config), image_size[0] if image_size else None):
+        data = load_config(found.config)
+        if vision_claims(data, None):  # a vision model (or a timm checkpoint): its table is what it has
             return auditor.vision(list(image_size or []), timm)
+        if vision_claims(data, "native"):  # a multimodal wrapper: its text model's positions and its tower's table
+            return auditor.wrapper(list(image_size or []), timm)
         if image_size:
             raise ParameterError(
                 f"{param('image_size')} applies to a vision model's position table (ViT, DeiT, DINOv2, CLIP, SigLIP, "
@@ -426,6 +430,44 @@ class _Auditor:
         ]  # fmt: skip
 
     # ----- vision tables: the grid at the native size and at each image size asked ---------------------
+    def wrapper(self, sizes: list[Any], timm: bool) -> AuditReport:
+        """A multimodal model (a text model beside a vision tower whose table posenc reads): the text model's
+        positions audited as any model's (:meth:`run`), then the tower's table as a vision model's
+        (:meth:`vision`), its rows labelled ``vision ...``: one report covers both towers."""
+        try:
+            report = self.run()
+        except InputError as exc:
+            if "nothing to audit" not in str(exc):
+                raise
+            return self.vision(sizes, timm)  # the text model applies no positions: the tower is all there is
+        from ..models.config_file import load_config
+        from ..models.vision import tower_table_stored
+
+        f = self.found
+        assert f.config is not None
+        try:
+            absent = tower_table_stored(os.path.dirname(f.config) or ".", load_config(f.config))
+        except PosencError as exc:  # refused (code posenc does not reproduce) or switched off: one row says it
+            if not any(r.layer_type == "vision tower" for r in report.rows):  # (run() names a refused tower itself)
+                report.rows.append(_unread_row("weights", "vision tower", "hf", exc))
+            return report
+        if absent is not None:
+            if sizes or timm:  # asked of the tower, which cannot be read here
+                raise InputError(f"{f.label}: vision tower: {absent}; {param('image_size')} needs its table")
+            report.rows.append(AuditRow("weights", "vision tower", "hf", "skipped", f"not checked: {absent}"))
+            return report
+        tower = self.vision(sizes, timm)
+        for r in tower.rows:  # "vision native" / "vision 448x308" (fits the column), the size in the words
+            size, native, rest = re.match(r"(\S+)( native)?(.*)", r.layer_type).groups()  # type: ignore[union-attr]
+            label = f"vision {'native' if native else size}{rest}"
+            at = (
+                f" at {size}{' (native)' if native else ''}" if r.verdict not in ("error", "refused", "skipped") else ""
+            )
+            report.rows.append(replace(r, layer_type=label, explanation=f"vision tower{at}: {r.explanation}"))
+        report.engines += [e for e in tower.engines if e not in report.engines]
+        report.notes += [f"vision tower: {n}" for n in tower.notes]
+        return report
+
     def vision(self, sizes: list[Any], timm: bool) -> AuditReport:
         """A vision model's table read from its weights at its native size and at each of ``sizes``: checked
         for its properties (row count: the grid plus its extra rows, read with the model's rule), and with
@@ -436,7 +478,7 @@ class _Auditor:
         f = self.found
         assert f.config is not None
         data = load_config(f.config)
-        assert claims(data, sizes[0] if sizes else None)
+        assert claims(data, sizes[0] if sizes else "native")
         root = os.path.dirname(f.config) or "."
         mt = data.get("model_type") if isinstance(data.get("model_type"), str) else data.get("architecture")
         report = AuditReport(source=f.label, config=f.relative(f.config), model_type=str(mt), length=None,

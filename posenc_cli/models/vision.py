@@ -448,6 +448,22 @@ def _read_any(path: str, names: tuple[str, ...]) -> tuple[Any, str, str]:
     return read_table(path, names[0])
 
 
+def tower_table_stored(path: str, config: Mapping[str, Any]) -> str | None:
+    """For a multimodal wrapper whose vision tower posenc reads: None when the weights beside ``path`` hold the
+    tower's table, else why not (no weights, or no tensor of the tower's names), for an audit to say the tower
+    was not checked. A tower refused or switched off raises as :func:`reading` does."""
+    from .readers import find_tensors, weight_files
+
+    read = reading(config, path)
+    names = (read.vision.tensor, *read.also)
+    files = weight_files(path, names[0])
+    if files is None:
+        return "no weights beside the config (the tower's table lives in the weights)"
+    if any(find_tensors(files, n) for n in names):
+        return None
+    return f"the weights hold no tensor named *{names[0]} (a checkpoint without the vision tower's weights)"
+
+
 def _is(name: str, suffix: str) -> bool:
     return name == suffix or name.endswith("." + suffix)
 
