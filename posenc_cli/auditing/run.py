@@ -252,7 +252,10 @@ class _Auditor:
             slots.append((f.relative(path), functools.partial(self._onnx, path, config_path), None))
         for path in f.mlxs:
             slots.append((f.relative(path) or ".", functools.partial(self._mlx_weights, path, config_path), _one_row))
-        report.rows += self._run_steps(slots)
+        from ..models.llamacpp import sharing
+
+        with sharing(report.length or 0):  # llama.cpp's table, read by its engine row and a GGUF's verdict: once
+            report.rows += self._run_steps(slots)
         if tower is not None:
             report.rows.append(tower)
         if not report.rows:
