@@ -71,7 +71,7 @@ def test_every_argument_is_part_of_the_key(counted):
     assert calls == [5, 3, 3, 3]
 
 
-def test_an_audit_computes_llamacpps_table_once_for_its_engine_row_and_gguf(counted, tmp_path):
+def test_an_audit_computes_llamacpps_table_once_for_its_engine_row_and_gguf(counted, tmp_path, monkeypatch):
     pytest.importorskip("gguf")
     import posenc_cli
 
@@ -83,6 +83,19 @@ def test_an_audit_computes_llamacpps_table_once_for_its_engine_row_and_gguf(coun
     assert [r.artifact for r in report.rows if r.engine == "llamacpp" and r.layer_type != "weights"] == [
         "config.json", "qwen2.gguf"]  # fmt: skip
     assert calls == [256]
+    # no GGUF: the engine row is the table's only reader, which reads it block by block, nothing held whole
+    (tmp_path / "qwen2.gguf").unlink()
+    shared: list[int] = []
+    real_rows = lc.cache_rows
+
+    def cache_rows(positions, n_dims, **kw):
+        shared.append(max(lc._SHARE.scopes, default=0))
+        return real_rows(positions, n_dims, **kw)
+
+    monkeypatch.setattr(lc, "cache_rows", cache_rows)
+    calls.clear()
+    posenc_cli.audit(str(tmp_path), length=256, engine="hf,llamacpp")
+    assert calls == [256] and shared == [0]
 
 
 @pytest.mark.parametrize("name", ["qwen2", "llama31"])  # HF's frequencies equal llama.cpp's (qwen2) or not
