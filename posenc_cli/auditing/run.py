@@ -256,7 +256,13 @@ class _Auditor:
             slots.append((f.relative(path), functools.partial(self._onnx, path, config_path), None))
         for path in f.mlxs:
             slots.append((f.relative(path) or ".", functools.partial(self._mlx_weights, path, config_path), _one_row))
-        report.rows += self._run_steps(slots)
+        from ..models.llamacpp import sharing
+
+        # llama.cpp's table, when both its engine row and a GGUF's verdict read it: computed once for the two (held
+        # whole meanwhile; one reader alone reads it block by block)
+        shared = report.length if f.ggufs and "llamacpp" in self.engines else None
+        with sharing(shared or 0):
+            report.rows += self._run_steps(slots)
         if tower is not None:
             report.rows.append(tower)
         if not report.rows:

@@ -44,7 +44,10 @@ correctly rounded), 2 ulp where that 1 ulp is then multiplied by a YaRN mscale.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -380,6 +383,80 @@ def rope_cache(
         else:
             theta = (theta * theta_scale).astype(np.float32)
     return cos, sin
+
+
+#: The largest cos/sin cache (bytes, both arrays) a :func:`sharing` scope keeps for its rows' other readers.
+SHARED_CACHE_BYTES = 2**28
+
+
+class _Share:
+    """The caches computed within :func:`sharing` scopes: one per distinct argument set, computed once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.scopes: list[int] = []  # the length of every open scope
+        self.tables: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
+        self.key_locks: dict[Any, Any] = {}
+
+
+_SHARE = _Share()
+
+
+@contextlib.contextmanager
+def sharing(length: int) -> Iterator[None]:
+    """Within this scope, :func:`cache_rows` of positions in ``0..length-1`` computes each distinct cache once for
+    the whole range and hands every caller a copy of its rows: the audit's llama.cpp engine row and its GGUF
+    verdict read the same float32 table (every row of ggml's cache depends on its own position only, so the rows
+    of the whole table equal those of any block). Kept until the last open scope closes."""
+    with _SHARE.lock:
+        _SHARE.scopes.append(int(length))
+    try:
+        yield
+    finally:
+        with _SHARE.lock:
+            _SHARE.scopes.remove(int(length))
+            if not _SHARE.scopes:
+                _SHARE.tables.clear()
+                _SHARE.key_locks.clear()
+
+
+def cache_rows(positions: Any, n_dims: int, **kw: Any) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`rope_cache` of ``positions`` (the same arguments), from the table a :func:`sharing` scope shares when
+    ``positions`` is a run ``start..stop-1`` inside it (fresh arrays the caller may change), else computed."""
+    pos = np.asarray(positions)
+    with _SHARE.lock:
+        length = max(_SHARE.scopes, default=0)
+    n = pos.size
+    n_pairs = (kw.get("ne0") or (2 * n_dims if kw.get("mode") == "VISION" else n_dims)) // 2
+    if (
+        pos.ndim != 1
+        or n == 0
+        or length * n_pairs * 8 > SHARED_CACHE_BYTES
+        or not np.issubdtype(pos.dtype, np.integer)
+        or not 0 <= int(pos[0]) <= int(pos[0]) + n <= length
+        or not np.array_equal(pos, np.arange(int(pos[0]), int(pos[0]) + n))
+    ):
+        return rope_cache(pos, n_dims, **kw)
+    # every argument, arrays by dtype, shape and bytes: two calls share a table only if ggml's inputs are equal
+    key = (length, n_dims, tuple((k, _key_of(v)) for k, v in sorted(kw.items())))
+    with _SHARE.lock:
+        key_lock = _SHARE.key_locks.setdefault(key, threading.Lock())
+    with key_lock:  # a second reader waits for the first one's table instead of computing its own
+        table = _SHARE.tables.get(key)
+        if table is None:
+            table = rope_cache(np.arange(length), n_dims, **kw)
+            with _SHARE.lock:
+                if _SHARE.scopes:
+                    _SHARE.tables[key] = table
+    start = int(pos[0])
+    return table[0][start : start + n].copy(), table[1][start : start + n].copy()
+
+
+def _key_of(v: Any) -> Any:
+    if v is None or isinstance(v, (str, int, float, tuple)):
+        return (type(v).__name__, v)
+    a = np.asarray(v)
+    return ("array", a.dtype.str, a.shape, a.tobytes())
 
 
 def intended_inv_freq(rope: LlamaRope, ctx: Context, n_rot: int | None = None) -> np.ndarray:
@@ -785,15 +862,18 @@ def compare_rope(
     intended = intended_inv_freq(rope, ctx)
     it_err = vs_hf = 0.0
     step = rows_per_block(intended.size)
+    same_w = np.array_equal(intended[:n], hf_w)
     for start in range(0, length, step):
         stop = min(length, start + step)
         pairs, spairs = _pairs_rows(rope, n_ctx, start, stop)
         p = np.arange(start, stop, dtype=np.float64)[:, None]
-        exact = np.cos(p * intended[None, :]) * ctx.mscale
-        exact_s = np.sin(p * intended[None, :]) * ctx.mscale
+        cos_i, sin_i = np.cos(p * intended[None, :]), np.sin(p * intended[None, :])
+        exact, exact_s = cos_i * ctx.mscale, sin_i * ctx.mscale
         it_err = max(it_err, float(np.max(np.abs(pairs - exact))), float(np.max(np.abs(spairs - exact_s))))
-        hf_c = np.cos(p * hf_w[None, :]) * hf_att
-        hf_s = np.sin(p * hf_w[None, :]) * hf_att
+        if same_w:  # the same angles, bit for bit: their cos/sin once
+            hf_c, hf_s = cos_i[:, :n] * hf_att, sin_i[:, :n] * hf_att
+        else:
+            hf_c, hf_s = np.cos(p * hf_w[None, :]) * hf_att, np.sin(p * hf_w[None, :]) * hf_att
         vs_hf = max(vs_hf, float(np.max(np.abs(pairs[:, :n] - hf_c))), float(np.max(np.abs(spairs[:, :n] - hf_s))))
     eq.append(
         f"ggml's float32 arithmetic{where} (powf theta_scale iterated per pair) moves cos/sin by up to "
@@ -815,7 +895,7 @@ def _pairs_rows(rope: LlamaRope, n_ctx: int | None, start: int, stop: int) -> tu
     )  # fmt: skip
     if rope.rope_type in M_ROPE:
         kw.update(sections=tuple(rope.sections) + (0,) * (4 - len(rope.sections)))
-    c, s = rope_cache(np.arange(start, stop), rope.n_rot, **kw)
+    c, s = cache_rows(np.arange(start, stop), rope.n_rot, **kw)
     return c[:, : rope.n_rot // 2], s[:, : rope.n_rot // 2]
 
 
