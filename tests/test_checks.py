@@ -192,7 +192,7 @@ def test_unique_exact_path_finds_the_closest_pair():
     assert r.method.startswith("exact")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     values=st.lists(st.integers(-3, 3), min_size=1, max_size=300),
     dtype=st.sampled_from([np.float32, np.float64]),
