@@ -192,6 +192,24 @@ def test_unique_exact_path_finds_the_closest_pair():
     assert r.method.startswith("exact")
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    values=st.lists(st.integers(-3, 3), min_size=1, max_size=300),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    spread=st.sampled_from([0.0, 1e-3, 1.0]),
+)
+def test_unique_sorts_projections_in_the_stable_order(values, dtype, spread) -> None:
+    """``unique``'s fast sort of a sketch column gives exactly NumPy's stable order (the one its candidate
+    pairs were always drawn from), with runs of equal values (few distinct integers, -0.0 beside 0.0) or none
+    (a distinct offset added to each value)."""
+    from posenc_cli.checks.absolute import _stable_argsort
+
+    x = np.array(values, dtype=np.float64) + spread * np.arange(len(values)) ** 1.5
+    x = np.where(x == 0, -0.0, x).astype(dtype)
+    x[::3] = np.abs(x[::3])  # +0.0 and -0.0 together: equal values, different bits
+    assert np.array_equal(_stable_argsort(x), np.argsort(x, kind="stable"))
+
+
 def test_shift_linear_index_is_affine_not_linear_and_sinusoidal_is_a_rotation():
     index = np.repeat(np.arange(200, dtype=np.float64)[:, None], 4, axis=1)
     assert run(ctx_for(index, "index"), "shift-linear").passed is False
