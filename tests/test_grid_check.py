@@ -127,6 +127,10 @@ def test_grid_view_draws_feature_k_over_the_grid() -> None:
     _fig, axes = _view_grid(_figure(), [_source(table, META)], {})
     assert len(axes) == min(D, 16)
     np.testing.assert_array_equal(np.asarray(axes[3].images[0].get_array()), table[1:, 3].reshape(H, W))
+    wide = np.concatenate([table, table[:, :5] * 2], axis=1)  # 21 features: the first 16 drawn, the title says so
+    fig, axes = _view_grid(_figure(), [_source(wide, META)], {})
+    assert len(axes) == 16 and fig._suptitle.get_text().endswith("(features 0..15 of 21)")
+    np.testing.assert_array_equal(np.asarray(axes[15].images[0].get_array()), wide[1:, 15].reshape(H, W))
 
 
 def test_grid_views_apply_only_to_grid_tables() -> None:
