@@ -462,24 +462,22 @@ class _Auditor:
                 raise InputError(f"{f.label}: vision tower: {absent}; {param('image_size')} needs its table")
             report.rows.append(AuditRow("weights", "vision tower", "hf", "skipped", f"not checked: {absent}"))
             return report
-        tower = self.vision(sizes, timm)
-        for r in tower.rows:  # "vision native" / "vision 448x308" (fits the column), the size in the words
-            size, native, rest = re.match(r"(\S+)( native)?(.*)", r.layer_type).groups()  # type: ignore[union-attr]
-            label = f"vision {'native' if native else size}{rest}"
-            at = (
-                f" at {size}{' (native)' if native else ''}" if r.verdict not in ("error", "refused", "skipped") else ""
-            )
-            report.rows.append(replace(r, layer_type=label, explanation=f"vision tower{at}: {r.explanation}"))
+        tower = self.vision(sizes, timm, tower=True)
+        report.rows += tower.rows
         report.engines += [e for e in tower.engines if e not in report.engines]
         report.notes += [f"vision tower: {n}" for n in tower.notes]
         return report
 
-    def vision(self, sizes: list[Any], timm: bool) -> AuditReport:
+    def vision(self, sizes: list[Any], timm: bool, tower: bool = False) -> AuditReport:
         """A vision model's table read from its weights at its native size and at each of ``sizes``: checked
         for its properties (row count: the grid plus its extra rows, read with the model's rule), and with
-        ``timm``, timm's resampling of it measured against the model's own (the difference named)."""
+        ``timm``, timm's resampling of it measured against the model's own (the difference named); then each
+        further table of the model (each later stage of PVT, each per-layer table of YOLOS:
+        :func:`~posenc_cli.models.vision.further_tables`) at each size where the first was read, so that the audit
+        covers every position table the weights hold. ``tower``: the vision tower of a multimodal model, its rows
+        labelled ``vision native``, ``vision HxW``."""
         from ..models.config_file import load_config
-        from ..models.vision import claims, parse_image_size
+        from ..models.vision import claims, further_tables, parse_image_size
 
         f = self.found
         assert f.config is not None
@@ -492,33 +490,51 @@ class _Auditor:
         parsed = [parse_image_size(s) for s in sizes]
         read = []  # the sizes whose first table was read: the model's further tables are read there too
         for image in [None, *dict.fromkeys(parsed)]:
-            rows = self._vision_rows(root, image, timm)
+            rows = self._vision_rows(root, image, timm, tower)
             report.rows += rows
             read += [image] if rows[0].verdict not in ("error", "refused", "skipped") else []
-        report.rows += self._further_vision_rows(root, read)
+        try:
+            more = further_tables(root, data)
+        except PosencError:
+            more = []  # the first table's row already says why the weights could not be read
+        for image in read:
+            for what, kwargs in more:
+                report.rows += self._vision_rows(root, image, False, tower, what, kwargs)
         if not report.compared and report.exit_code != 2:
             report.notes.append("nothing compared: no table was read (each row says why)")
         return report
 
-    def _vision_rows(self, root: str, image: tuple[int, int] | None, timm: bool) -> list[AuditRow]:
+    def _vision_rows(self, root: str, image: tuple[int, int] | None, timm: bool, tower: bool = False, what: str = "",
+                     table: dict[str, Any] | None = None) -> list[AuditRow]:  # fmt: skip
+        """The rows of one table at ``image`` (None: native): the model's first table, or with ``what`` and
+        ``table`` (keyword arguments of :func:`~posenc_cli.models.vision.vision_table`) a further one; the
+        repeats the model makes by design are known of its first table only (:meth:`_by_design`)."""
         from ..inspect.diagnose import diagnose
         from ..models.config_file import load_config
         from ..models.vision import is_timm_config, vision_table
         from ..sources import Source
 
         data = load_config(self.found.config or os.path.join(root, "config.json"))
-        label = "native" if image is None else f"{image[0]}x{image[1]}"
+        size = "native" if image is None else f"{image[0]}x{image[1]}"
         own = "timm" if is_timm_config(data) else "hf"
+        named = f" {what}" if what else ""
         try:
-            rows, meta = vision_table(root, data, image_size=image)
+            rows, meta = vision_table(root, data, image_size=image, **(table or {}))
         except PosencError as exc:
-            return [_unread_row("weights", label, own, exc)]
-        label = meta["image_size"] if image is not None else f"{meta['image_size']} native"
+            bad = _unread_row("weights", f"vision {size}{named}" if tower else f"{size}{named}", own, exc)
+            return [replace(bad, explanation=f"vision tower: {bad.explanation}") if tower else bad]
+        native = " native" if image is None else ""
+        # "vision native" / "vision 448x308" (fits the column), the size in the words
+        label = f"vision {size}{named}" if tower else f"{meta['image_size']}{native}{named}"
+        said = f"vision tower at {meta['image_size']}{' (native)' if native else ''}: " if tower else ""
+        said += f"{what}: " if what else ""
         src = Source(root, {"pe": rows}, meta)
         rep = self.verbs.check(src)
-        expected = [] if rep.ok else self._by_design(root, data, image, rows, meta, rep)
+        expected = [] if rep.ok or table else self._by_design(root, data, image, rows, meta, rep)
         extra = f" + rows {meta['extra_rows']}" if meta["extra_rows"] else ""
-        why = _verdict(f"grid {meta['grid']}{extra}, {meta['resampling']}", rep, expected, "the model's own table")
+        why = said + _verdict(
+            f"grid {meta['grid']}{extra}, {meta['resampling']}", rep, expected, "the model's own table"
+        )
         details = [*(f"expected: {x}" for x in expected), *(f"{r.name}: {r.detail}" for r in rep.results)]
         out = [AuditRow(meta["weights_file"], label, own, "agree" if rep.ok or expected else "failed", why, None,
                         int(rows.shape[0]), details=details, expected=expected)]  # fmt: skip
@@ -526,54 +542,22 @@ class _Auditor:
             try:
                 t_rows, t_meta = vision_table(root, data, image_size=image, engine="timm")
             except PosencError as exc:
-                return [*out, _unread_row("weights", label, "timm", exc)]
+                bad = _unread_row("weights", label, "timm", exc)
+                return [*out, replace(bad, explanation=said + bad.explanation)]
             import numpy as np
 
             diff = float(np.abs(np.asarray(t_rows, np.float32) - np.asarray(rows, np.float32)).max())
             if diff == 0:
                 out.append(AuditRow(meta["weights_file"], label, "timm", "agree",
-                                    f"timm resamples it as the model does ({t_meta['resampling']})", 0.0,
+                                    f"{said}timm resamples it as the model does ({t_meta['resampling']})", 0.0,
                                     int(rows.shape[0])))  # fmt: skip
             else:
                 why_t = diagnose(rows, t_rows, a_name="the model's", b_name="timm's", metadata=(meta, t_meta))
-                said = (
+                summary = (
                     why_t.best.summary if why_t.best is not None else f"{meta['resampling']} vs {t_meta['resampling']}"
                 )
-                out.append(AuditRow(meta["weights_file"], label, "timm", "differ", said, diff,
+                out.append(AuditRow(meta["weights_file"], label, "timm", "differ", said + summary, diff,
                                     int(rows.shape[0])))  # fmt: skip
-        return out
-
-    def _further_vision_rows(self, root: str, images: list[tuple[int, int] | None]) -> list[AuditRow]:
-        """One row per further table of the model (each later stage of PVT, each per-layer table of YOLOS:
-        :func:`~posenc_cli.models.vision.further_tables`) at each size whose first table was read, checked as the
-        first table is, so that the audit covers every position table the weights hold (the first table's rows
-        are :meth:`_vision_rows`; where it was not read, its row says why)."""
-        from ..models.config_file import load_config
-        from ..models.vision import further_tables, vision_table
-        from ..sources import Source
-
-        data = load_config(self.found.config or os.path.join(root, "config.json"))
-        try:
-            more = further_tables(root, data)
-        except PosencError:
-            return []  # the first table's row already says why the weights could not be read
-        out = []
-        for image in images:
-            size = "native" if image is None else f"{image[0]}x{image[1]}"
-            for what, kwargs in more:
-                try:
-                    rows, meta = vision_table(root, data, image_size=image, **kwargs)
-                except PosencError as exc:
-                    out.append(_unread_row("weights", f"{size} {what}", "hf", exc))
-                    continue
-                label = f"{meta['image_size']}{' native' if image is None else ''} {what}"
-                rep = self.verbs.check(Source(root, {"pe": rows}, meta))
-                extra = f" + rows {meta['extra_rows']}" if meta["extra_rows"] else ""
-                why = _verdict(
-                    f"{what}: grid {meta['grid']}{extra}, {meta['resampling']}", rep, [], "the model's own table"
-                )
-                out.append(AuditRow(meta["weights_file"], label, "hf", "agree" if rep.ok else "failed", why, None,
-                                    int(rows.shape[0]), details=[f"{r.name}: {r.detail}" for r in rep.results]))  # fmt: skip
         return out
 
     def _by_design(self, root: str, data: Any, image: Any, rows: Any, meta: dict[str, str], rep: Any) -> list[str]:
