@@ -456,7 +456,7 @@ def tower_table_stored(path: str, config: Mapping[str, Any]) -> str | None:
 
     read = reading(config, path)
     names = (read.vision.tensor, *read.also)
-    files = weight_files(path, names[0])
+    files = weight_files(path)  # every shard: the names after the first may be in another one
     if files is None:
         return "no weights beside the config (the tower's table lives in the weights)"
     if any(find_tensors(files, n) for n in names):
