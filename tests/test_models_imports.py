@@ -1,16 +1,16 @@
 """Imports run one way (shared/STYLE.md): cli -> api -> models -> encodings -> formats, errors.
 
-The scan reads every ``import`` of posenc_cli's modules from their syntax trees, the lazy ones inside functions
-included (they close a circle as surely as top-level ones, only later), ``if TYPE_CHECKING:`` blocks excluded.
+The scan reads every ``import`` of posenc_cli's modules from their compiled code (test_import_graph's scan), the
+lazy ones inside functions included (they close a circle as surely as top-level ones, only later), ``if
+TYPE_CHECKING:`` blocks excluded.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 from pathlib import Path
 
-from .conftest import parse
+from .test_import_graph import code_of, imports_in, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "posenc_cli"
@@ -23,47 +23,18 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    t = node.test
-    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
-        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
-    )
-
-
-#: The fields of a syntax node that hold statements (try's handlers and match's cases hold them in turn).
-_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
-
-
 def imports_of(path: Path, modules: set[str], text: str | None = None) -> set[str]:
-    """The posenc_cli modules ``path`` imports (any depth in the file, TYPE_CHECKING blocks excluded)."""
+    """The posenc_cli modules ``path`` imports (anywhere in the file, TYPE_CHECKING blocks excluded); ``text``
+    is read as if it were that file."""
     name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            for child in node.orelse:
-                visit(child)
-            return
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name in modules)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            if target in modules:
-                found.add(target)
-            for a in node.names:
-                if f"{target}.{a.name}" in modules:
-                    found.add(f"{target}.{a.name}")
-        for field in _BODIES:  # an import is a statement: only statements' bodies can hold one
-            for child in getattr(node, field, ()):
-                visit(child)
-
-    visit(parse(path.read_text() if text is None else text))
+    for imp in imports_in(code_of(path, text)):
+        if imp.type_checking:
+            continue
+        target = resolve(name, path.name == "__init__.py", imp)
+        if target in modules:
+            found.add(target)
+        found.update(f"{target}.{a}" for a in imp.names or () if f"{target}.{a}" in modules)
     found.discard(name)
     return found
 
