@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import ast
-import functools
 import io
 import os
 import pty
@@ -29,10 +28,11 @@ if not os.environ.get("POSENC_TEST_NO_BYTECODE"):
     sys.dont_write_bytecode = False
 
 
-@functools.cache
 def parse(source: str) -> ast.Module:
-    """``ast.parse(source)``, once per text in a test process: a dozen house tests read the whole package
-    (1.4 MB, 0.6 CPU-s a parse) and used to parse it each. The tree is shared: walk it, never change it."""
+    """``ast.parse(source)``. Not kept: the package's trees (2 MB of text, millions of nodes) alive in a test
+    process made their own parse twice as slow (1.6 CPU-s instead of 0.7) and added 0.4 CPU-s to each later full
+    garbage collection of the process; the import graph, which most house tests read, comes from compiled code
+    (test_import_graph), and each remaining scan parses what it reads once."""
     return ast.parse(source)
 
 
