@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import gc
 import io
 import os
 import pty
@@ -34,6 +35,16 @@ def parse(source: str) -> ast.Module:
     garbage collection of the process; the import graph, which most house tests read, comes from compiled code
     (test_import_graph), and each remaining scan parses what it reads once."""
     return ast.parse(source)
+
+
+def pytest_collection_finish(session) -> None:
+    """What collection made (the modules of posenc, NumPy and the tests, parametrize data, golden files) lives to
+    the end of the process: it moves to the collector's permanent generation (``gc.freeze``), so each later full
+    collection - a few during the run, and the unraisable-exception plugin's at the end - walks only what the
+    tests made since (0.3 CPU-s less a worker over 1000 tests). No test changes: a frozen object that a test
+    turns into cyclic garbage stays in memory until the process ends (reference counting frees the rest).
+    The tests' own objects and every posenc process are collected as before."""
+    gc.freeze()
 
 
 #: What a copy of the checkout leaves out: environments, caches and build output (as .ci/run's copy does).
