@@ -96,10 +96,14 @@ def tolerance(enc, positions: list[int], d: int) -> np.ndarray:
 
 
 # ----- golden values per family -------------------------------------------------------------------------------
-# (one case per family, over its layer types: the list of cases reads no golden file, so collecting them parses
-# none, and a family's three tests share one parse)
-@pytest.mark.parametrize("name", ROPE_GOLDEN)
-def test_family_matches_transformers(name):
+# (one test per property over every family, each family over its layer types: :func:`tests.each.each` names
+# each family that fails; a test id per family added only pytest's cost, 81 items)
+def test_family_matches_transformers():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(ROPE_GOLDEN, _family_matches_transformers)
+
+
+def _family_matches_transformers(name):
     mc = model(name)
     for layer_type, entry in golden(name)["layer_types"].items():
         lt = layer_type if layer_type in mc.layer_types else None
@@ -130,8 +134,12 @@ def rope_layers(name: str):
 
 # Llama 4's equal llama3 factors make the (unused) smoothing term 0/0 in float32, as in HF
 @pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
-@pytest.mark.parametrize("name", ROPE_GOLDEN)
-def test_family_inv_freq_matches_transformers(name):
+def test_family_inv_freq_matches_transformers():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(ROPE_GOLDEN, _family_inv_freq_matches_transformers)
+
+
+def _family_inv_freq_matches_transformers(name):
     # posenc's float32 path reproduces HF's float32 inv_freq arithmetic to within 2 float32 ulps (torch's pow)
     mc = model(name)
     for layer_type, entry in rope_layers(name):
@@ -145,8 +153,12 @@ def test_family_inv_freq_matches_transformers(name):
 
 
 # ----- layout, independent of values -------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ROPE_GOLDEN)
-def test_family_layout_pairs_the_right_features(name):
+def test_family_layout_pairs_the_right_features():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(ROPE_GOLDEN, _family_layout_pairs_the_right_features)
+
+
+def _family_layout_pairs_the_right_features(name):
     # The golden "partner" array is read off the model's own rotation (which feature each feature mixes with).
     # posenc's layout and width must name the same pairs; and its own table must show that layout: a half
     # table repeats column j at j + r/2, an interleaved one at j ^ 1 (a column-permutation check).
@@ -165,8 +177,12 @@ def test_family_layout_pairs_the_right_features(name):
 
 
 # ----- M-RoPE -------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", MROPE_GOLDEN)
-def test_mrope_matches_transformers(name):
+def test_mrope_matches_transformers():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(MROPE_GOLDEN, _mrope_matches_transformers)
+
+
+def _mrope_matches_transformers(name):
     g = golden(name)
     mc = model(name)
     assert mc.kind == "mrope" and mc.params(length=8)["mrope_section"] == tuple(g["mrope_section"])
@@ -197,16 +213,20 @@ def test_mrope_text_only_is_rope_half():
     np.testing.assert_array_equal(m.array("sin"), r.array("sin"))
 
 
-@pytest.mark.parametrize(
-    "params,needle",
-    [
-        ({"mrope_section": (16, 24, 23)}, "sums to 63; it must sum to dim/2 = 64"),
-        ({"grid": "2x0x4"}, "zero or negative"),
-        ({"grid": "big"}, "is not TxHxW"),
-        ({"dim": 127}, "is odd"),
-    ],
-)
-def test_mrope_bad_parameters(params, needle):
+def test_mrope_bad_parameters():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            ({"mrope_section": (16, 24, 23)}, "sums to 63; it must sum to dim/2 = 64"),
+            ({"grid": "2x0x4"}, "zero or negative"),
+            ({"grid": "big"}, "is not TxHxW"),
+            ({"dim": 127}, "is odd"),
+        ],
+        lambda case: _mrope_bad_parameters(*case),
+    )
+
+
+def _mrope_bad_parameters(params, needle):
     with pytest.raises(ParameterError, match=needle):
         MRope.from_params({"length": 8, "dim": 128, **params})
 
@@ -219,8 +239,12 @@ def test_mrope_section_must_cover_the_rotated_half_in_config():
 
 
 # ----- every rope_type of ROPE_INIT_FUNCTIONS (issue 13) -----------------------------------------------------
-@pytest.mark.parametrize("case", list(golden("rope_types")["cases"]))
-def test_rope_types_match_transformers(case):
+def test_rope_types_match_transformers():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(list(golden("rope_types")["cases"]), _rope_types_match_transformers)
+
+
+def _rope_types_match_transformers(case):
     g = golden("rope_types")
     c = g["cases"][case]
     cfg = {**g["config"], "model_type": "llama"}
