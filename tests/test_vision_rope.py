@@ -17,6 +17,8 @@ import pytest
 from posenc_cli import api
 from posenc_cli.errors import ParameterError
 
+from .each import each
+
 GOLDEN = Path(__file__).parent / "data" / "vision" / "rope_golden.npz"
 #: the rope-2d parameters of each tower's tiny golden model (its preset; EVA02's reference grid 224/14)
 TOWERS = {
@@ -57,13 +59,12 @@ def table(tower: str, grid: str, **more: object) -> tuple[np.ndarray, np.ndarray
     return enc.array("cos"), enc.array("sin"), str(enc.layout)
 
 
-def keys() -> list[str]:
-    with np.load(GOLDEN) as data:
-        return sorted(data.files)
+def test_rotation_matches_the_towers_own_code(golden: dict[str, np.ndarray]) -> None:
+    """Every tower at every grid of the goldens (:func:`tests.each.each`: each failure named)."""
+    each(sorted(golden), lambda key: _rotation_matches_the_towers_own_code(golden, key))
 
 
-@pytest.mark.parametrize("key", keys())
-def test_rotation_matches_the_towers_own_code(golden: dict[str, np.ndarray], key: str) -> None:
+def _rotation_matches_the_towers_own_code(golden: dict[str, np.ndarray], key: str) -> None:
     tower, grid = key.split("/")
     cos, sin, layout = table(tower, grid)
     skip = SKIPPED.get(tower, 0)
@@ -81,18 +82,15 @@ def test_goldens_cover_native_and_three_more_grids_per_tower(golden: dict[str, n
             assert any(len(set(g.split("x"))) == 2 for g in grids)
 
 
-@pytest.mark.parametrize(
-    "mistake",
-    [
-        pytest.param({"frequencies": "alternate"}, id="pixtral-frequencies-on-qwen"),
-        pytest.param({"axes": "wh"}, id="width-first"),
-        pytest.param({"layout": "interleaved"}, id="interleaved-pairs"),
-        pytest.param({"merge": 1}, id="raster-not-merge-order"),
-        pytest.param({"window": 0}, id="no-window-order"),
-        pytest.param({"position_start": 1.0}, id="positions-from-1"),
-    ],
-)
-def test_each_wrong_reading_of_qwen2_5_vl_fails(golden: dict[str, np.ndarray], mistake: dict) -> None:
+def test_each_wrong_reading_of_qwen2_5_vl_fails(golden: dict[str, np.ndarray]) -> None:
+    """Pixtral's frequencies on Qwen, width first, interleaved pairs, raster instead of merge order, no window
+    order, positions from 1 (:func:`tests.each.each`: each failure named)."""
+    mistakes = [{"frequencies": "alternate"}, {"axes": "wh"}, {"layout": "interleaved"}, {"merge": 1},
+                {"window": 0}, {"position_start": 1.0}]  # fmt: skip
+    each(mistakes, lambda mistake: _wrong_reading_fails(golden, mistake))
+
+
+def _wrong_reading_fails(golden: dict[str, np.ndarray], mistake: dict) -> None:
     cos, sin, layout = table("qwen2_5_vl", "12x18", **mistake)
     assert np.abs(rotations(cos, sin, layout) - golden["qwen2_5_vl/12x18"]).max() > 1e-2
 
@@ -128,16 +126,20 @@ def test_float32_frequencies_are_the_models() -> None:
     np.testing.assert_array_equal(enc.array("inv_freq"), np.concatenate([full[0::2], full[1::2]]))
 
 
-@pytest.mark.parametrize(
-    ("params", "message"),
-    [
-        ({"preset": "qwen2-vl", "grid": "5x4"}, "does not fit merge=2"),
-        ({"grid": "0x4"}, "not a 2-D grid"),
-        ({"grid": "4x4", "dim": 6}, "not a multiple of 4"),
-        ({"grid": "4x4", "length": 17}, "does not match grid 4x4"),
-    ],
-)
-def test_bad_grids_are_one_line_errors(params: dict, message: str) -> None:
+def test_bad_grids_are_one_line_errors() -> None:
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            ({"preset": "qwen2-vl", "grid": "5x4"}, "does not fit merge=2"),
+            ({"grid": "0x4"}, "not a 2-D grid"),
+            ({"grid": "4x4", "dim": 6}, "not a multiple of 4"),
+            ({"grid": "4x4", "length": 17}, "does not match grid 4x4"),
+        ],
+        lambda case: _bad_grid_is_one_line_error(*case),
+    )
+
+
+def _bad_grid_is_one_line_error(params: dict, message: str) -> None:
     with pytest.raises(ParameterError, match=message) as err:
         api.generate("rope-2d", **{"dim": 8, **params})
     assert "\n" not in str(err.value)
@@ -154,10 +156,15 @@ READINGS = {
 }
 
 
-@pytest.mark.parametrize("key", [k for k in keys() if k.split("/")[0] in READINGS])
-def test_config_reading_gives_the_towers_rotation(golden: dict[str, np.ndarray], key: str) -> None:
+def test_config_reading_gives_the_towers_rotation(golden: dict[str, np.ndarray]) -> None:
     """The tiny towers' own config.json (a tower's, or a multimodal model's with --tower vision) read by posenc at
-    the golden grid: Llama 4's grid is its image_size // patch_size, so the config's image_size is set."""
+    the golden grid: Llama 4's grid is its image_size // patch_size, so the config's image_size is set. Every
+    such golden (:func:`tests.each.each`: each failure named)."""
+    keys = [k for k in sorted(golden) if k.split("/")[0] in READINGS]
+    each(keys, lambda key: _config_reading_gives_the_towers_rotation(golden, key))
+
+
+def _config_reading_gives_the_towers_rotation(golden: dict[str, np.ndarray], key: str) -> None:
     import json
 
     tower, grid = key.split("/")
@@ -180,19 +187,23 @@ def test_image_size_goes_through_the_patching() -> None:
     assert api.from_config(CONFIGS / "pixtral", image_size="9x7").grid == "4x3"  # patch 2, floored
 
 
-@pytest.mark.parametrize(
-    ("config", "opts", "message"),
-    [
-        ("qwen2_vl", {"tower": "vision", "image_size": "9x8"}, "is not a multiple of 4 pixels"),
-        ("qwen2_vl", {"tower": "vision", "image_size": "1x8"}, "smaller than one patch"),
-        ("qwen2_vl", {"tower": "vision", "grid": "3x4"}, "does not fit spatial_merge_size 2"),
-        ("qwen2_vl", {"tower": "vision"}, "takes images of any size"),
-        ("llama4", {"tower": "vision", "grid": "4x6"}, "fixed 4x4 grid"),
-        ("pixtral", {"tower": "language"}, "has no language model"),
-        ("qwen2_vl", {"tower": "audio"}, "is not a tower"),
-    ],
-)
-def test_bad_tower_input_is_one_line(config: str, opts: dict, message: str) -> None:
+def test_bad_tower_input_is_one_line() -> None:
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            ("qwen2_vl", {"tower": "vision", "image_size": "9x8"}, "is not a multiple of 4 pixels"),
+            ("qwen2_vl", {"tower": "vision", "image_size": "1x8"}, "smaller than one patch"),
+            ("qwen2_vl", {"tower": "vision", "grid": "3x4"}, "does not fit spatial_merge_size 2"),
+            ("qwen2_vl", {"tower": "vision"}, "takes images of any size"),
+            ("llama4", {"tower": "vision", "grid": "4x6"}, "fixed 4x4 grid"),
+            ("pixtral", {"tower": "language"}, "has no language model"),
+            ("qwen2_vl", {"tower": "audio"}, "is not a tower"),
+        ],
+        lambda case: _bad_tower_input_is_one_line(*case),
+    )
+
+
+def _bad_tower_input_is_one_line(config: str, opts: dict, message: str) -> None:
     with pytest.raises(ParameterError, match=message) as err:
         api.from_config(CONFIGS / config, **opts)
     assert "\n" not in str(err.value)
