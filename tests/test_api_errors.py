@@ -18,6 +18,8 @@ from posenc_cli.checks.base import MAX_PROBES
 from posenc_cli.errors import ParameterError, PosencError, UnknownTensorError
 from posenc_cli.formats import ArrayTensor
 
+from .each import each
+
 
 def one_line(err: pytest.ExceptionInfo) -> str:
     text = str(err.value)
@@ -26,21 +28,25 @@ def one_line(err: pytest.ExceptionInfo) -> str:
 
 
 # ----- check: probes, seed, max_bytes ---------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"probes": 0}, f"probes=0 is out of range; pass an integer from 1 to {MAX_PROBES}"),
-        ({"probes": -5}, f"probes=-5 is out of range; pass an integer from 1 to {MAX_PROBES}"),
-        ({"probes": MAX_PROBES + 1}, f"probes={MAX_PROBES + 1} is out of range"),
-        ({"probes": 2.5}, "probes=2.5 is not an integer"),
-        ({"probes": True}, "probes=True is not an integer"),
-        ({"seed": -1}, "seed=-1 is out of range; pass an integer from 0 to 4294967295"),
-        ({"seed": 2**32}, "seed=4294967296 is out of range; pass an integer from 0 to 4294967295"),
-        ({"seed": "7"}, "seed='7' is not an integer"),
-        ({"max_bytes": 0}, "max_bytes=0 is out of range; pass an integer >= 1"),
-    ],
-)
-def test_check_refuses_bad_numbers_by_name(kwargs, message):
+def test_check_refuses_bad_numbers_by_name():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            ({"probes": 0}, f"probes=0 is out of range; pass an integer from 1 to {MAX_PROBES}"),
+            ({"probes": -5}, f"probes=-5 is out of range; pass an integer from 1 to {MAX_PROBES}"),
+            ({"probes": MAX_PROBES + 1}, f"probes={MAX_PROBES + 1} is out of range"),
+            ({"probes": 2.5}, "probes=2.5 is not an integer"),
+            ({"probes": True}, "probes=True is not an integer"),
+            ({"seed": -1}, "seed=-1 is out of range; pass an integer from 0 to 4294967295"),
+            ({"seed": 2**32}, "seed=4294967296 is out of range; pass an integer from 0 to 4294967295"),
+            ({"seed": "7"}, "seed='7' is not an integer"),
+            ({"max_bytes": 0}, "max_bytes=0 is out of range; pass an integer >= 1"),
+        ],
+        lambda case: _check_refuses_bad_number_by_name(*case),
+    )
+
+
+def _check_refuses_bad_number_by_name(kwargs, message):
     with pytest.raises(ParameterError) as err:
         pe.check("sinusoidal:length=16,dim=8", **kwargs)
     assert one_line(err) == message or one_line(err).startswith(message)
@@ -84,9 +90,13 @@ def test_check_with_huge_probes_is_refused_under_the_default_limit():
 
 
 # ----- compare: atol, rtol --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["atol", "rtol"])
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1e-9])
-def test_compare_refuses_tolerances_that_are_not_finite_and_non_negative(name, value):
+def test_compare_refuses_tolerances_that_are_not_finite_and_non_negative():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    cases = [(name, value) for value in (float("nan"), float("inf"), -1e-9) for name in ("atol", "rtol")]
+    each(cases, lambda case: _compare_refuses_tolerance(*case))
+
+
+def _compare_refuses_tolerance(name, value):
     with pytest.raises(ParameterError) as err:
         pe.compare("sinusoidal:length=8,dim=4", "sinusoidal:length=8,dim=4,base=500", **{name: value})
     assert one_line(err) == f"{name}={value!r} is out of range; pass a finite number >= 0"
@@ -98,8 +108,13 @@ def test_rtol_inf_no_longer_makes_different_tables_the_same():
 
 
 # ----- formats: suffix and format, one-tensor files -------------------------------------------------------------
-@pytest.mark.parametrize(("path", "fmt"), [("out.npy", "safetensors"), ("out.safetensors", "npz"), ("a/b.CSV", "json")])
-def test_a_suffix_that_disagrees_with_the_format_is_refused(path, fmt):
+def test_a_suffix_that_disagrees_with_the_format_is_refused():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    cases = [("out.npy", "safetensors"), ("out.safetensors", "npz"), ("a/b.CSV", "json")]
+    each(cases, lambda case: _a_suffix_that_disagrees_with_the_format_is_refused(*case))
+
+
+def _a_suffix_that_disagrees_with_the_format_is_refused(path, fmt):
     with pytest.raises(ParameterError) as err:
         formats.format_for(path, fmt)
     suffix = path.rsplit(".", 1)[1].lower()
@@ -108,9 +123,9 @@ def test_a_suffix_that_disagrees_with_the_format_is_refused(path, fmt):
     )
 
 
-@pytest.mark.parametrize(("path", "fmt"), [("-", "safetensors"), ("out", "npz"), ("out.bin", "json"), ("o.npy", "npy")])
-def test_stdout_and_names_without_a_table_suffix_take_any_format(path, fmt):
-    assert formats.format_for(path, fmt) == fmt
+def test_stdout_and_names_without_a_table_suffix_take_any_format():
+    for path, fmt in [("-", "safetensors"), ("out", "npz"), ("out.bin", "json"), ("o.npy", "npy")]:
+        assert formats.format_for(path, fmt) == fmt, (path, fmt)
 
 
 def test_write_refuses_a_disagreeing_suffix_and_creates_nothing(tmp_path):
@@ -219,8 +234,12 @@ def test_an_unknown_tensor_of_a_source_is_named_with_the_choices(tmp_path):
 
 
 # ----- one rule for rows() ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("start", "stop"), [(5, 100), (-1, 3), (4, 2), (0, 9), (9, 9)])
-def test_rows_outside_the_table_are_refused_not_clipped(start, stop):
+def test_rows_outside_the_table_are_refused_not_clipped():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each([(5, 100), (-1, 3), (4, 2), (0, 9), (9, 9)], lambda case: _rows_outside_the_table_are_refused(*case))
+
+
+def _rows_outside_the_table_are_refused(start, stop):
     enc = pe.generate("sinusoidal", length=8, dim=4)
     with pytest.raises(ParameterError) as err:
         enc.rows("pe", start, stop)
