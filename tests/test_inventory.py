@@ -182,19 +182,24 @@ def test_a_wrong_frequency_fails_the_cross_check(index, rope_arrays):
 
 
 # ----- facts of the modeling code, known from its source ---------------------------------------------------------
-@pytest.mark.parametrize(
-    "model_type,pairing",
-    [
-        ("llama", "half"), ("qwen2", "half"), ("gemma3", "half"), ("phi", "half"),
-        ("cohere", "interleaved"),  # repeat_interleave of cos/sin, rotate_half on pairs
-        ("glm", "interleaved"),
-        ("gptj", "interleaved"),  # rotate_every_two
-        ("llama4", "interleaved"),  # view_as_complex of consecutive pairs
-        ("deepseek_v3", "deinterleave"),  # rope_interleave: q/k de-interleaved, then rotate_half
-    ],
-)  # fmt: skip
-def test_pairings_observed_are_the_codes(data, model_type, pairing):
-    assert data["model_types"][model_type]["pairing"] == pairing
+#: each type's pairing, read from its modeling code
+PAIRINGS_OF = [
+    ("llama", "half"), ("qwen2", "half"), ("gemma3", "half"), ("phi", "half"),
+    ("cohere", "interleaved"),  # repeat_interleave of cos/sin, rotate_half on pairs
+    ("glm", "interleaved"),
+    ("gptj", "interleaved"),  # rotate_every_two
+    ("llama4", "interleaved"),  # view_as_complex of consecutive pairs
+    ("deepseek_v3", "deinterleave"),  # rope_interleave: q/k de-interleaved, then rotate_half
+]  # fmt: skip
+
+
+def test_pairings_observed_are_the_codes(data):
+    wrong = {
+        mt: data["model_types"][mt]["pairing"]
+        for mt, pairing in PAIRINGS_OF
+        if data["model_types"][mt]["pairing"] != pairing
+    }
+    assert wrong == {}, wrong
 
 
 def test_layers_without_positions_are_observed(data):
@@ -247,15 +252,14 @@ def test_rotary_classes_returning_sin_first_and_half_width(data, index, rope_arr
     np.testing.assert_array_equal(rope_arrays[e["sin"]][row0], 0.0)
 
 
-@pytest.mark.parametrize(
-    "model_type,scheme",
-    [("bloom", "alibi"), ("mpt", "alibi"), ("t5", "relative"), ("gpt2", "learned"), ("opt", "learned"),
-     ("m2m_100", "sinusoidal"), ("marian", "sinusoidal"), ("mamba", "none"), ("falcon", "rope")],
-)  # fmt: skip
-def test_schemes_of_known_families(data, model_type, scheme):
-    assert data["model_types"][model_type]["scheme"] == scheme
-    if model_type == "falcon":
-        assert data["model_types"]["falcon"]["also"] == "alibi"
+def test_schemes_of_known_families(data):
+    known = [("bloom", "alibi"), ("mpt", "alibi"), ("t5", "relative"), ("gpt2", "learned"), ("opt", "learned"),
+             ("m2m_100", "sinusoidal"), ("marian", "sinusoidal"), ("mamba", "none"), ("falcon", "rope")]  # fmt: skip
+    wrong = {
+        mt: data["model_types"][mt]["scheme"] for mt, scheme in known if data["model_types"][mt]["scheme"] != scheme
+    }
+    assert wrong == {}, wrong
+    assert data["model_types"]["falcon"]["also"] == "alibi"
 
 
 def test_non_rotary_schemes_name_the_keys_their_position_modules_read(data):
@@ -268,9 +272,9 @@ def test_non_rotary_schemes_name_the_keys_their_position_modules_read(data):
     assert "num_attention_heads" in bert["ignored_keys"] and "max_position_embeddings" not in bert["ignored_keys"]
 
 
-@pytest.mark.parametrize("model_type", ["qwen3_next", "bamba", "nemotron"])
-def test_partial_rotation_inside_the_apply_function_is_half_on_the_rotated_block(data, model_type):
+def test_partial_rotation_inside_the_apply_function_is_half_on_the_rotated_block(data):
     """apply_rotary_pos_emb slicing q[..., :rot_dim] itself: the rotated block pairs (i, i + rot_dim/2), the
     rest passes through (judged over the whole head, this was 'other')."""
-    rec = data["model_types"][model_type]
-    assert rec["pairing"] == "half" and rec["rotary_dim"] < rec["head_dim"]
+    for model_type in ("qwen3_next", "bamba", "nemotron"):
+        rec = data["model_types"][model_type]
+        assert rec["pairing"] == "half" and rec["rotary_dim"] < rec["head_dim"], model_type
