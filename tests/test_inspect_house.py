@@ -5,6 +5,7 @@ and no threshold typed as a number outside :mod:`posenc_cli.inspect.tolerance` (
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from tests.test_import_graph import cycles, graph
@@ -17,9 +18,9 @@ MAX_LINES = 80
 NEUTRAL = {0.0, 1.0, 0.5, 2.0, -1.0}
 
 
-def long_functions(source: str) -> list[tuple[str, int]]:
+def long_functions(source: str | ast.Module) -> list[tuple[str, int]]:
     out = []
-    for node in ast.walk(parse(source)):
+    for node in ast.walk(parse(source) if isinstance(source, str) else source):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             n = node.end_lineno - node.lineno + 1  # type: ignore[operator]
             if n > MAX_LINES:
@@ -27,29 +28,32 @@ def long_functions(source: str) -> list[tuple[str, int]]:
     return out
 
 
-def float_literals(source: str) -> list[float]:
+def float_literals(source: str | ast.Module) -> list[float]:
     return [
         n.value
-        for n in ast.walk(parse(source))
+        for n in ast.walk(parse(source) if isinstance(source, str) else source)
         if isinstance(n, ast.Constant) and isinstance(n.value, float) and n.value not in NEUTRAL
     ]
 
 
-def _modules() -> list[Path]:
-    return sorted(INSPECT.rglob("*.py"))
+@functools.cache
+def _scan() -> dict[str, tuple[list[tuple[str, int]], list[float]]]:
+    """Each inspect module's long functions and float literals, from one parse shared by the two tests below (the
+    trees are not kept)."""
+    out = {}
+    for p in sorted(INSPECT.rglob("*.py")):
+        tree = parse(p.read_text())
+        out[p.relative_to(INSPECT).as_posix()] = (long_functions(tree), float_literals(tree))
+    return out
 
 
 def test_no_function_over_80_lines() -> None:
-    found = {p.relative_to(INSPECT).as_posix(): sorted(n for n, _ in long_functions(p.read_text())) for p in _modules()}
+    found = {rel: sorted(n for n, _ in long) for rel, (long, _) in _scan().items()}
     assert {k: v for k, v in found.items() if v} == {}
 
 
 def test_no_threshold_literal_outside_tolerance() -> None:
-    found = {
-        p.relative_to(INSPECT).as_posix(): len(float_literals(p.read_text()))
-        for p in _modules()
-        if p.name != "tolerance.py"
-    }
+    found = {rel: len(floats) for rel, (_, floats) in _scan().items() if rel != "tolerance.py"}
     assert {k: v for k, v in found.items() if v} == {}
 
 
