@@ -19,6 +19,7 @@ from posenc_cli.errors import ParameterError
 from posenc_cli.models.engines import engine_encoding, engine_params, model_facts, rule_lines
 
 from .conftest import cli
+from .each import each
 
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data"
@@ -63,8 +64,12 @@ def _within(ours: np.ndarray, theirs: np.ndarray, positions: np.ndarray, w: np.n
     return np.abs(np.asarray(ours, np.float64) - np.asarray(theirs, np.float64)) <= tol
 
 
-@pytest.mark.parametrize("case", TABLES)
-def test_exllamav3_equals_its_own_code(case):
+def test_exllamav3_equals_its_own_code():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(TABLES, _exllamav3_equals_its_own_code)
+
+
+def _exllamav3_equals_its_own_code(case):
     meta = _meta(case)
     pos = EXL[f"{case}.positions"]
     # the whole context in one table, and a short pass (the first 4096 rows): exllamav3's table does not depend
@@ -83,8 +88,13 @@ def test_exllamav3_equals_its_own_code(case):
         assert _within(sin, want_s, at, w, meta["attn_factor"]).all(), case
 
 
-@pytest.mark.parametrize("case", REFUSED)
-def test_what_exllamav3_refuses_is_refused_with_its_reason(case, tmp_path):
+def test_what_exllamav3_refuses_is_refused_with_its_reason(tmp_path):
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(REFUSED, lambda case: _refused_with_its_reason(case, tmp_path / case))
+
+
+def _refused_with_its_reason(case, tmp_path):
+    tmp_path.mkdir()
     refused = _meta(case)["refused"]
     # exllamav3's own words ("Unknown rope_type", "No architecture defined", ...), or the exception of a comparison
     # with None (LongRoPE without its original length: "'>' not supported ...")
@@ -108,13 +118,14 @@ def _yarn(d: int, base: float, orig: int, factor: float) -> np.ndarray:
     return (1 / (factor * pos)) * ramp + (1 / pos) * (1 - ramp)
 
 
-@pytest.mark.parametrize(
-    "case,exl_factor",
-    [("qwen25_yarn_equal", 32768 / 32768), ("qwen3_yarn", 40960 / 32768)],
-)
-def test_yarn_factor_is_derived_from_the_lengths(case, exl_factor):
+def test_yarn_factor_is_derived_from_the_lengths():
     """exllamav3/util/rope.py:305-308: the factor is max_position_embeddings / original_max_position_embeddings,
     not the config's 4 (HF's); its attention factor follows (0.1 ln f + 1; 1 for equal lengths: plain RoPE)."""
+    cases = [("qwen25_yarn_equal", 32768 / 32768), ("qwen3_yarn", 40960 / 32768)]
+    each(cases, lambda case: _yarn_factor_is_derived_from_the_lengths(*case))
+
+
+def _yarn_factor_is_derived_from_the_lengths(case, exl_factor):
     pos = EXL[f"{case}.positions"]
     want = EXL[f"{case}.cos"]
     for factor, matches in ((exl_factor, True), (4.0, False)):
@@ -127,10 +138,13 @@ def test_yarn_factor_is_derived_from_the_lengths(case, exl_factor):
         assert _within(np.cos(pos[:, None] * w[None, :]), want, pos, w, 1.0).all()
 
 
-@pytest.mark.parametrize("case", ["phi35", "phi4_mini"])
-def test_longrope_is_long_at_every_length(case):
+def test_longrope_is_long_at_every_length():
     """exllamav3/util/rope.py:347: long factors whenever max_position_embeddings > original; HF uses the short ones
     for a pass of up to 4096 positions."""
+    each(["phi35", "phi4_mini"], _longrope_is_long_at_every_length)
+
+
+def _longrope_is_long_at_every_length(case):
     cfg = json.loads(_config(case).read_text())
     pos = EXL[f"{case}.positions"]
     short = pos < 4096
