@@ -13,24 +13,32 @@ import posenc_cli as pe
 from posenc_cli.errors import DuplicateParameterError, PosencError
 
 from .conftest import ROOT, cli
+from .each import each
 
 
-@pytest.mark.parametrize(
-    ("args", "both"),
-    [
-        (["generate", "--len", "8", "--dim", "4", "-p", "length=10"], ("--len 8", "-p length=10")),
-        (["generate", "--len", "8", "--dim", "4", "-p", "dim=6"], ("--dim 4", "-p dim=6")),
-        (["export", "sinusoidal", "--len", "8", "--dim", "4", "-p", "length=10"], ("--len 8", "-p length=10")),
-        (["generate", "-n", "8", "-d", "4", "--dtype", "float32", "-p", "dtype=float64"], ("--dtype", "-p dtype")),
-        (["generate", "-d", "4", "-p", "length=10", "-p", "len=12"], ("-p length=10", "-p len=12")),
-        (["generate", "-d", "4", "-p", "len=12,length=10"], ("-p len=12,length=10",)),
-        (["check", "sinusoidal:length=8", "--len", "10", "-d", "4"], ("the spec 'sinusoidal:length=8'", "--len 10")),
-        (["compare", "sinusoidal:dim=4", "x.npy", "--dim", "4"], ("the spec 'sinusoidal:dim=4'", "--dim 4")),
-        (["plot", "sinusoidal:length=8", "-n", "8", "-d", "4", "-o", "x.png"], ("the spec", "--len 8")),
-        (["generate", "sinusoidal:len=3", "--len", "3", "-d", "4"], ("the spec 'sinusoidal:len=3'", "--len 3")),
-    ],
-)
-def test_a_value_given_twice_is_refused_naming_both(tmp_path, args, both):
+def test_a_value_given_twice_is_refused_naming_both(tmp_path):
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            (["generate", "--len", "8", "--dim", "4", "-p", "length=10"], ("--len 8", "-p length=10")),
+            (["generate", "--len", "8", "--dim", "4", "-p", "dim=6"], ("--dim 4", "-p dim=6")),
+            (["export", "sinusoidal", "--len", "8", "--dim", "4", "-p", "length=10"], ("--len 8", "-p length=10")),
+            (["generate", "-n", "8", "-d", "4", "--dtype", "float32", "-p", "dtype=float64"], ("--dtype", "-p dtype")),
+            (["generate", "-d", "4", "-p", "length=10", "-p", "len=12"], ("-p length=10", "-p len=12")),
+            (["generate", "-d", "4", "-p", "len=12,length=10"], ("-p len=12,length=10",)),
+            (
+                ["check", "sinusoidal:length=8", "--len", "10", "-d", "4"],
+                ("the spec 'sinusoidal:length=8'", "--len 10"),
+            ),
+            (["compare", "sinusoidal:dim=4", "x.npy", "--dim", "4"], ("the spec 'sinusoidal:dim=4'", "--dim 4")),
+            (["plot", "sinusoidal:length=8", "-n", "8", "-d", "4", "-o", "x.png"], ("the spec", "--len 8")),
+            (["generate", "sinusoidal:len=3", "--len", "3", "-d", "4"], ("the spec 'sinusoidal:len=3'", "--len 3")),
+        ],
+        lambda case: _given_twice(tmp_path, *case),
+    )
+
+
+def _given_twice(tmp_path, args, both):
     np.save(tmp_path / "x.npy", np.zeros((8, 4), np.float32))
     args = [str(tmp_path / a) if a in ("x.npy", "x.png") else a for a in args]
     code, out, err = cli(args)

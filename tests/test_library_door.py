@@ -16,6 +16,7 @@ from posenc_cli.errors import ParameterError
 from posenc_cli.reports import Verdicts
 
 from .conftest import cli, parse
+from .each import each
 
 PKG = Path(pe.__file__).parent
 CLI = PKG / "cli"
@@ -89,23 +90,33 @@ def test_every_scoped_option_is_a_parameter_the_flags_spell():
 
 
 # ----- one mechanism: each option refused where it cannot apply, by name, one line, exit 2 ---------------------
-@pytest.mark.parametrize(
-    ("args", "flag", "where"),
-    [
-        (["compare", f"{PHI3}@mlx", f"{PHI3}@hf", "--len", "8", "--max-model-len", "4096"], "--max-model-len",
-         "engine vllm"),
-        (["check", str(DATA / "hf_cos.npy"), "--n-ctx", "4096"], "--n-ctx", "GGUF files"),
-        (["compare", "rope", "sinusoidal", "--layer-type", "full_attention", "-n", "4", "-d", "4"], "--layer-type",
-         "model configs"),
-        (["check", GGUF, "--against", GGUF_CONFIG, "--engine", "vllm"], "--engine", "model configs"),
-        (["compare", GGUF, GGUF_CONFIG, "--tensor", "cos"], "--tensor", "tables"),
-        (["generate", "rope", "--all-layer-types", "-n", "4", "-d", "4"], "--all-layer-types", "model configs"),
-        (["kinds", GGUF, "--layer-type", "full_attention"], "--layer-type", "model configs"),
-        (["identify", str(DATA / "hf_cos.npy"), "--len", "8"], "--len", "GGUF files"),
-        (["export", str(DATA / "hf_cos.npy"), "-o", "/dev/null", "--engine", "mlx"], "--engine", "model configs"),
-    ],
-)  # fmt: skip
-def test_an_option_is_refused_where_it_cannot_apply(args, flag, where):
+def test_an_option_is_refused_where_it_cannot_apply():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            (
+                ["compare", f"{PHI3}@mlx", f"{PHI3}@hf", "--len", "8", "--max-model-len", "4096"],
+                "--max-model-len",
+                "engine vllm",
+            ),
+            (["check", str(DATA / "hf_cos.npy"), "--n-ctx", "4096"], "--n-ctx", "GGUF files"),
+            (
+                ["compare", "rope", "sinusoidal", "--layer-type", "full_attention", "-n", "4", "-d", "4"],
+                "--layer-type",
+                "model configs",
+            ),
+            (["check", GGUF, "--against", GGUF_CONFIG, "--engine", "vllm"], "--engine", "model configs"),
+            (["compare", GGUF, GGUF_CONFIG, "--tensor", "cos"], "--tensor", "tables"),
+            (["generate", "rope", "--all-layer-types", "-n", "4", "-d", "4"], "--all-layer-types", "model configs"),
+            (["kinds", GGUF, "--layer-type", "full_attention"], "--layer-type", "model configs"),
+            (["identify", str(DATA / "hf_cos.npy"), "--len", "8"], "--len", "GGUF files"),
+            (["export", str(DATA / "hf_cos.npy"), "-o", "/dev/null", "--engine", "mlx"], "--engine", "model configs"),
+        ],
+        lambda case: _refused_where_it_cannot_apply(*case),
+    )
+
+
+def _refused_where_it_cannot_apply(args, flag, where):
     code, out, err = cli(args)
     assert code == 2 and out == b"", err
     assert err.startswith(f"Error: {flag} cannot apply: ") and where in err and err.count("\n") == 1, err
