@@ -46,8 +46,12 @@ DIFFER = [
 ]
 
 
-@pytest.mark.parametrize(("shown", "printed"), AGREE)
-def test_last_digits_agree(shown, printed):
+def test_last_digits_agree():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(AGREE, lambda case: _last_digits_agree(*case))
+
+
+def _last_digits_agree(shown, printed):
     assert disagreement(shown, printed) is None
     assert disagreement(printed, shown) is None  # symmetric
     assert_same_output(shown, printed)
@@ -70,18 +74,22 @@ def test_the_failure_says_where():
     assert problem is not None and problem.startswith("line 2: 4.1e-08 where 3.27e-08 is shown")
 
 
-@pytest.mark.parametrize(
-    ("text", "numbers"),
-    [
-        ("float32 bf16 x86 64x32", []),
-        ("rows 0..4 of 512", ["512"]),
-        ("llama-3.1-8b.json", ["3.1"]),
-        ("[-0.9900, 1.0000] 2.4e-08 3.13e+05 k=4", ["-0.9900", "1.0000", "2.4e-08", "3.13e+05", "4"]),
-        ('"max_ulp": 2130706161.0,', ["2130706161.0"]),
-        ("holds 0.96.", []),  # glued to a full stop: text, compared exactly
-    ],
-)
-def test_what_counts_as_a_number(text, numbers):
+def test_what_counts_as_a_number():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            ("float32 bf16 x86 64x32", []),
+            ("rows 0..4 of 512", ["512"]),
+            ("llama-3.1-8b.json", ["3.1"]),
+            ("[-0.9900, 1.0000] 2.4e-08 3.13e+05 k=4", ["-0.9900", "1.0000", "2.4e-08", "3.13e+05", "4"]),
+            ('"max_ulp": 2130706161.0,', ["2130706161.0"]),
+            ("holds 0.96.", []),  # glued to a full stop: text, compared exactly
+        ],
+        lambda case: _what_counts_as_a_number(*case),
+    )
+
+
+def _what_counts_as_a_number(text, numbers):
     assert NUMBER.findall(text) == numbers
 
 

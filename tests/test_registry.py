@@ -262,8 +262,12 @@ def _preset_expands_and_explicit_values_win(kind, preset):
     assert getattr(example(kind, preset=preset, **{key: override}), key) == override
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS if get_kind(k).PRESETS])
-def test_unknown_preset_lists_the_presets(kind):
+def test_unknown_preset_lists_the_presets():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each([k for k in KINDS if get_kind(k).PRESETS], _unknown_preset_lists_the_presets)
+
+
+def _unknown_preset_lists_the_presets(kind):
     with pytest.raises(ParameterError) as info:
         example(kind, preset="no-such-preset")
     for preset in get_kind(kind).PRESETS:
