@@ -483,19 +483,23 @@ def test_whole_results_of_sampled_and_regenerated_checks():
 
 
 # ----- long-term-decay's rule on given bound curves (the bound itself is tested in test_checks.py) ---------------
-@pytest.mark.parametrize(
-    "n,decades,ok",
-    [
-        (50, [1.0, 0.5], True),  # two decades are enough to see a trend
-        (50, [1.0, 0.99], False),  # it must fall below 0.99 of the first decade, strictly
-        (50, [1.0, 0.96875], True),
-        (1000, [1.0, 1.0, 0.5], True),  # equal neighbours are allowed; the last decade is what fell
-        (1000, [1.0, 0.5, 0.5], True),  # measured against the first decade, not the second
-        (1000, [1.0, 0.5, 0.625], False),  # a rise between neighbours
-        (10000, [1.0, 0.5, 0.625, 0.375], False),  # a rise between neighbours, though every second decade falls
-    ],
-)
-def test_long_term_decay_rule(monkeypatch, n, decades, ok):
+def test_long_term_decay_rule(monkeypatch):
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            (50, [1.0, 0.5], True),  # two decades are enough to see a trend
+            (50, [1.0, 0.99], False),  # it must fall below 0.99 of the first decade, strictly
+            (50, [1.0, 0.96875], True),
+            (1000, [1.0, 1.0, 0.5], True),  # equal neighbours are allowed; the last decade is what fell
+            (1000, [1.0, 0.5, 0.5], True),  # measured against the first decade, not the second
+            (1000, [1.0, 0.5, 0.625], False),  # a rise between neighbours
+            (10000, [1.0, 0.5, 0.625, 0.375], False),  # a rise between neighbours, though every second decade falls
+        ],
+        lambda case: _long_term_decay_rule(monkeypatch, *case),
+    )
+
+
+def _long_term_decay_rule(monkeypatch, n, decades, ok):
     edges = [1, 10, 100, 1000, 10000, n][: len(decades)] + [n]
     curve = np.concatenate([np.full(b - a, v) for a, b, v in zip(edges[:-1], edges[1:], decades)])
     monkeypatch.setattr(rotary, "decay_bound", lambda theta, r: curve[r - 1])

@@ -15,6 +15,8 @@ import pytest
 from posenc_cli.inspect import metrics
 from posenc_cli.inspect.metrics import coarser_dtype, compare, default_atol, finfo, ordinal
 
+from .each import each
+
 EPS64, EPS32, EPS16 = 2.0**-52, 2.0**-23, 2.0**-10
 
 # a and the reference b; |a - b| = [[0, 0.5], [1, 0]]
@@ -48,19 +50,23 @@ def test_max_rel_skips_zeros_of_the_reference():
     assert compare(np.array([[1.0]]), np.array([[0.0]])).max_rel == 0.0  # no nonzero reference at all
 
 
-@pytest.mark.parametrize(
-    "atol,rtol,mismatched",
-    [
-        (1.0, 0.0, 0),  # |d| <= 1 everywhere: the bound is inclusive
-        (0.99, 0.0, 1),  # only the 1.0 difference is outside
-        (0.49, 0.0, 2),
-        (0.0, 0.5, 0),  # 1 <= 0.5 * 2 and 0.5 <= 0.5 * 2.5
-        (0.0, 0.25, 1),  # 0.5 <= 0.625 but 1 > 0.5
-        (0.5, 0.25, 0),  # 1 <= 0.5 + 0.25 * 2
-        (0.49, 0.25, 1),  # 1 > 0.49 + 0.5
-    ],
-)
-def test_verdict_is_atol_plus_rtol_times_the_reference(atol, rtol, mismatched):
+def test_verdict_is_atol_plus_rtol_times_the_reference():
+    """Every case (:func:`tests.each.each`: each failure named)."""
+    each(
+        [
+            (1.0, 0.0, 0),  # |d| <= 1 everywhere: the bound is inclusive
+            (0.99, 0.0, 1),  # only the 1.0 difference is outside
+            (0.49, 0.0, 2),
+            (0.0, 0.5, 0),  # 1 <= 0.5 * 2 and 0.5 <= 0.5 * 2.5
+            (0.0, 0.25, 1),  # 0.5 <= 0.625 but 1 > 0.5
+            (0.5, 0.25, 0),  # 1 <= 0.5 + 0.25 * 2
+            (0.49, 0.25, 1),  # 1 > 0.49 + 0.5
+        ],
+        lambda case: _verdict_is_atol_plus_rtol_times_the_reference(*case),
+    )
+
+
+def _verdict_is_atol_plus_rtol_times_the_reference(atol, rtol, mismatched):
     r = compare(A, B, atol=atol, rtol=rtol)
     assert (r.mismatched, r.same, r.atol, r.rtol) == (mismatched, mismatched == 0, atol, rtol)
     assert r.reason == ("" if mismatched == 0 else f"{mismatched} of 4 elements differ by more than atol + rtol*|b|")
@@ -254,11 +260,15 @@ def test_equal_minimum_cosines_keep_the_first_row(monkeypatch):
     assert r.min_cosine == pytest.approx(1 / math.sqrt(2), rel=1e-15) and r.min_cosine_row == 0
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_a_block_with_nans_measures_its_finite_values_as_a_finite_block_does(seed, monkeypatch):
+def test_a_block_with_nans_measures_its_finite_values_as_a_finite_block_does(monkeypatch):
     """Blocks without NaN or infinity take a shorter path: the same tables with rows of NaN (equal in place) and
-    equal infinities added measure the same, and the largest difference and ulps are those plain NumPy gives."""
+    equal infinities added measure the same, and the largest difference and ulps are those plain NumPy gives.
+    Six seeds (:func:`tests.each.each`: each failure named)."""
     monkeypatch.setattr("posenc_cli.blocks.CACHE_VALUES", 24)  # blocks of 3 rows of 8: finite and non-finite ones
+    each(range(6), _nans_measure_as_finite)
+
+
+def _nans_measure_as_finite(seed):
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((20, 8)).astype(np.float32)
     b = (a.astype(np.float64) + rng.standard_normal(a.shape) * 1e-6 * (rng.random(a.shape) < 0.3)).astype(np.float32)
