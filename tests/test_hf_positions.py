@@ -436,9 +436,10 @@ def test_every_single_odd_value_of_every_read_key_is_a_parameter_error():
     for base in REAL.values():
         fam = POSITIONS[base["model_type"]]
         read = {k for layer in fam.layers.values() for keys in layer.keys.values() for k in keys}
+        text = json.dumps(base)  # (each edit reads a fresh copy of it)
         for key in sorted((read | set(KEYS)) & set(base) | read):
             for value in ODD:
-                cfg = {**json.loads(json.dumps(base)), key: json.loads(json.dumps(value))}
+                cfg = {**json.loads(text), key: json.loads(json.dumps(value))}
                 for layer in fam.layers if len(fam.layers) > 1 else [None]:
                     try:
                         kind, params, *_ = from_model_config(cfg, length=8, layer_type=layer)
