@@ -36,16 +36,19 @@ def test_broken_pipe_is_quiet():
 
 
 def test_pipe_into_check_reads_a_non_seekable_stdin():
+    """128 KiB of table (512 x 64 float32), twice a pipe's 64 KiB buffer: the reader gets it in parts."""
     proc = sh(
-        f"{POSENC} generate --len 2000 --dim 64 -p preset=tensor2tensor | {POSENC} check - --expect sinusoidal --json"
+        f"{POSENC} generate --len 512 --dim 64 -p preset=tensor2tensor | {POSENC} check - --expect sinusoidal --json"
     )
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
     assert b'"ok": true' in proc.stdout
 
 
 def test_truncated_stream_is_a_clean_error():
-    data = inproc(["generate", "--len", "300", "--dim", "64"]).stdout  # the bytes; the reading is the real process's
-    proc = run(["check", "-"], input=data[: len(data) // 2])
+    """In this process: a real pipe into ``check -`` is test_pipe_into_check_reads_a_non_seekable_stdin's, and
+    stdin is read as a stream whatever it is (``formats.read_stream``)."""
+    data = inproc(["generate", "--len", "300", "--dim", "64"]).stdout
+    proc = inproc(["check", "-"], input=data[: len(data) // 2])
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "Traceback" not in err and proc.stdout == b""
     # one line naming the source, what the header promised and where the data ended (76800 bytes of float32)
@@ -130,7 +133,8 @@ def test_full_tmpfs_is_a_clean_error(tmp_path):
         pytest.skip("mount -t tmpfs is not permitted here")
     try:
         (mnt / "pe.npy").write_bytes(b"old")
-        proc = run(["generate", "--len", "20000", "--dim", "256", "-o", str(mnt / "pe.npy"), "--force"])
+        # in this process: a full disk under a real process is test_full_disk_is_a_clean_error_with_no_partial_file's
+        proc = inproc(["generate", "--len", "20000", "--dim", "256", "-o", str(mnt / "pe.npy"), "--force"])
         err = proc.stderr.decode()
         assert proc.returncode == 2 and "No space left on device" in err and "Traceback" not in err
         assert sorted(p.name for p in mnt.iterdir()) == ["pe.npy"]
