@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import resource
@@ -15,6 +17,7 @@ import numpy as np
 import pytest
 
 from .conftest import ROOT, clean_env, inproc, posenc_cmd, run
+from .each import each
 
 POSENC = " ".join(shlex.quote(a) for a in posenc_cmd())
 
@@ -250,14 +253,14 @@ def test_console_exit_skips_only_the_teardown(args, code):
 
 
 #: A closed stdout (``>&-``) is one stdout whose writes fail (EBADF, ``cli._closed_stdout``: Python starts with
-#: sys.stdout None) through the same writes as a full one: the three write paths (a small table, a large one
-#: streamed, text) are run against /dev/full, the closed stdout with the large table's.
+#: sys.stdout None) through the same writes as a full one. A real process writes the large table (streamed)
+#: to /dev/full and to a closed stdout; the other write paths (a small table, text) meet a full stdout in this
+#: process (:class:`FullStdout`, buffered like a file's stdout: the writes fail when flushed).
 FULL_OR_CLOSED = [
-    ("> /dev/full", ["generate", "--len", "3", "--dim", "4"]),
     ("> /dev/full", ["generate", "-n", "3000", "-d", "400"]),
-    ("> /dev/full", ["kinds"]),
     (">&-", ["generate", "-n", "3000", "-d", "400"]),
 ]
+FULL_IN_PROCESS = [["generate", "--len", "3", "--dim", "4"], ["kinds"], ["generate", "-n", "3000", "-d", "400"]]
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
@@ -268,6 +271,29 @@ def test_a_full_or_closed_stdout_is_one_line_and_exit_2(args, redirect):
     why = "No space left on device" if "full" in redirect else "Bad file descriptor"
     assert proc.returncode == 2, err
     assert err == f"Error: cannot write stdout: {why}; nothing more was written\n"
+
+
+class FullStdout(io.RawIOBase):
+    """A stdout on a full disk: every write fails with ENOSPC, as /dev/full's do."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_a_full_stdout_is_one_line_and_exit_2_on_every_write_path():
+    """A small table, a large one streamed and text (:func:`tests.each.each`), in this process."""
+    from .conftest import _main_in_process
+
+    def case(args):
+        err = io.BytesIO()
+        code = _main_in_process(args, b"", io.BufferedWriter(FullStdout()), err, {"COLUMNS": "120", "NO_COLOR": "1"})
+        assert code == 2, err.getvalue()
+        assert err.getvalue() == b"Error: cannot write stdout: No space left on device; nothing more was written\n"
+
+    each(FULL_IN_PROCESS, case)
 
 
 def test_main_in_process_leaves_the_callers_garbage_collector_alone():
