@@ -3,10 +3,11 @@
 Every input must give either a table whose tensors can be read in full, or posenc's own one-line
 :class:`InputError` naming the file: never another exception, a crash or a huge allocation.
 
-CI runs 200 examples per test (about 2 s of CPU in all): fewer missed bugs planted in the readers (a check
-removed) that these tests found after 100-270 examples. Hypothesis' own work per drawn choice was most of the
-cost, so an example is drawn as few strings of bytes, decoded here into edits (:func:`mutated`) or into a
-header's choices (:class:`Choices`). For a longer session, e.g. before a release or after touching a reader::
+CI runs 200 examples per test (about 1.5 s of CPU in all): fewer missed bugs planted in the readers (a check
+removed) that these tests found after 100-270 examples. Hypothesis' own work per drawn choice and per example
+was most of the cost, so an example is drawn as few strings of bytes, decoded here into edits
+(:func:`mutated`) or into a header's choices (:class:`Choices`), and one example of a format serves a mutated
+file and a random header. For a longer session, e.g. before a release or after touching a reader::
 
     POSENC_FUZZ_EXAMPLES=50000 .venv/bin/python -m pytest tests/test_fuzz.py -q -p no:cacheprovider
 
@@ -230,9 +231,12 @@ def test_random_bytes(data):
 
 # ----- .npy ---------------------------------------------------------------------------------------------
 @FUZZ
-@given(st.one_of(mutated("npy"), truncated("npy")))
-def test_npy_mutations_and_truncations(data):
+@given(st.one_of(mutated("npy"), truncated("npy")), st.binary(min_size=32, max_size=128), st.binary(max_size=200))
+def test_npy_mutations_truncations_and_random_headers(data, choices, tail):
+    """A mutated or truncated file and a random header: 200 of each, one example serving both (hypothesis' own
+    cost per example was most of what two tests cost)."""
     read_both(data, "npy")
+    npy_random_header(choices, tail)
 
 
 DESCRS = [
@@ -255,9 +259,7 @@ DESCRS = [
 ]
 
 
-@FUZZ
-@given(st.binary(min_size=32, max_size=128), st.binary(max_size=200))
-def test_npy_random_headers(choices, data):
+def npy_random_header(choices: bytes, data: bytes) -> None:
     """A header dict of a descr (a known one, any text, or a list of fields), a fortran_order (a bool or a small
     integer) and a shape (up to 4 integers from -2 to 2**63, or text), then up to 200 bytes of data."""
     pick = Choices(choices)
@@ -276,14 +278,18 @@ def test_npy_random_headers(choices, data):
 
 # ----- .safetensors -------------------------------------------------------------------------------------
 @FUZZ
-@given(st.one_of(mutated("safetensors"), truncated("safetensors")))
-def test_safetensors_mutations_and_truncations(data):
+@given(
+    st.one_of(mutated("safetensors"), truncated("safetensors")),
+    st.binary(min_size=64, max_size=256),
+    st.binary(max_size=300),
+)
+def test_safetensors_mutations_truncations_and_random_headers(data, choices, tail):
+    """A mutated or truncated file and a random header: 200 of each, one example serving both."""
     read_both(data, "safetensors")
+    safetensors_random_header(choices, tail)
 
 
-@FUZZ
-@given(st.binary(min_size=64, max_size=256), st.binary(max_size=300))
-def test_safetensors_random_headers(choices, data):
+def safetensors_random_header(choices: bytes, data: bytes) -> None:
     """Headers of up to 4 entries (each a tensor's entry or any JSON) and an optional ``__metadata__`` of up to 2
     keys (each a string or any JSON), then up to 300 bytes of data, or (half the time) as many as the entries'
     offsets ask for."""
