@@ -3,7 +3,7 @@
 Every input must give either a table whose tensors can be read in full, or posenc's own one-line
 :class:`InputError` naming the file: never another exception, a crash or a huge allocation.
 
-CI runs 200 examples per test (about 1.5 s of CPU in all): fewer missed bugs planted in the readers (a check
+CI runs 200 examples per test (about 2 s of CPU in all): fewer missed bugs planted in the readers (a check
 removed) that these tests found after 100-270 examples. Hypothesis' own work per drawn choice and per example
 was most of the cost, so an example is drawn as few strings of bytes, decoded here into edits
 (:func:`mutated`) or into a header's choices (:class:`Choices`), and one example of a format serves a mutated
