@@ -13,6 +13,7 @@ factor, never squeezed unevenly) and, with the legend, at most ``height`` lines 
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -67,6 +68,13 @@ def ramp_rgb(name: str, x: np.ndarray) -> np.ndarray:
 def rgb_to_256(rgb: Sequence[int]) -> int:
     """The xterm 256-colour index nearest to ``rgb`` (the 6x6x6 cube or the 24-step grey ramp)."""
     r, g, b = (int(v) for v in rgb)
+    return _xterm_index(r, g, b)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _xterm_index(r: int, g: int, b: int) -> int:
+    """:func:`rgb_to_256` of one colour, once per colour in a process: a 256-colour heatmap asks for each of its
+    cells' colours, most of them the same few hundred ramp colours (it was two thirds of such a heatmap's time)."""
     idx = [min(range(6), key=lambda k: abs(_CUBE[k] - v)) for v in (r, g, b)]
     cube = tuple(_CUBE[k] for k in idx)
     grey_level = min(23, max(0, round((r + g + b) / 3 - 8) // 10))

@@ -89,10 +89,14 @@ SHARED = {
 }
 
 
-@pytest.mark.parametrize("flag", list(SHARED))
-def test_siblings_take_the_same_flags(flag):
-    having = {command for command, p in options() if flag in p.opts}
-    assert having >= SHARED[flag], f"{flag} missing from {sorted(SHARED[flag] - having)}"
+def test_siblings_take_the_same_flags():
+    walked = options()
+
+    def shared(flag):
+        having = {command for command, p in walked if flag in p.opts}
+        assert having >= SHARED[flag], f"{flag} missing from {sorted(SHARED[flag] - having)}"
+
+    each(SHARED, shared)
 
 
 # ----- numbers, checked where they enter -------------------------------------------------------------------
@@ -162,29 +166,36 @@ def _without(args: list[str], short: str | None) -> list[str]:
 
 
 # ----- help and usage errors -------------------------------------------------------------------------------
-@pytest.mark.parametrize("command", [None, *COMMANDS])
-def test_help_fits_80_columns(command):
-    code, out, err = cli([*([command] if command else []), "--help"], env={"COLUMNS": "200"})
-    assert code == 0, err
-    wide = [line for line in out.decode().splitlines() if len(line) > 80]
-    assert not wide, wide
+def test_help_fits_80_columns():
+    """The root's help and every command's (:func:`tests.each.each`)."""
+
+    def fits(command):
+        code, out, err = cli([*([command] if command else []), "--help"], env={"COLUMNS": "200"})
+        assert code == 0, err
+        wide = [line for line in out.decode().splitlines() if len(line) > 80]
+        assert not wide, wide
+
+    each([None, *COMMANDS], fits)
 
 
-@pytest.mark.parametrize(
-    ("args", "needle"),
-    [
-        (["generate", "--lenn", "4"], "--len"),
-        (["gnerate"], "generate"),
-        (["check", "--probes"], "--probes"),
-        (["compare", "a.npy", "b.npy", "c.npy"], "c.npy"),
-    ],
-)
-def test_a_usage_error_is_one_line_with_its_hint(args, needle):
-    code, out, err = cli(args)
-    assert code == 2 and out == b""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: ") and needle in lines[0], err
-    assert "╭" not in err and "│" not in err  # no boxes in CI logs
+USAGE_ERRORS = [
+    (["generate", "--lenn", "4"], "--len"),
+    (["gnerate"], "generate"),
+    (["check", "--probes"], "--probes"),
+    (["compare", "a.npy", "b.npy", "c.npy"], "c.npy"),
+]
+
+
+def test_a_usage_error_is_one_line_with_its_hint():
+    def one_line(case):
+        args, needle = case
+        code, out, err = cli(args)
+        assert code == 2 and out == b""
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error: ") and needle in lines[0], err
+        assert "╭" not in err and "│" not in err  # no boxes in CI logs
+
+    each(USAGE_ERRORS, one_line)
 
 
 def test_bare_posenc_prints_help_on_stderr_exit_2():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import resource
@@ -15,6 +17,7 @@ import numpy as np
 import pytest
 
 from .conftest import ROOT, clean_env, inproc, posenc_cmd, run
+from .each import each
 
 POSENC = " ".join(shlex.quote(a) for a in posenc_cmd())
 
@@ -36,16 +39,19 @@ def test_broken_pipe_is_quiet():
 
 
 def test_pipe_into_check_reads_a_non_seekable_stdin():
+    """128 KiB of table (512 x 64 float32), twice a pipe's 64 KiB buffer: the reader gets it in parts."""
     proc = sh(
-        f"{POSENC} generate --len 2000 --dim 64 -p preset=tensor2tensor | {POSENC} check - --expect sinusoidal --json"
+        f"{POSENC} generate --len 512 --dim 64 -p preset=tensor2tensor | {POSENC} check - --expect sinusoidal --json"
     )
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
     assert b'"ok": true' in proc.stdout
 
 
 def test_truncated_stream_is_a_clean_error():
-    data = inproc(["generate", "--len", "300", "--dim", "64"]).stdout  # the bytes; the reading is the real process's
-    proc = run(["check", "-"], input=data[: len(data) // 2])
+    """In this process: a real pipe into ``check -`` is test_pipe_into_check_reads_a_non_seekable_stdin's, and
+    stdin is read as a stream whatever it is (``formats.read_stream``)."""
+    data = inproc(["generate", "--len", "300", "--dim", "64"]).stdout
+    proc = inproc(["check", "-"], input=data[: len(data) // 2])
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "Traceback" not in err and proc.stdout == b""
     # one line naming the source, what the header promised and where the data ended (76800 bytes of float32)
@@ -130,7 +136,8 @@ def test_full_tmpfs_is_a_clean_error(tmp_path):
         pytest.skip("mount -t tmpfs is not permitted here")
     try:
         (mnt / "pe.npy").write_bytes(b"old")
-        proc = run(["generate", "--len", "20000", "--dim", "256", "-o", str(mnt / "pe.npy"), "--force"])
+        # in this process: a full disk under a real process is test_full_disk_is_a_clean_error_with_no_partial_file's
+        proc = inproc(["generate", "--len", "20000", "--dim", "256", "-o", str(mnt / "pe.npy"), "--force"])
         err = proc.stderr.decode()
         assert proc.returncode == 2 and "No space left on device" in err and "Traceback" not in err
         assert sorted(p.name for p in mnt.iterdir()) == ["pe.npy"]
@@ -246,14 +253,14 @@ def test_console_exit_skips_only_the_teardown(args, code):
 
 
 #: A closed stdout (``>&-``) is one stdout whose writes fail (EBADF, ``cli._closed_stdout``: Python starts with
-#: sys.stdout None) through the same writes as a full one: the three write paths (a small table, a large one
-#: streamed, text) are run against /dev/full, the closed stdout with the large table's.
+#: sys.stdout None) through the same writes as a full one. A real process writes the large table (streamed)
+#: to /dev/full and to a closed stdout; the other write paths (a small table, text) meet a full stdout in this
+#: process (:class:`FullStdout`, buffered like a file's stdout: the writes fail when flushed).
 FULL_OR_CLOSED = [
-    ("> /dev/full", ["generate", "--len", "3", "--dim", "4"]),
     ("> /dev/full", ["generate", "-n", "3000", "-d", "400"]),
-    ("> /dev/full", ["kinds"]),
     (">&-", ["generate", "-n", "3000", "-d", "400"]),
 ]
+FULL_IN_PROCESS = [["generate", "--len", "3", "--dim", "4"], ["kinds"], ["generate", "-n", "3000", "-d", "400"]]
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
@@ -264,6 +271,29 @@ def test_a_full_or_closed_stdout_is_one_line_and_exit_2(args, redirect):
     why = "No space left on device" if "full" in redirect else "Bad file descriptor"
     assert proc.returncode == 2, err
     assert err == f"Error: cannot write stdout: {why}; nothing more was written\n"
+
+
+class FullStdout(io.RawIOBase):
+    """A stdout on a full disk: every write fails with ENOSPC, as /dev/full's do."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_a_full_stdout_is_one_line_and_exit_2_on_every_write_path():
+    """A small table, a large one streamed and text (:func:`tests.each.each`), in this process."""
+    from .conftest import _main_in_process
+
+    def case(args):
+        err = io.BytesIO()
+        code = _main_in_process(args, b"", io.BufferedWriter(FullStdout()), err, {"COLUMNS": "120", "NO_COLOR": "1"})
+        assert code == 2, err.getvalue()
+        assert err.getvalue() == b"Error: cannot write stdout: No space left on device; nothing more was written\n"
+
+    each(FULL_IN_PROCESS, case)
 
 
 def test_main_in_process_leaves_the_callers_garbage_collector_alone():

@@ -385,18 +385,22 @@ def reports():
     return real_reports()
 
 
-@pytest.mark.parametrize("width", [40, 60, 80, 120])
-@pytest.mark.parametrize("verbose", [False, True])
-def test_no_report_line_exceeds_the_width(reports, width, verbose):
+def test_no_report_line_exceeds_the_width(reports):
+    """Every width, plain and verbose (:func:`tests.each.each`)."""
     cases = [(f"{r.source} [{r.tensor}]", r.kind, r.results, r.required) for r in reports]
     cases += [
         (LABEL_PASS, "sinusoidal", PASS, REQUIRED_PASS),
         (LABEL_FAIL, "learned", FAIL, REQUIRED_FAIL),
         ("x" * 150 + " [pe]", None, NAN, ["finite"]),
     ]
-    for label, kind, results, required in cases:
-        for line, _ in render.check_lines(label, kind, results, required, width=width, verbose=verbose):
-            assert len(line) <= width, line
+
+    def fits(width_verbose):
+        width, verbose = width_verbose
+        for label, kind, results, required in cases:
+            for line, _ in render.check_lines(label, kind, results, required, width=width, verbose=verbose):
+                assert len(line) <= width, line
+
+    each([(w, v) for v in (False, True) for w in (40, 60, 80, 120)], fits)
 
 
 def test_narrow_reports_shorten_the_figure_and_keep_the_threshold():
@@ -608,14 +612,21 @@ def test_check_json_of_hand_built_reports_follows_the_schema(schema):
     assert {r["name"]: r["comparison"] for r in data[0]["results"]}["unique"] == ">"
 
 
-@pytest.mark.parametrize("breakage", [
+BREAKAGES = [
     lambda d: d[0].pop("not_run"),
     lambda d: d[0]["results"][0].update(status="SKIPPED"),
     lambda d: d[0]["results"][0].update(extra=1),
     lambda d: d[0]["results"][0].update(needs="finite"),
     lambda d: d[0].update(ok="yes"),
-])  # fmt: skip
-def test_the_schema_test_can_fail(schema, breakage):
+]  # fmt: skip
+
+
+def test_the_schema_test_can_fail(schema):
+    """Each breakage of a valid report (:func:`tests.each.each`) fails the schema."""
+    each(range(len(BREAKAGES)), lambda i: _schema_rejects(schema, BREAKAGES[i]))
+
+
+def _schema_rejects(schema, breakage):
     data = json.loads(
         json.dumps(
             render.check_json(
@@ -721,8 +732,11 @@ def test_kinds_list_fits_80_and_never_splits_a_word():
         assert re.search(rf"^{re.escape(r['kind'])}  ", out, re.MULTILINE)
 
 
-@pytest.mark.parametrize("kind", ["rope", "sinusoidal", "alibi", "t5", "learned"])
-def test_kind_detail_fits_80_and_never_splits_a_word(kind):
+def test_kind_detail_fits_80_and_never_splits_a_word():
+    each(["rope", "sinusoidal", "alibi", "t5", "learned"], _kind_detail_fits)
+
+
+def _kind_detail_fits(kind):
     from posenc_cli.encodings import get_kind
     from posenc_cli.kindinfo import kind_info
 
