@@ -24,6 +24,8 @@ as written).
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import io
 import os
 import pty
@@ -32,6 +34,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,7 +43,7 @@ from posenc_cli.cli import COMMANDS
 from posenc_cli.encodings import KINDS, get_kind
 from posenc_cli.kindinfo import kind_info
 
-from .conftest import ROOT, _main_in_process, _TerminalBuffer, cli_tty, link_checkout
+from .conftest import ROOT, UNDRAWN, _main_in_process, _TerminalBuffer, cli_tty, in_checkout
 from .printed_numbers import assert_same_output, disagreement
 
 README = ROOT / "README.md"
@@ -56,8 +59,6 @@ BLOCK = re.compile(
 
 def missing_module(m: re.Match) -> str | None:
     """The module a ``<!-- needs: MODULE -->`` block needs, when it does not import here; else None."""
-    import importlib.util
-
     name = m.group("needs")
     return name if name and importlib.util.find_spec(name) is None else None
 
@@ -304,42 +305,36 @@ def refreshed(shown: str, real: str) -> str:
     return shown if disagreement(shown, real) is None else real
 
 
-def _files(root: Path) -> dict[str, tuple[int, int]]:
-    """Each file under ``root``: (size, modification time)."""
-    out = {}
-    stack = [("", os.fspath(root))]
-    while stack:
-        rel, folder = stack.pop()
-        with os.scandir(folder) as entries:
-            for e in entries:
-                if e.is_dir(follow_symlinks=False):
-                    stack.append((rel + e.name + "/", e.path))
-                elif e.is_file():
-                    st = e.stat()
-                    out[rel + e.name] = (st.st_size, st.st_mtime_ns)
-    return out
-
-
-#: template -> its files as the last doc's run left them: the state after one doc is the state before the next
-_SNAPSHOTS: dict[Path, dict[str, tuple[int, int]]] = {}
-
-
-def run_file(path: Path, tmp: Path, template: Path) -> tuple[str, list[tuple[str, str, str]]]:
-    """Run every console block of ``path`` in a copy of the checkout at ``tmp/repo``: a tree of hard links to
-    ``template`` (files the commands write are this doc's alone); (the text with refreshed outputs, [(command,
-    shown, real)]). A command that wrote into a file of the checkout would change the template too: that fails.
-    A page with nothing to run gets no copy."""
+def run_file(path: Path, template: Path) -> tuple[str, list[tuple[str, str, str]]]:
+    """Run every console block of ``path`` from ``template``, the session's copy of the checkout
+    (``conftest.in_checkout``: the files its commands create are removed after it; a command that wrote,
+    replaced or removed a file of the copy fails); (the text with refreshed outputs, [(command, shown, real)]).
+    A picture ``posenc plot -o`` writes is not drawn (:func:`undrawn_pictures`). A page with nothing to run
+    runs nothing."""
     text = path.read_text()
     if not any(not m.group("pre") and not missing_module(m) for m in BLOCK.finditer(text)):
         return text, []
-    before = _SNAPSHOTS.get(template) or _files(template)
-    root = link_checkout(template, tmp / "repo")
-    try:
+    with in_checkout(template, f"{path.name}: a shown command") as root, undrawn_pictures("posenc plot" in text):
         return _run_blocks(path, root)
+
+
+@contextlib.contextmanager
+def undrawn_pictures(plots: bool) -> Iterator[None]:
+    """With ``plots``, matplotlib's savefig writes ``conftest.UNDRAWN`` into a picture's file instead of
+    drawing it (``conftest.undrawn``): what ``posenc plot -o`` prints (the view, format and pixel size) comes from
+    the figure, not from the drawn file, and drawing cost 0.3-1.3 CPU-s a picture. The pixels of every view and
+    format are tests/test_plot.py's (and README's pictures test_readme_pictures_are_current's)."""
+    if not plots or importlib.util.find_spec("matplotlib") is None:
+        yield
+        return
+    from matplotlib.figure import Figure
+
+    saved = Figure.savefig
+    Figure.savefig = lambda self, fh, **kwargs: fh.write(UNDRAWN)  # type: ignore[method-assign]
+    try:
+        yield
     finally:
-        after = _SNAPSHOTS[template] = _files(template)
-        changed = sorted(f for f in before.keys() | after.keys() if before.get(f) != after.get(f))
-        assert not changed, f"{path.name}: a shown command changed files of the checkout: {changed}"
+        Figure.savefig = saved  # type: ignore[method-assign]
 
 
 def _run_blocks(path: Path, root: Path) -> tuple[str, list[tuple[str, str, str]]]:
@@ -365,10 +360,10 @@ NEEDS = re.compile(r"<!-- needs: ([\w.]+) -->")
 
 
 @pytest.mark.parametrize("path", DOC_FILES, ids=[p.name for p in DOC_FILES])
-def test_every_shown_command_prints_what_is_shown(path, tmp_path, checkout):
+def test_every_shown_command_prints_what_is_shown(path, checkout):
     for module in NEEDS.findall(path.read_text()):
         pytest.importorskip(module, reason=f"{path.name} shows commands that need the {module} extra")
-    fresh, results = run_file(path, tmp_path, checkout)
+    fresh, results = run_file(path, checkout)
     if UPDATE:
         path.write_text(fresh)
         return
@@ -389,25 +384,34 @@ def test_every_shown_command_prints_what_is_shown(path, tmp_path, checkout):
 def test_the_runner_can_fail(tmp_path, checkout):
     doc = tmp_path / "doc.md"
     doc.write_text("```console\n$ echo hi\nho\n$ posenc kinds nokind\nno\n```\n")
-    _, results = run_file(doc, tmp_path, checkout)
+    _, results = run_file(doc, checkout)
     assert results[0] == ("echo hi", "ho\n", "hi\n")
     assert results[1][:2] == ("posenc kinds nokind", "no\n") and results[1][2].endswith("(exit 2)\n")
     assert shell("exit 3", tmp_path) == "(exit 3)\n"
 
 
 def test_a_command_that_writes_into_a_file_of_the_checkout_fails(tmp_path):
-    """The docs' copies are hard links to one copy of the checkout: a command that appended to one of its files
-    would change what the next doc reads. (Its own small template here, not the session's checkout.)"""
+    """A doc's commands run in the session's copy of the checkout: the files and folders they create are removed
+    after the doc, and a command that wrote into, replaced or removed one of its files would change what the next
+    doc reads: that fails. (Its own small template here, not the session's checkout.)"""
     template = tmp_path / "template"
     template.mkdir()
     (template / "notes.txt").write_text("kept\n")
+    (template / "other.txt").write_text("other\n")
     doc = tmp_path / "doc.md"
-    doc.write_text("```console\n$ echo new > fresh.txt; cat notes.txt\nkept\n```\n")
-    _, results = run_file(doc, tmp_path / "ok", template)  # a new file of its own is fine
-    assert results == [("echo new > fresh.txt; cat notes.txt", "kept\n", "kept\n")]
-    doc.write_text("```console\n$ echo more >> notes.txt\n```\n")
-    with pytest.raises(AssertionError, match=r"changed files of the checkout: \['notes.txt'\]"):
-        run_file(doc, tmp_path / "bad", template)
+    doc.write_text(
+        "```console\n$ echo new > fresh.txt; mkdir -p out/deep; cp notes.txt out/deep; cat notes.txt\nkept\n```\n"
+    )
+    _, results = run_file(doc, template)  # new files and folders of its own are fine, and removed after
+    assert results == [(doc.read_text().split("\n")[1][2:], "kept\n", "kept\n")]
+    assert sorted(p.name for p in template.iterdir()) == ["notes.txt", "other.txt"]
+    for bad, changed in [("echo more >> notes.txt", "notes.txt"), ("cp notes.txt x; mv x other.txt", "other.txt"),
+                         ("rm notes.txt", "notes.txt")]:  # fmt: skip
+        doc.write_text(f"```console\n$ {bad}\n```\n")
+        with pytest.raises(
+            AssertionError, match=rf"doc.md: a shown command changed files of the checkout: \['{changed}'\]"
+        ):
+            run_file(doc, template)
 
 
 def test_a_refresh_rewrites_only_outputs_that_really_differ(tmp_path, checkout):
@@ -423,7 +427,7 @@ def test_a_refresh_rewrites_only_outputs_that_really_differ(tmp_path, checkout):
     )
     changed = "```console\n$ echo 0.545 on 65 rows\n0.541 on 64 rows\n$ echo same 1.5\nsame 1.5\n```\n"
     doc.write_text("Text 3.2 around.\n\n" + kept + "\nbetween\n\n" + changed)
-    fresh, results = run_file(doc, tmp_path, checkout)
+    fresh, results = run_file(doc, checkout)
     assert fresh == "Text 3.2 around.\n\n" + kept + "\nbetween\n\n" + changed.replace("0.541 on 64", "0.545 on 65")
     assert [real for _, _, real in results][:2] == [
         "residual 3.269059611898939e-08 on 64 rows\n",
