@@ -2,10 +2,11 @@
 
 A ```console block holds ``$ `` command lines, each followed by the output a person sees on an 80-column
 terminal (stdout and stderr; ``(exit N)`` after a non-zero exit). The blocks of one file run in order, from the
-repository root as a reader types them: in a temporary copy of the checkout (hard links to one
-``conftest.checkout`` per test process, new for each file), so commands that write files leave the repository
-alone. A plain ``posenc ARGS`` line runs in this process on
-a stand-in terminal (``conftest.cli_tty``: isatty, 80 columns, stdout and stderr interleaved, stdin empty);
+repository root as a reader types them: in the test process's copy of the checkout (``conftest.checkout``), so
+commands that write files leave the repository alone; the files a file's commands create are removed after it
+(``conftest.in_checkout``), and a command that changed a file of the copy fails. A picture ``posenc plot -o``
+writes is not drawn (:func:`undrawn_pictures`). A plain ``posenc ARGS`` line runs in this process on a stand-in
+terminal (``conftest.cli_tty``: isatty, 80 columns, stdout and stderr interleaved, stdin empty);
 so do the simple shell lines :func:`in_process_plan` knows (``;``, ``> FILE``, posenc piped into ``cut``,
 ``python -c CODE``, ``python SCRIPT ARGS``: a Python interpreter and NumPy started per line cost more than
 what most of these lines do); anything else (``posenc ... | posenc ...``, variables, ``&&``) runs through bash
