@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import completion_env, completion_values, parse
+from .each import each
 
 HEAVY = ("numpy", "rich", "safetensors", "ml_dtypes")
 
@@ -103,29 +104,35 @@ def probed() -> dict[str, tuple[int, list[str], str]]:
     return dict(zip(cases, probe_all(list(cases.values()))))
 
 
-@pytest.mark.parametrize("args", HELP, ids=lambda a: " ".join(a))
-def test_help_and_version_import_nothing_heavy(probed, args):
-    code, heavy, out = probed[" ".join(args)]
-    assert code == 0, out
-    assert out.strip(), "printed nothing"
-    assert heavy == [], f"posenc {' '.join(args)} imported {heavy}"
+def test_help_and_version_import_nothing_heavy(probed):
+    """(One test over the cases, tests/each.py naming each that fails: an item per case added pytest's cost only.)"""
+
+    def light(args: list[str]) -> None:
+        code, heavy, out = probed[" ".join(args)]
+        assert code == 0, out
+        assert out.strip(), "printed nothing"
+        assert heavy == [], f"posenc {' '.join(args)} imported {heavy}"
+
+    each(HELP, light)
 
 
-@pytest.mark.parametrize("shell", SHELLS)
-@pytest.mark.parametrize("what", list(COMPLETIONS))
-def test_shell_completion_imports_nothing_heavy(probed, shell, what):
-    code, heavy, out = probed[f"{shell} {what}"]
-    assert code == 0, out
-    assert heavy == [], f"completing {COMPLETIONS[what]!r} in {shell} imported {heavy}"
-    values = completion_values(out, shell)
-    if what == "command name":
-        assert values == ["generate"]
-    if what == "kind value":
-        assert values == ["sinusoidal", "sinusoidal-2d", "sinusoidal-3d"]
-    if what == "parameter name":
-        assert values == ["base="]
-    if what == "check name":
-        assert values == ["constant-norm"]
+def test_shell_completion_imports_nothing_heavy(probed):
+    def light(case: tuple[str, str]) -> None:
+        shell, what = case
+        code, heavy, out = probed[f"{shell} {what}"]
+        assert code == 0, out
+        assert heavy == [], f"completing {COMPLETIONS[what]!r} in {shell} imported {heavy}"
+        values = completion_values(out, shell)
+        if what == "command name":
+            assert values == ["generate"]
+        if what == "kind value":
+            assert values == ["sinusoidal", "sinusoidal-2d", "sinusoidal-3d"]
+        if what == "parameter name":
+            assert values == ["base="]
+        if what == "check name":
+            assert values == ["constant-norm"]
+
+    each([(shell, what) for what in COMPLETIONS for shell in SHELLS], light)
 
 
 def test_probe_sees_heavy_imports(probed):
