@@ -63,8 +63,9 @@ def copy_checkout(dest: Path) -> Path:
 @pytest.fixture(scope="session")
 def checkout(tmp_path_factory) -> Path:
     """One copy of the checkout per test process (:func:`copy_checkout`: 19 MB, 0.3 CPU-s and 0.3-1 s of disk a
-    copy), shared by the tests that run commands from the repository root: each runs in a new tree of hard links
-    to it (:func:`link_checkout`). Nothing writes into it."""
+    copy), shared by the tests that run commands from the repository root: in it, the files they create removed
+    after each (:func:`in_checkout`), or in a new tree of hard links to it (:func:`link_checkout`). Nothing
+    changes a file of it."""
     return copy_checkout(tmp_path_factory.mktemp("checkout") / "repo")
 
 
