@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import gc
 import io
 import os
@@ -9,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -72,8 +74,9 @@ def copy_checkout(dest: Path) -> Path:
 @pytest.fixture(scope="session")
 def checkout(tmp_path_factory) -> Path:
     """One copy of the checkout per test process (:func:`copy_checkout`: 19 MB, 0.3 CPU-s and 0.3-1 s of disk a
-    copy), shared by the tests that run commands from the repository root: each runs in a new tree of hard links
-    to it (:func:`link_checkout`). Nothing writes into it."""
+    copy), shared by the tests that run commands from the repository root: in it, the files they create removed
+    after each (:func:`in_checkout`), or in a new tree of hard links to it (:func:`link_checkout`). Nothing
+    changes a file of it."""
     return copy_checkout(tmp_path_factory.mktemp("checkout") / "repo")
 
 
@@ -89,6 +92,50 @@ def link_checkout(template: Path, dest: Path) -> Path:
         for name in files:
             os.link(os.path.join(folder, name), os.path.join(target, name))
     return Path(dest)
+
+
+def _tree(root: Path) -> tuple[dict[str, tuple[int, int, int]], set[str]]:
+    """The files (anything but a folder, links included) under ``root`` with (inode, size, modification time),
+    and its folders; paths relative to ``root``."""
+    files: dict[str, tuple[int, int, int]] = {}
+    folders: set[str] = set()
+    stack = [("", os.fspath(root))]
+    while stack:
+        rel, folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    folders.add(rel + e.name)
+                    stack.append((rel + e.name + "/", e.path))
+                else:
+                    st = e.stat(follow_symlinks=False)
+                    files[rel + e.name] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return files, folders
+
+
+#: template -> its tree as the last :func:`in_checkout` left it (the state after one use is the state before the next)
+_TREES: dict[Path, tuple[dict[str, tuple[int, int, int]], set[str]]] = {}
+
+
+@contextlib.contextmanager
+def in_checkout(template: Path, what: str = "a command") -> Iterator[Path]:
+    """Run in ``template`` (the session's :func:`checkout`) itself, as in a tree of its own: the files and folders
+    created there are removed after, and a file of it that was written, replaced or removed fails (what a tree
+    of hard links to it, :func:`link_checkout`, gave for 283 folders and 1005 links a use, and pytest's
+    clean-up of them at the end)."""
+    before_files, before_folders = _TREES.get(template) or _tree(template)
+    try:
+        yield template
+    finally:
+        after_files, after_folders = _tree(template)
+        for rel in after_files.keys() - before_files.keys():
+            os.unlink(template / rel)
+        for rel in sorted(after_folders - before_folders, key=len, reverse=True):  # the deepest first
+            os.rmdir(template / rel)
+        kept = {rel: st for rel, st in after_files.items() if rel in before_files}
+        _TREES[template] = kept, before_folders & after_folders
+        changed = sorted({f for f, st in before_files.items() if kept.get(f) != st} | (before_folders - after_folders))
+        assert not changed, f"{what} changed files of the checkout: {changed}"
 
 
 def posenc_cmd() -> list[str]:

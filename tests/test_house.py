@@ -26,7 +26,7 @@ import pytest
 import posenc_cli
 from posenc_cli.encodings import KINDS
 
-from .conftest import ROOT, cli, completion_env, link_checkout, parse
+from .conftest import ROOT, cli, completion_env, in_checkout, parse
 
 TOY_MODULE = '''
 """A toy kind for tests: pe[t, j] = cos(t / (j + 1)), one module, one registry line."""
@@ -193,15 +193,9 @@ def test_the_kind_name_scan_can_fail(tmp_path):
 
 
 # ----- the public API ----------------------------------------------------------------------------------------
-def test_public_api_is_lazy_and_complete():
-    code = (
-        "import sys, posenc_cli; assert 'numpy' not in sys.modules, 'import posenc_cli imported numpy'; "
-        "posenc_cli.generate('sinusoidal', length=2, dim=2); assert 'numpy' in sys.modules"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
-    )
-    assert proc.returncode == 0, proc.stderr
+def test_public_api_is_complete():
+    """Every name of ``__all__`` resolves (that ``import posenc_cli`` imports no NumPy until one is used is
+    test_startup.py's test_the_public_api_imports_nothing_heavy_until_used, in its fresh interpreter)."""
     for name in posenc_cli.__all__:
         assert getattr(posenc_cli, name) is not None, name
     with pytest.raises(AttributeError):
@@ -229,27 +223,14 @@ def test_docs_have_a_python_example():
     assert any(name == "python-api.md" for name, _ in python_blocks())
 
 
-def _stats(root: Path) -> dict[str, tuple[int, int]]:
-    """Each file under ``root``: (size, modification time); read with os.walk's scandir entries (0.01 CPU-s for
-    the checkout; pathlib's rglob and a stat per call took 0.065, twice per example)."""
-    out = {}
-    for folder, _, files in os.walk(root):
-        rel = os.path.relpath(folder, root)
-        for name in files:
-            st = os.stat(os.path.join(folder, name))
-            out[os.path.normpath(os.path.join(rel, name))] = (st.st_size, st.st_mtime_ns)
-    return out
-
-
 @pytest.mark.parametrize("name,code", python_blocks(), ids=[n for n, _ in python_blocks()])
-def test_python_examples_run(tmp_path, monkeypatch, checkout, name, code):
-    """Each marked Python block of README and docs/, executed as written from (a copy of) the repository root: a
-    new tree of hard links to the session's copy (``conftest.checkout``), so the files an example writes are its own (posenc writes a new file and
-    renames it into place); one that wrote into a file of the checkout would change the copy: that fails."""
-    before = _stats(checkout)
-    monkeypatch.chdir(link_checkout(checkout, tmp_path / "repo"))
-    exec(compile(code, name, "exec"), {})
-    assert _stats(checkout) == before, f"{name}: the example changed files of the checkout"
+def test_python_examples_run(monkeypatch, checkout, name, code):
+    """Each marked Python block of README and docs/, executed as written from (a copy of) the repository root: the
+    session's copy (``conftest.in_checkout``), where the files an example writes are removed after it; one that
+    wrote into, replaced or removed a file of the copy fails."""
+    with in_checkout(checkout, f"{name}: the example") as root:
+        monkeypatch.chdir(root)
+        exec(compile(code, name, "exec"), {})
 
 
 def test_api_names_parameters_as_every_other_surface():

@@ -16,14 +16,17 @@ from pathlib import Path
 import pytest
 
 from .conftest import completion_env, completion_values, parse
+from .each import each
 
 HEAVY = ("numpy", "rich", "safetensors", "ml_dtypes")
 
 PROBE = f"""
 import io, json, os, sys
 HEAVY = {HEAVY!r}
+import posenc_cli
+library = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)
 base_env = dict(os.environ)
-results = []
+results = [{{"code": 0, "heavy": library, "out": ""}}]
 real_out = sys.stdout
 for args, env in json.loads(sys.argv[1]):
     os.environ.clear()
@@ -42,6 +45,9 @@ for args, env in json.loads(sys.argv[1]):
     sys.stdout = real_out
     heavy = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)
     results.append({{"code": code, "heavy": heavy, "out": out}})
+shape = posenc_cli.generate("sinusoidal", length=2, dim=3).array().shape
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)
+results.append({{"code": 0, "heavy": heavy, "out": str(shape)}})
 sys.stderr.write("\\n@@heavy@@" + json.dumps(results) + "\\n")
 """
 
@@ -50,7 +56,9 @@ def probe_all(cases: list[tuple[list[str], dict[str, str]]]) -> list[tuple[int, 
     """(exit code, heavy modules imported so far, stdout) after each ``posenc ARGS`` with its environment, run one
     after the other in one fresh interpreter: the modules a command imports stay in ``sys.modules``, so the
     first command that imports a heavy module shows it (the ones after it too), as its own interpreter would.
-    One interpreter for the whole list: a fresh one per command cost 0.15 CPU-s each, 36 times."""
+    One interpreter for the whole list: a fresh one per command cost 0.15 CPU-s each, 36 times. Before the
+    first, the interpreter runs ``import posenc_cli`` (the first result), after the last the library's
+    ``posenc_cli.generate`` (the last result: its table's shape as its output)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("_POSENC")}
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(cases)],
@@ -63,7 +71,7 @@ def probe_all(cases: list[tuple[list[str], dict[str, str]]]) -> list[tuple[int, 
     marker = proc.stderr.rfind("@@heavy@@")
     assert marker >= 0, f"probe crashed: {proc.stderr[-2000:]}"
     results = json.loads(proc.stderr[marker + len("@@heavy@@") :].strip())
-    assert len(results) == len(cases), proc.stderr[-2000:]
+    assert len(results) == len(cases) + 2, proc.stderr[-2000:]
     return [(r["code"], r["heavy"], r["out"]) for r in results]
 
 
@@ -100,32 +108,46 @@ def probed() -> dict[str, tuple[int, list[str], str]]:
     cases.update({f"{shell} {what}": ([], completion_env(line, shell)) for what, line in COMPLETIONS.items()
                   for shell in SHELLS})  # fmt: skip
     cases["generate"] = (GENERATE, {})
-    return dict(zip(cases, probe_all(list(cases.values()))))
+    return dict(zip(["import posenc_cli", *cases, "posenc_cli.generate"], probe_all(list(cases.values()))))
 
 
-@pytest.mark.parametrize("args", HELP, ids=lambda a: " ".join(a))
-def test_help_and_version_import_nothing_heavy(probed, args):
-    code, heavy, out = probed[" ".join(args)]
-    assert code == 0, out
-    assert out.strip(), "printed nothing"
-    assert heavy == [], f"posenc {' '.join(args)} imported {heavy}"
+def test_help_and_version_import_nothing_heavy(probed):
+    """(One test over the cases, tests/each.py naming each that fails: an item per case added pytest's cost only.)"""
+
+    def light(args: list[str]) -> None:
+        code, heavy, out = probed[" ".join(args)]
+        assert code == 0, out
+        assert out.strip(), "printed nothing"
+        assert heavy == [], f"posenc {' '.join(args)} imported {heavy}"
+
+    each(HELP, light)
 
 
-@pytest.mark.parametrize("shell", SHELLS)
-@pytest.mark.parametrize("what", list(COMPLETIONS))
-def test_shell_completion_imports_nothing_heavy(probed, shell, what):
-    code, heavy, out = probed[f"{shell} {what}"]
-    assert code == 0, out
-    assert heavy == [], f"completing {COMPLETIONS[what]!r} in {shell} imported {heavy}"
-    values = completion_values(out, shell)
-    if what == "command name":
-        assert values == ["generate"]
-    if what == "kind value":
-        assert values == ["sinusoidal", "sinusoidal-2d", "sinusoidal-3d"]
-    if what == "parameter name":
-        assert values == ["base="]
-    if what == "check name":
-        assert values == ["constant-norm"]
+def test_shell_completion_imports_nothing_heavy(probed):
+    def light(case: tuple[str, str]) -> None:
+        shell, what = case
+        code, heavy, out = probed[f"{shell} {what}"]
+        assert code == 0, out
+        assert heavy == [], f"completing {COMPLETIONS[what]!r} in {shell} imported {heavy}"
+        values = completion_values(out, shell)
+        if what == "command name":
+            assert values == ["generate"]
+        if what == "kind value":
+            assert values == ["sinusoidal", "sinusoidal-2d", "sinusoidal-3d"]
+        if what == "parameter name":
+            assert values == ["base="]
+        if what == "check name":
+            assert values == ["constant-norm"]
+
+    each([(shell, what) for what in COMPLETIONS for shell in SHELLS], light)
+
+
+def test_the_public_api_imports_nothing_heavy_until_used(probed):
+    """``import posenc_cli`` in a fresh interpreter imports no NumPy (the API resolves lazily, PEP 562), and
+    ``posenc_cli.generate`` then works through it."""
+    assert probed["import posenc_cli"][1] == []
+    _, heavy, shape = probed["posenc_cli.generate"]
+    assert shape == "(2, 3)" and "numpy" in heavy
 
 
 def test_probe_sees_heavy_imports(probed):
