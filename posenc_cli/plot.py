@@ -890,7 +890,9 @@ def _has_patches(src: PlotSource) -> bool:
 
 
 def _view_grid(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]) -> Any:
-    """Feature k of each patch's row over the H x W grid, one panel per feature (the first 16)."""
+    """Feature k of each patch's row over the H x W grid, one panel per feature (the first 16), on one colour scale
+    symmetric about 0 (the features of a table are in one unit, added to the same token vectors: a feature that
+    barely varies looks pale rather than stretched to full colour), with one colour bar."""
     (src,) = sources
     got = _patches(src)
     assert got is not None
@@ -899,16 +901,18 @@ def _view_grid(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any
     cols = min(len(feats), 4)
     rows = -(-len(feats) // cols)
     fig = fig_size((2.6 * cols + 1.2, 2.6 * rows * h / max(w, 1) + 1.0))
+    shown = p[:, :, feats]
+    fin = np.abs(shown[np.isfinite(shown)])
+    lim = float(fin.max()) if fin.size and fin.max() > 0 else 1.0
     axes = []
     for i, k in enumerate(feats):
         ax = fig.add_subplot(rows, cols, i + 1)
-        lim = float(np.abs(p[:, :, k]).max()) or 1.0
         im = ax.imshow(p[:, :, k], cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest")
         ax.set_title(f"feature {k}")
         ax.set_xticks([])
         ax.set_yticks([])
-        fig.colorbar(im, ax=ax, shrink=0.8)
         axes.append(ax)
+    fig.colorbar(im, ax=axes, label=name, shrink=0.8)  # (one scale: the last image stands for them all)
     shown = f"features 0..{feats[-1]} of {p.shape[2]}"
     fig.suptitle(f"{src.label}: {name} over its {h}x{w} patch grid ({shown})")
     return fig, axes
