@@ -21,8 +21,8 @@ GEMMA3 = str(DATA / "configs" / "gemma3_text.json")
 LLAMA = str(DATA / "configs" / "llama.json")
 BASES = {"full_attention": 1e6, "sliding_attention": 1e4}
 # Tables of 16 rows (20 where the rows must come from the file): at t = 1 the second frequencies of the bases
-# already differ by 3.3e-2 rad (1e6 vs 1e4) and 1.2e-2 (5e4 vs 1e4), far above float32's rounding; what these tests hold
-# (which layer type a table is paired with, and its verdict) does not depend on the table's length.
+# already differ by 3.3e-2 rad (1e6 vs 1e4) and 1.2e-2 (5e4 vs 1e4), far above float32's rounding; what these
+# tests hold (which layer type a table is paired with, and its verdict) does not depend on the table's length.
 
 
 def half_rope(rows: int, base: float, dim: int = 256) -> dict[str, np.ndarray]:

@@ -1,7 +1,8 @@
 """`posenc plot` from the command line: every view a kind declares renders (each kind's default view for every
 kind, the others once per role of the tensor they draw; test_plot.py draws the rest) and, once per way of drawing
-that test_plot.py does not rasterise, its pixels are not blank, a view that does not apply is a one-line error listing those that do, the terminal heatmap fits the terminal, a
-pipe without -o is refused, and README's pictures are current.
+that test_plot.py does not rasterise, its pixels are not blank; a view that does not apply is a one-line error
+listing those that do, the terminal heatmap fits the terminal, a pipe without -o is refused, and README's pictures
+are current.
 
 The views' content (colours per cell, the dot curve's peak, points on the circle) is tested in test_plot.py.
 """
