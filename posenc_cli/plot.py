@@ -447,8 +447,9 @@ def _image(
     *,
     cmap: str | None = None,
     clim: tuple[float, float] | None = None,
-    label: str = "value",
+    label: str | None = "value",
 ) -> Any:
+    """``a`` drawn in ``ax``, with a colour bar labelled ``label`` (none when ``label`` is None)."""
     import matplotlib as mpl
 
     name, lo, hi = _cmap_for(a)
@@ -466,7 +467,8 @@ def _image(
         aspect="auto",
         interpolation="antialiased" if big else "nearest",
     )
-    fig.colorbar(im, ax=ax, label=label, shrink=0.9)
+    if label is not None:
+        fig.colorbar(im, ax=ax, label=label, shrink=0.9)
     return im
 
 
@@ -846,10 +848,12 @@ def _view_compare(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, 
     fin = np.abs(diff[np.isfinite(diff)])
     m = float(fin.max()) if fin.size and fin.max() > 0 else 1.0
     axes = []
+    images = []
+    # A and B on one colour scale with one colour bar beside both; the difference on its own
     for i, (title, arr, cm, clim, label) in enumerate(
         (
-            (f"A: {a_src.label} [{na}]", a, cmap, (lo, hi), "value"),
-            (f"B: {b_src.label} [{nb}]", b, cmap, (lo, hi), "value"),
+            (f"A: {a_src.label} [{na}]", a, cmap, (lo, hi), None),
+            (f"B: {b_src.label} [{nb}]", b, cmap, (lo, hi), None),
             (
                 f"A - B (max |A - B| = {float(fin.max()) if fin.size else 0.0:.3g})",
                 diff,
@@ -860,11 +864,12 @@ def _view_compare(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, 
         )
     ):
         ax = fig.add_subplot(1, 3, i + 1)
-        _image(fig, ax, arr, cmap=cm, clim=clim, label=label)
+        images.append(_image(fig, ax, arr, cmap=cm, clim=clim, label=label))
         ax.set_title(title)
         ax.set_xlabel("dimension (column)")
         ax.set_ylabel("position t (row)")
         axes.append(ax)
+    fig.colorbar(images[1], ax=axes[:2], label="value (A and B)", shrink=0.9)
     return fig, axes
 
 

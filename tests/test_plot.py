@@ -477,13 +477,18 @@ def test_svg_is_the_same_in_another_process(mpl, tmp_path):
     assert (tmp_path / "here.svg").read_bytes() == (tmp_path / "there.svg").read_bytes()
 
 
-def test_compare_of_a_table_with_itself_shows_no_difference(undrawn, tmp_path):
+def test_compare_of_a_table_with_itself_shows_no_difference(built, tmp_path):
     """Two equal tables: the difference panel is all zero (its colour scale cannot come from the data; the colour
-    of 0 is read back in the picture above). Every (kind, view) a kind declares is drawn in
+    of 0 is read back in the picture above); A and B share one colour scale and one colour bar, the difference has
+    its own. Every (kind, view) a kind declares is drawn in
     test_plot_cli.test_every_declared_view_renders_for_its_kind."""
     a = source("rope", length=16, dim=8)
-    diff = plot("compare", [a, a], tmp_path / "same.png").panels[2]
+    res = plot("compare", [a, a], tmp_path / "same.png")
+    diff = res.panels[2]
     assert diff.title == "A - B (max |A - B| = 0)" and diff.clim == (-1.0, 1.0) and diff.cmap == "RdBu_r"
+    assert res.panels[0].clim == res.panels[1].clim and res.panels[0].cmap == res.panels[1].cmap
+    bars = [ax.get_ylabel() for ax in built[0].axes if ax not in panel_axes(built[0], res)]
+    assert sorted(bars) == ["difference", "value (A and B)"]
 
 
 # ----- one writer for tables and pictures -------------------------------------------------------------------
