@@ -906,8 +906,8 @@ def _view_grid(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any
     cols = min(len(feats), 4)
     rows = -(-len(feats) // cols)
     fig = fig_size((2.6 * cols + 1.2, 2.6 * rows * h / max(w, 1) + 1.0))
-    shown = p[:, :, feats]
-    fin = np.abs(shown[np.isfinite(shown)])
+    values = p[:, :, feats]
+    fin = np.abs(values[np.isfinite(values)])
     lim = float(fin.max()) if fin.size and fin.max() > 0 else 1.0
     axes = []
     for i, k in enumerate(feats):
