@@ -316,9 +316,11 @@ def test_only_sin_cos_columns_count_as_pairs():
 
 # ----- bias and compare -----------------------------------------------------------------------------------------
 def test_bias_shows_values_and_the_causal_mask_in_grey(mpl, tmp_path):
-    """Five heads: two rows of panels, the second short (its x axis labelled on its own), one colour scale."""
+    """Five heads: two rows of panels, the second short (its x axis labelled on its own), one colour scale. Drawn
+    at 8 x 4.5 inches: the default 15 x 7.1 spreads the same panels with more ticks to lay out (a third more CPU);
+    the view's default size is drawn for t5 in test_plot_cli."""
     alibi = source("alibi:causal=true", length=16, dim=5)
-    res = plot("bias", [alibi], tmp_path / "b.png")
+    res = plot("bias", [alibi], tmp_path / "b.png", size=(8, 4.5))
     assert [p.title for p in res.panels] == [f"head {h} of 5" for h in range(5)]
     img = read_rgb(res.path)
     for h in (0, 2, 4):
@@ -451,10 +453,10 @@ def test_the_layout_pass_only_lays_out_and_the_file_is_the_same(mpl, tmp_path, m
     axes_draw = Axes.draw
     monkeypatch.setattr(Axes, "draw", lambda self, renderer: (drawn.append(self), axes_draw(self, renderer))[1])
     srcs = [source("rope", "base 1e4", length=64, dim=8), source("rope:base=500000", "base 5e5", length=64, dim=8)]
-    ours = plot("dot", srcs, tmp_path / "ours.png", dpi=40)  # one panel, a legend outside it
+    ours = plot("dot", srcs, tmp_path / "ours.png", size=(5, 3), dpi=40)  # one panel, a legend outside it
     assert len(drawn) == 1
     monkeypatch.setattr(plot_module, "_figure_class", lambda: Figure)
-    plain = plot("dot", srcs, tmp_path / "plain.png", dpi=40)
+    plain = plot("dot", srcs, tmp_path / "plain.png", size=(5, 3), dpi=40)
     assert len(drawn) == 3
     assert ours.panels == plain.panels and np.array_equal(read_rgb(ours.path), read_rgb(plain.path))
     assert assert_file_without_stamps(ours, "png") == assert_file_without_stamps(plain, "png")
@@ -467,9 +469,10 @@ def test_svg_is_the_same_in_another_process(mpl, tmp_path):
         "import sys; sys.path.insert(0, sys.argv[2]); from posenc_cli import api; "
         "from posenc_cli.plot import PlotSource, plot; e = api.generate('sinusoidal', length=32, dim=8); "
         "plot('dot', [PlotSource('sinusoidal', {n: e.array(n) for n in e.tensor_specs()}, dict(type(e).ROLES), "
-        "e.metadata())], sys.argv[1])"
+        "e.metadata())], sys.argv[1], size=(5, 3))"
     )
-    assert_file_without_stamps(plot("dot", [source("sinusoidal", length=32, dim=8)], tmp_path / "here.svg"), "svg")
+    here = plot("dot", [source("sinusoidal", length=32, dim=8)], tmp_path / "here.svg", size=(5, 3))
+    assert_file_without_stamps(here, "svg")
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"  # not this process's seed
     env = {"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}
     env.update({k: os.environ[k] for k in ("PYTHONDONTWRITEBYTECODE",) if k in os.environ})  # no bytecode here
