@@ -447,8 +447,9 @@ def _image(
     *,
     cmap: str | None = None,
     clim: tuple[float, float] | None = None,
-    label: str = "value",
+    label: str | None = "value",
 ) -> Any:
+    """``a`` drawn in ``ax``, with a colour bar labelled ``label`` (none when ``label`` is None)."""
     import matplotlib as mpl
 
     name, lo, hi = _cmap_for(a)
@@ -466,7 +467,8 @@ def _image(
         aspect="auto",
         interpolation="antialiased" if big else "nearest",
     )
-    fig.colorbar(im, ax=ax, label=label, shrink=0.9)
+    if label is not None:
+        fig.colorbar(im, ax=ax, label=label, shrink=0.9)
     return im
 
 
@@ -846,10 +848,12 @@ def _view_compare(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, 
     fin = np.abs(diff[np.isfinite(diff)])
     m = float(fin.max()) if fin.size and fin.max() > 0 else 1.0
     axes = []
+    images = []
+    # A and B on one colour scale with one colour bar beside both; the difference on its own
     for i, (title, arr, cm, clim, label) in enumerate(
         (
-            (f"A: {a_src.label} [{na}]", a, cmap, (lo, hi), "value"),
-            (f"B: {b_src.label} [{nb}]", b, cmap, (lo, hi), "value"),
+            (f"A: {a_src.label} [{na}]", a, cmap, (lo, hi), None),
+            (f"B: {b_src.label} [{nb}]", b, cmap, (lo, hi), None),
             (
                 f"A - B (max |A - B| = {float(fin.max()) if fin.size else 0.0:.3g})",
                 diff,
@@ -860,11 +864,12 @@ def _view_compare(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, 
         )
     ):
         ax = fig.add_subplot(1, 3, i + 1)
-        _image(fig, ax, arr, cmap=cm, clim=clim, label=label)
+        images.append(_image(fig, ax, arr, cmap=cm, clim=clim, label=label))
         ax.set_title(title)
         ax.set_xlabel("dimension (column)")
         ax.set_ylabel("position t (row)")
         axes.append(ax)
+    fig.colorbar(images[1], ax=axes[:2], label="value (A and B)", shrink=0.9)
     return fig, axes
 
 
@@ -890,7 +895,9 @@ def _has_patches(src: PlotSource) -> bool:
 
 
 def _view_grid(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any]) -> Any:
-    """Feature k of each patch's row over the H x W grid, one panel per feature (the first 16)."""
+    """Feature k of each patch's row over the H x W grid, one panel per feature (the first 16), on one colour scale
+    symmetric about 0 (the features of a table are in one unit, added to the same token vectors: a feature that
+    barely varies looks pale rather than stretched to full colour), with one colour bar."""
     (src,) = sources
     got = _patches(src)
     assert got is not None
@@ -899,16 +906,18 @@ def _view_grid(fig_size: Any, sources: Sequence[PlotSource], opts: dict[str, Any
     cols = min(len(feats), 4)
     rows = -(-len(feats) // cols)
     fig = fig_size((2.6 * cols + 1.2, 2.6 * rows * h / max(w, 1) + 1.0))
+    values = p[:, :, feats]
+    fin = np.abs(values[np.isfinite(values)])
+    lim = float(fin.max()) if fin.size and fin.max() > 0 else 1.0
     axes = []
     for i, k in enumerate(feats):
         ax = fig.add_subplot(rows, cols, i + 1)
-        lim = float(np.abs(p[:, :, k]).max()) or 1.0
         im = ax.imshow(p[:, :, k], cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest")
         ax.set_title(f"feature {k}")
         ax.set_xticks([])
         ax.set_yticks([])
-        fig.colorbar(im, ax=ax, shrink=0.8)
         axes.append(ax)
+    fig.colorbar(im, ax=axes, label=name, shrink=0.8)  # (one scale: the last image stands for them all)
     shown = f"features 0..{feats[-1]} of {p.shape[2]}"
     fig.suptitle(f"{src.label}: {name} over its {h}x{w} patch grid ({shown})")
     return fig, axes

@@ -121,16 +121,20 @@ def test_patch_view_draws_each_patchs_cosine_to_the_chosen_one() -> None:
 
 
 def test_grid_view_draws_feature_k_over_the_grid() -> None:
+    """21 features (the smooth table's 16, each k scaled by 1 + k/4, then 5 more at 6 times the size): the first 16
+    drawn, each over the grid, the title says so; one colour scale, symmetric about 0 at the largest |value| of the
+    features shown (not of the 5 left out), and one colour bar for every panel."""
     from posenc_cli.plot import _view_grid
 
-    table = smooth_table()
-    _fig, axes = _view_grid(_figure(), [_source(table, META)], {})
-    assert len(axes) == min(D, 16)
-    np.testing.assert_array_equal(np.asarray(axes[3].images[0].get_array()), table[1:, 3].reshape(H, W))
-    wide = np.concatenate([table, table[:, :5] * 2], axis=1)  # 21 features: the first 16 drawn, the title says so
+    table = smooth_table() * (1 + np.arange(D, dtype=np.float32) / 4)
+    wide = np.concatenate([table, table[:, :5] * 6], axis=1)
     fig, axes = _view_grid(_figure(), [_source(wide, META)], {})
     assert len(axes) == 16 and fig._suptitle.get_text().endswith("(features 0..15 of 21)")
-    np.testing.assert_array_equal(np.asarray(axes[15].images[0].get_array()), wide[1:, 15].reshape(H, W))
+    for k in (0, 3, 15):
+        np.testing.assert_array_equal(np.asarray(axes[k].images[0].get_array()), wide[1:, k].reshape(H, W))
+    lim = float(np.abs(table[1:]).max())
+    assert {ax.images[0].get_clim() for ax in axes} == {(-lim, lim)}
+    assert len(fig.axes) == 17  # the 16 panels and one colour bar
 
 
 def test_grid_views_apply_only_to_grid_tables() -> None:

@@ -1,7 +1,10 @@
 """plot.py: every view drawn to a PNG and read back pixel by pixel (the heatmap's colour at a cell follows the value
-there, the dot curve peaks at offset 0, the circle's points lie on the circle, the spectrum rises and its context line
-sits at the original context), views that do not apply, the install hint without matplotlib, formats and
-deterministic files. Frequencies measured on the data are checked against the formulas without matplotlib."""
+there, the dot curve peaks at offset 0, the circle's points lie on the circle, the spectrum rises, the bias shows
+each head and its mask, compare shows the difference), and further sources of a view read from the figure's
+artists without drawing it (the rotary heatmap's images are cos and sin, the cosine curves peak at 0, a rotary
+source's points lie on the circle, the context line sits at the original context); views that do not apply, the
+install hint without matplotlib, formats and deterministic files. Frequencies measured on the data are checked
+against the formulas without matplotlib."""
 
 from __future__ import annotations
 
@@ -28,20 +31,28 @@ from posenc_cli.plot import (
 )
 
 from .conftest import ROOT, UNDRAWN
+from .each import each
 
 # a warning while drawing (a UserWarning, e.g. constrained layout that cannot fit the panels) fails the test
 pytestmark = pytest.mark.filterwarnings("error::UserWarning")
 
-#: (kind, view) pairs drawn below at the default size and read back pixel by pixel; test_plot_cli draws every
-#: other pair a kind declares through the command line. Keep it in step with the tests.
+#: (kind, view) pairs whose figure is built below from the kind's tensors at the default size and checked (read
+#: back pixel by pixel, or from its artists); test_plot_cli draws every other pair a kind declares through the
+#: command line. Keep it in step with the tests.
 DRAWN_HERE = {
     *(("sinusoidal", view) for view in ("dot", "circle", "spectrum", "compare")),
     *(("rope", view) for view in ("heatmap", "dot", "circle", "spectrum", "compare")),
     ("alibi", "bias"),
 }
+#: The ways of drawing that are rasterised below and read back pixel by pixel: (view, integer values). How a view
+#: turns its figure into pixels depends on the view and on whether its values are integers, not on which role the
+#: tensor it shows plays (that decides which tensor is read, which the figure's artists show); test_plot_cli
+#: rasterises each other way once.
+RASTERISED_HERE = {(view, False) for view in ("heatmap", "dot", "circle", "spectrum", "bias", "compare")}
 
 C0 = (31, 119, 180)  # matplotlib's first cycle colour (#1f77b4)
 C1 = (255, 127, 14)
+C2 = (44, 160, 44)
 
 
 def source(spec: str, label: str | None = None, **params) -> PlotSource:
@@ -55,6 +66,26 @@ def source(spec: str, label: str | None = None, **params) -> PlotSource:
 @pytest.fixture
 def mpl():
     return pytest.importorskip("matplotlib")
+
+
+@pytest.fixture
+def built(undrawn, monkeypatch):
+    """plot() without drawing (as :func:`undrawn`), and the list of the figures it built, in order: for a test that
+    reads what a figure shows from its artists (images, lines, points, texts) where the picture's pixels would test
+    matplotlib's drawing of one more source again."""
+    from matplotlib.figure import Figure
+
+    figures = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, fh, **kwargs: (figures.append(self), fh.write(UNDRAWN)))
+    return figures
+
+
+def panel_axes(figure, result) -> list:
+    """The Axes of the result's panels (not the colour bars), in the result's order."""
+    titles = [p.title for p in result.panels]
+    axes = [ax for ax in figure.axes if ax.get_title() in titles]
+    assert [ax.get_title() for ax in axes] == titles
+    return axes
 
 
 def read_rgb(path) -> np.ndarray:
@@ -103,30 +134,34 @@ def expected_rgb(panel, value: float) -> np.ndarray:
 
 
 # ----- heatmap --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("offset", [-0.5, 1.0])  # signed values: RdBu_r about 0; positive values: viridis
-def test_heatmap_colour_at_each_cell_follows_the_value(mpl, tmp_path, offset):
-    values = np.linspace(-1.0, 1.0, 6 * 5).reshape(6, 5)[np.random.default_rng(3).permutation(6)] + offset
-    src = PlotSource("grid", {"pe": values}, {"pe": "table"})
-    res = plot("heatmap", [src], tmp_path / "h.png")
+def test_heatmap_colour_at_each_cell_follows_the_value(mpl, tmp_path):
+    """Two tables in one picture, a panel each: signed values (RdBu_r about 0) and positive values (viridis)."""
+    values = np.linspace(-1.0, 1.0, 6 * 5).reshape(6, 5)[np.random.default_rng(3).permutation(6)]
+    tables = {offset: values + offset for offset in (-0.5, 1.0)}
+    srcs = [PlotSource(f"grid {offset:+}", {"pe": table}, {"pe": "table"}) for offset, table in tables.items()]
+    res = plot("heatmap", srcs, tmp_path / "h.png")
     img = read_rgb(res.path)
     assert img.shape[:2] == (res.size[1], res.size[0])
-    (panel,) = res.panels
-    assert panel.cmap == ("RdBu_r" if offset < 0 else "viridis")
-    for r in range(6):
-        for c in range(5):
-            got = img[to_pixel(panel, c, r)]
-            assert np.abs(got - expected_rgb(panel, values[r, c])).max() <= 2, (r, c, got)
+    assert [p.cmap for p in res.panels] == ["RdBu_r", "viridis"]
+    for panel, table in zip(res.panels, tables.values()):
+        for r in range(6):
+            for c in range(5):
+                got = img[to_pixel(panel, c, r)]
+                assert np.abs(got - expected_rgb(panel, table[r, c])).max() <= 2, (panel.title, r, c, got)
 
 
-def test_heatmap_of_a_rotary_source_shows_cos_and_sin(mpl, tmp_path):
+def test_heatmap_of_a_rotary_source_shows_cos_and_sin(built, tmp_path):
+    """Two panels whose images are the cos and sin tables on a scale symmetric about 0 (their colour at each cell
+    follows the value as the drawn heatmap above shows)."""
     rope = source("rope", length=32, dim=8)
     res = plot("heatmap", [rope], tmp_path / "r.png")
     assert [p.title.split(",")[0] for p in res.panels] == ["rope: cos float32", "rope: sin float32"]
-    img = read_rgb(res.path)
     cos, sin = rope.tensors["cos"], rope.tensors["sin"]
-    for panel, table in zip(res.panels, (cos, sin)):
-        for r, c in ((0, 0), (3, 1), (17, 2), (31, 7)):
-            assert np.abs(img[to_pixel(panel, c, r)] - expected_rgb(panel, table[r, c])).max() <= 2
+    for panel, ax, table in zip(res.panels, panel_axes(built[0], res), (cos, sin)):
+        np.testing.assert_array_equal(ax.images[0].get_array(), table)
+        m = float(np.abs(table).max())
+        assert panel.cmap == "RdBu_r" and panel.clim == (-m, m)
+        assert panel.xlim == (-0.5, 7.5) and panel.ylim == (31.5, -0.5)  # every cell shown, row 0 at the top
 
 
 # ----- dot ------------------------------------------------------------------------------------------------------
@@ -138,25 +173,34 @@ def peak_offset(img, panel, rgb) -> float:
     return float(np.mean(ks))
 
 
-# (rope's dot product, not its cosine, is the first curve of the overlay below: the same rows, offsets and axes)
-@pytest.mark.parametrize(("cosine", "spec"), [(False, "sinusoidal"), (True, "sinusoidal"), (True, "rope")])
-def test_dot_curve_peaks_at_offset_zero(mpl, tmp_path, spec, cosine):
+@pytest.mark.parametrize("spec", ["sinusoidal", "rope"])
+def test_dot_cosine_curve_peaks_at_one_at_offset_zero(built, tmp_path, spec):
+    """The cosine of a table's rows and of rope's rotated q, read from the figure (the dot products' curves, the
+    same lines from other numbers, are drawn and read back in pixels below): highest, at 1, at offset 0 only."""
     src = source(spec, length=256, dim=32)
-    res = plot("dot", [src], tmp_path / "d.png", starts=[128], cosine=cosine)
+    res = plot("dot", [src], tmp_path / "d.png", starts=[128], cosine=True)
     (panel,) = res.panels
     assert panel.xlim[0] < -50 and panel.xlim[1] > 50
-    one_offset = (panel.bbox[2] - panel.bbox[0]) / (panel.xlim[1] - panel.xlim[0])
-    assert abs(peak_offset(read_rgb(res.path), panel, C0)) <= max(1.0, 2 / one_offset)
+    (line,) = [ln for ln in panel_axes(built[0], res)[0].lines if ln.get_label() == "t=128"]
+    ks, values = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+    assert ks[0] < -50 and ks[-1] > 50 and ks[np.argmax(values)] == 0 and values.max() == pytest.approx(1.0)
+    assert np.all(values[ks != 0] < 1.0 - 1e-6)
 
 
-def test_dot_overlays_two_bases_each_peaking_at_zero(mpl, tmp_path):
-    a, b = source("rope", "base 1e4", length=256, dim=32), source("rope:base=500000", "base 5e5", length=256, dim=32)
-    res = plot("dot", [a, b], tmp_path / "d2.png")
+def test_dot_overlays_a_table_and_two_bases_each_peaking_at_zero(mpl, tmp_path):
+    """The dot product of a table's rows (sinusoidal) and rope's rotated product at two bases, row t = 128 of 256
+    each, in one picture: each curve's highest pixels at offset 0."""
+    srcs = [
+        source("sinusoidal", length=256, dim=32),
+        source("rope", "base 1e4", length=256, dim=32),
+        source("rope:base=500000", "base 5e5", length=256, dim=32),
+    ]
+    res = plot("dot", srcs, tmp_path / "d3.png")
     img = read_rgb(res.path)
     (panel,) = res.panels
     assert panel.xlim[0] < -50 and panel.xlim[1] > 50  # t = 128 of 256 rows, offsets up to a quarter of them
-    for rgb in (C0, C1):
-        assert abs(peak_offset(img, panel, rgb)) <= 1.0
+    for rgb in (C0, C1, C2):
+        assert abs(peak_offset(img, panel, rgb)) <= 1.0, rgb
 
 
 def test_dot_rotated_product_equals_the_rotation_for_any_layout():
@@ -176,14 +220,26 @@ def test_dot_rotated_product_equals_the_rotation_for_any_layout():
 
 # ----- circle ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("spec", ["sinusoidal", "rope", "rope:cache=onnx"])
-def test_circle_points_lie_on_the_circle(mpl, tmp_path, spec):
+def test_circle_points_lie_on_the_circle(request, tmp_path, spec):
+    """A table's points drawn and read back in pixels; a rotary source's (full tables, or caches) read from the
+    figure (the same scatter drawn from other numbers)."""
+    built = request.getfixturevalue("built") if spec != "sinusoidal" else None
+    if built is None:
+        pytest.importorskip("matplotlib")
     res = plot("circle", [source(spec, length=64, dim=16)], tmp_path / "c.png", positions=16)
     (panel,) = res.panels
-    rows, cols = pixels_of(read_rgb(res.path), panel, C0)
-    assert rows.size > 100
-    x, y = to_data(panel, rows, cols)
+    if built is None:
+        rows, cols = pixels_of(read_rgb(res.path), panel, C0)
+        assert rows.size > 100
+        x, y = to_data(panel, rows, cols)
+        tol = 0.04
+    else:
+        (points,) = panel_axes(built[0], res)[0].collections
+        x, y = np.asarray(points.get_offsets(), dtype=np.float64).T
+        assert x.size == 16 and (x[0], y[0]) == (1.0, 0.0)
+        tol = 1e-6
     radius = np.hypot(x, y)
-    assert np.all(np.abs(radius - 1.0) < 0.04), (radius.min(), radius.max())
+    assert np.all(np.abs(radius - 1.0) < tol), (radius.min(), radius.max())
     angles = np.unique(np.floor(np.degrees(np.arctan2(y, x)) / 10))
     assert angles.size >= 12  # 16 positions one radian apart spread all round
 
@@ -205,18 +261,23 @@ def test_spectrum_line_rises_monotonically(mpl, tmp_path):
     assert heights[0] - heights[-1] > 0.6 * (panel.bbox[3] - panel.bbox[1])
 
 
-def test_spectrum_draws_the_original_context_where_it_is(mpl, tmp_path):
+def test_spectrum_draws_the_original_context_where_it_is(built, tmp_path):
+    """One dashed grey line across the panel at the llama3 source's original context, 8192 (the other source has
+    none), labelled there; read from the figure (the spectrum above is drawn and read back in pixels)."""
     srcs = [
         source("rope:base=500000", "none", length=256, dim=64),
         source("rope:preset=llama3.1", "llama3", length=256, dim=64),
     ]
     res = plot("spectrum", srcs, tmp_path / "s2.png")
     (panel,) = res.panels
-    img = read_rgb(res.path)
-    row, _ = to_pixel(panel, 0, 8192.0)
-    rows, cols = pixels_of(img, panel, (85, 85, 85), tol=20)  # the dashed grey line
-    right = cols > (panel.bbox[0] + panel.bbox[2]) / 2  # away from its label at the left
-    assert right.sum() > 50 and np.all(np.abs(rows[right] - row) <= 2)
+    ax = panel_axes(built[0], res)[0]
+    assert panel.yscale == "log" and panel.ylim[0] < 8192 < panel.ylim[1]
+    grey = [ln for ln in ax.lines if ln.get_color() == "#555555"]
+    assert [(tuple(ln.get_xdata()), tuple(ln.get_ydata()), ln.get_linestyle()) for ln in grey] == [
+        ((0, 1), (8192.0, 8192.0), "--")  # x from the panel's left edge to its right (axes coordinates)
+    ]
+    assert grey[0].get_transform() == ax.get_yaxis_transform()
+    assert [(t.get_text(), t.xy[1]) for t in ax.texts] == [("original context 8192", 8192.0)]
 
 
 def test_frequencies_measured_on_the_data_match_the_formulas():
@@ -244,18 +305,22 @@ def test_longer_lags_sharpen_frequencies_of_coarse_tables():
     np.testing.assert_allclose(estimate_frequencies((cos + 1j * sin)[:, :32]), inv, rtol=2e-4)
 
 
-@pytest.mark.parametrize("spec", ["learned", "index", "binary", "normalized", "sinusoidal-2d"])
-def test_only_sin_cos_columns_count_as_pairs(spec):
-    src = source(spec, length=196, dim=16)
-    assert sinusoid_pairs(src.tensors["pe"]) is None
-    assert "circle" not in applicable([src]) and "spectrum" not in applicable([src])
+def test_only_sin_cos_columns_count_as_pairs():
+    def no_pairs(spec: str) -> None:
+        src = source(spec, length=196, dim=16)
+        assert sinusoid_pairs(src.tensors["pe"]) is None
+        assert "circle" not in applicable([src]) and "spectrum" not in applicable([src])
+
+    each(["learned", "index", "binary", "normalized", "sinusoidal-2d"], no_pairs)
 
 
 # ----- bias and compare -----------------------------------------------------------------------------------------
 def test_bias_shows_values_and_the_causal_mask_in_grey(mpl, tmp_path):
-    """Five heads: two rows of panels, the second short (its x axis labelled on its own), one colour scale."""
+    """Five heads: two rows of panels, the second short (its x axis labelled on its own), one colour scale. Drawn
+    at 8 x 4.5 inches: the default 15 x 7.1 spreads the same panels with more ticks to lay out (a third more CPU);
+    the view's default size is drawn for t5 in test_plot_cli."""
     alibi = source("alibi:causal=true", length=16, dim=5)
-    res = plot("bias", [alibi], tmp_path / "b.png")
+    res = plot("bias", [alibi], tmp_path / "b.png", size=(8, 4.5))
     assert [p.title for p in res.panels] == [f"head {h} of 5" for h in range(5)]
     img = read_rgb(res.path)
     for h in (0, 2, 4):
@@ -296,18 +361,21 @@ def test_roles_in_either_vocabulary_or_inferred_give_the_same_views():
     assert applicable([PlotSource("t5", {"buckets": np.zeros((4, 4), np.int64)})]) == ["bias"]
 
 
-@pytest.mark.parametrize(("spec", "view", "choices"), [
-    ("learned", "circle", "choose from: heatmap, dot"),
-    ("learned", "spectrum", "choose from: heatmap, dot"),
-    ("alibi", "heatmap", "choose from: bias"),
-    ("xpos", "dot", "choose from: heatmap"),
-    ("sinusoidal", "bias", "choose from: heatmap, dot, circle, spectrum"),
-])  # fmt: skip
-def test_a_view_that_does_not_apply_lists_those_that_do(tmp_path, spec, view, choices):
-    with pytest.raises(ParameterError) as err:
-        plot(view, [source(spec, length=16, dim=8)], tmp_path / "x.png")
-    assert str(err.value).endswith(choices) and f"view {view} does not apply" in str(err.value)
-    assert not (tmp_path / "x.png").exists()
+def test_a_view_that_does_not_apply_lists_those_that_do(tmp_path):
+    def refused(case) -> None:
+        spec, view, choices = case
+        with pytest.raises(ParameterError) as err:
+            plot(view, [source(spec, length=16, dim=8)], tmp_path / "x.png")
+        assert str(err.value).endswith(choices) and f"view {view} does not apply" in str(err.value), str(err.value)
+        assert not (tmp_path / "x.png").exists()
+
+    each([
+        ("learned", "circle", "choose from: heatmap, dot"),
+        ("learned", "spectrum", "choose from: heatmap, dot"),
+        ("alibi", "heatmap", "choose from: bias"),
+        ("xpos", "dot", "choose from: heatmap"),
+        ("sinusoidal", "bias", "choose from: heatmap, dot, circle, spectrum"),
+    ], refused)  # fmt: skip
 
 
 def test_compare_needs_two_sources_and_unknown_views_are_named(tmp_path):
@@ -326,11 +394,15 @@ def test_without_matplotlib_the_error_says_how_to_install_it(tmp_path, monkeypat
     assert not (tmp_path / "x.png").exists()
 
 
-@pytest.mark.parametrize("name", ["pe.jpg", "pe", "pe.png.txt"])
-def test_other_suffixes_are_refused_by_name(tmp_path, name):
-    with pytest.raises(ParameterError, match=r"use a \.png, \.svg or \.pdf file") as err:
-        plot("heatmap", [source("sinusoidal", length=8, dim=4)], tmp_path / name)
-    assert name in str(err.value)
+def test_other_suffixes_are_refused_by_name(tmp_path):
+    src = [source("sinusoidal", length=8, dim=4)]
+
+    def refused(name: str) -> None:
+        with pytest.raises(ParameterError, match=r"use a \.png, \.svg or \.pdf file") as err:
+            plot("heatmap", src, tmp_path / name)
+        assert name in str(err.value)
+
+    each(["pe.jpg", "pe", "pe.png.txt"], refused)
 
 
 def test_terminal_panels_without_matplotlib(monkeypatch):
@@ -358,21 +430,20 @@ def assert_file_without_stamps(result, fmt: str) -> bytes:
     return data
 
 
-@pytest.mark.parametrize("fmt", ["png", "pdf"])
-def test_files_are_in_the_right_format_without_stamps(mpl, tmp_path, fmt):
-    """No version, tool or date in the bytes, so a picture drawn again is the same file (drawn twice here for
-    pdf; svg in another process below)."""
+def test_pdf_is_in_its_format_without_stamps(mpl, tmp_path):
+    """No version, tool or date in the bytes, so a picture drawn again is the same file (drawn twice here; png in
+    the layout test below, svg in another process)."""
     src = source("rope:preset=llama3.1", length=64, dim=16)
-    data = assert_file_without_stamps(plot("dot", [src], tmp_path / f"a.{fmt}", size=(5, 3), dpi=50), fmt)
-    if fmt == "pdf":
-        plot("dot", [src], tmp_path / "b.pdf", size=(5, 3), dpi=50)
-        assert data == (tmp_path / "b.pdf").read_bytes()
+    data = assert_file_without_stamps(plot("dot", [src], tmp_path / "a.pdf", size=(5, 3), dpi=50), "pdf")
+    plot("dot", [src], tmp_path / "b.pdf", size=(5, 3), dpi=50)
+    assert data == (tmp_path / "b.pdf").read_bytes()
 
 
 def test_the_layout_pass_only_lays_out_and_the_file_is_the_same(mpl, tmp_path, monkeypatch):
     """savefig draws a figure with a layout engine twice, the first time with drawing disabled so that the engine
     measures; plot's figure (plot._figure_class) only runs the engine then: each Axes is drawn once instead of
-    twice, and the picture is the one a plain matplotlib Figure gives, pixel for pixel, panel for panel."""
+    twice, and the picture is the one a plain matplotlib Figure gives, pixel for pixel, panel for panel. Both are
+    png files without stamps (no version, tool or date: the same picture drawn again is the same file)."""
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -382,12 +453,13 @@ def test_the_layout_pass_only_lays_out_and_the_file_is_the_same(mpl, tmp_path, m
     axes_draw = Axes.draw
     monkeypatch.setattr(Axes, "draw", lambda self, renderer: (drawn.append(self), axes_draw(self, renderer))[1])
     srcs = [source("rope", "base 1e4", length=64, dim=8), source("rope:base=500000", "base 5e5", length=64, dim=8)]
-    ours = plot("dot", srcs, tmp_path / "ours.png", dpi=40)  # one panel, a legend outside it
+    ours = plot("dot", srcs, tmp_path / "ours.png", size=(5, 3), dpi=40)  # one panel, a legend outside it
     assert len(drawn) == 1
     monkeypatch.setattr(plot_module, "_figure_class", lambda: Figure)
-    plain = plot("dot", srcs, tmp_path / "plain.png", dpi=40)
+    plain = plot("dot", srcs, tmp_path / "plain.png", size=(5, 3), dpi=40)
     assert len(drawn) == 3
     assert ours.panels == plain.panels and np.array_equal(read_rgb(ours.path), read_rgb(plain.path))
+    assert assert_file_without_stamps(ours, "png") == assert_file_without_stamps(plain, "png")
 
 
 def test_svg_is_the_same_in_another_process(mpl, tmp_path):
@@ -397,9 +469,10 @@ def test_svg_is_the_same_in_another_process(mpl, tmp_path):
         "import sys; sys.path.insert(0, sys.argv[2]); from posenc_cli import api; "
         "from posenc_cli.plot import PlotSource, plot; e = api.generate('sinusoidal', length=32, dim=8); "
         "plot('dot', [PlotSource('sinusoidal', {n: e.array(n) for n in e.tensor_specs()}, dict(type(e).ROLES), "
-        "e.metadata())], sys.argv[1])"
+        "e.metadata())], sys.argv[1], size=(5, 3))"
     )
-    assert_file_without_stamps(plot("dot", [source("sinusoidal", length=32, dim=8)], tmp_path / "here.svg"), "svg")
+    here = plot("dot", [source("sinusoidal", length=32, dim=8)], tmp_path / "here.svg", size=(5, 3))
+    assert_file_without_stamps(here, "svg")
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"  # not this process's seed
     env = {"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}
     env.update({k: os.environ[k] for k in ("PYTHONDONTWRITEBYTECODE",) if k in os.environ})  # no bytecode here
@@ -407,13 +480,18 @@ def test_svg_is_the_same_in_another_process(mpl, tmp_path):
     assert (tmp_path / "here.svg").read_bytes() == (tmp_path / "there.svg").read_bytes()
 
 
-def test_compare_of_a_table_with_itself_shows_no_difference(undrawn, tmp_path):
+def test_compare_of_a_table_with_itself_shows_no_difference(built, tmp_path):
     """Two equal tables: the difference panel is all zero (its colour scale cannot come from the data; the colour
-    of 0 is read back in the picture above). Every (kind, view) a kind declares is drawn in
+    of 0 is read back in the picture above); A and B share one colour scale and one colour bar, the difference has
+    its own. Every (kind, view) a kind declares is drawn in
     test_plot_cli.test_every_declared_view_renders_for_its_kind."""
     a = source("rope", length=16, dim=8)
-    diff = plot("compare", [a, a], tmp_path / "same.png").panels[2]
+    res = plot("compare", [a, a], tmp_path / "same.png")
+    diff = res.panels[2]
     assert diff.title == "A - B (max |A - B| = 0)" and diff.clim == (-1.0, 1.0) and diff.cmap == "RdBu_r"
+    assert res.panels[0].clim == res.panels[1].clim and res.panels[0].cmap == res.panels[1].cmap
+    bars = [ax.get_ylabel() for ax in built[0].axes if ax not in panel_axes(built[0], res)]
+    assert sorted(bars) == ["difference", "value (A and B)"]
 
 
 # ----- one writer for tables and pictures -------------------------------------------------------------------
@@ -466,56 +544,63 @@ def test_plot_result_summary_has_the_wrote_shape(undrawn, tmp_path):
 
 
 # ----- every number is checked where it enters ----------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("view", "spec", "kwargs", "message"),
-    [
-        ("heatmap", "sinusoidal", {"dpi": 0}, "dpi=0 is out of range; pass an integer from 1 to 32768"),
-        ("heatmap", "sinusoidal", {"dpi": 2.5}, "dpi=2.5 is not an integer; pass an integer from 1 to 32768"),
-        (
-            "heatmap",
-            "sinusoidal",
-            {"dpi": 100000},
-            "dpi=100000 is out of range; pass an integer from 1 to 32768",
-        ),
-        (
-            "heatmap",
-            "sinusoidal",
-            {"dpi": 5000},
-            "dpi=5000 makes a 28000 x 25000 px picture, above the 32768 px a side and 67108864 px in all a "
-            "picture may have; pass dpi=1548 or less, or a smaller size",
-        ),
-        ("heatmap", "sinusoidal", {"size": (0, 5)}, "size=0.0 is out of range; pass a finite number > 0 and <= 50"),
-        ("heatmap", "sinusoidal", {"size": (8, float("inf"))}, "size=inf is out of range; pass a finite number > 0"),
-        ("heatmap", "sinusoidal", {"size": (8, float("nan"))}, "size=nan is out of range"),
-        ("heatmap", "sinusoidal", {"size": (-8, 5)}, "size=-8.0 is out of range"),
-        ("heatmap", "sinusoidal", {"size": (51, 5)}, "size=51.0 is out of range; pass a finite number > 0 and <= 50"),
-        ("heatmap", "sinusoidal", {"size": (8,)}, "size=(8,) is not (width, height) in inches"),
-        ("circle", "sinusoidal", {"pair": -1}, "pair=-1 is out of range; pass an integer >= 0"),
-        ("circle", "sinusoidal", {"pair": 2}, "pair=2 is outside sinusoidal's 2 frequency pairs; pass 0 <= pair <= 1"),
-        ("circle", "rope", {"pair": 2}, "pair=2 is outside rope's 2 frequency pairs; pass 0 <= pair <= 1"),
-        ("circle", "rope", {"positions": 0}, "positions=0 is out of range; pass an integer from 1 to 4096"),
-        ("circle", "rope", {"positions": 5000}, "positions=5000 is out of range; pass an integer from 1 to 4096"),
-        ("circle", "rope", {"positions": 17}, "positions=17 asks for more positions than the 16 rows shown"),
-        ("dot", "sinusoidal", {"max_offset": -3}, "max_offset=-3 is out of range; pass an integer from 1 to 4095"),
-        ("dot", "sinusoidal", {"max_offset": 0}, "max_offset=0 is out of range"),
-        ("dot", "sinusoidal", {"starts": [-1]}, "starts=-1 is out of range; pass an integer >= 0"),
-        (
-            "dot",
-            "sinusoidal",
-            {"starts": [3, 16]},
-            "starts holds 16, outside sinusoidal's rows; pass rows t with 0 <= t <= 15",
-        ),
-        ("dot", "sinusoidal", {"starts": []}, "starts=[] names no row"),
-        ("bias", "alibi", {"head": 4}, "head=4 is outside alibi's 4 heads; pass 0 <= head <= 3"),
-        ("bias", "alibi", {"head": -1}, "head=-1 is out of range; pass an integer >= 0"),
-        ("heatmap", "sinusoidal", {"max_bytes": 1000}, "a 560 x 500 px picture needs 1.1 MiB of raster, above"),
-    ],
-)
-def test_bad_numbers_are_refused_by_name_before_anything_is_written(mpl, tmp_path, view, spec, kwargs, message):
-    with pytest.raises(ParameterError) as err:
-        plot(view, [source(spec, length=16, dim=4)], tmp_path / "x.png", **kwargs)
-    assert message in str(err.value)
-    assert "\n" not in str(err.value) and not (tmp_path / "x.png").exists()
+#: (view, source, plot's keyword arguments, what the refusal says)
+BAD_NUMBERS = [
+    ("heatmap", "sinusoidal", {"dpi": 0}, "dpi=0 is out of range; pass an integer from 1 to 32768"),
+    ("heatmap", "sinusoidal", {"dpi": 2.5}, "dpi=2.5 is not an integer; pass an integer from 1 to 32768"),
+    (
+        "heatmap",
+        "sinusoidal",
+        {"dpi": 100000},
+        "dpi=100000 is out of range; pass an integer from 1 to 32768",
+    ),
+    (
+        "heatmap",
+        "sinusoidal",
+        {"dpi": 5000},
+        "dpi=5000 makes a 28000 x 25000 px picture, above the 32768 px a side and 67108864 px in all a "
+        "picture may have; pass dpi=1548 or less, or a smaller size",
+    ),
+    ("heatmap", "sinusoidal", {"size": (0, 5)}, "size=0.0 is out of range; pass a finite number > 0 and <= 50"),
+    ("heatmap", "sinusoidal", {"size": (8, float("inf"))}, "size=inf is out of range; pass a finite number > 0"),
+    ("heatmap", "sinusoidal", {"size": (8, float("nan"))}, "size=nan is out of range"),
+    ("heatmap", "sinusoidal", {"size": (-8, 5)}, "size=-8.0 is out of range"),
+    ("heatmap", "sinusoidal", {"size": (51, 5)}, "size=51.0 is out of range; pass a finite number > 0 and <= 50"),
+    ("heatmap", "sinusoidal", {"size": (8,)}, "size=(8,) is not (width, height) in inches"),
+    ("circle", "sinusoidal", {"pair": -1}, "pair=-1 is out of range; pass an integer >= 0"),
+    ("circle", "sinusoidal", {"pair": 2}, "pair=2 is outside sinusoidal's 2 frequency pairs; pass 0 <= pair <= 1"),
+    ("circle", "rope", {"pair": 2}, "pair=2 is outside rope's 2 frequency pairs; pass 0 <= pair <= 1"),
+    ("circle", "rope", {"positions": 0}, "positions=0 is out of range; pass an integer from 1 to 4096"),
+    ("circle", "rope", {"positions": 5000}, "positions=5000 is out of range; pass an integer from 1 to 4096"),
+    ("circle", "rope", {"positions": 17}, "positions=17 asks for more positions than the 16 rows shown"),
+    ("dot", "sinusoidal", {"max_offset": -3}, "max_offset=-3 is out of range; pass an integer from 1 to 4095"),
+    ("dot", "sinusoidal", {"max_offset": 0}, "max_offset=0 is out of range"),
+    ("dot", "sinusoidal", {"starts": [-1]}, "starts=-1 is out of range; pass an integer >= 0"),
+    (
+        "dot",
+        "sinusoidal",
+        {"starts": [3, 16]},
+        "starts holds 16, outside sinusoidal's rows; pass rows t with 0 <= t <= 15",
+    ),
+    ("dot", "sinusoidal", {"starts": []}, "starts=[] names no row"),
+    ("bias", "alibi", {"head": 4}, "head=4 is outside alibi's 4 heads; pass 0 <= head <= 3"),
+    ("bias", "alibi", {"head": -1}, "head=-1 is out of range; pass an integer >= 0"),
+    ("heatmap", "sinusoidal", {"max_bytes": 1000}, "a 560 x 500 px picture needs 1.1 MiB of raster, above"),
+]
+
+
+def test_bad_numbers_are_refused_by_name_before_anything_is_written(mpl, tmp_path):
+    """Every case of BAD_NUMBERS (one test over the cases: tests/each.py names each one that fails)."""
+    sources = {spec: [source(spec, length=16, dim=4)] for spec in ("sinusoidal", "rope", "alibi")}
+
+    def refused(case) -> None:
+        view, spec, kwargs, message = case
+        with pytest.raises(ParameterError) as err:
+            plot(view, sources[spec], tmp_path / "x.png", **kwargs)
+        assert message in str(err.value), str(err.value)
+        assert "\n" not in str(err.value) and not (tmp_path / "x.png").exists()
+
+    each(BAD_NUMBERS, refused)
 
 
 def test_max_bytes_bounds_the_raster_exactly(undrawn, tmp_path):
