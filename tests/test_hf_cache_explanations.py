@@ -107,8 +107,10 @@ CASES = [
     *[(m, 8192, dt, st) for m, firsts in (("base", "narrow"), ("scaling-missing", "widened"),
                                           ("scaling-factor", "narrow"))
       for dt, st in (("bfloat16", firsts), ("float16", "widened" if firsts == "narrow" else "narrow"))],
+    # (base in float32 is test_131k_rows's first case: the same mistake and dtype, four times the rows, every row
+    # read in both; 32768 rows kept the other three)
     *[pytest.param(m, 32768, "float32", "narrow", marks=pytest.mark.slow)
-      for m in ("layout", "base", "scaling-missing", "scaling-factor")],
+      for m in ("layout", "scaling-missing", "scaling-factor")],
     pytest.param("base", 32768, "bfloat16", "narrow", marks=pytest.mark.slow),
 ]  # fmt: skip
 
@@ -129,17 +131,14 @@ def test_each_mistake_is_named_in_parameters_with_both_values(tmp_path, mistake,
 @pytest.mark.slow
 @pytest.mark.parametrize(("mistake", "dtype"), [("base", "float32"), ("scaling-factor", "bfloat16")])
 def test_131k_rows(tmp_path, mistake, dtype):
-    """The longest context of the issue, on a narrow head (16 columns) to stay cheap."""
+    """The longest context of the issue, on a narrow head (16 columns) to stay cheap. Through ``compare``, as
+    every size but 1k: ``check --against`` carries compare's result as it is (the 1k float32 cases hold that for
+    every mistake), and measuring the table's other properties at 131072 rows is test_formula_error's."""
     n, d = 131072, 16
     inv = _llama3(base=10000.0, d=d) if mistake == "base" else _llama3(factor=32.0, d=d)
     cos, sin = _cos_sin(inv, n)
     path = _save(tmp_path, mistake, cos, sin, dtype, "widened")
-    if dtype == "float32":  # check --against on every row once; the rounded one's explanation through compare
-        report = pe.check(str(path), against=LLAMA31)
-        assert not report.ok
-        comparison = report.against
-    else:
-        comparison = pe.compare(str(path), LLAMA31)
+    comparison = pe.compare(str(path), LLAMA31)
     assert not comparison.same
     (why,) = {t.diagnosis.summary for t in comparison.tensors}
     expected = ["is rope base 10000;", "gives base 500000"] if mistake == "base" else ["llama3 factor 32;", "gives 8"]
