@@ -39,6 +39,7 @@ The float32 formula's error
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -315,7 +316,11 @@ XPOS_ZETA_SPAN = 1.4
 
 def finfo(dtype: Any) -> Any:
     """Float info of a floating dtype, ml_dtypes' bfloat16 included (its kind is 'V'); None otherwise."""
-    dtype = np.dtype(dtype)
+    return _finfo(np.dtype(dtype))
+
+
+@functools.cache  # a handful of dtypes, asked for a hundred thousand times a suite (every verdict's bound)
+def _finfo(dtype: np.dtype) -> Any:
     if dtype.kind == "f":
         return np.finfo(dtype)
     if dtype.name == "bfloat16":
@@ -327,7 +332,12 @@ def finfo(dtype: Any) -> Any:
 
 def eps(dtype: Any) -> float:
     """Machine epsilon of a floating dtype (bfloat16 included); float64's for anything else."""
-    info = finfo(np.dtype(dtype))
+    return _eps(np.dtype(dtype))
+
+
+@functools.cache
+def _eps(dtype: np.dtype) -> float:
+    info = _finfo(dtype)
     return float(info.eps) if info is not None else float(np.finfo(np.float64).eps)
 
 
