@@ -251,3 +251,36 @@ def test_bound_in_place_equals_its_formula_term_by_term(stored: str, seed: int) 
     if stored == "float64":  # a float64 reference: half a float64 ulp, not a float32 one
         want = want - u * terms.amplitude + 2.0**-53 * terms.amplitude
     np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
+
+
+def test_arithmetic_bounds_each_tensor_by_its_own_angles() -> None:
+    """``table_arithmetic`` reads its tensors block by block and computes a block's bound once for tensors of the
+    same angles (a rotary cache's cos and sin): a tensor of other angles keeps its own bound, so each row's bound is
+    the larger of the two tensors' (from ``formula_bound`` on each, here), and a pair of the same angles gives that
+    bound once."""
+    from posenc_cli.encodings.base import AngleTerms
+
+    rope = make_encoding("rope", {"length": 10000, "dim": 16, "base": 1e4})  # 10000 rows: three 4096-row blocks
+
+    class OtherSin:  # sin's angles twice cos's: another bound, the larger one at every row past the first
+        def tensor_specs(self):
+            return rope.tensor_specs()
+
+        def angle_terms(self, name):
+            t = rope.angle_terms(name)
+            return t if name == "cos" else AngleTerms(2 * t.freq, t.amplitude, t.offset)
+
+        def rows(self, name, start, stop):
+            return rope.rows(name, start, stop)
+
+    cos, sin = ft.hf_cos_sin(ft.hf_inv_freq(16, 1e4), 10000)  # float32 arithmetic: judged within its bound
+    tensors = {"cos": cos, "sin": sin}
+    rows = np.arange(10000)
+    f32 = np.dtype(np.float32)
+    each = [tol.formula_bound(OtherSin().angle_terms(n), rows, f32, f32).max(axis=1) for n in ("cos", "sin")]
+    got = tol.table_arithmetic(tensors, OtherSin(), {}, f32, 1e-6)
+    assert got.compute == "float32" and got.source == tol.INFERRED, got.text()
+    np.testing.assert_array_equal(got.row_value, np.maximum(*each))
+    assert np.all(each[1][1:] > each[0][1:])
+    same = tol.table_arithmetic(tensors, rope, {}, f32, 1e-6)
+    np.testing.assert_array_equal(same.row_value, each[0])
