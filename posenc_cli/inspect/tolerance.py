@@ -39,6 +39,7 @@ The float32 formula's error
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -315,7 +316,11 @@ XPOS_ZETA_SPAN = 1.4
 
 def finfo(dtype: Any) -> Any:
     """Float info of a floating dtype, ml_dtypes' bfloat16 included (its kind is 'V'); None otherwise."""
-    dtype = np.dtype(dtype)
+    return _finfo(np.dtype(dtype))
+
+
+@functools.cache  # a handful of dtypes, asked for a hundred thousand times a suite (every verdict's bound)
+def _finfo(dtype: np.dtype) -> Any:
     if dtype.kind == "f":
         return np.finfo(dtype)
     if dtype.name == "bfloat16":
@@ -325,9 +330,19 @@ def finfo(dtype: Any) -> Any:
     return None
 
 
+@functools.cache  # a dtype's name costs ~40 us in NumPy 2 (every verdict names its arithmetic)
+def _name(dtype: np.dtype) -> str:
+    return dtype.name
+
+
 def eps(dtype: Any) -> float:
     """Machine epsilon of a floating dtype (bfloat16 included); float64's for anything else."""
-    info = finfo(np.dtype(dtype))
+    return _eps(np.dtype(dtype))
+
+
+@functools.cache
+def _eps(dtype: np.dtype) -> float:
+    info = _finfo(dtype)
     return float(info.eps) if info is not None else float(np.finfo(np.float64).eps)
 
 
@@ -449,8 +464,8 @@ def formula_bound(
     w = np.abs(np.asarray(terms.freq, dtype=np.float64))
     p = np.abs(np.asarray(rows, dtype=np.float64) + float(terms.offset))
     amp = abs(float(terms.amplitude))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel_w = np.where(w > 0, 2.0 * np.abs(np.log(np.where(w > 0, w, 1.0))) + K_OMEGA, 0.0)
+    # (no errstate: the log only sees positive frequencies, or 1; a NaN one is not > 0)
+    rel_w = np.where(w > 0, 2.0 * np.abs(np.log(np.where(w > 0, w, 1.0))) + K_OMEGA, 0.0)
     rel_w = np.maximum(rel_w, freq_rtol / u)
     e_stored = eps(stored) / 2 if eps(stored) > 2 * u else 0.0  # a cast to a coarser dtype than the arithmetic
     e_ref = eps(ref) / 2
@@ -535,7 +550,7 @@ def formula_check(
         ratio = float(diff.max())
         if math.isnan(ratio):
             ratio = math.inf  # a nan on either side, or an infinite one: outside every bound
-    name = np.dtype(compute).name
+    name = _name(np.dtype(compute))
     widened = eps(stored) < eps(compute)
     if widened and x.size and not np.array_equal(x.astype(compute).astype(np.float64), x, equal_nan=True):
         return FormulaVerdict(False, ratio, top, int(rows[k]) if len(rows) else 0, informative, name)
@@ -784,6 +799,13 @@ def _engine_freq_rtol(engine: str, tensors: dict[str, Any], encoding: Any) -> fl
     return worst if worst <= GGML_FREQ_RTOL else GGML_FREQ_RTOL
 
 
+def _same_terms(a: Any, b: Any) -> bool:
+    """Whether two tensors' :class:`~posenc_cli.encodings.base.AngleTerms` are the same angles (so the same bound)."""
+    return a is b or (
+        a.amplitude == b.amplitude and a.offset == b.offset and np.array_equal(np.asarray(a.freq), np.asarray(b.freq))
+    )
+
+
 def _scan_angles(
     angles: list[Any],
     specs: dict[str, Any],
@@ -796,28 +818,41 @@ def _scan_angles(
 ) -> tuple[np.ndarray, np.ndarray, bool, FormulaVerdict | None]:
     """One pass over the angle tensors of :func:`table_arithmetic`, block by block: the float32 formula's bound per
     row (its largest element, its norm), whether the table is the exact one within ``rtol``, and (``judge``) the
-    float32 formula's verdict on it."""
+    float32 formula's verdict on it. Tensors of the same angles and dtype (a rotary cache's cos and sin) share
+    each block's bound: it is computed, and counted in the rows' bounds, once."""
     n = int(angles[0][1].shape[0])
     row_value = np.zeros(n)
     row_sq = np.zeros(n)
     exact = True
     formula: FormulaVerdict | None = None
+    verdicts: dict[str, FormulaVerdict] = {}  # each tensor's blocks joined in row order
+    # the tensors read together block by block, grouped by the block height their width gives
+    groups: dict[int, list[Any]] = {}
     for name, table, terms in angles:
-        spec = specs[name]
-        step = rows_per_block(int(spec.shape[1]))
+        groups.setdefault(rows_per_block(int(specs[name].shape[1])), []).append((name, table, terms))
+    for step, members in groups.items():
         for start in range(0, n, step):
             stop = min(n, start + step)
             rows = np.arange(start, stop, dtype=np.int64)
-            x = np.asarray(table[start:stop], dtype=np.float64)
-            y = np.asarray(spec_rows(encoding, name, start, stop, regenerated), dtype=np.float64)
-            if exact:
-                with np.errstate(invalid="ignore"):
-                    exact = bool(np.all(np.abs(x - y) <= rtol * np.maximum(1.0, np.abs(y))))
-            bound = formula_bound(terms, rows, np.dtype(stored), spec.dtype, freq_rtol=freq_rtol)
-            np.maximum(row_value[start:stop], bound.max(axis=1), out=row_value[start:stop])
-            row_sq[start:stop] = np.maximum(row_sq[start:stop], np.einsum("ij,ij->i", bound, bound))
-            if judge:  # the same bound as above (freq_rtol is 0 unless the metadata states float32: no judging)
-                v = formula_check(x, y, rows, terms, np.dtype(stored), spec.dtype, bound=bound)
-                formula = v if formula is None else formula.joined(v)
+            bounds: list[tuple[Any, Any, np.ndarray]] = []  # (terms, dtype, bound) of this block
+            for name, table, terms in members:
+                spec = specs[name]
+                x = np.asarray(table[start:stop], dtype=np.float64)
+                y = np.asarray(spec_rows(encoding, name, start, stop, regenerated), dtype=np.float64)
+                if exact:
+                    with np.errstate(invalid="ignore"):
+                        exact = bool(np.all(np.abs(x - y) <= rtol * np.maximum(1.0, np.abs(y))))
+                bound = next((b for t, dt, b in bounds if dt == spec.dtype and _same_terms(t, terms)), None)
+                if bound is None:
+                    bound = formula_bound(terms, rows, np.dtype(stored), spec.dtype, freq_rtol=freq_rtol)
+                    bounds.append((terms, spec.dtype, bound))
+                    np.maximum(row_value[start:stop], bound.max(axis=1), out=row_value[start:stop])
+                    row_sq[start:stop] = np.maximum(row_sq[start:stop], np.einsum("ij,ij->i", bound, bound))
+                if judge:  # the same bound as above (freq_rtol is 0 unless the metadata states float32: no judging)
+                    v = formula_check(x, y, rows, terms, np.dtype(stored), spec.dtype, bound=bound)
+                    verdicts[name] = v if name not in verdicts else verdicts[name].joined(v)
+    for name, _table, _terms in angles:  # joined tensor by tensor, as when each was read whole in turn
+        if name in verdicts:
+            formula = verdicts[name] if formula is None else formula.joined(verdicts[name])
     row_norm = np.sqrt(row_sq)
     return row_value, row_norm, exact, formula
