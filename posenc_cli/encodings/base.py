@@ -234,6 +234,23 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+_FIELD_RULES: dict[type, tuple[tuple[dataclasses.Field, Any, Any, bool, Any], ...]] = {}
+
+
+def _field_rules(cls: type) -> tuple[tuple[dataclasses.Field, Any, Any, bool, Any], ...]:
+    """``(field, choices, low, low_open, high)`` of each field of ``cls`` that :meth:`Encoding._check_field` can
+    refuse, read once per class (a build checks each of its fields: a rope has 27)."""
+    rules = _FIELD_RULES.get(cls)
+    if rules is None:
+        rules = _FIELD_RULES[cls] = tuple(
+            (f, m.get("choices"), m.get("low"), bool(m.get("low_open")), m.get("high"))
+            for f in dataclasses.fields(cls)
+            for m in (f.metadata,)
+            if m.get("choices") or m.get("low") is not None or m.get("high") is not None
+        )
+    return rules
+
+
 @dataclass(frozen=True)
 class Encoding:
     """Base class of every encoding kind.
@@ -338,8 +355,18 @@ class Encoding:
                 f"{self.KIND}'s tensor {self.PRIMARY!r} holds {INTEGER_DTYPE} integers; {ref('dtype')} "
                 f"{self.dtype} cannot apply to it: drop {ref('dtype')}"
             )
-        for f in dataclasses.fields(self):
-            self._check_field(f, getattr(self, f.name))
+        for f, choices, low, low_open, high in _field_rules(type(self)):
+            v = getattr(self, f.name)
+            if v is None:
+                continue
+            t = type(v)
+            # the common case decided inline; anything else (a refusal, a tuple, a boolean) by _check_field
+            if (t is int or t is float) and not choices:
+                if (low is None or (v > low if low_open else v >= low)) and (high is None or v <= high):
+                    continue
+            elif t is str and (not choices or v in choices):
+                continue
+            self._check_field(f, v)
         if self.NEEDS_DIM and self.dim is None:
             raise ParameterError(f"{self.KIND} needs dim: pass {ref('dim')} 128, say")
         self.validate()
@@ -486,7 +513,9 @@ class Encoding:
     def spec(self, name: str | None = None) -> TensorSpec:
         """The :class:`TensorSpec` of tensor ``name`` (default: the primary one); an unknown name is an
         :class:`~posenc_cli.errors.UnknownTensorError` (also a ``KeyError``) naming the choices."""
-        specs = self.tensor_specs()
+        specs = self.__dict__.get("_spec_table")
+        if specs is None:  # the tensors of a frozen encoding never change: described once (rows asks every block)
+            specs = self.__dict__["_spec_table"] = self.tensor_specs()
         key = self.PRIMARY if name is None else name
         if key not in specs:
             from ..errors import UnknownTensorError
@@ -499,10 +528,11 @@ class Encoding:
 
         The range must satisfy ``0 <= start <= stop <= length`` of the tensor (its ``shape[0]``); anything else
         is a :class:`~posenc_cli.errors.ParameterError` naming the range and the length: nothing is clipped."""
-        from ..formats.protocol import check_rows
-
         spec = self.spec(name)
-        check_rows(start, stop, spec.shape[0], f"{self.KIND} tensor {name!r}")
+        if not (type(start) is int and type(stop) is int and 0 <= start <= stop <= spec.shape[0]):
+            from ..formats.protocol import check_rows  # the rule and its message (imported only when needed)
+
+            check_rows(start, stop, spec.shape[0], f"{self.KIND} tensor {name!r}")
         out = np.empty((stop - start, *spec.shape[1:]), dtype=spec.dtype)
         if stop > start:
             self.fill(name, start, stop, out)

@@ -37,6 +37,7 @@ vectorised float32 ``sin``/``exp`` are within an ulp or two of these).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -69,6 +70,25 @@ def frequencies(dim: int, n: int, freq: str, base: float, min_timescale: float, 
         # the denominator is floor(d/2) - 1 whatever the column count (tensor2tensor, fairseq)
         increment = (Decimal(max_timescale) / Decimal(min_timescale)).ln() / Decimal(max(dim // 2 - 1, 1))
         return _trig.geometric(Decimal(min_timescale), (-increment).exp(), n)
+
+
+@functools.lru_cache(maxsize=64)
+def _columns(dim: int, layout: str, plan: tuple[int, int, int, bool], nonzero: bytes) -> _angleadd.Columns:
+    """:attr:`Sinusoidal._columns` of a width, layout and column plan, given which frequencies are non-zero (one
+    byte each): the same for every table of that shape, built once."""
+    n, n_sin, n_cos, pad = plan
+    freq = np.full(dim, -1)
+    part = np.full(dim, -1)
+    if layout == "interleaved":
+        freq[0 : 2 * n_sin : 2], part[0 : 2 * n_sin : 2] = np.arange(n_sin), 0
+        freq[1 : 2 * n_cos : 2], part[1 : 2 * n_cos : 2] = np.arange(n_cos), 1
+    else:
+        n_second = dim - n - pad
+        first, second = (0, 1) if layout == "split" else (1, 0)
+        freq[:n], part[:n] = np.arange(n), first
+        freq[n : n + n_second], part[n : n + n_second] = np.arange(n_second), second
+    w = np.frombuffer(nonzero, dtype=np.bool_).astype(np.float64)  # only its zeros matter to Columns
+    return _angleadd.Columns(freq, part, w)
 
 
 @dataclass(frozen=True)
@@ -173,7 +193,9 @@ class Sinusoidal(Encoding):
     def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
         n = self._plan[0]
         max_ts = self.base if self.max_timescale is None else self.max_timescale
-        return _trig.double_double(frequencies(self.dim, n, self.freq, self.base, self.min_timescale, max_ts))
+        args = (self.dim, n, self.freq, self.base, self.min_timescale, max_ts)
+        key = ("sinusoidal", *((type(v), v) for v in args))  # read-only, shared (:func:`_trig.frequencies_once`)
+        return _trig.frequencies_once(key, lambda: _trig.double_double(frequencies(*args)))
 
     def inv_freq(self) -> np.ndarray:
         """The angular frequencies w_k in float64 (``angle_dtype=float32``: the float32 ones, widened)."""
@@ -206,23 +228,12 @@ class Sinusoidal(Encoding):
 
     @cached_property
     def _adder(self) -> _angleadd.AngleAdder:
-        return _angleadd.AngleAdder(*self._freqs)
+        return _angleadd.shared(*self._freqs)
 
     @cached_property
     def _columns(self) -> _angleadd.Columns:
-        """Frequency and part (0 sin, 1 cos) of each column (-1: the zero pad)."""
-        n, n_sin, n_cos, pad = self._plan
-        freq = np.full(self.dim, -1)
-        part = np.full(self.dim, -1)
-        if self.layout == "interleaved":
-            freq[0 : 2 * n_sin : 2], part[0 : 2 * n_sin : 2] = np.arange(n_sin), 0
-            freq[1 : 2 * n_cos : 2], part[1 : 2 * n_cos : 2] = np.arange(n_cos), 1
-        else:
-            n_second = self.dim - n - pad
-            first, second = (0, 1) if self.layout == "split" else (1, 0)
-            freq[:n], part[:n] = np.arange(n), first
-            freq[n : n + n_second], part[n : n + n_second] = np.arange(n_second), second
-        return _angleadd.Columns(freq, part, self._freqs[0])
+        """Frequency and part (0 sin, 1 cos) of each column (-1: the zero pad); read-only, shared."""
+        return _columns(self.dim, self.layout, self._plan, (self._freqs[0] != 0).tobytes())
 
     def _fast(self, dtype: np.dtype) -> tuple[_angleadd.AngleAdder, Callable[[np.ndarray, int], None]] | None:
         """The angle-addition kernel and its near-zero refiner for outputs of ``dtype``, or None where the exact
