@@ -469,6 +469,11 @@ class Encoding:
     def params(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in self.param_fields()}
 
+    def params_key(self) -> tuple:
+        """This encoding's class and every parameter with its type: a key for what the parameters alone fix
+        (:func:`._trig.frequencies_once`); ``1`` and ``1.0`` or ``True`` are different keys."""
+        return (type(self), *((type(v), v) for v in self.params().values()))
+
     def metadata(self) -> dict[str, str]:
         """String metadata that says exactly how to regenerate this table."""
         from .. import __version__

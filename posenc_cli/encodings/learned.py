@@ -121,9 +121,10 @@ class Learned(Encoding):
         # the same stream as Philox(key=key, counter=row << 128) at a third of the construction cost.
         bitgen = np.random.Philox(key=self._key)
         gen = np.random.Generator(bitgen)
+        counter = np.zeros(4, dtype=np.uint64)  # the setter copies it: one array re-used for every row
         state: dict[str, Any] = {
             "bit_generator": "Philox",
-            "state": {"counter": np.zeros(4, dtype=np.uint64), "key": self._key},
+            "state": {"counter": counter, "key": self._key},
             "buffer": np.zeros(4, dtype=np.uint64),
             "buffer_pos": 4,
             "has_uint32": 0,
@@ -132,7 +133,7 @@ class Learned(Encoding):
         truncated = self.init == "truncated-normal"
         bound = self.truncation
         for row in range(start, stop):
-            state["state"]["counter"] = np.array([0, 0, row, 0], dtype=np.uint64)
+            counter[2] = row
             bitgen.state = state  # type: ignore[assignment]  # numpy's stub wants a TypedDict
             z = gen.standard_normal(self.dim)
             if truncated:

@@ -395,8 +395,7 @@ class Rope(Encoding):
     def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
         """The width/2 angular frequencies as a double-double (hi, lo), read-only (shared by every rope of the
         same parameters: :func:`_trig.frequencies_once`)."""
-        key = (type(self), *((type(v), v) for v in self.params().values()))
-        return _trig.frequencies_once(key, self._compute_freqs)
+        return _trig.frequencies_once(self.params_key(), self._compute_freqs)
 
     def _compute_freqs(self) -> tuple[np.ndarray, np.ndarray]:
         rule = SCALINGS[self.scaling]
