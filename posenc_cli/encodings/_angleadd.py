@@ -245,6 +245,25 @@ class AngleAdder:
                 lo, hi = max(ja, a0 * b), min(jb, a1 * b)  # rows of the step this chunk gives
                 yield step + lo - t_start, step + hi - t_start, u[lo - a0 * b : hi - a0 * b]
 
+    def at(self, t: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """``scale * (sin + i cos)`` of ``t[i] w_k`` for any integer positions ``t`` (int64, any order), complex128
+        of shape ``(len(t), n)``: the same products as :meth:`chunks` (seed times its sub-step's coarse entry,
+        then times the fine entry of the row), so the same bits as the rows of a block. A reader of sampled rows
+        gets them in one pass instead of one block per row; like :meth:`chunks`, values near a zero of sin or cos
+        still need :meth:`refiner` (called with the positions)."""
+        t = np.asarray(t, dtype=np.int64)
+        B, b = self.rows, self.sub
+        step = t // B  # floor: steps start at multiples of B at or below the position, as in chunks
+        j = t - step * B
+        uniq, inv = np.unique(step, return_inverse=True)
+        seeds = np.empty((len(uniq), self.n), dtype=np.complex128)
+        for i, s in enumerate(uniq.tolist()):
+            seeds[i] = self._seed(s)
+        if scale != 1.0:
+            seeds = seeds * scale
+        sub = np.multiply(self.coarse[j // b], seeds[inv.reshape(-1)])
+        return np.multiply(sub, self.fine[j % b], out=sub)
+
     def refine(self, out: np.ndarray, t_start: int, cols: Columns, tiny: float | None, scale: float = 1.0) -> None:
         """Recompute exactly the values of ``out`` (rows from position ``t_start``, placed from :meth:`chunks`)
         whose magnitude is below ``tiny * scale``: near a zero of sin or cos, where angle addition's absolute
@@ -254,7 +273,7 @@ class AngleAdder:
 
     def refiner(
         self, cols: Columns, dtype: np.dtype, tiny: float | None, scale: float = 1.0
-    ) -> Callable[[np.ndarray, int], None]:
+    ) -> Callable[[np.ndarray, Any], None]:
         """:meth:`refine` for outputs of ``dtype`` as a function ``(out, t_start)``.
 
         The test reads the bits: as unsigned integers, the smallest non-negative value has the smallest bits;
@@ -272,14 +291,16 @@ class AngleAdder:
         minimum = np.minimum.reduce
         w_hi, w_lo = self.w_hi, self.w_lo
 
-        def refine(out: np.ndarray, t_start: int) -> None:
+        def refine(out: np.ndarray, t_start: int | np.ndarray) -> None:
+            """``t_start``: the position of the first row (rows in order), or each row's position (int64)."""
             for c0, c1 in runs:
                 o = out[:, c0:c1]
                 if minimum(o.view(as_u), axis=None) >= u_bits and minimum(o.view(as_i), axis=None) >= i_bits:
                     continue
                 r, c = np.nonzero(np.abs(o.astype(np.float64)) < low)
                 k, part = cols.freq[c0 + c], cols.part[c0 + c]
-                s, cv = _trig.sincos_pairs(t_start + r.astype(np.float64), w_hi[k], w_lo[k])
+                t = t_start[r].astype(np.float64) if isinstance(t_start, np.ndarray) else t_start + r.astype(np.float64)
+                s, cv = _trig.sincos_pairs(t, w_hi[k], w_lo[k])
                 o[r, c] = np.where(part == 0, s, cv) * scale
 
         return refine

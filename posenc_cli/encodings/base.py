@@ -66,6 +66,10 @@ def param(
     return field(default=default, metadata=meta)
 
 
+#: Rows at most this far apart are read by :meth:`Encoding.take` in one call to ``rows``, the rows between them
+#: included (a call costs about what computing a few dozen rows does).
+TAKE_GAP = 64
+
 #: Other names users may type for a parameter (``-p len=512``, ``generate("sinusoidal", len=512)``).
 ALIASES = {"len": "length"}
 
@@ -543,6 +547,34 @@ class Encoding:
             self.fill(name, start, stop, out)
         return out
 
+    def take(self, name: str, index: Any) -> np.ndarray:
+        """Rows ``index`` (integers in any order, repeats allowed) of tensor ``name`` as a new array of the
+        tensor's dtype: ``take(name, idx)[i]`` is ``rows(name, idx[i], idx[i] + 1)[0]``, bit for bit. A row outside
+        ``0 <= row < length`` is a :class:`~posenc_cli.errors.ParameterError` naming it and the length."""
+        spec = self.spec(name)
+        idx = np.asarray(index, dtype=np.int64).reshape(-1)
+        n = spec.shape[0]
+        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
+            bad = int(idx[(idx < 0) | (idx >= n)][0])
+            raise ParameterError(
+                f"row {bad} of {self.KIND} tensor {name!r} is outside its {n} rows; ask for 0 <= row < {n}"
+            )
+        out = np.empty((idx.size, *spec.shape[1:]), dtype=spec.dtype)
+        if idx.size:
+            self._take(name, idx, out)
+        return out
+
+    def _take(self, name: str, idx: np.ndarray, out: np.ndarray) -> None:
+        """Rows ``idx`` (int64, in range) into ``out``: :meth:`rows` of each run of rows at most :data:`TAKE_GAP`
+        apart, the rows between them included (a kind with a faster way overrides this)."""
+        order = np.argsort(idx, kind="stable")
+        s = idx[order]
+        start = 0
+        for stop in [*(np.flatnonzero(np.diff(s) > TAKE_GAP) + 1).tolist(), s.size]:
+            lo, hi = int(s[start]), int(s[stop - 1]) + 1
+            out[order[start:stop]] = self.rows(name, lo, hi)[s[start:stop] - lo]
+            start = stop
+
     def array(self, name: str | None = None) -> np.ndarray:
         """The whole tensor ``name`` (default: the primary one), computed in row blocks on all cores."""
         from .parallel import fill_parallel
@@ -588,6 +620,10 @@ class EncodingTensor(typing.NamedTuple):
 
     def rows(self, start: int, stop: int) -> np.ndarray:
         return self.encoding.rows(self.name, start, stop)
+
+    def take(self, index: Any) -> np.ndarray:
+        """Rows ``index`` (any order), as :meth:`Encoding.take`: sampled rows in one call."""
+        return self.encoding.take(self.name, index)
 
     def fill(self, start: int, stop: int, out: np.ndarray) -> None:
         """Rows ``[start, stop)`` into ``out``, using every core (the fast path for writers)."""

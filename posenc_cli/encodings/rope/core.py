@@ -450,7 +450,7 @@ class Rope(Encoding):
 
     def _fast(
         self, name: str, dtype: np.dtype
-    ) -> tuple[_angleadd.AngleAdder, Callable[[np.ndarray, int], None]] | None:
+    ) -> tuple[_angleadd.AngleAdder, Callable[[np.ndarray, Any], None]] | None:
         """The angle-addition kernel and the near-zero refiner of tensor ``name`` in ``dtype``, or None where the
         exact path serves (float64, short tables, odd scales, positions within a step of -2**31); decided once."""
         cache = self.__dict__.setdefault("_fast_by_dtype", {})
@@ -494,6 +494,25 @@ class Rope(Encoding):
             return None
         freq = np.where(cols.freq >= 0, self._freqs[0][np.maximum(cols.freq, 0)], 0.0)
         return AngleTerms(freq, float(self.attention_scaling), self.offset)
+
+    def _take(self, name: str, idx: np.ndarray, out: np.ndarray) -> None:
+        fast = self._fast(name, out.dtype) if name in self._column_maps else None
+        if fast is None:
+            super()._take(name, idx, out)
+            return
+        # angle addition at each position at once (AngleAdder.at: the products of a block's rows, the same bits)
+        adder, refine = fast
+        scale = float(self.attention_scaling)
+        is_sin = name.startswith("sin")
+        layout = "cache" if name.endswith("_cache") else self.layout
+        t = self.offset + idx
+        per = adder.chunk
+        for a in range(0, len(t), per):
+            u = adder.at(t[a : a + per], scale)
+            place_pairs(u.real if is_sin else u.imag, out[a : a + per], layout)
+            refine(out[a : a + per], t[a : a + per])
+        if self.sin_sign == -1 and is_sin:
+            np.negative(out, out=out)
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         self._fill(name, start, stop, out)
