@@ -86,6 +86,7 @@ TAKE_CASES = [
 def test_take_gives_the_rows_of_the_whole_table_bit_for_bit():
     """Sampled rows in any order, repeats, both ends and both sides of a step boundary: ``take`` is the whole
     table's rows, bit for bit, on the kernel path and on the runs-of-rows path."""
+    from posenc_cli.inspect import analysis as an
     from tests.each import each
 
     rng = np.random.default_rng(5)
@@ -101,6 +102,8 @@ def test_take_gives_the_rows_of_the_whole_table_bit_for_bit():
                 continue
             got, want = enc.lazy(name).take(idx), enc.array(name)[idx]
             assert got.dtype == want.dtype and got.view(np.uint8).tobytes() == want.view(np.uint8).tobytes(), name
+            read = an.read_rows(enc.lazy(name), idx)  # identify's reader gathers through take
+            assert read.dtype == np.float64 and np.array_equal(read, want.astype(np.float64)), name
 
     each(TAKE_CASES, check)
     with pytest.raises(ParameterError, match=f"row {LONG} of rope tensor 'cos' is outside its {LONG} rows"):
