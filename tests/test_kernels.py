@@ -79,7 +79,10 @@ TAKE_CASES = [
               "original_max_position_embeddings": 512}),
     ("rope", {"dim": 32, "offset": 2**31 - LONG}),  # the last steps of the exact seeds' range
     ("rope", {"dim": 32, "dtype": "float64"}),  # the exact path: runs of rows (Encoding._take)
-    ("sinusoidal", {"dim": 65}),
+    ("sinusoidal", {"dim": 64}),  # angle addition at each position, as complex64 pairs (Sinusoidal._take)
+    ("sinusoidal", {"dim": 65, "layout": "split", "freq": "t2t", "dtype": "float16", "padding_idx": 700}),  # row 700 read
+    ("sinusoidal", {"dim": 64, "dtype": "float64", "scale": 0.125}),  # the exact path: runs of rows
+    ("learned", {"dim": 24, "init": "truncated-normal", "dtype": "bfloat16"}),  # only the rows asked for
 ]  # fmt: skip
 
 
@@ -91,7 +94,7 @@ def test_take_gives_the_rows_of_the_whole_table_bit_for_bit():
 
     rng = np.random.default_rng(5)
     idx = np.concatenate(
-        [rng.integers(0, LONG, 300), [0, LONG - 1, 7, 7, _angleadd.STEP_ROWS - 1, _angleadd.STEP_ROWS]]
+        [rng.integers(0, LONG, 300), [0, LONG - 1, 7, 7, 700, _angleadd.STEP_ROWS - 1, _angleadd.STEP_ROWS]]
     )
 
     def check(case):

@@ -117,6 +117,17 @@ class Learned(Encoding):
         return {"pe": TensorSpec("pe", (self.length, self.dim), self.out_dtype)}
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
+        self._draw(range(start, stop), out)
+
+    def _take(self, name: str, idx: np.ndarray, out: np.ndarray) -> None:
+        # every row is its own stream: draw the rows asked for, none of the rows between them
+        rows, inverse = np.unique(idx, return_inverse=True)
+        drawn = np.empty((len(rows), self.dim), dtype=out.dtype)
+        self._draw(rows.tolist(), drawn)
+        out[...] = drawn[inverse.reshape(-1)]
+
+    def _draw(self, rows: range | list[int], out: np.ndarray) -> None:
+        """Row ``rows[i]`` of the table into ``out[i]``."""
         # One bit generator per call (threads never share one); re-keying it per row through ``state`` is
         # the same stream as Philox(key=key, counter=row << 128) at a third of the construction cost.
         bitgen = np.random.Philox(key=self._key)
@@ -132,7 +143,7 @@ class Learned(Encoding):
         }
         truncated = self.init == "truncated-normal"
         bound = self.truncation
-        for row in range(start, stop):
+        for i, row in enumerate(rows):
             counter[2] = row
             bitgen.state = state  # type: ignore[assignment]  # numpy's stub wants a TypedDict
             z = gen.standard_normal(self.dim)
@@ -141,4 +152,4 @@ class Learned(Encoding):
                 while bad.size:
                     z[bad] = gen.standard_normal(bad.size)
                     bad = bad[np.abs(z[bad]) > bound]
-            out[row - start] = self.std * z
+            out[i] = self.std * z
