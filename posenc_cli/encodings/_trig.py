@@ -101,7 +101,11 @@ def frequencies_once(
     Decimal arithmetic and the hash of 60-digit decimals for :func:`_double_double`'s key), and check, compare,
     identify and every block reader build the same encoding again and again. ``key`` must hold every value
     ``compute`` reads (a kind passes its class and all its parameters)."""
-    got = _FREQS.get(key)
+    try:
+        got = _FREQS.get(key)
+    except TypeError:  # a parameter that cannot be a key (a list given to the class directly): not kept
+        hi, lo = compute()
+        return np.array(hi, dtype=np.float64), np.array(lo, dtype=np.float64)
     if got is None:
         hi, lo = compute()
         hi, lo = np.array(hi, dtype=np.float64), np.array(lo, dtype=np.float64)
