@@ -130,9 +130,11 @@ _shared_lock = threading.Lock()
 
 
 def _forget_shared_lock_in_child() -> None:
-    """A fork while another thread held the lock would leave it held forever in the child."""
+    """A fork while another thread held a lock (this one, or an adder's seed lock) would leave it held forever in
+    the child: the child starts with no shared adders and a new lock (a DataLoader worker, a forked mutant)."""
     global _shared_lock
     _shared_lock = threading.Lock()
+    _shared.clear()
 
 
 if hasattr(os, "register_at_fork"):
