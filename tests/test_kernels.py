@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from posenc_cli.encodings import _angleadd, make_encoding
+from posenc_cli.errors import ParameterError
 
 LONG = 2 * _angleadd.STEP_ROWS + 300  # long enough for the kernel, with partial steps at both ends
 
@@ -69,6 +70,47 @@ def test_rope_blocks_equal_the_whole_table(params):
         full = enc.array(name)
         for a, b in ranges(LONG, np.random.default_rng(7)):
             np.testing.assert_array_equal(enc.rows(name, a, b), full[a:b])
+
+
+TAKE_CASES = [
+    ("rope", {"dim": 64}),  # angle addition at each position (Rope._take)
+    ("rope", {"dim": 48, "layout": "interleaved", "dtype": "bfloat16", "offset": -5000, "sin_sign": -1}),
+    ("rope", {"dim": 64, "cache": "onnx", "dtype": "float16", "scaling": "yarn", "factor": 4.0,
+              "original_max_position_embeddings": 512}),
+    ("rope", {"dim": 32, "offset": 2**31 - LONG}),  # the last steps of the exact seeds' range
+    ("rope", {"dim": 32, "dtype": "float64"}),  # the exact path: runs of rows (Encoding._take)
+    ("sinusoidal", {"dim": 64}),  # angle addition at each position, as complex64 pairs (Sinusoidal._take)
+    ("sinusoidal", {"dim": 65, "layout": "split", "freq": "t2t", "dtype": "float16", "padding_idx": 700}),  # row 700 read
+    ("sinusoidal", {"dim": 64, "dtype": "float64", "scale": 0.125}),  # the exact path: runs of rows
+    ("learned", {"dim": 24, "init": "truncated-normal", "dtype": "bfloat16"}),  # only the rows asked for
+]  # fmt: skip
+
+
+def test_take_gives_the_rows_of_the_whole_table_bit_for_bit():
+    """Sampled rows in any order, repeats, both ends and both sides of a step boundary: ``take`` is the whole
+    table's rows, bit for bit, on the kernel path and on the runs-of-rows path."""
+    from posenc_cli.inspect import analysis as an
+    from tests.each import each
+
+    rng = np.random.default_rng(5)
+    idx = np.concatenate(
+        [rng.integers(0, LONG, 300), [0, LONG - 1, 7, 7, 700, _angleadd.STEP_ROWS - 1, _angleadd.STEP_ROWS]]
+    )
+
+    def check(case):
+        kind, params = case
+        enc = make_encoding(kind, {"length": LONG, **params})
+        for name, spec in enc.tensor_specs().items():
+            if len(spec.shape) != 2:
+                continue
+            got, want = enc.lazy(name).take(idx), enc.array(name)[idx]
+            assert got.dtype == want.dtype and got.view(np.uint8).tobytes() == want.view(np.uint8).tobytes(), name
+            read = an.read_rows(enc.lazy(name), idx)  # identify's reader gathers through take
+            assert read.dtype == np.float64 and np.array_equal(read, want.astype(np.float64)), name
+
+    each(TAKE_CASES, check)
+    with pytest.raises(ParameterError, match=f"row {LONG} of rope tensor 'cos' is outside its {LONG} rows"):
+        make_encoding("rope", {"length": LONG, "dim": 8}).take("cos", [3, LONG])
 
 
 @pytest.mark.parametrize("kind,grid,dim", [("sinusoidal-2d", "37x61", 64), ("sinusoidal-3d", "5x7x90", 66)])
@@ -180,12 +222,15 @@ def test_refine_recomputes_exactly_what_is_below_tiny(dtype, factor):
     cols = _angleadd.Columns(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]))
     out = np.full((4, 4), 0.5, dtype=dtype)
     out[2, 1] = factor * tiny
+    at_rows = out.copy()  # the same rows, their positions given one by one (as Encoding.take gives them)
     adder.refiner(cols, dtype, tiny)(out, 100)
+    adder.refiner(cols, dtype, tiny)(at_rows, np.array([100, 101, 102, 103]))
     if abs(factor) < 1:  # recomputed: cos(102 * 0.5)
         assert float(out[2, 1]) == float(np.array(np.cos(51.0), dtype=dtype))
     else:
         assert float(out[2, 1]) == float(np.array(factor * tiny, dtype=dtype))
     assert np.all(out[[0, 1, 3]] == 0.5)
+    assert at_rows.tobytes() == out.tobytes()
 
 
 def test_bit_roundings_equal_numpy_and_ml_dtypes_casts():
@@ -232,12 +277,15 @@ def test_verbose_check_names_the_shared_passes(tmp_path):
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_fills_tables_after_the_parent_used_the_pool():
     """A DataLoader worker or multiprocessing child forked after posenc filled a big table gets the pool object
-    without its threads: the child must start its own instead of waiting forever on the parent's."""
+    without its threads: the child must start its own instead of waiting forever on the parent's. It also starts
+    without the parent's shared angle-addition tables (whose locks a parent thread may have held at the fork)."""
     make_encoding("sinusoidal", {"length": 8192, "dim": 256}).array()  # 8 MiB: filled by the thread pool
+    assert _angleadd._shared  # the parent keeps the table's adder
     pid = os.fork()
     if pid == 0:  # pragma: no cover (the child)
+        fresh = not _angleadd._shared
         a = make_encoding("sinusoidal", {"length": 8192, "dim": 256}).array()
-        os._exit(0 if a.shape == (8192, 256) and float(a[1, 0]) == np.float32(np.sin(1.0)) else 3)
+        os._exit(0 if fresh and a.shape == (8192, 256) and float(a[1, 0]) == np.float32(np.sin(1.0)) else 3)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         done, status = os.waitpid(pid, os.WNOHANG)

@@ -758,3 +758,34 @@ def test_a_rope_that_has_computed_tables_pickles_and_computes_them_again(dtype):
     assert again == enc
     np.testing.assert_array_equal(again.array("cos"), cos)
     np.testing.assert_array_equal(again.rows("sin", 0, 100), enc.rows("sin", 0, 100))
+
+
+def test_frequencies_kept_for_one_rope_are_never_another_s():
+    """The frequencies are computed once per parameters and shared (encodings/_trig.frequencies_once): built one
+    after another, ropes that differ in any parameter the rule reads each get their own, equal to a fresh
+    evaluation of the rule; equal parameters share one read-only pair."""
+    from posenc_cli.encodings import make_encoding
+
+    base = {"length": 4096, "dim": 64}
+    variants = [
+        {},
+        {"base": 500000.0},
+        {"dim": 48},
+        {"rotary_dim": 32},
+        {"inv_freq_dtype": "float32"},
+        {"inv_freq_dtype": "bfloat16"},
+        {"scaling": "linear", "factor": 2.0},
+        {"scaling": "linear", "factor": 4.0},
+        {"scaling": "dynamic", "factor": 2.0, "original_max_position_embeddings": 1024},
+        {"scaling": "dynamic", "factor": 2.0, "original_max_position_embeddings": 1024, "length": 8192},
+        {"scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024, "beta_fast": 16.0},
+    ]
+    seen = []
+    for v in variants:
+        enc = make_encoding("rope", {**base, **v})
+        fresh = enc._compute_freqs()[0]
+        np.testing.assert_array_equal(enc.inv_freq(), fresh, err_msg=str(v))
+        seen.append(fresh)
+    assert all(not np.array_equal(a, b) for i, a in enumerate(seen) for b in seen[:i] if a.shape == b.shape)
+    one, two = make_encoding("rope", dict(base)), make_encoding("rope", dict(base))
+    assert one._freqs[0] is two._freqs[0] and not one._freqs[0].flags.writeable

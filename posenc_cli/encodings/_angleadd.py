@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -120,6 +121,46 @@ def usable(w_hi: np.ndarray, dtype: np.dtype, scale: float = 1.0) -> bool:
         and bool(np.all(np.isfinite(w_hi)))
         and (scale == 0 or 2.0**-64 <= scale <= 16)  # E and the subnormal argument scale with it
     )
+
+
+#: Adders kept for frequencies asked for again (:func:`shared`), the most recently used last.
+SHARED_ADDERS = 8
+_shared: dict[tuple[bytes, bytes], AngleAdder] = {}
+_shared_lock = threading.Lock()
+
+
+def _forget_shared_lock_in_child() -> None:
+    """A fork while another thread held a lock (this one, or an adder's seed lock) would leave it held forever in
+    the child: the child starts with no shared adders and a new lock (a DataLoader worker, a forked mutant)."""
+    global _shared_lock
+    _shared_lock = threading.Lock()
+    _shared.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_shared_lock_in_child)
+
+
+def shared(w_hi: np.ndarray, w_lo: np.ndarray) -> AngleAdder:
+    """The :class:`AngleAdder` of frequencies ``w_hi + w_lo``: one object for equal frequencies (compared bit for
+    bit), of the last :data:`SHARED_ADDERS` asked for. Its exact tables and seeds (three range reductions, ~0.6 ms
+    for 64 frequencies) then serve every encoding of the same base and width: a check, a comparison and each
+    identification candidate build their own encoding of the same table. An adder is read-only once built (its
+    seed cache and scratch are guarded per thread), so sharing it changes no value."""
+    w_hi = np.ascontiguousarray(w_hi, dtype=np.float64)
+    w_lo = np.ascontiguousarray(w_lo, dtype=np.float64)
+    key = (w_hi.tobytes(), w_lo.tobytes())
+    with _shared_lock:
+        adder = _shared.pop(key, None)
+        if adder is not None:
+            _shared[key] = adder  # the most recently used last
+            return adder
+    adder = AngleAdder(w_hi, w_lo)
+    with _shared_lock:
+        adder = _shared.setdefault(key, adder)  # another thread's, if it built the same one meanwhile
+        while len(_shared) > SHARED_ADDERS:
+            del _shared[next(iter(_shared))]
+    return adder
 
 
 class AngleAdder:
@@ -206,6 +247,25 @@ class AngleAdder:
                 lo, hi = max(ja, a0 * b), min(jb, a1 * b)  # rows of the step this chunk gives
                 yield step + lo - t_start, step + hi - t_start, u[lo - a0 * b : hi - a0 * b]
 
+    def at(self, t: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """``scale * (sin + i cos)`` of ``t[i] w_k`` for any integer positions ``t`` (int64, any order), complex128
+        of shape ``(len(t), n)``: the same products as :meth:`chunks` (seed times its sub-step's coarse entry,
+        then times the fine entry of the row), so the same bits as the rows of a block. A reader of sampled rows
+        gets them in one pass instead of one block per row; like :meth:`chunks`, values near a zero of sin or cos
+        still need :meth:`refiner` (called with the positions)."""
+        t = np.asarray(t, dtype=np.int64)
+        B, b = self.rows, self.sub
+        step = t // B  # floor: steps start at multiples of B at or below the position, as in chunks
+        j = t - step * B
+        uniq, inv = np.unique(step, return_inverse=True)
+        seeds = np.empty((len(uniq), self.n), dtype=np.complex128)
+        for i, s in enumerate(uniq.tolist()):
+            seeds[i] = self._seed(s)
+        if scale != 1.0:
+            seeds = seeds * scale
+        sub = np.multiply(self.coarse[j // b], seeds[inv.reshape(-1)])
+        return np.multiply(sub, self.fine[j % b], out=sub)
+
     def refine(self, out: np.ndarray, t_start: int, cols: Columns, tiny: float | None, scale: float = 1.0) -> None:
         """Recompute exactly the values of ``out`` (rows from position ``t_start``, placed from :meth:`chunks`)
         whose magnitude is below ``tiny * scale``: near a zero of sin or cos, where angle addition's absolute
@@ -215,7 +275,7 @@ class AngleAdder:
 
     def refiner(
         self, cols: Columns, dtype: np.dtype, tiny: float | None, scale: float = 1.0
-    ) -> Callable[[np.ndarray, int], None]:
+    ) -> Callable[[np.ndarray, Any], None]:
         """:meth:`refine` for outputs of ``dtype`` as a function ``(out, t_start)``.
 
         The test reads the bits: as unsigned integers, the smallest non-negative value has the smallest bits;
@@ -233,14 +293,16 @@ class AngleAdder:
         minimum = np.minimum.reduce
         w_hi, w_lo = self.w_hi, self.w_lo
 
-        def refine(out: np.ndarray, t_start: int) -> None:
+        def refine(out: np.ndarray, t_start: int | np.ndarray) -> None:
+            """``t_start``: the position of the first row (rows in order), or each row's position (int64)."""
             for c0, c1 in runs:
                 o = out[:, c0:c1]
                 if minimum(o.view(as_u), axis=None) >= u_bits and minimum(o.view(as_i), axis=None) >= i_bits:
                     continue
                 r, c = np.nonzero(np.abs(o.astype(np.float64)) < low)
                 k, part = cols.freq[c0 + c], cols.part[c0 + c]
-                s, cv = _trig.sincos_pairs(t_start + r.astype(np.float64), w_hi[k], w_lo[k])
+                t = t_start[r].astype(np.float64) if isinstance(t_start, np.ndarray) else t_start + r.astype(np.float64)
+                s, cv = _trig.sincos_pairs(t, w_hi[k], w_lo[k])
                 o[r, c] = np.where(part == 0, s, cv) * scale
 
         return refine

@@ -66,6 +66,10 @@ def param(
     return field(default=default, metadata=meta)
 
 
+#: Rows at most this far apart are read by :meth:`Encoding.take` in one call to ``rows``, the rows between them
+#: included (a call costs about what computing a few dozen rows does).
+TAKE_GAP = 64
+
 #: Other names users may type for a parameter (``-p len=512``, ``generate("sinusoidal", len=512)``).
 ALIASES = {"len": "length"}
 
@@ -234,6 +238,23 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+_FIELD_RULES: dict[type, tuple[tuple[dataclasses.Field, Any, Any, bool, Any], ...]] = {}
+
+
+def _field_rules(cls: type) -> tuple[tuple[dataclasses.Field, Any, Any, bool, Any], ...]:
+    """``(field, choices, low, low_open, high)`` of each field of ``cls`` that :meth:`Encoding._check_field` can
+    refuse, read once per class (a build checks each of its fields: a rope has 27)."""
+    rules = _FIELD_RULES.get(cls)
+    if rules is None:
+        rules = _FIELD_RULES[cls] = tuple(
+            (f, m.get("choices"), m.get("low"), bool(m.get("low_open")), m.get("high"))
+            for f in dataclasses.fields(cls)
+            for m in (f.metadata,)
+            if m.get("choices") or m.get("low") is not None or m.get("high") is not None
+        )
+    return rules
+
+
 @dataclass(frozen=True)
 class Encoding:
     """Base class of every encoding kind.
@@ -338,8 +359,18 @@ class Encoding:
                 f"{self.KIND}'s tensor {self.PRIMARY!r} holds {INTEGER_DTYPE} integers; {ref('dtype')} "
                 f"{self.dtype} cannot apply to it: drop {ref('dtype')}"
             )
-        for f in dataclasses.fields(self):
-            self._check_field(f, getattr(self, f.name))
+        for f, choices, low, low_open, high in _field_rules(type(self)):
+            v = getattr(self, f.name)
+            if v is None:
+                continue
+            t = type(v)
+            # the common case decided inline; anything else (a refusal, a tuple, a boolean) by _check_field
+            if (t is int or t is float) and not choices:
+                if (low is None or (v > low if low_open else v >= low)) and (high is None or v <= high):
+                    continue
+            elif t is str and (not choices or v in choices):
+                continue
+            self._check_field(f, v)
         if self.NEEDS_DIM and self.dim is None:
             raise ParameterError(f"{self.KIND} needs dim: pass {ref('dim')} 128, say")
         self.validate()
@@ -442,6 +473,11 @@ class Encoding:
     def params(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in self.param_fields()}
 
+    def params_key(self) -> tuple:
+        """This encoding's class and every parameter with its type: a key for what the parameters alone fix
+        (:func:`._trig.frequencies_once`); ``1`` and ``1.0`` or ``True`` are different keys."""
+        return (type(self), *((type(v), v) for v in self.params().values()))
+
     def metadata(self) -> dict[str, str]:
         """String metadata that says exactly how to regenerate this table."""
         from .. import __version__
@@ -486,7 +522,9 @@ class Encoding:
     def spec(self, name: str | None = None) -> TensorSpec:
         """The :class:`TensorSpec` of tensor ``name`` (default: the primary one); an unknown name is an
         :class:`~posenc_cli.errors.UnknownTensorError` (also a ``KeyError``) naming the choices."""
-        specs = self.tensor_specs()
+        specs = self.__dict__.get("_spec_table")
+        if specs is None:  # the tensors of a frozen encoding never change: described once (rows asks every block)
+            specs = self.__dict__["_spec_table"] = self.tensor_specs()
         key = self.PRIMARY if name is None else name
         if key not in specs:
             from ..errors import UnknownTensorError
@@ -499,14 +537,43 @@ class Encoding:
 
         The range must satisfy ``0 <= start <= stop <= length`` of the tensor (its ``shape[0]``); anything else
         is a :class:`~posenc_cli.errors.ParameterError` naming the range and the length: nothing is clipped."""
-        from ..formats.protocol import check_rows
-
         spec = self.spec(name)
-        check_rows(start, stop, spec.shape[0], f"{self.KIND} tensor {name!r}")
+        if not (type(start) is int and type(stop) is int and 0 <= start <= stop <= spec.shape[0]):
+            from ..formats.protocol import check_rows  # the rule and its message (imported only when needed)
+
+            check_rows(start, stop, spec.shape[0], f"{self.KIND} tensor {name!r}")
         out = np.empty((stop - start, *spec.shape[1:]), dtype=spec.dtype)
         if stop > start:
             self.fill(name, start, stop, out)
         return out
+
+    def take(self, name: str, index: Any) -> np.ndarray:
+        """Rows ``index`` (integers in any order, repeats allowed) of tensor ``name`` as a new array of the
+        tensor's dtype: ``take(name, idx)[i]`` is ``rows(name, idx[i], idx[i] + 1)[0]``, bit for bit. A row outside
+        ``0 <= row < length`` is a :class:`~posenc_cli.errors.ParameterError` naming it and the length."""
+        spec = self.spec(name)
+        idx = np.asarray(index, dtype=np.int64).reshape(-1)
+        n = spec.shape[0]
+        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
+            bad = int(idx[(idx < 0) | (idx >= n)][0])
+            raise ParameterError(
+                f"row {bad} of {self.KIND} tensor {name!r} is outside its {n} rows; ask for 0 <= row < {n}"
+            )
+        out = np.empty((idx.size, *spec.shape[1:]), dtype=spec.dtype)
+        if idx.size:
+            self._take(name, idx, out)
+        return out
+
+    def _take(self, name: str, idx: np.ndarray, out: np.ndarray) -> None:
+        """Rows ``idx`` (int64, in range) into ``out``: :meth:`rows` of each run of rows at most :data:`TAKE_GAP`
+        apart, the rows between them included (a kind with a faster way overrides this)."""
+        order = np.argsort(idx, kind="stable")
+        s = idx[order]
+        start = 0
+        for stop in [*(np.flatnonzero(np.diff(s) > TAKE_GAP) + 1).tolist(), s.size]:
+            lo, hi = int(s[start]), int(s[stop - 1]) + 1
+            out[order[start:stop]] = self.rows(name, lo, hi)[s[start:stop] - lo]
+            start = stop
 
     def array(self, name: str | None = None) -> np.ndarray:
         """The whole tensor ``name`` (default: the primary one), computed in row blocks on all cores."""
@@ -553,6 +620,10 @@ class EncodingTensor(typing.NamedTuple):
 
     def rows(self, start: int, stop: int) -> np.ndarray:
         return self.encoding.rows(self.name, start, stop)
+
+    def take(self, index: Any) -> np.ndarray:
+        """Rows ``index`` (any order), as :meth:`Encoding.take`: sampled rows in one call."""
+        return self.encoding.take(self.name, index)
 
     def fill(self, start: int, stop: int, out: np.ndarray) -> None:
         """Rows ``[start, stop)`` into ``out``, using every core (the fast path for writers)."""

@@ -119,11 +119,16 @@ def parse_extra_rows(text: str, where: str) -> dict[int, str]:
 
 
 def grid_frequencies(n: int, base: float) -> tuple[np.ndarray, np.ndarray]:
-    """``base**(-k/n)`` for ``k < n`` as double-double (hi, lo) float64 arrays."""
-    with localcontext() as ctx:
-        ctx.prec = 60
-        values = _trig.geometric(Decimal(1), (-Decimal(base).ln() / Decimal(n)).exp(), n)
-    return _trig.double_double(values)
+    """``base**(-k/n)`` for ``k < n`` as double-double (hi, lo) float64 arrays, read-only (shared:
+    :func:`_trig.frequencies_once`)."""
+
+    def compute() -> tuple[np.ndarray, np.ndarray]:
+        with localcontext() as ctx:
+            ctx.prec = 60
+            values = _trig.geometric(Decimal(1), (-Decimal(base).ln() / Decimal(n)).exp(), n)
+        return _trig.double_double(values)
+
+    return _trig.frequencies_once(("grid", n, type(base), base), compute)
 
 
 @dataclass(frozen=True)

@@ -117,13 +117,25 @@ class Learned(Encoding):
         return {"pe": TensorSpec("pe", (self.length, self.dim), self.out_dtype)}
 
     def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
+        self._draw(range(start, stop), out)
+
+    def _take(self, name: str, idx: np.ndarray, out: np.ndarray) -> None:
+        # every row is its own stream: draw the rows asked for, none of the rows between them
+        rows, inverse = np.unique(idx, return_inverse=True)
+        drawn = np.empty((len(rows), self.dim), dtype=out.dtype)
+        self._draw(rows.tolist(), drawn)
+        out[...] = drawn[inverse.reshape(-1)]
+
+    def _draw(self, rows: range | list[int], out: np.ndarray) -> None:
+        """Row ``rows[i]`` of the table into ``out[i]``."""
         # One bit generator per call (threads never share one); re-keying it per row through ``state`` is
         # the same stream as Philox(key=key, counter=row << 128) at a third of the construction cost.
         bitgen = np.random.Philox(key=self._key)
         gen = np.random.Generator(bitgen)
+        counter = np.zeros(4, dtype=np.uint64)  # the setter copies it: one array re-used for every row
         state: dict[str, Any] = {
             "bit_generator": "Philox",
-            "state": {"counter": np.zeros(4, dtype=np.uint64), "key": self._key},
+            "state": {"counter": counter, "key": self._key},
             "buffer": np.zeros(4, dtype=np.uint64),
             "buffer_pos": 4,
             "has_uint32": 0,
@@ -131,8 +143,8 @@ class Learned(Encoding):
         }
         truncated = self.init == "truncated-normal"
         bound = self.truncation
-        for row in range(start, stop):
-            state["state"]["counter"] = np.array([0, 0, row, 0], dtype=np.uint64)
+        for i, row in enumerate(rows):
+            counter[2] = row
             bitgen.state = state  # type: ignore[assignment]  # numpy's stub wants a TypedDict
             z = gen.standard_normal(self.dim)
             if truncated:
@@ -140,4 +152,4 @@ class Learned(Encoding):
                 while bad.size:
                     z[bad] = gen.standard_normal(bad.size)
                     bad = bad[np.abs(z[bad]) > bound]
-            out[row - start] = self.std * z
+            out[i] = self.std * z

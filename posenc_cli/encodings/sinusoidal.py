@@ -37,11 +37,13 @@ vectorised float32 ``sin``/``exp`` are within an ulp or two of these).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -69,6 +71,25 @@ def frequencies(dim: int, n: int, freq: str, base: float, min_timescale: float, 
         # the denominator is floor(d/2) - 1 whatever the column count (tensor2tensor, fairseq)
         increment = (Decimal(max_timescale) / Decimal(min_timescale)).ln() / Decimal(max(dim // 2 - 1, 1))
         return _trig.geometric(Decimal(min_timescale), (-increment).exp(), n)
+
+
+@functools.lru_cache(maxsize=64)
+def _columns(dim: int, layout: str, plan: tuple[int, int, int, bool], nonzero: bytes) -> _angleadd.Columns:
+    """:attr:`Sinusoidal._columns` of a width, layout and column plan, given which frequencies are non-zero (one
+    byte each): the same for every table of that shape, built once."""
+    n, n_sin, n_cos, pad = plan
+    freq = np.full(dim, -1)
+    part = np.full(dim, -1)
+    if layout == "interleaved":
+        freq[0 : 2 * n_sin : 2], part[0 : 2 * n_sin : 2] = np.arange(n_sin), 0
+        freq[1 : 2 * n_cos : 2], part[1 : 2 * n_cos : 2] = np.arange(n_cos), 1
+    else:
+        n_second = dim - n - pad
+        first, second = (0, 1) if layout == "split" else (1, 0)
+        freq[:n], part[:n] = np.arange(n), first
+        freq[n : n + n_second], part[n : n + n_second] = np.arange(n_second), second
+    w = np.frombuffer(nonzero, dtype=np.bool_).astype(np.float64)  # only its zeros matter to Columns
+    return _angleadd.Columns(freq, part, w)
 
 
 @dataclass(frozen=True)
@@ -173,7 +194,9 @@ class Sinusoidal(Encoding):
     def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
         n = self._plan[0]
         max_ts = self.base if self.max_timescale is None else self.max_timescale
-        return _trig.double_double(frequencies(self.dim, n, self.freq, self.base, self.min_timescale, max_ts))
+        args = (self.dim, n, self.freq, self.base, self.min_timescale, max_ts)
+        key = ("sinusoidal", *((type(v), v) for v in args))  # read-only, shared (:func:`_trig.frequencies_once`)
+        return _trig.frequencies_once(key, lambda: _trig.double_double(frequencies(*args)))
 
     def inv_freq(self) -> np.ndarray:
         """The angular frequencies w_k in float64 (``angle_dtype=float32``: the float32 ones, widened)."""
@@ -206,25 +229,14 @@ class Sinusoidal(Encoding):
 
     @cached_property
     def _adder(self) -> _angleadd.AngleAdder:
-        return _angleadd.AngleAdder(*self._freqs)
+        return _angleadd.shared(*self._freqs)
 
     @cached_property
     def _columns(self) -> _angleadd.Columns:
-        """Frequency and part (0 sin, 1 cos) of each column (-1: the zero pad)."""
-        n, n_sin, n_cos, pad = self._plan
-        freq = np.full(self.dim, -1)
-        part = np.full(self.dim, -1)
-        if self.layout == "interleaved":
-            freq[0 : 2 * n_sin : 2], part[0 : 2 * n_sin : 2] = np.arange(n_sin), 0
-            freq[1 : 2 * n_cos : 2], part[1 : 2 * n_cos : 2] = np.arange(n_cos), 1
-        else:
-            n_second = self.dim - n - pad
-            first, second = (0, 1) if self.layout == "split" else (1, 0)
-            freq[:n], part[:n] = np.arange(n), first
-            freq[n : n + n_second], part[n : n + n_second] = np.arange(n_second), second
-        return _angleadd.Columns(freq, part, self._freqs[0])
+        """Frequency and part (0 sin, 1 cos) of each column (-1: the zero pad); read-only, shared."""
+        return _columns(self.dim, self.layout, self._plan, (self._freqs[0] != 0).tobytes())
 
-    def _fast(self, dtype: np.dtype) -> tuple[_angleadd.AngleAdder, Callable[[np.ndarray, int], None]] | None:
+    def _fast(self, dtype: np.dtype) -> tuple[_angleadd.AngleAdder, Callable[[np.ndarray, Any], None]] | None:
         """The angle-addition kernel and its near-zero refiner for outputs of ``dtype``, or None where the exact
         path serves (float64, short tables, positions within a step of -2**31); decided once per dtype."""
         cache = self.__dict__.setdefault("_fast_by_dtype", {})
@@ -245,25 +257,55 @@ class Sinusoidal(Encoding):
         freq = np.where(cols.freq >= 0, self._freqs[0][np.maximum(cols.freq, 0)], 0.0)
         return AngleTerms(freq, self.scale, self.offset)
 
-    def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
+    def _place(self, o: np.ndarray, s: np.ndarray, c: np.ndarray, scaled: bool = False) -> None:
+        """sin and cos values (one column per frequency) into the table's columns ``o``."""
         n, n_sin, n_cos, pad = self._plan
-        n_second = self.dim - n - pad
+        if self.scale != 1.0 and not scaled:  # float64 products, rounded once to the output dtype below
+            s, c = s * self.scale, c * self.scale
+        if self.layout == "interleaved":
+            o[:, 0 : 2 * n_sin : 2] = s[:, :n_sin]
+            o[:, 1 : 2 * n_cos : 2] = c[:, :n_cos]
+        else:
+            n_second = self.dim - n - pad
+            first, second = (s, c) if self.layout == "split" else (c, s)
+            o[:, :n] = first
+            o[:, n : n + n_second] = second[:, :n_second]
+
+    def _complex_pairs(self, out: np.ndarray) -> np.ndarray | None:
+        """``out`` as complex64 where its (sin, cos) column pairs are exactly a complex64's (real, imag)."""
+        if self.layout == "interleaved" and self.dim % 2 == 0 and out.dtype == np.float32 and out.flags.c_contiguous:
+            return out.view(np.complex64)
+        return None
+
+    def _take(self, name: str, idx: np.ndarray, out: np.ndarray) -> None:
+        fast = self._fast(out.dtype) if self.angle_dtype != "float32" else None
+        if fast is None:
+            super()._take(name, idx, out)
+            return
+        # angle addition at each position at once (AngleAdder.at: the products of a block's rows, the same bits)
+        adder, refine = fast
+        t = self.offset + idx
+        pairs = self._complex_pairs(out)
+        per = adder.chunk
+        for a in range(0, len(t), per):
+            u = adder.at(t[a : a + per], self.scale)
+            if pairs is not None:
+                np.copyto(pairs[a : a + per], u, casting="same_kind")
+            else:
+                self._place(out[a : a + per], u.real, u.imag, scaled=True)
+            refine(out[a : a + per], t[a : a + per])
+        if self._plan[3]:
+            out[:, -1] = 0
+        if self.padding_idx is not None:
+            out[idx == self.padding_idx - self.offset] = 0
+
+    def fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
+        n, _, _, pad = self._plan
         t_start = self.offset + start
         rows = stop - start
-        interleaved = self.layout == "interleaved"
-        first_sin = self.layout == "split"
 
         def place(a: int, b: int, s: np.ndarray, c: np.ndarray, scaled: bool = False) -> None:
-            if self.scale != 1.0 and not scaled:  # float64 products, rounded once to the output dtype below
-                s, c = s * self.scale, c * self.scale
-            o = out[a:b]
-            if interleaved:
-                o[:, 0 : 2 * n_sin : 2] = s[:, :n_sin]
-                o[:, 1 : 2 * n_cos : 2] = c[:, :n_cos]
-            else:
-                first, second = (s, c) if first_sin else (c, s)
-                o[:, :n] = first
-                o[:, n : n + n_second] = second[:, :n_second]
+            self._place(out[a:b], s, c, scaled)
 
         fast = self._fast(out.dtype)
         if self.angle_dtype == "float32":
@@ -283,9 +325,7 @@ class Sinusoidal(Encoding):
                 place(a, b, s, c)
         else:
             adder, refine = fast
-            pairs = None
-            if interleaved and self.dim % 2 == 0 and out.dtype == np.float32 and out.flags.c_contiguous:
-                pairs = out.view(np.complex64)  # (sin, cos) column pairs are exactly a complex64 (real, imag)
+            pairs = self._complex_pairs(out)
             for a, b, u in adder.chunks(t_start, rows, self.scale):
                 if pairs is not None:
                     np.copyto(pairs[a:b], u, casting="same_kind")

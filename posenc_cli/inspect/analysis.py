@@ -93,6 +93,9 @@ def read_rows(table: Any, rows: np.ndarray | list[int]) -> np.ndarray:
         # a run of consecutive rows (every row of a table identify verifies in full): one call converted in one
         # pass, not a gather and a scatter of the whole table (the same values, in a new array as before)
         return np.array(table.rows(int(idx[0]), int(idx[-1]) + 1), dtype=np.float64)
+    take = getattr(table, "take", None)
+    if take is not None:  # posenc's own tensors gather sampled rows in one call (encodings' Encoding.take)
+        return np.asarray(take(idx), dtype=np.float64)
     order = np.argsort(idx, kind="stable")
     s = idx[order]
     out = np.empty((idx.size, *table.shape[1:]), dtype=np.float64)

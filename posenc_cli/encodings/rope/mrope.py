@@ -143,6 +143,10 @@ class MRope(Encoding):
 
     @cached_property
     def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The dim/2 frequencies as a double-double, read-only (shared: :func:`_trig.frequencies_once`)."""
+        return _trig.frequencies_once(self.params_key(), self._compute_freqs)
+
+    def _compute_freqs(self) -> tuple[np.ndarray, np.ndarray]:
         from decimal import Decimal
 
         if self.inv_freq_dtype == "float32":

@@ -209,7 +209,11 @@ class Rope2D(Encoding):
     # ----- frequencies and coordinates ------------------------------------------------------------------
     @cached_property
     def _freqs(self) -> tuple[np.ndarray, np.ndarray]:
-        """The d/2 pair frequencies (first axis's d/4, then the second's) as double-double (hi, lo)."""
+        """The d/2 pair frequencies (first axis's d/4, then the second's) as double-double (hi, lo), read-only
+        (shared: :func:`_trig.frequencies_once`)."""
+        return _trig.frequencies_once(self.params_key(), self._compute_freqs)
+
+    def _compute_freqs(self) -> tuple[np.ndarray, np.ndarray]:
         from decimal import Decimal, localcontext
 
         d, q = self.dim, self.dim // 4
