@@ -184,8 +184,21 @@ def lag_sample(
         Position ``p`` is table row ``start + stride * p`` (a grid axis inside a flattened grid).
     exclude : iterable of int
         Positions no triple may use (e.g. a padding row of zeros).
+
+    Returns
+    -------
+    LagSample
+        Shared by every call with the same arguments (identify asks for the same sample several times per table
+        and per candidate; building one costs ~2 ms), so its arrays are read-only.
     """
-    skip = np.array(sorted({int(e) for e in exclude}), dtype=np.int64)
+    skip = tuple(sorted({int(e) for e in exclude}))
+    return _lag_sample(int(n), int(centers), float(growth), int(start), int(stride), skip)
+
+
+@functools.lru_cache(maxsize=256)
+def _lag_sample(n: int, centers: int, growth: float, start: int, stride: int, exclude: tuple[int, ...]) -> LagSample:
+    """:func:`lag_sample`, made once per arguments, its arrays read-only."""
+    skip = np.array(exclude, dtype=np.int64)
     lags: list[int] = []
     m = 1
     while 2 * m <= n - 1:
@@ -207,7 +220,7 @@ def lag_sample(
     def look(p: np.ndarray) -> np.ndarray:
         return np.searchsorted(allpos, p).astype(np.int64)
 
-    return LagSample(
+    out = LagSample(
         n=n,
         rows=start + stride * allpos.astype(np.int64),
         pos=allpos.astype(np.float64),
@@ -216,6 +229,9 @@ def lag_sample(
         center=[look(t[1]) for t in triples],
         plus=[look(t[2]) for t in triples],
     )
+    for a in (out.rows, out.pos, out.lags, *out.minus, *out.center, *out.plus):
+        a.flags.writeable = False
+    return out
 
 
 # ----- frequency estimation --------------------------------------------------------------------------------------
