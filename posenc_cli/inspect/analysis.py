@@ -273,6 +273,11 @@ def _unwrap(
     used[0] = active
     w = theta[0] / lags[0]
     ok = active.copy()
+    # the running fit's sums over the lags so far, one lag added per step: NumPy sums axis 0 of two or more
+    # columns row by row, so these are the sums _fit_lags takes (one column it sums pairwise: that case refits)
+    running = _n_cols >= 2
+    wt = np.where(used[0], weights[0], 0.0)
+    num, den = wt * float(lags[0]) * theta[0], wt * float(lags[0]) * float(lags[0])
     for i in range(1, n_lags):
         m = float(lags[i])
         pred = m * w
@@ -290,8 +295,13 @@ def _unwrap(
         active &= good
         theta[i] = np.where(good, cand, 0.0)
         used[i] = good
-        wts = np.where(used, weights, 0.0)
-        w_new, _ = _fit_lags(theta[: i + 1], lags[: i + 1], wts[: i + 1])
+        if running:
+            wt = np.where(good, weights[i], 0.0)
+            num, den = num + wt * m * theta[i], den + wt * m * m
+            w_new = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        else:
+            wts = np.where(used, weights, 0.0)
+            w_new, _ = _fit_lags(theta[: i + 1], lags[: i + 1], wts[: i + 1])
         w = np.where(np.isfinite(w_new), w_new, w)
     wts = np.where(used, weights, 0.0)
     w, err = _fit_lags(theta, lags, wts)
@@ -465,11 +475,13 @@ def find_pairs(x: np.ndarray, tol: float, *, skip: np.ndarray | None = None) -> 
     order = np.argsort(spread2[cand[:, 0], cand[:, 1]], kind="stable")
     taken: set[int] = set()
     pairs = []
-    for a, b in cand[order]:
+    col = cols.tolist()
+    # Python ints: a slow-column table (a rope cos cache) has thousands of candidate pairs to walk
+    for a, b in cand[order].tolist():
         if a in taken or b in taken:
             continue
-        taken.update((int(a), int(b)))
-        pairs.append((int(cols[a]), int(cols[b])))
+        taken.update((a, b))
+        pairs.append((col[a], col[b]))
     return sorted(pairs)
 
 
@@ -603,14 +615,19 @@ def _single_oscillators(
     dev_s = np.abs(xs - amp_s[None, :] * np.cos(np.outer(pos, w_s) + phase_s[None, :]))
     found: list[Oscillator] = []
     other: list[int] = []
+    # the columns within the plain tolerance, all at once (what _fits tests first, column by column)
+    plain = np.all(dev_s <= (tol * np.maximum(amp_s, tolerance.TINY) * tolerance.FIT_SLACK)[None, :], axis=0)
     for k, col in enumerate(singles.tolist()):
-        if est.ok[k] and _fits(
-            dev_s[:, k],
-            tol * max(float(amp_s[k]), tolerance.TINY) * tolerance.FIT_SLACK,
-            float(amp_s[k]),
-            w_s[k],
-            pos,
-            float(err_s[k]),
+        if est.ok[k] and (
+            plain[k]
+            or _fits(
+                dev_s[:, k],
+                tol * max(float(amp_s[k]), tolerance.TINY) * tolerance.FIT_SLACK,
+                float(amp_s[k]),
+                w_s[k],
+                pos,
+                float(err_s[k]),
+            )
         ):
             found.append(
                 Oscillator(
@@ -708,11 +725,13 @@ def _refine_singles(
     w, phase, res = w.copy(), phase.copy(), res.copy()
     err = np.full(w.shape, np.inf)
     t = pos[:, None]
+    cos = np.cos(t * w[None, :] + phase[None, :])
     for _ in range(6):
         ang = t * w[None, :] + phase[None, :]
-        r = x - amp * np.cos(ang)
-        jw = -amp * t * np.sin(ang)
-        jp = -amp * np.sin(ang)
+        r = x - amp * cos
+        sin = np.sin(ang)
+        jw = -amp * t * sin
+        jp = -amp * sin
         a11, a12, a22 = np.einsum("ij,ij->j", jw, jw), np.einsum("ij,ij->j", jw, jp), np.einsum("ij,ij->j", jp, jp)
         b1, b2 = np.einsum("ij,ij->j", jw, r), np.einsum("ij,ij->j", jp, r)
         det = a11 * a22 - a12 * a12
@@ -721,9 +740,11 @@ def _refine_singles(
             dw = np.where(good, (b1 * a22 - b2 * a12) / np.where(good, det, 1.0), 0.0)
             dp = np.where(good, (a11 * b2 - a12 * b1) / np.where(good, det, 1.0), 0.0)
         w_new, p_new = w + dw, phase + dp
-        res_new = np.max(np.abs(x - amp * np.cos(t * w_new[None, :] + p_new[None, :])), axis=0)
+        cos_new = np.cos(t * w_new[None, :] + p_new[None, :])
+        res_new = np.max(np.abs(x - amp * cos_new), axis=0)
         better = np.isfinite(res_new) & (res_new <= res)
         w, phase, res = np.where(better, w_new, w), np.where(better, p_new, phase), np.where(better, res_new, res)
+        cos = np.where(better[None, :], cos_new, cos)  # the cosines of the kept angles, for the next step
         # 1-sigma of w for values rounded to about res: sqrt((J^T J)^-1)[w, w] * res
         with np.errstate(invalid="ignore", divide="ignore"):
             err = np.where(
