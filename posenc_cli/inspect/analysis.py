@@ -34,6 +34,7 @@ per column), :func:`pair_layout` / :func:`duplicate_layout` (interleaved, split,
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -553,7 +554,7 @@ def spectrum(
     other: list[int] = sorted(set(bad.tolist()))
     if singles.size:
         amps = [o.amplitude for o in oscillators] if known_amp is None else [known_amp]
-        found, rest = _single_oscillators(x, singles, sample, eps, tol, dt, amps)
+        found, rest = _distinct_single_oscillators(x, singles, sample, eps, tol, dt, amps)
         oscillators += found
         other += rest
     oscillators.sort(key=lambda o: min(o.columns))
@@ -593,6 +594,30 @@ def _paired_oscillators(
             oscillators.append(Oscillator(w, float(est.err[k]), amplitude, phase, s_col, c_col, res))
             paired.update((s_col, c_col))
     return oscillators, paired
+
+
+def _distinct_single_oscillators(
+    x: np.ndarray, singles: np.ndarray, sample: LagSample, eps: float, tol: float, dt: np.dtype, amps: list[float]
+) -> tuple[list[Oscillator], list[int]]:
+    """:func:`_single_oscillators`, each distinct column fitted once: a column whose sampled values are bit for bit
+    an earlier one's (a rotary cos table holds each frequency in two columns) is given that column's fit under its
+    own index. Every step of the fit reads its own column only (NumPy sums two or more columns row by row), so
+    the answer is the one of fitting every column."""
+    first: dict[bytes, int] = {}
+    rep = [first.setdefault(np.ascontiguousarray(x[:, c]).tobytes(), c) for c in singles.tolist()]
+    if len(first) == len(rep) or len(first) < 2:
+        return _single_oscillators(x, singles, sample, eps, tol, dt, amps)
+    found, rest = _single_oscillators(x, np.array(sorted(first.values()), dtype=np.int64), sample, eps, tol, dt, amps)
+    fit = {o.cos_col: o for o in found}
+    failed = set(rest)
+    out: list[Oscillator] = []
+    other: list[int] = []
+    for col, r in zip(singles.tolist(), rep):
+        if r in failed:
+            other.append(col)
+        else:
+            out.append(fit[r] if r == col else dataclasses.replace(fit[r], cos_col=col))
+    return out, other
 
 
 def _single_oscillators(
