@@ -501,6 +501,7 @@ def spectrum(
     tol: float | None = None,
     dtype: np.dtype | None = None,
     amplitude: float | None = None,
+    fits: dict[Any, Any] | None = None,
 ) -> Spectrum:
     """Describe the columns of a 2-D table as sinusoids of the row position.
 
@@ -521,6 +522,9 @@ def spectrum(
         The dtype the table was stored in (default: ``table.dtype``).
     amplitude : float, optional
         The amplitude of single (unpaired) columns when known; otherwise that of the pairs, if they agree.
+    fits : dict, optional
+        Where the free fits of single columns are kept for another spectrum of the same ``x`` and ``sample`` (a
+        caller that reads one table with and without a known ``amplitude`` fits each column freely once).
 
     Returns
     -------
@@ -554,7 +558,7 @@ def spectrum(
     other: list[int] = sorted(set(bad.tolist()))
     if singles.size:
         amps = [o.amplitude for o in oscillators] if known_amp is None else [known_amp]
-        found, rest = _distinct_single_oscillators(x, singles, sample, eps, tol, dt, amps)
+        found, rest = _distinct_single_oscillators(x, singles, sample, eps, tol, dt, amps, fits)
         oscillators += found
         other += rest
     oscillators.sort(key=lambda o: min(o.columns))
@@ -597,7 +601,14 @@ def _paired_oscillators(
 
 
 def _distinct_single_oscillators(
-    x: np.ndarray, singles: np.ndarray, sample: LagSample, eps: float, tol: float, dt: np.dtype, amps: list[float]
+    x: np.ndarray,
+    singles: np.ndarray,
+    sample: LagSample,
+    eps: float,
+    tol: float,
+    dt: np.dtype,
+    amps: list[float],
+    fits: dict[Any, Any] | None = None,
 ) -> tuple[list[Oscillator], list[int]]:
     """:func:`_single_oscillators`, each distinct column fitted once: a column whose sampled values are bit for bit
     an earlier one's (a rotary cos table holds each frequency in two columns) is given that column's fit under its
@@ -606,8 +617,9 @@ def _distinct_single_oscillators(
     first: dict[bytes, int] = {}
     rep = [first.setdefault(np.ascontiguousarray(x[:, c]).tobytes(), c) for c in singles.tolist()]
     if len(first) == len(rep) or len(first) < 2:
-        return _single_oscillators(x, singles, sample, eps, tol, dt, amps)
-    found, rest = _single_oscillators(x, np.array(sorted(first.values()), dtype=np.int64), sample, eps, tol, dt, amps)
+        return _single_oscillators(x, singles, sample, eps, tol, dt, amps, fits)
+    distinct = np.array(sorted(first.values()), dtype=np.int64)
+    found, rest = _single_oscillators(x, distinct, sample, eps, tol, dt, amps, fits)
     fit = {o.cos_col: o for o in found}
     failed = set(rest)
     out: list[Oscillator] = []
@@ -621,16 +633,32 @@ def _distinct_single_oscillators(
 
 
 def _single_oscillators(
-    x: np.ndarray, singles: np.ndarray, sample: LagSample, eps: float, tol: float, dt: np.dtype, amps: list[float]
+    x: np.ndarray,
+    singles: np.ndarray,
+    sample: LagSample,
+    eps: float,
+    tol: float,
+    dt: np.dtype,
+    amps: list[float],
+    fits: dict[Any, Any] | None = None,
 ) -> tuple[list[Oscillator], list[int]]:
     """The oscillators of unpaired columns ``singles`` of ``x``: a free sinusoid fitted to each
     (:func:`_free_single_fits`), refitted with the amplitude fixed when ``amps`` (the pairs' or the caller's)
-    agree on one (:func:`_fixed_amplitude_refit`); kept when the fit is rounding, else returned as other columns."""
+    agree on one (:func:`_fixed_amplitude_refit`); kept when the fit is rounding, else returned as other columns.
+    ``fits``: the free fits of these columns kept from a spectrum of the same ``x`` and ``sample`` (read-only)."""
     pos = sample.pos
-    est = column_frequencies(x[:, singles], sample, eps)
-    w_s = np.where(np.isfinite(est.freq), est.freq, 0.0)
-    xs = x[:, singles]
-    amp_s, phase_s, res_s = _free_single_fits(xs, pos, w_s)
+    key = (singles.tobytes(), eps)
+    if fits is not None and key in fits:
+        est, xs, w_s, amp_s, phase_s, res_s = fits[key]
+    else:
+        est = column_frequencies(x[:, singles], sample, eps)
+        w_s = np.where(np.isfinite(est.freq), est.freq, 0.0)
+        xs = x[:, singles]
+        amp_s, phase_s, res_s = _free_single_fits(xs, pos, w_s)
+        if fits is not None:
+            for a in (est.freq, est.err, est.ok, xs, w_s, amp_s, phase_s, res_s):
+                a.flags.writeable = False
+            fits[key] = (est, xs, w_s, amp_s, phase_s, res_s)
     err_s = est.err
     # a single column cannot tell amplitude from frequency when its angle barely moves (sin x ~ x): with the
     # amplitude of the pairs (or the caller's) known, refine frequency and phase by Gauss-Newton
