@@ -582,7 +582,7 @@ def _paired_oscillators(
     for k in range(len(pairs)):
         w = float(est.freq[k])
         s_col, c_col = int(pi[k]), int(pj[k])
-        if not math.isfinite(w):
+        if not math.isfinite(w) or not est.ok[k]:  # (a pair whose unwrapping failed is not fitted: not kept)
             continue
         if w < 0:
             s_col, c_col, w = c_col, s_col, -w
