@@ -504,18 +504,7 @@ def _verify(
         if len(spec.shape) == 3:
             xs, ys, rows = _sample_3d(x, enc, enc_name)
         else:
-            rows = an.check_rows(int(spec.shape[0]), int(np.prod(spec.shape[1:])) if len(spec.shape) > 1 else 1)
-            if quick and rows.size > 48:
-                rows = an.spread_rows(int(spec.shape[0]), 48, head=8, tail=8)
-            # the rows depend on the table's shape alone (the candidate's is the table's, checked above)
-            key = (in_name, tuple(x.shape), int(rows.size), quick)
-            if reads is not None and key in reads:
-                xs = reads[key]
-            else:
-                xs = an.read_rows(x, rows).reshape(rows.size, -1)
-                if reads is not None:
-                    xs.flags.writeable = False
-                    reads[key] = xs
+            xs, rows = _table_rows(in_name, x, quick, reads)
             try:
                 ys = an.read_rows(enc.lazy(enc_name), rows).reshape(rows.size, -1)
             except (ArithmeticError, ParameterError) as exc:  # e.g. a degenerate base the engine does not refuse
@@ -554,6 +543,24 @@ def _verify(
         cand.why = f"regenerated, it differs by up to {worst_abs:.3g} ({_ulps(worst_ulp)} ulp)"
         if cand.note and not cand.structural:
             cand.why = f"{cand.note}; {cand.why}"
+
+
+def _table_rows(name: str, x: Any, quick: bool, reads: dict[Any, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of input tensor ``name`` a verification compares (every row of a small table; ``quick``: 48 spread
+    to its end) as float64 rows x values, and their indices. They depend on the table's shape alone, so ``reads``
+    keeps them for the next candidate (read-only)."""
+    shape = tuple(int(s) for s in x.shape)
+    rows = an.check_rows(shape[0], int(np.prod(shape[1:])) if len(shape) > 1 else 1)
+    if quick and rows.size > 48:
+        rows = an.spread_rows(shape[0], 48, head=8, tail=8)
+    key = (name, shape, int(rows.size), quick)
+    if reads is not None and key in reads:
+        return reads[key], rows
+    xs = an.read_rows(x, rows).reshape(rows.size, -1)
+    if reads is not None:
+        xs.flags.writeable = False
+        reads[key] = xs
+    return xs, rows
 
 
 def _sample_3d(x: Any, enc: Any, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
