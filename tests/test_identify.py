@@ -18,7 +18,7 @@ from posenc_cli.encodings import make_encoding as _make
 from posenc_cli.errors import ParameterError
 from posenc_cli.inspect import analysis as an
 from posenc_cli.inspect.hints import reader
-from posenc_cli.inspect.identification import Candidate, identify, registry_hints
+from posenc_cli.inspect.identification import Candidate, Identification, identify, registry_hints
 from posenc_cli.sources import parse_param_options
 
 DTYPES = st.sampled_from(["float32", "float32", "float64", "float16", "bfloat16"])
@@ -61,9 +61,10 @@ def regenerate_from_command(command: str) -> object:
     return make_encoding(opts["--kind"], merged)
 
 
-def assert_round_trip(tensors: dict[str, np.ndarray]) -> None:
-    """identify finds a candidate that accounts for the tensors, and its command regenerates them."""
-    res = identify(tensors)
+def assert_round_trip(tensors: dict[str, np.ndarray], res: Identification | None = None) -> Identification:
+    """identify finds a candidate that accounts for the tensors (``res``: its answer already asked), and its
+    command regenerates them; the answer, for further assertions."""
+    res = identify(tensors) if res is None else res
     assert res.best is not None, res.reason
     best = res.best
     assert best.accounts and best.command.startswith(f"posenc generate --kind {best.kind} ")
@@ -77,6 +78,7 @@ def assert_round_trip(tensors: dict[str, np.ndarray]) -> None:
         assert x.shape == y.shape
         r = an.residual(np.asarray(x, np.float64), np.asarray(y, np.float64), x.dtype, y.dtype, rows_checked=len(x))
         assert r.within, (best.command, r)
+    return res
 
 
 # ----- random parameters, every kind -------------------------------------------------------------------------------
@@ -271,8 +273,7 @@ def test_every_preset_round_trips_and_is_named(kind, preset):
         params["grid"] = "3x4" if kind.endswith("2d") else "2x3x4"
         params["dim"] = 24
     t = tensors_of(make_encoding(kind, params))
-    assert_round_trip(t)
-    best = identify(t).best
+    best = assert_round_trip(t).best
     # a preset's values hold for the candidate found (several presets may share them, e.g. paper/pytorch-tutorial);
     # gpt-neox's partial_rotary_factor is invisible in a table as wide as its rotated part, and vit's truncation at
     # 100 std never redraws, so its table is bert's; MLX's slopes equal the paper's for the example's 8 heads
@@ -377,7 +378,7 @@ def test_published_tables(name, tensors, kind, expect):
     for k, v in expect.items():
         assert res.best.params[k] == v, (k, res.best.params)
     if res.best.tolerance == "ulp":
-        assert_round_trip(tensors)
+        assert_round_trip(tensors, res)
 
 
 def test_float32_published_code_is_named_to_float32_accuracy():
@@ -390,8 +391,9 @@ def test_float32_published_code_is_named_to_float32_accuracy():
 
 
 def test_llama31_is_named_by_its_preset():
-    res = identify(dict(zip(("cos", "sin"), llama31_rope(4096, 128))))
-    assert res.command == "posenc generate --kind rope --len 4096 --dim 128 -p preset=llama3.1"
+    # (1024 rows: the published table above; the preset's frequency ramp is read from the columns, at any length)
+    res = identify(dict(zip(("cos", "sin"), llama31_rope(1024, 128))))
+    assert res.command == "posenc generate --kind rope --len 1024 --dim 128 -p preset=llama3.1"
 
 
 def test_partial_rotary_dim_comes_from_metadata():

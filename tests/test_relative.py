@@ -17,6 +17,8 @@ from posenc_cli.encodings import make_encoding
 from posenc_cli.encodings.relative import alibi_slopes, t5_relative_position_bucket
 from posenc_cli.errors import ParameterError
 
+from .each import each
+
 
 # ----- ALiBi -------------------------------------------------------------------------------------------------
 def published_get_slopes(n: int) -> list[float]:
@@ -51,8 +53,11 @@ def test_alibi_slopes_8_heads_are_halves():
     np.testing.assert_array_equal(enc.array("slopes"), [1 / 2**k for k in range(1, 9)])
 
 
-@pytest.mark.parametrize("heads", [1, 2, 3, 5, 6, 7, 12, 16, 20, 24, 40, 64, 96])
-def test_alibi_slopes_match_published_rule(heads):
+def test_alibi_slopes_match_published_rule():
+    each([1, 2, 3, 5, 6, 7, 12, 16, 20, 24, 40, 64, 96], _slopes_match_published_rule)
+
+
+def _slopes_match_published_rule(heads: int) -> None:
     ours = alibi_slopes(heads)
     # the published start * ratio**i compounds a few ulps of rounding; MPT's 1 / 2**m rounds twice
     np.testing.assert_allclose(ours, published_get_slopes(heads), rtol=1e-14, atol=0)
@@ -262,8 +267,12 @@ def t2t_relative_positions_matrix(length_q: int, length_k: int, max_relative_pos
     return distance_mat_clipped + max_relative_position
 
 
-@pytest.mark.parametrize("length,k", [(1, 16), (7, 2), (40, 16), (40, 0), (33, 50)])
-def test_shaw_index(length, k):
+def test_shaw_index():
+    each([(1, 16), (7, 2), (40, 16), (40, 0), (33, 50)], _shaw_index)
+
+
+def _shaw_index(case: tuple[int, int]) -> None:
+    length, k = case
     enc = make_encoding("relative", {"length": length, "max_relative_position": k})
     got = enc.array()
     assert got.dtype == np.int64

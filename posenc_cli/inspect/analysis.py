@@ -34,6 +34,7 @@ per column), :func:`pair_layout` / :func:`duplicate_layout` (interleaved, split,
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -187,8 +188,21 @@ def lag_sample(
         Position ``p`` is table row ``start + stride * p`` (a grid axis inside a flattened grid).
     exclude : iterable of int
         Positions no triple may use (e.g. a padding row of zeros).
+
+    Returns
+    -------
+    LagSample
+        Shared by every call with the same arguments (identify asks for the same sample several times per table
+        and per candidate; building one costs ~2 ms), so its arrays are read-only.
     """
-    skip = np.array(sorted({int(e) for e in exclude}), dtype=np.int64)
+    skip = tuple(sorted({int(e) for e in exclude}))
+    return _lag_sample(int(n), int(centers), float(growth), int(start), int(stride), skip)
+
+
+@functools.lru_cache(maxsize=256)
+def _lag_sample(n: int, centers: int, growth: float, start: int, stride: int, exclude: tuple[int, ...]) -> LagSample:
+    """:func:`lag_sample`, made once per arguments, its arrays read-only."""
+    skip = np.array(exclude, dtype=np.int64)
     lags: list[int] = []
     m = 1
     while 2 * m <= n - 1:
@@ -210,7 +224,7 @@ def lag_sample(
     def look(p: np.ndarray) -> np.ndarray:
         return np.searchsorted(allpos, p).astype(np.int64)
 
-    return LagSample(
+    out = LagSample(
         n=n,
         rows=start + stride * allpos.astype(np.int64),
         pos=allpos.astype(np.float64),
@@ -219,6 +233,9 @@ def lag_sample(
         center=[look(t[1]) for t in triples],
         plus=[look(t[2]) for t in triples],
     )
+    for a in (out.rows, out.pos, out.lags, *out.minus, *out.center, *out.plus):
+        a.flags.writeable = False
+    return out
 
 
 # ----- frequency estimation --------------------------------------------------------------------------------------
@@ -260,6 +277,11 @@ def _unwrap(
     used[0] = active
     w = theta[0] / lags[0]
     ok = active.copy()
+    # the running fit's sums over the lags so far, one lag added per step: NumPy sums axis 0 of two or more
+    # columns row by row, so these are the sums _fit_lags takes (one column it sums pairwise: that case refits)
+    running = _n_cols >= 2
+    wt = np.where(used[0], weights[0], 0.0)
+    num, den = wt * float(lags[0]) * theta[0], wt * float(lags[0]) * float(lags[0])
     for i in range(1, n_lags):
         m = float(lags[i])
         pred = m * w
@@ -277,8 +299,13 @@ def _unwrap(
         active &= good
         theta[i] = np.where(good, cand, 0.0)
         used[i] = good
-        wts = np.where(used, weights, 0.0)
-        w_new, _ = _fit_lags(theta[: i + 1], lags[: i + 1], wts[: i + 1])
+        if running:
+            wt = np.where(good, weights[i], 0.0)
+            num, den = num + wt * m * theta[i], den + wt * m * m
+            w_new = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        else:
+            wts = np.where(used, weights, 0.0)
+            w_new, _ = _fit_lags(theta[: i + 1], lags[: i + 1], wts[: i + 1])
         w = np.where(np.isfinite(w_new), w_new, w)
     wts = np.where(used, weights, 0.0)
     w, err = _fit_lags(theta, lags, wts)
@@ -452,11 +479,13 @@ def find_pairs(x: np.ndarray, tol: float, *, skip: np.ndarray | None = None) -> 
     order = np.argsort(spread2[cand[:, 0], cand[:, 1]], kind="stable")
     taken: set[int] = set()
     pairs = []
-    for a, b in cand[order]:
+    col = cols.tolist()
+    # Python ints: a slow-column table (a rope cos cache) has thousands of candidate pairs to walk
+    for a, b in cand[order].tolist():
         if a in taken or b in taken:
             continue
-        taken.update((int(a), int(b)))
-        pairs.append((int(cols[a]), int(cols[b])))
+        taken.update((a, b))
+        pairs.append((col[a], col[b]))
     return sorted(pairs)
 
 
@@ -475,6 +504,7 @@ def spectrum(
     tol: float | None = None,
     dtype: np.dtype | None = None,
     amplitude: float | None = None,
+    fits: dict[Any, Any] | None = None,
 ) -> Spectrum:
     """Describe the columns of a 2-D table as sinusoids of the row position.
 
@@ -495,6 +525,9 @@ def spectrum(
         The dtype the table was stored in (default: ``table.dtype``).
     amplitude : float, optional
         The amplitude of single (unpaired) columns when known; otherwise that of the pairs, if they agree.
+    fits : dict, optional
+        Where the free fits of single columns are kept for another spectrum of the same ``x`` and ``sample`` (a
+        caller that reads one table with and without a known ``amplitude`` fits each column freely once).
 
     Returns
     -------
@@ -528,7 +561,7 @@ def spectrum(
     other: list[int] = sorted(set(bad.tolist()))
     if singles.size:
         amps = [o.amplitude for o in oscillators] if known_amp is None else [known_amp]
-        found, rest = _single_oscillators(x, singles, sample, eps, tol, dt, amps)
+        found, rest = _distinct_single_oscillators(x, singles, sample, eps, tol, dt, amps, fits)
         oscillators += found
         other += rest
     oscillators.sort(key=lambda o: min(o.columns))
@@ -552,7 +585,7 @@ def _paired_oscillators(
     for k in range(len(pairs)):
         w = float(est.freq[k])
         s_col, c_col = int(pi[k]), int(pj[k])
-        if not math.isfinite(w):
+        if not math.isfinite(w) or not est.ok[k]:  # (a pair whose unwrapping failed is not fitted: not kept)
             continue
         if w < 0:
             s_col, c_col, w = c_col, s_col, -w
@@ -570,17 +603,65 @@ def _paired_oscillators(
     return oscillators, paired
 
 
+def _distinct_single_oscillators(
+    x: np.ndarray,
+    singles: np.ndarray,
+    sample: LagSample,
+    eps: float,
+    tol: float,
+    dt: np.dtype,
+    amps: list[float],
+    fits: dict[Any, Any] | None = None,
+) -> tuple[list[Oscillator], list[int]]:
+    """:func:`_single_oscillators`, each distinct column fitted once: a column whose sampled values are bit for bit
+    an earlier one's (a rotary cos table holds each frequency in two columns) is given that column's fit under its
+    own index. Every step of the fit reads its own column only (NumPy sums two or more columns row by row), so
+    the answer is the one of fitting every column."""
+    first: dict[bytes, int] = {}
+    rep = [first.setdefault(np.ascontiguousarray(x[:, c]).tobytes(), c) for c in singles.tolist()]
+    if len(first) == len(rep) or len(first) < 2:
+        return _single_oscillators(x, singles, sample, eps, tol, dt, amps, fits)
+    distinct = np.array(sorted(first.values()), dtype=np.int64)
+    found, rest = _single_oscillators(x, distinct, sample, eps, tol, dt, amps, fits)
+    fit = {o.cos_col: o for o in found}
+    failed = set(rest)
+    out: list[Oscillator] = []
+    other: list[int] = []
+    for col, r in zip(singles.tolist(), rep):
+        if r in failed:
+            other.append(col)
+        else:
+            out.append(fit[r] if r == col else dataclasses.replace(fit[r], cos_col=col))
+    return out, other
+
+
 def _single_oscillators(
-    x: np.ndarray, singles: np.ndarray, sample: LagSample, eps: float, tol: float, dt: np.dtype, amps: list[float]
+    x: np.ndarray,
+    singles: np.ndarray,
+    sample: LagSample,
+    eps: float,
+    tol: float,
+    dt: np.dtype,
+    amps: list[float],
+    fits: dict[Any, Any] | None = None,
 ) -> tuple[list[Oscillator], list[int]]:
     """The oscillators of unpaired columns ``singles`` of ``x``: a free sinusoid fitted to each
     (:func:`_free_single_fits`), refitted with the amplitude fixed when ``amps`` (the pairs' or the caller's)
-    agree on one (:func:`_fixed_amplitude_refit`); kept when the fit is rounding, else returned as other columns."""
+    agree on one (:func:`_fixed_amplitude_refit`); kept when the fit is rounding, else returned as other columns.
+    ``fits``: the free fits of these columns kept from a spectrum of the same ``x`` and ``sample`` (read-only)."""
     pos = sample.pos
-    est = column_frequencies(x[:, singles], sample, eps)
-    w_s = np.where(np.isfinite(est.freq), est.freq, 0.0)
-    xs = x[:, singles]
-    amp_s, phase_s, res_s = _free_single_fits(xs, pos, w_s)
+    key = (singles.tobytes(), eps)
+    if fits is not None and key in fits:
+        est, xs, w_s, amp_s, phase_s, res_s = fits[key]
+    else:
+        est = column_frequencies(x[:, singles], sample, eps)
+        w_s = np.where(np.isfinite(est.freq), est.freq, 0.0)
+        xs = x[:, singles]
+        amp_s, phase_s, res_s = _free_single_fits(xs, pos, w_s)
+        if fits is not None:
+            for a in (est.freq, est.err, est.ok, xs, w_s, amp_s, phase_s, res_s):
+                a.flags.writeable = False
+            fits[key] = (est, xs, w_s, amp_s, phase_s, res_s)
     err_s = est.err
     # a single column cannot tell amplitude from frequency when its angle barely moves (sin x ~ x): with the
     # amplitude of the pairs (or the caller's) known, refine frequency and phase by Gauss-Newton
@@ -590,14 +671,19 @@ def _single_oscillators(
     dev_s = np.abs(xs - amp_s[None, :] * np.cos(np.outer(pos, w_s) + phase_s[None, :]))
     found: list[Oscillator] = []
     other: list[int] = []
+    # the columns within the plain tolerance, all at once (what _fits tests first, column by column)
+    plain = np.all(dev_s <= (tol * np.maximum(amp_s, tolerance.TINY) * tolerance.FIT_SLACK)[None, :], axis=0)
     for k, col in enumerate(singles.tolist()):
-        if est.ok[k] and _fits(
-            dev_s[:, k],
-            tol * max(float(amp_s[k]), tolerance.TINY) * tolerance.FIT_SLACK,
-            float(amp_s[k]),
-            w_s[k],
-            pos,
-            float(err_s[k]),
+        if est.ok[k] and (
+            plain[k]
+            or _fits(
+                dev_s[:, k],
+                tol * max(float(amp_s[k]), tolerance.TINY) * tolerance.FIT_SLACK,
+                float(amp_s[k]),
+                w_s[k],
+                pos,
+                float(err_s[k]),
+            )
         ):
             found.append(
                 Oscillator(
@@ -695,11 +781,13 @@ def _refine_singles(
     w, phase, res = w.copy(), phase.copy(), res.copy()
     err = np.full(w.shape, np.inf)
     t = pos[:, None]
+    cos = np.cos(t * w[None, :] + phase[None, :])
     for _ in range(6):
         ang = t * w[None, :] + phase[None, :]
-        r = x - amp * np.cos(ang)
-        jw = -amp * t * np.sin(ang)
-        jp = -amp * np.sin(ang)
+        r = x - amp * cos
+        sin = np.sin(ang)
+        jw = -amp * t * sin
+        jp = -amp * sin
         a11, a12, a22 = np.einsum("ij,ij->j", jw, jw), np.einsum("ij,ij->j", jw, jp), np.einsum("ij,ij->j", jp, jp)
         b1, b2 = np.einsum("ij,ij->j", jw, r), np.einsum("ij,ij->j", jp, r)
         det = a11 * a22 - a12 * a12
@@ -708,9 +796,11 @@ def _refine_singles(
             dw = np.where(good, (b1 * a22 - b2 * a12) / np.where(good, det, 1.0), 0.0)
             dp = np.where(good, (a11 * b2 - a12 * b1) / np.where(good, det, 1.0), 0.0)
         w_new, p_new = w + dw, phase + dp
-        res_new = np.max(np.abs(x - amp * np.cos(t * w_new[None, :] + p_new[None, :])), axis=0)
+        cos_new = np.cos(t * w_new[None, :] + p_new[None, :])
+        res_new = np.max(np.abs(x - amp * cos_new), axis=0)
         better = np.isfinite(res_new) & (res_new <= res)
         w, phase, res = np.where(better, w_new, w), np.where(better, p_new, phase), np.where(better, res_new, res)
+        cos = np.where(better[None, :], cos_new, cos)  # the cosines of the kept angles, for the next step
         # 1-sigma of w for values rounded to about res: sqrt((J^T J)^-1)[w, w] * res
         with np.errstate(invalid="ignore", divide="ignore"):
             err = np.where(

@@ -323,6 +323,7 @@ def _verify_all(proposed: list[Candidate], tensors: dict[str, Any]) -> list[Cand
     # once a kind has a reading within the float32 formula's error, its more complex readings are read in full
     # only when their quick check is exact (the simplest reading within the error is the answer otherwise)
     near_kinds: set[str] = set()
+    reads: dict[Any, np.ndarray] = {}  # the table's rows as each verification reads them, read once
     for fallback in (False, True):
         per_kind: dict[str, int] = {}
         todo = sorted((c for c in proposed if c.fallback == fallback), key=_rough_complexity)
@@ -332,9 +333,9 @@ def _verify_all(proposed: list[Candidate], tensors: dict[str, Any]) -> list[Cand
             if per_kind.get(cand.kind, 0) >= (MAX_FALLBACKS if fallback else MAX_VERIFY):
                 continue
             per_kind[cand.kind] = per_kind.get(cand.kind, 0) + 1
-            _verify(cand, tensors, quick=True)
+            _verify(cand, tensors, quick=True, reads=reads)
             if cand.accounts or (cand.tolerance and cand.kind not in near_kinds):
-                _verify(cand, tensors)
+                _verify(cand, tensors, reads=reads)
             elif cand.tolerance:
                 cand.tolerance, cand.formula = "", None  # not read in full: not a reading within the error
             verified.append(cand)
@@ -465,9 +466,12 @@ def _complexity(c: Candidate) -> float:
     return score - (0.5 if c.preset else 0.0)
 
 
-def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) -> None:
+def _verify(
+    cand: Candidate, tensors: dict[str, Any], *, quick: bool = False, reads: dict[Any, np.ndarray] | None = None
+) -> None:
     """Regenerate ``cand`` with posenc's engine and measure it against the input on sampled rows (``quick``: 48
-    rows spread to the end of the table, a cheap first filter)."""
+    rows spread to the end of the table, a cheap first filter). ``reads``: the input's rows read by an earlier
+    verification of the same tensors (each candidate compares the same rows of the table; kept read-only)."""
     try:
         enc = _encoding(cand)
         enc.tensor_specs()
@@ -500,10 +504,7 @@ def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) ->
         if len(spec.shape) == 3:
             xs, ys, rows = _sample_3d(x, enc, enc_name)
         else:
-            rows = an.check_rows(int(spec.shape[0]), int(np.prod(spec.shape[1:])) if len(spec.shape) > 1 else 1)
-            if quick and rows.size > 48:
-                rows = an.spread_rows(int(spec.shape[0]), 48, head=8, tail=8)
-            xs = an.read_rows(x, rows).reshape(rows.size, -1)
+            xs, rows = _table_rows(in_name, x, quick, reads)
             try:
                 ys = an.read_rows(enc.lazy(enc_name), rows).reshape(rows.size, -1)
             except (ArithmeticError, ParameterError) as exc:  # e.g. a degenerate base the engine does not refuse
@@ -542,6 +543,24 @@ def _verify(cand: Candidate, tensors: dict[str, Any], *, quick: bool = False) ->
         cand.why = f"regenerated, it differs by up to {worst_abs:.3g} ({_ulps(worst_ulp)} ulp)"
         if cand.note and not cand.structural:
             cand.why = f"{cand.note}; {cand.why}"
+
+
+def _table_rows(name: str, x: Any, quick: bool, reads: dict[Any, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of input tensor ``name`` a verification compares (every row of a small table; ``quick``: 48 spread
+    to its end) as float64 rows x values, and their indices. They depend on the table's shape alone, so ``reads``
+    keeps them for the next candidate (read-only)."""
+    shape = tuple(int(s) for s in x.shape)
+    rows = an.check_rows(shape[0], int(np.prod(shape[1:])) if len(shape) > 1 else 1)
+    if quick and rows.size > 48:
+        rows = an.spread_rows(shape[0], 48, head=8, tail=8)
+    key = (name, shape, int(rows.size), quick)
+    if reads is not None and key in reads:
+        return reads[key], rows
+    xs = an.read_rows(x, rows).reshape(rows.size, -1)
+    if reads is not None:
+        xs.flags.writeable = False
+        reads[key] = xs
+    return xs, rows
 
 
 def _sample_3d(x: Any, enc: Any, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -96,11 +96,13 @@ def _rotary_structure(ana: an.TableAnalysis) -> dict[str, Any] | None:
     else:
         role_name, x0 = next(iter(xs.items()))
         # one table alone: the amplitude (attention scaling) read on the columns that turn at least a radian pins
-        # the slow columns, whose amplitude and frequency cannot be told apart on their own
-        free = an.spectrum(first, sample=sample, x=x0[:, uniq], find=False, dtype=first.dtype)
+        # the slow columns, whose amplitude and frequency cannot be told apart on their own (the second reading
+        # refits the first one's free fits)
+        xu, fits = x0[:, uniq], dict[Any, Any]()
+        free = an.spectrum(first, sample=sample, x=xu, find=False, dtype=first.dtype, fits=fits)
         fast = [o.amplitude for o in free.oscillators if o.freq * n >= 1]
         amp_known = float(np.median(fast)) if fast else 1.0
-        spec = an.spectrum(first, sample=sample, x=x0[:, uniq], find=False, dtype=first.dtype, amplitude=amp_known)
+        spec = an.spectrum(first, sample=sample, x=xu, find=False, dtype=first.dtype, amplitude=amp_known, fits=fits)
         if not spec.sinusoidal:
             spec = free
         role = role_name
