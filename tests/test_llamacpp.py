@@ -79,11 +79,12 @@ def _emulation_equals_real_ggml(name):
     assert (ulps == 0).mean() >= 0.98
 
 
-def test_the_plain_cache_equals_the_pair_loop_bit_for_bit():
+def test_the_plain_cache_equals_the_pair_loop_bit_for_bit(monkeypatch):
     """rope_cache computes the plain modes on row chunks at once and M-RoPE pair by pair: an M-RoPE whose first
     section holds every pair, all four position rows equal, is the same table (cross-check of the two paths,
-    with YaRN's ramp, frequency factors and more rows than one chunk)."""
-    pos = np.arange(70000, dtype=np.int64) - 3
+    with YaRN's ramp, frequency factors and several row chunks)."""
+    monkeypatch.setattr(lc, "_CHUNK_ELEMENTS", 1 << 12)
+    pos = np.concatenate([np.arange(700, dtype=np.int64) - 3, np.arange(150000, 150300, dtype=np.int64)])
     ff = np.linspace(1, 40, 40).astype(np.float32)
 
     def same(kw):
