@@ -6,6 +6,7 @@ network)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -68,8 +69,11 @@ def test_the_workflow_audits_uploads_and_summarises(tmp_path, checkout):
     env = {k: str(v) for k, v in job.get("env", {}).items()} | {"GITHUB_STEP_SUMMARY": str(step_summary)}
     assert env["MODEL"] == "docs/examples/llama-3.1-8b.json"
     # the model is the workflow's setting a user edits: a small published config every engine loads (exllamav3 does
-    # not load Olmo2ForCausalLM: a divergence) keeps the suite quick
-    env["MODEL"] = "tests/data/configs/published/qwen3-0.6b.json"
+    # not load Olmo2ForCausalLM: a divergence), its context cut to 4096 positions, keeps the suite quick
+    small = json.loads((ROOT / "tests/data/configs/published/qwen3-0.6b.json").read_text())
+    small["max_position_embeddings"] = 4096
+    (tmp_path / "model.json").write_text(json.dumps(small))
+    env["MODEL"] = str(tmp_path / "model.json")
     for step in runs:
         if step is install:
             continue
