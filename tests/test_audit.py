@@ -23,6 +23,7 @@ from posenc_cli.auditing import hub
 from posenc_cli.auditing.report import SCHEMA_PATH
 
 from .conftest import cli
+from .each import each
 
 DATA = Path(__file__).resolve().parent / "data"
 LLAMACPP = DATA / "llamacpp"
@@ -764,21 +765,23 @@ def test_a_long_audit_shows_progress_on_a_terminal_only(tmp_path, monkeypatch):
     assert code == 1 and "auditing" not in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize(
-    ("args", "needle"),
-    [
+def test_an_option_nothing_reads_is_refused_by_name(tmp_path):
+    """Each option (:func:`tests.each.each`: each failure named)."""
+    env = {"HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+
+    def refused(case):
+        args, needle = case
+        code, out, err = cli(["audit", str(LLAMACPP / "qwen2.config.json"), *args], env=env)
+        assert code == 2 and out == b"" and err.count("\n") == 1 and needle in err, err
+
+    each([
         (["--engine", "hf", "--n-ctx", "4096"], "--n-ctx cannot apply"),
         (["--engine", "hf,mlx", "--max-model-len", "4096"], "--max-model-len cannot apply"),
         (["--max-bytes", "1000"], "--max-bytes cannot apply"),
         (["--download"], "--download cannot apply"),
         (["--force"], "--force cannot apply"),
         (["--against", "nowhere/at-all"], "--against nowhere/at-all is not in the Hugging Face cache"),
-    ],
-)
-def test_an_option_nothing_reads_is_refused_by_name(args, needle, tmp_path):
-    env = {"HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}
-    code, out, err = cli(["audit", str(LLAMACPP / "qwen2.config.json"), *args], env=env)
-    assert code == 2 and out == b"" and err.count("\n") == 1 and needle in err, err
+    ], refused)  # fmt: skip
 
 
 def test_the_engines_options_are_stated_in_the_report(tmp_path):

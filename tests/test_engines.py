@@ -19,6 +19,7 @@ from posenc_cli.errors import ParameterError
 from posenc_cli.models.engines import ENGINE_NAMES, ENGINES, engine_encoding, engine_params, model_facts
 
 from .conftest import cli
+from .each import each
 
 DATA = Path(__file__).parent / "data"
 CONFIGS = DATA / "configs"
@@ -112,9 +113,13 @@ def _yarn_plain(d, base, orig, factor, truncate):
     return (1 / (factor * pos)) * (1 - extra) + (1 / pos) * extra
 
 
-@pytest.mark.parametrize("engine,rounds", [("hf", False), ("vllm", False), ("sglang", False), ("mlx", True),
-                                           ("llamacpp", True), ("onnx-genai", False)])  # fmt: skip
-def test_gpt_oss_yarn_truncate_per_engine(engine, rounds):
+def test_gpt_oss_yarn_truncate_per_engine():
+    """Which engines round YaRN's correction range (:func:`tests.each.each`: each failure named)."""
+    each([("hf", False), ("vllm", False), ("sglang", False), ("mlx", True), ("llamacpp", True),
+          ("onnx-genai", False)], lambda c: _gpt_oss_yarn_truncate(*c))  # fmt: skip
+
+
+def _gpt_oss_yarn_truncate(engine, rounds):
     w, s = _inv_freq(engine, "gpt_oss.json")
     np.testing.assert_allclose(w, _yarn_plain(64, 150000.0, 4096, 32.0, rounds), rtol=1e-14)
     assert s == pytest.approx(0.1 * math.log(32) + 1, rel=1e-15)
@@ -124,9 +129,9 @@ def _phi_facts():
     return model_facts(CONFIGS / "phi3.json")
 
 
-@pytest.mark.parametrize(
-    "engine,kw,seq,long",
-    [
+def test_longrope_choice_per_engine():
+    """Each engine's LongRoPE choice at the sequence lengths around its switch (:func:`tests.each.each`)."""
+    each([
         ("hf", {}, 4096, False), ("hf", {}, 4097, True),
         ("sglang", {}, 4097, False), ("sglang", {}, 4098, True),  # one position off HF
         ("mlx", {}, 10, True),
@@ -134,9 +139,10 @@ def _phi_facts():
         ("vllm", {"max_model_len": 4097}, 10, True),
         ("llamacpp", {"n_ctx": 4096}, 10**5, False), ("llamacpp", {"n_ctx": 8192}, 10, True),
         ("onnx-genai", {}, 4096, False), ("onnx-genai", {}, 4097, True),
-    ],
-)  # fmt: skip
-def test_longrope_choice_per_engine(engine, kw, seq, long):
+    ], lambda c: _longrope_choice(*c))  # fmt: skip
+
+
+def _longrope_choice(engine, kw, seq, long):
     from posenc_cli.encodings import make_encoding
 
     cfg = json.loads((CONFIGS / "phi3.json").read_text())["rope_scaling"]
@@ -274,9 +280,13 @@ def test_the_hf_reader_s_warnings_are_said_with_an_engine_too(tmp_path):
         assert "Warning:" in plain[2] and "mystery" in err and "Warning:" in err
 
 
-@pytest.mark.parametrize("name", ["llama31", "phi3", "qwen2", "gpt_oss", "deepseek_v2", "gemma3"])
-@pytest.mark.parametrize("n_ctx", [4096, 131072])
-def test_llamacpp_rules_agree_with_the_ggml_emulation(name, n_ctx):
+def test_llamacpp_rules_agree_with_the_ggml_emulation():
+    """Every converted model at two contexts (:func:`tests.each.each`: each failure named)."""
+    names = ["llama31", "phi3", "qwen2", "gpt_oss", "deepseek_v2", "gemma3"]
+    each([(name, n_ctx) for n_ctx in (4096, 131072) for name in names], lambda c: _llamacpp_rules_agree(*c))
+
+
+def _llamacpp_rules_agree(name, n_ctx):
     """Two independent readings of llama.cpp: the engine table's rules (applied to posenc's rope) and the float32
     emulation of ggml behind GGUF sources (models/llamacpp.py, itself checked against real ggml) give the same
     frequencies (to ggml's float32 rounding) and the same attention factor, for each converted model and context:
