@@ -1335,13 +1335,17 @@ def engine_encoding(
     max_model_len: int | None = None,
     n_ctx: int | None = None,
     seq_len: int | None = None,
+    facts: ModelFacts | None = None,
 ) -> tuple[Any, ModelFacts]:
     """The encoding whose tables ``engine`` computes for ``config`` (``length`` rows, default the engine's own
     context: vLLM's max_model_len, else the model's max_position_embeddings), with ``overrides`` (the user's
     parameters) on top; ``seq_len`` the sequence length of the forward pass (default: offset + length, the rows'
-    last position + 1). Rows the engine computes no table for (:func:`engine_limits`) are refused by name."""
+    last position + 1). Rows the engine computes no table for (:func:`engine_limits`) are refused by name.
+    ``facts``: :func:`model_facts` of ``config`` and ``layer_type`` when the caller has read them already (read,
+    never changed)."""
     e = resolve_engine(engine)
-    facts = model_facts(config, layer_type=layer_type)
+    if facts is None:
+        facts = model_facts(config, layer_type=layer_type)
     overrides = dict(overrides or {})
     offset = int(overrides.get("offset", 0))
     limits = engine_limits(facts, e.name, max_model_len=max_model_len)
@@ -1383,7 +1387,7 @@ def engine_encoding_within(
     if hit is not None and hit.rows == 0:
         return None, facts, hit
     enc, facts = engine_encoding(config, engine, length=length if hit is None else hit.rows, layer_type=layer_type,
-                                 overrides=overrides, max_model_len=max_model_len, n_ctx=n_ctx)  # fmt: skip
+                                 overrides=overrides, max_model_len=max_model_len, n_ctx=n_ctx, facts=facts)  # fmt: skip
     return enc, facts, hit
 
 
