@@ -29,8 +29,10 @@ EPS32 = 2.0**-24
 
 def rows_at(config: Path, engine: str, positions: list[int], seq_len: int | None = None, **kw) -> tuple:
     cos, sin = [], []
+    facts = model_facts(config, layer_type=kw.get("layer_type"))  # the config read once for every position
     for t in positions:
-        enc, _ = engine_encoding(config, engine, length=1, overrides={"offset": t}, seq_len=seq_len, **kw)
+        enc, _ = engine_encoding(config, engine, length=1, overrides={"offset": t}, seq_len=seq_len, facts=facts,
+                                 **kw)  # fmt: skip
         cos.append(enc.array("cos")[0])
         sin.append(enc.array("sin")[0])
     return np.array(cos), np.array(sin)
