@@ -182,6 +182,8 @@ class _Auditor:
         #: one measurement step per reference: every distinct engine table of it (engines whose tables are equal
         #: share one) measured in one pass, the reference's blocks computed once for all of them
         self._measurements: dict[int, _Measurements] = {}
+        #: each layer type's facts (:func:`~posenc_cli.models.engines.model_facts`), read once for its engine rows
+        self._facts: dict[tuple[str, str], Any] = {}
         self.max_bytes: int | None = None
 
     def progress(self, what: str, total: int) -> None:
@@ -327,8 +329,8 @@ class _Auditor:
 
         if self.engines == ["hf"]:
             return False
-        try:
-            model_facts(config_path, layer_type=None if lt == "default" else lt)
+        try:  # read once for every engine's row of this layer type (:meth:`_engine`)
+            self._facts[(config_path, lt)] = model_facts(config_path, layer_type=None if lt == "default" else lt)
         except PosencError as exc:
             report.notes.append(f"{lt}: engines not compared: {_one_line(exc)}")
             return False
@@ -373,8 +375,9 @@ class _Auditor:
             options["n_ctx"] = self.n_ctx if self.n_ctx is not None else n  # llama.cpp's default: the training context
         try:
             enc, facts, hit = engine_encoding_within(
-                config_path, engine, length=n, layer_type=None if lt == "default" else lt, **options
-            )
+                config_path, engine, length=n, layer_type=None if lt == "default" else lt,
+                facts=self._facts.get((config_path, lt)), **options
+            )  # fmt: skip
         except PosencError as exc:
             return [AuditRow(config, lt, engine, "skipped", f"{e.version}: {_one_line(exc)}", length=n)]
         says = rule_says(facts, engine, seq_len=n)

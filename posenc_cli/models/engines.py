@@ -1376,10 +1376,13 @@ def engine_encoding_within(
     overrides: dict[str, Any] | None = None,
     max_model_len: int | None = None,
     n_ctx: int | None = None,
+    facts: ModelFacts | None = None,
 ) -> tuple[Any, ModelFacts, EngineLimit | None]:
     """:func:`engine_encoding` for a comparison: the rows the engine computes of those asked, and the limit it
-    meets (:func:`engine_reach`) instead of a refusal. The encoding is None when it computes no row at all."""
-    facts = model_facts(config, layer_type=layer_type)
+    meets (:func:`engine_reach`) instead of a refusal. The encoding is None when it computes no row at all.
+    ``facts``: as :func:`engine_encoding` takes them."""
+    if facts is None:
+        facts = model_facts(config, layer_type=layer_type)
     offset = int((overrides or {}).get("offset", 0))
     hit = None
     if length is not None:
