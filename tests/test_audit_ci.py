@@ -144,9 +144,9 @@ def test_the_audit_hook_audits_the_model_in_args(tmp_path):
     hook = hooks()["posenc-audit"]
     assert hook["pass_filenames"] is False and re.search(hook["files"], "models/x/config.json")
     entry = shlex.split(hook["entry"])
-    ok = entry_run(entry, [str(ROOT / "tests/data/configs/published/qwen3-0.6b.json"), "--len", "4096"], tmp_path)
+    ok = entry_run(entry, [str(ROOT / "tests/data/configs/published/qwen3-0.6b.json"), "--len", "1024"], tmp_path)
     assert ok.returncode == 0, ok.stderr.decode()
-    differs = entry_run(entry, [str(ROOT / "docs/examples/phi-3.5-mini.json"), "--len", "4096"], tmp_path)
+    differs = entry_run(entry, [str(ROOT / "docs/examples/phi-3.5-mini.json"), "--len", "1024"], tmp_path)
     assert differs.returncode == 1
 
 
