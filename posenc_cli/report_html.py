@@ -134,6 +134,14 @@ def _pool(grid: list[list[float]], rows: int, cols: int) -> list[list[float]]:
     def key(v: Any) -> float:
         return v if isinstance(v, (int, float)) and math.isfinite(v) else math.inf
 
+    def largest(cells: list[Any]) -> Any:
+        try:  # all finite numbers (nearly every cell): the same maximum at C speed, without a key call per cell
+            if all(map(math.isfinite, cells)):
+                return max(cells)
+        except TypeError:  # 'nan' / 'inf' as the JSON report spells them
+            pass
+        return max(cells, key=key)
+
     n, m = len(grid), len(grid[0]) if grid else 0
     ri = [i * n // min(n, rows) for i in range(min(n, rows) + 1)]
     ci = [j * m // min(m, cols) for j in range(min(m, cols) + 1)]
@@ -142,7 +150,7 @@ def _pool(grid: list[list[float]], rows: int, cols: int) -> list[list[float]]:
         line = []
         for c, d in zip(ci, ci[1:]):
             cells = [grid[i][j] for i in range(a, b) for j in range(c, d)]
-            line.append(max(cells, key=key))
+            line.append(largest(cells))
         out.append(line)
     return out
 

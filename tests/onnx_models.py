@@ -15,8 +15,35 @@ import math
 
 import numpy as np
 
+#: every cache pair built in this process, by its arguments: the tests ask for the same few again and again
+_BUILT: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
 
 def genai_caches(
+    head_size: int,
+    theta: float,
+    length: int,
+    *,
+    rot_dim: int | None = None,
+    rescale: float | np.ndarray = 1.0,
+    yarn: dict | None = None,
+    mscale: float = 1.0,
+    io_dtype: str = "float32",
+    round_range: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_genai_caches`, built once per process for each set of arguments; each caller gets its own copies
+    (a test may change them)."""
+    r = np.asarray(rescale, dtype=np.float64)
+    key = (head_size, float(theta), length, rot_dim, r.shape, r.tobytes(), repr(sorted((yarn or {}).items())),
+           yarn is None, float(mscale), io_dtype, round_range)  # fmt: skip
+    if key not in _BUILT:
+        _BUILT[key] = _genai_caches(head_size, theta, length, rot_dim=rot_dim, rescale=rescale, yarn=yarn,
+                                    mscale=mscale, io_dtype=io_dtype, round_range=round_range)  # fmt: skip
+    cos, sin = _BUILT[key]
+    return cos.copy(), sin.copy()
+
+
+def _genai_caches(
     head_size: int,
     theta: float,
     length: int,

@@ -23,6 +23,7 @@ from posenc_cli.auditing import hub
 from posenc_cli.auditing.report import SCHEMA_PATH
 
 from .conftest import cli
+from .each import each
 
 DATA = Path(__file__).resolve().parent / "data"
 LLAMACPP = DATA / "llamacpp"
@@ -722,13 +723,12 @@ def test_the_html_page_renders_in_a_real_browser(diverging_report, tmp_path):
     path.write_text(text, encoding="utf-8")
     flags = ["--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
     env = {**os.environ, "HOME": str(tmp_path)}
-    dom = subprocess.run([browser, *flags, "--dump-dom", path.as_uri()], capture_output=True, timeout=120, env=env)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    assert_page(dom.stdout.decode("utf-8"), diverging_report)
     shot = tmp_path / "shot.png"
-    run = subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1000,1400", path.as_uri()],
-                         capture_output=True, timeout=120, env=env, cwd=tmp_path)  # fmt: skip
+    # one browser run: the DOM it dumps to stdout and the screenshot it writes
+    run = subprocess.run([browser, *flags, "--dump-dom", f"--screenshot={shot}", "--window-size=1000,1400",
+                          path.as_uri()], capture_output=True, timeout=120, env=env, cwd=tmp_path)  # fmt: skip
     assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
+    assert_page(run.stdout.decode("utf-8"), diverging_report)
     import matplotlib.image
 
     pixels = matplotlib.image.imread(str(shot))[..., :3]
@@ -765,21 +765,23 @@ def test_a_long_audit_shows_progress_on_a_terminal_only(tmp_path, monkeypatch):
     assert code == 1 and "auditing" not in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize(
-    ("args", "needle"),
-    [
+def test_an_option_nothing_reads_is_refused_by_name(tmp_path):
+    """Each option (:func:`tests.each.each`: each failure named)."""
+    env = {"HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+
+    def refused(case):
+        args, needle = case
+        code, out, err = cli(["audit", str(LLAMACPP / "qwen2.config.json"), *args], env=env)
+        assert code == 2 and out == b"" and err.count("\n") == 1 and needle in err, err
+
+    each([
         (["--engine", "hf", "--n-ctx", "4096"], "--n-ctx cannot apply"),
         (["--engine", "hf,mlx", "--max-model-len", "4096"], "--max-model-len cannot apply"),
         (["--max-bytes", "1000"], "--max-bytes cannot apply"),
         (["--download"], "--download cannot apply"),
         (["--force"], "--force cannot apply"),
         (["--against", "nowhere/at-all"], "--against nowhere/at-all is not in the Hugging Face cache"),
-    ],
-)
-def test_an_option_nothing_reads_is_refused_by_name(args, needle, tmp_path):
-    env = {"HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}
-    code, out, err = cli(["audit", str(LLAMACPP / "qwen2.config.json"), *args], env=env)
-    assert code == 2 and out == b"" and err.count("\n") == 1 and needle in err, err
+    ], refused)  # fmt: skip
 
 
 def test_the_engines_options_are_stated_in_the_report(tmp_path):

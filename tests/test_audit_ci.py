@@ -6,6 +6,7 @@ network)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -68,8 +69,11 @@ def test_the_workflow_audits_uploads_and_summarises(tmp_path, checkout):
     env = {k: str(v) for k, v in job.get("env", {}).items()} | {"GITHUB_STEP_SUMMARY": str(step_summary)}
     assert env["MODEL"] == "docs/examples/llama-3.1-8b.json"
     # the model is the workflow's setting a user edits: a small published config every engine loads (exllamav3 does
-    # not load Olmo2ForCausalLM: a divergence) keeps the suite quick
-    env["MODEL"] = "tests/data/configs/published/qwen3-0.6b.json"
+    # not load Olmo2ForCausalLM: a divergence), its context cut to 4096 positions, keeps the suite quick
+    small = json.loads((ROOT / "tests/data/configs/published/qwen3-0.6b.json").read_text())
+    small["max_position_embeddings"] = 4096
+    (tmp_path / "model.json").write_text(json.dumps(small))
+    env["MODEL"] = str(tmp_path / "model.json")
     for step in runs:
         if step is install:
             continue
@@ -140,9 +144,9 @@ def test_the_audit_hook_audits_the_model_in_args(tmp_path):
     hook = hooks()["posenc-audit"]
     assert hook["pass_filenames"] is False and re.search(hook["files"], "models/x/config.json")
     entry = shlex.split(hook["entry"])
-    ok = entry_run(entry, [str(ROOT / "tests/data/configs/published/qwen3-0.6b.json"), "--len", "4096"], tmp_path)
+    ok = entry_run(entry, [str(ROOT / "tests/data/configs/published/qwen3-0.6b.json"), "--len", "1024"], tmp_path)
     assert ok.returncode == 0, ok.stderr.decode()
-    differs = entry_run(entry, [str(ROOT / "docs/examples/phi-3.5-mini.json"), "--len", "4096"], tmp_path)
+    differs = entry_run(entry, [str(ROOT / "docs/examples/phi-3.5-mini.json"), "--len", "1024"], tmp_path)
     assert differs.returncode == 1
 
 

@@ -159,3 +159,24 @@ def test_an_audit_row_names_parameters_as_its_reader_spells_them():
     code, out, _ = cli(["audit", gguf, "--against", config, "--len", "100000000", "--engine", "hf", "--json"])
     (row,) = [r for r in json.loads(out)["rows"] if r["verdict"] == "error"]
     assert code == 2 and row["explanation"].startswith("--len 100000000: the verdict would hold"), row
+
+
+def test_a_picture_s_non_finite_values_are_spelled_and_pooled_as_the_largest():
+    """A picture holding nan and inf: the JSON spells them 'nan' / 'inf' / '-inf' (finite values stay numbers),
+    and the HTML heatmap's max-pooling takes a non-finite cell as a block's largest (plain max otherwise)."""
+    import math
+
+    from posenc_cli.auditing.report import Picture
+    from posenc_cli.report_html import _pool
+
+    grid = [[0.5, 2.0, 1.0, 0.25], [1.5, math.nan, 3.0, 0.5], [0.1, 0.2, -math.inf, 0.3], [4.0, 0.0, 0.0, math.inf]]
+    pic = Picture("cos", 4, 4, [0, 1, 2, 3], [2.0, math.nan, 0.3, math.inf], [4.0, 2.0, 3.0, 0.5], grid)
+    data = pic.to_json()
+    assert data["by_position"] == [2.0, "nan", 0.3, "inf"] and data["by_column"] == [4.0, 2.0, 3.0, 0.5]
+    assert data["grid"][0] == [0.5, 2.0, 1.0, 0.25] and data["grid"][1][1] == "nan" and data["grid"][2][2] == "-inf"
+    assert all(type(x) is float for x in data["grid"][0])
+    pooled = _pool(grid, 2, 2)
+    assert pooled[0][1] == 3.0 and pooled[1][0] == 4.0  # finite blocks: their maximum
+    assert math.isnan(pooled[0][0]) and pooled[1][1] == -math.inf  # the first non-finite cell of a block
+    spelled = _pool(data["grid"], 2, 2)  # the JSON report's spelling
+    assert spelled == [["nan", 3.0], [4.0, "-inf"]]

@@ -161,16 +161,27 @@ def test_an_audit_measures_a_table_two_engines_share_once(tmp_path, monkeypatch)
     d = tmp_path / "model"
     d.mkdir()
     (d / "config.json").write_text(LLAMA31.read_text())
-    measured: list[str] = []
+    measured: list[list[str]] = []
     real = audit_run._measure
+    ref_blocks: list[tuple[str, int, int]] = []
+    real_rows = audit_run._SharedRows.__call__
 
-    def counting(enc, ref):
-        measured.append(enc.engine_name)
-        return real(enc, ref)
+    def counting(encs, ref):
+        measured.append(sorted(e.engine_name for e in encs.values()))
+        return real(encs, ref)
+
+    def reading(self, start, stop):
+        if self.last is None or self.last[0] != (start, stop):
+            ref_blocks.append((self.name, start, stop))
+        return real_rows(self, start, stop)
 
     monkeypatch.setattr(audit_run, "_measure", counting)
+    monkeypatch.setattr(audit_run._SharedRows, "__call__", reading)
     report = posenc_cli.audit(str(d), engine="vllm,sglang,mlx", length=4096)
-    assert sorted(measured) in (["mlx", "vllm"], ["mlx", "sglang"])
+    # one pass over the reference for the two distinct tables, each of its blocks computed once
+    assert measured in ([["mlx", "vllm"]], [["mlx", "sglang"]])
+    assert ref_blocks and len(ref_blocks) == len(set(ref_blocks))
+    assert {name for name, _s, _e in ref_blocks} == {"cos", "sin"}
     by = {r.engine: r for r in report.rows}
     assert by["vllm"].verdict == by["sglang"].verdict == "agree"
     assert by["vllm"].max_abs_diff == by["sglang"].max_abs_diff > 0

@@ -19,6 +19,7 @@ from posenc_cli.errors import ParameterError
 from posenc_cli.models.engines import ENGINE_NAMES, ENGINES, engine_encoding, engine_params, model_facts
 
 from .conftest import cli
+from .each import each
 
 DATA = Path(__file__).parent / "data"
 CONFIGS = DATA / "configs"
@@ -28,8 +29,10 @@ EPS32 = 2.0**-24
 
 def rows_at(config: Path, engine: str, positions: list[int], seq_len: int | None = None, **kw) -> tuple:
     cos, sin = [], []
+    facts = model_facts(config, layer_type=kw.get("layer_type"))  # the config read once for every position
     for t in positions:
-        enc, _ = engine_encoding(config, engine, length=1, overrides={"offset": t}, seq_len=seq_len, **kw)
+        enc, _ = engine_encoding(config, engine, length=1, overrides={"offset": t}, seq_len=seq_len, facts=facts,
+                                 **kw)  # fmt: skip
         cos.append(enc.array("cos")[0])
         sin.append(enc.array("sin")[0])
     return np.array(cos), np.array(sin)
@@ -112,9 +115,13 @@ def _yarn_plain(d, base, orig, factor, truncate):
     return (1 / (factor * pos)) * (1 - extra) + (1 / pos) * extra
 
 
-@pytest.mark.parametrize("engine,rounds", [("hf", False), ("vllm", False), ("sglang", False), ("mlx", True),
-                                           ("llamacpp", True), ("onnx-genai", False)])  # fmt: skip
-def test_gpt_oss_yarn_truncate_per_engine(engine, rounds):
+def test_gpt_oss_yarn_truncate_per_engine():
+    """Which engines round YaRN's correction range (:func:`tests.each.each`: each failure named)."""
+    each([("hf", False), ("vllm", False), ("sglang", False), ("mlx", True), ("llamacpp", True),
+          ("onnx-genai", False)], lambda c: _gpt_oss_yarn_truncate(*c))  # fmt: skip
+
+
+def _gpt_oss_yarn_truncate(engine, rounds):
     w, s = _inv_freq(engine, "gpt_oss.json")
     np.testing.assert_allclose(w, _yarn_plain(64, 150000.0, 4096, 32.0, rounds), rtol=1e-14)
     assert s == pytest.approx(0.1 * math.log(32) + 1, rel=1e-15)
@@ -124,9 +131,9 @@ def _phi_facts():
     return model_facts(CONFIGS / "phi3.json")
 
 
-@pytest.mark.parametrize(
-    "engine,kw,seq,long",
-    [
+def test_longrope_choice_per_engine():
+    """Each engine's LongRoPE choice at the sequence lengths around its switch (:func:`tests.each.each`)."""
+    each([
         ("hf", {}, 4096, False), ("hf", {}, 4097, True),
         ("sglang", {}, 4097, False), ("sglang", {}, 4098, True),  # one position off HF
         ("mlx", {}, 10, True),
@@ -134,9 +141,10 @@ def _phi_facts():
         ("vllm", {"max_model_len": 4097}, 10, True),
         ("llamacpp", {"n_ctx": 4096}, 10**5, False), ("llamacpp", {"n_ctx": 8192}, 10, True),
         ("onnx-genai", {}, 4096, False), ("onnx-genai", {}, 4097, True),
-    ],
-)  # fmt: skip
-def test_longrope_choice_per_engine(engine, kw, seq, long):
+    ], lambda c: _longrope_choice(*c))  # fmt: skip
+
+
+def _longrope_choice(engine, kw, seq, long):
     from posenc_cli.encodings import make_encoding
 
     cfg = json.loads((CONFIGS / "phi3.json").read_text())["rope_scaling"]
@@ -274,9 +282,13 @@ def test_the_hf_reader_s_warnings_are_said_with_an_engine_too(tmp_path):
         assert "Warning:" in plain[2] and "mystery" in err and "Warning:" in err
 
 
-@pytest.mark.parametrize("name", ["llama31", "phi3", "qwen2", "gpt_oss", "deepseek_v2", "gemma3"])
-@pytest.mark.parametrize("n_ctx", [4096, 131072])
-def test_llamacpp_rules_agree_with_the_ggml_emulation(name, n_ctx):
+def test_llamacpp_rules_agree_with_the_ggml_emulation():
+    """Every converted model at two contexts (:func:`tests.each.each`: each failure named)."""
+    names = ["llama31", "phi3", "qwen2", "gpt_oss", "deepseek_v2", "gemma3"]
+    each([(name, n_ctx) for n_ctx in (4096, 131072) for name in names], lambda c: _llamacpp_rules_agree(*c))
+
+
+def _llamacpp_rules_agree(name, n_ctx):
     """Two independent readings of llama.cpp: the engine table's rules (applied to posenc's rope) and the float32
     emulation of ggml behind GGUF sources (models/llamacpp.py, itself checked against real ggml) give the same
     frequencies (to ggml's float32 rounding) and the same attention factor, for each converted model and context:
@@ -408,11 +420,11 @@ def test_a_position_out_of_an_engine_s_cache_is_a_difference_with_the_rows_it_co
     assert cos["value_a"] == pytest.approx(_rope_cos(np.array([t]), 1e4)[0, c], abs=tol)
     assert cos["value_b"] == pytest.approx(_rope_cos(np.array([t]), 1e4 * 3 ** (128 / 126))[0, c], abs=tol)
 
-    code, _, err = cli(["compare", f"{cfg}@vllm", f"{cfg}@hf", "--len", "8192", "-q"])
+    code, _, err = cli(["compare", f"{cfg}@vllm", f"{cfg}@hf", "--len", "8192", "-t", "cos", "-q"])
     assert code == 1 and len(err.splitlines()) == 1
     assert "DIFFERENT: vllm 0.33.0 computes no row from position 4096" in err
     assert "dynamic_ntk_scaling_rope.py:67" in err and "compared its rows 0-4095 of 8192 asked" in err
-    assert cli(["compare", f"{cfg}@vllm", f"{cfg}@hf", "--len", "4096", "-q"])[0] == 0  # within the cache: same
+    assert cli(["compare", f"{cfg}@vllm", f"{cfg}@hf", "--len", "4096", "-t", "cos", "-q"])[0] == 0  # in the cache
     code, _, err = cli(["generate", cfg, "--engine", "vllm", "--len", "8192", "-o", "-"])
     assert code == 2 and len(err.splitlines()) == 1 and "lower --len to 4096" in err
 
@@ -522,7 +534,7 @@ def test_compare_judges_an_engines_table_against_an_exact_one_as_the_audit_does(
     code, _out, err = cli(["compare", f"{llama}@vllm", llama, "--len", "4096", "-q"])
     assert code == 0 and "SAME within the float32 formula's error" in err, err
     dyn = str(DATA.parent.parent / "docs" / "examples" / "llama-2-7b-dynamic.json")
-    assert cli(["compare", f"{dyn}@sglang", dyn, "--len", "4096", "-q"])[0] == 1
+    assert cli(["compare", f"{dyn}@sglang", dyn, "--len", "4096", "-t", "cos", "-q"])[0] == 1  # cos tells it
     s_cos, _ = _plain_rope(1e4 * 3 ** (128 / 126), 4096)
     h_cos, _ = _plain_rope(1e4, 4096)
     assert np.abs(s_cos - h_cos).max() > 0.5  # far beyond any float32 arithmetic

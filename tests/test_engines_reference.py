@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posenc_cli.models.engines import engine_encoding
+from posenc_cli.models.engines import engine_encoding, model_facts
 
 from .each import each
 
@@ -82,8 +82,9 @@ def test_mlx_equals_its_own_code(case):
     meta = _meta(MLX, case)
     pos = MLX[f"{case}.positions"]
     rows_c, rows_s = [], []
+    facts = model_facts(DATA / meta["config"])  # the config read once for every position
     for t in pos:  # one position per call, offset=t (how mlx-lm's KV cache calls its rope)
-        enc, _ = engine_encoding(DATA / meta["config"], "mlx", length=1, overrides={"offset": int(t)})
+        enc, _ = engine_encoding(DATA / meta["config"], "mlx", length=1, overrides={"offset": int(t)}, facts=facts)
         c, s = _pairs(enc, np.array([0]))
         rows_c.append(c[0])
         rows_s.append(s[0])

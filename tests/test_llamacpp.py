@@ -79,6 +79,26 @@ def _emulation_equals_real_ggml(name):
     assert (ulps == 0).mean() >= 0.98
 
 
+def test_the_plain_cache_equals_the_pair_loop_bit_for_bit(monkeypatch):
+    """rope_cache computes the plain modes on row chunks at once and M-RoPE pair by pair: an M-RoPE whose first
+    section holds every pair, all four position rows equal, is the same table (cross-check of the two paths,
+    with YaRN's ramp, frequency factors and several row chunks)."""
+    monkeypatch.setattr(lc, "_CHUNK_ELEMENTS", 1 << 12)
+    pos = np.concatenate([np.arange(700, dtype=np.int64) - 3, np.arange(150000, 150300, dtype=np.int64)])
+    ff = np.linspace(1, 40, 40).astype(np.float32)
+
+    def same(kw):
+        n_dims = kw.pop("n_dims")
+        plain = lc.rope_cache(pos, n_dims, mode="NEOX", **kw)
+        loop = lc.rope_cache(np.stack([pos] * 4), n_dims, mode="MROPE", sections=(n_dims // 2, 0, 0, 0), **kw)
+        for a, b in zip(plain, loop):
+            assert a.dtype == np.float32 and np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+    each([dict(n_dims=8, freq_base=10000.0),
+          dict(n_dims=80, freq_base=500000.0, freq_factors=ff, attn_factor=1.3),
+          dict(n_dims=64, freq_base=1e6, freq_scale=0.25, ext_factor=1.0, n_ctx_orig=4096, beta_fast=16.0)], same)  # fmt: skip
+
+
 @pytest.mark.skipif(not GOLDEN, reason="tests/data/llamacpp/ggml_rope.npz is missing")
 def test_golden_is_not_what_float64_would_give():
     """The stored ggml values carry its float32 iteration: a float64 table differs from them at large positions

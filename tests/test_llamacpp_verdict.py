@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from .conftest import cli
+from .each import each
 
 gguf = pytest.importorskip("gguf", reason="the GGUF tests need the gguf extra: pip install 'posenc-cli[gguf]'")
 
@@ -212,9 +213,12 @@ def test_generate_from_a_real_conversion_matches_the_golden_emulation(tmp_path):
     assert t.metadata["freq_factors"] == "rope_freqs" and t.metadata["layout"] == "interleaved"
 
 
-@pytest.mark.parametrize("name", MODELS)
-@pytest.mark.parametrize("n_ctx", [4096, 8192])
-def test_what_a_faithful_conversion_gives_equals_the_real_converter(name, n_ctx):
+def test_what_a_faithful_conversion_gives_equals_the_real_converter():
+    """Every converted model at two contexts (:func:`tests.each.each`: each failure named)."""
+    each([(name, n_ctx) for n_ctx in (4096, 8192) for name in MODELS], lambda c: _faithful_conversion(*c))
+
+
+def _faithful_conversion(name, n_ctx):
     """llamacpp_tables_for(config) models convert_hf_to_gguf.py (the --engine llamacpp entry point); the real
     converter's file, read as llama.cpp reads it, gives the same float32 tables bit for bit (both layer types)."""
     from posenc_cli.models.llamacpp import llamacpp_tables_for

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from .conftest import cli
+from .each import each
 
 onnx = pytest.importorskip("onnx", reason="the onnx extra (pip install 'posenc-cli[onnx]') is not installed")
 
@@ -159,11 +160,16 @@ def test_json_lists_divergences(tmp_path):
 
 
 # ----- generate/export: the caches as stored, bit for bit --------------------------------------------------
-@pytest.mark.parametrize("io_dtype", ["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize("suffix", ["safetensors", "npz"])
-def test_generate_writes_the_caches_bit_for_bit_with_provenance(tmp_path, io_dtype, suffix):
+def test_generate_writes_the_caches_bit_for_bit_with_provenance(tmp_path):
+    """Each I/O dtype to each format (:func:`tests.each.each`: each failure named)."""
+    cases = [(d, s) for s in ("safetensors", "npz") for d in ("float32", "float16", "bfloat16")]
+    each(cases, lambda c: _generate_writes_the_caches(tmp_path / f"{c[0]}-{c[1]}", *c))
+
+
+def _generate_writes_the_caches(tmp_path, io_dtype, suffix):
     from posenc_cli.formats import read_table
 
+    tmp_path.mkdir()
     cos, sin = yarn_caches(length=512)
     if io_dtype == "bfloat16":
         import ml_dtypes

@@ -89,6 +89,23 @@ def test_a_quantized_faithful_file_agrees_within_its_rounding_and_not_exactly(ch
     assert 0 < np.max(np.abs(g - h)) <= np.max(np.abs(h)) / 127
 
 
+def test_the_first_blocks_dequantize_as_gguf_s_own_dequantize():
+    """The weights check dequantizes every row's first blocks in one call of the type's own rows code; gguf's
+    public ``dequantize`` (16 rows at a time) gives the same values, for block types of every family."""
+    rng = np.random.default_rng(3)
+
+    def same(name):
+        qt = gguf.GGMLQuantizationType[name]
+        block, tsize = gguf.GGML_QUANT_SIZES[qt]
+        part = rng.integers(0, 256, (37, max(1, 256 // block) * tsize), dtype=np.uint8)  # any bytes are blocks
+        with np.errstate(all="ignore"):  # random scales: some are inf or nan, the same on both sides
+            want = np.asarray(gguf.quants.dequantize(part, qt), dtype=np.float32)
+            got = np.asarray(qk_weights._dequantize(gguf, part, qt), dtype=np.float32)
+        assert got.shape == want.shape and np.array_equal(got, want, equal_nan=True)
+
+    each(["Q8_0", "Q4_0", "Q5_1", "Q4_K", "Q6_K", "IQ4_NL", "TQ1_0"], same)
+
+
 def requantized(src: Path, dest: Path, qtype: str) -> str:
     """``src`` with its 2-D tensors quantized to ``qtype`` by gguf's own quantizer (the reference's code)."""
     r = gguf.GGUFReader(str(src))

@@ -179,8 +179,11 @@ class _Auditor:
         self.against = None if against is None else os.fspath(against)
         self.step = 0
         self.tmp = tmp  # removed when the audit ends
-        #: one measurement step per distinct (engine table, reference): engines whose tables are equal share it
-        self._measurements: dict[Any, Callable[[], _Measured]] = {}
+        #: one measurement step per reference: every distinct engine table of it (engines whose tables are equal
+        #: share one) measured in one pass, the reference's blocks computed once for all of them
+        self._measurements: dict[int, _Measurements] = {}
+        #: each layer type's facts (:func:`~posenc_cli.models.engines.model_facts`), read once for its engine rows
+        self._facts: dict[tuple[str, str], Any] = {}
         self.max_bytes: int | None = None
 
     def progress(self, what: str, total: int) -> None:
@@ -326,8 +329,8 @@ class _Auditor:
 
         if self.engines == ["hf"]:
             return False
-        try:
-            model_facts(config_path, layer_type=None if lt == "default" else lt)
+        try:  # read once for every engine's row of this layer type (:meth:`_engine`)
+            self._facts[(config_path, lt)] = model_facts(config_path, layer_type=None if lt == "default" else lt)
         except PosencError as exc:
             report.notes.append(f"{lt}: engines not compared: {_one_line(exc)}")
             return False
@@ -372,8 +375,9 @@ class _Auditor:
             options["n_ctx"] = self.n_ctx if self.n_ctx is not None else n  # llama.cpp's default: the training context
         try:
             enc, facts, hit = engine_encoding_within(
-                config_path, engine, length=n, layer_type=None if lt == "default" else lt, **options
-            )
+                config_path, engine, length=n, layer_type=None if lt == "default" else lt,
+                facts=self._facts.get((config_path, lt)), **options
+            )  # fmt: skip
         except PosencError as exc:
             return [AuditRow(config, lt, engine, "skipped", f"{e.version}: {_one_line(exc)}", length=n)]
         says = rule_says(facts, engine, seq_len=n)
@@ -410,9 +414,10 @@ class _Auditor:
             row.picture = picture
             return [row]
 
-        key = (getattr(enc, "table_key", None) or id(enc), id(ref))
-        measure = self._measurements.setdefault(key, functools.partial(_measure, enc, ref))
-        return (f"{lt}: {engine}", measure, finish)
+        key = getattr(enc, "table_key", None) or id(enc)
+        measure = self._measurements.setdefault(id(ref), _Measurements(ref))
+        measure.add(key, enc)
+        return (f"{lt}: {engine}", measure, lambda results: finish(results[key]))
 
     # ----- fixed tables the weights keep a copy of -----------------------------------------------------------
     def _stored(self, data: dict[str, Any]) -> list[AuditRow]:
@@ -878,26 +883,47 @@ def _atol(a: Any, b: Any) -> float:
 _Measured = tuple[Difference | None, str | None, bool, Any]
 
 
-def _measure(enc: Any, ref: Any) -> _Measured:
-    """An engine's table ``enc`` against HF's ``ref``: read once for the difference and the arithmetic's judge; the
-    picture only for a diverging row (read again then: an agreeing row is the common case)."""
+class _Measurements:
+    """The audit's step that measures every distinct engine table of one reference (:meth:`add` each, keyed by
+    its table key), all in one pass (:func:`_measure`): called, the results by key."""
+
+    def __init__(self, ref: Any) -> None:
+        self.ref = ref
+        self.encs: dict[Any, Any] = {}
+
+    def add(self, key: Any, enc: Any) -> None:
+        self.encs.setdefault(key, enc)
+
+    def __call__(self) -> dict[Any, _Measured]:
+        return _measure(self.encs, self.ref)
+
+
+def _measure(encs: dict[Any, Any], ref: Any) -> dict[Any, _Measured]:
+    """Each engine table of ``encs`` against HF's ``ref``: read once, block by block together (each block of
+    ``ref`` computed once for all of them), for the differences and each arithmetic's judge; the picture only
+    for a diverging row (read again then: an agreeing row is the common case)."""
     from ..models.engines import ArithmeticJudge
 
-    judge = ArithmeticJudge(enc, ref)
-    d = _encodings_difference(enc, ref, judge=judge, pictures=False)
-    if d is None:
-        return None, None, False, None
-    arithmetic = judge.result()
-    ok = arithmetic is not None or d.max_abs <= _atol(enc, ref)
-    if not ok:  # one rule for engine rows: a row that differs says what differs (the judge names it)
-        arithmetic = judge.difference() or None
-    picture = None
-    if not ok:
-        drawn = _encodings_difference(enc, ref)
-        if drawn is not None and drawn.picture is not None:
-            picture = drawn.picture
-            picture.spectrum = _spectrum(enc, ref)
-    return d, arithmetic, ok, picture
+    judges = {key: ArithmeticJudge(enc, ref) for key, enc in encs.items()}
+    diffs = _encodings_differences(encs, ref, judges=judges, pictures=False)
+    out: dict[Any, _Measured] = {}
+    for key, enc in encs.items():
+        d, judge = diffs[key], judges[key]
+        if d is None:
+            out[key] = (None, None, False, None)
+            continue
+        arithmetic = judge.result()
+        ok = arithmetic is not None or d.max_abs <= _atol(enc, ref)
+        if not ok:  # one rule for engine rows: a row that differs says what differs (the judge names it)
+            arithmetic = judge.difference() or None
+        picture = None
+        if not ok:
+            drawn = _encodings_difference(enc, ref)
+            if drawn is not None and drawn.picture is not None:
+                picture = drawn.picture
+                picture.spectrum = _spectrum(enc, ref)
+        out[key] = (d, arithmetic, ok, picture)
+    return out
 
 
 def _encodings_difference(
@@ -905,18 +931,38 @@ def _encodings_difference(
 ) -> Difference | None:
     """The worst of the 2-D tensors ``a`` and ``b`` both have with the same width, over their first ``rows``
     rows (default: both have the same shape), read block by block."""
-    sa, sb = a.tensor_specs(), b.tensor_specs()
+    judges = None if judge is None else {0: judge}
+    return _encodings_differences({0: a}, b, rows, judges, pictures)[0]
+
+
+def _encodings_differences(
+    encs: dict[Any, Any], b: Any, rows: int | None = None, judges: dict[Any, Any] | None = None,
+    pictures: bool = True
+) -> dict[Any, Difference | None]:  # fmt: skip
+    """:func:`_encodings_difference` of each table of ``encs`` against ``b`` (by the same keys), read together
+    block by block: each block of ``b``'s tensors is computed once for all of them."""
+    sb = b.tensor_specs()
     by_rows: dict[int, list[Side]] = {}  # tensors of the same length are read block by block together
-    for name, spec in sa.items():
-        other = sb.get(name)
-        if other is None or len(spec.shape) != 2 or len(other.shape) != 2 or other.shape[1] != spec.shape[1]:
-            continue
-        if rows is None and tuple(other.shape) != tuple(spec.shape):
-            continue
-        n = int(spec.shape[0]) if rows is None else min(rows, int(spec.shape[0]), int(other.shape[0]))
-        feed = None if judge is None else functools.partial(judge.feed, name)
-        by_rows.setdefault(n, []).append(Side(name, _rows(a, name), _rows(b, name), int(spec.shape[1]), feed))
-    return worst([d for n, sides in by_rows.items() for d in differences(sides, n, pictures)])
+    owner: dict[int, list[Any]] = {}  # the key of each side, in the same order
+    shared: dict[tuple[int, str], _SharedRows] = {}
+    for key, a in encs.items():
+        for name, spec in a.tensor_specs().items():
+            other = sb.get(name)
+            if other is None or len(spec.shape) != 2 or len(other.shape) != 2 or other.shape[1] != spec.shape[1]:
+                continue
+            if rows is None and tuple(other.shape) != tuple(spec.shape):
+                continue
+            n = int(spec.shape[0]) if rows is None else min(rows, int(spec.shape[0]), int(other.shape[0]))
+            judge = None if judges is None else judges.get(key)
+            feed = None if judge is None else functools.partial(judge.feed, name)
+            b_rows = shared.setdefault((n, name), _SharedRows(b, name))
+            by_rows.setdefault(n, []).append(Side(name, _rows(a, name), b_rows, int(spec.shape[1]), feed))
+            owner.setdefault(n, []).append(key)
+    found: dict[Any, list[Difference]] = {key: [] for key in encs}
+    for n, sides in by_rows.items():
+        for key, d in zip(owner[n], differences(sides, n, pictures)):
+            found[key].append(d)
+    return {key: worst(ds) for key, ds in found.items()}
 
 
 def _rows(enc: Any, name: str) -> Callable[[int, int], Any]:
@@ -924,6 +970,25 @@ def _rows(enc: Any, name: str) -> Callable[[int, int], Any]:
         return enc.rows(name, start, stop)
 
     return rows
+
+
+class _SharedRows:
+    """Rows ``start:stop`` of tensor ``name`` of ``enc`` as float64 (read-only), the last block kept: the sides
+    that compare several tables with this one read each of its blocks in turn (:func:`differences` reads every
+    side's block before the next block), and it is computed once for them."""
+
+    def __init__(self, enc: Any, name: str) -> None:
+        self.enc, self.name = enc, name
+        self.last: tuple[tuple[int, int], Any] | None = None
+
+    def __call__(self, start: int, stop: int) -> Any:
+        if self.last is None or self.last[0] != (start, stop):
+            import numpy as np
+
+            block = np.asarray(self.enc.rows(self.name, start, stop), dtype=np.float64)
+            block.flags.writeable = False
+            self.last = ((start, stop), block)
+        return self.last[1]
 
 
 def _slices(array: Any) -> Callable[[int, int], Any]:

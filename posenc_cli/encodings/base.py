@@ -14,6 +14,7 @@ grammar ``KIND:key=value,...`` and file metadata share one parser.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import sys
 import types
@@ -180,16 +181,32 @@ def _parse_scalar(tp: type, name: str, text: str) -> Any:
     return t
 
 
-def parse_value(tp: Any, name: str, value: Any) -> Any:
-    """Convert ``value`` (a string from the command line or metadata, or a Python value) to type ``tp``."""
+@functools.cache
+def _type_shape(tp: Any) -> tuple[str, Any]:
+    """``("optional", inner)``, ``("tuple", item)`` or ``("plain", tp)``: what :func:`parse_value` reads of a type
+    hint, once per hint (``typing.get_origin`` / ``get_args`` on every value of every construction cost more than
+    the parsing itself)."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        inner = next(a for a in typing.get_args(tp) if a is not type(None))
+        return "optional", next(a for a in typing.get_args(tp) if a is not type(None))
+    if origin is tuple:
+        (item,) = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        return "tuple", item
+    return "plain", tp
+
+
+def parse_value(tp: Any, name: str, value: Any) -> Any:
+    """Convert ``value`` (a string from the command line or metadata, or a Python value) to type ``tp``."""
+    try:
+        shape, inner = _type_shape(tp)
+    except TypeError:  # an unhashable hint: read it afresh
+        shape, inner = _type_shape.__wrapped__(tp)
+    if shape == "optional":
         if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null")):
             return None
         return parse_value(inner, name, value)
-    if origin is tuple:
-        (item,) = [a for a in typing.get_args(tp) if a is not Ellipsis]
+    if shape == "tuple":
+        item = inner
         if isinstance(value, str):
             text = value.strip()
             if text.startswith("["):
@@ -377,17 +394,19 @@ class Encoding:
 
     def _check_field(self, f: dataclasses.Field, value: Any) -> None:
         meta = f.metadata
-        name = display_name(f.name)
-        if value is None:
+        if value is None or not meta:
             return
+        name = display_name(f.name)
         choices = meta.get("choices")
         if choices and value not in choices:
             raise ParameterError(f"unknown {name} {value!r} for {self.KIND}; choose from: {', '.join(choices)}")
+        low, high = meta.get("low"), meta.get("high")
+        if low is None and high is None:
+            return
         values = value if isinstance(value, tuple) else (value,)
         for v in values:
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 continue
-            low, high = meta.get("low"), meta.get("high")
             if low is not None and (v <= low if meta.get("low_open") else v < low):
                 op = ">" if meta.get("low_open") else ">="
                 raise ParameterError(

@@ -1158,6 +1158,10 @@ def _engine_rope_of(base: Rope, name: str, arith: str, pairs: Pairs, inv: np.nda
     return EngineRope(**kw, engine_name=name, arithmetic=arith, engine_state=state, table_key=key)
 
 
+#: the last block's float32 formula bound in each thread (:meth:`ArithmeticJudge.feed`)
+_BOUNDS = LastBlock()
+
+
 class ArithmeticJudge:
     """:func:`within_arithmetic` fed block by block, so that a caller that reads an engine's table anyway (the
     audit's difference and picture) reads it once: :meth:`feed` each block of each 2-D tensor (the engine's
@@ -1199,7 +1203,7 @@ class ArithmeticJudge:
         return f"hf's parameters in {ARITHMETIC[enc.arithmetic]}: per-pair frequencies within {rel:.2g} of hf's"
 
     def feed(self, name: str, start: int, stop: int, x: np.ndarray, y: np.ndarray) -> None:
-        from ..inspect.tolerance import FormulaVerdict, formula_check
+        from ..inspect.tolerance import FormulaVerdict, formula_bound, formula_check
 
         if not self.numeric:
             return
@@ -1209,7 +1213,12 @@ class ArithmeticJudge:
             self.verdicts[name] = FormulaVerdict(False, np.inf, np.nan, -1, False)
             return
         rows = np.arange(start, stop, dtype=np.int64)
-        v = formula_check(x, y, rows, terms, np.dtype(mine.dtype), spec.dtype)
+        stored, ref = np.dtype(mine.dtype), np.dtype(spec.dtype)
+        # cos and sin of one block, and every engine's table measured against the same reference in one pass
+        # (the audit), have the same bound: computed once
+        key = (start, stop, terms.freq.tobytes(), terms.amplitude, terms.offset, stored.str, ref.str)
+        bound = _BOUNDS.get(key, lambda: (formula_bound(terms, rows, stored, ref),))[0]
+        v = formula_check(x, y, rows, terms, stored, ref, bound=bound)
         out = self.verdicts.get(name)
         self.verdicts[name] = v if out is None else out.joined(v)
 
@@ -1326,13 +1335,17 @@ def engine_encoding(
     max_model_len: int | None = None,
     n_ctx: int | None = None,
     seq_len: int | None = None,
+    facts: ModelFacts | None = None,
 ) -> tuple[Any, ModelFacts]:
     """The encoding whose tables ``engine`` computes for ``config`` (``length`` rows, default the engine's own
     context: vLLM's max_model_len, else the model's max_position_embeddings), with ``overrides`` (the user's
     parameters) on top; ``seq_len`` the sequence length of the forward pass (default: offset + length, the rows'
-    last position + 1). Rows the engine computes no table for (:func:`engine_limits`) are refused by name."""
+    last position + 1). Rows the engine computes no table for (:func:`engine_limits`) are refused by name.
+    ``facts``: :func:`model_facts` of ``config`` and ``layer_type`` when the caller has read them already (read,
+    never changed)."""
     e = resolve_engine(engine)
-    facts = model_facts(config, layer_type=layer_type)
+    if facts is None:
+        facts = model_facts(config, layer_type=layer_type)
     overrides = dict(overrides or {})
     offset = int(overrides.get("offset", 0))
     limits = engine_limits(facts, e.name, max_model_len=max_model_len)
@@ -1363,10 +1376,13 @@ def engine_encoding_within(
     overrides: dict[str, Any] | None = None,
     max_model_len: int | None = None,
     n_ctx: int | None = None,
+    facts: ModelFacts | None = None,
 ) -> tuple[Any, ModelFacts, EngineLimit | None]:
     """:func:`engine_encoding` for a comparison: the rows the engine computes of those asked, and the limit it
-    meets (:func:`engine_reach`) instead of a refusal. The encoding is None when it computes no row at all."""
-    facts = model_facts(config, layer_type=layer_type)
+    meets (:func:`engine_reach`) instead of a refusal. The encoding is None when it computes no row at all.
+    ``facts``: as :func:`engine_encoding` takes them."""
+    if facts is None:
+        facts = model_facts(config, layer_type=layer_type)
     offset = int((overrides or {}).get("offset", 0))
     hit = None
     if length is not None:
@@ -1374,7 +1390,7 @@ def engine_encoding_within(
     if hit is not None and hit.rows == 0:
         return None, facts, hit
     enc, facts = engine_encoding(config, engine, length=length if hit is None else hit.rows, layer_type=layer_type,
-                                 overrides=overrides, max_model_len=max_model_len, n_ctx=n_ctx)  # fmt: skip
+                                 overrides=overrides, max_model_len=max_model_len, n_ctx=n_ctx, facts=facts)  # fmt: skip
     return enc, facts, hit
 
 

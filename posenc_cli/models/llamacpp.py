@@ -321,6 +321,8 @@ def rope_cache(
         if ff.size < n_dims // 2:
             raise ParameterError(f"freq_factors has {ff.size} values; ggml needs at least n_dims/2 = {n_dims // 2}")
     n = pos.shape[-1]
+    if not mrope and (ff is None or ff.size >= n_pairs):
+        return _plain_cache(pos, n_pairs, theta_scale, ff, fs, ext, mscale, lo, hi)
     cos = np.empty((n, n_pairs), dtype=np.float32)
     sin = np.empty((n, n_pairs), dtype=np.float32)
     if mrope:
@@ -382,6 +384,50 @@ def rope_cache(
             thetas = [(x * theta_scale).astype(np.float32) for x in thetas]
         else:
             theta = (theta * theta_scale).astype(np.float32)
+    return cos, sin
+
+
+#: Elements per row chunk of :func:`_plain_cache` (its float64 temporaries stay a few MiB at any length)
+_CHUNK_ELEMENTS = 1 << 18
+
+
+def _plain_cache(pos: np.ndarray, n_pairs: int, theta_scale: np.float32, ff: np.ndarray | None, fs: np.float32,
+                 ext: np.float32, mscale: np.float32, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """:func:`rope_cache` without M-RoPE sections: the same float32 operations, element by element, as its loop
+    over pairs, on whole row chunks at once (ggml's theta is iterated pair by pair: that loop stays, one multiply
+    per pair; the rest is one array operation per step instead of one per pair and step)."""
+    n = pos.shape[-1]
+    cos = np.empty((n, n_pairs), dtype=np.float32)
+    sin = np.empty((n, n_pairs), dtype=np.float32)
+    mix = one_minus = None
+    if ext != 0:  # the ramp of each pair, in ggml's float32 scalars (rope_yarn_ramp)
+        denom = _f32(max(_f32(0.001), _f32(_f32(hi) - _f32(lo))))
+        mixes = []
+        for i in range(n_pairs):
+            y = _f32(_f32(_f32(i) - _f32(lo)) / denom)
+            ramp = _f32(_f32(1) - _f32(min(_f32(1), max(_f32(0), y))))
+            mixes.append(_f32(ramp * ext))
+        mix = np.array(mixes, dtype=np.float32)
+        one_minus = (np.float32(1) - mix).astype(np.float32).astype(np.float64)
+    step = max(1, _CHUNK_ELEMENTS // max(1, n_pairs))
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        theta = pos[a:b].astype(np.float32)
+        th = np.empty((b - a, n_pairs), dtype=np.float32)
+        for i in range(n_pairs):
+            th[:, i] = theta
+            theta = (theta * theta_scale).astype(np.float32)
+        extrap = th if ff is None else (th / ff[None, :n_pairs]).astype(np.float32)
+        interp = (fs * extrap).astype(np.float32)
+        if mix is not None and one_minus is not None:
+            # the fused multiply-add of :func:`rope_cache`: exact float32 product, one float64 add, one rounding
+            second = (extrap * mix[None, :]).astype(np.float32).astype(np.float64)
+            th = (interp.astype(np.float64) * one_minus[None, :] + second).astype(np.float32)
+        else:
+            th = interp
+        th64 = th.astype(np.float64)
+        cos[a:b] = (np.cos(th64).astype(np.float32) * mscale).astype(np.float32)
+        sin[a:b] = (np.sin(th64).astype(np.float32) * mscale).astype(np.float32)
     return cos, sin
 
 

@@ -139,13 +139,25 @@ class GgufTensor:
         if name == "BF16":
             return (part.view(np.uint16).astype(np.uint32) << 16).view(np.float32), nb * block
         try:
-            out = gguf.quants.dequantize(part, self.qtype)
+            out = _dequantize(gguf, part, self.qtype)
         except NotImplementedError:
             raise WeightsError(
                 f"{self.path}: tensor {self.name} has ggml type {name}, which gguf's quants cannot dequantize; "
                 "its weights cannot be checked"
             ) from None
         return np.asarray(out, dtype=np.float32).reshape(self.rows, nb * block), nb * block
+
+
+def _dequantize(gguf: Any, part: np.ndarray, qtype: Any) -> np.ndarray:
+    """``gguf.quants.dequantize`` of ``part`` (whole blocks of every row), in one call of the type's own
+    ``dequantize_rows`` over all rows: ``dequantize`` hands the rows over 16 at a time (``_apply_over_grouped_rows``),
+    1.3 s for an 8B model's Q/K first blocks in Q8_0 against 20 ms at once. Every block is dequantized alone, so the
+    values are the same; a gguf without the per-type classes takes its public ``dequantize``."""
+    traits = getattr(gguf.quants, "_type_traits", {}).get(qtype)
+    if traits is None or not hasattr(traits, "dequantize_rows") or not hasattr(traits, "init_grid"):
+        return gguf.quants.dequantize(part, qtype)
+    traits.init_grid()
+    return traits.dequantize_rows(part)
 
 
 def gguf_qk(path: str, label: str) -> tuple[dict[str, GgufTensor], dict[str, Any]]:
