@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from .conftest import ROOT, clean_env, inproc, posenc_cmd, run
+from .conftest import ROOT, clean_env, inproc, posenc_cmd
 from .each import each
 
 POSENC = " ".join(shlex.quote(a) for a in posenc_cmd())
@@ -38,12 +38,29 @@ def test_broken_pipe_is_quiet():
     assert err.strip() == "", f"stderr was not empty: {err!r}"
 
 
-def test_pipe_into_check_reads_a_non_seekable_stdin():
-    """128 KiB of table (512 x 64 float32), twice a pipe's 64 KiB buffer: the reader gets it in parts."""
+#: The generate arguments of the one real pipeline (:func:`pipeline`): 128 KiB of table (512 x 64 float32),
+#: twice a pipe's 64 KiB buffer, so the reader gets it in parts.
+PIPED = ["generate", "--len", "512", "--dim", "64", "-p", "preset=tensor2tensor"]
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    """One real pipeline ``posenc generate | tee | posenc check -``, read by two tests: what generate wrote into
+    its pipe (the bytes tee saw, and generate's stderr) and what check read from a non-seekable stdin (its
+    stdout and exit code)."""
+    tmp = tmp_path_factory.mktemp("pipeline")
+    args = " ".join(shlex.quote(a) for a in PIPED)
     proc = sh(
-        f"{POSENC} generate --len 512 --dim 64 -p preset=tensor2tensor | {POSENC} check - --expect sinusoidal --json"
+        f"set -o pipefail; {POSENC} {args} 2>gen_err.txt | tee piped.bin | {POSENC} check - --expect sinusoidal --json",
+        cwd=tmp,
     )
+    return tmp, proc
+
+
+def test_pipe_into_check_reads_a_non_seekable_stdin(pipeline):
+    tmp, proc = pipeline
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+    assert (tmp / "piped.bin").stat().st_size > 2 * 65536  # more than the pipe's buffer holds at once
     assert b'"ok": true' in proc.stdout
 
 
@@ -166,17 +183,17 @@ def test_output_permissions_follow_the_umask(tmp_path, umask, mode):
     assert target.stat().st_mode & 0o777 == mode
 
 
-def test_generate_npy_file_equals_the_npy_part_of_piped_bytes(tmp_path):
+def test_generate_npy_file_equals_the_npy_part_of_piped_bytes(pipeline, tmp_path):
     """A pipe carries the .npy bytes a file holds, then posenc's trailer (the metadata) after the array."""
     target = tmp_path / "pe.npy"
-    assert inproc(["generate", "-n", "1000", "-d", "96", "-o", str(target)]).returncode == 0
-    proc = run(["generate", "-n", "1000", "-d", "96"])  # through a real pipe
-    piped = proc.stdout
-    assert proc.stderr == b""  # stdout carries only data, and a real process says nothing on stderr
+    assert inproc([*PIPED, "-o", str(target)]).returncode == 0
+    piped = (pipeline[0] / "piped.bin").read_bytes()  # what a real process wrote into a real pipe
+    # stdout carries only data, and a real process says nothing on stderr
+    assert (pipeline[0] / "gen_err.txt").read_bytes() == b""
     npy = target.read_bytes()
     assert npy.startswith(b"\x93NUMPY")
     assert piped[: len(npy)] == npy and piped[len(npy) : len(npy) + 16] == b"\x93POSENC-TRAILER\x01"
-    assert np.load(target).shape == (1000, 96)
+    assert np.load(target).shape == (512, 64)
     (tmp_path / "piped.npy").write_bytes(piped)
     np.testing.assert_array_equal(np.load(tmp_path / "piped.npy"), np.load(target))
 
