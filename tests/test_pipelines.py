@@ -163,20 +163,26 @@ def test_full_tmpfs_is_a_clean_error(tmp_path):
         subprocess.run(["umount", str(mnt)])
 
 
+@pytest.fixture(scope="module")
+def umask_077_stderr_closed(tmp_path_factory):
+    """One real process read by two tests: ``generate -o`` under umask 077 (inherited from its parent shell)
+    with stderr closed (its "wrote" line dropped)."""
+    out = tmp_path_factory.mktemp("umask") / "pe.npy"
+    return sh(f"umask 077; {POSENC} generate -n 3 -d 4 -o {shlex.quote(str(out))} 2>&-"), out
+
+
 @pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
-def test_output_permissions_follow_the_umask(tmp_path, umask, mode):
-    """The umask is the process's: one real process inherits it from its parent, the other masks are set in this
-    process around an in-process run (the same writer, reading the same process state)."""
-    target = tmp_path / "pe.safetensors"
-    args = ["generate", "-n", "8", "-d", "4", "-o", str(target)]
+def test_output_permissions_follow_the_umask(tmp_path, umask, mode, request):
+    """The umask is the process's: one real process inherits it from its parent (the 077 one, shared with
+    test_closed_stderr_or_stdin_is_no_traceback's closed stderr), the other masks are set in this process around
+    an in-process run (the same writer, reading the same process state)."""
     if umask == 0o077:
-        proc = subprocess.run(
-            posenc_cmd() + args, capture_output=True, env=clean_env(), preexec_fn=lambda: os.umask(umask), timeout=60
-        )
+        proc, target = request.getfixturevalue("umask_077_stderr_closed")
     else:
+        target = tmp_path / "pe.safetensors"
         old = os.umask(umask)
         try:
-            proc = inproc(args)
+            proc = inproc(["generate", "-n", "8", "-d", "4", "-o", str(target)])
         finally:
             os.umask(old)
     assert proc.returncode == 0, proc.stderr
@@ -275,7 +281,9 @@ def test_console_exit_skips_only_the_teardown(args, code):
 #: process (:class:`FullStdout`, buffered like a file's stdout: the writes fail when flushed).
 FULL_OR_CLOSED = [
     ("> /dev/full", ["generate", "-n", "3000", "-d", "400"]),
-    (">&-", ["generate", "-n", "3000", "-d", "400"]),
+    # stdin closed as well: a command that does not read stdin runs as before to its output with stdin closed
+    # (test_closed_stderr_or_stdin_is_no_traceback's "unread" case), and its one message is the stdout's
+    (">&- <&-", ["generate", "-n", "3000", "-d", "400"]),
 ]
 FULL_IN_PROCESS = [["generate", "--len", "3", "--dim", "4"], ["kinds"], ["generate", "-n", "3000", "-d", "400"]]
 
@@ -328,19 +336,23 @@ def test_main_in_process_leaves_the_callers_garbage_collector_alone():
 @pytest.mark.parametrize(
     ("script", "code"),
     [
-        ("generate -n 3 -d 4 -o {out} 2>&-", 0),  # its "wrote" line is dropped, the file written
+        (None, 0),  # generate -n 3 -d 4 -o out 2>&-: its "wrote" line is dropped, the file written (one real
+        # process with test_output_permissions_follow_the_umask's 077 case)
         ("generate -n -3 -d 4 2>&-", 2),
         ("check - <&- 2>{err}", 2),
-        ("generate -n 3 -d 4 -o {out} <&-", 0),
+        # stdin closed, unread: test_a_full_or_closed_stdout_is_one_line_and_exit_2's ">&- <&-" process
     ],
-    ids=["stderr closed", "stderr closed, bad input", "stdin closed", "stdin closed, unread"],
+    ids=["stderr closed", "stderr closed, bad input", "stdin closed"],
 )
-def test_closed_stderr_or_stdin_is_no_traceback(tmp_path, script, code):
+def test_closed_stderr_or_stdin_is_no_traceback(tmp_path, script, code, request):
     out, err = tmp_path / "pe.npy", tmp_path / "err.txt"
-    proc = sh(f"{POSENC} {script.format(out=out, err=err)}")
+    if script is None:
+        proc, out = request.getfixturevalue("umask_077_stderr_closed")
+    else:
+        proc = sh(f"{POSENC} {script.format(out=out, err=err)}")
     assert proc.returncode == code, proc.stderr.decode()
     assert b"Traceback" not in proc.stderr
-    if "-o" in script:
+    if script is None:
         assert np.load(out).shape == (3, 4)
-    if "{err}" in script:
+    elif "{err}" in script:
         assert err.read_text().startswith("Error: <stdin>: ") and err.read_text().count("\n") == 1
