@@ -15,8 +15,9 @@ import math
 
 import numpy as np
 
-#: every cache pair built in this process, by its arguments: the tests ask for the same few again and again
-_BUILT: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+#: the unscaled float32 cos/sin rows built so far in this process (and the inv_freq they come from), by the
+#: arguments that decide a row's values: length, mscale and the I/O dtype only scale, cut and cast those rows
+_RAW: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
 def genai_caches(
@@ -31,32 +32,40 @@ def genai_caches(
     io_dtype: str = "float32",
     round_range: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_genai_caches`, built once per process for each set of arguments; each caller gets its own copies
-    (a test may change them)."""
+    """cos/sin caches (length, rot_dim/2) as the builder makes them (``round_range``: floor/ceil the YaRN
+    correction range, as HF does with truncate true, which the builder never does); new arrays for each caller
+    (a test may change them).
+
+    Each row depends only on its position: the unscaled rows of one set of frequencies are computed once per
+    process and grown when a longer cache is asked for (LongRoPE's short cache is the first rows of a long one
+    with the same factors; an export without the mscale holds the same rows unscaled)."""
+    f32 = np.float32
     r = np.asarray(rescale, dtype=np.float64)
-    key = (head_size, float(theta), length, rot_dim, r.shape, r.tobytes(), repr(sorted((yarn or {}).items())),
-           yarn is None, float(mscale), io_dtype, round_range)  # fmt: skip
-    if key not in _BUILT:
-        _BUILT[key] = _genai_caches(head_size, theta, length, rot_dim=rot_dim, rescale=rescale, yarn=yarn,
-                                    mscale=mscale, io_dtype=io_dtype, round_range=round_range)  # fmt: skip
-    cos, sin = _BUILT[key]
-    return cos.copy(), sin.copy()
+    key = (head_size, float(theta), rot_dim, r.shape, r.tobytes(), repr(sorted((yarn or {}).items())), yarn is None,
+           round_range)  # fmt: skip
+    if key not in _RAW:
+        inv = _inv_freq(head_size, theta, rot_dim=rot_dim, rescale=rescale, yarn=yarn, round_range=round_range)
+        _RAW[key] = (inv, np.empty((0, inv.size), f32), np.empty((0, inv.size), f32))
+    inv_freq, cos, sin = _RAW[key]
+    if cos.shape[0] < length:
+        more = _unscaled_rows(inv_freq, cos.shape[0], length)
+        cos, sin = np.concatenate([cos, more[0]]), np.concatenate([sin, more[1]])
+        _RAW[key] = (inv_freq, cos, sin)
+    # the builder's steps: the float32 cos/sin times the float32 mscale, then the cast to the I/O dtype
+    scaled = [(part[:length] * f32(mscale)).astype(f32, copy=False) for part in (cos, sin)]  # new arrays
+    return scaled[0].astype(io_dtype, copy=False), scaled[1].astype(io_dtype, copy=False)
 
 
-def _genai_caches(
+def _inv_freq(
     head_size: int,
     theta: float,
-    length: int,
     *,
     rot_dim: int | None = None,
     rescale: float | np.ndarray = 1.0,
     yarn: dict | None = None,
-    mscale: float = 1.0,
-    io_dtype: str = "float32",
     round_range: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """cos/sin caches (length, rot_dim/2) as the builder makes them (``round_range``: floor/ceil the YaRN
-    correction range, as HF does with truncate true, which the builder never does)."""
+) -> np.ndarray:
+    """The builder's float32 inv_freq (rescaled; YaRN's ramp between the interpolated and plain frequencies)."""
     f32 = np.float32
     dim = rot_dim or head_size
     expo = np.arange(0, dim, 2).astype(f32) / f32(dim)
@@ -75,13 +84,20 @@ def _genai_caches(
         mask = f32(1) - np.clip(ramp, 0, 1)
         interp = inv_freq / f32(factor)
         inv_freq = (interp * (f32(1) - mask) + inv_freq * mask).astype(f32)
-    t = np.arange(length, dtype=np.int64).astype(f32)
-    cos = np.empty((length, inv_freq.size), dtype=io_dtype)
+    return inv_freq
+
+
+def _unscaled_rows(inv_freq: np.ndarray, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+    """float32 cos/sin of positions ``start .. stop - 1`` times ``inv_freq`` (the float32 angles, their cosine
+    and sine correctly rounded to float32), before the mscale."""
+    f32 = np.float32
+    t = np.arange(start, stop, dtype=np.int64).astype(f32)
+    cos = np.empty((stop - start, inv_freq.size), dtype=f32)
     sin = np.empty_like(cos)
-    for a in range(0, length, 4096):  # row by row the same values; blocks keep the float64 temporaries small
+    for a in range(0, stop - start, 4096):  # row by row the same values; blocks keep the float64 temporaries small
         freqs = np.outer(t[a : a + 4096], inv_freq).astype(f32).astype(np.float64)
-        cos[a : a + 4096] = (np.cos(freqs).astype(f32) * f32(mscale)).astype(f32).astype(io_dtype)
-        sin[a : a + 4096] = (np.sin(freqs).astype(f32) * f32(mscale)).astype(f32).astype(io_dtype)
+        cos[a : a + 4096] = np.cos(freqs).astype(f32)
+        sin[a : a + 4096] = np.sin(freqs).astype(f32)
     return cos, sin
 
 

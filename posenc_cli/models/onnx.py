@@ -794,14 +794,18 @@ def _ratio(cos: np.ndarray, sin: np.ndarray, enc: Any, s_exp: float, s: float, w
     block = rows_per_block(2 * width)  # cos and sin side by side
     for start in range(0, cos.shape[0], block):
         stop = min(cos.shape[0], start + block)
-        a = np.concatenate([cos[start:stop].astype(np.float64), sin[start:stop].astype(np.float64)], axis=1)
-        e = np.concatenate([enc.rows("cos_cache", start, stop), enc.rows("sin_cache", start, stop)], axis=1)
+        # cos and sin side by side, each written into its half (no concatenated copies; float64 as before)
+        a = np.empty((stop - start, 2 * width))
+        a[:, :width], a[:, width:] = cos[start:stop], sin[start:stop]
+        e = np.empty_like(a)
+        enc.fill("cos_cache", start, stop, e[:, :width])
+        enc.fill("sin_cache", start, stop, e[:, width:])
         if observer is not None:
             observer.block(shown, int(cos.shape[0]), start, stop, a, e)
         e *= s / s_exp
         t = np.arange(start, stop, dtype=np.float64)[:, None]
         tol = abs(s) * (8 * 2.0**-24 * (t * wmax + 1) + 2 * _ULP1.get(dt, 2.0**-23))
-        err = np.abs(a - e)
+        err = np.abs(np.subtract(a, e, out=e), out=e)  # |a - e| in e's own memory
         r = err / tol
         i = int(np.argmax(r))  # a nan is the largest (as over the whole cache at once)
         if np.isnan(r.flat[i]) or float(r.flat[i]) > best[0]:
