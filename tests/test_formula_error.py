@@ -14,13 +14,15 @@ import pytest
 
 import posenc_cli as pe
 from posenc_cli.encodings import make_encoding
+from posenc_cli.inspect import analysis as an
 from posenc_cli.inspect import tolerance as tol
 from tests import formula_tables as ft
 from tests.each import each
 
 LONG = {"original_max_position_embeddings": 8192, "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
-#: Head widths of the long cases (see CASES): 32 columns at 32768 rows, 16 at 131072
-D32K, D131K = 32, 16
+#: Head widths of the long cases (see CASES): 32 columns at 32768 rows; at 131072, the fewest even columns beyond
+#: what identify verifies in full (an.FULL_CHECK_ELEMENTS elements: 32 columns), so it samples rows there (40)
+D32K, D131K = 32, an.FULL_CHECK_ELEMENTS // 131072 + 8
 
 
 def _yarn(n: int):
@@ -53,11 +55,11 @@ def _longrope(n: int, long: bool, dim: int = 64):
 
 
 #: The float32 error grows with the position: the long cases keep every row (at 131k rows identify samples rows, as
-#: it does on a long cache), on narrower heads: the length is their property, not the width (the largest angles and
-#: float32 error are the frequency-1 columns every width has): 32 columns at 32k rows (16 frequencies still span 1 to
-#: 1/base, yarn's ramp and longrope's factors included), 16 at 131k, as test_hf_cache_explanations' long caches (8
-#: frequencies: llama3's three bands, 4 high, 1 medium, 3 low); Llama's own 128 stay in default-1k, base5e5-8k,
-#: llama3-8k and bf16-8k, 64 in the rest (this file 8.5 -> 6.2 CPU-s). The plain rule at 131k
+#: it does on a long cache: the test asserts which), on narrower heads: the length is their property, not the width
+#: (the largest angles and float32 error are the frequency-1 columns every width has): 32 columns at 32k rows (16
+#: frequencies still span 1 to 1/base, yarn's ramp and longrope's factors included; every row verified, as at 64),
+#: 40 at 131k (D131K: 20 frequencies, llama3's three bands 9 high, 2 medium, 9 low); Llama's own 128 stay in
+#: default-1k, base5e5-8k, llama3-8k and bf16-8k, 64 in the rest. The plain rule at 131k
 #: rows in float32 is llama3-131k's high-frequency columns (llama3 leaves them as they are: the largest angles, the
 #: largest float32 error), read from the same sampled rows; plain-rule identification is default-1k's, base5e5-8k's
 #: and base1e6-32k's, and bf16-131k is the plain rule at 131k rounded: a default-131k case repeated those (0.9 CPU-s)
@@ -125,6 +127,7 @@ def test_hf_cache_identified_compared_checked(case: str, tmp_path) -> None:
         np.save(path, cos)
         found = pe.identify(cos)
     assert found.best is not None, found.reason
+    assert (found.best.rows_checked < cos.shape[0]) == (cos.size > an.FULL_CHECK_ELEMENTS)  # sampled when long
     _expect(found.best, want, cos)
     assert found.best.tolerance in ("ulp", tol.FORMULA)
     # the spec the identification names, compared: the same, within the float32 formula's error (bound stated)
