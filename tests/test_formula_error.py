@@ -14,15 +14,19 @@ import pytest
 
 import posenc_cli as pe
 from posenc_cli.encodings import make_encoding
+from posenc_cli.inspect import analysis as an
 from posenc_cli.inspect import tolerance as tol
 from tests import formula_tables as ft
 from tests.each import each
 
 LONG = {"original_max_position_embeddings": 8192, "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+#: Head widths of the long cases (see CASES): 32 columns at 32768 rows; at 131072, the fewest even columns beyond
+#: what identify verifies in full (an.FULL_CHECK_ELEMENTS elements: 32 columns), so it samples rows there (40)
+D32K, D131K = 32, an.FULL_CHECK_ELEMENTS // 131072 + 8
 
 
 def _yarn(n: int):
-    inv, att = ft.hf_yarn(64, 1e4, 4.0, 4096)
+    inv, att = ft.hf_yarn(D32K, 1e4, 4.0, 4096)  # its ramp: frequencies 5 to 12 of 16
     return ft.hf_cos_sin(inv, n, att), {"scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
 
 
@@ -33,11 +37,11 @@ def _dynamic(n: int):
     return ft.hf_cos_sin(ft.hf_inv_freq(dim, b2), n), {"base": b2}
 
 
-def _longrope(n: int, long: bool):
-    short = [1.0 + 0.01 * k for k in range(32)]
-    longf = [1.0 + 0.25 * k for k in range(32)]
+def _longrope(n: int, long: bool, dim: int = 64):
+    short = [1.0 + 0.01 * k for k in range(dim // 2)]
+    longf = [1.0 + 0.25 * k for k in range(dim // 2)]
     att = math.sqrt(1 + math.log(4.0) / math.log(4096))
-    inv = ft.hf_longrope(64, 1e4, longf if long else short)
+    inv = ft.hf_longrope(dim, 1e4, longf if long else short)
     params = {
         "scaling": "longrope",
         "factor": 4.0,
@@ -50,21 +54,25 @@ def _longrope(n: int, long: bool):
     return ft.hf_cos_sin(inv, n, att), params
 
 
-#: The float32 error grows with the position: the long cases keep every row, on heads of 64 columns (32 frequencies
-#: still span 1 to 1/base; at 131k rows identify samples rows, as it does on a long cache). The plain rule at 131k
+#: The float32 error grows with the position: the long cases keep every row (at 131k rows identify samples rows, as
+#: it does on a long cache: the test asserts which), on narrower heads: the length is their property, not the width
+#: (the largest angles and float32 error are the frequency-1 columns every width has): 32 columns at 32k rows (16
+#: frequencies still span 1 to 1/base, yarn's ramp and longrope's factors included; every row verified, as at 64),
+#: 40 at 131k (D131K: 20 frequencies, llama3's three bands 9 high, 2 medium, 9 low); Llama's own 128 stay in
+#: default-1k, base5e5-8k, llama3-8k and bf16-8k, 64 in the rest. The plain rule at 131k
 #: rows in float32 is llama3-131k's high-frequency columns (llama3 leaves them as they are: the largest angles, the
 #: largest float32 error), read from the same sampled rows; plain-rule identification is default-1k's, base5e5-8k's
 #: and base1e6-32k's, and bf16-131k is the plain rule at 131k rounded: a default-131k case repeated those (0.9 CPU-s)
 CASES = {
     "default-1k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(128, 1e4), 1024), {"base": 1e4}),
     "base5e5-8k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(128, 5e5), 8192), {"base": 5e5}),
-    "base1e6-32k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(64, 1e6), 32768), {"base": 1e6}),
+    "base1e6-32k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(D32K, 1e6), 32768), {"base": 1e6}),
     "llama3-8k": lambda: (
         ft.hf_cos_sin(ft.hf_llama3(ft.hf_inv_freq(128, 5e5), 8, 1, 4, 8192), 8192),
         {"scaling": "llama3", "base": 5e5, **LONG},
     ),
     "llama3-131k": lambda: (
-        ft.hf_cos_sin(ft.hf_llama3(ft.hf_inv_freq(64, 5e5), 8, 1, 4, 8192), 131072),
+        ft.hf_cos_sin(ft.hf_llama3(ft.hf_inv_freq(D131K, 5e5), 8, 1, 4, 8192), 131072),
         {"scaling": "llama3", "base": 5e5, **LONG},
     ),
     "linear-8k": lambda: (
@@ -74,11 +82,11 @@ CASES = {
     "yarn-32k": lambda: _yarn(32768),
     "dynamic-8k": lambda: _dynamic(8192),
     "longrope-short-4k": lambda: _longrope(4096, False),
-    "longrope-long-32k": lambda: _longrope(32768, True),
+    "longrope-long-32k": lambda: _longrope(32768, True, D32K),
     "partial-8k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(32, 1e4), 8192), {"dim": 32}),
     "bf16-8k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(128, 1e4), 8192, cast="bfloat16"), {"base": 1e4}),
-    "bf16-131k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(64, 5e5), 131072, cast="bfloat16"), {"base": 5e5}),
-    "fp16-32k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(64, 1e4), 32768, cast="float16"), {"base": 1e4}),
+    "bf16-131k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(D131K, 5e5), 131072, cast="bfloat16"), {"base": 5e5}),
+    "fp16-32k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(D32K, 1e4), 32768, cast="float16"), {"base": 1e4}),
 }
 
 
@@ -119,6 +127,7 @@ def test_hf_cache_identified_compared_checked(case: str, tmp_path) -> None:
         np.save(path, cos)
         found = pe.identify(cos)
     assert found.best is not None, found.reason
+    assert (found.best.rows_checked < cos.shape[0]) == (cos.size > an.FULL_CHECK_ELEMENTS)  # sampled when long
     _expect(found.best, want, cos)
     assert found.best.tolerance in ("ulp", tol.FORMULA)
     # the spec the identification names, compared: the same, within the float32 formula's error (bound stated)

@@ -544,18 +544,23 @@ def _closest_pair_sampled(ctx: CheckContext, n_sort: int = 4, window: int = 8, k
     rows = len(sk)
     chunk = rows_per_block(sk.shape[1])
     diff = np.empty((chunk, sk.shape[1]), dtype=sk.dtype)  # one buffer for every window's differences
+    # the sorted sketch is gathered a chunk (and the window after it) at a time into one small buffer: a whole
+    # sorted copy per projection was 32 MiB of fresh memory at 131k rows, its page faults costing as much as the
+    # sums; the same rows in the same order, so the same distances
+    ahead = np.empty((chunk + window, sk.shape[1]), dtype=sk.dtype)
+    # dist[w - 1, i] for i < rows - w, every one rewritten by each projection (the rest is never read)
+    dist = np.full((window, rows), np.inf, dtype=sk.dtype)
     for c in range(n_sort):
         order = _stable_argsort(np.ascontiguousarray(sk[:, c]))
-        sorted_sk = np.take(sk, order, axis=0)  # the same rows as sk[order], gathered three times faster
         # pairs (order[i], order[i + w]) for every window w, a chunk of the sorted sketch at a time (read once
         # for all windows while it is in cache): dist[w - 1, i], in the sketch's dtype (a quarter of its size)
-        dist = np.full((window, rows), np.inf, dtype=sk.dtype)
         for a in range(0, rows, chunk):
             b = min(a + chunk, rows)
+            near = np.take(sk, order[a : min(b + window, rows)], axis=0, out=ahead[: min(b + window, rows) - a])
             for w in range(1, window + 1):
                 e = min(b, rows - w)
                 if e > a:
-                    part = np.subtract(sorted_sk[a:e], sorted_sk[a + w : e + w], out=diff[: e - a])
+                    part = np.subtract(near[: e - a], near[w : e - a + w], out=diff[: e - a])
                     np.einsum("ij,ij->i", part, part, out=dist[w - 1, a:e])
         for w in range(1, window + 1):
             d = dist[w - 1, : max(0, rows - w)]
