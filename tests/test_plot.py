@@ -314,6 +314,38 @@ def test_only_sin_cos_columns_count_as_pairs():
     each(["learned", "index", "binary", "normalized", "sinusoidal-2d"], no_pairs)
 
 
+def test_a_plot_measures_a_source_once(built, tmp_path, monkeypatch):
+    """Whether a view applies and the view itself read the same pairs: a table's oscillators are measured and a
+    source's cos/sin tables found once per source (each was 3-40 ms again), and the figure shows what they hold
+    (fails with the measurement or the search run again, or with the remembered pairs of another table)."""
+    import posenc_cli.inspect.analysis as an
+
+    sin, rope = source("sinusoidal", length=64, dim=16), source("rope", length=64, dim=16)
+    cos_col, sin_col = sinusoid_pairs(sin.tensors["pe"])[1]  # measured here, before counting
+    calls = {"analysis": 0, "rotary": 0}
+    analysis_init, find_rotary = an.TableAnalysis.__init__, PlotSource._find_rotary
+
+    def counted_analysis(self, *args, **kwargs):
+        calls["analysis"] += 1
+        analysis_init(self, *args, **kwargs)
+
+    def counted_rotary(self):
+        calls["rotary"] += 1
+        return find_rotary(self)
+
+    monkeypatch.setattr(an.TableAnalysis, "__init__", counted_analysis)
+    monkeypatch.setattr(PlotSource, "_find_rotary", counted_rotary)
+    plot("circle", [sin], tmp_path / "c.png", pair=1)
+    assert calls == {"analysis": 1, "rotary": 1}
+    ax = built[0].axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == (f"pe[:, {cos_col}] (cos-like)", f"pe[:, {sin_col}] (sin-like)")
+    plot("spectrum", [sin, rope], tmp_path / "s.png")  # rope's frequencies are its inv_freq
+    assert calls == {"analysis": 1, "rotary": 1}  # the sinusoidal table was measured above
+    plot("circle", [rope], tmp_path / "r.png", pair=1)
+    assert calls == {"analysis": 1, "rotary": 2}  # rope's tables found once, to apply the view and to draw it
+    assert built[2].axes[0].get_xlabel().startswith("cos[:, 1]")
+
+
 # ----- bias and compare -----------------------------------------------------------------------------------------
 def test_bias_shows_values_and_the_causal_mask_in_grey(mpl, tmp_path):
     """Five heads: two rows of panels, the second short (its x axis labelled on its own), one colour scale. Drawn
