@@ -373,7 +373,7 @@ def test_compare_difference_panel_shows_where_tables_differ(mpl, tmp_path):
     changed = a.tensors["pe"].copy()
     changed[5, 3] += 0.5
     b = PlotSource("changed", {"pe": changed}, {"pe": "table"})
-    res = plot("compare", [a, b], tmp_path / "cmp.png")
+    res = plot("compare", [a, b], tmp_path / "cmp.png", size=(8, 3))  # the view's default is 14.4 x 5 inches
     diff = res.panels[2]
     img = read_rgb(res.path)
     assert np.abs(img[to_pixel(diff, 3, 5)] - expected_rgb(diff, -0.5)).max() <= 2
@@ -466,8 +466,8 @@ def test_pdf_is_in_its_format_without_stamps(mpl, tmp_path):
     """No version, tool or date in the bytes, so a picture drawn again is the same file (drawn twice here; png in
     the layout test below, svg in another process)."""
     src = source("rope:preset=llama3.1", length=64, dim=16)
-    data = assert_file_without_stamps(plot("dot", [src], tmp_path / "a.pdf", size=(5, 3), dpi=50), "pdf")
-    plot("dot", [src], tmp_path / "b.pdf", size=(5, 3), dpi=50)
+    data = assert_file_without_stamps(plot("dot", [src], tmp_path / "a.pdf", size=(3, 2), dpi=50), "pdf")
+    plot("dot", [src], tmp_path / "b.pdf", size=(3, 2), dpi=50)
     assert data == (tmp_path / "b.pdf").read_bytes()
 
 
@@ -485,10 +485,10 @@ def test_the_layout_pass_only_lays_out_and_the_file_is_the_same(mpl, tmp_path, m
     axes_draw = Axes.draw
     monkeypatch.setattr(Axes, "draw", lambda self, renderer: (drawn.append(self), axes_draw(self, renderer))[1])
     srcs = [source("rope", "base 1e4", length=64, dim=8), source("rope:base=500000", "base 5e5", length=64, dim=8)]
-    ours = plot("dot", srcs, tmp_path / "ours.png", size=(5, 3), dpi=40)  # one panel, a legend outside it
+    ours = plot("dot", srcs, tmp_path / "ours.png", size=(3, 2), dpi=40)  # one panel, a legend outside it
     assert len(drawn) == 1
     monkeypatch.setattr(plot_module, "_figure_class", lambda: Figure)
-    plain = plot("dot", srcs, tmp_path / "plain.png", size=(5, 3), dpi=40)
+    plain = plot("dot", srcs, tmp_path / "plain.png", size=(3, 2), dpi=40)
     assert len(drawn) == 3
     assert ours.panels == plain.panels and np.array_equal(read_rgb(ours.path), read_rgb(plain.path))
     assert assert_file_without_stamps(ours, "png") == assert_file_without_stamps(plain, "png")
@@ -496,20 +496,27 @@ def test_the_layout_pass_only_lays_out_and_the_file_is_the_same(mpl, tmp_path, m
 
 def test_svg_is_the_same_in_another_process(mpl, tmp_path):
     """An svg without stamps (as the png and pdf above), drawn here and in a fresh interpreter with another
-    string-hash seed: the same bytes (no set order or id leaks into the file)."""
-    code = (  # source() as below, without importing this module (and pytest, hypothesis) in the child
-        "import sys; sys.path.insert(0, sys.argv[2]); from posenc_cli import api; "
-        "from posenc_cli.plot import PlotSource, plot; e = api.generate('sinusoidal', length=32, dim=8); "
-        "plot('dot', [PlotSource('sinusoidal', {n: e.array(n) for n in e.tensor_specs()}, dict(type(e).ROLES), "
-        "e.metadata())], sys.argv[1], size=(5, 3))"
+    string-hash seed: the same bytes (no set order or id leaks into the file). The table is four sin/cos waves made
+    with numpy on both sides: the child imports plot and matplotlib only (not the engine, this module, pytest or
+    hypothesis), and a picture of 3 x 2 inches holds the same kinds of element (lines, legend, ticks, clip paths)."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[2]); import numpy as np; from posenc_cli.plot import PlotSource, "
+        f"plot; t = {WAVES}; plot('dot', [PlotSource('waves', {{'pe': np.concatenate([np.sin(t), np.cos(t)], 1)}})], "
+        "sys.argv[1], size=(3, 2))"
     )
-    here = plot("dot", [source("sinusoidal", length=32, dim=8)], tmp_path / "here.svg", size=(5, 3))
+    t = eval(WAVES)
+    waves = PlotSource("waves", {"pe": np.concatenate([np.sin(t), np.cos(t)], 1)})
+    here = plot("dot", [waves], tmp_path / "here.svg", size=(3, 2))
     assert_file_without_stamps(here, "svg")
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"  # not this process's seed
     env = {"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}
     env.update({k: os.environ[k] for k in ("PYTHONDONTWRITEBYTECODE",) if k in os.environ})  # no bytecode here
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "there.svg"), str(ROOT)], check=True, env=env, cwd=ROOT)
     assert (tmp_path / "here.svg").read_bytes() == (tmp_path / "there.svg").read_bytes()
+
+
+#: the angles of the svg test's table, in both processes: 32 positions, four frequencies halving from 1 rad
+WAVES = "np.arange(32.0)[:, None] * 0.5 ** np.arange(4)"
 
 
 def test_compare_of_a_table_with_itself_shows_no_difference(built, tmp_path):
