@@ -139,7 +139,7 @@ def test_heatmap_colour_at_each_cell_follows_the_value(mpl, tmp_path):
     values = np.linspace(-1.0, 1.0, 6 * 5).reshape(6, 5)[np.random.default_rng(3).permutation(6)]
     tables = {offset: values + offset for offset in (-0.5, 1.0)}
     srcs = [PlotSource(f"grid {offset:+}", {"pe": table}, {"pe": "table"}) for offset, table in tables.items()]
-    res = plot("heatmap", srcs, tmp_path / "h.png")
+    res = plot("heatmap", srcs, tmp_path / "h.png", size=(6, 3))  # cells of 36 x 38 px (the view's: 10 x 5 in)
     img = read_rgb(res.path)
     assert img.shape[:2] == (res.size[1], res.size[0])
     assert [p.cmap for p in res.panels] == ["RdBu_r", "viridis"]
@@ -195,7 +195,7 @@ def test_dot_overlays_a_table_and_two_bases_each_peaking_at_zero(mpl, tmp_path):
         source("rope", "base 1e4", length=256, dim=32),
         source("rope:base=500000", "base 5e5", length=256, dim=32),
     ]
-    res = plot("dot", srcs, tmp_path / "d3.png")
+    res = plot("dot", srcs, tmp_path / "d3.png", size=(6, 3.5))  # 4 px an offset (the view's: 8 x 5 in)
     img = read_rgb(res.path)
     (panel,) = res.panels
     assert panel.xlim[0] < -50 and panel.xlim[1] > 50  # t = 128 of 256 rows, offsets up to a quarter of them
@@ -252,7 +252,7 @@ def test_circle_puts_position_zero_at_angle_zero():
 
 # ----- spectrum -------------------------------------------------------------------------------------------------
 def test_spectrum_line_rises_monotonically(mpl, tmp_path):
-    res = plot("spectrum", [source("sinusoidal", length=128, dim=64)], tmp_path / "s.png")
+    res = plot("spectrum", [source("sinusoidal", length=128, dim=64)], tmp_path / "s.png", size=(5, 3))
     (panel,) = res.panels
     assert panel.yscale == "log"
     rows, cols = pixels_of(read_rgb(res.path), panel, C0)
