@@ -36,9 +36,10 @@ from .each import each
 # a warning while drawing (a UserWarning, e.g. constrained layout that cannot fit the panels) fails the test
 pytestmark = pytest.mark.filterwarnings("error::UserWarning")
 
-#: (kind, view) pairs whose figure is built below from the kind's tensors at the default size and checked (read
-#: back pixel by pixel, or from its artists); test_plot_cli draws every other pair a kind declares through the
-#: command line. Keep it in step with the tests.
+#: (kind, view) pairs whose figure is built below from the kind's tensors and checked (read back pixel by pixel,
+#: or from its artists; at the view's default size, or a smaller one where a picture is read back in pixels, as
+#: what the pixels show does not depend on the size); test_plot_cli draws every other pair a kind declares through
+#: the command line. Keep it in step with the tests.
 DRAWN_HERE = {
     *(("sinusoidal", view) for view in ("dot", "circle", "spectrum", "compare")),
     *(("rope", view) for view in ("heatmap", "dot", "circle", "spectrum", "compare")),
