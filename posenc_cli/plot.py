@@ -97,6 +97,9 @@ class PlotSource:
     tensors: Mapping[str, Any]
     roles: Mapping[str, str] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: what :meth:`rotary` and :meth:`oscillators` found, kept: a plot asks whether a view applies and then draws
+    #: it, and both read the same cos/sin tables or measure the same table's pairs
+    _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # -- roles
     def role(self, name: str) -> str | None:
@@ -137,7 +140,21 @@ class PlotSource:
         return (names[0], _rows(self.tensors[names[0]])) if names else None
 
     def rotary(self) -> Rotary | None:
-        """The cos/sin pair: the full tables when present, else ONNX-style caches."""
+        """The cos/sin pair: the full tables when present, else ONNX-style caches (found once per source)."""
+        if "rotary" not in self._memo:
+            self._memo["rotary"] = self._find_rotary()
+        rot: Rotary | None = self._memo["rotary"]
+        return rot
+
+    def oscillators(self) -> list[Any] | None:
+        """:func:`oscillators` of the first ``table`` tensor (None without one), measured once per source."""
+        if "oscillators" not in self._memo:
+            names = self.with_role("table")
+            self._memo["oscillators"] = oscillators(self.tensors[names[0]]) if names else None
+        osc: list[Any] | None = self._memo["oscillators"]
+        return osc
+
+    def _find_rotary(self) -> Rotary | None:
         names = self.with_role("rotary")
         given = {n: self.roles.get(n, "") for n in names}
 
@@ -300,7 +317,7 @@ def frequencies(src: PlotSource) -> tuple[np.ndarray, str]:
         cols = rot.pair_columns()
         return estimate_frequencies(rot.cos[:, cols] + 1j * rot.sin[:, cols]), "measured on cos/sin"
     names = src.with_role("table")
-    osc = oscillators(src.tensors[names[0]]) if names else None
+    osc = src.oscillators()
     if not osc:
         raise ParameterError(
             f"{src.label}: no frequencies to show (needs inv_freq, a cos/sin pair, or a table of sin/cos columns)"
@@ -328,8 +345,7 @@ class View:
 
 
 def _has_sinusoid_table(src: PlotSource) -> bool:
-    names = src.with_role("table")
-    return bool(names) and oscillators(src.tensors[names[0]]) is not None
+    return src.oscillators() is not None
 
 
 def _has_frequencies(src: PlotSource) -> bool:
@@ -665,7 +681,7 @@ def _circle_points(src: PlotSource, pair: int) -> tuple[np.ndarray, np.ndarray, 
             w = float(estimate_frequencies((x + 1j * y)[:, None])[0])
         return x, y, w, f"{rot.cos_name}[:, {c}]", f"{rot.sin_name}[:, {c}]"
     got = src.table()
-    osc = oscillators(src.tensors[got[0]]) if got is not None else None
+    osc = src.oscillators() if got is not None else None
     if got is None or not osc:
         raise ParameterError(f"{src.label}: circle needs a cos/sin pair or a table of sin/cos columns")
     if not 0 <= pair < len(osc):

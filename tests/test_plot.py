@@ -36,9 +36,10 @@ from .each import each
 # a warning while drawing (a UserWarning, e.g. constrained layout that cannot fit the panels) fails the test
 pytestmark = pytest.mark.filterwarnings("error::UserWarning")
 
-#: (kind, view) pairs whose figure is built below from the kind's tensors at the default size and checked (read
-#: back pixel by pixel, or from its artists); test_plot_cli draws every other pair a kind declares through the
-#: command line. Keep it in step with the tests.
+#: (kind, view) pairs whose figure is built below from the kind's tensors and checked (read back pixel by pixel,
+#: or from its artists; at the view's default size, or a smaller one where a picture is read back in pixels, as
+#: what the pixels show does not depend on the size); test_plot_cli draws every other pair a kind declares through
+#: the command line. Keep it in step with the tests.
 DRAWN_HERE = {
     *(("sinusoidal", view) for view in ("dot", "circle", "spectrum", "compare")),
     *(("rope", view) for view in ("heatmap", "dot", "circle", "spectrum", "compare")),
@@ -139,7 +140,7 @@ def test_heatmap_colour_at_each_cell_follows_the_value(mpl, tmp_path):
     values = np.linspace(-1.0, 1.0, 6 * 5).reshape(6, 5)[np.random.default_rng(3).permutation(6)]
     tables = {offset: values + offset for offset in (-0.5, 1.0)}
     srcs = [PlotSource(f"grid {offset:+}", {"pe": table}, {"pe": "table"}) for offset, table in tables.items()]
-    res = plot("heatmap", srcs, tmp_path / "h.png")
+    res = plot("heatmap", srcs, tmp_path / "h.png", size=(6, 3))  # cells of 36 x 38 px (the view's: 10 x 5 in)
     img = read_rgb(res.path)
     assert img.shape[:2] == (res.size[1], res.size[0])
     assert [p.cmap for p in res.panels] == ["RdBu_r", "viridis"]
@@ -195,7 +196,7 @@ def test_dot_overlays_a_table_and_two_bases_each_peaking_at_zero(mpl, tmp_path):
         source("rope", "base 1e4", length=256, dim=32),
         source("rope:base=500000", "base 5e5", length=256, dim=32),
     ]
-    res = plot("dot", srcs, tmp_path / "d3.png")
+    res = plot("dot", srcs, tmp_path / "d3.png", size=(6, 3.5))  # 4 px an offset (the view's: 8 x 5 in)
     img = read_rgb(res.path)
     (panel,) = res.panels
     assert panel.xlim[0] < -50 and panel.xlim[1] > 50  # t = 128 of 256 rows, offsets up to a quarter of them
@@ -252,7 +253,7 @@ def test_circle_puts_position_zero_at_angle_zero():
 
 # ----- spectrum -------------------------------------------------------------------------------------------------
 def test_spectrum_line_rises_monotonically(mpl, tmp_path):
-    res = plot("spectrum", [source("sinusoidal", length=128, dim=64)], tmp_path / "s.png")
+    res = plot("spectrum", [source("sinusoidal", length=128, dim=64)], tmp_path / "s.png", size=(5, 3))
     (panel,) = res.panels
     assert panel.yscale == "log"
     rows, cols = pixels_of(read_rgb(res.path), panel, C0)
@@ -314,6 +315,38 @@ def test_only_sin_cos_columns_count_as_pairs():
     each(["learned", "index", "binary", "normalized", "sinusoidal-2d"], no_pairs)
 
 
+def test_a_plot_measures_a_source_once(built, tmp_path, monkeypatch):
+    """Whether a view applies and the view itself read the same pairs: a table's oscillators are measured and a
+    source's cos/sin tables found once per source (each was 3-40 ms again), and the figure shows what they hold
+    (fails with the measurement or the search run again, or with the remembered pairs of another table)."""
+    import posenc_cli.inspect.analysis as an
+
+    sin, rope = source("sinusoidal", length=64, dim=16), source("rope", length=64, dim=16)
+    cos_col, sin_col = sinusoid_pairs(sin.tensors["pe"])[1]  # measured here, before counting
+    calls = {"analysis": 0, "rotary": 0}
+    analysis_init, find_rotary = an.TableAnalysis.__init__, PlotSource._find_rotary
+
+    def counted_analysis(self, *args, **kwargs):
+        calls["analysis"] += 1
+        analysis_init(self, *args, **kwargs)
+
+    def counted_rotary(self):
+        calls["rotary"] += 1
+        return find_rotary(self)
+
+    monkeypatch.setattr(an.TableAnalysis, "__init__", counted_analysis)
+    monkeypatch.setattr(PlotSource, "_find_rotary", counted_rotary)
+    plot("circle", [sin], tmp_path / "c.png", pair=1)
+    assert calls == {"analysis": 1, "rotary": 1}
+    ax = built[0].axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == (f"pe[:, {cos_col}] (cos-like)", f"pe[:, {sin_col}] (sin-like)")
+    plot("spectrum", [sin, rope], tmp_path / "s.png")  # rope's frequencies are its inv_freq
+    assert calls == {"analysis": 1, "rotary": 1}  # the sinusoidal table was measured above
+    plot("circle", [rope], tmp_path / "r.png", pair=1)
+    assert calls == {"analysis": 1, "rotary": 2}  # rope's tables found once, to apply the view and to draw it
+    assert built[2].axes[0].get_xlabel().startswith("cos[:, 1]")
+
+
 # ----- bias and compare -----------------------------------------------------------------------------------------
 def test_bias_shows_values_and_the_causal_mask_in_grey(mpl, tmp_path):
     """Five heads: two rows of panels, the second short (its x axis labelled on its own), one colour scale. Drawn
@@ -341,7 +374,7 @@ def test_compare_difference_panel_shows_where_tables_differ(mpl, tmp_path):
     changed = a.tensors["pe"].copy()
     changed[5, 3] += 0.5
     b = PlotSource("changed", {"pe": changed}, {"pe": "table"})
-    res = plot("compare", [a, b], tmp_path / "cmp.png")
+    res = plot("compare", [a, b], tmp_path / "cmp.png", size=(8, 3))  # the view's default is 14.4 x 5 inches
     diff = res.panels[2]
     img = read_rgb(res.path)
     assert np.abs(img[to_pixel(diff, 3, 5)] - expected_rgb(diff, -0.5)).max() <= 2
@@ -434,8 +467,8 @@ def test_pdf_is_in_its_format_without_stamps(mpl, tmp_path):
     """No version, tool or date in the bytes, so a picture drawn again is the same file (drawn twice here; png in
     the layout test below, svg in another process)."""
     src = source("rope:preset=llama3.1", length=64, dim=16)
-    data = assert_file_without_stamps(plot("dot", [src], tmp_path / "a.pdf", size=(5, 3), dpi=50), "pdf")
-    plot("dot", [src], tmp_path / "b.pdf", size=(5, 3), dpi=50)
+    data = assert_file_without_stamps(plot("dot", [src], tmp_path / "a.pdf", size=(3, 2), dpi=50), "pdf")
+    plot("dot", [src], tmp_path / "b.pdf", size=(3, 2), dpi=50)
     assert data == (tmp_path / "b.pdf").read_bytes()
 
 
@@ -453,10 +486,10 @@ def test_the_layout_pass_only_lays_out_and_the_file_is_the_same(mpl, tmp_path, m
     axes_draw = Axes.draw
     monkeypatch.setattr(Axes, "draw", lambda self, renderer: (drawn.append(self), axes_draw(self, renderer))[1])
     srcs = [source("rope", "base 1e4", length=64, dim=8), source("rope:base=500000", "base 5e5", length=64, dim=8)]
-    ours = plot("dot", srcs, tmp_path / "ours.png", size=(5, 3), dpi=40)  # one panel, a legend outside it
+    ours = plot("dot", srcs, tmp_path / "ours.png", size=(3, 2), dpi=40)  # one panel, a legend outside it
     assert len(drawn) == 1
     monkeypatch.setattr(plot_module, "_figure_class", lambda: Figure)
-    plain = plot("dot", srcs, tmp_path / "plain.png", size=(5, 3), dpi=40)
+    plain = plot("dot", srcs, tmp_path / "plain.png", size=(3, 2), dpi=40)
     assert len(drawn) == 3
     assert ours.panels == plain.panels and np.array_equal(read_rgb(ours.path), read_rgb(plain.path))
     assert assert_file_without_stamps(ours, "png") == assert_file_without_stamps(plain, "png")
@@ -464,20 +497,27 @@ def test_the_layout_pass_only_lays_out_and_the_file_is_the_same(mpl, tmp_path, m
 
 def test_svg_is_the_same_in_another_process(mpl, tmp_path):
     """An svg without stamps (as the png and pdf above), drawn here and in a fresh interpreter with another
-    string-hash seed: the same bytes (no set order or id leaks into the file)."""
-    code = (  # source() as below, without importing this module (and pytest, hypothesis) in the child
-        "import sys; sys.path.insert(0, sys.argv[2]); from posenc_cli import api; "
-        "from posenc_cli.plot import PlotSource, plot; e = api.generate('sinusoidal', length=32, dim=8); "
-        "plot('dot', [PlotSource('sinusoidal', {n: e.array(n) for n in e.tensor_specs()}, dict(type(e).ROLES), "
-        "e.metadata())], sys.argv[1], size=(5, 3))"
+    string-hash seed: the same bytes (no set order or id leaks into the file). The table is four sin/cos waves made
+    with numpy on both sides: the child imports plot and matplotlib only (not the engine, this module, pytest or
+    hypothesis), and a picture of 3 x 2 inches holds the same kinds of element (lines, legend, ticks, clip paths)."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[2]); import numpy as np; from posenc_cli.plot import PlotSource, "
+        f"plot; t = {WAVES}; plot('dot', [PlotSource('waves', {{'pe': np.concatenate([np.sin(t), np.cos(t)], 1)}})], "
+        "sys.argv[1], size=(3, 2))"
     )
-    here = plot("dot", [source("sinusoidal", length=32, dim=8)], tmp_path / "here.svg", size=(5, 3))
+    t = eval(WAVES)
+    waves = PlotSource("waves", {"pe": np.concatenate([np.sin(t), np.cos(t)], 1)})
+    here = plot("dot", [waves], tmp_path / "here.svg", size=(3, 2))
     assert_file_without_stamps(here, "svg")
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"  # not this process's seed
     env = {"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}
     env.update({k: os.environ[k] for k in ("PYTHONDONTWRITEBYTECODE",) if k in os.environ})  # no bytecode here
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "there.svg"), str(ROOT)], check=True, env=env, cwd=ROOT)
     assert (tmp_path / "here.svg").read_bytes() == (tmp_path / "there.svg").read_bytes()
+
+
+#: the angles of the svg test's table, in both processes: 32 positions, four frequencies halving from 1 rad
+WAVES = "np.arange(32.0)[:, None] * 0.5 ** np.arange(4)"
 
 
 def test_compare_of_a_table_with_itself_shows_no_difference(built, tmp_path):
