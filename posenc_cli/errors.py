@@ -23,6 +23,28 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 
+class _Interrupt:
+    """Whether Ctrl-C came during the command (:func:`posenc_cli.cli.main` installs :meth:`handler` for SIGINT).
+
+    Python raises ``KeyboardInterrupt`` in whatever code the main thread runs when the signal is handled; when that
+    is a callback whose exceptions the interpreter ignores (the import system's module-lock cleanup, a weakref
+    finalizer), the interrupt is printed as "Exception ignored" and lost, and the command ran on to exit 0 (an
+    export replaced the old file). The flag keeps it: a file is not committed and the command does not end with
+    0 once it is set."""
+
+    seen = False
+
+    @classmethod
+    def handler(cls, signum: int, frame: object) -> None:
+        cls.seen = True
+        raise KeyboardInterrupt
+
+
+def interrupted() -> bool:
+    """True once Ctrl-C came during this command, even if the ``KeyboardInterrupt`` it raised was lost."""
+    return _Interrupt.seen
+
+
 _MARK = re.compile(
     "\x02([A-Za-z_][A-Za-z0-9_]*)\x03( (?=[-+0-9'\"\\[(]|[A-Z][A-Z_]+\\b|True\\b|False\\b|None\\b|nan\\b|inf\\b))?"
 )

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from .conftest import ROOT, clean_env, inproc, posenc_cmd
+from .conftest import ROOT, clean_env, cli, inproc, posenc_cmd
 from .each import each
 
 POSENC = " ".join(shlex.quote(a) for a in posenc_cmd())
@@ -116,6 +116,40 @@ def test_ctrl_c_mid_export_keeps_the_old_file_and_no_temporary(tmp_path):
     assert b"Traceback" not in err
     assert target.read_bytes() == b"old contents"
     assert _temp_files(tmp_path, {"big.npy"}) == [], "the temporary file was left behind"
+
+
+def test_a_ctrl_c_lost_in_an_ignored_callback_still_ends_the_export(tmp_path, monkeypatch):
+    """Python raises KeyboardInterrupt wherever the main thread is when it handles SIGINT; inside a callback whose
+    exceptions the interpreter ignores (the import system's module-lock cleanup, a weakref callback) it is printed
+    as "Exception ignored" and lost. The test above saw it (an export that ran on to exit 0 and replaced the old
+    file). Here the interrupt comes in a weakref callback while the export fsyncs its temporary file: the file is
+    not committed, the command says Interrupted and exits 130, and no traceback is printed."""
+    import weakref
+
+    real_fsync = os.fsync
+
+    class Token:
+        pass
+
+    def fsync_meeting_a_ctrl_c(fd: int) -> None:
+        handler = signal.getsignal(signal.SIGINT)
+        token = Token()
+        ref = weakref.ref(token, lambda _: handler(signal.SIGINT, None))  # noqa: F841 (alive until token dies)
+        del token  # the callback runs here; what it raises is ignored by the interpreter
+        real_fsync(fd)
+
+    target = tmp_path / "t.npy"
+    target.write_bytes(b"old contents")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a fresh `posenc` process
+    monkeypatch.setattr(os, "fsync", fsync_meeting_a_ctrl_c)
+    try:
+        code, _, err = cli(["generate", "-n", "8", "-d", "4", "-o", str(target), "--force"])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert (code, err.strip().splitlines()[-1:]) == (130, ["Interrupted"]), err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert target.read_bytes() == b"old contents"
+    assert _temp_files(tmp_path, {"t.npy"}) == [], "the temporary file was left behind"
 
 
 def _ignore_xfsz_and_limit(limit: int):

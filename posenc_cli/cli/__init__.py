@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .. import __version__
-from ..errors import ExitCode, PosencError
+from ..errors import ExitCode, PosencError, interrupted
 
 __all__ = ["COMMANDS", "PROG", "app", "build_command", "console", "main"]
 
@@ -312,6 +312,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     _closed_streams()
     if os.environ.get("_POSENC_COMPLETE"):
         _plain_completion_help()
+    restore = _watch_interrupts()
     try:
         group = app()
         # Typer's own main would turn a broken pipe into exit 1 and print usage errors its way: posenc runs the
@@ -355,7 +356,45 @@ def main(argv: list[str] | None = None) -> NoReturn:
         sys.stderr.write(f"Error: {where}: {exc.strerror or exc}; nothing more was written\n")
         stdout_to_devnull()  # what is still buffered goes there: no flush at exit fails again
         code = ExitCode.ERROR
+    finally:
+        restore()
+    if interrupted() and code != ExitCode.INTERRUPTED:  # Ctrl-C whose KeyboardInterrupt was lost on the way
+        sys.stderr.write("Interrupted\n")
+        code = ExitCode.INTERRUPTED
     sys.exit(int(code or 0))
+
+
+def _watch_interrupts() -> Callable[[], None]:
+    """SIGINT sets :func:`~posenc_cli.errors.interrupted` and raises ``KeyboardInterrupt`` as Python's own handler
+    does, for this command (the main thread, where Python's handler is in place); a ``KeyboardInterrupt`` the
+    interpreter could not raise (an "Exception ignored in" callback) is not printed as a traceback: the flag
+    carries it to the exit, which says "Interrupted". Returns what undoes both."""
+    import signal
+    import threading
+
+    from ..errors import _Interrupt
+
+    _Interrupt.seen = False
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    before = signal.getsignal(signal.SIGINT)
+    if before is not signal.default_int_handler:  # ignored, or a caller's own handler: theirs
+        return lambda: None
+    hook = sys.unraisablehook
+
+    def quiet(unraisable: Any) -> None:
+        if not (_Interrupt.seen and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+            hook(unraisable)
+
+    signal.signal(signal.SIGINT, _Interrupt.handler)
+    sys.unraisablehook = quiet
+
+    def restore() -> None:
+        signal.signal(signal.SIGINT, before)
+        if sys.unraisablehook is quiet:
+            sys.unraisablehook = hook
+
+    return restore
 
 
 def console() -> NoReturn:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import OutputError, ParameterError, param
+from ..errors import OutputError, ParameterError, interrupted, param
 from .dtypes import WRITABLE_DTYPES, dtype_label, is_bfloat16
 from .protocol import FORMATS, LazyTensor
 
@@ -236,6 +236,8 @@ def write_atomic(dest: str, produce: Callable[[_FdSink], object], *, force: bool
             os.fsync(fd)
         finally:
             os.close(fd)
+        if interrupted():  # a Ctrl-C whose KeyboardInterrupt was lost (errors._Interrupt): never commit the file
+            raise KeyboardInterrupt
         if force:
             os.replace(tmp, dest)
         else:
