@@ -150,6 +150,9 @@ def test_a_ctrl_c_lost_in_an_ignored_callback_still_ends_the_export(tmp_path, mo
     assert "Traceback" not in err and "Exception ignored" not in err, err
     assert target.read_bytes() == b"old contents"
     assert _temp_files(tmp_path, {"t.npy"}) == [], "the temporary file was left behind"
+    from posenc_cli.errors import interrupted
+
+    assert not interrupted()  # the flag was the command's: a later write in this process commits its file
 
 
 def _ignore_xfsz_and_limit(limit: int):

@@ -357,8 +357,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
         stdout_to_devnull()  # what is still buffered goes there: no flush at exit fails again
         code = ExitCode.ERROR
     finally:
+        lost = interrupted()
         restore()
-    if interrupted() and code != ExitCode.INTERRUPTED:  # Ctrl-C whose KeyboardInterrupt was lost on the way
+    if lost and code != ExitCode.INTERRUPTED:  # Ctrl-C whose KeyboardInterrupt was lost on the way
         sys.stderr.write("Interrupted\n")
         code = ExitCode.INTERRUPTED
     sys.exit(int(code or 0))
@@ -393,6 +394,7 @@ def _watch_interrupts() -> Callable[[], None]:
         signal.signal(signal.SIGINT, before)
         if sys.unraisablehook is quiet:
             sys.unraisablehook = hook
+        _Interrupt.seen = False  # the flag is this command's: later library calls in the process commit files
 
     return restore
 
