@@ -4,6 +4,7 @@ failed and why."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
@@ -31,3 +32,11 @@ def each(cases: Iterable[T], check: Callable[[T], object]) -> None:
             raise
     assert not failed, f"{len(failed)} of {len(cases)} cases failed:\n" + "\n".join(failed)
     assert skipped < len(cases), f"every case skipped: nothing was checked ({len(cases)} cases)"
+
+
+def drawn(seed: int, count: int, draw: Callable[[random.Random], T]) -> list[T]:
+    """``count`` cases, each ``draw(rnd)`` from one ``random.Random(seed)``: a hypothesis example draws a single
+    integer and its cases come from it (hypothesis drawing each case itself cost more than the cases' own work).
+    Run them with :func:`each`, which names every case that fails."""
+    rnd = random.Random(seed)
+    return [draw(rnd) for _ in range(count)]

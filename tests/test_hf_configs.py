@@ -22,6 +22,7 @@ import io
 import json
 import math
 import random
+import typing
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,7 @@ from posenc_cli.models.config_file import MAX_CONFIG_BYTES, MAX_DEPTH, load_conf
 from posenc_cli.models.hf_config import params_from_hf_config, read_model_config
 from posenc_cli.models.records import RECORDS
 
-from .each import each
+from .each import drawn, each
 
 DATA = Path(__file__).parent / "data"
 CONFIGS = DATA / "configs"
@@ -596,15 +597,24 @@ def mutate(cfg: dict, rnd: random.Random, n: int) -> dict:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_fuzz_mutated_configs_raise_only_parameter_error(seed):
-    rnd = random.Random(seed)
-    for _ in range(10):
-        name, edits, n = rnd.choice(sorted(REAL)), rnd.randrange(2**32), rnd.randint(1, 4)
-        layer = rnd.choice([None, "full_attention", "sliding_attention", "chunked_attention", "default"])
-        try:
-            _mutated_config_raises_only_parameter_error(name, edits, n, layer)
-        except BaseException as exc:
-            exc.add_note(f"(config {name}, edits seed {edits}, {n} edits, layer {layer})")
-            raise
+    each(drawn(seed, 10, _draw_mutation), lambda case: _mutated_config_raises_only_parameter_error(*case))
+
+
+class Mutation(typing.NamedTuple):
+    """A fuzz case: a published config, the seed of its edits, how many, and the layer type read (named in a
+    failure; test_hf_positions draws its own from its configs)."""
+
+    config: str
+    edits_seed: int
+    edits: int
+    layer: str | None
+
+
+def _draw_mutation(rnd: random.Random) -> Mutation:
+    name, edits, n = rnd.choice(sorted(REAL)), rnd.randrange(2**32), rnd.randint(1, 4)
+    return Mutation(
+        name, edits, n, rnd.choice([None, "full_attention", "sliding_attention", "chunked_attention", "default"])
+    )
 
 
 def _mutated_config_raises_only_parameter_error(name, seed, n, layer):

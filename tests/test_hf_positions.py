@@ -26,7 +26,8 @@ from posenc_cli.formats import read_table
 from posenc_cli.sources import open_source
 
 from .conftest import ROOT, cli
-from .each import each
+from .each import drawn, each
+from .test_hf_configs import Mutation
 
 CONFIGS = ROOT / "tests" / "data" / "configs" / "positions"
 MODELS = ROOT / "tests" / "data" / "models"
@@ -399,15 +400,13 @@ KEYS = ["relative_attention_num_buckets", "relative_attention_max_distance", "n_
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_fuzz_mutated_configs_raise_only_parameter_error(seed):
-    rnd = random.Random(seed)
-    for _ in range(10):
-        name, n_edits = rnd.choice(sorted(REAL)), rnd.randint(1, 3)
-        layer, edits = rnd.choice([None, "encoder", "decoder", "default"]), rnd.randrange(2**32)
-        try:
-            _mutated_config_raises_only_parameter_error(name, edits, n_edits, layer)
-        except BaseException as exc:
-            exc.add_note(f"(config {name}, edits seed {edits}, {n_edits} edits, layer {layer})")
-            raise
+    each(drawn(seed, 10, _draw_mutation), lambda case: _mutated_config_raises_only_parameter_error(*case))
+
+
+def _draw_mutation(rnd: random.Random) -> Mutation:
+    name, n_edits = rnd.choice(sorted(REAL)), rnd.randint(1, 3)
+    layer, edits = rnd.choice([None, "encoder", "decoder", "default"]), rnd.randrange(2**32)
+    return Mutation(name, edits, n_edits, layer)
 
 
 def _mutated_config_raises_only_parameter_error(name, seed, n_edits, layer):
