@@ -43,6 +43,7 @@ def resolve_dtype(name: str) -> np.dtype:
     raise ParameterError(f"unknown dtype {name!r}; choose from: {', '.join(FLOAT_DTYPES)}")
 
 
+@functools.cache  # a dtype's name costs ~40 us in NumPy 2, and every verdict names its arithmetic
 def dtype_name(dtype: np.dtype) -> str:
     """The name posenc uses for a dtype (``bfloat16`` rather than ml_dtypes' repr)."""
     return "bfloat16" if dtype.name == "bfloat16" else np.dtype(dtype).name

@@ -330,11 +330,6 @@ def _finfo(dtype: np.dtype) -> Any:
     return None
 
 
-@functools.cache  # a dtype's name costs ~40 us in NumPy 2 (every verdict names its arithmetic)
-def _name(dtype: np.dtype) -> str:
-    return dtype.name
-
-
 def eps(dtype: Any) -> float:
     """Machine epsilon of a floating dtype (bfloat16 included); float64's for anything else."""
     return _eps(np.dtype(dtype))
@@ -550,7 +545,9 @@ def formula_check(
         ratio = float(diff.max())
         if math.isnan(ratio):
             ratio = math.inf  # a nan on either side, or an infinite one: outside every bound
-    name = _name(np.dtype(compute))
+    from ..encodings.base import dtype_name
+
+    name = dtype_name(np.dtype(compute))
     widened = eps(stored) < eps(compute)
     if widened and x.size and not np.array_equal(x.astype(compute).astype(np.float64), x, equal_nan=True):
         return FormulaVerdict(False, ratio, top, int(rows[k]) if len(rows) else 0, informative, name)
