@@ -433,3 +433,39 @@ def test_interleaved_model_needs_interleaved_nodes(tmp_path, interleaved, code):
     assert got == code, out
     if code:
         assert "interleaved=0 rotates rotate_half pairs (j, j + r/2), but cohere uses layout interleaved" in out
+
+
+def test_the_checks_expected_rows_are_the_exact_ones_within_float64_rounding():
+    """``check`` compares a cache with rows from angle addition (Rope.fill_near), not from the exact range
+    reduction (fill): within 10 s 2**-53 of them (s the attention scaling) wherever a row sits, for each tensor
+    and layout; where angle addition does not serve (rounded angles, a short table), fill's rows themselves."""
+    from posenc_cli.encodings import make_encoding
+
+    yarn = {"scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": ORIG}
+    cases = [
+        ({"cache": "onnx", **yarn}, True),
+        ({"cache": "onnx", "offset": 70000, "sin_sign": -1}, True),
+        ({"layout": "interleaved", **yarn}, True),
+        ({"cache": "onnx", "angle_dtype": "float16"}, False),  # angles rounded to float16: fill itself
+        ({"cache": "onnx", "length": 64}, False),  # too short for angle addition: fill itself
+    ]
+
+    def near(case):
+        params, added = case
+        enc = make_encoding("rope", {"dim": HEAD, "base": THETA, "length": 8192, "dtype": "float64", **params})
+        s = float(enc.attention_scaling)
+        for name in enc.tensor_specs():
+            if name == "inv_freq":
+                continue
+            n, width = enc.tensor_specs()[name].shape
+            for start, stop in ((0, n), (n // 3, n // 3 + 1000)):  # whole, and a block from within a step
+                exact, got = np.empty((stop - start, width)), np.full((stop - start, width), np.nan)
+                enc.fill(name, start, stop, exact)
+                enc.fill_near(name, start, stop, got)
+                diff = float(np.max(np.abs(got - exact)))
+                if added:  # not the exact rows (angle addition did serve), and within its bound of them
+                    assert 0 < diff <= 10 * s * 2.0**-53, (name, start, diff)
+                else:
+                    assert got.tobytes() == exact.tobytes(), (name, start)
+
+    each(cases, near)
