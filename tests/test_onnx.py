@@ -452,13 +452,13 @@ def test_the_checks_expected_rows_are_the_exact_ones_within_float64_rounding():
 
     def near(case):
         params, added = case
-        enc = make_encoding("rope", {"dim": HEAD, "base": THETA, "length": 8192, "dtype": "float64", **params})
+        enc = make_encoding("rope", {"dim": HEAD, "base": THETA, "length": 2048, "dtype": "float64", **params})
         s = float(enc.attention_scaling)
         for name in enc.tensor_specs():
             if name == "inv_freq":
                 continue
             n, width = enc.tensor_specs()[name].shape
-            for start, stop in ((0, n), (n // 3, n // 3 + 1000)):  # whole, and a block from within a step
+            for start, stop in ((0, n), (n // 3, n // 3 + 300)):  # whole, and a block from within a step
                 exact, got = np.empty((stop - start, width)), np.full((stop - start, width), np.nan)
                 enc.fill(name, start, stop, exact)
                 enc.fill_near(name, start, stop, got)
