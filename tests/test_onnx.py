@@ -73,13 +73,18 @@ def check(tmp_path, name, model, config=YARN_CONFIG, external=None):
 
 
 # ----- faithful exports: exit 0 ----------------------------------------------------------------------------
-@pytest.mark.parametrize("op", ["contrib", "onnx", "gqa"])
-@pytest.mark.parametrize("layout", ["initializer", "constant"])
-def test_faithful_yarn_export_passes(tmp_path, op, layout):
-    model = rotary_model({"": yarn_caches()}, num_heads=HEADS, head_size=HEAD, op=op, layout=layout, kv_num_heads=2)
-    code, out, err = check(tmp_path, "good", model)
-    assert code == 0, out + err
-    assert "OK" in out and "equals hf's tables" in out
+def test_faithful_yarn_export_passes(tmp_path):
+    """Each rotary op with its caches as initializers and as Constant nodes (each failing case named)."""
+
+    def passes(case):
+        op, layout = case
+        model = rotary_model({"": yarn_caches()}, num_heads=HEADS, head_size=HEAD, op=op, layout=layout,
+                             kv_num_heads=2)  # fmt: skip
+        code, out, err = check(tmp_path, f"good-{op}-{layout}", model)
+        assert code == 0, out + err
+        assert "OK" in out and "equals hf's tables" in out
+
+    each([(op, layout) for layout in ("initializer", "constant") for op in ("contrib", "onnx", "gqa")], passes)
 
 
 def test_faithful_export_with_external_data_passes(tmp_path):
@@ -89,14 +94,18 @@ def test_faithful_export_with_external_data_passes(tmp_path):
     assert code == 0, out + err
 
 
-@pytest.mark.parametrize("layout", ["if", "concat", "concat-node"])
-def test_faithful_phi_longrope_export_passes(tmp_path, layout):
+def test_faithful_phi_longrope_export_passes(tmp_path):
+    """LongRoPE's two caches in an If, concatenated as one initializer and joined by a Concat node."""
     small, large = phi_caches()
-    model = rotary_model({"small": small, "large": large}, num_heads=HEADS, head_size=HEAD, layout=layout,
-                         threshold=ORIG)  # fmt: skip
-    code, out, err = check(tmp_path, "phi", model, PHI_CONFIG)
-    assert code == 0, out + err
-    assert out.count("equals hf's tables") == 2
+
+    def passes(layout):
+        model = rotary_model({"small": small, "large": large}, num_heads=HEADS, head_size=HEAD, layout=layout,
+                             threshold=ORIG)  # fmt: skip
+        code, out, err = check(tmp_path, f"phi-{layout}", model, PHI_CONFIG)
+        assert code == 0, out + err
+        assert out.count("equals hf's tables") == 2
+
+    each(["if", "concat", "concat-node"], passes)
 
 
 # ----- each mistake named: exit 1 ----------------------------------------------------------------------------
@@ -117,15 +126,19 @@ MISTAKES = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", list(MISTAKES))
-def test_each_export_mistake_is_named(tmp_path, name):
-    caches, node, needles = MISTAKES[name]
-    model = rotary_model({"": caches()}, num_heads=HEADS, head_size=HEAD, **node)
-    code, out, err = check(tmp_path, name, model)
-    assert code == 1, out + err
-    for needle in needles:
-        assert needle in out, out
-    assert "not explained" not in out, out
+def test_each_export_mistake_is_named(tmp_path):
+    """Each of MISTAKES (each failing one named)."""
+
+    def named(name):
+        caches, node, needles = MISTAKES[name]
+        model = rotary_model({"": caches()}, num_heads=HEADS, head_size=HEAD, **node)
+        code, out, err = check(tmp_path, name, model)
+        assert code == 1, out + err
+        for needle in needles:
+            assert needle in out, out
+        assert "not explained" not in out, out
+
+    each(MISTAKES, named)
 
 
 def test_partial_cache_width_is_named(tmp_path):
@@ -137,17 +150,20 @@ def test_partial_cache_width_is_named(tmp_path):
     assert "16 columns hold rotary dimension 32, but the model rotates 64" in out
 
 
-@pytest.mark.parametrize("layout", ["if", "concat"])
-def test_longrope_small_and_large_swapped_is_named(tmp_path, layout):
-    _small, _large = phi_caches()
+def test_longrope_small_and_large_swapped_is_named(tmp_path):
+    """In an If and in a concatenated cache."""
     # the builder's caches with the factor lists exchanged: small cache from long_factor, large from short_factor
     swapped_small = genai_caches(HEAD, THETA, ORIG, rescale=np.array(LONG), mscale=SU)
     swapped_large = genai_caches(HEAD, THETA, MAXPOS, rescale=np.array(SHORT), mscale=SU)
-    model = rotary_model({"small": swapped_small, "large": swapped_large}, num_heads=HEADS, head_size=HEAD,
-                         layout=layout, threshold=ORIG)  # fmt: skip
-    code, out, _ = check(tmp_path, "swap", model, PHI_CONFIG)
-    assert code == 1
-    assert "LongRoPE small/large caches swapped" in out, out
+
+    def named(layout):
+        model = rotary_model({"small": swapped_small, "large": swapped_large}, num_heads=HEADS, head_size=HEAD,
+                             layout=layout, threshold=ORIG)  # fmt: skip
+        code, out, _ = check(tmp_path, f"swap-{layout}", model, PHI_CONFIG)
+        assert code == 1
+        assert "LongRoPE small/large caches swapped" in out, out
+
+    each(["if", "concat"], named)
 
 
 def test_json_lists_divergences(tmp_path):
@@ -247,14 +263,18 @@ def _external_model(location: str, dims=(8, 4), length: int | None = None):
     return model
 
 
-@pytest.mark.parametrize("location", ["../outside.data", "/etc/passwd", "sub/../../x.data"])
-def test_external_data_outside_the_directory_is_refused(tmp_path, location):
+def test_external_data_outside_the_directory_is_refused(tmp_path):
+    """A relative path up, an absolute one, and one up through a subfolder."""
     (tmp_path / "outside.data").write_bytes(b"\0" * 4096)
     d = tmp_path / "model"
     d.mkdir()
-    onnx.save(_external_model(location), str(d / "m.onnx"))
-    code, _, err = cli(["export", str(d / "m.onnx"), "-o", str(tmp_path / "o.npz")])
-    _one_line(code, err, "outside the model's directory")
+
+    def refused(location):
+        onnx.save(_external_model(location), str(d / "m.onnx"))
+        code, _, err = cli(["export", str(d / "m.onnx"), "-o", str(tmp_path / "o.npz")])
+        _one_line(code, err, "outside the model's directory")
+
+    each(["../outside.data", "/etc/passwd", "sub/../../x.data"], refused)
 
 
 def test_symlink_out_of_the_directory_is_refused(tmp_path):
@@ -350,17 +370,20 @@ def _golden_model(name: str):
     return rotary_model({"": yarn}, num_heads=HEADS, head_size=HEAD, op="contrib" if "contrib" in name else "onnx")
 
 
-@pytest.mark.parametrize("name", ["yarn-contrib", "yarn-onnx23", "plain-onnx23-interleaved"])
-def test_caches_read_are_what_the_runtimes_rotate_with(tmp_path, name):
+def test_caches_read_are_what_the_runtimes_rotate_with(tmp_path):
+    """Each golden model (each failing one named)."""
     from posenc_cli.models.onnx import read_onnx
 
-    path = tmp_path / "g.onnx"
-    save(_golden_model(name), str(path))
-    (cache,) = read_onnx(str(path)).caches
-    for engine, ref in GOLDEN["cases"][name].items():
-        rows = ref["positions"]
-        np.testing.assert_allclose(cache.cos[rows], ref["cos"], rtol=0, atol=4e-7, err_msg=engine)
-        np.testing.assert_allclose(cache.sin[rows], ref["sin"], rtol=0, atol=4e-7, err_msg=engine)
+    def rotated(name):
+        path = tmp_path / f"{name}.onnx"
+        save(_golden_model(name), str(path))
+        (cache,) = read_onnx(str(path)).caches
+        for engine, ref in GOLDEN["cases"][name].items():
+            rows = ref["positions"]
+            np.testing.assert_allclose(cache.cos[rows], ref["cos"], rtol=0, atol=4e-7, err_msg=engine)
+            np.testing.assert_allclose(cache.sin[rows], ref["sin"], rtol=0, atol=4e-7, err_msg=engine)
+
+    each(["yarn-contrib", "yarn-onnx23", "plain-onnx23-interleaved"], rotated)
 
 
 def test_longrope_branch_names_follow_what_onnxruntime_chooses(tmp_path):
@@ -421,18 +444,22 @@ def test_concat_node_parts_are_in_the_metadata(tmp_path):
     assert cache.cos_from == "Concat node /model/cos/Concat"
 
 
-@pytest.mark.parametrize("interleaved,code", [(1, 0), (0, 1)])
-def test_interleaved_model_needs_interleaved_nodes(tmp_path, interleaved, code):
+def test_interleaved_model_needs_interleaved_nodes(tmp_path):
     """Cohere rotates pairs (2k, 2k + 1) (transformers' CohereRotaryEmbedding repeat_interleave): an export must
-    set interleaved=1; the caches themselves are the same half-width tables."""
+    set interleaved=1 (exit 0; interleaved=0: exit 1); the caches themselves are the same half-width tables."""
     cfg = {"model_type": "cohere", "hidden_size": HEAD * HEADS, "num_attention_heads": HEADS,
            "max_position_embeddings": 4096, "rope_theta": THETA}  # fmt: skip
-    model = rotary_model({"": genai_caches(HEAD, THETA, 4096)}, num_heads=HEADS, head_size=HEAD, op="onnx",
-                         interleaved=interleaved)  # fmt: skip
-    got, out, _ = check(tmp_path, f"cohere{interleaved}", model, cfg)
-    assert got == code, out
-    if code:
-        assert "interleaved=0 rotates rotate_half pairs (j, j + r/2), but cohere uses layout interleaved" in out
+
+    def judged(case):
+        interleaved, code = case
+        model = rotary_model({"": genai_caches(HEAD, THETA, 4096)}, num_heads=HEADS, head_size=HEAD, op="onnx",
+                             interleaved=interleaved)  # fmt: skip
+        got, out, _ = check(tmp_path, f"cohere{interleaved}", model, cfg)
+        assert got == code, out
+        if code:
+            assert "interleaved=0 rotates rotate_half pairs (j, j + r/2), but cohere uses layout interleaved" in out
+
+    each([(1, 0), (0, 1)], judged)
 
 
 def test_the_checks_expected_rows_are_the_exact_ones_within_float64_rounding():
