@@ -150,9 +150,14 @@ def test_a_gguf_with_another_base_differs_and_shows_where(tmp_path, schema):
     assert pic["spectrum"]["reference"][1] == pytest.approx(1e6 ** (-2 / 128), rel=1e-6)
 
 
+#: positions of :func:`gemma_export`'s caches: two of the ONNX check's blocks at its 128 frequencies (a scan that
+#: stops at the first block is seen), as many as Gemma 3's sliding window
+GEMMA_ROWS = 512
+
+
 def gemma_export(tmp_path: Path, full_base: float, local_base: float) -> Path:
-    """A Gemma 3 directory (its published config, 2048 positions) with an ONNX export holding two caches, one per
-    attention type (two RotaryEmbedding nodes), made with plain NumPy as onnxruntime-genai's builder makes them."""
+    """A Gemma 3 directory (its published config, GEMMA_ROWS positions) with an ONNX export holding two caches, one
+    per attention type (two RotaryEmbedding nodes), made with plain NumPy as onnxruntime-genai's builder makes them."""
     from onnx import TensorProto, helper, numpy_helper
 
     from .onnx_models import genai_caches, save
@@ -160,9 +165,9 @@ def gemma_export(tmp_path: Path, full_base: float, local_base: float) -> Path:
     d = tmp_path / "gemma"
     (d / "onnx").mkdir(parents=True)
     config = json.loads((LLAMACPP / "gemma3.config.json").read_text())
-    config["max_position_embeddings"] = 2048
+    config["max_position_embeddings"] = n = GEMMA_ROWS
     (d / "config.json").write_text(json.dumps(config))
-    full, local = genai_caches(256, full_base, 2048), genai_caches(256, local_base, 2048)
+    full, local = genai_caches(256, full_base, n), genai_caches(256, local_base, n)
     inits = [numpy_helper.from_array(a, n) for n, a in (("cos_full", full[0]), ("sin_full", full[1]),
                                                         ("cos_local", local[0]), ("sin_local", local[1]))]  # fmt: skip
     nodes = [
@@ -189,8 +194,8 @@ def test_an_onnx_export_with_a_cache_per_layer_type_is_matched_to_them(tmp_path,
     validate(data, schema)
     onnx_rows = rows(data, engine="onnx")
     assert {r["layer_type"] for r in onnx_rows} == {"full_attention", "sliding_attention"}
-    # the builder rounds t * w to float32: within 2048 * 2**-23 at 2048 positions, not exactly 0
-    assert all(r["verdict"] == "agree" and 0 < r["max_abs_diff"] < 2048 * 2**-23 for r in onnx_rows)
+    # the builder rounds t * w to float32: within n * 2**-23 at n positions, not exactly 0
+    assert all(r["verdict"] == "agree" and 0 < r["max_abs_diff"] < GEMMA_ROWS * 2**-23 for r in onnx_rows)
     assert all(r["picture"] is None for r in onnx_rows)  # pictures are drawn for diverging rows only
     # the local cache exported with the global base: the sliding layers' row differs, by what the bases make
     d2 = gemma_export(tmp_path / "bad", 1e6, 1e6)
@@ -198,7 +203,7 @@ def test_an_onnx_export_with_a_cache_per_layer_type_is_matched_to_them(tmp_path,
     assert code == 1, err
     verdicts = {r["layer_type"]: r for r in rows(data, engine="onnx")}
     assert verdicts["full_attention"]["verdict"] == "agree"
-    t = np.arange(2048.0)[:, None]
+    t = np.arange(float(GEMMA_ROWS))[:, None]
     j = np.arange(128.0)
     want = max(np.abs(np.cos(t * 1e6 ** (-j / 128)) - np.cos(t * 1e4 ** (-j / 128))).max(),
                np.abs(np.sin(t * 1e6 ** (-j / 128)) - np.sin(t * 1e4 ** (-j / 128))).max())  # fmt: skip

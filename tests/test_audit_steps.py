@@ -240,8 +240,9 @@ def test_an_onnx_audit_takes_the_differences_the_check_measured_in_full(tmp_path
     from posenc_cli.models import onnx as onnx_mod
     from posenc_cli.models.engines import engine_params, model_facts
 
-    from .test_audit import gemma_export
+    from .test_audit import GEMMA_ROWS, gemma_export
 
+    assert onnx_mod.rows_per_block(256) < GEMMA_ROWS  # a scan that stops at its first block leaves rows unread
     d = gemma_export(tmp_path, 1e6, 1e4)
     config = str(d / "config.json")
     made: list[int] = []
@@ -271,7 +272,7 @@ def test_an_onnx_audit_takes_the_differences_the_check_measured_in_full(tmp_path
     report = posenc_cli.audit(str(d), engine="hf")
     # two caches, each checked against both attention types: the check reads each against its own type in full, and
     # stops at the first block of the other (a known mistake, another base, names it): only those two are made again
-    assert again == [2] and made == [2048] * len(made) and len(models) == 1
+    assert again == [2] and made == [GEMMA_ROWS] * len(made) and len(models) == 1
     by_type = {r.layer_type: r.max_abs_diff for r in report.rows if r.engine == "onnx"}
     ((model,), (kept,)) = models, seen
     assert len(kept.done) == 2 and not kept.running  # each cache against its own type
@@ -279,13 +280,13 @@ def test_an_onnx_audit_takes_the_differences_the_check_measured_in_full(tmp_path
     nearest: dict[str, float] = {}
     for (lt, engine, cache_id, role), pushed in kept.done.items():
         facts = model_facts(config, layer_type=lt)
-        enc = real(engine_params(facts, engine, seq_len=None), 2048, role, facts)[0]
+        enc = real(engine_params(facts, engine, seq_len=None), GEMMA_ROWS, role, facts)[0]
         cache = caches[cache_id]
         sides = [dm.Side(name, lambda s, e, a=stored: a[s:e], lambda s, e, n=name, x=enc: x.rows(n, s, e), 128)
                  for name, stored in (("cos_cache", cache.cos), ("sin_cache", cache.sin))]  # fmt: skip
-        pulled = dm.differences(sides, 2048, pictures=False)
+        pulled = dm.differences(sides, GEMMA_ROWS, pictures=False)
         assert [(x.tensor, x.max_abs, x.row, x.column) for x in pushed] == [
             (x.tensor, x.max_abs, x.row, x.column) for x in pulled
         ]
         nearest[lt] = max(nearest.get(lt, 0.0), *(x.max_abs for x in pushed))
-    assert by_type == nearest and all(0 < v < 2048 * 2**-23 for v in by_type.values())
+    assert by_type == nearest and all(0 < v < GEMMA_ROWS * 2**-23 for v in by_type.values())
