@@ -12,6 +12,8 @@ onnx.reference). Nothing here is posenc's code.
 from __future__ import annotations
 
 import math
+import os
+import sys
 
 import numpy as np
 
@@ -124,16 +126,35 @@ def rotary_model(
     layout: str = "initializer",
     threshold: int | None = None,
     kv_num_heads: int | None = None,
+    data_file: str | None = None,
 ):
     """A model with one rotary node (``op``: contrib RotaryEmbedding, onnx RotaryEmbedding opset 23, or gqa) that
     rotates ``X`` (batch 1, seq, num_heads * head_size) at ``position_ids``.
 
     ``caches``: {"": (cos, sin)} for one cache, {"small": ..., "large": ...} for LongRoPE; ``layout``:
-    "initializer", "constant", "if" (then = large) or "concat" ([small; large] as one initializer)."""
+    "initializer", "constant", "if" (then = large) or "concat" ([small; large] as one initializer).
+    ``data_file``: the caches' bytes are written there (a new file, one after the other, as ``save(..., external=)``
+    lays them out) and the model refers to them as external data (``save(model, path)`` in the same folder then
+    writes the graph alone): no copy of the caches into the protos and out again (the docs' 50 MB of LongRoPE
+    caches, written three times by tools/make_onnx_example.py)."""
     from onnx import TensorProto, helper, numpy_helper
 
+    out = open(data_file, "xb") if data_file is not None else None  # noqa: SIM115 (closed below)
+
     def tensor(name, arr):
-        t = numpy_helper.from_array(np.ascontiguousarray(arr), name)
+        arr = np.ascontiguousarray(arr)
+        if out is None or arr.size == 0:
+            return numpy_helper.from_array(arr, name)
+        assert sys.byteorder == "little"  # ONNX stores little-endian bytes, as tofile writes them here
+        t = numpy_helper.from_array(arr[:0], name)
+        t.ClearField("raw_data")
+        t.dims[:] = arr.shape
+        offset = out.tell()
+        arr.tofile(out)
+        t.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", os.path.basename(data_file)), ("offset", offset), ("length", arr.nbytes)):
+            entry = t.external_data.add()
+            entry.key, entry.value = key, str(value)
         return t
 
     nodes, inits = [], []
@@ -273,6 +294,8 @@ def rotary_model(
                 for const in attr.g.node:
                     value = const.attribute[0].t
                     value.CopyFrom(tensor(value.name, fill[const.name]))
+    if out is not None:
+        out.close()
     return model
 
 

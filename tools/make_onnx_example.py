@@ -42,10 +42,11 @@ def main() -> None:
     scale = 1.0 if args.mistake == "no-scaling" else su_mscale(mpe / orig, orig)
     small = genai_caches(head, theta, orig, rescale=short, mscale=scale)
     large = genai_caches(head, theta, mpe, rescale=long, mscale=scale)
-    model = rotary_model({"small": small, "large": large}, num_heads=heads, head_size=head, layout="if",
-                         threshold=orig)  # fmt: skip
     out = Path(args.out)
-    save(model, str(out), external=out.name + ".data")
+    # the caches written straight into OUT.onnx.data (as save(..., external=) writes them, without the copies)
+    model = rotary_model({"small": small, "large": large}, num_heads=heads, head_size=head, layout="if",
+                         threshold=orig, data_file=f"{out}.data")  # fmt: skip
+    save(model, str(out))
     print(f"wrote {out} and {out.name}.data: caches of {orig} and {mpe} rows, {head // 2} columns, float32")
 
 
