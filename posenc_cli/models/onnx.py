@@ -794,28 +794,45 @@ def _ratio(cos: np.ndarray, sin: np.ndarray, enc: Any, s_exp: float, s: float, w
     # the expected rows within 10 |s| 2**-53 of the exact ones (Rope.fill_near, ~15x faster): the tolerance is at
     # least |s| 2**-21, so a ratio moves by less than 10 * 2**-32 < 2.4e-9 and an error by 1.2e-15 |s|; an
     # observer (the audit, which reports the differences in full) sees the exact rows
-    fill = enc.fill if observer is not None else getattr(enc, "fill_near", enc.fill)
+    near = getattr(enc, "fill_near", None) if observer is None else None
+    # without an observer, NumPy's own float dtypes are subtracted as stored (each value widened exactly to float64
+    # in the ufunc's loop: the same differences as from a float64 copy, without making it)
+    as_stored = observer is None and cos.dtype.kind == sin.dtype.kind == "f"
     block = rows_per_block(2 * width)  # cos and sin side by side
     for start in range(0, cos.shape[0], block):
         stop = min(cos.shape[0], start + block)
-        # cos and sin side by side, each written into its half (no concatenated copies; float64 as before)
-        a = np.empty((stop - start, 2 * width))
-        a[:, :width], a[:, width:] = cos[start:stop], sin[start:stop]
-        e = np.empty_like(a)
-        fill("cos_cache", start, stop, e[:, :width])
-        fill("sin_cache", start, stop, e[:, width:])
-        if observer is not None:
-            observer.block(shown, int(cos.shape[0]), start, stop, a, e)
-        e *= s / s_exp
-        t = np.arange(start, stop, dtype=np.float64)[:, None]
+        e = np.empty((stop - start, 2 * width))
+        if near is not None:
+            near(("cos_cache", "sin_cache"), start, stop, (e[:, :width], e[:, width:]))
+        else:
+            enc.fill("cos_cache", start, stop, e[:, :width])
+            enc.fill("sin_cache", start, stop, e[:, width:])
+        if as_stored:
+            e *= s / s_exp
+            np.subtract(cos[start:stop], e[:, :width], out=e[:, :width])
+            np.subtract(sin[start:stop], e[:, width:], out=e[:, width:])
+        else:
+            # cos and sin side by side, each written into its half (no concatenated copies; float64 as before)
+            a = np.empty_like(e)
+            a[:, :width], a[:, width:] = cos[start:stop], sin[start:stop]
+            if observer is not None:
+                observer.block(shown, int(cos.shape[0]), start, stop, a, e)
+            e *= s / s_exp
+            np.subtract(a, e, out=e)
+        err = np.abs(e, out=e)  # |stored - expected| in e's own memory
+        t = np.arange(start, stop, dtype=np.float64)
         tol = abs(s) * (8 * 2.0**-24 * (t * wmax + 1) + 2 * _ULP1.get(dt, 2.0**-23))
-        err = np.abs(np.subtract(a, e, out=e), out=e)  # |a - e| in e's own memory
-        r = err / tol
-        i = int(np.argmax(r))  # a nan is the largest (as over the whole cache at once)
-        if np.isnan(r.flat[i]) or float(r.flat[i]) > best[0]:
-            row, col = divmod(i, r.shape[1])
-            best = (float(r.flat[i]), start + row, col % width, float(err.flat[i]))
-            if np.isnan(r.flat[i]) or (above is not None and best[0] > above):
+        # the tolerance is one per row: the largest ratio is in the row whose largest error over its tolerance is
+        # largest (x / t rounds monotonically in x), at that row's first column of the largest err / t: the cell
+        # np.argmax(err / tol) finds (a nan first: in the first row holding one, at its first), without the
+        # full-size quotient
+        row = int(np.argmax(np.max(err, axis=1) / tol))
+        ratios = err[row] / tol[row]
+        col = int(np.argmax(ratios))
+        ratio = ratios[col]
+        if np.isnan(ratio) or float(ratio) > best[0]:
+            best = (float(ratio), start + row, col % width, float(err[row, col]))
+            if np.isnan(ratio) or (above is not None and best[0] > above):
                 if observer is not None:
                     observer.finished(shown, stop == cos.shape[0])
                 return best

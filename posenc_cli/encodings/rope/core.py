@@ -519,31 +519,35 @@ class Rope(Encoding):
         if self.sin_sign == -1 and name.startswith("sin"):
             np.negative(out, out=out)  # exact: the model's rotate_half flips the signs (a rotation by -angle)
 
-    def fill_near(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
-        """:meth:`fill` into a float64 ``out``, each value within ``10 s 2**-53`` of the exact one (``s`` the
-        attention scaling; :mod:`._angleadd`'s bound, without its exact recomputation near the zeros of sin and
-        cos, which only an output rounded to fewer bits needs): ~15x faster than the exact path at 131072 x 48.
-        For a reference whose tolerance is far coarser than that (an ONNX check's is at least ``s 2**-21``); the
-        exact path where angle addition does not serve (rounded positions or angles, short tables)."""
+    def fill_near(self, names: tuple[str, ...], start: int, stop: int, outs: tuple[np.ndarray, ...]) -> None:
+        """:meth:`fill` of each tensor of ``names`` into its float64 ``outs``, each value within ``10 s 2**-53`` of
+        the exact one (``s`` the attention scaling; :mod:`._angleadd`'s bound, without its exact recomputation near
+        the zeros of sin and cos, which only an output rounded to fewer bits needs), every tensor from the same
+        chunks of angle addition: ~15x faster than the exact path at 131072 x 48. For a reference whose tolerance
+        is far coarser than that (an ONNX check's is at least ``s 2**-21``); the exact path where angle addition
+        does not serve (rounded positions or angles, short tables)."""
         w_hi = self._freqs[0]
         scale = float(self.attention_scaling)
         first, last = self.offset + start, self.offset + stop - 1
         if not (
-            name in self._column_maps
+            all(name in self._column_maps for name in names)
             and self._position_rounding == "exact"  # angle addition steps one position per row
             and bool(np.all(np.isfinite(w_hi)))
             and (scale == 0 or 2.0**-64 <= scale <= 16)  # the bound scales with it
             and _angleadd.worth(self.length, len(w_hi))
             and _angleadd.reaches(first, last)
         ):
-            self.fill(name, start, stop, out)
+            for name, out in zip(names, outs):
+                self.fill(name, start, stop, out)
             return
-        is_sin = name.startswith("sin")
-        layout = "cache" if name.endswith("_cache") else self.layout
+        parts = [(name.startswith("sin"), "cache" if name.endswith("_cache") else self.layout, out)
+                 for name, out in zip(names, outs)]  # fmt: skip
         for a, b, u in self._adder.chunks(first, stop - start, scale):
-            place_pairs(u.real if is_sin else u.imag, out[a:b], layout)
-        if self.sin_sign == -1 and is_sin:
-            np.negative(out, out=out)
+            for is_sin, layout, out in parts:
+                place_pairs(u.real if is_sin else u.imag, out[a:b], layout)
+        for is_sin, _layout, out in parts:
+            if self.sin_sign == -1 and is_sin:
+                np.negative(out, out=out)
 
     def _fill(self, name: str, start: int, stop: int, out: np.ndarray) -> None:
         w_hi, w_lo = self._freqs
