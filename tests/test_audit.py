@@ -854,7 +854,8 @@ def test_a_multimodal_model_is_audited_in_both_towers(tmp_path, schema):
                    ("vision native", "agree", vision_rows)], got  # fmt: skip
     assert report.rows[1].explanation.startswith("vision tower at ") and report.exit_code == 0
     validate(report.to_json(), schema)
-    report = posenc_cli.audit(str(MODELS / "vision_qwen3_vl"), image_size=["64x48"])
+    # the text model's M-RoPE checked at 512 positions, not its 128000 (the tower's rows are the property here)
+    report = posenc_cli.audit(str(MODELS / "vision_qwen3_vl"), image_size=["64x48"], length=512)
     labels = [(r.layer_type, r.engine, r.verdict) for r in report.rows]
     assert labels[:2] == [("default", "hf", "reference"), ("default", "check", "agree")], labels
     assert labels[2:] == [("vision native", "hf", "agree"), ("vision 64x48", "hf", "agree")], labels
