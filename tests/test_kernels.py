@@ -22,6 +22,8 @@ import pytest
 from posenc_cli.encodings import _angleadd, make_encoding
 from posenc_cli.errors import ParameterError
 
+from .each import each
+
 LONG = 2 * _angleadd.STEP_ROWS + 300  # long enough for the kernel, with partial steps at both ends
 
 
@@ -34,43 +36,49 @@ def ranges(n: int, rng: np.random.Generator, count: int = 6) -> list[tuple[int, 
     return out
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize(
-    "params",
-    [
-        {"dim": 256},
-        {"dim": 255, "layout": "split"},
-        {"dim": 129, "layout": "split", "freq": "t2t"},
-        {"dim": 64, "layout": "split-cos-first", "freq": "t2t", "offset": -5000},
-        {"dim": 127, "offset": 2**24 - LONG},
-    ],
-)
-def test_sinusoidal_blocks_equal_the_whole_table(params, dtype):
-    enc = make_encoding("sinusoidal", {"length": LONG, "dtype": dtype, **params})
-    full = enc.array()
-    for a, b in ranges(LONG, np.random.default_rng(len(str(params)))):
-        np.testing.assert_array_equal(enc.rows("pe", a, b), full[a:b])
+SINUSOIDAL_BLOCK_CASES = [
+    {"dim": 256},
+    {"dim": 255, "layout": "split"},
+    {"dim": 129, "layout": "split", "freq": "t2t"},
+    {"dim": 64, "layout": "split-cos-first", "freq": "t2t", "offset": -5000},
+    {"dim": 127, "offset": 2**24 - LONG},
+]
 
 
-@pytest.mark.parametrize(
-    "params",
-    [
-        {"layout": "half"},
-        {"layout": "interleaved", "scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 512},
-        {"preset": "llama3.1", "offset": 10**6},
-        {"cache": "onnx", "scaling": "linear", "factor": 2.0},
-        {"scaling": "proportional", "partial_rotary_factor": 0.25},
-        {"scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 512, "attention_factor": 0.0},
-    ],
-)
-def test_rope_blocks_equal_the_whole_table(params):
-    enc = make_encoding("rope", {"length": LONG, "dim": 64, **params})
-    for name in enc.tensor_specs():
-        if name == "inv_freq":
-            continue
-        full = enc.array(name)
-        for a, b in ranges(LONG, np.random.default_rng(7)):
-            np.testing.assert_array_equal(enc.rows(name, a, b), full[a:b])
+def test_sinusoidal_blocks_equal_the_whole_table():
+    """Each case in each dtype (one test over the 15: :func:`tests.each.each` names each failing one)."""
+
+    def check(case):
+        params, dtype = case
+        enc = make_encoding("sinusoidal", {"length": LONG, "dtype": dtype, **params})
+        full = enc.array()
+        for a, b in ranges(LONG, np.random.default_rng(len(str(params)))):
+            np.testing.assert_array_equal(enc.rows("pe", a, b), full[a:b])
+
+    each([(p, dt) for dt in ("float32", "float16", "bfloat16") for p in SINUSOIDAL_BLOCK_CASES], check)
+
+
+ROPE_BLOCK_CASES = [
+    {"layout": "half"},
+    {"layout": "interleaved", "scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 512},
+    {"preset": "llama3.1", "offset": 10**6},
+    {"cache": "onnx", "scaling": "linear", "factor": 2.0},
+    {"scaling": "proportional", "partial_rotary_factor": 0.25},
+    {"scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 512, "attention_factor": 0.0},
+]
+
+
+def test_rope_blocks_equal_the_whole_table():
+    def check(params):
+        enc = make_encoding("rope", {"length": LONG, "dim": 64, **params})
+        for name in enc.tensor_specs():
+            if name == "inv_freq":
+                continue
+            full = enc.array(name)
+            for a, b in ranges(LONG, np.random.default_rng(7)):
+                np.testing.assert_array_equal(enc.rows(name, a, b), full[a:b], err_msg=name)
+
+    each(ROPE_BLOCK_CASES, check)
 
 
 TAKE_CASES = [
@@ -91,7 +99,6 @@ def test_take_gives_the_rows_of_the_whole_table_bit_for_bit():
     """Sampled rows in any order, repeats, both ends and both sides of a step boundary: ``take`` is the whole
     table's rows, bit for bit, on the kernel path and on the runs-of-rows path."""
     from posenc_cli.inspect import analysis as an
-    from tests.each import each
 
     rng = np.random.default_rng(5)
     idx = np.concatenate(
@@ -114,16 +121,21 @@ def test_take_gives_the_rows_of_the_whole_table_bit_for_bit():
         make_encoding("rope", {"length": LONG, "dim": 8}).take("cos", [3, LONG])
 
 
-@pytest.mark.parametrize("kind,grid,dim", [("sinusoidal-2d", "37x61", 64), ("sinusoidal-3d", "5x7x90", 66)])
-@pytest.mark.parametrize("layout", ["split", "interleaved", "sin-block"])
-def test_grid_blocks_equal_the_whole_table(kind, grid, dim, layout):
-    for cls_token in (False, True):
+def test_grid_blocks_equal_the_whole_table():
+    """2-D and 3-D grids in each layout, with and without a class token (one test over the 12 cases)."""
+    grids = [("sinusoidal-2d", "37x61", 64), ("sinusoidal-3d", "5x7x90", 66)]
+
+    def check(case):
+        kind, grid, dim, layout, cls_token = case
         enc = make_encoding(
             kind, {"grid": grid, "dim": dim, "layout": layout, "channels": "ceil", "cls_token": cls_token}
         )
         full = enc.array()
         for a, b in ranges(full.shape[0], np.random.default_rng(dim)):
             np.testing.assert_array_equal(enc.rows("pe", a, b), full[a:b])
+
+    layouts = ("split", "interleaved", "sin-block")
+    each([(*g, layout, cls) for g in grids for layout in layouts for cls in (False, True)], check)
 
 
 @pytest.mark.parametrize("layout", ["split", "interleaved", "sin-block"])
@@ -223,9 +235,15 @@ def test_rope_float32_within_two_ulp_of_mpmath(params):
 
 
 # ----- the near-zero scan and the bit roundings -----------------------------------------------------------------
-@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16)])
-@pytest.mark.parametrize("factor", [0.9, -0.9, 0.0, -0.0, 0.5, -2.0, 2.0])
-def test_refine_recomputes_exactly_what_is_below_tiny(dtype, factor):
+def test_refine_recomputes_exactly_what_is_below_tiny():
+    """Below the dtype's tiny threshold (|factor| < 1) the entry is recomputed, at or above it kept; each factor
+    in float32 and bfloat16 (one test over the 14 cases)."""
+    factors = (0.9, -0.9, 0.0, -0.0, 0.5, -2.0, 2.0)
+    dtypes = (np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16))
+    each([(dt, f) for dt in dtypes for f in factors], lambda case: _refine_case(*case))
+
+
+def _refine_case(dtype, factor):
     adder = _angleadd.AngleAdder(np.array([0.5, 0.25]), np.zeros(2))
     tiny = _angleadd.tiny_threshold(dtype)
     cols = _angleadd.Columns(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]))
