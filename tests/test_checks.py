@@ -20,6 +20,8 @@ from posenc_cli.checks.base import CheckContext
 from posenc_cli.encodings import KINDS, get_kind, make_encoding
 from posenc_cli.errors import ParameterError
 
+from .each import each
+
 RTOL = {"float64": 1e-9, "float32": 1e-5}
 
 
@@ -139,18 +141,29 @@ ABSOLUTE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("name, good, bad", ABSOLUTE_CASES, ids=[c[0] for c in ABSOLUTE_CASES])
-def test_absolute_check_passes_and_fails(name, good, bad):
-    ok = run(ctx_for(good, "sinusoidal"), name)
-    assert ok.passed is True, ok
-    assert ok.tolerance is not None and ok.method
-    fail = run(ctx_for(bad, "learned"), name)
-    assert fail.passed is False, fail
+def test_absolute_check_passes_and_fails():
+    """Each check of :data:`ABSOLUTE_CASES` (one test over the 8: :func:`tests.each.each` names each failing
+    check)."""
+    tables = {name: (good, bad) for name, good, bad in ABSOLUTE_CASES}
+
+    def check(name):
+        good, bad = tables[name]
+        ok = run(ctx_for(good, "sinusoidal"), name)
+        assert ok.passed is True, ok
+        assert ok.tolerance is not None and ok.method
+        fail = run(ctx_for(bad, "learned"), name)
+        assert fail.passed is False, fail
+
+    each(tables, check)
 
 
-@pytest.mark.parametrize("name", ["constant-norm", "equidistant", "offset-invariant", "shift-linear", "symmetric"])
-def test_scaled_row_breaks_geometric_properties(name):
-    assert run(ctx_for(_scaled_row(sinusoidal(300, 16), row=150, factor=1.001), "sinusoidal"), name).passed is False
+def test_scaled_row_breaks_geometric_properties():
+    scaled = _scaled_row(sinusoidal(300, 16), row=150, factor=1.001)
+
+    def check(name):
+        assert run(ctx_for(scaled, "sinusoidal"), name).passed is False
+
+    each(["constant-norm", "equidistant", "offset-invariant", "shift-linear", "symmetric"], check)
 
 
 def test_nan_table_fails_finite_and_nothing_crashes():
@@ -194,17 +207,19 @@ def test_unique_exact_path_finds_the_closest_pair():
 
 @settings(max_examples=100, deadline=None)
 @given(
-    values=st.lists(st.integers(-3, 3), min_size=1, max_size=300),
+    values=st.binary(min_size=1, max_size=300),
     dtype=st.sampled_from([np.float32, np.float64]),
     spread=st.sampled_from([0.0, 1e-3, 1.0]),
 )
 def test_unique_sorts_projections_in_the_stable_order(values, dtype, spread) -> None:
     """``unique``'s fast sort of a sketch column gives exactly NumPy's stable order (the one its candidate
     pairs were always drawn from), with runs of equal values (few distinct integers, -0.0 beside 0.0) or none
-    (a distinct offset added to each value)."""
+    (a distinct offset added to each value). The integers -3..3 are drawn as bytes (each byte mod 7, minus 3):
+    one draw instead of one per value (a list of up to 300 integers cost 2.5 times the test's own work)."""
     from posenc_cli.checks.absolute import _stable_argsort
 
-    x = np.array(values, dtype=np.float64) + spread * np.arange(len(values)) ** 1.5
+    ints = np.frombuffer(values, dtype=np.uint8) % 7 - 3.0
+    x = ints + spread * np.arange(len(values)) ** 1.5
     x = np.where(x == 0, -0.0, x).astype(dtype)
     x[::3] = np.abs(x[::3])  # +0.0 and -0.0 together: equal values, different bits
     assert np.array_equal(_stable_argsort(x), np.argsort(x, kind="stable"))
@@ -490,35 +505,41 @@ def test_row_hashes_treat_signed_zeros_as_equal():
 
 
 # ----- integration with the engine's kinds -----------------------------------------------------------
-@pytest.mark.parametrize(
-    "kind, params",
-    [
-        ("rope", {"length": 300, "dim": 64}),
-        ("rope", {"length": 300, "dim": 64, "preset": "gpt-j"}),
-        ("rope", {"length": 600, "dim": 32, "scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 128}),
-        ("rope", {"length": 300, "dim": 64, "cache": "onnx"}),
-        ("xpos", {"length": 300, "dim": 32}),
-        ("alibi", {"length": 50, "dim": 4}),
-        ("alibi", {"length": 50, "dim": 4, "causal": True}),
-        ("t5", {"length": 200}),
-        ("t5", {"length": 200, "bidirectional": False, "num_buckets": 16, "max_distance": 64}),
-        ("relative", {"length": 60}),
-        ("learned", {"length": 200, "dim": 16}),
-        ("index", {"length": 200, "dim": 4}),
-        ("normalized", {"length": 200, "dim": 4}),
-        ("binary", {"length": 200, "dim": 8}),
-        ("sinusoidal-2d", {"grid": "8,8", "dim": 16}),
-    ],
-)
-def test_engine_tables_have_their_default_properties(kind, params):
-    enc = make_encoding(kind, params)
-    tensors = {name: enc.array(name) for name in enc.tensor_specs()}
-    ctx = CheckContext(tensors[enc.PRIMARY], tensors, enc.metadata(), kind, enc, rtol=1e-5)
-    res = checks.run_checks(ctx)
-    required = checks.required_for(kind, None, [r.name for r in res])
-    assert "matches-spec" in required and len(required) >= 2
-    failed = [(r.name, r.detail) for r in res if r.name in required and not r.passed]
-    assert not failed
+ENGINE_CASES = [
+    ("rope", {"length": 300, "dim": 64}),
+    ("rope", {"length": 300, "dim": 64, "preset": "gpt-j"}),
+    ("rope", {"length": 600, "dim": 32, "scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 128}),
+    ("rope", {"length": 300, "dim": 64, "cache": "onnx"}),
+    ("xpos", {"length": 300, "dim": 32}),
+    ("alibi", {"length": 50, "dim": 4}),
+    ("alibi", {"length": 50, "dim": 4, "causal": True}),
+    ("t5", {"length": 200}),
+    ("t5", {"length": 200, "bidirectional": False, "num_buckets": 16, "max_distance": 64}),
+    ("relative", {"length": 60}),
+    ("learned", {"length": 200, "dim": 16}),
+    ("index", {"length": 200, "dim": 4}),
+    ("normalized", {"length": 200, "dim": 4}),
+    ("binary", {"length": 200, "dim": 8}),
+    ("sinusoidal-2d", {"grid": "8,8", "dim": 16}),
+]
+
+
+def test_engine_tables_have_their_default_properties():
+    """Each of :data:`ENGINE_CASES` passes every property its kind requires, matches-spec among them (one test
+    over the 15 cases: :func:`tests.each.each` names each failing one)."""
+
+    def check(case):
+        kind, params = case
+        enc = make_encoding(kind, params)
+        tensors = {name: enc.array(name) for name in enc.tensor_specs()}
+        ctx = CheckContext(tensors[enc.PRIMARY], tensors, enc.metadata(), kind, enc, rtol=1e-5)
+        res = checks.run_checks(ctx)
+        required = checks.required_for(kind, None, [r.name for r in res])
+        assert "matches-spec" in required and len(required) >= 2
+        failed = [(r.name, r.detail) for r in res if r.name in required and not r.passed]
+        assert not failed
+
+    each(ENGINE_CASES, check)
 
 
 def test_learned_table_fails_what_it_lacks():
@@ -541,15 +562,18 @@ def test_matches_spec_fails_on_a_changed_entry():
         assert r.passed is False and f"pe[{row}, 3]" in r.detail
 
 
-@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-def test_matches_spec_fails_on_a_non_finite_entry(bad):
+def test_matches_spec_fails_on_a_non_finite_entry():
     """A nan or an infinity where the spec has a number is a difference (the largest), named where it is; and
     the rest of the table still counts."""
     enc = make_encoding("sinusoidal", {"length": 100, "dim": 16})
-    t = enc.array()
-    t[7, 5] = bad
-    r = run(ctx_for(t, "sinusoidal", rtol=1e-5, encoding=enc), "matches-spec")
-    assert r.passed is False and "pe[7, 5]" in r.detail and "inf" in r.detail
+
+    def check(bad):
+        t = enc.array()
+        t[7, 5] = bad
+        r = run(ctx_for(t, "sinusoidal", rtol=1e-5, encoding=enc), "matches-spec")
+        assert r.passed is False and "pe[7, 5]" in r.detail and "inf" in r.detail
+
+    each([np.nan, np.inf, -np.inf], check)
 
 
 # ----- scale: linear time, no len x len memory ---------------------------------------------------------

@@ -6,13 +6,13 @@ import io
 import json
 
 import numpy as np
-import pytest
 
 from posenc_cli.encodings import make_encoding
 
 from .conftest import cli_tty
 from .conftest import inproc as run
 from .conftest import run as run_process
+from .each import each
 
 
 def load_npy(data: bytes) -> np.ndarray:
@@ -63,8 +63,13 @@ def test_generate_refuses_binary_to_a_terminal_with_minus_o():
     assert rc == 2 and "refusing to write binary data to a terminal" in shown
 
 
-@pytest.mark.parametrize("suffix", ["npy", "npz", "safetensors", "csv", "json"])
-def test_generate_output_formats_from_suffix(tmp_path, suffix):
+def test_generate_output_formats_from_suffix(tmp_path):
+    """Each writer chosen by the output's suffix (one test over the five: :func:`tests.each.each` names each
+    failing one)."""
+    each(["npy", "npz", "safetensors", "csv", "json"], lambda suffix: _generated_format(tmp_path, suffix))
+
+
+def _generated_format(tmp_path, suffix):
     out = tmp_path / f"pe.{suffix}"
     proc = run(["generate", "--len", "8", "--dim", "4", "-o", str(out)])
     assert proc.returncode == 0, proc.stderr
@@ -232,17 +237,19 @@ def test_export_from_a_file_with_a_cast(tmp_path):
     )
 
 
-@pytest.mark.parametrize(
-    "args,needle",
-    [
-        (["check", "missing.npy"], "missing.npy: no such file"),
-        (["check", "sinusoidal:dim=4"], "--len"),
-        (["compare", "-", "-"], "only one source can be -"),
-        (["kinds", "nope"], "unknown encoding 'nope'"),
-    ],
-)
-def test_bad_input_is_one_line_exit_two(args, needle):
-    assert needle in one_error_line(run(args))
+def test_bad_input_is_one_line_exit_two():
+    cases = {
+        ("check", "missing.npy"): "missing.npy: no such file",
+        ("check", "sinusoidal:dim=4"): "--len",
+        ("compare", "-", "-"): "only one source can be -",
+        ("kinds", "nope"): "unknown encoding 'nope'",
+    }
+
+    def check(args):
+        line = one_error_line(run(list(args)))
+        assert cases[args] in line, line
+
+    each(cases, check)
 
 
 def test_pipeline_generate_into_check():
@@ -288,23 +295,22 @@ def test_kinds_lists_every_kind_and_rope_parameters():
     assert all("default" in p for p in info["parameters"])
 
 
-@pytest.mark.parametrize(
-    "array,args,needle",
-    [
-        (
-            np.arange(20).reshape(4, 5),
-            ["--expect", "sinusoidal"],
-            "has int64 values; this command needs floating values",
-        ),
-        (np.arange(20).reshape(4, 5), [], "no property can be measured on tensor 'pe' (int64 (4, 5))"),
-        (np.arange(5.0), [], "is 1-D (shape (5,))"),
-    ],
-)
-def test_check_refuses_tables_it_cannot_judge(tmp_path, array, args, needle):
+def test_check_refuses_tables_it_cannot_judge(tmp_path):
     path = tmp_path / "table.npy"
-    np.save(path, array)
-    line = one_error_line(run(["check", str(path), *args]))
-    assert needle in line and str(path) in line
+    ints = np.arange(20).reshape(4, 5)
+    cases = [
+        ("int64 --expect", ints, ["--expect", "sinusoidal"], "has int64 values; this command needs floating values"),
+        ("int64", ints, [], "no property can be measured on tensor 'pe' (int64 (4, 5))"),
+        ("1-D", np.arange(5.0), [], "is 1-D (shape (5,))"),
+    ]
+
+    def check(case):
+        _, array, args, needle = case
+        np.save(path, array)
+        line = one_error_line(run(["check", str(path), *args]))
+        assert needle in line and str(path) in line, line
+
+    each(cases, check)
 
 
 def test_check_all_zero_table_prints_no_warnings(tmp_path):

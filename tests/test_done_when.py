@@ -20,6 +20,7 @@ from posenc_cli.encodings.base import format_value
 
 from .conftest import clean_env
 from .conftest import inproc as run
+from .each import each
 
 #: Llama-3.1-8B's rope settings (head_dim 64 from hidden_size / heads), shrunk where it does not matter.
 LLAMA31 = {
@@ -225,17 +226,26 @@ def _full_and_onnx(tmp_path: Path, source: list[str], export_extra: list[str] = 
     return f, o, meta
 
 
-@pytest.mark.parametrize(
-    ("source", "rot_dim"),
-    [
-        (["rope", "--len", "64", "--dim", "32"], 32),
-        (["rope:partial_rotary_factor=0.5", "--len", "64", "--dim", "32"], 16),
-        (["rope", "--len", "64", "--dim", "32", "-p", "preset=llama3.1"], 32),
-        (["rope", "--hf-config", "CONFIG", "--len", "256"], 64),
-    ],
-    ids=["default", "partial", "llama3.1-preset", "hf-config"],
-)
-def test_export_onnx_rope_caches_are_the_first_half_columns(tmp_path, source, rot_dim):
+ONNX_CACHE_CASES = {
+    "default": (["rope", "--len", "64", "--dim", "32"], 32),
+    "partial": (["rope:partial_rotary_factor=0.5", "--len", "64", "--dim", "32"], 16),
+    "llama3.1-preset": (["rope", "--len", "64", "--dim", "32", "-p", "preset=llama3.1"], 32),
+    "hf-config": (["rope", "--hf-config", "CONFIG", "--len", "256"], 64),
+}
+
+
+def test_export_onnx_rope_caches_are_the_first_half_columns(tmp_path):
+    """Each of :data:`ONNX_CACHE_CASES`, in a folder of its own (one test over the four: :func:`tests.each.each`
+    names each failing case)."""
+
+    def check(case):
+        (tmp_path / case).mkdir()
+        _onnx_caches_are_the_first_half_columns(tmp_path / case, *ONNX_CACHE_CASES[case])
+
+    each(ONNX_CACHE_CASES, check)
+
+
+def _onnx_caches_are_the_first_half_columns(tmp_path, source, rot_dim):
     source = [str(write_config(tmp_path, LLAMA31)) if s == "CONFIG" else s for s in source]
     full, onnx, meta = _full_and_onnx(tmp_path, source)
     n = full["cos"].shape[0]
@@ -279,28 +289,43 @@ def test_check_an_onnx_cache_file(tmp_path):
 
 
 # ----- generate -> check for the other families ----------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("args", "primary", "shape", "required"),
-    [
-        (["--kind", "alibi", "--len", "64", "--dim", "8"], "bias", (8, 64, 64), ("finite", "toeplitz", "monotone")),
-        (
-            ["--kind", "alibi", "--len", "64", "--dim", "8", "-p", "causal=true"],
-            "bias",
-            (8, 64, 64),
-            ("finite", "toeplitz", "monotone"),
-        ),
-        (["--kind", "t5", "--len", "64"], "buckets", (64, 64), ("toeplitz", "monotone", "t5-saturation")),
-        (["--kind", "relative", "--len", "64"], "index", (64, 64), ("toeplitz", "monotone")),
-        (
-            ["--kind", "sinusoidal-2d", "--grid", "14x14", "--dim", "64", "-p", "preset=mae"],
-            "pe",
-            (196, 64),
-            ("finite", "bounded", "unique", "constant-norm"),
-        ),
-    ],
-    ids=["alibi", "alibi-causal", "t5", "relative", "sinusoidal-2d-mae"],
+GENERATE_CHECK_CASES = dict(
+    zip(
+        ["alibi", "alibi-causal", "t5", "relative", "sinusoidal-2d-mae"],
+        [
+            (["--kind", "alibi", "--len", "64", "--dim", "8"], "bias", (8, 64, 64), ("finite", "toeplitz", "monotone")),
+            (
+                ["--kind", "alibi", "--len", "64", "--dim", "8", "-p", "causal=true"],
+                "bias",
+                (8, 64, 64),
+                ("finite", "toeplitz", "monotone"),
+            ),
+            (["--kind", "t5", "--len", "64"], "buckets", (64, 64), ("toeplitz", "monotone", "t5-saturation")),
+            (["--kind", "relative", "--len", "64"], "index", (64, 64), ("toeplitz", "monotone")),
+            (
+                ["--kind", "sinusoidal-2d", "--grid", "14x14", "--dim", "64", "-p", "preset=mae"],
+                "pe",
+                (196, 64),
+                ("finite", "bounded", "unique", "constant-norm"),
+            ),
+        ],
+        strict=True,
+    )
 )
-def test_generate_then_check(tmp_path, args, primary, shape, required):
+
+
+def test_generate_then_check(tmp_path):
+    """Each of :data:`GENERATE_CHECK_CASES`, in a folder of its own (one test over the five:
+    :func:`tests.each.each` names each failing case)."""
+
+    def check(case):
+        (tmp_path / case).mkdir()
+        _generated_then_checked(tmp_path / case, *GENERATE_CHECK_CASES[case])
+
+    each(GENERATE_CHECK_CASES, check)
+
+
+def _generated_then_checked(tmp_path, args, primary, shape, required):
     out = tmp_path / "table.safetensors"
     proc = run(["generate", *args, "-o", str(out)])
     assert ok(proc) == "" and proc.stderr.decode().startswith(f"wrote {out} ({primary} {shape}")

@@ -76,10 +76,10 @@ def partner_of(layout: str, r: int, d: int) -> list[int]:
 
 
 def full_head_rows(enc, name: str, positions: list[int], d: int) -> np.ndarray:
-    """posenc's table at ``positions``, extended to the whole head (pass-through features: cos 1, sin 0)."""
+    """posenc's table at ``positions``, extended to the whole head (pass-through features: cos 1, sin 0). The rows
+    come from one ``take`` (each row what ``rows(name, p, p + 1)`` gives, bit for bit: test_kernels)."""
     out = np.full((len(positions), d), 1.0 if name == "cos" else 0.0)
-    for i, p in enumerate(positions):
-        out[i, : enc.width] = enc.rows(name, p, p + 1)[0]
+    out[:, : enc.width] = enc.take(name, positions)
     return out
 
 

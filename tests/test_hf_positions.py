@@ -122,17 +122,19 @@ def test_alibi_forms_are_the_models_rows():
     np.testing.assert_array_equal(falcon[:, 0, :], slopes[:, None] * np.arange(n) / 8)
 
 
-@pytest.mark.parametrize(
-    "params,needle",
-    [
+def test_alibi_form_refusals():
+    cases = [
         ({"form": "bloom", "causal": "true"}, "drop causal"),
         ({"form": "bloom", "max_bias": "4"}, "fixes max_bias"),
         ({"divide_by": "2"}, "form=falcon only"),
-    ],
-)
-def test_alibi_form_refusals(params, needle):
-    with pytest.raises(ParameterError, match=needle):
-        make_encoding("alibi", {"length": 4, "dim": 4, **params})
+    ]
+
+    def check(case):
+        params, needle = case
+        with pytest.raises(ParameterError, match=needle):
+            make_encoding("alibi", {"length": 4, "dim": 4, **params})
+
+    each(cases, check)
 
 
 # ----- DeBERTa against a plain transcription -------------------------------------------------------------------
@@ -170,8 +172,17 @@ def test_opt_rows_start_at_two(tmp_path):
     assert "kind" not in t.metadata  # a trained table: no spec rebuilds it
 
 
-@pytest.mark.parametrize("name", ["tiny_gpt2", "tiny_bert", "tiny_opt"])
-def test_config_alone_says_where_the_table_lives(name, tmp_path):
+def test_config_alone_says_where_the_table_lives(tmp_path):
+    """GPT-2, BERT and OPT (one test over the three: :func:`tests.each.each` names each failing model)."""
+
+    def check(name):
+        (tmp_path / name).mkdir()
+        _config_alone_says_where_the_table_lives(name, tmp_path / name)
+
+    each(["tiny_gpt2", "tiny_bert", "tiny_opt"], check)
+
+
+def _config_alone_says_where_the_table_lives(name, tmp_path):
     shutil.copy(MODELS / name / "config.json", tmp_path / "config.json")
     code, out, err = cli(["generate", "--hf-config", str(tmp_path / "config.json"), "-o", "-"])
     assert code == 2 and out == b""
@@ -297,18 +308,27 @@ def _bad_configs(tmp_path, base, change, args, needle):
     assert err.count("\n") == 1 and needle in err, err
 
 
-@pytest.mark.parametrize(
-    "base,change,args,key",
-    [
-        ("pos_t5_small", {"rope_theta": 10000.0}, ["--layer-type", "encoder"], "rope_theta"),
-        ("pos_bloom_560m", {"alibi_bias_max": 4, "offset_alibi": 100}, [], "alibi_bias_max"),
-        ("pos_mpt_30b", {"attn_config": {"alibi": True, "alibi_slopes": [1]}}, [], "attn_config.alibi_slopes"),
-        ("pos_m2m100_418m", {"max_source_positions": 10}, [], "max_source_positions"),
-    ],
-)  # fmt: skip
-def test_keys_the_code_never_reads_change_nothing_whatever_their_name(tmp_path, base, change, args, key):
+NEVER_READ = {  # config, the keys changed, the arguments, the key kinds reports as ignored
+    "pos_t5_small": ({"rope_theta": 10000.0}, ["--layer-type", "encoder"], "rope_theta"),
+    "pos_bloom_560m": ({"alibi_bias_max": 4, "offset_alibi": 100}, [], "alibi_bias_max"),
+    "pos_mpt_30b": ({"attn_config": {"alibi": True, "alibi_slopes": [1]}}, [], "attn_config.alibi_slopes"),
+    "pos_m2m100_418m": ({"max_source_positions": 10}, [], "max_source_positions"),
+}  # fmt: skip
+
+
+def test_keys_the_code_never_reads_change_nothing_whatever_their_name(tmp_path):
     """The family's table lists every key its code reads (from transformers' source): another key cannot change
-    the table, so it is reported as ignored (kinds), never refused over its name; the table is the same."""
+    the table, so it is reported as ignored (kinds), never refused over its name; the table is the same (one test
+    over :data:`NEVER_READ`: :func:`tests.each.each` names each failing config)."""
+
+    def check(base):
+        (tmp_path / base).mkdir()
+        _never_read_changes_nothing(tmp_path / base, base, *NEVER_READ[base])
+
+    each(NEVER_READ, check)
+
+
+def _never_read_changes_nothing(tmp_path, base, change, args, key):
     cfg = json.loads((CONFIGS / f"{base}.json").read_text())
     (tmp_path / "a.json").write_text(json.dumps(cfg))
     (tmp_path / "b.json").write_text(json.dumps({**cfg, **change}))
@@ -362,15 +382,17 @@ def test_t5_needs_a_length():
     assert code == 2 and "pass --len" in err
 
 
-@pytest.mark.parametrize(
-    "name,lt",
-    [("pos_marian_en_de", "default"), ("pos_pegasus_large", "default"), ("pos_m2m100_418m", "default"),
-     ("pos_s2t_small", "encoder"), ("pos_s2t_small", "decoder"), ("pos_whisper_tiny", "encoder"),
-     ("pos_mpt_30b", "default")],
-)  # fmt: skip
-def test_config_lengths_are_the_models_rows(name, lt):
+def test_config_lengths_are_the_models_rows():
     """Without --len, the table has the rows the model adds to its longest input; M2M100/Speech2Text's module
-    holds two more (offset rows, padding row), read with rows=buffer."""
+    holds two more (offset rows, padding row), read with rows=buffer (one test over the seven (config, layer
+    type) cases: :func:`tests.each.each` names each failing one)."""
+    cases = [("pos_marian_en_de", "default"), ("pos_pegasus_large", "default"), ("pos_m2m100_418m", "default"),
+             ("pos_s2t_small", "encoder"), ("pos_s2t_small", "decoder"), ("pos_whisper_tiny", "encoder"),
+             ("pos_mpt_30b", "default")]  # fmt: skip
+    each(cases, lambda case: _config_length_is_the_models_rows(*case))
+
+
+def _config_length_is_the_models_rows(name, lt):
     layer_type = None if lt == "default" else lt
     buffer = {"params": {"rows": "buffer"}} if name in BUFFERS else {}
     src = open_source(source_path(name), layer_type=layer_type, **buffer)

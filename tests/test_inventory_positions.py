@@ -25,6 +25,7 @@ from posenc_cli.errors import ParameterError
 from posenc_cli.sources import open_source
 
 from .conftest import ROOT
+from .each import each
 
 ARRAYS = ROOT / "tests" / "data" / "inventory"
 
@@ -126,17 +127,19 @@ def _float32_torch_close(got: np.ndarray, want: np.ndarray, rows: list[int], off
     assert np.mean(got == want) > 0.9
 
 
-@pytest.mark.parametrize(
-    "name,layer_type",
-    [
+def test_fairseq_sinusoids_are_the_rows_added_to_tokens(ref, configs):
+    """M2M100 and Speech2Text add buffer rows padding_idx + 1.. to tokens 0..N-1: row 0 of the table is
+    position value 2, never the zero padding row; ``rows=buffer`` is the module's whole buffer (one test over the
+    three tables: :func:`tests.each.each` names each failing one)."""
+    cases = [
         ("m2m_100:max_position_embeddings", None),
         ("speech_to_text:max_source_positions", "encoder"),
         ("speech_to_text:max_target_positions", "decoder"),
-    ],
-)
-def test_fairseq_sinusoids_are_the_rows_added_to_tokens(ref, configs, name, layer_type):
-    """M2M100 and Speech2Text add buffer rows padding_idx + 1.. to tokens 0..N-1: row 0 of the table is
-    position value 2, never the zero padding row; ``rows=buffer`` is the module's whole buffer."""
+    ]
+    each(cases, lambda case: _fairseq_rows_added(ref, configs, *case))
+
+
+def _fairseq_rows_added(ref, configs, name, layer_type):
     index, arrays = ref
     e = index[name]
     mt, key = name.split(":")
@@ -165,14 +168,17 @@ def test_a_padding_id_past_the_buffer_is_still_the_models_rows(configs):
         open_source(path, params={"rows": "buffer"})
 
 
-@pytest.mark.parametrize("name", ["marian:max_position_embeddings", "pegasus:max_position_embeddings"])
-def test_marian_like_sinusoids_are_added_from_row_zero(ref, configs, name):
+def test_marian_like_sinusoids_are_added_from_row_zero(ref, configs):
     index, arrays = ref
-    e = index[name]
-    mt, key = name.split(":")
-    path = configs(name.replace(":", "_"), {"model_type": mt, "d_model": e["dim"], key: e["length"]})
-    got = table(path)
-    np.testing.assert_array_equal(got[e["rows"]], arrays[e["added"]])
+
+    def check(name):
+        e = index[name]
+        mt, key = name.split(":")
+        path = configs(name.replace(":", "_"), {"model_type": mt, "d_model": e["dim"], key: e["length"]})
+        got = table(path)
+        np.testing.assert_array_equal(got[e["rows"]], arrays[e["added"]])
+
+    each(["marian:max_position_embeddings", "pegasus:max_position_embeddings"], check)
 
 
 def test_whisper_encoder_sinusoids(ref, configs):
@@ -200,8 +206,12 @@ LEARNED = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(LEARNED))
-def test_learned_tables_are_the_rows_the_module_adds(ref, configs, name):
+def test_learned_tables_are_the_rows_the_module_adds(ref, configs):
+    """Each of :data:`LEARNED` (one test over them: :func:`tests.each.each` names each failing one)."""
+    each(sorted(LEARNED), lambda name: _learned_rows_added(ref, configs, name))
+
+
+def _learned_rows_added(ref, configs, name):
     index, arrays = ref
     e = index[name]
     cfg, tensors, lt = LEARNED[name]

@@ -9,6 +9,7 @@ results that do not depend on whether properties share the read of the table.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import time
@@ -20,6 +21,8 @@ import pytest
 
 from posenc_cli.encodings import _angleadd, make_encoding
 from posenc_cli.errors import ParameterError
+
+from .each import each
 
 LONG = 2 * _angleadd.STEP_ROWS + 300  # long enough for the kernel, with partial steps at both ends
 
@@ -33,43 +36,49 @@ def ranges(n: int, rng: np.random.Generator, count: int = 6) -> list[tuple[int, 
     return out
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize(
-    "params",
-    [
-        {"dim": 256},
-        {"dim": 255, "layout": "split"},
-        {"dim": 129, "layout": "split", "freq": "t2t"},
-        {"dim": 64, "layout": "split-cos-first", "freq": "t2t", "offset": -5000},
-        {"dim": 127, "offset": 2**24 - LONG},
-    ],
-)
-def test_sinusoidal_blocks_equal_the_whole_table(params, dtype):
-    enc = make_encoding("sinusoidal", {"length": LONG, "dtype": dtype, **params})
-    full = enc.array()
-    for a, b in ranges(LONG, np.random.default_rng(len(str(params)))):
-        np.testing.assert_array_equal(enc.rows("pe", a, b), full[a:b])
+SINUSOIDAL_BLOCK_CASES = [
+    {"dim": 256},
+    {"dim": 255, "layout": "split"},
+    {"dim": 129, "layout": "split", "freq": "t2t"},
+    {"dim": 64, "layout": "split-cos-first", "freq": "t2t", "offset": -5000},
+    {"dim": 127, "offset": 2**24 - LONG},
+]
 
 
-@pytest.mark.parametrize(
-    "params",
-    [
-        {"layout": "half"},
-        {"layout": "interleaved", "scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 512},
-        {"preset": "llama3.1", "offset": 10**6},
-        {"cache": "onnx", "scaling": "linear", "factor": 2.0},
-        {"scaling": "proportional", "partial_rotary_factor": 0.25},
-        {"scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 512, "attention_factor": 0.0},
-    ],
-)
-def test_rope_blocks_equal_the_whole_table(params):
-    enc = make_encoding("rope", {"length": LONG, "dim": 64, **params})
-    for name in enc.tensor_specs():
-        if name == "inv_freq":
-            continue
-        full = enc.array(name)
-        for a, b in ranges(LONG, np.random.default_rng(7)):
-            np.testing.assert_array_equal(enc.rows(name, a, b), full[a:b])
+def test_sinusoidal_blocks_equal_the_whole_table():
+    """Each case in each dtype (one test over the 15: :func:`tests.each.each` names each failing one)."""
+
+    def check(case):
+        params, dtype = case
+        enc = make_encoding("sinusoidal", {"length": LONG, "dtype": dtype, **params})
+        full = enc.array()
+        for a, b in ranges(LONG, np.random.default_rng(len(str(params)))):
+            np.testing.assert_array_equal(enc.rows("pe", a, b), full[a:b])
+
+    each([(p, dt) for dt in ("float32", "float16", "bfloat16") for p in SINUSOIDAL_BLOCK_CASES], check)
+
+
+ROPE_BLOCK_CASES = [
+    {"layout": "half"},
+    {"layout": "interleaved", "scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 512},
+    {"preset": "llama3.1", "offset": 10**6},
+    {"cache": "onnx", "scaling": "linear", "factor": 2.0},
+    {"scaling": "proportional", "partial_rotary_factor": 0.25},
+    {"scaling": "yarn", "factor": 4.0, "original_max_position_embeddings": 512, "attention_factor": 0.0},
+]
+
+
+def test_rope_blocks_equal_the_whole_table():
+    def check(params):
+        enc = make_encoding("rope", {"length": LONG, "dim": 64, **params})
+        for name in enc.tensor_specs():
+            if name == "inv_freq":
+                continue
+            full = enc.array(name)
+            for a, b in ranges(LONG, np.random.default_rng(7)):
+                np.testing.assert_array_equal(enc.rows(name, a, b), full[a:b], err_msg=name)
+
+    each(ROPE_BLOCK_CASES, check)
 
 
 TAKE_CASES = [
@@ -90,7 +99,6 @@ def test_take_gives_the_rows_of_the_whole_table_bit_for_bit():
     """Sampled rows in any order, repeats, both ends and both sides of a step boundary: ``take`` is the whole
     table's rows, bit for bit, on the kernel path and on the runs-of-rows path."""
     from posenc_cli.inspect import analysis as an
-    from tests.each import each
 
     rng = np.random.default_rng(5)
     idx = np.concatenate(
@@ -113,16 +121,21 @@ def test_take_gives_the_rows_of_the_whole_table_bit_for_bit():
         make_encoding("rope", {"length": LONG, "dim": 8}).take("cos", [3, LONG])
 
 
-@pytest.mark.parametrize("kind,grid,dim", [("sinusoidal-2d", "37x61", 64), ("sinusoidal-3d", "5x7x90", 66)])
-@pytest.mark.parametrize("layout", ["split", "interleaved", "sin-block"])
-def test_grid_blocks_equal_the_whole_table(kind, grid, dim, layout):
-    for cls_token in (False, True):
+def test_grid_blocks_equal_the_whole_table():
+    """2-D and 3-D grids in each layout, with and without a class token (one test over the 12 cases)."""
+    grids = [("sinusoidal-2d", "37x61", 64), ("sinusoidal-3d", "5x7x90", 66)]
+
+    def check(case):
+        kind, grid, dim, layout, cls_token = case
         enc = make_encoding(
             kind, {"grid": grid, "dim": dim, "layout": layout, "channels": "ceil", "cls_token": cls_token}
         )
         full = enc.array()
         for a, b in ranges(full.shape[0], np.random.default_rng(dim)):
             np.testing.assert_array_equal(enc.rows("pe", a, b), full[a:b])
+
+    layouts = ("split", "interleaved", "sin-block")
+    each([(*g, layout, cls) for g in grids for layout in layouts for cls in (False, True)], check)
 
 
 @pytest.mark.parametrize("layout", ["split", "interleaved", "sin-block"])
@@ -153,11 +166,20 @@ def _exact_freqs(enc) -> list:
     return [mp.mpf(str(v)) for v in SCALINGS[enc.scaling].exact(enc)]
 
 
+def _float32_ulp(x) -> float:
+    """The float32 spacing at the exact ``x`` (subnormal spacing at 0), from its mpf integers: |x| = man 2**exp
+    with a man of ``bits`` bits, so 2**(exp + bits - 1) <= |x| (a 200-bit log2 cost more than the cos)."""
+    if not x:
+        return math.ldexp(1.0, -149)
+    _sign, _man, exp, bits = x._mpf_
+    return math.ldexp(1.0, max(exp + bits - 1, -126) - 23)
+
+
 def _near_zero_positions(ws: list, lo: int, hi: int, count: int) -> list[tuple[int, int]]:
     """(position, frequency index) where sin or cos of some column comes closest to zero (continued fractions)."""
     found = []
     for k, w in enumerate(ws):
-        x = 2 * w / mp.pi  # t w ~ m pi / 2
+        x0 = x = 2 * w / mp.pi  # t w ~ m pi / 2
         a = int(mp.floor(x))
         p0, q0, p1, q1, frac = 1, 0, a, 1, x - a
         while frac != 0:
@@ -167,8 +189,8 @@ def _near_zero_positions(ws: list, lo: int, hi: int, count: int) -> list[tuple[i
             p0, q0, p1, q1 = p1, q1, a * p1 + p0, a * q1 + q0
             if q1 >= hi:
                 break
-            if q1 >= lo:
-                found.append((abs(mp.sin(2 * q1 * w)), q1, k))
+            if q1 >= lo:  # |sin(2 q w)| = sin(pi d), d = |q x0 - p| < 1 / q: d ranks them (no 200-bit sin)
+                found.append((float(abs(q1 * x0 - p1)), q1, k))
     found.sort()
     return [(t, k) for _, t, k in found[:count]]
 
@@ -202,21 +224,26 @@ def test_rope_float32_within_two_ulp_of_mpmath(params):
         enc = make_encoding("rope", {"length": window, "offset": start, **params})
         tables = {name: enc.array(name) for name in ("cos", "sin")}
         for row, k in pairs:
-            angle = (start + row) * ws[k]
-            for name, exact in (("cos", scale * mp.cos(angle)), ("sin", scale * mp.sin(angle))):
+            cos, sin = mp.cos_sin((start + row) * ws[k])  # (one 200-bit evaluation for both)
+            for name, exact in (("cos", scale * cos), ("sin", scale * sin)):
                 col = k if enc.layout == "half" else 2 * k
+                ulp = _float32_ulp(exact)
                 for c in (col, col + h if enc.layout == "half" else col + 1):
-                    got = mp.mpf(float(tables[name][row, c]))
-                    ulp = mp.ldexp(1, max(int(mp.floor(mp.log(abs(exact), 2))) if exact else -149, -126) - 23)
-                    worst = max(worst, float(abs(got - exact) / ulp))
+                    worst = max(worst, float(abs(mp.mpf(float(tables[name][row, c])) - exact)) / ulp)
     assert worst <= 2.0, worst
     print(f"{params}: max {worst:.3f} ulp")
 
 
 # ----- the near-zero scan and the bit roundings -----------------------------------------------------------------
-@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16)])
-@pytest.mark.parametrize("factor", [0.9, -0.9, 0.0, -0.0, 0.5, -2.0, 2.0])
-def test_refine_recomputes_exactly_what_is_below_tiny(dtype, factor):
+def test_refine_recomputes_exactly_what_is_below_tiny():
+    """Below the dtype's tiny threshold (|factor| < 1) the entry is recomputed, at or above it kept; each factor
+    in float32 and bfloat16 (one test over the 14 cases)."""
+    factors = (0.9, -0.9, 0.0, -0.0, 0.5, -2.0, 2.0)
+    dtypes = (np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16))
+    each([(dt, f) for dt in dtypes for f in factors], lambda case: _refine_case(*case))
+
+
+def _refine_case(dtype, factor):
     adder = _angleadd.AngleAdder(np.array([0.5, 0.25]), np.zeros(2))
     tiny = _angleadd.tiny_threshold(dtype)
     cols = _angleadd.Columns(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]))

@@ -276,11 +276,15 @@ def test_audit_checks_a_learned_table_against_its_config(tmp_path):
     assert code == 0 and "padding row 1 zero (config key pad_token_id)" in data["rows"][0]["details"][0]
 
 
-@pytest.mark.parametrize("mt,lt", _one_per_rule(), ids=[f"{m}:{lt}" for m, lt in _one_per_rule()])
-def test_audit_holds_each_rules_table_against_its_config(mt, lt):
+def test_audit_holds_each_rules_table_against_its_config():
     """Issue 36 part 6, one type per observed rule: the audit reads the table from the weights, holds its width,
     rows (with the offset rows) and padding row against the config keys the inventory saw them follow, and
-    checks its properties."""
+    checks its properties (one test over the (model type, layer type) cases: :func:`tests.each.each` names each
+    failing one)."""
+    each(_one_per_rule(), lambda case: _audit_holds_the_rules_table(*case))
+
+
+def _audit_holds_the_rules_table(mt, lt):
     code, data = _audit(folder(mt))
     assert code == 0, data
     row = next(r for r in data["rows"] if r["layer_type"] == lt or len(data["rows"]) == 1)
@@ -295,11 +299,15 @@ def test_audit_holds_each_rules_table_against_its_config(mt, lt):
         assert "padding row " in config and " zero (" in config, config
 
 
-@pytest.mark.parametrize("mt", TOWERS)
-def test_audit_checks_a_towers_fixed_table(mt):
+def test_audit_checks_a_towers_fixed_table():
     """A wrapper's audio tower (Qwen2-Audio, Voxtral, Audio Flamingo 3, Music Flamingo: Whisper's sinusoids in
     ``audio_tower.embed_positions.weight``; the Qwen-Omni thinkers: a buffer never saved) is held against its
-    formula at the tower's config, beside the wrapper's own rotary tables."""
+    formula at the tower's config, beside the wrapper's own rotary tables (one test over :data:`TOWERS`:
+    :func:`tests.each.each` names each failing type)."""
+    each(TOWERS, _audit_checks_the_towers_table)
+
+
+def _audit_checks_the_towers_table(mt):
     from posenc_cli.models.records import tower_family
 
     stored = (MODELS / "towers" / mt / "model.safetensors").exists()

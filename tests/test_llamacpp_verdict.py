@@ -67,8 +67,12 @@ F32, U32, STR, ARR = (gguf.GGUFValueType.FLOAT32, gguf.GGUFValueType.UINT32, ggu
                       gguf.GGUFValueType.ARRAY)  # fmt: skip
 
 
-@pytest.mark.parametrize("name", [m for m in MODELS if m != "gpt_oss"])
-def test_faithful_conversions_agree(name):
+def test_faithful_conversions_agree():
+    """Every model but gpt-oss (one test over them: :func:`tests.each.each` names each failing model)."""
+    each([m for m in MODELS if m != "gpt_oss"], _faithful_conversion_agrees)
+
+
+def _faithful_conversion_agrees(name):
     code, v = verdict(DATA / f"{name}.gguf", DATA / f"{name}.config.json", "--len", "4096", "--n-ctx", "4096")
     assert code == 0 and v["divergences"] == [], v
     assert any("float32" in e for e in v["equivalences"])
@@ -102,23 +106,27 @@ def test_wrong_base_and_rotated_width(tmp_path):
     assert code == 1 and any(d.startswith("rotated width") for d in v["divergences"])
 
 
-@pytest.mark.parametrize(
-    ("keys", "needle"),
-    [
-        ({"gpt-oss.rope.scaling.type": ("linear", STR)}, "scaling type"),
-        ({"gpt-oss.rope.scaling.factor": (16.0, F32)}, "factor: llama.cpp 16"),
-        ({"gpt-oss.rope.scaling.original_context_length": (8192, U32)}, "original context: llama.cpp 8192"),
-    ],
-)
-def test_yarn_settings(tmp_path, keys, needle):
+def test_yarn_settings(tmp_path):
+    """The config with truncate (only the mistake made here left) agrees; each YaRN key changed in the GGUF is
+    named (one test over the three: :func:`tests.each.each` names each failing key)."""
     cfg = json.loads((DATA / "gpt_oss.config.json").read_text())
     cfg["rope_parameters"]["truncate"] = True  # leave only the mistake made here
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     code, v = verdict(DATA / "gpt_oss.gguf", tmp_path / "config.json", "--len", "64")
     assert code == 0, v
-    bad = mutate(DATA / "gpt_oss.gguf", tmp_path / "m.gguf", set_keys=keys)
-    code, v = verdict(bad, tmp_path / "config.json", "--len", "64")
-    assert code == 1 and any(needle in d for d in v["divergences"]), v
+    cases = {
+        "gpt-oss.rope.scaling.type": (("linear", STR), "scaling type"),
+        "gpt-oss.rope.scaling.factor": ((16.0, F32), "factor: llama.cpp 16"),
+        "gpt-oss.rope.scaling.original_context_length": ((8192, U32), "original context: llama.cpp 8192"),
+    }
+
+    def check(key):
+        value, needle = cases[key]
+        bad = mutate(DATA / "gpt_oss.gguf", tmp_path / "m.gguf", set_keys={key: value})
+        code, v = verdict(bad, tmp_path / "config.json", "--len", "64")
+        assert code == 1 and any(needle in d for d in v["divergences"]), v
+
+    each(cases, check)
 
 
 def test_yarn_beta_keys_the_loader_ignores(tmp_path):

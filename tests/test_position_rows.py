@@ -18,6 +18,7 @@ from posenc_cli.checks.rows import describe
 from posenc_cli.render import report_json
 
 from .conftest import cli
+from .each import each
 
 ROOT = Path(__file__).resolve().parent.parent
 #: what a table of positions must have to pass as the kind's (the properties a class or padding row broke)
@@ -137,9 +138,7 @@ def test_the_human_and_json_reports_name_the_rows(tables: dict[str, str]) -> Non
     jsonschema.validate([report_json(api.check(tables["mae"]))], schema)
 
 
-@pytest.mark.parametrize(
-    "args,needle",
-    [
+EXTRA_ROWS_REFUSED = [
         (["alibi", "--len", "8", "--dim", "4", "--extra-rows", "0:cls"],
          "--extra-rows 0:cls cannot apply to alibi: its table is not one row per position"),
         (["{mae}", "--no-identify", "--extra-rows", "40:cls"], "row 40 is outside"),
@@ -151,13 +150,22 @@ def test_the_human_and_json_reports_name_the_rows(tables: dict[str, str]) -> Non
         (["{mae}", "--no-identify", "--extra-rows", "cls"], "'cls' is not INDEX:NAME"),
         (["{mae}", "--no-identify", "--extra-rows", "0:cls,0:reg"], "names row 0 twice"),
         (["{mae}", "--no-identify", "--extra-rows", ",".join(f"{i}:x" for i in range(17))], "nothing is left to check"),
-    ],
-)  # fmt: skip
-def test_extra_rows_that_cannot_apply_are_refused_by_name(tables: dict[str, str], args: list[str], needle: str) -> None:
-    args = [a.replace("{mae}", tables["mae"]) for a in args]
-    code, _, err = cli(["check", *args, "-q"])
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and needle.replace("{mae}", tables["mae"]) in lines[0], err
+]  # fmt: skip
+
+
+def test_extra_rows_that_cannot_apply_are_refused_by_name(tables: dict[str, str]) -> None:
+    """Each of :data:`EXTRA_ROWS_REFUSED` (one test over the eight: :func:`tests.each.each` names each failing
+    case by its needle)."""
+    needles = {needle: args for args, needle in EXTRA_ROWS_REFUSED}
+
+    def check(needle: str) -> None:
+        args = [a.replace("{mae}", tables["mae"]) for a in needles[needle]]
+        code, _, err = cli(["check", *args, "-q"])
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and needle.replace("{mae}", tables["mae"]) in lines[0], err
+
+    assert len(needles) == len(EXTRA_ROWS_REFUSED)
+    each(needles, check)
 
 
 def test_the_audit_of_the_vit_mae_folder_passes_and_names_the_class_row() -> None:

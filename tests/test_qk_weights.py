@@ -125,13 +125,20 @@ def requantized(src: Path, dest: Path, qtype: str) -> str:
     return str(dest)
 
 
-@pytest.mark.parametrize("qtype", ["Q4_0", "Q4_1", "Q5_0", "Q5_1"])
-def test_coarser_quantizations_agree_and_still_name_the_mistake(tmp_path, qtype):
+def test_coarser_quantizations_agree_and_still_name_the_mistake(tmp_path):
+    """Each of Q4_0, Q4_1, Q5_0 and Q5_1 (one test over the four: :func:`tests.each.each` names each failing
+    type)."""
     hf = str(DATA / "llama_hf")
-    good = check_weights(requantized(DATA / "llama.f32.gguf", tmp_path / "g.gguf", qtype), hf, hf)
-    assert good.status == "agree", good.findings
-    bad = check_weights(requantized(DATA / "llama.k_with_q_heads.gguf", tmp_path / "b.gguf", qtype), hf, hf)
-    assert {(t.role, t.found) for t in bad.tensors} == {("q", "expected"), ("k", "other-heads")}
+
+    def check(qtype):
+        good = check_weights(requantized(DATA / "llama.f32.gguf", tmp_path / f"g.{qtype}.gguf", qtype), hf, hf)
+        assert good.status == "agree", good.findings
+        bad = check_weights(
+            requantized(DATA / "llama.k_with_q_heads.gguf", tmp_path / f"b.{qtype}.gguf", qtype), hf, hf
+        )
+        assert {(t.role, t.found) for t in bad.tensors} == {("q", "expected"), ("k", "other-heads")}
+
+    each(["Q4_0", "Q4_1", "Q5_0", "Q5_1"], check)
 
 
 def test_a_type_too_coarse_to_tell_rows_apart_is_not_checked(tmp_path):
@@ -185,8 +192,13 @@ def converter_permute(rows: int, n_head: int) -> np.ndarray:
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2).swapaxes(1, 2).reshape(w.shape)
 
 
-@pytest.mark.parametrize(("heads", "head_dim"), [(4, 8), (2, 16), (32, 128), (8, 4)])
-def test_the_permutations_are_the_converters(heads, head_dim):
+def test_the_permutations_are_the_converters():
+    """(heads, head_dim) = (4, 8), (2, 16), (32, 128), (8, 4): one test over the four (:func:`tests.each.each`
+    names each failing one)."""
+    each([(4, 8), (2, 16), (32, 128), (8, 4)], lambda case: _permutations_are_the_converters(*case))
+
+
+def _permutations_are_the_converters(heads, head_dim):
     rows = heads * head_dim
     assert np.array_equal(qk_weights.llama_permute(rows, heads), converter_permute(rows, heads))
     assert np.array_equal(qk_weights.rotated_permute(heads, head_dim, head_dim), converter_permute(rows, heads))

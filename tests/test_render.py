@@ -304,18 +304,24 @@ def plain_env(monkeypatch):
 
 
 # ----- the check report: goldens ------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("width", "golden"), [(80, GOLDEN_PASS_80), (120, GOLDEN_PASS_120)])
-def test_pass_report_matches_golden(width, golden):
-    assert_same_output(golden, text(render.check_lines(LABEL_PASS, "sinusoidal", PASS, REQUIRED_PASS, width=width)))
+def test_reports_match_golden():
+    """The passing report at 80 and 120 columns, the failing one at each width, plain and verbose (one test over
+    the six: :func:`tests.each.each` names each failing one)."""
+    goldens = {
+        ("pass", 80, False): GOLDEN_PASS_80, ("pass", 120, False): GOLDEN_PASS_120,
+        ("fail", 80, False): GOLDEN_FAIL_80, ("fail", 120, False): GOLDEN_FAIL_120,
+        ("fail", 80, True): GOLDEN_FAIL_VERBOSE_80, ("fail", 120, True): GOLDEN_FAIL_VERBOSE_120,
+    }  # fmt: skip
 
+    def check(case):
+        which, width, verbose = case
+        if which == "pass":
+            lines = render.check_lines(LABEL_PASS, "sinusoidal", PASS, REQUIRED_PASS, width=width)
+        else:
+            lines = render.check_lines(LABEL_FAIL, "learned", FAIL, REQUIRED_FAIL, width=width, verbose=verbose)
+        assert_same_output(goldens[case], text(lines))
 
-@pytest.mark.parametrize(("width", "verbose", "golden"), [
-    (80, False, GOLDEN_FAIL_80), (120, False, GOLDEN_FAIL_120),
-    (80, True, GOLDEN_FAIL_VERBOSE_80), (120, True, GOLDEN_FAIL_VERBOSE_120),
-])  # fmt: skip
-def test_fail_report_matches_golden(width, verbose, golden):
-    out = text(render.check_lines(LABEL_FAIL, "learned", FAIL, REQUIRED_FAIL, width=width, verbose=verbose))
-    assert_same_output(golden, out)
+    each(goldens, check)
 
 
 @pytest.mark.parametrize("columns", ["80", "120"])
@@ -480,13 +486,16 @@ def test_verdict_on_a_tty_is_coloured_but_still_one_line(monkeypatch):
     assert "\x1b" not in stream.getvalue()
 
 
-@pytest.mark.parametrize("quiet", [0, 1, 2])
-def test_check_quiet_levels(capsys, reports, quiet):
+def test_check_quiet_levels(capsys, reports):
     report = reports[0]
-    render.check_report(report, quiet=quiet)
-    out, err = capsys.readouterr()
-    assert (out != "") == (quiet == 0)
-    assert err == ("" if quiet == 2 else f"{report.source}: every required property holds\n")
+
+    def check(quiet):
+        render.check_report(report, quiet=quiet)
+        out, err = capsys.readouterr()
+        assert (out != "") == (quiet == 0)
+        assert err == ("" if quiet == 2 else f"{report.source}: every required property holds\n")
+
+    each([0, 1, 2], check)
 
 
 @pytest.fixture(scope="module")
@@ -501,16 +510,18 @@ def differing():
     return comparison.tensors[0].result  # one tensor pair's metrics
 
 
-@pytest.mark.parametrize("quiet", [0, 1, 2])
-def test_compare_quiet_levels_match_check(capsys, differing, quiet):
-    render.compare_report(differing, quiet=quiet)
-    out, err = capsys.readouterr()
-    assert (out != "") == (quiet == 0)
-    if quiet == 2:
-        assert err == ""
-    else:
-        assert err.count("\n") == 1 and ": DIFFERENT: " in err and "elements differ" in err
-    assert "DIFFERENT" not in out  # the verdict is on stderr, as for check
+def test_compare_quiet_levels_match_check(capsys, differing):
+    def check(quiet):
+        render.compare_report(differing, quiet=quiet)
+        out, err = capsys.readouterr()
+        assert (out != "") == (quiet == 0)
+        if quiet == 2:
+            assert err == ""
+        else:
+            assert err.count("\n") == 1 and ": DIFFERENT: " in err and "elements differ" in err
+        assert "DIFFERENT" not in out  # the verdict is on stderr, as for check
+
+    each([0, 1, 2], check)
 
 
 def test_compare_lines_one_metric_a_line_within_80(differing):

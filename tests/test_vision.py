@@ -76,17 +76,20 @@ def _kernel_matches_torch(case: str) -> None:
     assert np.abs(got - want).max() <= noise(grid), np.abs(got - want).max()
 
 
-@pytest.mark.parametrize("mode", ["bicubic", "bilinear"])
-@pytest.mark.parametrize("aa", [False, True])
-@pytest.mark.parametrize("ac", [False, True])
-def test_kernel_properties(mode: str, aa: bool, ac: bool) -> None:
-    rng = np.random.default_rng(5)
-    grid = rng.standard_normal((5, 6, 3)).astype(np.float32)
-    rule = Resampling(mode, align_corners=ac, antialias=aa)
-    # the same size is the identity; a constant grid stays constant (the weights of each output sum to 1)
-    np.testing.assert_array_equal(resample(grid, (5, 6), rule), grid)
+def test_kernel_properties() -> None:
+    """Each mode, antialias and align_corners (one test over the eight: :func:`tests.each.each` names each
+    failing rule)."""
+    grid = np.random.default_rng(5).standard_normal((5, 6, 3)).astype(np.float32)
     const = np.full((5, 6, 2), 0.75, np.float32)
-    np.testing.assert_allclose(resample(const, (9, 4), rule), 0.75, rtol=2e-6)  # 16 weights, rounded
+
+    def check(rule: Resampling) -> None:
+        # the same size is the identity; a constant grid stays constant (the weights of each output sum to 1)
+        np.testing.assert_array_equal(resample(grid, (5, 6), rule), grid)
+        np.testing.assert_allclose(resample(const, (9, 4), rule), 0.75, rtol=2e-6)  # 16 weights, rounded
+
+    rules = [Resampling(m, align_corners=ac, antialias=aa) for m in ("bicubic", "bilinear") for aa in (False, True)
+             for ac in (False, True)]  # fmt: skip
+    each(rules, check)
 
 
 def test_scale_factor_differs_from_size() -> None:
@@ -240,18 +243,19 @@ def _write_table(path: Path, name: str, table: np.ndarray) -> None:
     (path / "model.safetensors").write_bytes(len(raw).to_bytes(8, "little") + raw + table.astype("<f4").tobytes())
 
 
-@pytest.mark.parametrize(
-    "args,needle",
-    [
-        (["--image-size", "3x16"], "--image-size 3x16 is smaller than one 4x4 patch"),
-        (["--image-size", "16xq"], "--image-size '16xq' is not H or HxW"),
-        (["--engine", "mlx"], "--engine mlx has no rule for a vision position table"),
-        (["--len", "5"], "--len cannot apply"),
-    ],
-)
-def test_bad_options(tmp_path: Path, args: list[str], needle: str) -> None:
-    code, _, err = cli(["export", str(MODELS / "vision_vit"), *args, "-o", str(tmp_path / "x.npy")])
-    assert code == 2 and err.count("\n") == 1 and needle in err, err
+def test_bad_options(tmp_path: Path) -> None:
+    cases = {
+        ("--image-size", "3x16"): "--image-size 3x16 is smaller than one 4x4 patch",
+        ("--image-size", "16xq"): "--image-size '16xq' is not H or HxW",
+        ("--engine", "mlx"): "--engine mlx has no rule for a vision position table",
+        ("--len", "5"): "--len cannot apply",
+    }
+
+    def check(args: tuple[str, ...]) -> None:
+        code, _, err = cli(["export", str(MODELS / "vision_vit"), *args, "-o", str(tmp_path / "x.npy")])
+        assert code == 2 and err.count("\n") == 1 and cases[args] in err, err
+
+    each(cases, check)
 
 
 def test_a_table_that_is_not_a_grid_plus_its_extra_rows(tmp_path: Path) -> None:

@@ -12,6 +12,8 @@ from posenc_cli.errors import ParameterError
 from posenc_cli.models.vision_bias import relative_position_index
 from posenc_cli.scopes import SourceOptions
 
+from .each import each
+
 DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "vision" / "bias_golden.npz"
 MODELS = ("tiny_swin", "tiny_beit", "tiny_data2vec_vision")
@@ -30,8 +32,12 @@ def read(model: str, table: str | None = None, *more: str):
     return api.open_source(str(DATA / "vision" / "models" / model), SourceOptions(params=params))
 
 
-@pytest.mark.parametrize("model", MODELS)
-def test_index_is_the_models(golden: dict[str, np.ndarray], model: str) -> None:
+def test_index_is_the_models(golden: dict[str, np.ndarray]) -> None:
+    """One test over its cases (:func:`tests.each.each` names each failing one)."""
+    each(MODELS, lambda case: _index_is_the_models(golden, case))
+
+
+def _index_is_the_models(golden: dict[str, np.ndarray], model: str) -> None:
     src = read(model)
     np.testing.assert_array_equal(np.asarray(src.lazy["index"].rows(0, len(golden[f"{model}/index"]))),
                                   golden[f"{model}/index"])  # fmt: skip
@@ -40,8 +46,12 @@ def test_index_is_the_models(golden: dict[str, np.ndarray], model: str) -> None:
                                                                          ("1", "0:cls"))  # fmt: skip
 
 
-@pytest.mark.parametrize("model", MODELS)
-def test_bias_is_what_the_model_adds(golden: dict[str, np.ndarray], model: str) -> None:
+def test_bias_is_what_the_model_adds(golden: dict[str, np.ndarray]) -> None:
+    """One test over its cases (:func:`tests.each.each` names each failing one)."""
+    each(MODELS, lambda case: _bias_is_what_the_model_adds(golden, case))
+
+
+def _bias_is_what_the_model_adds(golden: dict[str, np.ndarray], model: str) -> None:
     src = read(model, "bias")
     want = {k.split("/", 1)[1]: v for k, v in golden.items() if k.startswith(model + "/") and not k.endswith("/index")}
     names = sorted(k for k in src.lazy if k.startswith("bias_"))
@@ -51,8 +61,12 @@ def test_bias_is_what_the_model_adds(golden: dict[str, np.ndarray], model: str) 
         np.testing.assert_array_equal(arr, want[src.metadata[name]])  # a gather: exact
 
 
-@pytest.mark.parametrize("window", ["7x7", "3x5", "6x2", "2x2"])
-def test_index_of_other_windows(golden: dict[str, np.ndarray], window: str) -> None:
+def test_index_of_other_windows(golden: dict[str, np.ndarray]) -> None:
+    """One test over its cases (:func:`tests.each.each` names each failing one)."""
+    each(["7x7", "3x5", "6x2", "2x2"], lambda case: _index_of_other_windows(golden, case))
+
+
+def _index_of_other_windows(golden: dict[str, np.ndarray], window: str) -> None:
     h, w = (int(s) for s in window.split("x"))
     np.testing.assert_array_equal(relative_position_index(h, w), golden[f"swin_window/{window}"])
     np.testing.assert_array_equal(relative_position_index(h, w, cls=True), golden[f"beit_window/{window}"])
@@ -70,14 +84,18 @@ def test_numpy_built_mistaken_index_differs(golden: dict[str, np.ndarray]) -> No
     assert (swapped != relative_position_index(h, w, cls=True)).any()
 
 
-@pytest.mark.parametrize(
-    ("model", "params", "message"),
-    [
-        ("tiny_swin", ("table=heads",), "unknown table='heads'; choose from: index, bias"),
-        ("tiny_swin", ("table=index", "base=3"), "cannot apply to a relative bias table"),
-    ],
-)
-def test_bad_options_are_one_line(model: str, params: tuple, message: str) -> None:
+def test_bad_options_are_one_line() -> None:
+    """One test over its cases (:func:`tests.each.each` names each failing one)."""
+    each(
+        [
+            ("tiny_swin", ("table=heads",), "unknown table='heads'; choose from: index, bias"),
+            ("tiny_swin", ("table=index", "base=3"), "cannot apply to a relative bias table"),
+        ],
+        lambda case: _bad_options_are_one_line(*case),
+    )
+
+
+def _bad_options_are_one_line(model: str, params: tuple, message: str) -> None:
     from posenc_cli import api
 
     with pytest.raises(ParameterError, match=message) as err:
@@ -113,8 +131,12 @@ def _layer_stages(staged: dict[str, np.ndarray], model: str, src) -> list[int]:
     return [int(src.metadata[f"bias_{k}"].split("(stage ", 1)[1].split(":")[0]) for k in range(n)]
 
 
-@pytest.mark.parametrize("model", ["tiny_swinv2", "tiny_swin2sr"])
-def test_continuous_bias_is_what_the_model_adds(staged: dict[str, np.ndarray], model: str) -> None:
+def test_continuous_bias_is_what_the_model_adds(staged: dict[str, np.ndarray]) -> None:
+    """One test over its cases (:func:`tests.each.each` names each failing one)."""
+    each(["tiny_swinv2", "tiny_swin2sr"], lambda case: _continuous_bias_is_what_the_model_adds(staged, case))
+
+
+def _continuous_bias_is_what_the_model_adds(staged: dict[str, np.ndarray], model: str) -> None:
     """Index, coordinates table and bias of each layer, against the model's own buffers and the ``16 * sigmoid``
     its forward computed at every image size it ran at (the windows are set at construction: the same each time)."""
     index_src, bias_src = read(model), read(model, "bias")
@@ -156,8 +178,12 @@ def _tiny(model_type: str) -> dict:
             "num_heads": [1, 2], "window_size": 4}  # fmt: skip
 
 
-@pytest.mark.parametrize("model_type", ["swin", "donut-swin", "maskformer-swin"])
-def test_stage_windows_follow_the_image_size(staged: dict[str, np.ndarray], model_type: str) -> None:
+def test_stage_windows_follow_the_image_size(staged: dict[str, np.ndarray]) -> None:
+    """One test over its cases (:func:`tests.each.each` names each failing one)."""
+    each(["swin", "donut-swin", "maskformer-swin"], lambda case: _stage_windows_follow_the_image_size(staged, case))
+
+
+def _stage_windows_follow_the_image_size(staged: dict[str, np.ndarray], model_type: str) -> None:
     """Each block's window and shift and each stage's grid at eight image sizes, as the model's forward set them; where
     its forward failed (a stage's window shrunk below the bias's), posenc refuses the size by name."""
     from posenc_cli.models.vision_bias import WINDOW_BIAS, stages, tables
@@ -210,8 +236,12 @@ def test_continuous_bad_weights_are_one_line(tmp_path: Path) -> None:
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("model_type", ["swinv2", "swin2sr"])
-def test_construction_windows_follow_the_config(staged: dict[str, np.ndarray], model_type: str) -> None:
+def test_construction_windows_follow_the_config(staged: dict[str, np.ndarray]) -> None:
+    """One test over its cases (:func:`tests.each.each` names each failing one)."""
+    each(["swinv2", "swin2sr"], lambda case: _construction_windows_follow_the_config(staged, case))
+
+
+def _construction_windows_follow_the_config(staged: dict[str, np.ndarray], model_type: str) -> None:
     """Swin V2 and Swin2SR set each layer's window at construction from the config's image size, the grid's height
     deciding (a 16x8 grid keeps window 6): against the layers the model built at four non-square sizes."""
     from posenc_cli.models.vision_bias import WINDOW_BIAS, stages
@@ -226,8 +256,15 @@ def test_construction_windows_follow_the_config(staged: dict[str, np.ndarray], m
         np.testing.assert_array_equal([(s.window, t) for s in got for t in s.shifts], staged[key], err_msg=key)
 
 
-@pytest.mark.parametrize("model", ["tiny_donut_swin", "tiny_maskformer_swin"])
-def test_swin_copies_bias_is_what_their_forward_adds(staged: dict[str, np.ndarray], model: str) -> None:
+def test_swin_copies_bias_is_what_their_forward_adds(staged: dict[str, np.ndarray]) -> None:
+    """One test over its cases (:func:`tests.each.each` names each failing one)."""
+    each(
+        ["tiny_donut_swin", "tiny_maskformer_swin"],
+        lambda case: _swin_copies_bias_is_what_their_forward_adds(staged, case),
+    )
+
+
+def _swin_copies_bias_is_what_their_forward_adds(staged: dict[str, np.ndarray], model: str) -> None:
     """Donut-Swin's and MaskFormer-Swin's attention gathers its table inline: the bias their forward added (read
     at its softmax with query and key zero) is the gather posenc makes, exactly."""
     src = read(model, "bias")

@@ -13,9 +13,11 @@ posenc refuses it in one line (records.py reads the file): a derived reading is 
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import sys
+import zipfile
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -41,8 +43,36 @@ def index() -> dict[str, Any]:
 
 @cache
 def arrays() -> dict[str, np.ndarray]:
-    with np.load(DATA / "rope.npz") as z:
-        return {k: z[k] for k in z.files}
+    return read_npz(DATA / "rope.npz")
+
+
+def read_npz(path: Path) -> dict[str, np.ndarray]:
+    """Every array of an .npz, as ``np.load`` gives them but read-only, in half its time: ``np.load`` parses each
+    member's header with ``ast.literal_eval`` (0.1 ms a member, 1797 members in rope.npz), where its few distinct
+    headers are parsed once here and the data taken from the member's bytes."""
+    out: dict[str, np.ndarray] = {}
+    parsed: dict[bytes, tuple[tuple[int, ...], bool, np.dtype]] = {}
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    with zipfile.ZipFile(path) as z:
+        for info in z.infolist():
+            raw = z.read(info)
+            f = io.BytesIO(raw)
+            version = np.lib.format.read_magic(f)
+            name = info.filename.removesuffix(".npy")
+            if version not in readers:  # (format 3.0: utf-8 field names) NumPy's reader
+                f.seek(0)
+                out[name] = np.lib.format.read_array(f, allow_pickle=False)
+                continue
+            size = 2 if version == (1, 0) else 4  # the header's length: 2 bytes in format 1.0, 4 in 2.0
+            start = 8 + size + int.from_bytes(raw[8 : 8 + size], "little")
+            head = raw[:start]
+            if head not in parsed:
+                parsed[head] = readers[version](f)
+            shape, fortran, dtype = parsed[head]
+            assert not dtype.hasobject, f"{path.name}: {info.filename} holds Python objects"
+            array = np.frombuffer(raw, dtype=dtype, count=math.prod(shape), offset=start)
+            out[name] = array.reshape(shape[::-1]).T if fortran else array.reshape(shape)
+    return out
 
 
 def rotating() -> list[str]:

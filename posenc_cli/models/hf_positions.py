@@ -426,9 +426,18 @@ def _ignored_keys(config: Mapping[str, Any], fam: Family) -> dict[str, str]:
     known |= set(fam.ignored) | set(fam.unread) | set(fam.harmless) | {"position_embedding_type", "model_type"}
     if fam.when is not None:
         known.add(fam.when[0])
-    names = [k for k, v in config.items() if not isinstance(v, Mapping)]
-    names += [f"{k}.{sub}" for k, v in config.items() if isinstance(v, Mapping) for sub in v]
-    return {n: f"transformers' {fam.name} positional code never reads it" for n in names if n not in known}
+    why = f"transformers' {fam.name} positional code never reads it"
+    out, nested = {}, []
+    for k, v in config.items():  # the top-level keys first, then those one level down, each in config order
+        if isinstance(v, Mapping):
+            nested.append((k, v))
+        elif k not in known:
+            out[k] = why
+    for k, v in nested:
+        for sub in v:
+            if (name := f"{k}.{sub}") not in known:
+                out[name] = why
+    return out
 
 
 # ----- the reader interface (models/readers.py READERS) ----------------------------------------------------------
