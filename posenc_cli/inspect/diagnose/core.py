@@ -4,6 +4,7 @@ model is verified on independent rows and how an explanation is worded, and :fun
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,6 +118,37 @@ class Diagnosis:
             "tried": [e.to_json() for e in self.tried],
             "reason": self.reason,
         }
+
+    def named(self, a_name: str, b_name: str) -> Diagnosis:
+        """This diagnosis, made under the names :data:`PLACEHOLDERS`, worded with ``a_name`` and ``b_name`` (one
+        rotary pair's diagnosis serves its cos and its sin tensor: the same tables, named for each)."""
+
+        def text(v: Any) -> Any:
+            if isinstance(v, str):
+                return v.replace(PLACEHOLDERS[0], a_name).replace(PLACEHOLDERS[1], b_name)
+            if isinstance(v, dict):
+                return {k: text(x) for k, x in v.items()}
+            if isinstance(v, (list, tuple)):
+                return type(v)(text(x) for x in v)
+            return v
+
+        def exp(e: Explanation) -> Explanation:
+            steps = [Step(s.name, text(s.clause), text(s.undo), text(s.detail)) for s in e.steps]
+            return dataclasses.replace(e, summary=text(e.summary), steps=steps)
+
+        return dataclasses.replace(
+            self,
+            a_name=text(self.a_name),
+            b_name=text(self.b_name),
+            explanations=[exp(e) for e in self.explanations],
+            tried=[exp(e) for e in self.tried],
+            reason=text(self.reason),
+        )
+
+
+#: The names a diagnosis made once for several pairs of tensors is worded with, until :meth:`Diagnosis.named`
+#: names it for each (characters no label holds).
+PLACEHOLDERS = ("\x00A\x00", "\x00B\x00")
 
 
 def _num(v: float) -> float | str:
