@@ -1159,9 +1159,10 @@ def _readings(src_a: Source, src_b: Source) -> tuple[Any, Any]:
             found = read_source(src.encoding, {n: src.array(n) for n in src.names}, dict(src.metadata), kind)
         return None if found is None else dataclasses.replace(found, label=src.label)
 
-    rb = read(src_b, src_a.encoding.KIND if src_a.encoding is not None else None)
+    kind_b = src_a.encoding.KIND if src_a.encoding is not None else None
+    rb = read(src_b, kind_b)
     ra = read(src_a, rb.kind if rb is not None else None)
-    if rb is None and ra is not None:
+    if rb is None and ra is not None and ra.kind != kind_b:  # (read as ra's kind already: nothing reproduced it)
         rb = read(src_b, ra.kind)
     return ra, rb
 
