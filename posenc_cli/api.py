@@ -962,6 +962,7 @@ def compare(
         skipped, only_a, skipped_by = only_a, [], src_a.label
     compared = []
     readings: Any = None
+    pair_why: Any = None  # (shapes, diagnosis) of the rotary pair, diagnosed once for its cos and its sin
     computes_b = _computes(src_b)  # before its tensors are built: then every one is its encoding's own
     for ta, tb in pairs:
         arr_a, arr_b = src_a.array(ta), src_b.array(tb)
@@ -981,19 +982,27 @@ def compare(
         if not res.formula and arr_a.ndim >= 2:
             within_rounding(res, arr_a, arr_b)
         if explain and not res.same and arr_a.ndim >= 2 and arr_b.ndim >= 2:
-            from .inspect.diagnose import diagnose
+            from .inspect.diagnose import PLACEHOLDERS, diagnose, rotary_pair
 
             readings = _readings(src_a, src_b) if readings is None else readings  # one reading per table
-            why = diagnose(
-                arr_a,
-                arr_b,
-                a_name=res.labels["a"],
-                b_name=res.labels["b"],
-                tensors_a=_pair_by_role(src_a),
-                tensors_b=_pair_by_role(src_b),
-                readings=readings,
-                metadata=(src_a.metadata, src_b.metadata),  # two resampled vision tables: which call made each
-            )
+            by_role = _pair_by_role(src_a), _pair_by_role(src_b)
+            # a rotary pair on both sides is diagnosed as one table, whichever of its tensors differs: once, under
+            # placeholder names, then named for each tensor
+            pair = all(rotary_pair(t) is not None for t in by_role)
+            shapes = (arr_a.shape, arr_b.shape)
+            if not pair or pair_why is None or pair_why[0] != shapes:
+                found = diagnose(
+                    arr_a,
+                    arr_b,
+                    a_name=PLACEHOLDERS[0] if pair else res.labels["a"],
+                    b_name=PLACEHOLDERS[1] if pair else res.labels["b"],
+                    tensors_a=by_role[0],
+                    tensors_b=by_role[1],
+                    readings=readings,
+                    metadata=(src_a.metadata, src_b.metadata),  # two resampled vision tables: which call made each
+                )
+                pair_why = (shapes, found) if pair else pair_why
+            why = pair_why[1].named(res.labels["a"], res.labels["b"]) if pair else found
         compared.append(TensorComparison(ta, tb, res, why))
     return Comparison(src_a.label, src_b.label, compared, only_a, only_b, skipped, skipped_by=skipped_by)
 
@@ -1150,9 +1159,10 @@ def _readings(src_a: Source, src_b: Source) -> tuple[Any, Any]:
             found = read_source(src.encoding, {n: src.array(n) for n in src.names}, dict(src.metadata), kind)
         return None if found is None else dataclasses.replace(found, label=src.label)
 
-    rb = read(src_b, src_a.encoding.KIND if src_a.encoding is not None else None)
+    kind_b = src_a.encoding.KIND if src_a.encoding is not None else None
+    rb = read(src_b, kind_b)
     ra = read(src_a, rb.kind if rb is not None else None)
-    if rb is None and ra is not None:
+    if rb is None and ra is not None and ra.kind != kind_b:  # (read as ra's kind already: nothing reproduced it)
         rb = read(src_b, ra.kind)
     return ra, rb
 

@@ -62,3 +62,18 @@ def test_a_negated_sin_fails_compare(tmp_path):
     code, out, _ = cli(["compare", str(tmp_path / "bad.safetensors"), str(tmp_path / "good.safetensors"), "--json"])
     data = json.loads(out)
     assert code == 1 and [t["same"] for t in data["tensors"]] == [True, False, True]
+
+
+def test_a_rotary_pair_is_diagnosed_once_and_named_for_each_tensor(tmp_path):
+    """cos and sin of a rotary pair are diagnosed as one table (api.compare diagnoses it once): each tensor's
+    diagnosis names that tensor, and says what the other's says."""
+    half, inter = str(tmp_path / "half.safetensors"), str(tmp_path / "inter.safetensors")
+    for spec, path in (("rope", half), ("rope:layout=interleaved", inter)):
+        assert cli(["generate", spec, "--len", "64", "--dim", "16", "-o", path])[0] == 0
+    code, out, _ = cli(["compare", inter, half, "--json"])
+    data = json.loads(out)
+    assert code == 1 and [t["a"] for t in data["tensors"] if not t["same"]] == ["cos", "sin"]
+    texts = {t["a"]: json.dumps(t["diagnosis"]) for t in data["tensors"] if not t["same"]}
+    assert "with its pairs in two halves" in texts["cos"] and "\\u0000" not in texts["cos"] + texts["sin"]
+    assert "[cos]" in texts["cos"] and "[sin]" not in texts["cos"]
+    assert texts["sin"] == texts["cos"].replace("[cos]", "[sin]")

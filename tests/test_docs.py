@@ -488,29 +488,33 @@ def test_the_in_process_terminal_shows_what_the_pty_shows(tmp_path):
     each(TERMINAL_CASES, same)
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        "posenc generate --len 3 --dim 4 | posenc export - -o - --format csv | cut -d, -f1-2 > t.csv; cat t.csv; "
-        "python s.py x 'y z'",
-        "posenc kinds nokind > out.txt; python -c \"print(repr(open('out.txt').read()))\"",
-    ],
+#: One line of what :func:`in_process_plan` runs without a shell, each through bash once: a pipe into posenc (from
+#: ``cat``) and from it into another program, ``>`` (stdout to the file, stderr on the terminal), ``;``, quotes,
+#: ``python -c`` and ``python SCRIPT ARGS``. Two posenc processes (0.3 CPU-s each): a pipe between two posenc
+#: processes adds nothing the runner does differently (its stages run in turn either way).
+SHELL_LINE = (
+    "cat t.npy | posenc export - -o - --format csv | cut -d, -f1-2 > t.csv; cat t.csv; "
+    "posenc kinds nokind > out.txt; python -c \"print(repr(open('out.txt').read()))\"; python s.py x 'y z'"
 )
-def test_shell_lines_run_in_this_process_as_bash_runs_them(tmp_path, command):
-    """The lines :func:`in_process_plan` runs without a shell show what bash on a pseudo-terminal shows: a pipe
-    into posenc and from it into another program, ``>`` (stdout to the file, stderr on the terminal), ``;``, quotes, ``python -c`` and
-    ``python SCRIPT ARGS`` (their output, exit code and files). (A traceback would differ: it would show this
+
+
+def test_shell_lines_run_in_this_process_as_bash_runs_them(tmp_path):
+    """The lines :func:`in_process_plan` runs without a shell show what bash on a pseudo-terminal shows
+    (:data:`SHELL_LINE`: their output, exit code and files). (A traceback would differ: it would show this
     runner's frames, so a page showing one fails here rather than passing.)"""
     (tmp_path / "s.py").write_text("import sys\nprint(sys.argv[1:])\nprint('bye', file=sys.stderr)\nsys.exit(3)\n")
-    assert in_process_plan(command) is not None
-    real = shell(command, tmp_path)
+    assert cli_tty(["generate", "--len", "3", "--dim", "4", "-o", "t.npy"], cwd=tmp_path)[0] == 0
+    assert in_process_plan(SHELL_LINE) is not None
+    real = shell(SHELL_LINE, tmp_path)
     for made in ("t.csv", "out.txt"):
-        (tmp_path / made).unlink(missing_ok=True)
-    assert run_shown(command, tmp_path) == real
-    if "csv" in command:  # what the line does: cut's columns, the script's arguments, stderr and exit code
-        assert "\n0.0,1.0\n" in real and real.endswith("['x', 'y z']\nbye\n(exit 3)\n"), real
-    else:  # the error on the terminal, nothing in the file
-        assert real.startswith("Error: unknown encoding 'nokind'") and real.endswith("\n''\n"), real
+        (tmp_path / made).unlink()
+    assert run_shown(SHELL_LINE, tmp_path) == real
+    # what the line does: cut's columns; the error on the terminal, nothing in the file; the script's arguments,
+    # stderr and exit code
+    lines = real.splitlines()
+    assert lines[0].startswith("# posenc ") and lines[1] == "0.0,1.0" and len(lines[3].split(",")) == 2, real
+    assert lines[4].startswith("Error: unknown encoding 'nokind'"), real
+    assert real.endswith("\n''\n['x', 'y z']\nbye\n(exit 3)\n"), real
 
 
 #: Lines :func:`in_process_plan` leaves to bash (one test over them: an id per line added only pytest's cost).

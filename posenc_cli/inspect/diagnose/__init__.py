@@ -20,12 +20,25 @@ from typing import Any
 
 import numpy as np
 
-from .core import Diagnosis, Explanation, Model, Stacked, Step, finish, make_ctx, rotary_pair, undo, verify
+from .core import (
+    PLACEHOLDERS,
+    Diagnosis,
+    Explanation,
+    Model,
+    Stacked,
+    Step,
+    finish,
+    make_ctx,
+    rotary_pair,
+    undo,
+    verify,
+)
 from .heads import diagnose_3d
 from .parameters import explain_readings
 from .registry import EXPLANATIONS, TIERS, ExplanationInfo, Search, Tier, drive
 
-__all__ = ["EXPLANATIONS", "TIERS", "Diagnosis", "Explanation", "ExplanationInfo", "Step", "Tier", "diagnose", "undo"]
+__all__ = ["EXPLANATIONS", "PLACEHOLDERS", "TIERS", "Diagnosis", "Explanation", "ExplanationInfo", "Step", "Tier",
+           "diagnose", "undo"]  # fmt: skip
 
 
 def diagnose(

@@ -18,6 +18,7 @@ from .core import (
     Explanation,
     Model,
     Step,
+    all_close,
     close,
     dtype_name,
     explain,
@@ -133,7 +134,7 @@ def _stacked_maps(d: int) -> list[tuple[tuple[str, ...], np.ndarray]]:
 
 def _equivalent(xb: np.ndarray, c1: np.ndarray, c2: np.ndarray, dt: np.dtype) -> bool:
     """Whether two column maps read the same values of B (duplicated columns make maps non-unique)."""
-    return bool(np.all(close(xb[:, c1], xb[:, c2], dt)))
+    return all_close(xb[:, c1], xb[:, c2], dt)
 
 
 def _subset_maps(d_small: int, d_big: int) -> list[tuple[str, np.ndarray]]:
@@ -161,7 +162,7 @@ def _cols_text(cols: np.ndarray, width: int) -> str:
 
 def _dup_halves(x: np.ndarray, dt: np.dtype) -> bool:
     d = x.shape[1]
-    return d % 2 == 0 and d > 0 and bool(np.all(close(x[:, : d // 2], x[:, d // 2 :], dt)))
+    return d % 2 == 0 and d > 0 and all_close(x[:, : d // 2], x[:, d // 2 :], dt)
 
 
 def qk_permutation_step(layout: Step, ctx: Ctx) -> Step:
@@ -413,7 +414,7 @@ def _conventional_map(ctx: Ctx, xa: np.ndarray, xb: np.ndarray, dt: np.dtype) ->
     if d_a == d_b:
         named = _stacked_maps(d_a // 2) if ctx.blocks else _named_maps(d_a)
         candidates += [p for _, p in named]
-    return next((p for p in candidates if np.all(close(xa, xb[:, p], dt))), None)
+    return next((p for p in candidates if all_close(xa, xb[:, p], dt)), None)
 
 
 def _scaled_map(
@@ -439,7 +440,7 @@ def _scaled_map(
     s_ls = float(np.einsum("ij,ij->", fa, pb) / np.einsum("ij,ij->", pb, pb))
     for rel in tolerance.SCALE_ROUNDINGS:
         cand = an.nice_number(s_ls, rel)
-        if np.all(close(xa, xb[:, cols] * signs[None, :] * cand, dt)):
+        if all_close(xa, xb[:, cols] * signs[None, :] * cand, dt):
             return cols, signs, matched, cand
     return cols, signs, matched, s
 

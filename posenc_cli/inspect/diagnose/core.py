@@ -4,6 +4,7 @@ model is verified on independent rows and how an explanation is worded, and :fun
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,6 +118,37 @@ class Diagnosis:
             "tried": [e.to_json() for e in self.tried],
             "reason": self.reason,
         }
+
+    def named(self, a_name: str, b_name: str) -> Diagnosis:
+        """This diagnosis, made under the names :data:`PLACEHOLDERS`, worded with ``a_name`` and ``b_name`` (one
+        rotary pair's diagnosis serves its cos and its sin tensor: the same tables, named for each)."""
+
+        def text(v: Any) -> Any:
+            if isinstance(v, str):
+                return v.replace(PLACEHOLDERS[0], a_name).replace(PLACEHOLDERS[1], b_name)
+            if isinstance(v, dict):
+                return {k: text(x) for k, x in v.items()}
+            if isinstance(v, (list, tuple)):
+                return type(v)(text(x) for x in v)
+            return v
+
+        def exp(e: Explanation) -> Explanation:
+            steps = [Step(s.name, text(s.clause), text(s.undo), text(s.detail)) for s in e.steps]
+            return dataclasses.replace(e, summary=text(e.summary), steps=steps)
+
+        return dataclasses.replace(
+            self,
+            a_name=text(self.a_name),
+            b_name=text(self.b_name),
+            explanations=[exp(e) for e in self.explanations],
+            tried=[exp(e) for e in self.tried],
+            reason=text(self.reason),
+        )
+
+
+#: The names a diagnosis made once for several pairs of tensors is worded with, until :meth:`Diagnosis.named`
+#: names it for each (characters no label holds).
+PLACEHOLDERS = ("\x00A\x00", "\x00B\x00")
 
 
 def _num(v: float) -> float | str:
@@ -281,6 +313,19 @@ def close(x: np.ndarray, y: np.ndarray, dt: np.dtype, atol: float | None = None)
     far = ~near
     near[far] = an.ulps(x[far], y[far], dt) <= ULP_TOL
     return near
+
+
+#: Rows :func:`all_close` compares first: a map that fails usually fails there, before the whole sample is measured.
+FIRST_ROWS = 8
+
+
+def all_close(x: np.ndarray, y: np.ndarray, dt: np.dtype, atol: float | None = None) -> bool:
+    """``np.all(close(x, y, dt, atol))``, the first :data:`FIRST_ROWS` rows first (:func:`close` is elementwise):
+    most candidate maps of a diagnosis differ on most elements, and measuring every one of those in ulps cost more
+    than the search they serve."""
+    if x.ndim and x.shape[0] > FIRST_ROWS and not np.all(close(x[:FIRST_ROWS], y[:FIRST_ROWS], dt, atol)):
+        return False
+    return bool(np.all(close(x, y, dt, atol)))
 
 
 def _within(res: an.Residual, stored: np.dtype) -> str:
