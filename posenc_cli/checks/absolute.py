@@ -619,7 +619,11 @@ def fit_shift(x: np.ndarray, y: np.ndarray, rcond: float) -> ShiftFit:
     :math:`R = (X^\top X + \lambda I)^{-1} X^\top` with :math:`\lambda = (\mathrm{rcond}\,\sigma_1)^2`:
     it damps exactly the directions a truncated SVD would drop and costs one Gram product and one solve.
     float64 data need a cut far below the Gram matrix's own precision, hence the truncated SVD of ``x``.
+    Non-finite rows raise :class:`numpy.linalg.LinAlgError` before LAPACK sees them (its SVD writes "On entry to
+    DLASCL parameter number 4 had an illegal value" to the process's stdout, where posenc's data goes).
     """
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise np.linalg.LinAlgError("non-finite rows: no least-squares fit")
     if rcond >= 1e-8:
         g = x.T @ x
         lam = rcond**2 * max(_largest_eigenvalue(g), np.finfo(np.float64).tiny)
