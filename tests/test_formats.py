@@ -296,23 +296,27 @@ def layouts() -> dict[str, np.ndarray]:
     }
 
 
-@pytest.mark.parametrize("layout", list(layouts()))
-def test_writers_enforce_c_contiguous_little_endian(tmp_path, layout, small_blocks):
-    a = layouts()[layout]
-    expected = np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype)
-    path = tmp_path / "t.safetensors"
-    write_table(str(path), lazy(pe=a), {}, "safetensors")
-    assert same_bits(safetensors.numpy.load_file(str(path))["pe"], expected)
-    assert same_bits(read_table(str(path)).tensors["pe"], expected)
-    if layout.startswith("bf16"):
-        return
-    for fmt in ("npy", "npz"):
-        path = tmp_path / f"t.{fmt}"
-        write_table(str(path), lazy(pe=a), {}, fmt)
-        loaded = np.load(path)
-        got = loaded if fmt == "npy" else loaded["pe"]
-        assert same_bits(got, expected), fmt
-        assert got.dtype.byteorder in ("<", "=", "|")
+def test_writers_enforce_c_contiguous_little_endian(tmp_path, small_blocks):
+    """Every layout of :func:`layouts` (:func:`tests.each.each`, each failing layout named)."""
+
+    def enforced(layout: str) -> None:
+        a = layouts()[layout]
+        expected = np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype)
+        path = tmp_path / f"{layout}.safetensors"
+        write_table(str(path), lazy(pe=a), {}, "safetensors")
+        assert same_bits(safetensors.numpy.load_file(str(path))["pe"], expected)
+        assert same_bits(read_table(str(path)).tensors["pe"], expected)
+        if layout.startswith("bf16"):
+            return
+        for fmt in ("npy", "npz"):
+            path = tmp_path / f"{layout}.{fmt}"
+            write_table(str(path), lazy(pe=a), {}, fmt)
+            loaded = np.load(path)
+            got = loaded if fmt == "npy" else loaded["pe"]
+            assert same_bits(got, expected), fmt
+            assert got.dtype.byteorder in ("<", "=", "|")
+
+    each(layouts(), enforced)
 
 
 def test_safetensors_own_writer_gets_strided_views_wrong_which_is_why_we_write_ourselves(tmp_path):
@@ -395,17 +399,21 @@ class FailingTensor:
         out[...] = start
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_existing_target_is_not_clobbered_without_force(tmp_path, fmt):
-    path = tmp_path / f"out.{fmt}"
-    path.write_bytes(b"precious")
-    with pytest.raises(OutputError) as exc:
-        write_table(str(path), lazy(pe=np.ones((3, 2))), {}, fmt)
-    assert str(exc.value) == f"{path} exists; pass force to overwrite"
-    assert path.read_bytes() == b"precious" and no_temp_files(tmp_path)
-    write_table(str(path), lazy(pe=np.ones((3, 2))), {}, fmt, force=True)
-    assert same_bits(read_table(str(path)).tensors["pe"], np.ones((3, 2)))
-    assert no_temp_files(tmp_path)
+def test_existing_target_is_not_clobbered_without_force(tmp_path):
+    """Every format (:func:`tests.each.each`, each failing format named)."""
+
+    def kept(fmt: str) -> None:
+        path = tmp_path / f"out.{fmt}"
+        path.write_bytes(b"precious")
+        with pytest.raises(OutputError) as exc:
+            write_table(str(path), lazy(pe=np.ones((3, 2))), {}, fmt)
+        assert str(exc.value) == f"{path} exists; pass force to overwrite"
+        assert path.read_bytes() == b"precious" and no_temp_files(tmp_path)
+        write_table(str(path), lazy(pe=np.ones((3, 2))), {}, fmt, force=True)
+        assert same_bits(read_table(str(path)).tensors["pe"], np.ones((3, 2)))
+        assert no_temp_files(tmp_path)
+
+    each(FORMATS, kept)
 
 
 def test_fault_mid_write_leaves_old_target_and_no_temp_file(tmp_path, small_blocks):
@@ -532,19 +540,23 @@ class FakeStdout:
         self.buffer = buffer
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_stdout_gets_the_same_bytes_as_a_file(tmp_path, monkeypatch, fmt, small_blocks):
+def test_stdout_gets_the_same_bytes_as_a_file(tmp_path, small_blocks):
+    """Every format (:func:`tests.each.each`, each failing format named)."""
     pe = sample("float32", (30, 4))
-    write_table(str(tmp_path / f"t.{fmt}"), lazy(pe=pe), {"k": "v"}, fmt)
-    buffer = io.BytesIO()
-    monkeypatch.setattr(sys, "stdout", FakeStdout(buffer))
-    write_table("-", lazy(pe=pe), {"k": "v"}, fmt)
-    monkeypatch.undo()
-    if fmt == "npz":  # zip data descriptors differ on a non-seekable stream; the arrays do not
-        with np.load(io.BytesIO(buffer.getvalue())) as npz:
-            assert same_bits(npz["pe"], pe)
-    else:
-        assert buffer.getvalue() == (tmp_path / f"t.{fmt}").read_bytes()
+
+    def same(fmt: str) -> None:
+        write_table(str(tmp_path / f"t.{fmt}"), lazy(pe=pe), {"k": "v"}, fmt)
+        buffer = io.BytesIO()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(sys, "stdout", FakeStdout(buffer))
+            write_table("-", lazy(pe=pe), {"k": "v"}, fmt)
+        if fmt == "npz":  # zip data descriptors differ on a non-seekable stream; the arrays do not
+            with np.load(io.BytesIO(buffer.getvalue())) as npz:
+                assert same_bits(npz["pe"], pe)
+        else:
+            assert buffer.getvalue() == (tmp_path / f"t.{fmt}").read_bytes()
+
+    each(FORMATS, same)
 
 
 def test_broken_pipe_propagates(monkeypatch):
@@ -606,22 +618,33 @@ def test_stdin_pipe_npy_and_safetensors(tmp_path):
     assert same_bits(np.load(io.BytesIO(proc.stdout)), pe)
 
 
-@pytest.mark.parametrize(
-    "make, max_bytes, fragment",
-    [
-        (lambda npy: npy[:-5], DEFAULT_MAX_BYTES, "InputError: <stdin>: truncated"),
-        (lambda npy: npy[:30], DEFAULT_MAX_BYTES, "InputError: <stdin>: truncated"),
-        (lambda npy: npy, 1000, "over the 1000 B limit; pass a larger max_bytes to raise the limit"),
-        (lambda npy: b"", DEFAULT_MAX_BYTES, "InputError: <stdin>: no data"),
-        (lambda npy: b"hello world, not a table", DEFAULT_MAX_BYTES, "InputError: <stdin>: not a .npy"),
-        (lambda npy: npy + b"extra", DEFAULT_MAX_BYTES, "InputError: <stdin>: unexpected data after the array"),
-    ],
-)
-def test_stdin_pipe_problems_are_clean(tmp_path, make, max_bytes, fragment):
+#: (what the piped bytes are, made from a .npy file's bytes; max_bytes; what the one line says)
+PIPE_PROBLEMS = {
+    "the last 5 bytes cut": (lambda npy: npy[:-5], DEFAULT_MAX_BYTES, "InputError: <stdin>: truncated"),
+    "30 bytes": (lambda npy: npy[:30], DEFAULT_MAX_BYTES, "InputError: <stdin>: truncated"),
+    "above max_bytes": (lambda npy: npy, 1000, "over the 1000 B limit; pass a larger max_bytes to raise the limit"),
+    "nothing": (lambda npy: b"", DEFAULT_MAX_BYTES, "InputError: <stdin>: no data"),
+    "text": (lambda npy: b"hello world, not a table", DEFAULT_MAX_BYTES, "InputError: <stdin>: not a .npy"),
+    "bytes after": (
+        lambda npy: npy + b"extra",
+        DEFAULT_MAX_BYTES,
+        "InputError: <stdin>: unexpected data after the array",
+    ),
+}
+
+
+def test_stdin_pipe_problems_are_clean(tmp_path):
+    """Every case of PIPE_PROBLEMS (:func:`tests.each.each`, each failing case named)."""
     np.save(tmp_path / "t.npy", sample("float64", (40, 8)))
-    proc = pipe_into_reader(make((tmp_path / "t.npy").read_bytes()), max_bytes)
-    assert proc.returncode == 2 and fragment in proc.stdout.decode(), proc.stdout + proc.stderr
-    assert proc.stderr == b""
+    npy = (tmp_path / "t.npy").read_bytes()
+
+    def clean(case: str) -> None:
+        make, max_bytes, fragment = PIPE_PROBLEMS[case]
+        proc = pipe_into_reader(make(npy), max_bytes)
+        assert proc.returncode == 2 and fragment in proc.stdout.decode(), proc.stdout + proc.stderr
+        assert proc.stderr == b""
+
+    each(PIPE_PROBLEMS, clean)
 
 
 def test_stdin_npz_and_in_process_stream(monkeypatch, tmp_path):

@@ -219,24 +219,29 @@ ITEMSIZE = {"F32": 4, "F64": 8, "BF16": 2, "BOOL": 1, "I8": 1, "U8": 1}
 
 
 # ----- random bytes, every format -----------------------------------------------------------------------
-@FUZZ
-@given(st.binary(max_size=400))
-def test_random_bytes(data):
-    """The same random bytes, bare and after each format's prefix, read as each format: 200 examples of each
-    of the six inputs (they were three tests of 200 examples split between bare and prefixed bytes)."""
-    for fmt, prefixed in PREFIXES.items():
-        read_file(data[:300], fmt)
-        read_file(prefixed(data if fmt != "safetensors" else data[:200]), fmt)
+#: What each format's test draws besides its own inputs: random bytes (200 examples a format, as the other inputs).
+RANDOM = st.binary(max_size=400)
+
+
+def read_random(data: bytes, fmt: str) -> None:
+    """Random bytes read as ``fmt``, bare and after the format's prefix (done by each format's test below, one
+    example serving both: a test of its own drew 200 more examples, and hypothesis' own cost per example is most of
+    these tests' cost)."""
+    read_file(data[:300], fmt)
+    read_file(PREFIXES[fmt](data if fmt != "safetensors" else data[:200]), fmt)
 
 
 # ----- .npy ---------------------------------------------------------------------------------------------
 @FUZZ
-@given(st.one_of(mutated("npy"), truncated("npy")), st.binary(min_size=32, max_size=128), st.binary(max_size=200))
-def test_npy_mutations_truncations_and_random_headers(data, choices, tail):
-    """A mutated or truncated file and a random header: 200 of each, one example serving both (hypothesis' own
-    cost per example was most of what two tests cost)."""
+@given(
+    st.one_of(mutated("npy"), truncated("npy")), st.binary(min_size=32, max_size=128), st.binary(max_size=200), RANDOM
+)
+def test_npy_mutations_truncations_random_headers_and_bytes(data, choices, tail, random):
+    """A mutated or truncated file, a random header and random bytes: 200 of each, one example serving all
+    (hypothesis' own cost per example was most of what separate tests cost)."""
     read_both(data, "npy")
     npy_random_header(choices, tail)
+    read_random(random, "npy")
 
 
 DESCRS = [
@@ -282,11 +287,13 @@ def npy_random_header(choices: bytes, data: bytes) -> None:
     st.one_of(mutated("safetensors"), truncated("safetensors")),
     st.binary(min_size=64, max_size=256),
     st.binary(max_size=300),
+    RANDOM,
 )
-def test_safetensors_mutations_truncations_and_random_headers(data, choices, tail):
-    """A mutated or truncated file and a random header: 200 of each, one example serving both."""
+def test_safetensors_mutations_truncations_random_headers_and_bytes(data, choices, tail, random):
+    """A mutated or truncated file, a random header and random bytes: 200 of each, one example serving all."""
     read_both(data, "safetensors")
     safetensors_random_header(choices, tail)
+    read_random(random, "safetensors")
 
 
 def safetensors_random_header(choices: bytes, data: bytes) -> None:
@@ -315,6 +322,7 @@ def safetensors_random_header(choices: bytes, data: bytes) -> None:
 
 # ----- .npz ---------------------------------------------------------------------------------------------
 @FUZZ
-@given(st.one_of(mutated("npz"), truncated("npz"), st.binary(max_size=100).map(lambda b: b"PK" + b)))
-def test_npz_mutations_and_truncations(data):
+@given(st.one_of(mutated("npz"), truncated("npz"), st.binary(max_size=100).map(lambda b: b"PK" + b)), RANDOM)
+def test_npz_mutations_truncations_and_random_bytes(data, random):
     read_both(data, "npz")
+    read_random(random, "npz")

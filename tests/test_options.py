@@ -252,27 +252,28 @@ def test_every_option_is_honoured_or_refused_by_name(files, command, kind, monke
         monkeypatch.setattr(Figure, "savefig", lambda self, fh, **kw: fh.write(figure_contents(self, **kw)))
     tmp = files / f"{command}-{kind}"
     tmp.mkdir()
-    for name in INPUTS:
-        (tmp / name).write_bytes((files / name).read_bytes())
+    inputs = {name: (files / name).read_bytes() for name in INPUTS}  # read once: every option compares with them
+    for name, data in inputs.items():
+        (tmp / name).write_bytes(data)
     failed = []
     for flag in flags_for(command, kind):
         try:
-            check_option(tmp, files, command, kind, flag)
+            check_option(tmp, inputs, command, kind, flag)
         except AssertionError as exc:
             failed.append(f"{command} {flag} ({kind}): {exc}")
         # the folder's inputs are shared with the next options: no option may have touched them
-        for name in INPUTS:
-            if (tmp / name).read_bytes() != (files / name).read_bytes():
+        for name, data in inputs.items():
+            if (tmp / name).read_bytes() != data:
                 failed.append(f"{command} {flag} ({kind}) changed {name}")
-                (tmp / name).write_bytes((files / name).read_bytes())
+                (tmp / name).write_bytes(data)
     assert not failed, "\n".join(failed)
 
 
-def check_option(tmp: Path, files: Path, command: str, kind: str, flag: str) -> None:
-    stdin = (files / "pe.npy").read_bytes() if kind == "stdin" else b""
+def check_option(tmp: Path, inputs: dict[str, bytes], command: str, kind: str, flag: str) -> None:
+    """``flag`` honoured or refused by name, for ``command`` on a source of ``kind``; ``inputs``: the bytes of the
+    files in ``tmp`` (what a stdin source is fed)."""
     base_args = fill(BASE_FOR.get((command, flag, kind), BASELINES[command][kind]), tmp)
-    if kind == "stdin":
-        stdin = (files / STDIN_FOR.get((command, flag), "pe.npy")).read_bytes()
+    stdin = inputs[STDIN_FOR.get((command, flag), "pe.npy")] if kind == "stdin" else b""
     value = SPECIAL.get((command, flag), VALUES[flag])
     extra = [flag] + ([fill([value], tmp)[0]] if value else [])
     if flag == "--output" and "-o" in base_args:  # replace the baseline's output

@@ -155,27 +155,24 @@ def test_a_ctrl_c_lost_in_an_ignored_callback_still_ends_the_export(tmp_path, mo
     assert not interrupted()  # the flag was the command's: a later write in this process commits its file
 
 
-def _ignore_xfsz_and_limit(limit: int):
-    def setup():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    return setup
-
-
 def test_full_disk_is_a_clean_error_with_no_partial_file(tmp_path):
-    """A file-size limit makes writes fail with EFBIG exactly like a full disk fails with ENOSPC."""
+    """A file-size limit makes writes fail with EFBIG exactly like a full disk fails with ENOSPC. The limit (and
+    SIGXFSZ ignored, so that the write fails instead of the process being killed) is set in this process around an
+    in-process run and restored after it: the same writer meets the same failing write (a real process writes to a
+    full /dev/full stdout in test_a_full_or_closed_stdout_is_one_line_and_exit_2)."""
     target = tmp_path / "pe.safetensors"
-    proc = subprocess.run(
-        posenc_cmd() + ["generate", "--len", "20000", "--dim", "256", "-o", str(target)],
-        capture_output=True,
-        env=clean_env(),
-        preexec_fn=_ignore_xfsz_and_limit(1 << 20),
-        timeout=120,
-    )
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    try:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, limit[1]))
+        proc = inproc(["generate", "--len", "20000", "--dim", "256", "-o", str(target)])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+        signal.signal(signal.SIGXFSZ, handler)
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
     assert err.startswith("Error: ") and "pe.safetensors" in err and "Traceback" not in err
+    assert "File too large" in err
     assert list(tmp_path.iterdir()) == []
 
 
@@ -190,7 +187,7 @@ def test_full_tmpfs_is_a_clean_error(tmp_path):
         pytest.skip("mount -t tmpfs is not permitted here")
     try:
         (mnt / "pe.npy").write_bytes(b"old")
-        # in this process: a full disk under a real process is test_full_disk_is_a_clean_error_with_no_partial_file's
+        # in this process, as test_full_disk_is_a_clean_error_with_no_partial_file (a file-size limit, also without root)
         proc = inproc(["generate", "--len", "20000", "--dim", "256", "-o", str(mnt / "pe.npy"), "--force"])
         err = proc.stderr.decode()
         assert proc.returncode == 2 and "No space left on device" in err and "Traceback" not in err
@@ -273,38 +270,55 @@ getattr(cli, entry)()  # main: the interpreter's own exit; console: the console 
 """
 
 
-def _exit_probe(entry: str, args: list[str]) -> subprocess.CompletedProcess:
+def _exit_probe(entry: str, args: list[str], *, stdin_closed: bool = False) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", EXIT_PROBE, entry, json.dumps(args)], capture_output=True, env=clean_env(), timeout=120
+        [sys.executable, "-c", EXIT_PROBE, entry, json.dumps(args)],
+        capture_output=True,
+        env=clean_env(),
+        timeout=120,
+        preexec_fn=(lambda: os.close(0)) if stdin_closed else None,  # <&-: Python starts with sys.stdin None
     )
+
+
+#: What the exit probe writes on stderr itself (the lines a test of posenc's own messages leaves out).
+PROBE_LINES = ("thread", "atexit", "teardown")
+
+
+@pytest.fixture(scope="module")
+def stdin_closed_probe() -> subprocess.CompletedProcess:
+    """One real process read by two tests: the console script runs ``check -`` with stdin closed (``<&-``), a bad
+    input (exit 2), in the exit probe: test_console_exit_skips_only_the_teardown's bad-input case and
+    test_closed_stderr_or_stdin_is_no_traceback's closed stdin."""
+    return _exit_probe("console", ["check", "-"], stdin_closed=True)
 
 
 @pytest.mark.parametrize(
     ("args", "code"),
     [
         (["generate", "--len", "3", "--dim", "4", "--json"], 0),
-        (["compare", "sinusoidal:length=4,dim=4", "sinusoidal:length=4,dim=4,base=100", "-q"], 1),
-        (["generate", "--len", "-1", "--dim", "4"], 2),
+        (["check", "-"], 2),  # stdin closed (stdin_closed_probe)
     ],
-    ids=["ok", "differ", "bad input"],
+    ids=["ok", "bad input"],
 )
-def test_console_exit_skips_only_the_teardown(args, code):
+def test_console_exit_skips_only_the_teardown(args, code, request):
     """``posenc`` leaves without the interpreter's teardown (17-19 ms of a small generate), after doing what the
     interpreter does first: non-daemon threads joined, atexit handlers run, stdout flushed; the exit code kept.
-    Its start-up runs without the cyclic garbage collector (3-4 ms)."""
-    fast = _exit_probe("console", args)
+    Its start-up runs without the cyclic garbage collector (3-4 ms). (One case per way out of ``main``, a normal
+    return and an error's exit code: ``console`` hands any code on unchanged, so a second non-zero code, compare's
+    1, would run the same lines again.)"""
+    fast = _exit_probe("console", args) if code == 0 else request.getfixturevalue("stdin_closed_probe")
     # what the interpreter's own exit gives: a real one for the first case (the probe sees a teardown, and the
-    # collector's counts), the in-process run's code and stdout for the others
+    # collector's counts), the in-process run's code and stdout for the other
     normal = _exit_probe("main", args) if code == 0 else inproc(args)
     assert normal.returncode == fast.returncode == code, fast.stderr.decode()
     assert normal.stdout == fast.stdout  # everything written reached the pipe
     if code == 0:
         assert json.loads(fast.stdout)["shape"] == [3, 4]
-    fast_tail = [line for line in fast.stderr.decode().splitlines() if line in ("thread", "atexit", "teardown")]
+    fast_tail = [line for line in fast.stderr.decode().splitlines() if line in PROBE_LINES]
     assert fast_tail == ["thread", "atexit"], fast.stderr.decode()
     if code != 0:
         return
-    normal_tail = [line for line in normal.stderr.decode().splitlines() if line in ("thread", "atexit", "teardown")]
+    normal_tail = [line for line in normal.stderr.decode().splitlines() if line in PROBE_LINES]
     assert normal_tail == ["thread", "atexit", "teardown"]  # the probe sees a teardown
     # start-up ran without the cyclic collector, which is on again (start-up's objects frozen) for the command
     gc_fast, gc_normal = (json.loads(p.stderr.decode().split("\ngc ")[1].split("\n")[0]) for p in (fast, normal))
@@ -370,26 +384,55 @@ def test_main_in_process_leaves_the_callers_garbage_collector_alone():
     assert gc.isenabled() and gc.get_freeze_count() == frozen
 
 
+def _stderr_closed_in_process(args: list[str]) -> subprocess.CompletedProcess:
+    """``posenc ARGS 2>&-`` in this process: Python starts such a process with ``sys.stderr`` None, which is what
+    ``main`` meets here (a real process with stderr closed is test_output_permissions_follow_the_umask's 077 one);
+    what it writes on stdout, and its exit code. An exception escaping ``main`` fails the test where it is raised."""
+    from posenc_cli.cli import main
+
+    saved = sys.stdout, sys.stderr
+    out = io.BytesIO()
+    stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+    sys.stdout, sys.stderr = stdout, None
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        replaced = sys.stderr
+        sys.stdout, sys.stderr = saved
+        if replaced is not None:
+            replaced.close()  # main's stand-in for the closed stderr
+        stdout.detach()  # (closing the wrapper would close ``out``)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), b"")
+
+
 @pytest.mark.parametrize(
     ("script", "code"),
     [
         (None, 0),  # generate -n 3 -d 4 -o out 2>&-: its "wrote" line is dropped, the file written (one real
         # process with test_output_permissions_follow_the_umask's 077 case)
-        ("generate -n -3 -d 4 2>&-", 2),
-        ("check - <&- 2>{err}", 2),
+        ("generate -n -3 -d 4 2>&-", 2),  # in this process (_stderr_closed_in_process): its error line dropped
+        ("check - <&-", 2),  # in the exit probe, one real process with test_console_exit_skips_only_the_teardown
         # stdin closed, unread: test_a_full_or_closed_stdout_is_one_line_and_exit_2's ">&- <&-" process
     ],
     ids=["stderr closed", "stderr closed, bad input", "stdin closed"],
 )
-def test_closed_stderr_or_stdin_is_no_traceback(tmp_path, script, code, request):
-    out, err = tmp_path / "pe.npy", tmp_path / "err.txt"
+def test_closed_stderr_or_stdin_is_no_traceback(script, code, request):
     if script is None:
         proc, out = request.getfixturevalue("umask_077_stderr_closed")
+    elif script == "check - <&-":
+        proc = request.getfixturevalue("stdin_closed_probe")
     else:
-        proc = sh(f"{POSENC} {script.format(out=out, err=err)}")
+        proc = _stderr_closed_in_process(shlex.split(script.removesuffix(" 2>&-")))
     assert proc.returncode == code, proc.stderr.decode()
     assert b"Traceback" not in proc.stderr
     if script is None:
         assert np.load(out).shape == (3, 4)
-    elif "{err}" in script:
-        assert err.read_text().startswith("Error: <stdin>: ") and err.read_text().count("\n") == 1
+    elif "<&-" in script:  # posenc's one line, beside what the probe itself writes
+        lines = proc.stderr.decode().splitlines()
+        said = [line for line in lines if line not in PROBE_LINES and not line.startswith("gc ")]
+        assert len(said) == 1 and said[0].startswith("Error: <stdin>: "), lines
+    else:
+        assert proc.stdout == b""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -64,13 +63,17 @@ def test_numpy_reads_the_array_and_stops(tmp_path):
 
 
 def test_a_reader_that_stops_after_the_array_is_a_success():
-    reader = (
-        "import sys, numpy as np, numpy.lib.format as F; f = sys.stdin.buffer; F.read_magic(f); "
-        "s, fo, dt = F.read_array_header_1_0(f); f.read(int(np.prod(s)) * np.dtype(dt).itemsize)"
-    )
-    # 4096 x 64 float32: 1 MiB a tensor, 16 times a pipe's buffer, so the writer is still writing sin (and gets
-    # EPIPE) when the reader leaves after cos
-    cmd = f"{' '.join(posenc_cmd())} generate --kind rope -n 4096 -d 64 | {sys.executable} -c '{reader}'"
+    """A real reader that takes the .npy part of a real pipe (header and array: where NumPy's reader stops, as
+    test_numpy_reads_the_array_and_stops shows in this process) and leaves: ``head -c`` with that many bytes, so
+    the reader costs no interpreter of its own. 4096 x 64 float32: 1 MiB a tensor, 16 times a pipe's buffer, so the
+    writer is still writing sin (and gets EPIPE) when the reader leaves after cos."""
+    args = ["--kind", "rope", "-n", "4096", "-d", "64"]
+    stream = io.BytesIO(piped(args))  # the same bytes, made in this process: where the array ends
+    np.lib.format.read_magic(stream)
+    shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+    npy_bytes = stream.tell() + int(np.prod(shape)) * np.dtype(dtype).itemsize
+    assert shape == (4096, 64) and len(stream.getvalue()) - npy_bytes > 16 * 65536  # the trailer: sin (1 MiB), ...
+    cmd = f"{' '.join(posenc_cmd())} generate {' '.join(args)} | head -c {npy_bytes} > /dev/null"
     proc = subprocess.run(
         ["bash", "-o", "pipefail", "-c", cmd], capture_output=True, env=clean_env(), cwd=ROOT, timeout=120
     )
