@@ -10,6 +10,7 @@ table.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,13 @@ def _values_per_axis(c: np.ndarray, s: np.ndarray, interleaved: bool) -> tuple[i
             most = max(most, 1 + int(steps.max(initial=0)))
         out.append(most)
     return out[0], out[1]
+
+
+def _divisors(n: int) -> list[int]:
+    """Every divisor of ``n`` (at least 1), ascending: the pairs up to its square root (a 131072-row cache has 18,
+    found in 362 steps rather than one per row)."""
+    low = [h for h in range(1, math.isqrt(n) + 1) if n % h == 0]
+    return low + [n // h for h in reversed(low) if h * h != n]
 
 
 def hints_rope2d(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -> list[Candidate]:
@@ -88,7 +96,7 @@ def hints_rope2d(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) 
         if key not in counts:
             counts[key] = _values_per_axis(c[first : n - last], s[first : n - last], key[2])
         first_axis, second_axis = counts[key] if preset.get("axes", axes_default) == "hw" else counts[key][::-1]
-        grids = [(h, cells // h) for h in range(1, cells + 1) if cells % h == 0]
+        grids = [(h, cells // h) for h in _divisors(cells)]
         grids = [(h, w) for h, w in grids if h % merge == 0 and w % merge == 0]
         grids = [(h, w) for h, w in grids if h >= first_axis and w >= second_axis]
         grids.sort(key=lambda hw: (abs(hw[0] - hw[1]), hw))
