@@ -23,6 +23,14 @@ from . import layouts
 MAX_GRIDS = 6
 
 
+def _stored(t: Any) -> np.ndarray:
+    """A tensor's values in its own dtype where NumPy compares and sorts it natively (float16/32/64: widening
+    keeps every value, so every equality and every order this reader looks at), else as float64: a 131072-row
+    cache is not copied to float64 to be compared and sorted."""
+    x = np.asarray(t[:])
+    return x if x.dtype in (np.float16, np.float32, np.float64) else x.astype(np.float64)
+
+
 def _unrotated(c: np.ndarray, s: np.ndarray) -> np.ndarray:
     return np.all(c == 1, axis=1) & np.all(s == 0, axis=1)
 
@@ -58,8 +66,7 @@ def hints_rope2d(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) 
     n, d = int(cos[1].shape[0]), int(cos[1].shape[1])
     if d % 4 or n < 2 or n * d > 1 << 22:
         return []
-    c = np.asarray(cos[1][:], dtype=np.float64)
-    s = np.asarray(sin[1][:], dtype=np.float64)
+    c, s = _stored(cos[1]), _stored(sin[1])
     half, interleaved = layouts(kind_cls, 2)
     found = []
     if np.array_equal(c[:, : d // 2], c[:, d // 2 :]) and np.array_equal(s[:, : d // 2], s[:, d // 2 :]):
