@@ -514,29 +514,33 @@ def _verify(
         # a quick check measures its rows once per values regenerated: readings that regenerate the same values (a
         # base written two ways, bases equal in float32 inv_freq) share the measurement (``reads`` keeps it)
         memo = reads if quick and len(spec.shape) == 2 else None
-        seen = (in_name, np.dtype(x.dtype).str, np.dtype(spec.dtype).str, ys.tobytes()) if memo is not None else None
-        res = memo.get(("residual", seen)) if memo is not None else None
-        if res is None:
-            res = an.residual(
-                xs, ys, np.dtype(x.dtype), spec.dtype, rows_checked=int(rows.size), row_index=rows, ulp_tol=ULP_TOL
-            )
-            if memo is not None:
-                memo[("residual", seen)] = res
+        # (found by the last row regenerated, then confirmed on every row: no copy or hash of the whole rows)
+        seen = (
+            (in_name, np.dtype(x.dtype).str, np.dtype(spec.dtype).str, ys.shape, ys[-1].tobytes())
+            if memo is not None and len(ys)
+            else None
+        )
+        memo = memo if seen is not None else None
+        res = _measured(
+            memo,
+            ("residual", seen),
+            ys,
+            an.residual,
+            xs,
+            ys,
+            np.dtype(x.dtype),
+            spec.dtype,
+            rows_checked=int(rows.size),
+            row_index=rows,
+            ulp_tol=ULP_TOL,
+        )
         terms = enc.angle_terms(enc_name) if len(spec.shape) == 2 and not res.within else None
         if terms is not None:
             # a table computed with the usual float32 formula (HF, fairseq, ...) is off by an error that grows
             # with position: within the bound of posenc_cli.inspect.tolerance it is "reproduced to float32-formula
             # accuracy"
             said = (seen, np.asarray(terms.freq).tobytes(), float(terms.amplitude), int(terms.offset))
-            fv = memo.get(("formula", said)) if memo is not None else None
-            if fv is None:
-                fv = tol.formula_check_rows(xs, ys, rows, terms, np.dtype(x.dtype), spec.dtype)
-                if not fv.ok and np.dtype(x.dtype) == np.float64:
-                    # NumPy code computes in float64 (the TF tutorial's get_angles): its own, much smaller, error
-                    fv64 = tol.formula_check_rows(xs, ys, rows, terms, np.dtype(x.dtype), spec.dtype, np.float64)
-                    fv = fv64 if fv64.ok else fv
-                if memo is not None:
-                    memo[("formula", said)] = fv
+            fv = _measured(memo, ("formula", said), ys, _formula_verdict, xs, ys, rows, terms, x.dtype, spec.dtype)
             loose &= fv.ok
             if formula is None or fv.bound > formula.bound:
                 formula = fv
@@ -557,6 +561,31 @@ def _verify(
         cand.why = f"regenerated, it differs by up to {worst_abs:.3g} ({_ulps(worst_ulp)} ulp)"
         if cand.note and not cand.structural:
             cand.why = f"{cand.note}; {cand.why}"
+
+
+def _measured(memo: dict[Any, Any] | None, key: Any, ys: np.ndarray, compute: Any, *args: Any, **kwargs: Any) -> Any:
+    """``compute(*args, **kwargs)``, or what it gave earlier in this identification (``memo``; None: nothing kept)
+    for the same ``key`` and regenerated rows equal to ``ys`` (each candidate of a quick check measures the same
+    input rows)."""
+    if memo is None:
+        return compute(*args, **kwargs)
+    kept = memo.setdefault(key, [])
+    for ys0, value in kept:
+        if ys0.dtype == ys.dtype and ys0.shape == ys.shape and ys0.tobytes() == ys.tobytes():  # bit for bit
+            return value
+    value = compute(*args, **kwargs)
+    kept.append((ys, value))
+    return value
+
+
+def _formula_verdict(xs: np.ndarray, ys: np.ndarray, rows: np.ndarray, terms: Any, x_dtype: Any, y_dtype: Any) -> Any:
+    """Whether ``xs`` is ``ys`` within the usual float32 formula's error (float64's, for a float64 table that is not
+    within float32's: NumPy code such as the TF tutorial's get_angles computes in float64, a much smaller error)."""
+    fv = tol.formula_check_rows(xs, ys, rows, terms, np.dtype(x_dtype), y_dtype)
+    if not fv.ok and np.dtype(x_dtype) == np.float64:
+        fv64 = tol.formula_check_rows(xs, ys, rows, terms, np.dtype(x_dtype), y_dtype, np.float64)
+        fv = fv64 if fv64.ok else fv
+    return fv
 
 
 def _table_rows(name: str, x: Any, quick: bool, reads: dict[Any, Any] | None) -> tuple[np.ndarray, np.ndarray]:
