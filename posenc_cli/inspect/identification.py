@@ -511,36 +511,8 @@ def _verify(
             except (ArithmeticError, ParameterError) as exc:  # e.g. a degenerate base the engine does not refuse
                 cand.why = f"{cand.kind} cannot build it: {type(exc).__name__}: {exc}"
                 return
-        # a quick check measures its rows once per values regenerated: readings that regenerate the same values (a
-        # base written two ways, bases equal in float32 inv_freq) share the measurement (``reads`` keeps it)
-        memo = reads if quick and len(spec.shape) == 2 else None
-        # (found by the last row regenerated, then confirmed on every row: no copy or hash of the whole rows)
-        seen = (
-            (in_name, np.dtype(x.dtype).str, np.dtype(spec.dtype).str, ys.shape, ys[-1].tobytes())
-            if memo is not None and len(ys)
-            else None
-        )
-        memo = memo if seen is not None else None
-        res = _measured(
-            memo,
-            ("residual", seen),
-            ys,
-            an.residual,
-            xs,
-            ys,
-            np.dtype(x.dtype),
-            spec.dtype,
-            rows_checked=int(rows.size),
-            row_index=rows,
-            ulp_tol=ULP_TOL,
-        )
-        terms = enc.angle_terms(enc_name) if len(spec.shape) == 2 and not res.within else None
-        if terms is not None:
-            # a table computed with the usual float32 formula (HF, fairseq, ...) is off by an error that grows
-            # with position: within the bound of posenc_cli.inspect.tolerance it is "reproduced to float32-formula
-            # accuracy"
-            said = (seen, np.asarray(terms.freq).tobytes(), float(terms.amplitude), int(terms.offset))
-            fv = _measured(memo, ("formula", said), ys, _formula_verdict, xs, ys, rows, terms, x.dtype, spec.dtype)
+        res, fv = _measure(x, xs, ys, rows, spec, enc, enc_name, in_name, reads if quick else None)
+        if fv is not None:
             loose &= fv.ok
             if formula is None or fv.bound > formula.bound:
                 formula = fv
@@ -561,6 +533,62 @@ def _verify(
         cand.why = f"regenerated, it differs by up to {worst_abs:.3g} ({_ulps(worst_ulp)} ulp)"
         if cand.note and not cand.structural:
             cand.why = f"{cand.note}; {cand.why}"
+
+
+def _measure(
+    x: Any,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    rows: np.ndarray,
+    spec: Any,
+    enc: Any,
+    enc_name: str,
+    in_name: str,
+    memo: dict[Any, Any] | None,
+) -> tuple[Any, Any]:
+    """The residual of the input's rows ``xs`` from the regenerated ``ys``, and, when they differ beyond it on a
+    table of angles, whether they are within the float32 formula's error (None: not asked). ``memo``: a quick
+    check's, which measures its rows once per values regenerated (readings that regenerate the same values, a base
+    written two ways or bases equal once inv_freq is float32, share the measurement; found by the last row
+    regenerated, then confirmed bit for bit on every row)."""
+    memo = memo if len(spec.shape) == 2 and len(ys) else None
+    seen = (
+        (in_name, np.dtype(x.dtype).str, np.dtype(spec.dtype).str, ys.shape, ys[-1].tobytes())
+        if memo is not None
+        else None
+    )
+    res = _measured(
+        memo if seen is not None else None,
+        ("residual", seen),
+        ys,
+        an.residual,
+        xs,
+        ys,
+        np.dtype(x.dtype),
+        spec.dtype,
+        rows_checked=int(rows.size),
+        row_index=rows,
+        ulp_tol=ULP_TOL,
+    )
+    terms = enc.angle_terms(enc_name) if len(spec.shape) == 2 and not res.within else None
+    if terms is None:
+        return res, None
+    # a table computed with the usual float32 formula (HF, fairseq, ...) is off by an error that grows with
+    # position: within the bound of posenc_cli.inspect.tolerance it is "reproduced to float32-formula accuracy"
+    said = (seen, np.asarray(terms.freq).tobytes(), float(terms.amplitude), int(terms.offset))
+    fv = _measured(
+        memo if seen is not None else None,
+        ("formula", said),
+        ys,
+        _formula_verdict,
+        xs,
+        ys,
+        rows,
+        terms,
+        x.dtype,
+        spec.dtype,
+    )
+    return res, fv
 
 
 def _measured(memo: dict[Any, Any] | None, key: Any, ys: np.ndarray, compute: Any, *args: Any, **kwargs: Any) -> Any:
