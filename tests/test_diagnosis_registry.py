@@ -8,7 +8,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from posenc_cli.encodings import make_encoding
 from posenc_cli.inspect.diagnose import EXPLANATIONS, TIERS, diagnose
@@ -193,8 +192,13 @@ def _documented(slug: str) -> None:
     assert f"`{slug}`" in DOC, f"{slug} is not documented in docs/inspect.md"
 
 
-@pytest.mark.parametrize("slug", [e.slug for e in EXPLANATIONS])
-def test_every_explanation_explains_its_pair(slug: str) -> None:
+def test_every_explanation_explains_its_pair() -> None:
+    """Each explanation of the catalogue names its own pair's difference (one test over the catalogue through
+    tests/each.py, which names each explanation that fails: a diagnosis here takes ~15 ms, its test id 3 more)."""
+    each([e.slug for e in EXPLANATIONS], _explains_its_pair)
+
+
+def _explains_its_pair(slug: str) -> None:
     a, b, kw = PAIRS[slug]
     if a.shape == b.shape:
         assert not compare(np.asarray(a), np.asarray(b)).same

@@ -21,8 +21,8 @@ from tests.each import each
 
 LONG = {"original_max_position_embeddings": 8192, "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
 #: Head widths of the long cases (see CASES): 32 columns at 32768 rows; at 131072, the fewest even columns beyond
-#: what identify verifies in full (an.FULL_CHECK_ELEMENTS elements: 32 columns), so it samples rows there (40)
-D32K, D131K = 32, an.FULL_CHECK_ELEMENTS // 131072 + 8
+#: what identify verifies in full (an.FULL_CHECK_ELEMENTS elements: 32 columns), so it samples rows there (34)
+D32K, D131K = 32, an.FULL_CHECK_ELEMENTS // 131072 + 2
 
 
 def _yarn(n: int):
@@ -58,7 +58,7 @@ def _longrope(n: int, long: bool, dim: int = 64):
 #: it does on a long cache: the test asserts which), on narrower heads: the length is their property, not the width
 #: (the largest angles and float32 error are the frequency-1 columns every width has): 32 columns at 32k rows (16
 #: frequencies still span 1 to 1/base, yarn's ramp and longrope's factors included; every row verified, as at 64),
-#: 40 at 131k (D131K: 20 frequencies, llama3's three bands 9 high, 2 medium, 9 low); Llama's own 128 stay in
+#: 34 at 131k (D131K: 17 frequencies, llama3's three bands 8 high, 2 medium, 7 low); Llama's own 128 stay in
 #: default-1k, base5e5-8k, llama3-8k and bf16-8k, 64 in the rest. The plain rule at 131k
 #: rows in float32 is llama3-131k's high-frequency columns (llama3 leaves them as they are: the largest angles, the
 #: largest float32 error), read from the same sampled rows; plain-rule identification is default-1k's, base5e5-8k's

@@ -20,6 +20,7 @@ from posenc_cli.inspect import analysis as an
 from posenc_cli.inspect.hints import reader
 from posenc_cli.inspect.identification import Candidate, Identification, identify, registry_hints
 from posenc_cli.sources import parse_param_options
+from tests.each import each
 
 DTYPES = st.sampled_from(["float32", "float32", "float64", "float16", "bfloat16"])
 #: Round trips draw the same examples on every run (a derandomized suite stays within its time budget and never
@@ -259,10 +260,18 @@ def test_other_kinds_round_trip(data):
     assert_round_trip(tensors_of(make_encoding(kind, p)))
 
 
-@pytest.mark.parametrize(("kind", "preset"), [(k, p) for k in KINDS for p in get_kind(k).PRESETS])
-def test_every_preset_round_trips_and_is_named(kind, preset):
+def test_every_preset_round_trips_and_is_named():
+    """Every preset of every kind (one test over the 30 presets through tests/each.py, which names each failing
+    one: a preset's identification takes ~10 ms, its test id as much again), and rope-2d's default on its example
+    grid turned on its side (10x4: a grid's taller side is a divisor of the cells above their square root)."""
+    cases = [(k, p, None) for k in KINDS for p in get_kind(k).PRESETS]
+    tall = "x".join(reversed(get_kind("rope-2d").EXAMPLE["grid"].split("x")))
+    each([*cases, ("rope-2d", None, tall)], lambda case: _preset_round_trip(*case))
+
+
+def _preset_round_trip(kind: str, preset: str | None, grid: str | None) -> None:
     cls = get_kind(kind)
-    params = {**cls.EXAMPLE, "preset": preset}
+    params = {**cls.EXAMPLE, "preset": preset} if preset else {**cls.EXAMPLE, "grid": grid}
     if "length" in params or kind in ("sinusoidal", "rope", "learned", "relative"):
         params["length"] = 96
     if kind == "rope":
@@ -278,7 +287,9 @@ def test_every_preset_round_trips_and_is_named(kind, preset):
     # gpt-neox's partial_rotary_factor is invisible in a table as wide as its rotated part, and vit's truncation at
     # 100 std never redraws, so its table is bert's; MLX's slopes equal the paper's for the example's 8 heads
     # (tests/test_alibi_conventions.py names them for 12)
-    if (kind, preset) not in (("rope", "gpt-neox"), ("learned", "vit"), ("alibi", "mlx")):
+    if preset is None:
+        assert best.kind == kind and best.params["grid"] == grid, best.command
+    elif (kind, preset) not in (("rope", "gpt-neox"), ("learned", "vit"), ("alibi", "mlx")):
         assert preset in best.presets, (preset, best.presets)
 
 

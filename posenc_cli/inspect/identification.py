@@ -323,7 +323,7 @@ def _verify_all(proposed: list[Candidate], tensors: dict[str, Any]) -> list[Cand
     # once a kind has a reading within the float32 formula's error, its more complex readings are read in full
     # only when their quick check is exact (the simplest reading within the error is the answer otherwise)
     near_kinds: set[str] = set()
-    reads: dict[Any, np.ndarray] = {}  # the table's rows as each verification reads them, read once
+    reads: dict[Any, Any] = {}  # the table's rows as each verification reads them, read once (and measured)
     for fallback in (False, True):
         per_kind: dict[str, int] = {}
         todo = sorted((c for c in proposed if c.fallback == fallback), key=_rough_complexity)
@@ -467,11 +467,12 @@ def _complexity(c: Candidate) -> float:
 
 
 def _verify(
-    cand: Candidate, tensors: dict[str, Any], *, quick: bool = False, reads: dict[Any, np.ndarray] | None = None
+    cand: Candidate, tensors: dict[str, Any], *, quick: bool = False, reads: dict[Any, Any] | None = None
 ) -> None:
     """Regenerate ``cand`` with posenc's engine and measure it against the input on sampled rows (``quick``: 48
     rows spread to the end of the table, a cheap first filter). ``reads``: the input's rows read by an earlier
-    verification of the same tensors (each candidate compares the same rows of the table; kept read-only)."""
+    verification of the same tensors (each candidate compares the same rows of the table; kept read-only), and
+    the quick checks' measurements by the values regenerated (the same values measure the same)."""
     try:
         enc = _encoding(cand)
         enc.tensor_specs()
@@ -510,19 +511,8 @@ def _verify(
             except (ArithmeticError, ParameterError) as exc:  # e.g. a degenerate base the engine does not refuse
                 cand.why = f"{cand.kind} cannot build it: {type(exc).__name__}: {exc}"
                 return
-        res = an.residual(
-            xs, ys, np.dtype(x.dtype), spec.dtype, rows_checked=int(rows.size), row_index=rows, ulp_tol=ULP_TOL
-        )
-        terms = enc.angle_terms(enc_name) if len(spec.shape) == 2 and not res.within else None
-        if terms is not None:
-            # a table computed with the usual float32 formula (HF, fairseq, ...) is off by an error that grows
-            # with position: within the bound of posenc_cli.inspect.tolerance it is "reproduced to float32-formula
-            # accuracy"
-            fv = tol.formula_check_rows(xs, ys, rows, terms, np.dtype(x.dtype), spec.dtype)
-            if not fv.ok and np.dtype(x.dtype) == np.float64:
-                # NumPy code computes in float64 (the TF tutorial's get_angles): its own, much smaller, error
-                fv64 = tol.formula_check_rows(xs, ys, rows, terms, np.dtype(x.dtype), spec.dtype, np.float64)
-                fv = fv64 if fv64.ok else fv
+        res, fv = _measure(x, xs, ys, rows, spec, enc, enc_name, in_name, reads if quick else None)
+        if fv is not None:
             loose &= fv.ok
             if formula is None or fv.bound > formula.bound:
                 formula = fv
@@ -545,7 +535,88 @@ def _verify(
             cand.why = f"{cand.note}; {cand.why}"
 
 
-def _table_rows(name: str, x: Any, quick: bool, reads: dict[Any, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
+def _measure(
+    x: Any,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    rows: np.ndarray,
+    spec: Any,
+    enc: Any,
+    enc_name: str,
+    in_name: str,
+    memo: dict[Any, Any] | None,
+) -> tuple[Any, Any]:
+    """The residual of the input's rows ``xs`` from the regenerated ``ys``, and, when they differ beyond it on a
+    table of angles, whether they are within the float32 formula's error (None: not asked). ``memo``: a quick
+    check's, which measures its rows once per values regenerated (readings that regenerate the same values, a base
+    written two ways or bases equal once inv_freq is float32, share the measurement; found by the last row
+    regenerated, then confirmed bit for bit on every row)."""
+    memo = memo if len(spec.shape) == 2 and len(ys) else None
+    seen = (
+        (in_name, np.dtype(x.dtype).str, np.dtype(spec.dtype).str, ys.shape, ys[-1].tobytes())
+        if memo is not None
+        else None
+    )
+    res = _measured(
+        memo if seen is not None else None,
+        ("residual", seen),
+        ys,
+        an.residual,
+        xs,
+        ys,
+        np.dtype(x.dtype),
+        spec.dtype,
+        rows_checked=int(rows.size),
+        row_index=rows,
+        ulp_tol=ULP_TOL,
+    )
+    terms = enc.angle_terms(enc_name) if len(spec.shape) == 2 and not res.within else None
+    if terms is None:
+        return res, None
+    # a table computed with the usual float32 formula (HF, fairseq, ...) is off by an error that grows with
+    # position: within the bound of posenc_cli.inspect.tolerance it is "reproduced to float32-formula accuracy"
+    said = (seen, np.asarray(terms.freq).tobytes(), float(terms.amplitude), int(terms.offset))
+    fv = _measured(
+        memo if seen is not None else None,
+        ("formula", said),
+        ys,
+        _formula_verdict,
+        xs,
+        ys,
+        rows,
+        terms,
+        x.dtype,
+        spec.dtype,
+    )
+    return res, fv
+
+
+def _measured(memo: dict[Any, Any] | None, key: Any, ys: np.ndarray, compute: Any, *args: Any, **kwargs: Any) -> Any:
+    """``compute(*args, **kwargs)``, or what it gave earlier in this identification (``memo``; None: nothing kept)
+    for the same ``key`` and regenerated rows equal to ``ys`` (each candidate of a quick check measures the same
+    input rows)."""
+    if memo is None:
+        return compute(*args, **kwargs)
+    kept = memo.setdefault(key, [])
+    for ys0, value in kept:
+        if ys0.dtype == ys.dtype and ys0.shape == ys.shape and ys0.tobytes() == ys.tobytes():  # bit for bit
+            return value
+    value = compute(*args, **kwargs)
+    kept.append((ys, value))
+    return value
+
+
+def _formula_verdict(xs: np.ndarray, ys: np.ndarray, rows: np.ndarray, terms: Any, x_dtype: Any, y_dtype: Any) -> Any:
+    """Whether ``xs`` is ``ys`` within the usual float32 formula's error (float64's, for a float64 table that is not
+    within float32's: NumPy code such as the TF tutorial's get_angles computes in float64, a much smaller error)."""
+    fv = tol.formula_check_rows(xs, ys, rows, terms, np.dtype(x_dtype), y_dtype)
+    if not fv.ok and np.dtype(x_dtype) == np.float64:
+        fv64 = tol.formula_check_rows(xs, ys, rows, terms, np.dtype(x_dtype), y_dtype, np.float64)
+        fv = fv64 if fv64.ok else fv
+    return fv
+
+
+def _table_rows(name: str, x: Any, quick: bool, reads: dict[Any, Any] | None) -> tuple[np.ndarray, np.ndarray]:
     """The rows of input tensor ``name`` a verification compares (every row of a small table; ``quick``: 48 spread
     to its end) as float64 rows x values, and their indices. They depend on the table's shape alone, so ``reads``
     keeps them for the next candidate (read-only)."""

@@ -247,7 +247,7 @@ def _rounded_positions(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls:
         st = _rotary_structure(sub)
         if st is None:
             continue
-        for c in _hints_rope(st, sub, kind_cls, inv_mistakes=False):
+        for c in _hints_rope(st, sub, kind_cls, inv_mistakes=False, plain=True):
             if c.params.get("offset", 0) or "seq_len" in c.params or c.params.get("scaling", "none") != "none":
                 continue  # the plain laws only: a ramp read on the first rows need not hold past them
             c.params.update(length=ana.n, position_dtype=dt)
@@ -334,8 +334,12 @@ class _Head:
         )[key]
 
 
-def _hints_rope(st: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any, inv_mistakes: bool = True) -> list[Candidate]:
-    """:func:`hints_rope` of one rotary structure (``inv_mistakes``: with the rounded-inv_freq readings)."""
+def _hints_rope(
+    st: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any, inv_mistakes: bool = True, plain: bool = False
+) -> list[Candidate]:
+    """:func:`hints_rope` of one rotary structure (``inv_mistakes``: with the rounded-inv_freq readings; ``plain``:
+    the plain law's readings only, a base and nothing else, in the order they come among all the readings: what
+    :func:`_rounded_positions` keeps, without reading every ramp and scaling of the first rows to drop them)."""
     n, m, r = st["n"], st["m"], st["rot"]
     freqs, errs, inv, inv_dtype = _ladder(st, ana)
     amps = [o.amplitude for o in st["spec"].oscillators if o.amplitude > 0]
@@ -369,7 +373,7 @@ def _hints_rope(st: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any, inv_mi
             )
 
     law = _Law(add, params, r, tolerance.coarse(st["dtype"]), amp, amp_tol, not near_one(amp, amp_tol))
-    if nz < m and np.all(freqs[nz:] == 0) and nz >= 1:
+    if not plain and nz < m and np.all(freqs[nz:] == 0) and nz >= 1:
         _proportional(law, freqs, errs, nz, m)
     # frequencies too low to move a value on this many rows read as 0 too: fit the ladder on the others
     zero_tail = 1 <= nz < m and bool(np.all(freqs[nz:] == 0))
@@ -380,9 +384,11 @@ def _hints_rope(st: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any, inv_mi
     if geo is None:
         return out
     if geo.count == fit_n or m == 1:
-        _geometric(law, geo, m, n, offset)
-        if not law.coarse or m < 3 or zero_tail:
+        _geometric(law, geo, m, n, offset, plain)
+        if plain or not law.coarse or m < 3 or zero_tail:
             return out
+    if plain:
+        return out  # (every law below names a scaling)
         # a float16/bfloat16 ladder hides a ramp within its rounding: try the laws below as well
     # a law on top of a geometric ladder (with a zero tail: on the frequencies that move on these rows; the ramp
     # then names the factor)
@@ -421,9 +427,10 @@ def _proportional(law: _Law, freqs: np.ndarray, errs: np.ndarray, nz: int, m: in
             )
 
 
-def _geometric(law: _Law, geo: an.GeometricFit, m: int, n: int, offset: int) -> None:
+def _geometric(law: _Law, geo: an.GeometricFit, m: int, n: int, offset: int, plain: bool = False) -> None:
     """A geometric ladder: a base (with an attention scaling: YaRN of factor 1), NTK and dynamic NTK bases, or
-    every frequency divided by one factor (linear; with an attention scaling: LongRoPE of equal factors)."""
+    every frequency divided by one factor (linear; with an attention scaling: LongRoPE of equal factors);
+    ``plain``: the bases alone."""
     r, amp = law.r, law.amp
     ratio = geo.ratio if m > 1 else tolerance.DEFAULT_BASE ** (-2.0 / r)
     bases = base_readings(ratio ** (-r / 2.0), law.coarse) if m > 1 else [tolerance.DEFAULT_BASE]
@@ -431,6 +438,8 @@ def _geometric(law: _Law, geo: an.GeometricFit, m: int, n: int, offset: int) -> 
     if near_one(geo.w0, max(tolerance.W0_ONE, law.amp_tol)):
         for b in bases:
             if law.scaled_amp:
+                if plain:
+                    continue
                 p = {"base": b, "scaling": "yarn", "factor": 1.0, "original_max_position_embeddings": length}
                 law.add(
                     {**law.params, **p, "attention_factor": amp},
@@ -438,8 +447,10 @@ def _geometric(law: _Law, geo: an.GeometricFit, m: int, n: int, offset: int) -> 
                 )
             else:
                 law.add({**law.params, "base": b}, f"w_k = base^(-2k/{r})")
-        if r > 2 and m > 1 and not law.scaled_amp and bases:
+        if r > 2 and m > 1 and not law.scaled_amp and bases and not plain:
             _ntk(law, bases[-1], n, offset)
+        return
+    if plain:
         return
     for f_ in round_variants(1.0 / geo.w0, tols=tolerance.W0_FACTOR_ROUNDINGS):
         for b in bases:
@@ -771,16 +782,21 @@ def hints_mrope(tensors: dict[str, Any], ana: an.TableAnalysis, kind_cls: Any) -
     h = d // 2
     if d % 2 or h < 3 or n < 3 or n * h > _MROPE_MAX_CELLS or np.dtype(sin[1].dtype) not in (np.float32, np.float64):
         return []
-    s_all = np.asarray(sin[1][:], dtype=np.float64)
-    c_all = np.asarray(cos[1][:], dtype=np.float64)
-    if not (np.array_equal(s_all[:, :h], s_all[:, h:]) and np.array_equal(c_all[:, :h], c_all[:, h:])):
+    # which values are equal is read in the stored dtype (float32 widened to float64 keeps every value, so every
+    # comparison), and the angles only where there are chunks to read: a rotary cache without a vision block
+    # (131072 x 64: 0.1 CPU-s of arctan2) leaves before
+    s_raw, c_raw = np.asarray(sin[1][:]), np.asarray(cos[1][:])
+    if not (np.array_equal(s_raw[:, :h], s_raw[:, h:]) and np.array_equal(c_raw[:, :h], c_raw[:, h:])):
         return []
-    moved = s_all[1:, :h] != s_all[:-1, :h]  # moved[i - 1]: which columns changed from row i - 1 to row i
+    moved = s_raw[1:, :h] != s_raw[:-1, :h]  # moved[i - 1]: which columns changed from row i - 1 to row i
     still = np.flatnonzero(~moved.all(axis=1))
     if still.size == 0:
         return []  # every column advances every row: no vision block
     offset = int(still[0])  # the block's first cell: the next row is the first where a chunk stands still
     sections = _mrope_sections(moved, h)
+    if not sections:
+        return []  # no chunk boundaries to read (a plain rotary cache whose slow columns stand still at times)
+    s_all, c_all = np.asarray(s_raw, dtype=np.float64), np.asarray(c_raw, dtype=np.float64)
     theta = np.arctan2(s_all[:, :h], c_all[:, :h])
     params_base: dict[str, Any] = {"length": n, "dim": d}
     if ana.dtype_param:
