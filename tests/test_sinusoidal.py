@@ -114,25 +114,32 @@ def test_seed_distance_norm_dot_product():
 
 
 # ----- presets against their published formulas ---------------------------------------------------
-@pytest.mark.parametrize("length,dim", [(50, 6), (128, 64), (300, 512)])
-def test_tf_tutorial_preset(length, dim):
-    np.testing.assert_allclose(
-        table(length, dim, preset="tf-tutorial", dtype="float64"), tf_tutorial(length, dim), atol=1e-12
+# Each preset's sizes run as one test (tests/each.py names each failing case): an id per size added only
+# pytest's cost.
+def test_tf_tutorial_preset():
+    each(
+        [(50, 6), (128, 64), (300, 512)],
+        lambda c: np.testing.assert_allclose(
+            table(*c, preset="tf-tutorial", dtype="float64"), tf_tutorial(*c), atol=1e-12
+        ),
     )
 
 
-@pytest.mark.parametrize("preset", ["paper", "pytorch-tutorial"])
-@pytest.mark.parametrize("length,dim", [(50, 6), (256, 128)])
-def test_pytorch_tutorial_and_paper(preset, length, dim):
-    np.testing.assert_allclose(
-        table(length, dim, preset=preset, dtype="float64"), pytorch_tutorial(length, dim), atol=1e-12
+def test_pytorch_tutorial_and_paper():
+    each(
+        [(preset, length, dim) for preset in ("paper", "pytorch-tutorial") for length, dim in ((50, 6), (256, 128))],
+        lambda c: np.testing.assert_allclose(
+            table(c[1], c[2], preset=c[0], dtype="float64"), pytorch_tutorial(c[1], c[2]), atol=1e-12
+        ),
     )
 
 
-@pytest.mark.parametrize("dim", [4, 7, 64, 129])
-def test_tensor2tensor_preset(dim):
-    np.testing.assert_allclose(
-        table(100, dim, preset="tensor2tensor", dtype="float64"), t2t_timing_signal(100, dim), atol=1e-12
+def test_tensor2tensor_preset():
+    each(
+        [4, 7, 64, 129],
+        lambda dim: np.testing.assert_allclose(
+            table(100, dim, preset="tensor2tensor", dtype="float64"), t2t_timing_signal(100, dim), atol=1e-12
+        ),
     )
 
 
@@ -141,25 +148,32 @@ def test_tensor2tensor_timescales_and_start_index():
     np.testing.assert_allclose(got, t2t_timing_signal(40, 16, 2.0, 500.0, start_index=7), atol=1e-12)
 
 
-@pytest.mark.parametrize("dim,padding_idx", [(8, None), (9, 1), (64, 1), (65, 0)])
-def test_fairseq_preset(dim, padding_idx):
+def test_fairseq_preset():
+    each([(8, None), (9, 1), (64, 1), (65, 0)], lambda c: _fairseq_preset(*c))
+
+
+def _fairseq_preset(dim, padding_idx):
     params = {"preset": "fairseq", "dtype": "float64"}
     if padding_idx is not None:
         params["padding_idx"] = padding_idx
     np.testing.assert_allclose(table(60, dim, **params), fairseq_embedding(60, dim, padding_idx), atol=1e-12)
 
 
-@pytest.mark.parametrize("dim", [6, 7, 64, 65])
-def test_marian_preset(dim):
-    np.testing.assert_allclose(
-        table(30, dim, preset="marian", dtype="float64"), marian_init_weight(30, dim), atol=1e-12
+def test_marian_preset():
+    each(
+        [6, 7, 64, 65],
+        lambda dim: np.testing.assert_allclose(
+            table(30, dim, preset="marian", dtype="float64"), marian_init_weight(30, dim), atol=1e-12
+        ),
     )
 
 
-@pytest.mark.parametrize("dim", [8, 9, 128])
-def test_musicgen_preset(dim):
-    np.testing.assert_allclose(
-        table(70, dim, preset="musicgen", dtype="float64"), musicgen_embedding(70, dim), atol=1e-12
+def test_musicgen_preset():
+    each(
+        [8, 9, 128],
+        lambda dim: np.testing.assert_allclose(
+            table(70, dim, preset="musicgen", dtype="float64"), musicgen_embedding(70, dim), atol=1e-12
+        ),
     )
 
 
@@ -178,10 +192,20 @@ def test_explicit_parameter_overrides_preset():
 
 
 # ----- odd dims, offsets, padding ---------------------------------------------------------------
-@pytest.mark.parametrize("layout", ["interleaved", "split", "split-cos-first"])
-@pytest.mark.parametrize("freq", ["paper", "t2t"])
-@pytest.mark.parametrize("dim", [1, 3, 5, 33])
-def test_odd_dims_keep_the_width(layout, freq, dim):
+def test_odd_dims_keep_the_width():
+    """Every layout, frequency rule and odd width (tests/each.py names each failing case)."""
+    each(
+        [
+            (layout, freq, dim)
+            for layout in ("interleaved", "split", "split-cos-first")
+            for freq in ("paper", "t2t")
+            for dim in (1, 3, 5, 33)
+        ],
+        lambda c: _odd_dim_keeps_the_width(*c),
+    )
+
+
+def _odd_dim_keeps_the_width(layout, freq, dim):
     pe = table(10, dim, layout=layout, freq=freq)
     assert pe.shape == (10, dim) and pe.dtype == np.float32
     exact = table(10, dim, layout=layout, freq=freq, dtype="float64")
@@ -274,9 +298,15 @@ def test_values_match_float64_formula_and_pairs_lie_on_the_unit_circle(p):
     np.testing.assert_allclose(sin[:, :pairs] ** 2 + cos[:, :pairs] ** 2, 1.0, atol=1e-14)
 
 
-@pytest.mark.parametrize("dtype,expected", [("float64", np.float64), ("float32", np.float32), ("float16", np.float16)])
-def test_output_dtypes(dtype, expected):
-    assert table(4, 4, dtype=dtype).dtype == expected
+def test_output_dtypes():
+    each(
+        [("float64", np.float64), ("float32", np.float32), ("float16", np.float16)],
+        lambda c: _dtype_is(table(4, 4, dtype=c[0]), c[1]),
+    )
+
+
+def _dtype_is(array, expected):
+    assert array.dtype == expected
 
 
 def test_bfloat16_is_rounded_from_the_exact_value():
