@@ -107,13 +107,19 @@ def test_golden_inv_freq_base_10000_dim_8():
     assert enc.metadata()["rot_dim"] == "8"
 
 
-@pytest.mark.parametrize("base,d", [(10000.0, 64), (500000.0, 128), (1e6, 80), (10.0, 2)])
-def test_inv_freq_matches_formula(base, d):
+def test_inv_freq_matches_formula():
+    each([(10000.0, 64), (500000.0, 128), (1e6, 80), (10.0, 2)], lambda c: _inv_freq_matches_formula(*c))
+
+
+def _inv_freq_matches_formula(base, d):
     assert_freqs(rope(dim=d, base=base), ref_default(base, d))
 
 
-@pytest.mark.parametrize("layout", ["half", "interleaved"])
-def test_cos_sin_match_numpy_at_small_positions(layout):
+def test_cos_sin_match_numpy_at_small_positions():
+    each(["half", "interleaved"], _cos_sin_match_numpy_at_small_positions)
+
+
+def _cos_sin_match_numpy_at_small_positions(layout):
     enc = rope(dim=16, base=10000.0, layout=layout, length=64)
     c, s = tables_from(ref_default(10000.0, 16), np.arange(64), layout=layout)
     np.testing.assert_allclose(enc.array("cos"), c, atol=1e-13, rtol=0)
@@ -248,8 +254,11 @@ def test_ntk_matches_theta_rescale_factor():
     assert_freqs(rope(dim=d, scaling="ntk", factor=f), ref_default(theta, d), rtol=1e-13)
 
 
-@pytest.mark.parametrize("seq_len", [100, 2048, 2049, 5000, 32768])
-def test_dynamic(seq_len):
+def test_dynamic():
+    each([100, 2048, 2049, 5000, 32768], _dynamic)
+
+
+def _dynamic(seq_len):
     enc = rope(
         dim=128, base=10000.0, scaling="dynamic", factor=2.0, original_max_position_embeddings=2048, seq_len=seq_len
     )
@@ -265,10 +274,11 @@ def test_dynamic_seq_len_defaults_to_last_position_plus_one():
     assert_freqs(enc, ref_dynamic(10000.0, 16, 2.0, 24, 8), rtol=1e-13)
 
 
-@pytest.mark.parametrize(
-    "case", ["yarn_qwen2_5", "yarn_deepseek_v3", "yarn_mscale_0707", "yarn_gpt_oss", "yarn_attention_factor"]
-)
-def test_yarn(case):
+def test_yarn():
+    each(["yarn_qwen2_5", "yarn_deepseek_v3", "yarn_mscale_0707", "yarn_gpt_oss", "yarn_attention_factor"], _yarn)
+
+
+def _yarn(case):
     # published YaRN settings (Qwen2.5, DeepSeek-V3, gpt-oss's truncate=False, an explicit attention_factor)
     # on head_dim 64 and base 150000, against transformers' _compute_yarn_parameters run in float64
     kw = {k: v for k, v in HF_SCALING[case]["rope_parameters"].items() if k != "rope_type"}
@@ -318,8 +328,11 @@ def test_llama3_golden_behaviour():
     np.testing.assert_array_equal(rope(dim=d, base=base, scaling="llama3").inv_freq(), got)
 
 
-@pytest.mark.parametrize("seq_len", [None, 4096, 4097])
-def test_longrope(seq_len):
+def test_longrope():
+    each([None, 4096, 4097], _longrope)
+
+
+def _longrope(seq_len):
     d = 16
     short = tuple(1.0 + 0.05 * k for k in range(d // 2))
     long = tuple(1.0 + 2.5 * k for k in range(d // 2))
@@ -350,8 +363,11 @@ def test_longrope_list_parses_from_strings():
     assert enc.short_factor == (1.0, 1.5) and enc.long_factor == (2.0, 3.0)
 
 
-@pytest.mark.parametrize("proportion,factor", [(1.0, 1.0), (0.25, 1.0), (0.5, 8.0)])
-def test_proportional(proportion, factor):
+def test_proportional():
+    each([(1.0, 1.0), (0.25, 1.0), (0.5, 8.0)], lambda c: _proportional(*c))
+
+
+def _proportional(proportion, factor):
     d = 64
     enc = rope(dim=d, base=1e6, scaling="proportional", partial_rotary_factor=proportion, factor=factor)
     expected = ref_proportional(1e6, d, proportion, factor)
@@ -534,44 +550,50 @@ def test_hf_per_layer_rope_parameters():
     assert_freqs(build(cfg, layer_type="sliding_attention"), ref_default(10000.0, 128))
 
 
-@pytest.mark.parametrize(
-    "cfg,needle",
-    [
-        ({"num_attention_heads": 8, "max_position_embeddings": 64}, "missing hidden_size"),
-        ({"hidden_size": 64, "num_attention_heads": 8, "rope_scaling": {"type": "linear"}}, "rope_scaling.factor"),
-        (
-            {"hidden_size": 64, "num_attention_heads": 8, "rope_scaling": {"rope_type": "su"}},
-            "unknown rope_scaling.rope_type 'su'",
-        ),
-        ({"hidden_size": 64, "num_attention_heads": 8, "rope_theta": "big"}, "rope_theta='big' is not a number"),
-        (
-            {
-                "hidden_size": 64,
-                "num_attention_heads": 8,
-                "rope_scaling": {
-                    "type": "longrope",
-                    "short_factor": [1.0] * 4,
-                    "long_factor": [1.0] * 4,
-                    "original_max_position_embeddings": 8,
+def test_hf_config_errors_name_the_key():
+    each(
+        [
+            ({"num_attention_heads": 8, "max_position_embeddings": 64}, "missing hidden_size"),
+            ({"hidden_size": 64, "num_attention_heads": 8, "rope_scaling": {"type": "linear"}}, "rope_scaling.factor"),
+            (
+                {"hidden_size": 64, "num_attention_heads": 8, "rope_scaling": {"rope_type": "su"}},
+                "unknown rope_scaling.rope_type 'su'",
+            ),
+            ({"hidden_size": 64, "num_attention_heads": 8, "rope_theta": "big"}, "rope_theta='big' is not a number"),
+            (
+                {
+                    "hidden_size": 64,
+                    "num_attention_heads": 8,
+                    "rope_scaling": {
+                        "type": "longrope",
+                        "short_factor": [1.0] * 4,
+                        "long_factor": [1.0] * 4,
+                        "original_max_position_embeddings": 8,
+                    },
                 },
-            },
-            "needs max_position_embeddings",
-        ),
-        (
-            {"hidden_size": 64, "num_attention_heads": 8, "rope_scaling": {"type": "llama3", "factor": 8.0}},
-            "rope_scaling.low_freq_factor",
-        ),
-    ],
-)
-def test_hf_config_errors_name_the_key(cfg, needle):
+                "needs max_position_embeddings",
+            ),
+            (
+                {"hidden_size": 64, "num_attention_heads": 8, "rope_scaling": {"type": "llama3", "factor": 8.0}},
+                "rope_scaling.low_freq_factor",
+            ),
+        ],
+        lambda c: _hf_config_errors_name_the_key(*c),
+    )
+
+
+def _hf_config_errors_name_the_key(cfg, needle):
     with pytest.raises(ParameterError) as info:
         read_model_config(cfg, read_as="llama").params(None, 8)  # no class defaults: the keys as written
     assert needle in str(info.value)
 
 
 # ----- xpos ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("layout", ["interleaved", "half"])
-def test_xpos_matches_rotary_embedding_torch(layout):
+def test_xpos_matches_rotary_embedding_torch():
+    each(["interleaved", "half"], _xpos_matches_rotary_embedding_torch)
+
+
+def _xpos_matches_rotary_embedding_torch(layout):
     enc = make_encoding("xpos", {"length": 300, "dim": 16, "layout": layout, "dtype": "float64"})
     expected = ref_xpos(16, np.arange(300, dtype=np.float64), interleaved=layout == "interleaved")
     np.testing.assert_allclose(enc.array(), expected, rtol=1e-13)
@@ -590,16 +612,22 @@ def test_xpos_golden_and_symmetry():
 
 
 # ----- registry integration ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("cls", [Rope, XPos])
-def test_kind_documentation(cls):
+def test_kind_documentation():
+    each([Rope, XPos], _kind_documentation)
+
+
+def _kind_documentation(cls):
     assert cls.KIND and cls.SUMMARY and cls.REFERENCES and ".rope" in cls.__module__
     for info in cls.param_infos():
         assert info.help, info.name
     assert cls.PRIMARY in make_encoding(cls.KIND, {"length": 4, "dim": 8}).tensor_specs()
 
 
-@pytest.mark.parametrize("preset", list(Rope.PRESETS))
-def test_presets_build(preset):
+def test_presets_build():
+    each(list(Rope.PRESETS), _presets_build)
+
+
+def _presets_build(preset):
     enc = make_encoding("rope", {"length": 4, "dim": 128, "preset": preset})
     assert enc.array().shape == (4, enc.rot_dim)
     assert preset in Rope.PRESET_DOCS
@@ -681,27 +709,31 @@ def torch_hf_inv_freq(torch, scaling, base, d, **kw):
     raise AssertionError(scaling)
 
 
-@pytest.mark.parametrize(
-    "scaling,kw",
-    [
-        ("none", {}),
-        ("linear", {"factor": 4.0}),
-        ("dynamic", {"factor": 2.0, "original_max_position_embeddings": 4096, "seq_len": 10000}),
-        ("yarn", {"factor": 4.0, "original_max_position_embeddings": 32768}),
-        ("llama3", {}),
-        (
-            "longrope",
-            {
-                "short_factor": tuple(1.0 + 0.07 * k for k in range(64)),
-                "long_factor": (2.0,) * 64,
-                "original_max_position_embeddings": 4096,
-                "factor": 32.0,
-            },
-        ),
-    ],
-)
-def test_optional_torch_float32_inv_freq_matches_hf_arithmetic(scaling, kw):
+def test_optional_torch_float32_inv_freq_matches_hf_arithmetic():
+    """Every scaling rule (tests/each.py names each failing one); skipped once without torch."""
     torch = _torch()
+    each(
+        [
+            ("none", {}),
+            ("linear", {"factor": 4.0}),
+            ("dynamic", {"factor": 2.0, "original_max_position_embeddings": 4096, "seq_len": 10000}),
+            ("yarn", {"factor": 4.0, "original_max_position_embeddings": 32768}),
+            ("llama3", {}),
+            (
+                "longrope",
+                {
+                    "short_factor": tuple(1.0 + 0.07 * k for k in range(64)),
+                    "long_factor": (2.0,) * 64,
+                    "original_max_position_embeddings": 4096,
+                    "factor": 32.0,
+                },
+            ),
+        ],
+        lambda c: _optional_torch_float32_inv_freq_matches_hf_arithmetic(torch, *c),
+    )
+
+
+def _optional_torch_float32_inv_freq_matches_hf_arithmetic(torch, scaling, kw):
     base, d = 500000.0, 128
     expected = torch_hf_inv_freq(torch, scaling, base, d, **kw).numpy()
     enc = rope(dim=d, base=base, scaling=scaling, inv_freq_dtype="float32", **kw)
@@ -744,8 +776,11 @@ def test_yarn_with_base_one_is_refused():
         )
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_a_rope_that_has_computed_tables_pickles_and_computes_them_again(dtype):
+def test_a_rope_that_has_computed_tables_pickles_and_computes_them_again():
+    each(["float32", "float64"], _a_rope_that_has_computed_tables_pickles_and_computes_them_again)
+
+
+def _a_rope_that_has_computed_tables_pickles_and_computes_them_again(dtype):
     """Its threads' helpers (locks, thread-local scratch, the last block) stay behind: a rope sent to another
     process (a DataLoader worker under spawn) makes its own and gives the same tables."""
     import pickle
