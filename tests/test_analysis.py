@@ -7,9 +7,10 @@ import math
 
 import ml_dtypes
 import numpy as np
-import pytest
 
 from posenc_cli.inspect import analysis as an
+
+from .each import each
 
 
 # ----- independent transcriptions (float64 NumPy, rounded once) -------------------------------------------------
@@ -65,8 +66,11 @@ def alibi(heads: int, n: int) -> np.ndarray:
 
 
 # ----- frequencies --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("layout", ["interleaved", "split", "split-cos-first"])
-def test_frequencies_tell_base_10000_from_10001_on_512_rows(layout):
+def test_frequencies_tell_base_10000_from_10001_on_512_rows():
+    each(["interleaved", "split", "split-cos-first"], _frequencies_tell_base_10000_from_10001_on_512_rows)
+
+
+def _frequencies_tell_base_10000_from_10001_on_512_rows(layout):
     for base in (10000.0, 10001.0):
         pe = sinusoidal(512, 128, base, layout)
         spec = an.spectrum(pe)
@@ -93,10 +97,14 @@ def test_single_cos_columns_without_their_sin():
     assert np.all(np.abs(spec.freqs[:32] / w - 1) <= 6 * spec.errs[:32] / w + 1e-12)
 
 
-@pytest.mark.parametrize(
-    ("layout", "expected"), [("interleaved", "interleaved"), ("split", "split"), ("split-cos-first", "split-cos-first")]
-)
-def test_pairs_and_their_layout(layout, expected):
+def test_pairs_and_their_layout():
+    each(
+        [("interleaved", "interleaved"), ("split", "split"), ("split-cos-first", "split-cos-first")],
+        lambda c: _pairs_and_their_layout(*c),
+    )
+
+
+def _pairs_and_their_layout(layout, expected):
     spec = an.spectrum(sinusoidal(200, 32, layout=layout))
     assert an.pair_layout(spec.pairs, 32) == expected
     # the sin member is the one whose angle advances with the position
@@ -117,8 +125,11 @@ def test_duplicate_layouts_of_rotary_tables():
     assert an.duplicate_layout(sinusoidal(64, 32), 0.0) is None
 
 
-@pytest.mark.parametrize("offset", [0, 1, 2, 517, 70000])
-def test_position_offset_from_phases(offset):
+def test_position_offset_from_phases():
+    each([0, 1, 2, 517, 70000], _position_offset_from_phases)
+
+
+def _position_offset_from_phases(offset):
     spec = an.spectrum(sinusoidal(256, 64, offset=offset))
     o, misfit = an.position_offset(spec)
     assert o == offset and misfit < 1e-4
@@ -216,8 +227,11 @@ def test_ulps_are_measured_at_the_value_with_a_floor():
     assert an.ulps(np.array([1e-12]), np.array([0.0]), np.dtype(np.float32))[0] < 0.01
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
-def test_ulps_equal_numpy_s_spacing_at_the_larger_value(dtype):
+def test_ulps_equal_numpy_s_spacing_at_the_larger_value():
+    each([np.float16, np.float32, np.float64], _ulps_equal_numpy_s_spacing_at_the_larger_value)
+
+
+def _ulps_equal_numpy_s_spacing_at_the_larger_value(dtype):
     """Against ``np.spacing`` of the dtype (an independent path): values just below a power of two included,
     where ``floor(log2(x))`` in float64 rounds up to the power."""
     rng = np.random.default_rng(5)
@@ -338,8 +352,11 @@ def test_table_analysis_is_lazy_and_generic():
     assert an.position_offset(ana.spectrum)[0] == 4
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_residual_of_finite_values_is_unchanged_by_nans_in_place(seed):
+def test_residual_of_finite_values_is_unchanged_by_nans_in_place():
+    each(range(4), _residual_of_finite_values_is_unchanged_by_nans_in_place)
+
+
+def _residual_of_finite_values_is_unchanged_by_nans_in_place(seed):
     """Finite tables take a shorter path: the same values with a row of NaN in place on both sides (equal, so no
     difference) measure the same largest difference, ulps and verdict, which plain NumPy gives."""
     rng = np.random.default_rng(seed)

@@ -134,8 +134,16 @@ def test_write_refuses_a_disagreeing_suffix_and_creates_nothing(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.parametrize("suffix", ["npy", "csv"])
-def test_a_table_of_several_tensors_needs_one_chosen_for_a_one_tensor_file(tmp_path, suffix):
+def test_a_table_of_several_tensors_needs_one_chosen_for_a_one_tensor_file(tmp_path_factory):
+    each(
+        ["npy", "csv"],
+        lambda c: _a_table_of_several_tensors_needs_one_chosen_for_a_one_tensor_file(
+            tmp_path_factory.mktemp("case"), c
+        ),
+    )
+
+
+def _a_table_of_several_tensors_needs_one_chosen_for_a_one_tensor_file(tmp_path, suffix):
     out = tmp_path / f"rope.{suffix}"
     with pytest.raises(ParameterError) as err:
         pe.write(out, "rope:length=8,dim=4")
@@ -269,8 +277,11 @@ def test_preview_checks_its_numbers_and_tensor():
     assert pe.api.preview(enc, rows=3, cols=2, tensor="sin").corner.shape == (3, 2)
 
 
-@pytest.mark.parametrize("value", [0, -1, 1.5])
-def test_read_and_open_table_check_max_bytes(tmp_path, value):
+def test_read_and_open_table_check_max_bytes(tmp_path_factory):
+    each([0, -1, 1.5], lambda c: _read_and_open_table_check_max_bytes(tmp_path_factory.mktemp("case"), c))
+
+
+def _read_and_open_table_check_max_bytes(tmp_path, value):
     pe.write(tmp_path / "pe.npy", np.zeros((4, 4)))
     for call in (pe.read, pe.open_table):
         with pytest.raises(

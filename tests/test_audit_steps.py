@@ -22,6 +22,8 @@ from posenc_cli.encodings import make_encoding
 from posenc_cli.encodings._trig import LastBlock
 from posenc_cli.models import engines as eng
 
+from .each import each
+
 DATA = Path(__file__).resolve().parent / "data"
 LLAMA31 = DATA / "llamacpp" / "llama31.config.json"
 
@@ -132,8 +134,11 @@ CONFIGS = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_equal_table_keys_mean_equal_tables(tmp_path, name):
+def test_equal_table_keys_mean_equal_tables(tmp_path_factory):
+    each(sorted(CONFIGS), lambda c: _equal_table_keys_mean_equal_tables(tmp_path_factory.mktemp("case"), c))
+
+
+def _equal_table_keys_mean_equal_tables(tmp_path, name):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(CONFIGS[name]))
     made = {}

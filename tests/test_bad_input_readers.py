@@ -25,6 +25,7 @@ import posenc_cli.api as api
 from posenc_cli.errors import PosencError
 
 from .conftest import ROOT, cli
+from .each import each
 
 CONFIGS = ROOT / "tests" / "data" / "configs"
 TINY_GPT2 = ROOT / "tests" / "data" / "models" / "tiny_gpt2"
@@ -75,8 +76,14 @@ def test_a_truncated_weights_file_in_a_model_directory_is_one_line(tmp_path):
     assert "truncated" in out.decode() and err.startswith("ERROR: ") and "truncated" in err.splitlines()[-1], (out, err)
 
 
-@pytest.mark.parametrize("base", [0.0, -5.0, float("nan"), float("inf")])
-def test_a_gguf_base_that_is_no_positive_number_is_one_line(tmp_path, base):
+def test_a_gguf_base_that_is_no_positive_number_is_one_line(tmp_path_factory):
+    each(
+        [0.0, -5.0, float("nan"), float("inf")],
+        lambda c: _a_gguf_base_that_is_no_positive_number_is_one_line(tmp_path_factory.mktemp("case"), c),
+    )
+
+
+def _a_gguf_base_that_is_no_positive_number_is_one_line(tmp_path, base):
     gguf = _qwen2_gguf(tmp_path / "bad.gguf", **{"qwen2.rope.freq_base": base})
     config = tmp_path / "config.json"
     config.write_text(json.dumps(QWEN2_CONFIG))
@@ -296,8 +303,14 @@ def test_an_onnx_attribute_of_the_wrong_type_is_one_line(tmp_path):
         read_onnx(str(tmp_path / "m.onnx"))
 
 
-@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"metadata": {}}', '{"weight_map": [1]}'])
-def test_a_damaged_safetensors_index_is_one_line_naming_it(tmp_path, text):
+def test_a_damaged_safetensors_index_is_one_line_naming_it(tmp_path_factory):
+    each(
+        ["{not json", "[1, 2]", '{"metadata": {}}', '{"weight_map": [1]}'],
+        lambda c: _a_damaged_safetensors_index_is_one_line_naming_it(tmp_path_factory.mktemp("case"), c),
+    )
+
+
+def _a_damaged_safetensors_index_is_one_line_naming_it(tmp_path, text):
     """The one reader of model.safetensors.index.json (the learned tables' and the Q/K weights check's) names the
     file and raises the caller's error class: exit 2 through the CLI, never a traceback."""
     from posenc_cli.errors import ParameterError

@@ -3,8 +3,6 @@ no traceback, nothing on stdout and no file written (issue: hostile input, group
 
 from __future__ import annotations
 
-import pytest
-
 from .conftest import inproc as run
 from .each import each
 
@@ -128,16 +126,19 @@ def test_kind_names_match_case_insensitively(tmp_path):
     assert b'"kind": "sinusoidal"' in proc.stdout
 
 
-@pytest.mark.parametrize(
-    ("typed", "hint"),
-    [
-        ("genrate", "Did you mean 'generate'?"),  # a typo
-        ("gen", "Did you mean 'generate'?"),  # the start of one
-        ("c", "Did you mean 'check' or 'compare'?"),  # the start of two
-        ("xyz", ""),
-    ],
-)
-def test_unknown_command_says_which_one_was_meant(typed, hint):
+def test_unknown_command_says_which_one_was_meant():
+    each(
+        [
+            ("genrate", "Did you mean 'generate'?"),  # a typo
+            ("gen", "Did you mean 'generate'?"),  # the start of one
+            ("c", "Did you mean 'check' or 'compare'?"),  # the start of two
+            ("xyz", ""),
+        ],
+        lambda c: _unknown_command_says_which_one_was_meant(*c),
+    )
+
+
+def _unknown_command_says_which_one_was_meant(typed, hint):
     proc = run([typed])
     err = proc.stderr.decode()
     assert proc.returncode == 2 and proc.stdout == b""

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from .conftest import ROOT, cli, completion_env, completion_values
+from .each import each
 
 SCRIPTS = {"bash": "posenc.bash", "zsh": "_posenc", "fish": "posenc.fish", "powershell": "posenc.ps1"}
 NO_DETECTION: dict[str, str] = {}  # --show-completion and --install-completion take the shell's name
 
 
-@pytest.mark.parametrize("shell", list(SCRIPTS))
-def test_completion_script_is_fresh(shell):
+def test_completion_script_is_fresh():
+    each(list(SCRIPTS), _completion_script_is_fresh)
+
+
+def _completion_script_is_fresh(shell):
     code, out, err = cli(["--show-completion", shell], env=NO_DETECTION)
     assert code == 0 and out, err
     path = ROOT / "completions" / SCRIPTS[shell]
@@ -38,8 +40,11 @@ def complete(line: str, shell: str = "bash") -> list[str]:
     return completion_values(out.decode(), shell)
 
 
-@pytest.mark.parametrize("shell", list(SCRIPTS))
-def test_completion_offers_kinds_commands_options_and_values(shell):
+def test_completion_offers_kinds_commands_options_and_values():
+    each(list(SCRIPTS), _completion_offers_kinds_commands_options_and_values)
+
+
+def _completion_offers_kinds_commands_options_and_values(shell):
     assert complete("posenc generate --kind ro", shell) == ["rope", "rope-2d"]
     assert "export" in complete("posenc ex", shell)
     assert complete("posenc gen", shell) == ["generate"]
@@ -63,8 +68,11 @@ def test_completion_offers_kinds_commands_options_and_values(shell):
     assert complete("posenc plot sinusoidal --view ci", shell) == ["circle"]
 
 
-@pytest.mark.parametrize("shell", ["bash", "fish"])
-def test_completion_of_presets_parameters_and_checks(shell):
+def test_completion_of_presets_parameters_and_checks():
+    each(["bash", "fish"], _completion_of_presets_parameters_and_checks)
+
+
+def _completion_of_presets_parameters_and_checks(shell):
     # presets of the kind in a spec, and its parameter names
     assert complete("posenc generate rope:preset=llama3", shell) == ["rope:preset=llama3.1"]
     assert "rope:base=" in complete("posenc generate rope:", shell)

@@ -220,10 +220,14 @@ def test_constant_scale_of_attention_scaling():
     assert e.residual_ulp <= 2
 
 
-@pytest.mark.parametrize(
-    ("dtype", "slug"), [(np.float16, "precision-float16"), (ml_dtypes.bfloat16, "precision-bfloat16")]
-)
-def test_precision_either_table_rounded(dtype, slug):
+def test_precision_either_table_rounded():
+    each(
+        [(np.float16, "precision-float16"), (ml_dtypes.bfloat16, "precision-bfloat16")],
+        lambda c: _precision_either_table_rounded(*c),
+    )
+
+
+def _precision_either_table_rounded(dtype, slug):
     b = sinusoidal(256, 32)
     _, e = one(b.astype(dtype).astype(np.float32), b)
     assert e.name == slug and e.ulp_dtype == slug.split("-")[1] and e.residual_ulp <= 1
@@ -240,8 +244,11 @@ def test_float32_angle_error_growing_with_position():
 
 
 # ----- frequencies -------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("base", [500000.0, 10001.0])
-def test_a_different_base(base):
+def test_a_different_base():
+    each([500000.0, 10001.0], _a_different_base)
+
+
+def _a_different_base(base):
     _, e = one(sinusoidal(512, 64, base=base), sinusoidal(512, 64))
     assert e.name == "base"
     assert e.summary.startswith(f"A uses base {base:g} where B uses base 10000 (w_k = base^(-2k/64)")

@@ -22,11 +22,20 @@ MAX53 = 2**53  # naive kinds: positions exact in float64
 MAX31 = 2**31 - 1  # sinusoidal and rotary kinds: exact range reduction
 
 
-@pytest.mark.parametrize(
-    ("kind", "dim", "limit"),
-    [("index", 1, MAX53), ("normalized", 1, MAX53), ("sinusoidal", 4, MAX31), ("rope", 4, MAX31), ("xpos", 4, MAX31)],
-)
-def test_last_position_limit_is_inclusive(kind, dim, limit):
+def test_last_position_limit_is_inclusive():
+    each(
+        [
+            ("index", 1, MAX53),
+            ("normalized", 1, MAX53),
+            ("sinusoidal", 4, MAX31),
+            ("rope", 4, MAX31),
+            ("xpos", 4, MAX31),
+        ],
+        lambda c: _last_position_limit_is_inclusive(*c),
+    )
+
+
+def _last_position_limit_is_inclusive(kind, dim, limit):
     # the last position may equal the limit ...
     make_encoding(kind, {"length": 2, "dim": dim, "offset": limit - 1})
     # ... one more is refused, and the message names the real last position
@@ -111,14 +120,17 @@ def test_t5_bucket_function_returns_int64_and_hf_values():
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize(
-    ("params", "rows"),
-    [
-        ({"num_buckets": 3, "bidirectional": False}, [[0, 0, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0], [2, 1, 1, 0]]),
-        ({"num_buckets": 4, "bidirectional": True}, [[0, 3, 3, 3], [1, 0, 3, 3], [1, 1, 0, 3], [1, 1, 1, 0]]),
-    ],
-)
-def test_t5_smallest_valid_bucket_counts(params, rows):
+def test_t5_smallest_valid_bucket_counts():
+    each(
+        [
+            ({"num_buckets": 3, "bidirectional": False}, [[0, 0, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0], [2, 1, 1, 0]]),
+            ({"num_buckets": 4, "bidirectional": True}, [[0, 3, 3, 3], [1, 0, 3, 3], [1, 1, 0, 3], [1, 1, 1, 0]]),
+        ],
+        lambda c: _t5_smallest_valid_bucket_counts(*c),
+    )
+
+
+def _t5_smallest_valid_bucket_counts(params, rows):
     # n = 3 one-way, or 2 each way (max_exact 1): the smallest tables with an exact bucket (d = j - i)
     n, bidi = params["num_buckets"], params["bidirectional"]
     assert [[_t5_bucket(j - i, n, 8, bidi) for j in range(4)] for i in range(4)] == rows
@@ -138,27 +150,36 @@ def test_rope_boundaries_that_are_valid():
     )
 
 
-@pytest.mark.parametrize(
-    ("params", "message"),
-    [
-        ({"dim": 7, "scaling": "proportional"}, r"^dim=7 is odd; proportional RoPE needs an even head dim$"),
-        (
-            {"dim": 4, "rotary_dim": 2, "scaling": "dynamic", "factor": 2.0, "original_max_position_embeddings": 16},
-            r"^scaling=dynamic needs rot_dim > 2",
-        ),
-        (
-            {"dim": 8, "scaling": "yarn", "factor": 2.0, "original_max_position_embeddings": 16}
-            | {"beta_fast": 4.0, "beta_slow": 4.0},
-            r"beta_fast",
-        ),
-        (
-            {"dim": 8, "scaling": "longrope", "original_max_position_embeddings": 1, "factor": 2.0}
-            | {"short_factor": [1, 1, 1, 1], "long_factor": [1, 1, 1, 1]},
-            r"^longrope needs original_max_position_embeddings >= 2",
-        ),
-    ],
-)
-def test_rope_refusals_at_the_edge(params, message):
+def test_rope_refusals_at_the_edge():
+    each(
+        [
+            ({"dim": 7, "scaling": "proportional"}, r"^dim=7 is odd; proportional RoPE needs an even head dim$"),
+            (
+                {
+                    "dim": 4,
+                    "rotary_dim": 2,
+                    "scaling": "dynamic",
+                    "factor": 2.0,
+                    "original_max_position_embeddings": 16,
+                },
+                r"^scaling=dynamic needs rot_dim > 2",
+            ),
+            (
+                {"dim": 8, "scaling": "yarn", "factor": 2.0, "original_max_position_embeddings": 16}
+                | {"beta_fast": 4.0, "beta_slow": 4.0},
+                r"beta_fast",
+            ),
+            (
+                {"dim": 8, "scaling": "longrope", "original_max_position_embeddings": 1, "factor": 2.0}
+                | {"short_factor": [1, 1, 1, 1], "long_factor": [1, 1, 1, 1]},
+                r"^longrope needs original_max_position_embeddings >= 2",
+            ),
+        ],
+        lambda c: _rope_refusals_at_the_edge(*c),
+    )
+
+
+def _rope_refusals_at_the_edge(params, message):
     with pytest.raises(ParameterError, match=message):
         make_encoding("rope", {"length": 4, **params})
 
@@ -319,17 +340,20 @@ def test_parameter_text_to_values():
         parse_value(tuple[float, ...], "short_factor", ["1", "x"])
 
 
-@pytest.mark.parametrize(
-    ("kind", "shape", "want"),
-    [
-        ("sinusoidal", (12, 8), {"length": 12, "dim": 8}),
-        ("sinusoidal", (12,), {"length": 12}),
-        ("alibi", (4, 12, 12), {"length": 12, "dim": 4}),  # heads x query x key: dim is the heads
-        ("t5", (12, 12), {"length": 12}),
-        ("t5", (), {}),
-    ],
-)
-def test_shape_params_read_length_and_dim_by_role(kind, shape, want):
+def test_shape_params_read_length_and_dim_by_role():
+    each(
+        [
+            ("sinusoidal", (12, 8), {"length": 12, "dim": 8}),
+            ("sinusoidal", (12,), {"length": 12}),
+            ("alibi", (4, 12, 12), {"length": 12, "dim": 4}),  # heads x query x key: dim is the heads
+            ("t5", (12, 12), {"length": 12}),
+            ("t5", (), {}),
+        ],
+        lambda c: _shape_params_read_length_and_dim_by_role(*c),
+    )
+
+
+def _shape_params_read_length_and_dim_by_role(kind, shape, want):
     from posenc_cli.encodings import get_kind
 
     assert get_kind(kind).shape_params(shape) == want

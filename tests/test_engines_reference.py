@@ -77,8 +77,11 @@ def _vllm_and_sglang_equal_their_own_code(case):
     assert _within(sin, want_s, pos, w, scale).all(), case
 
 
-@pytest.mark.parametrize("case", _cases(MLX))
-def test_mlx_equals_its_own_code(case):
+def test_mlx_equals_its_own_code():
+    each(_cases(MLX), _mlx_equals_its_own_code)
+
+
+def _mlx_equals_its_own_code(case):
     meta = _meta(MLX, case)
     pos = MLX[f"{case}.positions"]
     rows_c, rows_s = [], []
@@ -97,8 +100,11 @@ def test_mlx_equals_its_own_code(case):
     assert _within(sin, want_s, pos, w, scale).all(), case
 
 
-@pytest.mark.parametrize("case", _cases(GGML))
-def test_llamacpp_equals_ggml(case):
+def test_llamacpp_equals_ggml():
+    each(_cases(GGML), _llamacpp_equals_ggml)
+
+
+def _llamacpp_equals_ggml(case):
     """ggml's own float32 rope (iterated powf theta) for a faithful conversion at the stored context size."""
     meta = _meta(GGML, case)
     pos = GGML[f"{case}.positions"]
@@ -112,8 +118,11 @@ def test_llamacpp_equals_ggml(case):
     assert _within(sin, want_s, pos, w, scale).all(), case
 
 
-@pytest.mark.parametrize("case", ["llama31", "gpt_oss", "mistral"])
-def test_llamacpp_old_float64_tables_are_not_ggml_s(case):
+def test_llamacpp_old_float64_tables_are_not_ggml_s():
+    each(["llama31", "gpt_oss", "mistral"], _llamacpp_old_float64_tables_are_not_ggml_s)
+
+
+def _llamacpp_old_float64_tables_are_not_ggml_s(case):
     """posenc's old --engine llamacpp (exact float64 rope with llama.cpp's rules) is outside float32 rounding of
     ggml's iterated powf at the far positions: the arithmetic matters."""
     from posenc_cli.encodings import make_encoding

@@ -129,8 +129,14 @@ def test_round_trip_every_format_and_dtype(tmp_path, small_blocks):
     each(ALL_DTYPES, case)
 
 
-@pytest.mark.parametrize("fmt", ["npz", "safetensors", "json"])
-def test_round_trip_several_tensors_keeps_order_and_shapes(tmp_path, fmt):
+def test_round_trip_several_tensors_keeps_order_and_shapes(tmp_path_factory):
+    each(
+        ["npz", "safetensors", "json"],
+        lambda c: _round_trip_several_tensors_keeps_order_and_shapes(tmp_path_factory.mktemp("case"), c),
+    )
+
+
+def _round_trip_several_tensors_keeps_order_and_shapes(tmp_path, fmt):
     tensors = {
         "pe": sample("float32", (9, 4)),
         "cos": sample("float64", (9,)),
@@ -443,8 +449,11 @@ def test_fault_mid_write_of_a_new_target_leaves_nothing(tmp_path, small_blocks):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
-def test_permissions_follow_the_umask(tmp_path, umask):
+def test_permissions_follow_the_umask(tmp_path_factory):
+    each([0o022, 0o077, 0o002], lambda c: _permissions_follow_the_umask(tmp_path_factory.mktemp("case"), c))
+
+
+def _permissions_follow_the_umask(tmp_path, umask):
     old = os.umask(umask)
     try:
         for fmt in FORMATS:

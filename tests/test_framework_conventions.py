@@ -158,8 +158,11 @@ def hf_mpt_slopes(heads: int, alibi_bias_max: float = 8.0) -> np.ndarray:
     return slopes
 
 
-@pytest.mark.parametrize("heads", [12, 16])
-def test_identify_names_the_models_own_alibi_tensors(heads: int) -> None:
+def test_identify_names_the_models_own_alibi_tensors():
+    each([12, 16], _identify_names_the_models_own_alibi_tensors)
+
+
+def _identify_names_the_models_own_alibi_tensors(heads: int) -> None:
     """Bloom's key vector +slope*j, Falcon's bfloat16 one divided by sqrt(head_dim) and MPT's slope*(j - L + 1)
     are named as those models' forms, with their parameters."""
     import ml_dtypes

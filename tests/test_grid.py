@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from posenc_cli.encodings import make_encoding
 from posenc_cli.errors import ParameterError
 
+from .each import each
+
 
 def grid2d(grid: str, dim: int, **params) -> np.ndarray:
     return make_encoding("sinusoidal-2d", {"grid": grid, "dim": dim, "dtype": "float64", **params}).array()
@@ -92,10 +94,14 @@ def pe_3d(x, y, z, org_channels):
 
 
 # ----- MAE ---------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "hw,dim,cls_token", [((14, 14), 768, False), ((14, 14), 64, True), ((6, 10), 32, False), ((9, 4), 16, True)]
-)
-def test_mae_matches_transcription(hw, dim, cls_token):
+def test_mae_matches_transcription():
+    each(
+        [((14, 14), 768, False), ((14, 14), 64, True), ((6, 10), 32, False), ((9, 4), 16, True)],
+        lambda c: _mae_matches_transcription(*c),
+    )
+
+
+def _mae_matches_transcription(hw, dim, cls_token):
     got = grid2d(f"{hw[0]}x{hw[1]}", dim, cls_token=cls_token)
     np.testing.assert_allclose(got, mae_2d(dim, hw, cls_token), rtol=0, atol=1e-12)
     # and MAE's own float32 arithmetic, to float32 angle rounding
@@ -113,8 +119,11 @@ def test_mae_axis_order_is_w_first():
 
 
 # ----- timm --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("hw,dim", [((14, 14), 384), ((7, 11), 64), ((1, 5), 8)])
-def test_timm_matches_transcription(hw, dim):
+def test_timm_matches_transcription():
+    each([((14, 14), 384), ((7, 11), 64), ((1, 5), 8)], lambda c: _timm_matches_transcription(*c))
+
+
+def _timm_matches_transcription(hw, dim):
     got = grid2d(f"{hw[0]}x{hw[1]}", dim, preset="timm")
     np.testing.assert_allclose(got, timm_sincos2d(list(hw), dim), rtol=0, atol=1e-12)
 
@@ -130,15 +139,27 @@ def test_timm_temperature_is_base():
 
 
 # ----- positional-encodings ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("xy,ch", [((14, 14), 64), ((5, 9), 6), ((5, 9), 7), ((3, 4), 10), ((4, 3), 1), ((8, 2), 3)])
-def test_positional_encodings_2d(xy, ch):
+def test_positional_encodings_2d():
+    each(
+        [((14, 14), 64), ((5, 9), 6), ((5, 9), 7), ((3, 4), 10), ((4, 3), 1), ((8, 2), 3)],
+        lambda c: _positional_encodings_2d(*c),
+    )
+
+
+def _positional_encodings_2d(xy, ch):
     got = grid2d(f"{xy[0]}x{xy[1]}", ch, preset="positional-encodings")
     assert got.shape == (xy[0] * xy[1], ch)
     np.testing.assert_allclose(got, pe_2d(*xy, ch), rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("xyz,ch", [((2, 3, 4), 12), ((4, 5, 3), 5), ((3, 3, 3), 7), ((2, 2, 6), 64), ((5, 1, 2), 1)])
-def test_positional_encodings_3d(xyz, ch):
+def test_positional_encodings_3d():
+    each(
+        [((2, 3, 4), 12), ((4, 5, 3), 5), ((3, 3, 3), 7), ((2, 2, 6), 64), ((5, 1, 2), 1)],
+        lambda c: _positional_encodings_3d(*c),
+    )
+
+
+def _positional_encodings_3d(xyz, ch):
     got = grid3d("x".join(map(str, xyz)), ch)  # positional-encodings is the 3-D default
     assert got.shape == (int(np.prod(xyz)), ch)
     np.testing.assert_allclose(got, pe_3d(*xyz, ch), rtol=0, atol=1e-12)
@@ -182,35 +203,38 @@ def test_cls_row_is_zero():
     np.testing.assert_array_equal(pe[1:], grid2d("3x3", 8))
 
 
-@pytest.mark.parametrize(
-    "kind,params,message",
-    [
-        (
-            "sinusoidal-2d",
-            {"grid": "14x14", "dim": 66},
-            r"channels=exact needs dim divisible by 4 .* got dim=66; pass dim=68 or channels=ceil",
-        ),
-        (
-            "sinusoidal-2d",
-            {"grid": "14", "dim": 64},
-            r"grid='14' is not a 2-D grid HxW of positive sizes; use e.g. grid=14x14",
-        ),
-        ("sinusoidal-2d", {"grid": "0x4", "dim": 64}, r"grid='0x4' is not a 2-D grid"),
-        ("sinusoidal-3d", {"grid": "14x14", "dim": 64}, r"grid='14x14' is not a 3-D grid TxHxW .* grid=8x14x14"),
-        (
-            "sinusoidal-3d",
-            {"grid": "2x2x2", "dim": 8, "channels": "exact"},
-            r"needs dim divisible by 6 .* pass dim=12",
-        ),
-        ("sinusoidal-2d", {"grid": "4x4"}, r"needs dim: pass dim=128, say"),
-        (
-            "sinusoidal-2d",
-            {"grid": "4x4", "dim": 8, "layout": "zigzag"},
-            r"unknown layout 'zigzag' for sinusoidal-2d; choose from: split, interleaved, sin-block",
-        ),
-    ],
-)
-def test_refusals(kind, params, message):
+def test_refusals():
+    each(
+        [
+            (
+                "sinusoidal-2d",
+                {"grid": "14x14", "dim": 66},
+                r"channels=exact needs dim divisible by 4 .* got dim=66; pass dim=68 or channels=ceil",
+            ),
+            (
+                "sinusoidal-2d",
+                {"grid": "14", "dim": 64},
+                r"grid='14' is not a 2-D grid HxW of positive sizes; use e.g. grid=14x14",
+            ),
+            ("sinusoidal-2d", {"grid": "0x4", "dim": 64}, r"grid='0x4' is not a 2-D grid"),
+            ("sinusoidal-3d", {"grid": "14x14", "dim": 64}, r"grid='14x14' is not a 3-D grid TxHxW .* grid=8x14x14"),
+            (
+                "sinusoidal-3d",
+                {"grid": "2x2x2", "dim": 8, "channels": "exact"},
+                r"needs dim divisible by 6 .* pass dim=12",
+            ),
+            ("sinusoidal-2d", {"grid": "4x4"}, r"needs dim: pass dim=128, say"),
+            (
+                "sinusoidal-2d",
+                {"grid": "4x4", "dim": 8, "layout": "zigzag"},
+                r"unknown layout 'zigzag' for sinusoidal-2d; choose from: split, interleaved, sin-block",
+            ),
+        ],
+        lambda c: _refusals(*c),
+    )
+
+
+def _refusals(kind, params, message):
     with pytest.raises(ParameterError, match=message):
         make_encoding(kind, params)
 

@@ -12,11 +12,11 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from posenc_cli.formats import read_table
 
 from .conftest import ROOT, cli
+from .each import each
 
 CONFIGS = ROOT / "tests" / "data" / "configs"
 
@@ -117,18 +117,21 @@ def test_all_layer_types_skips_nope_layers_and_says_so(tmp_path):
     ]
 
 
-@pytest.mark.parametrize(
-    "args,needle",
-    [
-        (["--all-layer-types", "-n", "4", "-d", "8"], "--all-layer-types cannot apply"),
-        (["--all-layer-types", "--hf-config", "{cfg}", "-o", "{tmp}/x.npy"], "cannot hold"),
-        (
-            ["--all-layer-types", "--hf-config", "{cfg}", "--layer-type", "full_attention", "-o", "{tmp}/x.npz"],
-            "--layer-type cannot apply",
-        ),
-    ],
-)
-def test_all_layer_types_refusals(tmp_path, args, needle):
+def test_all_layer_types_refusals(tmp_path_factory):
+    each(
+        [
+            (["--all-layer-types", "-n", "4", "-d", "8"], "--all-layer-types cannot apply"),
+            (["--all-layer-types", "--hf-config", "{cfg}", "-o", "{tmp}/x.npy"], "cannot hold"),
+            (
+                ["--all-layer-types", "--hf-config", "{cfg}", "--layer-type", "full_attention", "-o", "{tmp}/x.npz"],
+                "--layer-type cannot apply",
+            ),
+        ],
+        lambda c: _all_layer_types_refusals(tmp_path_factory.mktemp("case"), c[0], c[1]),
+    )
+
+
+def _all_layer_types_refusals(tmp_path, args, needle):
     args = [a.replace("{cfg}", str(CONFIGS / "gemma3_text.json")).replace("{tmp}", str(tmp_path)) for a in args]
     code, _, err = cli(["generate", *args])
     assert code == 2 and needle in err, err

@@ -85,8 +85,11 @@ def test_layer_type_is_refused_by_name_where_the_config_names_no_types(tmp_path)
 
 
 # ----- ERNIE 4.5, Hunyuan ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["ernie4_5", "ernie4_5_moe"])
-def test_ernie_rotates_interleaved_pairs(name):
+def test_ernie_rotates_interleaved_pairs():
+    each(["ernie4_5", "ernie4_5_moe"], _ernie_rotates_interleaved_pairs)
+
+
+def _ernie_rotates_interleaved_pairs(name):
     enc = make_encoding("rope", {**read_model_config(cfg(name)).params(length=32), "dtype": "float64"})
     t = np.arange(32, dtype=np.float64)[:, None]
     want = np.repeat(np.cos(t * rope_inv(500000.0, 128)[None, :]), 2, axis=1)  # (2k, 2k + 1) share w_k
@@ -113,8 +116,11 @@ def test_qwen3_vl_sections_interleave_t_h_w():
     np.testing.assert_array_equal(enc.axis, want)
 
 
-@pytest.mark.parametrize("name", ["qwen3_vl", "qwen2_vl"])
-def test_mrope_inv_freq_dtype_float32_reproduces_transformers(name):
+def test_mrope_inv_freq_dtype_float32_reproduces_transformers():
+    each(["qwen3_vl", "qwen2_vl"], _mrope_inv_freq_dtype_float32_reproduces_transformers)
+
+
+def _mrope_inv_freq_dtype_float32_reproduces_transformers(name):
     g = json.loads((GOLDEN / f"hf_{name}.json").read_text())
     p = read_model_config(cfg(name)).params(length=8)
     m = MRope.from_params({**p, "inv_freq_dtype": "float32"})
@@ -139,16 +145,21 @@ def test_unknown_model_type_is_refused_in_one_line(tmp_path):
     assert "unknown model_type 'fancy_lm'" in lines[0] and "--read-as FAMILY" in lines[0], err
 
 
-@pytest.mark.parametrize(
-    "extra,named",
-    [
-        ({"rotary_scale_base": 512}, "config key rotary_scale_base"),
-        ({"position_offset": 2}, "config key position_offset"),
-        ({"rope_scaling": {"rope_type": "linear", "factor": 2.0, "mscale": 0.5}}, "rope_scaling.mscale"),
-        ({"rope_scaling": {"rope_type": "dynamic", "factor": 2.0, "alpha": 3}}, "rope_scaling.alpha"),
-    ],
-)
-def test_read_as_reads_an_unknown_type_and_names_what_it_did_not_understand(tmp_path, extra, named):
+def test_read_as_reads_an_unknown_type_and_names_what_it_did_not_understand(tmp_path_factory):
+    each(
+        [
+            ({"rotary_scale_base": 512}, "config key rotary_scale_base"),
+            ({"position_offset": 2}, "config key position_offset"),
+            ({"rope_scaling": {"rope_type": "linear", "factor": 2.0, "mscale": 0.5}}, "rope_scaling.mscale"),
+            ({"rope_scaling": {"rope_type": "dynamic", "factor": 2.0, "alpha": 3}}, "rope_scaling.alpha"),
+        ],
+        lambda c: _read_as_reads_an_unknown_type_and_names_what_it_did_not_understand(
+            tmp_path_factory.mktemp("case"), c[0], c[1]
+        ),
+    )
+
+
+def _read_as_reads_an_unknown_type_and_names_what_it_did_not_understand(tmp_path, extra, named):
     path = write(tmp_path, {**FANCY, **extra})
     out = tmp_path / "o.safetensors"
     code, _, err = cli(["generate", "--hf-config", path, "--len", "4", "-o", str(out)])
@@ -188,17 +199,20 @@ def test_api_from_config_takes_read_as():
 
 
 # ----- kinds --hf-config: what was read, from which key -------------------------------------------------------
-@pytest.mark.parametrize(
-    "name,shown",
-    [
-        ("phimoe", ["short_mscale", "config key rope_scaling.short_mscale", "long_mscale"]),
-        ("olmo3", ["full_attention", "sliding_attention", "yarn"]),
-        ("ernie4_5", ["interleaved", "layout of ernie4_5"]),
-        ("hunyuan_v1_dense", ["ntk", "config key rope_scaling.alpha"]),
-        ("qwen3_vl", ["mrope_interleaved", "text_config.rope_scaling.mrope_section"]),
-    ],
-)
-def test_kinds_hf_config_shows_what_was_read_and_from_which_key(name, shown):
+def test_kinds_hf_config_shows_what_was_read_and_from_which_key():
+    each(
+        [
+            ("phimoe", ["short_mscale", "config key rope_scaling.short_mscale", "long_mscale"]),
+            ("olmo3", ["full_attention", "sliding_attention", "yarn"]),
+            ("ernie4_5", ["interleaved", "layout of ernie4_5"]),
+            ("hunyuan_v1_dense", ["ntk", "config key rope_scaling.alpha"]),
+            ("qwen3_vl", ["mrope_interleaved", "text_config.rope_scaling.mrope_section"]),
+        ],
+        lambda c: _kinds_hf_config_shows_what_was_read_and_from_which_key(*c),
+    )
+
+
+def _kinds_hf_config_shows_what_was_read_and_from_which_key(name, shown):
     code, out, err = cli(["kinds", "--hf-config", str(CONFIGS / f"{name}.json"), "--json"])
     assert code == 0, err
     text = out.decode()
@@ -260,8 +274,11 @@ def _bad_configs_of_the_new_families_name_the_key(tmp_path, name, mutate, named)
     assert not out.exists()
 
 
-@pytest.mark.parametrize("offset", [0, 7, 1000, -5])
-def test_mrope_offset_is_ropes_offset_for_text(offset):
+def test_mrope_offset_is_ropes_offset_for_text():
+    each([0, 7, 1000, -5], _mrope_offset_is_ropes_offset_for_text)
+
+
+def _mrope_offset_is_ropes_offset_for_text(offset):
     # parity with rope: text-only M-RoPE is rope (half layout) at the same offset, row for row
     m = MRope.from_params({"length": 12, "dim": 16, "mrope_section": (2, 3, 3), "base": 1e4, "offset": offset,
                            "dtype": "float64"})  # fmt: skip
@@ -287,8 +304,14 @@ def test_read_as_is_recorded_with_every_layer_type(tmp_path):
     assert code == 0, err
 
 
-@pytest.mark.parametrize("name", ["qwen2_vl", "qwen3_vl"])
-def test_mrope_configs_take_rope_parameters_from_the_command_line(tmp_path, name):
+def test_mrope_configs_take_rope_parameters_from_the_command_line(tmp_path_factory):
+    each(
+        ["qwen2_vl", "qwen3_vl"],
+        lambda c: _mrope_configs_take_rope_parameters_from_the_command_line(tmp_path_factory.mktemp("case"), c),
+    )
+
+
+def _mrope_configs_take_rope_parameters_from_the_command_line(tmp_path, name):
     out = tmp_path / "m.safetensors"
     code, _, err = cli(["generate", "--hf-config", str(CONFIGS / f"{name}.json"), "--len", "8",
                         "-p", "inv_freq_dtype=float32", "-p", "offset=3", "-o", str(out)])  # fmt: skip

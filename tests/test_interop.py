@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from .conftest import inproc as run
+from .each import each
 
 LEN, DIM = 128, 64  # small positions: float32 within 1e-6 of the float64 reference
 TUTORIAL = ["sinusoidal", "--len", str(LEN), "--dim", str(DIM), "-p", "preset=pytorch-tutorial"]
@@ -113,8 +114,11 @@ def test_torch_loads_bfloat16_safetensors(torch, files):
     assert same > 0.99, f"only {same:.1%} of entries equal the float64 reference rounded to bfloat16"
 
 
-@pytest.mark.parametrize(("key", "dtype"), [("npy", "float32"), ("npy64", "float64")])
-def test_torch_from_numpy_npy(torch, files, key, dtype):
+def test_torch_from_numpy_npy(torch, files):
+    each([("npy", "float32"), ("npy64", "float64")], lambda c: _torch_from_numpy_npy(torch, files, c[0], c[1]))
+
+
+def _torch_from_numpy_npy(torch, files, key, dtype):
     pe = torch.from_numpy(np.load(files[key]))
     assert pe.dtype == getattr(torch, dtype) and tuple(pe.shape) == (LEN, DIM)
     atol = 1e-6 if dtype == "float32" else 1e-12

@@ -26,6 +26,7 @@ from posenc_cli.errors import ParameterError
 from posenc_cli.models.hf_config import read_model_config
 
 from .conftest import ROOT, cli
+from .each import each
 
 GOLDEN = json.loads((ROOT / "tests" / "data" / "golden" / "layer_rules.json").read_text())
 N = GOLDEN["positions"]
@@ -44,8 +45,11 @@ def tables(name: str) -> tuple[tuple[str, ...], dict[str, Any]]:
     return model.layers, out
 
 
-@pytest.mark.parametrize("name", sorted(RAN))
-def test_each_layer_rotates_as_the_models_own_forward(name):
+def test_each_layer_rotates_as_the_models_own_forward():
+    each(sorted(RAN), _each_layer_rotates_as_the_models_own_forward)
+
+
+def _each_layer_rotates_as_the_models_own_forward(name):
     golden = RAN[name]["layers"]
     layers, by_type = tables(name)
     assert len(layers) == len(golden), (layers, name)
@@ -92,18 +96,33 @@ def test_a_window_of_another_integer_is_read_as_the_probed_ones():
     assert "4096 and 8192 (probed)" in report["ignored"]["sliding_window"]
 
 
-@pytest.mark.parametrize(
-    ("config", "cls"),
-    [
-        ({"model_type": "qwen3_next", "num_hidden_layers": 8, "head_dim": 16, "hidden_size": 64,
-          "num_attention_heads": 4}, "Qwen3NextConfig"),
-        ({"model_type": "exaone4", "num_hidden_layers": 8, "hidden_size": 64, "num_attention_heads": 4},
-         "Exaone4Config"),
-        ({"model_type": "granitemoehybrid", "num_hidden_layers": 4, "position_embedding_type": "rope"},
-         "GraniteMoeHybridConfig"),
-    ],
-)  # fmt: skip
-def test_layer_types_left_to_the_config_class_are_refused_by_name(config, cls):
+def test_layer_types_left_to_the_config_class_are_refused_by_name():
+    each(
+        [
+            (
+                {
+                    "model_type": "qwen3_next",
+                    "num_hidden_layers": 8,
+                    "head_dim": 16,
+                    "hidden_size": 64,
+                    "num_attention_heads": 4,
+                },
+                "Qwen3NextConfig",
+            ),
+            (
+                {"model_type": "exaone4", "num_hidden_layers": 8, "hidden_size": 64, "num_attention_heads": 4},
+                "Exaone4Config",
+            ),
+            (
+                {"model_type": "granitemoehybrid", "num_hidden_layers": 4, "position_embedding_type": "rope"},
+                "GraniteMoeHybridConfig",
+            ),
+        ],
+        lambda c: _layer_types_left_to_the_config_class_are_refused_by_name(*c),
+    )
+
+
+def _layer_types_left_to_the_config_class_are_refused_by_name(config, cls):
     with pytest.raises(ParameterError) as exc:
         read_model_config(config)
     msg = str(exc.value)
@@ -165,14 +184,20 @@ def test_a_probed_value_re_derives_which_layers_rotate():
     assert checked >= 4
 
 
-@pytest.mark.parametrize(
-    ("config", "key"),
-    [
-        ({"model_type": "deepseek_v3", "rope_interleave": "false"}, "rope_interleave='false'"),  # a string: truthy
-        ({"model_type": "exaone4", "sliding_window": "4096", "layer_types": ["full_attention"]}, "sliding_window='4096'"),
-    ],
-)  # fmt: skip
-def test_a_probed_key_at_a_value_not_observed_is_refused_by_name(config, key):
+def test_a_probed_key_at_a_value_not_observed_is_refused_by_name():
+    each(
+        [
+            ({"model_type": "deepseek_v3", "rope_interleave": "false"}, "rope_interleave='false'"),  # a string: truthy
+            (
+                {"model_type": "exaone4", "sliding_window": "4096", "layer_types": ["full_attention"]},
+                "sliding_window='4096'",
+            ),
+        ],
+        lambda c: _a_probed_key_at_a_value_not_observed_is_refused_by_name(*c),
+    )
+
+
+def _a_probed_key_at_a_value_not_observed_is_refused_by_name(config, key):
     """A value of a kind the probes never tried, of a key whose other values change the pairing or the layers."""
     with pytest.raises(ParameterError) as exc:
         read_model_config(config)

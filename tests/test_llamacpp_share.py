@@ -12,6 +12,8 @@ import pytest
 
 from posenc_cli.models import llamacpp as lc
 
+from .each import each
+
 LLAMACPP = Path(__file__).resolve().parent / "data" / "llamacpp"
 N = 300  # a length no block size divides: the readers' blocks end anywhere
 # YaRN with per-pair factors: every branch of ggml's theta arithmetic
@@ -98,8 +100,11 @@ def test_an_audit_computes_llamacpps_table_once_for_its_engine_row_and_gguf(coun
     assert calls == [256] and shared == [0]
 
 
-@pytest.mark.parametrize("name", ["qwen2", "llama31"])  # HF's frequencies equal llama.cpp's (qwen2) or not
-def test_the_verdicts_numbers_are_those_of_plain_numpy(name):
+def test_the_verdicts_numbers_are_those_of_plain_numpy():
+    each(["qwen2", "llama31"], _the_verdicts_numbers_are_those_of_plain_numpy)
+
+
+def _the_verdicts_numbers_are_those_of_plain_numpy(name):
     pytest.importorskip("gguf")
     from posenc_cli.encodings import make_encoding
     from posenc_cli.models.config_file import load_config

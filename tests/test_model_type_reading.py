@@ -18,6 +18,7 @@ from posenc_cli.models.data import architecture_model_type, inventory
 from posenc_cli.models.readers import from_model_config
 
 from .conftest import ROOT, cli
+from .each import each
 
 CONFIGS = ROOT / "tests" / "data" / "configs"
 
@@ -63,16 +64,21 @@ def test_kinds_says_where_the_model_type_came_from(tmp_path):
     assert "architectures GPTNeoXForCausalLM" in text and "rotated_dims             24" in text
 
 
-@pytest.mark.parametrize(
-    ("change", "needles"),
-    [
-        ({"architectures": ["FooForCausalLM"]}, ["'FooForCausalLM'", "no class of transformers"]),
-        ({"architectures": None}, ["no model_type and no architectures"]),
-        ({"architectures": ["GPTNeoXForCausalLM", "LlamaForCausalLM"]}, ["several model types", "gpt_neox, llama"]),
-        ({"architectures": "GPTNeoXForCausalLM"}, ["is not a list of class names"]),
-    ],
-)
-def test_a_config_without_a_readable_model_type_is_refused_in_one_line(tmp_path, change, needles):
+def test_a_config_without_a_readable_model_type_is_refused_in_one_line(tmp_path_factory):
+    each(
+        [
+            ({"architectures": ["FooForCausalLM"]}, ["'FooForCausalLM'", "no class of transformers"]),
+            ({"architectures": None}, ["no model_type and no architectures"]),
+            ({"architectures": ["GPTNeoXForCausalLM", "LlamaForCausalLM"]}, ["several model types", "gpt_neox, llama"]),
+            ({"architectures": "GPTNeoXForCausalLM"}, ["is not a list of class names"]),
+        ],
+        lambda c: _a_config_without_a_readable_model_type_is_refused_in_one_line(
+            tmp_path_factory.mktemp("case"), c[0], c[1]
+        ),
+    )
+
+
+def _a_config_without_a_readable_model_type_is_refused_in_one_line(tmp_path, change, needles):
     cfg = {**_neox_without_model_type(), **change}
     cfg = {k: v for k, v in cfg.items() if v is not None}
     path = tmp_path / "config.json"
@@ -95,31 +101,34 @@ def test_a_config_without_a_readable_model_type_is_refused_in_one_line(tmp_path,
     assert kind == "rope" and params["partial_rotary_factor"] == 0.25
 
 
-@pytest.mark.parametrize(
-    ("model_type", "said"),
-    [
-        # (a tower whose placing code the inventory saw is refused naming that code: tests/test_vision_towers.py)
-        ("minicpmv4_6_vision", "vision: a learned table (embeddings.position_embedding.weight) added to the token"),
-        # ESM's learned table is read now (issue 36); a table posenc does not read is named with what was seen
-        (
-            "decision_transformer",
-            "posenc does not read decision_transformer's position table encoder.wpe.weight (component model)",
-        ),
-        # (kimi_linear said so from its module names; its forward does not run on meta, so it is unobserved now)
-        ("zamba2", "zamba2 applies no positional encoding in any layer"),
-        (
-            "wav2vec2",
-            "positions come from a convolution over the sequence (encoder.pos_conv_embed.conv): there is no "
-            "table to write",
-        ),
-        (
-            "swin",
-            "swin's positions are a relative position bias per attention window: posenc export DIR writes the index",
-        ),
-        ("pixtral", "pixtral is a vision tower: its positions are a 2-D rotary over the patch grid (kind rope-2d"),
-    ],
-)
-def test_models_without_a_table_are_refused_in_their_own_terms(tmp_path, model_type, said):
+def test_models_without_a_table_are_refused_in_their_own_terms(tmp_path_factory):
+    each(
+        [
+            # (a tower whose placing code the inventory saw is refused naming that code: tests/test_vision_towers.py)
+            ("minicpmv4_6_vision", "vision: a learned table (embeddings.position_embedding.weight) added to the token"),
+            # ESM's learned table is read now (issue 36); a table posenc does not read is named with what was seen
+            (
+                "decision_transformer",
+                "posenc does not read decision_transformer's position table encoder.wpe.weight (component model)",
+            ),
+            # (kimi_linear said so from its module names; its forward does not run on meta, so it is unobserved now)
+            ("zamba2", "zamba2 applies no positional encoding in any layer"),
+            (
+                "wav2vec2",
+                "positions come from a convolution over the sequence (encoder.pos_conv_embed.conv): there is no "
+                "table to write",
+            ),
+            (
+                "swin",
+                "swin's positions are a relative position bias per attention window: posenc export DIR writes the index",
+            ),
+            ("pixtral", "pixtral is a vision tower: its positions are a 2-D rotary over the patch grid (kind rope-2d"),
+        ],
+        lambda c: _models_without_a_table_are_refused_in_their_own_terms(tmp_path_factory.mktemp("case"), c[0], c[1]),
+    )
+
+
+def _models_without_a_table_are_refused_in_their_own_terms(tmp_path, model_type, said):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": model_type}))
     for args in (["kinds", str(path)], ["audit", str(path)]):

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from posenc_cli.encodings import make_encoding
 from posenc_cli.errors import ParameterError
 
+from .each import each
+
 #: The seed material's table: positions 0..15 as 4 bits, most significant first.
 SEED_BINARY_4 = np.array(
     [
@@ -64,8 +66,11 @@ def test_normalized_values():
     np.testing.assert_array_equal(got[:, 0], np.float32([0.0, 1 / 3, 2 / 3, 1.0]))
 
 
-@pytest.mark.parametrize("kind", ["index", "normalized", "binary"])
-def test_needs_dim_and_rejects_negative_offset(kind):
+def test_needs_dim_and_rejects_negative_offset():
+    each(["index", "normalized", "binary"], _needs_dim_and_rejects_negative_offset)
+
+
+def _needs_dim_and_rejects_negative_offset(kind):
     with pytest.raises(ParameterError, match=r"needs dim: pass dim=128, say"):
         make_encoding(kind, {"length": 4})
     with pytest.raises(ParameterError, match=r"offset=-1 is out of range"):

@@ -395,18 +395,27 @@ def test_shapes_that_disagree_with_the_head_counts_are_refused(tmp_path):
 GEMMA3 = Path(__file__).resolve().parent / "data" / "llamacpp"
 
 
-@pytest.mark.parametrize(
-    ("pattern", "expect"),
-    [
-        (None, "llama.cpp treats layers 2 as sliding (no gemma3.attention.sliding_window_pattern key: llama.cpp's "
-         "default for gemma3, 6) where HF's layer_types say full_attention"),
-        ((3, gguf.GGUFValueType.UINT32), None),
-        (([True, True, False, True, True, False], gguf.GGUFValueType.ARRAY), None),
-        ((2, gguf.GGUFValueType.UINT32), "llama.cpp treats layers 1, 3 as full (key "
-         "gemma3.attention.sliding_window_pattern = 2) where HF's layer_types say sliding"),
-    ],
-)  # fmt: skip
-def test_sliding_layers_follow_the_pattern_llama_cpp_reads(tmp_path, pattern, expect):
+def test_sliding_layers_follow_the_pattern_llama_cpp_reads(tmp_path_factory):
+    each(
+        [
+            (
+                None,
+                "llama.cpp treats layers 2 as sliding (no gemma3.attention.sliding_window_pattern key: llama.cpp's "
+                "default for gemma3, 6) where HF's layer_types say full_attention",
+            ),
+            ((3, gguf.GGUFValueType.UINT32), None),
+            (([True, True, False, True, True, False], gguf.GGUFValueType.ARRAY), None),
+            (
+                (2, gguf.GGUFValueType.UINT32),
+                "llama.cpp treats layers 1, 3 as full (key "
+                "gemma3.attention.sliding_window_pattern = 2) where HF's layer_types say sliding",
+            ),
+        ],
+        lambda c: _sliding_layers_follow_the_pattern_llama_cpp_reads(tmp_path_factory.mktemp("case"), c[0], c[1]),
+    )
+
+
+def _sliding_layers_follow_the_pattern_llama_cpp_reads(tmp_path, pattern, expect):
     from posenc_cli.models.conversion import verdict
 
     from .test_llamacpp_verdict import mutate

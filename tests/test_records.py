@@ -91,8 +91,11 @@ def _keys_never_read_are_ignored(name):
 ATTENTION_ONLY = {"falcon-7b": ("multi_query",), "smollm3-3b": ("attention_bias", "num_key_value_heads")}
 
 
-@pytest.mark.parametrize("name", sorted(ATTENTION_ONLY))
-def test_keys_only_the_attention_reads_are_not_said_never_read(name):
+def test_keys_only_the_attention_reads_are_not_said_never_read():
+    each(sorted(ATTENTION_ONLY), _keys_only_the_attention_reads_are_not_said_never_read)
+
+
+def _keys_only_the_attention_reads_are_not_said_never_read(name):
     """kinds said "positional code never reads it" of a key the inventory saw the attention read: it says which
     module reads it, and that the rotary class (the table) does not; a key nothing reads keeps "never reads it"."""
     rep = describe_model_config(published(name))
@@ -126,11 +129,11 @@ def test_bloom_offset_alibi_is_never_read():
     assert "offset_alibi" in describe_model_config(published("bloom-560m"))["ignored"]
 
 
-@pytest.mark.parametrize(
-    "name,nope",
-    [("smollm3-3b", "no_rope"), ("granite-4.0-micro", None)],
-)
-def test_layers_without_positions_are_named(name, nope):
+def test_layers_without_positions_are_named():
+    each([("smollm3-3b", "no_rope"), ("granite-4.0-micro", None)], lambda c: _layers_without_positions_are_named(*c))
+
+
+def _layers_without_positions_are_named(name, nope):
     layers = model_config_layers(published(name), length=4)
     if nope is not None:
         assert layers[nope] is None and any(v is not None for v in layers.values())
@@ -158,8 +161,14 @@ def test_granite_without_rope_applies_no_positions():
     assert layers["linear_attention"] is None and layers["full_attention"] is not None
 
 
-@pytest.mark.parametrize("name", ["qwen3-0.6b", "olmo-2-1124-7b"])
-def test_qwen3_and_olmo2_have_their_own_records_and_words(name, tmp_path):
+def test_qwen3_and_olmo2_have_their_own_records_and_words(tmp_path_factory):
+    each(
+        ["qwen3-0.6b", "olmo-2-1124-7b"],
+        lambda c: _qwen3_and_olmo2_have_their_own_records_and_words(c, tmp_path_factory.mktemp("case")),
+    )
+
+
+def _qwen3_and_olmo2_have_their_own_records_and_words(name, tmp_path):
     path = PUBLISHED / f"{name}.json"
     out = tmp_path / "t.safetensors"
     code, _, err = cli(["generate", "--hf-config", str(path), "--len", "4", "-o", str(out)])

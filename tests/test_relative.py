@@ -84,8 +84,11 @@ def test_alibi_max_bias_matches_mpt():
     np.testing.assert_allclose(alibi_slopes(12, 16.0), mpt_gen_slopes(12, 16.0), rtol=4e-16)
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_alibi_bias_formula(causal):
+def test_alibi_bias_formula():
+    each([False, True], _alibi_bias_formula)
+
+
+def _alibi_bias_formula(causal):
     heads, length = 6, 9
     enc = make_encoding("alibi", {"length": length, "dim": heads, "causal": causal, "dtype": "float64"})
     slopes = published_get_slopes(heads)
@@ -216,8 +219,13 @@ def test_t5_default_literal_values():
     np.testing.assert_array_equal(b, [0, 1, 17, 7, 23, 8, 24, 10, 26, 12, 28, 14, 30, 15, 15, 31])
 
 
-@pytest.mark.parametrize(("kind", "tensor"), [("t5", "buckets"), ("relative", "index")])
-def test_integer_tables_refuse_a_float_dtype_and_record_int64(kind, tensor):
+def test_integer_tables_refuse_a_float_dtype_and_record_int64():
+    each(
+        [("t5", "buckets"), ("relative", "index")], lambda c: _integer_tables_refuse_a_float_dtype_and_record_int64(*c)
+    )
+
+
+def _integer_tables_refuse_a_float_dtype_and_record_int64(kind, tensor):
     """The metadata says what the bytes are: an integer table is int64 and says so; a float dtype is refused
     by name (it used to be recorded while the bytes stayed int64)."""
     with pytest.raises(ParameterError) as err:

@@ -21,6 +21,7 @@ from posenc_cli.inspect import tolerance
 from posenc_cli.models.readers import from_model_config
 
 from .conftest import ROOT, UNDRAWN, cli
+from .each import each
 
 MODELS = ROOT / "tests" / "data" / "models"
 GOLDEN = dict(np.load(ROOT / "tests" / "data" / "golden" / "fixed_relative.npz"))
@@ -85,23 +86,29 @@ def test_stored_copies_equal():
 SIN = GOLDEN["whisper_sinusoids"]  # what the tiny Qwen2-Audio encoder stores (10 x 16)
 
 
-@pytest.mark.parametrize(
-    "table,verdict,words",
-    [
-        (SIN.astype(ml_dtypes.bfloat16), "equal", "a bfloat16 copy of the float32 table"),
-        (SIN.astype(ml_dtypes.bfloat16).astype(np.float32), "differ", "a bfloat16 copy widened to float32"),
-        (np.zeros_like(SIN), "differ", "all zeros"),
-        (
-            SIN + np.float32(0.05) * np.random.default_rng(0).standard_normal(SIN.shape, np.float32),
-            "differ",
-            "trained away from its init",
-        ),
-        (np.random.default_rng(1).standard_normal(SIN.shape).astype(np.float32), "differ", "not this formula"),
-        (np.concatenate([SIN[:, 1::2], SIN[:, ::2]], axis=1), "differ", "not this formula"),
-    ],
-    ids=["bf16", "bf16-widened", "zeros", "trained", "random", "shuffled"],
-)
-def test_stored_copy_differences_named(tmp_path, table, verdict, words):
+#: a copy of Whisper's sinusoids, its verdict and the words that name it, by case
+STORED_COPIES = {
+    "bf16": (SIN.astype(ml_dtypes.bfloat16), "equal", "a bfloat16 copy of the float32 table"),
+    "bf16-widened": (SIN.astype(ml_dtypes.bfloat16).astype(np.float32), "differ", "a bfloat16 copy widened to float32"),
+    "zeros": (np.zeros_like(SIN), "differ", "all zeros"),
+    "trained": (
+        SIN + np.float32(0.05) * np.random.default_rng(0).standard_normal(SIN.shape, np.float32),
+        "differ",
+        "trained away from its init",
+    ),
+    "random": (np.random.default_rng(1).standard_normal(SIN.shape).astype(np.float32), "differ", "not this formula"),
+    "shuffled": (np.concatenate([SIN[:, 1::2], SIN[:, ::2]], axis=1), "differ", "not this formula"),
+}
+
+
+def test_stored_copy_differences_named(tmp_path_factory):
+    """Every copy in STORED_COPIES (tests/each.py names each failing one)."""
+    each(
+        STORED_COPIES, lambda name: _stored_copy_differences_named(tmp_path_factory.mktemp(name), *STORED_COPIES[name])
+    )
+
+
+def _stored_copy_differences_named(tmp_path, table, verdict, words):
     path = model_dir(tmp_path, "tiny_qwen2_audio_encoder", {"embed_positions.weight": table})
     [copy] = pe.stored_tables(path)
     assert copy.verdict == verdict and words in copy.why, copy.why
@@ -142,8 +149,11 @@ def test_stored_copy_bad_input(tmp_path):
 
 
 # ----- relative bias -------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("lt", ["encoder", "decoder"])
-def test_t5_bias_is_compute_bias(tmp_path, lt):
+def test_t5_bias_is_compute_bias(tmp_path_factory):
+    each(["encoder", "decoder"], lambda c: _t5_bias_is_compute_bias(tmp_path_factory.mktemp("case"), c))
+
+
+def _t5_bias_is_compute_bias(tmp_path, lt):
     dest = tmp_path / "bias.safetensors"
     code, _, err = cli(["export", str(MODELS / "tiny_t5"), "--len", str(N), "-p", "table=bias", "--layer-type", lt,
                         "-o", str(dest)])  # fmt: skip
@@ -213,8 +223,11 @@ def test_plot_draws_the_bias(tmp_path, undrawn):
     assert drawn["view"] == "bias" and [p["title"] for p in drawn["panels"]] == [f"head {h} of 3" for h in range(3)]
 
 
-@pytest.mark.parametrize("model_type", ["marian", "pegasus"])
-def test_marian_pegasus_copies(tmp_path, model_type):
+def test_marian_pegasus_copies(tmp_path_factory):
+    each(["marian", "pegasus"], lambda c: _marian_pegasus_copies(tmp_path_factory.mktemp("case"), c))
+
+
+def _marian_pegasus_copies(tmp_path, model_type):
     gold = GOLDEN["marian_create_weight"]  # create_weight of (20, 16): both classes' code is the same
     config = {"model_type": model_type, "d_model": 16, "max_position_embeddings": 20}
     np.testing.assert_allclose(formula(config).array("pe"), gold, rtol=0, atol=2.0**-24)
@@ -260,28 +273,35 @@ def test_generate_names_the_export_that_reads_the_table(tmp_path):
 FORMULAS = dict(np.load(ROOT / "tests" / "data" / "golden" / "fixed_formulas.npz"))
 
 
-@pytest.mark.parametrize(
-    "name,config",
-    [
-        ("nllb_moe", {"model_type": "nllb-moe", "d_model": 16, "max_position_embeddings": 12, "pad_token_id": 1}),
-        (
-            "kosmos2_text",
-            {"model_type": "kosmos_2_text_model", "embed_dim": 16, "max_position_embeddings": 12, "pad_token_id": 1},
-        ),
-        # the wrapper reads its text tower's table under text_config (records.tower_family)
-        (
-            "kosmos2_text",
-            {
-                "model_type": "kosmos-2",
-                "text_config": {"embed_dim": 16, "max_position_embeddings": 12, "pad_token_id": 1},
-            },
-        ),
-        ("qwen3_asr", {"model_type": "qwen3_asr_encoder", "d_model": 16}),  # its class default: 13 rows
-        ("xglm", {"model_type": "xglm", "d_model": 16, "max_position_embeddings": 12, "pad_token_id": 1}),
-    ],
-    ids=["nllb-moe", "kosmos_2_text_model", "kosmos-2", "qwen3_asr_encoder", "xglm"],
-)
-def test_copied_formulas_are_their_own_modules_rows(name, config):
+def test_copied_formulas_are_their_own_modules_rows():
+    each(
+        [
+            ("nllb_moe", {"model_type": "nllb-moe", "d_model": 16, "max_position_embeddings": 12, "pad_token_id": 1}),
+            (
+                "kosmos2_text",
+                {
+                    "model_type": "kosmos_2_text_model",
+                    "embed_dim": 16,
+                    "max_position_embeddings": 12,
+                    "pad_token_id": 1,
+                },
+            ),
+            # the wrapper reads its text tower's table under text_config (records.tower_family)
+            (
+                "kosmos2_text",
+                {
+                    "model_type": "kosmos-2",
+                    "text_config": {"embed_dim": 16, "max_position_embeddings": 12, "pad_token_id": 1},
+                },
+            ),
+            ("qwen3_asr", {"model_type": "qwen3_asr_encoder", "d_model": 16}),  # its class default: 13 rows
+            ("xglm", {"model_type": "xglm", "d_model": 16, "max_position_embeddings": 12, "pad_token_id": 1}),
+        ],
+        lambda c: _copied_formulas_are_their_own_modules_rows(*c),
+    )
+
+
+def _copied_formulas_are_their_own_modules_rows(name, config):
     gold = FORMULAS[name]
     enc = formula(config)
     x = enc.array("pe")

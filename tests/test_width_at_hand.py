@@ -25,6 +25,7 @@ from posenc_cli.models import records
 from posenc_cli.models.hf_config import read_model_config
 
 from .conftest import ROOT, cli
+from .each import each
 from .test_inventory_coverage import TOOL
 
 AIR = ROOT / "tests" / "data" / "configs" / "published" / "glm-4.5-air.json"
@@ -125,8 +126,11 @@ def test_glm4_moe_is_derived_from_the_inventory():
 #: the frequencies posenc reads at the probes' configs against the class's there: GLM-4 MoE's head_dim,
 #: JetMoE's kv_channels (read through the record's alias), Cohere2's head_dim (a given one wins in 5.24),
 #: DeepSeek-OCR 2's text model (its class ignores head_dim: hidden_size // num_attention_heads)
-@pytest.mark.parametrize("mt", ["glm4_moe", "jetmoe", "cohere2", "deepseek_ocr2_text"])
-def test_readings_at_the_probes_are_the_class_s(mt):
+def test_readings_at_the_probes_are_the_class_s():
+    each(["glm4_moe", "jetmoe", "cohere2", "deepseek_ocr2_text"], _readings_at_the_probes_are_the_class_s)
+
+
+def _readings_at_the_probes_are_the_class_s(mt):
     assert TOOL.check_probes(mt) >= 1
 
 
@@ -142,8 +146,11 @@ OBSERVED_ANOTHER_WAY = [
 ]
 
 
-@pytest.mark.parametrize("mt", OBSERVED_ANOTHER_WAY)
-def test_types_observed_another_way_are_read_as_their_class(mt):
+def test_types_observed_another_way_are_read_as_their_class():
+    each(OBSERVED_ANOTHER_WAY, _types_observed_another_way_are_read_as_their_class)
+
+
+def _types_observed_another_way_are_read_as_their_class(mt):
     entry = records.inventory_entry(mt)
     assert entry is not None and entry["status"] == "ok"
     assert entry.get("built_from") or entry.get("layer_positions_from")
