@@ -23,8 +23,15 @@ LEN, DIM = 128, 64  # small positions: float32 within 1e-6 of the float64 refere
 TUTORIAL = ["sinusoidal", "--len", str(LEN), "--dim", str(DIM), "-p", "preset=pytorch-tutorial"]
 BF16_ATOL = 2.0**-9  # half a bfloat16 ulp in [0.5, 1): a correctly rounded table is within it
 
-LLAMA_DEFAULT = {"rope_theta": 10000.0, "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 2048}
+LLAMA_DEFAULT = {
+    "model_type": "llama",
+    "rope_theta": 10000.0,
+    "hidden_size": 256,
+    "num_attention_heads": 4,
+    "max_position_embeddings": 2048,
+}
 LLAMA31 = {
+    "model_type": "llama",
     "rope_theta": 500000.0,
     "rope_scaling": {
         "rope_type": "llama3",
@@ -183,9 +190,16 @@ def rotate_half(torch, x):
     return torch.cat((-x2, x1), dim=-1)
 
 
-@pytest.mark.parametrize("config", [LLAMA_DEFAULT, LLAMA31], ids=["default", "llama3"])
-@pytest.mark.parametrize(("dtype", "atol"), [("float64", 1e-12), ("float32", 1e-6)])
-def test_rope_matches_hf_llama_rotary_embedding(torch, tmp_path, config, dtype, atol):
+def test_rope_matches_hf_llama_rotary_embedding(torch, tmp_path_factory):
+    """Llama's default and Llama 3.1's rule, each in float64 and float32 (tests/each.py names each failing one)."""
+    configs = {"default": LLAMA_DEFAULT, "llama3": LLAMA31}
+    each(
+        [(name, dtype, atol) for name in configs for dtype, atol in (("float64", 1e-12), ("float32", 1e-6))],
+        lambda c: _rope_matches_hf_llama_rotary_embedding(torch, tmp_path_factory.mktemp(c[0]), configs[c[0]], *c[1:]),
+    )
+
+
+def _rope_matches_hf_llama_rotary_embedding(torch, tmp_path, config, dtype, atol):
     from safetensors.torch import load_file
 
     cfg = tmp_path / "config.json"
