@@ -19,6 +19,7 @@ import pytest
 from safetensors.numpy import save_file
 
 import posenc_cli as pe
+from posenc_cli.blocks import rows_per_block
 from posenc_cli.inspect import tolerance as tol
 
 from .check_goldens import library_tables
@@ -187,21 +188,24 @@ def test_check_against_reads_the_spec_the_comparison_built_row_for_row():
     """check --against builds the spec's table once (the comparison's reference) and the arithmetic and matches-spec
     read their rows there: each value is judged against its own row (a wrong slice would move the worst value or
     fail the exact rows), and the rows handed out are read-only views, never the reference changed."""
-    n, d = 3000, 64  # three blocks of posenc_cli.blocks.rows_per_block(64)
+    # three blocks of posenc_cli.blocks.rows_per_block(256) (256 rows), the last one short: the blocks are the
+    # property, not their size (3000 x 64 made the same three, with 16 times the work of the exact nearest pair)
+    n, d = 700, 256
+    assert 2 * rows_per_block(d) < n < 3 * rows_per_block(d)
     enc = pe.generate("sinusoidal", length=n, dim=d)
     exact = np.asarray(enc.array("pe"))
     assert pe.check(exact.copy(), against="sinusoidal").ok  # every row its own: exact
     off = exact.copy()
-    off[2345, 17] += np.float32(1e-3)  # one value in the last block, far beyond float32's rounding
+    off[645, 17] += np.float32(1e-3)  # one value in the last block, far beyond float32's rounding
     report = pe.check(off, against="sinusoidal")
     assert not report.ok and "matches-spec" in report.failed
-    assert report.against.tensors[0].result.max_abs_at == (2345, 17)
+    assert report.against.tensors[0].result.max_abs_at == (645, 17)
     (ms,) = [r for r in report.results if r.name == "matches-spec"]
-    assert ms.detail.startswith("pe[2345, 17] differs") and ms.value == pytest.approx(1e-3, rel=1e-3)
+    assert ms.detail.startswith("pe[645, 17] differs") and ms.value == pytest.approx(1e-3, rel=1e-3)
     assert report.arithmetic["compute"] == "float64"
     whole = enc.array("pe")
-    part = tol.spec_rows(enc, "pe", 1000, 1500, {"pe": whole})
-    np.testing.assert_array_equal(part, enc.rows("pe", 1000, 1500))
+    part = tol.spec_rows(enc, "pe", 300, 450, {"pe": whole})
+    np.testing.assert_array_equal(part, enc.rows("pe", 300, 450))
     assert not part.flags.writeable and np.shares_memory(part, whole)
     np.testing.assert_array_equal(tol.spec_rows(enc, "pe", 5, 9), exact[5:9])  # nothing built: computed
 
@@ -210,7 +214,7 @@ def test_matches_spec_regenerates_in_the_files_value_dtype_not_from_the_comparis
     """A bfloat16 table written widened to float32 (metadata value_dtype bfloat16) checked --against the float32
     spec: matches-spec regenerates it in bfloat16, as its values were computed, and so finds it exact; the
     comparison's float32 table (built once for the other verdicts) is not what it reads."""
-    enc = pe.generate("rope", length=3000, dim=64, base=10000.0, dtype="bfloat16")
+    enc = pe.generate("rope", length=700, dim=256, base=10000.0, dtype="bfloat16")  # three blocks, as above
     path = tmp_path / "widened.safetensors"
     pe.write(path, enc, dtype="float32")
     report = pe.check(str(path), against="rope:base=10000.0")

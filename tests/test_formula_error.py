@@ -59,13 +59,16 @@ def _longrope(n: int, long: bool, dim: int = 64):
 #: (the largest angles and float32 error are the frequency-1 columns every width has): 32 columns at 32k rows (16
 #: frequencies still span 1 to 1/base, yarn's ramp and longrope's factors included; every row verified, as at 64),
 #: 34 at 131k (D131K: 17 frequencies, llama3's three bands 8 high, 2 medium, 7 low); Llama's own 128 stay in
-#: default-1k, base5e5-8k, llama3-8k and bf16-8k, 64 in the rest. The plain rule at 131k
+#: default-1k, llama3-8k and bf16-8k, 64 in the rest. The plain rule at 131k
 #: rows in float32 is llama3-131k's high-frequency columns (llama3 leaves them as they are: the largest angles, the
-#: largest float32 error), read from the same sampled rows; plain-rule identification is default-1k's, base5e5-8k's
-#: and base1e6-32k's, and bf16-131k is the plain rule at 131k rounded: a default-131k case repeated those (0.9 CPU-s)
+#: largest float32 error), read from the same sampled rows; plain-rule identification is default-1k's and
+#: base1e6-32k's, and bf16-131k is the plain rule at 131k rounded: a default-131k case repeated those (0.9 CPU-s).
+#: A base5e5-8k case (the plain rule, base 500000, 8192 x 128 in float32) repeated them too: 8192 rows of 128
+#: columns in float32 are llama3-8k's (its high-frequency columns are that rule, base 500000, as they are), the plain
+#: rule at base 500000 is bf16-131k's (rounded) and, in float32, test_hf_cache_explanations' scaling-missing caches'
+#: (1k and 32k rows, read as base 500000 without llama3's scaling), another base than 10000 is base1e6-32k's
 CASES = {
     "default-1k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(128, 1e4), 1024), {"base": 1e4}),
-    "base5e5-8k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(128, 5e5), 8192), {"base": 5e5}),
     "base1e6-32k": lambda: (ft.hf_cos_sin(ft.hf_inv_freq(D32K, 1e6), 32768), {"base": 1e6}),
     "llama3-8k": lambda: (
         ft.hf_cos_sin(ft.hf_llama3(ft.hf_inv_freq(128, 5e5), 8, 1, 4, 8192), 8192),

@@ -26,6 +26,7 @@ from .common import (
     f64,
     fmt,
     hash_block,
+    memo,
     raw_positions_distinct,
     skipped,
     verdict,
@@ -454,6 +455,12 @@ def _closest_pair_exact(ctx: CheckContext) -> tuple[int, int]:
 
 
 def _exact_duplicate(ctx: CheckContext) -> tuple[int, int] | None:
+    """The first pair of identical rows (by hash, confirmed row by row), or None: found once per context, read by
+    ``distinct`` and, beyond :data:`EXACT_UNIQUE_ROWS`, by ``unique``."""
+    return memo(ctx, "exact-duplicate", lambda: _find_exact_duplicate(ctx))
+
+
+def _find_exact_duplicate(ctx: CheckContext) -> tuple[int, int] | None:
     t = ctx.table
     if _dedupe_by_bfloat16(ctx):
         # Equal rows stay equal in bfloat16: only rows whose bfloat16 hash repeats can be duplicates, so only
