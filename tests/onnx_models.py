@@ -49,9 +49,12 @@ def genai_caches(
         inv = _inv_freq(head_size, theta, rot_dim=rot_dim, rescale=rescale, yarn=yarn, round_range=round_range)
         _RAW[key] = (inv, np.empty((0, inv.size), f32), np.empty((0, inv.size), f32))
     inv_freq, cos, sin = _RAW[key]
-    if cos.shape[0] < length:
-        more = _unscaled_rows(inv_freq, cos.shape[0], length)
-        cos, sin = np.concatenate([cos, more[0]]), np.concatenate([sin, more[1]])
+    if cos.shape[0] < length:  # grown in place of a new pair: the rows so far copied, the others computed into it
+        have = cos.shape[0]
+        grown = np.empty((length, inv_freq.size), f32), np.empty((length, inv_freq.size), f32)
+        grown[0][:have], grown[1][:have] = cos, sin
+        _unscaled_rows(inv_freq, have, length, out=grown)
+        cos, sin = grown
         _RAW[key] = (inv_freq, cos, sin)
     # the builder's steps: the float32 cos/sin times the float32 mscale, then the cast to the I/O dtype
     scaled = [(part[:length] * f32(mscale)).astype(f32, copy=False) for part in (cos, sin)]  # new arrays
@@ -89,18 +92,17 @@ def _inv_freq(
     return inv_freq
 
 
-def _unscaled_rows(inv_freq: np.ndarray, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+def _unscaled_rows(inv_freq: np.ndarray, start: int, stop: int, out: tuple[np.ndarray, np.ndarray]) -> None:
     """float32 cos/sin of positions ``start .. stop - 1`` times ``inv_freq`` (the float32 angles, their cosine
-    and sine correctly rounded to float32), before the mscale."""
+    and sine correctly rounded to float32), before the mscale, into those rows of ``out`` (cos, sin): no array of
+    the rows' size is made (a fresh 25 MB array cost ~0.05-0.09 CPU-s of page faults here, more than its copy)."""
     f32 = np.float32
     t = np.arange(start, stop, dtype=np.int64).astype(f32)
-    cos = np.empty((stop - start, inv_freq.size), dtype=f32)
-    sin = np.empty_like(cos)
+    cos, sin = out
     for a in range(0, stop - start, 4096):  # row by row the same values; blocks keep the float64 temporaries small
         freqs = np.outer(t[a : a + 4096], inv_freq).astype(f32).astype(np.float64)
-        cos[a : a + 4096] = np.cos(freqs).astype(f32)
-        sin[a : a + 4096] = np.sin(freqs).astype(f32)
-    return cos, sin
+        cos[start + a : start + a + 4096] = np.cos(freqs)  # (assigned into float32: the same rounding as astype)
+        sin[start + a : start + a + 4096] = np.sin(freqs)
 
 
 def yarn_mscale(factor: float) -> float:

@@ -121,18 +121,19 @@ def test_metadata_free_cos_sin_pairs_by_name_against_a_spec(tmp_path) -> None:
     assert r.exit_code == 0
     assert "SAME within the float32 formula's error (bound" in r.stderr
     assert "not compared: inv_freq" in r.stdout
-    # a sin table swapped in: not the same, and said
+    # a sin table swapped in: not the same, and said (the verdict: explain=False leaves out the diagnosis of why)
     save_file({"cos": cos, "sin": -sin}, str(path))
-    assert not pe.compare(str(path), "rope:preset=llama3.1").same
+    assert not pe.compare(str(path), "rope:preset=llama3.1", explain=False).same
 
 
 @pytest.mark.parametrize("n", [1024, 8192])
 def test_compare_against_a_wrong_spec_still_differs(n, tmp_path) -> None:
-    """The formula's error never excuses another base: 5e5 against a 1e4 spec differs."""
+    """The formula's error never excuses another base: 5e5 against a 1e4 spec differs (the verdict and the formula's
+    judgement: explain=False leaves out the diagnosis of why, 0.15-0.2 CPU-s)."""
     cos, _ = ft.hf_cos_sin(ft.hf_inv_freq(128, 5e5), n)
     path = tmp_path / "cos.npy"
     np.save(path, cos)
-    cmp = pe.compare(str(path), "rope:base=10000")
+    cmp = pe.compare(str(path), "rope:base=10000", explain=False)
     assert not cmp.same
     assert cmp.tensors[0].result.formula is None
 
