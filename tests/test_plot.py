@@ -1,10 +1,11 @@
-"""plot.py: every view drawn to a PNG and read back pixel by pixel (the heatmap's colour at a cell follows the value
-there, the dot curve peaks at offset 0, the circle's points lie on the circle, the spectrum rises, the bias shows
-each head and its mask, compare shows the difference), and further sources of a view read from the figure's
-artists without drawing it (the rotary heatmap's images are cos and sin, the cosine curves peak at 0, a rotary
-source's points lie on the circle, the context line sits at the original context); views that do not apply, the
-install hint without matplotlib, formats and deterministic files. Frequencies measured on the data are checked
-against the formulas without matplotlib."""
+"""plot.py: views drawn to a PNG and read back pixel by pixel (the heatmap's colour at a cell follows the value there,
+the circle's points lie on the circle, the bias shows each head and its mask, compare shows the difference; the dot
+and spectrum pictures read back are README's, in test_plot_cli.test_readme_pictures_are_current), and further
+sources of a view read from the figure's artists without drawing it (the rotary heatmap's images are cos and sin,
+the dot and cosine curves peak at 0, a rotary source's points lie on the circle, a table's spectrum is its measured
+wavelengths, the context line sits at the original context); views that do not apply, the install hint without
+matplotlib, formats and deterministic files. Frequencies measured on the data are checked against the formulas
+without matplotlib."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ DRAWN_HERE = {
     *(("rope", view) for view in ("heatmap", "dot", "circle", "spectrum", "compare")),
     ("alibi", "bias"),
 }
-#: The ways of drawing that are rasterised below and read back pixel by pixel: (view, integer values). How a view
+#: The ways of drawing that are rasterised and read back pixel by pixel: (view, integer values), below, or (dot and
+#: spectrum) in test_plot_cli.test_readme_pictures_are_current, which draws README's pictures anyway. How a view
 #: turns its figure into pixels depends on the view and on whether its values are integers, not on which role the
 #: tensor it shows plays (that decides which tensor is read, which the figure's artists show); test_plot_cli
 #: rasterises each other way once.
@@ -53,7 +55,6 @@ RASTERISED_HERE = {(view, False) for view in ("heatmap", "dot", "circle", "spect
 
 C0 = (31, 119, 180)  # matplotlib's first cycle colour (#1f77b4)
 C1 = (255, 127, 14)
-C2 = (44, 160, 44)
 
 
 def source(spec: str, label: str | None = None, **params) -> PlotSource:
@@ -190,20 +191,24 @@ def test_dot_cosine_curve_peaks_at_one_at_offset_zero(built, tmp_path, spec):
     assert np.all(values[ks != 0] < 1.0 - 1e-6)
 
 
-def test_dot_overlays_a_table_and_two_bases_each_peaking_at_zero(mpl, tmp_path):
+def test_dot_products_of_a_table_and_two_bases_each_peak_at_zero(built, tmp_path):
     """The dot product of a table's rows (sinusoidal) and rope's rotated product at two bases, row t = 128 of 256
-    each, in one picture: each curve's highest pixels at offset 0."""
+    each, in one figure, read from its lines: each curve highest at offset 0 only (the dot picture of README.md,
+    two tables' curves, is read back in pixels in test_plot_cli.test_readme_pictures_are_current)."""
     srcs = [
         source("sinusoidal", length=256, dim=32),
         source("rope", "base 1e4", length=256, dim=32),
         source("rope:base=500000", "base 5e5", length=256, dim=32),
     ]
-    res = plot("dot", srcs, tmp_path / "d3.png", size=(6, 3.5))  # 4 px an offset (the view's: 8 x 5 in)
-    img = read_rgb(res.path)
+    res = plot("dot", srcs, tmp_path / "d3.png")
     (panel,) = res.panels
     assert panel.xlim[0] < -50 and panel.xlim[1] > 50  # t = 128 of 256 rows, offsets up to a quarter of them
-    for rgb in (C0, C1, C2):
-        assert abs(peak_offset(img, panel, rgb)) <= 1.0, rgb
+    lines = [ln for ln in panel_axes(built[0], res)[0].lines if ln.get_label().endswith(", t=128")]
+    assert [ln.get_label() for ln in lines] == ["sinusoidal, t=128", "base 1e4, t=128", "base 5e5, t=128"]
+    for line in lines:
+        ks, values = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+        assert ks[0] < -50 and ks[-1] > 50 and ks[np.argmax(values)] == 0, line.get_label()
+        assert np.all(values[ks != 0] < values[ks == 0][0]), line.get_label()
 
 
 def test_dot_rotated_product_equals_the_rotation_for_any_layout():
@@ -254,20 +259,13 @@ def test_circle_puts_position_zero_at_angle_zero():
 
 
 # ----- spectrum -------------------------------------------------------------------------------------------------
-def test_spectrum_line_rises_monotonically(mpl, tmp_path):
-    res = plot("spectrum", [source("sinusoidal", length=128, dim=64)], tmp_path / "s.png", size=(5, 3))
-    (panel,) = res.panels
-    assert panel.yscale == "log"
-    rows, cols = pixels_of(read_rgb(res.path), panel, C0)
-    heights = [rows[cols == c].mean() for c in np.unique(cols)]
-    assert np.all(np.diff(heights) <= 2)  # pixel rows fall: the wavelength rises
-    assert heights[0] - heights[-1] > 0.6 * (panel.bbox[3] - panel.bbox[1])
-
-
-def test_spectrum_draws_the_original_context_where_it_is(built, tmp_path):
-    """One dashed grey line across the panel at the llama3 source's original context, 8192 (the other source has
-    none), labelled there; read from the figure (the spectrum above is drawn and read back in pixels)."""
+def test_spectrum_draws_the_wavelengths_and_the_original_context_where_it_is(built, tmp_path):
+    """A table's line is the wavelengths measured on it, rising (sinusoidal 128 x 64: 2 pi / the formula's
+    frequencies), and one dashed grey line across the panel at the llama3 source's original context, 8192 (the
+    other sources have none), labelled there; read from the figure (the spectrum picture of README.md is read back
+    in pixels in test_plot_cli.test_readme_pictures_are_current)."""
     srcs = [
+        source("sinusoidal", length=128, dim=64),
         source("rope:base=500000", "none", length=256, dim=64),
         source("rope:preset=llama3.1", "llama3", length=256, dim=64),
     ]
@@ -275,6 +273,10 @@ def test_spectrum_draws_the_original_context_where_it_is(built, tmp_path):
     (panel,) = res.panels
     ax = panel_axes(built[0], res)[0]
     assert panel.yscale == "log" and panel.ylim[0] < 8192 < panel.ylim[1]
+    (table,) = [ln for ln in ax.lines if ln.get_label() == "sinusoidal (measured on pe)"]
+    wave = np.asarray(table.get_ydata())
+    np.testing.assert_allclose(wave, 2 * np.pi * 10000.0 ** (np.arange(0, 64, 2) / 64), rtol=1e-6)
+    assert np.all(np.diff(wave) > 0) and list(table.get_xdata()) == list(range(32))
     grey = [ln for ln in ax.lines if ln.get_color() == "#555555"]
     assert [(tuple(ln.get_xdata()), tuple(ln.get_ydata()), ln.get_linestyle()) for ln in grey] == [
         ((0, 1), (8192.0, 8192.0), "--")  # x from the panel's left edge to its right (axes coordinates)

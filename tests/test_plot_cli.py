@@ -9,15 +9,18 @@ The views' content (colours per cell, the dot curve's peak, points on the circle
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from posenc_cli.encodings import KINDS, get_kind
+from posenc_cli.plot import PanelInfo
 
 from .conftest import ROOT, UNDRAWN, cli, cli_tty
-from .test_plot import DRAWN_HERE, RASTERISED_HERE
+from .test_plot import C0, C1, DRAWN_HERE, RASTERISED_HERE, peak_offset, pixels_of, read_rgb, to_data, to_pixel
 
 matplotlib = pytest.importorskip("matplotlib")
 
@@ -144,23 +147,58 @@ def test_every_declared_view_is_one_the_plot_engine_can_draw():
 
 
 def test_readme_pictures_are_current(tmp_path):
-    """tools/pictures.py draws them again; the pixels must equal the committed files'."""
+    """tools/pictures.py draws them again (in this process: a fresh interpreter adds a second of imports per
+    picture); the pixels must equal the committed files'. The fresh dot and spectrum pictures are also the ones of
+    those views read back in pixels (test_plot.py reads their figures from the artists): each curve of the dot
+    picture (two tables) peaks at offset 0, and the spectrum's first line (rope, 128 features) lies where its
+    wavelengths are, column by column. Those checks hold whatever matplotlib's version; the comparison with the
+    committed files only with the version they were drawn with (docs/pictures/VERSION)."""
     import importlib.util
 
-    recorded = (ROOT / "docs" / "pictures" / "VERSION").read_text().split()[-1]
-    if recorded != matplotlib.__version__:
-        pytest.skip(f"pictures were drawn with matplotlib {recorded}, this is {matplotlib.__version__}")
     spec_ = importlib.util.spec_from_file_location("pictures", ROOT / "tools" / "pictures.py")
     module = importlib.util.module_from_spec(spec_)
     spec_.loader.exec_module(module)
+    results = {}
 
-    def plot(args: list[str]) -> None:  # in this process: a fresh interpreter adds a second of imports per picture
-        code, _, err = cli(["plot", *args])
+    def plot(args: list[str]) -> None:
+        code, out, err = cli(["plot", *args, "--json"])
         assert code == 0 and err == "", err
+        result = json.loads(out)
+        results[Path(result["path"]).name] = result
 
-    for path in module.draw(tmp_path, plot):
+    paths = module.draw(tmp_path, plot)
+    assert module.PICTURES["dot.png"][:2] == ["sinusoidal", "sinusoidal:base=100"]
+    dot, spectrum = (PanelInfo(**results[name]["panels"][0]) for name in ("dot.png", "spectrum.png"))
+    img = read_rgb(tmp_path / "dot.png")
+    for rgb in (C0, C1):
+        assert abs(peak_offset(img, dot, rgb)) <= 1.0, rgb
+    assert module.PICTURES["spectrum.png"][0] == "rope" and "128" in module.PICTURES["spectrum.png"]
+    wave = 2 * np.pi * 10000.0 ** (np.arange(0, 128, 2) / 128)  # rope's wavelengths, pair i = 0 .. 63
+    assert_line_follows(read_rgb(tmp_path / "spectrum.png"), spectrum, C0, wave)
+    recorded = (ROOT / "docs" / "pictures" / "VERSION").read_text().split()[-1]
+    if recorded != matplotlib.__version__:
+        pytest.skip(f"pictures were drawn with matplotlib {recorded}, this is {matplotlib.__version__}")
+    for path in paths:
         committed = matplotlib.image.imread(ROOT / "docs" / "pictures" / path.name)
         fresh = matplotlib.image.imread(path)
         assert committed.shape == fresh.shape and np.array_equal(committed, fresh), (
             f"docs/pictures/{path.name} is stale; run python tools/pictures.py"
         )
+
+
+def assert_line_follows(img: np.ndarray, panel: PanelInfo, rgb: tuple[int, int, int], y: np.ndarray) -> None:
+    """The pixels of colour ``rgb`` in ``panel`` (linear x, log y) lie on the line through (i, y[i]), column by
+    column, over at least half the columns the line spans (README's yarn line, the same wavelengths as rope's up
+    to pair ~25, is drawn over it there)."""
+    rows, cols = pixels_of(img, panel, rgb)
+    x, _ = to_data(panel, np.zeros(cols.size), cols)
+    inside = (x >= 0) & (x <= y.size - 1)
+    rows, cols, x = rows[inside], cols[inside], x[inside]
+    log_y = np.interp(x, np.arange(y.size), np.log10(y))  # straight between points on a log axis
+    want = np.array([to_pixel(panel, xi, 10.0**ly)[0] for xi, ly in zip(x, log_y)])
+    columns = np.unique(cols)
+    off = [abs(rows[cols == c].mean() - want[cols == c].mean()) for c in columns]
+    spanned = to_pixel(panel, y.size - 1, y[-1])[1] - to_pixel(panel, 0, y[0])[1]
+    assert columns.size > 0.5 * spanned, (columns.size, spanned)
+    # within a line's width everywhere, and on it on average (one pair further along is ~2.6 px higher here)
+    assert max(off) <= 3.0 and float(np.mean(off)) <= 0.75, (max(off), float(np.mean(off)))
