@@ -1,6 +1,6 @@
 """plot.py: views drawn to a PNG and read back pixel by pixel (the heatmap's colour at a cell follows the value there,
-the circle's points lie on the circle, the bias shows each head and its mask, compare shows the difference; the dot
-and spectrum pictures read back are README's, in test_plot_cli.test_readme_pictures_are_current), and further
+the circle's points lie on the circle, the bias shows each head and its mask, compare shows the difference; README's
+pictures, drawn in test_plot_cli.test_readme_pictures_are_current, are the signed heatmap, dot and spectrum read back), and further
 sources of a view read from the figure's artists without drawing it (the rotary heatmap's images are cos and sin,
 the dot and cosine curves peak at 0, a rotary source's points lie on the circle, a table's spectrum is its measured
 wavelengths, the context line sits at the original context); views that do not apply, the install hint without
@@ -46,8 +46,8 @@ DRAWN_HERE = {
     *(("rope", view) for view in ("heatmap", "dot", "circle", "spectrum", "compare")),
     ("alibi", "bias"),
 }
-#: The ways of drawing that are rasterised and read back pixel by pixel: (view, integer values), below, or (dot and
-#: spectrum) in test_plot_cli.test_readme_pictures_are_current, which draws README's pictures anyway. How a view
+#: The ways of drawing that are rasterised and read back pixel by pixel: (view, integer values), below, or (heatmap,
+#: dot and spectrum) in test_plot_cli.test_readme_pictures_are_current, which draws README's pictures anyway. How a view
 #: turns its figure into pixels depends on the view and on whether its values are integers, not on which role the
 #: tensor it shows plays (that decides which tensor is read, which the figure's artists show); test_plot_cli
 #: rasterises each other way once.
@@ -137,21 +137,20 @@ def expected_rgb(panel, value: float) -> np.ndarray:
 
 # ----- heatmap --------------------------------------------------------------------------------------------------
 def test_heatmap_colour_at_each_cell_follows_the_value(mpl, tmp_path):
-    """Two tables in one picture, a panel each: signed values (RdBu_r about 0) and positive values (viridis); a png
-    without stamps (no version, tool or date)."""
-    values = np.linspace(-1.0, 1.0, 6 * 5).reshape(6, 5)[np.random.default_rng(3).permutation(6)]
-    tables = {offset: values + offset for offset in (-0.5, 1.0)}
-    srcs = [PlotSource(f"grid {offset:+}", {"pe": table}, {"pe": "table"}) for offset, table in tables.items()]
-    res = plot("heatmap", srcs, tmp_path / "h.png", size=(6, 3))  # cells of 36 x 38 px (the view's: 10 x 5 in)
+    """A table of positive values (viridis), every cell read back; a png without stamps (no version, tool or
+    date). Signed values (RdBu_r about 0): README's heatmap, every cell read back in
+    test_plot_cli.test_readme_pictures_are_current (a picture drawn there anyway)."""
+    table = np.linspace(0.0, 2.0, 6 * 5).reshape(6, 5)[np.random.default_rng(3).permutation(6)]
+    res = plot("heatmap", [PlotSource("grid", {"pe": table}, {"pe": "table"})], tmp_path / "h.png", size=(4, 3))
     assert_file_without_stamps(res, "png")
     img = read_rgb(res.path)
     assert img.shape[:2] == (res.size[1], res.size[0])
-    assert [p.cmap for p in res.panels] == ["RdBu_r", "viridis"]
-    for panel, table in zip(res.panels, tables.values()):
-        for r in range(6):
-            for c in range(5):
-                got = img[to_pixel(panel, c, r)]
-                assert np.abs(got - expected_rgb(panel, table[r, c])).max() <= 2, (panel.title, r, c, got)
+    (panel,) = res.panels
+    assert panel.cmap == "viridis" and panel.clim == (0.0, 2.0)
+    for r in range(6):
+        for c in range(5):
+            got = img[to_pixel(panel, c, r)]
+            assert np.abs(got - expected_rgb(panel, table[r, c])).max() <= 2, (r, c, got)
 
 
 def test_heatmap_of_a_rotary_source_shows_cos_and_sin(built, tmp_path):

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from posenc_cli import api
 from posenc_cli.encodings import KINDS, get_kind
 from posenc_cli.plot import PanelInfo
 
@@ -150,7 +151,8 @@ def test_readme_pictures_are_current(tmp_path):
     """tools/pictures.py draws them again (in this process: a fresh interpreter adds a second of imports per
     picture); the pixels must equal the committed files'. The fresh dot and spectrum pictures are also the ones of
     those views read back in pixels (test_plot.py reads their figures from the artists): each curve of the dot
-    picture (two tables) peaks at offset 0, and the spectrum's first line (rope, 128 features) lies where its
+    picture (two tables) peaks at offset 0, the heatmap's colour at every cell follows the value there (signed values:
+    RdBu_r about 0; test_plot.py draws positive ones), and the spectrum's first line (rope, 128 features) lies where its
     wavelengths are, column by column. Those checks hold whatever matplotlib's version; the comparison with the
     committed files only with the version they were drawn with (docs/pictures/VERSION)."""
     import importlib.util
@@ -167,6 +169,11 @@ def test_readme_pictures_are_current(tmp_path):
         results[Path(result["path"]).name] = result
 
     paths = module.draw(tmp_path, plot)
+    assert module.PICTURES["heatmap.png"][:5] == ["sinusoidal:preset=tf-tutorial", "--len", "64", "--dim", "64"]
+    heat = PanelInfo(**results["heatmap.png"]["panels"][0])
+    pe = api.generate("sinusoidal:preset=tf-tutorial", length=64, dim=64).array("pe")
+    assert heat.cmap == "RdBu_r" and heat.clim == [-1.0, 1.0]  # signed values: a scale symmetric about 0
+    assert_cells_follow(read_rgb(tmp_path / "heatmap.png"), heat, pe)
     assert module.PICTURES["dot.png"][:2] == ["sinusoidal", "sinusoidal:base=100"]
     dot, spectrum = (PanelInfo(**results[name]["panels"][0]) for name in ("dot.png", "spectrum.png"))
     img = read_rgb(tmp_path / "dot.png")
@@ -184,6 +191,16 @@ def test_readme_pictures_are_current(tmp_path):
         assert committed.shape == fresh.shape and np.array_equal(committed, fresh), (
             f"docs/pictures/{path.name} is stale; run python tools/pictures.py"
         )
+
+
+def assert_cells_follow(img: np.ndarray, panel: PanelInfo, table: np.ndarray) -> None:
+    """The colour at the centre of every cell of ``panel`` (an image of ``table``, row 0 at the top) is the colour
+    map's at the cell's value, within 2 of 255 in each channel."""
+    lo, hi = panel.clim
+    want = np.rint(np.asarray(matplotlib.colormaps[panel.cmap]((table - lo) / (hi - lo)))[..., :3] * 255).astype(int)
+    at = np.array([[to_pixel(panel, c, r) for c in range(table.shape[1])] for r in range(table.shape[0])])
+    bad = np.abs(img[at[..., 0], at[..., 1]] - want).max(axis=-1) > 2
+    assert not bad.any(), f"{int(bad.sum())} cells off, first (row, column): {np.argwhere(bad)[:3].tolist()}"
 
 
 def assert_line_follows(img: np.ndarray, panel: PanelInfo, rgb: tuple[int, int, int], y: np.ndarray) -> None:
