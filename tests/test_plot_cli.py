@@ -219,3 +219,19 @@ def assert_line_follows(img: np.ndarray, panel: PanelInfo, rgb: tuple[int, int, 
     assert columns.size > 0.5 * spanned, (columns.size, spanned)
     # within a line's width everywhere, and on it on average (one pair further along is ~2.6 px higher here)
     assert max(off) <= 3.0 and float(np.mean(off)) <= 0.75, (max(off), float(np.mean(off)))
+
+
+def test_the_default_view_is_chosen_without_measuring_the_table(monkeypatch):
+    """A table's default view is its kind's first that applies (heatmap), chosen without the table analysis that
+    the circle and spectrum views' tests run (70 ms of a 4096 x 768 table); asking which views apply runs it."""
+    import posenc_cli.inspect.analysis as an
+    from posenc_cli.api import SourceOptions, plot_tables
+    from posenc_cli.plot import applicable
+
+    calls = []
+    init = an.TableAnalysis.__init__
+    monkeypatch.setattr(an.TableAnalysis, "__init__", lambda self, *a, **k: (calls.append(1), init(self, *a, **k))[1])
+    opts = SourceOptions(length=64, dim=32)
+    view, (src,), _ = plot_tables(["sinusoidal"], options=opts)
+    assert view == "heatmap" and calls == []
+    assert applicable([src])[:3] == ["heatmap", "dot", "circle"] and calls == [1]
