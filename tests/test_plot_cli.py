@@ -21,7 +21,7 @@ from posenc_cli.encodings import KINDS, get_kind
 from posenc_cli.plot import PanelInfo
 
 from .conftest import ROOT, UNDRAWN, cli, cli_tty
-from .test_plot import C0, C1, DRAWN_HERE, RASTERISED_HERE, peak_offset, pixels_of, read_rgb, to_data, to_pixel
+from .test_plot import C0, C1, DRAWN_HERE, RASTERISED_HERE, peak_offset, pixels_of, to_data, to_pixel
 
 matplotlib = pytest.importorskip("matplotlib")
 
@@ -169,26 +169,26 @@ def test_readme_pictures_are_current(tmp_path):
         results[Path(result["path"]).name] = result
 
     paths = module.draw(tmp_path, plot)
+    fresh = {path.name: matplotlib.image.imread(path) for path in paths}  # each picture decoded once
+    rgb = {name: np.rint(img[..., :3] * 255).astype(int) for name, img in fresh.items()}  # as test_plot.read_rgb
     assert module.PICTURES["heatmap.png"][:5] == ["sinusoidal:preset=tf-tutorial", "--len", "64", "--dim", "64"]
     heat = PanelInfo(**results["heatmap.png"]["panels"][0])
     pe = api.generate("sinusoidal:preset=tf-tutorial", length=64, dim=64).array("pe")
     assert heat.cmap == "RdBu_r" and heat.clim == [-1.0, 1.0]  # signed values: a scale symmetric about 0
-    assert_cells_follow(read_rgb(tmp_path / "heatmap.png"), heat, pe)
+    assert_cells_follow(rgb["heatmap.png"], heat, pe)
     assert module.PICTURES["dot.png"][:2] == ["sinusoidal", "sinusoidal:base=100"]
     dot, spectrum = (PanelInfo(**results[name]["panels"][0]) for name in ("dot.png", "spectrum.png"))
-    img = read_rgb(tmp_path / "dot.png")
-    for rgb in (C0, C1):
-        assert abs(peak_offset(img, dot, rgb)) <= 1.0, rgb
+    for colour in (C0, C1):
+        assert abs(peak_offset(rgb["dot.png"], dot, colour)) <= 1.0, colour
     assert module.PICTURES["spectrum.png"][0] == "rope" and "128" in module.PICTURES["spectrum.png"]
     wave = 2 * np.pi * 10000.0 ** (np.arange(0, 128, 2) / 128)  # rope's wavelengths, pair i = 0 .. 63
-    assert_line_follows(read_rgb(tmp_path / "spectrum.png"), spectrum, C0, wave)
+    assert_line_follows(rgb["spectrum.png"], spectrum, C0, wave)
     recorded = (ROOT / "docs" / "pictures" / "VERSION").read_text().split()[-1]
     if recorded != matplotlib.__version__:
         pytest.skip(f"pictures were drawn with matplotlib {recorded}, this is {matplotlib.__version__}")
     for path in paths:
         committed = matplotlib.image.imread(ROOT / "docs" / "pictures" / path.name)
-        fresh = matplotlib.image.imread(path)
-        assert committed.shape == fresh.shape and np.array_equal(committed, fresh), (
+        assert committed.shape == fresh[path.name].shape and np.array_equal(committed, fresh[path.name]), (
             f"docs/pictures/{path.name} is stale; run python tools/pictures.py"
         )
 
