@@ -2099,12 +2099,16 @@ def plot_tables(
         return view, drawn, warnings
     if len(opened) == 2 and len(drawn) == 2 and len(texts) == 2:
         return "compare", drawn, warnings
-    fits = plot.applicable(drawn)
     known = [s.kind for s in opened if s.kind in KINDS]
     declared = get_kind(known[0]).VIEWS if known else ()
-    for name in (*declared, *fits):
-        if name in fits:
+    # the first declared view that applies, tried in order: a view's test can measure the table (circle and
+    # spectrum look for its oscillators), which the view chosen before it does not need
+    for name in declared:
+        if name in plot.VIEWS and plot.VIEWS[name].applies(drawn):
             return name, drawn, warnings
+    fits = plot.applicable(drawn)
+    if fits:
+        return fits[0], drawn, warnings
     raise ParameterError(f"no view can draw {', '.join(s.label for s in drawn)}")
 
 

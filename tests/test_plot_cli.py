@@ -9,15 +9,19 @@ The views' content (colours per cell, the dot curve's peak, points on the circle
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from posenc_cli import api
 from posenc_cli.encodings import KINDS, get_kind
+from posenc_cli.plot import PanelInfo
 
 from .conftest import ROOT, UNDRAWN, cli, cli_tty
-from .test_plot import DRAWN_HERE, RASTERISED_HERE
+from .test_plot import C0, C1, DRAWN_HERE, RASTERISED_HERE, peak_offset, pixels_of, to_data, to_pixel
 
 matplotlib = pytest.importorskip("matplotlib")
 
@@ -144,23 +148,96 @@ def test_every_declared_view_is_one_the_plot_engine_can_draw():
 
 
 def test_readme_pictures_are_current(tmp_path):
-    """tools/pictures.py draws them again; the pixels must equal the committed files'."""
+    """tools/pictures.py draws them again (in this process: a fresh interpreter adds a second of imports per
+    picture); the pixels must equal the committed files'. The fresh dot and spectrum pictures are also the ones of
+    those views read back in pixels (test_plot.py reads their figures from the artists): each curve of the dot
+    picture (two tables) peaks at offset 0, the heatmap's colour at every cell follows the value there (signed values:
+    RdBu_r about 0; test_plot.py draws positive ones), and the spectrum's first line (rope, 128 features) lies where its
+    wavelengths are, column by column. Those checks hold whatever matplotlib's version; the comparison with the
+    committed files only with the version they were drawn with (docs/pictures/VERSION)."""
     import importlib.util
 
-    recorded = (ROOT / "docs" / "pictures" / "VERSION").read_text().split()[-1]
-    if recorded != matplotlib.__version__:
-        pytest.skip(f"pictures were drawn with matplotlib {recorded}, this is {matplotlib.__version__}")
     spec_ = importlib.util.spec_from_file_location("pictures", ROOT / "tools" / "pictures.py")
     module = importlib.util.module_from_spec(spec_)
     spec_.loader.exec_module(module)
+    results = {}
 
-    def plot(args: list[str]) -> None:  # in this process: a fresh interpreter adds a second of imports per picture
-        code, _, err = cli(["plot", *args])
+    def plot(args: list[str]) -> None:
+        code, out, err = cli(["plot", *args, "--json"])
         assert code == 0 and err == "", err
+        result = json.loads(out)
+        results[Path(result["path"]).name] = result
 
-    for path in module.draw(tmp_path, plot):
+    paths = module.draw(tmp_path, plot)
+    fresh = {path.name: matplotlib.image.imread(path) for path in paths}  # each picture decoded once
+    rgb = {name: np.rint(img[..., :3] * 255).astype(int) for name, img in fresh.items()}  # as test_plot.read_rgb
+    assert module.PICTURES["heatmap.png"][:5] == ["sinusoidal:preset=tf-tutorial", "--len", "64", "--dim", "64"]
+    heat = PanelInfo(**results["heatmap.png"]["panels"][0])
+    pe = api.generate("sinusoidal:preset=tf-tutorial", length=64, dim=64).array("pe")
+    assert heat.cmap == "RdBu_r" and heat.clim == [-1.0, 1.0]  # signed values: a scale symmetric about 0
+    assert_cells_follow(rgb["heatmap.png"], heat, pe)
+    assert module.PICTURES["dot.png"][:2] == ["sinusoidal", "sinusoidal:base=100"]
+    dot, spectrum = (PanelInfo(**results[name]["panels"][0]) for name in ("dot.png", "spectrum.png"))
+    for colour in (C0, C1):
+        assert abs(peak_offset(rgb["dot.png"], dot, colour)) <= 1.0, colour
+    assert module.PICTURES["spectrum.png"][0] == "rope" and "128" in module.PICTURES["spectrum.png"]
+    wave = 2 * np.pi * 10000.0 ** (np.arange(0, 128, 2) / 128)  # rope's wavelengths, pair i = 0 .. 63
+    assert_line_follows(rgb["spectrum.png"], spectrum, C0, wave)
+    recorded = (ROOT / "docs" / "pictures" / "VERSION").read_text().split()[-1]
+    if recorded != matplotlib.__version__:
+        pytest.skip(f"pictures were drawn with matplotlib {recorded}, this is {matplotlib.__version__}")
+    for path in paths:
         committed = matplotlib.image.imread(ROOT / "docs" / "pictures" / path.name)
-        fresh = matplotlib.image.imread(path)
-        assert committed.shape == fresh.shape and np.array_equal(committed, fresh), (
+        assert committed.shape == fresh[path.name].shape and np.array_equal(committed, fresh[path.name]), (
             f"docs/pictures/{path.name} is stale; run python tools/pictures.py"
         )
+
+
+def assert_cells_follow(img: np.ndarray, panel: PanelInfo, table: np.ndarray) -> None:
+    """The colour at the centre of every cell of ``panel`` (an image of ``table``, row 0 at the top) is the colour
+    map's at the cell's value, within 2 of 255 in each channel (the pixel of each cell's centre as
+    test_plot.to_pixel finds it)."""
+    lo, hi = panel.clim
+    want = np.rint(np.asarray(matplotlib.colormaps[panel.cmap]((table - lo) / (hi - lo)))[..., :3] * 255).astype(int)
+    rows, cols = np.arange(table.shape[0]), np.arange(table.shape[1])
+    (x0, y0, x1, y1), (xa, xb), (ya, yb) = panel.bbox, panel.xlim, panel.ylim
+    py = (y1 - (rows - ya) / (yb - ya) * (y1 - y0)).astype(int)
+    px = (x0 + (cols - xa) / (xb - xa) * (x1 - x0)).astype(int)
+    assert (py[3], px[5]) == to_pixel(panel, 5, 3)
+    bad = np.abs(img[py[:, None], px[None, :]] - want).max(axis=-1) > 2
+    assert not bad.any(), f"{int(bad.sum())} cells off, first (row, column): {np.argwhere(bad)[:3].tolist()}"
+
+
+def assert_line_follows(img: np.ndarray, panel: PanelInfo, rgb: tuple[int, int, int], y: np.ndarray) -> None:
+    """The pixels of colour ``rgb`` in ``panel`` (linear x, log y) lie on the line through (i, y[i]), column by
+    column, over at least half the columns the line spans (README's yarn line, the same wavelengths as rope's up
+    to pair ~25, is drawn over it there)."""
+    rows, cols = pixels_of(img, panel, rgb)
+    columns, at = np.unique(cols, return_inverse=True)
+    x, _ = to_data(panel, np.zeros(columns.size), columns)  # each column's centre
+    inside = (x >= 0) & (x <= y.size - 1)
+    log_y = np.interp(x, np.arange(y.size), np.log10(y))  # straight between points on a log axis
+    (_, y0, _, y1), (ya, yb) = panel.bbox, np.log10(panel.ylim)
+    want = y1 - (log_y - ya) / (yb - ya) * (y1 - y0) - 0.5  # the row whose centre is on the line
+    got = np.bincount(at, weights=rows) / np.bincount(at)  # each column's mean row
+    off = np.abs(got - want)[inside]
+    spanned = to_pixel(panel, y.size - 1, y[-1])[1] - to_pixel(panel, 0, y[0])[1]
+    assert off.size > 0.5 * spanned, (off.size, spanned)
+    # within a line's width everywhere, and on it on average (one pair further along is ~2.6 px higher here)
+    assert off.max() <= 3.0 and float(off.mean()) <= 0.75, (off.max(), float(off.mean()))
+
+
+def test_the_default_view_is_chosen_without_measuring_the_table(monkeypatch):
+    """A table's default view is its kind's first that applies (heatmap), chosen without the table analysis that
+    the circle and spectrum views' tests run (70 ms of a 4096 x 768 table); asking which views apply runs it."""
+    import posenc_cli.inspect.analysis as an
+    from posenc_cli.api import SourceOptions, plot_tables
+    from posenc_cli.plot import applicable
+
+    calls = []
+    init = an.TableAnalysis.__init__
+    monkeypatch.setattr(an.TableAnalysis, "__init__", lambda self, *a, **k: (calls.append(1), init(self, *a, **k))[1])
+    opts = SourceOptions(length=64, dim=32)
+    view, (src,), _ = plot_tables(["sinusoidal"], options=opts)
+    assert view == "heatmap" and calls == []
+    assert applicable([src])[:3] == ["heatmap", "dot", "circle"] and calls == [1]

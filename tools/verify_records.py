@@ -27,7 +27,7 @@ import numpy as np
 from posenc_cli.encodings import make_encoding
 from posenc_cli.errors import ParameterError
 from posenc_cli.models import records
-from posenc_cli.models.hf_config import read_model_config
+from posenc_cli.models.hf_config import ModelConfig, read_model_config
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -128,13 +128,30 @@ def max_positions(mt: str) -> int:
 @cache
 def _max_positions(mt: str, verify: bool) -> int:
     try:
-        mc = read_model_config(default_config(mt, "default", 0))
+        mc = default_reading(mt)
         rotating = [lt for lt, p in mc.all_params(1).items() if p is not None]
         rep = mc.report(rotating[0] if rotating[0] != "default" else None)
     except ParameterError:
         return 4096
     mp = rep.get("max_position_embeddings")
     return int(mp["value"]) if mp else 4096
+
+
+def default_reading(mt: str) -> ModelConfig:
+    """posenc's reading of the type's default config (rope type ``default``), once per type and verification
+    setting: :func:`max_positions` and the check of the default rope type read the same config."""
+    got = _default_reading(mt, records.VERIFY)
+    if isinstance(got, ParameterError):
+        raise got
+    return got
+
+
+@cache
+def _default_reading(mt: str, verify: bool) -> ModelConfig | ParameterError:
+    try:
+        return read_model_config(default_config(mt, "default", 0))
+    except ParameterError as exc:
+        return exc
 
 
 def unique_cos(ref: np.ndarray, n: int) -> np.ndarray:
@@ -196,9 +213,12 @@ def _check_type(mt: str) -> str:
     n_freq = int(a[default["inv_freq"]].size) if "inv_freq" in default else int(a[default["cos"]].shape[-1]) // 2
     outcome = "exact"
     for rope_type, layers in refs.items():
-        cfg = default_config(mt, rope_type, n_freq)
         try:
-            mc = read_model_config(cfg)
+            mc = (
+                default_reading(mt)
+                if rope_type == "default"
+                else read_model_config(default_config(mt, rope_type, n_freq))
+            )
         except ParameterError as exc:
             msg = str(exc)
             assert "\n" not in msg
