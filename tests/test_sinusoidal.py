@@ -116,36 +116,37 @@ def test_seed_distance_norm_dot_product():
 # ----- presets against their published formulas ---------------------------------------------------
 # Each preset's sizes run as one test (tests/each.py names each failing case): an id per size added only
 # pytest's cost.
+def _is_published(want: np.ndarray, length: int, dim: int, **params) -> None:
+    """posenc's float64 table of ``params`` (a preset and its options) at ``length`` x ``dim`` is the published
+    formula's ``want``."""
+    np.testing.assert_allclose(table(length, dim, dtype="float64", **params), want, atol=1e-12)
+
+
 def test_tf_tutorial_preset():
-    each(
-        [(50, 6), (128, 64), (300, 512)],
-        lambda c: np.testing.assert_allclose(
-            table(*c, preset="tf-tutorial", dtype="float64"), tf_tutorial(*c), atol=1e-12
-        ),
-    )
+    each([(50, 6), (128, 64), (300, 512)], lambda c: _is_published(tf_tutorial(*c), *c, preset="tf-tutorial"))
 
 
 def test_pytorch_tutorial_and_paper():
     each(
         [(preset, length, dim) for preset in ("paper", "pytorch-tutorial") for length, dim in ((50, 6), (256, 128))],
-        lambda c: np.testing.assert_allclose(
-            table(c[1], c[2], preset=c[0], dtype="float64"), pytorch_tutorial(c[1], c[2]), atol=1e-12
-        ),
+        lambda c: _is_published(pytorch_tutorial(c[1], c[2]), c[1], c[2], preset=c[0]),
     )
 
 
 def test_tensor2tensor_preset():
-    each(
-        [4, 7, 64, 129],
-        lambda dim: np.testing.assert_allclose(
-            table(100, dim, preset="tensor2tensor", dtype="float64"), t2t_timing_signal(100, dim), atol=1e-12
-        ),
-    )
+    each([4, 7, 64, 129], lambda dim: _is_published(t2t_timing_signal(100, dim), 100, dim, preset="tensor2tensor"))
 
 
 def test_tensor2tensor_timescales_and_start_index():
-    got = table(40, 16, preset="tensor2tensor", min_timescale=2.0, max_timescale=500.0, offset=7, dtype="float64")
-    np.testing.assert_allclose(got, t2t_timing_signal(40, 16, 2.0, 500.0, start_index=7), atol=1e-12)
+    _is_published(
+        t2t_timing_signal(40, 16, 2.0, 500.0, start_index=7),
+        40,
+        16,
+        preset="tensor2tensor",
+        min_timescale=2.0,
+        max_timescale=500.0,
+        offset=7,
+    )
 
 
 def test_fairseq_preset():
@@ -153,28 +154,16 @@ def test_fairseq_preset():
 
 
 def _fairseq_preset(dim, padding_idx):
-    params = {"preset": "fairseq", "dtype": "float64"}
-    if padding_idx is not None:
-        params["padding_idx"] = padding_idx
-    np.testing.assert_allclose(table(60, dim, **params), fairseq_embedding(60, dim, padding_idx), atol=1e-12)
+    params = {} if padding_idx is None else {"padding_idx": padding_idx}
+    _is_published(fairseq_embedding(60, dim, padding_idx), 60, dim, preset="fairseq", **params)
 
 
 def test_marian_preset():
-    each(
-        [6, 7, 64, 65],
-        lambda dim: np.testing.assert_allclose(
-            table(30, dim, preset="marian", dtype="float64"), marian_init_weight(30, dim), atol=1e-12
-        ),
-    )
+    each([6, 7, 64, 65], lambda dim: _is_published(marian_init_weight(30, dim), 30, dim, preset="marian"))
 
 
 def test_musicgen_preset():
-    each(
-        [8, 9, 128],
-        lambda dim: np.testing.assert_allclose(
-            table(70, dim, preset="musicgen", dtype="float64"), musicgen_embedding(70, dim), atol=1e-12
-        ),
-    )
+    each([8, 9, 128], lambda dim: _is_published(musicgen_embedding(70, dim), 70, dim, preset="musicgen"))
 
 
 def test_presets_give_different_tables():
