@@ -115,12 +115,18 @@ def tiny_threshold(dtype: np.dtype) -> float | None:
 
 def usable(w_hi: np.ndarray, dtype: np.dtype, scale: float = 1.0) -> bool:
     """Whether this kernel serves frequencies ``w_hi`` and output ``dtype`` (else: the exact path)."""
-    return (
-        np.dtype(dtype).itemsize < 8
-        and np.dtype(dtype).kind in "fV"
-        and bool(np.all(np.isfinite(w_hi)))
-        and (scale == 0 or 2.0**-64 <= scale <= 16)  # E and the subnormal argument scale with it
-    )
+    return narrow(dtype) and serves(w_hi, scale)
+
+
+def narrow(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is an output this kernel rounds to correctly (a float narrower than float64)."""
+    return np.dtype(dtype).itemsize < 8 and np.dtype(dtype).kind in "fV"
+
+
+def serves(w_hi: np.ndarray, scale: float = 1.0) -> bool:
+    """Whether this kernel's error bound holds for frequencies ``w_hi`` and attention scaling ``scale``."""
+    # E and the subnormal argument scale with ``scale``
+    return bool(np.all(np.isfinite(w_hi))) and (scale == 0 or 2.0**-64 <= scale <= 16)
 
 
 #: Adders kept for frequencies asked for again (:func:`shared`), the most recently used last.

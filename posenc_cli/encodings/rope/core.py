@@ -457,17 +457,23 @@ class Rope(Encoding):
         key = (name, dtype)
         if key not in cache:
             scale = float(self.attention_scaling)
-            w_hi = self._freqs[0]
-            ok = (
-                self._position_rounding == "exact"  # angle addition steps one position per row
-                and _angleadd.usable(w_hi, dtype, scale)
-                and _angleadd.worth(self.length, len(w_hi))
-                and _angleadd.reaches(self.offset, self.offset + self.length - 1)
-            )
+            ok = _angleadd.narrow(dtype) and self._adds_angles(self.offset, self.offset + self.length - 1)
             tiny = _angleadd.tiny_threshold(dtype) if ok else None
             refine = self._adder.refiner(self._column_maps[name], dtype, tiny, scale) if ok else None
             cache[key] = (self._adder, refine) if refine is not None else None
         return cache[key]
+
+    def _adds_angles(self, first: int, last: int) -> bool:
+        """Whether angle addition computes positions ``first`` .. ``last`` of this table within its bound: one position
+        per row (no rounded positions or angles), frequencies and scaling it serves, a table long enough to be worth
+        it, positions within its reach."""
+        w_hi = self._freqs[0]
+        return (
+            self._position_rounding == "exact"
+            and _angleadd.serves(w_hi, float(self.attention_scaling))
+            and _angleadd.worth(self.length, len(w_hi))
+            and _angleadd.reaches(first, last)
+        )
 
     def _positions(self, start: int, count: int) -> np.ndarray:
         """Positions ``start .. start + count - 1`` as the product sees them (rounded to position_dtype)."""
@@ -526,17 +532,9 @@ class Rope(Encoding):
         chunks of angle addition: ~15x faster than the exact path at 131072 x 48. For a reference whose tolerance
         is far coarser than that (an ONNX check's is at least ``s 2**-21``); the exact path where angle addition
         does not serve (rounded positions or angles, short tables)."""
-        w_hi = self._freqs[0]
         scale = float(self.attention_scaling)
-        first, last = self.offset + start, self.offset + stop - 1
-        if not (
-            all(name in self._column_maps for name in names)
-            and self._position_rounding == "exact"  # angle addition steps one position per row
-            and bool(np.all(np.isfinite(w_hi)))
-            and (scale == 0 or 2.0**-64 <= scale <= 16)  # the bound scales with it
-            and _angleadd.worth(self.length, len(w_hi))
-            and _angleadd.reaches(first, last)
-        ):
+        first = self.offset + start
+        if not (all(name in self._column_maps for name in names) and self._adds_angles(first, self.offset + stop - 1)):
             for name, out in zip(names, outs):
                 self.fill(name, start, stop, out)
             return
